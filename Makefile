@@ -1,0 +1,193 @@
+# stfix — build, test, install.
+#
+#   make            ./stfix, libstfix.a, libstfix.so
+#   make deps       install the Debian build/test dependencies (as root)
+#   make check      every test (unit, CLI scenarios, man-page lint)
+#   make demo       the main job on the bundled demo fixture
+#   make asan       the tests under AddressSanitizer + UBSan
+#   make fuzz       libFuzzer harnesses (clang); FUZZ_SECONDS=N runs each
+#   make bench      benchmarks, as ratios to a yardstick (BENCH_JSON=FILE)
+#   make install    PREFIX=/usr/local DESTDIR=
+#
+# WERROR=1 turns warnings into errors (CI does).
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+BUILD ?= build
+CC ?= cc
+WERROR ?= 0
+SAN ?= 0
+
+PKGS := yaml-0.1 libcjson libzstd
+DEB_PKGS := build-essential pkg-config libyaml-dev libcjson-dev libzstd-dev libcmocka-dev \
+            clang libclang-rt-14-dev mandoc
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CMOCKA_CFLAGS := $(shell pkg-config --cflags cmocka 2>/dev/null)
+CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
+
+WARN := -Wall -Wextra -Wpedantic -Wshadow -Wconversion
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+# -ffp-contract=off: the kernels' rounding is normative (spec/convrot.md §2);
+# no FMA contraction, no fast-math, ever.
+CFLAGS ?= -O2 -g
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -ffp-contract=off -fno-fast-math \
+               -Iinclude -Ilib $(WARN) $(PKG_CFLAGS)
+LDLIBS := $(PKG_LIBS) -lpthread -lm
+
+ifeq ($(SAN),1)
+BASE_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+SIMD_AVX2 := -mavx2 -mf16c -mfma
+SIMD_AVX512 := -mavx2 -mf16c -mfma -mavx512f -mavx512bw -mavx512vl -mavx512dq
+
+LIB_SRC := $(sort $(wildcard lib/*/*.c))
+CMD_SRC := $(sort $(wildcard cmd/*.c))
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+TSUP_SRC := $(sort $(wildcard tests/unit/support/*.c))
+BENCH_SRC := $(sort $(wildcard tests/bench/*.c))
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
+TSUP_OBJ := $(TSUP_SRC:%.c=$(BUILD)/obj/%.o)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+BENCH_BIN := $(BENCH_SRC:tests/bench/%.c=$(BUILD)/bench/%)
+
+STFIX_BIN := $(BUILD)/stfix
+LIBA := $(BUILD)/libstfix.a
+LIBSO := $(BUILD)/libstfix.so
+
+.PHONY: all deps check unit cli lint demo asan fuzz bench install uninstall clean
+.DEFAULT_GOAL := all
+
+all: stfix libstfix.a libstfix.so
+
+stfix: $(STFIX_BIN)
+	@if [ "$(BUILD)" = build ]; then cp -f $< $@; fi
+libstfix.a: $(LIBA)
+	@if [ "$(BUILD)" = build ]; then cp -f $< $@; fi
+libstfix.so: $(LIBSO)
+	@if [ "$(BUILD)" = build ]; then cp -f $< $@; fi
+
+$(BUILD)/obj/%_avx2.o: %_avx2.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(SIMD_AVX2) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/%_avx512.o: %_avx512.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(SIMD_AVX512) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/tests/%.o: tests/%.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(CMOCKA_CFLAGS) -Itests/unit -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIBA): $(LIB_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
+$(LIBSO): $(LIB_OBJ)
+	@mkdir -p $(@D)
+	$(CC) -shared -Wl,-soname,libstfix.so.0 $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(STFIX_BIN): $(CMD_OBJ) $(LIBA)
+	$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(LIBA) $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TSUP_OBJ) $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< $(TSUP_OBJ) $(LIBA) $(CMOCKA_LIBS) $(LDLIBS)
+
+$(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
+
+-include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TSUP_OBJ:.o=.d) \
+         $(UNIT_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d)
+
+# ------------------------------------------------------------------ deps
+deps:
+	@missing=""; \
+	for p in $(PKGS) cmocka; do pkg-config --exists $$p 2>/dev/null || missing=1; done; \
+	for c in cc pkg-config clang mandoc; do command -v $$c >/dev/null 2>&1 || missing=1; done; \
+	[ -e /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a ] || \
+	  ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || missing=1; \
+	if [ -z "$$missing" ]; then echo "deps: everything is present"; exit 0; fi; \
+	cmd="apt-get update && apt-get install -y --no-install-recommends $(DEB_PKGS)"; \
+	if [ "$$(id -u)" != 0 ]; then \
+	  echo "deps: missing build dependencies; run as root:"; echo "  $$cmd"; exit 1; fi; \
+	echo "deps: $$cmd"; \
+	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(DEB_PKGS)
+
+# ------------------------------------------------------------------ tests
+check: all $(UNIT_BIN)
+	@STFIX=$(abspath $(STFIX_BIN)) BUILD=$(BUILD) sh tests/run.sh
+
+unit: $(UNIT_BIN)
+	@STFIX=$(abspath $(STFIX_BIN)) BUILD=$(BUILD) ONLY=unit sh tests/run.sh
+
+cli: all
+	@STFIX=$(abspath $(STFIX_BIN)) BUILD=$(BUILD) ONLY=cli sh tests/run.sh
+
+lint:
+	mandoc -Tlint -Wwarning man/stfix.1 man/stfix-rules.5
+
+asan:
+	$(MAKE) BUILD=build/asan SAN=1 CFLAGS="-O1 -g" check
+
+demo: all
+	@sh tests/demo.sh $(abspath $(STFIX_BIN))
+
+# ------------------------------------------------------------------ fuzz
+FUZZ_SECONDS ?= 0
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -O1 -g -ffp-contract=off -Iinclude -Ilib $(PKG_CFLAGS) \
+               -fsanitize=fuzzer,address,undefined
+FUZZ_LIB_SRC := $(filter-out %_avx2.c %_avx512.c,$(LIB_SRC))
+fuzz:
+	@mkdir -p build/fuzz
+	@for h in $(FUZZ_SRC); do n=$$(basename $$h .c); \
+	  echo "clang $$h -> build/fuzz/$$n"; \
+	  clang $(FUZZ_CFLAGS) -DSTF_NO_SIMD -o build/fuzz/$$n $$h $(FUZZ_LIB_SRC) $(LDLIBS) || exit 1; \
+	  if [ "$(FUZZ_SECONDS)" != 0 ]; then mkdir -p tests/fuzz/corpus-work/$$n; \
+	    build/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) tests/fuzz/corpus-work/$$n \
+	      tests/fuzz/corpus/$$n fixtures/malformed || exit 1; fi; \
+	done
+
+# ------------------------------------------------------------------ bench
+BENCH_JSON ?=
+bench: all $(BENCH_BIN)
+	@STFIX=$(abspath $(STFIX_BIN)) BENCH_JSON=$(BENCH_JSON) sh tests/bench/run.sh $(BENCH_BIN)
+
+# ------------------------------------------------------------------ install
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/stfix \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5
+	install -m 755 stfix $(DESTDIR)$(PREFIX)/bin/stfix
+	install -m 644 libstfix.a $(DESTDIR)$(PREFIX)/lib/libstfix.a
+	install -m 755 libstfix.so $(DESTDIR)$(PREFIX)/lib/libstfix.so.0
+	ln -sf libstfix.so.0 $(DESTDIR)$(PREFIX)/lib/libstfix.so
+	install -m 644 include/stfix.h $(DESTDIR)$(PREFIX)/include/stfix.h
+	install -m 644 include/stfix/*.h $(DESTDIR)$(PREFIX)/include/stfix/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/.*STF_VERSION_STRING "\(.*\)"/\1/p' include/stfix/base.h)|g' \
+	  lib/stfix.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/stfix.pc
+	install -m 644 man/stfix.1 $(DESTDIR)$(PREFIX)/share/man/man1/stfix.1
+	install -m 644 man/stfix-rules.5 $(DESTDIR)$(PREFIX)/share/man/man5/stfix-rules.5
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/stfix $(DESTDIR)$(PREFIX)/lib/libstfix.a \
+	  $(DESTDIR)$(PREFIX)/lib/libstfix.so $(DESTDIR)$(PREFIX)/lib/libstfix.so.0 \
+	  $(DESTDIR)$(PREFIX)/include/stfix.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/stfix.pc \
+	  $(DESTDIR)$(PREFIX)/share/man/man1/stfix.1 $(DESTDIR)$(PREFIX)/share/man/man5/stfix-rules.5
+	rm -rf $(DESTDIR)$(PREFIX)/include/stfix
+
+clean:
+	rm -rf build stfix libstfix.a libstfix.so

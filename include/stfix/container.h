@@ -1,0 +1,273 @@
+/*
+ * stfix public API: the safetensors container (spec/safetensors.md).
+ *
+ * Included through <stfix.h>; do not include directly.
+ */
+#ifndef STFIX_CONTAINER_H
+#define STFIX_CONTAINER_H
+
+#include "base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- dtypes */
+
+/* The 22 safetensors dtypes; the enum value is the reference's index
+ * ("increasing alignment order"), which the canonical writer sorts by. */
+typedef enum stf_dtype {
+    STF_BOOL = 0, STF_F4, STF_F6_E2M3, STF_F6_E3M2, STF_U8, STF_I8,
+    STF_F8_E5M2, STF_F8_E4M3, STF_F8_E8M0, STF_F8_E4M3FNUZ, STF_F8_E5M2FNUZ,
+    STF_I16, STF_U16, STF_F16, STF_BF16, STF_I32, STF_U32, STF_F32,
+    STF_C64, STF_F64, STF_I64, STF_U64,
+    STF_DTYPE_COUNT
+} stf_dtype;
+
+/* Exact-case name ("F32"); NULL for an out-of-range value. */
+const char *stf_dtype_name(stf_dtype d);
+
+/* Parse an exact-case name of `len` bytes. Returns 0, or STF_ENOTFOUND. */
+int stf_dtype_from_name(stf_dtype *out, const char *name, size_t len);
+
+/* Bits per element: 1..64 (F4 = 4, F6_* = 6, BOOL = 8). 0 if out of range. */
+unsigned stf_dtype_bits(stf_dtype d);
+
+/*
+ * Byte size of `nelem` elements of `d`. Fails with STF_EFORMAT (rule "S16")
+ * when the bit count overflows u64 and ("S17") when it is not a whole number
+ * of bytes.
+ */
+int stf_dtype_nbytes(uint64_t *out, stf_dtype d, uint64_t nelem, stf_err *err);
+
+/* ------------------------------------------------------------- limits */
+
+#define STF_MAX_RANK_HARD 64 /* compile-time bound for shape arrays */
+
+/*
+ * Options for opening files. Initialise with stf_open_opts_init(), which
+ * sets the documented defaults (spec/safetensors.md §8), then adjust.
+ */
+typedef struct stf_open_opts {
+    int strict;                 /* STRICT findings become errors (default 0) */
+    int no_mmap;                /* force the pread source (default 0) */
+    uint64_t max_header;        /* header N cap (default 100,000,000; never above it) */
+    uint64_t max_tensors;       /* per file (default 1,000,000) */
+    unsigned max_rank;          /* default 8, at most STF_MAX_RANK_HARD */
+    uint64_t max_dim;           /* dimension/offset value (default 2^48-1) */
+    size_t max_name;            /* tensor name bytes (default 4096) */
+    size_t max_meta_entries;    /* __metadata__ entries (default 65536) */
+    size_t max_shards;          /* per index (default 10,000) */
+    uint64_t max_index_size;    /* index JSON bytes (default 100,000,000) */
+} stf_open_opts;
+
+void stf_open_opts_init(stf_open_opts *o);
+
+/* ------------------------------------------------------------ findings */
+
+/*
+ * A finding the reader reports without failing (STRICT rules when not
+ * strict, S20, S21-S25 canonical-form notes). Strings are owned by the file
+ * or checkpoint they came from.
+ */
+typedef struct stf_finding {
+    char rule[8];           /* "S7", "S21", "I6", ... */
+    stf_severity severity;
+    const char *tensor;     /* NULL when no tensor applies */
+    const char *path;       /* file the finding is about */
+    int has_offset;
+    uint64_t offset;        /* absolute byte offset in `path` */
+    const char *message;    /* full message, already naming path/tensor/offset */
+} stf_finding;
+
+/* -------------------------------------------------------- one file */
+
+/* One tensor as the header declares it (after validation). */
+typedef struct stf_tensor_info {
+    const char *name;       /* NUL-terminated, unescaped UTF-8 (S14 forbids NUL inside) */
+    size_t name_len;
+    stf_dtype dtype;
+    unsigned rank;
+    const uint64_t *shape;  /* rank entries; NULL when rank == 0 */
+    uint64_t nelem;         /* product of shape (1 for rank 0) */
+    uint64_t begin, end;    /* data_offsets, relative to the data section */
+    uint64_t nbytes;        /* end - begin */
+    uint64_t header_offset; /* absolute byte offset of the tensor's key in the file */
+    unsigned shard;         /* shard index within a checkpoint (0 for a single file) */
+} stf_tensor_info;
+
+/* A __metadata__ entry (unescaped UTF-8, NUL-terminated; lengths exclude NUL). */
+typedef struct stf_meta_entry {
+    const char *key;
+    size_t key_len;
+    const char *value;
+    size_t value_len;
+} stf_meta_entry;
+
+/* ------------------------------------------------- logical checkpoint */
+
+/*
+ * A checkpoint: one .safetensors file, or a *.safetensors.index.json with its
+ * shards. Opening validates every S-rule for each file and the I-rules for an
+ * index (a tensor in two shards is an error). Input files are never written.
+ */
+typedef struct stf_ckpt stf_ckpt;
+
+/*
+ * Open `path` (a .safetensors file, or a name ending in ".index.json").
+ * `opts` may be NULL for defaults. On failure *out is NULL and err says why,
+ * with the rule id and byte offset. Free with stf_ckpt_free.
+ */
+int stf_ckpt_open(stf_ckpt **out, const char *path, const stf_open_opts *opts,
+                  stf_err *err);
+
+/*
+ * Open a single safetensors file held in memory (tests, fuzzing). `buf` is
+ * borrowed and must outlive the checkpoint; `name` is used in messages.
+ */
+int stf_ckpt_open_mem(stf_ckpt **out, const void *buf, size_t len, const char *name,
+                      const stf_open_opts *opts, stf_err *err);
+
+/* No-op on NULL. */
+void stf_ckpt_free(stf_ckpt *c);
+
+/* 1 for a single file. */
+size_t stf_ckpt_shard_count(const stf_ckpt *c);
+/* Path of shard i as opened (for a single file: the path given). */
+const char *stf_ckpt_shard_path(const stf_ckpt *c, size_t shard);
+/* Header length N of shard i, and total file size. */
+uint64_t stf_ckpt_shard_header_len(const stf_ckpt *c, size_t shard);
+uint64_t stf_ckpt_shard_file_size(const stf_ckpt *c, size_t shard);
+/* Whether shard i had a __metadata__ object (even an empty one). */
+int stf_ckpt_shard_has_meta(const stf_ckpt *c, size_t shard);
+/* __metadata__ of shard i, entries in file order. */
+size_t stf_ckpt_meta_count(const stf_ckpt *c, size_t shard);
+const stf_meta_entry *stf_ckpt_meta(const stf_ckpt *c, size_t shard, size_t i);
+/* Look up a metadata value by key in shard i; NULL when absent. */
+const stf_meta_entry *stf_ckpt_meta_find(const stf_ckpt *c, size_t shard, const char *key);
+
+/* Path of the index file, or NULL for a single file. */
+const char *stf_ckpt_index_path(const stf_ckpt *c);
+/*
+ * The index's "metadata" object other than total_size, as raw JSON text of
+ * each value (so it can be re-emitted). Empty for a single file.
+ */
+size_t stf_ckpt_index_meta_count(const stf_ckpt *c);
+const stf_meta_entry *stf_ckpt_index_meta(const stf_ckpt *c, size_t i);
+
+/*
+ * All tensors of all shards, ordered by (shard, begin, end): i.e. file order.
+ * Pointers stay valid until stf_ckpt_free.
+ */
+size_t stf_ckpt_tensor_count(const stf_ckpt *c);
+const stf_tensor_info *stf_ckpt_tensor(const stf_ckpt *c, size_t i);
+/* Find by exact name; 0 and *idx set, or STF_ENOTFOUND. */
+int stf_ckpt_find(const stf_ckpt *c, const char *name, size_t *idx);
+
+/*
+ * Copy `len` bytes of tensor i starting at byte `off` within the tensor into
+ * dst. Bounds are checked (STF_EINVAL). Reads through the map or pread.
+ */
+int stf_ckpt_read(const stf_ckpt *c, size_t i, uint64_t off, void *dst, size_t len,
+                  stf_err *err);
+
+/* Pointer to tensor i's bytes when the shard is memory-mapped (or in memory), else NULL. */
+const void *stf_ckpt_tensor_data(const stf_ckpt *c, size_t i);
+
+/* Findings recorded while opening (warnings and canonical-form notes). */
+size_t stf_ckpt_finding_count(const stf_ckpt *c);
+const stf_finding *stf_ckpt_finding(const stf_ckpt *c, size_t i);
+
+/*
+ * Whether shard i is byte-identical to what the canonical writer would emit
+ * (S21-S25 all hold). Findings for each failed rule are in the list above.
+ */
+int stf_ckpt_shard_is_canonical(const stf_ckpt *c, size_t shard);
+
+/* ------------------------------------------------------------- writer */
+
+/*
+ * Where a tensor's bytes come from when writing.
+ *  STF_SRC_MEM:  `mem`, nbytes long, borrowed until commit.
+ *  STF_SRC_CKPT: tensor `idx` of `ckpt` copied verbatim (copy_file_range
+ *                where possible); sizes must match.
+ *  STF_SRC_FN:   `fn` is called with consecutive (off, len) chunks covering
+ *                the tensor in order and must fill dst; it may fail with an
+ *                error code and err filled.
+ */
+typedef int (*stf_produce_fn)(void *ud, void *dst, uint64_t off, size_t len, stf_err *err);
+
+typedef enum stf_src_kind { STF_SRC_MEM = 0, STF_SRC_CKPT = 1, STF_SRC_FN = 2 } stf_src_kind;
+
+typedef struct stf_tensor_src {
+    stf_src_kind kind;
+    const void *mem;
+    const stf_ckpt *ckpt;
+    size_t idx;
+    stf_produce_fn fn;
+    void *ud;
+} stf_tensor_src;
+
+typedef struct stf_write_opts {
+    uint64_t max_shard_size;  /* 0: one file; else split greedily in writer order */
+    int no_fsync;             /* tests only: skip fsync */
+    /* Test hook: called before each write(2) with the bytes about to go out;
+     * returning non-zero makes the write fail as if with ENOSPC. */
+    int (*write_hook)(void *ud, uint64_t file_off, size_t len);
+    void *write_hook_ud;
+} stf_write_opts;
+
+void stf_write_opts_init(stf_write_opts *o);
+
+typedef struct stf_writer stf_writer;
+
+/*
+ * Start writing a checkpoint at `path`. With max_shard_size == 0 `path` is
+ * the output file. Otherwise `path` must end in ".safetensors": shards are
+ * named STEM-00001-of-0000N.safetensors next to it, and the index
+ * STEM.safetensors.index.json — unless everything fits in one shard, in
+ * which case `path` itself is written and no index. Nothing appears at the
+ * final paths before stf_writer_commit succeeds.
+ */
+int stf_writer_new(stf_writer **out, const char *path, const stf_write_opts *opts,
+                   stf_err *err);
+
+/* Emit a __metadata__ object even when no key is set (source had one). */
+void stf_writer_keep_empty_meta(stf_writer *w);
+
+/* Set (or replace) a __metadata__ entry; strings are copied. */
+int stf_writer_set_meta(stf_writer *w, const char *key, const char *value, stf_err *err);
+
+/* Set an index "metadata" entry other than total_size (raw JSON value text). */
+int stf_writer_set_index_meta(stf_writer *w, const char *key, const char *json_value,
+                              stf_err *err);
+
+/*
+ * Add a tensor. `name` and `shape` are copied; `src` is copied but what it
+ * points to is borrowed until commit. Duplicate names and "__metadata__" are
+ * refused (STF_EINVAL).
+ */
+int stf_writer_add(stf_writer *w, const char *name, stf_dtype dtype, unsigned rank,
+                   const uint64_t *shape, const stf_tensor_src *src, stf_err *err);
+
+/*
+ * Write everything: temp file(s) in the destination directory, fsync, rename
+ * over the target(s). On failure every temp file is removed and nothing is
+ * left at the output paths.
+ */
+int stf_writer_commit(stf_writer *w, stf_err *err);
+
+/* Frees; removes any temp file of an uncommitted writer. No-op on NULL. */
+void stf_writer_free(stf_writer *w);
+
+/*
+ * Rewrite a whole checkpoint canonically into `out_path` (tensors, metadata
+ * and index metadata unchanged). The implementation of `stfix rewrite`.
+ */
+int stf_ckpt_rewrite(const stf_ckpt *c, const char *out_path, const stf_write_opts *opts,
+                     stf_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

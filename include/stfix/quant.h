@@ -1,0 +1,206 @@
+/*
+ * stfix public API: numeric kernels (spec/convrot.md) and the thread pool.
+ *
+ * Included through <stfix.h>; do not include directly.
+ *
+ * Every kernel is deterministic: the same inputs give the same bytes with
+ * any SIMD variant and any thread count.
+ */
+#ifndef STFIX_QUANT_H
+#define STFIX_QUANT_H
+
+#include "base.h"
+#include "container.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* --------------------------------------------------------- SIMD dispatch */
+
+typedef enum stf_simd {
+    STF_SIMD_AUTO = 0,  /* best the CPU supports */
+    STF_SIMD_SCALAR = 1,
+    STF_SIMD_AVX2 = 2,
+    STF_SIMD_AVX512 = 3 /* AVX-512 F, BW, VL, DQ */
+} stf_simd;
+
+/* "auto", "scalar", "avx2", "avx512". */
+const char *stf_simd_name(stf_simd s);
+/* Parse one of the names above; STF_EINVAL otherwise. */
+int stf_simd_from_name(stf_simd *out, const char *name);
+/* Whether this CPU (cpuid + OS state) can run variant s. */
+int stf_simd_supported(stf_simd s);
+/*
+ * Select the kernel variant for the whole process (AUTO: best supported).
+ * STF_EUNSUPPORTED if the CPU lacks it. The library never reads
+ * STFIX_SIMD itself; the program does and passes it here.
+ */
+int stf_simd_select(stf_simd s, stf_err *err);
+/* The variant in use (never AUTO). */
+stf_simd stf_simd_active(void);
+
+/* ------------------------------------------------------------- threads */
+
+/*
+ * A fixed pool of worker threads. Work is split into contiguous index
+ * ranges whose boundaries do not depend on the thread count, so results
+ * never do either.
+ */
+typedef struct stf_pool stf_pool;
+
+/* nthreads == 0: one per online core. nthreads == 1: no threads, run inline. */
+int stf_pool_new(stf_pool **out, unsigned nthreads, stf_err *err);
+void stf_pool_free(stf_pool *p);
+unsigned stf_pool_threads(const stf_pool *p);
+
+/*
+ * Call fn(ud, begin, end) over [0, count) in chunks of `grain` indices,
+ * spread over the pool (p may be NULL: run inline). Returns the first
+ * non-zero value any call returned (by lowest chunk index), else 0.
+ */
+typedef int (*stf_range_fn)(void *ud, size_t begin, size_t end);
+int stf_pool_run(stf_pool *p, size_t count, size_t grain, stf_range_fn fn, void *ud);
+
+/* --------------------------------------------------------- conversions */
+
+/* Scalar conversions, all round-to-nearest-even (spec/convrot.md §9). */
+float stf_bf16_to_f32(uint16_t h);
+uint16_t stf_f32_to_bf16(float f);   /* NaN -> 0x7FC0 (sign kept) */
+float stf_f16_to_f32(uint16_t h);
+uint16_t stf_f32_to_f16(float f);
+uint16_t stf_f64_to_f16(double d);   /* direct, no double rounding */
+/* FP8 decode to f32 (exact). dtype: F8_E4M3, F8_E5M2, F8_E4M3FNUZ, F8_E5M2FNUZ, F8_E8M0. */
+float stf_fp8_to_f32(uint8_t v, stf_dtype dtype);
+
+/*
+ * Convert n elements of dtype `src_dtype` (BF16, F16, F32, F64, the F8 types,
+ * I8, U8) at src to f32. STF_EUNSUPPORTED for other dtypes.
+ */
+int stf_convert_to_f32(float *dst, const void *src, stf_dtype src_dtype, size_t n,
+                       stf_err *err);
+/* Convert n f32 values to BF16, F16 or F32 (RNE). */
+int stf_convert_from_f32(void *dst, stf_dtype dst_dtype, const float *src, size_t n,
+                         stf_err *err);
+/* Round each value to dtype t (BF16, F16 or F32) and back, in place: rT(x). */
+int stf_round_to_dtype(float *x, size_t n, stf_dtype t, stf_err *err);
+
+/* ----------------------------------------------------------- Hadamard */
+
+/*
+ * Regular (ConvRot) Hadamard along rows: x[k] is rotated per group of g
+ * consecutive values with the radix-4 FHT of spec §2 (x·H_g, normalised).
+ * g must be a power of 4 (4..1024) dividing k. H is involutory, so this
+ * both rotates and un-rotates.
+ */
+int stf_hadamard_regular(float *x, size_t k, unsigned g, stf_err *err);
+
+/*
+ * Undo a Sylvester (Walsh) rotation per group of g (a power of 2, 2..4096)
+ * as exporters did it (spec §7): radix-2 stages, then multiply by
+ * fl32(1/fl32(sqrt(g))).
+ */
+int stf_hadamard_sylvester_undo(float *x, size_t k, unsigned g, stf_err *err);
+
+/* ---------------------------------------------------------- INT8 */
+
+typedef enum stf_quant_mode {
+    STF_QMODE_CUDA = 0,   /* default: comfy-kitchen CUDA convention */
+    STF_QMODE_FP32 = 1,
+    STF_QMODE_EAGER = 2
+} stf_quant_mode;
+
+const char *stf_quant_mode_name(stf_quant_mode m);  /* "cuda", "fp32", "eager" */
+int stf_quant_mode_from_name(stf_quant_mode *out, const char *name);
+
+/*
+ * INT8 rowwise quantization with ConvRot (spec §5). src holds n rows of k
+ * values of dtype `src_dtype` (BF16, F16 or F32), row-major. `t` is the
+ * rounding dtype T (normally src_dtype; for F32 working values from a
+ * dequantized layer the recipe's compute dtype). g = group size (a power of
+ * 4 dividing k), or 0 for no rotation. Writes q[n*k] and scale[n] (the F32
+ * [N,1] tensor). Rows run on the pool (may be NULL). A non-finite input fails
+ * with STF_ENUMERIC naming the row in err.
+ */
+typedef struct stf_int8_opts {
+    unsigned group;        /* 0: no rotation */
+    stf_quant_mode mode;
+    stf_dtype t;           /* BF16, F16 or F32 */
+} stf_int8_opts;
+
+int stf_int8_quantize_rows(int8_t *q, float *scale, const void *src, stf_dtype src_dtype,
+                           size_t n, size_t k, const stf_int8_opts *o, stf_pool *pool,
+                           stf_err *err);
+
+/* How an INT8 scale tensor applies. */
+typedef enum stf_scale_axis {
+    STF_SCALE_TENSOR = 0, /* one scale */
+    STF_SCALE_ROW = 1,    /* n scales, per output row */
+    STF_SCALE_COL = 2     /* k scales, per input column */
+} stf_scale_axis;
+
+/*
+ * Dequantize INT8 codes to f32: x = fl32(q*s), then undo the rotation of
+ * the layer: rot_group > 0 with sylvester == 0 is the regular ConvRot; with
+ * sylvester != 0, the Sylvester undo of spec §7. rot_group == 0: none.
+ */
+typedef struct stf_dequant_opts {
+    stf_scale_axis axis;
+    unsigned rot_group;
+    int sylvester;
+} stf_dequant_opts;
+
+int stf_int8_dequantize(float *dst, const int8_t *q, const float *scale, size_t n, size_t k,
+                        const stf_dequant_opts *o, stf_pool *pool, stf_err *err);
+
+/* ---------------------------------------------------------- W4A4 */
+
+/*
+ * convrot_w4a4 (spec §8): rotate with g, per-row scale over the T-rounded
+ * values, codes in [-7,7], packed low nibble = even column. packed has n*k/2
+ * bytes, scale n floats. k % 64 == 0 and k % g == 0.
+ */
+int stf_w4a4_quantize_rows(int8_t *packed, float *scale, const void *src, stf_dtype src_dtype,
+                           size_t n, size_t k, unsigned g, stf_dtype t, stf_pool *pool,
+                           stf_err *err);
+/* Unpack and dequantize (then un-rotate with g) to f32. */
+int stf_w4a4_dequantize(float *dst, const int8_t *packed, const float *scale, size_t n,
+                        size_t k, unsigned g, stf_pool *pool, stf_err *err);
+
+/* ----------------------------------------------------------- FP8 */
+
+/* dst = fl32(decode(src) * scale) for n values. dtype: F8_E4M3 or F8_E5M2. */
+int stf_fp8_dequantize(float *dst, const uint8_t *src, stf_dtype dtype, size_t n, float scale,
+                       stf_err *err);
+
+/* ------------------------------------------------------- error metrics */
+
+/* Accumulated in double; feed any number of chunks, then finish. */
+typedef struct stf_metrics {
+    double sum_ref2, sum_err2, sum_dot, sum_test2, sum_abs_err;
+    double max_abs_err, max_abs_ref;
+    uint64_t count;
+    uint64_t max_row, max_col;
+} stf_metrics;
+
+typedef struct stf_metrics_result {
+    double rel_l2;      /* ||W-Ŵ|| / ||W|| (0 when both are zero) */
+    double cosine;      /* <W,Ŵ>/(||W|| ||Ŵ||) (1 when both are zero) */
+    double snr_db;      /* +INFINITY when the error is zero */
+    double max_abs;     /* max |W-Ŵ| */
+    uint64_t max_row, max_col;
+    double kitchen;     /* mean|W-Ŵ| / (max|W| + 1e-8) */
+} stf_metrics_result;
+
+void stf_metrics_init(stf_metrics *m);
+/* Add one row (or a chunk of one row starting at column col0). */
+void stf_metrics_add(stf_metrics *m, const float *ref, const float *test, size_t n,
+                     uint64_t row, uint64_t col0);
+/* Combine two accumulators (for per-thread partials, merged in row order). */
+void stf_metrics_merge(stf_metrics *into, const stf_metrics *from);
+void stf_metrics_finish(const stf_metrics *m, stf_metrics_result *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,80 @@
+/*
+ * Internal interfaces of the container layer, shared between the header
+ * parser (json_lex.c, header.c, validate.c), the checkpoint/source code
+ * (source.c, ckpt.c, index.c) and the writer (header_text.c, writer.c, ...).
+ * Not part of the public API.
+ */
+#ifndef STF_CONTAINER_INTERNAL_H
+#define STF_CONTAINER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stfix.h"
+#include "util/util.h"
+
+/* ------------------------------------------------------------ findings */
+
+/* A growable list of findings; every string in it is owned by the list. */
+typedef struct stf__findings {
+    stf_finding *v;
+    size_t n, cap;
+} stf__findings;
+
+void stf__findings_init(stf__findings *l);
+void stf__findings_free(stf__findings *l);
+/*
+ * Append a finding; path/tensor are copied (either may be NULL), the message
+ * is formatted. Returns 0 or STF_ENOMEM.
+ */
+int stf__findings_add(stf__findings *l, const char *rule, stf_severity sev, const char *path,
+                      const char *tensor, int has_off, uint64_t off, const char *fmt, ...)
+    STF_PRINTF(8, 9);
+
+/* ------------------------------------------------------------ header */
+
+/*
+ * A parsed and validated header. Tensors are sorted by (begin, end), i.e.
+ * file order; `shard` is 0. All strings and shapes live in memory owned by
+ * the header.
+ */
+typedef struct stf__header {
+    uint64_t n;              /* header length N */
+    uint64_t data_size;      /* bytes of the data section (= cursor after S15-S18) */
+    stf_tensor_info *tensors;
+    size_t ntensors;
+    int has_meta;            /* __metadata__ present (object, possibly empty) */
+    stf_meta_entry *meta;    /* in header order */
+    size_t nmeta;
+    void *arena;             /* owned storage, implementation-defined */
+} stf__header;
+
+/*
+ * S1-S3: check the framing of a file of `file_size` bytes whose first
+ * min(8, file_size) bytes are `first`, and return N. `path` is for messages.
+ */
+int stf__frame_check(uint64_t *n_out, const uint8_t *first, uint64_t file_size,
+                     const char *path, const stf_open_opts *o, stf_err *err);
+
+/*
+ * S4-S20: lex, parse and validate the N header bytes `hdr` of a file of
+ * `file_size` bytes. REF violations (and STRICT ones when o->strict) fail
+ * with STF_EFORMAT, err->rule set and err->offset the absolute file offset
+ * (8 + position in the header). Warnings go to `findings` (may be NULL).
+ * Caps from `o` fail with STF_ELIMIT.
+ */
+int stf__header_parse(stf__header **out, const uint8_t *hdr, uint64_t n, uint64_t file_size,
+                      const char *path, const stf_open_opts *o, stf__findings *findings,
+                      stf_err *err);
+
+void stf__header_free(stf__header *h);
+
+/* ------------------------------------------------------ canonical text */
+
+/*
+ * Append a JSON string literal (with quotes) using serde_json escaping
+ * (spec §5.2) to b.
+ */
+int stf__json_put_string(stf_buf *b, const char *s, size_t n);
+
+#endif

@@ -1,0 +1,58 @@
+/*
+ * Internal: the kernel dispatch table. One instance per SIMD variant
+ * (kernels_scalar.c, kernels_avx2.c, kernels_avx512.c); dispatch.c picks one
+ * at start-up (or on stf_simd_select). Every entry of every variant is
+ * bit-identical to the scalar one. A variant may point an entry at the
+ * scalar function when it has nothing faster.
+ */
+#ifndef STF_QUANT_KERNELS_H
+#define STF_QUANT_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stfix.h"
+
+typedef struct stf__kernels {
+    stf_simd id;
+
+    /*
+     * Fused INT8 rowwise quantization of one row (spec/convrot.md §5):
+     * load src (k values of src_dtype: BF16, F16 or F32) -> f32, rotate
+     * each group of g with the §2 FHT (g == 0: no rotation), absmax, scale
+     * per `mode` and rounding dtype t, quantize into q[k], *scale = s.
+     * `scratch` holds at least k floats, 64-byte aligned.
+     * Returns 0, or STF_ENUMERIC when the row holds NaN or Inf (nothing
+     * useful is written then).
+     */
+    int (*int8_row)(int8_t *q, float *scale, const void *src, stf_dtype src_dtype, size_t k,
+                    unsigned g, stf_quant_mode mode, stf_dtype t, float *scratch);
+
+    /* In-place regular FHT of x[k], per group of g (power of 4, divides k). */
+    void (*fht_regular)(float *x, size_t k, unsigned g);
+
+    /* Widening conversions (exact). */
+    void (*bf16_to_f32)(float *dst, const uint16_t *src, size_t n);
+    void (*f16_to_f32)(float *dst, const uint16_t *src, size_t n);
+    /* Narrowing, RNE (NaN -> 0x7FC0 | sign). */
+    void (*f32_to_bf16)(uint16_t *dst, const float *src, size_t n);
+
+    /* dst[i] = fl32(q[i] * s). */
+    void (*int8_dequant_row)(float *dst, const int8_t *q, float s, size_t k);
+    /* dst[i] = fl32(q[i] * s[i]) (per-column scales). */
+    void (*int8_dequant_row_cols)(float *dst, const int8_t *q, const float *s, size_t k);
+} stf__kernels;
+
+extern const stf__kernels stf__kernels_scalar;
+#if defined(__x86_64__) || defined(__i386__)
+extern const stf__kernels stf__kernels_avx2;
+extern const stf__kernels stf__kernels_avx512;
+#endif
+
+/* The active table (selected on first use from cpuid, or by stf_simd_select). */
+const stf__kernels *stf__kernels_active(void);
+
+/* The table for a given variant, or NULL when not compiled in / not supported. */
+const stf__kernels *stf__kernels_for(stf_simd s);
+
+#endif

@@ -1,0 +1,82 @@
+/* Error contexts and their messages. */
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+
+const char *stf_strerror(int code)
+{
+    switch (code) {
+    case STF_OK: return "success";
+    case STF_EIO: return "I/O error";
+    case STF_ENOMEM: return "out of memory";
+    case STF_EINVAL: return "invalid argument";
+    case STF_EFORMAT: return "invalid input format";
+    case STF_ELIMIT: return "resource limit exceeded";
+    case STF_EUNSUPPORTED: return "unsupported";
+    case STF_ENOTFOUND: return "not found";
+    case STF_ENUMERIC: return "unusable numeric data";
+    default: return "unknown error";
+    }
+}
+
+const char *stf_severity_name(stf_severity s)
+{
+    switch (s) {
+    case STF_SEV_INFO: return "info";
+    case STF_SEV_WARNING: return "warning";
+    case STF_SEV_ERROR: return "error";
+    default: return "unknown";
+    }
+}
+
+void stf_err_clear(stf_err *err)
+{
+    if (!err) return;
+    memset(err, 0, sizeof *err);
+}
+
+static void err_vset(stf_err *err, int code, const char *fmt, va_list ap)
+{
+    err->code = code;
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+}
+
+int stf__err(stf_err *err, int code, const char *fmt, ...)
+{
+    if (!err) return code;
+    va_list ap;
+    va_start(ap, fmt);
+    stf_err_clear(err);
+    err_vset(err, code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int stf__err_rule(stf_err *err, int code, const char *rule, int has_off, uint64_t off,
+                  const char *fmt, ...)
+{
+    if (!err) return code;
+    va_list ap;
+    va_start(ap, fmt);
+    stf_err_clear(err);
+    err_vset(err, code, fmt, ap);
+    va_end(ap);
+    snprintf(err->rule, sizeof err->rule, "%s", rule ? rule : "");
+    err->has_offset = has_off;
+    err->offset = has_off ? off : 0;
+    return code;
+}
+
+int stf__err_prefix(stf_err *err, const char *fmt, ...)
+{
+    if (!err) return 0;
+    char head[512], old[sizeof err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(head, sizeof head, fmt, ap);
+    va_end(ap);
+    memcpy(old, err->msg, sizeof old);
+    snprintf(err->msg, sizeof err->msg, "%s%s", head, old);
+    return err->code;
+}

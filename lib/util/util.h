@@ -1,0 +1,70 @@
+/*
+ * Internal utilities shared by every layer: allocation through the hook,
+ * error filling, overflow-checked arithmetic. Not part of the public API.
+ */
+#ifndef STF_UTIL_H
+#define STF_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stfix.h"
+
+#if defined(__GNUC__)
+#define STF_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define STF_PRINTF(a, b)
+#endif
+
+/* Allocation through the process-wide hook (stf_set_allocator). */
+void *stf__malloc(size_t n);
+void *stf__calloc(size_t count, size_t size); /* overflow-checked; zeroed */
+void *stf__realloc(void *p, size_t n);
+void stf__free(void *p);
+char *stf__strndup(const char *s, size_t n); /* copies n bytes, adds NUL */
+char *stf__strdup(const char *s);
+
+/*
+ * Fill err (may be NULL) and return `code`, so callers can write
+ * `return stf__err(err, STF_EINVAL, "...")`. Clears rule and offset.
+ */
+int stf__err(stf_err *err, int code, const char *fmt, ...) STF_PRINTF(3, 4);
+
+/* As stf__err, also setting the rule id and, when has_off, the byte offset. */
+int stf__err_rule(stf_err *err, int code, const char *rule, int has_off, uint64_t off,
+                  const char *fmt, ...) STF_PRINTF(6, 7);
+
+/* Like stf__err but keeps the existing message and prefixes `fmt` to it. */
+int stf__err_prefix(stf_err *err, const char *fmt, ...) STF_PRINTF(2, 3);
+
+/* Overflow-checked u64 arithmetic: return 0 on success, -1 on overflow. */
+static inline int stf__add_u64(uint64_t *r, uint64_t a, uint64_t b)
+{
+    if (a > UINT64_MAX - b) return -1;
+    *r = a + b;
+    return 0;
+}
+static inline int stf__mul_u64(uint64_t *r, uint64_t a, uint64_t b)
+{
+    if (a != 0 && b > UINT64_MAX / a) return -1;
+    *r = a * b;
+    return 0;
+}
+
+/* A growable byte buffer (always NUL-terminated when non-empty). */
+typedef struct stf_buf {
+    char *data;
+    size_t len, cap;
+    int oom; /* sticky: an append failed */
+} stf_buf;
+
+void stf__buf_init(stf_buf *b);
+void stf__buf_free(stf_buf *b);
+int stf__buf_reserve(stf_buf *b, size_t extra);
+int stf__buf_put(stf_buf *b, const void *p, size_t n);
+int stf__buf_puts(stf_buf *b, const char *s);
+int stf__buf_putc(stf_buf *b, char c);
+int stf__buf_printf(stf_buf *b, const char *fmt, ...) STF_PRINTF(2, 3);
+
+#endif

@@ -1,0 +1,58 @@
+# Helpers for CLI scenario scripts (sourced). Each assertion prints one
+# "ok - NAME" or "not ok - NAME" line; tests/run.sh counts them.
+#   t_run NAME RC cmd...      run cmd, capture stdout/stderr, assert exit code RC
+#   t_stdout_is NAME FILE     stdout of the last t_run equals FILE byte for byte
+#   t_stdout_has NAME TEXT    stdout contains TEXT (fixed string)
+#   t_stderr_has NAME TEXT    stderr contains TEXT (fixed string)
+#   t_stderr_is NAME TEXT     stderr equals TEXT plus a newline
+#   t_true NAME cmd...        cmd exits 0
+# $STFIX is the binary under test, $T_TMP a scratch directory (created here).
+: "${STFIX:?STFIX must name the stfix binary}"
+T_TMP=${T_TMP:-$(mktemp -d)}
+mkdir -p "$T_TMP"
+T_OUT="$T_TMP/stdout"
+T_ERR="$T_TMP/stderr"
+
+t_ok() { echo "ok - $1"; }
+t_notok() {
+    echo "not ok - $1"
+    shift
+    [ $# -gt 0 ] && echo "#   $*"
+    return 0
+}
+
+t_run() {
+    _n=$1; _rc=$2; shift 2
+    "$@" >"$T_OUT" 2>"$T_ERR"
+    T_RC=$?
+    if [ "$T_RC" -eq "$_rc" ]; then t_ok "$_n: exit $_rc"
+    else
+        t_notok "$_n: exit $_rc" "got exit $T_RC; stderr: $(head -c 400 "$T_ERR")"
+    fi
+}
+
+t_stdout_is() {
+    if cmp -s "$T_OUT" "$2"; then t_ok "$1: stdout"
+    else t_notok "$1: stdout" "differs from $2:"; diff "$2" "$T_OUT" | head -20 | sed 's/^/#   /'; fi
+}
+
+t_stdout_has() {
+    if grep -qF -- "$2" "$T_OUT"; then t_ok "$1: stdout has '$2'"
+    else t_notok "$1: stdout has '$2'" "stdout: $(head -c 400 "$T_OUT")"; fi
+}
+
+t_stderr_has() {
+    if grep -qF -- "$2" "$T_ERR"; then t_ok "$1: stderr has '$2'"
+    else t_notok "$1: stderr has '$2'" "stderr: $(head -c 400 "$T_ERR")"; fi
+}
+
+t_stderr_is() {
+    printf '%s\n' "$2" >"$T_TMP/expect_err"
+    if cmp -s "$T_ERR" "$T_TMP/expect_err"; then t_ok "$1: stderr"
+    else t_notok "$1: stderr" "got: $(cat "$T_ERR")"; fi
+}
+
+t_true() {
+    _n=$1; shift
+    if "$@"; then t_ok "$_n"; else t_notok "$_n" "command failed: $*"; fi
+}
