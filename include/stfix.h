@@ -19,5 +19,8 @@
 #include "stfix/base.h"
 #include "stfix/container.h"
 #include "stfix/quant.h"
+#include "stfix/model.h"
+#include "stfix/check.h"
+#include "stfix/rules.h"
 
 #endif
