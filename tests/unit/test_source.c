@@ -1,0 +1,294 @@
+/* Tests for lib/container/source.c: file and memory sources, mmap vs pread. */
+#define _FILE_OFFSET_BITS 64
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "container/source.h"
+
+static char g_dir[256];
+
+static int setup_dir(void **state)
+{
+    (void)state;
+    const char *t = getenv("TMPDIR");
+    snprintf(g_dir, sizeof g_dir, "%s/stf_source.XXXXXX", t && *t ? t : "/tmp");
+    return mkdtemp(g_dir) ? 0 : -1;
+}
+
+static int teardown_dir(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void path_in(char *buf, size_t n, const char *name)
+{
+    snprintf(buf, n, "%s/%s", g_dir, name);
+}
+
+static void write_file(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(p, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void test_missing_file(void **state)
+{
+    (void)state;
+    char p[300];
+    path_in(p, sizeof p, "nope.safetensors");
+    stf__source *s = (stf__source *)1;
+    stf_err e;
+    stf_err_clear(&e);
+    assert_int_equal(stf__source_open(&s, p, 0, &e), STF_EIO);
+    assert_null(s);
+    assert_int_equal(e.code, STF_EIO);
+    assert_non_null(strstr(e.msg, p));
+    assert_non_null(strstr(e.msg, strerror(ENOENT)));
+}
+
+static void test_directory(void **state)
+{
+    (void)state;
+    stf__source *s = NULL;
+    stf_err e;
+    assert_int_equal(stf__source_open(&s, g_dir, 0, &e), STF_EIO);
+    assert_null(s);
+    assert_non_null(strstr(e.msg, g_dir));
+    assert_non_null(strstr(e.msg, strerror(EISDIR)));
+}
+
+/* A FIFO with no writer would block a plain open(); it must fail at once. */
+static void test_fifo_refused(void **state)
+{
+    (void)state;
+    char p[300];
+    path_in(p, sizeof p, "fifo");
+    assert_int_equal(mkfifo(p, 0600), 0);
+    stf__source *s = NULL;
+    stf_err e;
+    assert_int_equal(stf__source_open(&s, p, 0, &e), STF_EIO);
+    assert_null(s);
+    assert_non_null(strstr(e.msg, "not a regular file"));
+    unlink(p);
+}
+
+static void test_permission_denied(void **state)
+{
+    (void)state;
+    if (geteuid() == 0) skip(); /* root reads mode-000 files anyway */
+    char p[300];
+    path_in(p, sizeof p, "noperm");
+    write_file(p, "abcdefgh", 8);
+    assert_int_equal(chmod(p, 0), 0);
+    stf__source *s = NULL;
+    stf_err e;
+    assert_int_equal(stf__source_open(&s, p, 0, &e), STF_EIO);
+    assert_non_null(strstr(e.msg, strerror(EACCES)));
+    unlink(p);
+}
+
+static void check_reads(stf__source *s, const uint8_t *want, size_t n)
+{
+    uint8_t buf[64];
+    stf_err e;
+    assert_int_equal(stf__source_size(s), n);
+    assert_int_equal(stf__source_read(s, 0, buf, n, &e), 0);
+    assert_memory_equal(buf, want, n);
+    assert_int_equal(stf__source_read(s, 3, buf, 4, &e), 0);
+    assert_memory_equal(buf, want + 3, 4);
+    /* An empty read at the very end is in bounds. */
+    assert_int_equal(stf__source_read(s, n, buf, 0, &e), 0);
+    assert_int_equal(stf__source_read(s, n - 2, buf, 3, &e), STF_EINVAL);
+    assert_int_equal(stf__source_read(s, n + 1, buf, 0, &e), STF_EINVAL);
+    assert_int_equal(stf__source_read(s, UINT64_MAX, buf, 2, &e), STF_EINVAL);
+}
+
+static void test_map_and_pread_agree(void **state)
+{
+    (void)state;
+    static const uint8_t bytes[] = "0123456789abcdefghijklmnop";
+    const size_t n = sizeof bytes - 1;
+    char p[300];
+    path_in(p, sizeof p, "plain.bin");
+    write_file(p, bytes, n);
+    stf_err e;
+
+    stf__source *m = NULL;
+    assert_int_equal(stf__source_open(&m, p, 0, &e), 0);
+    assert_null(stf__source_data(m)); /* nothing mapped before asked */
+    assert_int_equal(stf__source_map(m, &e), 0);
+    assert_non_null(stf__source_data(m));
+    assert_memory_equal(stf__source_data(m), bytes, n);
+    assert_true(stf__source_fd(m) >= 0);
+    assert_string_equal(stf__source_path(m), p);
+    check_reads(m, bytes, n);
+    stf__source_free(m);
+
+    stf__source *r = NULL;
+    assert_int_equal(stf__source_open(&r, p, 1, &e), 0);
+    assert_int_equal(stf__source_map(r, &e), 0);
+    assert_null(stf__source_data(r)); /* no_mmap */
+    check_reads(r, bytes, n);
+    stf__source_free(r);
+    unlink(p);
+}
+
+static void test_memory_source(void **state)
+{
+    (void)state;
+    static const uint8_t bytes[] = "abcdefghijkl";
+    stf__source *s = NULL;
+    stf_err e;
+    assert_int_equal(stf__source_open_mem(&s, bytes, 12, "mem.st", &e), 0);
+    assert_ptr_equal(stf__source_data(s), bytes);
+    assert_int_equal(stf__source_fd(s), -1);
+    assert_string_equal(stf__source_path(s), "mem.st");
+    check_reads(s, bytes, 12);
+    stf__source_free(s);
+    stf__source_free(NULL);
+}
+
+/* The pread path must notice a file that shrank after it was opened. */
+static void test_truncated_after_open(void **state)
+{
+    (void)state;
+    char p[300];
+    path_in(p, sizeof p, "shrinks.bin");
+    write_file(p, "0123456789abcdef", 16);
+    stf__source *s = NULL;
+    stf_err e;
+    assert_int_equal(stf__source_open(&s, p, 1, &e), 0);
+    assert_int_equal(truncate(p, 10), 0);
+    uint8_t buf[16];
+    assert_int_equal(stf__source_read(s, 4, buf, 6, &e), 0);
+    assert_memory_equal(buf, "456789", 6);
+    assert_int_equal(stf__source_read(s, 8, buf, 8, &e), STF_EIO);
+    assert_true(e.has_offset);
+    assert_int_equal(e.offset, 10);
+    assert_non_null(strstr(e.msg, "unexpected end of file at offset 10"));
+    assert_non_null(strstr(e.msg, p));
+    stf__source_free(s);
+    unlink(p);
+}
+
+/* Offsets above 2^32 through both paths, without writing 4 GiB. */
+static void test_sparse_over_4gib(void **state)
+{
+    (void)state;
+    char p[300];
+    path_in(p, sizeof p, "sparse.bin");
+    int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    const uint64_t size = ((uint64_t)1 << 32) + 4096;
+    const uint64_t at = ((uint64_t)1 << 32) + 100;
+    if (ftruncate(fd, (off_t)size) != 0) {
+        close(fd);
+        unlink(p);
+        skip();
+    }
+    assert_int_equal(pwrite(fd, "HIGH", 4, (off_t)at), 4);
+    assert_int_equal(pwrite(fd, "LOW", 3, 7), 3);
+    close(fd);
+
+    for (int no_mmap = 0; no_mmap <= 1; no_mmap++) {
+        stf__source *s = NULL;
+        stf_err e;
+        uint8_t buf[8];
+        assert_int_equal(stf__source_open(&s, p, no_mmap, &e), 0);
+        assert_int_equal(stf__source_map(s, &e), 0);
+        assert_int_equal(stf__source_size(s), size);
+        assert_int_equal(stf__source_read(s, at - 2, buf, 8, &e), 0);
+        assert_memory_equal(buf, "\0\0HIGH\0\0", 8);
+        assert_int_equal(stf__source_read(s, 7, buf, 3, &e), 0);
+        assert_memory_equal(buf, "LOW", 3);
+        /* the same low offset plus 2^32 must not alias it */
+        assert_int_equal(stf__source_read(s, ((uint64_t)1 << 32) + 7, buf, 3, &e), 0);
+        assert_memory_equal(buf, "\0\0\0", 3);
+        assert_int_equal(stf__source_read(s, size - 4, buf, 4, &e), 0);
+        assert_int_equal(stf__source_read(s, size - 4, buf, 5, &e), STF_EINVAL);
+        stf__source_free(s);
+    }
+    unlink(p);
+}
+
+/* ---- allocation failure: fail the Nth allocation ---- */
+
+static long g_fail_at, g_count, g_live;
+
+static void *fail_realloc(void *ud, void *p, size_t n)
+{
+    (void)ud;
+    if (++g_count == g_fail_at) return NULL;
+    void *q = realloc(p, n ? n : 1);
+    if (q && !p) g_live++;
+    return q;
+}
+
+static void fail_free(void *ud, void *p)
+{
+    (void)ud;
+    if (p) g_live--;
+    free(p);
+}
+
+static void test_alloc_failures(void **state)
+{
+    (void)state;
+    char p[300];
+    path_in(p, sizeof p, "alloc.bin");
+    write_file(p, "abcdefgh", 8);
+    stf_allocator a = { fail_realloc, fail_free, NULL };
+    stf_set_allocator(&a);
+    int ok = 0;
+    for (g_fail_at = 1; g_fail_at < 50 && !ok; g_fail_at++) {
+        g_count = 0;
+        g_live = 0;
+        stf__source *s = NULL;
+        stf_err e;
+        int rc = stf__source_open(&s, p, 0, &e);
+        if (rc == 0) {
+            ok = 1;
+            stf__source_free(s);
+        } else {
+            assert_int_equal(rc, STF_ENOMEM);
+            assert_null(s);
+        }
+        assert_int_equal(g_live, 0);
+    }
+    stf_set_allocator(NULL);
+    assert_true(ok);
+    assert_true(g_fail_at > 2); /* at least one failure was exercised */
+    unlink(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_directory),
+        cmocka_unit_test(test_fifo_refused),
+        cmocka_unit_test(test_permission_denied),
+        cmocka_unit_test(test_map_and_pread_agree),
+        cmocka_unit_test(test_memory_source),
+        cmocka_unit_test(test_truncated_after_open),
+        cmocka_unit_test(test_sparse_over_4gib),
+        cmocka_unit_test(test_alloc_failures),
+    };
+    return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
+}
