@@ -1,0 +1,57 @@
+/*
+ * Whole-tensor Hadamard rotations (spec/convrot.md §1, §2, §7): the
+ * regular ConvRot transform through the active kernel table, and the undo
+ * of the Sylvester rotation that older exporters applied.
+ */
+#include <math.h>
+
+#include "kernels.h"
+#include "util/util.h"
+
+static int is_pow2(unsigned g) { return g && (g & (g - 1)) == 0; }
+
+/* A power of 4 is a power of 2 whose single bit sits at an even place. */
+static int is_pow4(unsigned g) { return is_pow2(g) && (g & 0x55555555u) != 0; }
+
+int stf_hadamard_regular(float *x, size_t k, unsigned g, stf_err *err)
+{
+    if (!is_pow4(g) || g < 4 || g > 1024)
+        return stf__err(err, STF_EINVAL,
+                        "regular Hadamard size must be a power of 4 in 4..1024, got %u", g);
+    if (k % g != 0)
+        return stf__err(err, STF_EINVAL, "row length %zu is not a multiple of group size %u",
+                        k, g);
+    if (k == 0) return 0;
+    if (!x) return stf__err(err, STF_EINVAL, "hadamard: NULL buffer");
+    stf__kernels_active()->fht_regular(x, k, g);
+    return 0;
+}
+
+int stf_hadamard_sylvester_undo(float *x, size_t k, unsigned g, stf_err *err)
+{
+    if (!is_pow2(g) || g < 2 || g > 4096)
+        return stf__err(err, STF_EINVAL,
+                        "Sylvester Hadamard size must be a power of 2 in 2..4096, got %u", g);
+    if (k % g != 0)
+        return stf__err(err, STF_EINVAL, "row length %zu is not a multiple of group size %u",
+                        k, g);
+    if (k == 0) return 0;
+    if (!x) return stf__err(err, STF_EINVAL, "hadamard: NULL buffer");
+    /* The exporters' normalisation, c = fl32(1/fl32(sqrt(G))), not 1/sqrt(G)
+     * in exact arithmetic: undoing their rounding needs their constant. */
+    const float c = 1.0f / sqrtf((float)g);
+    for (size_t off = 0; off < k; off += g) {
+        float *p = x + off;
+        for (size_t s = 1; s < g; s *= 2) {
+            for (size_t blk = 0; blk < g; blk += 2 * s) {
+                for (size_t j = blk; j < blk + s; j++) {
+                    float a = p[j], b = p[j + s];
+                    p[j] = a + b;
+                    p[j + s] = a - b;
+                }
+            }
+        }
+        for (size_t i = 0; i < g; i++) p[i] *= c;
+    }
+    return 0;
+}

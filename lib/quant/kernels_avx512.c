@@ -1,0 +1,494 @@
+/*
+ * The AVX-512 (F, BW, VL, DQ) kernel table. Every entry is bit-identical to
+ * kernels_scalar.c, which stays the reference; see the notes there and in
+ * spec/convrot.md §2, §5, §9.
+ *
+ * Why these results are exact copies of the scalar ones:
+ * - The FHT computes each output with the same three adds in the same
+ *   order and the same 0.5f multiply; lanes only change *which* outputs run
+ *   together. x0 + (-x1) is by IEEE definition x0 - x1, and (-x0) + x1 is
+ *   x1 - x0 (addition commutes exactly), so the sign-flip trick below keeps
+ *   every expression. No FMA: the build has -ffp-contract=off and no
+ *   intrinsic here fuses.
+ * - Absmax is max(|R|, a) with the scalar's "v > a" semantics (vmaxps
+ *   returns its second operand on NaN), which is order-free.
+ * - BF16 rounding is the same integer carry; F16 rounding is the hardware
+ *   RNE conversion, identical to the scalar one for every non-NaN value
+ *   (NaN only needs to stay NaN there). Division is vdivps, rint is
+ *   roundscale to nearest, both IEEE.
+ * Anything the fast paths do not cover (other dtypes, odd group sizes) is
+ * passed to the scalar table, so the answer is the scalar one by definition.
+ *
+ * Data flow of int8_row: the source row is loaded and widened 256 values at
+ * a time into 16 registers, all FHT stages below stride 256 run there, the
+ * absmax is taken, and the group is stored once to scratch (L1/L2). A
+ * second pass quantizes from scratch. The source is read once.
+ */
+#include <float.h>
+#include <immintrin.h>
+#include <string.h>
+
+#include "fpbits.h"
+#include "kernels.h"
+
+#define INL static inline __attribute__((always_inline))
+
+#define INV127_BITS 0x3C010204u
+#define SCALE_FLOOR_BITS 0x0DA24260u
+#define BF16_MAX_BITS 0x7F7F0000u
+
+/* ------------------------------------------------------------- FHT parts */
+
+INL __m512 sign4(int a, int b, int c, int d)
+{
+    return _mm512_castsi512_ps(_mm512_broadcast_i32x4(
+        _mm_setr_epi32(a ? (int)0x80000000u : 0, b ? (int)0x80000000u : 0,
+                       c ? (int)0x80000000u : 0, d ? (int)0x80000000u : 0)));
+}
+
+/* Lane masks for the 128-bit blocks of a zmm (stride-4 stage). */
+INL __m512 sign_blocks(int a, int b, int c, int d)
+{
+    __m128i m0 = _mm_set1_epi32(a ? (int)0x80000000u : 0);
+    __m128i m1 = _mm_set1_epi32(b ? (int)0x80000000u : 0);
+    __m128i m2 = _mm_set1_epi32(c ? (int)0x80000000u : 0);
+    __m128i m3 = _mm_set1_epi32(d ? (int)0x80000000u : 0);
+    __m512i v = _mm512_castsi128_si512(m0);
+    v = _mm512_inserti32x4(v, m1, 1);
+    v = _mm512_inserti32x4(v, m2, 2);
+    v = _mm512_inserti32x4(v, m3, 3);
+    return _mm512_castsi512_ps(v);
+}
+
+/*
+ * For position d of a butterfly the output is 0.5*(((A+B)+C)+D) with
+ * d=0: A=x0 B=x1  C=x2  D=-x3      d=1: A=x0 B=x1  C=-x2 D=x3
+ * d=2: A=x0 B=-x1 C=x2  D=x3       d=3: A=x1 B=-x0 C=x2  D=x3
+ * which are the §2 expressions term for term.
+ */
+INL __m512 fht_s1(__m512 v)
+{
+    const __m512 h = _mm512_set1_ps(0.5f);
+    __m512 a = _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 0, 0));
+    __m512 b = _mm512_xor_ps(_mm512_permute_ps(v, _MM_SHUFFLE(0, 1, 1, 1)), sign4(0, 0, 1, 1));
+    __m512 c = _mm512_xor_ps(_mm512_permute_ps(v, _MM_SHUFFLE(2, 2, 2, 2)), sign4(0, 1, 0, 0));
+    __m512 d = _mm512_xor_ps(_mm512_permute_ps(v, _MM_SHUFFLE(3, 3, 3, 3)), sign4(1, 0, 0, 0));
+    return _mm512_mul_ps(h, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a, b), c), d));
+}
+
+/* The same with the four 128-bit blocks as x0..x3 (stride 4). */
+INL __m512 fht_s4(__m512 v)
+{
+    const __m512 h = _mm512_set1_ps(0.5f);
+    __m512 a = _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 0, 0));
+    __m512 b = _mm512_xor_ps(_mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(0, 1, 1, 1)),
+                             sign_blocks(0, 0, 1, 1));
+    __m512 c = _mm512_xor_ps(_mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 2, 2, 2)),
+                             sign_blocks(0, 1, 0, 0));
+    __m512 d = _mm512_xor_ps(_mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(3, 3, 3, 3)),
+                             sign_blocks(1, 0, 0, 0));
+    return _mm512_mul_ps(h, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a, b), c), d));
+}
+
+/* A stage whose stride is a whole number of vectors: x0..x3 are vectors. */
+INL void fht_quad(__m512 *p0, __m512 *p1, __m512 *p2, __m512 *p3)
+{
+    const __m512 h = _mm512_set1_ps(0.5f);
+    __m512 x0 = *p0, x1 = *p1, x2 = *p2, x3 = *p3;
+    __m512 s01 = _mm512_add_ps(x0, x1);
+    __m512 d01 = _mm512_sub_ps(x0, x1);
+    __m512 d10 = _mm512_sub_ps(x1, x0);
+    *p0 = _mm512_mul_ps(h, _mm512_sub_ps(_mm512_add_ps(s01, x2), x3));
+    *p1 = _mm512_mul_ps(h, _mm512_add_ps(_mm512_sub_ps(s01, x2), x3));
+    *p2 = _mm512_mul_ps(h, _mm512_add_ps(_mm512_add_ps(d01, x2), x3));
+    *p3 = _mm512_mul_ps(h, _mm512_add_ps(_mm512_add_ps(d10, x2), x3));
+}
+
+/*
+ * All stages with stride < 16*nv over nv consecutive vectors (nv = 1, 4,
+ * 16: groups of 16, 64, 256). Stages run in §2 order: 1, 4, 16, 64.
+ */
+INL void fht_regs(__m512 *v, int nv)
+{
+#pragma GCC unroll 16
+    for (int i = 0; i < nv; i++) v[i] = fht_s4(fht_s1(v[i]));
+    if (nv >= 4) {
+#pragma GCC unroll 4
+        for (int j = 0; j < nv; j += 4) fht_quad(&v[j], &v[j + 1], &v[j + 2], &v[j + 3]);
+    }
+    if (nv >= 16) {
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) fht_quad(&v[i], &v[i + 4], &v[i + 8], &v[i + 12]);
+    }
+}
+
+/* ------------------------------------------------------------- loads */
+
+/* Widen 16 source values at element i; *bad collects |bits| for the
+ * non-finite test (|x| >= 0x7F800000 as integers). */
+INL __m512 load16(const void *src, stf_dtype dt, size_t i)
+{
+    if (dt == STF_BF16) {
+        __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)src + i));
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
+    if (dt == STF_F16) {
+        __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)src + i));
+        return _mm512_cvtph_ps(h);
+    }
+    return _mm512_loadu_ps((const float *)src + i);
+}
+
+INL __m512 load16_mask(const void *src, stf_dtype dt, size_t i, __mmask16 m)
+{
+    if (dt == STF_BF16) {
+        __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)src + i);
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
+    if (dt == STF_F16) {
+        __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)src + i);
+        return _mm512_cvtph_ps(h);
+    }
+    return _mm512_maskz_loadu_ps(m, (const float *)src + i);
+}
+
+INL __m512i abs_bits(__m512 v)
+{
+    return _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFFFFFF));
+}
+
+INL __m512 vabs(__m512 v) { return _mm512_castsi512_ps(abs_bits(v)); }
+
+/* Scalar's "if (v > a) a = v": vmaxps(v, a) = v > a ? v : a. */
+INL __m512 amax_upd(__m512 a, __m512 v) { return _mm512_max_ps(vabs(v), a); }
+
+static int is_pow4(unsigned g)
+{
+    return g >= 4 && g <= 1024 && (g & (g - 1)) == 0 && (g & 0x55555555u) != 0;
+}
+
+/*
+ * Pass 1: load src (dtype dt) into x as F32, rotate per group of g (0: not
+ * at all), return the absmax of the result in *amax. Returns -1 when the
+ * source holds NaN/Inf. With src == x (dt F32) it is the in-place FHT.
+ * g is 0 or a power of 4 dividing k.
+ */
+INL int pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g, float *amax)
+{
+    __m512 a = _mm512_setzero_ps();
+    __m512i bad = _mm512_setzero_si512();
+    size_t i = 0;
+    if (g >= 256) {
+        for (; i < k; i += 256) {
+            __m512 v[16];
+#pragma GCC unroll 16
+            for (int j = 0; j < 16; j++) {
+                v[j] = load16(src, dt, i + 16 * (size_t)j);
+                bad = _mm512_max_epu32(bad, abs_bits(v[j]));
+            }
+            fht_regs(v, 16);
+#pragma GCC unroll 16
+            for (int j = 0; j < 16; j++) {
+                if (g == 256) a = amax_upd(a, v[j]);
+                _mm512_storeu_ps(x + i + 16 * (size_t)j, v[j]);
+            }
+        }
+        if (g == 1024) {
+            for (i = 0; i < k; i += 1024)
+                for (size_t j = 0; j < 256; j += 16) {
+                    float *p = x + i + j;
+                    __m512 v0 = _mm512_loadu_ps(p), v1 = _mm512_loadu_ps(p + 256);
+                    __m512 v2 = _mm512_loadu_ps(p + 512), v3 = _mm512_loadu_ps(p + 768);
+                    fht_quad(&v0, &v1, &v2, &v3);
+                    a = amax_upd(amax_upd(amax_upd(amax_upd(a, v0), v1), v2), v3);
+                    _mm512_storeu_ps(p, v0);
+                    _mm512_storeu_ps(p + 256, v1);
+                    _mm512_storeu_ps(p + 512, v2);
+                    _mm512_storeu_ps(p + 768, v3);
+                }
+        }
+    } else if (g == 64) {
+        for (; i < k; i += 64) {
+            __m512 v[4];
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                v[j] = load16(src, dt, i + 16 * (size_t)j);
+                bad = _mm512_max_epu32(bad, abs_bits(v[j]));
+            }
+            fht_regs(v, 4);
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                a = amax_upd(a, v[j]);
+                _mm512_storeu_ps(x + i + 16 * (size_t)j, v[j]);
+            }
+        }
+    } else if (g == 16) {
+        for (; i < k; i += 16) {
+            __m512 v = load16(src, dt, i);
+            bad = _mm512_max_epu32(bad, abs_bits(v));
+            v = fht_s4(fht_s1(v));
+            a = amax_upd(a, v);
+            _mm512_storeu_ps(x + i, v);
+        }
+    } else {
+        /* g = 4 or 0: any k (a multiple of 4 for g = 4); masked tail. */
+        for (; i + 16 <= k; i += 16) {
+            __m512 v = load16(src, dt, i);
+            bad = _mm512_max_epu32(bad, abs_bits(v));
+            if (g == 4) v = fht_s1(v);
+            a = amax_upd(a, v);
+            _mm512_storeu_ps(x + i, v);
+        }
+        if (i < k) {
+            __mmask16 m = (__mmask16)((1u << (k - i)) - 1u);
+            __m512 v = load16_mask(src, dt, i, m);
+            bad = _mm512_max_epu32(bad, abs_bits(v));
+            if (g == 4) v = fht_s1(v);
+            a = amax_upd(a, v);
+            _mm512_mask_storeu_ps(x + i, m, v);
+        }
+    }
+    *amax = _mm512_reduce_max_ps(a);
+    return _mm512_reduce_max_epu32(bad) >= 0x7F800000u ? -1 : 0;
+}
+
+/* ------------------------------------------------------------- rounding */
+
+/* rT for BF16: the scalar carry. NaN stays NaN for the payloads that can
+ * reach it (inputs are finite; inf-inf in the FHT gives the default NaN,
+ * whose low half is zero so the carry cannot spill). */
+INL __m512 round_bf16(__m512 x)
+{
+    __m512i b = _mm512_castps_si512(x);
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
+    b = _mm512_add_epi32(b, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
+    return _mm512_castsi512_ps(_mm512_and_si512(b, _mm512_set1_epi32((int)0xFFFF0000u)));
+}
+
+INL __m512 round_f16(__m512 x)
+{
+    return _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+INL __m512 round_t(__m512 x, stf_dtype t)
+{
+    if (t == STF_BF16) return round_bf16(x);
+    if (t == STF_F16) return round_f16(x);
+    return x;
+}
+
+/*
+ * q = clamp(rint(rT(rT(x)/d)), -128, 127). NaN stays NaN through the
+ * clamp (operand order of min/max) and converts to 0x80000000, whose low
+ * byte 0 is what the scalar (int8_t) cast gives on x86.
+ */
+INL __m128i quant16(__m512 x, __m512 d, stf_dtype t)
+{
+    __m512 v = round_t(x, t);
+    __m512 r = round_t(_mm512_div_ps(v, d), t);
+    r = _mm512_roundscale_ps(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm512_max_ps(_mm512_set1_ps(-128.0f), r);
+    r = _mm512_min_ps(_mm512_set1_ps(127.0f), r);
+    return _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(r));
+}
+
+INL void pass2(int8_t *q, const float *x, size_t k, float d, stf_dtype t)
+{
+    __m512 dv = _mm512_set1_ps(d);
+    size_t i = 0;
+    for (; i + 64 <= k; i += 64) {
+        __m128i a = quant16(_mm512_loadu_ps(x + i), dv, t);
+        __m128i b = quant16(_mm512_loadu_ps(x + i + 16), dv, t);
+        __m128i c = quant16(_mm512_loadu_ps(x + i + 32), dv, t);
+        __m128i e = quant16(_mm512_loadu_ps(x + i + 48), dv, t);
+        _mm_storeu_si128((__m128i *)(q + i), a);
+        _mm_storeu_si128((__m128i *)(q + i + 16), b);
+        _mm_storeu_si128((__m128i *)(q + i + 32), c);
+        _mm_storeu_si128((__m128i *)(q + i + 48), e);
+    }
+    for (; i + 16 <= k; i += 16)
+        _mm_storeu_si128((__m128i *)(q + i), quant16(_mm512_loadu_ps(x + i), dv, t));
+    if (i < k) {
+        __mmask16 m = (__mmask16)((1u << (k - i)) - 1u);
+        __m128i r = quant16(_mm512_maskz_loadu_ps(m, x + i), dv, t);
+        _mm_mask_storeu_epi8(q + i, m, r);
+    }
+}
+
+static int pass1_bf16(float *x, const void *s, size_t k, unsigned g, float *a)
+{
+    return pass1(x, s, STF_BF16, k, g, a);
+}
+static int pass1_f16(float *x, const void *s, size_t k, unsigned g, float *a)
+{
+    return pass1(x, s, STF_F16, k, g, a);
+}
+static int pass1_f32(float *x, const void *s, size_t k, unsigned g, float *a)
+{
+    return pass1(x, s, STF_F32, k, g, a);
+}
+
+static void pass2_bf16(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_BF16); }
+static void pass2_f16(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_F16); }
+static void pass2_f32(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_F32); }
+
+/* Scalar helpers for the per-row scale: the same expressions as the scalar table. */
+static float round1(float x, stf_dtype t)
+{
+    if (t == STF_BF16) return stf__bf16_to_f32(stf__f32_to_bf16(x));
+    if (t == STF_F16) return stf__f16_to_f32(stf__f32_to_f16(x));
+    return x;
+}
+
+static float max_of_t(stf_dtype t)
+{
+    if (t == STF_BF16) return stf__f32_from_bits(BF16_MAX_BITS);
+    if (t == STF_F16) return 65504.0f;
+    return FLT_MAX;
+}
+
+static int int8_row_avx512(int8_t *q, float *scale, const void *src, stf_dtype src_dtype,
+                           size_t k, unsigned g, stf_quant_mode mode, stf_dtype t,
+                           float *scratch)
+{
+    if ((src_dtype != STF_BF16 && src_dtype != STF_F16 && src_dtype != STF_F32) || k == 0 ||
+        (g != 0 && (!is_pow4(g) || k % g != 0)))
+        return stf__kernels_scalar.int8_row(q, scale, src, src_dtype, k, g, mode, t, scratch);
+
+    float a;
+    int bad;
+    if (src_dtype == STF_BF16) bad = pass1_bf16(scratch, src, k, g, &a);
+    else if (src_dtype == STF_F16) bad = pass1_f16(scratch, src, k, g, &a);
+    else bad = pass1_f32(scratch, src, k, g, &a);
+    if (bad) return STF_ENUMERIC;
+
+    if (mode == STF_QMODE_FP32 || (t != STF_BF16 && t != STF_F16)) t = STF_F32;
+    float s;
+    /* Eager takes max|rT(R)|; rT is monotone and odd, so that is rT(max|R|). */
+    if (mode == STF_QMODE_EAGER) s = fminf(round1(a, t), max_of_t(t)) / 127.0f;
+    else s = fminf(a, max_of_t(t)) * stf__f32_from_bits(INV127_BITS);
+    s = fmaxf(s, stf__f32_from_bits(SCALE_FLOOR_BITS));
+    float d = round1(s, t);
+    if (d == 0.0f) d = t == STF_F16 ? 0x1p-14f : FLT_MIN;
+
+    if (t == STF_BF16) pass2_bf16(q, scratch, k, d);
+    else if (t == STF_F16) pass2_f16(q, scratch, k, d);
+    else pass2_f32(q, scratch, k, d);
+    *scale = s;
+    return 0;
+}
+
+static void fht_regular_avx512(float *x, size_t k, unsigned g)
+{
+    float a;
+    /* Odd sizes: the scalar code defines the result. */
+    if (!is_pow4(g) || k % g != 0) {
+        stf__kernels_scalar.fht_regular(x, k, g);
+        return;
+    }
+    (void)pass1_f32(x, x, k, g, &a);
+}
+
+/* ------------------------------------------------------------- conversions */
+
+static void bf16_to_f32_avx512(float *dst, const uint16_t *src, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, load16(src, STF_BF16, i));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
+        _mm512_mask_storeu_ps(dst + i, m, load16_mask(src, STF_BF16, i, m));
+    }
+}
+
+/* Hardware F16 widening is exact but quiets signalling NaNs; the scalar
+ * code keeps the payload bits as they are, so NaN lanes are rebuilt. */
+INL __m512 f16_widen(__m256i h)
+{
+    __m512 f = _mm512_cvtph_ps(h);
+    __m512i w = _mm512_cvtepu16_epi32(h);
+    __m512i mag = _mm512_and_si512(w, _mm512_set1_epi32(0x7FFF));
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(mag, _mm512_set1_epi32(0x7C00));
+    if (nan) {
+        __m512i sign = _mm512_slli_epi32(_mm512_and_si512(w, _mm512_set1_epi32(0x8000)), 16);
+        __m512i man = _mm512_slli_epi32(_mm512_and_si512(w, _mm512_set1_epi32(0x3FF)), 13);
+        __m512i bits = _mm512_or_si512(_mm512_or_si512(sign, man),
+                                       _mm512_set1_epi32(0x7F800000));
+        f = _mm512_mask_mov_ps(f, nan, _mm512_castsi512_ps(bits));
+    }
+    return f;
+}
+
+static void f16_to_f32_avx512(float *dst, const uint16_t *src, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(dst + i, f16_widen(_mm256_loadu_si256((const __m256i *)(src + i))));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
+        _mm512_mask_storeu_ps(dst + i, m, f16_widen(_mm256_maskz_loadu_epi16(m, src + i)));
+    }
+}
+
+/* RNE carry, NaN -> 0x7FC0 exactly as stf__f32_to_bf16. */
+INL __m256i bf16_narrow(__m512 x)
+{
+    __m512i b = _mm512_castps_si512(x);
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(b, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
+    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    r = _mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0x7FC0));
+    return _mm512_cvtepi32_epi16(r);
+}
+
+static void f32_to_bf16_avx512(uint16_t *dst, const float *src, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(dst + i), bf16_narrow(_mm512_loadu_ps(src + i)));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
+        _mm256_mask_storeu_epi16(dst + i, m, bf16_narrow(_mm512_maskz_loadu_ps(m, src + i)));
+    }
+}
+
+INL __m512 i8_widen(__m128i v) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v)); }
+
+static void int8_dequant_row_avx512(float *dst, const int8_t *q, float s, size_t k)
+{
+    __m512 sv = _mm512_set1_ps(s);
+    size_t i = 0;
+    for (; i + 16 <= k; i += 16)
+        _mm512_storeu_ps(dst + i,
+                         _mm512_mul_ps(i8_widen(_mm_loadu_si128((const __m128i *)(q + i))), sv));
+    if (i < k) {
+        __mmask16 m = (__mmask16)((1u << (k - i)) - 1u);
+        _mm512_mask_storeu_ps(dst + i, m,
+                              _mm512_mul_ps(i8_widen(_mm_maskz_loadu_epi8(m, q + i)), sv));
+    }
+}
+
+static void int8_dequant_row_cols_avx512(float *dst, const int8_t *q, const float *s, size_t k)
+{
+    size_t i = 0;
+    for (; i + 16 <= k; i += 16)
+        _mm512_storeu_ps(dst + i, _mm512_mul_ps(i8_widen(_mm_loadu_si128((const __m128i *)(q + i))),
+                                                _mm512_loadu_ps(s + i)));
+    if (i < k) {
+        __mmask16 m = (__mmask16)((1u << (k - i)) - 1u);
+        _mm512_mask_storeu_ps(dst + i, m,
+                              _mm512_mul_ps(i8_widen(_mm_maskz_loadu_epi8(m, q + i)),
+                                            _mm512_maskz_loadu_ps(m, s + i)));
+    }
+}
+
+const stf__kernels stf__kernels_avx512 = {
+    STF_SIMD_AVX512,
+    int8_row_avx512,
+    fht_regular_avx512,
+    bf16_to_f32_avx512,
+    f16_to_f32_avx512,
+    f32_to_bf16_avx512,
+    int8_dequant_row_avx512,
+    int8_dequant_row_cols_avx512,
+};

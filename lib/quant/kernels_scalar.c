@@ -1,0 +1,176 @@
+/*
+ * The scalar kernel table: the reference every SIMD variant must match bit
+ * for bit (spec/convrot.md §2, §4, §5), and the fallback off x86.
+ *
+ * The operation order in this file is normative. The build forbids FMA
+ * contraction and fast-math; nothing here may be reassociated.
+ */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "fpbits.h"
+#include "kernels.h"
+
+/* fl32(1/127) and fl32(1e-30), given as bits so no compiler can differ. */
+#define INV127_BITS 0x3C010204u
+#define SCALE_FLOOR_BITS 0x0DA24260u
+/* Largest finite BF16, 0x7F7F. */
+#define BF16_MAX_BITS 0x7F7F0000u
+
+/*
+ * One radix-4 stage over a whole group, in place: the four outputs of a
+ * butterfly read the same four inputs, so no second buffer is needed and
+ * each output is exactly the §2 expression.
+ */
+static void fht_group(float *p, unsigned g)
+{
+    for (size_t s = 1; s < g; s *= 4) {
+        for (size_t blk = 0; blk < g; blk += 4 * s) {
+            for (size_t j = 0; j < s; j++) {
+                float *b = p + blk + j;
+                float x0 = b[0], x1 = b[s], x2 = b[2 * s], x3 = b[3 * s];
+                b[0] = 0.5f * (((x0 + x1) + x2) - x3);
+                b[s] = 0.5f * (((x0 + x1) - x2) + x3);
+                b[2 * s] = 0.5f * (((x0 - x1) + x2) + x3);
+                b[3 * s] = 0.5f * (((-x0 + x1) + x2) + x3);
+            }
+        }
+    }
+}
+
+static void fht_regular_scalar(float *x, size_t k, unsigned g)
+{
+    for (size_t off = 0; off + g <= k; off += g) fht_group(x + off, g);
+}
+
+static void bf16_to_f32_scalar(float *dst, const uint16_t *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++) dst[i] = stf__bf16_to_f32(src[i]);
+}
+
+static void f16_to_f32_scalar(float *dst, const uint16_t *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++) dst[i] = stf__f16_to_f32(src[i]);
+}
+
+static void f32_to_bf16_scalar(uint16_t *dst, const float *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++) dst[i] = stf__f32_to_bf16(src[i]);
+}
+
+static void int8_dequant_row_scalar(float *dst, const int8_t *q, float s, size_t k)
+{
+    for (size_t i = 0; i < k; i++) dst[i] = (float)q[i] * s;
+}
+
+static void int8_dequant_row_cols_scalar(float *dst, const int8_t *q, const float *s, size_t k)
+{
+    for (size_t i = 0; i < k; i++) dst[i] = (float)q[i] * s[i];
+}
+
+/* rT(x): round to the rounding dtype and back (identity for F32). */
+static inline float round_t(float x, stf_dtype t)
+{
+    if (t == STF_BF16) return stf__bf16_to_f32(stf__f32_to_bf16(x));
+    if (t == STF_F16) return stf__f16_to_f32(stf__f32_to_f16(x));
+    return x;
+}
+
+static float max_of_t(stf_dtype t)
+{
+    if (t == STF_BF16) return stf__f32_from_bits(BF16_MAX_BITS);
+    if (t == STF_F16) return 65504.0f;
+    return FLT_MAX;
+}
+
+/* finfo(T).tiny, the divisor guard of the eager path. */
+static float tiny_of_t(stf_dtype t)
+{
+    if (t == STF_F16) return 0x1p-14f;
+    return FLT_MIN; /* BF16 and F32 share the F32 exponent range */
+}
+
+/*
+ * Load one row into scratch as F32 and report whether every value is
+ * finite. Testing exponent bits keeps the check exact and cheap.
+ */
+static int load_row(float *dst, const void *src, stf_dtype dt, size_t k)
+{
+    uint32_t bad = 0;
+    size_t i;
+    if (dt == STF_BF16) {
+        const uint16_t *s = src;
+        for (i = 0; i < k; i++) {
+            bad |= (uint32_t)((s[i] & 0x7F80u) == 0x7F80u);
+            dst[i] = stf__bf16_to_f32(s[i]);
+        }
+    } else if (dt == STF_F16) {
+        const uint16_t *s = src;
+        for (i = 0; i < k; i++) {
+            bad |= (uint32_t)((s[i] & 0x7C00u) == 0x7C00u);
+            dst[i] = stf__f16_to_f32(s[i]);
+        }
+    } else {
+        memcpy(dst, src, k * sizeof(float));
+        for (i = 0; i < k; i++)
+            bad |= (uint32_t)((stf__f32_bits(dst[i]) & 0x7F800000u) == 0x7F800000u);
+    }
+    return bad ? -1 : 0;
+}
+
+static int int8_row_scalar(int8_t *q, float *scale, const void *src, stf_dtype src_dtype,
+                           size_t k, unsigned g, stf_quant_mode mode, stf_dtype t,
+                           float *scratch)
+{
+    if (src_dtype != STF_BF16 && src_dtype != STF_F16 && src_dtype != STF_F32)
+        return STF_EUNSUPPORTED;
+    if (load_row(scratch, src, src_dtype, k) != 0) return STF_ENUMERIC;
+    if (g) fht_regular_scalar(scratch, k, g);
+
+    /* fp32 mode is the cuda rule with T = F32 (spec §4). */
+    if (mode == STF_QMODE_FP32) t = STF_F32;
+
+    float a = 0.0f, s;
+    size_t i;
+    if (mode == STF_QMODE_EAGER) {
+        for (i = 0; i < k; i++) {
+            float v = fabsf(round_t(scratch[i], t));
+            if (v > a) a = v;
+        }
+        /* A rotated F16 row can exceed 65504 and round to Inf; clamping to
+         * maxT keeps s finite, where kitchen eager would produce NaN. */
+        s = fminf(a, max_of_t(t)) / 127.0f;
+    } else {
+        for (i = 0; i < k; i++) {
+            float v = fabsf(scratch[i]);
+            if (v > a) a = v;
+        }
+        s = fminf(a, max_of_t(t)) * stf__f32_from_bits(INV127_BITS);
+    }
+    s = fmaxf(s, stf__f32_from_bits(SCALE_FLOOR_BITS));
+
+    float d = round_t(s, t);
+    if (d == 0.0f) d = tiny_of_t(t);
+    for (i = 0; i < k; i++) {
+        float v = round_t(scratch[i], t);
+        float r = rintf(round_t(v / d, t));
+        /* v is finite or ±Inf (F16 overflow) and d > 0, so r is never NaN. */
+        if (r > 127.0f) r = 127.0f;
+        if (r < -128.0f) r = -128.0f;
+        q[i] = (int8_t)r;
+    }
+    *scale = s;
+    return 0;
+}
+
+const stf__kernels stf__kernels_scalar = {
+    STF_SIMD_SCALAR,
+    int8_row_scalar,
+    fht_regular_scalar,
+    bf16_to_f32_scalar,
+    f16_to_f32_scalar,
+    f32_to_bf16_scalar,
+    int8_dequant_row_scalar,
+    int8_dequant_row_cols_scalar,
+};

@@ -1,0 +1,185 @@
+/*
+ * convrot_w4a4 (spec/convrot.md §8): regular rotation, one scale per row
+ * over the T-rounded values, signed 4-bit codes in [-7, 7] packed two per
+ * byte with the even column in the low nibble.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "fpbits.h"
+#include "kernels.h"
+#include "util/util.h"
+
+static int check_shape(size_t k, unsigned g, const char *what, stf_err *err)
+{
+    if (g != 16 && g != 64 && g != 256)
+        return stf__err(err, STF_EINVAL, "w4a4 %s: group size %u is not 16, 64 or 256", what, g);
+    if (k % 64 != 0 || k % g != 0)
+        return stf__err(err, STF_EINVAL,
+                        "w4a4 %s: row length %zu must be a multiple of 64 and of group %u", what,
+                        k, g);
+    return 0;
+}
+
+static float max_of_t(stf_dtype t)
+{
+    if (t == STF_BF16) return stf__f32_from_bits(0x7F7F0000u);
+    if (t == STF_F16) return 65504.0f;
+    return FLT_MAX;
+}
+
+typedef struct w4_job {
+    int8_t *packed;
+    float *scale;
+    const unsigned char *src;
+    stf_dtype src_dtype, t;
+    size_t k;
+    unsigned g;
+    const stf__kernels *kt;
+} w4_job;
+
+static int w4_row(const w4_job *j, size_t r, float *x)
+{
+    size_t k = j->k, esz = j->src_dtype == STF_F32 ? 4 : 2;
+    if (stf_convert_to_f32(x, j->src + r * k * esz, j->src_dtype, k, NULL) != 0)
+        return STF_EUNSUPPORTED;
+    for (size_t i = 0; i < k; i++)
+        if (((stf__f32_bits(x[i]) >> 23) & 0xFFu) == 0xFFu) return STF_ENUMERIC;
+    j->kt->fht_regular(x, k, j->g);
+    (void)stf_round_to_dtype(x, k, j->t, NULL);
+
+    float a = 0.0f;
+    for (size_t i = 0; i < k; i++) {
+        float v = fabsf(x[i]);
+        if (v > a) a = v;
+    }
+    /* kitchen CUDA's rule in IEEE arithmetic: multiply by fl32(1/7), then
+     * by fl32(1/s) per element rather than divide. */
+    float s = fmaxf(fminf(a, max_of_t(j->t)) * (1.0f / 7.0f), 1e-10f);
+    float inv = 1.0f / s;
+    int8_t *out = j->packed + r * (k / 2);
+    for (size_t i = 0; i < k; i += 2) {
+        unsigned nib[2];
+        for (size_t h = 0; h < 2; h++) {
+            float c = rintf(x[i + h] * inv);
+            if (c > 7.0f) c = 7.0f;
+            if (c < -7.0f) c = -7.0f;
+            nib[h] = (unsigned)(int)c & 0xFu;
+        }
+        /* Stored as the int8 of the byte's bit pattern. */
+        unsigned byte = nib[0] | (nib[1] << 4);
+        out[i / 2] = (int8_t)(byte >= 128u ? (int)byte - 256 : (int)byte);
+    }
+    j->scale[r] = s;
+    return 0;
+}
+
+static int w4_chunk(void *ud, size_t begin, size_t end)
+{
+    const w4_job *j = ud;
+    float *x = stf__malloc(j->k * sizeof(float));
+    if (!x) return STF_ENOMEM;
+    int rc = 0;
+    for (size_t r = begin; r < end && rc == 0; r++) rc = w4_row(j, r, x);
+    stf__free(x);
+    return rc;
+}
+
+static int first_nonfinite_row(const w4_job *j, size_t n, size_t *row, size_t *col)
+{
+    size_t esz = j->src_dtype == STF_F32 ? 4 : 2;
+    for (size_t r = 0; r < n; r++) {
+        for (size_t i = 0; i < j->k; i++) {
+            const unsigned char *p = j->src + (r * j->k + i) * esz;
+            int bad;
+            if (esz == 4) bad = ((stf__f32_bits(*(const float *)(const void *)p) >> 23) & 0xFFu)
+                                == 0xFFu;
+            else {
+                uint16_t h = *(const uint16_t *)(const void *)p;
+                bad = j->src_dtype == STF_BF16 ? (h & 0x7F80u) == 0x7F80u
+                                               : (h & 0x7C00u) == 0x7C00u;
+            }
+            if (bad) {
+                *row = r;
+                *col = i;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+int stf_w4a4_quantize_rows(int8_t *packed, float *scale, const void *src, stf_dtype src_dtype,
+                           size_t n, size_t k, unsigned g, stf_dtype t, stf_pool *pool,
+                           stf_err *err)
+{
+    uint64_t total;
+    int rc = check_shape(k, g, "quantize", err);
+    if (rc) return rc;
+    if (src_dtype != STF_BF16 && src_dtype != STF_F16 && src_dtype != STF_F32)
+        return stf__err(err, STF_EUNSUPPORTED,
+                        "w4a4 quantize: source dtype %d is not BF16, F16 or F32", (int)src_dtype);
+    if (t != STF_BF16 && t != STF_F16 && t != STF_F32)
+        return stf__err(err, STF_EINVAL, "w4a4 quantize: rounding dtype %d is not BF16, F16 or F32",
+                        (int)t);
+    if (stf__mul_u64(&total, n, k) != 0 || total > SIZE_MAX / 4)
+        return stf__err(err, STF_ELIMIT, "w4a4 quantize: %zu x %zu elements overflow", n, k);
+    if (total == 0) return 0;
+    if (!packed || !scale || !src) return stf__err(err, STF_EINVAL, "w4a4 quantize: NULL buffer");
+
+    w4_job j = { packed, scale, src, src_dtype, t, k, g, stf__kernels_active() };
+    size_t grain = k >= ((size_t)1 << 18) ? 1 : ((size_t)1 << 18) / k;
+    rc = stf_pool_run(pool, n, grain, w4_chunk, &j);
+    if (rc == 0) return 0;
+    if (rc == STF_ENUMERIC) {
+        size_t row = 0, col = 0;
+        (void)first_nonfinite_row(&j, n, &row, &col);
+        return stf__err(err, rc, "row %zu, column %zu: non-finite value (NaN or Inf) cannot be "
+                                 "quantized", row, col);
+    }
+    return stf__err(err, rc, "w4a4 quantize: %s", stf_strerror(rc));
+}
+
+typedef struct w4dq_job {
+    float *dst;
+    const int8_t *packed;
+    const float *scale;
+    size_t k;
+    unsigned g;
+    const stf__kernels *kt;
+} w4dq_job;
+
+static int w4dq_chunk(void *ud, size_t begin, size_t end)
+{
+    const w4dq_job *j = ud;
+    for (size_t r = begin; r < end; r++) {
+        float *d = j->dst + r * j->k;
+        const uint8_t *p = (const uint8_t *)(const void *)(j->packed + r * (j->k / 2));
+        float s = j->scale[r];
+        for (size_t i = 0; i < j->k / 2; i++) {
+            int lo = p[i] & 0xF, hi = (p[i] >> 4) & 0xF;
+            if (lo >= 8) lo -= 16;
+            if (hi >= 8) hi -= 16;
+            d[2 * i] = (float)lo * s;
+            d[2 * i + 1] = (float)hi * s;
+        }
+        j->kt->fht_regular(d, j->k, j->g);
+    }
+    return 0;
+}
+
+int stf_w4a4_dequantize(float *dst, const int8_t *packed, const float *scale, size_t n,
+                        size_t k, unsigned g, stf_pool *pool, stf_err *err)
+{
+    uint64_t total;
+    int rc = check_shape(k, g, "dequantize", err);
+    if (rc) return rc;
+    if (stf__mul_u64(&total, n, k) != 0 || total > SIZE_MAX / 4)
+        return stf__err(err, STF_ELIMIT, "w4a4 dequantize: %zu x %zu elements overflow", n, k);
+    if (total == 0) return 0;
+    if (!dst || !packed || !scale) return stf__err(err, STF_EINVAL, "w4a4 dequantize: NULL buffer");
+    w4dq_job j = { dst, packed, scale, k, g, stf__kernels_active() };
+    size_t grain = k >= ((size_t)1 << 18) ? 1 : ((size_t)1 << 18) / k;
+    return stf_pool_run(pool, n, grain, w4dq_chunk, &j);
+}
