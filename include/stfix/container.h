@@ -267,6 +267,14 @@ void stf_writer_free(stf_writer *w);
 int stf_ckpt_rewrite(const stf_ckpt *c, const char *out_path, const stf_write_opts *opts,
                      stf_err *err);
 
+/*
+ * Quote s[0..n) as a JSON string literal with the canonical writer's serde
+ * escaping (spec §5.2; UTF-8 passes raw). Writes at most cap bytes into dst,
+ * always NUL-terminated when cap > 0, and returns the literal's full length
+ * (without the NUL), snprintf-style: call with cap 0 to size a buffer.
+ */
+size_t stf_json_quote(char *dst, size_t cap, const char *s, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

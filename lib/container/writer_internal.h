@@ -1,0 +1,85 @@
+/*
+ * Internal interfaces of the canonical writer (header_text.c, writer.c,
+ * shard_write.c, canon.c, rewrite.c). Not part of the public API.
+ */
+#ifndef STF_WRITER_INTERNAL_H
+#define STF_WRITER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "container/st_internal.h"
+
+/* The reference writer's header limit (spec §5.1 step 5, S2). */
+#define STF__MAX_HEADER 100000000ULL
+
+/* 1 when the n bytes at s are valid UTF-8 in the Rust from_utf8 sense. */
+int stf__utf8_valid(const char *s, size_t n);
+
+/*
+ * Sort `t` into canonical writer order (dtype index descending, then name
+ * bytes ascending, spec §5.1 step 1) and assign contiguous offsets from 0 in
+ * that order from each entry's nbytes. Fails with STF_EINVAL when the total
+ * overflows u64.
+ */
+int stf__canon_order(stf_tensor_info *t, size_t n, stf_err *err);
+
+/*
+ * Append the canonical header text for tensors `t` (used in the given order
+ * with their begin/end) and metadata `meta` to `out`, padded with spaces to
+ * a multiple of 8 (spec §5.1 steps 3-5). Metadata keys are sorted bytewise;
+ * of equal keys the last one wins. The object is emitted when emit_meta is
+ * set. Fails with STF_ELIMIT (rule "S2") when the padded length would exceed
+ * 100,000,000, or STF_ENOMEM.
+ */
+int stf__canon_header(stf_buf *out, const stf_tensor_info *t, size_t n,
+                      const stf_meta_entry *meta, size_t nmeta, int emit_meta, stf_err *err);
+
+/* Byte comparison of two strings with lengths: memcmp, shorter prefix first. */
+int stf__bytes_cmp(const char *a, size_t alen, const char *b, size_t blen);
+
+/*
+ * S21-S25 for one file: compare the N header bytes `hdr` of the file at
+ * `path` with the canonical header of the parsed header `h`. Sets
+ * *is_canonical and, when it is 0 and `f` is not NULL, appends one INFO
+ * finding per failed rule (with the absolute byte offset of the first
+ * offending byte). Only STF_ENOMEM can fail.
+ */
+int stf__canon_check(int *is_canonical, const uint8_t *hdr, uint64_t n, const stf__header *h,
+                     const char *path, stf__findings *f, stf_err *err);
+
+/* ------------------------------------------------------------ sharding */
+
+/* Shard plan: shard_of[i] for each tensor in writer order, and the count. */
+typedef struct stf__shard_plan {
+    size_t *first; /* index (in writer order) of the first tensor of each shard */
+    size_t nshards;
+} stf__shard_plan;
+
+/*
+ * Split tensors `t` (writer order, nbytes set) greedily into shards of at
+ * most max_size data bytes; a tensor larger than the limit gets a shard of
+ * its own. max_size 0 means one shard. Free with stf__shard_plan_free.
+ */
+int stf__shard_plan_make(stf__shard_plan *p, const stf_tensor_info *t, size_t n,
+                         uint64_t max_size, stf_err *err);
+void stf__shard_plan_free(stf__shard_plan *p);
+
+/*
+ * File name (no directory) of shard `idx` (0-based) of `count` for the
+ * output `path`, which ends in ".safetensors": "STEM-00001-of-00003.safetensors".
+ * Caller frees with stf__free. NULL on allocation failure.
+ */
+char *stf__shard_name(const char *path, size_t idx, size_t count);
+
+/*
+ * Append the index text (Python json.dumps(indent=2, sort_keys=True) + "\n")
+ * for tensors `t` whose shard file names are `files[shard_of(i)]`.
+ * `imeta` are extra "metadata" keys with raw JSON value text; total_size
+ * is recomputed. Fails with STF_EINVAL when a raw value is not JSON.
+ */
+int stf__index_text(stf_buf *out, const stf_tensor_info *t, size_t n,
+                    const stf__shard_plan *plan, char *const *files,
+                    const stf_meta_entry *imeta, size_t nimeta, stf_err *err);
+
+#endif
