@@ -66,7 +66,7 @@ int stf_pool_run(stf_pool *p, size_t count, size_t grain, stf_range_fn fn, void 
 
 /* Scalar conversions, all round-to-nearest-even (spec/convrot.md §9). */
 float stf_bf16_to_f32(uint16_t h);
-uint16_t stf_f32_to_bf16(float f);   /* NaN -> 0x7FC0 (sign kept) */
+uint16_t stf_f32_to_bf16(float f);   /* NaN -> 0x7FC0 (sign dropped, as torch; spec §9) */
 float stf_f16_to_f32(uint16_t h);
 uint16_t stf_f32_to_f16(float f);
 uint16_t stf_f64_to_f16(double d);   /* direct, no double rounding */

@@ -34,7 +34,7 @@ typedef struct stf__kernels {
     /* Widening conversions (exact). */
     void (*bf16_to_f32)(float *dst, const uint16_t *src, size_t n);
     void (*f16_to_f32)(float *dst, const uint16_t *src, size_t n);
-    /* Narrowing, RNE (NaN -> 0x7FC0 | sign). */
+    /* Narrowing, RNE (NaN -> 0x7FC0, sign dropped: spec §9, torch). */
     void (*f32_to_bf16)(uint16_t *dst, const float *src, size_t n);
 
     /* dst[i] = fl32(q[i] * s). */
