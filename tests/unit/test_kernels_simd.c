@@ -1,0 +1,462 @@
+/*
+ * Tests for lib/quant/kernels_avx2.c and kernels_avx512.c: every entry of
+ * every variant this CPU runs equals the scalar reference bit for bit, over
+ * fixed-seed rows of many shapes, magnitudes and tails.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "quant/kernels.h"
+#include "stfix.h"
+
+/* ------------------------------------------------------------ helpers */
+
+static uint64_t g_rng;
+
+static uint64_t next_u64(void)
+{
+    uint64_t z = (g_rng += 0x9E3779B97F4A7C15u);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+    return z ^ (z >> 31);
+}
+
+static double uniform(void) { return (double)(next_u64() >> 11) * 0x1p-53; }
+
+static float f32_from_bits(uint32_t b)
+{
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+static uint32_t f32_bits(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, sizeof b);
+    return b;
+}
+
+/* The variants to check against scalar; NULL entries are not available. */
+static const stf__kernels *variant(int i)
+{
+    stf_simd s = i == 0 ? STF_SIMD_AVX2 : STF_SIMD_AVX512;
+    if (!stf_simd_supported(s)) return NULL;
+    const stf__kernels *k = stf__kernels_for(s);
+    if (k) assert_int_equal(k->id, s);
+    return k;
+}
+
+static int any_variant(void) { return variant(0) || variant(1); }
+
+#define KMAX 4096
+
+/* Row kinds: each one stresses a different part of the arithmetic. */
+enum {
+    ROW_GAUSS, ROW_OUTLIER, ROW_HUGE, ROW_TINY, ROW_SUBNORMAL, ROW_TIES, ROW_ZERO, ROW_BITS,
+    ROW_SMALLINT, ROW_NKINDS
+};
+
+static float gauss(void)
+{
+    double u1 = uniform(), u2 = uniform();
+    if (u1 < 1e-300) u1 = 1e-300;
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+/* A finite F32 value of the given kind; later rounded to the source dtype. */
+static float gen_value(int kind, size_t i)
+{
+    switch (kind) {
+    case ROW_GAUSS: return gauss() * 0.02f;
+    case ROW_OUTLIER: return (next_u64() % 97 == 0) ? gauss() * 40.0f : gauss() * 0.01f;
+    case ROW_HUGE: /* near the BF16/F32 maximum: FHT sums overflow to Inf, even NaN */
+        return (float)((next_u64() & 1) ? 1 : -1) * f32_from_bits(0x7F000000u + (uint32_t)(next_u64() % 0x7F0000u));
+    case ROW_TINY: return gauss() * 1e-36f;
+    case ROW_SUBNORMAL:
+        return f32_from_bits((uint32_t)(next_u64() & 0x807FFFFFu));
+    case ROW_TIES: /* multiples of a power of two: many exact halves after scaling */
+        return (float)((int)(next_u64() % 512) - 256) * 0.125f;
+    case ROW_ZERO: return (i % 7 == 3) ? -0.0f : 0.0f;
+    case ROW_BITS: { /* any finite pattern */
+        uint32_t b;
+        do b = (uint32_t)next_u64(); while ((b & 0x7F800000u) == 0x7F800000u);
+        return f32_from_bits(b);
+    }
+    default: return (float)((int)(next_u64() % 255) - 127);
+    }
+}
+
+static uint16_t to_bf16(float f) { return stf_f32_to_bf16(f); }
+static uint16_t to_f16(float f) { return stf_f32_to_f16(f); }
+
+/* Fill src (dtype dt) with k values of `kind`; non-finite F16 results of
+ * big values are made finite so the row stays quantizable. */
+static void fill_row(void *src, stf_dtype dt, size_t k, int kind)
+{
+    for (size_t i = 0; i < k; i++) {
+        float v = gen_value(kind, i);
+        if (dt == STF_BF16) {
+            uint16_t h = to_bf16(v);
+            if ((h & 0x7F80u) == 0x7F80u) h = (uint16_t)((h & 0x8000u) | 0x7F7Fu);
+            ((uint16_t *)src)[i] = h;
+        } else if (dt == STF_F16) {
+            if (kind == ROW_HUGE) v = (float)((int)(next_u64() % 131007) - 65503);
+            if (kind == ROW_BITS) v = f32_from_bits((f32_bits(v) & 0x80FFFFFFu) | 0x30000000u);
+            uint16_t h = to_f16(v);
+            if ((h & 0x7C00u) == 0x7C00u) h = (uint16_t)((h & 0x8000u) | 0x7BFFu);
+            ((uint16_t *)src)[i] = h;
+        } else {
+            ((float *)src)[i] = v;
+        }
+    }
+}
+
+static void *xaligned(size_t n)
+{
+    void *p = NULL;
+    assert_int_equal(posix_memalign(&p, 64, n < 64 ? 64 : n), 0);
+    return p;
+}
+
+/* One comparison of int8_row; prints the case on mismatch. */
+static void cmp_int8_row(const stf__kernels *v, const void *src, stf_dtype dt, size_t k,
+                         unsigned g, stf_quant_mode mode, stf_dtype t, int kind)
+{
+    static int8_t qa[KMAX], qb[KMAX];
+    float *sa = xaligned(KMAX * sizeof(float)), *sb = xaligned(KMAX * sizeof(float));
+    float scale_a = -1.0f, scale_b = -2.0f;
+    memset(qa, 0x55, sizeof qa);
+    memset(qb, 0x55, sizeof qb);
+    int ra = stf__kernels_scalar.int8_row(qa, &scale_a, src, dt, k, g, mode, t, sa);
+    int rb = v->int8_row(qb, &scale_b, src, dt, k, g, mode, t, sb);
+    if (ra != rb || (ra == 0 && (memcmp(qa, qb, k) != 0 || f32_bits(scale_a) != f32_bits(scale_b)))) {
+        size_t at = 0;
+        while (at < k && qa[at] == qb[at]) at++;
+        print_error("%s: int8_row differs: dt=%d k=%zu g=%u mode=%d t=%d kind=%d rc %d/%d "
+                    "scale %08x/%08x first q diff at %zu\n",
+                    stf_simd_name(v->id), (int)dt, k, g, (int)mode, (int)t, kind, ra, rb,
+                    f32_bits(scale_a), f32_bits(scale_b), at);
+    }
+    assert_int_equal(ra, rb);
+    if (ra == 0) {
+        assert_memory_equal(qa, qb, k);
+        assert_int_equal(f32_bits(scale_a), f32_bits(scale_b));
+    }
+    free(sa);
+    free(sb);
+}
+
+static const stf_dtype k_dtypes[] = { STF_BF16, STF_F16, STF_F32 };
+static const stf_quant_mode k_modes[] = { STF_QMODE_CUDA, STF_QMODE_FP32, STF_QMODE_EAGER };
+
+/* Row lengths per group size: group multiples and, for g in {0, 4}, tails. */
+static size_t lengths(unsigned g, size_t *out)
+{
+    size_t n = 0;
+    if (g == 0) {
+        static const size_t ks[] = { 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 100, 257 };
+        for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) out[n++] = ks[i];
+    } else if (g == 4) {
+        static const size_t ks[] = { 4, 8, 12, 16, 20, 28, 36, 60, 64, 68, 100, 252 };
+        for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) out[n++] = ks[i];
+    } else {
+        for (size_t m = 1; m <= 3 && m * g <= KMAX; m++) out[n++] = m * g;
+        if (5 * g <= KMAX) out[n++] = 5 * g;
+    }
+    return n;
+}
+
+static void test_int8_row_matches_scalar(void **state)
+{
+    (void)state;
+    if (!any_variant()) skip();
+    static const unsigned groups[] = { 0, 4, 16, 64, 256, 1024 };
+    void *src = xaligned(KMAX * 4 + 64);
+    size_t ks[32];
+    size_t cases = 0;
+    g_rng = 0x5EED0001u;
+    for (int vi = 0; vi < 2; vi++) {
+        const stf__kernels *v = variant(vi);
+        if (!v) continue;
+        for (size_t gi = 0; gi < sizeof groups / sizeof *groups; gi++) {
+            unsigned g = groups[gi];
+            size_t nk = lengths(g, ks);
+            for (size_t ki = 0; ki < nk; ki++)
+                for (size_t di = 0; di < 3; di++)
+                    for (int kind = 0; kind < ROW_NKINDS; kind++) {
+                        fill_row(src, k_dtypes[di], ks[ki], kind);
+                        for (size_t mi = 0; mi < 3; mi++)
+                            for (size_t ti = 0; ti < 3; ti++) {
+                                cmp_int8_row(v, src, k_dtypes[di], ks[ki], g, k_modes[mi],
+                                             k_dtypes[ti], kind);
+                                cases++;
+                            }
+                    }
+        }
+    }
+    assert_true(cases > 1000);
+    free(src);
+}
+
+/* Many random Gaussian-with-outlier rows at the production shape G = 256. */
+static void test_int8_row_many_rows_g256(void **state)
+{
+    (void)state;
+    if (!any_variant()) skip();
+    void *src = xaligned(3072 * 4);
+    g_rng = 0x5EED0002u;
+    for (int vi = 0; vi < 2; vi++) {
+        const stf__kernels *v = variant(vi);
+        if (!v) continue;
+        for (int r = 0; r < 200; r++) {
+            int kind = r % 3 == 0 ? ROW_OUTLIER : r % 3 == 1 ? ROW_GAUSS : ROW_TIES;
+            stf_dtype dt = k_dtypes[r % 3];
+            fill_row(src, dt, 3072, kind);
+            cmp_int8_row(v, src, dt, 3072, 256, k_modes[(r / 3) % 3], dt, kind);
+        }
+    }
+    free(src);
+}
+
+/* NaN or Inf anywhere (including the masked tail) is rejected by every variant. */
+static void test_int8_row_rejects_nonfinite(void **state)
+{
+    (void)state;
+    if (!any_variant()) skip();
+    static const size_t ks[] = { 4, 17, 64, 256, 1024 };
+    static const unsigned gs[] = { 4, 0, 16, 256, 1024 };
+    void *src = xaligned(KMAX * 4);
+    float *sc = xaligned(KMAX * 4);
+    int8_t q[KMAX];
+    float s;
+    g_rng = 0x5EED0003u;
+    for (int vi = 0; vi < 2; vi++) {
+        const stf__kernels *v = variant(vi);
+        if (!v) continue;
+        for (size_t c = 0; c < sizeof ks / sizeof *ks; c++)
+            for (size_t di = 0; di < 3; di++)
+                for (int which = 0; which < 3; which++) {
+                    stf_dtype dt = k_dtypes[di];
+                    size_t k = ks[c];
+                    fill_row(src, dt, k, ROW_GAUSS);
+                    size_t at = which == 0 ? 0 : which == 1 ? k - 1 : (size_t)(next_u64() % k);
+                    if (dt == STF_F32) ((float *)src)[at] = which == 2 ? NAN : -INFINITY;
+                    else if (dt == STF_BF16) ((uint16_t *)src)[at] = which == 2 ? 0x7FC1u : 0xFF80u;
+                    else ((uint16_t *)src)[at] = which == 2 ? 0x7C01u : 0x7C00u;
+                    assert_int_equal(stf__kernels_scalar.int8_row(q, &s, src, dt, k, gs[c],
+                                                                  STF_QMODE_CUDA, dt, sc),
+                                     STF_ENUMERIC);
+                    assert_int_equal(v->int8_row(q, &s, src, dt, k, gs[c], STF_QMODE_CUDA, dt, sc),
+                                     STF_ENUMERIC);
+                }
+    }
+    free(src);
+    free(sc);
+}
+
+/* Golden vector V5 (spec §10) through each variant: q = [-128, 0 x 15]. */
+static void test_int8_row_golden_v5(void **state)
+{
+    (void)state;
+    if (!any_variant()) skip();
+    static const int h16_row0[16] = { 1, 1, 1, -1, 1, 1, 1, -1, 1, 1, 1, -1, -1, -1, -1, 1 };
+    uint16_t src[16];
+    for (int j = 0; j < 16; j++) src[j] = to_bf16(-0.33203125f * (float)h16_row0[j]);
+    for (int vi = 0; vi < 2; vi++) {
+        const stf__kernels *v = variant(vi);
+        if (!v) continue;
+        float *sc = xaligned(64);
+        int8_t q[16];
+        float s;
+        assert_int_equal(v->int8_row(q, &s, src, STF_BF16, 16, 16, STF_QMODE_CUDA, STF_BF16, sc), 0);
+        assert_int_equal(f32_bits(s), 0x3C2B56ADu);
+        assert_int_equal(q[0], -128);
+        for (int j = 1; j < 16; j++) assert_int_equal(q[j], 0);
+        assert_int_equal(v->int8_row(q, &s, src, STF_BF16, 16, 16, STF_QMODE_FP32, STF_BF16, sc), 0);
+        assert_int_equal(q[0], -127);
+        free(sc);
+    }
+}
+
+static void test_fht_regular_matches_scalar(void **state)
+{
+    (void)state;
+    if (!any_variant()) skip();
+    static const unsigned groups[] = { 4, 16, 64, 256, 1024 };
+    float *a = xaligned((KMAX + 16) * 4), *b = xaligned((KMAX + 16) * 4);
+    size_t ks[32];
+    g_rng = 0x5EED0004u;
+    for (int vi = 0; vi < 2; vi++) {
+        const stf__kernels *v = variant(vi);
+        if (!v) continue;
+        for (size_t gi = 0; gi < sizeof groups / sizeof *groups; gi++) {
+            size_t nk = lengths(groups[gi], ks);
+            for (size_t ki = 0; ki < nk; ki++)
+                for (int kind = 0; kind < ROW_NKINDS; kind++)
+                    for (size_t off = 0; off < 2; off++) { /* aligned and not */
+                        size_t k = ks[ki];
+                        for (size_t i = 0; i < k; i++) a[off + i] = gen_value(kind, i);
+                        memcpy(b + off, a + off, k * 4);
+                        stf__kernels_scalar.fht_regular(a + off, k, groups[gi]);
+                        v->fht_regular(b + off, k, groups[gi]);
+                        assert_memory_equal(a + off, b + off, k * 4);
+                    }
+        }
+    }
+    free(a);
+    free(b);
+}
+
+/* Every 16-bit pattern, at every tail length 0..40. */
+static void test_widen_all_patterns(void **state)
+{
+    (void)state;
+    if (!any_variant()) skip();
+    uint16_t *h = malloc(65536 * 2);
+    float *a = malloc(65536 * 4), *b = malloc(65536 * 4);
+    assert_non_null(h);
+    assert_non_null(a);
+    assert_non_null(b);
+    for (uint32_t i = 0; i < 65536; i++) h[i] = (uint16_t)i;
+    for (int vi = 0; vi < 2; vi++) {
+        const stf__kernels *v = variant(vi);
+        if (!v) continue;
+        stf__kernels_scalar.bf16_to_f32(a, h, 65536);
+        v->bf16_to_f32(b, h, 65536);
+        assert_memory_equal(a, b, 65536 * 4);
+        stf__kernels_scalar.f16_to_f32(a, h, 65536);
+        v->f16_to_f32(b, h, 65536);
+        assert_memory_equal(a, b, 65536 * 4);
+        for (size_t n = 0; n <= 40; n++) {
+            memset(b, 0xA5, 64 * 4);
+            v->f16_to_f32(b, h + 0x7BF0 + n, n); /* around Inf and NaN */
+            stf__kernels_scalar.f16_to_f32(a, h + 0x7BF0 + n, n);
+            assert_memory_equal(a, b, n * 4);
+            assert_int_equal(f32_bits(b[n]), 0xA5A5A5A5u); /* no write past n */
+            v->bf16_to_f32(b, h + 0xFF70 + n, n);
+            stf__kernels_scalar.bf16_to_f32(a, h + 0xFF70 + n, n);
+            assert_memory_equal(a, b, n * 4);
+            assert_int_equal(f32_bits(b[n]), 0xA5A5A5A5u);
+        }
+    }
+    free(h);
+    free(a);
+    free(b);
+}
+
+static void test_narrow_bf16(void **state)
+{
+    (void)state;
+    if (!any_variant()) skip();
+    enum { N = 1 << 16 };
+    float *x = malloc(N * 4);
+    uint16_t *a = malloc(N * 2 + 2), *b = malloc(N * 2 + 2);
+    assert_non_null(x);
+    assert_non_null(a);
+    assert_non_null(b);
+    g_rng = 0x5EED0005u;
+    for (size_t i = 0; i < N; i++) {
+        uint32_t r = (uint32_t)next_u64();
+        /* Ties (low half 0x8000), NaNs with any payload, near-overflow, random. */
+        if (i % 4 == 0) r = (r & 0xFFFF0000u) | 0x8000u;
+        if (i % 16 == 1) r = (r & 0x807FFFFFu) | 0x7F800000u;
+        if (i % 16 == 2) r = 0x7F7F8000u | (r & 0x80000000u) | (r & 0x7FFFu);
+        x[i] = f32_from_bits(r);
+    }
+    for (int vi = 0; vi < 2; vi++) {
+        const stf__kernels *v = variant(vi);
+        if (!v) continue;
+        stf__kernels_scalar.f32_to_bf16(a, x, N);
+        v->f32_to_bf16(b, x, N);
+        assert_memory_equal(a, b, N * 2);
+        for (size_t n = 0; n <= 40; n++) {
+            b[n] = 0xBEEF;
+            stf__kernels_scalar.f32_to_bf16(a, x + 3 * n, n);
+            v->f32_to_bf16(b, x + 3 * n, n);
+            assert_memory_equal(a, b, n * 2);
+            assert_int_equal(b[n], 0xBEEF);
+        }
+    }
+    free(x);
+    free(a);
+    free(b);
+}
+
+static void test_dequant_rows(void **state)
+{
+    (void)state;
+    if (!any_variant()) skip();
+    enum { N = 1000 };
+    int8_t q[N];
+    float s[N], a[N + 1], b[N + 1];
+    g_rng = 0x5EED0006u;
+    for (size_t i = 0; i < N; i++) {
+        q[i] = (int8_t)(next_u64() & 0xFF);
+        s[i] = f32_from_bits((uint32_t)(next_u64() % 0x7F000000u));
+    }
+    q[0] = -128;
+    q[1] = 127;
+    for (int vi = 0; vi < 2; vi++) {
+        const stf__kernels *v = variant(vi);
+        if (!v) continue;
+        for (size_t n = 0; n <= N; n += (n < 40 ? 1 : 137)) {
+            float sc = s[n % N];
+            b[n] = 7.0f;
+            stf__kernels_scalar.int8_dequant_row(a, q, sc, n);
+            v->int8_dequant_row(b, q, sc, n);
+            assert_memory_equal(a, b, n * 4);
+            assert_true(b[n] == 7.0f);
+            stf__kernels_scalar.int8_dequant_row_cols(a, q, s, n);
+            v->int8_dequant_row_cols(b, q, s, n);
+            assert_memory_equal(a, b, n * 4);
+            assert_true(b[n] == 7.0f);
+        }
+    }
+}
+
+/* Unsupported inputs are answered exactly as the scalar table answers them. */
+static void test_int8_row_odd_arguments(void **state)
+{
+    (void)state;
+    if (!any_variant()) skip();
+    uint16_t src[48];
+    float *sc = xaligned(64 * 4);
+    int8_t q[48];
+    float s;
+    for (int i = 0; i < 48; i++) src[i] = to_bf16((float)(i - 20));
+    for (int vi = 0; vi < 2; vi++) {
+        const stf__kernels *v = variant(vi);
+        if (!v) continue;
+        assert_int_equal(v->int8_row(q, &s, src, STF_I8, 48, 16, STF_QMODE_CUDA, STF_BF16, sc),
+                         stf__kernels_scalar.int8_row(q, &s, src, STF_I8, 48, 16, STF_QMODE_CUDA,
+                                                      STF_BF16, sc));
+        /* k not a multiple of g, and a t outside BF16/F16 (taken as F32). */
+        cmp_int8_row(v, src, STF_BF16, 40, 16, STF_QMODE_CUDA, STF_BF16, -1);
+        cmp_int8_row(v, src, STF_BF16, 48, 16, STF_QMODE_CUDA, STF_I8, -1);
+    }
+    free(sc);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_int8_row_matches_scalar),
+        cmocka_unit_test(test_int8_row_many_rows_g256),
+        cmocka_unit_test(test_int8_row_rejects_nonfinite),
+        cmocka_unit_test(test_int8_row_golden_v5),
+        cmocka_unit_test(test_fht_regular_matches_scalar),
+        cmocka_unit_test(test_widen_all_patterns),
+        cmocka_unit_test(test_narrow_bf16),
+        cmocka_unit_test(test_dequant_rows),
+        cmocka_unit_test(test_int8_row_odd_arguments),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
