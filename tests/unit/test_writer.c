@@ -1,0 +1,599 @@
+/* Tests for lib/container/writer.c: spec/safetensors.md §9.1 writer fixtures
+ * byte for byte, writer order, metadata, refusals, atomicity, sharding and
+ * allocation failure. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "stfix.h"
+
+static const unsigned char F32_0_5[24] = { 0, 0, 0, 0, 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40,
+                                           0, 0, 0x40, 0x40, 0, 0, 0x80, 0x40, 0, 0, 0xa0, 0x40 };
+
+static char g_dir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(g_dir, sizeof g_dir, "%s/stfix-writer.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    return mkdtemp(g_dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    DIR *d = opendir(g_dir);
+    if (d) {
+        struct dirent *e;
+        char p[600];
+        while ((e = readdir(d)))
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+                snprintf(p, sizeof p, "%s/%s", g_dir, e->d_name);
+                unlink(p);
+            }
+        closedir(d);
+    }
+    rmdir(g_dir);
+    return 0;
+}
+
+static const char *out_path(const char *name)
+{
+    static char p[512];
+    snprintf(p, sizeof p, "%s/%s", g_dir, name);
+    return p;
+}
+
+static unsigned char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)n + 1);
+    *len = fread(b, 1, (size_t)n, f);
+    fclose(f);
+    return b;
+}
+
+static size_t dir_entries(void)
+{
+    DIR *d = opendir(g_dir);
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(d);
+    return n;
+}
+
+/* Expected file: N (LE) + header text + pad + data. */
+static void expect_file(const char *path, const char *hdr, size_t padded, const void *data,
+                        size_t dlen)
+{
+    size_t len = 0;
+    unsigned char *got = slurp(path, &len);
+    assert_non_null(got);
+    assert_int_equal(len, 8 + padded + dlen);
+    for (int i = 0; i < 8; i++) assert_int_equal(got[i], (unsigned char)((uint64_t)padded >> (8 * i)));
+    size_t hl = strlen(hdr);
+    assert_memory_equal(got + 8, hdr, hl);
+    for (size_t i = hl; i < padded; i++) assert_int_equal(got[8 + i], ' ');
+    if (dlen) assert_memory_equal(got + 8 + padded, data, dlen);
+    free(got);
+}
+
+static void add_mem(stf_writer *w, const char *name, stf_dtype dt, unsigned rank,
+                    const uint64_t *shape, const void *mem)
+{
+    stf_tensor_src src = { STF_SRC_MEM, mem, NULL, 0, NULL, NULL };
+    stf_err err;
+    assert_int_equal(stf_writer_add(w, name, dt, rank, shape, &src, &err), 0);
+}
+
+static void commit_ok(stf_writer *w)
+{
+    stf_err err;
+    int rc = stf_writer_commit(w, &err);
+    if (rc) fail_msg("commit: %s", err.msg);
+    stf_writer_free(w);
+}
+
+static void test_serialization(void **state)
+{
+    (void)state;
+    stf_writer *w;
+    stf_err err;
+    uint64_t sh[] = { 1, 2, 3 };
+    assert_int_equal(stf_writer_new(&w, out_path("a.safetensors"), NULL, &err), 0);
+    add_mem(w, "attn.0", STF_F32, 3, sh, F32_0_5);
+    commit_ok(w);
+    expect_file(out_path("a.safetensors"),
+                "{\"attn.0\":{\"dtype\":\"F32\",\"shape\":[1,2,3],\"data_offsets\":[0,24]}}", 64,
+                F32_0_5, 24);
+}
+
+static void test_forced_alignment(void **state)
+{
+    (void)state;
+    stf_writer *w;
+    stf_err err;
+    uint64_t sh[] = { 1, 1, 2, 3 };
+    assert_int_equal(stf_writer_new(&w, out_path("b.safetensors"), NULL, &err), 0);
+    add_mem(w, "attn0", STF_F32, 4, sh, F32_0_5);
+    commit_ok(w);
+    expect_file(out_path("b.safetensors"),
+                "{\"attn0\":{\"dtype\":\"F32\",\"shape\":[1,1,2,3],\"data_offsets\":[0,24]}}", 72,
+                F32_0_5, 24);
+}
+
+static void test_fp4(void **state)
+{
+    (void)state;
+    stf_writer *w;
+    stf_err err;
+    uint64_t sh[] = { 1, 2 };
+    unsigned char z = 0;
+    assert_int_equal(stf_writer_new(&w, out_path("c.safetensors"), NULL, &err), 0);
+    add_mem(w, "attn.0", STF_F4, 2, sh, &z);
+    commit_ok(w);
+    expect_file(out_path("c.safetensors"),
+                "{\"attn.0\":{\"dtype\":\"F4\",\"shape\":[1,2],\"data_offsets\":[0,1]}}", 64, &z, 1);
+}
+
+static void test_empty(void **state)
+{
+    (void)state;
+    stf_writer *w;
+    stf_err err;
+    static const unsigned char want[16] = { 8, 0, 0, 0, 0, 0, 0, 0, '{', '}', ' ', ' ', ' ', ' ', ' ', ' ' };
+    assert_int_equal(stf_writer_new(&w, out_path("e.safetensors"), NULL, &err), 0);
+    commit_ok(w);
+    size_t len;
+    unsigned char *got = slurp(out_path("e.safetensors"), &len);
+    assert_int_equal(len, 16);
+    assert_memory_equal(got, want, 16);
+    free(got);
+
+    assert_int_equal(stf_writer_new(&w, out_path("f.safetensors"), NULL, &err), 0);
+    assert_int_equal(stf_writer_set_meta(w, "framework", "pt", &err), 0);
+    commit_ok(w);
+    expect_file(out_path("f.safetensors"), "{\"__metadata__\":{\"framework\":\"pt\"}}", 40, NULL, 0);
+
+    /* The source had an empty __metadata__: it survives as {} (spec §5.1 step 7). */
+    assert_int_equal(stf_writer_new(&w, out_path("g.safetensors"), NULL, &err), 0);
+    stf_writer_keep_empty_meta(w);
+    commit_ok(w);
+    expect_file(out_path("g.safetensors"), "{\"__metadata__\":{}}", 24, NULL, 0);
+}
+
+static void test_header_too_large(void **state)
+{
+    (void)state;
+    stf_writer *w;
+    stf_err err;
+    char *v = malloc(100000001);
+    memset(v, 'a', 100000000);
+    v[100000000] = '\0';
+    assert_int_equal(stf_writer_new(&w, out_path("big.safetensors"), NULL, &err), 0);
+    assert_int_equal(stf_writer_set_meta(w, "k", v, &err), 0);
+    free(v);
+    assert_int_equal(stf_writer_commit(w, &err), STF_ELIMIT);
+    assert_string_equal(err.rule, "S2");
+    assert_non_null(strstr(err.msg, "HeaderTooLarge"));
+    assert_non_null(strstr(err.msg, "big.safetensors"));
+    stf_writer_free(w);
+    assert_int_equal(dir_entries(), 0);
+}
+
+/* Writer order: dtype index descending, then name bytes; metadata sorted,
+ * last of equal keys wins; escapes in names; zero-size tensor offsets. */
+static void test_order_and_meta(void **state)
+{
+    (void)state;
+    stf_writer *w;
+    stf_err err;
+    uint64_t s2[] = { 2 }, s0[] = { 0 }, s1[] = { 1 };
+    unsigned char u8[2] = { 1, 2 };
+    unsigned char f32[4] = { 0, 0, 0x80, 0x3f };
+    unsigned char bf[4] = { 0x80, 0x3f, 0, 0 };
+    assert_int_equal(stf_writer_new(&w, out_path("o.safetensors"), NULL, &err), 0);
+    add_mem(w, "b", STF_U8, 1, s2, u8);
+    add_mem(w, "a\"\n", STF_BF16, 1, s2, bf);
+    add_mem(w, "z", STF_F32, 1, s1, f32);
+    add_mem(w, "e", STF_F32, 1, s0, NULL);
+    add_mem(w, "ab", STF_U8, 1, s0, NULL);
+    assert_int_equal(stf_writer_set_meta(w, "zeta", "1", &err), 0);
+    assert_int_equal(stf_writer_set_meta(w, "format", "tf", &err), 0);
+    assert_int_equal(stf_writer_set_meta(w, "Format", "x", &err), 0);
+    assert_int_equal(stf_writer_set_meta(w, "format", "pt", &err), 0);
+    commit_ok(w);
+    static const char hdr[] =
+        "{\"__metadata__\":{\"Format\":\"x\",\"format\":\"pt\",\"zeta\":\"1\"},"
+        "\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]},"
+        "\"z\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+        "\"a\\\"\\n\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[4,8]},"
+        "\"ab\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[8,8]},"
+        "\"b\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[8,10]}}";
+    size_t hl = strlen(hdr), padded = (hl + 7) / 8 * 8;
+    unsigned char data[10];
+    memcpy(data, f32, 4);
+    memcpy(data + 4, bf, 4);
+    memcpy(data + 8, u8, 2);
+    expect_file(out_path("o.safetensors"), hdr, padded, data, 10);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    stf_writer *w;
+    stf_err err;
+    uint64_t s1[] = { 1 }, s3[] = { 3 };
+    unsigned char b[4] = { 0 };
+    stf_tensor_src src = { STF_SRC_MEM, b, NULL, 0, NULL, NULL };
+    assert_int_equal(stf_writer_new(&w, out_path("r.safetensors"), NULL, &err), 0);
+    assert_int_equal(stf_writer_add(w, "__metadata__", STF_U8, 1, s1, &src, &err), STF_EINVAL);
+    assert_string_equal(err.rule, "S14");
+    assert_int_equal(stf_writer_add(w, "x", STF_U8, 1, s1, &src, &err), 0);
+    assert_int_equal(stf_writer_add(w, "x", STF_F32, 1, s1, &src, &err), STF_EINVAL);
+    assert_string_equal(err.rule, "S13");
+    assert_non_null(strstr(err.msg, "'x'"));
+    assert_int_equal(stf_writer_add(w, "", STF_U8, 1, s1, &src, &err), STF_EINVAL);
+    assert_int_equal(stf_writer_add(w, "\xff", STF_U8, 1, s1, &src, &err), STF_EINVAL);
+    assert_int_equal(stf_writer_add(w, "f4", STF_F4, 1, s3, &src, &err), STF_EINVAL);
+    assert_int_equal(stf_writer_add(w, "d", (stf_dtype)STF_DTYPE_COUNT, 1, s1, &src, &err),
+                     STF_EINVAL);
+    assert_int_equal(stf_writer_set_index_meta(w, "total_size", "1", &err), STF_EINVAL);
+    stf_writer_free(w);
+    /* A sharded output must be a .safetensors path. */
+    stf_write_opts o;
+    stf_write_opts_init(&o);
+    o.max_shard_size = 10;
+    assert_int_equal(stf_writer_new(&w, out_path("x.bin"), &o, &err), STF_EINVAL);
+    assert_null(w);
+    assert_int_equal(dir_entries(), 0);
+}
+
+/* Many names: the duplicate check must work across hash-table growth. */
+static void test_many_names(void **state)
+{
+    (void)state;
+    stf_writer *w;
+    stf_err err;
+    uint64_t s0[] = { 0 };
+    char name[32];
+    stf_tensor_src src = { STF_SRC_MEM, NULL, NULL, 0, NULL, NULL };
+    assert_int_equal(stf_writer_new(&w, out_path("m.safetensors"), NULL, &err), 0);
+    for (int i = 0; i < 1000; i++) {
+        snprintf(name, sizeof name, "t.%d", i);
+        assert_int_equal(stf_writer_add(w, name, STF_U8, 1, s0, &src, &err), 0);
+    }
+    for (int i = 0; i < 1000; i += 97) {
+        snprintf(name, sizeof name, "t.%d", i);
+        assert_int_equal(stf_writer_add(w, name, STF_I8, 1, s0, &src, &err), STF_EINVAL);
+    }
+    stf_writer_free(w);
+}
+
+/* A producer fills consecutive chunks covering the tensor. */
+typedef struct prod {
+    uint64_t next;
+    int calls;
+} prod;
+
+static int produce(void *ud, void *dst, uint64_t off, size_t len, stf_err *err)
+{
+    prod *p = ud;
+    (void)err;
+    if (off != p->next) return STF_EINVAL;
+    for (size_t i = 0; i < len; i++) ((unsigned char *)dst)[i] = (unsigned char)((off + i) * 7);
+    p->next += len;
+    p->calls++;
+    return 0;
+}
+
+static int produce_fail(void *ud, void *dst, uint64_t off, size_t len, stf_err *err)
+{
+    (void)ud;
+    (void)dst;
+    (void)len;
+    if (off == 0) return 0;
+    return stf_err_clear(err), err->code = STF_ENUMERIC, snprintf(err->msg, sizeof err->msg, "boom"), STF_ENUMERIC;
+}
+
+static void test_producer(void **state)
+{
+    (void)state;
+    stf_writer *w;
+    stf_err err;
+    uint64_t sh[] = { 5 << 20 };
+    prod p = { 0, 0 };
+    stf_tensor_src src = { STF_SRC_FN, NULL, NULL, 0, produce, &p };
+    assert_int_equal(stf_writer_new(&w, out_path("p.safetensors"), NULL, &err), 0);
+    assert_int_equal(stf_writer_add(w, "big", STF_U16, 1, sh, &src, &err), 0); /* 10 MiB */
+    commit_ok(w);
+    assert_int_equal(p.next, 10u << 20);
+    assert_int_equal(p.calls, 2); /* 8 MiB chunks */
+    size_t len;
+    unsigned char *got = slurp(out_path("p.safetensors"), &len);
+    uint64_t n = 0;
+    for (int i = 0; i < 8; i++) n |= (uint64_t)got[i] << (8 * i);
+    assert_int_equal(len, 8 + n + (10u << 20));
+    for (size_t i = 0; i < (10u << 20); i += 4099)
+        assert_int_equal(got[8 + n + i], (unsigned char)(i * 7));
+    free(got);
+
+    /* A failing producer: its error, prefixed with the output and tensor. */
+    assert_int_equal(stf_writer_new(&w, out_path("q.safetensors"), NULL, &err), 0);
+    stf_tensor_src bad = { STF_SRC_FN, NULL, NULL, 0, produce_fail, NULL };
+    assert_int_equal(stf_writer_add(w, "big", STF_U16, 1, sh, &bad, &err), 0);
+    assert_int_equal(stf_writer_commit(w, &err), STF_ENUMERIC);
+    assert_non_null(strstr(err.msg, "q.safetensors: tensor 'big' at byte 8388608: boom"));
+    stf_writer_free(w);
+    assert_int_equal(dir_entries(), 1);
+}
+
+/* Atomicity: a write that fails part-way leaves no output and no temp file. */
+typedef struct hook_state {
+    int calls, fail_at;
+    uint64_t last_off;
+} hook_state;
+
+static int hook(void *ud, uint64_t off, size_t len)
+{
+    hook_state *h = ud;
+    (void)len;
+    h->last_off = off;
+    return ++h->calls == h->fail_at;
+}
+
+static void test_atomic(void **state)
+{
+    (void)state;
+    uint64_t sh[] = { 1, 2, 3 };
+    for (int fail_at = 1; fail_at <= 3; fail_at++) {
+        hook_state h = { 0, fail_at, 0 };
+        stf_write_opts o;
+        stf_write_opts_init(&o);
+        o.no_fsync = 1;
+        o.write_hook = hook;
+        o.write_hook_ud = &h;
+        stf_writer *w;
+        stf_err err;
+        assert_int_equal(stf_writer_new(&w, out_path("at.safetensors"), &o, &err), 0);
+        add_mem(w, "attn.0", STF_F32, 3, sh, F32_0_5);
+        assert_int_equal(stf_writer_commit(w, &err), STF_EIO);
+        stf_writer_free(w);
+        char want[700];
+        /* writes: 8 bytes of N, then the 64-byte header, then the data. */
+        uint64_t off = fail_at == 1 ? 0 : fail_at == 2 ? 8 : 72;
+        snprintf(want, sizeof want, "%s: write failed at byte %llu: No space left on device",
+                 out_path("at.safetensors"), (unsigned long long)off);
+        assert_string_equal(err.msg, want);
+        assert_int_equal(err.has_offset, 1);
+        assert_int_equal(err.offset, off);
+        assert_int_equal(dir_entries(), 0);
+    }
+}
+
+/* An existing output is replaced only on success. */
+static void test_replace(void **state)
+{
+    (void)state;
+    uint64_t sh[] = { 1, 2, 3 };
+    FILE *f = fopen(out_path("old.safetensors"), "wb");
+    fputs("old", f);
+    fclose(f);
+    hook_state h = { 0, 3, 0 };
+    stf_write_opts o;
+    stf_write_opts_init(&o);
+    o.write_hook = hook;
+    o.write_hook_ud = &h;
+    stf_writer *w;
+    stf_err err;
+    assert_int_equal(stf_writer_new(&w, out_path("old.safetensors"), &o, &err), 0);
+    add_mem(w, "attn.0", STF_F32, 3, sh, F32_0_5);
+    assert_int_equal(stf_writer_commit(w, &err), STF_EIO);
+    stf_writer_free(w);
+    size_t len;
+    unsigned char *got = slurp(out_path("old.safetensors"), &len);
+    assert_int_equal(len, 3);
+    free(got);
+    assert_int_equal(dir_entries(), 1);
+    assert_int_equal(stf_writer_new(&w, out_path("old.safetensors"), NULL, &err), 0);
+    add_mem(w, "attn.0", STF_F32, 3, sh, F32_0_5);
+    commit_ok(w);
+    got = slurp(out_path("old.safetensors"), &len);
+    assert_int_equal(len, 96);
+    free(got);
+}
+
+static void test_sharded(void **state)
+{
+    (void)state;
+    stf_write_opts o;
+    stf_write_opts_init(&o);
+    o.max_shard_size = 8;
+    o.no_fsync = 1;
+    stf_writer *w;
+    stf_err err;
+    uint64_t s1[] = { 1 }, s4[] = { 4 };
+    unsigned char a[4] = { 1, 2, 3, 4 }, b[4] = { 5, 6, 7, 8 }, c[16] = { 9 };
+    unsigned char ab[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+    assert_int_equal(stf_writer_new(&w, out_path("model.safetensors"), &o, &err), 0);
+    add_mem(w, "x.a", STF_F32, 1, s1, a);
+    add_mem(w, "x.b", STF_F32, 1, s1, b);
+    add_mem(w, "y", STF_F32, 1, s4, c);
+    assert_int_equal(stf_writer_set_meta(w, "format", "pt", &err), 0);
+    assert_int_equal(stf_writer_set_index_meta(w, "note", "\"h\\u00e9\"", &err), 0);
+    commit_ok(w);
+    assert_int_equal(dir_entries(), 3);
+    expect_file(out_path("model-00001-of-00002.safetensors"),
+                "{\"__metadata__\":{\"format\":\"pt\"},"
+                "\"x.a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                "\"x.b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+                144, ab, 8);
+    expect_file(out_path("model-00002-of-00002.safetensors"),
+                "{\"__metadata__\":{\"format\":\"pt\"},"
+                "\"y\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}",
+                88, c, 16);
+    size_t len;
+    unsigned char *idx = slurp(out_path("model.safetensors.index.json"), &len);
+    static const char want[] = "{\n"
+                               "  \"metadata\": {\n"
+                               "    \"note\": \"h\\u00e9\",\n"
+                               "    \"total_size\": 24\n"
+                               "  },\n"
+                               "  \"weight_map\": {\n"
+                               "    \"x.a\": \"model-00001-of-00002.safetensors\",\n"
+                               "    \"x.b\": \"model-00001-of-00002.safetensors\",\n"
+                               "    \"y\": \"model-00002-of-00002.safetensors\"\n"
+                               "  }\n"
+                               "}\n";
+    assert_int_equal(len, strlen(want));
+    assert_memory_equal(idx, want, len);
+    free(idx);
+
+    /* Everything fits one shard: the path itself, no index. */
+    o.max_shard_size = 1000;
+    assert_int_equal(stf_writer_new(&w, out_path("one.safetensors"), &o, &err), 0);
+    add_mem(w, "y", STF_F32, 1, s4, c);
+    commit_ok(w);
+    assert_int_equal(dir_entries(), 4);
+    expect_file(out_path("one.safetensors"),
+                "{\"y\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", 56, c, 16);
+}
+
+/* A failing shard write leaves none of the shards nor the index behind. */
+static void test_sharded_atomic(void **state)
+{
+    (void)state;
+    uint64_t s1[] = { 1 };
+    unsigned char a[4] = { 0 };
+    for (int fail_at = 1; fail_at <= 7; fail_at++) {
+        hook_state h = { 0, fail_at, 0 };
+        stf_write_opts o;
+        stf_write_opts_init(&o);
+        o.max_shard_size = 4;
+        o.no_fsync = 1;
+        o.write_hook = hook;
+        o.write_hook_ud = &h;
+        stf_writer *w;
+        stf_err err;
+        assert_int_equal(stf_writer_new(&w, out_path("s.safetensors"), &o, &err), 0);
+        add_mem(w, "a", STF_F32, 1, s1, a);
+        add_mem(w, "b", STF_F32, 1, s1, a);
+        assert_int_equal(stf_writer_commit(w, &err), STF_EIO);
+        stf_writer_free(w);
+        assert_int_equal(dir_entries(), 0);
+    }
+}
+
+/* Allocation failure: fail the Nth allocation for every N until success. */
+static long g_fail_at, g_count, g_live;
+
+static void *fail_realloc(void *ud, void *p, size_t n)
+{
+    (void)ud;
+    if (++g_count == g_fail_at) return NULL;
+    if (!p) g_live++;
+    return realloc(p, n ? n : 1);
+}
+
+static void fail_free(void *ud, void *p)
+{
+    (void)ud;
+    if (p) g_live--;
+    free(p);
+}
+
+static int write_small(stf_err *err, const char *path, uint64_t max_shard)
+{
+    stf_write_opts o;
+    stf_write_opts_init(&o);
+    o.no_fsync = 1;
+    o.max_shard_size = max_shard;
+    stf_writer *w;
+    uint64_t s1[] = { 1 }, s3[] = { 1, 2, 3 };
+    unsigned char a[4] = { 1, 2, 3, 4 };
+    stf_tensor_src m = { STF_SRC_MEM, a, NULL, 0, NULL, NULL };
+    stf_tensor_src m6 = { STF_SRC_MEM, F32_0_5, NULL, 0, NULL, NULL };
+    prod p = { 0, 0 };
+    stf_tensor_src fn = { STF_SRC_FN, NULL, NULL, 0, produce, &p };
+    int rc = stf_writer_new(&w, path, &o, err);
+    if (rc) return rc;
+    if (!(rc = stf_writer_set_meta(w, "format", "pt", err)) &&
+        !(rc = stf_writer_set_index_meta(w, "k", "{\"b\": [1, 2.5], \"a\": null}", err)))
+        for (int i = 0; i < 20 && !rc; i++) {
+            char name[16];
+            snprintf(name, sizeof name, "w.%d", i);
+            rc = stf_writer_add(w, name, STF_F32, 1, s1, &m, err);
+        }
+    if (!rc) rc = stf_writer_add(w, "six", STF_F32, 3, s3, &m6, err);
+    if (!rc) rc = stf_writer_add(w, "gen", STF_U8, 1, s1, &fn, err);
+    if (!rc) rc = stf_writer_commit(w, err);
+    stf_writer_free(w);
+    return rc;
+}
+
+static void test_alloc_failure(void **state)
+{
+    (void)state;
+    stf_allocator al = { fail_realloc, fail_free, NULL };
+    for (int sharded = 0; sharded < 2; sharded++) {
+        int ok = 0;
+        for (long n = 1; n < 10000 && !ok; n++) {
+            g_fail_at = n;
+            g_count = 0;
+            g_live = 0;
+            stf_set_allocator(&al);
+            stf_err err;
+            int rc = write_small(&err, out_path("al.safetensors"), sharded ? 16 : 0);
+            stf_set_allocator(NULL);
+            assert_int_equal(g_live, 0);
+            if (rc == 0) {
+                ok = 1;
+                assert_true(g_count < n);
+            } else {
+                assert_int_equal(rc, STF_ENOMEM);
+                assert_int_equal(dir_entries(), 0);
+            }
+        }
+        assert_true(ok);
+        /* six (24 B) alone, w.* four per 16-byte shard, gen alone, + index */
+        assert_int_equal(dir_entries(), sharded ? 8 : 1);
+        teardown(NULL);
+        setup(NULL);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_serialization, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_forced_alignment, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fp4, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_empty, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_header_too_large, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_order_and_meta, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_many_names, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_producer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_atomic, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replace, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sharded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sharded_atomic, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alloc_failure, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
