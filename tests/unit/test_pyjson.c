@@ -1,0 +1,328 @@
+/*
+ * Tests for lib/model/pyjson.c: the parser must give exactly what CPython's
+ * json.loads(bytes) gives (values, or the error message), since ComfyUI and
+ * SGLang read markers with it. Expected messages were taken from CPython 3.11.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <cmocka.h>
+
+#include "stfix.h"
+
+static stf_pyval *parse_ok(const char *s, size_t n)
+{
+    stf_pyval *v = NULL;
+    stf_err err;
+    stf_err_clear(&err);
+    int rc = stf_pyjson_parse(&v, s, n, &err);
+    if (rc != 0) fail_msg("parse of %zu bytes failed: %s", n, err.msg);
+    assert_non_null(v);
+    return v;
+}
+#define PARSE(lit) parse_ok(lit, sizeof(lit) - 1)
+
+static void expect_err(const char *s, size_t n, int code, const char *msg, uint64_t off)
+{
+    stf_pyval *v = (stf_pyval *)1;
+    stf_err err;
+    stf_err_clear(&err);
+    assert_int_equal(stf_pyjson_parse(&v, s, n, &err), code);
+    assert_null(v);
+    assert_int_equal(err.code, code);
+    assert_string_equal(err.msg, msg);
+    assert_int_equal(err.has_offset, 1);
+    assert_int_equal(err.offset, off);
+}
+#define ERR(lit, msg, off) expect_err(lit, sizeof(lit) - 1, STF_EFORMAT, msg, off)
+
+static void test_marker_object(void **state)
+{
+    (void)state;
+    stf_pyval *v =
+        PARSE("{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 256}");
+    assert_int_equal(stf_pyval_type(v), STF_PY_DICT);
+    assert_int_equal(stf_pyval_len(v), 3);
+    size_t kl = 0;
+    assert_string_equal(stf_pyval_key(v, 0, &kl), "format");
+    assert_int_equal(kl, 6);
+    assert_string_equal(stf_pyval_key(v, 2, NULL), "convrot_groupsize");
+    assert_null(stf_pyval_key(v, 3, NULL));
+    size_t sl = 0;
+    assert_string_equal(stf_pyval_str(stf_pyval_get(v, "format"), &sl), "int8_tensorwise");
+    assert_int_equal(sl, 15);
+    assert_int_equal(stf_pyval_is_true(stf_pyval_get(v, "convrot")), 1);
+    const stf_pyval *g = stf_pyval_get(v, "convrot_groupsize");
+    assert_int_equal(stf_pyval_type(g), STF_PY_INT);
+    assert_string_equal(stf_pyval_int_text(g), "256");
+    int64_t i = 0;
+    assert_int_equal(stf_pyval_int64(&i, g), 0);
+    assert_int_equal(i, 256);
+    assert_null(stf_pyval_get(v, "missing"));
+    assert_null(stf_pyval_get(g, "format")); /* not a dict */
+    stf_pyval_free(v);
+}
+
+static void test_duplicate_keys_last_wins_first_position(void **state)
+{
+    (void)state;
+    stf_pyval *v = PARSE("{\"a\": 1, \"b\": 2, \"a\": 3}");
+    assert_int_equal(stf_pyval_len(v), 2);
+    assert_string_equal(stf_pyval_key(v, 0, NULL), "a");
+    assert_string_equal(stf_pyval_int_text(stf_pyval_item(v, 0)), "3");
+    assert_string_equal(stf_pyval_key(v, 1, NULL), "b");
+    assert_string_equal(stf_pyval_int_text(stf_pyval_get(v, "a")), "3");
+    stf_pyval_free(v);
+}
+
+static void test_large_dict_hash_index(void **state)
+{
+    (void)state;
+    /* 300 keys k0..k299, then k5 reassigned: the hashed path must agree with the linear one. */
+    char *buf = malloc(8192);
+    assert_non_null(buf);
+    size_t n = 0;
+    buf[n++] = '{';
+    for (int k = 0; k < 300; k++) n += (size_t)sprintf(buf + n, "\"k%d\": %d, ", k, k);
+    n += (size_t)sprintf(buf + n, "\"k5\": \"x\"}");
+    stf_pyval *v = parse_ok(buf, n);
+    assert_int_equal(stf_pyval_len(v), 300);
+    assert_string_equal(stf_pyval_key(v, 5, NULL), "k5");
+    assert_string_equal(stf_pyval_str(stf_pyval_item(v, 5), NULL), "x");
+    assert_string_equal(stf_pyval_int_text(stf_pyval_get(v, "k299")), "299");
+    assert_string_equal(stf_pyval_key(v, 299, NULL), "k299");
+    free(buf);
+    stf_pyval_free(v);
+}
+
+static void test_numbers(void **state)
+{
+    (void)state;
+    stf_pyval *v = PARSE("[256, 256.0, 2.56e2, -0, -0.0, 1E400, 123456789012345678901234567890,"
+                         " NaN, Infinity, -Infinity, -12, 0.5e-1]");
+    assert_int_equal(stf_pyval_len(v), 12);
+    assert_int_equal(stf_pyval_type(stf_pyval_item(v, 0)), STF_PY_INT);
+    assert_int_equal(stf_pyval_type(stf_pyval_item(v, 1)), STF_PY_FLOAT);
+    assert_true(stf_pyval_float(stf_pyval_item(v, 1)) == 256.0);
+    assert_int_equal(stf_pyval_type(stf_pyval_item(v, 2)), STF_PY_FLOAT);
+    assert_true(stf_pyval_float(stf_pyval_item(v, 2)) == 256.0);
+    assert_string_equal(stf_pyval_int_text(stf_pyval_item(v, 3)), "0");
+    assert_true(signbit(stf_pyval_float(stf_pyval_item(v, 4))));
+    assert_true(isinf(stf_pyval_float(stf_pyval_item(v, 5))));
+    const stf_pyval *big = stf_pyval_item(v, 6);
+    assert_string_equal(stf_pyval_int_text(big), "123456789012345678901234567890");
+    int64_t i = 0;
+    assert_int_equal(stf_pyval_int64(&i, big), STF_ELIMIT);
+    assert_true(isnan(stf_pyval_float(stf_pyval_item(v, 7))));
+    assert_true(stf_pyval_float(stf_pyval_item(v, 8)) == INFINITY);
+    assert_true(stf_pyval_float(stf_pyval_item(v, 9)) == -INFINITY);
+    assert_int_equal(stf_pyval_int64(&i, stf_pyval_item(v, 10)), 0);
+    assert_int_equal(i, -12);
+    assert_true(stf_pyval_float(stf_pyval_item(v, 11)) == 0.05);
+    assert_int_equal(stf_pyval_int64(&i, stf_pyval_item(v, 1)), STF_EINVAL);
+    stf_pyval_free(v);
+
+    v = PARSE("-9223372036854775808");
+    assert_int_equal(stf_pyval_int64(&i, v), 0);
+    assert_true(i == INT64_MIN);
+    stf_pyval_free(v);
+    v = PARSE("9223372036854775808");
+    assert_int_equal(stf_pyval_int64(&i, v), STF_ELIMIT);
+    stf_pyval_free(v);
+}
+
+static void test_int_digit_limit(void **state)
+{
+    (void)state;
+    char *buf = malloc(4302);
+    assert_non_null(buf);
+    memset(buf, '1', 4301);
+    stf_pyval *v = parse_ok(buf, 4300);
+    assert_int_equal(strlen(stf_pyval_int_text(v)), 4300);
+    stf_pyval_free(v);
+    expect_err(buf, 4301, STF_EFORMAT,
+               "Exceeds the limit (4300 digits) for integer string conversion: value has 4301 "
+               "digits; use sys.set_int_max_str_digits() to increase the limit", 0);
+    free(buf);
+}
+
+static void test_literals_and_whitespace(void **state)
+{
+    (void)state;
+    stf_pyval *v = PARSE(" \t\n\r[null, true, false, \"\"] \r\n");
+    assert_int_equal(stf_pyval_type(stf_pyval_item(v, 0)), STF_PY_NONE);
+    assert_int_equal(stf_pyval_bool(stf_pyval_item(v, 1)), 1);
+    assert_int_equal(stf_pyval_type(stf_pyval_item(v, 2)), STF_PY_BOOL);
+    assert_int_equal(stf_pyval_bool(stf_pyval_item(v, 2)), 0);
+    assert_null(stf_pyval_item(v, 4));
+    stf_pyval_free(v);
+    ERR("\f1", "Expecting value: line 1 column 1 (char 0)", 0);
+    ERR("nul", "Expecting value: line 1 column 1 (char 0)", 0);
+    ERR("", "Expecting value: line 1 column 1 (char 0)", 0);
+    ERR("-", "Expecting value: line 1 column 1 (char 0)", 0);
+}
+
+static void test_python_error_messages(void **state)
+{
+    (void)state;
+    expect_err("{\"a\": 1}\0", 9, STF_EFORMAT, "Extra data: line 1 column 9 (char 8)", 8);
+    ERR("{\"a\": \"x\ny\"}", "Invalid control character at: line 1 column 9 (char 8)", 8);
+    ERR("{\"a\" 1}", "Expecting ':' delimiter: line 1 column 6 (char 5)", 5);
+    ERR("[1 2]", "Expecting ',' delimiter: line 1 column 4 (char 3)", 3);
+    ERR("{1: 2}", "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)", 1);
+    ERR("\"abc", "Unterminated string starting at: line 1 column 1 (char 0)", 0);
+    ERR("\"\\x\"", "Invalid \\escape: line 1 column 2 (char 1)", 1);
+    ERR("\"\\u12\"", "Invalid \\uXXXX escape: line 1 column 3 (char 2)", 2);
+    ERR("\"\\ud800\\uzzzz\"", "Invalid \\uXXXX escape: line 1 column 9 (char 8)", 8);
+    ERR("\n\n  x", "Expecting value: line 3 column 3 (char 4)", 4);
+    ERR("01", "Extra data: line 1 column 2 (char 1)", 1);
+    ERR("{", "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)", 1);
+    ERR("[", "Expecting value: line 1 column 2 (char 1)", 1);
+    ERR("[1,]", "Expecting value: line 1 column 4 (char 3)", 3);
+    ERR("{\"a\":1,}", "Expecting property name enclosed in double quotes: line 1 column 8 (char 7)",
+        7);
+    /* char counts code points: "é" is one char, two bytes. */
+    ERR("[\"\xc3\xa9\" 1]", "Expecting ',' delimiter: line 1 column 6 (char 5)", 6);
+    ERR("\xff", "'utf-8' codec can't decode byte 0xff in position 0: invalid start byte", 0);
+    ERR("{\"a\": \"\xc3\"}",
+        "'utf-8' codec can't decode byte 0xc3 in position 7: invalid continuation byte", 7);
+}
+
+static void test_encodings_and_bom(void **state)
+{
+    (void)state;
+    stf_pyval *v = PARSE("\xef\xbb\xbf{\"a\": 1}");
+    assert_string_equal(stf_pyval_int_text(stf_pyval_get(v, "a")), "1");
+    stf_pyval_free(v);
+    /* bytes: only one BOM is stripped, the second is simply not a value */
+    ERR("\xef\xbb\xbf\xef\xbb\xbf{}", "Expecting value: line 1 column 1 (char 0)", 3);
+
+    /* '{"a": "é"}'.encode('utf-16-le') */
+    static const char u16le[] = "{\0\"\0a\0\"\0:\0 \0\"\0\xe9\0\"\0}\0";
+    v = parse_ok(u16le, sizeof u16le - 1);
+    assert_string_equal(stf_pyval_str(stf_pyval_get(v, "a"), NULL), "\xc3\xa9");
+    stf_pyval_free(v);
+    /* '[1]'.encode('utf-16') with its BOM */
+    static const char u16bom[] = "\xff\xfe[\0" "1\0]\0";
+    v = parse_ok(u16bom, sizeof u16bom - 1);
+    assert_string_equal(stf_pyval_int_text(stf_pyval_item(v, 0)), "1");
+    stf_pyval_free(v);
+    /* '[1]'.encode('utf-32-be') */
+    static const char u32be[] = "\0\0\0[\0\0\0" "1\0\0\0]";
+    v = parse_ok(u32be, sizeof u32be - 1);
+    assert_int_equal(stf_pyval_len(v), 1);
+    stf_pyval_free(v);
+    /* utf-32-be "[x]": error at char 1 maps back to byte 4 */
+    static const char u32bad[] = "\0\0\0[\0\0\0x\0\0\0]";
+    expect_err(u32bad, sizeof u32bad - 1, STF_EFORMAT,
+               "Expecting value: line 1 column 2 (char 1)", 4);
+    /* utf-16-le U+1F600 as a surrogate pair is one char: error after it is char 3, byte 8 */
+    static const char u16pair[] = "[\0\"\0\x3d\xd8\x00\xde\"\0x\0]\0";
+    expect_err(u16pair, sizeof u16pair - 1, STF_EFORMAT,
+               "Expecting ',' delimiter: line 1 column 5 (char 4)", 10);
+}
+
+static void test_string_escapes(void **state)
+{
+    (void)state;
+    stf_pyval *v = PARSE("[\"\\ud83d\\ude00\", \"\\ud800\", \"\\u00e9\\/\\b\\f\\n\\r\\t\\\"\\\\\", "
+                         "\"\xed\xa0\x80\", \"\x7f\"]");
+    assert_string_equal(stf_pyval_str(stf_pyval_item(v, 0), NULL), "\xf0\x9f\x98\x80");
+    assert_string_equal(stf_pyval_str(stf_pyval_item(v, 1), NULL), "\xed\xa0\x80");
+    assert_string_equal(stf_pyval_str(stf_pyval_item(v, 2), NULL), "\xc3\xa9/\b\f\n\r\t\"\\");
+    /* a raw encoded surrogate passes, as with 'surrogatepass' */
+    assert_string_equal(stf_pyval_str(stf_pyval_item(v, 3), NULL), "\xed\xa0\x80");
+    assert_string_equal(stf_pyval_str(stf_pyval_item(v, 4), NULL), "\x7f");
+    stf_pyval_free(v);
+    size_t n = 0;
+    v = PARSE("\"a\\u0000b\"");
+    assert_non_null(stf_pyval_str(v, &n));
+    assert_int_equal(n, 3);
+    assert_memory_equal(stf_pyval_str(v, NULL), "a\0b", 3);
+    stf_pyval_free(v);
+}
+
+static void test_depth_cap(void **state)
+{
+    (void)state;
+    char buf[64];
+    memset(buf, '[', 16);
+    memset(buf + 16, ']', 16);
+    stf_pyval *v = parse_ok(buf, 32);
+    stf_pyval_free(v);
+    memset(buf, '[', 17);
+    memset(buf + 17, ']', 17);
+    stf_err err;
+    v = NULL;
+    assert_int_equal(stf_pyjson_parse(&v, buf, 34, &err), STF_ELIMIT);
+    assert_null(v);
+    assert_int_equal(err.offset, 16);
+}
+
+/* ------------------------------------------------------- allocation failure */
+
+static long g_fail_at = -1, g_count = 0;
+
+static void *fail_realloc(void *ud, void *p, size_t n)
+{
+    (void)ud;
+    if (g_fail_at >= 0 && g_count++ == g_fail_at) return NULL;
+    return realloc(p, n ? n : 1);
+}
+
+static void fail_free(void *ud, void *p)
+{
+    (void)ud;
+    free(p);
+}
+
+static void test_allocation_failures(void **state)
+{
+    (void)state;
+    static const char doc[] = "{\"format\": \"int8_tensorwise\", \"params\": {\"convrot\": true,"
+                              " \"g\": [1, 2.5, \"x\\u00e9\"]}, \"k\": -7}";
+    stf_allocator a = { fail_realloc, fail_free, NULL };
+    stf_set_allocator(&a);
+    long k;
+    for (k = 0; k < 1000; k++) {
+        g_fail_at = k;
+        g_count = 0;
+        stf_pyval *v = NULL;
+        stf_err err;
+        int rc = stf_pyjson_parse(&v, doc, sizeof doc - 1, &err);
+        if (rc == 0) {
+            assert_non_null(v);
+            stf_pyval_free(v);
+            break;
+        }
+        assert_int_equal(rc, STF_ENOMEM);
+        assert_null(v);
+    }
+    stf_set_allocator(NULL);
+    g_fail_at = -1;
+    assert_true(k > 10); /* the parser allocates through the hook */
+    assert_true(k < 1000);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_marker_object),
+        cmocka_unit_test(test_duplicate_keys_last_wins_first_position),
+        cmocka_unit_test(test_large_dict_hash_index),
+        cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_int_digit_limit),
+        cmocka_unit_test(test_literals_and_whitespace),
+        cmocka_unit_test(test_python_error_messages),
+        cmocka_unit_test(test_encodings_and_bom),
+        cmocka_unit_test(test_string_escapes),
+        cmocka_unit_test(test_depth_cap),
+        cmocka_unit_test(test_allocation_failures),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
