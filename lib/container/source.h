@@ -68,4 +68,13 @@ void stf__source_free(stf__source *s);
 int stf__ckpt_tensor_source(const stf_ckpt *c, size_t i, const stf__source **src,
                             uint64_t *file_off, stf_err *err);
 
+/* Shard k's source (NULL when out of range). Implemented in ckpt.c. */
+const stf__source *stf__ckpt_shard_source(const stf_ckpt *c, size_t shard);
+
+/*
+ * The checkpoint's findings list, for checks that add findings after open
+ * (canonical form, S21-S25). Implemented in ckpt.c.
+ */
+struct stf__findings *stf__ckpt_findings(stf_ckpt *c);
+
 #endif

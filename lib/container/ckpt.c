@@ -1,0 +1,458 @@
+/*
+ * A logical checkpoint: one safetensors file, or an index with its shards,
+ * opened read-only and validated (S1-S20 per file, I1-I6 for an index).
+ * The tensor table spans all shards in (shard, begin, end) order, and reads
+ * go through each shard's source (mmap or pread).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "container/index.h"
+#include "container/source.h"
+#include "container/st_internal.h"
+
+typedef struct ckpt_shard {
+    stf__source *src;
+    stf__header *hdr;
+} ckpt_shard;
+
+struct stf_ckpt {
+    ckpt_shard *shards;
+    size_t nshards;
+    char *index_path;       /* NULL for a single file */
+    stf__index *ix;         /* NULL for a single file */
+    stf_tensor_info *tensors;
+    size_t ntensors;
+    size_t *by_name;        /* permutation of tensors, sorted by name bytes */
+    stf__findings findings;
+};
+
+static int oom(stf_err *err, const char *path)
+{
+    return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
+}
+
+/*
+ * Framing, header, mapping for one shard whose source is open. The order
+ * matters: nothing is allocated from N until stf__frame_check has tied it
+ * to the real file size (S3), and the file is mapped only once it is known
+ * to be a plausible safetensors file.
+ */
+static int shard_load(ckpt_shard *sh, const stf_open_opts *o, stf__findings *f, stf_err *err)
+{
+    int rc = 0;
+    const char *path = stf__source_path(sh->src);
+    uint64_t size = stf__source_size(sh->src), n = 0;
+    uint8_t first[8];
+    uint8_t *copy = NULL;
+    const uint8_t *hdr;
+
+    rc = stf__source_read(sh->src, 0, first, size < 8 ? (size_t)size : 8, err);
+    if (rc) goto done;
+    rc = stf__frame_check(&n, first, size, path, o, err);
+    if (rc) goto done;
+    rc = stf__source_map(sh->src, err);
+    if (rc) goto done;
+    if (stf__source_data(sh->src)) {
+        hdr = stf__source_data(sh->src) + 8;
+    } else {
+        copy = stf__malloc(n ? (size_t)n : 1);
+        if (!copy) {
+            rc = oom(err, path);
+            goto done;
+        }
+        rc = stf__source_read(sh->src, 8, copy, (size_t)n, err);
+        if (rc) goto done;
+        hdr = copy;
+    }
+    rc = stf__header_parse(&sh->hdr, hdr, n, size, path, o, f, err);
+done:
+    stf__free(copy);
+    return rc;
+}
+
+static int tensor_ptr_cmp(const void *a, const void *b)
+{
+    const stf_tensor_info *x = *(const stf_tensor_info *const *)a;
+    const stf_tensor_info *y = *(const stf_tensor_info *const *)b;
+    int r = stf__name_cmp(x->name, x->name_len, y->name, y->name_len);
+    if (r) return r;
+    if (x->shard != y->shard) return x->shard < y->shard ? -1 : 1;
+    return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+/* Concatenate the shards' tables (already in file order) and sort by name. */
+static int build_table(stf_ckpt *c, const char *path, stf_err *err)
+{
+    size_t total = 0;
+    const stf_tensor_info **ptrs = NULL;
+    for (size_t k = 0; k < c->nshards; k++) {
+        if (c->shards[k].hdr->ntensors > SIZE_MAX - total) return oom(err, path);
+        total += c->shards[k].hdr->ntensors;
+    }
+    if (total == 0) return 0;
+    c->tensors = stf__calloc(total, sizeof *c->tensors);
+    c->by_name = stf__calloc(total, sizeof *c->by_name);
+    ptrs = stf__calloc(total, sizeof *ptrs);
+    if (!c->tensors || !c->by_name || !ptrs) {
+        stf__free(ptrs);
+        return oom(err, path);
+    }
+    size_t at = 0;
+    for (size_t k = 0; k < c->nshards; k++) {
+        const stf__header *h = c->shards[k].hdr;
+        for (size_t i = 0; i < h->ntensors; i++) {
+            c->tensors[at] = h->tensors[i];
+            c->tensors[at].shard = (unsigned)k;
+            ptrs[at] = &c->tensors[at];
+            at++;
+        }
+    }
+    c->ntensors = total;
+    qsort(ptrs, total, sizeof *ptrs, tensor_ptr_cmp);
+    for (size_t i = 0; i < total; i++) c->by_name[i] = (size_t)(ptrs[i] - c->tensors);
+    stf__free(ptrs);
+    return 0;
+}
+
+static stf_ckpt *ckpt_new(void)
+{
+    stf_ckpt *c = stf__calloc(1, sizeof *c);
+    if (c) stf__findings_init(&c->findings);
+    return c;
+}
+
+/* Name of the first weight_map entry stored in file k, for messages. */
+static const char *example_entry(const stf__index *ix, size_t k)
+{
+    for (size_t i = 0; i < ix->nmap; i++)
+        if (ix->map[i].file == k) return ix->map[i].name;
+    return "";
+}
+
+/* Index path's directory plus file name; a bare index path means ".". */
+static char *join_dir(const char *index_path, const char *file)
+{
+    const char *slash = strrchr(index_path, '/');
+    size_t dlen = slash ? (size_t)(slash - index_path) + 1 : 0;
+    size_t flen = strlen(file);
+    if (flen > SIZE_MAX - dlen - 1) return NULL;
+    char *p = stf__malloc(dlen + flen + 1);
+    if (!p) return NULL;
+    memcpy(p, index_path, dlen);
+    memcpy(p + dlen, file, flen + 1);
+    return p;
+}
+
+static int open_index(stf_ckpt *c, const char *path, const stf_open_opts *o, stf_err *err)
+{
+    int rc = stf__index_load(&c->ix, path, o, err);
+    if (rc) return rc;
+    c->index_path = stf__strdup(path);
+    c->shards = stf__calloc(c->ix->nfiles, sizeof *c->shards);
+    if (!c->index_path || !c->shards) return oom(err, path);
+    for (size_t k = 0; k < c->ix->nfiles; k++) {
+        const char *file = c->ix->files[k];
+        char *sp = join_dir(path, file);
+        if (!sp) return oom(err, path);
+        rc = stf__source_open(&c->shards[k].src, sp, o->no_mmap, err);
+        stf__free(sp);
+        c->nshards = k + 1; /* shard k is ours to free from here on */
+        if (rc == STF_ENOMEM) return rc;
+        if (rc) {
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err ? err->msg : "");
+            return stf__err_rule(err, STF_EFORMAT, "I3", 0, 0,
+                                 "%s: I3 MissingShard: shard '%s' (holding '%.200s' per "
+                                 "weight_map) cannot be read: %s",
+                                 path, file, example_entry(c->ix, k), why);
+        }
+        rc = shard_load(&c->shards[k], o, &c->findings, err);
+        if (rc == STF_ENOMEM) return rc;
+        if (rc) {
+            stf__err_prefix(err, "%s: I3 shard '%s' is invalid: ", path, file);
+            return rc;
+        }
+    }
+    rc = build_table(c, path, err);
+    if (rc) return rc;
+    return stf__index_check(c->ix, path, c->tensors, c->ntensors, c->by_name, &c->findings, err);
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && memcmp(s + n - k, suffix, k) == 0;
+}
+
+/* Open a file or an index; see container.h. */
+int stf_ckpt_open(stf_ckpt **out, const char *path, const stf_open_opts *opts, stf_err *err)
+{
+    int rc = 0;
+    stf_ckpt *c = NULL;
+    stf_open_opts dflt;
+
+    if (!out || !path) return stf__err(err, STF_EINVAL, "stf_ckpt_open: NULL argument");
+    *out = NULL;
+    if (!opts) {
+        stf_open_opts_init(&dflt);
+        opts = &dflt;
+    }
+    c = ckpt_new();
+    if (!c) return oom(err, path);
+    if (ends_with(path, ".index.json")) {
+        rc = open_index(c, path, opts, err);
+        if (rc) goto done;
+    } else {
+        c->shards = stf__calloc(1, sizeof *c->shards);
+        if (!c->shards) {
+            rc = oom(err, path);
+            goto done;
+        }
+        rc = stf__source_open(&c->shards[0].src, path, opts->no_mmap, err);
+        if (rc) goto done;
+        c->nshards = 1;
+        rc = shard_load(&c->shards[0], opts, &c->findings, err);
+        if (rc) goto done;
+        rc = build_table(c, path, err);
+        if (rc) goto done;
+    }
+    *out = c;
+    c = NULL;
+done:
+    stf_ckpt_free(c);
+    return rc;
+}
+
+/* Open a file held in memory; see container.h. */
+int stf_ckpt_open_mem(stf_ckpt **out, const void *buf, size_t len, const char *name,
+                      const stf_open_opts *opts, stf_err *err)
+{
+    int rc = 0;
+    stf_ckpt *c = NULL;
+    stf_open_opts dflt;
+
+    if (!out || (!buf && len)) return stf__err(err, STF_EINVAL, "stf_ckpt_open_mem: NULL argument");
+    *out = NULL;
+    if (!name) name = "<memory>";
+    if (!opts) {
+        stf_open_opts_init(&dflt);
+        opts = &dflt;
+    }
+    c = ckpt_new();
+    if (!c) return oom(err, name);
+    c->shards = stf__calloc(1, sizeof *c->shards);
+    if (!c->shards) {
+        rc = oom(err, name);
+        goto done;
+    }
+    rc = stf__source_open_mem(&c->shards[0].src, buf, len, name, err);
+    if (rc) goto done;
+    c->nshards = 1;
+    rc = shard_load(&c->shards[0], opts, &c->findings, err);
+    if (rc) goto done;
+    rc = build_table(c, name, err);
+    if (rc) goto done;
+    *out = c;
+    c = NULL;
+done:
+    stf_ckpt_free(c);
+    return rc;
+}
+
+/* Free everything; no-op on NULL. */
+void stf_ckpt_free(stf_ckpt *c)
+{
+    if (!c) return;
+    for (size_t k = 0; k < c->nshards; k++) {
+        stf__header_free(c->shards[k].hdr);
+        stf__source_free(c->shards[k].src);
+    }
+    stf__free(c->shards);
+    stf__index_free(c->ix);
+    stf__free(c->index_path);
+    stf__free(c->tensors);
+    stf__free(c->by_name);
+    stf__findings_free(&c->findings);
+    stf__free(c);
+}
+
+/* ------------------------------------------------------------ shards */
+
+static const ckpt_shard *shard_at(const stf_ckpt *c, size_t k)
+{
+    return c && k < c->nshards ? &c->shards[k] : NULL;
+}
+
+size_t stf_ckpt_shard_count(const stf_ckpt *c) { return c ? c->nshards : 0; }
+
+const char *stf_ckpt_shard_path(const stf_ckpt *c, size_t shard)
+{
+    const ckpt_shard *s = shard_at(c, shard);
+    return s ? stf__source_path(s->src) : NULL;
+}
+
+uint64_t stf_ckpt_shard_header_len(const stf_ckpt *c, size_t shard)
+{
+    const ckpt_shard *s = shard_at(c, shard);
+    return s ? s->hdr->n : 0;
+}
+
+uint64_t stf_ckpt_shard_file_size(const stf_ckpt *c, size_t shard)
+{
+    const ckpt_shard *s = shard_at(c, shard);
+    return s ? stf__source_size(s->src) : 0;
+}
+
+int stf_ckpt_shard_has_meta(const stf_ckpt *c, size_t shard)
+{
+    const ckpt_shard *s = shard_at(c, shard);
+    return s ? s->hdr->has_meta : 0;
+}
+
+size_t stf_ckpt_meta_count(const stf_ckpt *c, size_t shard)
+{
+    const ckpt_shard *s = shard_at(c, shard);
+    return s ? s->hdr->nmeta : 0;
+}
+
+const stf_meta_entry *stf_ckpt_meta(const stf_ckpt *c, size_t shard, size_t i)
+{
+    const ckpt_shard *s = shard_at(c, shard);
+    return s && i < s->hdr->nmeta ? &s->hdr->meta[i] : NULL;
+}
+
+/*
+ * With a duplicated key (an S13 warning when not strict) the last entry
+ * wins, as in Python and serde, so we report what consumers will see.
+ */
+const stf_meta_entry *stf_ckpt_meta_find(const stf_ckpt *c, size_t shard, const char *key)
+{
+    const ckpt_shard *s = shard_at(c, shard);
+    if (!s || !key) return NULL;
+    size_t n = strlen(key);
+    for (size_t i = s->hdr->nmeta; i-- > 0;) {
+        const stf_meta_entry *m = &s->hdr->meta[i];
+        if (m->key_len == n && memcmp(m->key, key, n) == 0) return m;
+    }
+    return NULL;
+}
+
+const stf__source *stf__ckpt_shard_source(const stf_ckpt *c, size_t shard)
+{
+    const ckpt_shard *s = shard_at(c, shard);
+    return s ? s->src : NULL;
+}
+
+/* ------------------------------------------------------------ index */
+
+const char *stf_ckpt_index_path(const stf_ckpt *c) { return c ? c->index_path : NULL; }
+
+size_t stf_ckpt_index_meta_count(const stf_ckpt *c) { return c && c->ix ? c->ix->nmeta : 0; }
+
+const stf_meta_entry *stf_ckpt_index_meta(const stf_ckpt *c, size_t i)
+{
+    return c && c->ix && i < c->ix->nmeta ? &c->ix->meta[i] : NULL;
+}
+
+/* ------------------------------------------------------------ tensors */
+
+size_t stf_ckpt_tensor_count(const stf_ckpt *c) { return c ? c->ntensors : 0; }
+
+const stf_tensor_info *stf_ckpt_tensor(const stf_ckpt *c, size_t i)
+{
+    return c && i < c->ntensors ? &c->tensors[i] : NULL;
+}
+
+/* Binary search over the name order; the first of equal names wins. */
+int stf_ckpt_find(const stf_ckpt *c, const char *name, size_t *idx)
+{
+    if (!c || !name) return STF_ENOTFOUND;
+    size_t n = strlen(name), lo = 0, hi = c->ntensors;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const stf_tensor_info *t = &c->tensors[c->by_name[mid]];
+        if (stf__name_cmp(t->name, t->name_len, name, n) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == c->ntensors) return STF_ENOTFOUND;
+    const stf_tensor_info *t = &c->tensors[c->by_name[lo]];
+    if (stf__name_cmp(t->name, t->name_len, name, n) != 0) return STF_ENOTFOUND;
+    if (idx) *idx = c->by_name[lo];
+    return 0;
+}
+
+/* Absolute file offset of byte `off` of tensor t (validated geometry, so
+ * only a corrupt table could overflow; checked anyway). */
+static int tensor_file_off(const stf_ckpt *c, const stf_tensor_info *t, uint64_t off,
+                           uint64_t *abs)
+{
+    uint64_t a;
+    if (stf__add_u64(&a, 8, c->shards[t->shard].hdr->n) || stf__add_u64(&a, a, t->begin) ||
+        stf__add_u64(&a, a, off))
+        return -1;
+    *abs = a;
+    return 0;
+}
+
+/* Bounds-checked copy out of a tensor; see container.h. */
+int stf_ckpt_read(const stf_ckpt *c, size_t i, uint64_t off, void *dst, size_t len,
+                  stf_err *err)
+{
+    uint64_t abs;
+    if (!c || (!dst && len)) return stf__err(err, STF_EINVAL, "stf_ckpt_read: NULL argument");
+    if (i >= c->ntensors)
+        return stf__err(err, STF_EINVAL, "stf_ckpt_read: tensor index %zu out of range (%zu tensors)",
+                        i, c->ntensors);
+    const stf_tensor_info *t = &c->tensors[i];
+    const char *path = stf__source_path(c->shards[t->shard].src);
+    if (off > t->nbytes || (uint64_t)len > t->nbytes - off)
+        return stf__err(err, STF_EINVAL,
+                        "%s: tensor '%.200s': read of %zu bytes at %llu is outside its %llu bytes",
+                        path, t->name, len, (unsigned long long)off,
+                        (unsigned long long)t->nbytes);
+    if (tensor_file_off(c, t, off, &abs))
+        return stf__err(err, STF_EINVAL, "%s: tensor '%.200s': offset overflow", path, t->name);
+    int rc = stf__source_read(c->shards[t->shard].src, abs, dst, len, err);
+    if (rc) stf__err_prefix(err, "tensor '%.200s': ", t->name);
+    return rc;
+}
+
+const void *stf_ckpt_tensor_data(const stf_ckpt *c, size_t i)
+{
+    uint64_t abs;
+    if (!c || i >= c->ntensors) return NULL;
+    const stf_tensor_info *t = &c->tensors[i];
+    const uint8_t *base = stf__source_data(c->shards[t->shard].src);
+    if (!base || tensor_file_off(c, t, 0, &abs)) return NULL;
+    return base + abs;
+}
+
+/* For the writer's verbatim copies; see source.h. */
+int stf__ckpt_tensor_source(const stf_ckpt *c, size_t i, const stf__source **src,
+                            uint64_t *file_off, stf_err *err)
+{
+    if (!c || !src || !file_off || i >= c->ntensors)
+        return stf__err(err, STF_EINVAL, "stf__ckpt_tensor_source: bad argument");
+    const stf_tensor_info *t = &c->tensors[i];
+    if (tensor_file_off(c, t, 0, file_off))
+        return stf__err(err, STF_EINVAL, "stf__ckpt_tensor_source: offset overflow");
+    *src = c->shards[t->shard].src;
+    return 0;
+}
+
+/* ------------------------------------------------------------ findings */
+
+size_t stf_ckpt_finding_count(const stf_ckpt *c) { return c ? c->findings.n : 0; }
+
+const stf_finding *stf_ckpt_finding(const stf_ckpt *c, size_t i)
+{
+    return c && i < c->findings.n ? &c->findings.v[i] : NULL;
+}
+
+/*
+ * The checkpoint's findings list, for code that adds findings after open
+ * (canonical-form checks). Declared in source.h.
+ */
+stf__findings *stf__ckpt_findings(stf_ckpt *c) { return c ? &c->findings : NULL; }

@@ -1,0 +1,457 @@
+/* Tests for lib/container/ckpt.c: opening single files, accessors, reads. */
+#define _FILE_OFFSET_BITS 64
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "container/source.h"
+#include "stfix.h"
+
+static char g_dir[256];
+
+static int setup_dir(void **state)
+{
+    (void)state;
+    const char *t = getenv("TMPDIR");
+    snprintf(g_dir, sizeof g_dir, "%s/stf_ckpt.XXXXXX", t && *t ? t : "/tmp");
+    return mkdtemp(g_dir) ? 0 : -1;
+}
+
+static int teardown_dir(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* N (u64 LE) + header text + `data` (data_len bytes; zeros when NULL). */
+static uint8_t *st_bytes(const char *json, const void *data, size_t data_len, size_t *len)
+{
+    size_t n = strlen(json);
+    uint8_t *b = calloc(1, 8 + n + data_len + 1);
+    assert_non_null(b);
+    for (int i = 0; i < 8; i++) b[i] = (uint8_t)((uint64_t)n >> (8 * i));
+    memcpy(b + 8, json, n);
+    if (data) memcpy(b + 8 + n, data, data_len);
+    *len = 8 + n + data_len;
+    return b;
+}
+
+static void write_file(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(p, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+static const uint8_t k_f32_0_5[24] = { 0, 0, 0, 0, 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40,
+                                       0, 0, 0x40, 0x40, 0, 0, 0x80, 0x40, 0, 0, 0xa0, 0x40 };
+
+/* spec §9.1 test_serialization, plus metadata and a second tensor. */
+#define TWO_TENSORS                                                                       \
+    "{\"__metadata__\":{\"format\":\"pt\",\"k\":\"v\"},"                                  \
+    "\"attn.0\":{\"dtype\":\"F32\",\"shape\":[1,2,3],\"data_offsets\":[0,24]},"           \
+    "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[24,28]}}"
+
+static uint8_t *two_tensor_file(size_t *len)
+{
+    uint8_t data[28];
+    memcpy(data, k_f32_0_5, 24);
+    memcpy(data + 24, "WXYZ", 4);
+    return st_bytes(TWO_TENSORS, data, sizeof data, len);
+}
+
+static void check_two_tensors(const stf_ckpt *c, const char *path, uint64_t size)
+{
+    stf_err e;
+    const uint64_t n = strlen(TWO_TENSORS);
+    assert_int_equal(stf_ckpt_shard_count(c), 1);
+    assert_string_equal(stf_ckpt_shard_path(c, 0), path);
+    assert_null(stf_ckpt_shard_path(c, 1));
+    assert_int_equal(stf_ckpt_shard_header_len(c, 0), n);
+    assert_int_equal(stf_ckpt_shard_file_size(c, 0), size);
+    assert_int_equal(stf_ckpt_shard_has_meta(c, 0), 1);
+    assert_null(stf_ckpt_index_path(c));
+    assert_int_equal(stf_ckpt_index_meta_count(c), 0);
+    assert_null(stf_ckpt_index_meta(c, 0));
+
+    assert_int_equal(stf_ckpt_meta_count(c, 0), 2);
+    assert_string_equal(stf_ckpt_meta(c, 0, 0)->key, "format");
+    assert_string_equal(stf_ckpt_meta(c, 0, 0)->value, "pt");
+    assert_string_equal(stf_ckpt_meta(c, 0, 1)->key, "k");
+    assert_null(stf_ckpt_meta(c, 0, 2));
+    assert_string_equal(stf_ckpt_meta_find(c, 0, "k")->value, "v");
+    assert_null(stf_ckpt_meta_find(c, 0, "kk"));
+    assert_null(stf_ckpt_meta_find(c, 1, "k"));
+
+    assert_int_equal(stf_ckpt_tensor_count(c), 2);
+    const stf_tensor_info *t = stf_ckpt_tensor(c, 0);
+    assert_string_equal(t->name, "attn.0");
+    assert_int_equal(t->dtype, STF_F32);
+    assert_int_equal(t->rank, 3);
+    assert_int_equal(t->shape[0], 1);
+    assert_int_equal(t->shape[2], 3);
+    assert_int_equal(t->nelem, 6);
+    assert_int_equal(t->begin, 0);
+    assert_int_equal(t->end, 24);
+    assert_int_equal(t->nbytes, 24);
+    assert_int_equal(t->shard, 0);
+    /* the key "attn.0" starts right after {"__metadata__":{...}, */
+    assert_int_equal(t->header_offset, 8 + strlen("{\"__metadata__\":{\"format\":\"pt\",\"k\":\"v\"},"));
+    t = stf_ckpt_tensor(c, 1);
+    assert_string_equal(t->name, "b");
+    assert_int_equal(t->begin, 24);
+    assert_null(stf_ckpt_tensor(c, 2));
+
+    size_t idx = 99;
+    assert_int_equal(stf_ckpt_find(c, "b", &idx), 0);
+    assert_int_equal(idx, 1);
+    assert_int_equal(stf_ckpt_find(c, "attn.0", &idx), 0);
+    assert_int_equal(idx, 0);
+    assert_int_equal(stf_ckpt_find(c, "attn", &idx), STF_ENOTFOUND);
+    assert_int_equal(stf_ckpt_find(c, "c", &idx), STF_ENOTFOUND);
+    assert_int_equal(stf_ckpt_find(c, "", &idx), STF_ENOTFOUND);
+
+    uint8_t buf[24];
+    assert_int_equal(stf_ckpt_read(c, 0, 0, buf, 24, &e), 0);
+    assert_memory_equal(buf, k_f32_0_5, 24);
+    assert_int_equal(stf_ckpt_read(c, 1, 1, buf, 3, &e), 0);
+    assert_memory_equal(buf, "XYZ", 3);
+    assert_int_equal(stf_ckpt_read(c, 1, 4, buf, 0, &e), 0);
+    /* bounds are the tensor's, not the file's: byte 4 of "b" would be past the end */
+    assert_int_equal(stf_ckpt_read(c, 1, 2, buf, 3, &e), STF_EINVAL);
+    assert_non_null(strstr(e.msg, "tensor 'b'"));
+    assert_int_equal(stf_ckpt_read(c, 0, 20, buf, 5, &e), STF_EINVAL);
+    assert_int_equal(stf_ckpt_read(c, 0, 25, buf, 0, &e), STF_EINVAL);
+    assert_int_equal(stf_ckpt_read(c, 2, 0, buf, 1, &e), STF_EINVAL);
+
+    const stf__source *src = NULL;
+    uint64_t off = 0;
+    assert_int_equal(stf__ckpt_tensor_source(c, 1, &src, &off, &e), 0);
+    assert_int_equal(off, 8 + n + 24);
+    assert_ptr_equal(src, stf__ckpt_shard_source(c, 0));
+    assert_int_equal(stf__ckpt_tensor_source(c, 2, &src, &off, &e), STF_EINVAL);
+    assert_int_equal(stf_ckpt_finding_count(c), 0);
+}
+
+static void test_open_file_mmap_and_pread(void **state)
+{
+    (void)state;
+    size_t len;
+    uint8_t *b = two_tensor_file(&len);
+    char p[300];
+    snprintf(p, sizeof p, "%s/two.safetensors", g_dir);
+    write_file(p, b, len);
+    stf_open_opts o;
+    stf_open_opts_init(&o);
+    for (int no_mmap = 0; no_mmap <= 1; no_mmap++) {
+        stf_ckpt *c = NULL;
+        stf_err e;
+        o.no_mmap = no_mmap;
+        assert_int_equal(stf_ckpt_open(&c, p, &o, &e), 0);
+        check_two_tensors(c, p, len);
+        const uint8_t *d = stf_ckpt_tensor_data(c, 1);
+        if (no_mmap) {
+            assert_null(d);
+        } else {
+            assert_non_null(d);
+            assert_memory_equal(d, "WXYZ", 4);
+        }
+        assert_null(stf_ckpt_tensor_data(c, 2));
+        stf_ckpt_free(c);
+    }
+    unlink(p);
+    free(b);
+}
+
+static void test_open_mem(void **state)
+{
+    (void)state;
+    size_t len;
+    uint8_t *b = two_tensor_file(&len);
+    stf_ckpt *c = NULL;
+    stf_err e;
+    assert_int_equal(stf_ckpt_open_mem(&c, b, len, "mem.safetensors", NULL, &e), 0);
+    check_two_tensors(c, "mem.safetensors", len);
+    assert_ptr_equal(stf_ckpt_tensor_data(c, 0), b + 8 + strlen(TWO_TENSORS));
+    stf_ckpt_free(c);
+    stf_ckpt_free(NULL);
+    free(b);
+}
+
+static void test_empty_checkpoint(void **state)
+{
+    (void)state;
+    /* spec §9.1 test_empty (a): 16 bytes, no tensors, no metadata */
+    static const uint8_t bytes[16] = { 8, 0, 0, 0, 0, 0, 0, 0, '{', '}', ' ', ' ', ' ', ' ', ' ', ' ' };
+    stf_ckpt *c = NULL;
+    stf_err e;
+    assert_int_equal(stf_ckpt_open_mem(&c, bytes, sizeof bytes, "empty", NULL, &e), 0);
+    assert_int_equal(stf_ckpt_tensor_count(c), 0);
+    assert_int_equal(stf_ckpt_shard_has_meta(c, 0), 0);
+    assert_int_equal(stf_ckpt_meta_count(c, 0), 0);
+    assert_int_equal(stf_ckpt_find(c, "x", NULL), STF_ENOTFOUND);
+    uint8_t x;
+    assert_int_equal(stf_ckpt_read(c, 0, 0, &x, 1, &e), STF_EINVAL);
+    stf_ckpt_free(c);
+}
+
+static void test_open_errors_name_the_path(void **state)
+{
+    (void)state;
+    char p[300];
+    stf_ckpt *c = (stf_ckpt *)1;
+    stf_err e;
+    snprintf(p, sizeof p, "%s/absent.safetensors", g_dir);
+    assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), STF_EIO);
+    assert_null(c);
+    assert_non_null(strstr(e.msg, p));
+    assert_non_null(strstr(e.msg, strerror(ENOENT)));
+
+    assert_int_equal(stf_ckpt_open(&c, g_dir, NULL, &e), STF_EIO);
+    assert_non_null(strstr(e.msg, strerror(EISDIR)));
+
+    /* S1 on an empty file, S3 on a bare length prefix (spec §9.2) */
+    snprintf(p, sizeof p, "%s/zero.safetensors", g_dir);
+    write_file(p, "", 0);
+    assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), STF_EFORMAT);
+    assert_string_equal(e.rule, "S1");
+    assert_non_null(strstr(e.msg, p));
+    unlink(p);
+    snprintf(p, sizeof p, "%s/short.safetensors", g_dir);
+    write_file(p, "<\0\0\0\0\0\0\0", 8);
+    assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), STF_EFORMAT);
+    assert_string_equal(e.rule, "S3");
+    unlink(p);
+    assert_int_equal(stf_ckpt_open(&c, NULL, NULL, &e), STF_EINVAL);
+    assert_int_equal(stf_ckpt_open_mem(&c, NULL, 5, "x", NULL, &e), STF_EINVAL);
+}
+
+/* Open must never allocate N bytes for an N the file cannot hold. */
+static void test_huge_n_small_file(void **state)
+{
+    (void)state;
+    uint8_t b[16] = { 0x00, 0xe1, 0xf5, 0x05, 0, 0, 0, 0, '{', '}' }; /* N = 10^8 */
+    stf_ckpt *c = NULL;
+    stf_err e;
+    stf_open_opts o;
+    stf_open_opts_init(&o);
+    o.no_mmap = 1;
+    char p[300];
+    snprintf(p, sizeof p, "%s/bign.safetensors", g_dir);
+    write_file(p, b, sizeof b);
+    assert_int_equal(stf_ckpt_open(&c, p, &o, &e), STF_EFORMAT);
+    assert_string_equal(e.rule, "S3");
+    unlink(p);
+}
+
+/* STRICT rules: a finding normally, the error under opts.strict. */
+static void test_strict_turns_warnings_into_errors(void **state)
+{
+    (void)state;
+    size_t len;
+    uint8_t *b = st_bytes("\t{}", NULL, 0, &len); /* leading whitespace: S7 */
+    stf_ckpt *c = NULL;
+    stf_err e;
+    stf_open_opts o;
+    stf_open_opts_init(&o);
+    assert_int_equal(stf_ckpt_open_mem(&c, b, len, "ws.safetensors", &o, &e), 0);
+    int seen = 0;
+    for (size_t i = 0; i < stf_ckpt_finding_count(c); i++) {
+        const stf_finding *f = stf_ckpt_finding(c, i);
+        if (strcmp(f->rule, "S7") == 0) {
+            seen++;
+            assert_int_equal(f->severity, STF_SEV_WARNING);
+            assert_string_equal(f->path, "ws.safetensors");
+        }
+    }
+    assert_int_equal(seen, 1);
+    assert_null(stf_ckpt_finding(c, stf_ckpt_finding_count(c)));
+    stf_ckpt_free(c);
+    o.strict = 1;
+    c = NULL;
+    assert_int_equal(stf_ckpt_open_mem(&c, b, len, "ws.safetensors", &o, &e), STF_EFORMAT);
+    assert_null(c);
+    assert_string_equal(e.rule, "S7");
+    free(b);
+}
+
+/* The pread path reports a file that shrank after open, naming the tensor. */
+static void test_truncated_while_open(void **state)
+{
+    (void)state;
+    size_t len;
+    uint8_t *b = two_tensor_file(&len);
+    char p[300];
+    snprintf(p, sizeof p, "%s/shrink.safetensors", g_dir);
+    write_file(p, b, len);
+    stf_open_opts o;
+    stf_open_opts_init(&o);
+    o.no_mmap = 1;
+    stf_ckpt *c = NULL;
+    stf_err e;
+    assert_int_equal(stf_ckpt_open(&c, p, &o, &e), 0);
+    assert_int_equal(truncate(p, (off_t)(len - 2)), 0);
+    uint8_t buf[4];
+    assert_int_equal(stf_ckpt_read(c, 1, 0, buf, 4, &e), STF_EIO);
+    assert_non_null(strstr(e.msg, "tensor 'b'"));
+    assert_non_null(strstr(e.msg, "unexpected end of file"));
+    assert_true(e.has_offset);
+    assert_int_equal(e.offset, len - 2);
+    stf_ckpt_free(c);
+    unlink(p);
+    free(b);
+}
+
+/* A sparse file whose one tensor ends past 4 GiB; reads above 2^32. */
+static void test_over_4gib_sparse(void **state)
+{
+    (void)state;
+    const uint64_t nb = ((uint64_t)1 << 32) + 16;
+    char json[160];
+    snprintf(json, sizeof json,
+             "{\"big\":{\"dtype\":\"U8\",\"shape\":[%llu],\"data_offsets\":[0,%llu]}}",
+             (unsigned long long)nb, (unsigned long long)nb);
+    size_t hl;
+    uint8_t *h = st_bytes(json, NULL, 0, &hl);
+    char p[300];
+    snprintf(p, sizeof p, "%s/big.safetensors", g_dir);
+    int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, h, hl), (ssize_t)hl);
+    if (ftruncate(fd, (off_t)(hl + nb)) != 0) {
+        close(fd);
+        unlink(p);
+        free(h);
+        skip();
+    }
+    const uint64_t toff = ((uint64_t)1 << 32) + 3; /* offset within the tensor */
+    assert_int_equal(pwrite(fd, "FAR!", 4, (off_t)(hl + toff)), 4);
+    assert_int_equal(pwrite(fd, "near", 4, (off_t)(hl + 3)), 4);
+    close(fd);
+
+    stf_open_opts o;
+    stf_open_opts_init(&o);
+    for (int no_mmap = 0; no_mmap <= 1; no_mmap++) {
+        stf_ckpt *c = NULL;
+        stf_err e;
+        uint8_t buf[6];
+        o.no_mmap = no_mmap;
+        assert_int_equal(stf_ckpt_open(&c, p, &o, &e), 0);
+        assert_int_equal(stf_ckpt_shard_file_size(c, 0), hl + nb);
+        const stf_tensor_info *t = stf_ckpt_tensor(c, 0);
+        assert_int_equal(t->nbytes, nb);
+        assert_int_equal(t->shape[0], nb);
+        assert_int_equal(stf_ckpt_read(c, 0, toff - 1, buf, 6, &e), 0);
+        assert_memory_equal(buf, "\0FAR!\0", 6);
+        assert_int_equal(stf_ckpt_read(c, 0, 3, buf, 4, &e), 0);
+        assert_memory_equal(buf, "near", 4);
+        assert_int_equal(stf_ckpt_read(c, 0, nb - 6, buf, 6, &e), 0);
+        assert_int_equal(stf_ckpt_read(c, 0, nb - 5, buf, 6, &e), STF_EINVAL);
+        if (!no_mmap && stf_ckpt_tensor_data(c, 0)) {
+            const uint8_t *d = stf_ckpt_tensor_data(c, 0);
+            assert_memory_equal(d + toff, "FAR!", 4);
+        }
+        stf_ckpt_free(c);
+    }
+    unlink(p);
+    free(h);
+}
+
+/* ---- allocation failure: fail the Nth allocation ---- */
+
+static long g_fail_at, g_count, g_live;
+
+static void *fail_realloc(void *ud, void *p, size_t n)
+{
+    (void)ud;
+    if (++g_count == g_fail_at) return NULL;
+    void *q = realloc(p, n ? n : 1);
+    if (q && !p) g_live++;
+    return q;
+}
+
+static void fail_free(void *ud, void *p)
+{
+    (void)ud;
+    if (p) g_live--;
+    free(p);
+}
+
+static void alloc_loop(const char *path, int no_mmap)
+{
+    stf_allocator a = { fail_realloc, fail_free, NULL };
+    stf_open_opts o;
+    stf_open_opts_init(&o);
+    o.no_mmap = no_mmap;
+    int ok = 0;
+    long failures = 0;
+    stf_set_allocator(&a);
+    for (g_fail_at = 1; g_fail_at < 10000 && !ok; g_fail_at++) {
+        g_count = 0;
+        g_live = 0;
+        stf_ckpt *c = NULL;
+        stf_err e;
+        int rc = stf_ckpt_open(&c, path, &o, &e);
+        if (rc == 0) {
+            ok = 1;
+            assert_int_equal(stf_ckpt_tensor_count(c), 2);
+            stf_ckpt_free(c);
+        } else {
+            failures++;
+            if (rc != STF_ENOMEM) {
+                stf_set_allocator(NULL);
+                fail_msg("allocation %ld: rc %d (%s)", g_fail_at, rc, e.msg);
+            }
+            assert_null(c);
+        }
+        if (g_live != 0) {
+            stf_set_allocator(NULL);
+            fail_msg("allocation %ld: %ld blocks leaked", g_fail_at, g_live);
+        }
+    }
+    stf_set_allocator(NULL);
+    assert_true(ok);
+    assert_true(failures >= 5);
+}
+
+static void test_alloc_failures(void **state)
+{
+    (void)state;
+    size_t len;
+    uint8_t *b = two_tensor_file(&len);
+    char p[300];
+    snprintf(p, sizeof p, "%s/alloc.safetensors", g_dir);
+    write_file(p, b, len);
+    alloc_loop(p, 0);
+    alloc_loop(p, 1);
+    unlink(p);
+    free(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_open_file_mmap_and_pread),
+        cmocka_unit_test(test_open_mem),
+        cmocka_unit_test(test_empty_checkpoint),
+        cmocka_unit_test(test_open_errors_name_the_path),
+        cmocka_unit_test(test_huge_n_small_file),
+        cmocka_unit_test(test_strict_turns_warnings_into_errors),
+        cmocka_unit_test(test_truncated_while_open),
+        cmocka_unit_test(test_over_4gib_sparse),
+        cmocka_unit_test(test_alloc_failures),
+    };
+    return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
+}
