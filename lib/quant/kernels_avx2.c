@@ -1,27 +1,448 @@
 /*
- * PLACEHOLDER AVX2 kernel table until the SIMD engineer lands the real one:
- * every entry forwards to the scalar reference, so results are identical.
+ * The AVX2 (+F16C) kernel table: no AVX-512 instruction here, so it runs
+ * on every AVX2 machine. Every entry is bit-identical to kernels_scalar.c;
+ * the reasons are the ones given at the top of kernels_avx512.c (same adds
+ * in the same order, x0 + (-x1) == x0 - x1 by IEEE definition, absmax with
+ * the scalar's "v > a" semantics, BF16 rounding by the same integer carry,
+ * F16 by the hardware RNE conversion, vdivps and vroundps to nearest).
+ *
+ * With 16 ymm registers a 64-value block (8 registers) is rotated in
+ * registers (strides 1, 4, 16); strides 64 and 256 run on the group just
+ * stored to scratch, while it is in L1. Row tails (only possible for g = 0
+ * or 4) run through plain C copies of the scalar expressions.
  */
+#include <float.h>
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "fpbits.h"
 #include "kernels.h"
 
-static int int8_row_fw(int8_t *q, float *scale, const void *src, stf_dtype src_dtype, size_t k,
-                       unsigned g, stf_quant_mode mode, stf_dtype t, float *scratch)
+#define INL static inline __attribute__((always_inline))
+
+#define INV127_BITS 0x3C010204u
+#define SCALE_FLOOR_BITS 0x0DA24260u
+#define BF16_MAX_BITS 0x7F7F0000u
+#define SIGN ((int)0x80000000u)
+
+/* ------------------------------------------------------------- FHT parts */
+
+/* Stride 1: within each 4-lane block, 0.5*(((A+B)+C)+D) where (d = lane)
+ * d=0: x0,x1,x2,-x3  d=1: x0,x1,-x2,x3  d=2: x0,-x1,x2,x3  d=3: x1,-x0,x2,x3. */
+INL __m256 fht_s1(__m256 v)
 {
-    return stf__kernels_scalar.int8_row(q, scale, src, src_dtype, k, g, mode, t, scratch);
+    const __m256 h = _mm256_set1_ps(0.5f);
+    const __m256 sb = _mm256_castsi256_ps(_mm256_setr_epi32(0, 0, SIGN, SIGN, 0, 0, SIGN, SIGN));
+    const __m256 sc = _mm256_castsi256_ps(_mm256_setr_epi32(0, SIGN, 0, 0, 0, SIGN, 0, 0));
+    const __m256 sd = _mm256_castsi256_ps(_mm256_setr_epi32(SIGN, 0, 0, 0, SIGN, 0, 0, 0));
+    __m256 a = _mm256_permute_ps(v, _MM_SHUFFLE(1, 0, 0, 0));
+    __m256 b = _mm256_xor_ps(_mm256_permute_ps(v, _MM_SHUFFLE(0, 1, 1, 1)), sb);
+    __m256 c = _mm256_xor_ps(_mm256_permute_ps(v, _MM_SHUFFLE(2, 2, 2, 2)), sc);
+    __m256 d = _mm256_xor_ps(_mm256_permute_ps(v, _MM_SHUFFLE(3, 3, 3, 3)), sd);
+    return _mm256_mul_ps(h, _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a, b), c), d));
 }
-static void fht_fw(float *x, size_t k, unsigned g) { stf__kernels_scalar.fht_regular(x, k, g); }
-static void bf16_fw(float *d, const uint16_t *s, size_t n) { stf__kernels_scalar.bf16_to_f32(d, s, n); }
-static void f16_fw(float *d, const uint16_t *s, size_t n) { stf__kernels_scalar.f16_to_f32(d, s, n); }
-static void tobf16_fw(uint16_t *d, const float *s, size_t n) { stf__kernels_scalar.f32_to_bf16(d, s, n); }
-static void dq_fw(float *d, const int8_t *q, float s, size_t k)
+
+/*
+ * Stride 4 over 16 values held as v0 = [x0|x1], v1 = [x2|x3] (4-value
+ * halves). Out: v0 = [y0|y1], v1 = [y2|y3], with the same term order:
+ * y0 = ((x0+x1)+x2)+(-x3), y1 = ((x0+x1)+(-x2))+x3,
+ * y2 = ((x0+(-x1))+x2)+x3, y3 = ((x1+(-x0))+x2)+x3.
+ */
+INL void fht_s4(__m256 *p0, __m256 *p1)
 {
-    stf__kernels_scalar.int8_dequant_row(d, q, s, k);
+    const __m256 h = _mm256_set1_ps(0.5f);
+    const __m256 neg = _mm256_castsi256_ps(_mm256_set1_epi32(SIGN));
+    const __m256 hi = _mm256_castsi256_ps(_mm256_setr_epi32(0, 0, 0, 0, SIGN, SIGN, SIGN, SIGN));
+    const __m256 lo = _mm256_castsi256_ps(_mm256_setr_epi32(SIGN, SIGN, SIGN, SIGN, 0, 0, 0, 0));
+    __m256 v0 = *p0, v1 = *p1;
+    __m256 x0 = _mm256_permute2f128_ps(v0, v0, 0x00);
+    __m256 x1 = _mm256_permute2f128_ps(v0, v0, 0x11);
+    __m256 x2 = _mm256_permute2f128_ps(v1, v1, 0x00);
+    __m256 x3 = _mm256_permute2f128_ps(v1, v1, 0x11);
+    __m256 sw = _mm256_xor_ps(_mm256_permute2f128_ps(v0, v0, 0x01), neg);
+    *p0 = _mm256_mul_ps(h, _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_xor_ps(x2, hi)),
+                                         _mm256_xor_ps(x3, lo)));
+    *p1 = _mm256_mul_ps(h, _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(v0, sw), x2), x3));
 }
-static void dqc_fw(float *d, const int8_t *q, const float *s, size_t k)
+
+/* A stage whose stride is a whole number of vectors. */
+INL void fht_quad(__m256 *p0, __m256 *p1, __m256 *p2, __m256 *p3)
 {
-    stf__kernels_scalar.int8_dequant_row_cols(d, q, s, k);
+    const __m256 h = _mm256_set1_ps(0.5f);
+    __m256 x0 = *p0, x1 = *p1, x2 = *p2, x3 = *p3;
+    __m256 s01 = _mm256_add_ps(x0, x1);
+    __m256 d01 = _mm256_sub_ps(x0, x1);
+    __m256 d10 = _mm256_sub_ps(x1, x0);
+    *p0 = _mm256_mul_ps(h, _mm256_sub_ps(_mm256_add_ps(s01, x2), x3));
+    *p1 = _mm256_mul_ps(h, _mm256_add_ps(_mm256_sub_ps(s01, x2), x3));
+    *p2 = _mm256_mul_ps(h, _mm256_add_ps(_mm256_add_ps(d01, x2), x3));
+    *p3 = _mm256_mul_ps(h, _mm256_add_ps(_mm256_add_ps(d10, x2), x3));
+}
+
+/* ------------------------------------------------------------- loads */
+
+INL __m256 load8(const void *src, stf_dtype dt, size_t i)
+{
+    if (dt == STF_BF16) {
+        __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)src + i));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+    if (dt == STF_F16)
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + i)));
+    return _mm256_loadu_ps((const float *)src + i);
+}
+
+INL __m256i abs_bits(__m256 v)
+{
+    return _mm256_and_si256(_mm256_castps_si256(v), _mm256_set1_epi32(0x7FFFFFFF));
+}
+
+/* Scalar's "if (v > a) a = v": vmaxps(v, a) = v > a ? v : a. */
+INL __m256 amax_upd(__m256 a, __m256 v) { return _mm256_max_ps(_mm256_castsi256_ps(abs_bits(v)), a); }
+
+/* One memory stage of stride s (a multiple of 8) over a block of 4s floats;
+ * with amax != NULL it also takes the absmax of the outputs. */
+INL void fht_mem_stage(float *p, size_t s, __m256 *amax)
+{
+    for (size_t j = 0; j < s; j += 8) {
+        __m256 v0 = _mm256_loadu_ps(p + j), v1 = _mm256_loadu_ps(p + s + j);
+        __m256 v2 = _mm256_loadu_ps(p + 2 * s + j), v3 = _mm256_loadu_ps(p + 3 * s + j);
+        fht_quad(&v0, &v1, &v2, &v3);
+        if (amax) *amax = amax_upd(amax_upd(amax_upd(amax_upd(*amax, v0), v1), v2), v3);
+        _mm256_storeu_ps(p + j, v0);
+        _mm256_storeu_ps(p + s + j, v1);
+        _mm256_storeu_ps(p + 2 * s + j, v2);
+        _mm256_storeu_ps(p + 3 * s + j, v3);
+    }
+}
+
+static int is_pow4(unsigned g)
+{
+    return g >= 4 && g <= 1024 && (g & (g - 1)) == 0 && (g & 0x55555555u) != 0;
+}
+
+static float hmax(__m256 a)
+{
+    float t[8], m = 0.0f;
+    _mm256_storeu_ps(t, a);
+    for (int i = 0; i < 8; i++)
+        if (t[i] > m) m = t[i];
+    return m;
+}
+
+static uint32_t hmax_u32(__m256i a)
+{
+    uint32_t t[8], m = 0;
+    _mm256_storeu_si256((__m256i *)t, a);
+    for (int i = 0; i < 8; i++)
+        if (t[i] > m) m = t[i];
+    return m;
+}
+
+/* Tail of a g = 0 / g = 4 row, in plain C: load, check, stride-1 stage,
+ * absmax, exactly as the scalar code writes them. */
+static int tail_c(float *x, const void *src, stf_dtype dt, size_t i, size_t k, unsigned g,
+                  float *amax)
+{
+    int bad = 0;
+    for (size_t j = i; j < k; j++) {
+        float v;
+        if (dt == STF_BF16) v = stf__bf16_to_f32(((const uint16_t *)src)[j]);
+        else if (dt == STF_F16) v = stf__f16_to_f32(((const uint16_t *)src)[j]);
+        else v = ((const float *)src)[j];
+        bad |= (stf__f32_bits(v) & 0x7F800000u) == 0x7F800000u;
+        x[j] = v;
+    }
+    if (g == 4)
+        for (size_t b = i; b + 4 <= k; b += 4) {
+            float x0 = x[b], x1 = x[b + 1], x2 = x[b + 2], x3 = x[b + 3];
+            x[b] = 0.5f * (((x0 + x1) + x2) - x3);
+            x[b + 1] = 0.5f * (((x0 + x1) - x2) + x3);
+            x[b + 2] = 0.5f * (((x0 - x1) + x2) + x3);
+            x[b + 3] = 0.5f * (((-x0 + x1) + x2) + x3);
+        }
+    for (size_t j = i; j < k; j++) {
+        float v = fabsf(x[j]);
+        if (v > *amax) *amax = v;
+    }
+    return bad;
+}
+
+/*
+ * Pass 1: load src (dtype dt) into x as F32, rotate per group of g (0: no
+ * rotation), *amax = max|R|. Returns -1 when the source holds NaN/Inf.
+ * With src == x (F32) it is the in-place FHT. g is 0 or a power of 4
+ * dividing k.
+ */
+INL int pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g, float *amax)
+{
+    __m256 a = _mm256_setzero_ps();
+    __m256i bad = _mm256_setzero_si256();
+    size_t i = 0;
+    if (g >= 64) {
+        for (size_t grp = 0; grp < k; grp += g) {
+            for (i = grp; i < grp + g; i += 64) {
+                __m256 v[8];
+#pragma GCC unroll 8
+                for (int j = 0; j < 8; j++) {
+                    v[j] = load8(src, dt, i + 8 * (size_t)j);
+                    bad = _mm256_max_epu32(bad, abs_bits(v[j]));
+                }
+#pragma GCC unroll 8
+                for (int j = 0; j < 8; j++) v[j] = fht_s1(v[j]);
+#pragma GCC unroll 4
+                for (int j = 0; j < 8; j += 2) fht_s4(&v[j], &v[j + 1]);
+                fht_quad(&v[0], &v[2], &v[4], &v[6]);
+                fht_quad(&v[1], &v[3], &v[5], &v[7]);
+#pragma GCC unroll 8
+                for (int j = 0; j < 8; j++) {
+                    if (g == 64) a = amax_upd(a, v[j]);
+                    _mm256_storeu_ps(x + i + 8 * (size_t)j, v[j]);
+                }
+            }
+            if (g == 256) fht_mem_stage(x + grp, 64, &a);
+            if (g == 1024) {
+                for (size_t b = 0; b < 1024; b += 256) fht_mem_stage(x + grp + b, 64, NULL);
+                fht_mem_stage(x + grp, 256, &a);
+            }
+        }
+        i = k;
+    } else if (g == 16) {
+        for (; i < k; i += 16) {
+            __m256 v0 = load8(src, dt, i), v1 = load8(src, dt, i + 8);
+            bad = _mm256_max_epu32(bad, _mm256_max_epu32(abs_bits(v0), abs_bits(v1)));
+            v0 = fht_s1(v0);
+            v1 = fht_s1(v1);
+            fht_s4(&v0, &v1);
+            a = amax_upd(amax_upd(a, v0), v1);
+            _mm256_storeu_ps(x + i, v0);
+            _mm256_storeu_ps(x + i + 8, v1);
+        }
+    } else {
+        for (; i + 8 <= k; i += 8) {
+            __m256 v = load8(src, dt, i);
+            bad = _mm256_max_epu32(bad, abs_bits(v));
+            if (g == 4) v = fht_s1(v);
+            a = amax_upd(a, v);
+            _mm256_storeu_ps(x + i, v);
+        }
+    }
+    float m = hmax(a);
+    int tbad = i < k ? tail_c(x, src, dt, i, k, g, &m) : 0;
+    *amax = m;
+    return (tbad || hmax_u32(bad) >= 0x7F800000u) ? -1 : 0;
+}
+
+/* ------------------------------------------------------------- rounding */
+
+/* rT for BF16: the scalar carry (NaN payloads that reach here are the
+ * default NaN, which the carry leaves NaN; see kernels_avx512.c). */
+INL __m256 round_bf16(__m256 x)
+{
+    __m256i b = _mm256_castps_si256(x);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+    b = _mm256_add_epi32(b, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF)));
+    return _mm256_castsi256_ps(_mm256_and_si256(b, _mm256_set1_epi32((int)0xFFFF0000u)));
+}
+
+INL __m256 round_t(__m256 x, stf_dtype t)
+{
+    if (t == STF_BF16) return round_bf16(x);
+    if (t == STF_F16)
+        return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    return x;
+}
+
+/* clamp(rint(rT(rT(x)/d)), -128, 127) as int32; NaN -> 0, which is what
+ * the scalar (int8_t) cast of NaN gives on x86. */
+INL __m256i quant8(__m256 x, __m256 d, stf_dtype t)
+{
+    __m256 r = round_t(_mm256_div_ps(round_t(x, t), d), t);
+    r = _mm256_round_ps(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm256_max_ps(_mm256_set1_ps(-128.0f), r);
+    r = _mm256_min_ps(_mm256_set1_ps(127.0f), r);
+    r = _mm256_and_ps(r, _mm256_cmp_ps(r, r, _CMP_ORD_Q));
+    return _mm256_cvtps_epi32(r);
+}
+
+/* 32 quotients to 32 bytes in order (the packs work per 128-bit lane). */
+INL __m256i quant32(const float *x, __m256 d, stf_dtype t)
+{
+    __m256i a = quant8(_mm256_loadu_ps(x), d, t), b = quant8(_mm256_loadu_ps(x + 8), d, t);
+    __m256i c = quant8(_mm256_loadu_ps(x + 16), d, t), e = quant8(_mm256_loadu_ps(x + 24), d, t);
+    __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, e));
+    return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+INL void pass2(int8_t *q, const float *x, size_t k, float d, stf_dtype t)
+{
+    __m256 dv = _mm256_set1_ps(d);
+    size_t i = 0;
+    for (; i + 32 <= k; i += 32) _mm256_storeu_si256((__m256i *)(q + i), quant32(x + i, dv, t));
+    if (i < k) {
+        /* Zero padding quantizes to 0 and is not copied out. */
+        float pad[32] = { 0 };
+        int8_t out[32];
+        memcpy(pad, x + i, (k - i) * sizeof(float));
+        _mm256_storeu_si256((__m256i *)out, quant32(pad, dv, t));
+        memcpy(q + i, out, k - i);
+    }
+}
+
+static int pass1_bf16(float *x, const void *s, size_t k, unsigned g, float *a)
+{
+    return pass1(x, s, STF_BF16, k, g, a);
+}
+static int pass1_f16(float *x, const void *s, size_t k, unsigned g, float *a)
+{
+    return pass1(x, s, STF_F16, k, g, a);
+}
+static int pass1_f32(float *x, const void *s, size_t k, unsigned g, float *a)
+{
+    return pass1(x, s, STF_F32, k, g, a);
+}
+
+static void pass2_bf16(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_BF16); }
+static void pass2_f16(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_F16); }
+static void pass2_f32(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_F32); }
+
+static float round1(float x, stf_dtype t)
+{
+    if (t == STF_BF16) return stf__bf16_to_f32(stf__f32_to_bf16(x));
+    if (t == STF_F16) return stf__f16_to_f32(stf__f32_to_f16(x));
+    return x;
+}
+
+static float max_of_t(stf_dtype t)
+{
+    if (t == STF_BF16) return stf__f32_from_bits(BF16_MAX_BITS);
+    if (t == STF_F16) return 65504.0f;
+    return FLT_MAX;
+}
+
+static int int8_row_avx2(int8_t *q, float *scale, const void *src, stf_dtype src_dtype,
+                         size_t k, unsigned g, stf_quant_mode mode, stf_dtype t, float *scratch)
+{
+    if ((src_dtype != STF_BF16 && src_dtype != STF_F16 && src_dtype != STF_F32) || k == 0 ||
+        (g != 0 && (!is_pow4(g) || k % g != 0)))
+        return stf__kernels_scalar.int8_row(q, scale, src, src_dtype, k, g, mode, t, scratch);
+
+    float a;
+    int bad;
+    if (src_dtype == STF_BF16) bad = pass1_bf16(scratch, src, k, g, &a);
+    else if (src_dtype == STF_F16) bad = pass1_f16(scratch, src, k, g, &a);
+    else bad = pass1_f32(scratch, src, k, g, &a);
+    if (bad) return STF_ENUMERIC;
+
+    if (mode == STF_QMODE_FP32 || (t != STF_BF16 && t != STF_F16)) t = STF_F32;
+    float s;
+    /* Eager takes max|rT(R)|; rT is monotone and odd, so that is rT(max|R|). */
+    if (mode == STF_QMODE_EAGER) s = fminf(round1(a, t), max_of_t(t)) / 127.0f;
+    else s = fminf(a, max_of_t(t)) * stf__f32_from_bits(INV127_BITS);
+    s = fmaxf(s, stf__f32_from_bits(SCALE_FLOOR_BITS));
+    float d = round1(s, t);
+    if (d == 0.0f) d = t == STF_F16 ? 0x1p-14f : FLT_MIN;
+
+    if (t == STF_BF16) pass2_bf16(q, scratch, k, d);
+    else if (t == STF_F16) pass2_f16(q, scratch, k, d);
+    else pass2_f32(q, scratch, k, d);
+    *scale = s;
+    return 0;
+}
+
+static void fht_regular_avx2(float *x, size_t k, unsigned g)
+{
+    float a;
+    if (!is_pow4(g) || k % g != 0) {
+        stf__kernels_scalar.fht_regular(x, k, g);
+        return;
+    }
+    (void)pass1_f32(x, x, k, g, &a);
+}
+
+/* ------------------------------------------------------------- conversions */
+
+static void bf16_to_f32_avx2(float *dst, const uint16_t *src, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8(src, STF_BF16, i));
+    for (; i < n; i++) dst[i] = stf__bf16_to_f32(src[i]);
+}
+
+/* Hardware widening quiets signalling NaNs; the scalar code keeps the
+ * payload as is, so NaN lanes are rebuilt from the bits. */
+static void f16_to_f32_avx2(float *dst, const uint16_t *src, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(src + i));
+        __m256 f = _mm256_cvtph_ps(h);
+        __m256i w = _mm256_cvtepu16_epi32(h);
+        __m256i mag = _mm256_and_si256(w, _mm256_set1_epi32(0x7FFF));
+        __m256i nan = _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x7C00));
+        if (!_mm256_testz_si256(nan, nan)) {
+            __m256i sign = _mm256_slli_epi32(_mm256_and_si256(w, _mm256_set1_epi32(0x8000)), 16);
+            __m256i man = _mm256_slli_epi32(_mm256_and_si256(w, _mm256_set1_epi32(0x3FF)), 13);
+            __m256i bits = _mm256_or_si256(_mm256_or_si256(sign, man), _mm256_set1_epi32(0x7F800000));
+            f = _mm256_blendv_ps(f, _mm256_castsi256_ps(bits), _mm256_castsi256_ps(nan));
+        }
+        _mm256_storeu_ps(dst + i, f);
+    }
+    for (; i < n; i++) dst[i] = stf__f16_to_f32(src[i]);
+}
+
+/* RNE carry, NaN -> 0x7FC0 exactly as stf__f32_to_bf16; as int32 lanes. */
+INL __m256i bf16_narrow(__m256 x)
+{
+    __m256i b = _mm256_castps_si256(x);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(b, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
+    __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+    return _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(r),
+                                                _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC0)), nan));
+}
+
+static void f32_to_bf16_avx2(uint16_t *dst, const float *src, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256i a = bf16_narrow(_mm256_loadu_ps(src + i));
+        __m256i b = bf16_narrow(_mm256_loadu_ps(src + i + 8));
+        __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), _MM_SHUFFLE(3, 1, 2, 0));
+        _mm256_storeu_si256((__m256i *)(dst + i), p);
+    }
+    for (; i < n; i++) dst[i] = stf__f32_to_bf16(src[i]);
+}
+
+INL __m256 i8_widen(const int8_t *q)
+{
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)q)));
+}
+
+static void int8_dequant_row_avx2(float *dst, const int8_t *q, float s, size_t k)
+{
+    __m256 sv = _mm256_set1_ps(s);
+    size_t i = 0;
+    for (; i + 8 <= k; i += 8) _mm256_storeu_ps(dst + i, _mm256_mul_ps(i8_widen(q + i), sv));
+    for (; i < k; i++) dst[i] = (float)q[i] * s;
+}
+
+static void int8_dequant_row_cols_avx2(float *dst, const int8_t *q, const float *s, size_t k)
+{
+    size_t i = 0;
+    for (; i + 8 <= k; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_mul_ps(i8_widen(q + i), _mm256_loadu_ps(s + i)));
+    for (; i < k; i++) dst[i] = (float)q[i] * s[i];
 }
 
 const stf__kernels stf__kernels_avx2 = {
-    STF_SIMD_AVX2, int8_row_fw, fht_fw, bf16_fw, f16_fw, tobf16_fw, dq_fw, dqc_fw,
+    STF_SIMD_AVX2,
+    int8_row_avx2,
+    fht_regular_avx2,
+    bf16_to_f32_avx2,
+    f16_to_f32_avx2,
+    f32_to_bf16_avx2,
+    int8_dequant_row_avx2,
+    int8_dequant_row_cols_avx2,
 };
