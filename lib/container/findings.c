@@ -1,0 +1,142 @@
+/*
+ * Findings (warnings the reader records without failing) and the one
+ * place that turns a rule violation into an error, a deferred strict error
+ * or a finding, so every rule's message has the same shape.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "container/header_priv.h"
+
+void stf__findings_init(stf__findings *l)
+{
+    if (l) memset(l, 0, sizeof *l);
+}
+
+static void finding_clear(stf_finding *f)
+{
+    stf__free((void *)f->tensor);
+    stf__free((void *)f->path);
+    stf__free((void *)f->message);
+}
+
+void stf__findings_free(stf__findings *l)
+{
+    if (!l) return;
+    for (size_t i = 0; i < l->n; i++) finding_clear(&l->v[i]);
+    stf__free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+int stf__findings_add(stf__findings *l, const char *rule, stf_severity sev, const char *path,
+                      const char *tensor, int has_off, uint64_t off, const char *fmt, ...)
+{
+    stf_finding f;
+    va_list ap, aq;
+    memset(&f, 0, sizeof f);
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        if (cap > SIZE_MAX / sizeof *l->v) return STF_ENOMEM;
+        stf_finding *v = stf__realloc(l->v, cap * sizeof *v);
+        if (!v) return STF_ENOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    snprintf(f.rule, sizeof f.rule, "%s", rule ? rule : "");
+    f.severity = sev;
+    f.has_offset = has_off;
+    f.offset = has_off ? off : 0;
+    va_start(ap, fmt);
+    va_copy(aq, ap);
+    int len = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *msg = len < 0 ? NULL : stf__malloc((size_t)len + 1);
+    if (msg) vsnprintf(msg, (size_t)len + 1, fmt, aq);
+    va_end(aq);
+    f.message = msg;
+    if (path) f.path = stf__strdup(path);
+    if (tensor) f.tensor = stf__strdup(tensor);
+    if (!msg || (path && !f.path) || (tensor && !f.tensor)) {
+        finding_clear(&f);
+        return STF_ENOMEM;
+    }
+    l->v[l->n++] = f;
+    return 0;
+}
+
+char *stf__name_render(char *dst, size_t cap, const char *name, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    if (cap == 0) return dst;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)name[i];
+        int plain = ch >= 0x20 && ch != 0x7F && ch != '\'' && ch != '\\';
+        size_t need = plain ? 1 : 4;
+        /* Keep room for "..." and the NUL so a cut is always visible. */
+        if (o + need + 4 > cap) {
+            if (o + 4 <= cap) memcpy(dst + o, "...", 3), o += 3;
+            break;
+        }
+        if (plain) {
+            dst[o++] = (char)ch;
+        } else {
+            dst[o++] = '\\';
+            dst[o++] = 'x';
+            dst[o++] = hex[ch >> 4];
+            dst[o++] = hex[ch & 15];
+        }
+    }
+    dst[o] = '\0';
+    return dst;
+}
+
+int stf__hreport(stf__hctx *c, int level, const char *rule, const char *variant,
+                 const char *tensor, size_t tensor_len, int has_off, uint64_t off,
+                 const char *fmt, ...)
+{
+    char msg[sizeof ((stf_err *)0)->msg];
+    char name[256], where[48];
+    size_t o;
+    va_list ap;
+
+    where[0] = '\0';
+    if (has_off) snprintf(where, sizeof where, " (byte %llu)", (unsigned long long)off);
+    if (tensor)
+        o = (size_t)snprintf(msg, sizeof msg, "%s: %s %s: tensor '%s'%s: ", c->path, rule,
+                             variant, stf__name_render(name, sizeof name, tensor, tensor_len),
+                             where);
+    else
+        o = (size_t)snprintf(msg, sizeof msg, "%s: %s %s%s: ", c->path, rule, variant, where);
+    if (o < sizeof msg) {
+        va_start(ap, fmt);
+        vsnprintf(msg + o, sizeof msg - o, fmt, ap);
+        va_end(ap);
+    }
+
+    if (level == STF__LV_REF)
+        return stf__err_rule(c->err, STF_EFORMAT, rule, has_off, off, "%s", msg);
+    if (level == STF__LV_LIMIT)
+        return stf__err_rule(c->err, STF_ELIMIT, rule, has_off, off, "%s", msg);
+    if (level == STF__LV_STRICT && c->o->strict) {
+        if (!c->has_pending) {
+            stf__err_rule(&c->pending, STF_EFORMAT, rule, has_off, off, "%s", msg);
+            c->has_pending = 1;
+        }
+        return 0;
+    }
+    if (!c->findings) return 0;
+    /* The finding's tensor field is a C string; a name with an embedded NUL
+     * (itself an S14 finding) is cut there, the message shows all of it. */
+    char *tcopy = NULL;
+    if (tensor) {
+        tcopy = stf__strndup(tensor, tensor_len);
+        if (!tcopy) return stf__err(c->err, STF_ENOMEM, "%s: out of memory", c->path);
+    }
+    int rc = stf__findings_add(c->findings, rule, STF_SEV_WARNING, c->path, tcopy, has_off, off,
+                               "%s", msg);
+    stf__free(tcopy);
+    if (rc) return stf__err(c->err, STF_ENOMEM, "%s: out of memory", c->path);
+    return 0;
+}
