@@ -184,7 +184,8 @@ typedef enum stf_shape_rule {
     STF_SHAPE_KGS_N,     /* (K/GS, N) */
     STF_SHAPE_N_K16,     /* (N, K/16) as SGLang checks nvfp4 block scales */
     STF_SHAPE_N_K32,     /* (N, K/32) mxfp8 block scales */
-    STF_SHAPE_16         /* (16,) */
+    STF_SHAPE_16,        /* (16,) */
+    STF_SHAPE_NVFP4_SWIZZLED /* (roundup(N,128), roundup(K/16,4)): ComfyUI's nvfp4 block scales */
 } stf_shape_rule;
 
 /* Layer tensor suffixes the model knows (see stf_suffix_name for the text). */
@@ -233,9 +234,10 @@ typedef struct stf_format_info {
     stf_shape_rule weight_shape;  /* STF_SHAPE_NK or STF_SHAPE_NK2 (packed) */
     unsigned consumers;           /* who loads it (STF_CONSUMER_*) */
     const char *sglang_config;    /* "KitchenInt8Config", ...; NULL when SGLang rejects (R30) */
-    const char *comfy_layout;     /* ComfyUI layout class name */
+    const char *comfy_layout;     /* ComfyUI layout class name; NULL where the spec names none */
     const stf_format_tensor *tensors; /* companions: scales, then optional ones */
     size_t ntensors;
+    int64_t default_group_size;   /* marker group_size default (W4A8 16, AWQ 64), else 0 */
 } stf_format_info;
 
 /* Row for id; NULL when out of range. */
