@@ -1,16 +1,253 @@
 /*
  * stfix public API: the rules layer. Included through <stfix.h>.
- * (Declarations are added by the rules work.)
+ *
+ * A recipe is a versioned YAML file (`stfix: 1`, see stfix-rules(5)) that
+ * names the consumer profiles the output must satisfy and an ordered list of
+ * rules, each a selector (`match`) and one or more actions (`do`) with typed
+ * parameters. Loading validates the whole document and reports every problem
+ * as "FILE:LINE:COLUMN: message" (1-based). The rules layer never touches
+ * tensor bytes: it only says which layers a rule selects and what to do.
  */
 #ifndef STFIX_RULES_H
 #define STFIX_RULES_H
 
 #include "base.h"
 #include "container.h"
+#include "quant.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ------------------------------------------------------------ layer view */
+
+/* Verdict of the row/column detector (spec/comfy-quant.md §9). */
+typedef enum stf_probe_verdict {
+    STF_PROBE_UNKNOWN = 0, /* not probed, or no verdict */
+    STF_PROBE_ROW,
+    STF_PROBE_COLUMN,
+    STF_PROBE_TENSOR,
+    STF_PROBE_BLOCK,
+    STF_PROBE_AMBIGUOUS
+} stf_probe_verdict;
+
+/* Rotation the layer's weights carry (spec/convrot.md §7). */
+typedef enum stf_rotation_kind {
+    STF_ROTATION_UNKNOWN = 0, /* no rotation declared, or not decidable */
+    STF_ROTATION_REGULAR,
+    STF_ROTATION_SYLVESTER
+} stf_rotation_kind;
+
+/* One top-level marker field: key and its JSON value text (e.g. "256", "true",
+ * "\"int8_tensorwise\""). */
+typedef struct stf_marker_field {
+    const char *key;
+    const char *json;
+} stf_marker_field;
+
+/*
+ * What a selector sees of one layer. The pipeline fills it; every pointer is
+ * borrowed for the duration of one stf_rule_matches call. Nothing here
+ * depends on the model layer, so recipes can be checked without a checkpoint.
+ */
+typedef struct stf_layer_view {
+    const char *prefix;            /* layer prefix P (NUL-terminated) */
+    int has_weight;                /* P.weight exists */
+    stf_dtype weight_dtype;
+    unsigned weight_rank;
+    const uint64_t *weight_shape;  /* weight_rank entries, as stored */
+    uint64_t n, k;                 /* logical out/in features (K counts unpacked columns) */
+    int has_scale;                 /* P.weight_scale exists */
+    stf_dtype scale_dtype;
+    unsigned scale_rank;
+    const uint64_t *scale_shape;
+    int has_marker;                /* a marker exists in either channel */
+    const char *format;            /* the marker's "format" string; NULL when absent */
+    const stf_marker_field *marker_fields; /* top-level fields of the marker */
+    size_t marker_field_count;
+    stf_probe_verdict probe;
+    stf_rotation_kind rotation;
+} stf_layer_view;
+
+/* ---------------------------------------------------------------- actions */
+
+typedef enum stf_action_kind {
+    STF_ACT_RESHAPE_SCALE = 0,
+    STF_ACT_TRANSPOSE_SCALE,
+    STF_ACT_FLATTEN_CONV,
+    STF_ACT_EXCLUDE,
+    STF_ACT_REWRITE_FORMAT,
+    STF_ACT_SET_MARKER,
+    STF_ACT_CAST_SCALE,
+    STF_ACT_RELABEL,
+    STF_ACT_REQUANTIZE,
+    STF_ACT_RENAME,
+    STF_ACT_DROP,
+    STF_ACT_COUNT
+} stf_action_kind;
+
+/* Target layout of reshape-scale. */
+typedef enum stf_scale_layout {
+    STF_SCALE_ROWS = 0,   /* [N,1] (INT8) */
+    STF_SCALE_VECTOR = 1, /* [N]   (W4A4) */
+    STF_SCALE_SCALAR = 2  /* []    (from [1]) */
+} stf_scale_layout;
+
+/* What to do with __metadata__["_quantization_metadata"]. */
+typedef enum stf_meta_policy {
+    STF_META_MIRROR = 0, /* rebuild it to equal the tensor markers of each file */
+    STF_META_DROP = 1    /* remove it */
+} stf_meta_policy;
+
+/* Which channel wins when the two marker channels disagree. */
+typedef enum stf_channel_pref {
+    STF_PREFER_METADATA = 0, /* what ComfyUI does */
+    STF_PREFER_TENSOR = 1
+} stf_channel_pref;
+
+/* When a format rename does not match the data. */
+typedef enum stf_mismatch_policy {
+    STF_MISMATCH_REQUANTIZE = 0,
+    STF_MISMATCH_FAIL = 1
+} stf_mismatch_policy;
+
+/* When no allowed group size divides K. */
+typedef enum stf_indivisible_policy {
+    STF_INDIVISIBLE_EXCLUDE = 0,
+    STF_INDIVISIBLE_FAIL = 1
+} stf_indivisible_policy;
+
+/* Quantized formats a recipe may name (set-marker, rewrite-format, requantize). */
+typedef enum stf_quant_format {
+    STF_QFMT_INT8_TENSORWISE = 0,
+    STF_QFMT_CONVROT_W4A4,
+    STF_QFMT_ASYM_W4A8_INT8,
+    STF_QFMT_FLOAT8_E4M3FN,
+    STF_QFMT_FLOAT8_E5M2,
+    STF_QFMT_NVFP4,
+    STF_QFMT_MXFP8,
+    STF_QFMT_AWQ_W4A16,
+    STF_QFMT_COUNT
+} stf_quant_format;
+
+/* Which tensor relabel changes. */
+typedef enum stf_relabel_tensor {
+    STF_RELABEL_WEIGHT = 0,
+    STF_RELABEL_SCALE = 1
+} stf_relabel_tensor;
+
+/* "Keep the source dtype" for exclude and requantize's fallback. */
+#define STF_DTYPE_SOURCE STF_DTYPE_COUNT
+
+#define STF_RULES_MAX_LIST 16
+
+/*
+ * One action with every parameter resolved (defaults applied). Only the
+ * member named after `kind` is meaningful. Strings are owned by the recipe.
+ */
+typedef struct stf_action {
+    stf_action_kind kind;
+    unsigned line, column; /* where it is written in the recipe (1-based) */
+    struct { stf_scale_layout to; int require_probe; } reshape_scale;
+    struct { int unused; } transpose_scale;
+    struct { int unused; } flatten_conv;
+    struct { stf_dtype dtype; } exclude;           /* BF16 (default), F16, F32, SOURCE */
+    struct {
+        size_t from_count;
+        const char *from[STF_RULES_MAX_LIST];      /* empty: any non-upstream name */
+        stf_quant_format to;
+        stf_mismatch_policy mismatch;
+        stf_meta_policy metadata;
+    } rewrite_format;
+    struct {
+        int has_format;                           /* 0: infer it from the tensors (M1) */
+        stf_quant_format format;
+        int hoist_params;                         /* default 1 (M3) */
+        size_t drop_key_count;
+        const char *drop_keys[STF_RULES_MAX_LIST]; /* default per_row, quant_group_size */
+        stf_meta_policy metadata;
+        stf_channel_pref prefer;
+    } set_marker;
+    struct { stf_dtype to; } cast_scale;           /* F32 */
+    struct { stf_relabel_tensor tensor; stf_dtype from, to; } relabel;
+    struct {
+        stf_quant_format format;                  /* INT8_TENSORWISE or CONVROT_W4A4 */
+        size_t group_size_count;
+        unsigned group_sizes[STF_RULES_MAX_LIST]; /* preference order; default 256, 64, 16 */
+        stf_indivisible_policy on_indivisible;
+        stf_dtype fallback_dtype;                 /* dtype for excluded layers */
+        stf_quant_mode quant_mode;
+        int quant_mode_set;                       /* written in the recipe (--quant-mode wins) */
+        stf_dtype compute_dtype;                  /* BF16 (default), F16, F32 */
+        int int8_activations;                     /* w4a4 linear_dtype int8 */
+        unsigned tp;                              /* tensor-parallel degree (K/tp % G) */
+    } requantize;
+    struct { const char *from; const char *to; } rename;
+    struct { int scales; int markers; int input_scale; } drop;
+} stf_action;
+
+/* Kebab-case name ("reshape-scale"); NULL when out of range. */
+const char *stf_action_name(stf_action_kind k);
+/* Canonical format name ("int8_tensorwise"); NULL when out of range. */
+const char *stf_quant_format_name(stf_quant_format f);
+/*
+ * Whether an action ends rule processing for the layer it applies to
+ * (exclude, requantize, drop): later rules do not see that layer.
+ */
+int stf_action_is_terminal(stf_action_kind k);
+
+/* ----------------------------------------------------------------- recipe */
+
+#define STF_TARGET_SGLANG 1u
+#define STF_TARGET_COMFYUI 2u
+
+typedef struct stf_recipe stf_recipe;
+typedef struct stf_rule stf_rule;
+typedef struct stf_recipe_diags stf_recipe_diags;
+
+/*
+ * Load a recipe from `path`. On success *out owns the recipe (free with
+ * stf_recipe_free). On an invalid recipe returns STF_EFORMAT, *out is NULL,
+ * err->msg holds the first problem ("FILE:LINE:COL: message") and, when
+ * `diags` is not NULL, *diags receives every problem in document order
+ * (free with stf_recipe_diags_free; NULL when there is none to report).
+ * Other errors: STF_EIO, STF_ENOMEM, STF_ELIMIT (file over 1 MiB).
+ */
+int stf_recipe_load_file(stf_recipe **out, stf_recipe_diags **diags, const char *path,
+                         stf_err *err);
+
+/* As stf_recipe_load_file on `len` bytes at `buf` (borrowed); `name` is the
+ * file name used in messages. */
+int stf_recipe_load_mem(stf_recipe **out, stf_recipe_diags **diags, const void *buf,
+                        size_t len, const char *name, stf_err *err);
+
+/* No-op on NULL. */
+void stf_recipe_free(stf_recipe *r);
+
+/* Bitmask of STF_TARGET_* named by `target`. */
+unsigned stf_recipe_targets(const stf_recipe *r);
+/* The `description` text, or NULL. */
+const char *stf_recipe_description(const stf_recipe *r);
+/* Lower-case hex SHA-256 of the recipe file bytes (64 characters). */
+const char *stf_recipe_sha256(const stf_recipe *r);
+/* Rules in file order. */
+size_t stf_recipe_rule_count(const stf_recipe *r);
+const stf_rule *stf_recipe_rule(const stf_recipe *r, size_t i);
+
+const char *stf_rule_name(const stf_rule *rule);
+unsigned stf_rule_line(const stf_rule *rule);
+size_t stf_rule_action_count(const stf_rule *rule);
+const stf_action *stf_rule_action(const stf_rule *rule, size_t i);
+
+/* 1 when every key of the rule's `match` holds for `layer`, else 0. */
+int stf_rules_match(const stf_rule *rule, const stf_layer_view *layer);
+
+size_t stf_recipe_diags_count(const stf_recipe_diags *d);
+/* "FILE:LINE:COL: message" of problem i. */
+const char *stf_recipe_diags_text(const stf_recipe_diags *d, size_t i);
+unsigned stf_recipe_diags_line(const stf_recipe_diags *d, size_t i);
+unsigned stf_recipe_diags_column(const stf_recipe_diags *d, size_t i);
+void stf_recipe_diags_free(stf_recipe_diags *d);
 
 #ifdef __cplusplus
 }

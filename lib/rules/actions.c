@@ -1,0 +1,472 @@
+/*
+ * The action vocabulary of recipes: names, parameters with their types,
+ * defaults and allowed values, and the validation of a `do` value into
+ * resolved stf_action records.
+ *
+ * The parameter tables below are the single source of truth: parsing,
+ * the "expected one of" lists in messages and stfix-rules(5) all follow them.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rules/rules_int.h"
+
+typedef enum ptype { P_BOOL, P_ENUM, P_UINT, P_STRING, P_STRLIST, P_UINTLIST } ptype;
+
+typedef struct penum {
+    const char *name;
+    int value;
+} penum;
+
+typedef struct pdesc {
+    const char *name;
+    ptype type;
+    size_t off;              /* field in stf_action */
+    size_t count_off;        /* list length field (lists) */
+    const penum *choices;    /* P_ENUM, NULL-terminated */
+    const unsigned *allowed; /* P_UINTLIST members; NULL: any positive */
+    size_t nallowed;
+    int required;
+    size_t set_off;          /* int flag set when written, or NO_FLAG */
+} pdesc;
+
+#define NO_FLAG ((size_t)-1)
+#define F(m) offsetof(stf_action, m)
+
+static const penum layouts[] = {
+    { "rows", STF_SCALE_ROWS }, { "vector", STF_SCALE_VECTOR }, { "scalar", STF_SCALE_SCALAR },
+    { NULL, 0 }
+};
+static const penum float_or_source[] = {
+    { "BF16", STF_BF16 }, { "F16", STF_F16 }, { "F32", STF_F32 }, { "source", STF_DTYPE_SOURCE },
+    { NULL, 0 }
+};
+static const penum float_dtypes[] = {
+    { "BF16", STF_BF16 }, { "F16", STF_F16 }, { "F32", STF_F32 }, { NULL, 0 }
+};
+static const penum f32_only[] = { { "F32", STF_F32 }, { NULL, 0 } };
+static const penum relabel_dtypes[] = {
+    { "U8", STF_U8 }, { "I8", STF_I8 }, { "F8_E8M0", STF_F8_E8M0 }, { NULL, 0 }
+};
+static const penum relabel_tensors[] = {
+    { "weight", STF_RELABEL_WEIGHT }, { "scale", STF_RELABEL_SCALE }, { NULL, 0 }
+};
+static const penum formats[] = {
+    { "int8_tensorwise", STF_QFMT_INT8_TENSORWISE }, { "convrot_w4a4", STF_QFMT_CONVROT_W4A4 },
+    { "asym_w4a8_int8", STF_QFMT_ASYM_W4A8_INT8 }, { "float8_e4m3fn", STF_QFMT_FLOAT8_E4M3FN },
+    { "float8_e5m2", STF_QFMT_FLOAT8_E5M2 }, { "nvfp4", STF_QFMT_NVFP4 },
+    { "mxfp8", STF_QFMT_MXFP8 }, { "awq_w4a16", STF_QFMT_AWQ_W4A16 }, { NULL, 0 }
+};
+static const penum requant_formats[] = {
+    { "int8_tensorwise", STF_QFMT_INT8_TENSORWISE }, { "convrot_w4a4", STF_QFMT_CONVROT_W4A4 },
+    { NULL, 0 }
+};
+static const penum meta_policies[] = {
+    { "mirror", STF_META_MIRROR }, { "drop", STF_META_DROP }, { NULL, 0 }
+};
+static const penum channel_prefs[] = {
+    { "metadata", STF_PREFER_METADATA }, { "tensor", STF_PREFER_TENSOR }, { NULL, 0 }
+};
+static const penum mismatch_policies[] = {
+    { "requantize", STF_MISMATCH_REQUANTIZE }, { "fail", STF_MISMATCH_FAIL }, { NULL, 0 }
+};
+static const penum indivisible_policies[] = {
+    { "exclude", STF_INDIVISIBLE_EXCLUDE }, { "fail", STF_INDIVISIBLE_FAIL }, { NULL, 0 }
+};
+static const penum quant_modes[] = {
+    { "cuda", STF_QMODE_CUDA }, { "fp32", STF_QMODE_FP32 }, { "eager", STF_QMODE_EAGER },
+    { NULL, 0 }
+};
+static const penum linear_dtypes[] = { { "int4", 0 }, { "int8", 1 }, { NULL, 0 } };
+static const unsigned group_sizes[] = { 16, 64, 256 };
+
+static const pdesc p_reshape[] = {
+    { "to", P_ENUM, F(reshape_scale.to), 0, layouts, NULL, 0, 0, NO_FLAG },
+    { "require_probe", P_BOOL, F(reshape_scale.require_probe), 0, NULL, NULL, 0, 0, NO_FLAG },
+    { NULL, P_BOOL, 0, 0, NULL, NULL, 0, 0, NO_FLAG }
+};
+static const pdesc p_none[] = { { NULL, P_BOOL, 0, 0, NULL, NULL, 0, 0, NO_FLAG } };
+static const pdesc p_exclude[] = {
+    { "dtype", P_ENUM, F(exclude.dtype), 0, float_or_source, NULL, 0, 0, NO_FLAG },
+    { NULL, P_BOOL, 0, 0, NULL, NULL, 0, 0, NO_FLAG }
+};
+static const pdesc p_rewrite[] = {
+    { "from", P_STRLIST, F(rewrite_format.from), F(rewrite_format.from_count), NULL, NULL, 0, 0,
+      NO_FLAG },
+    { "to", P_ENUM, F(rewrite_format.to), 0, formats, NULL, 0, 1, NO_FLAG },
+    { "mismatch", P_ENUM, F(rewrite_format.mismatch), 0, mismatch_policies, NULL, 0, 0, NO_FLAG },
+    { "metadata", P_ENUM, F(rewrite_format.metadata), 0, meta_policies, NULL, 0, 0, NO_FLAG },
+    { NULL, P_BOOL, 0, 0, NULL, NULL, 0, 0, NO_FLAG }
+};
+static const pdesc p_set_marker[] = {
+    { "format", P_ENUM, F(set_marker.format), 0, formats, NULL, 0, 0, F(set_marker.has_format) },
+    { "hoist_params", P_BOOL, F(set_marker.hoist_params), 0, NULL, NULL, 0, 0, NO_FLAG },
+    { "drop_keys", P_STRLIST, F(set_marker.drop_keys), F(set_marker.drop_key_count), NULL, NULL,
+      0, 0, NO_FLAG },
+    { "metadata", P_ENUM, F(set_marker.metadata), 0, meta_policies, NULL, 0, 0, NO_FLAG },
+    { "prefer", P_ENUM, F(set_marker.prefer), 0, channel_prefs, NULL, 0, 0, NO_FLAG },
+    { NULL, P_BOOL, 0, 0, NULL, NULL, 0, 0, NO_FLAG }
+};
+static const pdesc p_cast[] = {
+    { "to", P_ENUM, F(cast_scale.to), 0, f32_only, NULL, 0, 0, NO_FLAG },
+    { NULL, P_BOOL, 0, 0, NULL, NULL, 0, 0, NO_FLAG }
+};
+static const pdesc p_relabel[] = {
+    { "tensor", P_ENUM, F(relabel.tensor), 0, relabel_tensors, NULL, 0, 0, NO_FLAG },
+    { "from", P_ENUM, F(relabel.from), 0, relabel_dtypes, NULL, 0, 0, NO_FLAG },
+    { "to", P_ENUM, F(relabel.to), 0, relabel_dtypes, NULL, 0, 0, NO_FLAG },
+    { NULL, P_BOOL, 0, 0, NULL, NULL, 0, 0, NO_FLAG }
+};
+static const pdesc p_requant[] = {
+    { "format", P_ENUM, F(requantize.format), 0, requant_formats, NULL, 0, 0, NO_FLAG },
+    { "group_sizes", P_UINTLIST, F(requantize.group_sizes), F(requantize.group_size_count), NULL,
+      group_sizes, 3, 0, NO_FLAG },
+    { "on_indivisible", P_ENUM, F(requantize.on_indivisible), 0, indivisible_policies, NULL, 0, 0,
+      NO_FLAG },
+    { "fallback_dtype", P_ENUM, F(requantize.fallback_dtype), 0, float_or_source, NULL, 0, 0,
+      NO_FLAG },
+    { "quant_mode", P_ENUM, F(requantize.quant_mode), 0, quant_modes, NULL, 0, 0,
+      F(requantize.quant_mode_set) },
+    { "compute_dtype", P_ENUM, F(requantize.compute_dtype), 0, float_dtypes, NULL, 0, 0, NO_FLAG },
+    { "linear_dtype", P_ENUM, F(requantize.int8_activations), 0, linear_dtypes, NULL, 0, 0,
+      NO_FLAG },
+    { "tp", P_UINT, F(requantize.tp), 0, NULL, NULL, 0, 0, NO_FLAG },
+    { NULL, P_BOOL, 0, 0, NULL, NULL, 0, 0, NO_FLAG }
+};
+static const pdesc p_rename[] = {
+    { "from", P_STRING, F(rename.from), 0, NULL, NULL, 0, 1, NO_FLAG },
+    { "to", P_STRING, F(rename.to), 0, NULL, NULL, 0, 1, NO_FLAG },
+    { NULL, P_BOOL, 0, 0, NULL, NULL, 0, 0, NO_FLAG }
+};
+static const pdesc p_drop[] = {
+    { "scales", P_BOOL, F(drop.scales), 0, NULL, NULL, 0, 0, NO_FLAG },
+    { "markers", P_BOOL, F(drop.markers), 0, NULL, NULL, 0, 0, NO_FLAG },
+    { "input_scale", P_BOOL, F(drop.input_scale), 0, NULL, NULL, 0, 0, NO_FLAG },
+    { NULL, P_BOOL, 0, 0, NULL, NULL, 0, 0, NO_FLAG }
+};
+
+typedef struct adesc {
+    const char *name;
+    const pdesc *params;
+    int terminal;
+} adesc;
+
+/* Indexed by stf_action_kind. */
+static const adesc actions[STF_ACT_COUNT] = {
+    { "reshape-scale", p_reshape, 0 },   { "transpose-scale", p_none, 0 },
+    { "flatten-conv", p_none, 0 },       { "exclude", p_exclude, 1 },
+    { "rewrite-format", p_rewrite, 0 },  { "set-marker", p_set_marker, 0 },
+    { "cast-scale", p_cast, 0 },         { "relabel", p_relabel, 0 },
+    { "requantize", p_requant, 1 },      { "rename", p_rename, 0 },
+    { "drop", p_drop, 1 },
+};
+
+static const char *const format_names[STF_QFMT_COUNT] = {
+    "int8_tensorwise", "convrot_w4a4", "asym_w4a8_int8", "float8_e4m3fn",
+    "float8_e5m2", "nvfp4", "mxfp8", "awq_w4a16"
+};
+
+const char *stf_action_name(stf_action_kind k)
+{
+    return (unsigned)k < STF_ACT_COUNT ? actions[k].name : NULL;
+}
+
+const char *stf_quant_format_name(stf_quant_format f)
+{
+    return (unsigned)f < STF_QFMT_COUNT ? format_names[f] : NULL;
+}
+
+int stf_action_is_terminal(stf_action_kind k)
+{
+    return (unsigned)k < STF_ACT_COUNT ? actions[k].terminal : 0;
+}
+
+static void set_defaults(stf_action *a, stf_action_kind k)
+{
+    memset(a, 0, sizeof *a);
+    a->kind = k;
+    a->reshape_scale.to = STF_SCALE_ROWS;
+    a->reshape_scale.require_probe = 1;
+    a->exclude.dtype = STF_BF16;
+    a->rewrite_format.mismatch = STF_MISMATCH_REQUANTIZE;
+    a->rewrite_format.metadata = STF_META_MIRROR;
+    a->set_marker.hoist_params = 1;
+    a->set_marker.metadata = STF_META_MIRROR;
+    a->set_marker.prefer = STF_PREFER_METADATA;
+    a->cast_scale.to = STF_F32;
+    a->relabel.tensor = STF_RELABEL_WEIGHT;
+    a->relabel.from = STF_U8;
+    a->relabel.to = STF_I8;
+    a->requantize.format = STF_QFMT_INT8_TENSORWISE;
+    a->requantize.group_size_count = 3;
+    a->requantize.group_sizes[0] = 256;
+    a->requantize.group_sizes[1] = 64;
+    a->requantize.group_sizes[2] = 16;
+    a->requantize.on_indivisible = STF_INDIVISIBLE_EXCLUDE;
+    a->requantize.fallback_dtype = STF_BF16;
+    a->requantize.quant_mode = STF_QMODE_CUDA;
+    a->requantize.compute_dtype = STF_BF16;
+    a->requantize.tp = 1;
+    a->drop.scales = 1;
+    a->drop.markers = 1;
+}
+
+void stf__action_clear(stf_action *a)
+{
+    if (!a) return;
+    for (size_t i = 0; i < a->rewrite_format.from_count; i++)
+        stf__free((char *)a->rewrite_format.from[i]);
+    for (size_t i = 0; i < a->set_marker.drop_key_count; i++)
+        stf__free((char *)a->set_marker.drop_keys[i]);
+    stf__free((char *)a->rename.from);
+    stf__free((char *)a->rename.to);
+    a->rewrite_format.from_count = 0;
+    a->set_marker.drop_key_count = 0;
+    a->rename.from = a->rename.to = NULL;
+}
+
+/* "a, b, c" of an enum's names. */
+static void enum_list(const penum *e, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; e[i].name && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "", e[i].name);
+}
+
+static void action_list(char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < STF_ACT_COUNT && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "",
+                                 actions[i].name);
+}
+
+static void param_list(const pdesc *p, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; p[i].name && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "", p[i].name);
+}
+
+/* Reports a value of the wrong type or outside the allowed set. */
+static int bad_value(stf_recipe_diags *d, const stf__ynode *v, const char *path,
+                     const char *expected)
+{
+    char got[96];
+    stf__y_describe(v, got, sizeof got);
+    unsigned line = v ? v->line : 0, col = v ? v->col : 0;
+    return stf__diag_add(d, line, col, "%s: expected %s, got %s", path, expected, got);
+}
+
+static int parse_string(const char **slot, const stf__ynode *v, const char *path,
+                        stf_recipe_diags *d)
+{
+    if (!v || v->type != STF__Y_SCALAR || !stf__y_is_string(v))
+        return bad_value(d, v, path, "a string");
+    char *s = stf__strdup(v->text);
+    if (!s) return STF_ENOMEM;
+    *slot = s;
+    return 0;
+}
+
+static int parse_param(stf_action *a, const pdesc *p, const stf__ynode *v, const char *path,
+                       stf_recipe_diags *d)
+{
+    char *base = (char *)a;
+    char exp[256];
+    long long iv;
+    int bv;
+    if (p->set_off != NO_FLAG) *(int *)(void *)(base + p->set_off) = 1;
+    switch (p->type) {
+    case P_BOOL:
+        if (stf__y_bool(v, &bv)) return bad_value(d, v, path, "true or false");
+        *(int *)(void *)(base + p->off) = bv;
+        return 0;
+    case P_UINT:
+        if (stf__y_int(v, &iv) || iv < 1 || iv > 65536)
+            return bad_value(d, v, path, "an integer from 1 to 65536");
+        *(unsigned *)(void *)(base + p->off) = (unsigned)iv;
+        return 0;
+    case P_ENUM:
+        if (v && v->type == STF__Y_SCALAR)
+            for (size_t i = 0; p->choices[i].name; i++)
+                if (!strcmp(v->text, p->choices[i].name)) {
+                    *(int *)(void *)(base + p->off) = p->choices[i].value;
+                    return 0;
+                }
+        snprintf(exp, sizeof exp, "one of ");
+        enum_list(p->choices, exp + 7, sizeof exp - 7);
+        return bad_value(d, v, path, exp);
+    case P_STRING:
+        return parse_string((const char **)(void *)(base + p->off), v, path, d);
+    case P_STRLIST:
+    case P_UINTLIST: {
+        int strs = p->type == P_STRLIST;
+        const char *what = strs ? "a sequence of strings" : "a sequence of 16, 64 and 256";
+        if (!v || v->type != STF__Y_SEQ || v->count == 0 || v->count > STF_RULES_MAX_LIST)
+            return bad_value(d, v, path, what);
+        size_t *count = (size_t *)(void *)(base + p->count_off);
+        *count = 0;
+        for (size_t i = 0; i < v->count; i++) {
+            char ipath[STF__PATH_MAX];
+            stf__path(ipath, sizeof ipath, "%s[%zu]", path, i);
+            const stf__ynode *it = v->items[i];
+            if (strs) {
+                const char **slots = (const char **)(void *)(base + p->off);
+                int rc = parse_string(&slots[*count], it, ipath, d);
+                if (rc || !slots[*count]) return rc;
+                (*count)++;
+                continue;
+            }
+            int ok = !stf__y_int(it, &iv);
+            size_t j = 0;
+            while (ok && j < p->nallowed && (long long)p->allowed[j] != iv) j++;
+            if (!ok || j == p->nallowed) return bad_value(d, it, ipath, "16, 64 or 256");
+            unsigned *slots = (unsigned *)(void *)(base + p->off);
+            for (size_t k = 0; k < *count; k++)
+                if (slots[k] == (unsigned)iv) return bad_value(d, it, ipath, "no repeated size");
+            slots[(*count)++] = (unsigned)iv;
+        }
+        return 0;
+    }
+    }
+    return 0;
+}
+
+/* Checks that involve more than one parameter. */
+static int check_action(const stf_action *a, const stf__ynode *at, const char *path,
+                        stf_recipe_diags *d)
+{
+    switch (a->kind) {
+    case STF_ACT_RELABEL: {
+        int weight_ok = a->relabel.tensor == STF_RELABEL_WEIGHT && a->relabel.from == STF_U8 &&
+                        a->relabel.to == STF_I8;
+        int scale_ok = a->relabel.tensor == STF_RELABEL_SCALE && a->relabel.from == STF_F8_E8M0 &&
+                       a->relabel.to == STF_U8;
+        if (!weight_ok && !scale_ok)
+            return stf__diag_add(d, at->line, at->col,
+                                 "%s: only weight U8 -> I8 and scale F8_E8M0 -> U8 are "
+                                 "same-bytes relabels", path);
+        return 0;
+    }
+    case STF_ACT_RENAME:
+        if (a->rename.from && !a->rename.from[0])
+            return stf__diag_add(d, at->line, at->col, "%s.from: must not be empty", path);
+        return 0;
+    case STF_ACT_REQUANTIZE:
+        if (a->requantize.int8_activations && a->requantize.format != STF_QFMT_CONVROT_W4A4)
+            return stf__diag_add(d, at->line, at->col,
+                                 "%s.linear_dtype: applies only to format convrot_w4a4", path);
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+/* One action: a name, or a one-key mapping "name: {params}". */
+static int parse_one(stf_action *a, const stf__ynode *n, const char *path, stf_recipe_diags *d)
+{
+    char list[512];
+    const stf__ynode *name = NULL, *params = NULL;
+    if (n && n->type == STF__Y_SCALAR && stf__y_is_string(n)) {
+        name = n;
+    } else if (n && n->type == STF__Y_MAP && stf__ymap_size(n) == 1) {
+        name = stf__ymap_key(n, 0);
+        params = stf__ymap_val(n, 0);
+    } else {
+        return bad_value(d, n, path, "an action name or a one-key mapping 'action: {parameters}'");
+    }
+    size_t k = 0;
+    while (k < STF_ACT_COUNT && strcmp(actions[k].name, name->text)) k++;
+    if (k == STF_ACT_COUNT) {
+        action_list(list, sizeof list);
+        return stf__diag_add(d, name->line, name->col,
+                             "%s: unknown action '%s' (expected one of: %s)", path, name->text,
+                             list);
+    }
+    set_defaults(a, (stf_action_kind)k);
+    a->line = name->line;
+    a->column = name->col;
+    const pdesc *pd = actions[k].params;
+    char apath[STF__PATH_MAX];
+    stf__path(apath, sizeof apath, "%s.%s", path, actions[k].name);
+    size_t nerr = d->count + d->dropped;
+    if (params && !stf__y_is_null(params)) {
+        if (params->type != STF__Y_MAP)
+            return bad_value(d, params, apath, "a mapping of parameters");
+        for (size_t i = 0; i < stf__ymap_size(params); i++) {
+            const stf__ynode *key = stf__ymap_key(params, i);
+            size_t j = 0;
+            while (pd[j].name && strcmp(pd[j].name, key->text)) j++;
+            int rc;
+            if (!pd[j].name) {
+                if (!pd[0].name)
+                    rc = stf__diag_add(d, key->line, key->col,
+                                       "%s: unknown parameter '%s' (%s takes no parameters)",
+                                       apath, key->text, actions[k].name);
+                else {
+                    param_list(pd, list, sizeof list);
+                    rc = stf__diag_add(d, key->line, key->col,
+                                       "%s: unknown parameter '%s' (expected one of: %s)", apath,
+                                       key->text, list);
+                }
+            } else {
+                char ppath[STF__PATH_MAX];
+                stf__path(ppath, sizeof ppath, "%s.%s", apath, pd[j].name);
+                rc = parse_param(a, &pd[j], stf__ymap_val(params, i), ppath, d);
+            }
+            if (rc) return rc;
+        }
+    }
+    for (size_t j = 0; pd[j].name; j++) {
+        if (!pd[j].required) continue;
+        int given = 0;
+        if (params && params->type == STF__Y_MAP)
+            for (size_t i = 0; i < stf__ymap_size(params); i++)
+                if (!strcmp(stf__ymap_key(params, i)->text, pd[j].name)) given = 1;
+        if (!given) {
+            int rc = stf__diag_add(d, name->line, name->col,
+                                   "%s: missing required parameter '%s'", apath, pd[j].name);
+            if (rc) return rc;
+        }
+    }
+    if (d->count + d->dropped != nerr) return 0;
+    return check_action(a, name, apath, d);
+}
+
+int stf__actions_parse(stf_action **out, size_t *count, const stf__ynode *node,
+                       const char *path, stf_recipe_diags *d)
+{
+    *out = NULL;
+    *count = 0;
+    int rc = 0;
+    size_t n = node && node->type == STF__Y_SEQ ? node->count : 1;
+    if (node && node->type == STF__Y_SEQ && n == 0)
+        return stf__diag_add(d, node->line, node->col, "%s: expected at least one action", path);
+    stf_action *v = stf__calloc(n, sizeof *v);
+    if (!v) return STF_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        char ipath[STF__PATH_MAX];
+        const stf__ynode *it = node;
+        if (node && node->type == STF__Y_SEQ) {
+            it = node->items[i];
+            stf__path(ipath, sizeof ipath, "%s[%zu]", path, i);
+        } else {
+            stf__path(ipath, sizeof ipath, "%s", path);
+        }
+        rc = parse_one(&v[i], it, ipath, d);
+        if (rc) goto done;
+    }
+    *out = v;
+    *count = n;
+    v = NULL;
+done:
+    if (v)
+        for (size_t i = 0; i < n; i++) stf__action_clear(&v[i]);
+    stf__free(v);
+    return rc;
+}

@@ -1,0 +1,166 @@
+/*
+ * Internal interfaces of the rules layer: the positioned YAML document
+ * model, the problem list, shape predicates, globs, selectors and action
+ * parsing. Not part of the public API.
+ */
+#ifndef STF_RULES_INT_H
+#define STF_RULES_INT_H
+
+#include <regex.h>
+#include <stdarg.h>
+
+#include "util/util.h"
+
+/* ------------------------------------------------------ problem list */
+
+/* At most this many problems are kept; one more line says how many were cut. */
+#define STF__DIAGS_MAX 100
+
+typedef struct stf__diag {
+    unsigned line, col;
+    char *text; /* "NAME:LINE:COL: message" */
+} stf__diag;
+
+struct stf_recipe_diags {
+    char *name;
+    size_t count, cap;
+    size_t dropped;
+    stf__diag *v;
+};
+
+/* Create an empty list for file `name`. NULL when out of memory. */
+stf_recipe_diags *stf__diags_new(const char *name);
+
+/*
+ * Append "NAME:LINE:COL: <fmt...>". Returns 0, or STF_ENOMEM. Beyond
+ * STF__DIAGS_MAX problems only a count is kept.
+ */
+int stf__diag_add(stf_recipe_diags *d, unsigned line, unsigned col, const char *fmt, ...)
+    STF_PRINTF(4, 5);
+
+/* Node paths in messages ("rules[2].match.prefix"): vsnprintf into dst,
+ * truncating silently (a path is only ever shown, never parsed). */
+#define STF__PATH_MAX 512
+void stf__path(char *dst, size_t size, const char *fmt, ...) STF_PRINTF(3, 4);
+
+/* ------------------------------------------------- YAML document model */
+
+typedef enum stf__ytype { STF__Y_SCALAR = 0, STF__Y_SEQ, STF__Y_MAP } stf__ytype;
+
+/*
+ * A node with its 1-based position. Scalars keep their text and whether they
+ * were plain (unquoted): only plain scalars are typed as int/bool/null, so
+ * `"256"` stays a string. Mappings store key, value pairs in `items`
+ * (items[2i] is a key scalar, items[2i+1] its value); `count` is the number
+ * of items (pairs × 2 for mappings).
+ */
+typedef struct stf__ynode {
+    stf__ytype type;
+    unsigned line, col;
+    char *text; /* scalars: NUL-terminated */
+    size_t len;
+    int plain;
+    size_t count, cap;
+    struct stf__ynode **items;
+} stf__ynode;
+
+/*
+ * Parse one YAML document. On a syntax error or an unsupported construct
+ * (aliases, anchors, tags, several documents, non-scalar keys, duplicate keys,
+ * nesting deeper than 32) the problems go to `d` and the function returns
+ * STF_EFORMAT with *out NULL. STF_ENOMEM otherwise. An empty document gives a
+ * NULL root and 0.
+ */
+int stf__yaml_parse(stf__ynode **out, stf_recipe_diags *d, const void *buf, size_t len,
+                    stf_err *err);
+
+void stf__ynode_free(stf__ynode *n);
+
+/* Mapping helpers: number of pairs, key i, value i. */
+size_t stf__ymap_size(const stf__ynode *m);
+const stf__ynode *stf__ymap_key(const stf__ynode *m, size_t i);
+const stf__ynode *stf__ymap_val(const stf__ynode *m, size_t i);
+
+/* Plain-scalar typing (YAML 1.2 core schema, decimal integers only). */
+int stf__y_is_null(const stf__ynode *n);
+int stf__y_bool(const stf__ynode *n, int *out);           /* 0 when n is a bool */
+int stf__y_int(const stf__ynode *n, long long *out);     /* 0 when n is an int */
+int stf__y_is_string(const stf__ynode *n);               /* scalar, not null/bool/int */
+int stf__y_is_word(const stf__ynode *n, const char *w);  /* plain scalar equal to w */
+
+/* Short description for "got ...": "'text'", "a sequence", "a mapping", "null". */
+void stf__y_describe(const stf__ynode *n, char *buf, size_t size);
+
+/* ----------------------------------------------------- shape predicates */
+
+typedef struct stf__expr stf__expr;
+
+/*
+ * Compile a predicate such as "K % 16 == 0 && rank == 2" (grammar in
+ * stf-rules(5)). STF_EFORMAT with a message in msg and the 0-based byte
+ * offset of the problem in *pos; STF_ENOMEM.
+ */
+int stf__expr_compile(stf__expr **out, const char *src, size_t *pos, char *msg,
+                      size_t msg_size);
+
+/* 1 when the predicate holds; 0 when false or undefined (missing dimension,
+ * division by zero, overflow). */
+int stf__expr_eval(const stf__expr *e, const stf_layer_view *layer);
+
+void stf__expr_free(stf__expr *e);
+
+/* ---------------------------------------------------------------- globs */
+
+/* 0 when pattern is a valid prefix glob; else -1 with *pos and *why set. */
+int stf__glob_check(const char *pattern, size_t *pos, const char **why);
+
+/* 1 when `name` matches the whole glob `pattern`, else 0. */
+int stf__glob_match(const char *pattern, const char *name);
+
+/* ------------------------------------------------------------ selectors */
+
+typedef struct stf__selector stf__selector;
+
+/*
+ * Compile a `match` mapping. Schema problems are added to `d` (path names
+ * the node, e.g. "rules[2].match") and leave *out NULL with 0 returned;
+ * STF_ENOMEM is the only failure.
+ */
+int stf__selector_compile(stf__selector **out, const stf__ynode *match, const char *path,
+                          stf_recipe_diags *d);
+
+int stf__selector_eval(const stf__selector *s, const stf_layer_view *layer);
+
+void stf__selector_free(stf__selector *s);
+
+/* -------------------------------------------------------------- actions */
+
+/*
+ * Parse a `do` value (one action or a sequence) into a new array of resolved
+ * actions. Problems go to `d`; 0 or STF_ENOMEM. *out is NULL when count is 0.
+ */
+int stf__actions_parse(stf_action **out, size_t *count, const stf__ynode *node,
+                       const char *path, stf_recipe_diags *d);
+
+/* Free the strings one action owns (not the action itself). */
+void stf__action_clear(stf_action *a);
+
+/* ---------------------------------------------------------------- recipe */
+
+struct stf_rule {
+    char *name;
+    unsigned line;
+    stf__selector *sel;
+    stf_action *actions;
+    size_t action_count;
+};
+
+struct stf_recipe {
+    unsigned targets;
+    char *description;
+    char sha256[65];
+    stf_rule *rules;
+    size_t rule_count;
+};
+
+#endif
