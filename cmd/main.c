@@ -14,7 +14,9 @@ typedef struct command {
 
 static const command commands[] = {
     { "inspect", cmd_inspect, "list the metadata and tensors of a checkpoint" },
+    { "check", cmd_check, "validate against the SGLang/ComfyUI acceptance rules" },
     { "rewrite", cmd_rewrite, "rewrite a checkpoint canonically, optionally re-sharded" },
+    { "rules", cmd_rules, "check repair recipes (stfix rules lint FILE...)" },
 };
 
 static void usage(FILE *to)
