@@ -40,13 +40,23 @@ int stf__bytes_cmp(const char *a, size_t alen, const char *b, size_t blen);
 
 /*
  * S21-S25 for one file: compare the N header bytes `hdr` of the file at
- * `path` with the canonical header of the parsed header `h`. Sets
- * *is_canonical and, when it is 0 and `f` is not NULL, appends one INFO
- * finding per failed rule (with the absolute byte offset of the first
- * offending byte). Only STF_ENOMEM can fail.
+ * `path` with the canonical header of its tensors `t` (file order, as the
+ * reader returns them, header_offset set) and metadata `meta` (file order).
+ * Sets *is_canonical and, when it is 0 and `f` is not NULL, appends one INFO
+ * finding per failed rule with the absolute byte offset of the first
+ * offending byte. Only STF_ENOMEM can fail.
  */
-int stf__canon_check(int *is_canonical, const uint8_t *hdr, uint64_t n, const stf__header *h,
-                     const char *path, stf__findings *f, stf_err *err);
+int stf__canon_check(int *is_canonical, const uint8_t *hdr, uint64_t n,
+                     const stf_tensor_info *t, size_t nt, const stf_meta_entry *meta,
+                     size_t nmeta, int has_meta, const char *path, stf__findings *f,
+                     stf_err *err);
+
+/*
+ * Run stf__canon_check on every shard of `c` and add the S21-S25 findings to
+ * its findings list. Meant to be called once, at the end of a successful
+ * stf_ckpt_open. Only STF_ENOMEM / STF_EIO (re-reading a header) can fail.
+ */
+int stf__ckpt_canon_findings(stf_ckpt *c, stf_err *err);
 
 /* ------------------------------------------------------------ sharding */
 
