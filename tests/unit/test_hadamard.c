@@ -242,6 +242,8 @@ static void test_sylvester_round_trip(void **state)
             n2 += (double)w[i] * w[i];
         }
         assert_true(sqrt(e2 / n2) < 1e-5);
+        free(w);
+        free(rot);
     }
 }
 
