@@ -1,6 +1,16 @@
 /*
  * stfix public API: the check layer. Included through <stfix.h>.
- * (Declarations are added by the check work.)
+ *
+ * Acceptance profiles (spec/comfy-quant.md §7, §8; spec/safetensors.md §3)
+ * turn an opened checkpoint into a list of diagnostics. Nothing is modified.
+ * Unlike SGLang, which stops at its first error, a check run reports every
+ * finding it can decide from the file.
+ *
+ * Rule ids: "S1".."S25", "I1".."I7" (container, reported by the reader),
+ * "R1".."R61" (SGLang), "C1".."C19" (ComfyUI), and the numeric probes
+ * "N1" (non-finite scale), "N2" (zero or negative scale), "H1" (row versus
+ * column quantization, spec §9) and "H2" (Sylvester rather than regular
+ * rotation).
  */
 #ifndef STFIX_CHECK_H
 #define STFIX_CHECK_H
@@ -11,6 +21,69 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Profile selection (bit set). The container profile is always on. */
+#define STF_CHECK_CONTAINER 1u /* S- and I-rule findings of the reader */
+#define STF_CHECK_SGLANG 2u    /* R-rules */
+#define STF_CHECK_COMFYUI 4u   /* C-rules */
+#define STF_CHECK_NUMERIC 8u   /* read tensor data: N1, N2, H1, H2 */
+#define STF_CHECK_ALL (STF_CHECK_CONTAINER | STF_CHECK_SGLANG | STF_CHECK_COMFYUI)
+
+/*
+ * One finding. `rule` is the stable id; `layer` the layer prefix it is about
+ * ("" for a file-level finding); `message` the consumer's exact text where
+ * the consumer has one (SGLang f-strings reproduced with Python reprs), else
+ * a plain statement of the silent failure; `fix` the repair. `profile` is
+ * "container", "sglang", "comfyui" or "numeric". All strings belong to the
+ * report.
+ */
+typedef struct stf_diag {
+    char rule[8];
+    stf_severity severity;
+    const char *profile;
+    const char *layer;
+    const char *message;
+    const char *fix;
+} stf_diag;
+
+typedef struct stf_check_opts {
+    unsigned profiles;   /* STF_CHECK_* bits (default STF_CHECK_ALL) */
+    double tau;          /* H1 saturation fraction threshold (default 0.99) */
+} stf_check_opts;
+
+/* Defaults: every profile but the numeric probes, tau 0.99. */
+void stf_check_opts_init(stf_check_opts *o);
+
+/* The result of a run: an ordered list of diagnostics. */
+typedef struct stf_check_report stf_check_report;
+
+/*
+ * Run the selected profiles over `c` (opts NULL: defaults). Without
+ * STF_CHECK_NUMERIC only the header and the marker tensors are read, so the
+ * time does not depend on the checkpoint's size. Diagnostics come in
+ * profile order (container, sglang, comfyui, numeric) and, inside a profile,
+ * in the order the consumer evaluates its rules. Fails with STF_ENOMEM, or
+ * STF_EIO when tensor bytes cannot be read; findings are never errors.
+ * Free with stf_check_report_free.
+ */
+int stf_check_run(stf_check_report **out, const stf_ckpt *c, const stf_check_opts *opts,
+                  stf_err *err);
+
+/* No-op on NULL. */
+void stf_check_report_free(stf_check_report *r);
+
+size_t stf_check_count(const stf_check_report *r);
+/* Diagnostic i (NULL when out of range). */
+const stf_diag *stf_check_diag(const stf_check_report *r, size_t i);
+/* How many diagnostics have severity s. */
+size_t stf_check_count_severity(const stf_check_report *r, stf_severity s);
+
+/*
+ * One line describing what a rule id means ("SGLang: INT8 weight/scale
+ * shapes (N, K) and (N, 1)"), for listings and the man page; NULL for an
+ * unknown id.
+ */
+const char *stf_check_rule_title(const char *rule);
 
 #ifdef __cplusplus
 }

@@ -288,7 +288,7 @@ def fixtures():
            int8_layer(A, 16, 256, mk={"format": "int8_tensorwise",
                                       "params": {"convrot": True, "convrot_groupsize": 256}}),
            fmt_pt, ["R23", "C14"])
-    yield "r24_g128.safetensors", int8_layer(A, 16, 256, 128), fmt_pt, ["R24", "C6"]
+    yield "r24_g128.safetensors", int8_layer(A, 16, 256, 128), fmt_pt, ["R24", "C6", "H2"]
     yield ("r24_g_string.safetensors",
            int8_layer(A, 16, 256, mk={"format": "int8_tensorwise", "convrot": True, "convrot_groupsize": "256"}),
            fmt_pt, ["R24"])
@@ -354,6 +354,25 @@ def fixtures():
     md = dict(fmt_pt)
     md["_quantization_metadata"] = qmeta({"model.diffusion_model." + A: INT8_256})
     yield "c15_meta_prefix.safetensors", int8_layer(A, 16, 256, with_marker=False), md, ["C15", "R10"]
+
+    # --- numeric probes (stfix check --numeric)
+    bad = [0.001] * 16
+    bad[3] = float("nan")
+    bad[5] = -0.5
+    yield ("probe_bad_scales.safetensors", int8_layer(A, 16, 256, scale=(A + ".weight_scale", "F32", [16, 1], f32(bad))),
+           fmt_pt, ["N1", "N2"])
+    yield ("probe_colquant_square.safetensors",
+           int8_layer(A, 64, 64, 64, weight=i8_cols(64, 64), scale=(A + ".weight_scale", "F32", [64], scales(64))),
+           fmt_pt, ["H1", "R15", "C9"])
+    yield ("probe_rowquant_flat.safetensors",
+           int8_layer(A, 64, 64, 64, scale=(A + ".weight_scale", "F32", [64], scales(64))), fmt_pt, ["H1", "R15"])
+    r = Rng(11)
+    q = []
+    for i in range(16):
+        for j in range(128):
+            q.append((127 if i % 2 else -127) if j % 64 == 0 else r.int_in(-20, 20))
+    yield ("probe_sylvester_data.safetensors", int8_layer(A, 16, 128, 64, weight=bytes(v & 0xFF for v in q)),
+           fmt_pt, ["H2"])
 
 
 def sharded():

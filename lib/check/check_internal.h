@@ -1,0 +1,79 @@
+/*
+ * Internal interfaces of the check layer, shared between the report and
+ * dispatch code (diag.c), the profiles (profile_sglang.c,
+ * profile_sglang_formats.c, profile_comfyui.c) and the numeric probes
+ * (probes.c). Not public.
+ */
+#ifndef STF_CHECK_INTERNAL_H
+#define STF_CHECK_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stfix.h"
+#include "util/util.h"
+
+struct stf_check_report {
+    stf_diag *v;
+    size_t n, cap;
+};
+
+/*
+ * The state of one run. Profiles add findings with stf__chk_add and borrow
+ * formatted strings (reprs, shapes) from stf__chk_repr & co, which live until
+ * the run ends. The first allocation or read failure is sticky in `rc` / `err`;
+ * after it every helper is a no-op returning "".
+ */
+typedef struct stf__chk {
+    const stf_ckpt *c;
+    const stf_model *m;
+    const stf_check_opts *o;
+    stf_check_report *r;
+    const char *profile;   /* profile name stamped on new findings */
+    char **pool;           /* strings from the model's repr functions */
+    size_t npool, cappool;
+    int rc;
+    stf_err *err;
+} stf__chk;
+
+/* Append a finding; message formatted from fmt. Layer NULL means "". */
+void stf__chk_add(stf__chk *k, const char *rule, stf_severity sev, const char *layer,
+                  const char *fix, const char *fmt, ...) STF_PRINTF(6, 7);
+
+/* Python repr of a NUL-terminated str: 'blocks.0.fc1'. */
+const char *stf__chk_repr(stf__chk *k, const char *s);
+/* Python tuple of a tensor's shape, or "None" for NULL. */
+const char *stf__chk_shape(stf__chk *k, const stf_tensor_info *t);
+/* Python tuple of explicit dims. */
+const char *stf__chk_dims(stf__chk *k, unsigned rank, const uint64_t *dims);
+/* repr() / str() of a JSON value; "None" for NULL. */
+const char *stf__chk_pyrepr(stf__chk *k, const stf_pyval *v);
+const char *stf__chk_pystr(stf__chk *k, const stf_pyval *v);
+/* ('I8', (2, 256)) or None. */
+const char *stf__chk_meta(stf__chk *k, const stf_tensor_info *t);
+/* repr(sorted(names)[:limit]). */
+const char *stf__chk_sorted(stf__chk *k, const char *const *names, size_t n, size_t limit);
+/* Keep a string returned by the model layer until the run ends. */
+const char *stf__chk_keep(stf__chk *k, char *s);
+/* Record a failure code from a model/container call (first one wins). */
+void stf__chk_fail(stf__chk *k, int rc);
+
+/* The marker SGLang and the profiles act on for a layer: the last one with
+ * status OK whose value is a dict, or NULL. */
+const stf_pyval *stf__chk_marker(const stf_layer *l);
+/* Its "format" as a NUL-terminated string, or NULL when missing/not a str. */
+const char *stf__chk_format(const stf_pyval *marker);
+/* Dtype name ("I8") of a tensor, or "None". */
+const char *stf__chk_dtype(const stf_tensor_info *t);
+/* Whether the shape of t equals dims[0..rank). */
+int stf__chk_shape_is(const stf_tensor_info *t, unsigned rank, const uint64_t *dims);
+
+/* Profiles. Each appends findings to k->r and returns 0 or k->rc. */
+int stf__check_sglang(stf__chk *k);
+/* The per-format inspection rules (R13-R19, R44-R54) of one layer. */
+void stf__check_sglang_layer_formats(stf__chk *k, const stf_layer *l, const stf_pyval *marker,
+                                     const char *fmt);
+int stf__check_comfyui(stf__chk *k);
+int stf__check_numeric(stf__chk *k);
+
+#endif

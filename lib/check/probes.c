@@ -1,0 +1,286 @@
+/*
+ * Numeric probes (`--numeric`): the only part of a check that reads tensor
+ * data beyond the markers. Each probe is a diagnostic:
+ *   N1  non-finite scale values, N2  zero or negative scales;
+ *   H1  row- versus column-quantization by the max|q| test (spec §9);
+ *   H2  a Sylvester rather than a regular rotation on a ConvRot layer.
+ * Weights are streamed row by row, so memory stays O(K) per layer.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "check/check_internal.h"
+
+#define ROW_CHUNK 4096 /* scale values converted per read */
+
+static uint64_t abs_offset(stf__chk *k, const stf_tensor_info *t, uint64_t byte)
+{
+    return 8 + stf_ckpt_shard_header_len(k->c, t->shard) + t->begin + byte;
+}
+
+/* ------------------------------------------------------------- N1, N2 */
+
+static void probe_scale(stf__chk *k, const stf_layer *l, size_t idx)
+{
+    const stf_tensor_info *t = stf_ckpt_tensor(k->c, idx);
+    if (t->dtype != STF_F32 && t->dtype != STF_F16 && t->dtype != STF_BF16) return;
+    size_t isz = stf_dtype_bits(t->dtype) / 8;
+    unsigned char raw[ROW_CHUNK * 4];
+    float v[ROW_CHUNK];
+    uint64_t nonfinite = 0, nonpos = 0, first_nf = 0, first_np = 0;
+    float nf_val = 0, np_val = 0;
+    for (uint64_t at = 0; at < t->nelem && !k->rc; at += ROW_CHUNK) {
+        size_t n = (size_t)(t->nelem - at < ROW_CHUNK ? t->nelem - at : ROW_CHUNK);
+        int rc = stf_ckpt_read(k->c, idx, at * isz, raw, n * isz, k->err);
+        if (!rc) rc = stf_convert_to_f32(v, raw, t->dtype, n, k->err);
+        if (rc) {
+            stf__chk_fail(k, rc);
+            return;
+        }
+        for (size_t j = 0; j < n; j++) {
+            if (!isfinite(v[j])) {
+                if (!nonfinite++) { first_nf = at + j; nf_val = v[j]; }
+            } else if (v[j] <= 0.0f) {
+                if (!nonpos++) { first_np = at + j; np_val = v[j]; }
+            }
+        }
+    }
+    if (nonfinite)
+        stf__chk_add(k, "N1", STF_SEV_ERROR, l->prefix,
+                     "requantize the layer from its source weights",
+                     "%s: %llu non-finite scale value(s), first %g at element %llu (byte offset "
+                     "%llu of %s)", t->name, (unsigned long long)nonfinite, (double)nf_val,
+                     (unsigned long long)first_nf,
+                     (unsigned long long)abs_offset(k, t, first_nf * isz),
+                     stf_ckpt_shard_path(k->c, t->shard));
+    if (nonpos)
+        stf__chk_add(k, "N2", STF_SEV_ERROR, l->prefix,
+                     "requantize the layer; a scale must be positive (kitchen clamps to 1e-10)",
+                     "%s: %llu zero or negative scale value(s), first %g at element %llu (byte "
+                     "offset %llu of %s)", t->name, (unsigned long long)nonpos, (double)np_val,
+                     (unsigned long long)first_np,
+                     (unsigned long long)abs_offset(k, t, first_np * isz),
+                     stf_ckpt_shard_path(k->c, t->shard));
+}
+
+/* ------------------------------------------------------------------ H1 */
+
+typedef struct h1_stat {
+    uint64_t rows_ne, rows_sat, cols_ne, cols_sat;
+    uint64_t blk_ne[4], blk_sat[4];  /* b = 32, 64, 128, 256 */
+    int any_sat;
+} h1_stat;
+
+/* Scan codes row by row; w4 != 0 unpacks two signed nibbles per byte. */
+static int h1_scan(stf__chk *k, const stf_layer *l, const stf_tensor_info *w, int w4,
+                   unsigned sat, h1_stat *st)
+{
+    uint64_t n = w->shape[0], kb = w->shape[1], kk = w4 ? 2 * kb : kb;
+    size_t nb32 = (size_t)((kk + 31) / 32);
+    unsigned char *row = stf__malloc((size_t)kb);
+    unsigned char *mc = stf__calloc((size_t)kk, 1);
+    unsigned char *blkall = stf__calloc(((size_t)((n + 31) / 32)) * (nb32 ? nb32 : 1) + 1, 1);
+    int rc = 0;
+    memset(st, 0, sizeof *st);
+    if (!row || !mc || !blkall) {
+        rc = STF_ENOMEM;
+        goto done;
+    }
+    size_t wi = (size_t)l->tensor[STF_SFX_WEIGHT];
+    for (uint64_t r = 0; r < n; r++) {
+        rc = stf_ckpt_read(k->c, wi, r * kb, row, (size_t)kb, k->err);
+        if (rc) goto done;
+        unsigned mr = 0;
+        for (uint64_t c = 0; c < kk; c++) {
+            int q;
+            if (w4) {
+                unsigned b = row[c / 2];
+                unsigned nib = (c % 2) ? (b >> 4) & 0xF : b & 0xF;
+                q = nib >= 8 ? (int)nib - 16 : (int)nib;
+            } else {
+                q = (int)(signed char)row[c];
+            }
+            unsigned a = (unsigned)(q < 0 ? -q : q);
+            if (a > mr) mr = a;
+            if (a > mc[c]) mc[c] = (unsigned char)a;
+            unsigned char *bp = &blkall[(size_t)(r / 32) * nb32 + (size_t)(c / 32)];
+            if (a > *bp) *bp = (unsigned char)a;
+        }
+        if (mr) {
+            st->rows_ne++;
+            if (mr >= sat) st->rows_sat++;
+        }
+    }
+    for (uint64_t c = 0; c < kk; c++) {
+        if (!mc[c]) continue;
+        st->cols_ne++;
+        if (mc[c] >= sat) {
+            st->cols_sat++;
+            st->any_sat = 1;
+        }
+    }
+    if (st->rows_sat) st->any_sat = 1;
+    /* Blocks of b = 32 << j are maxima over (b/32)^2 aligned 32-blocks. */
+    size_t nbr = (size_t)((n + 31) / 32);
+    for (unsigned j = 0; j < 4; j++) {
+        size_t f = (size_t)1 << j;
+        for (size_t br = 0; br < nbr; br += f)
+            for (size_t bc = 0; bc < nb32; bc += f) {
+                unsigned mx = 0;
+                for (size_t a = br; a < br + f && a < nbr; a++)
+                    for (size_t b = bc; b < bc + f && b < nb32; b++)
+                        if (blkall[a * nb32 + b] > mx) mx = blkall[a * nb32 + b];
+                if (!mx) continue;
+                st->blk_ne[j]++;
+                if (mx >= sat) st->blk_sat[j]++;
+            }
+    }
+done:
+    stf__free(row);
+    stf__free(mc);
+    stf__free(blkall);
+    return rc;
+}
+
+static double frac(uint64_t a, uint64_t b) { return b ? (double)a / (double)b : 0.0; }
+
+static void probe_h1(stf__chk *k, const stf_layer *l, int w4)
+{
+    const stf_tensor_info *w = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT);
+    const stf_tensor_info *s = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT_SCALE);
+    if (!w || w->dtype != STF_I8 || w->rank != 2 || !s) return;
+    h1_stat st;
+    unsigned sat = w4 ? 7 : 126;
+    int rc = h1_scan(k, l, w, w4, sat, &st);
+    if (rc) {
+        stf__chk_fail(k, rc);
+        return;
+    }
+    double tau = k->o->tau > 0 ? k->o->tau : 0.99;
+    uint64_t n = w->shape[0], kk = w4 ? 2 * w->shape[1] : w->shape[1];
+    double fr = frac(st.rows_sat, st.rows_ne), fc = frac(st.cols_sat, st.cols_ne);
+    const char *verdict;
+    if (fr >= tau && fc < tau) verdict = "ROW";
+    else if (fr < tau && fc >= tau) verdict = "COLUMN";
+    else if (fr >= tau && fc >= tau)
+        verdict = n == kk ? "AMBIGUOUS" : s->nelem == n ? "ROW" : s->nelem == kk ? "COLUMN" : "AMBIGUOUS";
+    else if (s->nelem == 1 && st.any_sat) verdict = "TENSOR";
+    else {
+        verdict = "UNKNOWN";
+        for (unsigned j = 0; j < 4; j++)
+            if (st.blk_ne[j] && frac(st.blk_sat[j], st.blk_ne[j]) >= tau) {
+                verdict = "BLOCK";
+                break;
+            }
+    }
+    uint64_t want2[2] = { n, 1 };
+    int canonical = w4 ? stf__chk_shape_is(s, 1, &n) : stf__chk_shape_is(s, 2, want2);
+    stf_severity sev = STF_SEV_WARNING;
+    const char *fix = "report only; decide with a recipe rule";
+    if (!strcmp(verdict, "ROW") && s->nelem == n) {
+        sev = canonical ? STF_SEV_INFO : STF_SEV_WARNING;
+        fix = canonical ? "none" : w4 ? "header-only reshape of the scale to (N,)"
+                                      : "header-only reshape of the scale to (N, 1)";
+    } else if (!strcmp(verdict, "COLUMN")) {
+        sev = STF_SEV_ERROR;
+        fix = "requantize rowwise: dequantize with the column scales, un-rotate, quantize per row";
+    } else if (!strcmp(verdict, "TENSOR")) {
+        sev = STF_SEV_INFO;
+        fix = "none for ComfyUI; requantize rowwise for SGLang";
+    }
+    stf__chk_add(k, "H1", sev, l->prefix, fix,
+                 "%s quantization in %s: %.1f%% of %llu non-empty rows and %.1f%% of %llu "
+                 "non-empty columns reach |q| >= %u; weight %s, scale %s", verdict, w->name,
+                 100.0 * fr, (unsigned long long)st.rows_ne, 100.0 * fc,
+                 (unsigned long long)st.cols_ne, sat, stf__chk_shape(k, w), stf__chk_shape(k, s));
+}
+
+/* ------------------------------------------------------------------ H2 */
+
+/*
+ * A Sylvester matrix has an all-ones first row, so it moves each group's
+ * mean into position 0 of the group; the regular ConvRot matrix has every
+ * row summing to sqrt(G) and spreads it evenly. Position 0 carrying far
+ * more energy than the other positions is therefore evidence of Sylvester.
+ * With zero-mean groups the data cannot tell; then nothing is reported.
+ */
+static void probe_h2(stf__chk *k, const stf_layer *l, const stf_pyval *mk)
+{
+    const stf_tensor_info *w = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT);
+    int64_t g = 0;
+    if (!stf_pyval_truthy(stf_pyval_get(mk, "convrot"))) return;
+    if (stf_pyval_pyint(&g, stf_pyval_get(mk, "convrot_groupsize"), NULL) || g < 2) return;
+    int log2g = 0;
+    while (((int64_t)1 << log2g) < g && log2g < 62) log2g++;
+    if ((g & (g - 1)) == 0 && log2g % 2) {
+        stf__chk_add(k, "H2", STF_SEV_WARNING, l->prefix,
+                     "undo with the Sylvester matrix (convrot.md §7) and requantize with a regular G",
+                     "Layer %s declares convrot_groupsize %lld, a power of 2 but not of 4: the "
+                     "exporter's fallback rotated it with a Sylvester matrix", l->prefix,
+                     (long long)g);
+        return;
+    }
+    if (!w || w->dtype != STF_I8 || w->rank != 2 || w->shape[1] % (uint64_t)g || g > 4096) return;
+    uint64_t n = w->shape[0], kk = w->shape[1];
+    double *e = stf__calloc((size_t)g, sizeof *e);
+    signed char *row = stf__malloc((size_t)kk);
+    if (!e || !row) {
+        stf__free(e);
+        stf__free(row);
+        stf__chk_fail(k, STF_ENOMEM);
+        return;
+    }
+    for (uint64_t r = 0; r < n; r++) {
+        int rc = stf_ckpt_read(k->c, (size_t)l->tensor[STF_SFX_WEIGHT], r * kk, row, (size_t)kk,
+                               k->err);
+        if (rc) {
+            stf__chk_fail(k, rc);
+            break;
+        }
+        /* Energy relative to the row's own peak, so per-row scales cancel. */
+        int peak = 1;
+        for (uint64_t c = 0; c < kk; c++) {
+            int a = row[c] < 0 ? -row[c] : row[c];
+            if (a > peak) peak = a;
+        }
+        for (uint64_t c = 0; c < kk; c++) {
+            double v = (double)row[c] / peak;
+            e[c % (uint64_t)g] += v * v;
+        }
+    }
+    double rest = 0;
+    for (int64_t j = 1; j < g; j++) rest += e[j];
+    rest /= (double)(g - 1);
+    if (!k->rc && n >= 4 && rest > 0 && e[0] / rest >= 8.0)
+        stf__chk_add(k, "H2", STF_SEV_WARNING, l->prefix,
+                     "confirm with the producer; if Sylvester, undo it (convrot.md §7) and requantize",
+                     "Layer %s: position 0 of each ConvRot group holds %.1fx the mean energy of the "
+                     "other positions, evidence of a Sylvester rather than a regular rotation",
+                     l->prefix, e[0] / rest);
+    stf__free(e);
+    stf__free(row);
+}
+
+int stf__check_numeric(stf__chk *k)
+{
+    static const stf_suffix scales[] = { STF_SFX_WEIGHT_SCALE, STF_SFX_INPUT_SCALE,
+                                         STF_SFX_WEIGHT_SCALE_2, STF_SFX_WEIGHT_S_CHANNEL };
+    k->profile = "numeric";
+    size_t nl = stf_model_layer_count(k->m);
+    for (size_t i = 0; i < nl && !k->rc; i++) {
+        const stf_layer *l = stf_model_layer(k->m, i);
+        for (size_t j = 0; j < sizeof scales / sizeof scales[0] && !k->rc; j++) {
+            if (l->tensor[scales[j]] >= 0) probe_scale(k, l, (size_t)l->tensor[scales[j]]);
+        }
+        const stf_pyval *mk = stf__chk_marker(l);
+        const char *fmt = stf__chk_format(mk);
+        if (!fmt || k->rc) continue;
+        if (!strcmp(fmt, "int8_tensorwise")) {
+            probe_h1(k, l, 0);
+            if (!k->rc) probe_h2(k, l, mk);
+        } else if (!strcmp(fmt, "convrot_w4a4")) {
+            probe_h1(k, l, 1);
+        }
+    }
+    return k->rc;
+}

@@ -1,0 +1,310 @@
+/*
+ * The `comfyui` profile: ComfyUI's acceptance rules C1-C19
+ * (spec/comfy-quant.md §8). ComfyUI has an exact message for some of them;
+ * most of its failures are silent (codes value-cast to floats, conv layers
+ * fed raw codes, scales broadcast over the wrong axis, non-power-of-4 groups
+ * that fail only at the first forward), and for those the message states
+ * the silent failure plainly.
+ */
+#include <string.h>
+
+#include "check/check_internal.h"
+
+#define FIX_DEQ "dequantize the layer to BF16 and drop its marker and scales"
+
+static const stf_tensor_info *T(stf__chk *k, const stf_layer *l, stf_suffix s)
+{
+    return stf_layer_tensor_info(k->m, l, s);
+}
+
+static int is_pow4(int64_t g)
+{
+    if (g < 4 || (g & (g - 1))) return 0;
+    int tz = 0;
+    while (!(g & 1)) {
+        g >>= 1;
+        tz++;
+    }
+    return tz % 2 == 0;
+}
+
+/* ComfyUI reads a key at the top level, then under `params` (Linear). */
+static const stf_pyval *get_param(const stf_pyval *mk, const char *key)
+{
+    const stf_pyval *v = stf_pyval_get(mk, key);
+    if (v) return v;
+    const stf_pyval *p = stf_pyval_get(mk, "params");
+    return (p && stf_pyval_type(p) == STF_PY_DICT) ? stf_pyval_get(p, key) : NULL;
+}
+
+/* int(get(key, 256)) as ComfyUI reads convrot_groupsize; -1 where int() raises. */
+static int64_t comfy_groupsize(const stf_pyval *mk)
+{
+    const stf_pyval *v = get_param(mk, "convrot_groupsize");
+    int64_t g = 256;
+    if (v && stf_pyval_pyint(&g, v, NULL)) return -1;
+    return g;
+}
+
+static int quantized_dtype(stf_dtype d)
+{
+    return d == STF_I8 || d == STF_U8 || d == STF_F8_E4M3 || d == STF_F8_E5M2;
+}
+
+static int has_tensors(const stf_layer *l)
+{
+    for (int s = 0; s < STF_SFX_COUNT; s++)
+        if (l->tensor[s] >= 0) return 1;
+    return 0;
+}
+
+static const char *torch_dtype(stf_dtype d)
+{
+    switch (d) {
+    case STF_BF16: return "torch.bfloat16";
+    case STF_F16: return "torch.float16";
+    case STF_F64: return "torch.float64";
+    default: return stf_dtype_name(d);
+    }
+}
+
+/* C4: the required companions of the format. */
+static int missing_scales(stf__chk *k, const stf_layer *l, const stf_format_info *fi)
+{
+    stf_buf names;
+    stf__buf_init(&names);
+    for (size_t i = 0; i < fi->ntensors; i++) {
+        if (!fi->tensors[i].required || l->tensor[fi->tensors[i].suffix] >= 0) continue;
+        if (names.len) stf__buf_puts(&names, ", ");
+        stf__buf_put(&names, l->prefix, l->prefix_len);
+        stf__buf_puts(&names, stf_suffix_name(fi->tensors[i].suffix));
+    }
+    if (names.oom) stf__chk_fail(k, STF_ENOMEM);
+    int missing = names.len > 0;
+    if (missing && !k->rc) {
+        const char *fix = "add the missing scale tensors, or drop the marker (M15)";
+        const char *what = NULL;
+        switch (fi->id) {
+        case STF_FMT_INT8_TENSORWISE: what = "INT8 weight scale"; break;
+        case STF_FMT_CONVROT_W4A4: what = "ConvRot W4A4 weight scale"; break;
+        case STF_FMT_NVFP4: what = "NVFP4 scales"; break;
+        case STF_FMT_MXFP8: what = "MXFP8 block scales"; break;
+        default: break;
+        }
+        if (what)
+            stf__chk_add(k, "C4", STF_SEV_ERROR, l->prefix, fix, "Missing %s for layer %s", what,
+                         l->prefix);
+        else
+            stf__chk_add(k, "C4", STF_SEV_ERROR, l->prefix, fix,
+                         "Missing %s scales for layer %s (%s)", fi->name, l->prefix, names.data);
+    }
+    stf__buf_free(&names);
+    return missing;
+}
+
+/* C6/C7 of a ConvRot layer with logical input size kk. */
+static void convrot_group_rules(stf__chk *k, const stf_layer *l, int64_t g, uint64_t kk,
+                                const char *rule_k)
+{
+    if (g < 0) {
+        stf__chk_add(k, "C6", STF_SEV_ERROR, l->prefix, "write convrot_groupsize as a JSON integer",
+                     "convrot_groupsize of layer %s is not an integer: ComfyUI's int() raises at load",
+                     l->prefix);
+        return;
+    }
+    if (!is_pow4(g)) {
+        stf__chk_add(k, "C6", STF_SEV_ERROR, l->prefix,
+                     "undo the rotation with the producer's matrix and requantize with G in "
+                     "{16, 64, 256} (M8)",
+                     "Regular Hadamard size must be a power of 4, got %lld (layer %s loads, then "
+                     "fails at the first forward or dequantization)", (long long)g, l->prefix);
+        return;
+    }
+    if (kk % (uint64_t)g)
+        stf__chk_add(k, rule_k, STF_SEV_ERROR, l->prefix,
+                     "requantize with a group size that divides the input size, or keep BF16 (M9)",
+                     "ConvRot group size %lld does not divide input features %llu", (long long)g,
+                     (unsigned long long)kk);
+}
+
+static void int8_rules(stf__chk *k, const stf_layer *l, const stf_pyval *mk,
+                       const stf_tensor_info *w)
+{
+    const stf_tensor_info *s = T(k, l, STF_SFX_WEIGHT_SCALE);
+    uint64_t n = w->rank == 3 ? w->shape[0] * w->shape[1] : w->shape[0];
+    uint64_t kk = w->shape[w->rank - 1];
+    const stf_pyval *cr = get_param(mk, "convrot");
+    int convrot = cr && stf_pyval_truthy(cr);
+    if (cr && convrot && !stf_pyval_is_true(cr))
+        stf__chk_add(k, "C19", STF_SEV_WARNING, l->prefix, "write \"convrot\": true",
+                     "ComfyUI takes convrot=%s of layer %s as true by Python truthiness; SGLang "
+                     "requires the literal true (R23)", stf__chk_pyrepr(k, cr), l->prefix);
+    if (convrot && !get_param(mk, "convrot_groupsize"))
+        stf__chk_add(k, "C19", STF_SEV_WARNING, l->prefix,
+                     "write the group size actually used as convrot_groupsize",
+                     "Layer %s declares no convrot_groupsize: ComfyUI assumes 256, SGLang rejects "
+                     "the layer (R24)", l->prefix);
+    if (convrot) convrot_group_rules(k, l, comfy_groupsize(mk), kk, "C7");
+    if (!s) return;
+    if (s->nelem != 1 && s->nelem != n) {
+        stf__chk_add(k, "C8", STF_SEV_ERROR, l->prefix,
+                     "requantize rowwise (grouped or input-axis scales cannot be reshaped)",
+                     "INT8 weight scale must be scalar or per-output-channel, got %s for weight %s "
+                     "(layer %s)", stf__chk_shape(k, s), stf__chk_shape(k, w), l->prefix);
+        return;
+    }
+    uint64_t want2[2] = { n, 1 }, want3[3] = { w->shape[0], w->rank == 3 ? w->shape[1] : 0, 1 };
+    int ok = s->rank == 0 || (s->nelem == 1 && s->rank == 1) ||
+             (w->rank == 2 && stf__chk_shape_is(s, 2, want2)) ||
+             (w->rank == 3 && stf__chk_shape_is(s, 3, want3));
+    if (!ok) {
+        int square = w->rank == 2 && n == kk;
+        stf__chk_add(k, "C9", STF_SEV_ERROR, l->prefix,
+                     "reshape the scale to (N, 1), header-only, once H1 (--numeric) confirms rows (M6)",
+                     "INT8 weight scale of layer %s has shape %s, not (N, 1): the int8 GEMM accepts "
+                     "it, but ComfyUI's dequantize paths (LoRA, full_precision_matrix_mult, "
+                     "fallback) broadcast it over columns%s", l->prefix, stf__chk_shape(k, s),
+                     square ? ", silently wrong on this square layer" : " and fail");
+    }
+}
+
+static void w4a4_rules(stf__chk *k, const stf_layer *l, const stf_pyval *mk,
+                       const stf_tensor_info *w)
+{
+    const stf_tensor_info *s = T(k, l, STF_SFX_WEIGHT_SCALE);
+    uint64_t n = w->shape[0], kk = 2 * w->shape[w->rank - 1];
+    if (s && s->nelem == n && !stf__chk_shape_is(s, 1, &n))
+        stf__chk_add(k, "C9", STF_SEV_ERROR, l->prefix, "reshape the scale to (N,) (header-only)",
+                     "ConvRot W4A4 weight scale of layer %s has shape %s, not (N,): ComfyUI's "
+                     "dequantize paths broadcast it wrongly", l->prefix, stf__chk_shape(k, s));
+    int64_t g = comfy_groupsize(mk);
+    if (g > 0 && !is_pow4(g)) convrot_group_rules(k, l, g, kk, "C16");
+    else if (kk % 64 || (g > 0 && kk % (uint64_t)g))
+        stf__chk_add(k, "C16", STF_SEV_ERROR, l->prefix,
+                     "W4A4 needs K % 64 == 0 and K % G == 0: requantize as INT8 or keep BF16",
+                     "W4A4 layer %s has input size %llu, which comfy-kitchen rejects (needs a "
+                     "multiple of 64 and of convrot_groupsize %lld)", l->prefix,
+                     (unsigned long long)kk, (long long)g);
+    const stf_pyval *ld = get_param(mk, "linear_dtype");
+    if (ld) {
+        const char *v = stf__chk_pystr(k, ld);
+        if (strcmp(v, "int4") && strcmp(v, "int8"))
+            stf__chk_add(k, "C16", STF_SEV_ERROR, l->prefix,
+                         "set linear_dtype to \"int4\" (omit it) or \"int8\"",
+                         "W4A4 layer %s has linear_dtype %s; comfy-kitchen accepts int4 or int8",
+                         l->prefix, stf__chk_repr(k, v));
+    }
+}
+
+/* C11: scale dtypes (only fp8/e8m0 block scales are views). */
+static void scale_dtype_rules(stf__chk *k, const stf_layer *l, const stf_format_info *fi)
+{
+    static const stf_suffix f32_scales[] = { STF_SFX_WEIGHT_SCALE, STF_SFX_INPUT_SCALE,
+                                             STF_SFX_WEIGHT_SCALE_2, STF_SFX_WEIGHT_S_CHANNEL };
+    for (size_t i = 0; i < sizeof f32_scales / sizeof f32_scales[0]; i++) {
+        stf_suffix sfx = f32_scales[i];
+        if ((fi->id == STF_FMT_NVFP4 || fi->id == STF_FMT_MXFP8) && sfx == STF_SFX_WEIGHT_SCALE)
+            continue;
+        if (fi->id == STF_FMT_AWQ_W4A16) continue;
+        const stf_tensor_info *s = T(k, l, sfx);
+        if (!s || s->dtype == STF_F32) continue;
+        if (fi->id == STF_FMT_FLOAT8_E4M3FN || fi->id == STF_FMT_FLOAT8_E5M2)
+            stf__chk_add(k, "C11", STF_SEV_ERROR, l->prefix, "cast the scale to F32 (exact, M11)",
+                         "No backend can handle 'dequantize_per_tensor_fp8': eager: scale: dtype "
+                         "%s not in {torch.float32}", torch_dtype(s->dtype));
+        else
+            stf__chk_add(k, "C11", STF_SEV_ERROR, l->prefix, "cast the scale to F32 (exact, M11)",
+                         "Scale %s is %s, not F32: older comfy-kitchen backends refuse it",
+                         s->name, stf__chk_dtype(s));
+    }
+}
+
+static void check_layer(stf__chk *k, const stf_layer *l)
+{
+    const stf_tensor_info *w = T(k, l, STF_SFX_WEIGHT);
+    const stf_marker *cm = l->comfy;
+    if (!cm) {
+        if (w && quantized_dtype(w->dtype) && l->tensor[STF_SFX_SCALE_WEIGHT] < 0)
+            stf__chk_add(k, "C1", STF_SEV_ERROR, l->prefix,
+                         "add a comfy_quant marker, or dequantize the weight to BF16 (M14)",
+                         "Layer %s has a quantized %s weight %s but no comfy_quant marker: ComfyUI "
+                         "value-casts the codes to the compute dtype (silently garbage)", l->prefix,
+                         stf__chk_dtype(w), stf__chk_shape(k, w));
+        return;
+    }
+    if (cm->status == STF_MARKER_NOT_OBJECT && cm->channel == STF_CHAN_METADATA) {
+        stf__chk_add(k, "C15", STF_SEV_ERROR, l->prefix, "wrap the value as {\"format\": value} (M4)",
+                     "_quantization_metadata entry for layer %s is %s, not an object: ComfyUI "
+                     "crashes calling .get on it", l->prefix, stf__chk_pyrepr(k, cm->value));
+        return;
+    }
+    if (cm->status != STF_MARKER_OK || !cm->value || stf_pyval_type(cm->value) != STF_PY_DICT)
+        return;
+    const stf_pyval *mk = cm->value;
+    if (!has_tensors(l)) {
+        stf__chk_add(k, "C15", STF_SEV_ERROR, l->prefix,
+                     "rewrite the metadata keys to the tensor prefixes, or drop the metadata and "
+                     "keep tensor markers (M5)",
+                     "_quantization_metadata names layer %s, which has no tensors: ComfyUI attaches "
+                     "the marker to missing keys and loads the real layer unquantized", l->prefix);
+        return;
+    }
+    if (l->conflict && cm->channel == STF_CHAN_METADATA)
+        stf__chk_add(k, "C15", STF_SEV_WARNING, l->prefix,
+                     "regenerate both channels from one canonical marker",
+                     "_quantization_metadata entry for layer %s differs from its comfy_quant tensor; "
+                     "ComfyUI uses the metadata entry", l->prefix);
+    const stf_pyval *params = stf_pyval_get(mk, "params");
+    if (params && stf_pyval_type(params) == STF_PY_DICT)
+        stf__chk_add(k, "C14", STF_SEV_WARNING, l->prefix, "hoist the params keys to the top level (M3)",
+                     "Marker of layer %s nests keys under params: ComfyUI's Linear reads them as a "
+                     "fallback, its Embedding and SGLang ignore them", l->prefix);
+    const stf_pyval *fv = stf_pyval_get(mk, "format");
+    if (!fv) {
+        stf__chk_add(k, "C2", STF_SEV_ERROR, l->prefix,
+                     "add the format (\"int8_tensorwise\" when W is I8 and the scale F32, M1)",
+                     "Unknown quantization format for layer %s", l->prefix);
+        return;
+    }
+    size_t flen = 0;
+    const char *fs = stf_pyval_str(fv, &flen);
+    const stf_format_info *fi = fs ? stf_format_find(fs, flen) : NULL;
+    if (!fi || !(fi->consumers & STF_CONSUMER_COMFYUI)) {
+        stf__chk_add(k, "C3", STF_SEV_ERROR, l->prefix,
+                     "rename only when the layout is identical, otherwise dequantize and requantize (M2)",
+                     "Unsupported quantization format: %s", stf__chk_pystr(k, fv));
+        return;
+    }
+    if (!w) {
+        stf__chk_add(k, "C5", STF_SEV_ERROR, l->prefix, "add the weight, or drop the orphan marker (M15)",
+                     "Layer %s has a comfy_quant marker but no %s.weight: ComfyUI leaves the module "
+                     "weight None (\"Missing weight for layer %s\")", l->prefix, l->prefix, l->prefix);
+        return;
+    }
+    if (w->rank != 2 && w->rank != 3) {
+        stf__chk_add(k, "C12", STF_SEV_ERROR, l->prefix, FIX_DEQ,
+                     "Layer %s has a %u-D weight %s with a comfy_quant marker: only Linear, "
+                     "MoEExperts and Embedding understand markers, so the marker and scales become "
+                     "unexpected keys and the raw codes are fed to the module", l->prefix, w->rank,
+                     stf__chk_shape(k, w));
+        return;
+    }
+    if (w->dtype != fi->weight_dtype)
+        stf__chk_add(k, "C10", STF_SEV_ERROR, l->prefix,
+                     "store the weight in the format's dtype (relabel only on a recipe assertion, M12)",
+                     "Weight of layer %s is %s, but %s stores %s: ComfyUI value-casts it instead of "
+                     "viewing the bits (silently wrong)", l->prefix, stf__chk_dtype(w), fi->name,
+                     stf_dtype_name(fi->weight_dtype));
+    if (missing_scales(k, l, fi)) return;
+    scale_dtype_rules(k, l, fi);
+    if (fi->id == STF_FMT_INT8_TENSORWISE) int8_rules(k, l, mk, w);
+    else if (fi->id == STF_FMT_CONVROT_W4A4) w4a4_rules(k, l, mk, w);
+}
+
+int stf__check_comfyui(stf__chk *k)
+{
+    k->profile = "comfyui";
+    size_t nl = stf_model_layer_count(k->m);
+    for (size_t i = 0; i < nl && !k->rc; i++) check_layer(k, stf_model_layer(k->m, i));
+    return k->rc;
+}

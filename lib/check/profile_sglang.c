@@ -1,0 +1,434 @@
+/*
+ * The `sglang` profile: SGLang's inspection (inspect_comfy_quant_markers),
+ * resolution (resolve_comfy_checkpoint_quantization), config construction,
+ * per-layer method selection and weight loading, as far as the file decides
+ * them (spec/comfy-quant.md §7). SGLang raises at its first error; this
+ * profile keeps going and reports every rule that fails, in SGLang's
+ * evaluation order. The per-format shape and dtype rules live in
+ * profile_sglang_formats.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check/check_internal.h"
+
+#define FIX_QMETA "rebuild _quantization_metadata from the tensor markers (stfix repair), or drop it"
+#define FIX_MARKER "rewrite the marker as U8 bytes of one canonical JSON object (no NUL, no padding)"
+
+static const char *const DIT_PREFIX = "model.diffusion_model.";
+
+/* The config SGLang builds for a sorted format set (R30's table). */
+typedef enum cfg_kind {
+    CFG_NONE = 0, CFG_INT8, CFG_W4A8, CFG_W4A4, CFG_FP8, CFG_NVFP4, CFG_MXFP8, CFG_REJECTED
+} cfg_kind;
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int is_fmt(const char *f, const char *name) { return f && !strcmp(f, name); }
+
+/* ------------------------------------------------------- R1-R8 and R5 */
+
+static void inspect_files(stf__chk *k)
+{
+    size_t nshard = stf_ckpt_shard_count(k->c);
+    size_t nl = stf_model_layer_count(k->m);
+    for (size_t s = 0; s < nshard && !k->rc; s++) {
+        const char *path = stf_ckpt_shard_path(k->c, s);
+        switch (stf_model_qmeta_status(k->m, s)) {
+        case STF_QMETA_NOT_JSON:
+            stf__chk_add(k, "R1", STF_SEV_ERROR, NULL, FIX_QMETA,
+                         "Invalid _quantization_metadata in %s", path);
+            break;
+        case STF_QMETA_NOT_OBJECT:
+            stf__chk_add(k, "R2", STF_SEV_ERROR, NULL, FIX_QMETA,
+                         "_quantization_metadata in %s must contain an object", path);
+            break;
+        case STF_QMETA_NO_LAYERS:
+            stf__chk_add(k, "R3", STF_SEV_ERROR, NULL, FIX_QMETA,
+                         "_quantization_metadata in %s must contain a layers object", path);
+            break;
+        default:
+            break;
+        }
+        for (size_t i = 0; i < nl; i++) {
+            const stf_layer *l = stf_model_layer(k->m, i);
+            for (size_t j = 0; j < l->nmarkers; j++) {
+                const stf_marker *mk = &l->markers[j];
+                if (mk->shard != s || mk->channel != STF_CHAN_METADATA) continue;
+                if (mk->status == STF_MARKER_NOT_OBJECT)
+                    stf__chk_add(k, "R4", STF_SEV_ERROR, l->prefix,
+                                 "wrap the value as {\"format\": value} (M4), or drop the entry",
+                                 "Comfy quantization metadata for %s must be an object",
+                                 stf__chk_repr(k, mk->key));
+            }
+        }
+        for (size_t i = 0; i < nl; i++) {
+            const stf_layer *l = stf_model_layer(k->m, i);
+            for (size_t j = 0; j < l->nmarkers; j++) {
+                const stf_marker *mk = &l->markers[j];
+                if (mk->shard != s || mk->channel != STF_CHAN_TENSOR) continue;
+                if (mk->status == STF_MARKER_NOT_JSON)
+                    stf__chk_add(k, "R6", STF_SEV_ERROR, l->prefix, FIX_MARKER,
+                                 "Invalid Comfy quantization marker %s in %s",
+                                 stf__chk_repr(k, mk->key), path);
+                else if (mk->status == STF_MARKER_NOT_OBJECT)
+                    stf__chk_add(k, "R7", STF_SEV_ERROR, l->prefix, FIX_MARKER,
+                                 "Comfy quantization marker %s must contain a JSON object",
+                                 stf__chk_repr(k, mk->key));
+                else if (mk->status == STF_MARKER_BAD_DTYPE) {
+                    const stf_tensor_info *t =
+                        mk->tensor >= 0 ? stf_ckpt_tensor(k->c, (size_t)mk->tensor) : NULL;
+                    stf__chk_add(k, "R8", STF_SEV_ERROR, l->prefix, "store the marker as U8",
+                                 "Comfy quantization marker %s has dtype %s, which numpy cannot "
+                                 "convert: SGLang fails with an uncaught TypeError",
+                                 stf__chk_repr(k, mk->key), stf__chk_dtype(t));
+                }
+            }
+        }
+    }
+    for (size_t i = 0; i < nl && !k->rc; i++) {
+        const stf_layer *l = stf_model_layer(k->m, i);
+        if (l->conflict)
+            stf__chk_add(k, "R5", STF_SEV_ERROR, l->prefix,
+                         "regenerate the tensor marker and the metadata entry from one canonical dict",
+                         "Conflicting Comfy quantization markers for %s", stf__chk_repr(k, l->prefix));
+    }
+}
+
+/* ------------------------------------------------------------- R9, R10 */
+
+static int quantized_weight_dtype(stf_dtype d)
+{
+    return d == STF_F8_E4M3 || d == STF_I8 || d == STF_U8;
+}
+
+/* Whether every quant_format value (lower-cased) is "mxfp8", and one exists. */
+static int mxfp8_declared(stf__chk *k)
+{
+    int any = 0;
+    for (size_t s = 0; s < stf_ckpt_shard_count(k->c); s++) {
+        const stf_meta_entry *e = stf_ckpt_meta_find(k->c, s, "quant_format");
+        if (!e) continue;
+        if (e->value_len != 5) return 0;
+        for (size_t i = 0; i < 5; i++) {
+            char ch = e->value[i];
+            if (ch >= 'A' && ch <= 'Z') ch = (char)(ch - 'A' + 'a');
+            if (ch != "mxfp8"[i]) return 0;
+        }
+        any = 1;
+    }
+    return any;
+}
+
+static void check_mxfp8(stf__chk *k, const stf_layer *l)
+{
+    const stf_tensor_info *w = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT);
+    const stf_tensor_info *s = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT_SCALE);
+    int ok = w->dtype == STF_F8_E4M3 && w->rank == 2 && w->shape[1] % 32 == 0;
+    if (ok) {
+        uint64_t d[2] = { w->shape[0], w->shape[1] / 32 };
+        ok = s && s->dtype == STF_U8 && stf__chk_shape_is(s, 2, d);
+    }
+    if (!ok)
+        stf__chk_add(k, "R9", STF_SEV_ERROR, l->prefix,
+                     "never write quant_format; give the layer a comfy_quant marker instead",
+                     "MXFP8 layer %s has incompatible weight/scale metadata: %s and %s",
+                     stf__chk_repr(k, l->prefix), stf__chk_meta(k, w), stf__chk_meta(k, s));
+}
+
+/* R9 over every quantized weight when quant_format says mxfp8; marks the
+ * layers SGLang synthesises a marker for in synth[]. Then R10. */
+static void check_unmarked(stf__chk *k, unsigned char *synth)
+{
+    size_t nl = stf_model_layer_count(k->m);
+    int mx = mxfp8_declared(k);
+    const char **missing = NULL;
+    size_t nmissing = 0;
+    for (size_t i = 0; i < nl && !k->rc; i++) {
+        const stf_layer *l = stf_model_layer(k->m, i);
+        const stf_tensor_info *w = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT);
+        if (!w || !quantized_weight_dtype(w->dtype)) continue;
+        if (mx) {
+            check_mxfp8(k, l);
+            synth[i] = 1;
+        } else if (l->nmarkers == 0) {
+            if (!missing) missing = stf__calloc(nl, sizeof *missing);
+            if (!missing) {
+                stf__chk_fail(k, STF_ENOMEM);
+                break;
+            }
+            missing[nmissing++] = w->name;
+        }
+    }
+    if (nmissing && !k->rc)
+        stf__chk_add(k, "R10", STF_SEV_ERROR, NULL,
+                     "add a comfy_quant marker to each layer, or dequantize those weights to BF16",
+                     "Quantized weights are missing comfy_quant metadata: %s",
+                     stf__chk_sorted(k, missing, nmissing, 5));
+    stf__free(missing);
+}
+
+/* ------------------------------------------------------------ R12, R20 */
+
+static void check_required(stf__chk *k, const stf_layer *l, const stf_pyval *mk, const char *fmt)
+{
+    static const stf_suffix int8_req[] = { STF_SFX_WEIGHT, STF_SFX_WEIGHT_SCALE };
+    static const stf_suffix w4a8_req[] = { STF_SFX_WEIGHT, STF_SFX_WEIGHT_S_REL,
+                                           STF_SFX_WEIGHT_S_CHANNEL };
+    static const stf_suffix nvfp4_req[] = { STF_SFX_WEIGHT, STF_SFX_WEIGHT_SCALE,
+                                            STF_SFX_WEIGHT_SCALE_2 };
+    const stf_suffix *req = NULL;
+    size_t nreq = 0;
+    if (is_fmt(fmt, "int8_tensorwise") || is_fmt(fmt, "convrot_w4a4") ||
+        is_fmt(fmt, "float8_e4m3fn")) {
+        req = int8_req;
+        nreq = 2;
+    } else if (is_fmt(fmt, "asym_w4a8_int8")) {
+        req = w4a8_req;
+        nreq = 3;
+    } else if (is_fmt(fmt, "nvfp4")) {
+        req = nvfp4_req;
+        nreq = 3;
+    } else {
+        return; /* R11: unknown formats are skipped here and fail R30 */
+    }
+    const char *names[3];
+    size_t n = 0;
+    for (size_t i = 0; i < nreq; i++) {
+        if (l->tensor[req[i]] >= 0) continue;
+        stf_buf b;
+        stf__buf_init(&b);
+        stf__buf_put(&b, l->prefix, l->prefix_len);
+        stf__buf_puts(&b, stf_suffix_name(req[i]));
+        if (b.oom) {
+            stf__buf_free(&b);
+            stf__chk_fail(k, STF_ENOMEM);
+            return;
+        }
+        names[n++] = stf__chk_keep(k, b.data);
+    }
+    if (n) {
+        stf__chk_add(k, "R12", STF_SEV_ERROR, l->prefix,
+                     "add the missing tensors, or drop the orphan marker (M15)",
+                     "Comfy layer %s is missing checkpoint tensors: %s",
+                     stf__chk_repr(k, l->prefix), stf__chk_sorted(k, names, n, (size_t)-1));
+        return;
+    }
+    stf__check_sglang_layer_formats(k, l, mk, fmt);
+}
+
+/* R20: SGLang maps ComfyUI's all-in-one names (model.diffusion_model.*) onto
+ * the bare module names, so a file holding both spellings collides. */
+static void check_collisions(stf__chk *k, const unsigned char *has)
+{
+    size_t nl = stf_model_layer_count(k->m), n = 0;
+    size_t plen = strlen(DIT_PREFIX);
+    const char **mapped = stf__calloc(nl ? nl : 1, sizeof *mapped);
+    if (!mapped) {
+        stf__chk_fail(k, STF_ENOMEM);
+        return;
+    }
+    for (size_t i = 0; i < nl; i++) {
+        if (!has[i]) continue;
+        const char *p = stf_model_layer(k->m, i)->prefix;
+        mapped[n++] = strncmp(p, DIT_PREFIX, plen) ? p : p + plen;
+    }
+    qsort(mapped, n, sizeof *mapped, cmp_str);
+    for (size_t i = 1; i < n && !k->rc; i++) {
+        if (strcmp(mapped[i - 1], mapped[i]) || (i >= 2 && !strcmp(mapped[i - 2], mapped[i])))
+            continue;
+        stf__chk_add(k, "R20", STF_SEV_ERROR, mapped[i],
+                     "keep one spelling of the layer (fuse or drop the duplicate, M21)",
+                     "Comfy markers collide after parameter mapping at %s",
+                     stf__chk_repr(k, mapped[i]));
+    }
+    stf__free(mapped);
+}
+
+/* ------------------------------------------------------------------ R30 */
+
+static cfg_kind resolve(stf__chk *k, const unsigned char *has, const unsigned char *synth)
+{
+    size_t nl = stf_model_layer_count(k->m), n = 0;
+    const char **fmts = stf__calloc(nl ? nl : 1, sizeof *fmts);
+    cfg_kind kind = CFG_REJECTED;
+    if (!fmts) {
+        stf__chk_fail(k, STF_ENOMEM);
+        return CFG_NONE;
+    }
+    for (size_t i = 0; i < nl; i++) {
+        if (synth[i]) fmts[n++] = "mxfp8";
+        else if (has[i]) {
+            const stf_pyval *mk = stf__chk_marker(stf_model_layer(k->m, i));
+            fmts[n++] = stf__chk_pystr(k, stf_pyval_get(mk, "format"));
+        }
+    }
+    if (n == 0) {
+        stf__free(fmts);
+        return CFG_NONE; /* R29: an unquantized checkpoint */
+    }
+    qsort(fmts, n, sizeof *fmts, cmp_str);
+    size_t u = 1;
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(fmts[i], fmts[u - 1])) fmts[u++] = fmts[i];
+    static const struct { const char *a, *b; cfg_kind kind; } allowed[] = {
+        { "int8_tensorwise", NULL, CFG_INT8 },
+        { "asym_w4a8_int8", NULL, CFG_W4A8 },
+        { "asym_w4a8_int8", "int8_tensorwise", CFG_W4A8 },
+        { "convrot_w4a4", NULL, CFG_W4A4 },
+        { "convrot_w4a4", "int8_tensorwise", CFG_W4A4 },
+        { "float8_e4m3fn", NULL, CFG_FP8 },
+        { "nvfp4", NULL, CFG_NVFP4 },
+        { "int8_tensorwise", "nvfp4", CFG_NVFP4 },
+        { "mxfp8", NULL, CFG_MXFP8 },
+    };
+    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++) {
+        size_t want = allowed[i].b ? 2 : 1;
+        if (u == want && !strcmp(fmts[0], allowed[i].a) &&
+            (want == 1 || !strcmp(fmts[1], allowed[i].b))) {
+            kind = allowed[i].kind;
+            break;
+        }
+    }
+    if (kind == CFG_REJECTED) {
+        stf_buf b;
+        stf__buf_init(&b);
+        for (size_t i = 0; i < u; i++) {
+            if (i) stf__buf_puts(&b, ", ");
+            stf__buf_puts(&b, fmts[i]);
+        }
+        if (b.oom) stf__chk_fail(k, STF_ENOMEM);
+        else
+            stf__chk_add(k, "R30", STF_SEV_ERROR, NULL,
+                         "convert every layer to one supported set (e.g. INT8 ConvRot: "
+                         "requantize, or rename aliases with an identical layout, M1/M2)",
+                         "Unsupported Comfy quantization format(s): %s", b.data ? b.data : "");
+        stf__buf_free(&b);
+    }
+    stf__free(fmts);
+    return kind;
+}
+
+/* -------------------------------------------- config, selection, loading */
+
+/* Python `v in (16, 64, 256)`. */
+static int g_allowed(const stf_pyval *v)
+{
+    return v && stf_pyval_type(v) != STF_PY_BOOL &&
+           (stf_pyval_eq_int(v, 16) || stf_pyval_eq_int(v, 64) || stf_pyval_eq_int(v, 256));
+}
+
+/* KitchenInt8Config rules for one int8_tensorwise layer (R23, R24, R27, R40). */
+static void config_int8(stf__chk *k, const stf_layer *l, const stf_pyval *mk)
+{
+    const char *p = stf__chk_repr(k, l->prefix);
+    const stf_tensor_info *w = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT);
+    const stf_tensor_info *s = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT_SCALE);
+    const stf_pyval *g = stf_pyval_get(mk, "convrot_groupsize");
+    if (!stf_pyval_is_true(stf_pyval_get(mk, "convrot")))
+        stf__chk_add(k, "R23", STF_SEV_ERROR, l->prefix,
+                     "requantize with ConvRot (stfix repair), or store the layer in BF16 without a marker",
+                     "Serialized kitchen_int8 layer %s must set convrot=true", p);
+    if (!g_allowed(g))
+        stf__chk_add(k, "R24", STF_SEV_ERROR, l->prefix,
+                     "write the group size actually used as a JSON integer; requantize when it is "
+                     "not 16, 64 or 256",
+                     "Serialized kitchen_int8 layer %s must declare convrot_groupsize in (16, 64, "
+                     "256), got %s", p, stf__chk_pyrepr(k, g));
+    else if (w && w->rank == 2) {
+        int64_t gv = 0;
+        if (!stf_pyval_pyint(&gv, g, NULL) && gv > 0 && w->shape[1] % (uint64_t)gv)
+            stf__chk_add(k, "R27", STF_SEV_ERROR, l->prefix,
+                         "requantize with a group size that divides the input size, or keep the "
+                         "layer in BF16",
+                         "Serialized kitchen_int8 layer %s has input size %llu, which is not "
+                         "divisible by its ConvRot group size %lld", p,
+                         (unsigned long long)w->shape[1], (long long)gv);
+    }
+    if (w && w->rank == 2 && s && s->rank == 0)
+        stf__chk_add(k, "R40", STF_SEV_ERROR, l->prefix,
+                     "requantize rowwise: SGLang allocates a (N, 1) weight_scale",
+                     "Tried to load weights of size torch.Size([1])to a parameter of size "
+                     "torch.Size([%llu, 1])", (unsigned long long)w->shape[0]);
+}
+
+static void config_layer(stf__chk *k, cfg_kind kind, const stf_layer *l, const stf_pyval *mk,
+                         const char *fmt)
+{
+    const char *p = stf__chk_repr(k, l->prefix);
+    if (is_fmt(fmt, "int8_tensorwise")) {
+        if (kind == CFG_INT8 || kind == CFG_W4A4) config_int8(k, l, mk);
+        if (kind == CFG_W4A8) {
+            const stf_tensor_info *s = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT_SCALE);
+            if (s && s->nelem != 1)
+                stf__chk_add(k, "R60", STF_SEV_ERROR, l->prefix,
+                             "W4A8 checkpoints take INT8 layers only as scalar-scale companions: "
+                             "convert the layer to asym_w4a8_int8 or drop it to BF16",
+                             "Unsupported Comfy W4A8 format for %s: %s", p,
+                             stf__chk_repr(k, fmt));
+        }
+    } else if (is_fmt(fmt, "convrot_w4a4") && kind == CFG_W4A4) {
+        const stf_pyval *ld = stf_pyval_get(mk, "linear_dtype");
+        if (ld) {
+            const char *v = stf__chk_pystr(k, ld);
+            if (strcmp(v, "int4") && strcmp(v, "int8"))
+                stf__chk_add(k, "R57", STF_SEV_ERROR, l->prefix,
+                             "set linear_dtype to \"int4\" (omit it) or \"int8\"",
+                             "Serialized W4A4 layer %s has unsupported linear_dtype=%s; expected "
+                             "one of ('int4', 'int8')", p, stf__chk_repr(k, v));
+        }
+    } else if (is_fmt(fmt, "asym_w4a8_int8") && kind == CFG_W4A8) {
+        if (!stf_pyval_is_true(stf_pyval_get(mk, "convrot")))
+            stf__chk_add(k, "R61", STF_SEV_ERROR, l->prefix, "add \"convrot\": true (M18)",
+                         "Serialized W4A8 layer %s must set convrot=true", p);
+    }
+}
+
+/* R25: a quantized layer whose weight is not a matrix is not a LinearBase. */
+static void check_selection(stf__chk *k, const stf_layer *l)
+{
+    const stf_tensor_info *w = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT);
+    if (!w || w->rank < 3) return;
+    stf__chk_add(k, "R25", STF_SEV_ERROR, l->prefix,
+                 "dequantize the layer to BF16 and drop its marker and scales",
+                 "Comfy layer %s has a %u-D weight %s: SGLang gives non-Linear modules no quant "
+                 "method and copy_-casts the quantized codes into a float parameter (silent "
+                 "corruption)",
+                 stf__chk_repr(k, l->prefix), w->rank, stf__chk_shape(k, w));
+}
+
+int stf__check_sglang(stf__chk *k)
+{
+    size_t nl = stf_model_layer_count(k->m);
+    unsigned char *synth = stf__calloc(nl ? nl : 1, 2);
+    if (!synth) {
+        stf__chk_fail(k, STF_ENOMEM);
+        return k->rc;
+    }
+    unsigned char *has = synth + (nl ? nl : 1);
+    k->profile = "sglang";
+    inspect_files(k);
+    check_unmarked(k, synth);
+    for (size_t i = 0; i < nl && !k->rc; i++) {
+        const stf_layer *l = stf_model_layer(k->m, i);
+        const stf_pyval *mk = stf__chk_marker(l);
+        if (!mk) continue;
+        has[i] = 1;
+        check_required(k, l, mk, stf__chk_format(mk));
+    }
+    if (!k->rc) check_collisions(k, has);
+    cfg_kind kind = k->rc ? CFG_NONE : resolve(k, has, synth);
+    for (size_t i = 0; i < nl && !k->rc; i++) {
+        const stf_layer *l = stf_model_layer(k->m, i);
+        if (!has[i]) continue;
+        const stf_pyval *mk = stf__chk_marker(l);
+        if (kind != CFG_NONE && kind != CFG_REJECTED)
+            config_layer(k, kind, l, mk, stf__chk_format(mk));
+        check_selection(k, l);
+    }
+    stf__free(synth);
+    return k->rc;
+}

@@ -1,0 +1,211 @@
+/*
+ * The comfyui profile (lib/check/profile_comfyui.c) against the committed
+ * fixtures: the exact rule id and message for each broken fixture (ComfyUI's
+ * own text where it has one, else the plain statement of the silent
+ * failure), every C-rule the MANIFEST promises, and no error on healthy
+ * files. Run from the repository root.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "stfix.h"
+
+#define FIX "fixtures/comfy/"
+#define L "blocks.0.attn.qkv"
+
+static stf_check_report *run(const char *path, unsigned profiles)
+{
+    stf_err err;
+    stf_err_clear(&err);
+    stf_ckpt *c = NULL;
+    if (stf_ckpt_open(&c, path, NULL, &err)) fail_msg("open %s: %s", path, err.msg);
+    stf_check_opts o;
+    stf_check_opts_init(&o);
+    o.profiles = profiles;
+    stf_check_report *r = NULL;
+    if (stf_check_run(&r, c, &o, &err)) fail_msg("check %s: %s", path, err.msg);
+    stf_ckpt_free(c);
+    return r;
+}
+
+static void dump(const stf_check_report *r)
+{
+    for (size_t i = 0; i < stf_check_count(r); i++) {
+        const stf_diag *d = stf_check_diag(r, i);
+        print_message("  [%s %s %s] %s\n", d->rule, stf_severity_name(d->severity), d->layer,
+                      d->message);
+    }
+}
+
+static const stf_diag *find(const stf_check_report *r, const char *rule, const char *msg)
+{
+    for (size_t i = 0; i < stf_check_count(r); i++) {
+        const stf_diag *d = stf_check_diag(r, i);
+        if (!strcmp(d->rule, rule) && (!msg || !strcmp(d->message, msg))) return d;
+    }
+    return NULL;
+}
+
+typedef struct expect {
+    const char *file, *rule;
+    stf_severity sev;
+    const char *msg;
+} expect;
+
+static const expect CASES[] = {
+    { "r10_no_marker.safetensors", "C1", STF_SEV_ERROR,
+      "Layer " L " has a quantized I8 weight (16, 256) but no comfy_quant marker: ComfyUI value-casts "
+      "the codes to the compute dtype (silently garbage)" },
+    { "r30_missing_format.safetensors", "C2", STF_SEV_ERROR, "Unknown quantization format for layer " L },
+    { "r30_unknown_format.safetensors", "C3", STF_SEV_ERROR, "Unsupported quantization format: int8_blockwise" },
+    { "r12_missing_scale.safetensors", "C4", STF_SEV_ERROR, "Missing INT8 weight scale for layer " L },
+    { "r12_missing_weight.safetensors", "C5", STF_SEV_ERROR,
+      "Layer " L " has a comfy_quant marker but no " L ".weight: ComfyUI leaves the module weight None "
+      "(\"Missing weight for layer " L "\")" },
+    { "r24_g128.safetensors", "C6", STF_SEV_ERROR,
+      "Regular Hadamard size must be a power of 4, got 128 (layer " L " loads, then fails at the "
+      "first forward or dequantization)" },
+    { "r18_w4a4_g128.safetensors", "C6", STF_SEV_ERROR,
+      "Regular Hadamard size must be a power of 4, got 128 (layer " L " loads, then fails at the "
+      "first forward or dequantization)" },
+    { "r27_k_not_multiple.safetensors", "C7", STF_SEV_ERROR,
+      "ConvRot group size 64 does not divide input features 96" },
+    { "r15_grouped_scale.safetensors", "C8", STF_SEV_ERROR,
+      "INT8 weight scale must be scalar or per-output-channel, got (16, 2) for weight (16, 256) "
+      "(layer " L ")" },
+    { "r15_flat_scale_square.safetensors", "C9", STF_SEV_ERROR,
+      "INT8 weight scale of layer " L " has shape (256,), not (N, 1): the int8 GEMM accepts it, but "
+      "ComfyUI's dequantize paths (LoRA, full_precision_matrix_mult, fallback) broadcast it over "
+      "columns, silently wrong on this square layer" },
+    { "r17_w4a4_scale_2d.safetensors", "C9", STF_SEV_ERROR,
+      "ConvRot W4A4 weight scale of layer " L " has shape (16, 1), not (N,): ComfyUI's dequantize "
+      "paths broadcast it wrongly" },
+    { "r14_weight_u8.safetensors", "C10", STF_SEV_ERROR,
+      "Weight of layer " L " is U8, but int8_tensorwise stores I8: ComfyUI value-casts it instead of "
+      "viewing the bits (silently wrong)" },
+    { "r14_scale_bf16.safetensors", "C11", STF_SEV_ERROR,
+      "Scale " L ".weight_scale is BF16, not F32: older comfy-kitchen backends refuse it" },
+    { "r16_w4a4_scale_f16.safetensors", "C11", STF_SEV_ERROR,
+      "Scale " L ".weight_scale is F16, not F32: older comfy-kitchen backends refuse it" },
+    { "r25_conv_marker.safetensors", "C12", STF_SEV_ERROR,
+      "Layer blocks.0.conv has a 4-D weight (8, 4, 3, 3) with a comfy_quant marker: only Linear, "
+      "MoEExperts and Embedding understand markers, so the marker and scales become unexpected keys "
+      "and the raw codes are fed to the module" },
+    { "r23_params_nested.safetensors", "C14", STF_SEV_WARNING,
+      "Marker of layer " L " nests keys under params: ComfyUI's Linear reads them as a fallback, its "
+      "Embedding and SGLang ignore them" },
+    { "c15_meta_prefix.safetensors", "C15", STF_SEV_ERROR,
+      "_quantization_metadata names layer model.diffusion_model." L ", which has no tensors: ComfyUI "
+      "attaches the marker to missing keys and loads the real layer unquantized" },
+    { "r04_meta_layer_string.safetensors", "C15", STF_SEV_ERROR,
+      "_quantization_metadata entry for layer " L " is 'int8_tensorwise', not an object: ComfyUI "
+      "crashes calling .get on it" },
+    { "r05_conflict.safetensors", "C15", STF_SEV_WARNING,
+      "_quantization_metadata entry for layer " L " differs from its comfy_quant tensor; ComfyUI "
+      "uses the metadata entry" },
+    { "r19_w4a4_k96.safetensors", "C16", STF_SEV_ERROR,
+      "W4A4 layer " L " has input size 96, which comfy-kitchen rejects (needs a multiple of 64 and "
+      "of convrot_groupsize 16)" },
+    { "r57_w4a4_linear_dtype.safetensors", "C16", STF_SEV_ERROR,
+      "W4A4 layer " L " has linear_dtype 'fp4'; comfy-kitchen accepts int4 or int8" },
+    { "r23_convrot_int.safetensors", "C19", STF_SEV_WARNING,
+      "ComfyUI takes convrot=1 of layer " L " as true by Python truthiness; SGLang requires the "
+      "literal true (R23)" },
+};
+
+static void test_exact_messages(void **state)
+{
+    (void)state;
+    int bad = 0;
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, FIX "%s", CASES[i].file);
+        stf_check_report *r = run(path, STF_CHECK_CONTAINER | STF_CHECK_COMFYUI);
+        const stf_diag *d = find(r, CASES[i].rule, CASES[i].msg);
+        if (!d || d->severity != CASES[i].sev || strcmp(d->profile, "comfyui")) {
+            print_message("%s: expected %s \"%s\"; got:\n", CASES[i].file, CASES[i].rule, CASES[i].msg);
+            dump(r);
+            bad++;
+        }
+        stf_check_report_free(r);
+    }
+    assert_int_equal(bad, 0);
+}
+
+/* What ComfyUI accepts silently must not be reported: a rowwise INT8 layer
+ * without rotation is legal for ComfyUI (SGLang's R23 is not its rule). */
+static void test_comfy_accepts_unrotated(void **state)
+{
+    (void)state;
+    stf_check_report *r = run(FIX "r23_no_convrot.safetensors", STF_CHECK_CONTAINER | STF_CHECK_COMFYUI);
+    dump(r);
+    assert_int_equal(stf_check_count(r), 0);
+    stf_check_report_free(r);
+}
+
+static void test_manifest(void **state)
+{
+    (void)state;
+    FILE *f = fopen(FIX "MANIFEST", "r");
+    assert_non_null(f);
+    char line[512];
+    int bad = 0, n = 0;
+    while (fgets(line, sizeof line, f)) {
+        char file[256], rule[16];
+        if (line[0] == '#' || sscanf(line, "%255s %15s", file, rule) != 2) continue;
+        if (rule[0] != 'C') continue;
+        char path[300];
+        snprintf(path, sizeof path, FIX "%s", file);
+        stf_check_report *r = run(path, STF_CHECK_CONTAINER | STF_CHECK_COMFYUI);
+        if (!find(r, rule, NULL)) {
+            print_message("%s: %s did not fire\n", file, rule);
+            dump(r);
+            bad++;
+        }
+        stf_check_report_free(r);
+        n++;
+    }
+    fclose(f);
+    assert_true(n >= 25);
+    assert_int_equal(bad, 0);
+}
+
+/* The healthy fixtures carry no ComfyUI finding at all. */
+static void test_healthy(void **state)
+{
+    (void)state;
+    static const char *const files[] = {
+        "healthy_int8_g16.safetensors", "healthy_int8_g64.safetensors",
+        "healthy_int8_g256.safetensors", "healthy_w4a4.safetensors",
+        "healthy_mixed_int8_w4a4.safetensors", "healthy_meta_only.safetensors",
+        "healthy_fp8.safetensors", "healthy_sharded.safetensors.index.json",
+    };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, FIX "%s", files[i]);
+        stf_check_report *r = run(path, STF_CHECK_CONTAINER | STF_CHECK_COMFYUI);
+        if (stf_check_count(r)) {
+            print_message("%s:\n", files[i]);
+            dump(r);
+        }
+        assert_int_equal(stf_check_count(r), 0);
+        stf_check_report_free(r);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exact_messages),
+        cmocka_unit_test(test_comfy_accepts_unrotated),
+        cmocka_unit_test(test_manifest),
+        cmocka_unit_test(test_healthy),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,321 @@
+/*
+ * The sglang profile (lib/check/profile_sglang.c, profile_sglang_formats.c)
+ * and the report/dispatch code (diag.c) against the committed fixtures in
+ * fixtures/comfy/: the exact rule id and SGLang message for each broken
+ * fixture, no error for each healthy one, and every R-rule the MANIFEST
+ * promises. Run from the repository root.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "stfix.h"
+
+#define FIX "fixtures/comfy/"
+
+static stf_check_report *run(const char *path, unsigned profiles)
+{
+    stf_err err;
+    stf_err_clear(&err);
+    stf_ckpt *c = NULL;
+    int rc = stf_ckpt_open(&c, path, NULL, &err);
+    if (rc) fail_msg("open %s: %s", path, err.msg);
+    stf_check_opts o;
+    stf_check_opts_init(&o);
+    o.profiles = profiles;
+    stf_check_report *r = NULL;
+    rc = stf_check_run(&r, c, &o, &err);
+    if (rc) fail_msg("check %s: %s", path, err.msg);
+    stf_ckpt_free(c);
+    return r;
+}
+
+static void dump(const stf_check_report *r)
+{
+    for (size_t i = 0; i < stf_check_count(r); i++) {
+        const stf_diag *d = stf_check_diag(r, i);
+        print_message("  [%s %s %s] %s\n", d->rule, stf_severity_name(d->severity), d->layer,
+                      d->message);
+    }
+}
+
+/* The report holds rule `rule` with exactly `msg` (msg NULL: any message). */
+static int has(const stf_check_report *r, const char *rule, const char *msg)
+{
+    for (size_t i = 0; i < stf_check_count(r); i++) {
+        const stf_diag *d = stf_check_diag(r, i);
+        if (!strcmp(d->rule, rule) && (!msg || !strcmp(d->message, msg))) return 1;
+    }
+    return 0;
+}
+
+typedef struct expect {
+    const char *file, *rule, *msg;
+} expect;
+
+static const expect CASES[] = {
+    { "r01_meta_not_json.safetensors", "R1",
+      "Invalid _quantization_metadata in " FIX "r01_meta_not_json.safetensors" },
+    { "r02_meta_not_object.safetensors", "R2",
+      "_quantization_metadata in " FIX "r02_meta_not_object.safetensors must contain an object" },
+    { "r03_meta_no_layers.safetensors", "R3",
+      "_quantization_metadata in " FIX "r03_meta_no_layers.safetensors must contain a layers object" },
+    { "r04_meta_layer_string.safetensors", "R4",
+      "Comfy quantization metadata for 'blocks.0.attn.qkv' must be an object" },
+    { "r05_conflict.safetensors", "R5", "Conflicting Comfy quantization markers for 'blocks.0.attn.qkv'" },
+    { "r06_marker_nul.safetensors", "R6",
+      "Invalid Comfy quantization marker 'blocks.0.attn.qkv.comfy_quant' in " FIX "r06_marker_nul.safetensors" },
+    { "r07_marker_not_object.safetensors", "R7",
+      "Comfy quantization marker 'blocks.0.attn.qkv.comfy_quant' must contain a JSON object" },
+    { "r08_marker_bf16.safetensors", "R8",
+      "Comfy quantization marker 'blocks.0.attn.qkv.comfy_quant' has dtype BF16, which numpy cannot "
+      "convert: SGLang fails with an uncaught TypeError" },
+    { "r09_mxfp8_shape.safetensors", "R9",
+      "MXFP8 layer 'blocks.0.attn.qkv' has incompatible weight/scale metadata: ('F8_E4M3', (8, 64)) "
+      "and ('U8', (8, 4))" },
+    { "r10_no_marker.safetensors", "R10",
+      "Quantized weights are missing comfy_quant metadata: ['blocks.0.attn.qkv.weight']" },
+    { "r12_missing_scale.safetensors", "R12",
+      "Comfy layer 'blocks.0.attn.qkv' is missing checkpoint tensors: ['blocks.0.attn.qkv.weight_scale']" },
+    { "r12_missing_weight.safetensors", "R12",
+      "Comfy layer 'blocks.0.attn.qkv' is missing checkpoint tensors: ['blocks.0.attn.qkv.weight']" },
+    { "r13_tensorwise_3d.safetensors", "R13",
+      "Comfy tensorwise INT8 layer 'blocks.0.attn.qkv' needs a 2D weight, got (2, 4, 64)" },
+    { "r14_scale_bf16.safetensors", "R14",
+      "Comfy INT8 layer 'blocks.0.attn.qkv' needs I8 weights and F32 scales, got I8 and BF16" },
+    { "r14_weight_u8.safetensors", "R14",
+      "Comfy INT8 layer 'blocks.0.attn.qkv' needs I8 weights and F32 scales, got U8 and F32" },
+    { "r15_flat_scale_square.safetensors", "R15",
+      "Comfy INT8 layer 'blocks.0.attn.qkv' has incompatible weight/scale shapes: (256, 256) and (256,)" },
+    { "r15_grouped_scale.safetensors", "R15",
+      "Comfy INT8 layer 'blocks.0.attn.qkv' has incompatible weight/scale shapes: (16, 256) and (16, 2)" },
+    { "r16_w4a4_scale_f16.safetensors", "R16",
+      "Comfy W4A4 layer 'blocks.0.attn.qkv' needs I8 packed weights and F32 scales, got I8 and F16" },
+    { "r17_w4a4_scale_2d.safetensors", "R17",
+      "Comfy W4A4 layer 'blocks.0.attn.qkv' has incompatible weight/scale shapes: (16, 128) and (16, 1)" },
+    { "r18_w4a4_g128.safetensors", "R18",
+      "Comfy W4A4 layer 'blocks.0.attn.qkv' has unsupported convrot_groupsize=128" },
+    { "r19_w4a4_k96.safetensors", "R19",
+      "Comfy W4A4 layer 'blocks.0.attn.qkv' has input size 96, incompatible with quant_group_size=64 "
+      "and convrot_groupsize=16" },
+    { "r20_collision.safetensors", "R20",
+      "Comfy markers collide after parameter mapping at 'blocks.0.attn.qkv'" },
+    { "r23_no_convrot.safetensors", "R23",
+      "Serialized kitchen_int8 layer 'blocks.0.attn.qkv' must set convrot=true" },
+    { "r23_convrot_int.safetensors", "R23",
+      "Serialized kitchen_int8 layer 'blocks.0.attn.qkv' must set convrot=true" },
+    { "r23_params_nested.safetensors", "R23",
+      "Serialized kitchen_int8 layer 'blocks.0.attn.qkv' must set convrot=true" },
+    { "r24_g128.safetensors", "R24",
+      "Serialized kitchen_int8 layer 'blocks.0.attn.qkv' must declare convrot_groupsize in (16, 64, "
+      "256), got 128" },
+    { "r24_g_string.safetensors", "R24",
+      "Serialized kitchen_int8 layer 'blocks.0.attn.qkv' must declare convrot_groupsize in (16, 64, "
+      "256), got '256'" },
+    { "r25_conv_marker.safetensors", "R25",
+      "Comfy layer 'blocks.0.conv' has a 4-D weight (8, 4, 3, 3): SGLang gives non-Linear modules no "
+      "quant method and copy_-casts the quantized codes into a float parameter (silent corruption)" },
+    { "r27_k_not_multiple.safetensors", "R27",
+      "Serialized kitchen_int8 layer 'blocks.0.attn.qkv' has input size 96, which is not divisible "
+      "by its ConvRot group size 64" },
+    { "r30_unknown_format.safetensors", "R30", "Unsupported Comfy quantization format(s): int8_blockwise" },
+    { "r30_missing_format.safetensors", "R30", "Unsupported Comfy quantization format(s): None" },
+    { "r30_int8_plus_fp8.safetensors", "R30",
+      "Unsupported Comfy quantization format(s): float8_e4m3fn, int8_tensorwise" },
+    { "r40_scalar_scale_convrot.safetensors", "R40",
+      "Tried to load weights of size torch.Size([1])to a parameter of size torch.Size([16, 1])" },
+    { "r44_w4a8_group2.safetensors", "R44", "Comfy W4A8 layer 'blocks.0.attn.qkv' has invalid group_size=2" },
+    { "r45_w4a8_srel_u8.safetensors", "R45",
+      "Comfy W4A8 layer 'blocks.0.attn.qkv' needs I8 weights and FP8 group scales, got I8 and U8" },
+    { "r46_w4a8_schan_f16.safetensors", "R46",
+      "Comfy W4A8 layer 'blocks.0.attn.qkv' needs F32 channel scales, got F16" },
+    { "r47_w4a8_3d.safetensors", "R47",
+      "Comfy W4A8 layer 'blocks.0.attn.qkv' needs a 2D packed weight, got (2, 4, 32)" },
+    { "r48_w4a8_srel_shape.safetensors", "R48",
+      "Comfy W4A8 layer 'blocks.0.attn.qkv' has incompatible weight/scale shapes: (8, 32), (8, 2), and (8,)" },
+    { "r49_w4a8_codebook.safetensors", "R49", "Comfy W4A8 layer 'blocks.0.attn.qkv' needs an F32[16] codebook" },
+    { "r49_w4a8_correction.safetensors", "R49",
+      "Comfy W4A8 layer 'blocks.0.attn.qkv' has an incompatible correction tensor" },
+    { "r50_nvfp4_weight_i8.safetensors", "R50",
+      "Comfy NVFP4 layer 'blocks.0.attn.qkv' needs U8 packed weights and FP8 block scales, got I8 and F8_E4M3" },
+    { "r51_nvfp4_scale2_bf16.safetensors", "R51",
+      "Comfy NVFP4 layer 'blocks.0.attn.qkv' needs a scalar F32 weight_scale_2, got BF16()" },
+    { "r52_nvfp4_3d.safetensors", "R52",
+      "Comfy NVFP4 layer 'blocks.0.attn.qkv' needs a 2D packed weight, got (2, 8, 32)" },
+    { "r53_nvfp4_scale_shape.safetensors", "R53",
+      "Comfy NVFP4 layer 'blocks.0.attn.qkv' has incompatible weight/scale shapes: (16, 32) and (16, 2)" },
+    { "r54_nvfp4_prequant.safetensors", "R54",
+      "Comfy NVFP4 layer 'blocks.0.attn.qkv' has an incompatible pre_quant_scale: F32(32,)" },
+    { "r57_w4a4_linear_dtype.safetensors", "R57",
+      "Serialized W4A4 layer 'blocks.0.attn.qkv' has unsupported linear_dtype='fp4'; expected one of "
+      "('int4', 'int8')" },
+    { "r60_w4a8_int8_companion.safetensors", "R60",
+      "Unsupported Comfy W4A8 format for 'blocks.0.mlp.fc1': 'int8_tensorwise'" },
+    { "r61_w4a8_no_convrot.safetensors", "R61",
+      "Serialized W4A8 layer 'blocks.0.attn.qkv' must set convrot=true" },
+    { "c15_meta_prefix.safetensors", "R10",
+      "Quantized weights are missing comfy_quant metadata: ['blocks.0.attn.qkv.weight']" },
+};
+
+static void test_exact_messages(void **state)
+{
+    (void)state;
+    int bad = 0;
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, FIX "%s", CASES[i].file);
+        stf_check_report *r = run(path, STF_CHECK_CONTAINER | STF_CHECK_SGLANG);
+        if (!has(r, CASES[i].rule, CASES[i].msg)) {
+            print_message("%s: expected %s \"%s\"; got:\n", CASES[i].file, CASES[i].rule, CASES[i].msg);
+            dump(r);
+            bad++;
+        }
+        stf_check_report_free(r);
+    }
+    assert_int_equal(bad, 0);
+}
+
+/* Findings carry the layer, the severity, the profile and a repair. */
+static void test_fields(void **state)
+{
+    (void)state;
+    stf_check_report *r = run(FIX "r15_flat_scale_square.safetensors", STF_CHECK_ALL);
+    const stf_diag *d = NULL;
+    for (size_t i = 0; i < stf_check_count(r); i++)
+        if (!strcmp(stf_check_diag(r, i)->rule, "R15")) d = stf_check_diag(r, i);
+    assert_non_null(d);
+    assert_string_equal(d->layer, "blocks.0.attn.qkv");
+    assert_int_equal(d->severity, STF_SEV_ERROR);
+    assert_string_equal(d->profile, "sglang");
+    assert_true(strlen(d->fix) > 10);
+    assert_int_equal(stf_check_count_severity(r, STF_SEV_ERROR) >= 2, 1); /* R15 and C9 */
+    assert_string_equal(stf_check_rule_title("R15"),
+                        "SGLang: INT8 weight/scale shapes are not (N, K) and (N, 1)");
+    assert_null(stf_check_rule_title("R999"));
+    stf_check_report_free(r);
+}
+
+/* Profile selection: sglang only yields no C-rules, and vice versa. */
+static void test_profile_selection(void **state)
+{
+    (void)state;
+    stf_check_report *r = run(FIX "r15_flat_scale_square.safetensors",
+                              STF_CHECK_CONTAINER | STF_CHECK_SGLANG);
+    for (size_t i = 0; i < stf_check_count(r); i++) assert_int_not_equal(stf_check_diag(r, i)->rule[0], 'C');
+    stf_check_report_free(r);
+    r = run(FIX "r15_flat_scale_square.safetensors", STF_CHECK_CONTAINER | STF_CHECK_COMFYUI);
+    for (size_t i = 0; i < stf_check_count(r); i++) assert_int_not_equal(stf_check_diag(r, i)->rule[0], 'R');
+    assert_true(has(r, "C9", NULL));
+    stf_check_report_free(r);
+}
+
+/* Every line of the MANIFEST: R-rules fire, healthy files have no error. */
+static void test_manifest(void **state)
+{
+    (void)state;
+    FILE *f = fopen(FIX "MANIFEST", "r");
+    assert_non_null(f);
+    char line[512];
+    int n = 0, bad = 0, healthy = 0;
+    while (fgets(line, sizeof line, f)) {
+        char file[256], rule[16];
+        if (line[0] == '#' || sscanf(line, "%255s %15s", file, rule) != 2) continue;
+        char path[300];
+        snprintf(path, sizeof path, FIX "%s", file);
+        if (!strcmp(rule, "healthy")) {
+            stf_check_report *r = run(path, STF_CHECK_ALL);
+            if (stf_check_count_severity(r, STF_SEV_ERROR)) {
+                print_message("%s: healthy fixture has errors:\n", file);
+                dump(r);
+                bad++;
+            }
+            stf_check_report_free(r);
+            healthy++;
+        } else if (rule[0] == 'R') {
+            stf_check_report *r = run(path, STF_CHECK_ALL);
+            if (!has(r, rule, NULL)) {
+                print_message("%s: %s did not fire\n", file, rule);
+                dump(r);
+                bad++;
+            }
+            stf_check_report_free(r);
+        }
+        n++;
+    }
+    fclose(f);
+    assert_true(n > 60);
+    assert_int_equal(healthy, 8);
+    assert_int_equal(bad, 0);
+}
+
+/* A clean INT8 file with no findings at all under every profile. */
+static void test_healthy_is_silent(void **state)
+{
+    (void)state;
+    stf_check_report *r = run(FIX "healthy_int8_g256.safetensors", STF_CHECK_ALL);
+    dump(r);
+    assert_int_equal(stf_check_count(r), 0);
+    stf_check_report_free(r);
+}
+
+/* Every allocation failure is reported as STF_ENOMEM, never a crash or leak. */
+static int g_fail_at = -1, g_count = 0;
+static void *fail_realloc(void *ud, void *p, size_t n)
+{
+    (void)ud;
+    if (g_fail_at >= 0 && g_count++ == g_fail_at) return NULL;
+    return realloc(p, n ? n : 1);
+}
+static void plain_free(void *ud, void *p)
+{
+    (void)ud;
+    free(p);
+}
+
+static void test_alloc_failures(void **state)
+{
+    (void)state;
+    stf_err err;
+    stf_ckpt *c = NULL;
+    stf_err_clear(&err);
+    assert_int_equal(stf_ckpt_open(&c, FIX "r15_flat_scale_square.safetensors", NULL, &err), 0);
+    stf_allocator a = { fail_realloc, plain_free, NULL };
+    stf_set_allocator(&a);
+    int ok = 0;
+    for (int i = 0; i < 400 && !ok; i++) {
+        g_fail_at = i;
+        g_count = 0;
+        stf_check_report *r = NULL;
+        int rc = stf_check_run(&r, c, NULL, &err);
+        if (rc == 0) {
+            ok = 1;
+            assert_true(stf_check_count(r) > 0);
+        } else {
+            assert_int_equal(rc, STF_ENOMEM);
+            assert_null(r);
+        }
+        stf_check_report_free(r);
+    }
+    stf_set_allocator(NULL);
+    assert_true(ok);
+    stf_ckpt_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exact_messages),
+        cmocka_unit_test(test_fields),
+        cmocka_unit_test(test_profile_selection),
+        cmocka_unit_test(test_manifest),
+        cmocka_unit_test(test_healthy_is_silent),
+        cmocka_unit_test(test_alloc_failures),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

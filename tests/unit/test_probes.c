@@ -1,0 +1,174 @@
+/*
+ * Numeric probes (lib/check/probes.c): bad scale values (N1, N2) with their
+ * byte offsets, the H1 row/column verdict of spec §9, and the H2 Sylvester
+ * evidence, on the committed fixtures. Run from the repository root.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "stfix.h"
+
+#define FIX "fixtures/comfy/"
+#define L "blocks.0.attn.qkv"
+
+static stf_ckpt *g_ckpt;
+
+static stf_check_report *run(const char *path, unsigned profiles)
+{
+    stf_err err;
+    stf_err_clear(&err);
+    stf_ckpt_free(g_ckpt);
+    g_ckpt = NULL;
+    if (stf_ckpt_open(&g_ckpt, path, NULL, &err)) fail_msg("open %s: %s", path, err.msg);
+    stf_check_opts o;
+    stf_check_opts_init(&o);
+    o.profiles = profiles;
+    stf_check_report *r = NULL;
+    if (stf_check_run(&r, g_ckpt, &o, &err)) fail_msg("check %s: %s", path, err.msg);
+    return r;
+}
+
+static const stf_diag *find(const stf_check_report *r, const char *rule)
+{
+    for (size_t i = 0; i < stf_check_count(r); i++)
+        if (!strcmp(stf_check_diag(r, i)->rule, rule)) return stf_check_diag(r, i);
+    return NULL;
+}
+
+static uint64_t abs_off(const char *tensor, uint64_t byte)
+{
+    size_t i = 0;
+    assert_int_equal(stf_ckpt_find(g_ckpt, tensor, &i), 0);
+    const stf_tensor_info *t = stf_ckpt_tensor(g_ckpt, i);
+    return 8 + stf_ckpt_shard_header_len(g_ckpt, 0) + t->begin + byte;
+}
+
+static void test_bad_scales(void **state)
+{
+    (void)state;
+    stf_check_report *r = run(FIX "probe_bad_scales.safetensors", STF_CHECK_ALL | STF_CHECK_NUMERIC);
+    char want[512];
+    const stf_diag *d = find(r, "N1");
+    assert_non_null(d);
+    snprintf(want, sizeof want,
+             L ".weight_scale: 1 non-finite scale value(s), first nan at element 3 (byte offset "
+               "%llu of " FIX "probe_bad_scales.safetensors)",
+             (unsigned long long)abs_off(L ".weight_scale", 12));
+    assert_string_equal(d->message, want);
+    assert_int_equal(d->severity, STF_SEV_ERROR);
+    assert_string_equal(d->profile, "numeric");
+    d = find(r, "N2");
+    assert_non_null(d);
+    snprintf(want, sizeof want,
+             L ".weight_scale: 1 zero or negative scale value(s), first -0.5 at element 5 (byte "
+               "offset %llu of " FIX "probe_bad_scales.safetensors)",
+             (unsigned long long)abs_off(L ".weight_scale", 20));
+    assert_string_equal(d->message, want);
+    stf_check_report_free(r);
+    /* Without --numeric no tensor data is judged. */
+    r = run(FIX "probe_bad_scales.safetensors", STF_CHECK_ALL);
+    assert_null(find(r, "N1"));
+    assert_null(find(r, "N2"));
+    assert_null(find(r, "H1"));
+    stf_check_report_free(r);
+}
+
+static void test_h1_column_on_square_layer(void **state)
+{
+    (void)state;
+    stf_check_report *r = run(FIX "probe_colquant_square.safetensors", STF_CHECK_NUMERIC);
+    const stf_diag *d = find(r, "H1");
+    assert_non_null(d);
+    assert_string_equal(d->message,
+                        "COLUMN quantization in " L ".weight: 25.0% of 64 non-empty rows and 100.0% "
+                        "of 64 non-empty columns reach |q| >= 126; weight (64, 64), scale (64,)");
+    assert_int_equal(d->severity, STF_SEV_ERROR);
+    stf_check_report_free(r);
+}
+
+static void test_h1_row_with_flat_scale(void **state)
+{
+    (void)state;
+    stf_check_report *r = run(FIX "probe_rowquant_flat.safetensors", STF_CHECK_NUMERIC);
+    const stf_diag *d = find(r, "H1");
+    assert_non_null(d);
+    assert_string_equal(d->message,
+                        "ROW quantization in " L ".weight: 100.0% of 64 non-empty rows and 25.0% "
+                        "of 64 non-empty columns reach |q| >= 126; weight (64, 64), scale (64,)");
+    assert_int_equal(d->severity, STF_SEV_WARNING);
+    assert_string_equal(d->fix, "header-only reshape of the scale to (N, 1)");
+    stf_check_report_free(r);
+}
+
+static void test_healthy_numeric(void **state)
+{
+    (void)state;
+    static const char *const files[] = { "healthy_int8_g16.safetensors", "healthy_int8_g256.safetensors",
+                                         "healthy_w4a4.safetensors", "healthy_mixed_int8_w4a4.safetensors",
+                                         "healthy_sharded.safetensors.index.json" };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, FIX "%s", files[i]);
+        stf_check_report *r = run(path, STF_CHECK_ALL | STF_CHECK_NUMERIC);
+        size_t rows = 0;
+        for (size_t j = 0; j < stf_check_count(r); j++) {
+            const stf_diag *d = stf_check_diag(r, j);
+            if (d->severity != STF_SEV_INFO) print_message("%s: %s %s\n", files[i], d->rule, d->message);
+            assert_int_equal(d->severity, STF_SEV_INFO);
+            assert_string_equal(d->rule, "H1");
+            assert_int_equal(strncmp(d->message, "ROW quantization in ", 20), 0);
+            rows++;
+        }
+        assert_true(rows >= 1);
+        stf_check_report_free(r);
+    }
+}
+
+static void test_h2(void **state)
+{
+    (void)state;
+    stf_check_report *r = run(FIX "probe_sylvester_data.safetensors", STF_CHECK_NUMERIC);
+    const stf_diag *d = find(r, "H2");
+    assert_non_null(d);
+    const char *pre = "Layer " L ": position 0 of each ConvRot group holds ";
+    assert_int_equal(strncmp(d->message, pre, strlen(pre)), 0);
+    assert_int_equal(d->severity, STF_SEV_WARNING);
+    stf_check_report_free(r);
+    r = run(FIX "r24_g128.safetensors", STF_CHECK_NUMERIC);
+    d = find(r, "H2");
+    assert_non_null(d);
+    assert_string_equal(d->message,
+                        "Layer " L " declares convrot_groupsize 128, a power of 2 but not of 4: the "
+                        "exporter's fallback rotated it with a Sylvester matrix");
+    stf_check_report_free(r);
+    /* A regular rotation with zero-mean groups gives no H2 evidence. */
+    r = run(FIX "healthy_int8_g64.safetensors", STF_CHECK_NUMERIC);
+    assert_null(find(r, "H2"));
+    stf_check_report_free(r);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    stf_ckpt_free(g_ckpt);
+    g_ckpt = NULL;
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_scales),
+        cmocka_unit_test(test_h1_column_on_square_layer),
+        cmocka_unit_test(test_h1_row_with_flat_scale),
+        cmocka_unit_test(test_healthy_numeric),
+        cmocka_unit_test(test_h2),
+    };
+    return cmocka_run_group_tests(tests, NULL, teardown);
+}
