@@ -325,6 +325,57 @@ static void test_golden_w4a4(void **state)
     assert_int_equal(stf_simd_select(STF_SIMD_AUTO, NULL), 0);
 }
 
+/* Every variant's int8_row equals the scalar one on random rows of every
+ * shape, mode and dtype, including heavy tails, subnormals and F16 overflow. */
+static void test_variants_match_scalar_random(void **state)
+{
+    (void)state;
+    enum { KM = 3072 };
+    static float w[KM], scratch[KM + 16];
+    static uint16_t h[KM];
+    static int8_t q0[KM], q1[KM];
+    static const unsigned groups[] = { 0, 4, 16, 64, 256, 1024 };
+    static const stf_dtype dts[] = { STF_BF16, STF_F16, STF_F32 };
+    static const stf_quant_mode modes[] = { STF_QMODE_CUDA, STF_QMODE_FP32, STF_QMODE_EAGER };
+    qt_rng r = { 31337 };
+    int compared = 0;
+    for (int iter = 0; iter < 120; iter++) {
+        unsigned g = groups[iter % 6];
+        size_t k = (size_t)(g ? g : 8) * (1 + (size_t)(qt_next(&r) % 3));
+        if (k > KM) k = KM;
+        if (g && k % g) k = g;
+        stf_dtype dt = dts[(iter / 6) % 3];
+        double amp = (iter % 4 == 0) ? 1e4 : (iter % 4 == 1) ? 1e-6 : 1.0;
+        for (size_t i = 0; i < k; i++) {
+            double v = qt_randn(&r) * amp;
+            if (qt_next(&r) % 50 == 0) v *= 300.0;
+            w[i] = (float)v;
+            if (dt == STF_BF16) h[i] = stf_f32_to_bf16(w[i]);
+            if (dt == STF_F16) {
+                float c = fminf(fmaxf(w[i], -65504.0f), 65504.0f);
+                h[i] = stf_f32_to_f16(c);
+            }
+        }
+        const void *src = dt == STF_F32 ? (const void *)w : (const void *)h;
+        for (size_t m = 0; m < 3; m++) {
+            stf_dtype t = (iter % 2) ? dt : STF_BF16;
+            float s0 = 0, s1 = 0;
+            int rc0 = stf__kernels_scalar.int8_row(q0, &s0, src, dt, k, g, modes[m], t, scratch);
+            assert_int_equal(rc0, 0);
+            for (size_t v = 1; v < 3; v++) {
+                const stf__kernels *kt = stf__kernels_for(variants[v]);
+                if (!kt) continue;
+                memset(q1, 0x5A, k);
+                assert_int_equal(kt->int8_row(q1, &s1, src, dt, k, g, modes[m], t, scratch), 0);
+                assert_memory_equal(q0, q1, k);
+                assert_int_equal(qt_bits(s0), qt_bits(s1));
+                compared++;
+            }
+        }
+    }
+    print_message("%d variant rows compared\n", compared);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -333,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_scalar_table_direct),
         cmocka_unit_test(test_golden_int8_all_variants),
         cmocka_unit_test(test_golden_w4a4),
+        cmocka_unit_test(test_variants_match_scalar_random),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
