@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "container/sink.h"
+#include "container/source.h"
 #include "container/writer_internal.h"
 
 /* Staging buffer for ckpt reads and producer callbacks. */
@@ -112,10 +113,19 @@ static void meta_free(meta_list *l)
 int stf_writer_set_meta(stf_writer *w, const char *key, const char *value, stf_err *err)
 {
     if (!w || !key || !value) return stf__err(err, STF_EINVAL, "writer: NULL metadata key/value");
+    return stf__writer_set_meta_n(w, key, strlen(key), value, strlen(value), err);
+}
+
+/* As stf_writer_set_meta with explicit lengths, so values holding U+0000
+ * (legal after unescaping) survive a rewrite. */
+int stf__writer_set_meta_n(stf_writer *w, const char *key, size_t klen, const char *value,
+                           size_t vlen, stf_err *err)
+{
+    if (!w || !key || !value) return stf__err(err, STF_EINVAL, "writer: NULL metadata key/value");
     if (w->done) return stf__err(err, STF_EINVAL, "%s: writer already committed", w->path);
-    if (!stf__utf8_valid(key, strlen(key)) || !stf__utf8_valid(value, strlen(value)))
-        return stf__err(err, STF_EINVAL, "%s: metadata '%s' is not valid UTF-8", w->path, key);
-    if (meta_push(&w->meta, key, strlen(key), value, strlen(value)))
+    if (!stf__utf8_valid(key, klen) || !stf__utf8_valid(value, vlen))
+        return stf__err(err, STF_EINVAL, "%s: metadata key or value is not valid UTF-8", w->path);
+    if (meta_push(&w->meta, key, klen, value, vlen))
         return stf__err(err, STF_ENOMEM, "%s: out of memory", w->path);
     return 0;
 }
@@ -304,6 +314,13 @@ static int write_tensor(stf__sink *sk, const wtensor *t, stage *st, stf_err *err
     if (!len) return 0;
     if (src->kind == STF_SRC_MEM) return stf__sink_write(sk, src->mem, (size_t)len, err);
     if (src->kind == STF_SRC_CKPT) {
+        /* Verbatim copies go file to file: copy_file_range lets the kernel
+         * (or a reflinking file system) move the bytes without our pages. */
+        const stf__source *s = NULL;
+        uint64_t foff = 0;
+        if (!stf__ckpt_tensor_source(src->ckpt, src->idx, &s, &foff, NULL) && s &&
+            stf__source_fd(s) >= 0)
+            return stf__sink_copy_fd(sk, stf__source_fd(s), foff, len, stf__source_path(s), err);
         const void *p = stf_ckpt_tensor_data(src->ckpt, src->idx);
         if (p) return stf__sink_write(sk, p, (size_t)len, err);
     }

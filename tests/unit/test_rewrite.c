@@ -1,0 +1,225 @@
+/* Tests for lib/container/rewrite.c: canonical input comes back byte for
+ * byte; non-canonical input comes back canonical with the same tensors and
+ * metadata; shards split and join losslessly. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include "container/writer_internal.h"
+
+static char g_dir[64];
+
+static int setup(void **state)
+{
+    (void)state;
+    strcpy(g_dir, "/tmp/stfix-rewrite.XXXXXX");
+    return mkdtemp(g_dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    DIR *d = opendir(g_dir);
+    struct dirent *e;
+    char p[600];
+    while (d && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            snprintf(p, sizeof p, "%s/%s", g_dir, e->d_name);
+            unlink(p);
+        }
+    if (d) closedir(d);
+    rmdir(g_dir);
+    return 0;
+}
+
+static char *path_of(const char *name)
+{
+    static char p[4][256];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(p[k], sizeof p[k], "%s/%s", g_dir, name);
+    return p[k];
+}
+
+static void put_file(const char *name, const void *b, size_t n)
+{
+    FILE *f = fopen(path_of(name), "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, n, f), n);
+    fclose(f);
+}
+
+static unsigned char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)n + 1);
+    *len = fread(b, 1, (size_t)n, f);
+    fclose(f);
+    return b;
+}
+
+/* le64(N) + hdr + spaces to `n` + data */
+static unsigned char *image(const char *hdr, size_t n, const void *data, size_t dlen, size_t *len)
+{
+    size_t hl = strlen(hdr);
+    unsigned char *b = malloc(8 + n + dlen);
+    for (int i = 0; i < 8; i++) b[i] = (unsigned char)((uint64_t)n >> (8 * i));
+    memcpy(b + 8, hdr, hl);
+    memset(b + 8 + hl, ' ', n - hl);
+    memcpy(b + 8 + n, data, dlen);
+    *len = 8 + n + dlen;
+    return b;
+}
+
+static int rewrite(const char *in, const char *out, uint64_t max_shard, stf_err *err)
+{
+    stf_ckpt *c = NULL;
+    int rc = stf_ckpt_open(&c, in, NULL, err);
+    if (rc) return rc;
+    stf_write_opts o;
+    stf_write_opts_init(&o);
+    o.no_fsync = 1;
+    o.max_shard_size = max_shard;
+    rc = stf_ckpt_rewrite(c, out, &o, err);
+    stf_ckpt_free(c);
+    return rc;
+}
+
+static const char CANON[] =
+    "{\"__metadata__\":{\"format\":\"pt\",\"q\":\"{\\\"a\\\": 1}\"},"
+    "\"w.scale\":{\"dtype\":\"F32\",\"shape\":[2,1],\"data_offsets\":[0,8]},"
+    "\"norm\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[8,12]},"
+    "\"w\":{\"dtype\":\"I8\",\"shape\":[2,2],\"data_offsets\":[12,16]},"
+    "\"w.comfy_quant\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[16,19]}}";
+static const unsigned char DATA[19] = { 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40, 0x80, 0x3f, 0, 0x40,
+                                        1, 2, 0xff, 0x80, '{', '}', ' ' };
+
+static void test_canonical_identity(void **state)
+{
+    (void)state;
+    size_t hl = strlen(CANON), n = (hl + 7) / 8 * 8, len;
+    unsigned char *b = image(CANON, n, DATA, sizeof DATA, &len);
+    put_file("in.safetensors", b, len);
+    stf_err err;
+    int rc = rewrite(path_of("in.safetensors"), path_of("out.safetensors"), 0, &err);
+    if (rc) fail_msg("%s", err.msg);
+    size_t got_len;
+    unsigned char *got = slurp(path_of("out.safetensors"), &got_len);
+    assert_int_equal(got_len, len);
+    assert_memory_equal(got, b, len);
+    free(got);
+    free(b);
+}
+
+static void test_noncanonical(void **state)
+{
+    (void)state;
+    /* Unpadded, spaces, metadata last and unsorted, data in the wrong order. */
+    static const char hdr[] =
+        "{ \"w\":{\"dtype\":\"I8\",\"shape\":[2, 2],\"data_offsets\":[0,4]},"
+        "\"w.comfy_quant\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[4,7]},"
+        "\"norm\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[7,11]},"
+        "\"w.scale\":{\"data_offsets\":[11,19],\"dtype\":\"F32\",\"shape\":[2,1]},"
+        "\"__metadata__\":{\"q\":\"{\\\"a\\\": 1}\",\"format\":\"p\\u0074\"}}";
+    unsigned char data[19];
+    memcpy(data, DATA + 12, 4);
+    memcpy(data + 4, DATA + 16, 3);
+    memcpy(data + 7, DATA + 8, 4);
+    memcpy(data + 11, DATA, 8);
+    size_t len;
+    unsigned char *b = image(hdr, strlen(hdr), data, sizeof data, &len);
+    put_file("nc.safetensors", b, len);
+    free(b);
+    stf_err err;
+    int rc = rewrite(path_of("nc.safetensors"), path_of("out.safetensors"), 0, &err);
+    if (rc) fail_msg("%s", err.msg);
+    size_t hl = strlen(CANON), n = (hl + 7) / 8 * 8, got_len;
+    unsigned char *want = image(CANON, n, DATA, sizeof DATA, &len);
+    unsigned char *got = slurp(path_of("out.safetensors"), &got_len);
+    assert_int_equal(got_len, len);
+    assert_memory_equal(got, want, len);
+    free(got);
+    free(want);
+}
+
+static void test_shard_and_join(void **state)
+{
+    (void)state;
+    size_t hl = strlen(CANON), n = (hl + 7) / 8 * 8, len;
+    unsigned char *b = image(CANON, n, DATA, sizeof DATA, &len);
+    put_file("in.safetensors", b, len);
+    stf_err err;
+    int rc = rewrite(path_of("in.safetensors"), path_of("m.safetensors"), 8, &err);
+    if (rc) fail_msg("%s", err.msg);
+    /* w.scale (8) | norm + w (8) | comfy_quant (3) */
+    size_t ilen;
+    unsigned char *idx = slurp(path_of("m.safetensors.index.json"), &ilen);
+    static const char want_idx[] =
+        "{\n  \"metadata\": {\n    \"total_size\": 19\n  },\n  \"weight_map\": {\n"
+        "    \"norm\": \"m-00002-of-00003.safetensors\",\n"
+        "    \"w\": \"m-00002-of-00003.safetensors\",\n"
+        "    \"w.comfy_quant\": \"m-00003-of-00003.safetensors\",\n"
+        "    \"w.scale\": \"m-00001-of-00003.safetensors\"\n  }\n}\n";
+    assert_int_equal(ilen, strlen(want_idx));
+    assert_memory_equal(idx, want_idx, ilen);
+    free(idx);
+    rc = rewrite(path_of("m.safetensors.index.json"), path_of("joined.safetensors"), 0, &err);
+    if (rc) fail_msg("%s", err.msg);
+    size_t got_len;
+    unsigned char *got = slurp(path_of("joined.safetensors"), &got_len);
+    assert_int_equal(got_len, len);
+    assert_memory_equal(got, b, len);
+    free(got);
+    free(b);
+}
+
+/* The source may be the target: every byte is copied before the rename. */
+static void test_in_place(void **state)
+{
+    (void)state;
+    static const char hdr[] = "{\"b\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2]},"
+                              "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[2,6]}}";
+    const unsigned char data[6] = { 7, 8, 0, 0, 0x80, 0x3f };
+    size_t len;
+    unsigned char *b = image(hdr, strlen(hdr), data, 6, &len);
+    put_file("ip.safetensors", b, len);
+    free(b);
+    stf_err err;
+    int rc = rewrite(path_of("ip.safetensors"), path_of("ip.safetensors"), 0, &err);
+    if (rc) fail_msg("%s", err.msg);
+    static const char want_hdr[] =
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+        "\"b\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[4,6]}}";
+    const unsigned char want_data[6] = { 0, 0, 0x80, 0x3f, 7, 8 };
+    size_t wl = strlen(want_hdr);
+    unsigned char *want = image(want_hdr, (wl + 7) / 8 * 8, want_data, 6, &len);
+    size_t got_len;
+    unsigned char *got = slurp(path_of("ip.safetensors"), &got_len);
+    assert_int_equal(got_len, len);
+    assert_memory_equal(got, want, len);
+    free(got);
+    free(want);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_canonical_identity, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_noncanonical, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shard_and_join, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_in_place, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
