@@ -82,6 +82,29 @@ int stf__utf8_put(stf_buf *b, uint32_t cp);
 /* Whether Python repr() prints code point cp as-is (str.isprintable). */
 int stf__unicode_printable(uint32_t cp);
 
+/* ------------------------------------------------------------ markers */
+
+/* Largest marker tensor parsed; bigger ones are recorded as NOT_JSON. */
+#define STF_MARKER_MAX_BYTES ((uint64_t)16 << 20)
+
+/*
+ * Fill *m from tensor `idx` of c (a P.comfy_quant tensor): dtype check
+ * (R8), read, json.loads (R6), object check (R7). m->value is an owned root
+ * for this channel. Fails only with STF_ENOMEM / STF_EIO.
+ */
+int stf__marker_from_tensor(stf_marker *m, const stf_ckpt *c, size_t idx, stf_err *err);
+
+/*
+ * Parse shard `shard`'s _quantization_metadata value text: *status (R1-R3),
+ * *root (owned; NULL for ABSENT/NOT_JSON), *error (owned message for
+ * NOT_JSON) and *error_off. Fails only with STF_ENOMEM.
+ */
+int stf__qmeta_parse(stf_qmeta_status *status, stf_pyval **root, char **error,
+                     uint64_t *error_off, const stf_ckpt *c, size_t shard, stf_err *err);
+
+/* Free what a marker owns (the tensor channel's value root, the error text). */
+void stf__marker_clear(stf_marker *m);
+
 /* Hand a buffer's bytes to the caller as a NUL-terminated string. */
 int stf__buf_take(char **out, size_t *len, stf_buf *b);
 
