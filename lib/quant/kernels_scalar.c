@@ -155,9 +155,12 @@ static int int8_row_scalar(int8_t *q, float *scale, const void *src, stf_dtype s
     for (i = 0; i < k; i++) {
         float v = round_t(scratch[i], t);
         float r = rintf(round_t(v / d, t));
-        /* v is finite or ±Inf (F16 overflow) and d > 0, so r is never NaN. */
         if (r > 127.0f) r = 127.0f;
         if (r < -128.0f) r = -128.0f;
+        /* NaN only arises when finite inputs near FLT_MAX overflow inside
+         * the rotation (Inf - Inf). Converting NaN is undefined in C; 0 is
+         * what x86's truncating convert gives and what SIMD variants do. */
+        if (r != r) r = 0.0f;
         q[i] = (int8_t)r;
     }
     *scale = s;

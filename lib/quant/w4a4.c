@@ -65,6 +65,7 @@ static int w4_row(const w4_job *j, size_t r, float *x)
             float c = rintf(x[i + h] * inv);
             if (c > 7.0f) c = 7.0f;
             if (c < -7.0f) c = -7.0f;
+            if (c != c) c = 0.0f; /* rotation overflow (Inf - Inf); see int8 */
             nib[h] = (unsigned)(int)c & 0xFu;
         }
         /* Stored as the int8 of the byte's bit pattern. */

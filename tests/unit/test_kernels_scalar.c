@@ -376,6 +376,34 @@ static void test_variants_match_scalar_random(void **state)
     print_message("%d variant rows compared\n", compared);
 }
 
+/* Finite inputs near the BF16 maximum overflow inside the rotation: the
+ * result is still defined and the same on every variant (Inf codes clamp,
+ * Inf - Inf = NaN codes become 0). */
+static void test_rotation_overflow_defined(void **state)
+{
+    (void)state;
+    uint16_t b[16];
+    int8_t q[16];
+    float s;
+    for (size_t v = 0; v < 3; v++) {
+        if (!stf_simd_supported(variants[v])) continue;
+        assert_int_equal(stf_simd_select(variants[v], NULL), 0);
+        stf_int8_opts o = { 16, STF_QMODE_CUDA, STF_BF16 };
+        /* [M x4, -M x4, 0 x8]: stage 1 gives [Inf x4, -Inf x4, 0 x8]; stage 2
+         * gives NaN (Inf + -Inf) at 0..7, +Inf at 8..11, -Inf at 12..15. */
+        for (int i = 0; i < 16; i++) b[i] = i < 4 ? 0x7F7F : i < 8 ? 0xFF7F : 0;
+        assert_int_equal(stf_int8_quantize_rows(q, &s, b, STF_BF16, 1, 16, &o, NULL, NULL), 0);
+        for (int i = 0; i < 16; i++) assert_int_equal(q[i], i < 8 ? 0 : i < 12 ? 127 : -128);
+        assert_int_equal(qt_bits(s), qt_bits(qt_float(0x7F7F0000u) * qt_float(0x3C010204u)));
+        /* [M x4, 0 x12]: R = +Inf at 0..11, -Inf at 12..15; a clamps to maxT. */
+        for (int i = 0; i < 16; i++) b[i] = i < 4 ? 0x7F7F : 0;
+        assert_int_equal(stf_int8_quantize_rows(q, &s, b, STF_BF16, 1, 16, &o, NULL, NULL), 0);
+        assert_int_equal(qt_bits(s), qt_bits(qt_float(0x7F7F0000u) * qt_float(0x3C010204u)));
+        for (int i = 0; i < 16; i++) assert_int_equal(q[i], i < 12 ? 127 : -128);
+    }
+    assert_int_equal(stf_simd_select(STF_SIMD_AUTO, NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -385,6 +413,7 @@ int main(void)
         cmocka_unit_test(test_golden_int8_all_variants),
         cmocka_unit_test(test_golden_w4a4),
         cmocka_unit_test(test_variants_match_scalar_random),
+        cmocka_unit_test(test_rotation_overflow_defined),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
