@@ -1,0 +1,288 @@
+/* Selectors: every match key against layer views, and schema problems. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rules/rules_int.h"
+
+static const uint64_t wshape[2] = { 64, 256 };
+static const uint64_t conv[4] = { 64, 4, 3, 3 };
+static const uint64_t s_rows[2] = { 64, 1 };
+static const uint64_t s_flat[1] = { 64 };
+static const uint64_t s_row_vec[2] = { 1, 64 };
+static const uint64_t s_one[1] = { 1 };
+
+static stf_marker_field fields[3] = {
+    { "format", "\"int8_tensorwise\"" },
+    { "convrot", "true" },
+    { "convrot_groupsize", "256" },
+};
+
+static stf_layer_view int8_layer(void)
+{
+    stf_layer_view v;
+    memset(&v, 0, sizeof v);
+    v.prefix = "model.blocks.3.attn.qkv";
+    v.has_weight = 1;
+    v.weight_dtype = STF_I8;
+    v.weight_rank = 2;
+    v.weight_shape = wshape;
+    v.n = 64;
+    v.k = 256;
+    v.has_scale = 1;
+    v.scale_dtype = STF_F32;
+    v.scale_rank = 2;
+    v.scale_shape = s_rows;
+    v.has_marker = 1;
+    v.format = "int8_tensorwise";
+    v.marker_fields = fields;
+    v.marker_field_count = 3;
+    v.probe = STF_PROBE_ROW;
+    v.rotation = STF_ROTATION_REGULAR;
+    return v;
+}
+
+/* Compile the flow mapping `src` (problems must not occur) and evaluate it. */
+static int sel(const char *src, const stf_layer_view *v)
+{
+    stf_recipe_diags *d = stf__diags_new("m.yaml");
+    stf__ynode *root = NULL;
+    stf_err err;
+    assert_int_equal(stf__yaml_parse(&root, d, src, strlen(src), &err), 0);
+    stf__selector *s = NULL;
+    assert_int_equal(stf__selector_compile(&s, root, "match", d), 0);
+    if (d->count) fail_msg("%s", d->v[0].text);
+    assert_non_null(s);
+    int r = stf__selector_eval(s, v);
+    stf__selector_free(s);
+    stf__ynode_free(root);
+    stf_recipe_diags_free(d);
+    return r;
+}
+
+static void expect_problem(const char *src, const char *want)
+{
+    stf_recipe_diags *d = stf__diags_new("m.yaml");
+    stf__ynode *root = NULL;
+    stf_err err;
+    assert_int_equal(stf__yaml_parse(&root, d, src, strlen(src), &err), 0);
+    stf__selector *s = (stf__selector *)1;
+    assert_int_equal(stf__selector_compile(&s, root, "rules[0].match", d), 0);
+    assert_null(s);
+    assert_true(d->count >= 1);
+    assert_string_equal(d->v[0].text, want);
+    stf__ynode_free(root);
+    stf_recipe_diags_free(d);
+}
+
+static void expect_problem_prefix(const char *src, const char *want)
+{
+    stf_recipe_diags *d = stf__diags_new("m.yaml");
+    stf__ynode *root = NULL;
+    stf_err err;
+    assert_int_equal(stf__yaml_parse(&root, d, src, strlen(src), &err), 0);
+    stf__selector *s = (stf__selector *)1;
+    assert_int_equal(stf__selector_compile(&s, root, "rules[0].match", d), 0);
+    assert_null(s);
+    assert_int_equal(d->count, 1);
+    assert_true(strlen(d->v[0].text) > strlen(want));
+    assert_memory_equal(d->v[0].text, want, strlen(want));
+    stf__ynode_free(root);
+    stf_recipe_diags_free(d);
+}
+
+static void test_empty_selects_all(void **state)
+{
+    (void)state;
+    stf_layer_view v = int8_layer();
+    assert_int_equal(sel("{}", &v), 1);
+    memset(&v, 0, sizeof v);
+    assert_int_equal(sel("{}", &v), 1);
+}
+
+static void test_prefix_and_regex(void **state)
+{
+    (void)state;
+    stf_layer_view v = int8_layer();
+    assert_int_equal(sel("{prefix: 'model.blocks.*.attn.qkv'}", &v), 1);
+    assert_int_equal(sel("{prefix: 'blocks.*.attn.qkv'}", &v), 0);
+    assert_int_equal(sel("{prefix: ['x.**', '**.qkv']}", &v), 1);
+    assert_int_equal(sel("{regex: 'attn\\.(qkv|proj)$'}", &v), 1);
+    assert_int_equal(sel("{regex: '^blocks'}", &v), 0);
+    assert_int_equal(sel("{prefix: '**.qkv', regex: 'mlp'}", &v), 0);
+}
+
+static void test_weight_and_shape(void **state)
+{
+    (void)state;
+    stf_layer_view v = int8_layer();
+    assert_int_equal(sel("{weight_dtype: I8}", &v), 1);
+    assert_int_equal(sel("{weight_dtype: [U8, F8_E4M3]}", &v), 0);
+    assert_int_equal(sel("{shape: 'K % 16 == 0'}", &v), 1);
+    assert_int_equal(sel("{shape: ['rank == 2', 'N == K']}", &v), 0);
+    assert_int_equal(sel("{weight: present}", &v), 1);
+    v.weight_rank = 4;
+    v.weight_shape = conv;
+    v.k = 36;
+    assert_int_equal(sel("{shape: 'rank != 2'}", &v), 1);
+    v.has_weight = 0;
+    assert_int_equal(sel("{weight: absent}", &v), 1);
+    assert_int_equal(sel("{weight_dtype: I8}", &v), 0);
+}
+
+static void test_scale(void **state)
+{
+    (void)state;
+    stf_layer_view v = int8_layer();
+    assert_int_equal(sel("{scale: present, scale_dtype: F32, scale_shape: [N, 1]}", &v), 1);
+    assert_int_equal(sel("{scale_shape: [N]}", &v), 0);
+    assert_int_equal(sel("{scale_shape: [_, 1]}", &v), 1);
+    assert_int_equal(sel("{scale_shape: [K, 1]}", &v), 0);
+    v.scale_rank = 1;
+    v.scale_shape = s_flat;
+    assert_int_equal(sel("{scale_shape: [[N], [1, N]]}", &v), 1);
+    v.scale_rank = 2;
+    v.scale_shape = s_row_vec;
+    assert_int_equal(sel("{scale_shape: [[N], [1, N]]}", &v), 1);
+    v.scale_rank = 1;
+    v.scale_shape = s_one;
+    assert_int_equal(sel("{scale_shape: [1]}", &v), 1);
+    assert_int_equal(sel("{scale_shape: []}", &v), 0);
+    v.scale_rank = 0;
+    v.scale_shape = NULL;
+    assert_int_equal(sel("{scale_shape: []}", &v), 1);
+    v.scale_dtype = STF_BF16;
+    assert_int_equal(sel("{scale_dtype: [BF16, F16]}", &v), 1);
+    v.has_scale = 0;
+    assert_int_equal(sel("{scale: absent}", &v), 1);
+    assert_int_equal(sel("{scale_dtype: [BF16, F16]}", &v), 0);
+    assert_int_equal(sel("{scale_shape: []}", &v), 0);
+}
+
+static void test_marker_fields(void **state)
+{
+    (void)state;
+    stf_layer_view v = int8_layer();
+    assert_int_equal(sel("{marker: present}", &v), 1);
+    assert_int_equal(sel("{marker: absent}", &v), 0);
+    assert_int_equal(sel("{marker: {convrot: true, convrot_groupsize: 256}}", &v), 1);
+    assert_int_equal(sel("{marker: {convrot_groupsize: [16, 64]}}", &v), 0);
+    assert_int_equal(sel("{marker: {convrot_groupsize: 256.0}}", &v), 1);
+    /* A quoted "256" is a string and does not select the number 256. */
+    assert_int_equal(sel("{marker: {convrot_groupsize: '256'}}", &v), 0);
+    assert_int_equal(sel("{marker: {per_row: absent, format: int8_tensorwise}}", &v), 1);
+    assert_int_equal(sel("{marker: {per_row: present}}", &v), 0);
+    /* convrot 1 is not the literal true that SGLang requires (R23). */
+    stf_marker_field one[2] = { { "convrot", "1" }, { "name", "\"a\\u00e9\\\"\"" } };
+    v.marker_fields = one;
+    v.marker_field_count = 2;
+    assert_int_equal(sel("{marker: {convrot: true}}", &v), 0);
+    assert_int_equal(sel("{marker: {convrot: 1}}", &v), 1);
+    assert_int_equal(sel("{not: {marker: {convrot: true}}}", &v), 1);
+    assert_int_equal(sel("{marker: {name: \"a\\u00e9\\\"\"}}", &v), 1);
+    assert_int_equal(sel("{marker: {name: a}}", &v), 0);
+    stf_marker_field nul[1] = { { "x", " null " } };
+    v.marker_fields = nul;
+    v.marker_field_count = 1;
+    assert_int_equal(sel("{marker: {x: ~}}", &v), 1);
+    assert_int_equal(sel("{marker: {x: false}}", &v), 0);
+    v.has_marker = 0;
+    v.marker_field_count = 0;
+    assert_int_equal(sel("{marker: {x: absent}}", &v), 0);
+}
+
+static void test_format_probe_rotation(void **state)
+{
+    (void)state;
+    stf_layer_view v = int8_layer();
+    assert_int_equal(sel("{format: int8_tensorwise}", &v), 1);
+    assert_int_equal(sel("{format: [nvfp4, mxfp8]}", &v), 0);
+    assert_int_equal(sel("{format: absent}", &v), 0);
+    assert_int_equal(sel("{probe: rowwise, rotation: regular}", &v), 1);
+    assert_int_equal(sel("{probe: [columnwise, ambiguous]}", &v), 0);
+    v.probe = STF_PROBE_COLUMN;
+    v.rotation = STF_ROTATION_SYLVESTER;
+    assert_int_equal(sel("{probe: columnwise, rotation: sylvester}", &v), 1);
+    v.format = NULL;
+    assert_int_equal(sel("{format: absent}", &v), 1);
+    assert_int_equal(sel("{format: [absent, int8_tensorwise]}", &v), 1);
+    assert_int_equal(sel("{not: {format: absent}}", &v), 0);
+}
+
+static void test_group_size_rule(void **state)
+{
+    (void)state;
+    const char *bad_g = "{format: int8_tensorwise, not: {marker: {convrot_groupsize: [16, 64, "
+                        "256]}, shape: 'K % G == 0'}}";
+    stf_layer_view v = int8_layer();
+    assert_int_equal(sel(bad_g, &v), 0);
+    stf_marker_field g128[3] = { { "format", "\"int8_tensorwise\"" }, { "convrot", "true" },
+                                 { "convrot_groupsize", "128" } };
+    v.marker_fields = g128;
+    assert_int_equal(sel(bad_g, &v), 1);
+    g128[2].json = "64";
+    v.k = 96;
+    assert_int_equal(sel(bad_g, &v), 1);
+    v.k = 192;
+    assert_int_equal(sel(bad_g, &v), 0);
+}
+
+static void test_problems(void **state)
+{
+    (void)state;
+    expect_problem("{dtyp: I8}",
+                   "m.yaml:1:2: rules[0].match: unknown key 'dtyp' (expected one of: prefix, "
+                   "regex, weight, weight_dtype, shape, scale, scale_dtype, scale_shape, marker, "
+                   "format, probe, rotation, not)");
+    expect_problem("{weight_dtype: I9}",
+                   "m.yaml:1:16: rules[0].match.weight_dtype: expected a safetensors dtype name "
+                   "(BF16, F16, F32, I8, U8, F8_E4M3, ...), got 'I9'");
+    expect_problem("{weight_dtype: [I8, i8]}",
+                   "m.yaml:1:21: rules[0].match.weight_dtype[1]: expected a safetensors dtype "
+                   "name (BF16, F16, F32, I8, U8, F8_E4M3, ...), got 'i8'");
+    expect_problem("{shape: 'K % 16 = 0'}",
+                   "m.yaml:1:17: rules[0].match.shape: invalid predicate 'K % 16 = 0': "
+                   "unexpected '= 0'");
+    expect_problem("{prefix: 'a.***'}",
+                   "m.yaml:1:10: rules[0].match.prefix: invalid glob 'a.***': '***' is not a "
+                   "glob (use '*' within a segment or '**' across segments)");
+    /* The regex explanation is the C library's regerror text. */
+    expect_problem_prefix("{regex: 'a(b'}",
+                          "m.yaml:1:9: rules[0].match.regex: invalid regex 'a(b': ");
+    expect_problem("{scale: maybe}",
+                   "m.yaml:1:9: rules[0].match.scale: expected present or absent, got 'maybe'");
+    expect_problem("{scale_shape: [N, M]}",
+                   "m.yaml:1:19: rules[0].match.scale_shape[1]: expected an integer >= 0, N, K "
+                   "or _, got 'M'");
+    expect_problem("{probe: rows}",
+                   "m.yaml:1:9: rules[0].match.probe: expected one of unknown, rowwise, "
+                   "columnwise, tensorwise, blockwise, ambiguous, got 'rows'");
+    expect_problem("{rotation: [regular, walsh]}",
+                   "m.yaml:1:22: rules[0].match.rotation[1]: expected one of unknown, regular, "
+                   "sylvester, got 'walsh'");
+    expect_problem("{marker: {convrot: {a: 1}}}",
+                   "m.yaml:1:20: rules[0].match.marker.convrot: expected a scalar, a list of "
+                   "scalars, present or absent, got a mapping");
+    expect_problem("{not: {prefx: a}}",
+                   "m.yaml:1:8: rules[0].match.not: unknown key 'prefx' (expected one of: "
+                   "prefix, regex, weight, weight_dtype, shape, scale, scale_dtype, scale_shape, "
+                   "marker, format, probe, rotation, not)");
+    expect_problem("[prefix]",
+                   "m.yaml:1:1: rules[0].match: expected a mapping of selector keys ({} selects "
+                   "every layer), got a sequence");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_empty_selects_all), cmocka_unit_test(test_prefix_and_regex),
+        cmocka_unit_test(test_weight_and_shape),  cmocka_unit_test(test_scale),
+        cmocka_unit_test(test_marker_fields),     cmocka_unit_test(test_format_probe_rotation),
+        cmocka_unit_test(test_group_size_rule),   cmocka_unit_test(test_problems),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,200 @@
+/* The positioned YAML document model: positions, typing, refused constructs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rules/rules_int.h"
+
+/* Parse `src`; returns the code and the first problem text (or ""). */
+static int parse(stf__ynode **root, const char *src, char *first, size_t size)
+{
+    stf_recipe_diags *d = stf__diags_new("t.yaml");
+    assert_non_null(d);
+    stf_err err;
+    stf_err_clear(&err);
+    int rc = stf__yaml_parse(root, d, src, strlen(src), &err);
+    snprintf(first, size, "%s", d->count ? d->v[0].text : "");
+    if (rc == STF_EFORMAT) assert_string_equal(err.msg, first);
+    stf_recipe_diags_free(d);
+    return rc;
+}
+
+static void expect_problem(const char *src, const char *want)
+{
+    stf__ynode *root = (stf__ynode *)1;
+    char first[1100];
+    assert_int_equal(parse(&root, src, first, sizeof first), STF_EFORMAT);
+    assert_null(root);
+    assert_string_equal(first, want);
+}
+
+static void test_positions_and_types(void **state)
+{
+    (void)state;
+    const char *src = "stfix: 1\n"
+                      "list:\n"
+                      "  - 'quoted'\n"
+                      "  - {a: true, b: ~, c: -12, d: 1.5, e: \"256\"}\n";
+    stf__ynode *root = NULL;
+    char first[1100];
+    assert_int_equal(parse(&root, src, first, sizeof first), 0);
+    assert_non_null(root);
+    assert_int_equal(root->type, STF__Y_MAP);
+    assert_int_equal(root->line, 1);
+    assert_int_equal(root->col, 1);
+    assert_int_equal(stf__ymap_size(root), 2);
+    const stf__ynode *k0 = stf__ymap_key(root, 0), *v0 = stf__ymap_val(root, 0);
+    assert_string_equal(k0->text, "stfix");
+    assert_int_equal(v0->line, 1);
+    assert_int_equal(v0->col, 8);
+    long long iv = 0;
+    assert_int_equal(stf__y_int(v0, &iv), 0);
+    assert_int_equal(iv, 1);
+    const stf__ynode *list = stf__ymap_val(root, 1);
+    assert_int_equal(list->type, STF__Y_SEQ);
+    assert_int_equal(list->count, 2);
+    const stf__ynode *q = list->items[0];
+    assert_int_equal(q->line, 3);
+    assert_int_equal(q->col, 5);
+    assert_int_equal(q->plain, 0);
+    assert_int_equal(stf__y_is_string(q), 1);
+    const stf__ynode *m = list->items[1];
+    assert_int_equal(m->type, STF__Y_MAP);
+    assert_int_equal(m->line, 4);
+    assert_int_equal(m->col, 5);
+    int b = -1;
+    assert_int_equal(stf__y_bool(stf__ymap_val(m, 0), &b), 0);
+    assert_int_equal(b, 1);
+    assert_int_equal(stf__y_is_null(stf__ymap_val(m, 1)), 1);
+    assert_int_equal(stf__y_int(stf__ymap_val(m, 2), &iv), 0);
+    assert_int_equal(iv, -12);
+    /* 1.5 is not an integer, and a quoted "256" stays a string. */
+    assert_int_equal(stf__y_int(stf__ymap_val(m, 3), &iv), -1);
+    assert_int_equal(stf__y_is_string(stf__ymap_val(m, 3)), 1);
+    assert_int_equal(stf__y_int(stf__ymap_val(m, 4), &iv), -1);
+    assert_int_equal(stf__y_is_string(stf__ymap_val(m, 4)), 1);
+    assert_int_equal(stf__y_is_word(stf__ymap_key(m, 0), "a"), 1);
+    assert_int_equal(stf__y_is_word(q, "quoted"), 0);
+    char desc[96];
+    stf__y_describe(q, desc, sizeof desc);
+    assert_string_equal(desc, "'quoted'");
+    stf__y_describe(m, desc, sizeof desc);
+    assert_string_equal(desc, "a mapping");
+    stf__y_describe(list, desc, sizeof desc);
+    assert_string_equal(desc, "a sequence");
+    stf__y_describe(stf__ymap_val(m, 1), desc, sizeof desc);
+    assert_string_equal(desc, "null");
+    stf__ynode_free(root);
+}
+
+static void test_empty_document(void **state)
+{
+    (void)state;
+    stf__ynode *root = (stf__ynode *)1;
+    char first[1100];
+    assert_int_equal(parse(&root, "", first, sizeof first), 0);
+    assert_null(root);
+    assert_int_equal(parse(&root, "# only a comment\n", first, sizeof first), 0);
+    assert_null(root);
+}
+
+static void test_refused(void **state)
+{
+    (void)state;
+    expect_problem("a: &x 1\nb: *x\n", "t.yaml:1:4: anchors are not supported in recipes");
+    expect_problem("a: *x\n", "t.yaml:1:4: aliases are not supported in recipes");
+    expect_problem("a: !!str 1\n", "t.yaml:1:4: tags are not supported in recipes");
+    expect_problem("a: !!map {b: 1}\n", "t.yaml:1:4: tags are not supported in recipes");
+    expect_problem("a: 1\n---\nb: 2\n",
+                   "t.yaml:2:1: multiple documents are not supported in recipes");
+    expect_problem("a: 1\nb: 2\na: 3\n", "t.yaml:3:1: duplicate key 'a' (first at line 1)");
+    expect_problem("? [a]\n: 1\n", "t.yaml:1:3: mapping keys must be scalars");
+}
+
+static void test_syntax_errors(void **state)
+{
+    (void)state;
+    expect_problem("a: [1, 2\n",
+                   "t.yaml:2:1: YAML syntax error: did not find expected ',' or ']' while "
+                   "parsing a flow sequence");
+    expect_problem("a: 1\n b: 2\n",
+                   "t.yaml:2:3: YAML syntax error: mapping values are not allowed in this "
+                   "context");
+    expect_problem("a: \"x\n",
+                   "t.yaml:2:1: YAML syntax error: found unexpected end of stream while "
+                   "scanning a quoted scalar");
+}
+
+static void test_depth_limit(void **state)
+{
+    (void)state;
+    char src[200];
+    size_t n = 0;
+    for (int i = 0; i < 40; i++) src[n++] = '[';
+    for (int i = 0; i < 40; i++) src[n++] = ']';
+    src[n] = '\0';
+    expect_problem(src, "t.yaml:1:33: nesting deeper than 32 levels");
+}
+
+/* ---------------------------------------------------- allocation failures */
+
+static long fail_at = -1, calls = 0;
+
+static void *count_realloc(void *ud, void *p, size_t n)
+{
+    (void)ud;
+    if (fail_at >= 0 && calls++ == fail_at) return NULL;
+    return realloc(p, n);
+}
+
+static void count_free(void *ud, void *p)
+{
+    (void)ud;
+    free(p);
+}
+
+static void test_alloc_failures(void **state)
+{
+    (void)state;
+    const char *src = "a: [1, 2, {b: c}]\nd: 'e'\n";
+    stf_allocator al = { count_realloc, count_free, NULL };
+    stf_set_allocator(&al);
+    int ok = 0;
+    for (long i = 0; i < 200 && !ok; i++) {
+        fail_at = -1;
+        stf_recipe_diags *d = stf__diags_new("t.yaml");
+        assert_non_null(d);
+        calls = 0;
+        fail_at = i;
+        stf__ynode *root = NULL;
+        stf_err err;
+        int rc = stf__yaml_parse(&root, d, src, strlen(src), &err);
+        if (rc == 0) {
+            ok = 1;
+            assert_non_null(root);
+        } else {
+            assert_int_equal(rc, STF_ENOMEM);
+            assert_null(root);
+        }
+        stf__ynode_free(root);
+        stf_recipe_diags_free(d);
+    }
+    fail_at = -1;
+    stf_set_allocator(NULL);
+    assert_int_equal(ok, 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_positions_and_types), cmocka_unit_test(test_empty_document),
+        cmocka_unit_test(test_refused), cmocka_unit_test(test_syntax_errors),
+        cmocka_unit_test(test_depth_limit), cmocka_unit_test(test_alloc_failures),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
