@@ -11,15 +11,21 @@
 #include "kernels.h"
 #include "util/util.h"
 
+/* BF16 bits -> F32, exact. */
 float stf_bf16_to_f32(uint16_t h) { return stf__bf16_to_f32(h); }
 
+/* F32 -> BF16 bits, RNE; NaN -> 0x7FC0, overflow -> ±Inf. */
 uint16_t stf_f32_to_bf16(float f) { return stf__f32_to_bf16(f); }
 
+/* F16 bits -> F32, exact (subnormals and NaN payloads included). */
 float stf_f16_to_f32(uint16_t h) { return stf__f16_to_f32(h); }
 
+/* F32 -> F16 bits, RNE with subnormals; |f| >= 65520 -> ±Inf; NaN -> 0x7E00|sign. */
 uint16_t stf_f32_to_f16(float f) { return stf__f32_to_f16(f); }
 
 /*
+ * F64 -> F16 bits with one RNE step; same specials as stf_f32_to_f16.
+ *
  * From F64 the rounding happens once, on the double: going through F32
  * would round twice and can miss a tie (spec §9).
  */
@@ -58,6 +64,8 @@ static float minifloat(uint8_t v, unsigned ebits, unsigned mbits, int bias)
     return (v & 0x80u) ? -mag : mag;
 }
 
+/* Decode one FP8 code of `dtype` exactly (spec §9 table); NaN for a
+ * non-FP8 dtype. */
 float stf_fp8_to_f32(uint8_t v, stf_dtype dtype)
 {
     switch (dtype) {
@@ -90,6 +98,11 @@ static int is_fp8(stf_dtype d)
            d == STF_F8_E5M2FNUZ || d == STF_F8_E8M0;
 }
 
+/*
+ * Widen n values of src_dtype to F32 (exact except F64, which rounds RNE).
+ * dst and src are the caller's; F32 -> F32 may overlap. STF_EINVAL for a
+ * NULL buffer with n > 0, STF_EUNSUPPORTED for other dtypes.
+ */
 int stf_convert_to_f32(float *dst, const void *src, stf_dtype src_dtype, size_t n, stf_err *err)
 {
     if (n == 0) return 0;
@@ -127,6 +140,10 @@ int stf_convert_to_f32(float *dst, const void *src, stf_dtype src_dtype, size_t 
                     (int)src_dtype);
 }
 
+/*
+ * Narrow n F32 values to BF16/F16 (RNE) or copy to F32. STF_EINVAL for a
+ * NULL buffer, STF_EUNSUPPORTED for other dtypes.
+ */
 int stf_convert_from_f32(void *dst, stf_dtype dst_dtype, const float *src, size_t n,
                          stf_err *err)
 {
@@ -147,6 +164,7 @@ int stf_convert_from_f32(void *dst, stf_dtype dst_dtype, const float *src, size_
     }
 }
 
+/* x[i] = rT(x[i]) in place for t in BF16/F16/F32; STF_EUNSUPPORTED otherwise. */
 int stf_round_to_dtype(float *x, size_t n, stf_dtype t, stf_err *err)
 {
     if (n && !x) return stf__err(err, STF_EINVAL, "round: NULL buffer");

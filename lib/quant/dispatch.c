@@ -73,6 +73,7 @@ static stf_simd best(void)
     return STF_SIMD_SCALAR;
 }
 
+/* Static name of a variant; "unknown" for values outside the enum. */
 const char *stf_simd_name(stf_simd s)
 {
     switch (s) {
@@ -84,6 +85,7 @@ const char *stf_simd_name(stf_simd s)
     return "unknown";
 }
 
+/* Exact-case name -> variant in *out; STF_EINVAL (out untouched) otherwise. */
 int stf_simd_from_name(stf_simd *out, const char *name)
 {
     static const stf_simd all[] = { STF_SIMD_AUTO, STF_SIMD_SCALAR, STF_SIMD_AVX2,
@@ -98,6 +100,7 @@ int stf_simd_from_name(stf_simd *out, const char *name)
     return STF_EINVAL;
 }
 
+/* 1 when this CPU and OS can run variant s (AUTO and SCALAR always), else 0. */
 int stf_simd_supported(stf_simd s)
 {
     switch (s) {
@@ -109,6 +112,7 @@ int stf_simd_supported(stf_simd s)
     return 0;
 }
 
+/* Static table for s (AUTO: the best supported); NULL when unsupported. */
 const stf__kernels *stf__kernels_for(stf_simd s)
 {
     if (s == STF_SIMD_AUTO) s = best();
@@ -123,6 +127,7 @@ const stf__kernels *stf__kernels_for(stf_simd s)
     }
 }
 
+/* The process-wide table; picks the best supported one on first use. */
 const stf__kernels *stf__kernels_active(void)
 {
     const stf__kernels *k = atomic_load_explicit(&g_active, memory_order_acquire);
@@ -134,6 +139,10 @@ const stf__kernels *stf__kernels_active(void)
     return k;
 }
 
+/*
+ * Make s the process-wide variant (AUTO: best). STF_EUNSUPPORTED, with
+ * the active table unchanged, when the CPU or build lacks it.
+ */
 int stf_simd_select(stf_simd s, stf_err *err)
 {
     const stf__kernels *k = stf__kernels_for(s);
@@ -146,4 +155,5 @@ int stf_simd_select(stf_simd s, stf_err *err)
     return 0;
 }
 
+/* The variant in use (never AUTO). */
 stf_simd stf_simd_active(void) { return stf__kernels_active()->id; }

@@ -1,6 +1,10 @@
 /* FP8 weight dequantization (spec/convrot.md §6, §9). */
 #include "util/util.h"
 
+/*
+ * dst[i] = fl32(decode(src[i]) * scale). STF_EUNSUPPORTED unless dtype is
+ * F8_E4M3 or F8_E5M2; STF_EINVAL for NULL buffers with n > 0.
+ */
 int stf_fp8_dequantize(float *dst, const uint8_t *src, stf_dtype dtype, size_t n, float scale,
                        stf_err *err)
 {

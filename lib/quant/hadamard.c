@@ -13,6 +13,10 @@ static int is_pow2(unsigned g) { return g && (g & (g - 1)) == 0; }
 /* A power of 4 is a power of 2 whose single bit sits at an even place. */
 static int is_pow4(unsigned g) { return is_pow2(g) && (g & 0x55555555u) != 0; }
 
+/*
+ * x[0..k) rotated in place by H_g per group (spec §2). STF_EINVAL when g
+ * is not a power of 4 in 4..1024, k % g != 0, or x is NULL with k > 0.
+ */
 int stf_hadamard_regular(float *x, size_t k, unsigned g, stf_err *err)
 {
     if (!is_pow4(g) || g < 4 || g > 1024)
@@ -27,6 +31,10 @@ int stf_hadamard_regular(float *x, size_t k, unsigned g, stf_err *err)
     return 0;
 }
 
+/*
+ * x[0..k) in place: radix-2 Sylvester stages, then times c (spec §7).
+ * STF_EINVAL when g is not a power of 2 in 2..4096 or k % g != 0.
+ */
 int stf_hadamard_sylvester_undo(float *x, size_t k, unsigned g, stf_err *err)
 {
     if (!is_pow2(g) || g < 2 || g > 4096)

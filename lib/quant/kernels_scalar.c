@@ -167,6 +167,7 @@ static int int8_row_scalar(int8_t *q, float *scale, const void *src, stf_dtype s
     return 0;
 }
 
+/* The reference table (contracts in kernels.h); always available. */
 const stf__kernels stf__kernels_scalar = {
     STF_SIMD_SCALAR,
     int8_row_scalar,

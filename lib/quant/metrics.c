@@ -8,11 +8,13 @@
 
 #include "util/util.h"
 
+/* Zero an accumulator (m may be NULL). */
 void stf_metrics_init(stf_metrics *m)
 {
     if (m) memset(m, 0, sizeof *m);
 }
 
+/* Accumulate n (ref, test) pairs of row `row`, columns col0..; NULLs ignored. */
 void stf_metrics_add(stf_metrics *m, const float *ref, const float *test, size_t n,
                      uint64_t row, uint64_t col0)
 {
@@ -35,6 +37,7 @@ void stf_metrics_add(stf_metrics *m, const float *ref, const float *test, size_t
     m->count += n;
 }
 
+/* into += from; on equal max error the earlier (into) position is kept. */
 void stf_metrics_merge(stf_metrics *into, const stf_metrics *from)
 {
     if (!into || !from) return;
@@ -52,6 +55,7 @@ void stf_metrics_merge(stf_metrics *into, const stf_metrics *from)
     into->count += from->count;
 }
 
+/* Final values per spec §11 with the documented zero-norm edge cases. */
 void stf_metrics_finish(const stf_metrics *m, stf_metrics_result *out)
 {
     if (!out) return;

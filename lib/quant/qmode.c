@@ -3,6 +3,7 @@
 
 #include "util/util.h"
 
+/* Static name of a mode; "unknown" outside the enum. */
 const char *stf_quant_mode_name(stf_quant_mode m)
 {
     switch (m) {
@@ -13,6 +14,7 @@ const char *stf_quant_mode_name(stf_quant_mode m)
     return "unknown";
 }
 
+/* Exact-case name -> mode in *out; STF_EINVAL (out untouched) otherwise. */
 int stf_quant_mode_from_name(stf_quant_mode *out, const char *name)
 {
     static const stf_quant_mode all[] = { STF_QMODE_CUDA, STF_QMODE_FP32, STF_QMODE_EAGER };

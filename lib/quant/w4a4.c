@@ -111,6 +111,12 @@ static int first_nonfinite_row(const w4_job *j, size_t n, size_t *row, size_t *c
     return 0;
 }
 
+/*
+ * n rows -> packed[n*k/2] and scale[n] per spec §8 (stfix default path).
+ * STF_EINVAL for a bad shape/group/dtype t or NULL buffer,
+ * STF_EUNSUPPORTED for the src dtype, STF_ENOMEM, STF_ENUMERIC naming the
+ * first non-finite element.
+ */
 int stf_w4a4_quantize_rows(int8_t *packed, float *scale, const void *src, stf_dtype src_dtype,
                            size_t n, size_t k, unsigned g, stf_dtype t, stf_pool *pool,
                            stf_err *err)
@@ -170,6 +176,7 @@ static int w4dq_chunk(void *ud, size_t begin, size_t end)
     return 0;
 }
 
+/* packed codes -> dst[n*k] = FHT(fl32(q*s_n)) (spec §6); errors as above. */
 int stf_w4a4_dequantize(float *dst, const int8_t *packed, const float *scale, size_t n,
                         size_t k, unsigned g, stf_pool *pool, stf_err *err)
 {
