@@ -1,0 +1,307 @@
+/*
+ * stfix inspect FILE|INDEX.json [--json] [--strict]
+ *
+ * Lists the metadata and every tensor of a checkpoint, then a summary per
+ * dtype. Findings the reader reports without failing go to stderr with
+ * their rule id. --json prints one document whose schema is in stfix(1).
+ * Exit 0: valid; 2: unreadable or invalid; 3: usage; 4: out of memory.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *to)
+{
+    fprintf(to, "usage: stfix inspect FILE|INDEX.json [--json] [--strict]\n"
+                "  --json     one JSON document (schema in stfix(1)) instead of the listing\n"
+                "  --strict   treat stfix's stricter-than-reference rules as errors\n");
+}
+
+/* JSON string through the library's canonical escaper (one escaper for
+ * the whole project). */
+static void json_str(FILE *o, const char *s, size_t n)
+{
+    char small[256];
+    size_t need = stf_json_quote(small, sizeof small, s, n);
+    if (need < sizeof small) {
+        fwrite(small, 1, need, o);
+        return;
+    }
+    char *big = malloc(need + 1);
+    if (!big) {
+        fputs("\"\"", o);
+        return;
+    }
+    stf_json_quote(big, need + 1, s, n);
+    fwrite(big, 1, need, o);
+    free(big);
+}
+
+static void json_cstr(FILE *o, const char *s)
+{
+    if (s) json_str(o, s, strlen(s));
+    else fputs("null", o);
+}
+
+/* Human text: raw when printable, else the JSON-quoted form, so control
+ * bytes in names never reach the terminal. */
+static void text_str(FILE *o, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7f) {
+            json_str(o, s, n);
+            return;
+        }
+    }
+    fwrite(s, 1, n, o);
+}
+
+static void shape_str(FILE *o, const stf_tensor_info *t)
+{
+    fputc('[', o);
+    for (unsigned d = 0; d < t->rank; d++) fprintf(o, "%s%" PRIu64, d ? ", " : "", t->shape[d]);
+    fputc(']', o);
+}
+
+/* Metadata as stfix rewrite would write it: every shard's keys, the first
+ * shard holding a key giving its value; last duplicate within a shard. */
+static int meta_taken(const stf_ckpt *c, size_t shard, size_t i)
+{
+    const stf_meta_entry *m = stf_ckpt_meta(c, shard, i);
+    for (size_t k = 0; k < shard; k++)
+        if (stf_ckpt_meta_find(c, k, m->key)) return 1;
+    for (size_t j = i + 1; j < stf_ckpt_meta_count(c, shard); j++)
+        if (!strcmp(stf_ckpt_meta(c, shard, j)->key, m->key)) return 1;
+    return 0;
+}
+
+static int any_meta(const stf_ckpt *c)
+{
+    for (size_t k = 0; k < stf_ckpt_shard_count(c); k++)
+        if (stf_ckpt_shard_has_meta(c, k)) return 1;
+    return 0;
+}
+
+typedef struct dtype_sum {
+    size_t count;
+    uint64_t bytes;
+} dtype_sum;
+
+static uint64_t summarize(const stf_ckpt *c, dtype_sum *by)
+{
+    uint64_t total = 0;
+    memset(by, 0, sizeof(dtype_sum) * STF_DTYPE_COUNT);
+    for (size_t i = 0; i < stf_ckpt_tensor_count(c); i++) {
+        const stf_tensor_info *t = stf_ckpt_tensor(c, i);
+        by[t->dtype].count++;
+        by[t->dtype].bytes += t->nbytes;
+        total += t->nbytes;
+    }
+    return total;
+}
+
+static void print_json(FILE *o, const char *path, const stf_ckpt *c)
+{
+    size_t ns = stf_ckpt_shard_count(c);
+    fputs("{\"file\": ", o);
+    json_cstr(o, path);
+    fputs(", \"index\": ", o);
+    json_cstr(o, stf_ckpt_index_path(c));
+    fputs(",\n \"shards\": [", o);
+    for (size_t k = 0; k < ns; k++) {
+        fputs(k ? ",\n  {\"path\": " : "\n  {\"path\": ", o);
+        json_cstr(o, stf_ckpt_shard_path(c, k));
+        fprintf(o, ", \"header_len\": %" PRIu64 ", \"file_size\": %" PRIu64
+                   ", \"has_metadata\": %s, \"canonical\": %s}",
+                stf_ckpt_shard_header_len(c, k), stf_ckpt_shard_file_size(c, k),
+                stf_ckpt_shard_has_meta(c, k) ? "true" : "false",
+                stf_ckpt_shard_is_canonical(c, k) ? "true" : "false");
+    }
+    fputs("],\n \"metadata\": ", o);
+    if (!any_meta(c)) fputs("null", o);
+    else {
+        int first = 1;
+        fputc('{', o);
+        for (size_t k = 0; k < ns; k++)
+            for (size_t i = 0; i < stf_ckpt_meta_count(c, k); i++) {
+                if (meta_taken(c, k, i)) continue;
+                const stf_meta_entry *m = stf_ckpt_meta(c, k, i);
+                fputs(first ? "" : ", ", o);
+                first = 0;
+                json_str(o, m->key, m->key_len);
+                fputs(": ", o);
+                json_str(o, m->value, m->value_len);
+            }
+        fputc('}', o);
+    }
+    if (stf_ckpt_index_path(c)) {
+        fputs(",\n \"index_metadata\": {", o);
+        for (size_t i = 0; i < stf_ckpt_index_meta_count(c); i++) {
+            const stf_meta_entry *m = stf_ckpt_index_meta(c, i);
+            fputs(i ? ", " : "", o);
+            json_str(o, m->key, m->key_len);
+            fputs(": ", o);
+            fwrite(m->value, 1, m->value_len, o); /* raw JSON text from the index */
+        }
+        fputc('}', o);
+    }
+    fputs(",\n \"tensors\": [", o);
+    size_t nt = stf_ckpt_tensor_count(c);
+    for (size_t i = 0; i < nt; i++) {
+        const stf_tensor_info *t = stf_ckpt_tensor(c, i);
+        fputs(i ? ",\n  {\"name\": " : "\n  {\"name\": ", o);
+        json_str(o, t->name, t->name_len);
+        fprintf(o, ", \"dtype\": \"%s\", \"shape\": [", stf_dtype_name(t->dtype));
+        for (unsigned d = 0; d < t->rank; d++) fprintf(o, "%s%" PRIu64, d ? ", " : "", t->shape[d]);
+        fprintf(o, "], \"data_offsets\": [%" PRIu64 ", %" PRIu64 "], \"bytes\": %" PRIu64
+                   ", \"shard\": %u}",
+                t->begin, t->end, t->nbytes, t->shard);
+    }
+    dtype_sum by[STF_DTYPE_COUNT];
+    uint64_t total = summarize(c, by);
+    fprintf(o, "],\n \"summary\": {\"tensors\": %zu, \"bytes\": %" PRIu64 ", \"by_dtype\": {", nt,
+            total);
+    int first = 1;
+    for (int d = STF_DTYPE_COUNT - 1; d >= 0; d--) {
+        if (!by[d].count) continue;
+        fprintf(o, "%s\"%s\": {\"tensors\": %zu, \"bytes\": %" PRIu64 "}", first ? "" : ", ",
+                stf_dtype_name((stf_dtype)d), by[d].count, by[d].bytes);
+        first = 0;
+    }
+    fputs("}},\n \"findings\": [", o);
+    for (size_t i = 0; i < stf_ckpt_finding_count(c); i++) {
+        const stf_finding *f = stf_ckpt_finding(c, i);
+        fputs(i ? ",\n  {\"rule\": " : "\n  {\"rule\": ", o);
+        json_cstr(o, f->rule);
+        fputs(", \"severity\": ", o);
+        json_cstr(o, stf_severity_name(f->severity));
+        fputs(", \"path\": ", o);
+        json_cstr(o, f->path);
+        fputs(", \"tensor\": ", o);
+        json_cstr(o, f->tensor);
+        if (f->has_offset) fprintf(o, ", \"offset\": %" PRIu64, f->offset);
+        else fputs(", \"offset\": null", o);
+        fputs(", \"message\": ", o);
+        json_cstr(o, f->message);
+        fputc('}', o);
+    }
+    fputs("]}\n", o);
+}
+
+static void print_human(FILE *o, const char *path, const stf_ckpt *c)
+{
+    size_t ns = stf_ckpt_shard_count(c), nt = stf_ckpt_tensor_count(c);
+    if (stf_ckpt_index_path(c)) {
+        fprintf(o, "index: %s (%zu shards)\n", path, ns);
+        for (size_t k = 0; k < ns; k++)
+            fprintf(o, "  shard %zu: %s (header %" PRIu64 " bytes, file %" PRIu64 " bytes)\n", k,
+                    stf_ckpt_shard_path(c, k), stf_ckpt_shard_header_len(c, k),
+                    stf_ckpt_shard_file_size(c, k));
+    } else {
+        fprintf(o, "file: %s (header %" PRIu64 " bytes, file %" PRIu64 " bytes)\n", path,
+                stf_ckpt_shard_header_len(c, 0), stf_ckpt_shard_file_size(c, 0));
+    }
+    if (!any_meta(c)) fputs("metadata: none\n", o);
+    else {
+        size_t n = 0;
+        for (size_t k = 0; k < ns; k++)
+            for (size_t i = 0; i < stf_ckpt_meta_count(c, k); i++) n += !meta_taken(c, k, i);
+        fprintf(o, "metadata: %zu %s\n", n, n == 1 ? "entry" : "entries");
+        for (size_t k = 0; k < ns; k++)
+            for (size_t i = 0; i < stf_ckpt_meta_count(c, k); i++) {
+                if (meta_taken(c, k, i)) continue;
+                const stf_meta_entry *m = stf_ckpt_meta(c, k, i);
+                fputs("  ", o);
+                text_str(o, m->key, m->key_len);
+                fputs(": ", o);
+                text_str(o, m->value, m->value_len);
+                fputc('\n', o);
+            }
+    }
+    fprintf(o, "tensors: %zu\n", nt);
+    for (size_t i = 0; i < nt; i++) {
+        const stf_tensor_info *t = stf_ckpt_tensor(c, i);
+        fputs("  ", o);
+        text_str(o, t->name, t->name_len);
+        fprintf(o, "  %s  ", stf_dtype_name(t->dtype));
+        shape_str(o, t);
+        fprintf(o, "  %" PRIu64 " bytes  [%" PRIu64 ", %" PRIu64 ")", t->nbytes, t->begin, t->end);
+        if (ns > 1) fprintf(o, "  shard %u", t->shard);
+        fputc('\n', o);
+    }
+    dtype_sum by[STF_DTYPE_COUNT];
+    uint64_t total = summarize(c, by);
+    fprintf(o, "summary: %zu %s, %" PRIu64 " bytes of tensor data\n", nt,
+            nt == 1 ? "tensor" : "tensors", total);
+    for (int d = STF_DTYPE_COUNT - 1; d >= 0; d--)
+        if (by[d].count)
+            fprintf(o, "  %s: %zu %s, %" PRIu64 " bytes\n", stf_dtype_name((stf_dtype)d),
+                    by[d].count, by[d].count == 1 ? "tensor" : "tensors", by[d].bytes);
+    size_t canon = 0;
+    for (size_t k = 0; k < ns; k++) canon += (size_t)stf_ckpt_shard_is_canonical(c, k);
+    if (ns == 1) fprintf(o, "canonical: %s\n", canon ? "yes" : "no");
+    else fprintf(o, "canonical: %zu of %zu shards\n", canon, ns);
+}
+
+int cmd_inspect(int argc, char **argv)
+{
+    const char *path = NULL;
+    int json = 0, strict = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return EXIT_OK_;
+        } else if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--strict")) strict = 1;
+        else if (!strcmp(a, "--")) {
+            if (i + 1 < argc && !path) path = argv[++i];
+            if (i + 1 < argc) {
+                cli_errorf("inspect", "unexpected argument '%s'", argv[i + 1]);
+                usage(stderr);
+                return EXIT_USAGE;
+            }
+        } else if (a[0] == '-' && a[1]) {
+            cli_errorf("inspect", "unknown option '%s'", a);
+            usage(stderr);
+            return EXIT_USAGE;
+        } else if (!path) path = a;
+        else {
+            cli_errorf("inspect", "unexpected argument '%s'", a);
+            usage(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (!path) {
+        cli_errorf("inspect", "missing FILE");
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    stf_open_opts o;
+    stf_open_opts_init(&o);
+    o.strict = strict;
+    stf_ckpt *c = NULL;
+    stf_err err;
+    stf_err_clear(&err);
+    int rc = stf_ckpt_open(&c, path, &o, &err);
+    if (rc) {
+        cli_errorf("inspect", "%s", err.msg[0] ? err.msg : stf_strerror(rc));
+        return rc == STF_ENOMEM ? EXIT_FAILED : EXIT_INVALID;
+    }
+    for (size_t i = 0; i < stf_ckpt_finding_count(c); i++) {
+        const stf_finding *f = stf_ckpt_finding(c, i);
+        cli_errorf("inspect", "%s %s: %s", stf_severity_name(f->severity), f->rule, f->message);
+    }
+    if (json) print_json(stdout, path, c);
+    else print_human(stdout, path, c);
+    stf_ckpt_free(c);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        cli_errorf("inspect", "cannot write the output");
+        return EXIT_FAILED;
+    }
+    return EXIT_OK_;
+}

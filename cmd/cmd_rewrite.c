@@ -1,0 +1,188 @@
+/*
+ * stfix rewrite IN -o OUT [--max-shard-size SIZE] [--strict]
+ *
+ * Writes IN (a file or an index with shards) in canonical form: same
+ * tensors, bytes and metadata, canonical header and data order, optionally
+ * re-sharded or joined. The output is verified by reading it back. OUT may
+ * not name an input file. Exit 0 ok, 2 invalid input, 3 usage, 4 failed.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+static void usage(FILE *to)
+{
+    fprintf(to,
+            "usage: stfix rewrite IN -o OUT [--max-shard-size SIZE] [--strict]\n"
+            "  IN                   a .safetensors file or a *.safetensors.index.json\n"
+            "  -o, --output OUT     output file (with --max-shard-size: OUT must end in\n"
+            "                       .safetensors; shards are OUT-STEM-0000i-of-0000N and an\n"
+            "                       index OUT.index.json, unless everything fits one file)\n"
+            "  --max-shard-size SIZE  split into shards of at most SIZE tensor bytes\n"
+            "                       (e.g. 5GB, 500MB, 4GiB, 1000000)\n"
+            "  --strict             refuse input that breaks stfix's stricter rules\n");
+}
+
+static int same_file(const struct stat *a, const char *path)
+{
+    struct stat b;
+    return stat(path, &b) == 0 && a->st_dev == b.st_dev && a->st_ino == b.st_ino;
+}
+
+static const char *base_of(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+/* Same directory, judged by the directories' inodes. */
+static int same_dir(const char *a, const char *b)
+{
+    char da[4096], db[4096];
+    snprintf(da, sizeof da, "%.*s", (int)(base_of(a) - a), a);
+    snprintf(db, sizeof db, "%.*s", (int)(base_of(b) - b), b);
+    struct stat sa, sb;
+    if (stat(*da ? da : ".", &sa) || stat(*db ? db : ".", &sb)) return 0;
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/*
+ * Would the output overwrite an input? OUT itself, OUT.index.json, or (when
+ * sharding) any STEM-*.safetensors next to OUT.
+ */
+static const char *clobbered_input(const stf_ckpt *c, const char *out, int sharded)
+{
+    char idx[4096];
+    snprintf(idx, sizeof idx, "%s.index.json", out);
+    size_t ns = stf_ckpt_shard_count(c);
+    const char *stem = base_of(out);
+    size_t stem_len = strlen(stem) > 12 ? strlen(stem) - 12 : 0;
+    for (size_t k = 0; k <= ns; k++) {
+        const char *in = k < ns ? stf_ckpt_shard_path(c, k) : stf_ckpt_index_path(c);
+        struct stat st;
+        if (!in || stat(in, &st) != 0) continue;
+        if (same_file(&st, out) || (sharded && same_file(&st, idx))) return in;
+        if (sharded && same_dir(in, out) && !strncmp(base_of(in), stem, stem_len) &&
+            base_of(in)[stem_len] == '-')
+            return in;
+    }
+    return NULL;
+}
+
+static int verify(const char *out, int sharded, stf_err *err)
+{
+    char idx[4096];
+    snprintf(idx, sizeof idx, "%s.index.json", out);
+    struct stat st;
+    const char *p = sharded && stat(idx, &st) == 0 ? idx : out;
+    stf_ckpt *c = NULL;
+    int rc = stf_ckpt_open(&c, p, NULL, err);
+    if (rc) return rc;
+    for (size_t k = 0; k < stf_ckpt_shard_count(c); k++)
+        if (!stf_ckpt_shard_is_canonical(c, k)) {
+            snprintf(err->msg, sizeof err->msg, "%s: output is not in canonical form",
+                     stf_ckpt_shard_path(c, k));
+            rc = STF_EFORMAT;
+            break;
+        }
+    if (!rc)
+        printf("wrote %s: %zu tensor%s in %zu file%s\n", p, stf_ckpt_tensor_count(c),
+               stf_ckpt_tensor_count(c) == 1 ? "" : "s", stf_ckpt_shard_count(c),
+               stf_ckpt_shard_count(c) == 1 ? "" : "s");
+    stf_ckpt_free(c);
+    return rc;
+}
+
+int cmd_rewrite(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL, *size_arg = NULL;
+    int strict = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return EXIT_OK_;
+        } else if (!strcmp(a, "--strict")) strict = 1;
+        else if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--max-shard-size")) {
+            if (i + 1 >= argc) {
+                cli_errorf("rewrite", "option '%s' needs a value", a);
+                usage(stderr);
+                return EXIT_USAGE;
+            }
+            if (!strcmp(a, "--max-shard-size")) size_arg = argv[++i];
+            else out = argv[++i];
+        } else if (!strncmp(a, "--output=", 9)) out = a + 9;
+        else if (!strncmp(a, "--max-shard-size=", 17)) size_arg = a + 17;
+        else if (a[0] == '-' && a[1]) {
+            cli_errorf("rewrite", "unknown option '%s'", a);
+            usage(stderr);
+            return EXIT_USAGE;
+        } else if (!in) in = a;
+        else {
+            cli_errorf("rewrite", "unexpected argument '%s'", a);
+            usage(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (!in || !out || !*out) {
+        cli_errorf("rewrite", "%s", !in ? "missing IN" : "missing -o OUT");
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    unsigned long long max = 0;
+    if (size_arg && cli_parse_size(size_arg, &max)) {
+        cli_errorf("rewrite", "--max-shard-size: '%s' is not a size (e.g. 5GB, 500MB, 4GiB)",
+                   size_arg);
+        return EXIT_USAGE;
+    }
+    size_t ol = strlen(out);
+    if (max && (ol < 12 || strcmp(out + ol - 12, ".safetensors"))) {
+        cli_errorf("rewrite", "%s: with --max-shard-size the output must end in .safetensors",
+                   out);
+        return EXIT_USAGE;
+    }
+
+    stf_open_opts o;
+    stf_open_opts_init(&o);
+    o.strict = strict;
+    stf_ckpt *c = NULL;
+    stf_err err;
+    stf_err_clear(&err);
+    int rc = stf_ckpt_open(&c, in, &o, &err);
+    if (rc) {
+        cli_errorf("rewrite", "%s", err.msg[0] ? err.msg : stf_strerror(rc));
+        return rc == STF_ENOMEM ? EXIT_FAILED : EXIT_INVALID;
+    }
+    for (size_t i = 0; i < stf_ckpt_finding_count(c); i++) {
+        const stf_finding *f = stf_ckpt_finding(c, i);
+        if (f->severity >= STF_SEV_WARNING)
+            cli_errorf("rewrite", "%s %s: %s", stf_severity_name(f->severity), f->rule,
+                       f->message);
+    }
+    const char *hit = clobbered_input(c, out, max != 0);
+    if (hit) {
+        cli_errorf("rewrite", "%s: the output would overwrite the input file %s; choose "
+                              "another output path", out, hit);
+        stf_ckpt_free(c);
+        return EXIT_USAGE;
+    }
+    stf_write_opts wo;
+    stf_write_opts_init(&wo);
+    wo.max_shard_size = max;
+    rc = stf_ckpt_rewrite(c, out, &wo, &err);
+    stf_ckpt_free(c);
+    if (rc) {
+        cli_errorf("rewrite", "%s", err.msg[0] ? err.msg : stf_strerror(rc));
+        return EXIT_FAILED;
+    }
+    stf_err_clear(&err);
+    if ((rc = verify(out, max != 0, &err))) {
+        cli_errorf("rewrite", "verifying the output: %s", err.msg);
+        return EXIT_FAILED;
+    }
+    return EXIT_OK_;
+}
