@@ -1,0 +1,332 @@
+/*
+ * The Comfy view of a checkpoint: tensors grouped into layers by prefix
+ * (P.weight, P.weight_scale, P.comfy_quant, ...), with every marker for P
+ * from both channels and all shards (spec/comfy-quant.md §1, §10 step 1).
+ *
+ * Markers are collected per shard in SGLang's order, metadata layers first
+ * and then tensor markers, so the R5 verdict and the "which marker does
+ * ComfyUI use" answer both fall out of one list.
+ */
+#include <string.h>
+
+#include "model_internal.h"
+
+typedef struct layer_int {
+    stf_layer pub;
+    stf_marker *mk;
+    size_t nmk, capmk;
+} layer_int;
+
+typedef struct shard_meta {
+    stf_qmeta_status status;
+    stf_pyval *root;
+    char *error;
+    uint64_t error_off;
+} shard_meta;
+
+struct stf_model {
+    const stf_ckpt *c;
+    layer_int *layers;
+    size_t nlayers, cap;
+    size_t *hidx;        /* open addressing: layer index + 1, 0 = empty */
+    size_t hcap;
+    size_t *other;
+    size_t nother, capother;
+    shard_meta *meta;
+    size_t nshards;
+    size_t nmarkers_ok;
+};
+
+static size_t prefix_hash(const char *k, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)k[i];
+        h *= 1099511628211ull;
+    }
+    return (size_t)h;
+}
+
+static long find_layer(const stf_model *m, const char *p, size_t n)
+{
+    if (!m->hcap) return -1;
+    size_t mask = m->hcap - 1;
+    for (size_t j = prefix_hash(p, n) & mask; m->hidx[j]; j = (j + 1) & mask) {
+        const stf_layer *l = &m->layers[m->hidx[j] - 1].pub;
+        if (l->prefix_len == n && memcmp(l->prefix, p, n) == 0) return (long)(m->hidx[j] - 1);
+    }
+    return -1;
+}
+
+static void hash_put(size_t *tab, size_t cap, size_t h, size_t idx)
+{
+    size_t mask = cap - 1;
+    size_t j = h & mask;
+    while (tab[j]) j = (j + 1) & mask;
+    tab[j] = idx + 1;
+}
+
+static int grow_hash(stf_model *m)
+{
+    size_t cap = m->hcap ? m->hcap * 2 : 64;
+    size_t *tab = stf__calloc(cap, sizeof *tab);
+    if (!tab) return STF_ENOMEM;
+    for (size_t i = 0; i < m->nlayers; i++)
+        hash_put(tab, cap, prefix_hash(m->layers[i].pub.prefix, m->layers[i].pub.prefix_len), i);
+    stf__free(m->hidx);
+    m->hidx = tab;
+    m->hcap = cap;
+    return 0;
+}
+
+/* The layer for prefix p[0..n), created (prefix copied) when new. */
+static int get_layer(layer_int **out, stf_model *m, const char *p, size_t n)
+{
+    long at = find_layer(m, p, n);
+    if (at >= 0) {
+        *out = &m->layers[at];
+        return 0;
+    }
+    if ((m->nlayers + 1) * 2 > m->hcap && grow_hash(m) != 0) return STF_ENOMEM;
+    if (m->nlayers == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 16;
+        layer_int *v = stf__realloc(m->layers, cap * sizeof *v);
+        if (!v) return STF_ENOMEM;
+        m->layers = v;
+        m->cap = cap;
+    }
+    char *copy = stf__strndup(p, n);
+    if (!copy) return STF_ENOMEM;
+    layer_int *l = &m->layers[m->nlayers];
+    memset(l, 0, sizeof *l);
+    l->pub.prefix = copy;
+    l->pub.prefix_len = n;
+    for (int s = 0; s < STF_SFX_COUNT; s++) l->pub.tensor[s] = -1;
+    hash_put(m->hidx, m->hcap, prefix_hash(p, n), m->nlayers);
+    m->nlayers++;
+    *out = l;
+    return 0;
+}
+
+static int push_marker(layer_int *l, const stf_marker *mk)
+{
+    if (l->nmk == l->capmk) {
+        size_t cap = l->capmk ? l->capmk * 2 : 2;
+        stf_marker *v = stf__realloc(l->mk, cap * sizeof *v);
+        if (!v) return STF_ENOMEM;
+        l->mk = v;
+        l->capmk = cap;
+    }
+    l->mk[l->nmk++] = *mk;
+    return 0;
+}
+
+static int push_other(stf_model *m, size_t idx)
+{
+    if (m->nother == m->capother) {
+        size_t cap = m->capother ? m->capother * 2 : 16;
+        size_t *v = stf__realloc(m->other, cap * sizeof *v);
+        if (!v) return STF_ENOMEM;
+        m->other = v;
+        m->capother = cap;
+    }
+    m->other[m->nother++] = idx;
+    return 0;
+}
+
+/* The longest known suffix `name` ends with, or -1. */
+static int match_suffix(const char *name, size_t n, size_t *slen)
+{
+    int best = -1;
+    size_t best_len = 0;
+    for (int s = 0; s < STF_SFX_COUNT; s++) {
+        const char *sx = stf_suffix_name((stf_suffix)s);
+        size_t l = strlen(sx);
+        if (l <= n && l > best_len && memcmp(name + n - l, sx, l) == 0) {
+            best = s;
+            best_len = l;
+        }
+    }
+    *slen = best_len;
+    return best;
+}
+
+static int oom(stf_err *err) { return stf__err(err, STF_ENOMEM, "out of memory building the model"); }
+
+/* Metadata-channel markers of one shard, in `layers` order. */
+static int add_meta_markers(stf_model *m, size_t shard, stf_err *err)
+{
+    shard_meta *sm = &m->meta[shard];
+    if (sm->status != STF_QMETA_OK) return 0;
+    const stf_pyval *layers = stf_pyval_get(sm->root, "layers");
+    for (size_t i = 0; i < stf_pyval_len(layers); i++) {
+        size_t klen = 0;
+        const char *key = stf_pyval_key(layers, i, &klen);
+        const stf_pyval *v = stf_pyval_item(layers, i);
+        layer_int *l;
+        if (get_layer(&l, m, key, klen) != 0) return oom(err);
+        stf_marker mk;
+        memset(&mk, 0, sizeof mk);
+        mk.channel = STF_CHAN_METADATA;
+        mk.status = stf_pyval_type(v) == STF_PY_DICT ? STF_MARKER_OK : STF_MARKER_NOT_OBJECT;
+        mk.shard = shard;
+        mk.path = stf_ckpt_shard_path(m->c, shard);
+        mk.key = key;
+        mk.tensor = -1;
+        mk.value = v;
+        if (push_marker(l, &mk) != 0) return oom(err);
+    }
+    return 0;
+}
+
+/* R5 and the ComfyUI pick, once every marker is in place. */
+static void settle_layer(stf_model *m, layer_int *l)
+{
+    stf_layer *p = &l->pub;
+    p->markers = l->mk;
+    p->nmarkers = l->nmk;
+    const stf_marker *first = NULL, *last_meta = NULL, *last_tensor = NULL;
+    for (size_t i = 0; i < l->nmk; i++) {
+        const stf_marker *mk = &l->mk[i];
+        if (mk->channel == STF_CHAN_METADATA) last_meta = mk;
+        else last_tensor = mk;
+        if (mk->status != STF_MARKER_OK) continue;
+        m->nmarkers_ok++;
+        if (!first) first = mk;
+        else if (!stf_pyval_equal(first->value, mk->value)) p->conflict = 1;
+    }
+    p->comfy = last_meta ? last_meta : last_tensor;
+}
+
+int stf_model_build(stf_model **out, const stf_ckpt *c, stf_err *err)
+{
+    int rc = 0;
+    *out = NULL;
+    if (!c) return stf__err(err, STF_EINVAL, "stf_model_build: NULL checkpoint");
+    stf_model *m = stf__calloc(1, sizeof *m);
+    if (!m) return oom(err);
+    m->c = c;
+    m->nshards = stf_ckpt_shard_count(c);
+    m->meta = stf__calloc(m->nshards ? m->nshards : 1, sizeof *m->meta);
+    if (!m->meta) {
+        rc = oom(err);
+        goto done;
+    }
+    size_t nt = stf_ckpt_tensor_count(c);
+    for (size_t i = 0; i < nt; i++) {
+        const stf_tensor_info *t = stf_ckpt_tensor(c, i);
+        size_t slen = 0;
+        int s = match_suffix(t->name, t->name_len, &slen);
+        if (s < 0) {
+            if (push_other(m, i) != 0) {
+                rc = oom(err);
+                goto done;
+            }
+            continue;
+        }
+        layer_int *l;
+        if (get_layer(&l, m, t->name, t->name_len - slen) != 0) {
+            rc = oom(err);
+            goto done;
+        }
+        l->pub.tensor[s] = (int64_t)i; /* ckpt order is shard order: the later file wins */
+    }
+    size_t ti = 0; /* tensors come in shard order: one pass over them in total */
+    for (size_t sh = 0; sh < m->nshards; sh++) {
+        shard_meta *sm = &m->meta[sh];
+        rc = stf__qmeta_parse(&sm->status, &sm->root, &sm->error, &sm->error_off, c, sh, err);
+        if (rc) goto done;
+        rc = add_meta_markers(m, sh, err);
+        if (rc) goto done;
+        for (; ti < nt && stf_ckpt_tensor(c, ti)->shard <= sh; ti++) {
+            size_t i = ti;
+            const stf_tensor_info *t = stf_ckpt_tensor(c, i);
+            size_t slen = 0;
+            if (match_suffix(t->name, t->name_len, &slen) != STF_SFX_COMFY_QUANT) continue;
+            stf_marker mk;
+            rc = stf__marker_from_tensor(&mk, c, i, err);
+            if (rc) goto done;
+            layer_int *l;
+            if (get_layer(&l, m, t->name, t->name_len - slen) != 0 || push_marker(l, &mk) != 0) {
+                stf__marker_clear(&mk);
+                rc = oom(err);
+                goto done;
+            }
+        }
+    }
+    for (size_t i = 0; i < m->nlayers; i++) settle_layer(m, &m->layers[i]);
+done:
+    if (rc) {
+        stf_model_free(m);
+        return rc;
+    }
+    *out = m;
+    return 0;
+}
+
+void stf_model_free(stf_model *m)
+{
+    if (!m) return;
+    for (size_t i = 0; i < m->nlayers; i++) {
+        layer_int *l = &m->layers[i];
+        for (size_t k = 0; k < l->nmk; k++) stf__marker_clear(&l->mk[k]);
+        stf__free(l->mk);
+        stf__free((char *)(uintptr_t)l->pub.prefix);
+    }
+    for (size_t s = 0; m->meta && s < m->nshards; s++) {
+        stf_pyval_free(m->meta[s].root);
+        stf__free(m->meta[s].error);
+    }
+    stf__free(m->meta);
+    stf__free(m->layers);
+    stf__free(m->hidx);
+    stf__free(m->other);
+    stf__free(m);
+}
+
+const stf_ckpt *stf_model_ckpt(const stf_model *m) { return m->c; }
+
+size_t stf_model_layer_count(const stf_model *m) { return m->nlayers; }
+
+const stf_layer *stf_model_layer(const stf_model *m, size_t i)
+{
+    return i < m->nlayers ? &m->layers[i].pub : NULL;
+}
+
+int stf_model_find_layer(const stf_model *m, const char *prefix, size_t len, size_t *idx)
+{
+    long at = find_layer(m, prefix, len);
+    if (at < 0) return STF_ENOTFOUND;
+    *idx = (size_t)at;
+    return 0;
+}
+
+const stf_tensor_info *stf_layer_tensor_info(const stf_model *m, const stf_layer *l,
+                                             stf_suffix s)
+{
+    if (!l || (unsigned)s >= STF_SFX_COUNT || l->tensor[s] < 0) return NULL;
+    return stf_ckpt_tensor(m->c, (size_t)l->tensor[s]);
+}
+
+size_t stf_model_other_count(const stf_model *m) { return m->nother; }
+
+size_t stf_model_other(const stf_model *m, size_t i) { return i < m->nother ? m->other[i] : SIZE_MAX; }
+
+stf_qmeta_status stf_model_qmeta_status(const stf_model *m, size_t shard)
+{
+    return shard < m->nshards ? m->meta[shard].status : STF_QMETA_ABSENT;
+}
+
+const stf_pyval *stf_model_qmeta_value(const stf_model *m, size_t shard)
+{
+    return shard < m->nshards ? m->meta[shard].root : NULL;
+}
+
+const char *stf_model_qmeta_error(const stf_model *m, size_t shard, uint64_t *offset)
+{
+    if (shard >= m->nshards || !m->meta[shard].error) return NULL;
+    if (offset) *offset = m->meta[shard].error_off;
+    return m->meta[shard].error;
+}
+
+size_t stf_model_marker_count(const stf_model *m) { return m->nmarkers_ok; }

@@ -1,0 +1,421 @@
+/*
+ * Tests for lib/model/layers.c: grouping a checkpoint's tensors into layers,
+ * collecting markers from both channels and every shard (with statuses for
+ * R1-R8), the R5 verdict under Python equality, and ComfyUI's pick.
+ * Checkpoints are built in memory (and on disk for the sharded case).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "stfix.h"
+
+/* ------------------------------------------------------------ file builder */
+
+typedef struct tdef {
+    const char *name;
+    const char *dtype;
+    const char *shape;  /* JSON array text, e.g. "[4,16]" */
+    const void *data;   /* NULL: zero bytes */
+    size_t nbytes;
+} tdef;
+
+typedef struct file {
+    unsigned char *buf;
+    size_t len;
+} file;
+
+/* Append s as a JSON string literal (the test strings need only \" and \\). */
+static void put_json_str(char *h, size_t *n, const char *s)
+{
+    h[(*n)++] = '"';
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') h[(*n)++] = '\\';
+        h[(*n)++] = *s;
+    }
+    h[(*n)++] = '"';
+}
+
+/* A safetensors file with the tensors laid out in order; meta_qm is the
+ * _quantization_metadata value (NULL: no __metadata__). */
+static file build(const tdef *t, size_t nt, const char *meta_qm)
+{
+    char *h = malloc(65536);
+    assert_non_null(h);
+    size_t n = 0, off = 0;
+    h[n++] = '{';
+    if (meta_qm) {
+        n += (size_t)sprintf(h + n, "\"__metadata__\":{\"_quantization_metadata\":");
+        put_json_str(h, &n, meta_qm);
+        h[n++] = '}';
+    }
+    for (size_t i = 0; i < nt; i++) {
+        if (n > 1) h[n++] = ',';
+        put_json_str(h, &n, t[i].name);
+        n += (size_t)sprintf(h + n, ":{\"dtype\":\"%s\",\"shape\":%s,\"data_offsets\":[%zu,%zu]}",
+                             t[i].dtype, t[i].shape, off, off + t[i].nbytes);
+        off += t[i].nbytes;
+    }
+    h[n++] = '}';
+    while (n % 8) h[n++] = ' ';
+    file f;
+    f.len = 8 + n + off;
+    f.buf = calloc(1, f.len);
+    assert_non_null(f.buf);
+    for (int k = 0; k < 8; k++) f.buf[k] = (unsigned char)((uint64_t)n >> (8 * k));
+    memcpy(f.buf + 8, h, n);
+    size_t pos = 8 + n;
+    for (size_t i = 0; i < nt; i++) {
+        if (t[i].data) memcpy(f.buf + pos, t[i].data, t[i].nbytes);
+        pos += t[i].nbytes;
+    }
+    free(h);
+    return f;
+}
+
+static stf_ckpt *open_mem(const file *f)
+{
+    stf_ckpt *c = NULL;
+    stf_err err;
+    stf_err_clear(&err);
+    if (stf_ckpt_open_mem(&c, f->buf, f->len, "mem.safetensors", NULL, &err) != 0)
+        fail_msg("open: %s", err.msg);
+    return c;
+}
+
+static stf_model *build_model(const stf_ckpt *c)
+{
+    stf_model *m = NULL;
+    stf_err err;
+    stf_err_clear(&err);
+    if (stf_model_build(&m, c, &err) != 0) fail_msg("model: %s", err.msg);
+    assert_non_null(m);
+    return m;
+}
+
+static const stf_layer *layer(const stf_model *m, const char *prefix)
+{
+    size_t idx = 0;
+    if (stf_model_find_layer(m, prefix, strlen(prefix), &idx) != 0) fail_msg("no layer %s", prefix);
+    return stf_model_layer(m, idx);
+}
+
+static const char *tname(const stf_model *m, const stf_layer *l, stf_suffix s)
+{
+    const stf_tensor_info *t = stf_layer_tensor_info(m, l, s);
+    return t ? t->name : NULL;
+}
+
+#define CANON "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 256}"
+#define LIT(s) s, sizeof(s) - 1
+
+/* ------------------------------------------------------------ tests */
+
+static void test_single_file(void **state)
+{
+    (void)state;
+    static const char bad_json[] = "{\"a\": 1}";   /* plus the trailing NUL: R6 */
+    static const char not_obj[] = "[1]";
+    static const char attn[] = "{\"attention\": \"comfy_kitchen_int8\"}";
+    const tdef t[] = {
+        { "blocks.0.attn.qkv.weight", "I8", "[4,16]", NULL, 64 },
+        { "blocks.0.attn.qkv.weight_scale", "F32", "[4,1]", NULL, 16 },
+        { "blocks.0.attn.qkv.comfy_quant", "U8", "[72]", CANON, 72 },
+        { "blocks.0.attn.qkv.bias", "BF16", "[4]", NULL, 8 },
+        { "blocks.0.norm.scale", "F32", "[4]", NULL, 16 },
+        { "blocks.1.mlp.weight", "I8", "[2,2]", NULL, 4 },
+        { "blocks.1.mlp.comfy_quant", "U8", "[9]", bad_json, 9 },
+        { "blocks.2.comfy_quant", "BF16", "[2]", NULL, 4 },
+        { "blocks.3.comfy_quant", "I8", "[3]", not_obj, 3 },
+        { "blocks.4.weight_scale_2", "F32", "[]", NULL, 4 },
+        { "blocks.4.attn.comfy_attention.config", "U8", "[35]", attn, 35 },
+        { "weight", "F32", "[1]", NULL, 4 },
+    };
+    const char *qm = "{\"format_version\": \"1.0\", \"layers\": {"
+                     "\"blocks.0.attn.qkv\": {\"convrot_groupsize\": 256.0, \"convrot\": true,"
+                     " \"format\": \"int8_tensorwise\"},"
+                     " \"blocks.1.mlp\": \"int8_tensorwise\","
+                     " \"model.diffusion_model.blocks.5\": {\"format\": \"float8_e4m3fn\"}}}";
+    file f = build(t, sizeof t / sizeof t[0], qm);
+    stf_ckpt *c = open_mem(&f);
+    stf_model *m = build_model(c);
+    assert_ptr_equal(stf_model_ckpt(m), c);
+
+    /* layers in first-appearance order; the metadata-only prefix comes last */
+    static const char *const order[] = { "blocks.0.attn.qkv", "blocks.1.mlp", "blocks.2",
+                                         "blocks.3", "blocks.4", "blocks.4.attn",
+                                         "model.diffusion_model.blocks.5" };
+    assert_int_equal(stf_model_layer_count(m), 7);
+    for (size_t i = 0; i < 7; i++) assert_string_equal(stf_model_layer(m, i)->prefix, order[i]);
+    assert_null(stf_model_layer(m, 7));
+
+    /* "blocks.0.norm.scale" and the bare "weight" belong to no layer */
+    assert_int_equal(stf_model_other_count(m), 2);
+    assert_string_equal(stf_ckpt_tensor(c, stf_model_other(m, 0))->name, "blocks.0.norm.scale");
+    assert_string_equal(stf_ckpt_tensor(c, stf_model_other(m, 1))->name, "weight");
+
+    const stf_layer *q = layer(m, "blocks.0.attn.qkv");
+    assert_int_equal(q->prefix_len, 17);
+    assert_string_equal(tname(m, q, STF_SFX_WEIGHT), "blocks.0.attn.qkv.weight");
+    assert_string_equal(tname(m, q, STF_SFX_WEIGHT_SCALE), "blocks.0.attn.qkv.weight_scale");
+    assert_string_equal(tname(m, q, STF_SFX_COMFY_QUANT), "blocks.0.attn.qkv.comfy_quant");
+    assert_string_equal(tname(m, q, STF_SFX_BIAS), "blocks.0.attn.qkv.bias");
+    assert_null(tname(m, q, STF_SFX_INPUT_SCALE));
+    assert_int_equal(q->tensor[STF_SFX_INPUT_SCALE], -1);
+    assert_int_equal(stf_layer_tensor_info(m, q, STF_SFX_WEIGHT)->dtype, STF_I8);
+
+    /* metadata marker first, then the tensor marker; equal under Python == */
+    assert_int_equal(q->nmarkers, 2);
+    assert_int_equal(q->markers[0].channel, STF_CHAN_METADATA);
+    assert_int_equal(q->markers[0].status, STF_MARKER_OK);
+    assert_string_equal(q->markers[0].key, "blocks.0.attn.qkv");
+    assert_int_equal(q->markers[0].tensor, -1);
+    assert_string_equal(q->markers[0].path, "mem.safetensors");
+    assert_int_equal(q->markers[1].channel, STF_CHAN_TENSOR);
+    assert_int_equal(q->markers[1].status, STF_MARKER_OK);
+    assert_string_equal(q->markers[1].key, "blocks.0.attn.qkv.comfy_quant");
+    assert_int_equal(q->markers[1].tensor, 2);
+    assert_true(stf_pyval_is_true(stf_pyval_get(q->markers[1].value, "convrot")));
+    assert_int_equal(q->conflict, 0);
+    assert_ptr_equal(q->comfy, &q->markers[0]); /* metadata overwrites */
+
+    const stf_layer *mlp = layer(m, "blocks.1.mlp");
+    assert_int_equal(mlp->nmarkers, 2);
+    assert_int_equal(mlp->markers[0].channel, STF_CHAN_METADATA);
+    assert_int_equal(mlp->markers[0].status, STF_MARKER_NOT_OBJECT); /* R4 */
+    assert_string_equal(stf_pyval_str(mlp->markers[0].value, NULL), "int8_tensorwise");
+    assert_int_equal(mlp->markers[1].status, STF_MARKER_NOT_JSON);   /* R6 */
+    assert_null(mlp->markers[1].value);
+    assert_string_equal(mlp->markers[1].error, "Extra data: line 1 column 9 (char 8)");
+    assert_int_equal(mlp->markers[1].error_offset, 8);
+    assert_int_equal(mlp->conflict, 0);
+
+    const stf_layer *b2 = layer(m, "blocks.2");
+    assert_int_equal(b2->nmarkers, 1);
+    assert_int_equal(b2->markers[0].status, STF_MARKER_BAD_DTYPE); /* R8 */
+    assert_ptr_equal(b2->comfy, &b2->markers[0]);
+
+    const stf_layer *b3 = layer(m, "blocks.3");
+    assert_int_equal(b3->markers[0].status, STF_MARKER_NOT_OBJECT); /* R7, I8 tolerated */
+    assert_int_equal(stf_pyval_type(b3->markers[0].value), STF_PY_LIST);
+
+    const stf_layer *b4 = layer(m, "blocks.4");
+    assert_string_equal(tname(m, b4, STF_SFX_WEIGHT_SCALE_2), "blocks.4.weight_scale_2");
+    assert_null(tname(m, b4, STF_SFX_WEIGHT_SCALE));
+    assert_int_equal(b4->nmarkers, 0);
+    assert_null(b4->comfy);
+    const stf_layer *b4a = layer(m, "blocks.4.attn");
+    assert_string_equal(tname(m, b4a, STF_SFX_COMFY_ATTENTION_CONFIG),
+                        "blocks.4.attn.comfy_attention.config");
+    assert_int_equal(b4a->nmarkers, 0);
+
+    const stf_layer *b5 = layer(m, "model.diffusion_model.blocks.5");
+    assert_int_equal(b5->nmarkers, 1);
+    for (int s = 0; s < STF_SFX_COUNT; s++) assert_int_equal(b5->tensor[s], -1);
+
+    assert_int_equal(stf_model_qmeta_status(m, 0), STF_QMETA_OK);
+    assert_string_equal(stf_pyval_str(stf_pyval_get(stf_model_qmeta_value(m, 0), "format_version"),
+                                      NULL), "1.0");
+    assert_null(stf_model_qmeta_error(m, 0, NULL));
+    assert_int_equal(stf_model_qmeta_status(m, 1), STF_QMETA_ABSENT);
+    /* OK markers: qkv x2, blocks.5 */
+    assert_int_equal(stf_model_marker_count(m), 3);
+    size_t idx;
+    assert_int_equal(stf_model_find_layer(m, "blocks.0.attn", 13, &idx), STF_ENOTFOUND);
+
+    stf_model_free(m);
+    stf_ckpt_free(c);
+    free(f.buf);
+}
+
+static void test_conflict_and_pick(void **state)
+{
+    (void)state;
+    const tdef t[] = {
+        { "a.weight", "I8", "[2,2]", NULL, 4 },
+        { "a.comfy_quant", "U8", "[72]", CANON, 72 },
+        { "b.comfy_quant", "U8", "[72]", CANON, 72 },
+    };
+    /* a: G 64 vs 256 -> R5; b: convrot 1 == True, so equal */
+    const char *qm = "{\"layers\": {\"a\": {\"format\": \"int8_tensorwise\", \"convrot\": true,"
+                     " \"convrot_groupsize\": 64}, \"b\": {\"format\": \"int8_tensorwise\","
+                     " \"convrot\": 1, \"convrot_groupsize\": 256}}}";
+    file f = build(t, 3, qm);
+    stf_ckpt *c = open_mem(&f);
+    stf_model *m = build_model(c);
+    const stf_layer *a = layer(m, "a");
+    assert_int_equal(a->conflict, 1);
+    assert_int_equal(stf_pyval_eq_int(stf_pyval_get(a->comfy->value, "convrot_groupsize"), 64), 1);
+    assert_int_equal(layer(m, "b")->conflict, 0);
+    stf_model_free(m);
+    stf_ckpt_free(c);
+    free(f.buf);
+}
+
+static void qmeta_status_is(const char *qm, stf_qmeta_status want, const char *want_err,
+                            uint64_t want_off)
+{
+    const tdef t[] = { { "a.weight", "F32", "[1]", NULL, 4 } };
+    file f = build(t, 1, qm);
+    stf_ckpt *c = open_mem(&f);
+    stf_model *m = build_model(c);
+    assert_int_equal(stf_model_qmeta_status(m, 0), want);
+    uint64_t off = 99;
+    const char *e = stf_model_qmeta_error(m, 0, &off);
+    if (want_err) {
+        assert_string_equal(e, want_err);
+        assert_int_equal(off, want_off);
+    } else {
+        assert_null(e);
+    }
+    assert_int_equal(layer(m, "a")->nmarkers, 0);
+    stf_model_free(m);
+    stf_ckpt_free(c);
+    free(f.buf);
+}
+
+static void test_qmeta_statuses(void **state)
+{
+    (void)state;
+    qmeta_status_is("{", STF_QMETA_NOT_JSON,
+                    "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)", 1);
+    qmeta_status_is("[]", STF_QMETA_NOT_OBJECT, NULL, 0);
+    qmeta_status_is("{}", STF_QMETA_NO_LAYERS, NULL, 0);
+    qmeta_status_is("{\"layers\": []}", STF_QMETA_NO_LAYERS, NULL, 0);
+    qmeta_status_is("{\"layers\": {}}", STF_QMETA_OK, NULL, 0);
+    /* json.loads(str): a BOM inside the metadata string is an error (R1) */
+    qmeta_status_is("\xef\xbb\xbf{}", STF_QMETA_NOT_JSON,
+                    "Unexpected UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)", 0);
+}
+
+static void write_file(const char *path, const void *p, size_t n)
+{
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(p, 1, n, fp), n);
+    assert_int_equal(fclose(fp), 0);
+}
+
+static void test_sharded(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/stfix-test-layers-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char p1[128], p2[128], pi[128];
+    snprintf(p1, sizeof p1, "%s/m-00001-of-00002.safetensors", dir);
+    snprintf(p2, sizeof p2, "%s/m-00002-of-00002.safetensors", dir);
+    snprintf(pi, sizeof pi, "%s/m.safetensors.index.json", dir);
+    const tdef t1[] = { { "x.weight", "I8", "[2,2]", NULL, 4 } };
+    const tdef t2[] = {
+        { "x.weight_scale", "F32", "[2,1]", NULL, 8 },
+        { "x.comfy_quant", "U8", "[27]", "{\"format\": \"float8_e4m3fn\"}", 27 },
+    };
+    file f1 = build(t1, 1, "{\"layers\": {\"x\": " CANON "}}");
+    file f2 = build(t2, 2, NULL);
+    write_file(p1, f1.buf, f1.len);
+    write_file(p2, f2.buf, f2.len);
+    const char *ix = "{\"metadata\": {\"total_size\": 39}, \"weight_map\": {"
+                     "\"x.weight\": \"m-00001-of-00002.safetensors\","
+                     " \"x.weight_scale\": \"m-00002-of-00002.safetensors\","
+                     " \"x.comfy_quant\": \"m-00002-of-00002.safetensors\"}}";
+    write_file(pi, ix, strlen(ix));
+
+    stf_ckpt *c = NULL;
+    stf_err err;
+    stf_err_clear(&err);
+    if (stf_ckpt_open(&c, pi, NULL, &err) != 0) fail_msg("open index: %s", err.msg);
+    stf_model *m = build_model(c);
+    assert_int_equal(stf_model_layer_count(m), 1);
+    const stf_layer *x = layer(m, "x");
+    assert_string_equal(tname(m, x, STF_SFX_WEIGHT), "x.weight");
+    assert_string_equal(tname(m, x, STF_SFX_WEIGHT_SCALE), "x.weight_scale");
+    assert_int_equal(x->nmarkers, 2);
+    assert_int_equal(x->markers[0].channel, STF_CHAN_METADATA);
+    assert_int_equal(x->markers[0].shard, 0);
+    assert_string_equal(x->markers[0].path, stf_ckpt_shard_path(c, 0));
+    assert_int_equal(x->markers[1].channel, STF_CHAN_TENSOR);
+    assert_int_equal(x->markers[1].shard, 1);
+    assert_string_equal(x->markers[1].path, stf_ckpt_shard_path(c, 1));
+    assert_int_equal(x->conflict, 1); /* int8 in shard 1's metadata vs fp8 in shard 2 */
+    assert_int_equal(stf_model_qmeta_status(m, 0), STF_QMETA_OK);
+    assert_int_equal(stf_model_qmeta_status(m, 1), STF_QMETA_ABSENT);
+    stf_model_free(m);
+    stf_ckpt_free(c);
+    unlink(p1);
+    unlink(p2);
+    unlink(pi);
+    rmdir(dir);
+    free(f1.buf);
+    free(f2.buf);
+}
+
+/* ------------------------------------------------------- allocation failure */
+
+static long g_fail_at = -1, g_count = 0;
+
+static void *fail_realloc(void *ud, void *p, size_t n)
+{
+    (void)ud;
+    if (g_fail_at >= 0 && g_count++ == g_fail_at) return NULL;
+    return realloc(p, n ? n : 1);
+}
+
+static void fail_free(void *ud, void *p)
+{
+    (void)ud;
+    free(p);
+}
+
+static void test_allocation_failures(void **state)
+{
+    (void)state;
+    const tdef t[] = {
+        { "a.weight", "I8", "[2,2]", NULL, 4 },
+        { "a.comfy_quant", "U8", "[72]", CANON, 72 },
+        { "b.comfy_quant", "U8", "[3]", "{\"x", 3 },
+        { "n.scale", "F32", "[1]", NULL, 4 },
+    };
+    file f = build(t, 4, "{\"layers\": {\"a\": " CANON ", \"z\": {}}}");
+    stf_ckpt *c = open_mem(&f);
+    stf_allocator a = { fail_realloc, fail_free, NULL };
+    stf_set_allocator(&a);
+    long k;
+    for (k = 0; k < 2000; k++) {
+        g_fail_at = k;
+        g_count = 0;
+        stf_model *m = NULL;
+        stf_err err;
+        int rc = stf_model_build(&m, c, &err);
+        if (rc == 0) {
+            assert_int_equal(stf_model_layer_count(m), 3);
+            stf_model_free(m);
+            break;
+        }
+        assert_int_equal(rc, STF_ENOMEM);
+        assert_null(m);
+    }
+    stf_set_allocator(NULL);
+    g_fail_at = -1;
+    assert_true(k > 10);
+    assert_true(k < 2000);
+    stf_ckpt_free(c);
+    free(f.buf);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_single_file),
+        cmocka_unit_test(test_conflict_and_pick),
+        cmocka_unit_test(test_qmeta_statuses),
+        cmocka_unit_test(test_sharded),
+        cmocka_unit_test(test_allocation_failures),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
