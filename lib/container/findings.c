@@ -65,21 +65,25 @@ int stf__findings_add(stf__findings *l, const char *rule, stf_severity sev, cons
     return 0;
 }
 
+static int render_plain(unsigned char ch)
+{
+    return ch >= 0x20 && ch != 0x7F && ch != '\'' && ch != '\\';
+}
+
 char *stf__name_render(char *dst, size_t cap, const char *name, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
-    size_t o = 0;
+    size_t o = 0, total = 0, limit;
     if (cap == 0) return dst;
+    for (size_t i = 0; i < len && total < cap; i++)
+        total += render_plain((unsigned char)name[i]) ? 1 : 4;
+    /* Cut only when it does not all fit, leaving room for a visible "...". */
+    limit = total < cap ? cap - 1 : (cap > 4 ? cap - 4 : 0);
     for (size_t i = 0; i < len; i++) {
         unsigned char ch = (unsigned char)name[i];
-        int plain = ch >= 0x20 && ch != 0x7F && ch != '\'' && ch != '\\';
-        size_t need = plain ? 1 : 4;
-        /* Keep room for "..." and the NUL so a cut is always visible. */
-        if (o + need + 4 > cap) {
-            if (o + 4 <= cap) memcpy(dst + o, "...", 3), o += 3;
-            break;
-        }
-        if (plain) {
+        size_t need = render_plain(ch) ? 1 : 4;
+        if (o + need > limit) break;
+        if (need == 1) {
             dst[o++] = (char)ch;
         } else {
             dst[o++] = '\\';
@@ -87,6 +91,10 @@ char *stf__name_render(char *dst, size_t cap, const char *name, size_t len)
             dst[o++] = hex[ch >> 4];
             dst[o++] = hex[ch & 15];
         }
+    }
+    if (total >= cap && o + 4 <= cap) {
+        memcpy(dst + o, "...", 3);
+        o += 3;
     }
     dst[o] = '\0';
     return dst;

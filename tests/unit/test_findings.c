@@ -1,0 +1,155 @@
+/*
+ * Tests for lib/container/findings.c: the findings list, name rendering in
+ * messages, and how stf__hreport turns a violation into an error, a
+ * deferred strict error or a warning.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "container/header_priv.h"
+
+static void test_findings_list(void **state)
+{
+    (void)state;
+    stf__findings l;
+    stf__findings_init(&l);
+    assert_int_equal(l.n, 0);
+    for (int i = 0; i < 20; i++)
+        assert_int_equal(stf__findings_add(&l, "S7", STF_SEV_WARNING, "p", i % 2 ? "t" : NULL,
+                                           i % 3 == 0, (uint64_t)i, "msg %d", i),
+                         0);
+    assert_int_equal(l.n, 20);
+    assert_string_equal(l.v[13].rule, "S7");
+    assert_int_equal(l.v[13].severity, STF_SEV_WARNING);
+    assert_string_equal(l.v[13].message, "msg 13");
+    assert_string_equal(l.v[13].path, "p");
+    assert_string_equal(l.v[13].tensor, "t");
+    assert_null(l.v[12].tensor);
+    assert_int_equal(l.v[12].has_offset, 1);
+    assert_int_equal(l.v[12].offset, 12);
+    assert_int_equal(l.v[13].has_offset, 0);
+    assert_int_equal(l.v[13].offset, 0);
+    stf__findings_free(&l);
+    assert_int_equal(l.n, 0);
+    assert_null(l.v);
+    stf__findings_free(&l); /* twice is fine */
+    stf__findings_free(NULL);
+}
+
+static void test_name_render(void **state)
+{
+    (void)state;
+    char b[16];
+    assert_string_equal(stf__name_render(b, sizeof b, "blocks.0", 8), "blocks.0");
+    assert_string_equal(stf__name_render(b, sizeof b, "a\nb", 3), "a\\x0ab");
+    assert_string_equal(stf__name_render(b, sizeof b, "a\0'\\", 4), "a\\x00\\x27\\x5c");
+    assert_string_equal(stf__name_render(b, sizeof b, "\xc3\xa9\x7f", 3), "\xc3\xa9\\x7f");
+    /* 15 usable bytes: a longer name is cut with a visible "...". */
+    assert_string_equal(stf__name_render(b, sizeof b, "abcdefghijklmnopqrstu", 21),
+                        "abcdefghijkl...");
+    assert_string_equal(stf__name_render(b, sizeof b, "abcdefghijklmnop", 16), "abcdefghijkl...");
+    assert_string_equal(stf__name_render(b, sizeof b, "abcdefghijklmno", 15), "abcdefghijklmno");
+    assert_string_equal(stf__name_render(b, sizeof b, "abcdefghijk\n", 12), "abcdefghijk\\x0a");
+    assert_string_equal(stf__name_render(b, sizeof b, "abcdefghijkl\n", 13), "abcdefghijkl...");
+    assert_string_equal(stf__name_render(b, 4, "abcdef", 6), "...");
+    assert_string_equal(stf__name_render(b, 2, "abcdef", 6), "");
+}
+
+static void ctx(stf__hctx *c, stf_open_opts *o, stf__findings *f, stf_err *e, int strict)
+{
+    memset(c, 0, sizeof *c);
+    stf_open_opts_init(o);
+    o->strict = strict;
+    stf__findings_init(f);
+    stf_err_clear(e);
+    c->path = "m.safetensors";
+    c->o = o;
+    c->findings = f;
+    c->err = e;
+}
+
+static void test_hreport_levels(void **state)
+{
+    (void)state;
+    stf__hctx c;
+    stf_open_opts o;
+    stf__findings f;
+    stf_err e;
+
+    ctx(&c, &o, &f, &e, 0);
+    assert_int_equal(stf__hreport(&c, STF__LV_REF, "S15", "InvalidOffset", "blocks.0.w", 10, 1,
+                                  123, "data_offsets [%d,%d] do not start at %d", 0, 16, 32),
+                     STF_EFORMAT);
+    assert_int_equal(e.code, STF_EFORMAT);
+    assert_string_equal(e.rule, "S15");
+    assert_int_equal(e.has_offset, 1);
+    assert_int_equal(e.offset, 123);
+    assert_string_equal(e.msg, "m.safetensors: S15 InvalidOffset: tensor 'blocks.0.w' (byte "
+                               "123): data_offsets [0,16] do not start at 32");
+
+    assert_int_equal(stf__hreport(&c, STF__LV_LIMIT, "L2", "LimitExceeded", NULL, 0, 0, 0,
+                                  "more than %d tensors", 5),
+                     STF_ELIMIT);
+    assert_string_equal(e.rule, "L2");
+    assert_int_equal(e.has_offset, 0);
+    assert_string_equal(e.msg, "m.safetensors: L2 LimitExceeded: more than 5 tensors");
+
+    /* Lenient: STRICT and WARN both become warnings; err is untouched. */
+    stf_err_clear(&e);
+    assert_int_equal(stf__hreport(&c, STF__LV_STRICT, "S7", "LeadingWhitespace", NULL, 0, 1, 8,
+                                  "x"),
+                     0);
+    assert_int_equal(stf__hreport(&c, STF__LV_WARN, "S20", "ZeroSizeAlias", "a\0b", 3, 1, 9,
+                                  "y"),
+                     0);
+    assert_int_equal(e.code, 0);
+    assert_int_equal(f.n, 2);
+    assert_string_equal(f.v[0].message, "m.safetensors: S7 LeadingWhitespace (byte 8): x");
+    assert_int_equal(f.v[0].severity, STF_SEV_WARNING);
+    assert_string_equal(f.v[1].tensor, "a"); /* C string: cut at the NUL */
+    assert_string_equal(f.v[1].message,
+                        "m.safetensors: S20 ZeroSizeAlias: tensor 'a\\x00b' (byte 9): y");
+    stf__findings_free(&f);
+
+    /* Strict: the first STRICT violation is held, later ones ignored;
+     * WARN still becomes a finding. */
+    ctx(&c, &o, &f, &e, 1);
+    assert_int_equal(stf__hreport(&c, STF__LV_STRICT, "S9", "UnknownField", "t", 1, 1, 50, "a"),
+                     0);
+    assert_int_equal(stf__hreport(&c, STF__LV_STRICT, "S12", "ValueTooLarge", "t", 1, 1, 60,
+                                  "b"),
+                     0);
+    assert_int_equal(stf__hreport(&c, STF__LV_WARN, "S20", "ZeroSizeAlias", "t", 1, 1, 70, "c"),
+                     0);
+    assert_int_equal(c.has_pending, 1);
+    assert_string_equal(c.pending.rule, "S9");
+    assert_int_equal(c.pending.code, STF_EFORMAT);
+    assert_int_equal(c.pending.offset, 50);
+    assert_string_equal(c.pending.msg, "m.safetensors: S9 UnknownField: tensor 't' (byte 50): a");
+    assert_int_equal(e.code, 0);
+    assert_int_equal(f.n, 1);
+    assert_string_equal(f.v[0].rule, "S20");
+    stf__findings_free(&f);
+
+    /* No findings list and no err: warnings are dropped, errors returned. */
+    c.findings = NULL;
+    c.err = NULL;
+    o.strict = 0;
+    assert_int_equal(stf__hreport(&c, STF__LV_WARN, "S20", "ZeroSizeAlias", NULL, 0, 0, 0, "z"),
+                     0);
+    assert_int_equal(stf__hreport(&c, STF__LV_REF, "S5", "X", NULL, 0, 0, 0, "z"), STF_EFORMAT);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_findings_list),
+        cmocka_unit_test(test_name_render),
+        cmocka_unit_test(test_hreport_levels),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
