@@ -404,6 +404,30 @@ static void test_rotation_overflow_defined(void **state)
     assert_int_equal(stf_simd_select(STF_SIMD_AUTO, NULL), 0);
 }
 
+/* Dequantize rows: every variant equals the exact product fl32(q*s). */
+static void test_dequant_rows_all_variants(void **state)
+{
+    (void)state;
+    enum { K = 1000 }; /* not a multiple of any vector width */
+    static int8_t q[K];
+    static float cols[K], d[K];
+    qt_rng r = { 5 };
+    for (size_t i = 0; i < K; i++) {
+        q[i] = (int8_t)(int)(qt_next(&r) % 256 - 128);
+        cols[i] = (float)qt_randn(&r) * 0.01f;
+    }
+    const float s = 0.0123f;
+    for (size_t v = 0; v < 3; v++) {
+        const stf__kernels *kt = stf__kernels_for(variants[v]);
+        if (!kt) continue;
+        kt->int8_dequant_row(d, q, s, K);
+        for (size_t i = 0; i < K; i++) assert_int_equal(qt_bits(d[i]), qt_bits((float)q[i] * s));
+        kt->int8_dequant_row_cols(d, q, cols, K);
+        for (size_t i = 0; i < K; i++)
+            assert_int_equal(qt_bits(d[i]), qt_bits((float)q[i] * cols[i]));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -414,6 +438,7 @@ int main(void)
         cmocka_unit_test(test_golden_w4a4),
         cmocka_unit_test(test_variants_match_scalar_random),
         cmocka_unit_test(test_rotation_overflow_defined),
+        cmocka_unit_test(test_dequant_rows_all_variants),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
