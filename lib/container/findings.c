@@ -100,6 +100,38 @@ char *stf__name_render(char *dst, size_t cap, const char *name, size_t len)
     return dst;
 }
 
+/* Count a warning of `rule`; true when it should not be listed. */
+static int over_cap(stf__hctx *c, const char *rule, const char *variant)
+{
+    size_t i;
+    for (i = 0; i < c->ncounts; i++)
+        if (strcmp(c->counts[i].rule, rule) == 0) break;
+    if (i == c->ncounts) {
+        if (i == STF__HCOUNT_MAX) return 0; /* more rule ids than exist: list all */
+        snprintf(c->counts[i].rule, sizeof c->counts[i].rule, "%s", rule);
+        c->counts[i].variant = variant;
+        c->counts[i].count = 0;
+        c->ncounts++;
+    }
+    return ++c->counts[i].count > STF__FINDINGS_PER_RULE;
+}
+
+int stf__hreport_flush(stf__hctx *c)
+{
+    if (!c->findings) return 0;
+    for (size_t i = 0; i < c->ncounts; i++) {
+        const stf__hcount *k = &c->counts[i];
+        if (k->count <= STF__FINDINGS_PER_RULE) continue;
+        if (stf__findings_add(c->findings, k->rule, STF_SEV_WARNING, c->path, NULL, 0, 0,
+                              "%s: %s %s: %llu more findings like this were not listed",
+                              c->path, k->rule, k->variant,
+                              (unsigned long long)(k->count - STF__FINDINGS_PER_RULE)))
+            return stf__err(c->err, STF_ENOMEM, "%s: out of memory", c->path);
+    }
+    c->ncounts = 0;
+    return 0;
+}
+
 int stf__hreport(stf__hctx *c, int level, const char *rule, const char *variant,
                  const char *tensor, size_t tensor_len, int has_off, uint64_t off,
                  const char *fmt, ...)
@@ -135,6 +167,7 @@ int stf__hreport(stf__hctx *c, int level, const char *rule, const char *variant,
         return 0;
     }
     if (!c->findings) return 0;
+    if (over_cap(c, rule, variant)) return 0;
     /* The finding's tensor field is a C string; a name with an embedded NUL
      * (itself an S14 finding) is cut there, the message shows all of it. */
     char *tcopy = NULL;

@@ -660,6 +660,15 @@ int stf__header_parse(stf__header **out, const uint8_t *hdr, uint64_t n, uint64_
     rc = 0;
 
 done:
+    /* Summaries of capped warnings belong with any verdict but OOM. */
+    if (rc != STF_ENOMEM) {
+        int r2 = stf__hreport_flush(&c);
+        if (r2 && rc == 0) {
+            stf__header_free(*out);
+            *out = NULL;
+            rc = r2;
+        }
+    }
     if (h) stf__free(h->tensors);
     stf__free(h);
     stf__free(ps.recs);

@@ -16,6 +16,20 @@ enum stf__level {
     STF__LV_LIMIT    /* a resource cap: STF_ELIMIT */
 };
 
+/*
+ * Warnings listed per rule and file; the rest are only counted, so a
+ * hostile header with a million extra fields cannot turn into a million
+ * findings. stf__hreport_flush adds one summary finding per capped rule.
+ */
+#define STF__FINDINGS_PER_RULE 1000u
+#define STF__HCOUNT_MAX 16
+
+typedef struct stf__hcount {
+    char rule[8];
+    const char *variant; /* static text */
+    uint64_t count;
+} stf__hcount;
+
 typedef struct stf__hctx {
     const char *path;
     const stf_open_opts *o;
@@ -26,6 +40,8 @@ typedef struct stf__hctx {
      * agree on the primary verdict (spec §9.2, test_validation_overflow). */
     int has_pending;
     stf_err pending;
+    stf__hcount counts[STF__HCOUNT_MAX];
+    size_t ncounts;
 } stf__hctx;
 
 /*
@@ -40,6 +56,13 @@ typedef struct stf__hctx {
 int stf__hreport(stf__hctx *c, int level, const char *rule, const char *variant,
                  const char *tensor, size_t tensor_len, int has_off, uint64_t off,
                  const char *fmt, ...) STF_PRINTF(9, 10);
+
+/*
+ * Add one summary warning for each rule that went over
+ * STF__FINDINGS_PER_RULE ("N more findings like this were not listed").
+ * Returns 0 or STF_ENOMEM (c->err filled).
+ */
+int stf__hreport_flush(stf__hctx *c);
 
 /*
  * Write a printable rendering of name[0..len) into dst (cap bytes, always

@@ -144,12 +144,45 @@ static void test_hreport_levels(void **state)
     assert_int_equal(stf__hreport(&c, STF__LV_REF, "S5", "X", NULL, 0, 0, 0, "z"), STF_EFORMAT);
 }
 
+static void test_findings_cap(void **state)
+{
+    (void)state;
+    stf__hctx c;
+    stf_open_opts o;
+    stf__findings f;
+    stf_err e;
+    ctx(&c, &o, &f, &e, 0);
+    for (unsigned i = 0; i < STF__FINDINGS_PER_RULE + 5; i++) {
+        assert_int_equal(stf__hreport(&c, STF__LV_STRICT, "S9", "UnknownField", "t", 1, 1, i,
+                                      "u"),
+                         0);
+        if (i < 3)
+            assert_int_equal(stf__hreport(&c, STF__LV_WARN, "S20", "ZeroSizeAlias", NULL, 0, 0,
+                                          0, "z"),
+                             0);
+    }
+    assert_int_equal(f.n, STF__FINDINGS_PER_RULE + 3);
+    assert_int_equal(stf__hreport_flush(&c), 0);
+    assert_int_equal(f.n, STF__FINDINGS_PER_RULE + 4);
+    const stf_finding *last = &f.v[f.n - 1];
+    assert_string_equal(last->rule, "S9");
+    assert_int_equal(last->has_offset, 0);
+    assert_null(last->tensor);
+    assert_string_equal(last->message,
+                        "m.safetensors: S9 UnknownField: 5 more findings like this were not listed");
+    /* Flushing again adds nothing. */
+    assert_int_equal(stf__hreport_flush(&c), 0);
+    assert_int_equal(f.n, STF__FINDINGS_PER_RULE + 4);
+    stf__findings_free(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_findings_list),
         cmocka_unit_test(test_name_render),
         cmocka_unit_test(test_hreport_levels),
+        cmocka_unit_test(test_findings_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

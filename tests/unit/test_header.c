@@ -886,6 +886,33 @@ static void test_message_shape(void **state)
     st_bytes_free(&b);
 }
 
+static void test_many_warnings_are_capped(void **state)
+{
+    (void)state;
+    /* 1002 unknown fields: 1000 listed, then one summary. */
+    size_t cap = 64 + 1002 * 16, o = 0;
+    char *hdr = malloc(cap);
+    assert_non_null(hdr);
+    o += (size_t)snprintf(hdr + o, cap - o, "{\"t\":{\"dtype\":\"U8\",\"shape\":[],");
+    for (int i = 0; i < 1002; i++) o += (size_t)snprintf(hdr + o, cap - o, "\"x%d\":0,", i);
+    o += (size_t)snprintf(hdr + o, cap - o, "\"data_offsets\":[0,1]}}");
+    st_bytes b = st_bytes_simple(hdr, 1);
+    stf__findings f;
+    stf__findings_init(&f);
+    stf__header *h = ok_lenient(&b, 0, &f);
+    assert_int_equal(f.n, 1001);
+    assert_string_equal(f.v[999].rule, "S9");
+    assert_int_equal(f.v[999].offset, at(hdr, "\"x999\""));
+    assert_string_equal(f.v[1000].rule, "S9");
+    assert_int_equal(f.v[1000].has_offset, 0);
+    assert_string_equal(f.v[1000].message, "t.safetensors: S9 UnknownField: 2 more findings like "
+                                           "this were not listed");
+    stf__header_free(h);
+    stf__findings_free(&f);
+    st_bytes_free(&b);
+    free(hdr);
+}
+
 /* ------------------------------------------------------------ allocation */
 
 typedef struct fail_alloc {
@@ -996,6 +1023,7 @@ int main(void)
         cmocka_unit_test(test_name_cap),
         cmocka_unit_test(test_meta_cap_and_depth),
         cmocka_unit_test(test_message_shape),
+        cmocka_unit_test(test_many_warnings_are_capped),
         cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
