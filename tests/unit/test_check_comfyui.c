@@ -172,7 +172,7 @@ static void test_manifest(void **state)
         n++;
     }
     fclose(f);
-    assert_true(n >= 25);
+    assert_true(n >= 20);
     assert_int_equal(bad, 0);
 }
 

@@ -1,0 +1,64 @@
+# CLI scenarios for `stfix check`: human and JSON output, target selection,
+# --numeric, and the exit codes (0 clean, 1 error findings, 2 unreadable or
+# invalid container, 3 usage). Fixtures: fixtures/comfy/ (see its MANIFEST).
+. tests/cli/lib.sh
+F=fixtures/comfy
+
+# Healthy files: exit 0 and a zero summary.
+t_run "healthy int8" 0 "$STFIX" check $F/healthy_int8_g256.safetensors
+t_stdout_has "healthy int8" "summary: 0 error(s), 0 warning(s), 0 info"
+t_run "healthy sharded index" 0 "$STFIX" check $F/healthy_sharded.safetensors.index.json
+t_run "healthy meta-only" 0 "$STFIX" check $F/healthy_meta_only.safetensors --target all
+
+# The human listing, byte for byte: grouped by layer, fixes, summary.
+cat >"$T_TMP/r23.txt" <<'EOF'
+check fixtures/comfy/r23_no_convrot.safetensors (target sglang)
+blocks.0.attn.qkv:
+  error   R23  blocks.0.attn.qkv: Serialized kitchen_int8 layer 'blocks.0.attn.qkv' must set convrot=true
+  error   R24  blocks.0.attn.qkv: Serialized kitchen_int8 layer 'blocks.0.attn.qkv' must declare convrot_groupsize in (16, 64, 256), got None
+suggested fixes:
+  R23  requantize with ConvRot (stfix repair), or store the layer in BF16 without a marker
+  R24  write the group size actually used as a JSON integer; requantize when it is not 16, 64 or 256
+summary: 2 error(s), 0 warning(s), 0 info
+EOF
+t_run "human sglang" 1 "$STFIX" check $F/r23_no_convrot.safetensors --target sglang
+t_stdout_is "human sglang" "$T_TMP/r23.txt"
+
+# ComfyUI accepts an unrotated rowwise INT8 layer: clean for that target.
+t_run "comfyui accepts unrotated" 0 "$STFIX" check --target comfyui $F/r23_no_convrot.safetensors
+
+# File-level findings come first, under "(file)".
+t_run "file-level" 1 "$STFIX" check $F/r30_int8_plus_fp8.safetensors
+t_stdout_has "file-level" "(file):"
+t_stdout_has "file-level" "  error   R30  -: Unsupported Comfy quantization format(s): float8_e4m3fn, int8_tensorwise"
+
+# JSON: one document with the stable field names; valid JSON.
+t_run "json" 1 "$STFIX" check --json $F/r15_flat_scale_square.safetensors
+t_stdout_has "json" '{"file": "fixtures/comfy/r15_flat_scale_square.safetensors", "target": "all", "diagnostics": ['
+t_stdout_has "json" '{"rule": "R15", "severity": "error", "layer": "blocks.0.attn.qkv", "message": "Comfy INT8 layer '"'"'blocks.0.attn.qkv'"'"' has incompatible weight/scale shapes: (256, 256) and (256,)", "fix": '
+t_stdout_has "json" '"summary": {"errors": 2, "warnings": 0, "info": 0, "total": 2}}'
+if command -v python3 >/dev/null 2>&1; then
+    t_true "json parses" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert [x["rule"] for x in d["diagnostics"]] == ["R15", "C9"], d' "$T_OUT"
+fi
+t_run "json healthy" 0 "$STFIX" check --json --target sglang $F/healthy_w4a4.safetensors
+t_stdout_has "json healthy" '"target": "sglang", "diagnostics": [], "summary": {"errors": 0, "warnings": 0, "info": 0, "total": 0}}'
+
+# --numeric reads the data: H1 says the square layer is column-quantized.
+t_run "numeric" 1 "$STFIX" check --numeric --target comfyui $F/probe_colquant_square.safetensors
+t_stdout_has "numeric" "error   H1   blocks.0.attn.qkv: COLUMN quantization in blocks.0.attn.qkv.weight"
+t_run "numeric healthy" 0 "$STFIX" check --numeric $F/healthy_int8_g64.safetensors
+t_stdout_has "numeric healthy" "info    H1   blocks.0.attn.qkv: ROW quantization in"
+
+# Exit 2: unreadable or invalid container.
+t_run "missing file" 2 "$STFIX" check "$T_TMP/does-not-exist.safetensors"
+printf 'not a safetensors file' >"$T_TMP/garbage.safetensors"
+t_run "invalid container" 2 "$STFIX" check "$T_TMP/garbage.safetensors"
+t_stderr_has "invalid container" "stfix: check: "
+
+# Exit 3: usage.
+t_run "no file" 3 "$STFIX" check
+t_run "bad target" 3 "$STFIX" check --target vllm $F/healthy_fp8.safetensors
+t_stderr_is "bad target" "stfix: check: --target takes sglang, comfyui or all"
+t_run "unknown option" 3 "$STFIX" check --fast $F/healthy_fp8.safetensors
+t_run "help" 0 "$STFIX" check --help
+t_stdout_has "help" "usage: stfix check FILE|INDEX.json"
