@@ -318,6 +318,7 @@ int stf_marker_canonical(char **out, size_t *len, const stf_marker_spec *spec, s
 /* Flags for stf_marker_normalize. */
 #define STF_NORM_ADD_INT8_FORMAT 1u  /* M1: missing format -> "int8_tensorwise" (caller checked W I8, S F32) */
 #define STF_NORM_ADD_W4A8_CONVROT 2u /* M18: asym_w4a8_int8 without convrot gets convrot */
+#define STF_NORM_WRAP_STRING 4u      /* M4: a string marker v reads as {"format": v} */
 
 /*
  * Read a marker object into a spec the way ComfyUI does: top-level keys

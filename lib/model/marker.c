@@ -149,6 +149,10 @@ int stf_marker_normalize(stf_marker_spec *out, const stf_pyval *marker, unsigned
                          stf_err *err)
 {
     memset(out, 0, sizeof *out);
+    if (marker && stf_pyval_type(marker) == STF_PY_STR && (flags & STF_NORM_WRAP_STRING)) {
+        out->format = stf_pyval_str(marker, NULL); /* M4 */
+        return 0;
+    }
     if (!marker || stf_pyval_type(marker) != STF_PY_DICT)
         return stf__err(err, STF_EFORMAT, "marker is not a JSON object");
     const stf_pyval *f = field(marker, "format", 0);

@@ -157,6 +157,9 @@ static void test_normalize(void **state)
     norm_is("{\"format\": \"float8_e4m3fn\", \"num_experts\": 4}", 0,
             "{\"format\": \"float8_e4m3fn\", \"num_experts\": 4}");
 
+    /* M4: a bare string metadata value */
+    norm_is("\"float8_e4m3fn\"", STF_NORM_WRAP_STRING, "{\"format\": \"float8_e4m3fn\"}");
+    norm_fails("\"float8_e4m3fn\"", 0, "marker is not a JSON object");
     norm_fails("{\"convrot\": true}", 0, "marker has no 'format'");
     norm_fails("{\"format\": 3}", 0, "marker key 'format' is not a string");
     norm_fails("[1]", 0, "marker is not a JSON object");
