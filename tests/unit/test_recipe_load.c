@@ -1,0 +1,310 @@
+/* Recipe loading: the schema, exact positioned problems, SHA-256, bundled recipes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rules/rules_int.h"
+
+static const char good[] =
+    "# a comment\n"
+    "stfix: 1\n"
+    "target: [sglang, comfyui]\n"
+    "description: test recipe\n"
+    "rules:\n"
+    "  - name: cast\n"
+    "    match: {scale_dtype: [BF16, F16]}\n"
+    "    do: cast-scale\n"
+    "  - name: conv\n"
+    "    description: M10\n"
+    "    match: {marker: present, shape: 'rank != 2'}\n"
+    "    do:\n"
+    "      - {exclude: {dtype: F16}}\n"
+    "      - drop\n";
+
+static void expect_problems(const char *src, size_t n, const char *const *want)
+{
+    stf_recipe *r = (stf_recipe *)1;
+    stf_recipe_diags *d = NULL;
+    stf_err err;
+    stf_err_clear(&err);
+    assert_int_equal(stf_recipe_load_mem(&r, &d, src, strlen(src), "bad.yaml", &err),
+                     STF_EFORMAT);
+    assert_null(r);
+    assert_non_null(d);
+    for (size_t i = 0; i < stf_recipe_diags_count(d) && i < n; i++)
+        assert_string_equal(stf_recipe_diags_text(d, i), want[i]);
+    assert_int_equal(stf_recipe_diags_count(d), n);
+    assert_string_equal(err.msg, want[0]);
+    assert_int_equal(err.code, STF_EFORMAT);
+    stf_recipe_diags_free(d);
+}
+
+static void expect_problem(const char *src, const char *want)
+{
+    expect_problems(src, 1, &want);
+}
+
+static void test_good(void **state)
+{
+    (void)state;
+    stf_recipe *r = NULL;
+    stf_recipe_diags *d = NULL;
+    stf_err err;
+    assert_int_equal(stf_recipe_load_mem(&r, &d, good, strlen(good), "good.yaml", &err), 0);
+    assert_null(d);
+    assert_int_equal(stf_recipe_targets(r), STF_TARGET_SGLANG | STF_TARGET_COMFYUI);
+    assert_string_equal(stf_recipe_description(r), "test recipe");
+    assert_string_equal(stf_recipe_sha256(r),
+                        "99c59d630a90b01b15a41065bc86ad2dcc7bed7bef57f006e7bd894d7a8aec17");
+    assert_int_equal(stf_recipe_rule_count(r), 2);
+    const stf_rule *r0 = stf_recipe_rule(r, 0), *r1 = stf_recipe_rule(r, 1);
+    assert_null(stf_recipe_rule(r, 2));
+    assert_string_equal(stf_rule_name(r0), "cast");
+    assert_int_equal(stf_rule_line(r0), 6);
+    assert_int_equal(stf_rule_action_count(r0), 1);
+    assert_int_equal(stf_rule_action(r0, 0)->kind, STF_ACT_CAST_SCALE);
+    assert_string_equal(stf_rule_name(r1), "conv");
+    assert_int_equal(stf_rule_line(r1), 9);
+    assert_int_equal(stf_rule_action_count(r1), 2);
+    assert_int_equal(stf_rule_action(r1, 0)->kind, STF_ACT_EXCLUDE);
+    assert_int_equal(stf_rule_action(r1, 0)->exclude.dtype, STF_F16);
+    assert_int_equal(stf_rule_action(r1, 0)->line, 13);
+    assert_int_equal(stf_rule_action(r1, 0)->column, 10);
+    assert_int_equal(stf_rule_action(r1, 1)->kind, STF_ACT_DROP);
+    assert_null(stf_rule_action(r1, 2));
+
+    static const uint64_t w[4] = { 8, 4, 3, 3 }, s[1] = { 8 };
+    stf_layer_view v;
+    memset(&v, 0, sizeof v);
+    v.prefix = "x.conv";
+    v.has_weight = 1;
+    v.weight_dtype = STF_I8;
+    v.weight_rank = 4;
+    v.weight_shape = w;
+    v.n = 8;
+    v.k = 36;
+    v.has_scale = 1;
+    v.scale_dtype = STF_BF16;
+    v.scale_rank = 1;
+    v.scale_shape = s;
+    assert_int_equal(stf_rules_match(r0, &v), 1);
+    assert_int_equal(stf_rules_match(r1, &v), 0);
+    v.has_marker = 1;
+    assert_int_equal(stf_rules_match(r1, &v), 1);
+    v.scale_dtype = STF_F32;
+    assert_int_equal(stf_rules_match(r0, &v), 0);
+    assert_int_equal(stf_rules_match(NULL, &v), 0);
+    stf_recipe_free(r);
+    stf_recipe_free(NULL);
+}
+
+static void test_top_level_problems(void **state)
+{
+    (void)state;
+    expect_problem("", "bad.yaml:1:1: recipe: empty document (expected a mapping with stfix, "
+                       "target and rules)");
+    expect_problem("- a\n", "bad.yaml:1:1: recipe: expected a mapping with stfix, target and "
+                            "rules, got a sequence");
+    static const char *const missing[] = {
+        "bad.yaml:1:1: recipe: unknown key 'stfx' (expected one of: stfix, target, "
+        "description, rules)",
+        "bad.yaml:1:1: recipe: missing required key 'stfix'",
+        "bad.yaml:1:1: recipe: missing required key 'target'",
+    };
+    expect_problems("stfx: 1\nrules: []\n", 3, missing);
+    expect_problem("stfix: 2\ntarget: sglang\nrules: []\n",
+                   "bad.yaml:1:8: stfix: unsupported recipe format version 2 (this stfix reads "
+                   "version 1)");
+    expect_problem("stfix: '1'\ntarget: sglang\nrules: []\n",
+                   "bad.yaml:1:8: stfix: expected the format version 1, got '1'");
+    expect_problem("stfix: 1\ntarget: vllm\nrules: []\n",
+                   "bad.yaml:2:9: target: expected sglang or comfyui, got 'vllm'");
+    expect_problem("stfix: 1\ntarget: [comfyui, comfyui]\nrules: []\n",
+                   "bad.yaml:2:19: target[1]: 'comfyui' is listed twice");
+    expect_problem("stfix: 1\ntarget: []\nrules: []\n",
+                   "bad.yaml:2:9: target: expected sglang, comfyui, or a list of them, got a "
+                   "sequence");
+    expect_problem("stfix: 1\ntarget: sglang\ndescription: [a]\nrules: []\n",
+                   "bad.yaml:3:14: description: expected a string, got a sequence");
+    expect_problem("stfix: 1\ntarget: sglang\nrules: {}\n",
+                   "bad.yaml:3:8: rules: expected a sequence of rules, got a mapping");
+    static const char *const rule_keys[] = {
+        "bad.yaml:3:9: rules[0]: unknown key 'x' (expected one of: name, description, match, "
+        "do)",
+        "bad.yaml:3:9: rules[0]: missing required key 'name'",
+        "bad.yaml:3:9: rules[0]: missing required key 'match'",
+        "bad.yaml:3:9: rules[0]: missing required key 'do'",
+    };
+    expect_problems("stfix: 1\ntarget: sglang\nrules: [x: 1]\n", 4, rule_keys);
+}
+
+static void test_rule_problems(void **state)
+{
+    (void)state;
+    expect_problem("stfix: 1\ntarget: sglang\nrules:\n  - cast-scale\n",
+                   "bad.yaml:4:5: rules[0]: expected a mapping with name, match and do, got "
+                   "'cast-scale'");
+    static const char *const several[] = {
+        "bad.yaml:5:5: rules[0]: missing required key 'do'",
+        "bad.yaml:6:13: rules[0].match: unknown key 'dtyp' (expected one of: prefix, regex, "
+        "weight, weight_dtype, shape, scale, scale_dtype, scale_shape, marker, format, probe, "
+        "rotation, not)",
+        "bad.yaml:8:11: rules[1].name: duplicate rule name 'a' (first at line 5)",
+        "bad.yaml:10:27: rules[1].do.exclude.dtype: expected one of BF16, F16, F32, source, "
+        "got 'I8'",
+        "bad.yaml:11:11: rules[2].name: expected a non-empty string, got ''",
+    };
+    expect_problems("stfix: 1\n"
+                    "target: sglang\n"
+                    "rules:\n"
+                    "  # first\n"
+                    "  - name: a\n"
+                    "    match: {dtyp: I8}\n"
+                    "\n"
+                    "  - name: a\n"
+                    "    match: {}\n"
+                    "    do: {exclude: {dtype: I8}}\n"
+                    "  - name: ''\n"
+                    "    match: {}\n"
+                    "    do: drop\n",
+                    5, several);
+}
+
+static void test_file_errors(void **state)
+{
+    (void)state;
+    stf_recipe *r = (stf_recipe *)1;
+    stf_recipe_diags *d = (stf_recipe_diags *)1;
+    stf_err err;
+    assert_int_equal(stf_recipe_load_file(&r, &d, "/nonexistent/x.yaml", &err), STF_EIO);
+    assert_null(r);
+    assert_null(d);
+    assert_string_equal(err.msg, "/nonexistent/x.yaml: cannot open: No such file or directory");
+    size_t big = (1u << 20) + 1;
+    char *buf = calloc(1, big);
+    assert_non_null(buf);
+    assert_int_equal(stf_recipe_load_mem(&r, NULL, buf, big, "big.yaml", &err), STF_ELIMIT);
+    assert_string_equal(err.msg, "big.yaml: recipe is larger than 1048576 bytes");
+    free(buf);
+}
+
+/* The bundled recipes load, and quantize-int8-convrot selects what its comments say. */
+static void test_bundled(void **state)
+{
+    (void)state;
+    static const char *const files[] = {
+        "rules/sglang-int8-convrot.yaml", "rules/comfyui-int8-convrot.yaml",
+        "rules/repair-scales.yaml", "rules/exclude-conv-and-embeddings.yaml",
+        "rules/quantize-int8-convrot.yaml",
+    };
+    stf_recipe *r = NULL;
+    stf_err err;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        stf_recipe_diags *d = NULL;
+        int rc = stf_recipe_load_file(&r, &d, files[i], &err);
+        if (rc) fail_msg("%s: %s", files[i], err.msg);
+        assert_int_equal(strlen(stf_recipe_sha256(r)), 64);
+        if (i + 1 < sizeof files / sizeof files[0]) stf_recipe_free(r);
+    }
+    /* r is quantize-int8-convrot.yaml: keep-embeddings, keep-non-linear, quantize-linear. */
+    assert_int_equal(stf_recipe_rule_count(r), 3);
+    static const uint64_t lin[2] = { 3072, 3072 }, norm[1] = { 3072 }, odd[2] = { 64, 40 };
+    stf_layer_view v;
+    memset(&v, 0, sizeof v);
+    v.has_weight = 1;
+    v.weight_dtype = STF_BF16;
+    v.weight_rank = 2;
+    v.weight_shape = lin;
+    v.n = v.k = 3072;
+    v.prefix = "blocks.0.mlp.fc1";
+    assert_int_equal(stf_rules_match(stf_recipe_rule(r, 0), &v), 0);
+    assert_int_equal(stf_rules_match(stf_recipe_rule(r, 1), &v), 0);
+    assert_int_equal(stf_rules_match(stf_recipe_rule(r, 2), &v), 1);
+    const stf_action *a = stf_rule_action(stf_recipe_rule(r, 2), 0);
+    assert_int_equal(a->kind, STF_ACT_REQUANTIZE);
+    assert_int_equal(a->requantize.fallback_dtype, STF_DTYPE_SOURCE);
+    assert_int_equal(a->requantize.quant_mode_set, 1);
+    v.prefix = "model.pos_embed";
+    assert_int_equal(stf_rules_match(stf_recipe_rule(r, 0), &v), 1);
+    v.prefix = "blocks.0.norm1";
+    v.weight_rank = 1;
+    v.weight_shape = norm;
+    assert_int_equal(stf_rules_match(stf_recipe_rule(r, 1), &v), 1);
+    /* K = 40: no group size divides it; requantize's on_indivisible keeps it. */
+    v.weight_rank = 2;
+    v.weight_shape = odd;
+    v.n = 64;
+    v.k = 40;
+    assert_int_equal(stf_rules_match(stf_recipe_rule(r, 2), &v), 1);
+    assert_int_equal(a->requantize.on_indivisible, STF_INDIVISIBLE_EXCLUDE);
+    stf_recipe_free(r);
+}
+
+/* ---------------------------------------------------- allocation failures */
+
+static long fail_at = -1, calls = 0;
+
+static void *count_realloc(void *ud, void *p, size_t n)
+{
+    (void)ud;
+    if (fail_at >= 0 && calls++ == fail_at) return NULL;
+    return realloc(p, n);
+}
+
+static void count_free(void *ud, void *p)
+{
+    (void)ud;
+    free(p);
+}
+
+static void run_alloc_failures(const char *src, int want_rc)
+{
+    stf_allocator al = { count_realloc, count_free, NULL };
+    stf_set_allocator(&al);
+    int done = 0;
+    for (long i = 0; i < 5000 && !done; i++) {
+        calls = 0;
+        fail_at = i;
+        stf_recipe *r = NULL;
+        stf_recipe_diags *d = NULL;
+        stf_err err;
+        int rc = stf_recipe_load_mem(&r, &d, src, strlen(src), "a.yaml", &err);
+        if (rc == STF_ENOMEM) {
+            assert_null(r);
+            assert_null(d);
+            assert_int_equal(err.code, STF_ENOMEM);
+        } else {
+            assert_int_equal(rc, want_rc);
+            done = 1;
+        }
+        stf_recipe_free(r);
+        stf_recipe_diags_free(d);
+    }
+    fail_at = -1;
+    stf_set_allocator(NULL);
+    assert_int_equal(done, 1);
+}
+
+static void test_alloc_failures(void **state)
+{
+    (void)state;
+    run_alloc_failures(good, 0);
+    run_alloc_failures("stfix: 1\ntarget: sglang\nrules:\n"
+                       "  - {name: a, match: {dtyp: 1, shape: 'K ='}, do: [{rename: {}}]}\n",
+                       STF_EFORMAT);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_good),        cmocka_unit_test(test_top_level_problems),
+        cmocka_unit_test(test_rule_problems), cmocka_unit_test(test_file_errors),
+        cmocka_unit_test(test_bundled),     cmocka_unit_test(test_alloc_failures),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
