@@ -180,7 +180,37 @@ add_dir("i5_cross_shard_duplicate",
 add_dir("i6_total_size_mismatch", two(index(GOOD, total=10)), "I6", "warning")
 
 
+# Seed corpus for tests/fuzz/fuzz_reader.c: valid files (spec §9.1, §9.2).
+CORPUS = os.path.join(ROOT, "tests", "fuzz", "corpus", "fuzz_reader")
+F32_0_5 = struct.pack("<6f", 0, 1, 2, 3, 4, 5)
+
+
+def padded(text):
+    return text + " " * (-len(text) % 8)
+
+
+SEEDS = [
+    ("serialization.safetensors", st(obj(tensor("attn.0", "F32", [1, 2, 3], 0, 24)), F32_0_5)),
+    ("forced_alignment.safetensors", st(padded(obj(tensor("attn0", "F32", [1, 1, 2, 3], 0, 24))), F32_0_5)),
+    ("fp4.safetensors", st(padded(obj(tensor("attn.0", "F4", [1, 2], 0, 1))), b"\0")),
+    ("empty.safetensors", st(padded("{}"))),
+    ("empty_meta.safetensors", st(padded('{"__metadata__":{"framework":"pt"}}'))),
+    ("scalar.safetensors", st('{"test":{"dtype":"I32","shape":[],"data_offsets":[0,4]}}', b"\0" * 4)),
+    ("zero_sized.safetensors", st('{"test":{"dtype":"I32","shape":[2,0],"data_offsets":[0, 0]}}')),
+    ("whitespace.safetensors", st(b"{}\x0d\x20\x09\x0a")),
+    ("mixed.safetensors",
+     st(padded('{"__metadata__":{"_quantization_metadata":"{\\"format_version\\":\\"1.0\\"}","format":"pt"},'
+               + ",".join([tensor("a.weight", "F32", [2], 0, 8), tensor("a.weight_scale", "BF16", [1], 8, 10),
+                           tensor("a.comfy_quant", "U8", [3], 10, 13), tensor("b.weight", "I8", [2, 2], 13, 17)])
+               + "}"), bytes(range(17)))),
+]
+
+
 def main():
+    os.makedirs(CORPUS, exist_ok=True)
+    for name, data in SEEDS:
+        with open(os.path.join(CORPUS, name), "wb") as f:
+            f.write(data)
     os.makedirs(OUT, exist_ok=True)
     # Remove what an earlier run wrote, keeping fuzzer finds.
     for entry in os.listdir(OUT):
