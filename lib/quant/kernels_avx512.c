@@ -124,8 +124,7 @@ INL void fht_regs(__m512 *v, int nv)
 
 /* ------------------------------------------------------------- loads */
 
-/* Widen 16 source values at element i; *bad collects |bits| for the
- * non-finite test (|x| >= 0x7F800000 as integers). */
+/* Widen 16 source values at element i. */
 INL __m512 load16(const void *src, stf_dtype dt, size_t i)
 {
     if (dt == STF_BF16) {
@@ -157,10 +156,12 @@ INL __m512i abs_bits(__m512 v)
     return _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFFFFFF));
 }
 
-INL __m512 vabs(__m512 v) { return _mm512_castsi512_ps(abs_bits(v)); }
-
-/* Scalar's "if (v > a) a = v": vmaxps(v, a) = v > a ? v : a. */
-INL __m512 amax_upd(__m512 a, __m512 v) { return _mm512_max_ps(vabs(v), a); }
+/*
+ * Absmax as the integer max of |bits|: for non-negative floats the integer
+ * order is the float order, and anything >= 0x7F800000 flags Inf or NaN,
+ * which sends the row to the exact slow path in int8_row.
+ */
+INL __m512i amax_upd(__m512i a, __m512 v) { return _mm512_max_epu32(a, abs_bits(v)); }
 
 static int is_pow4(unsigned g)
 {
@@ -169,14 +170,16 @@ static int is_pow4(unsigned g)
 
 /*
  * Pass 1: load src (dtype dt) into x as F32, rotate per group of g (0: not
- * at all), return the absmax of the result in *amax. Returns -1 when the
- * source holds NaN/Inf. With src == x (dt F32) it is the in-place FHT.
- * g is 0 or a power of 4 dividing k.
+ * at all); returns max |bits| of the result. With src == x (dt F32) it is
+ * the in-place FHT. g is 0 or a power of 4 dividing k.
+ *
+ * No separate input check: a NaN or Inf input makes every output of its
+ * group NaN or Inf (all H coefficients are non-zero), so a finite result
+ * proves a finite input; a non-finite result is sorted out by the caller.
  */
-INL int pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g, float *amax)
+INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g)
 {
-    __m512 a = _mm512_setzero_ps();
-    __m512i bad = _mm512_setzero_si512();
+    __m512i a = _mm512_setzero_si512();
     size_t i = 0;
     if (g >= 256) {
         for (; i < k; i += 256) {
@@ -184,7 +187,6 @@ INL int pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g, flo
 #pragma GCC unroll 16
             for (int j = 0; j < 16; j++) {
                 v[j] = load16(src, dt, i + 16 * (size_t)j);
-                bad = _mm512_max_epu32(bad, abs_bits(v[j]));
             }
             fht_regs(v, 16);
 #pragma GCC unroll 16
@@ -213,7 +215,6 @@ INL int pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g, flo
 #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
                 v[j] = load16(src, dt, i + 16 * (size_t)j);
-                bad = _mm512_max_epu32(bad, abs_bits(v[j]));
             }
             fht_regs(v, 4);
 #pragma GCC unroll 4
@@ -225,7 +226,6 @@ INL int pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g, flo
     } else if (g == 16) {
         for (; i < k; i += 16) {
             __m512 v = load16(src, dt, i);
-            bad = _mm512_max_epu32(bad, abs_bits(v));
             v = fht_s4(fht_s1(v));
             a = amax_upd(a, v);
             _mm512_storeu_ps(x + i, v);
@@ -234,7 +234,6 @@ INL int pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g, flo
         /* g = 4 or 0: any k (a multiple of 4 for g = 4); masked tail. */
         for (; i + 16 <= k; i += 16) {
             __m512 v = load16(src, dt, i);
-            bad = _mm512_max_epu32(bad, abs_bits(v));
             if (g == 4) v = fht_s1(v);
             a = amax_upd(a, v);
             _mm512_storeu_ps(x + i, v);
@@ -242,14 +241,12 @@ INL int pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g, flo
         if (i < k) {
             __mmask16 m = (__mmask16)((1u << (k - i)) - 1u);
             __m512 v = load16_mask(src, dt, i, m);
-            bad = _mm512_max_epu32(bad, abs_bits(v));
             if (g == 4) v = fht_s1(v);
             a = amax_upd(a, v);
             _mm512_mask_storeu_ps(x + i, m, v);
         }
     }
-    *amax = _mm512_reduce_max_ps(a);
-    return _mm512_reduce_max_epu32(bad) >= 0x7F800000u ? -1 : 0;
+    return _mm512_reduce_max_epu32(a);
 }
 
 /* ------------------------------------------------------------- rounding */
@@ -315,22 +312,46 @@ INL void pass2(int8_t *q, const float *x, size_t k, float d, stf_dtype t)
     }
 }
 
-static int pass1_bf16(float *x, const void *s, size_t k, unsigned g, float *a)
+static uint32_t pass1_bf16(float *x, const void *s, size_t k, unsigned g)
 {
-    return pass1(x, s, STF_BF16, k, g, a);
+    return pass1(x, s, STF_BF16, k, g);
 }
-static int pass1_f16(float *x, const void *s, size_t k, unsigned g, float *a)
+static uint32_t pass1_f16(float *x, const void *s, size_t k, unsigned g)
 {
-    return pass1(x, s, STF_F16, k, g, a);
+    return pass1(x, s, STF_F16, k, g);
 }
-static int pass1_f32(float *x, const void *s, size_t k, unsigned g, float *a)
+static uint32_t pass1_f32(float *x, const void *s, size_t k, unsigned g)
 {
-    return pass1(x, s, STF_F32, k, g, a);
+    return pass1(x, s, STF_F32, k, g);
 }
 
 static void pass2_bf16(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_BF16); }
 static void pass2_f16(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_F16); }
 static void pass2_f32(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_F32); }
+
+/* The scalar table's input test, for the rare rows whose R is not finite. */
+static int row_nonfinite(const void *src, stf_dtype dt, size_t k)
+{
+    for (size_t i = 0; i < k; i++) {
+        uint32_t e;
+        if (dt == STF_F32) e = (stf__f32_bits(((const float *)src)[i]) & 0x7F800000u) == 0x7F800000u;
+        else if (dt == STF_BF16) e = (((const uint16_t *)src)[i] & 0x7F80u) == 0x7F80u;
+        else e = (((const uint16_t *)src)[i] & 0x7C00u) == 0x7C00u;
+        if (e) return 1;
+    }
+    return 0;
+}
+
+/* The scalar absmax, NaN ignored ("if (v > a) a = v"). */
+static float row_absmax(const float *x, size_t k)
+{
+    float a = 0.0f;
+    for (size_t i = 0; i < k; i++) {
+        float v = fabsf(x[i]);
+        if (v > a) a = v;
+    }
+    return a;
+}
 
 /* Scalar helpers for the per-row scale: the same expressions as the scalar table. */
 static float round1(float x, stf_dtype t)
@@ -355,12 +376,16 @@ static int int8_row_avx512(int8_t *q, float *scale, const void *src, stf_dtype s
         (g != 0 && (!is_pow4(g) || k % g != 0)))
         return stf__kernels_scalar.int8_row(q, scale, src, src_dtype, k, g, mode, t, scratch);
 
-    float a;
-    int bad;
-    if (src_dtype == STF_BF16) bad = pass1_bf16(scratch, src, k, g, &a);
-    else if (src_dtype == STF_F16) bad = pass1_f16(scratch, src, k, g, &a);
-    else bad = pass1_f32(scratch, src, k, g, &a);
-    if (bad) return STF_ENUMERIC;
+    uint32_t abits;
+    if (src_dtype == STF_BF16) abits = pass1_bf16(scratch, src, k, g);
+    else if (src_dtype == STF_F16) abits = pass1_f16(scratch, src, k, g);
+    else abits = pass1_f32(scratch, src, k, g);
+    float a = stf__f32_from_bits(abits);
+    if (abits >= 0x7F800000u) {
+        /* Inf/NaN in R: either the input has one, or the FHT overflowed. */
+        if (row_nonfinite(src, src_dtype, k)) return STF_ENUMERIC;
+        a = row_absmax(scratch, k);
+    }
 
     if (mode == STF_QMODE_FP32 || (t != STF_BF16 && t != STF_F16)) t = STF_F32;
     float s;
@@ -380,13 +405,12 @@ static int int8_row_avx512(int8_t *q, float *scale, const void *src, stf_dtype s
 
 static void fht_regular_avx512(float *x, size_t k, unsigned g)
 {
-    float a;
     /* Odd sizes: the scalar code defines the result. */
     if (!is_pow4(g) || k % g != 0) {
         stf__kernels_scalar.fht_regular(x, k, g);
         return;
     }
-    (void)pass1_f32(x, x, k, g, &a);
+    (void)pass1_f32(x, x, k, g);
 }
 
 /* ------------------------------------------------------------- conversions */
