@@ -60,8 +60,9 @@ tail -n 1 "$tmp/out.txt"
 awk -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" -v sz="$size" -v rc="$rc" 'BEGIN {
     chk = b - a; cat = c - b; chk2 = d - c;
     best = chk < chk2 ? chk : chk2;
+    ratio = cat > 0 ? best / cat : 0;
     printf "check_2g: file %.2f GiB, stfix check exit %d\n", sz / 1073741824, rc;
     printf "check_2g: stfix check %.3f s (best of 2), cat > /dev/null %.3f s, ratio check/cat %.4f\n",
-           best, cat, cat > 0 ? best / cat : 0;
+           best, cat, ratio;
 }'
 [ "$rc" -eq 0 ]
