@@ -11,6 +11,7 @@
 
 #include "container/writer_internal.h"
 
+/* Greedy split in writer order (contract in writer_internal.h). */
 int stf__shard_plan_make(stf__shard_plan *p, const stf_tensor_info *t, size_t n,
                          uint64_t max_size, stf_err *err)
 {
@@ -33,6 +34,7 @@ int stf__shard_plan_make(stf__shard_plan *p, const stf_tensor_info *t, size_t n,
     return 0;
 }
 
+/* Free a plan; safe on a zeroed or failed one. */
 void stf__shard_plan_free(stf__shard_plan *p)
 {
     stf__free(p->first);
@@ -40,6 +42,7 @@ void stf__shard_plan_free(stf__shard_plan *p)
     p->nshards = 0;
 }
 
+/* "STEM-00001-of-0000N.safetensors" for path; caller frees (stf__free). */
 char *stf__shard_name(const char *path, size_t idx, size_t count)
 {
     static const char ext[] = ".safetensors";
@@ -487,6 +490,8 @@ static int imeta_cmp(const void *pa, const void *pb)
     return a->pos < b->pos ? -1 : a->pos > b->pos;
 }
 
+/* The index text, byte-identical to Python's json.dumps(indent=2, sort_keys=True)
+ * + "\n" (contract in writer_internal.h). */
 int stf__index_text(stf_buf *out, const stf_tensor_info *t, size_t n,
                     const stf__shard_plan *plan, char *const *files,
                     const stf_meta_entry *imeta, size_t nimeta, stf_err *err)

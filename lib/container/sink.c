@@ -27,6 +27,7 @@ static char *dir_of(const char *path)
     return stf__strndup(path, (size_t)(slash - path));
 }
 
+/* Create the temp file for final_path (contract in sink.h). */
 int stf__sink_open(stf__sink *s, const char *final_path, const stf_write_opts *opts,
                    stf_err *err)
 {
@@ -80,6 +81,7 @@ static int fail_io(stf__sink *s, int e, const char *what, stf_err *err)
                          s->final_path, what, (unsigned long long)s->off, strerror(e));
 }
 
+/* Append n bytes; the hook may fail it as ENOSPC (contract in sink.h). */
 int stf__sink_write(stf__sink *s, const void *p, size_t n, stf_err *err)
 {
     const char *c = p;
@@ -125,6 +127,7 @@ done:
     return rc;
 }
 
+/* Append len bytes of fd at off, kernel-side when possible (contract in sink.h). */
 int stf__sink_copy_fd(stf__sink *s, int fd, uint64_t off, uint64_t len, const char *src_name,
                       stf_err *err)
 {
@@ -150,6 +153,7 @@ int stf__sink_copy_fd(stf__sink *s, int fd, uint64_t off, uint64_t len, const ch
     return 0;
 }
 
+/* fsync and close; the temp file stays until publish or abort. */
 int stf__sink_finish(stf__sink *s, stf_err *err)
 {
     if (s->fd < 0) return stf__err(err, STF_EINVAL, "%s: sink is not open", s->final_path);
@@ -160,6 +164,7 @@ int stf__sink_finish(stf__sink *s, stf_err *err)
     return 0;
 }
 
+/* Rename over the target, then fsync the directory (contract in sink.h). */
 int stf__sink_publish(stf__sink *s, stf_err *err)
 {
     if (!s->tmp_path || s->fd >= 0)
@@ -189,6 +194,7 @@ int stf__sink_publish(stf__sink *s, stf_err *err)
     return 0;
 }
 
+/* Close, unlink an unpublished temp file, free; idempotent. */
 void stf__sink_abort(stf__sink *s)
 {
     if (s->fd >= 0) close(s->fd);

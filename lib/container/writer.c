@@ -36,6 +36,7 @@ struct stf_writer {
     int done; /* commit ran (successfully or not): no more changes */
 };
 
+/* Defaults: one output file, fsync on, no hook. */
 void stf_write_opts_init(stf_write_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -71,6 +72,7 @@ int stf_writer_new(stf_writer **out, const char *path, const stf_write_opts *opt
     return 0;
 }
 
+/* Emit __metadata__ even when empty (the source had one). No-op on NULL. */
 void stf_writer_keep_empty_meta(stf_writer *w)
 {
     if (w) w->keep_meta = 1;
@@ -130,6 +132,7 @@ int stf__writer_set_meta_n(stf_writer *w, const char *key, size_t klen, const ch
     return 0;
 }
 
+/* Extra index "metadata" entry with raw JSON text; validated at commit. */
 int stf_writer_set_index_meta(stf_writer *w, const char *key, const char *json_value,
                               stf_err *err)
 {
@@ -213,6 +216,10 @@ static int src_check(const stf_writer *w, const char *name, uint64_t nbytes,
     }
 }
 
+/*
+ * Add a tensor (contract in container.h): size from dtype and shape, name
+ * unique, UTF-8 and not "__metadata__", source checked against the size.
+ */
 int stf_writer_add(stf_writer *w, const char *name, stf_dtype dtype, unsigned rank,
                    const uint64_t *shape, const stf_tensor_src *src, stf_err *err)
 {
@@ -480,6 +487,7 @@ done:
     return rc;
 }
 
+/* Free the writer; temp files never outlive commit, so none remain. */
 void stf_writer_free(stf_writer *w)
 {
     if (!w) return;
