@@ -77,6 +77,13 @@ int stf__err_prefix(stf_err *err, const char *fmt, ...)
     vsnprintf(head, sizeof head, fmt, ap);
     va_end(ap);
     memcpy(old, err->msg, sizeof old);
-    snprintf(err->msg, sizeof err->msg, "%s%s", head, old);
+    old[sizeof old - 1] = '\0';
+    /* Truncation is intended: the message is capped at sizeof err->msg. */
+    size_t hl = strlen(head), ol = strlen(old), cap = sizeof err->msg - 1;
+    if (hl > cap) hl = cap;
+    if (ol > cap - hl) ol = cap - hl;
+    memcpy(err->msg, head, hl);
+    memcpy(err->msg + hl, old, ol);
+    err->msg[hl + ol] = '\0';
     return err->code;
 }
