@@ -275,39 +275,43 @@ INL __m512 round_t(__m512 x, stf_dtype t)
 }
 
 /*
- * q = clamp(rint(rT(rT(x)/d)), -128, 127). NaN stays NaN through the
- * clamp (operand order of min/max) and converts to 0x80000000, whose low
- * byte 0 is what the scalar (int8_t) cast gives on x86.
+ * q = clamp(rint(rT(rT(x)/d)), -128, 127).
+ * exact == 0 (every v = rT(x) finite, so every quotient is finite and
+ * within int32): the saturating int32 -> int8 conversion is the clamp.
+ * exact != 0 (Inf or NaN may occur): explicit clamp; NaN stays NaN
+ * through it (operand order of min/max) and converts to 0x80000000, whose
+ * low byte 0 is what the scalar (int8_t) cast of NaN gives on x86.
  */
-INL __m128i quant16(__m512 x, __m512 d, stf_dtype t)
+INL __m128i quant16(__m512 x, __m512 d, stf_dtype t, int exact)
 {
     __m512 v = round_t(x, t);
     __m512 r = round_t(_mm512_div_ps(v, d), t);
     r = _mm512_roundscale_ps(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    if (!exact) return _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(r));
     r = _mm512_max_ps(_mm512_set1_ps(-128.0f), r);
     r = _mm512_min_ps(_mm512_set1_ps(127.0f), r);
     return _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(r));
 }
 
-INL void pass2(int8_t *q, const float *x, size_t k, float d, stf_dtype t)
+INL void pass2(int8_t *q, const float *x, size_t k, float d, stf_dtype t, int exact)
 {
     __m512 dv = _mm512_set1_ps(d);
     size_t i = 0;
     for (; i + 64 <= k; i += 64) {
-        __m128i a = quant16(_mm512_loadu_ps(x + i), dv, t);
-        __m128i b = quant16(_mm512_loadu_ps(x + i + 16), dv, t);
-        __m128i c = quant16(_mm512_loadu_ps(x + i + 32), dv, t);
-        __m128i e = quant16(_mm512_loadu_ps(x + i + 48), dv, t);
+        __m128i a = quant16(_mm512_loadu_ps(x + i), dv, t, exact);
+        __m128i b = quant16(_mm512_loadu_ps(x + i + 16), dv, t, exact);
+        __m128i c = quant16(_mm512_loadu_ps(x + i + 32), dv, t, exact);
+        __m128i e = quant16(_mm512_loadu_ps(x + i + 48), dv, t, exact);
         _mm_storeu_si128((__m128i *)(q + i), a);
         _mm_storeu_si128((__m128i *)(q + i + 16), b);
         _mm_storeu_si128((__m128i *)(q + i + 32), c);
         _mm_storeu_si128((__m128i *)(q + i + 48), e);
     }
     for (; i + 16 <= k; i += 16)
-        _mm_storeu_si128((__m128i *)(q + i), quant16(_mm512_loadu_ps(x + i), dv, t));
+        _mm_storeu_si128((__m128i *)(q + i), quant16(_mm512_loadu_ps(x + i), dv, t, exact));
     if (i < k) {
         __mmask16 m = (__mmask16)((1u << (k - i)) - 1u);
-        __m128i r = quant16(_mm512_maskz_loadu_ps(m, x + i), dv, t);
+        __m128i r = quant16(_mm512_maskz_loadu_ps(m, x + i), dv, t, exact);
         _mm_mask_storeu_epi8(q + i, m, r);
     }
 }
@@ -325,9 +329,15 @@ static uint32_t pass1_f32(float *x, const void *s, size_t k, unsigned g)
     return pass1(x, s, STF_F32, k, g);
 }
 
-static void pass2_bf16(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_BF16); }
-static void pass2_f16(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_F16); }
-static void pass2_f32(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_F32); }
+static void pass2_bf16(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_BF16, 0); }
+static void pass2_f16(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_F16, 0); }
+static void pass2_f32(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_F32, 0); }
+static void pass2_any(int8_t *q, const float *x, size_t k, float d, stf_dtype t)
+{
+    if (t == STF_BF16) pass2(q, x, k, d, STF_BF16, 1);
+    else if (t == STF_F16) pass2(q, x, k, d, STF_F16, 1);
+    else pass2(q, x, k, d, STF_F32, 1);
+}
 
 /* The scalar table's input test, for the rare rows whose R is not finite. */
 static int row_nonfinite(const void *src, stf_dtype dt, size_t k)
@@ -396,7 +406,10 @@ static int int8_row_avx512(int8_t *q, float *scale, const void *src, stf_dtype s
     float d = round1(s, t);
     if (d == 0.0f) d = t == STF_F16 ? 0x1p-14f : FLT_MIN;
 
-    if (t == STF_BF16) pass2_bf16(q, scratch, k, d);
+    /* rT is monotone: if rT(max|R|) is finite, so is every v = rT(R). */
+    if (abits >= 0x7F800000u || (stf__f32_bits(round1(a, t)) & 0x7F800000u) == 0x7F800000u)
+        pass2_any(q, scratch, k, d, t);
+    else if (t == STF_BF16) pass2_bf16(q, scratch, k, d);
     else if (t == STF_F16) pass2_f16(q, scratch, k, d);
     else pass2_f32(q, scratch, k, d);
     *scale = s;
