@@ -91,17 +91,63 @@ int stf__buf_take(char **out, size_t *len, stf_buf *b)
     return 0;
 }
 
-/* Why a UTF-8 sequence starting at s[i] is invalid, in CPython's words. */
-static const char *utf8_reason(const unsigned char *s, size_t n, size_t i)
+static int is_cont(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+/*
+ * CPython's UTF-8 decoder diagnosis of the invalid sequence at s[i]: the
+ * reason and the end of the reported byte range, so the message reads
+ * exactly as UnicodeDecodeError's ("byte 0x.. in position P" or "bytes in
+ * position P-Q"). A truncated sequence at the end reports the rest of the
+ * input as "unexpected end of data".
+ */
+static const char *utf8_diag(const unsigned char *s, size_t n, size_t i, size_t *end)
 {
     unsigned char c = s[i];
+    size_t avail = n - i;
+    *end = i + 1;
     if (c < 0xC2 || c > 0xF4) return "invalid start byte";
-    size_t len = c <= 0xDF ? 2 : c <= 0xEF ? 3 : 4;
-    for (size_t k = 1; k < len; k++) {
-        if (i + k >= n) return "unexpected end of data";
-        if ((s[i + k] & 0xC0) != 0x80) return "invalid continuation byte";
+    if (c < 0xE0) {
+        if (avail < 2) goto eod;
+        return "invalid continuation byte";
     }
+    if (c < 0xF0) {
+        if (avail < 2) goto eod;
+        unsigned char c2 = s[i + 1];
+        if (!is_cont(c2) || (c == 0xE0 && c2 < 0xA0) || (c == 0xED && c2 >= 0xA0))
+            return "invalid continuation byte";
+        if (avail < 3) goto eod;
+        *end = i + 2;
+        return "invalid continuation byte";
+    }
+    if (avail < 2) goto eod;
+    unsigned char c2 = s[i + 1];
+    if (!is_cont(c2) || (c == 0xF0 && c2 < 0x90) || (c == 0xF4 && c2 >= 0x90))
+        return "invalid continuation byte";
+    if (avail < 3) goto eod;
+    if (!is_cont(s[i + 2])) {
+        *end = i + 2;
+        return "invalid continuation byte";
+    }
+    if (avail < 4) goto eod;
+    *end = i + 3;
     return "invalid continuation byte";
+eod:
+    *end = n;
+    return "unexpected end of data";
+}
+
+/* Fill err with UnicodeDecodeError's text for the bad UTF-8 at in[i]; positions relative to base. */
+static int utf8_error(stf_err *err, const unsigned char *in, size_t n, size_t i, size_t base)
+{
+    size_t end;
+    const char *why = utf8_diag(in, n, i, &end);
+    if (end - i == 1)
+        return stf__err_rule(err, STF_EFORMAT, "", 1, i,
+                             "'utf-8' codec can't decode byte 0x%02x in position %zu: %s", in[i],
+                             i - base, why);
+    return stf__err_rule(err, STF_EFORMAT, "", 1, i,
+                         "'utf-8' codec can't decode bytes in position %zu-%zu: %s", i - base,
+                         end - 1 - base, why);
 }
 
 typedef enum enc { ENC_UTF8, ENC_UTF16LE, ENC_UTF16BE, ENC_UTF32LE, ENC_UTF32BE } enc;
@@ -131,6 +177,7 @@ static enc detect_encoding(const unsigned char *b, size_t n, size_t *bom)
     return ENC_UTF8;
 }
 
+/* Codec name in CPython's messages (even when a BOM chose 'utf-16'/'utf-32'). */
 static const char *enc_name(enc e)
 {
     switch (e) {
@@ -153,10 +200,15 @@ static int decode_wide(stf_buf *o, const unsigned char *b, size_t n, enc e, size
     int be = (e == ENC_UTF16BE || e == ENC_UTF32BE);
     size_t i = bom;
     while (i < n) {
-        if (n - i < unit)
+        if (n - i < unit) {
+            if (n - i == 1)
+                return stf__err_rule(err, STF_EFORMAT, "", 1, i,
+                                     "'%s' codec can't decode byte 0x%02x in position %zu: "
+                                     "truncated data", enc_name(e), b[i], i);
             return stf__err_rule(err, STF_EFORMAT, "", 1, i,
-                                 "'%s' codec can't decode byte 0x%02x in position %zu: "
-                                 "truncated data", enc_name(e), b[i], i);
+                                 "'%s' codec can't decode bytes in position %zu-%zu: "
+                                 "truncated data", enc_name(e), i, n - 1);
+        }
         uint32_t v = 0;
         for (size_t k = 0; k < unit; k++)
             v |= (uint32_t)b[i + k] << (8 * (be ? unit - 1 - k : k));
@@ -590,9 +642,7 @@ int stf__pyjson_parse_text(stf_pyval **out, const char *text, size_t len, stf_er
         size_t k = stf__utf8_decode(t, len, i, &cp);
         if (!k) {
             *out = NULL;
-            return stf__err_rule(err, STF_EFORMAT, "", 1, i,
-                                 "'utf-8' codec can't decode byte 0x%02x in position %zu: %s",
-                                 t[i], i, utf8_reason(t, len, i));
+            return utf8_error(err, t, len, i, 0);
         }
         i += k;
     }
@@ -628,10 +678,7 @@ int stf_pyjson_parse(stf_pyval **out, const void *bytes, size_t len, stf_err *er
         for (size_t i = bom; i < len;) {
             uint32_t cp;
             size_t k = stf__utf8_decode(in, len, i, &cp);
-            if (!k)
-                return stf__err_rule(err, STF_EFORMAT, "", 1, i,
-                                     "'utf-8' codec can't decode byte 0x%02x in position %zu: %s",
-                                     in[i], i - bom, utf8_reason(in, len, i));
+            if (!k) return utf8_error(err, in, len, i, bom);
             i += k;
         }
         int rc = parse_text(out, in + bom, len - bom, 0, err);

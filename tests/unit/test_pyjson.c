@@ -193,6 +193,22 @@ static void test_python_error_messages(void **state)
         "'utf-8' codec can't decode byte 0xc3 in position 7: invalid continuation byte", 7);
 }
 
+/* UnicodeDecodeError texts, ranges as CPython's decoder reports them (json.loads raises them too). */
+static void test_decode_error_messages(void **state)
+{
+    (void)state;
+    ERR("\"\xe2\x80\"", "'utf-8' codec can't decode bytes in position 1-2: invalid continuation byte", 1);
+    ERR("\"\xe2\x80", "'utf-8' codec can't decode bytes in position 1-2: unexpected end of data", 1);
+    ERR("\"\xf0\x9f\x98\"", "'utf-8' codec can't decode bytes in position 1-3: invalid continuation byte", 1);
+    ERR("\"\xf0\x9f\x98", "'utf-8' codec can't decode bytes in position 1-3: unexpected end of data", 1);
+    ERR("\"\xed\xa0" "A\"", "'utf-8' codec can't decode byte 0xed in position 1: invalid continuation byte", 1);
+    ERR("\"\xe0\x80\x80\"", "'utf-8' codec can't decode byte 0xe0 in position 1: invalid continuation byte", 1);
+    /* after a BOM, utf-8-sig counts from the end of the BOM */
+    ERR("\xef\xbb\xbf\"\xc3\"", "'utf-8' codec can't decode byte 0xc3 in position 1: invalid continuation byte", 4);
+    ERR("{\0\"\0a", "'utf-16-le' codec can't decode byte 0x61 in position 4: truncated data", 4);
+    ERR("\0\0\0[\0\0", "'utf-32-be' codec can't decode bytes in position 4-5: truncated data", 4);
+}
+
 static void test_encodings_and_bom(void **state)
 {
     (void)state;
@@ -319,6 +335,7 @@ int main(void)
         cmocka_unit_test(test_int_digit_limit),
         cmocka_unit_test(test_literals_and_whitespace),
         cmocka_unit_test(test_python_error_messages),
+        cmocka_unit_test(test_decode_error_messages),
         cmocka_unit_test(test_encodings_and_bom),
         cmocka_unit_test(test_string_escapes),
         cmocka_unit_test(test_depth_cap),
