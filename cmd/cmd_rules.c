@@ -38,6 +38,10 @@ static int lint_one(const char *path)
     return code == EXIT_FAILED && err.code == STF_EIO ? EXIT_INVALID : code;
 }
 
+/*
+ * `stfix rules lint FILE...`: 0 when every file is valid, 2 when one is
+ * unreadable or invalid (problems on stderr), 3 on a usage error.
+ */
 int cmd_rules(int argc, char **argv)
 {
     if (argc < 2) {

@@ -167,16 +167,19 @@ static const char *const format_names[STF_QFMT_COUNT] = {
     "float8_e5m2", "nvfp4", "mxfp8", "awq_w4a16"
 };
 
+/* Kebab-case action name; NULL when out of range. */
 const char *stf_action_name(stf_action_kind k)
 {
     return (unsigned)k < STF_ACT_COUNT ? actions[k].name : NULL;
 }
 
+/* Canonical marker format name; NULL when out of range. */
 const char *stf_quant_format_name(stf_quant_format f)
 {
     return (unsigned)f < STF_QFMT_COUNT ? format_names[f] : NULL;
 }
 
+/* 1 for exclude, requantize and drop: they end rule processing for a layer. */
 int stf_action_is_terminal(stf_action_kind k)
 {
     return (unsigned)k < STF_ACT_COUNT ? actions[k].terminal : 0;
@@ -212,6 +215,7 @@ static void set_defaults(stf_action *a, stf_action_kind k)
     a->drop.markers = 1;
 }
 
+/* Frees the strings an action owns and forgets them; the action itself stays. */
 void stf__action_clear(stf_action *a)
 {
     if (!a) return;
@@ -438,6 +442,10 @@ static int parse_one(stf_action *a, const stf__ynode *n, const char *path, stf_r
     return check_action(a, name, apath, d);
 }
 
+/*
+ * Parses a `do` value into a new array (caller frees each with
+ * stf__action_clear, then the array). Problems go to d; 0 or STF_ENOMEM.
+ */
 int stf__actions_parse(stf_action **out, size_t *count, const stf__ynode *node,
                        const char *path, stf_recipe_diags *d)
 {

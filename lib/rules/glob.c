@@ -29,6 +29,7 @@ typedef struct tok {
     char c;
 } tok;
 
+/* Validates a glob: 0, or -1 with the byte offset and a static reason. */
 int stf__glob_check(const char *pattern, size_t *pos, const char **why)
 {
     size_t n = strlen(pattern);
@@ -87,6 +88,10 @@ static size_t tokenize(const char *p, tok *out)
     return k;
 }
 
+/*
+ * 1 when the whole name matches; 0 otherwise, also for invalid patterns and
+ * names longer than 4096 bytes.
+ */
 int stf__glob_match(const char *pattern, const char *name)
 {
     size_t pos;

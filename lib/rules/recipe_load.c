@@ -17,6 +17,7 @@
 static const char top_keys[] = "stfix, target, description, rules";
 static const char rule_keys[] = "name, description, match, do";
 
+/* Frees a recipe and everything it owns; no-op on NULL. */
 void stf_recipe_free(stf_recipe *r)
 {
     if (!r) return;
@@ -32,46 +33,55 @@ void stf_recipe_free(stf_recipe *r)
     stf__free(r);
 }
 
+/* Bitmask of STF_TARGET_*; 0 for NULL. */
 unsigned stf_recipe_targets(const stf_recipe *r)
 {
     return r ? r->targets : 0;
 }
 
+/* The description string owned by the recipe, or NULL. */
 const char *stf_recipe_description(const stf_recipe *r)
 {
     return r ? r->description : NULL;
 }
 
+/* Lower-case hex SHA-256 of the loaded bytes, owned by the recipe. */
 const char *stf_recipe_sha256(const stf_recipe *r)
 {
     return r ? r->sha256 : NULL;
 }
 
+/* Number of rules; 0 for NULL. */
 size_t stf_recipe_rule_count(const stf_recipe *r)
 {
     return r ? r->rule_count : 0;
 }
 
+/* Rule i in file order (borrowed), or NULL when out of range. */
 const stf_rule *stf_recipe_rule(const stf_recipe *r, size_t i)
 {
     return r && i < r->rule_count ? &r->rules[i] : NULL;
 }
 
+/* The rule name, owned by the recipe. */
 const char *stf_rule_name(const stf_rule *rule)
 {
     return rule ? rule->name : NULL;
 }
 
+/* 1-based line of the rule mapping. */
 unsigned stf_rule_line(const stf_rule *rule)
 {
     return rule ? rule->line : 0;
 }
 
+/* Number of resolved actions of the rule. */
 size_t stf_rule_action_count(const stf_rule *rule)
 {
     return rule ? rule->action_count : 0;
 }
 
+/* Action i (borrowed), or NULL when out of range. */
 const stf_action *stf_rule_action(const stf_rule *rule, size_t i)
 {
     return rule && i < rule->action_count ? &rule->actions[i] : NULL;
@@ -242,6 +252,7 @@ static int build(stf_recipe *r, const stf__ynode *root, stf_recipe_diags *d)
     return 0;
 }
 
+/* Loads a recipe from memory; see rules.h for ownership and errors. */
 int stf_recipe_load_mem(stf_recipe **out, stf_recipe_diags **diags, const void *buf,
                         size_t len, const char *name, stf_err *err)
 {
@@ -293,6 +304,7 @@ done:
     return rc;
 }
 
+/* Reads at most 1 MiB from path and loads it as stf_recipe_load_mem does. */
 int stf_recipe_load_file(stf_recipe **out, stf_recipe_diags **diags, const char *path,
                          stf_err *err)
 {

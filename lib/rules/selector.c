@@ -77,6 +77,7 @@ static const char *const probe_names[] = {
 };
 static const char *const rotation_names[] = { "unknown", "regular", "sylvester", NULL };
 
+/* Frees a compiled selector (and a nested `not`); no-op on NULL. */
 void stf__selector_free(stf__selector *s)
 {
     if (!s) return;
@@ -362,6 +363,10 @@ static int compile_key(stf__selector *s, const stf__ynode *key, const stf__ynode
     return each(s, v, path, d, "a rotation or a list", add_rotation);
 }
 
+/*
+ * Compiles a `match` mapping; problems go to d and leave *out NULL.
+ * 0 or STF_ENOMEM.
+ */
 int stf__selector_compile(stf__selector **out, const stf__ynode *match, const char *path,
                           stf_recipe_diags *d)
 {
@@ -541,6 +546,7 @@ static const char *field_json(const stf_layer_view *l, const char *key)
     return NULL;
 }
 
+/* 1 when every key of the selector holds for the layer, else 0. */
 int stf__selector_eval(const stf__selector *s, const stf_layer_view *l)
 {
     if (!s || !l) return 0;
@@ -586,6 +592,7 @@ int stf__selector_eval(const stf__selector *s, const stf_layer_view *l)
     return 1;
 }
 
+/* 1 when the rule selects the layer; 0 otherwise or for NULL arguments. */
 int stf_rules_match(const stf_rule *rule, const stf_layer_view *layer)
 {
     return rule ? stf__selector_eval(rule->sel, layer) : 0;

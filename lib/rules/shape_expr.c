@@ -301,6 +301,10 @@ static node *parse_or(parser *p)
     return l;
 }
 
+/*
+ * Compiles a predicate: 0, STF_EFORMAT with msg and the byte offset in
+ * *pos, or STF_ENOMEM. The result is freed with stf__expr_free.
+ */
 int stf__expr_compile(stf__expr **out, const char *src, size_t *pos, char *msg,
                       size_t msg_size)
 {
@@ -342,6 +346,7 @@ int stf__expr_compile(stf__expr **out, const char *src, size_t *pos, char *msg,
     return 0;
 }
 
+/* No-op on NULL. */
 void stf__expr_free(stf__expr *e)
 {
     if (!e) return;
@@ -454,6 +459,7 @@ static int eval_bool(const node *n, const stf_layer_view *l)
     }
 }
 
+/* 1 when the predicate holds for the layer; 0 when false or undefined. */
 int stf__expr_eval(const stf__expr *e, const stf_layer_view *layer)
 {
     return e && layer ? eval_bool(e->root, layer) : 0;

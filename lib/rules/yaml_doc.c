@@ -21,6 +21,7 @@
 
 /* ------------------------------------------------------ problem list */
 
+/* An empty problem list for file `name` (copied); NULL when out of memory. */
 stf_recipe_diags *stf__diags_new(const char *name)
 {
     stf_recipe_diags *d = stf__calloc(1, sizeof *d);
@@ -33,6 +34,10 @@ stf_recipe_diags *stf__diags_new(const char *name)
     return d;
 }
 
+/*
+ * Appends "NAME:LINE:COL: message"; beyond STF__DIAGS_MAX only counts it.
+ * 0 or STF_ENOMEM.
+ */
 int stf__diag_add(stf_recipe_diags *d, unsigned line, unsigned col, const char *fmt, ...)
 {
     if (d->count >= STF__DIAGS_MAX) {
@@ -66,6 +71,7 @@ int stf__diag_add(stf_recipe_diags *d, unsigned line, unsigned col, const char *
     return 0;
 }
 
+/* Formats a node path for messages, truncating silently. */
 void stf__path(char *dst, size_t size, const char *fmt, ...)
 {
     va_list ap;
@@ -74,26 +80,31 @@ void stf__path(char *dst, size_t size, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Number of problems kept; 0 for NULL. */
 size_t stf_recipe_diags_count(const stf_recipe_diags *d)
 {
     return d ? d->count : 0;
 }
 
+/* Problem i as "FILE:LINE:COL: message" (borrowed), or NULL. */
 const char *stf_recipe_diags_text(const stf_recipe_diags *d, size_t i)
 {
     return d && i < d->count ? d->v[i].text : NULL;
 }
 
+/* 1-based line of problem i; 0 when out of range. */
 unsigned stf_recipe_diags_line(const stf_recipe_diags *d, size_t i)
 {
     return d && i < d->count ? d->v[i].line : 0;
 }
 
+/* 1-based column of problem i; 0 when out of range. */
 unsigned stf_recipe_diags_column(const stf_recipe_diags *d, size_t i)
 {
     return d && i < d->count ? d->v[i].col : 0;
 }
 
+/* No-op on NULL. */
 void stf_recipe_diags_free(stf_recipe_diags *d)
 {
     if (!d) return;
@@ -105,6 +116,7 @@ void stf_recipe_diags_free(stf_recipe_diags *d)
 
 /* ------------------------------------------------------------- nodes */
 
+/* Frees a node and its children; no-op on NULL. */
 void stf__ynode_free(stf__ynode *n)
 {
     if (!n) return;
@@ -138,16 +150,19 @@ static int node_push(stf__ynode *parent, stf__ynode *child)
     return 0;
 }
 
+/* Number of key/value pairs; 0 for anything but a mapping. */
 size_t stf__ymap_size(const stf__ynode *m)
 {
     return m && m->type == STF__Y_MAP ? m->count / 2 : 0;
 }
 
+/* Key of pair i (i < stf__ymap_size). */
 const stf__ynode *stf__ymap_key(const stf__ynode *m, size_t i)
 {
     return m->items[2 * i];
 }
 
+/* Value of pair i (i < stf__ymap_size). */
 const stf__ynode *stf__ymap_val(const stf__ynode *m, size_t i)
 {
     return m->items[2 * i + 1];
@@ -261,6 +276,10 @@ static int on_event(pstate *ps, stf_recipe_diags *d, const yaml_event_t *ev)
     }
 }
 
+/*
+ * Parses one document into a node tree owned by the caller
+ * (stf__ynode_free); see rules_int.h for the refused constructs.
+ */
 int stf__yaml_parse(stf__ynode **out, stf_recipe_diags *d, const void *buf, size_t len,
                     stf_err *err)
 {
@@ -311,6 +330,7 @@ done:
 
 /* ----------------------------------------------------------- typing */
 
+/* 1 for a missing node or a plain null scalar (~, null, empty). */
 int stf__y_is_null(const stf__ynode *n)
 {
     if (!n) return 1;
@@ -319,6 +339,7 @@ int stf__y_is_null(const stf__ynode *n)
            !strcmp(n->text, "Null") || !strcmp(n->text, "NULL");
 }
 
+/* 0 and *out set when n is a plain YAML 1.2 core boolean; -1 otherwise. */
 int stf__y_bool(const stf__ynode *n, int *out)
 {
     if (!n || n->type != STF__Y_SCALAR || !n->plain) return -1;
@@ -334,6 +355,7 @@ int stf__y_bool(const stf__ynode *n, int *out)
     return -1;
 }
 
+/* 0 and *out set when n is a plain decimal integer that fits; -1 otherwise. */
 int stf__y_int(const stf__ynode *n, long long *out)
 {
     if (!n || n->type != STF__Y_SCALAR || !n->plain || n->len == 0) return -1;
@@ -350,6 +372,7 @@ int stf__y_int(const stf__ynode *n, long long *out)
     return 0;
 }
 
+/* 1 for a quoted scalar or a plain one that is not null, bool or integer. */
 int stf__y_is_string(const stf__ynode *n)
 {
     long long v;
@@ -359,11 +382,13 @@ int stf__y_is_string(const stf__ynode *n)
     return !stf__y_is_null(n) && stf__y_bool(n, &b) && stf__y_int(n, &v);
 }
 
+/* 1 when n is the plain scalar w (keywords such as absent are unquoted). */
 int stf__y_is_word(const stf__ynode *n, const char *w)
 {
     return n && n->type == STF__Y_SCALAR && n->plain && !strcmp(n->text, w);
 }
 
+/* Short description of a node for "got ..." in messages. */
 void stf__y_describe(const stf__ynode *n, char *buf, size_t size)
 {
     if (!n || stf__y_is_null(n)) snprintf(buf, size, "null");

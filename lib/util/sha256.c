@@ -60,6 +60,7 @@ static void block(stf__sha256 *c, const unsigned char *p)
     c->h[7] += h;
 }
 
+/* Starts a new digest. */
 void stf__sha256_init(stf__sha256 *c)
 {
     static const uint32_t iv[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
@@ -69,6 +70,7 @@ void stf__sha256_init(stf__sha256 *c)
     c->fill = 0;
 }
 
+/* Hashes n more bytes. */
 void stf__sha256_update(stf__sha256 *c, const void *data, size_t n)
 {
     const unsigned char *p = data;
@@ -88,6 +90,7 @@ void stf__sha256_update(stf__sha256 *c, const void *data, size_t n)
     c->fill = n;
 }
 
+/* Pads, writes the 32-byte digest; re-init before reuse. */
 void stf__sha256_final(stf__sha256 *c, unsigned char out[32])
 {
     uint64_t bits = c->len * 8;
@@ -108,6 +111,7 @@ void stf__sha256_final(stf__sha256 *c, unsigned char out[32])
     }
 }
 
+/* One-shot digest as 64 lower-case hex characters and a NUL. */
 void stf__sha256_hex(char out[65], const void *data, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
