@@ -264,6 +264,37 @@ static void test_healthy_is_silent(void **state)
     stf_check_report_free(r);
 }
 
+/* The container profile forwards the reader's findings: a header with
+ * leading whitespace (spec safetensors.md 9.2
+ * test_whitespace_leading_padded_header) gives the STRICT warning S7. */
+static void test_container_findings(void **state)
+{
+    (void)state;
+    static const unsigned char buf[] = { 6, 0, 0, 0, 0, 0, 0, 0, 0x09, 0x0A, '{', '}', 0x0D, 0x20 };
+    stf_err err;
+    stf_err_clear(&err);
+    stf_ckpt *c = NULL;
+    assert_int_equal(stf_ckpt_open_mem(&c, buf, sizeof buf, "mem.safetensors", NULL, &err), 0);
+    stf_check_report *r = NULL;
+    assert_int_equal(stf_check_run(&r, c, NULL, &err), 0);
+    dump(r);
+    assert_true(stf_check_count(r) >= 1);
+    for (size_t i = 0; i < stf_check_count(r); i++) {
+        const stf_diag *d = stf_check_diag(r, i);
+        assert_string_equal(d->profile, "container");
+        assert_int_equal(d->rule[0], 'S');
+        assert_int_not_equal(d->severity, STF_SEV_ERROR);
+    }
+    const stf_diag *s7 = NULL;
+    for (size_t i = 0; i < stf_check_count(r); i++)
+        if (!strcmp(stf_check_diag(r, i)->rule, "S7")) s7 = stf_check_diag(r, i);
+    assert_non_null(s7);
+    assert_int_equal(s7->severity, STF_SEV_WARNING);
+    assert_string_equal(s7->layer, "");
+    stf_check_report_free(r);
+    stf_ckpt_free(c);
+}
+
 /* Every allocation failure is reported as STF_ENOMEM, never a crash or leak. */
 static int g_fail_at = -1, g_count = 0;
 static void *fail_realloc(void *ud, void *p, size_t n)
@@ -315,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_profile_selection),
         cmocka_unit_test(test_manifest),
         cmocka_unit_test(test_healthy_is_silent),
+        cmocka_unit_test(test_container_findings),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -153,6 +153,32 @@ static void test_h2(void **state)
     stf_check_report_free(r);
 }
 
+/* Every N- and H-rule the MANIFEST promises fires under --numeric only. */
+static void test_manifest(void **state)
+{
+    (void)state;
+    FILE *f = fopen(FIX "MANIFEST", "r");
+    assert_non_null(f);
+    char line[512];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        char file[256], rule[16], path[300];
+        if (line[0] == '#' || sscanf(line, "%255s %15s", file, rule) != 2) continue;
+        if (rule[0] != 'N' && rule[0] != 'H') continue;
+        snprintf(path, sizeof path, FIX "%s", file);
+        stf_check_report *r = run(path, STF_CHECK_ALL | STF_CHECK_NUMERIC);
+        if (!find(r, rule)) print_message("%s: %s did not fire\n", file, rule);
+        assert_non_null(find(r, rule));
+        stf_check_report_free(r);
+        r = run(path, STF_CHECK_ALL);
+        assert_null(find(r, rule));
+        stf_check_report_free(r);
+        n++;
+    }
+    fclose(f);
+    assert_int_equal(n, 6);
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -169,6 +195,7 @@ int main(void)
         cmocka_unit_test(test_h1_row_with_flat_scale),
         cmocka_unit_test(test_healthy_numeric),
         cmocka_unit_test(test_h2),
+        cmocka_unit_test(test_manifest),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }
