@@ -403,6 +403,12 @@ static int parse_tensor(pstate *ps, const stf__jtok *key)
     char *name;
     size_t name_len;
 
+    /* An escape shrinks at most 6 bytes to 1, so a raw name over 6x the cap
+     * is refused before a copy of it is allocated. */
+    if (key->len - 2 > c->o->max_name && (key->len - 2) / 6 > c->o->max_name)
+        return stf__hreport(c, STF__LV_LIMIT, "L4", "LimitExceeded", NULL, 0, 1,
+                            ABS(key->pos), "a tensor name of %zu raw bytes exceeds the cap of %zu",
+                            key->len - 2, c->o->max_name);
     if ((rc = str_dup(ps, key, &name, &name_len))) return rc;
     if ((rc = check_name(ps, name, name_len, ABS(key->pos)))) return rc;
     if (ps->nrec >= c->o->max_tensors)
