@@ -337,6 +337,15 @@ static int compile_key(stf__selector *s, const stf__ynode *key, const stf__ynode
     if (!strcmp(k, "prefix")) return each(s, v, path, d, "a glob or a list of globs", add_glob);
     if (!strcmp(k, "regex")) {
         if (!stf__y_is_string(v) || v->len == 0) return bad(d, v, path, "a POSIX extended regex");
+        /* glibc accepts back-references in EREs, and they can take exponential
+         * time; a layer selector never needs them. */
+        for (size_t i = 0; i + 1 < v->len; i++) {
+            if (v->text[i] == '\\' && v->text[i + 1] >= '1' && v->text[i + 1] <= '9')
+                return stf__diag_add(d, v->line, v->col,
+                                     "%s: invalid regex '%s': back-references are not supported",
+                                     path, v->text);
+            if (v->text[i] == '\\') i++;
+        }
         int rc = regcomp(&s->re, v->text, REG_EXTENDED | REG_NOSUB);
         if (rc) {
             char msg[200];

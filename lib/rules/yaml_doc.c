@@ -18,6 +18,8 @@
 
 #define YDEPTH_MAX 32
 #define YNODES_MAX 100000
+/* Duplicate keys are found by a linear scan, so mappings stay small. */
+#define YMAP_MAX 1024
 
 /* ------------------------------------------------------ problem list */
 
@@ -201,6 +203,12 @@ static int attach(pstate *ps, stf_recipe_diags *d, stf__ynode *n)
     }
     stf__ynode *p = ps->stack[ps->depth - 1];
     if (p->type == STF__Y_MAP && p->count % 2 == 0) {
+        if (p->count / 2 >= YMAP_MAX) {
+            int rc = stf__diag_add(d, n->line, n->col, "mapping has more than %d keys",
+                                   YMAP_MAX);
+            stf__ynode_free(n);
+            return rc ? rc : STF_EFORMAT;
+        }
         /* A key: recipes only use scalar keys, and each at most once. */
         if (n->type != STF__Y_SCALAR) {
             int rc = stf__diag_add(d, n->line, n->col, "mapping keys must be scalars");

@@ -253,6 +253,9 @@ static void test_problems(void **state)
     /* The regex explanation is the C library's regerror text. */
     expect_problem_prefix("{regex: 'a(b'}",
                           "m.yaml:1:9: rules[0].match.regex: invalid regex 'a(b': ");
+    expect_problem("{regex: '(a+)\\1'}",
+                   "m.yaml:1:9: rules[0].match.regex: invalid regex '(a+)\\1': back-references "
+                   "are not supported");
     expect_problem("{scale: maybe}",
                    "m.yaml:1:9: rules[0].match.scale: expected present or absent, got 'maybe'");
     expect_problem("{scale_shape: [N, M]}",

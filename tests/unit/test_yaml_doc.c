@@ -141,6 +141,18 @@ static void test_depth_limit(void **state)
     expect_problem(src, "t.yaml:1:33: nesting deeper than 32 levels");
 }
 
+static void test_mapping_size_limit(void **state)
+{
+    (void)state;
+    size_t cap = 1100 * 12 + 1;
+    char *src = malloc(cap);
+    assert_non_null(src);
+    size_t n = 0;
+    for (int i = 0; i < 1100; i++) n += (size_t)snprintf(src + n, cap - n, "k%04d: 1\n", i);
+    expect_problem(src, "t.yaml:1025:1: mapping has more than 1024 keys");
+    free(src);
+}
+
 /* ---------------------------------------------------- allocation failures */
 
 static long fail_at = -1, calls = 0;
@@ -194,7 +206,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_positions_and_types), cmocka_unit_test(test_empty_document),
         cmocka_unit_test(test_refused), cmocka_unit_test(test_syntax_errors),
-        cmocka_unit_test(test_depth_limit), cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_depth_limit), cmocka_unit_test(test_mapping_size_limit),
+        cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
