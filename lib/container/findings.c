@@ -9,6 +9,7 @@
 
 #include "container/header_priv.h"
 
+/* Empty list; contract in st_internal.h. */
 void stf__findings_init(stf__findings *l)
 {
     if (l) memset(l, 0, sizeof *l);
@@ -21,6 +22,7 @@ static void finding_clear(stf_finding *f)
     stf__free((void *)f->message);
 }
 
+/* Free every finding and the array; the list is left empty. NULL is a no-op. */
 void stf__findings_free(stf__findings *l)
 {
     if (!l) return;
@@ -29,12 +31,17 @@ void stf__findings_free(stf__findings *l)
     memset(l, 0, sizeof *l);
 }
 
+/*
+ * Append a finding (contract in st_internal.h). On STF_ENOMEM the list
+ * holds the same findings as before. A NULL list drops the finding.
+ */
 int stf__findings_add(stf__findings *l, const char *rule, stf_severity sev, const char *path,
                       const char *tensor, int has_off, uint64_t off, const char *fmt, ...)
 {
     stf_finding f;
     va_list ap, aq;
     memset(&f, 0, sizeof f);
+    if (!l) return 0;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 8;
         if (cap > SIZE_MAX / sizeof *l->v) return STF_ENOMEM;
@@ -70,6 +77,7 @@ static int render_plain(unsigned char ch)
     return ch >= 0x20 && ch != 0x7F && ch != '\'' && ch != '\\';
 }
 
+/* Printable, bounded rendering of a name; contract in header_priv.h. */
 char *stf__name_render(char *dst, size_t cap, const char *name, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
@@ -116,6 +124,7 @@ static int over_cap(stf__hctx *c, const char *rule, const char *variant)
     return ++c->counts[i].count > STF__FINDINGS_PER_RULE;
 }
 
+/* Summaries of capped warnings; contract in header_priv.h. */
 int stf__hreport_flush(stf__hctx *c)
 {
     if (!c->findings) return 0;
@@ -132,6 +141,7 @@ int stf__hreport_flush(stf__hctx *c)
     return 0;
 }
 
+/* Error, deferred strict error or warning; contract in header_priv.h. */
 int stf__hreport(stf__hctx *c, int level, const char *rule, const char *variant,
                  const char *tensor, size_t tensor_len, int has_off, uint64_t off,
                  const char *fmt, ...)

@@ -19,6 +19,13 @@
  *
  * A dimension or offset above max_dim (default 2^48-1) is S12, a STRICT
  * rule, not a cap: the value is still read exactly.
+ *
+ * Verdicts: REF rules fail at once (STF_EFORMAT). STRICT rules are warnings
+ * unless o->strict, and then the first one is held back until every REF
+ * check has passed, so both modes agree on the primary verdict (spec §9.2).
+ * Duplicates follow what serde ends up holding: the last tensor of a name
+ * wins (S13 warns), a metadata key keeps its first position and its last
+ * value, and a second "__metadata__" or a repeated tensor field is REF.
  */
 #include <stdio.h>
 #include <string.h>
@@ -100,6 +107,7 @@ static const stf_open_opts *opts_or_default(const stf_open_opts *o, stf_open_opt
     return tmp;
 }
 
+/* S1-S3 and the L1 cap on the first 8 bytes; contract in st_internal.h. */
 int stf__frame_check(uint64_t *n_out, const uint8_t *first, uint64_t file_size,
                      const char *path, const stf_open_opts *o, stf_err *err)
 {
@@ -590,6 +598,10 @@ static int lexical_pass(stf__hctx *c, const uint8_t *hdr, size_t n, size_t *memb
     return 0;
 }
 
+/*
+ * S4-S20 over the N header bytes; contract in st_internal.h. Nothing in
+ * the result points into `hdr`, so the caller may free it afterwards.
+ */
 int stf__header_parse(stf__header **out, const uint8_t *hdr, uint64_t n, uint64_t file_size,
                       const char *path, const stf_open_opts *o, stf__findings *findings,
                       stf_err *err)
@@ -684,6 +696,7 @@ done:
     return rc;
 }
 
+/* Free a parsed header and everything it owns. No-op on NULL. */
 void stf__header_free(stf__header *h)
 {
     if (!h) return;

@@ -8,6 +8,7 @@
 
 #include "container/json_lex.h"
 
+/* Rust from_utf8 validity (S4); contract in json_lex.h. */
 size_t stf__utf8_valid_prefix(const uint8_t *p, size_t n)
 {
     size_t i = 0;
@@ -37,6 +38,7 @@ size_t stf__utf8_valid_prefix(const uint8_t *p, size_t n)
     return n;
 }
 
+/* Start a lexer over a borrowed buffer; contract in json_lex.h. */
 void stf__jlex_init(stf__jlex *lx, const uint8_t *p, size_t n)
 {
     lx->p = p;
@@ -166,6 +168,7 @@ static int lex_word(stf__jlex *lx, stf__jtok *t, stf__jerr *e, const char *w, in
     return 0;
 }
 
+/* One serde-exact token with its offset; contract in json_lex.h. */
 int stf__jlex_next(stf__jlex *lx, stf__jtok *t, stf__jerr *e)
 {
     const uint8_t *p = lx->p;
@@ -210,6 +213,7 @@ enum { ST_VALUE, ST_VALUE_OR_END, ST_KEY_OR_END, ST_KEY, ST_COLON, ST_AFTER };
 
 #define JCHECK_MAX_DEPTH 64
 
+/* Allocation-free grammar check (S5, S6, nesting); contract in json_lex.h. */
 int stf__json_check(stf__jcheck *out, const uint8_t *p, size_t n, unsigned max_depth,
                     stf__jerr *e)
 {
@@ -328,6 +332,7 @@ static size_t put_utf8(uint8_t *d, unsigned cp)
     return 4;
 }
 
+/* Unescape a validated string body; contract in json_lex.h. */
 size_t stf__json_unescape(uint8_t *dst, const uint8_t *src, size_t len)
 {
     size_t i = 0, o = 0;
@@ -376,6 +381,7 @@ size_t stf__json_unescape(uint8_t *dst, const uint8_t *src, size_t len)
     return o;
 }
 
+/* Overflow-checked digits to u64; contract in json_lex.h. */
 int stf__json_u64(uint64_t *out, const uint8_t *p, size_t len)
 {
     uint64_t v = 0;

@@ -35,6 +35,7 @@ static int meta_ptr_cmp(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
+/* S13 keep-last for tensor names; contract in header_priv.h. */
 int stf__validate_dup_tensors(stf__trec *t, size_t *n, stf__hctx *c)
 {
     size_t cnt = *n, out = 0;
@@ -82,6 +83,7 @@ done:
     return rc;
 }
 
+/* S13 for __metadata__ keys; contract in header_priv.h. */
 int stf__validate_dup_meta(stf_meta_entry *m, uint64_t *key_off, size_t *n, stf__hctx *c)
 {
     size_t cnt = *n, out = 0;
@@ -150,6 +152,7 @@ static const char *shape_text(char *buf, size_t cap, const stf_tensor_info *ti)
     return buf;
 }
 
+/* S15-S20 in the reference order; contract in header_priv.h. */
 int stf__validate_geometry(stf__trec *t, size_t n, uint64_t hdr_n, uint64_t file_size,
                            uint64_t *data_size, stf__hctx *c)
 {
