@@ -142,6 +142,7 @@ INL void fht_regs(__m512 *v, int nv)
     }
     if (nv == 4) {
         /* Two transposes cost more than one shuffle stage here (measured). */
+#pragma GCC unroll 4
         for (int i = 0; i < 4; i++) v[i] = fht_s4(v[i]);
         fht_quad(&v[0], &v[1], &v[2], &v[3]);       /* stride 16 */
         return;
