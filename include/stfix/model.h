@@ -98,7 +98,12 @@ const char *stf_pyval_key(const stf_pyval *v, size_t i, size_t *len);
 /* DICT lookup by NUL-terminated key (Python d.get(key)); NULL if absent or v not a dict. */
 const stf_pyval *stf_pyval_get(const stf_pyval *v, const char *key);
 
-/* Python `a == b` (1 == 1.0 == True, 0 == False, NaN != NaN, dicts ignore order). */
+/*
+ * Python `a == b` (1 == 1.0 == True, 0 == False, dicts ignore order). A bare
+ * NaN != NaN, but inside lists/dicts NaNs compare equal, as in CPython:
+ * json.loads returns one shared NaN object and containers compare by
+ * identity first.
+ */
 int stf_pyval_equal(const stf_pyval *a, const stf_pyval *b);
 
 /* Python `v == n` for an integer n (so 256, 256.0 and, for n = 1, True match). */
@@ -387,7 +392,7 @@ const stf_tensor_info *stf_layer_tensor_info(const stf_model *m, const stf_layer
 
 /* Tensors whose names end in no known suffix (norms, embeddings' other keys, ...). */
 size_t stf_model_other_count(const stf_model *m);
-size_t stf_model_other(const stf_model *m, size_t i); /* ckpt tensor index */
+size_t stf_model_other(const stf_model *m, size_t i); /* ckpt tensor index; SIZE_MAX if i is out of range */
 
 /* Status of shard i's _quantization_metadata (R1-R3). */
 stf_qmeta_status stf_model_qmeta_status(const stf_model *m, size_t shard);
