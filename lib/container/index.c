@@ -78,11 +78,22 @@ static int tok_string(ictx *c, const stf__jtok *t, char **out, size_t *len)
     return 0;
 }
 
+/*
+ * Whether string token t spells `lit` once unescaped: "weight\u005fmap" must
+ * count as weight_map, or a second, escaped copy would be ignored here while
+ * Python's json keeps it (last wins) and the two readers would disagree.
+ */
 static int tok_is(const ictx *c, const stf__jtok *t, const char *lit)
 {
-    size_t n = strlen(lit);
-    return t->type == STF__J_STRING && !(t->flags & STF__JS_ESCAPE) && t->len == n + 2 &&
-           memcmp(c->p + t->pos + 1, lit, n) == 0;
+    size_t n = strlen(lit), body = t->len - 2;
+    if (t->type != STF__J_STRING) return 0;
+    if (!(t->flags & STF__JS_ESCAPE)) return body == n && memcmp(c->p + t->pos + 1, lit, n) == 0;
+    uint8_t tmp[64];
+    /* Our literals are at most 10 bytes and an escape spends at most 6 bytes
+     * per character, so a longer body cannot spell one. */
+    if (body > sizeof tmp) return 0;
+    size_t m = stf__json_unescape(tmp, c->p + t->pos + 1, body);
+    return m == n && memcmp(tmp, lit, n) == 0;
 }
 
 /* Skip the value starting with token `first`; *end is one past its last byte. */

@@ -206,7 +206,20 @@ SEEDS = [
 ]
 
 
+# Seed corpus for tests/fuzz/fuzz_index.c: well-formed indexes.
+CORPUS_INDEX = os.path.join(ROOT, "tests", "fuzz", "corpus", "fuzz_index")
+INDEX_SEEDS = [
+    ("good.index.json", index(GOOD)),
+    ("meta.index.json", b'{"metadata": {"total_size": 3, "format": "pt", "q": {"layers": [1, 2.5e3, null, true]}},'
+                        b' "weight_map": {"a\\u00e9": "x.safetensors", "b": "y.safetensors"}, "extra": "\\ud83d\\ude00"}'),
+]
+
+
 def main():
+    os.makedirs(CORPUS_INDEX, exist_ok=True)
+    for name, data in INDEX_SEEDS:
+        with open(os.path.join(CORPUS_INDEX, name), "wb") as f:
+            f.write(data)
     os.makedirs(CORPUS, exist_ok=True)
     for name, data in SEEDS:
         with open(os.path.join(CORPUS, name), "wb") as f:

@@ -113,6 +113,14 @@ static void test_total_size_forms(void **state)
     assert_false(ix->has_total);
     assert_int_equal(ix->nmeta, 0);
     stf__index_free(ix);
+    assert_int_equal(parse(&ix, "{\"\\u006detadata\":{\"total\\u005fsize\":7},\"weight\\u005fmap\":{\"a\":\"f\"}}",
+                           NULL, &e),
+                     0);
+    assert_true(ix->total_ok);
+    assert_int_equal(ix->total_size, 7);
+    assert_int_equal(ix->nmap, 1);
+    assert_int_equal(ix->nmeta, 0);
+    stf__index_free(ix);
 }
 
 static void test_i1(void **state)
@@ -131,6 +139,10 @@ static void test_i1(void **state)
     expect_fail("{\"weight_map\":{\"a\":\"f\",\"\\u0061\":\"f\"}}", STF_EFORMAT, "I1", 23);
     expect_fail("{\"weight_map\":{\"a\":\"f\"},\"weight_map\":{\"b\":\"f\"}}", STF_EFORMAT, "I1", 24);
     expect_fail("{\"metadata\":{},\"metadata\":{},\"weight_map\":{\"a\":\"f\"}}", STF_EFORMAT, "I1", 15);
+    /* an escaped spelling of a known key is that key (Python would keep the last) */
+    expect_fail("{\"weight_map\":{\"a\":\"f\"},\"weight\\u005fmap\":{\"b\":\"g\"}}", STF_EFORMAT, "I1", 24);
+    expect_fail("{\"metadata\":{\"total_size\":1,\"total\\u005fsize\":2},\"weight_map\":{\"a\":\"f\"}}",
+                STF_EFORMAT, "I1", 28);
     expect_fail("{\"metadata\":{\"k\":1,\"k\":2},\"weight_map\":{\"a\":\"f\"}}", STF_EFORMAT, "I1", 19);
     expect_fail("{\"metadata\":{\"total_size\":1,\"total_size\":1},\"weight_map\":{\"a\":\"f\"}}",
                 STF_EFORMAT, "I1", 28);
