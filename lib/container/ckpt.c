@@ -285,38 +285,48 @@ static const ckpt_shard *shard_at(const stf_ckpt *c, size_t k)
     return c && k < c->nshards ? &c->shards[k] : NULL;
 }
 
+/*
+ * Shard accessors (contracts in container.h): out-of-range shard numbers
+ * give 0 or NULL rather than failing, since callers loop over counts.
+ */
 size_t stf_ckpt_shard_count(const stf_ckpt *c) { return c ? c->nshards : 0; }
 
+/* Path as opened: for an index, the index directory joined with the name. */
 const char *stf_ckpt_shard_path(const stf_ckpt *c, size_t shard)
 {
     const ckpt_shard *s = shard_at(c, shard);
     return s ? stf__source_path(s->src) : NULL;
 }
 
+/* N of shard `shard`; 0 when out of range. */
 uint64_t stf_ckpt_shard_header_len(const stf_ckpt *c, size_t shard)
 {
     const ckpt_shard *s = shard_at(c, shard);
     return s ? s->hdr->n : 0;
 }
 
+/* File size seen at open (fstat); 0 when out of range. */
 uint64_t stf_ckpt_shard_file_size(const stf_ckpt *c, size_t shard)
 {
     const ckpt_shard *s = shard_at(c, shard);
     return s ? stf__source_size(s->src) : 0;
 }
 
+/* Whether the shard had a __metadata__ object, even an empty one. */
 int stf_ckpt_shard_has_meta(const stf_ckpt *c, size_t shard)
 {
     const ckpt_shard *s = shard_at(c, shard);
     return s ? s->hdr->has_meta : 0;
 }
 
+/* Entries of the shard's __metadata__, in header order. */
 size_t stf_ckpt_meta_count(const stf_ckpt *c, size_t shard)
 {
     const ckpt_shard *s = shard_at(c, shard);
     return s ? s->hdr->nmeta : 0;
 }
 
+/* Entry i of the shard's __metadata__; owned by the checkpoint. */
 const stf_meta_entry *stf_ckpt_meta(const stf_ckpt *c, size_t shard, size_t i)
 {
     const ckpt_shard *s = shard_at(c, shard);
@@ -339,6 +349,7 @@ const stf_meta_entry *stf_ckpt_meta_find(const stf_ckpt *c, size_t shard, const 
     return NULL;
 }
 
+/* Shard k's source for the writer and canon.c; see source.h. */
 const stf__source *stf__ckpt_shard_source(const stf_ckpt *c, size_t shard)
 {
     const ckpt_shard *s = shard_at(c, shard);
@@ -349,8 +360,10 @@ const stf__source *stf__ckpt_shard_source(const stf_ckpt *c, size_t shard)
 
 const char *stf_ckpt_index_path(const stf_ckpt *c) { return c ? c->index_path : NULL; }
 
+/* Index "metadata" entries other than total_size (0 for a single file). */
 size_t stf_ckpt_index_meta_count(const stf_ckpt *c) { return c && c->ix ? c->ix->nmeta : 0; }
 
+/* Index metadata entry i: unescaped key, value as raw JSON text. */
 const stf_meta_entry *stf_ckpt_index_meta(const stf_ckpt *c, size_t i)
 {
     return c && c->ix && i < c->ix->nmeta ? &c->ix->meta[i] : NULL;
@@ -360,6 +373,7 @@ const stf_meta_entry *stf_ckpt_index_meta(const stf_ckpt *c, size_t i)
 
 size_t stf_ckpt_tensor_count(const stf_ckpt *c) { return c ? c->ntensors : 0; }
 
+/* Tensor i in (shard, begin, end) order; owned by the checkpoint. */
 const stf_tensor_info *stf_ckpt_tensor(const stf_ckpt *c, size_t i)
 {
     return c && i < c->ntensors ? &c->tensors[i] : NULL;
@@ -419,6 +433,7 @@ int stf_ckpt_read(const stf_ckpt *c, size_t i, uint64_t off, void *dst, size_t l
     return rc;
 }
 
+/* Pointer into the map (or memory buffer) for tensor i; NULL with no_mmap. */
 const void *stf_ckpt_tensor_data(const stf_ckpt *c, size_t i)
 {
     uint64_t abs;
@@ -446,6 +461,7 @@ int stf__ckpt_tensor_source(const stf_ckpt *c, size_t i, const stf__source **src
 
 size_t stf_ckpt_finding_count(const stf_ckpt *c) { return c ? c->findings.n : 0; }
 
+/* Finding i; owned by the checkpoint. */
 const stf_finding *stf_ckpt_finding(const stf_ckpt *c, size_t i)
 {
     return c && i < c->findings.n ? &c->findings.v[i] : NULL;

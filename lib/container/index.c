@@ -51,6 +51,7 @@ static int oom(stf_err *err, const char *path)
     return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
 }
 
+/* memcmp order with a shorter prefix first; see index.h. */
 int stf__name_cmp(const char *a, size_t alen, const char *b, size_t blen)
 {
     int r = memcmp(a, b, alen < blen ? alen : blen);

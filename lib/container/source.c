@@ -130,6 +130,7 @@ int stf__source_map(stf__source *s, stf_err *err)
     return 0;
 }
 
+/* Accessors; contracts in source.h. NULL sources give 0, NULL or -1. */
 uint64_t stf__source_size(const stf__source *s) { return s ? s->size : 0; }
 
 const char *stf__source_path(const stf__source *s) { return s ? s->path : NULL; }
