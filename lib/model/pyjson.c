@@ -578,8 +578,8 @@ static int scan_value(parser *p, size_t i, unsigned depth, stf_pyval **out, size
         if (depth >= STF_PYJSON_MAX_DEPTH) {
             p->failed = 1;
             return stf__err_rule(p->err, STF_ELIMIT, "", 1, i,
-                                 "JSON nesting deeper than %d levels at byte %zu",
-                                 STF_PYJSON_MAX_DEPTH, i);
+                                 "JSON nested deeper than %d levels (stfix limit)",
+                                 STF_PYJSON_MAX_DEPTH);
         }
         return c == '{' ? scan_object(p, i + 1, depth + 1, out, next)
                         : scan_array(p, i + 1, depth + 1, out, next);

@@ -278,6 +278,7 @@ static void test_depth_cap(void **state)
     assert_int_equal(stf_pyjson_parse(&v, buf, 34, &err), STF_ELIMIT);
     assert_null(v);
     assert_int_equal(err.offset, 16);
+    assert_string_equal(err.msg, "JSON nested deeper than 16 levels (stfix limit)");
 }
 
 /* ------------------------------------------------------- allocation failure */
