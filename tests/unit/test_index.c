@@ -395,6 +395,31 @@ static void test_sharded_open(void **state)
     stf_ckpt_free(c);
 }
 
+/* Hub caches keep shards as symlinks into a blob store: they must be followed. */
+static void test_sharded_symlinks(void **state)
+{
+    (void)state;
+    char d[300], blob[400], link[400], p[400];
+    make_ckpt("blobs", GOOD_INDEX);
+    snprintf(d, sizeof d, "%s/snap", g_dir);
+    assert_int_equal(mkdir(d, 0700), 0);
+    static const char *names[] = { "m-00001-of-00002.safetensors", "m-00002-of-00002.safetensors",
+                                   "m.safetensors.index.json" };
+    for (int i = 0; i < 3; i++) {
+        snprintf(blob, sizeof blob, "../blobs/%s", names[i]);
+        snprintf(link, sizeof link, "%s/%s", d, names[i]);
+        assert_int_equal(symlink(blob, link), 0);
+    }
+    snprintf(p, sizeof p, "%s/m.safetensors.index.json", d);
+    stf_ckpt *c = NULL;
+    stf_err e;
+    assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), 0);
+    assert_int_equal(stf_ckpt_tensor_count(c), 3);
+    snprintf(link, sizeof link, "%s/m-00002-of-00002.safetensors", d);
+    assert_string_equal(stf_ckpt_shard_path(c, 1), link);
+    stf_ckpt_free(c);
+}
+
 static void test_sharded_i3_i6(void **state)
 {
     (void)state;
@@ -499,6 +524,7 @@ int main(void)
         cmocka_unit_test(test_check_ok_and_i6),
         cmocka_unit_test(test_check_i4_i5),
         cmocka_unit_test(test_sharded_open),
+        cmocka_unit_test(test_sharded_symlinks),
         cmocka_unit_test(test_sharded_i3_i6),
         cmocka_unit_test(test_alloc_failures),
     };
