@@ -340,13 +340,20 @@ static void config_int8(stf__chk *k, const stf_layer *l, const stf_pyval *mk)
                      "256), got %s", p, stf__chk_pyrepr(k, g));
     else if (w && w->rank == 2) {
         int64_t gv = 0;
+        if (!stf_pyval_pyint(&gv, g, NULL) && (gv == 16 || w->shape[0] % 8))
+            stf__chk_add(k, "R28", STF_SEV_INFO, l->prefix,
+                         "prefer G in {64, 256} with N % 8 == 0 so sgl_kernel can serve the layer",
+                         "Serialized convrot_int8 layer %s (ConvRot group %lld, %llu outputs) runs "
+                         "only on the comfy_kitchen backend in newer SGLang trees; sgl_kernel serves "
+                         "groups 64, 128, 256, 512 with outputs divisible by 8", p, (long long)gv,
+                         (unsigned long long)w->shape[0]);
         if (!stf_pyval_pyint(&gv, g, NULL) && gv > 0 && w->shape[1] % (uint64_t)gv)
             stf__chk_add(k, "R27", STF_SEV_ERROR, l->prefix,
                          "requantize with a group size that divides the input size, or keep the "
                          "layer in BF16",
                          "Serialized kitchen_int8 layer %s has input size %llu, which is not "
-                         "divisible by its ConvRot group size %lld", p,
-                         (unsigned long long)w->shape[1], (long long)gv);
+                         "divisible by its ConvRot group size %s", p,
+                         (unsigned long long)w->shape[1], stf__chk_pystr(k, g));
     }
     if (w && w->rank == 2 && s && s->rank == 0)
         stf__chk_add(k, "R40", STF_SEV_ERROR, l->prefix,

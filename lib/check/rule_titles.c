@@ -30,6 +30,7 @@ static const struct { const char *id, *title; } TITLES[] = {
     { "R24", "SGLang: INT8 convrot_groupsize missing or not in (16, 64, 256)" },
     { "R25", "SGLang: marked layer is not a Linear (silent corruption)" },
     { "R27", "SGLang: INT8 input size not divisible by the ConvRot group" },
+    { "R28", "SGLang (newer trees): no sgl_kernel backend for the ConvRot group/outputs (info)" },
     { "R30", "SGLang: unsupported set of formats" },
     { "R40", "SGLang: weight_scale cannot be loaded into the (N, 1) parameter" },
     { "R44", "SGLang: W4A8 group_size invalid" },

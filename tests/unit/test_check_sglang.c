@@ -309,6 +309,22 @@ static void plain_free(void *ud, void *p)
     free(p);
 }
 
+/* R28 is information only: G=16 runs on comfy_kitchen alone. */
+static void test_r28_info(void **state)
+{
+    (void)state;
+    stf_check_report *r = run(FIX "healthy_int8_g16.safetensors", STF_CHECK_CONTAINER | STF_CHECK_SGLANG);
+    assert_int_equal(stf_check_count(r), 1);
+    const stf_diag *d = stf_check_diag(r, 0);
+    assert_string_equal(d->rule, "R28");
+    assert_int_equal(d->severity, STF_SEV_INFO);
+    assert_string_equal(d->message,
+                        "Serialized convrot_int8 layer 'blocks.0.attn.qkv' (ConvRot group 16, 8 "
+                        "outputs) runs only on the comfy_kitchen backend in newer SGLang trees; "
+                        "sgl_kernel serves groups 64, 128, 256, 512 with outputs divisible by 8");
+    stf_check_report_free(r);
+}
+
 static void test_alloc_failures(void **state)
 {
     (void)state;
@@ -347,6 +363,7 @@ int main(void)
         cmocka_unit_test(test_manifest),
         cmocka_unit_test(test_healthy_is_silent),
         cmocka_unit_test(test_container_findings),
+        cmocka_unit_test(test_r28_info),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -121,6 +121,7 @@ static void test_healthy_numeric(void **state)
             const stf_diag *d = stf_check_diag(r, j);
             if (d->severity != STF_SEV_INFO) print_message("%s: %s %s\n", files[i], d->rule, d->message);
             assert_int_equal(d->severity, STF_SEV_INFO);
+            if (!strcmp(d->rule, "R28")) continue; /* G=16: comfy_kitchen only */
             assert_string_equal(d->rule, "H1");
             assert_int_equal(strncmp(d->message, "ROW quantization in ", 20), 0);
             rows++;
