@@ -15,6 +15,7 @@ static const char *const suffix_names[STF_SFX_COUNT] = {
     ".scale_input", ".comfy_attention.config",
 };
 
+/* Static suffix text for s (contract in model.h); NULL out of range. */
 const char *stf_suffix_name(stf_suffix s)
 {
     return (unsigned)s < STF_SFX_COUNT ? suffix_names[s] : NULL;
@@ -83,11 +84,13 @@ static const stf_format_info formats[STF_FMT_COUNT] = {
       NULL, NULL, ROWS(t_awq), 64 },
 };
 
+/* Table row for id, or NULL (contract in model.h). Rows are static. */
 const stf_format_info *stf_format_get(stf_format_id id)
 {
     return (unsigned)id < STF_FMT_COUNT ? &formats[id] : NULL;
 }
 
+/* Exact-name lookup (C3/R30 use it); NULL for unknown names or NULL name. */
 const stf_format_info *stf_format_find(const char *name, size_t len)
 {
     if (!name) return NULL;
@@ -107,6 +110,7 @@ static int exact_div(uint64_t *q, uint64_t a, uint64_t b)
 
 static uint64_t round_up(uint64_t a, uint64_t m) { return (a + m - 1) / m * m; }
 
+/* Concrete dims of a rule; STF_EINVAL when a division is inexact (model.h). */
 int stf_shape_rule_dims(uint64_t dims[2], unsigned *rank, stf_shape_rule r, uint64_t n,
                         uint64_t k, uint64_t gs)
 {

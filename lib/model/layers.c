@@ -198,6 +198,10 @@ static void settle_layer(stf_model *m, layer_int *l)
     p->comfy = last_meta ? last_meta : last_tensor;
 }
 
+/*
+ * Build the layer view of c (contract in model.h). On failure nothing leaks
+ * and *out stays NULL; malformed markers are recorded, not errors.
+ */
 int stf_model_build(stf_model **out, const stf_ckpt *c, stf_err *err)
 {
     int rc = 0;
@@ -264,6 +268,7 @@ done:
     return 0;
 }
 
+/* Frees layers, markers and parsed metadata; the checkpoint is not touched. */
 void stf_model_free(stf_model *m)
 {
     if (!m) return;
@@ -284,6 +289,10 @@ void stf_model_free(stf_model *m)
     stf__free(m);
 }
 
+/*
+ * Accessors (contracts in model.h): the model must be non-NULL; out-of-range
+ * indices give NULL / SIZE_MAX / ABSENT rather than failing.
+ */
 const stf_ckpt *stf_model_ckpt(const stf_model *m) { return m->c; }
 
 size_t stf_model_layer_count(const stf_model *m) { return m->nlayers; }
@@ -293,6 +302,7 @@ const stf_layer *stf_model_layer(const stf_model *m, size_t i)
     return i < m->nlayers ? &m->layers[i].pub : NULL;
 }
 
+/* Exact prefix lookup through the hash index; STF_ENOTFOUND when absent. */
 int stf_model_find_layer(const stf_model *m, const char *prefix, size_t len, size_t *idx)
 {
     long at = find_layer(m, prefix, len);
@@ -301,6 +311,7 @@ int stf_model_find_layer(const stf_model *m, const char *prefix, size_t len, siz
     return 0;
 }
 
+/* The checkpoint's info for a layer suffix, or NULL when the layer lacks it. */
 const stf_tensor_info *stf_layer_tensor_info(const stf_model *m, const stf_layer *l,
                                              stf_suffix s)
 {

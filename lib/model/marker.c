@@ -28,6 +28,7 @@ static int dtype_numpy_ok(stf_dtype d)
     }
 }
 
+/* Frees what m owns (tensor-channel value, error text); contract in model_internal.h. */
 void stf__marker_clear(stf_marker *m)
 {
     if (!m) return;
@@ -49,6 +50,7 @@ static int set_not_json(stf_marker *m, const stf_err *perr, const char *fallback
     return 0;
 }
 
+/* Tensor channel (R6-R8) for tensor idx; contract in model_internal.h. */
 int stf__marker_from_tensor(stf_marker *m, const stf_ckpt *c, size_t idx, stf_err *err)
 {
     const stf_tensor_info *t = stf_ckpt_tensor(c, idx);
@@ -89,6 +91,7 @@ int stf__marker_from_tensor(stf_marker *m, const stf_ckpt *c, size_t idx, stf_er
     return 0;
 }
 
+/* Metadata channel status (R1-R3) of one shard; contract in model_internal.h. */
 int stf__qmeta_parse(stf_qmeta_status *status, stf_pyval **root, char **error,
                      uint64_t *error_off, const stf_ckpt *c, size_t shard, stf_err *err)
 {
@@ -145,6 +148,10 @@ static int int_field(int *set, int64_t *out, const stf_pyval *marker, const char
     return 0;
 }
 
+/*
+ * ComfyUI-style field read into *out (contract in model.h); strings in *out
+ * are borrowed from marker. STF_EFORMAT names the offending key.
+ */
 int stf_marker_normalize(stf_marker_spec *out, const stf_pyval *marker, unsigned flags,
                          stf_err *err)
 {
@@ -204,6 +211,7 @@ static void put_int(stf_buf *b, const char *key, int64_t v)
     stf__buf_printf(b, ", \"%s\": %lld", key, (long long)v);
 }
 
+/* §4 bytes for s; *out is owned by the caller (stf_model_str_free). */
 int stf_marker_canonical(char **out, size_t *len, const stf_marker_spec *s, stf_err *err)
 {
     *out = NULL;
@@ -241,6 +249,7 @@ static int qentry_cmp(const void *pa, const void *pb)
     return a->plen < b->plen ? -1 : a->plen > b->plen;
 }
 
+/* §1.2 value; *out owned by the caller. STF_EINVAL on NULL or duplicate prefixes. */
 int stf_qmeta_canonical(char **out, size_t *len, const char *const *prefixes,
                         const char *const *markers, size_t n, stf_err *err)
 {

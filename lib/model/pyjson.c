@@ -53,6 +53,7 @@ size_t stf__utf8_decode(const unsigned char *s, size_t n, size_t i, uint32_t *cp
     return len;
 }
 
+/* Append cp as generalized UTF-8; STF_ENOMEM from the buffer (model_internal.h). */
 int stf__utf8_put(stf_buf *b, uint32_t cp)
 {
     unsigned char o[4];
@@ -77,6 +78,7 @@ int stf__utf8_put(stf_buf *b, uint32_t cp)
     return stf__buf_put(b, o, k);
 }
 
+/* Move b's bytes to *out (NUL-terminated), leaving b empty; STF_ENOMEM if b failed. */
 int stf__buf_take(char **out, size_t *len, stf_buf *b)
 {
     if (b->oom) {
@@ -634,6 +636,7 @@ static int parse_text(stf_pyval **out, const unsigned char *t, size_t n, int is_
     return 0;
 }
 
+/* json.loads(str) of UTF-8 text (metadata channel); contract in model_internal.h. */
 int stf__pyjson_parse_text(stf_pyval **out, const char *text, size_t len, stf_err *err)
 {
     const unsigned char *t = (const unsigned char *)text;
@@ -667,6 +670,10 @@ static uint64_t map_offset(const unsigned char *in, size_t n, enc e, size_t bom,
     return i;
 }
 
+/*
+ * json.loads(bytes) (contract in model.h): *out owned by the caller, freed
+ * with stf_pyval_free; errors carry Python's message and the input offset.
+ */
 int stf_pyjson_parse(stf_pyval **out, const void *bytes, size_t len, stf_err *err)
 {
     const unsigned char *in = bytes;

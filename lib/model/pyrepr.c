@@ -36,6 +36,7 @@ static void shortest_digits(double d, char digits[32], int *decpt)
     *decpt = atoi(c + 1) + 1;
 }
 
+/* Append repr(float); errors are sticky in b (model_internal.h). */
 int stf__pyrepr_double_put(stf_buf *b, double d)
 {
     if (isnan(d)) return stf__buf_puts(b, "nan");
@@ -89,6 +90,7 @@ static uint32_t next_cp(const unsigned char *s, size_t n, size_t *i)
     return cp;
 }
 
+/* Append repr(str) of WTF-8 bytes; errors are sticky in b (model_internal.h). */
 int stf__pyrepr_str_put(stf_buf *b, const char *str, size_t n)
 {
     const unsigned char *s = (const unsigned char *)str;
@@ -113,6 +115,7 @@ int stf__pyrepr_str_put(stf_buf *b, const char *str, size_t n)
     return stf__buf_putc(b, q);
 }
 
+/* Append a json.dumps (ensure_ascii) string literal; errors sticky in b. */
 int stf__pyjson_str_put(stf_buf *b, const char *str, size_t n)
 {
     const unsigned char *s = (const unsigned char *)str;
@@ -216,6 +219,10 @@ static int null_arg(char **out, stf_err *err)
     return stf__err(err, STF_EINVAL, "NULL value");
 }
 
+/*
+ * Public formatters (contracts in model.h): *out is owned by the caller and
+ * freed with stf_model_str_free; STF_EINVAL on NULL input, STF_ENOMEM.
+ */
 int stf_pyrepr_str(char **out, const char *s, size_t n, stf_err *err)
 {
     if (!s && n) return null_arg(out, err);

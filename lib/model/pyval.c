@@ -10,8 +10,10 @@
 
 #include "model_internal.h"
 
+/* Frees strings this layer hands out (they come from the allocation hook). */
 void stf_model_str_free(char *s) { stf__free(s); }
 
+/* A zeroed node of type t, or NULL (model_internal.h). */
 stf_pyval *stf__pyval_new(stf_pytype t)
 {
     stf_pyval *v = stf__calloc(1, sizeof *v);
@@ -19,6 +21,7 @@ stf_pyval *stf__pyval_new(stf_pytype t)
     return v;
 }
 
+/* Frees a whole tree; only roots may be passed (model.h). No-op on NULL. */
 void stf_pyval_free(stf_pyval *v)
 {
     if (!v) return;
@@ -55,6 +58,7 @@ static int grow(stf_pyval *v)
     return 0;
 }
 
+/* Append v to a list; ownership passes only on success (model_internal.h). */
 int stf__pyval_list_push(stf_pyval *list, stf_pyval *v)
 {
     if (grow(list) != 0) return STF_ENOMEM;
@@ -96,6 +100,7 @@ static int rehash(stf_pyval *d, size_t cap)
     return 0;
 }
 
+/* Index of key in a dict, or -1 (model_internal.h). */
 long stf__pyval_dict_find(const stf_pyval *d, const char *key, size_t klen)
 {
     if (!d || d->type != STF_PY_DICT) return -1;
@@ -112,6 +117,7 @@ long stf__pyval_dict_find(const stf_pyval *d, const char *key, size_t klen)
     return -1;
 }
 
+/* Python dict assignment; ownership of key and v passes only on success. */
 int stf__pyval_dict_set(stf_pyval *d, char *key, size_t klen, stf_pyval *v)
 {
     long at = stf__pyval_dict_find(d, key, klen);
@@ -139,6 +145,10 @@ int stf__pyval_dict_set(stf_pyval *d, char *key, size_t klen, stf_pyval *v)
 
 stf_pytype stf_pyval_type(const stf_pyval *v) { return v->type; }
 
+/*
+ * Accessors (contracts in model.h): NULL or a node of another type gives the
+ * documented neutral value (0, NULL, 0.0) instead of failing.
+ */
 int stf_pyval_is_true(const stf_pyval *v) { return v && v->type == STF_PY_BOOL && v->b; }
 
 int stf_pyval_truthy(const stf_pyval *v)
@@ -291,12 +301,14 @@ static int eq(const stf_pyval *a, const stf_pyval *b)
     }
 }
 
+/* Python == (contract in model.h); NULL equals only NULL. */
 int stf_pyval_equal(const stf_pyval *a, const stf_pyval *b)
 {
     if (!a || !b) return a == b;
     return eq(a, b);
 }
 
+/* Python v == n for an integer n; non-numbers are never equal. */
 int stf_pyval_eq_int(const stf_pyval *v, int64_t n)
 {
     if (!v || !is_num(v)) return 0;
@@ -345,6 +357,10 @@ static int str_to_int(int64_t *out, const char *s, size_t n, stf_err *err)
     return 0;
 }
 
+/*
+ * Python int(v) into int64 (contract in model.h): STF_EINVAL where Python
+ * raises, STF_ELIMIT beyond int64; err may be NULL.
+ */
 int stf_pyval_pyint(int64_t *out, const stf_pyval *v, stf_err *err)
 {
     if (!v) return stf__err(err, STF_EINVAL, "int() argument must be a string or a number");

@@ -155,6 +155,7 @@ static const uint32_t nonprint[][2] = {
     {0x2cea2, 0x2ceaf}, {0x2ebe1, 0x2f7ff}, {0x2fa1e, 0x2ffff}, {0x3134b, 0xe00ff}, {0xe01f0, 0x10ffff},
 };
 
+/* CPython str.isprintable() for one code point (model_internal.h). */
 int stf__unicode_printable(uint32_t cp)
 {
     if (cp < 0x80) return cp >= 0x20 && cp < 0x7f;
