@@ -104,6 +104,10 @@ static void print_human(FILE *o, const char *file, const char *target, const stf
     free(done);
 }
 
+/*
+ * stfix check: parse options, open, run the profiles, print; returns the
+ * exit code (0 clean, 1 error findings, 2 invalid input, 3 usage, 4 failure).
+ */
 int cmd_check(int argc, char **argv)
 {
     const char *file = NULL, *target = "all";

@@ -8,6 +8,7 @@
 
 #include "check/check_internal.h"
 
+/* Contract in check.h: defaults (every profile but numeric, tau 0.99); NULL is a no-op. */
 void stf_check_opts_init(stf_check_opts *o)
 {
     if (!o) return;
@@ -16,6 +17,7 @@ void stf_check_opts_init(stf_check_opts *o)
     o->tau = 0.99;
 }
 
+/* Frees the report and every string it owns; no-op on NULL. */
 void stf_check_report_free(stf_check_report *r)
 {
     if (!r) return;
@@ -28,13 +30,16 @@ void stf_check_report_free(stf_check_report *r)
     stf__free(r);
 }
 
+/* Number of diagnostics; 0 for NULL. */
 size_t stf_check_count(const stf_check_report *r) { return r ? r->n : 0; }
 
+/* Diagnostic i, owned by the report; NULL when out of range. */
 const stf_diag *stf_check_diag(const stf_check_report *r, size_t i)
 {
     return (r && i < r->n) ? &r->v[i] : NULL;
 }
 
+/* Diagnostics of severity s; 0 for NULL. */
 size_t stf_check_count_severity(const stf_check_report *r, stf_severity s)
 {
     size_t n = 0;
@@ -43,6 +48,7 @@ size_t stf_check_count_severity(const stf_check_report *r, stf_severity s)
     return n;
 }
 
+/* Record the first failure code of a run; later ones are dropped. */
 void stf__chk_fail(stf__chk *k, int rc)
 {
     if (rc && !k->rc) k->rc = rc;
@@ -61,6 +67,10 @@ static int report_push(stf_check_report *r, const stf_diag *d)
     return 0;
 }
 
+/*
+ * Append a finding (copies layer, fix and the formatted message); on
+ * allocation failure the run turns sticky STF_ENOMEM and nothing is added.
+ */
 void stf__chk_add(stf__chk *k, const char *rule, stf_severity sev, const char *layer,
                   const char *fix, const char *fmt, ...)
 {
@@ -91,6 +101,10 @@ void stf__chk_add(stf__chk *k, const char *rule, stf_severity sev, const char *l
     }
 }
 
+/*
+ * Take ownership of a model-allocated string until the run ends; "" (and
+ * sticky STF_ENOMEM) when s is NULL or the pool cannot grow.
+ */
 const char *stf__chk_keep(stf__chk *k, char *s)
 {
     if (!s) {
@@ -123,6 +137,7 @@ static const char *kept(stf__chk *k, int rc, char *s)
     return stf__chk_keep(k, s);
 }
 
+/* Python repr of s, pooled; "" after a failure. */
 const char *stf__chk_repr(stf__chk *k, const char *s)
 {
     char *o = NULL;
@@ -131,6 +146,7 @@ const char *stf__chk_repr(stf__chk *k, const char *s)
     return kept(k, rc, o);
 }
 
+/* Python tuple of dims, pooled; "" after a failure. */
 const char *stf__chk_dims(stf__chk *k, unsigned rank, const uint64_t *dims)
 {
     char *o = NULL;
@@ -139,12 +155,14 @@ const char *stf__chk_dims(stf__chk *k, unsigned rank, const uint64_t *dims)
     return kept(k, rc, o);
 }
 
+/* Python tuple of t's shape, "None" for NULL; pooled. */
 const char *stf__chk_shape(stf__chk *k, const stf_tensor_info *t)
 {
     if (!t) return "None";
     return stf__chk_dims(k, t->rank, t->shape);
 }
 
+/* repr() of a JSON value, "None" for NULL; pooled. */
 const char *stf__chk_pyrepr(stf__chk *k, const stf_pyval *v)
 {
     char *o = NULL;
@@ -154,6 +172,7 @@ const char *stf__chk_pyrepr(stf__chk *k, const stf_pyval *v)
     return kept(k, rc, o);
 }
 
+/* str() of a JSON value, "None" for NULL; pooled. */
 const char *stf__chk_pystr(stf__chk *k, const stf_pyval *v)
 {
     char *o = NULL;
@@ -163,6 +182,7 @@ const char *stf__chk_pystr(stf__chk *k, const stf_pyval *v)
     return kept(k, rc, o);
 }
 
+/* SGLang's weight_meta ('I8', (2, 256)) or None; pooled. */
 const char *stf__chk_meta(stf__chk *k, const stf_tensor_info *t)
 {
     char *o = NULL;
@@ -171,6 +191,7 @@ const char *stf__chk_meta(stf__chk *k, const stf_tensor_info *t)
     return kept(k, rc, o);
 }
 
+/* repr(sorted(names)[:limit]); pooled. names are borrowed. */
 const char *stf__chk_sorted(stf__chk *k, const char *const *names, size_t n, size_t limit)
 {
     char *o = NULL;
@@ -179,6 +200,10 @@ const char *stf__chk_sorted(stf__chk *k, const char *const *names, size_t n, siz
     return kept(k, rc, o);
 }
 
+/*
+ * The last marker of l with status OK whose value is a dict, or NULL.
+ * Borrowed from the model.
+ */
 const stf_pyval *stf__chk_marker(const stf_layer *l)
 {
     const stf_pyval *v = NULL;
@@ -190,18 +215,21 @@ const stf_pyval *stf__chk_marker(const stf_layer *l)
     return v;
 }
 
+/* The marker's "format" when it is a str (borrowed), else NULL. */
 const char *stf__chk_format(const stf_pyval *marker)
 {
     const stf_pyval *f = marker ? stf_pyval_get(marker, "format") : NULL;
     return (f && stf_pyval_type(f) == STF_PY_STR) ? stf_pyval_str(f, NULL) : NULL;
 }
 
+/* Static dtype name of t, "None" for NULL. */
 const char *stf__chk_dtype(const stf_tensor_info *t)
 {
     const char *n = t ? stf_dtype_name(t->dtype) : NULL;
     return n ? n : "None";
 }
 
+/* 1 when t (non-NULL) has exactly the given shape, else 0. */
 int stf__chk_shape_is(const stf_tensor_info *t, unsigned rank, const uint64_t *dims)
 {
     if (!t || t->rank != rank) return 0;
@@ -236,6 +264,11 @@ static int check_container(stf__chk *k)
     return k->rc;
 }
 
+/*
+ * Contract in check.h: runs the selected profiles over c; *out owned by
+ * the caller (stf_check_report_free). Fails with STF_EINVAL, STF_ENOMEM or
+ * the read error of a marker or tensor; findings are never failures.
+ */
 int stf_check_run(stf_check_report **out, const stf_ckpt *c, const stf_check_opts *opts,
                   stf_err *err)
 {

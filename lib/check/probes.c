@@ -261,6 +261,10 @@ static void probe_h2(stf__chk *k, const stf_layer *l, const stf_pyval *mk)
     stf__free(row);
 }
 
+/*
+ * The numeric profile: N1/N2 over every scale tensor, H1 on INT8 and W4A4
+ * layers, H2 on INT8 ConvRot layers. Returns 0 or the sticky k->rc.
+ */
 int stf__check_numeric(stf__chk *k)
 {
     static const stf_suffix scales[] = { STF_SFX_WEIGHT_SCALE, STF_SFX_INPUT_SCALE,

@@ -301,6 +301,7 @@ static void check_layer(stf__chk *k, const stf_layer *l)
     else if (fi->id == STF_FMT_CONVROT_W4A4) w4a4_rules(k, l, mk, w);
 }
 
+/* The comfyui profile: C-rules per layer in layer order. 0 or k->rc. */
 int stf__check_comfyui(stf__chk *k)
 {
     k->profile = "comfyui";

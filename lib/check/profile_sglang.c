@@ -407,6 +407,11 @@ static void check_selection(stf__chk *k, const stf_layer *l)
                  stf__chk_repr(k, l->prefix), w->rank, stf__chk_shape(k, w));
 }
 
+/*
+ * The sglang profile in SGLang's order: files (R1-R8, R5), R9/R10, per
+ * marker R12 and the format rules, R20, R30, then config, selection and
+ * loading rules per layer. Returns 0 or the sticky k->rc.
+ */
 int stf__check_sglang(stf__chk *k)
 {
     size_t nl = stf_model_layer_count(k->m);

@@ -177,6 +177,10 @@ static void nvfp4_rules(stf__chk *k, const stf_layer *l, const char *p)
                      stf__chk_dtype(pre), stf__chk_shape(k, pre));
 }
 
+/*
+ * Per-format inspection rules of one layer whose required tensors exist;
+ * unknown formats are left to R30.
+ */
 void stf__check_sglang_layer_formats(stf__chk *k, const stf_layer *l, const stf_pyval *marker,
                                      const char *fmt)
 {

@@ -69,6 +69,7 @@ static const struct { const char *id, *title; } TITLES[] = {
     { "H2", "numeric: Sylvester rather than regular ConvRot rotation" },
 };
 
+/* Contract in check.h: static one-line title of a rule id, NULL if unknown. */
 const char *stf_check_rule_title(const char *rule)
 {
     if (!rule) return NULL;
