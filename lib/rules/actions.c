@@ -374,7 +374,7 @@ static int check_action(const stf_action *a, const stf__ynode *at, const char *p
 /* One action: a name, or a one-key mapping "name: {params}". */
 static int parse_one(stf_action *a, const stf__ynode *n, const char *path, stf_recipe_diags *d)
 {
-    char list[512];
+    char list[512], clip[STF__CLIP_SIZE];
     const stf__ynode *name = NULL, *params = NULL;
     if (n && n->type == STF__Y_SCALAR && stf__y_is_string(n)) {
         name = n;
@@ -389,7 +389,7 @@ static int parse_one(stf_action *a, const stf__ynode *n, const char *path, stf_r
     if (k == STF_ACT_COUNT) {
         action_list(list, sizeof list);
         return stf__diag_add(d, name->line, name->col,
-                             "%s: unknown action '%s' (expected one of: %s)", path, name->text,
+                             "%s: unknown action '%s' (expected one of: %s)", path, stf__clip(clip, name->text),
                              list);
     }
     set_defaults(a, (stf_action_kind)k);
@@ -411,12 +411,12 @@ static int parse_one(stf_action *a, const stf__ynode *n, const char *path, stf_r
                 if (!pd[0].name)
                     rc = stf__diag_add(d, key->line, key->col,
                                        "%s: unknown parameter '%s' (%s takes no parameters)",
-                                       apath, key->text, actions[k].name);
+                                       apath, stf__clip(clip, key->text), actions[k].name);
                 else {
                     param_list(pd, list, sizeof list);
                     rc = stf__diag_add(d, key->line, key->col,
                                        "%s: unknown parameter '%s' (expected one of: %s)", apath,
-                                       key->text, list);
+                                       stf__clip(clip, key->text), list);
                 }
             } else {
                 char ppath[STF__PATH_MAX];

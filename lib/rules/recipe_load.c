@@ -108,6 +108,7 @@ static const stf__ynode *get(const stf__ynode *m, const char *key)
 static int check_keys(const stf__ynode *m, const char *path, const char *allowed,
                       const char *const *required, stf_recipe_diags *d)
 {
+    char clip[STF__CLIP_SIZE];
     for (size_t i = 0; i < stf__ymap_size(m); i++) {
         const stf__ynode *k = stf__ymap_key(m, i);
         const char *p = allowed;
@@ -121,7 +122,8 @@ static int check_keys(const stf__ynode *m, const char *path, const char *allowed
         }
         if (!found) {
             int rc = stf__diag_add(d, k->line, k->col,
-                                   "%s: unknown key '%s' (expected one of: %s)", path, k->text,
+                                   "%s: unknown key '%s' (expected one of: %s)", path,
+                                   stf__clip(clip, k->text),
                                    allowed);
             if (rc) return rc;
         }
@@ -163,7 +165,7 @@ static int parse_rule(stf_recipe *r, stf_rule *ru, const stf__ynode *m, size_t i
                       stf_recipe_diags *d)
 {
     static const char *const required[] = { "name", "match", "do", NULL };
-    char path[STF__PATH_MAX], sub[STF__PATH_MAX];
+    char path[STF__PATH_MAX], sub[STF__PATH_MAX], clip[STF__CLIP_SIZE];
     stf__path(path, sizeof path, "rules[%zu]", idx);
     if (m->type != STF__Y_MAP) return bad(d, m, path, "a mapping with name, match and do");
     ru->line = m->line;
@@ -179,7 +181,7 @@ static int parse_rule(stf_recipe *r, stf_rule *ru, const stf__ynode *m, size_t i
                 if (r->rules[i].name && !strcmp(r->rules[i].name, name->text))
                     rc = stf__diag_add(d, name->line, name->col,
                                        "%s: duplicate rule name '%s' (first at line %u)", sub,
-                                       name->text, r->rules[i].line);
+                                       stf__clip(clip, name->text), r->rules[i].line);
             if (!rc) {
                 ru->name = stf__strdup(name->text);
                 if (!ru->name) return STF_ENOMEM;

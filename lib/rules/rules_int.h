@@ -33,7 +33,8 @@ stf_recipe_diags *stf__diags_new(const char *name);
 
 /*
  * Append "NAME:LINE:COL: <fmt...>". Returns 0, or STF_ENOMEM. Beyond
- * STF__DIAGS_MAX problems only a count is kept.
+ * STF__DIAGS_MAX problems only a count is kept. Control characters in the
+ * message are written as \xNN so that every problem stays on one line.
  */
 int stf__diag_add(stf_recipe_diags *d, unsigned line, unsigned col, const char *fmt, ...)
     STF_PRINTF(4, 5);
@@ -42,6 +43,12 @@ int stf__diag_add(stf_recipe_diags *d, unsigned line, unsigned col, const char *
  * truncating silently (a path is only ever shown, never parsed). */
 #define STF__PATH_MAX 512
 void stf__path(char *dst, size_t size, const char *fmt, ...) STF_PRINTF(3, 4);
+
+/* Echoes of recipe text in messages are clipped to this many bytes plus "...". */
+#define STF__CLIP_LEN 60
+#define STF__CLIP_SIZE (STF__CLIP_LEN + 4)
+/* Copy of s for a message, clipped; returns buf. */
+const char *stf__clip(char buf[STF__CLIP_SIZE], const char *s);
 
 /* ------------------------------------------------- YAML document model */
 

@@ -125,11 +125,13 @@ static int each(stf__selector *s, const stf__ynode *v, const char *path, stf_rec
 
 static int add_glob(stf__selector *s, const stf__ynode *it, const char *path, stf_recipe_diags *d)
 {
+    char clip[STF__CLIP_SIZE];
     size_t pos;
     const char *why;
     if (!stf__y_is_string(it)) return bad(d, it, path, "a glob string");
     if (stf__glob_check(it->text, &pos, &why))
-        return stf__diag_add(d, it->line, it->col, "%s: invalid glob '%s': %s", path, it->text, why);
+        return stf__diag_add(d, it->line, it->col, "%s: invalid glob '%s': %s", path,
+                             stf__clip(clip, it->text), why);
     char *g = stf__strdup(it->text);
     if (!g) return STF_ENOMEM;
     s->globs[s->nglobs++] = g;
@@ -158,7 +160,7 @@ static int add_sdtype(stf__selector *s, const stf__ynode *it, const char *path, 
 
 static int add_expr(stf__selector *s, const stf__ynode *it, const char *path, stf_recipe_diags *d)
 {
-    char msg[256];
+    char msg[256], clip[STF__CLIP_SIZE];
     size_t pos;
     if (!stf__y_is_string(it)) return bad(d, it, path, "a shape predicate string such as 'K % 16 == 0'");
     int rc = stf__expr_compile(&s->exprs[s->nexprs], it->text, &pos, msg, sizeof msg);
@@ -168,7 +170,8 @@ static int add_expr(stf__selector *s, const stf__ynode *it, const char *path, st
          * styles start one column after the opening quote. */
         unsigned col = it->col + (unsigned)pos + (it->plain ? 0u : 1u);
         if (strchr(it->text, '\n')) col = it->col;
-        return stf__diag_add(d, it->line, col, "%s: invalid predicate '%s': %s", path, it->text,
+        return stf__diag_add(d, it->line, col, "%s: invalid predicate '%s': %s", path,
+                             stf__clip(clip, it->text),
                              msg);
     }
     s->nexprs++;
@@ -334,6 +337,7 @@ static int compile_key(stf__selector *s, const stf__ynode *key, const stf__ynode
                        const char *path, stf_recipe_diags *d)
 {
     const char *k = key->text;
+    char clip[STF__CLIP_SIZE];
     if (!strcmp(k, "prefix")) return each(s, v, path, d, "a glob or a list of globs", add_glob);
     if (!strcmp(k, "regex")) {
         if (!stf__y_is_string(v) || v->len == 0) return bad(d, v, path, "a POSIX extended regex");
@@ -343,14 +347,15 @@ static int compile_key(stf__selector *s, const stf__ynode *key, const stf__ynode
             if (v->text[i] == '\\' && v->text[i + 1] >= '1' && v->text[i + 1] <= '9')
                 return stf__diag_add(d, v->line, v->col,
                                      "%s: invalid regex '%s': back-references are not supported",
-                                     path, v->text);
+                                     path, stf__clip(clip, v->text));
             if (v->text[i] == '\\') i++;
         }
         int rc = regcomp(&s->re, v->text, REG_EXTENDED | REG_NOSUB);
         if (rc) {
             char msg[200];
             regerror(rc, &s->re, msg, sizeof msg);
-            return stf__diag_add(d, v->line, v->col, "%s: invalid regex '%s': %s", path, v->text,
+            return stf__diag_add(d, v->line, v->col, "%s: invalid regex '%s': %s", path,
+                                 stf__clip(clip, v->text),
                                  msg);
         }
         s->has_regex = 1;
@@ -391,6 +396,7 @@ int stf__selector_compile(stf__selector **out, const stf__ynode *match, const ch
     if (!s) return STF_ENOMEM;
     size_t before = d->count + d->dropped;
     int rc = 0;
+    char clip[STF__CLIP_SIZE];
     for (size_t i = 0; i < stf__ymap_size(match); i++) {
         const stf__ynode *key = stf__ymap_key(match, i);
         size_t j = 0;
@@ -399,7 +405,8 @@ int stf__selector_compile(stf__selector **out, const stf__ynode *match, const ch
             rc = stf__diag_add(d, key->line, key->col,
                                "%s: unknown key '%s' (expected one of: prefix, regex, "
                                "weight, weight_dtype, shape, scale, scale_dtype, scale_shape, "
-                               "marker, format, probe, rotation, not)", path, key->text);
+                               "marker, format, probe, rotation, not)", path,
+                               stf__clip(clip, key->text));
         } else {
             char kp[STF__PATH_MAX];
             stf__path(kp, sizeof kp, "%s.%s", path, key->text);

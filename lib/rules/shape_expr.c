@@ -321,7 +321,8 @@ int stf__expr_compile(stf__expr **out, const char *src, size_t *pos, char *msg,
         skip_ws(&p);
         if (p.s[p.pos] != '\0') {
             node_free(root);
-            root = fail(&p, p.pos, "unexpected '%s'", p.s + p.pos);
+            char rest[STF__CLIP_SIZE];
+            root = fail(&p, p.pos, "unexpected '%s'", stf__clip(rest, p.s + p.pos));
         } else if (!root->is_bool) {
             node_free(root);
             root = fail(&p, 0, "expression is a number, not a condition "

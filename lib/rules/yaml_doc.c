@@ -61,7 +61,11 @@ int stf__diag_add(stf_recipe_diags *d, unsigned line, unsigned col, const char *
     char tmp[1024];
     vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
-    stf__buf_puts(&b, tmp);
+    for (const char *c = tmp; *c; c++) {
+        unsigned char u = (unsigned char)*c;
+        if (u < 0x20 || u == 0x7f) stf__buf_printf(&b, "\\x%02x", u);
+        else stf__buf_putc(&b, *c);
+    }
     if (b.oom || !b.data) {
         stf__buf_free(&b);
         return STF_ENOMEM;
@@ -71,6 +75,21 @@ int stf__diag_add(stf_recipe_diags *d, unsigned line, unsigned col, const char *
     d->v[d->count].text = b.data;
     d->count++;
     return 0;
+}
+
+/* Clips s to STF__CLIP_LEN bytes, backing up to a UTF-8 character start. */
+const char *stf__clip(char buf[STF__CLIP_SIZE], const char *s)
+{
+    size_t n = strlen(s);
+    if (n <= STF__CLIP_LEN) {
+        memcpy(buf, s, n + 1);
+        return buf;
+    }
+    n = STF__CLIP_LEN;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--;
+    memcpy(buf, s, n);
+    memcpy(buf + n, "...", 4);
+    return buf;
 }
 
 /* Formats a node path for messages, truncating silently. */
@@ -217,9 +236,10 @@ static int attach(pstate *ps, stf_recipe_diags *d, stf__ynode *n)
         }
         for (size_t i = 0; i < p->count; i += 2) {
             if (!strcmp(p->items[i]->text, n->text)) {
+                char c[STF__CLIP_SIZE];
                 int rc = stf__diag_add(d, n->line, n->col,
-                                       "duplicate key '%s' (first at line %u)", n->text,
-                                       p->items[i]->line);
+                                       "duplicate key '%s' (first at line %u)",
+                                       stf__clip(c, n->text), p->items[i]->line);
                 stf__ynode_free(n);
                 return rc ? rc : STF_EFORMAT;
             }
@@ -402,6 +422,8 @@ void stf__y_describe(const stf__ynode *n, char *buf, size_t size)
     if (!n || stf__y_is_null(n)) snprintf(buf, size, "null");
     else if (n->type == STF__Y_SEQ) snprintf(buf, size, "a sequence");
     else if (n->type == STF__Y_MAP) snprintf(buf, size, "a mapping");
-    else if (n->len > 60) snprintf(buf, size, "'%.57s...'", n->text);
-    else snprintf(buf, size, "'%s'", n->text);
+    else {
+        char c[STF__CLIP_SIZE];
+        snprintf(buf, size, "'%s'", stf__clip(c, n->text));
+    }
 }

@@ -256,6 +256,16 @@ static void test_problems(void **state)
     expect_problem("{regex: '(a+)\\1'}",
                    "m.yaml:1:9: rules[0].match.regex: invalid regex '(a+)\\1': back-references "
                    "are not supported");
+    /* Echoed text is clipped to 60 bytes and control characters are escaped. */
+    expect_problem("{shape: 'K == 1 && K == 2 && K == 3 && K == 4 && K == 5 && K == 6 && K == 7 && "
+                   "K = 8'}",
+                   "m.yaml:1:77: rules[0].match.shape: invalid predicate 'K == 1 && K == 2 && K "
+                   "== 3 && K == 4 && K == 5 && K == 6 && ...': operator needs truth values on "
+                   "both sides");
+    expect_problem("{\"a\\tb\": 1}",
+                   "m.yaml:1:2: rules[0].match: unknown key 'a\\x09b' (expected one of: prefix, "
+                   "regex, weight, weight_dtype, shape, scale, scale_dtype, scale_shape, marker, "
+                   "format, probe, rotation, not)");
     expect_problem("{scale: maybe}",
                    "m.yaml:1:9: rules[0].match.scale: expected present or absent, got 'maybe'");
     expect_problem("{scale_shape: [N, M]}",
