@@ -357,6 +357,16 @@ static int check_action(const stf_action *a, const stf__ynode *at, const char *p
                                  "same-bytes relabels", path);
         return 0;
     }
+    case STF_ACT_REWRITE_FORMAT:
+        /* requantize can only produce the formats stfix quantizes to. */
+        if (a->rewrite_format.mismatch == STF_MISMATCH_REQUANTIZE &&
+            a->rewrite_format.to != STF_QFMT_INT8_TENSORWISE &&
+            a->rewrite_format.to != STF_QFMT_CONVROT_W4A4)
+            return stf__diag_add(d, at->line, at->col,
+                                 "%s: mismatch: requantize needs 'to' int8_tensorwise or "
+                                 "convrot_w4a4 (use mismatch: fail for %s)", path,
+                                 format_names[a->rewrite_format.to]);
+        return 0;
     case STF_ACT_RENAME:
         if (a->rename.from && !a->rename.from[0])
             return stf__diag_add(d, at->line, at->col, "%s.from: must not be empty", path);

@@ -180,6 +180,10 @@ static void test_single_forms(void **state)
     expect_ok(&p, 1);
     assert_int_equal(p.v[0].kind, STF_ACT_CAST_SCALE);
     parsed_free(&p);
+    p = parse_do("{rewrite-format: {to: nvfp4, mismatch: fail}}");
+    expect_ok(&p, 1);
+    assert_int_equal(p.v[0].rewrite_format.to, STF_QFMT_NVFP4);
+    parsed_free(&p);
     p = parse_do("{flatten-conv: {}}");
     expect_ok(&p, 1);
     assert_int_equal(p.v[0].kind, STF_ACT_FLATTEN_CONV);
@@ -253,6 +257,9 @@ static void test_problems(void **state)
                    "a.yaml:1:17: rules[0].do.rename.from: expected a string, got '12'");
     expect_problem("{rewrite-format: {from: [a]}}",
                    "a.yaml:1:2: rules[0].do.rewrite-format: missing required parameter 'to'");
+    expect_problem("{rewrite-format: {to: nvfp4}}",
+                   "a.yaml:1:2: rules[0].do.rewrite-format: mismatch: requantize needs 'to' "
+                   "int8_tensorwise or convrot_w4a4 (use mismatch: fail for nvfp4)");
     expect_problem("{reshape-scale: {to: [N, 1]}}",
                    "a.yaml:1:22: rules[0].do.reshape-scale.to: expected one of rows, vector, "
                    "scalar, got a sequence");
