@@ -65,6 +65,8 @@ LIBSO := $(BUILD)/libstfix.so
 
 .PHONY: all deps check unit cli lint demo asan fuzz bench install uninstall clean
 .DEFAULT_GOAL := all
+# Keep test and bench objects (pattern-rule intermediates) between runs.
+.SECONDARY:
 
 all: stfix libstfix.a libstfix.so
 
