@@ -22,5 +22,6 @@
 #include "stfix/model.h"
 #include "stfix/check.h"
 #include "stfix/rules.h"
+#include "stfix/pipeline.h"
 
 #endif

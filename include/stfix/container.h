@@ -197,7 +197,14 @@ int stf_ckpt_shard_is_canonical(const stf_ckpt *c, size_t shard);
  */
 typedef int (*stf_produce_fn)(void *ud, void *dst, uint64_t off, size_t len, stf_err *err);
 
-typedef enum stf_src_kind { STF_SRC_MEM = 0, STF_SRC_CKPT = 1, STF_SRC_FN = 2 } stf_src_kind;
+/*
+ *  STF_SRC_DEFERRED: no source now; the bytes are supplied after
+ *                stf_writer_prepare with stf_writer_fill, in any order
+ *                (e.g. a requantized weight and its scale from one pass).
+ */
+typedef enum stf_src_kind {
+    STF_SRC_MEM = 0, STF_SRC_CKPT = 1, STF_SRC_FN = 2, STF_SRC_DEFERRED = 3
+} stf_src_kind;
 
 typedef struct stf_tensor_src {
     stf_src_kind kind;
@@ -256,6 +263,40 @@ int stf_writer_add(stf_writer *w, const char *name, stf_dtype dtype, unsigned ra
  * left at the output paths.
  */
 int stf_writer_commit(stf_writer *w, stf_err *err);
+
+/*
+ * I7: tensors added with the same non-NULL group (e.g. a layer prefix) are
+ * kept in one shard when the output is sharded. The group of `name` (already
+ * added) is copied. A group larger than max_shard_size gets a shard of its own.
+ */
+int stf_writer_set_group(stf_writer *w, const char *name, const char *group, stf_err *err);
+
+/*
+ * Two-phase writing. stf_writer_prepare fixes the layout, creates the temp
+ * file(s) in the destination directory and writes every header and every
+ * non-deferred tensor; deferred tensors' regions are reserved. Then
+ * stf_writer_fill supplies deferred bytes (any order; safe to call from
+ * several threads for disjoint ranges). stf_writer_commit (which calls
+ * prepare itself when needed) fails with STF_EINVAL naming the tensor when a
+ * deferred byte was never filled, else fsyncs and renames. Between prepare
+ * and commit the temp files can be opened (stf_writer_temp_path) to verify
+ * the output before it becomes visible.
+ */
+int stf_writer_prepare(stf_writer *w, stf_err *err);
+/* Index of `name` among the added tensors (for stf_writer_fill), or STF_ENOTFOUND. */
+int stf_writer_tensor_id(const stf_writer *w, const char *name, size_t *id);
+/* Write len bytes at byte `off` of deferred tensor `id` (bounds checked). */
+int stf_writer_fill(stf_writer *w, size_t id, uint64_t off, const void *data, size_t len,
+                    stf_err *err);
+/*
+ * Files the writer produces, after prepare: shards in order, then the index
+ * (when sharded). temp_path is where the bytes are now, final_path where
+ * commit puts them. NULL when i is out of range or before prepare.
+ */
+size_t stf_writer_file_count(const stf_writer *w);
+const char *stf_writer_temp_path(const stf_writer *w, size_t i);
+const char *stf_writer_final_path(const stf_writer *w, size_t i);
+
 
 /* Frees; removes any temp file of an uncommitted writer. No-op on NULL. */
 void stf_writer_free(stf_writer *w);

@@ -1,0 +1,149 @@
+/*
+ * stfix public API: the pipeline — plan (recipe × model × probes → per-layer
+ * actions) and run (stream tensors through the kernels into the canonical
+ * writer, then verify the output against the recipe's target profiles).
+ * Included through <stfix.h>.
+ */
+#ifndef STFIX_PIPELINE_H
+#define STFIX_PIPELINE_H
+
+#include "base.h"
+#include "check.h"
+#include "container.h"
+#include "quant.h"
+#include "rules.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ plan */
+
+typedef struct stf_plan_opts {
+    int quant_mode_set;        /* --quant-mode given: overrides every recipe's mode */
+    stf_quant_mode quant_mode;
+    double tau;                /* H1 saturation threshold (default 0.99) */
+    stf_pool *pool;            /* for probes; NULL = inline */
+} stf_plan_opts;
+
+void stf_plan_opts_init(stf_plan_opts *o);
+
+/* What happens to one output tensor. */
+typedef enum stf_out_op {
+    STF_OUT_COPY = 0,        /* bytes, dtype and shape unchanged (maybe renamed) */
+    STF_OUT_RESHAPE,         /* bytes unchanged, new shape (header only) */
+    STF_OUT_RELABEL,         /* bytes unchanged, new dtype (header only) */
+    STF_OUT_CAST,            /* element-wise cast (BF16/F16 scale -> F32) */
+    STF_OUT_NEW,             /* new small bytes made by the plan (markers) */
+    STF_OUT_QUANT_WEIGHT,    /* requantized weight (I8 codes / packed W4A4) */
+    STF_OUT_QUANT_SCALE,     /* its scale, from the same pass */
+    STF_OUT_DEQUANT          /* dequantized to a float dtype (exclude) */
+} stf_out_op;
+
+/* "copy", "reshape", "relabel", "cast", "new", "quant-weight", "quant-scale", "dequant". */
+const char *stf_out_op_name(stf_out_op op);
+
+/* One tensor of the output. Strings and shape owned by the plan. */
+typedef struct stf_plan_tensor {
+    const char *name;        /* output name */
+    stf_dtype dtype;
+    unsigned rank;
+    const uint64_t *shape;
+    uint64_t nbytes;
+    stf_out_op op;
+    int64_t src;             /* input tensor index it is made from, -1 for NEW */
+    size_t layer;            /* index into the plan's layers, SIZE_MAX when none */
+} stf_plan_tensor;
+
+/* The plan for one layer (a prefix with a weight and/or markers). */
+typedef struct stf_plan_layer {
+    const char *prefix;      /* input prefix */
+    const char *out_prefix;  /* output prefix (after rename) */
+    size_t nrules;
+    const char *const *rules;          /* names of the rules that applied, in order */
+    size_t nactions;
+    const stf_action *const *actions;  /* actions applied, in order */
+    const char *summary;     /* one human line: "scale (256,) -> (256, 1); marker canonical" */
+    int requantize;          /* 1 when the weight is requantized */
+    const char *format;      /* output format, NULL when the layer is left unquantized */
+    unsigned group;          /* output ConvRot group size (0: none) */
+    stf_quant_mode mode;     /* requantization mode */
+} stf_plan_layer;
+
+typedef struct stf_plan stf_plan;
+
+/*
+ * Plan the conversion of `c` by `r`. Reads the header and marker tensors,
+ * and tensor data only for probes the recipe asks for. Errors: STF_EFORMAT
+ * when the recipe cannot apply (e.g. flatten-conv on a non-Linear layer,
+ * rename collisions, requantize of a layer whose data cannot be decoded),
+ * with the layer and rule named in err. `c` and `r` must outlive the plan.
+ */
+int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
+                   const stf_plan_opts *o, stf_err *err);
+void stf_plan_free(stf_plan *p);
+
+size_t stf_plan_layer_count(const stf_plan *p);
+const stf_plan_layer *stf_plan_layer(const stf_plan *p, size_t i);
+/* Output tensors, in canonical writer order. */
+size_t stf_plan_tensor_count(const stf_plan *p);
+const stf_plan_tensor *stf_plan_tensor(const stf_plan *p, size_t i);
+/* Input tensors that are not written (dropped scales, markers, ...). */
+size_t stf_plan_dropped_count(const stf_plan *p);
+const char *stf_plan_dropped(const stf_plan *p, size_t i);
+/* The output __metadata__, keys sorted. */
+size_t stf_plan_meta_count(const stf_plan *p);
+const stf_meta_entry *stf_plan_meta(const stf_plan *p, size_t i);
+/* Data bytes of the output: total, and how many are copied unchanged. */
+uint64_t stf_plan_bytes_total(const stf_plan *p);
+uint64_t stf_plan_bytes_copied(const stf_plan *p);
+/* The recipe's targets (STF_TARGET_* bits). */
+unsigned stf_plan_targets(const stf_plan *p);
+
+/* ------------------------------------------------------------------ run */
+
+typedef struct stf_run_opts {
+    stf_pool *pool;              /* rows split over it; NULL = inline */
+    uint64_t max_mem;            /* requantization working set (default 2 GiB) */
+    uint64_t max_shard_size;     /* 0: one output file */
+    int allow_noncompliant;      /* keep the output even if verification fails */
+    int error_metrics;           /* compute rel-L2/cosine/SNR per requantized layer */
+    stf_write_opts write;        /* passed to the writer (tests: write_hook) */
+} stf_run_opts;
+
+void stf_run_opts_init(stf_run_opts *o);
+
+/* Error metrics of one requantized or dequantized layer. */
+typedef struct stf_layer_metrics {
+    const char *prefix;          /* output prefix */
+    stf_metrics_result m;
+} stf_layer_metrics;
+
+typedef struct stf_run_report stf_run_report;
+
+/*
+ * Execute the plan into `out_path` (which may be the input path for an
+ * in-place fix of a single file: the input is replaced only after full
+ * success). The output is verified before it becomes visible: it is
+ * re-opened and checked with the plan's target profiles; an error-severity
+ * diagnostic fails the run with STF_EFORMAT and leaves nothing at out_path,
+ * unless allow_noncompliant. *out (may be NULL) receives the report even on
+ * a verification failure. Deterministic: same input, recipe and version
+ * give the same bytes with any pool size.
+ */
+int stf_plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
+                 const stf_run_opts *o, stf_err *err);
+
+void stf_run_report_free(stf_run_report *r);
+/* Verification diagnostics (NULL when verification did not run). */
+const stf_check_report *stf_run_report_check(const stf_run_report *r);
+size_t stf_run_report_metrics_count(const stf_run_report *r);
+const stf_layer_metrics *stf_run_report_metrics(const stf_run_report *r, size_t i);
+/* Files written (final paths), shards then index. */
+size_t stf_run_report_file_count(const stf_run_report *r);
+const char *stf_run_report_file(const stf_run_report *r, size_t i);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
