@@ -84,10 +84,10 @@ int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
 void stf_plan_free(stf_plan *p);
 
 size_t stf_plan_layer_count(const stf_plan *p);
-const stf_plan_layer *stf_plan_layer(const stf_plan *p, size_t i);
+const stf_plan_layer *stf_plan_get_layer(const stf_plan *p, size_t i);
 /* Output tensors, in canonical writer order. */
 size_t stf_plan_tensor_count(const stf_plan *p);
-const stf_plan_tensor *stf_plan_tensor(const stf_plan *p, size_t i);
+const stf_plan_tensor *stf_plan_get_tensor(const stf_plan *p, size_t i);
 /* Input tensors that are not written (dropped scales, markers, ...). */
 size_t stf_plan_dropped_count(const stf_plan *p);
 const char *stf_plan_dropped(const stf_plan *p, size_t i);
