@@ -362,8 +362,10 @@ INL __m128i quant16(__m512 x, __m512 d, stf_dtype t, int exact)
 {
     __m512 v = round_t(x, t);
     __m512 r = round_t(_mm512_div_ps(v, d), t);
+    if (!exact) /* rint and the conversion in one: round to nearest even */
+        return _mm512_cvtsepi32_epi8(
+            _mm512_cvt_roundps_epi32(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     r = _mm512_roundscale_ps(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    if (!exact) return _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(r));
     r = _mm512_max_ps(_mm512_set1_ps(-128.0f), r);
     r = _mm512_min_ps(_mm512_set1_ps(127.0f), r);
     return _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(r));

@@ -45,6 +45,7 @@ static uint32_t f32_bits(float f)
 }
 
 /* The variants to check against scalar; NULL entries are not available. */
+#define NVAR 2
 static const stf__kernels *variant(int i)
 {
     stf_simd s = i == 0 ? STF_SIMD_AVX2 : STF_SIMD_AVX512;
@@ -61,7 +62,7 @@ static int any_variant(void) { return variant(0) || variant(1); }
 /* Row kinds: each one stresses a different part of the arithmetic. */
 enum {
     ROW_GAUSS, ROW_OUTLIER, ROW_HUGE, ROW_TINY, ROW_SUBNORMAL, ROW_TIES, ROW_ZERO, ROW_BITS,
-    ROW_SMALLINT, ROW_NKINDS
+    ROW_SMALLINT, ROW_MIXED_SUB, ROW_NKINDS
 };
 
 static float gauss(void)
@@ -90,6 +91,9 @@ static float gen_value(int kind, size_t i)
         do b = (uint32_t)next_u64(); while ((b & 0x7F800000u) == 0x7F800000u);
         return f32_from_bits(b);
     }
+    case ROW_MIXED_SUB: /* BF16 subnormals among normal weights (FTZ hazards) */
+        return (next_u64() % 3 == 0) ? f32_from_bits((uint32_t)(next_u64() & 0x807F0000u))
+                                     : gauss() * 1e-3f;
     default: return (float)((int)(next_u64() % 255) - 127);
     }
 }
@@ -183,7 +187,7 @@ static void test_int8_row_matches_scalar(void **state)
     size_t ks[32];
     size_t cases = 0;
     g_rng = 0x5EED0001u;
-    for (int vi = 0; vi < 2; vi++) {
+    for (int vi = 0; vi < NVAR; vi++) {
         const stf__kernels *v = variant(vi);
         if (!v) continue;
         for (size_t gi = 0; gi < sizeof groups / sizeof *groups; gi++) {
@@ -213,7 +217,7 @@ static void test_int8_row_many_rows_g256(void **state)
     if (!any_variant()) skip();
     void *src = xaligned(3072 * 4);
     g_rng = 0x5EED0002u;
-    for (int vi = 0; vi < 2; vi++) {
+    for (int vi = 0; vi < NVAR; vi++) {
         const stf__kernels *v = variant(vi);
         if (!v) continue;
         for (int r = 0; r < 200; r++) {
@@ -238,7 +242,7 @@ static void test_int8_row_rejects_nonfinite(void **state)
     int8_t q[KMAX];
     float s;
     g_rng = 0x5EED0003u;
-    for (int vi = 0; vi < 2; vi++) {
+    for (int vi = 0; vi < NVAR; vi++) {
         const stf__kernels *v = variant(vi);
         if (!v) continue;
         for (size_t c = 0; c < sizeof ks / sizeof *ks; c++)
@@ -270,7 +274,7 @@ static void test_int8_row_golden_v5(void **state)
     static const int h16_row0[16] = { 1, 1, 1, -1, 1, 1, 1, -1, 1, 1, 1, -1, -1, -1, -1, 1 };
     uint16_t src[16];
     for (int j = 0; j < 16; j++) src[j] = to_bf16(-0.33203125f * (float)h16_row0[j]);
-    for (int vi = 0; vi < 2; vi++) {
+    for (int vi = 0; vi < NVAR; vi++) {
         const stf__kernels *v = variant(vi);
         if (!v) continue;
         float *sc = xaligned(64);
@@ -294,7 +298,7 @@ static void test_fht_regular_matches_scalar(void **state)
     float *a = xaligned((KMAX + 16) * 4), *b = xaligned((KMAX + 16) * 4);
     size_t ks[32];
     g_rng = 0x5EED0004u;
-    for (int vi = 0; vi < 2; vi++) {
+    for (int vi = 0; vi < NVAR; vi++) {
         const stf__kernels *v = variant(vi);
         if (!v) continue;
         for (size_t gi = 0; gi < sizeof groups / sizeof *groups; gi++) {
@@ -326,7 +330,7 @@ static void test_widen_all_patterns(void **state)
     assert_non_null(a);
     assert_non_null(b);
     for (uint32_t i = 0; i < 65536; i++) h[i] = (uint16_t)i;
-    for (int vi = 0; vi < 2; vi++) {
+    for (int vi = 0; vi < NVAR; vi++) {
         const stf__kernels *v = variant(vi);
         if (!v) continue;
         stf__kernels_scalar.bf16_to_f32(a, h, 65536);
@@ -371,7 +375,7 @@ static void test_narrow_bf16(void **state)
         if (i % 16 == 2) r = 0x7F7F8000u | (r & 0x80000000u) | (r & 0x7FFFu);
         x[i] = f32_from_bits(r);
     }
-    for (int vi = 0; vi < 2; vi++) {
+    for (int vi = 0; vi < NVAR; vi++) {
         const stf__kernels *v = variant(vi);
         if (!v) continue;
         stf__kernels_scalar.f32_to_bf16(a, x, N);
@@ -404,7 +408,7 @@ static void test_dequant_rows(void **state)
     }
     q[0] = -128;
     q[1] = 127;
-    for (int vi = 0; vi < 2; vi++) {
+    for (int vi = 0; vi < NVAR; vi++) {
         const stf__kernels *v = variant(vi);
         if (!v) continue;
         for (size_t n = 0; n <= N; n += (n < 40 ? 1 : 137)) {
@@ -432,7 +436,7 @@ static void test_int8_row_odd_arguments(void **state)
     int8_t q[48];
     float s;
     for (int i = 0; i < 48; i++) src[i] = to_bf16((float)(i - 20));
-    for (int vi = 0; vi < 2; vi++) {
+    for (int vi = 0; vi < NVAR; vi++) {
         const stf__kernels *v = variant(vi);
         if (!v) continue;
         assert_int_equal(v->int8_row(q, &s, src, STF_I8, 48, 16, STF_QMODE_CUDA, STF_BF16, sc),
