@@ -332,10 +332,12 @@ INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g
  * whose low half is zero so the carry cannot spill). */
 INL __m512 round_bf16(__m512 x)
 {
+    /* b + 0x7FFF + lsb(b >> 16), the "+ lsb" as a masked increment. */
     __m512i b = _mm512_castps_si512(x);
-    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
-    b = _mm512_add_epi32(b, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
-    return _mm512_castsi512_ps(_mm512_and_si512(b, _mm512_set1_epi32((int)0xFFFF0000u)));
+    __mmask16 odd = _mm512_test_epi32_mask(b, _mm512_set1_epi32(0x10000));
+    __m512i r = _mm512_add_epi32(b, _mm512_set1_epi32(0x7FFF));
+    r = _mm512_mask_add_epi32(r, odd, r, _mm512_set1_epi32(1));
+    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32((int)0xFFFF0000u)));
 }
 
 INL __m512 round_f16(__m512 x)
