@@ -10,19 +10,24 @@
  *   x1 - x0 (addition commutes exactly), so the sign-flip trick below keeps
  *   every expression. No FMA: the build has -ffp-contract=off and no
  *   intrinsic here fuses.
- * - Absmax is max(|R|, a) with the scalar's "v > a" semantics (vmaxps
- *   returns its second operand on NaN), which is order-free.
+ * - Absmax is an integer max of |bits| (exact and order-free for finite
+ *   values); a row whose R holds Inf or NaN (non-finite input, or an FHT
+ *   overflow) goes to plain C copies of the scalar test and absmax.
  * - BF16 rounding is the same integer carry; F16 rounding is the hardware
  *   RNE conversion, identical to the scalar one for every non-NaN value
- *   (NaN only needs to stay NaN there). Division is vdivps, rint is
- *   roundscale to nearest, both IEEE.
+ *   (NaN only needs to stay NaN there). Division is vdivps (IEEE); rint is
+ *   roundscale or an embedded-rounding convert, both round-half-even.
+ * - The clamp: rows with Inf/NaN use the scalar's explicit clamp, others
+ *   the saturating int32 -> int8 conversion, which is the same clamp there.
  * Anything the fast paths do not cover (other dtypes, odd group sizes) is
  * passed to the scalar table, so the answer is the scalar one by definition.
  *
  * Data flow of int8_row: the source row is loaded and widened 256 values at
- * a time into 16 registers, all FHT stages below stride 256 run there, the
- * absmax is taken, and the group is stored once to scratch (L1/L2). A
- * second pass quantizes from scratch. The source is read once.
+ * a time into 16 registers (prefetched 4 KiB ahead), all FHT stages below
+ * stride 256 run there, the absmax is taken, and the group is stored once
+ * to scratch (L1/L2). A second pass quantizes from scratch. The source is
+ * read once. Cost on Zen 5: ~29 vector ops per 16 values in pass 1, ~13 in
+ * pass 2; the kernel is compute-bound, not memory-bound, on one core.
  */
 #include <float.h>
 #include <immintrin.h>
