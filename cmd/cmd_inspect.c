@@ -283,6 +283,7 @@ int cmd_inspect(int argc, char **argv)
     }
     stf_open_opts o;
     stf_open_opts_init(&o);
+    o.canon_findings = 1;
     o.strict = strict;
     stf_ckpt *c = NULL;
     stf_err err;

@@ -59,6 +59,7 @@ typedef struct stf_open_opts {
     size_t max_meta_entries;    /* __metadata__ entries (default 65536) */
     size_t max_shards;          /* per index (default 10,000) */
     uint64_t max_index_size;    /* index JSON bytes (default 100,000,000) */
+    int canon_findings;         /* add S21-S25 notes (INFO) for non-canonical files (default 0) */
 } stf_open_opts;
 
 void stf_open_opts_init(stf_open_opts *o);

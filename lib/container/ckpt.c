@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "container/index.h"
+#include "container/writer_internal.h"
 #include "container/source.h"
 #include "container/st_internal.h"
 
@@ -218,6 +219,12 @@ int stf_ckpt_open(stf_ckpt **out, const char *path, const stf_open_opts *opts, s
         rc = build_table(c, path, err);
         if (rc) goto done;
     }
+    /* S21-S25 are notes, never load errors; they tell --check users and
+     * `inspect` whether the file is what the canonical writer would emit. */
+    if (opts->canon_findings) {
+        rc = stf__ckpt_canon_findings(c, err);
+        if (rc) goto done;
+    }
     *out = c;
     c = NULL;
 done:
@@ -254,6 +261,12 @@ int stf_ckpt_open_mem(stf_ckpt **out, const void *buf, size_t len, const char *n
     if (rc) goto done;
     rc = build_table(c, name, err);
     if (rc) goto done;
+    /* S21-S25 are notes, never load errors; they tell --check users and
+     * `inspect` whether the file is what the canonical writer would emit. */
+    if (opts->canon_findings) {
+        rc = stf__ckpt_canon_findings(c, err);
+        if (rc) goto done;
+    }
     *out = c;
     c = NULL;
 done:

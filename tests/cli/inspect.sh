@@ -50,3 +50,8 @@ t_stdout_has "index" "  blocks.0.mlp.fc1.weight  I8  [16, 256]  4096 bytes  [0, 
 t_stdout_has "index" "canonical: 3 of 3 shards"
 t_run "index --json" 0 "$STFIX" inspect --json "$T_TMP/sh.safetensors.index.json"
 t_stdout_has "index --json" '"index_metadata": {}'
+
+# Canonical-form notes (S21-S25) are reported by inspect as info, never as errors.
+t_run canon-notes 0 "$STFIX" inspect fixtures/malformed/s07_leading_whitespace.safetensors
+t_stderr_has canon-notes "info S21: fixtures/malformed/s07_leading_whitespace.safetensors: S21 not canonical"
+t_stdout_has canon-notes "canonical: no"
