@@ -104,7 +104,8 @@ static unsigned online_cores(void)
 /*
  * Create a pool of nthreads threads (0: one per online core; 1: no thread,
  * stf_pool_run runs inline). *out owns the threads until stf_pool_free.
- * STF_ENOMEM or STF_EINVAL (thread creation failed; nothing is leaked).
+ * STF_ENOMEM (memory or threads unavailable; nothing is leaked), or
+ * STF_EINVAL for more than 1024 threads.
  */
 int stf_pool_new(stf_pool **out, unsigned nthreads, stf_err *err)
 {
@@ -145,7 +146,8 @@ int stf_pool_new(stf_pool **out, unsigned nthreads, stf_err *err)
     goto done;
 
 thread_fail:
-    rc = stf__err(err, STF_EINVAL, "thread pool: cannot start %u threads", nthreads);
+    /* pthread_create fails for want of resources (EAGAIN), like malloc. */
+    rc = stf__err(err, STF_ENOMEM, "thread pool: cannot start %u threads", nthreads);
 done:
     if (p) {
         if (p->nworkers) {

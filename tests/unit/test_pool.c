@@ -221,6 +221,12 @@ static void test_alloc_failures(void **state)
 static void test_free_null(void **state)
 {
     (void)state;
+    stf_pool *big = (stf_pool *)&big;
+    stf_err err;
+    assert_int_equal(stf_pool_new(&big, 1025, &err), STF_EINVAL);
+    assert_null(big);
+    assert_int_equal(err.code, STF_EINVAL);
+    assert_non_null(strstr(err.msg, "1025"));
     stf_pool_free(NULL);
     stf_pool *p = NULL;
     assert_int_equal(stf_pool_new(&p, 0, NULL), 0);
