@@ -17,6 +17,7 @@
 
 #include "base.h"
 #include "container.h"
+#include "model.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -84,6 +85,40 @@ size_t stf_check_count_severity(const stf_check_report *r, stf_severity s);
  * unknown id.
  */
 const char *stf_check_rule_title(const char *rule);
+
+
+/* ------------------------------------------------------------ probes */
+
+/* H1 verdict (spec/comfy-quant.md §9); values equal stf_probe_verdict's. */
+typedef enum stf_h1_verdict {
+    STF_H1_UNKNOWN = 0, /* not probed, or no verdict */
+    STF_H1_ROW,
+    STF_H1_COLUMN,
+    STF_H1_TENSOR,
+    STF_H1_BLOCK,
+    STF_H1_AMBIGUOUS
+} stf_h1_verdict;
+
+/* "UNKNOWN", "ROW", "COLUMN", "TENSOR", "BLOCK", "AMBIGUOUS"; NULL out of range. */
+const char *stf_h1_verdict_name(stf_h1_verdict v);
+
+typedef struct stf_h1_result {
+    int probed;          /* 0: the layer is not I8 rank 2 with a scale (verdict UNKNOWN) */
+    stf_h1_verdict verdict;
+    double fr, fc;       /* saturated fraction of non-empty rows / columns */
+    uint64_t rows_ne, rows_sat, cols_ne, cols_sat;
+    unsigned sat;        /* saturation threshold used: 126 (INT8) or 7 (W4A4) */
+} stf_h1_result;
+
+/*
+ * The H1 row/column detector on layer `l` of model `m` (built from `c`):
+ * reads P.weight row by row (O(K) memory). `w4` != 0 reads the weight as
+ * packed int4 pairs (convrot_w4a4). tau <= 0 means 0.99. A layer without an
+ * I8 rank-2 weight and a scale gives probed = 0, verdict UNKNOWN, return 0.
+ * Errors: STF_ENOMEM, STF_EIO (tensor bytes unreadable).
+ */
+int stf_probe_h1(stf_h1_result *out, const stf_ckpt *c, const stf_model *m, const stf_layer *l,
+                 int w4, double tau, stf_err *err);
 
 #ifdef __cplusplus
 }

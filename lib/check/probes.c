@@ -72,38 +72,37 @@ typedef struct h1_stat {
 } h1_stat;
 
 /* Scan codes row by row; w4 != 0 unpacks two signed nibbles per byte. */
-static int h1_scan(stf__chk *k, const stf_layer *l, const stf_tensor_info *w, int w4,
-                   unsigned sat, h1_stat *st)
+static int h1_scan(const stf_ckpt *c, size_t wi, const stf_tensor_info *w, int w4, unsigned sat,
+                   h1_stat *st, stf_err *err)
 {
     uint64_t n = w->shape[0], kb = w->shape[1], kk = w4 ? 2 * kb : kb;
     size_t nb32 = (size_t)((kk + 31) / 32);
-    unsigned char *row = stf__malloc((size_t)kb);
-    unsigned char *mc = stf__calloc((size_t)kk, 1);
+    unsigned char *row = stf__malloc((size_t)kb ? (size_t)kb : 1);
+    unsigned char *mc = stf__calloc((size_t)kk ? (size_t)kk : 1, 1);
     unsigned char *blkall = stf__calloc(((size_t)((n + 31) / 32)) * (nb32 ? nb32 : 1) + 1, 1);
     int rc = 0;
     memset(st, 0, sizeof *st);
     if (!row || !mc || !blkall) {
-        rc = STF_ENOMEM;
+        rc = stf__err(err, STF_ENOMEM, "H1 probe of %s: out of memory", w->name);
         goto done;
     }
-    size_t wi = (size_t)l->tensor[STF_SFX_WEIGHT];
     for (uint64_t r = 0; r < n; r++) {
-        rc = stf_ckpt_read(k->c, wi, r * kb, row, (size_t)kb, k->err);
+        rc = stf_ckpt_read(c, wi, r * kb, row, (size_t)kb, err);
         if (rc) goto done;
         unsigned mr = 0;
-        for (uint64_t c = 0; c < kk; c++) {
+        for (uint64_t col = 0; col < kk; col++) {
             int q;
             if (w4) {
-                unsigned b = row[c / 2];
-                unsigned nib = (c % 2) ? (b >> 4) & 0xF : b & 0xF;
+                unsigned b = row[col / 2];
+                unsigned nib = (col % 2) ? (b >> 4) & 0xF : b & 0xF;
                 q = nib >= 8 ? (int)nib - 16 : (int)nib;
             } else {
-                q = (int)(signed char)row[c];
+                q = (int)(signed char)row[col];
             }
             unsigned a = (unsigned)(q < 0 ? -q : q);
             if (a > mr) mr = a;
-            if (a > mc[c]) mc[c] = (unsigned char)a;
-            unsigned char *bp = &blkall[(size_t)(r / 32) * nb32 + (size_t)(c / 32)];
+            if (a > mc[col]) mc[col] = (unsigned char)a;
+            unsigned char *bp = &blkall[(size_t)(r / 32) * nb32 + (size_t)(col / 32)];
             if (a > *bp) *bp = (unsigned char)a;
         }
         if (mr) {
@@ -111,10 +110,10 @@ static int h1_scan(stf__chk *k, const stf_layer *l, const stf_tensor_info *w, in
             if (mr >= sat) st->rows_sat++;
         }
     }
-    for (uint64_t c = 0; c < kk; c++) {
-        if (!mc[c]) continue;
+    for (uint64_t col = 0; col < kk; col++) {
+        if (!mc[col]) continue;
         st->cols_ne++;
-        if (mc[c] >= sat) {
+        if (mc[col] >= sat) {
             st->cols_sat++;
             st->any_sat = 1;
         }
@@ -144,55 +143,94 @@ done:
 
 static double frac(uint64_t a, uint64_t b) { return b ? (double)a / (double)b : 0.0; }
 
+/* Verdict names, indexed by stf_h1_verdict. */
+const char *stf_h1_verdict_name(stf_h1_verdict v)
+{
+    static const char *const names[] = { "UNKNOWN", "ROW", "COLUMN", "TENSOR", "BLOCK",
+                                         "AMBIGUOUS" };
+    return (unsigned)v < sizeof names / sizeof names[0] ? names[v] : NULL;
+}
+
+/*
+ * The one H1 implementation: the check profile reports it, the plan acts on
+ * it (reshape-scale, transpose-scale, requantize's column decode).
+ */
+int stf_probe_h1(stf_h1_result *out, const stf_ckpt *c, const stf_model *m, const stf_layer *l,
+                 int w4, double tau, stf_err *err)
+{
+    memset(out, 0, sizeof *out);
+    out->verdict = STF_H1_UNKNOWN;
+    const stf_tensor_info *w = stf_layer_tensor_info(m, l, STF_SFX_WEIGHT);
+    const stf_tensor_info *s = stf_layer_tensor_info(m, l, STF_SFX_WEIGHT_SCALE);
+    if (!w || w->dtype != STF_I8 || w->rank != 2 || !s) return 0;
+    h1_stat st;
+    unsigned sat = w4 ? 7 : 126;
+    int rc = h1_scan(c, (size_t)l->tensor[STF_SFX_WEIGHT], w, w4, sat, &st, err);
+    if (rc) return rc;
+    if (tau <= 0) tau = 0.99;
+    uint64_t n = w->shape[0], kk = w4 ? 2 * w->shape[1] : w->shape[1];
+    double fr = frac(st.rows_sat, st.rows_ne), fc = frac(st.cols_sat, st.cols_ne);
+    stf_h1_verdict v;
+    if (fr >= tau && fc < tau) v = STF_H1_ROW;
+    else if (fr < tau && fc >= tau) v = STF_H1_COLUMN;
+    else if (fr >= tau && fc >= tau)
+        v = n == kk ? STF_H1_AMBIGUOUS
+            : s->nelem == n ? STF_H1_ROW
+            : s->nelem == kk ? STF_H1_COLUMN : STF_H1_AMBIGUOUS;
+    else if (s->nelem == 1 && st.any_sat) v = STF_H1_TENSOR;
+    else {
+        v = STF_H1_UNKNOWN;
+        for (unsigned j = 0; j < 4; j++)
+            if (st.blk_ne[j] && frac(st.blk_sat[j], st.blk_ne[j]) >= tau) {
+                v = STF_H1_BLOCK;
+                break;
+            }
+    }
+    out->probed = 1;
+    out->verdict = v;
+    out->fr = fr;
+    out->fc = fc;
+    out->rows_ne = st.rows_ne;
+    out->rows_sat = st.rows_sat;
+    out->cols_ne = st.cols_ne;
+    out->cols_sat = st.cols_sat;
+    out->sat = sat;
+    return 0;
+}
+
 static void probe_h1(stf__chk *k, const stf_layer *l, int w4)
 {
     const stf_tensor_info *w = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT);
     const stf_tensor_info *s = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT_SCALE);
-    if (!w || w->dtype != STF_I8 || w->rank != 2 || !s) return;
-    h1_stat st;
-    unsigned sat = w4 ? 7 : 126;
-    int rc = h1_scan(k, l, w, w4, sat, &st);
+    stf_h1_result h;
+    int rc = stf_probe_h1(&h, k->c, k->m, l, w4, k->o->tau, k->err);
     if (rc) {
         stf__chk_fail(k, rc);
         return;
     }
-    double tau = k->o->tau > 0 ? k->o->tau : 0.99;
-    uint64_t n = w->shape[0], kk = w4 ? 2 * w->shape[1] : w->shape[1];
-    double fr = frac(st.rows_sat, st.rows_ne), fc = frac(st.cols_sat, st.cols_ne);
-    const char *verdict;
-    if (fr >= tau && fc < tau) verdict = "ROW";
-    else if (fr < tau && fc >= tau) verdict = "COLUMN";
-    else if (fr >= tau && fc >= tau)
-        verdict = n == kk ? "AMBIGUOUS" : s->nelem == n ? "ROW" : s->nelem == kk ? "COLUMN" : "AMBIGUOUS";
-    else if (s->nelem == 1 && st.any_sat) verdict = "TENSOR";
-    else {
-        verdict = "UNKNOWN";
-        for (unsigned j = 0; j < 4; j++)
-            if (st.blk_ne[j] && frac(st.blk_sat[j], st.blk_ne[j]) >= tau) {
-                verdict = "BLOCK";
-                break;
-            }
-    }
+    if (!h.probed) return;
+    uint64_t n = w->shape[0];
+    const char *verdict = stf_h1_verdict_name(h.verdict);
     uint64_t want2[2] = { n, 1 };
     int canonical = w4 ? stf__chk_shape_is(s, 1, &n) : stf__chk_shape_is(s, 2, want2);
     stf_severity sev = STF_SEV_WARNING;
     const char *fix = "report only; decide with a recipe rule";
-    if (!strcmp(verdict, "ROW") && s->nelem == n) {
+    if (h.verdict == STF_H1_ROW && s->nelem == n) {
         sev = canonical ? STF_SEV_INFO : STF_SEV_WARNING;
         fix = canonical ? "none" : w4 ? "header-only reshape of the scale to (N,)"
                                       : "header-only reshape of the scale to (N, 1)";
-    } else if (!strcmp(verdict, "COLUMN")) {
+    } else if (h.verdict == STF_H1_COLUMN) {
         sev = STF_SEV_ERROR;
         fix = "requantize rowwise: dequantize with the column scales, un-rotate, quantize per row";
-    } else if (!strcmp(verdict, "TENSOR")) {
+    } else if (h.verdict == STF_H1_TENSOR) {
         sev = STF_SEV_INFO;
         fix = "none for ComfyUI; requantize rowwise for SGLang";
     }
     stf__chk_add(k, "H1", sev, l->prefix, fix,
                  "%s quantization in %s: %.1f%% of %llu non-empty rows and %.1f%% of %llu "
                  "non-empty columns reach |q| >= %u; weight %s, scale %s", verdict, w->name,
-                 100.0 * fr, (unsigned long long)st.rows_ne, 100.0 * fc,
-                 (unsigned long long)st.cols_ne, sat, stf__chk_shape(k, w), stf__chk_shape(k, s));
+                 100.0 * h.fr, (unsigned long long)h.rows_ne, 100.0 * h.fc,
+                 (unsigned long long)h.cols_ne, h.sat, stf__chk_shape(k, w), stf__chk_shape(k, s));
 }
 
 /* ------------------------------------------------------------------ H2 */
