@@ -110,12 +110,16 @@ INL __m256i abs_bits(__m256 v)
     return _mm256_and_si256(_mm256_castps_si256(v), _mm256_set1_epi32(0x7FFFFFFF));
 }
 
-/* Scalar's "if (v > a) a = v": vmaxps(v, a) = v > a ? v : a. */
-INL __m256 amax_upd(__m256 a, __m256 v) { return _mm256_max_ps(_mm256_castsi256_ps(abs_bits(v)), a); }
+/*
+ * Absmax as the integer max of |bits| (integer order is float order for
+ * non-negative floats); >= 0x7F800000 flags Inf or NaN, which sends the
+ * row to the exact slow path in int8_row.
+ */
+INL __m256i amax_upd(__m256i a, __m256 v) { return _mm256_max_epu32(a, abs_bits(v)); }
 
 /* One memory stage of stride s (a multiple of 8) over a block of 4s floats;
  * with amax != NULL it also takes the absmax of the outputs. */
-INL void fht_mem_stage(float *p, size_t s, __m256 *amax)
+INL void fht_mem_stage(float *p, size_t s, __m256i *amax)
 {
     for (size_t j = 0; j < s; j += 8) {
         __m256 v0 = _mm256_loadu_ps(p + j), v1 = _mm256_loadu_ps(p + s + j);
@@ -134,15 +138,6 @@ static int is_pow4(unsigned g)
     return g >= 4 && g <= 1024 && (g & (g - 1)) == 0 && (g & 0x55555555u) != 0;
 }
 
-static float hmax(__m256 a)
-{
-    float t[8], m = 0.0f;
-    _mm256_storeu_ps(t, a);
-    for (int i = 0; i < 8; i++)
-        if (t[i] > m) m = t[i];
-    return m;
-}
-
 static uint32_t hmax_u32(__m256i a)
 {
     uint32_t t[8], m = 0;
@@ -152,18 +147,16 @@ static uint32_t hmax_u32(__m256i a)
     return m;
 }
 
-/* Tail of a g = 0 / g = 4 row, in plain C: load, check, stride-1 stage,
- * absmax, exactly as the scalar code writes them. */
-static int tail_c(float *x, const void *src, stf_dtype dt, size_t i, size_t k, unsigned g,
-                  float *amax)
+/* Tail of a g = 0 / g = 4 row, in plain C: load, stride-1 stage, max of
+ * |bits|, with the scalar code's expressions. */
+static uint32_t tail_c(float *x, const void *src, stf_dtype dt, size_t i, size_t k, unsigned g,
+                       uint32_t m)
 {
-    int bad = 0;
     for (size_t j = i; j < k; j++) {
         float v;
         if (dt == STF_BF16) v = stf__bf16_to_f32(((const uint16_t *)src)[j]);
         else if (dt == STF_F16) v = stf__f16_to_f32(((const uint16_t *)src)[j]);
         else v = ((const float *)src)[j];
-        bad |= (stf__f32_bits(v) & 0x7F800000u) == 0x7F800000u;
         x[j] = v;
     }
     if (g == 4)
@@ -175,22 +168,24 @@ static int tail_c(float *x, const void *src, stf_dtype dt, size_t i, size_t k, u
             x[b + 3] = 0.5f * (((-x0 + x1) + x2) + x3);
         }
     for (size_t j = i; j < k; j++) {
-        float v = fabsf(x[j]);
-        if (v > *amax) *amax = v;
+        uint32_t b = stf__f32_bits(x[j]) & 0x7FFFFFFFu;
+        if (b > m) m = b;
     }
-    return bad;
+    return m;
 }
 
 /*
  * Pass 1: load src (dtype dt) into x as F32, rotate per group of g (0: no
- * rotation), *amax = max|R|. Returns -1 when the source holds NaN/Inf.
- * With src == x (F32) it is the in-place FHT. g is 0 or a power of 4
- * dividing k.
+ * rotation); returns max |bits| of R. With src == x (F32) it is the
+ * in-place FHT. g is 0 or a power of 4 dividing k.
+ *
+ * No separate input check: a NaN or Inf input makes every output of its
+ * group NaN or Inf (all H coefficients are non-zero), so a finite R proves
+ * a finite input; a non-finite R is sorted out by the caller.
  */
-INL int pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g, float *amax)
+INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g)
 {
-    __m256 a = _mm256_setzero_ps();
-    __m256i bad = _mm256_setzero_si256();
+    __m256i a = _mm256_setzero_si256();
     size_t i = 0;
     if (g >= 64) {
         for (size_t grp = 0; grp < k; grp += g) {
@@ -200,7 +195,6 @@ INL int pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g, flo
                 for (int j = 0; j < 8; j++) {
                     if ((j & 1) == 0) prefetch16(src, dt, i + 8 * (size_t)j);
                     v[j] = load8(src, dt, i + 8 * (size_t)j);
-                    bad = _mm256_max_epu32(bad, abs_bits(v[j]));
                 }
 #pragma GCC unroll 8
                 for (int j = 0; j < 8; j++) v[j] = fht_s1(v[j]);
@@ -225,7 +219,6 @@ INL int pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g, flo
         for (; i < k; i += 16) {
             prefetch16(src, dt, i);
             __m256 v0 = load8(src, dt, i), v1 = load8(src, dt, i + 8);
-            bad = _mm256_max_epu32(bad, _mm256_max_epu32(abs_bits(v0), abs_bits(v1)));
             v0 = fht_s1(v0);
             v1 = fht_s1(v1);
             fht_s4(&v0, &v1);
@@ -237,16 +230,13 @@ INL int pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g, flo
         for (; i + 8 <= k; i += 8) {
             if ((i & 8) == 0) prefetch16(src, dt, i);
             __m256 v = load8(src, dt, i);
-            bad = _mm256_max_epu32(bad, abs_bits(v));
             if (g == 4) v = fht_s1(v);
             a = amax_upd(a, v);
             _mm256_storeu_ps(x + i, v);
         }
     }
-    float m = hmax(a);
-    int tbad = i < k ? tail_c(x, src, dt, i, k, g, &m) : 0;
-    *amax = m;
-    return (tbad || hmax_u32(bad) >= 0x7F800000u) ? -1 : 0;
+    uint32_t m = hmax_u32(a);
+    return i < k ? tail_c(x, src, dt, i, k, g, m) : m;
 }
 
 /* ------------------------------------------------------------- rounding */
@@ -269,11 +259,18 @@ INL __m256 round_t(__m256 x, stf_dtype t)
     return x;
 }
 
-/* clamp(rint(rT(rT(x)/d)), -128, 127) as int32; NaN -> 0, which is what
- * the scalar (int8_t) cast of NaN gives on x86. */
-INL __m256i quant8(__m256 x, __m256 d, stf_dtype t)
+/*
+ * rint(rT(rT(x)/d)) as int32, clamped to [-128, 127] by the saturating
+ * packs that follow. exact == 0 (every rT(x) finite, so every quotient is
+ * finite and small): vcvtps2dq rounds like rintf (both use the MXCSR
+ * mode) and the packs are the clamp. exact != 0 (Inf or NaN may occur):
+ * explicit clamp, and NaN -> 0, which is what the scalar (int8_t) cast of
+ * NaN gives on x86.
+ */
+INL __m256i quant8(__m256 x, __m256 d, stf_dtype t, int exact)
 {
     __m256 r = round_t(_mm256_div_ps(round_t(x, t), d), t);
+    if (!exact) return _mm256_cvtps_epi32(r);
     r = _mm256_round_ps(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     r = _mm256_max_ps(_mm256_set1_ps(-128.0f), r);
     r = _mm256_min_ps(_mm256_set1_ps(127.0f), r);
@@ -282,45 +279,77 @@ INL __m256i quant8(__m256 x, __m256 d, stf_dtype t)
 }
 
 /* 32 quotients to 32 bytes in order (the packs work per 128-bit lane). */
-INL __m256i quant32(const float *x, __m256 d, stf_dtype t)
+INL __m256i quant32(const float *x, __m256 d, stf_dtype t, int ex)
 {
-    __m256i a = quant8(_mm256_loadu_ps(x), d, t), b = quant8(_mm256_loadu_ps(x + 8), d, t);
-    __m256i c = quant8(_mm256_loadu_ps(x + 16), d, t), e = quant8(_mm256_loadu_ps(x + 24), d, t);
+    __m256i a = quant8(_mm256_loadu_ps(x), d, t, ex), b = quant8(_mm256_loadu_ps(x + 8), d, t, ex);
+    __m256i c = quant8(_mm256_loadu_ps(x + 16), d, t, ex);
+    __m256i e = quant8(_mm256_loadu_ps(x + 24), d, t, ex);
     __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, e));
     return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-INL void pass2(int8_t *q, const float *x, size_t k, float d, stf_dtype t)
+INL void pass2(int8_t *q, const float *x, size_t k, float d, stf_dtype t, int ex)
 {
     __m256 dv = _mm256_set1_ps(d);
     size_t i = 0;
-    for (; i + 32 <= k; i += 32) _mm256_storeu_si256((__m256i *)(q + i), quant32(x + i, dv, t));
+    for (; i + 32 <= k; i += 32)
+        _mm256_storeu_si256((__m256i *)(q + i), quant32(x + i, dv, t, ex));
     if (i < k) {
         /* Zero padding quantizes to 0 and is not copied out. */
         float pad[32] = { 0 };
         int8_t out[32];
         memcpy(pad, x + i, (k - i) * sizeof(float));
-        _mm256_storeu_si256((__m256i *)out, quant32(pad, dv, t));
+        _mm256_storeu_si256((__m256i *)out, quant32(pad, dv, t, ex));
         memcpy(q + i, out, k - i);
     }
 }
 
-static int pass1_bf16(float *x, const void *s, size_t k, unsigned g, float *a)
+static uint32_t pass1_bf16(float *x, const void *s, size_t k, unsigned g)
 {
-    return pass1(x, s, STF_BF16, k, g, a);
+    return pass1(x, s, STF_BF16, k, g);
 }
-static int pass1_f16(float *x, const void *s, size_t k, unsigned g, float *a)
+static uint32_t pass1_f16(float *x, const void *s, size_t k, unsigned g)
 {
-    return pass1(x, s, STF_F16, k, g, a);
+    return pass1(x, s, STF_F16, k, g);
 }
-static int pass1_f32(float *x, const void *s, size_t k, unsigned g, float *a)
+static uint32_t pass1_f32(float *x, const void *s, size_t k, unsigned g)
 {
-    return pass1(x, s, STF_F32, k, g, a);
+    return pass1(x, s, STF_F32, k, g);
 }
 
-static void pass2_bf16(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_BF16); }
-static void pass2_f16(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_F16); }
-static void pass2_f32(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_F32); }
+static void pass2_bf16(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_BF16, 0); }
+static void pass2_f16(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_F16, 0); }
+static void pass2_f32(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_F32, 0); }
+static void pass2_any(int8_t *q, const float *x, size_t k, float d, stf_dtype t)
+{
+    if (t == STF_BF16) pass2(q, x, k, d, STF_BF16, 1);
+    else if (t == STF_F16) pass2(q, x, k, d, STF_F16, 1);
+    else pass2(q, x, k, d, STF_F32, 1);
+}
+
+/* The scalar table's input test, for the rare rows whose R is not finite. */
+static int row_nonfinite(const void *src, stf_dtype dt, size_t k)
+{
+    for (size_t i = 0; i < k; i++) {
+        uint32_t e;
+        if (dt == STF_F32) e = (stf__f32_bits(((const float *)src)[i]) & 0x7F800000u) == 0x7F800000u;
+        else if (dt == STF_BF16) e = (((const uint16_t *)src)[i] & 0x7F80u) == 0x7F80u;
+        else e = (((const uint16_t *)src)[i] & 0x7C00u) == 0x7C00u;
+        if (e) return 1;
+    }
+    return 0;
+}
+
+/* The scalar absmax, NaN ignored ("if (v > a) a = v"). */
+static float row_absmax(const float *x, size_t k)
+{
+    float a = 0.0f;
+    for (size_t i = 0; i < k; i++) {
+        float v = fabsf(x[i]);
+        if (v > a) a = v;
+    }
+    return a;
+}
 
 static float round1(float x, stf_dtype t)
 {
@@ -343,12 +372,16 @@ static int int8_row_avx2(int8_t *q, float *scale, const void *src, stf_dtype src
         (g != 0 && (!is_pow4(g) || k % g != 0)))
         return stf__kernels_scalar.int8_row(q, scale, src, src_dtype, k, g, mode, t, scratch);
 
-    float a;
-    int bad;
-    if (src_dtype == STF_BF16) bad = pass1_bf16(scratch, src, k, g, &a);
-    else if (src_dtype == STF_F16) bad = pass1_f16(scratch, src, k, g, &a);
-    else bad = pass1_f32(scratch, src, k, g, &a);
-    if (bad) return STF_ENUMERIC;
+    uint32_t abits;
+    if (src_dtype == STF_BF16) abits = pass1_bf16(scratch, src, k, g);
+    else if (src_dtype == STF_F16) abits = pass1_f16(scratch, src, k, g);
+    else abits = pass1_f32(scratch, src, k, g);
+    float a = stf__f32_from_bits(abits);
+    if (abits >= 0x7F800000u) {
+        /* Inf/NaN in R: either the input has one, or the FHT overflowed. */
+        if (row_nonfinite(src, src_dtype, k)) return STF_ENUMERIC;
+        a = row_absmax(scratch, k);
+    }
 
     if (mode == STF_QMODE_FP32 || (t != STF_BF16 && t != STF_F16)) t = STF_F32;
     float s;
@@ -359,7 +392,10 @@ static int int8_row_avx2(int8_t *q, float *scale, const void *src, stf_dtype src
     float d = round1(s, t);
     if (d == 0.0f) d = t == STF_F16 ? 0x1p-14f : FLT_MIN;
 
-    if (t == STF_BF16) pass2_bf16(q, scratch, k, d);
+    /* rT is monotone: if rT(max|R|) is finite, so is every v = rT(R). */
+    if (abits >= 0x7F800000u || (stf__f32_bits(round1(a, t)) & 0x7F800000u) == 0x7F800000u)
+        pass2_any(q, scratch, k, d, t);
+    else if (t == STF_BF16) pass2_bf16(q, scratch, k, d);
     else if (t == STF_F16) pass2_f16(q, scratch, k, d);
     else pass2_f32(q, scratch, k, d);
     *scale = s;
@@ -368,12 +404,11 @@ static int int8_row_avx2(int8_t *q, float *scale, const void *src, stf_dtype src
 
 static void fht_regular_avx2(float *x, size_t k, unsigned g)
 {
-    float a;
     if (!is_pow4(g) || k % g != 0) {
         stf__kernels_scalar.fht_regular(x, k, g);
         return;
     }
-    (void)pass1_f32(x, x, k, g, &a);
+    (void)pass1_f32(x, x, k, g);
 }
 
 /* ------------------------------------------------------------- conversions */
