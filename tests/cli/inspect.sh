@@ -1,7 +1,7 @@
 #!/bin/sh
 # stfix inspect: listing, --json, findings on stderr, exit codes 0/2/3.
 . tests/cli/lib.sh
-demo=fixtures/demo/demo.safetensors
+demo=fixtures/demo/healthy.safetensors
 
 t_run "demo" 0 "$STFIX" inspect "$demo"
 t_stdout_is "demo" tests/cli/expected/inspect-demo.txt

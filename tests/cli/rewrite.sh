@@ -1,7 +1,7 @@
 #!/bin/sh
 # stfix rewrite: canonical output, shard/join round trips, refusals, exit codes.
 . tests/cli/lib.sh
-demo=fixtures/demo/demo.safetensors
+demo=fixtures/demo/healthy.safetensors
 
 t_run "--help" 0 "$STFIX" rewrite --help
 t_stdout_has "--help" "usage: stfix rewrite IN -o OUT [--max-shard-size SIZE] [--strict]"
