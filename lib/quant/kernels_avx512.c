@@ -16,7 +16,7 @@
  * - BF16 rounding is the same integer carry; F16 rounding is the hardware
  *   RNE conversion, identical to the scalar one for every non-NaN value
  *   (NaN only needs to stay NaN there). Division is vdivps (IEEE); rint is
- *   roundscale or an embedded-rounding convert, both round-half-even.
+ *   roundscale, or vcvtps2dq in the MXCSR mode that rintf uses too.
  * - The clamp: rows with Inf/NaN use the scalar's explicit clamp, others
  *   the saturating int32 -> int8 conversion, which is the same clamp there.
  * Anything the fast paths do not cover (other dtypes, odd group sizes) is
@@ -369,9 +369,9 @@ INL __m128i quant16(__m512 x, __m512 d, stf_dtype t, int exact)
 {
     __m512 v = round_t(x, t);
     __m512 r = round_t(_mm512_div_ps(v, d), t);
-    if (!exact) /* rint and the conversion in one: round to nearest even */
-        return _mm512_cvtsepi32_epi8(
-            _mm512_cvt_roundps_epi32(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    /* rint and the conversion in one: vcvtps2dq rounds in the MXCSR mode,
+     * as rintf does (round to nearest even unless someone changed it). */
+    if (!exact) return _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(r));
     r = _mm512_roundscale_ps(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     r = _mm512_max_ps(_mm512_set1_ps(-128.0f), r);
     r = _mm512_min_ps(_mm512_set1_ps(127.0f), r);
