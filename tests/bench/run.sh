@@ -1,0 +1,39 @@
+#!/bin/sh
+# Runs each benchmark binary given as an argument (make bench passes them),
+# in order, and prints their tables. Each binary reports ratios to its own
+# yardstick measured in the same run; nothing here asserts a time.
+#   BENCH_JSON=FILE  also write every result as one JSON array to FILE
+#                    (each binary writes its own array; they are merged here)
+#   STFIX            the stfix program, for end-to-end cases
+# Load on the machine distorts the figures, so the load average is printed.
+set -u
+json=${BENCH_JSON:-}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/stfix-bench.XXXXXX") || exit 2
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+echo "bench: $(uname -m), $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo '?') cores online, load average: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
+rc=0
+i=0
+for b in "$@"; do
+    [ -x "$b" ] || { echo "bench: $b is not executable" >&2; rc=2; continue; }
+    i=$((i + 1))
+    echo "== $(basename "$b")"
+    if [ -n "$json" ]; then
+        BENCH_JSON="$tmp/part$i.json" "$b" || rc=$?
+    else
+        BENCH_JSON= "$b" || rc=$?
+    fi
+done
+
+if [ -n "$json" ]; then
+    # Each part is "[", one object per line (comma-terminated but the last), "]".
+    {
+        echo "["
+        cat "$tmp"/part*.json 2>/dev/null | grep '^{' | sed 's/},*[[:space:]]*$/}/' |
+            awk 'NR > 1 { print prev "," } { prev = $0 } END { if (NR) print prev }'
+        echo "]"
+    } >"$json.tmp" && mv "$json.tmp" "$json" || { echo "bench: cannot write $json" >&2; rc=2; }
+    echo "bench: results written to $json"
+fi
+echo "bench: load average after: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
+exit $rc
