@@ -136,6 +136,7 @@ static void cmp_int8_row(const stf__kernels *v, const void *src, stf_dtype dt, s
 {
     static int8_t qa[KMAX], qb[KMAX];
     float *sa = xaligned(KMAX * sizeof(float)), *sb = xaligned(KMAX * sizeof(float));
+    memset(sb, 0xA5, KMAX * sizeof(float));
     float scale_a = -1.0f, scale_b = -2.0f;
     memset(qa, 0x55, sizeof qa);
     memset(qb, 0x55, sizeof qb);
@@ -153,6 +154,11 @@ static void cmp_int8_row(const stf__kernels *v, const void *src, stf_dtype dt, s
     if (ra == 0) {
         assert_memory_equal(qa, qb, k);
         assert_int_equal(f32_bits(scale_a), f32_bits(scale_b));
+    }
+    /* Nothing is written past k, in q or in the scratch row. */
+    for (size_t i = k; i < k + 16 && i < KMAX; i++) {
+        assert_int_equal(qb[i], 0x55);
+        assert_int_equal(f32_bits(sb[i]), 0xA5A5A5A5u);
     }
     free(sa);
     free(sb);
