@@ -11,27 +11,78 @@
 
 #include "container/writer_internal.h"
 
-/* Greedy split in writer order (contract in writer_internal.h). */
-int stf__shard_plan_make(stf__shard_plan *p, const stf_tensor_info *t, size_t n,
-                         uint64_t max_size, stf_err *err)
+static uint64_t sat_add(uint64_t a, uint64_t b)
 {
-    p->first = stf__calloc(n ? n : 1, sizeof *p->first);
+    return b > UINT64_MAX - a ? UINT64_MAX : a + b;
+}
+
+/* Greedy split in writer order over groups (contract in writer_internal.h). */
+int stf__shard_plan_units(stf__shard_plan *p, size_t *order, const stf_tensor_info *t,
+                          const size_t *unit, size_t n, uint64_t max_size, stf_err *err)
+{
+    int rc = 0;
+    size_t m = n ? n : 1;
+    p->first = stf__calloc(m, sizeof *p->first);
     p->nshards = 0;
-    if (!p->first) return stf__err(err, STF_ENOMEM, "out of memory planning shards");
-    p->first[0] = 0;
+    size_t *shard_of = stf__calloc(m, sizeof *shard_of);
+    uint64_t *usize = stf__calloc(m, sizeof *usize);
+    if (!p->first || !shard_of || !usize) {
+        rc = stf__err(err, STF_ENOMEM, "out of memory planning shards");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t u = unit ? unit[i] : i;
+        if (u > i) {
+            rc = stf__err(err, STF_EINVAL, "shard plan: unit %zu of tensor %zu lies after it",
+                          u, i);
+            goto done;
+        }
+        usize[u] = sat_add(usize[u], t[i].nbytes);
+    }
     p->nshards = 1;
     uint64_t cur = 0;
     for (size_t i = 0; i < n; i++) {
-        /* Greedy: open a new shard when this tensor would overflow a
-         * non-empty one. A tensor above the limit thus lands alone, and the
-         * next tensor starts a fresh shard because cur > max_size. */
-        if (max_size && i > 0 && (cur > max_size || t[i].nbytes > max_size - cur)) {
-            p->first[p->nshards++] = i;
+        if (unit && unit[i] != i) {
+            shard_of[i] = shard_of[unit[i]];
+            continue;
+        }
+        /* Greedy: open a new shard when this unit would overflow a non-empty
+         * one. A unit above the limit thus lands alone, and the next unit
+         * starts a fresh shard because cur > max_size. */
+        if (max_size && i > 0 && (cur > max_size || usize[i] > max_size - cur)) {
+            p->nshards++;
             cur = 0;
         }
-        cur = t[i].nbytes > UINT64_MAX - cur ? UINT64_MAX : cur + t[i].nbytes;
+        shard_of[i] = p->nshards - 1;
+        cur = sat_add(cur, usize[i]);
     }
-    return 0;
+    /* Counting sort by shard: stable, so writer order holds inside a shard.
+     * p->first doubles as the per-shard count, then as the start. */
+    memset(p->first, 0, m * sizeof *p->first);
+    for (size_t i = 0; i < n; i++) p->first[shard_of[i]]++;
+    size_t at = 0;
+    for (size_t s = 0; s < p->nshards; s++) {
+        size_t c = p->first[s];
+        p->first[s] = at;
+        at += c;
+    }
+    if (order) {
+        /* usize is free now; reuse it as each shard's fill cursor. */
+        for (size_t s = 0; s < p->nshards; s++) usize[s] = p->first[s];
+        for (size_t i = 0; i < n; i++) order[usize[shard_of[i]]++] = i;
+    }
+done:
+    stf__free(shard_of);
+    stf__free(usize);
+    if (rc) stf__shard_plan_free(p);
+    return rc;
+}
+
+/* Greedy split in writer order, one unit per tensor (contract in writer_internal.h). */
+int stf__shard_plan_make(stf__shard_plan *p, const stf_tensor_info *t, size_t n,
+                         uint64_t max_size, stf_err *err)
+{
+    return stf__shard_plan_units(p, NULL, t, NULL, n, max_size, err);
 }
 
 /* Free a plan; safe on a zeroed or failed one. */

@@ -153,6 +153,61 @@ int stf__sink_copy_fd(stf__sink *s, int fd, uint64_t off, uint64_t len, const ch
     return 0;
 }
 
+/* Skip n bytes, leaving a hole (contract in sink.h). */
+int stf__sink_reserve(stf__sink *s, uint64_t n, stf_err *err)
+{
+    uint64_t end;
+    if (stf__add_u64(&end, s->off, n) || end > (uint64_t)INT64_MAX)
+        return stf__err_rule(err, STF_EINVAL, "", 1, s->off,
+                             "%s: file would exceed the largest file offset", s->final_path);
+    if (lseek(s->fd, (off_t)end, SEEK_SET) < 0) return fail_io(s, errno, "lseek", err);
+    s->off = end;
+    return 0;
+}
+
+/* Set the size to `off` (contract in sink.h). */
+int stf__sink_extend(stf__sink *s, stf_err *err)
+{
+    if (ftruncate(s->fd, (off_t)s->off) != 0) return fail_io(s, errno, "ftruncate", err);
+    return 0;
+}
+
+static int fail_at(const stf__sink *s, const char *tensor, uint64_t at, int e, stf_err *err)
+{
+    if (tensor)
+        return stf__err_rule(err, STF_EIO, "", 1, at,
+                             "%s: tensor '%s': write failed at byte %llu: %s", s->final_path,
+                             tensor, (unsigned long long)at, strerror(e));
+    return stf__err_rule(err, STF_EIO, "", 1, at, "%s: write failed at byte %llu: %s",
+                         s->final_path, (unsigned long long)at, strerror(e));
+}
+
+/* Positional write, safe for concurrent disjoint ranges (contract in sink.h). */
+int stf__sink_pwrite(const stf__sink *s, uint64_t at, const void *p, size_t n,
+                     const char *tensor, stf_err *err)
+{
+    const char *c = p;
+    if (s->fd < 0) return stf__err(err, STF_EINVAL, "%s: sink is not open", s->final_path);
+    if (at > (uint64_t)INT64_MAX || n > (uint64_t)INT64_MAX - at)
+        return stf__err_rule(err, STF_EINVAL, "", 1, at,
+                             "%s: write at byte %llu exceeds the largest file offset",
+                             s->final_path, (unsigned long long)at);
+    while (n) {
+        size_t k = n > ((size_t)1 << 30) ? (size_t)1 << 30 : n;
+        if (s->hook && s->hook(s->hook_ud, at, k)) return fail_at(s, tensor, at, ENOSPC, err);
+        ssize_t w = pwrite(s->fd, c, k, (off_t)at);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return fail_at(s, tensor, at, errno, err);
+        }
+        if (w == 0) return fail_at(s, tensor, at, ENOSPC, err);
+        c += w;
+        n -= (size_t)w;
+        at += (uint64_t)w;
+    }
+    return 0;
+}
+
 /* fsync and close; the temp file stays until publish or abort. */
 int stf__sink_finish(stf__sink *s, stf_err *err)
 {

@@ -39,6 +39,26 @@ int stf__sink_write(stf__sink *s, const void *p, size_t n, stf_err *err);
 int stf__sink_copy_fd(stf__sink *s, int fd, uint64_t off, uint64_t len, const char *src_name,
                       stf_err *err);
 
+/*
+ * Leave a hole of n bytes at the end: the file position and `off` move past
+ * it without writing, so the bytes can be supplied later with
+ * stf__sink_pwrite (deferred tensors). The file size catches up at the next
+ * append or at stf__sink_extend.
+ */
+int stf__sink_reserve(stf__sink *s, uint64_t n, stf_err *err);
+
+/* Make the file exactly `off` bytes long, so a trailing hole exists. */
+int stf__sink_extend(stf__sink *s, stf_err *err);
+
+/*
+ * Write n bytes at absolute file offset `at` with pwrite; the hook applies
+ * as for appends. Touches neither `off` nor the file position, so several
+ * threads may call it at once for disjoint ranges (the hook then runs
+ * concurrently too). `tensor` (may be NULL) names the tensor in messages.
+ */
+int stf__sink_pwrite(const stf__sink *s, uint64_t at, const void *p, size_t n,
+                     const char *tensor, stf_err *err);
+
 /* fsync and close the temp file; it stays in place until publish/abort. */
 int stf__sink_finish(stf__sink *s, stf_err *err);
 

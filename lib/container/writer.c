@@ -1,40 +1,23 @@
 /*
- * The canonical writer (spec/safetensors.md §5, §6): collects tensors and
- * metadata, then on commit writes every output file through a temp file
- * and renames them only once all of them are complete. Tensor bytes are
- * streamed in bounded chunks, never the whole checkpoint in memory.
+ * The canonical writer (spec/safetensors.md §5, §6), first half: collecting
+ * tensors, their I7 groups and metadata. writer_prepare.c lays the files
+ * out, writes them through temp files and renames them on commit.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "container/sink.h"
-#include "container/source.h"
-#include "container/writer_internal.h"
+#include "container/writer_state.h"
 
-/* Staging buffer for ckpt reads and producer callbacks. */
-#define STAGE_MAX ((size_t)8 << 20)
+typedef stf__wtensor wtensor;
+typedef stf__meta_list meta_list;
 
-typedef struct wtensor {
-    stf_tensor_info info; /* name and shape owned by the writer */
-    stf_tensor_src src;
-} wtensor;
-
-typedef struct meta_list {
-    stf_meta_entry *v; /* key and value owned */
-    size_t n, cap;
-} meta_list;
-
-struct stf_writer {
-    char *path;
-    stf_write_opts opts;
-    wtensor *t;
-    size_t n, cap;
-    size_t *slots; /* name hash set: tensor index + 1, 0 = empty */
-    size_t nslots;
-    meta_list meta, imeta;
-    int keep_meta;
-    int done; /* commit ran (successfully or not): no more changes */
-};
+/* Changes after prepare would move bytes already written to the temp files. */
+static int refuse_changes(const stf_writer *w, stf_err *err)
+{
+    if (w->state == STF__W_PREPARED)
+        return stf__err(err, STF_EINVAL, "%s: layout already fixed by prepare", w->path);
+    return stf__err(err, STF_EINVAL, "%s: writer already committed", w->path);
+}
 
 /* Defaults: one output file, fsync on, no hook. */
 void stf_write_opts_init(stf_write_opts *o)
@@ -124,7 +107,7 @@ int stf__writer_set_meta_n(stf_writer *w, const char *key, size_t klen, const ch
                            size_t vlen, stf_err *err)
 {
     if (!w || !key || !value) return stf__err(err, STF_EINVAL, "writer: NULL metadata key/value");
-    if (w->done) return stf__err(err, STF_EINVAL, "%s: writer already committed", w->path);
+    if (w->state != STF__W_OPEN) return refuse_changes(w, err);
     if (!stf__utf8_valid(key, klen) || !stf__utf8_valid(value, vlen))
         return stf__err(err, STF_EINVAL, "%s: metadata key or value is not valid UTF-8", w->path);
     if (meta_push(&w->meta, key, klen, value, vlen))
@@ -138,7 +121,7 @@ int stf_writer_set_index_meta(stf_writer *w, const char *key, const char *json_v
 {
     if (!w || !key || !json_value)
         return stf__err(err, STF_EINVAL, "writer: NULL index metadata key/value");
-    if (w->done) return stf__err(err, STF_EINVAL, "%s: writer already committed", w->path);
+    if (w->state != STF__W_OPEN) return refuse_changes(w, err);
     if (!strcmp(key, "total_size"))
         return stf__err(err, STF_EINVAL, "%s: index total_size is computed, not set", w->path);
     if (meta_push(&w->imeta, key, strlen(key), json_value, strlen(json_value)))
@@ -211,6 +194,8 @@ static int src_check(const stf_writer *w, const char *name, uint64_t nbytes,
         if (!src->fn)
             return stf__err(err, STF_EINVAL, "%s: tensor '%s': NULL producer", w->path, name);
         return 0;
+    case STF_SRC_DEFERRED:
+        return 0;
     default:
         return stf__err(err, STF_EINVAL, "%s: tensor '%s': unknown source kind", w->path, name);
     }
@@ -224,7 +209,7 @@ int stf_writer_add(stf_writer *w, const char *name, stf_dtype dtype, unsigned ra
                    const uint64_t *shape, const stf_tensor_src *src, stf_err *err)
 {
     if (!w || !name) return stf__err(err, STF_EINVAL, "writer: NULL tensor name");
-    if (w->done) return stf__err(err, STF_EINVAL, "%s: writer already committed", w->path);
+    if (w->state != STF__W_OPEN) return refuse_changes(w, err);
     size_t len = strlen(name);
     if (!len) return stf__err(err, STF_EINVAL, "%s: empty tensor name", w->path);
     if (!strcmp(name, "__metadata__"))
@@ -287,213 +272,53 @@ int stf_writer_add(stf_writer *w, const char *name, stf_dtype dtype, unsigned ra
     return 0;
 }
 
-/* ------------------------------------------------------------- commit */
-
-static int wt_cmp(const void *pa, const void *pb)
+/* Record the I7 group of an added tensor (contract in container.h). */
+int stf_writer_set_group(stf_writer *w, const char *name, const char *group, stf_err *err)
 {
-    const wtensor *a = pa, *b = pb;
-    if (a->info.dtype != b->info.dtype) return a->info.dtype > b->info.dtype ? -1 : 1;
-    return stf__bytes_cmp(a->info.name, a->info.name_len, b->info.name, b->info.name_len);
-}
-
-typedef struct stage {
-    char *buf;
-    size_t cap;
-} stage;
-
-static int stage_get(stage *s, uint64_t want, const char *path, stf_err *err)
-{
-    size_t need = want < STAGE_MAX ? (size_t)want : STAGE_MAX;
-    if (need == 0) need = 1;
-    if (s->cap >= need) return 0;
-    char *nb = stf__realloc(s->buf, need);
-    if (!nb) return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
-    s->buf = nb;
-    s->cap = need;
+    if (!w || !name) return stf__err(err, STF_EINVAL, "writer: NULL tensor name");
+    if (w->state != STF__W_OPEN) return refuse_changes(w, err);
+    size_t id;
+    if (stf_writer_tensor_id(w, name, &id))
+        return stf__err(err, STF_EINVAL, "%s: set_group: no tensor named '%s' was added",
+                        w->path, name);
+    char *g = NULL;
+    size_t glen = 0;
+    if (group) {
+        glen = strlen(group);
+        if (!(g = stf__strndup(group, glen)))
+            return stf__err(err, STF_ENOMEM, "%s: out of memory", w->path);
+    }
+    stf__free(w->t[id].group);
+    w->t[id].group = g;
+    w->t[id].group_len = glen;
     return 0;
 }
 
-static int write_tensor(stf__sink *sk, const wtensor *t, stage *st, stf_err *err)
+/* Position in add order, which prepare never changes (contract in container.h). */
+int stf_writer_tensor_id(const stf_writer *w, const char *name, size_t *id)
 {
-    const stf_tensor_src *src = &t->src;
-    uint64_t len = t->info.nbytes;
-    int rc = 0;
-    if (!len) return 0;
-    if (src->kind == STF_SRC_MEM) return stf__sink_write(sk, src->mem, (size_t)len, err);
-    if (src->kind == STF_SRC_CKPT) {
-        /* Verbatim copies go file to file: copy_file_range lets the kernel
-         * (or a reflinking file system) move the bytes without our pages. */
-        const stf__source *s = NULL;
-        uint64_t foff = 0;
-        if (!stf__ckpt_tensor_source(src->ckpt, src->idx, &s, &foff, NULL) && s &&
-            stf__source_fd(s) >= 0)
-            return stf__sink_copy_fd(sk, stf__source_fd(s), foff, len, stf__source_path(s), err);
-        const void *p = stf_ckpt_tensor_data(src->ckpt, src->idx);
-        if (p) return stf__sink_write(sk, p, (size_t)len, err);
-    }
-    if ((rc = stage_get(st, len, sk->final_path, err))) return rc;
-    for (uint64_t off = 0; off < len;) {
-        size_t k = len - off < st->cap ? (size_t)(len - off) : st->cap;
-        if (src->kind == STF_SRC_CKPT) rc = stf_ckpt_read(src->ckpt, src->idx, off, st->buf, k, err);
-        else rc = src->fn(src->ud, st->buf, off, k, err);
-        if (rc) return stf__err_prefix(err, "%s: tensor '%s' at byte %llu: ", sk->final_path,
-                                       t->info.name, (unsigned long long)off);
-        if ((rc = stf__sink_write(sk, st->buf, k, err))) return rc;
-        off += k;
-    }
+    if (!w || !name || !w->nslots) return STF_ENOTFOUND;
+    size_t slot = slot_find(w, name, strlen(name));
+    if (!w->slots[slot]) return STF_ENOTFOUND;
+    *id = w->slots[slot] - 1;
     return 0;
 }
 
-/* Write one complete file for tensors t[0..n) (already in writer order) to
- * the finished-but-unpublished sink `sk`. */
-static int write_file(stf_writer *w, stf__sink *sk, const char *path, wtensor *t, size_t n,
-                      stage *st, stf_err *err)
-{
-    int rc = 0;
-    stf_buf hdr;
-    stf__buf_init(&hdr);
-    stf_tensor_info *info = stf__calloc(n ? n : 1, sizeof *info);
-    if (!info) {
-        rc = stf__err(err, STF_ENOMEM, "%s: out of memory", path);
-        goto done;
-    }
-    for (size_t i = 0; i < n; i++) info[i] = t[i].info;
-    if ((rc = stf__canon_order(info, n, err))) goto done;
-    if ((rc = stf__canon_header(&hdr, info, n, w->meta.v, w->meta.n, w->keep_meta, err))) {
-        stf__err_prefix(err, "%s: ", path);
-        goto done;
-    }
-    unsigned char le[8];
-    uint64_t hn = hdr.len;
-    for (int i = 0; i < 8; i++) le[i] = (unsigned char)(hn >> (8 * i));
-    if ((rc = stf__sink_open(sk, path, &w->opts, err))) goto done;
-    if ((rc = stf__sink_write(sk, le, 8, err))) goto done;
-    if ((rc = stf__sink_write(sk, hdr.data, hdr.len, err))) goto done;
-    for (size_t i = 0; i < n; i++)
-        if ((rc = write_tensor(sk, &t[i], st, err))) goto done;
-    rc = stf__sink_finish(sk, err);
-done:
-    stf__free(info);
-    stf__buf_free(&hdr);
-    return rc;
-}
-
-static char *join_dir(const char *path, const char *name)
-{
-    const char *slash = strrchr(path, '/');
-    stf_buf b;
-    stf__buf_init(&b);
-    if ((slash && stf__buf_put(&b, path, (size_t)(slash - path + 1))) || stf__buf_puts(&b, name)) {
-        stf__buf_free(&b);
-        return NULL;
-    }
-    return b.data;
-}
-
-static int write_index(stf_writer *w, stf__sink *sk, const stf__shard_plan *plan,
-                       char **files, stf_err *err)
-{
-    int rc = 0;
-    stf_buf txt, ipath;
-    stf__buf_init(&txt);
-    stf__buf_init(&ipath);
-    stf_tensor_info *info = stf__calloc(w->n ? w->n : 1, sizeof *info);
-    if (!info || stf__buf_put(&ipath, w->path, strlen(w->path)) ||
-        stf__buf_puts(&ipath, ".index.json")) {
-        rc = stf__err(err, STF_ENOMEM, "%s: out of memory", w->path);
-        goto done;
-    }
-    for (size_t i = 0; i < w->n; i++) info[i] = w->t[i].info;
-    if ((rc = stf__index_text(&txt, info, w->n, plan, files, w->imeta.v, w->imeta.n, err))) {
-        stf__err_prefix(err, "%s: ", ipath.data);
-        goto done;
-    }
-    if ((rc = stf__sink_open(sk, ipath.data, &w->opts, err))) goto done;
-    if ((rc = stf__sink_write(sk, txt.data, txt.len, err))) goto done;
-    rc = stf__sink_finish(sk, err);
-done:
-    stf__free(info);
-    stf__buf_free(&txt);
-    stf__buf_free(&ipath);
-    return rc;
-}
-
-/*
- * Every file is completed as a temp file first; only then are they renamed,
- * shards before the index, so a reader never sees an index naming missing
- * shards and a failure before the renames leaves nothing behind.
- */
-int stf_writer_commit(stf_writer *w, stf_err *err)
-{
-    if (!w) return stf__err(err, STF_EINVAL, "writer: NULL");
-    if (w->done) return stf__err(err, STF_EINVAL, "%s: writer already committed", w->path);
-    w->done = 1;
-    int rc = 0;
-    stage st = { NULL, 0 };
-    stf__shard_plan plan = { NULL, 0 };
-    stf__sink *sinks = NULL;
-    char **files = NULL;
-    size_t nsinks = 0;
-
-    if (w->n > 1) qsort(w->t, w->n, sizeof *w->t, wt_cmp);
-    stf_tensor_info *info = stf__calloc(w->n ? w->n : 1, sizeof *info);
-    if (!info) {
-        rc = stf__err(err, STF_ENOMEM, "%s: out of memory", w->path);
-        goto done;
-    }
-    for (size_t i = 0; i < w->n; i++) info[i] = w->t[i].info;
-    rc = stf__shard_plan_make(&plan, info, w->n, w->opts.max_shard_size, err);
-    stf__free(info);
-    if (rc) goto done;
-
-    size_t ns = plan.nshards;
-    sinks = stf__calloc(ns + 1, sizeof *sinks);
-    files = stf__calloc(ns, sizeof *files);
-    if (!sinks || !files) {
-        rc = stf__err(err, STF_ENOMEM, "%s: out of memory", w->path);
-        goto done;
-    }
-    for (size_t i = 0; i <= ns; i++) sinks[i].fd = -1;
-    for (size_t s = 0; s < ns; s++) {
-        size_t a = plan.first[s], b = s + 1 < ns ? plan.first[s + 1] : w->n;
-        char *full = NULL;
-        if (ns > 1) {
-            files[s] = stf__shard_name(w->path, s, ns);
-            full = files[s] ? join_dir(w->path, files[s]) : NULL;
-        } else full = stf__strdup(w->path);
-        if (!full) {
-            rc = stf__err(err, STF_ENOMEM, "%s: out of memory", w->path);
-            goto done;
-        }
-        nsinks = s + 1;
-        rc = write_file(w, &sinks[s], full, w->t + a, b - a, &st, err);
-        stf__free(full);
-        if (rc) goto done;
-    }
-    if (ns > 1) {
-        nsinks = ns + 1;
-        if ((rc = write_index(w, &sinks[ns], &plan, files, err))) goto done;
-    }
-    for (size_t s = 0; s < nsinks; s++)
-        if ((rc = stf__sink_publish(&sinks[s], err))) goto done;
-done:
-    for (size_t s = 0; s < nsinks; s++) stf__sink_abort(&sinks[s]);
-    if (files)
-        for (size_t s = 0; s < plan.nshards; s++) stf__free(files[s]);
-    stf__free(files);
-    stf__free(sinks);
-    stf__shard_plan_free(&plan);
-    stf__free(st.buf);
-    return rc;
-}
-
-/* Free the writer; temp files never outlive commit, so none remain. */
+/* Free the writer; an uncommitted writer's temp files are removed. */
 void stf_writer_free(stf_writer *w)
 {
     if (!w) return;
+    for (size_t i = 0; i < w->nfiles; i++) {
+        stf__sink_abort(&w->sinks[i]);
+        stf__free(w->finals[i]);
+    }
+    stf__free(w->sinks);
+    stf__free(w->finals);
+    stf__free((void *)w->filled);
     for (size_t i = 0; i < w->n; i++) {
         stf__free((void *)w->t[i].info.name);
         stf__free((void *)w->t[i].info.shape);
+        stf__free(w->t[i].group);
     }
     stf__free(w->t);
     stf__free(w->slots);

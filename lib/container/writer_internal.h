@@ -80,6 +80,21 @@ int stf__shard_plan_make(stf__shard_plan *p, const stf_tensor_info *t, size_t n,
 void stf__shard_plan_free(stf__shard_plan *p);
 
 /*
+ * I7 sharding over groups. `t` is in writer order; unit[i] is the position
+ * (in writer order) of the first tensor of i's group, so unit[i] <= i, and
+ * unit[i] == i for an ungrouped tensor; unit NULL means every tensor is its
+ * own unit. A group is placed, whole, when its first tensor in writer order
+ * is reached; units are packed greedily exactly as stf__shard_plan_make
+ * packs tensors, and a unit above max_size gets a shard of its own. Shard
+ * membership is then no longer contiguous in writer order, so `order` (n
+ * entries, may be NULL) receives the output order: positions in writer
+ * order, sorted by (shard, writer position). Each shard thus keeps
+ * canonical order inside, and p->first indexes into `order`.
+ */
+int stf__shard_plan_units(stf__shard_plan *p, size_t *order, const stf_tensor_info *t,
+                          const size_t *unit, size_t n, uint64_t max_size, stf_err *err);
+
+/*
  * File name (no directory) of shard `idx` (0-based) of `count` for the
  * output `path`, which ends in ".safetensors": "STEM-00001-of-00003.safetensors".
  * Caller frees with stf__free. NULL on allocation failure.

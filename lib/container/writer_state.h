@@ -1,0 +1,49 @@
+/*
+ * The canonical writer's state, shared by writer.c (collecting tensors and
+ * metadata) and writer_prepare.c (layout, temp files, deferred fills,
+ * commit). Private to those two files.
+ */
+#ifndef STF_WRITER_STATE_H
+#define STF_WRITER_STATE_H
+
+#include <stdatomic.h>
+
+#include "container/sink.h"
+#include "container/writer_internal.h"
+
+typedef struct stf__wtensor {
+    stf_tensor_info info; /* name and shape owned; info.shard set by prepare */
+    stf_tensor_src src;
+    char *group;          /* I7 shard group, owned; NULL: none */
+    size_t group_len;
+    uint64_t file_off;    /* absolute offset of the bytes in their shard (prepare) */
+} stf__wtensor;
+
+typedef struct stf__meta_list {
+    stf_meta_entry *v; /* key and value owned */
+    size_t n, cap;
+} stf__meta_list;
+
+/* Lifecycle: tensors and metadata can change only while OPEN; fills are
+ * accepted only while PREPARED; DONE after commit or a failed prepare. */
+enum { STF__W_OPEN = 0, STF__W_PREPARED, STF__W_DONE };
+
+struct stf_writer {
+    char *path;
+    stf_write_opts opts;
+    stf__wtensor *t; /* add order: the index is the id of stf_writer_tensor_id */
+    size_t n, cap;
+    size_t *slots; /* name hash set: tensor index + 1, 0 = empty */
+    size_t nslots;
+    stf__meta_list meta, imeta;
+    int keep_meta;
+    int state;
+    /* Set by prepare: shards, then the index when sharded. */
+    size_t nshards, nfiles;
+    stf__sink *sinks;
+    char **finals;                 /* final paths, kept after commit */
+    _Atomic uint64_t *filled;      /* bytes filled per deferred tensor (add order) */
+    atomic_int fill_failed;        /* a fill failed: commit must refuse */
+};
+
+#endif
