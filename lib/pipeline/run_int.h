@@ -1,0 +1,134 @@
+/*
+ * Internal: the run side of the pipeline — decoding a layer's current
+ * weight to f32 rows (decode.c), executing one requantize/dequantize job in
+ * row blocks (job.c) and verifying the written output (verify.c). run.c
+ * ties them to the writer. Not part of the public API.
+ */
+#ifndef STF_PIPELINE_RUN_INT_H
+#define STF_PIPELINE_RUN_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pipeline/plan_int.h"
+
+/* ------------------------------------------------------------ decode.c */
+
+/*
+ * An opened stf__decode: validated against the checkpoint, with its scales
+ * read (exactly widened to f32) and the weight's bytes located.
+ */
+typedef struct stf__decoder {
+    const stf_ckpt *c;
+    stf__decode d;
+    const char *wname;          /* the weight's input name (borrowed from c) */
+    size_t row_bytes;           /* input bytes of one logical row */
+    const unsigned char *map;   /* weight bytes when mapped, else NULL (read) */
+    float *scales;              /* nscales values, owned */
+    size_t nscales;
+} stf__decoder;
+
+/*
+ * Open `d` over `c`: checks that the weight holds exactly n rows of
+ * row_bytes in the dtype d->w_dtype, that the scale tensor's dtype and
+ * element count fit the kind and axis (1 / n / k), and reads the scales.
+ * Errors: STF_EFORMAT naming the file, tensor and header byte offset when
+ * the data does not fit; STF_EUNSUPPORTED for a combination stfix does not
+ * decode; STF_ENOMEM. On failure *dc is left closed (safe to close again).
+ */
+int stf__decoder_open(stf__decoder *dc, const stf_ckpt *c, const stf__decode *d, stf_err *err);
+
+/* Frees the scales. No-op on a zeroed or closed decoder. */
+void stf__decoder_close(stf__decoder *dc);
+
+/*
+ * Input bytes of rows [r0, r1): a pointer into the map, or the bytes read
+ * into `scratch` (row_bytes * (r1 - r0) bytes, may be NULL when mapped).
+ * Errors: STF_EIO/STF_EINVAL from the read.
+ */
+int stf__decoder_raw(const stf__decoder *dc, const void **out, uint64_t r0, uint64_t r1,
+                     void *scratch, stf_err *err);
+
+/*
+ * Decode rows [r0, r1) to f32 into dst ((r1 - r0) * k floats): float
+ * weights converted exactly; INT8 codes times their scale, then the
+ * rotation undone; FP8 times its scale; W4A4 unpacked, scaled, un-rotated.
+ * `scratch` as for stf__decoder_raw. Rows run on `pool` (may be NULL); the
+ * result does not depend on it.
+ */
+int stf__decoder_rows(const stf__decoder *dc, float *dst, uint64_t r0, uint64_t r1,
+                      void *scratch, stf_pool *pool, stf_err *err);
+
+/* -------------------------------------------------------------- job.c */
+
+/*
+ * Where a job's bytes go: `len` bytes at byte `off` of plan output `out`
+ * (index into plan->outs). run.c sends them to stf_writer_fill; tests
+ * collect them in memory.
+ */
+typedef int (*stf__emit_fn)(void *ud, size_t out, uint64_t off, const void *data, size_t len,
+                            stf_err *err);
+
+/* Executes jobs with one reused set of row-block buffers. */
+typedef struct stf__jobrun {
+    const stf_ckpt *c;
+    stf_pool *pool;
+    uint64_t max_mem;           /* block working-set cap (further capped internally) */
+    stf__emit_fn emit;
+    void *emit_ud;
+    /* reused buffers, grown on demand */
+    unsigned char *raw;
+    size_t raw_cap;
+    float *ref;
+    size_t ref_cap;
+    float *test;
+    size_t test_cap;
+    unsigned char *out;
+    size_t out_cap;
+    float *scale;
+    size_t scale_cap;
+    stf_metrics *rowm;
+    size_t rowm_cap;
+} stf__jobrun;
+
+/* Zero the runner and set its inputs. Never fails. */
+void stf__jobrun_init(stf__jobrun *jr, const stf_ckpt *c, stf_pool *pool, uint64_t max_mem,
+                      stf__emit_fn emit, void *emit_ud);
+/* Frees the buffers. No-op on a zeroed runner. */
+void stf__jobrun_fini(stf__jobrun *jr);
+
+/*
+ * The rows of one block for a job of n rows of k values: at least 1, at
+ * most n, sized so the block's buffers stay within the runner's cap.
+ * Independent of the pool's thread count (so are the results).
+ */
+uint64_t stf__job_block_rows(const stf__jobrun *jr, const stf__job *job);
+
+/*
+ * Execute `job`: produce its weight (and scale) rows block by block and
+ * emit them. When `m` is non-NULL, also dequantize what was produced and
+ * fill *m with the error metrics against the decoded source rows (merged
+ * row by row, so identical for any block size and pool). Errors from
+ * decoding (STF_EFORMAT naming the tensor), quantization (STF_ENUMERIC
+ * naming the row), emission, STF_ENOMEM.
+ */
+int stf__job_exec(stf__jobrun *jr, const stf__job *job, stf_metrics_result *m, stf_err *err);
+
+/* ----------------------------------------------------------- verify.c */
+
+/* The check profiles for the plan's STF_TARGET_* bits (container always). */
+unsigned stf__verify_profiles(unsigned targets);
+
+/*
+ * Verify the prepared, fully filled output of `w` before it becomes
+ * visible: re-open every shard file at its temp path and run the profiles
+ * of `targets`. Appends one report per shard to *reports (*nreports
+ * updated, caller frees each and the array) even on failure. Fails with
+ * STF_EFORMAT naming the final path and the first error-severity
+ * diagnostic, unless allow_noncompliant; an output that does not re-open
+ * always fails (STF_EFORMAT, the reader's message).
+ */
+int stf__verify_output(stf_check_report ***reports, size_t *nreports, const stf_writer *w,
+                       unsigned targets, int allow_noncompliant, stf_err *err);
+
+#endif

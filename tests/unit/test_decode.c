@@ -1,0 +1,344 @@
+/*
+ * lib/pipeline/decode.c: f32 rows of a layer's current weight, exact for
+ * float weights, codes x scale with the rotation undone for INT8 and W4A4,
+ * FP8 x scalar scale; and the errors for weights whose bytes do not fit.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "pipeline/run_int.h"
+#include "quant_testutil.h"
+#include "support/st_ckptfile.h"
+
+typedef struct fx {
+    char *dir, *path;
+    stf_ckpt *c;
+} fx;
+
+static void fx_open(fx *f, const st_tensor *t, size_t n, int no_mmap)
+{
+    f->dir = st_tmpdir();
+    f->path = st_path(f->dir, "in.safetensors");
+    assert_int_equal(st_write_ckpt(f->path, t, n, NULL), 0);
+    stf_open_opts o;
+    stf_open_opts_init(&o);
+    o.no_mmap = no_mmap;
+    stf_err err;
+    int rc = stf_ckpt_open(&f->c, f->path, &o, &err);
+    if (rc) fail_msg("%s", err.msg);
+}
+
+static void fx_close(fx *f)
+{
+    stf_ckpt_free(f->c);
+    st_rmtree(f->dir);
+    free(f->path);
+    free(f->dir);
+}
+
+static size_t idx_of(const stf_ckpt *c, const char *name)
+{
+    size_t i = 0;
+    assert_int_equal(stf_ckpt_find(c, name, &i), 0);
+    return i;
+}
+
+static stf__decode dec_float(const stf_ckpt *c, const char *w, stf_dtype dt, uint64_t n, uint64_t k)
+{
+    stf__decode d;
+    memset(&d, 0, sizeof d);
+    d.kind = STF__DEC_FLOAT;
+    d.w_idx = idx_of(c, w);
+    d.w_dtype = dt;
+    d.s_idx = -1;
+    d.n = n;
+    d.k = k;
+    return d;
+}
+
+/* BF16 rows come back bit-exact, for any row range, mapped or read. */
+static void test_float_bf16_exact(void **state)
+{
+    (void)state;
+    uint16_t w[3 * 4] = { 0x3F80, 0xBF80, 0x0001, 0x7F7F, 0x4000, 0xC040, 0x0000, 0x8000,
+                          0x3E80, 0x4120, 0xC2C8, 0x3C00 };
+    st_tensor t[] = { { "a.weight", STF_BF16, 2, { 3, 4 }, w, sizeof w } };
+    for (int nm = 0; nm < 2; nm++) {
+        fx f;
+        fx_open(&f, t, 1, nm);
+        stf__decode d = dec_float(f.c, "a.weight", STF_BF16, 3, 4);
+        stf__decoder dc;
+        stf_err err;
+        assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), 0);
+        assert_int_equal(dc.row_bytes, 8);
+        assert_true(nm ? dc.map == NULL : dc.map != NULL);
+        float out[8];
+        uint16_t scratch[8];
+        assert_int_equal(stf__decoder_rows(&dc, out, 1, 3, scratch, NULL, &err), 0);
+        for (size_t i = 0; i < 8; i++) assert_int_equal(qt_bits(out[i]), (uint32_t)w[4 + i] << 16);
+        stf__decoder_close(&dc);
+        fx_close(&f);
+    }
+}
+
+/* INT8 x row scale (BF16, widened exactly), regular G=16 un-rotation: V1's rotation. */
+static void test_int8_row_convrot(void **state)
+{
+    (void)state;
+    int8_t q[2 * 16] = { 0 };
+    q[0] = 4;          /* row 0: 4 * 0.25 = 1 at column 0 */
+    q[16 + 0] = -2;    /* row 1: -2 * 0.5 = -1 */
+    uint16_t s[2] = { 0x3E80, 0x3F00 }; /* 0.25, 0.5 */
+    st_tensor t[] = { { "l.weight", STF_I8, 2, { 2, 16 }, q, sizeof q },
+                      { "l.weight_scale", STF_BF16, 2, { 2, 1 }, s, sizeof s } };
+    fx f;
+    fx_open(&f, t, 2, 0);
+    stf__decode d;
+    memset(&d, 0, sizeof d);
+    d.kind = STF__DEC_INT8;
+    d.w_idx = idx_of(f.c, "l.weight");
+    d.w_dtype = STF_I8;
+    d.s_idx = (int64_t)idx_of(f.c, "l.weight_scale");
+    d.s_dtype = STF_BF16;
+    d.axis = STF_SCALE_ROW;
+    d.rot_group = 16;
+    d.n = 2;
+    d.k = 16;
+    stf__decoder dc;
+    stf_err err;
+    assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), 0);
+    assert_int_equal(dc.nscales, 2);
+    float out[32];
+    assert_int_equal(stf__decoder_rows(&dc, out, 0, 2, NULL, NULL, &err), 0);
+    static const int pat[16] = { 1, 1, 1, -1, 1, 1, 1, -1, 1, 1, 1, -1, -1, -1, -1, 1 };
+    for (size_t i = 0; i < 16; i++) {
+        assert_true(out[i] == 0.25f * (float)pat[i]);
+        assert_true(out[16 + i] == -0.25f * (float)pat[i]);
+    }
+    /* Row 1 alone uses scale 1, not scale 0. */
+    assert_int_equal(stf__decoder_rows(&dc, out, 1, 2, NULL, NULL, &err), 0);
+    assert_true(out[0] == -0.25f);
+    stf__decoder_close(&dc);
+    fx_close(&f);
+}
+
+/* Relabelled U8 codes, tensor F16 scale, Sylvester G=8 undo == the kernel on the same codes. */
+static void test_int8_tensor_sylvester_matches_kernel(void **state)
+{
+    (void)state;
+    enum { N = 4, K = 16 };
+    uint8_t q[N * K];
+    for (size_t i = 0; i < N * K; i++) q[i] = (uint8_t)(i * 37u + 11u);
+    uint16_t s = stf_f32_to_f16(0.015625f);
+    st_tensor t[] = { { "m.weight", STF_U8, 2, { N, K }, q, sizeof q },
+                      { "m.scale_weight", STF_F16, 0, { 0 }, &s, 2 } };
+    fx f;
+    fx_open(&f, t, 2, 1);
+    stf__decode d;
+    memset(&d, 0, sizeof d);
+    d.kind = STF__DEC_INT8;
+    d.w_idx = idx_of(f.c, "m.weight");
+    d.w_dtype = STF_U8;
+    d.s_idx = (int64_t)idx_of(f.c, "m.scale_weight");
+    d.s_dtype = STF_F16;
+    d.axis = STF_SCALE_TENSOR;
+    d.rot_group = 8;
+    d.sylvester = 1;
+    d.n = N;
+    d.k = K;
+    stf__decoder dc;
+    stf_err err;
+    assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), 0);
+    float out[N * K], ref[N * K];
+    uint8_t scratch[N * K];
+    assert_int_equal(stf__decoder_rows(&dc, out, 0, N, scratch, NULL, &err), 0);
+    float sc = 0.015625f;
+    stf_dequant_opts o = { STF_SCALE_TENSOR, 8, 1 };
+    assert_int_equal(stf_int8_dequantize(ref, (const int8_t *)q, &sc, N, K, &o, NULL, &err), 0);
+    assert_memory_equal(out, ref, sizeof out);
+    stf__decoder_close(&dc);
+    fx_close(&f);
+}
+
+/* Column scales [K] on unrotated codes: x[n,k] = q * s_k. */
+static void test_int8_column_scale(void **state)
+{
+    (void)state;
+    int8_t q[2 * 4] = { 1, 2, 3, 4, -1, -2, -3, -4 };
+    float s[4] = { 1.0f, 0.5f, 0.25f, 2.0f };
+    st_tensor t[] = { { "c.weight", STF_I8, 2, { 2, 4 }, q, sizeof q },
+                      { "c.weight_scale", STF_F32, 1, { 4 }, s, sizeof s } };
+    fx f;
+    fx_open(&f, t, 2, 0);
+    stf__decode d;
+    memset(&d, 0, sizeof d);
+    d.kind = STF__DEC_INT8;
+    d.w_idx = idx_of(f.c, "c.weight");
+    d.w_dtype = STF_I8;
+    d.s_idx = (int64_t)idx_of(f.c, "c.weight_scale");
+    d.s_dtype = STF_F32;
+    d.axis = STF_SCALE_COL;
+    d.n = 2;
+    d.k = 4;
+    stf__decoder dc;
+    stf_err err;
+    assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), 0);
+    float out[8];
+    assert_int_equal(stf__decoder_rows(&dc, out, 0, 2, NULL, NULL, &err), 0);
+    const float want[8] = { 1, 1, 0.75f, 8, -1, -1, -0.75f, -8 };
+    assert_memory_equal(out, want, sizeof want);
+    stf__decoder_close(&dc);
+    fx_close(&f);
+}
+
+/* FP8 E4M3 x scalar F32 scale. 0x38 = 1, 0x40 = 2, 0xC4 = -3, 0x01 = 2^-9. */
+static void test_fp8_scalar(void **state)
+{
+    (void)state;
+    uint8_t w[4] = { 0x38, 0x40, 0xC4, 0x01 };
+    float s = 0.5f;
+    st_tensor t[] = { { "f.weight", STF_F8_E4M3, 2, { 2, 2 }, w, sizeof w },
+                      { "f.weight_scale", STF_F32, 0, { 0 }, &s, 4 } };
+    fx f;
+    fx_open(&f, t, 2, 0);
+    stf__decode d;
+    memset(&d, 0, sizeof d);
+    d.kind = STF__DEC_FP8;
+    d.w_idx = idx_of(f.c, "f.weight");
+    d.w_dtype = STF_F8_E4M3;
+    d.s_idx = (int64_t)idx_of(f.c, "f.weight_scale");
+    d.s_dtype = STF_F32;
+    d.axis = STF_SCALE_TENSOR;
+    d.n = 2;
+    d.k = 2;
+    stf__decoder dc;
+    stf_err err;
+    assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), 0);
+    float out[4];
+    assert_int_equal(stf__decoder_rows(&dc, out, 0, 2, NULL, NULL, &err), 0);
+    const float want[4] = { 0.5f, 1.0f, -1.5f, 0.0009765625f };
+    assert_memory_equal(out, want, sizeof want);
+    stf__decoder_close(&dc);
+    fx_close(&f);
+}
+
+/* W4A4: the rows equal stf_w4a4_dequantize of the same packed bytes (G=16). */
+static void test_w4a4_matches_kernel(void **state)
+{
+    (void)state;
+    enum { N = 3, K = 64 };
+    int8_t p[N * K / 2];
+    for (size_t i = 0; i < sizeof p; i++) p[i] = (int8_t)(uint8_t)(i * 29u + 3u);
+    for (size_t i = 0; i < sizeof p; i++) /* no -8 nibbles, as the format promises */
+        if (((uint8_t)p[i] & 0xF) == 8 || ((uint8_t)p[i] >> 4) == 8) p[i] = 0x11;
+    float s[N] = { 0.5f, 0.125f, 3.0f };
+    st_tensor t[] = { { "w.weight", STF_I8, 2, { N, K / 2 }, p, sizeof p },
+                      { "w.weight_scale", STF_F32, 1, { N }, s, sizeof s } };
+    fx f;
+    fx_open(&f, t, 2, 0);
+    stf__decode d;
+    memset(&d, 0, sizeof d);
+    d.kind = STF__DEC_W4A4;
+    d.w_idx = idx_of(f.c, "w.weight");
+    d.w_dtype = STF_I8;
+    d.s_idx = (int64_t)idx_of(f.c, "w.weight_scale");
+    d.s_dtype = STF_F32;
+    d.axis = STF_SCALE_ROW;
+    d.rot_group = 16;
+    d.n = N;
+    d.k = K;
+    stf__decoder dc;
+    stf_err err;
+    assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), 0);
+    float out[2 * K], ref[N * K];
+    assert_int_equal(stf_w4a4_dequantize(ref, p, s, N, K, 16, NULL, &err), 0);
+    assert_int_equal(stf__decoder_rows(&dc, out, 1, 3, NULL, NULL, &err), 0);
+    assert_memory_equal(out, ref + K, sizeof out);
+    stf__decoder_close(&dc);
+    fx_close(&f);
+}
+
+/* A weight whose bytes are not n x k fails naming file, tensor and offset. */
+static void test_size_mismatch(void **state)
+{
+    (void)state;
+    uint16_t w[6] = { 0 };
+    st_tensor t[] = { { "bad.weight", STF_BF16, 2, { 2, 3 }, w, sizeof w } };
+    fx f;
+    fx_open(&f, t, 1, 0);
+    stf__decode d = dec_float(f.c, "bad.weight", STF_BF16, 2, 4);
+    stf__decoder dc;
+    stf_err err;
+    assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), STF_EFORMAT);
+    assert_non_null(strstr(err.msg, f.path));
+    assert_non_null(strstr(err.msg, "tensor 'bad.weight' at byte 9:"));
+    assert_non_null(strstr(err.msg, "(12 vs 16)"));
+    assert_int_equal(err.has_offset, 1);
+    assert_int_equal(err.offset, 9);
+    stf__decoder_close(&dc);
+    fx_close(&f);
+}
+
+/* A row scale with the wrong count, and one with a non-float dtype. */
+static void test_scale_mismatch(void **state)
+{
+    (void)state;
+    int8_t q[2 * 4] = { 0 };
+    float s[3] = { 1, 1, 1 };
+    int32_t si[2] = { 1, 1 };
+    st_tensor t[] = { { "x.weight", STF_I8, 2, { 2, 4 }, q, sizeof q },
+                      { "x.weight_scale", STF_F32, 1, { 3 }, s, sizeof s },
+                      { "y.weight_scale", STF_I32, 1, { 2 }, si, sizeof si } };
+    fx f;
+    fx_open(&f, t, 3, 0);
+    stf__decode d;
+    memset(&d, 0, sizeof d);
+    d.kind = STF__DEC_INT8;
+    d.w_idx = idx_of(f.c, "x.weight");
+    d.w_dtype = STF_I8;
+    d.s_idx = (int64_t)idx_of(f.c, "x.weight_scale");
+    d.s_dtype = STF_F32;
+    d.axis = STF_SCALE_ROW;
+    d.n = 2;
+    d.k = 4;
+    stf__decoder dc;
+    stf_err err;
+    assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), STF_EFORMAT);
+    assert_non_null(strstr(err.msg, "tensor 'x.weight_scale'"));
+    assert_non_null(strstr(err.msg, "(3 vs 2)"));
+    d.s_idx = (int64_t)idx_of(f.c, "y.weight_scale");
+    d.s_dtype = STF_I32;
+    assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), STF_EFORMAT);
+    assert_non_null(strstr(err.msg, "tensor 'y.weight_scale'"));
+    /* Missing scale entirely: the plan's bug, an argument error. */
+    d.s_idx = -1;
+    assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), STF_EINVAL);
+    /* Rotation group that is not a power of 4 for the regular transform. */
+    d.s_idx = (int64_t)idx_of(f.c, "x.weight_scale");
+    d.s_dtype = STF_F32;
+    d.axis = STF_SCALE_TENSOR;
+    d.rot_group = 8;
+    d.sylvester = 0;
+    assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), STF_EUNSUPPORTED);
+    fx_close(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_float_bf16_exact),
+        cmocka_unit_test(test_int8_row_convrot),
+        cmocka_unit_test(test_int8_tensor_sylvester_matches_kernel),
+        cmocka_unit_test(test_int8_column_scale),
+        cmocka_unit_test(test_fp8_scalar),
+        cmocka_unit_test(test_w4a4_matches_kernel),
+        cmocka_unit_test(test_size_mismatch),
+        cmocka_unit_test(test_scale_mismatch),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
