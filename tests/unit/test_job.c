@@ -1,0 +1,419 @@
+/*
+ * lib/pipeline/job.c: one layer job in row blocks. Golden vectors of
+ * spec/convrot.md §10 through the direct BF16/F32 path, requantize of a
+ * rowwise INT8 layer, dequantize to BF16, W4A4, metrics, and independence
+ * from block size and thread count.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "pipeline/run_int.h"
+#include "quant_testutil.h"
+#include "support/st_ckptfile.h"
+
+/* Collects emitted bytes per plan output (two outputs: 0 weight, 1 scale). */
+typedef struct sink {
+    unsigned char *buf[2];
+    size_t cap[2];
+    size_t calls;
+    int fail_at; /* fail the Nth call (1-based), 0 never */
+} sink;
+
+static int sink_emit(void *ud, size_t out, uint64_t off, const void *data, size_t len,
+                     stf_err *err)
+{
+    sink *s = ud;
+    s->calls++;
+    if (s->fail_at && s->calls == (size_t)s->fail_at)
+        return stf__err(err, STF_EIO, "test sink: write failed");
+    assert_true(out < 2);
+    assert_true(off + len <= s->cap[out]);
+    memcpy(s->buf[out] + off, data, len);
+    return 0;
+}
+
+static void sink_init(sink *s, size_t wbytes, size_t sbytes)
+{
+    memset(s, 0, sizeof *s);
+    s->cap[0] = wbytes;
+    s->cap[1] = sbytes;
+    s->buf[0] = calloc(1, wbytes ? wbytes : 1);
+    s->buf[1] = calloc(1, sbytes ? sbytes : 1);
+    memset(s->buf[0], 0xAB, wbytes);
+    memset(s->buf[1], 0xAB, sbytes);
+}
+
+static void sink_free(sink *s)
+{
+    free(s->buf[0]);
+    free(s->buf[1]);
+}
+
+typedef struct fx {
+    char *dir, *path;
+    stf_ckpt *c;
+} fx;
+
+static void fx_open(fx *f, const st_tensor *t, size_t n)
+{
+    f->dir = st_tmpdir();
+    f->path = st_path(f->dir, "in.safetensors");
+    assert_int_equal(st_write_ckpt(f->path, t, n, NULL), 0);
+    stf_err err;
+    int rc = stf_ckpt_open(&f->c, f->path, NULL, &err);
+    if (rc) fail_msg("%s", err.msg);
+}
+
+static void fx_close(fx *f)
+{
+    stf_ckpt_free(f->c);
+    st_rmtree(f->dir);
+    free(f->path);
+    free(f->dir);
+}
+
+static stf__job float_job(const stf_ckpt *c, stf__job_kind kind, stf_dtype dt, uint64_t n,
+                          uint64_t k, unsigned g, stf_quant_mode mode)
+{
+    stf__job j;
+    memset(&j, 0, sizeof j);
+    j.kind = kind;
+    j.dec.kind = STF__DEC_FLOAT;
+    assert_int_equal(stf_ckpt_find(c, "l.weight", &j.dec.w_idx), 0);
+    j.dec.w_dtype = dt;
+    j.dec.s_idx = -1;
+    j.dec.n = n;
+    j.dec.k = k;
+    j.group = g;
+    j.mode = mode;
+    j.t = dt;
+    j.out_weight = 0;
+    j.out_scale = 1;
+    return j;
+}
+
+/* Run a job into a fresh sink with a given block cap and pool. */
+static int run_job(sink *s, const stf_ckpt *c, const stf__job *j, uint64_t max_mem,
+                   stf_pool *pool, stf_metrics_result *m, stf_err *err)
+{
+    stf__jobrun jr;
+    stf__jobrun_init(&jr, c, pool, max_mem, sink_emit, s);
+    int rc = stf__job_exec(&jr, j, m, err);
+    stf__jobrun_fini(&jr);
+    return rc;
+}
+
+static const int8_t V1_Q[32] = { 127, 127, 127, -127, 127, 127, 127, -127, 127, 127, 127,
+                                 -127, -127, -127, -127, 127 };
+static const int8_t V2_Q[32] = { -102, 76,  0,   -76, -26, -102, 76,  0,   51,  -26, -102,
+                                 76,   127, 51,  -26, -102, -114, -64, 114, 38,  -38, 13,
+                                 -64,  114, 38,  89,  13,  -64,  -13, 38,  -38, -114 };
+
+/* BF16 rows V1, V2, zero (G=16, K=32, mode cuda): golden q and scale bits, in
+ * one block and in blocks of one row. */
+static void test_golden_bf16_v1_v2_zero(void **state)
+{
+    (void)state;
+    uint16_t w[3 * 32];
+    for (size_t k = 0; k < 32; k++) {
+        w[k] = stf_f32_to_bf16(k == 0 ? 1.0f : 0.0f);
+        w[32 + k] = stf_f32_to_bf16((float)((int)(k % 5) - 2));
+        w[64 + k] = 0;
+    }
+    st_tensor t[] = { { "l.weight", STF_BF16, 2, { 3, 32 }, w, sizeof w } };
+    fx f;
+    fx_open(&f, t, 1);
+    stf__job j = float_job(f.c, STF__JOB_REQUANT_INT8, STF_BF16, 3, 32, 16, STF_QMODE_CUDA);
+    uint64_t caps[2] = { 0, 1 }; /* default cap; 1 byte: one row per block */
+    for (int ci = 0; ci < 2; ci++) {
+        sink s;
+        sink_init(&s, 96, 12);
+        stf__jobrun jr;
+        stf__jobrun_init(&jr, f.c, NULL, caps[ci], sink_emit, &s);
+        assert_int_equal(stf__job_block_rows(&jr, &j), ci ? 1 : 3);
+        stf_err err;
+        assert_int_equal(stf__job_exec(&jr, &j, NULL, &err), 0);
+        stf__jobrun_fini(&jr);
+        assert_memory_equal(s.buf[0], V1_Q, 32);
+        assert_memory_equal(s.buf[0] + 32, V2_Q, 32);
+        for (size_t k = 0; k < 32; k++) assert_int_equal(s.buf[0][64 + k], 0);
+        float sc[3];
+        memcpy(sc, s.buf[1], sizeof sc);
+        assert_int_equal(qt_bits(sc[0]), 0x3B010204u);
+        assert_int_equal(qt_bits(sc[1]), 0x3CA14285u);
+        assert_int_equal(qt_bits(sc[2]), 0x0DA24260u);
+        assert_int_equal(s.calls, ci ? 6 : 2);
+        sink_free(&s);
+    }
+    fx_close(&f);
+}
+
+static const char V6_CUDA[] =
+    "f82edcdff307f9fc10e016f7faec23e1b0c540443527d4d8c900f2d25feadc24f3c3d7fc1103173c2e20f0aef60ada"
+    "440238080bfd12e1e4f80d2102e2192decef0317f80cfecef3e51cebeef1061afa530115f6a3b710354a19e975ef"
+    "e1f5d60cbaf038c31cc9cc9cf52b505401f3b1f90dffe01708fa201204f6f91eee240508faecef03d2090cfe1204"
+    "2ae81f1114e3f82e312315078095cc02282b3fecefbfd32cc86613e208d80e999c28f80c3235e2f6f9ebff141709"
+    "1dec12f329f9fcee02d2192edbeff206f80ded1327f7fa0e4414d2c41d32346bf60aebccbe171a0cfe3415a0f92f"
+    "cb02d20850ecded0f51aeadc241608f9fd1103f5d51d31dfe2";
+static const char V6_EAGER[] =
+    "f82edcdff307f9fc10e016f7faec22e1b1c540433527d5d8ca00f2d35feadc24f3c3d7fc1103173c2e20f0aef60ada"
+    "440238080bfd11e1e4f80c2102e2192decef0317f80cfecef3e51bebeef1051afb530115f6a4b810354a19e974ef"
+    "e1f5d60cbaf038c31cc9cc9cf52b505401f3b2f90dffe01608fa201204f6f91eee240508faecef03d3090cfe1204"
+    "2ae81f1114e4f82e312315078195cc02282a3fecefbfd32cc86613e308d80e9a9c28f80c3134e2f6f9ebff141709"
+    "1dec12f329f9fcee02d2192edbeff206f80ced1327f7fa0e4414d2c51d31346bf60aebccbe161a0cfe3415a0f92f"
+    "cc02d20850ecded0f51aeadc241608fafd1103f5d61d31dfe2";
+
+/* V6 (G=256, K=256) in modes cuda and eager, on a pool of 2. */
+static void test_golden_v6_modes(void **state)
+{
+    (void)state;
+    uint16_t w[256];
+    for (unsigned k = 0; k < 256; k++)
+        w[k] = stf_f32_to_bf16((float)((int)((37u * k) % 251u) - 125) / 64.0f);
+    st_tensor t[] = { { "l.weight", STF_BF16, 2, { 1, 256 }, w, sizeof w } };
+    fx f;
+    fx_open(&f, t, 1);
+    stf_pool *pool;
+    stf_err err;
+    assert_int_equal(stf_pool_new(&pool, 2, &err), 0);
+    const char *hex[2] = { V6_CUDA, V6_EAGER };
+    const uint32_t sbits[2] = { 0x3CEA64CAu, 0x3CEAD5ABu };
+    const stf_quant_mode modes[2] = { STF_QMODE_CUDA, STF_QMODE_EAGER };
+    for (int i = 0; i < 2; i++) {
+        uint8_t want[256];
+        assert_int_equal(qt_hex(want, sizeof want, hex[i]), 256);
+        stf__job j = float_job(f.c, STF__JOB_REQUANT_INT8, STF_BF16, 1, 256, 256, modes[i]);
+        sink s;
+        sink_init(&s, 256, 4);
+        assert_int_equal(run_job(&s, f.c, &j, 0, pool, NULL, &err), 0);
+        assert_memory_equal(s.buf[0], want, 256);
+        float sc;
+        memcpy(&sc, s.buf[1], 4);
+        assert_int_equal(qt_bits(sc), sbits[i]);
+        sink_free(&s);
+    }
+    stf_pool_free(pool);
+    fx_close(&f);
+}
+
+/* W4A4-1 (G=16, K=64) from F32: the golden packed row and scale. */
+static void test_golden_w4a4(void **state)
+{
+    (void)state;
+    float w[64];
+    for (unsigned k = 0; k < 64; k++) w[k] = 0.5f * (float)((int)((37u * k) % 11u) - 5);
+    st_tensor t[] = { { "l.weight", STF_F32, 2, { 1, 64 }, w, sizeof w } };
+    fx f;
+    fx_open(&f, t, 1);
+    stf__job j = float_job(f.c, STF__JOB_REQUANT_W4A4, STF_F32, 1, 64, 16, STF_QMODE_CUDA);
+    uint8_t want[32];
+    assert_int_equal(qt_hex(want, sizeof want,
+                            "d3 f0 1e 3b c2 ef 51 ef 4c d3 f1 1e f0 17 f0 1d 3f 01 9f 01 2f f1 "
+                            "d3 4c 12 fb 12 e4 5d 2f 01 d3"),
+                     32);
+    sink s;
+    sink_init(&s, 32, 4);
+    stf_err err;
+    assert_int_equal(run_job(&s, f.c, &j, 0, NULL, NULL, &err), 0);
+    assert_memory_equal(s.buf[0], want, 32);
+    float sc;
+    memcpy(&sc, s.buf[1], 4);
+    assert_int_equal(qt_bits(sc), 0x3F16DB6Eu);
+    sink_free(&s);
+    fx_close(&f);
+}
+
+/* A rowwise INT8 layer (F32 [N,1] scale) -> ConvRot G=16 with T=BF16 equals
+ * stf_int8_quantize_rows on stf_int8_dequantize of the same codes. */
+enum { RN = 37, RK = 64 };
+
+static void make_rowwise(int8_t *q, float *s)
+{
+    qt_rng r = { 42 };
+    for (size_t i = 0; i < RN * RK; i++) q[i] = (int8_t)(int)(qt_next(&r) % 255u) - 127 + 0;
+    for (size_t n = 0; n < RN; n++) s[n] = (float)(0.001 + 0.01 * qt_unif(&r));
+}
+
+static stf__job rowwise_job(const stf_ckpt *c, stf__job_kind kind)
+{
+    stf__job j;
+    memset(&j, 0, sizeof j);
+    j.kind = kind;
+    j.dec.kind = STF__DEC_INT8;
+    assert_int_equal(stf_ckpt_find(c, "l.weight", &j.dec.w_idx), 0);
+    size_t si;
+    assert_int_equal(stf_ckpt_find(c, "l.weight_scale", &si), 0);
+    j.dec.w_dtype = STF_I8;
+    j.dec.s_idx = (int64_t)si;
+    j.dec.s_dtype = STF_F32;
+    j.dec.axis = STF_SCALE_ROW;
+    j.dec.n = RN;
+    j.dec.k = RK;
+    j.group = 16;
+    j.mode = STF_QMODE_CUDA;
+    j.t = STF_BF16;
+    j.out_dtype = STF_BF16;
+    j.out_weight = 0;
+    j.out_scale = 1;
+    return j;
+}
+
+static void test_rowwise_requant_equals_kernels(void **state)
+{
+    (void)state;
+    static int8_t q[RN * RK], want_q[RN * RK];
+    static float s[RN], deq[RN * RK], want_s[RN];
+    make_rowwise(q, s);
+    st_tensor t[] = { { "l.weight", STF_I8, 2, { RN, RK }, q, sizeof q },
+                      { "l.weight_scale", STF_F32, 2, { RN, 1 }, s, sizeof s } };
+    fx f;
+    fx_open(&f, t, 2);
+    stf_err err;
+    stf_dequant_opts dqo = { STF_SCALE_ROW, 0, 0 };
+    assert_int_equal(stf_int8_dequantize(deq, q, s, RN, RK, &dqo, NULL, &err), 0);
+    stf_int8_opts qo = { 16, STF_QMODE_CUDA, STF_BF16 };
+    assert_int_equal(stf_int8_quantize_rows(want_q, want_s, deq, STF_F32, RN, RK, &qo, NULL, &err),
+                     0);
+    stf__job j = rowwise_job(f.c, STF__JOB_REQUANT_INT8);
+    uint64_t caps[3] = { 0, 1000, 1 };
+    for (int ci = 0; ci < 3; ci++) {
+        sink s2;
+        sink_init(&s2, RN * RK, RN * 4);
+        assert_int_equal(run_job(&s2, f.c, &j, caps[ci], NULL, NULL, &err), 0);
+        assert_memory_equal(s2.buf[0], want_q, sizeof want_q);
+        assert_memory_equal(s2.buf[1], want_s, sizeof want_s);
+        sink_free(&s2);
+    }
+    fx_close(&f);
+}
+
+/* DEQUANT to BF16 = stf_convert_from_f32 of stf_int8_dequantize; with metrics. */
+static void test_dequant_bf16(void **state)
+{
+    (void)state;
+    static int8_t q[RN * RK];
+    static float s[RN], deq[RN * RK];
+    static uint16_t want[RN * RK];
+    make_rowwise(q, s);
+    st_tensor t[] = { { "l.weight", STF_I8, 2, { RN, RK }, q, sizeof q },
+                      { "l.weight_scale", STF_F32, 2, { RN, 1 }, s, sizeof s } };
+    fx f;
+    fx_open(&f, t, 2);
+    stf_err err;
+    stf_dequant_opts dqo = { STF_SCALE_ROW, 0, 0 };
+    assert_int_equal(stf_int8_dequantize(deq, q, s, RN, RK, &dqo, NULL, &err), 0);
+    assert_int_equal(stf_convert_from_f32(want, STF_BF16, deq, RN * RK, &err), 0);
+    stf__job j = rowwise_job(f.c, STF__JOB_DEQUANT);
+    sink s2;
+    sink_init(&s2, RN * RK * 2, 0);
+    stf_metrics_result m;
+    assert_int_equal(run_job(&s2, f.c, &j, 5000, NULL, &m, &err), 0);
+    assert_memory_equal(s2.buf[0], want, sizeof want);
+    /* The metrics compare the BF16 result with the exact f32 values. */
+    static float back[RN * RK];
+    assert_int_equal(stf_convert_to_f32(back, want, STF_BF16, RN * RK, &err), 0);
+    stf_metrics acc;
+    stf_metrics_init(&acc);
+    for (size_t n = 0; n < RN; n++) {
+        stf_metrics row;
+        stf_metrics_init(&row);
+        stf_metrics_add(&row, deq + n * RK, back + n * RK, RK, n, 0);
+        stf_metrics_merge(&acc, &row);
+    }
+    stf_metrics_result wm;
+    stf_metrics_finish(&acc, &wm);
+    assert_memory_equal(&m, &wm, sizeof m);
+    assert_true(m.rel_l2 > 0 && m.rel_l2 < 0.004); /* BF16 rounding: < 2^-8 relative */
+    sink_free(&s2);
+    fx_close(&f);
+}
+
+/* Metrics and bytes do not depend on block size or the pool. */
+static void test_metrics_blocks_and_threads(void **state)
+{
+    (void)state;
+    enum { N = 50, K = 256 };
+    static uint16_t w[N * K];
+    qt_rng r = { 7 };
+    for (size_t i = 0; i < N * K; i++) w[i] = stf_f32_to_bf16((float)qt_randn(&r));
+    st_tensor t[] = { { "l.weight", STF_BF16, 2, { N, K }, w, sizeof w } };
+    fx f;
+    fx_open(&f, t, 1);
+    stf_pool *pool;
+    stf_err err;
+    assert_int_equal(stf_pool_new(&pool, 2, &err), 0);
+    stf__job j = float_job(f.c, STF__JOB_REQUANT_INT8, STF_BF16, N, K, 256, STF_QMODE_CUDA);
+    sink a, b;
+    sink_init(&a, N * K, N * 4);
+    sink_init(&b, N * K, N * 4);
+    stf_metrics_result ma, mb;
+    assert_int_equal(run_job(&a, f.c, &j, 0, NULL, &ma, &err), 0);
+    assert_int_equal(run_job(&b, f.c, &j, 7 * K * 10, pool, &mb, &err), 0);
+    assert_true(b.calls > 2);
+    assert_memory_equal(a.buf[0], b.buf[0], N * K);
+    assert_memory_equal(a.buf[1], b.buf[1], N * 4);
+    assert_memory_equal(&ma, &mb, sizeof ma);
+    /* INT8 ConvRot of Gaussian rows: relative L2 near 1%. */
+    assert_true(ma.rel_l2 > 0.003 && ma.rel_l2 < 0.03);
+    assert_true(ma.cosine > 0.999);
+    sink_free(&a);
+    sink_free(&b);
+    stf_pool_free(pool);
+    fx_close(&f);
+}
+
+/* A NaN weight fails with STF_ENUMERIC naming the weight; emission errors propagate. */
+static void test_errors(void **state)
+{
+    (void)state;
+    uint16_t w[4 * 16];
+    for (size_t i = 0; i < 64; i++) w[i] = stf_f32_to_bf16(1.0f);
+    w[2 * 16 + 3] = 0x7FC0;
+    st_tensor t[] = { { "l.weight", STF_BF16, 2, { 4, 16 }, w, sizeof w } };
+    fx f;
+    fx_open(&f, t, 1);
+    stf__job j = float_job(f.c, STF__JOB_REQUANT_INT8, STF_BF16, 4, 16, 16, STF_QMODE_CUDA);
+    sink s;
+    sink_init(&s, 64, 16);
+    stf_err err;
+    assert_int_equal(run_job(&s, f.c, &j, 0, NULL, NULL, &err), STF_ENUMERIC);
+    assert_non_null(strstr(err.msg, "requantize 'l.weight': "));
+    sink_free(&s);
+    w[2 * 16 + 3] = stf_f32_to_bf16(2.0f);
+    fx_close(&f);
+    fx_open(&f, t, 1);
+    j = float_job(f.c, STF__JOB_REQUANT_INT8, STF_BF16, 4, 16, 16, STF_QMODE_CUDA);
+    sink_init(&s, 64, 16);
+    s.fail_at = 3; /* weight of block 2 (one row per block) */
+    assert_int_equal(run_job(&s, f.c, &j, 1, NULL, NULL, &err), STF_EIO);
+    assert_string_equal(err.msg, "test sink: write failed");
+    assert_int_equal(s.calls, 3);
+    sink_free(&s);
+    /* DEQUANT to an integer dtype is the plan's bug. */
+    j.kind = STF__JOB_DEQUANT;
+    j.out_dtype = STF_I8;
+    sink_init(&s, 64, 16);
+    assert_int_equal(run_job(&s, f.c, &j, 0, NULL, NULL, &err), STF_EINVAL);
+    assert_int_equal(s.calls, 0);
+    sink_free(&s);
+    fx_close(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_golden_bf16_v1_v2_zero),
+        cmocka_unit_test(test_golden_v6_modes),
+        cmocka_unit_test(test_golden_w4a4),
+        cmocka_unit_test(test_rowwise_requant_equals_kernels),
+        cmocka_unit_test(test_dequant_bf16),
+        cmocka_unit_test(test_metrics_blocks_and_threads),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
