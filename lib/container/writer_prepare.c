@@ -375,17 +375,19 @@ done:
     return rc;
 }
 
-/* Files of a prepared writer (contract in container.h). */
+/* Files of a prepared writer, shards then index (contract in container.h). */
 size_t stf_writer_file_count(const stf_writer *w)
 {
     return w ? w->nfiles : 0;
 }
 
+/* Where file i is now: NULL before prepare, after commit or a failure. */
 const char *stf_writer_temp_path(const stf_writer *w, size_t i)
 {
     return w && i < w->nfiles ? w->sinks[i].tmp_path : NULL;
 }
 
+/* Where commit puts file i; stays valid after commit until free. */
 const char *stf_writer_final_path(const stf_writer *w, size_t i)
 {
     return w && i < w->nfiles ? w->finals[i] : NULL;

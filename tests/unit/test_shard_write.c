@@ -52,6 +52,52 @@ static void test_plan(void **state)
     plan_expect(NULL, 0, 6, (const size_t[]){ 0 }, 1);
 }
 
+/* I7 units: a group is placed whole at its first tensor in writer order;
+ * `order` lists writer positions by (shard, position). */
+static void units_expect(const uint64_t *sizes, const size_t *unit, size_t n, uint64_t max,
+                         const size_t *order, const size_t *first, size_t nshards)
+{
+    stf_tensor_info t[16];
+    size_t got[16];
+    for (size_t i = 0; i < n; i++) t[i] = ti("t", sizes[i]);
+    stf__shard_plan p;
+    stf_err err;
+    assert_int_equal(stf__shard_plan_units(&p, got, t, unit, n, max, &err), 0);
+    assert_int_equal(p.nshards, nshards);
+    for (size_t s = 0; s < nshards; s++) assert_int_equal(p.first[s], first[s]);
+    for (size_t i = 0; i < n; i++) assert_int_equal(got[i], order[i]);
+    stf__shard_plan_free(&p);
+}
+
+static void test_plan_units(void **state)
+{
+    (void)state;
+    /* Writer order: a.s m.s z a.w m.w; groups a = {0,3} (12 bytes),
+     * m = {1,4} (20, above the limit), z alone. */
+    const uint64_t sz[] = { 4, 4, 4, 8, 16 };
+    const size_t un[] = { 0, 1, 2, 0, 1 };
+    units_expect(sz, un, 5, 12, (const size_t[]){ 0, 3, 1, 4, 2 }, (const size_t[]){ 0, 2, 4 },
+                 3);
+    /* No limit: one shard, writer order. */
+    units_expect(sz, un, 5, 0, (const size_t[]){ 0, 1, 2, 3, 4 }, (const size_t[]){ 0 }, 1);
+    /* Without units it is the plain greedy plan, order the identity. */
+    units_expect(sz, NULL, 5, 12, (const size_t[]){ 0, 1, 2, 3, 4 },
+                 (const size_t[]){ 0, 3, 4 }, 3);
+    /* A small group reached late still fills the open shard. */
+    const uint64_t s2[] = { 6, 2, 2, 2 };
+    const size_t u2[] = { 0, 1, 2, 1 };
+    units_expect(s2, u2, 4, 10, (const size_t[]){ 0, 1, 3, 2 }, (const size_t[]){ 0, 3 }, 2);
+    /* A unit that lies after its tensor is a caller bug, refused. */
+    stf_tensor_info t[2] = { ti("a", 1), ti("b", 1) };
+    stf__shard_plan p;
+    stf_err err;
+    size_t order[2];
+    assert_int_equal(stf__shard_plan_units(&p, order, t, (const size_t[]){ 1, 1 }, 2, 4, &err),
+                     STF_EINVAL);
+    assert_null(p.first);
+    units_expect(NULL, NULL, 0, 4, NULL, (const size_t[]){ 0 }, 1);
+}
+
 static void test_names(void **state)
 {
     (void)state;
@@ -152,6 +198,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_plan_units),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_index),
         cmocka_unit_test(test_index_bad_meta),

@@ -158,6 +158,67 @@ static void test_no_dir(void **state)
     assert_int_equal(entries(), 0);
 }
 
+/* Holes and positional writes: reserve moves past bytes, extend makes the
+ * size cover a trailing hole, pwrite fills them without moving `off`. */
+static int fail_at_100(void *ud, uint64_t off, size_t len)
+{
+    (void)len;
+    ++*(int *)ud;
+    return off == 100;
+}
+
+static void test_reserve_pwrite(void **state)
+{
+    (void)state;
+    int calls = 0;
+    stf_write_opts o;
+    stf_write_opts_init(&o);
+    o.write_hook = fail_at_100;
+    o.write_hook_ud = &calls;
+    stf__sink s;
+    stf_err err;
+    assert_int_equal(stf__sink_open(&s, p_of("out"), &o, &err), 0);
+    assert_int_equal(stf__sink_write(&s, "ab", 2, &err), 0);
+    assert_int_equal(stf__sink_reserve(&s, 3, &err), 0);
+    assert_int_equal(s.off, 5);
+    assert_int_equal(stf__sink_write(&s, "cd", 2, &err), 0); /* lands after the hole */
+    assert_int_equal(stf__sink_reserve(&s, 4, &err), 0);
+    assert_int_equal(s.off, 11);
+    struct stat st;
+    assert_int_equal(fstat(s.fd, &st), 0);
+    assert_int_equal(st.st_size, 7); /* the trailing hole is not there yet */
+    assert_int_equal(stf__sink_extend(&s, &err), 0);
+    assert_int_equal(fstat(s.fd, &st), 0);
+    assert_int_equal(st.st_size, 11);
+    assert_int_equal(stf__sink_pwrite(&s, 7, "WXYZ", 4, "t", &err), 0);
+    assert_int_equal(stf__sink_pwrite(&s, 2, "123", 3, NULL, &err), 0);
+    assert_int_equal(s.off, 11);
+    assert_int_equal(calls, 4);
+    /* The hook applies to positional writes, naming the tensor. */
+    assert_int_equal(stf__sink_pwrite(&s, 100, "q", 1, "w.0", &err), STF_EIO);
+    char want[400];
+    snprintf(want, sizeof want,
+             "%s: tensor 'w.0': write failed at byte 100: No space left on device", p_of("out"));
+    assert_string_equal(err.msg, want);
+    assert_int_equal(err.has_offset, 1);
+    assert_int_equal(err.offset, 100);
+    assert_int_equal(stf__sink_pwrite(&s, 100, "q", 1, NULL, &err), STF_EIO);
+    snprintf(want, sizeof want, "%s: write failed at byte 100: No space left on device",
+             p_of("out"));
+    assert_string_equal(err.msg, want);
+    assert_int_equal(stf__sink_reserve(&s, UINT64_MAX, &err), STF_EINVAL);
+    assert_int_equal(stf__sink_pwrite(&s, UINT64_MAX - 1, "q", 1, NULL, &err), STF_EINVAL);
+    assert_int_equal(stf__sink_finish(&s, &err), 0);
+    assert_int_equal(stf__sink_pwrite(&s, 0, "q", 1, NULL, &err), STF_EINVAL); /* closed */
+    assert_int_equal(stf__sink_publish(&s, &err), 0);
+    stf__sink_abort(&s);
+    char buf[16] = { 0 };
+    FILE *f = fopen(p_of("out"), "rb");
+    assert_int_equal(fread(buf, 1, sizeof buf, f), 11);
+    fclose(f);
+    assert_memory_equal(buf, "ab123cdWXYZ", 11);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -165,6 +226,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_abort_and_short_source, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hook, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_dir, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reserve_pwrite, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
