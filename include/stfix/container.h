@@ -269,6 +269,9 @@ int stf_writer_commit(stf_writer *w, stf_err *err);
  * I7: tensors added with the same non-NULL group (e.g. a layer prefix) are
  * kept in one shard when the output is sharded. The group of `name` (already
  * added) is copied. A group larger than max_shard_size gets a shard of its own.
+ * A group is placed whole when its first tensor in canonical writer order is
+ * reached; shards are filled greedily over such units, and each shard's
+ * tensors stay in canonical order. Only before prepare; NULL clears.
  */
 int stf_writer_set_group(stf_writer *w, const char *name, const char *group, stf_err *err);
 
@@ -286,7 +289,10 @@ int stf_writer_set_group(stf_writer *w, const char *name, const char *group, stf
 int stf_writer_prepare(stf_writer *w, stf_err *err);
 /* Index of `name` among the added tensors (for stf_writer_fill), or STF_ENOTFOUND. */
 int stf_writer_tensor_id(const stf_writer *w, const char *name, size_t *id);
-/* Write len bytes at byte `off` of deferred tensor `id` (bounds checked). */
+/* Write len bytes at byte `off` of deferred tensor `id` (bounds checked:
+ * STF_EINVAL). The write_hook applies. Overlapping fills are the caller's
+ * error (commit then refuses the tensor); a failed fill makes commit fail
+ * with STF_EIO. Every fill must have returned before commit or free. */
 int stf_writer_fill(stf_writer *w, size_t id, uint64_t off, const void *data, size_t len,
                     stf_err *err);
 /*
