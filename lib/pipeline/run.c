@@ -1,0 +1,338 @@
+/*
+ * Running a plan: every output tensor is added to the canonical writer with
+ * its source (verbatim copies, casts, new bytes, or deferred regions the
+ * layer jobs fill), the layout is fixed, the jobs stream their rows into
+ * the temp file(s), the result is verified, and only then renamed into
+ * place. Any failure frees the writer, which removes its temps: nothing
+ * appears at the output path and the input is never touched.
+ */
+#include <string.h>
+
+#include "pipeline/run_int.h"
+
+struct stf_run_report {
+    stf_check_report **checks;   /* one per verified shard */
+    size_t nchecks;
+    stf_layer_metrics *metrics;  /* prefixes owned */
+    size_t nmetrics;
+    char **files;                /* final paths, owned */
+    size_t nfiles;
+};
+
+/* Defaults (contract in pipeline.h). */
+void stf_run_opts_init(stf_run_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->max_mem = (uint64_t)2 << 30;
+    stf_write_opts_init(&o->write);
+}
+
+/* Free a report (contract in pipeline.h). */
+void stf_run_report_free(stf_run_report *r)
+{
+    if (!r) return;
+    for (size_t i = 0; i < r->nchecks; i++) stf_check_report_free(r->checks[i]);
+    stf__free(r->checks);
+    for (size_t i = 0; i < r->nmetrics; i++) stf__free((void *)r->metrics[i].prefix);
+    stf__free(r->metrics);
+    for (size_t i = 0; i < r->nfiles; i++) stf__free(r->files[i]);
+    stf__free(r->files);
+    stf__free(r);
+}
+
+/*
+ * The report shown for the run: the first shard report holding an error
+ * (the one that failed it), else the first. Contract in pipeline.h.
+ */
+const stf_check_report *stf_run_report_check(const stf_run_report *r)
+{
+    if (!r || r->nchecks == 0) return NULL;
+    for (size_t i = 0; i < r->nchecks; i++)
+        if (stf_check_count_severity(r->checks[i], STF_SEV_ERROR) > 0) return r->checks[i];
+    return r->checks[0];
+}
+
+/* Metrics accessors (contract in pipeline.h). */
+size_t stf_run_report_metrics_count(const stf_run_report *r) { return r ? r->nmetrics : 0; }
+const stf_layer_metrics *stf_run_report_metrics(const stf_run_report *r, size_t i)
+{
+    return r && i < r->nmetrics ? &r->metrics[i] : NULL;
+}
+
+/* Written files accessors (contract in pipeline.h). */
+size_t stf_run_report_file_count(const stf_run_report *r) { return r ? r->nfiles : 0; }
+const char *stf_run_report_file(const stf_run_report *r, size_t i)
+{
+    return r && i < r->nfiles ? r->files[i] : NULL;
+}
+
+/* -------------------------------------------------------------- casts */
+
+/* An element-wise cast of one input tensor, produced chunk by chunk. */
+typedef struct cast_src {
+    const stf_ckpt *c;
+    size_t idx;
+    stf_dtype from, to;
+} cast_src;
+
+static int cast_produce(void *ud, void *dst, uint64_t off, size_t len, stf_err *err)
+{
+    const cast_src *cs = ud;
+    size_t ie = stf_dtype_bits(cs->from) / 8u, oe = stf_dtype_bits(cs->to) / 8u;
+    /* Small pieces through the stack; a chunk may start or end inside an element. */
+    enum { PIECE = 1024 };
+    float f[PIECE];
+    unsigned char in[PIECE * 8], outb[PIECE * 8];
+    unsigned char *d = dst;
+    uint64_t e = off / oe, end = off + len;
+    while (off < end) {
+        uint64_t nel_left = (end - e * oe + oe - 1) / oe;
+        size_t cnt = nel_left < PIECE ? (size_t)nel_left : PIECE;
+        int rc = stf_ckpt_read(cs->c, cs->idx, e * ie, in, cnt * ie, err);
+        if (rc) return rc;
+        if ((rc = stf_convert_to_f32(f, in, cs->from, cnt, err)) ||
+            (rc = stf_convert_from_f32(outb, cs->to, f, cnt, err)))
+            return rc;
+        uint64_t pb = e * oe, pe = pb + cnt * oe;
+        uint64_t lo = off, hi = pe < end ? pe : end;
+        memcpy(d, outb + (lo - pb), (size_t)(hi - lo));
+        d += hi - lo;
+        off = hi;
+        e += cnt;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- run */
+
+typedef struct run_ctx {
+    const stf_plan *p;
+    stf_writer *w;
+    size_t *ids;                 /* writer id of each plan output */
+} run_ctx;
+
+static int emit_fill(void *ud, size_t out, uint64_t off, const void *data, size_t len,
+                     stf_err *err)
+{
+    const run_ctx *rc = ud;
+    return stf_writer_fill(rc->w, rc->ids[out], off, data, len, err);
+}
+
+/* Add output i with its source. */
+static int add_output(stf_writer *w, const stf_plan *p, size_t i, cast_src *casts,
+                      size_t *ncasts, stf_err *err)
+{
+    const stf__out *o = &p->outs[i];
+    const stf_plan_tensor *t = &o->pub;
+    stf_tensor_src src;
+    memset(&src, 0, sizeof src);
+    switch (t->op) {
+    case STF_OUT_COPY:
+    case STF_OUT_RESHAPE:
+    case STF_OUT_RELABEL:
+    case STF_OUT_CAST: {
+        if (t->src < 0 || (uint64_t)t->src >= stf_ckpt_tensor_count(p->c))
+            return stf__err(err, STF_EINVAL, "run: output '%s' has no input tensor", t->name);
+        const stf_tensor_info *in = stf_ckpt_tensor(p->c, (size_t)t->src);
+        if (t->op != STF_OUT_CAST) {
+            if (in->nbytes != t->nbytes)
+                return stf__err(err, STF_EINVAL,
+                                "run: output '%s' (%llu bytes) cannot be a verbatim copy of "
+                                "'%s' (%llu bytes)",
+                                t->name, (unsigned long long)t->nbytes, in->name,
+                                (unsigned long long)in->nbytes);
+            src.kind = STF_SRC_CKPT;
+            src.ckpt = p->c;
+            src.idx = (size_t)t->src;
+            break;
+        }
+        uint64_t want;
+        if (stf_dtype_bits(o->cast_from) % 8 || stf_dtype_bits(t->dtype) % 8 ||
+            in->dtype != o->cast_from ||
+            stf__mul_u64(&want, in->nelem, stf_dtype_bits(t->dtype) / 8u) || want != t->nbytes)
+            return stf__err(err, STF_EINVAL, "run: output '%s' is not a cast of '%s'", t->name,
+                            in->name);
+        cast_src *cs = &casts[(*ncasts)++];
+        cs->c = p->c;
+        cs->idx = (size_t)t->src;
+        cs->from = o->cast_from;
+        cs->to = t->dtype;
+        src.kind = STF_SRC_FN;
+        src.fn = cast_produce;
+        src.ud = cs;
+        break;
+    }
+    case STF_OUT_NEW:
+        src.kind = STF_SRC_MEM;
+        src.mem = o->bytes;
+        break;
+    case STF_OUT_QUANT_WEIGHT:
+    case STF_OUT_QUANT_SCALE:
+    case STF_OUT_DEQUANT:
+        if (o->job >= p->njobs)
+            return stf__err(err, STF_EINVAL, "run: output '%s' has no job", t->name);
+        src.kind = STF_SRC_DEFERRED;
+        break;
+    default:
+        return stf__err(err, STF_EINVAL, "run: output '%s' has unknown op %d", t->name,
+                        (int)t->op);
+    }
+    return stf_writer_add(w, t->name, t->dtype, t->rank, t->shape, &src, err);
+}
+
+/* A job's output sizes must be what the job will emit, or fills would fail late. */
+static int check_job(const stf_plan *p, const stf__job *j, stf_err *err)
+{
+    uint64_t nk, wbytes;
+    if (j->out_weight >= p->nouts ||
+        (j->kind != STF__JOB_DEQUANT && j->out_scale >= p->nouts))
+        return stf__err(err, STF_EINVAL, "run: job output index out of range");
+    if (stf__mul_u64(&nk, j->dec.n, j->dec.k))
+        return stf__err(err, STF_ELIMIT, "run: job size overflows");
+    const stf_plan_tensor *w = &p->outs[j->out_weight].pub;
+    wbytes = j->kind == STF__JOB_REQUANT_INT8   ? nk
+             : j->kind == STF__JOB_REQUANT_W4A4 ? nk / 2
+                                                 : nk * (stf_dtype_bits(j->out_dtype) / 8u);
+    if (w->nbytes != wbytes)
+        return stf__err(err, STF_EINVAL, "run: output '%s' has %llu bytes, its job makes %llu",
+                        w->name, (unsigned long long)w->nbytes, (unsigned long long)wbytes);
+    if (j->kind != STF__JOB_DEQUANT && p->outs[j->out_scale].pub.nbytes != j->dec.n * 4)
+        return stf__err(err, STF_EINVAL, "run: scale '%s' is not %llu F32 values",
+                        p->outs[j->out_scale].pub.name, (unsigned long long)j->dec.n);
+    return 0;
+}
+
+static int report_new(stf_run_report **out, stf_err *err)
+{
+    *out = stf__calloc(1, sizeof **out);
+    return *out ? 0 : stf__err(err, STF_ENOMEM, "run: out of memory");
+}
+
+static int record_files(stf_run_report *rep, const stf_writer *w, stf_err *err)
+{
+    size_t nf = stf_writer_file_count(w);
+    rep->files = stf__calloc(nf ? nf : 1, sizeof *rep->files);
+    if (!rep->files) return stf__err(err, STF_ENOMEM, "run: out of memory");
+    for (size_t i = 0; i < nf; i++) {
+        const char *fp = stf_writer_final_path(w, i);
+        rep->files[i] = stf__strdup(fp ? fp : "");
+        if (!rep->files[i]) return stf__err(err, STF_ENOMEM, "run: out of memory");
+        rep->nfiles = i + 1;
+    }
+    return 0;
+}
+
+/* Run every job in plan order, into the writer. */
+static int run_jobs(stf_run_report *rep, const stf_plan *p, run_ctx *ctx,
+                    const stf_run_opts *o, stf_err *err)
+{
+    stf__jobrun jr;
+    int rc = 0;
+    stf__jobrun_init(&jr, p->c, o->pool, o->max_mem, emit_fill, ctx);
+    if (o->error_metrics && p->njobs) {
+        rep->metrics = stf__calloc(p->njobs, sizeof *rep->metrics);
+        if (!rep->metrics) {
+            rc = stf__err(err, STF_ENOMEM, "run: out of memory");
+            goto done;
+        }
+    }
+    for (size_t j = 0; j < p->njobs; j++) {
+        const stf__job *job = &p->jobs[j];
+        if (job->kind == STF__JOB_NONE) continue;
+        stf_metrics_result mr;
+        rc = stf__job_exec(&jr, job, rep->metrics ? &mr : NULL, err);
+        if (rc) goto done;
+        if (rep->metrics) {
+            size_t li = p->outs[job->out_weight].pub.layer;
+            const char *pre = li < p->nlayers && p->layers[li].pub.out_prefix
+                                  ? p->layers[li].pub.out_prefix
+                                  : p->outs[job->out_weight].pub.name;
+            stf_layer_metrics *lm = &rep->metrics[rep->nmetrics];
+            lm->prefix = stf__strdup(pre);
+            if (!lm->prefix) {
+                rc = stf__err(err, STF_ENOMEM, "run: out of memory");
+                goto done;
+            }
+            lm->m = mr;
+            rep->nmetrics++;
+        }
+    }
+done:
+    stf__jobrun_fini(&jr);
+    return rc;
+}
+
+/* Execute the plan (contract in pipeline.h). */
+int stf_plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
+                 const stf_run_opts *o, stf_err *err)
+{
+    stf_run_opts defaults;
+    stf_write_opts wo;
+    stf_writer *w = NULL;
+    stf_run_report *rep = NULL;
+    cast_src *casts = NULL;
+    size_t ncasts = 0;
+    run_ctx ctx = { p, NULL, NULL };
+    int rc;
+    if (out) *out = NULL;
+    if (!p || !out_path) return stf__err(err, STF_EINVAL, "run: NULL plan or output path");
+    if (!o) {
+        stf_run_opts_init(&defaults);
+        o = &defaults;
+    }
+    rc = report_new(&rep, err);
+    if (rc) goto done;
+    for (size_t j = 0; j < p->njobs; j++)
+        if (p->jobs[j].kind != STF__JOB_NONE && (rc = check_job(p, &p->jobs[j], err))) goto done;
+    casts = stf__calloc(p->nouts ? p->nouts : 1, sizeof *casts);
+    ctx.ids = stf__calloc(p->nouts ? p->nouts : 1, sizeof *ctx.ids);
+    if (!casts || !ctx.ids) {
+        rc = stf__err(err, STF_ENOMEM, "run: out of memory");
+        goto done;
+    }
+
+    wo = o->write;
+    if (o->max_shard_size) wo.max_shard_size = o->max_shard_size;
+    rc = stf_writer_new(&w, out_path, &wo, err);
+    if (rc) goto done;
+    ctx.w = w;
+    if (p->emit_meta) stf_writer_keep_empty_meta(w);
+    for (size_t i = 0; i < p->nmeta; i++)
+        if ((rc = stf_writer_set_meta(w, p->meta[i].key, p->meta[i].value, err))) goto done;
+    for (size_t i = 0; i < stf_ckpt_index_meta_count(p->c); i++) {
+        const stf_meta_entry *e = stf_ckpt_index_meta(p->c, i);
+        if ((rc = stf_writer_set_index_meta(w, e->key, e->value, err))) goto done;
+    }
+    for (size_t i = 0; i < p->nouts; i++)
+        if ((rc = add_output(w, p, i, casts, &ncasts, err))) goto done;
+    for (size_t i = 0; i < p->nouts; i++)
+        if (p->outs[i].group &&
+            (rc = stf_writer_set_group(w, p->outs[i].pub.name, p->outs[i].group, err)))
+            goto done;
+    rc = stf_writer_prepare(w, err);
+    if (rc) goto done;
+    for (size_t i = 0; i < p->nouts; i++)
+        if ((rc = stf_writer_tensor_id(w, p->outs[i].pub.name, &ctx.ids[i]))) {
+            rc = stf__err(err, STF_EINVAL, "run: output '%s' missing from the writer",
+                          p->outs[i].pub.name);
+            goto done;
+        }
+    rc = record_files(rep, w, err);
+    if (rc) goto done;
+    rc = run_jobs(rep, p, &ctx, o, err);
+    if (rc) goto done;
+    rc = stf__verify_output(&rep->checks, &rep->nchecks, w, p->targets, o->allow_noncompliant,
+                            err);
+    if (rc) goto done;
+    rc = stf_writer_commit(w, err);
+done:
+    /* After a successful commit free only releases memory; otherwise it removes the temps. */
+    stf_writer_free(w);
+    stf__free(casts);
+    stf__free(ctx.ids);
+    if (out)
+        *out = rep;
+    else
+        stf_run_report_free(rep);
+    return rc;
+}
