@@ -27,7 +27,7 @@ void stf_write_opts_init(stf_write_opts *o)
 
 /*
  * Create a writer for `path`. The path is only checked for shape here; all
- * file system work happens in stf_writer_commit.
+ * file system work happens in stf_writer_prepare/commit.
  */
 int stf_writer_new(stf_writer **out, const char *path, const stf_write_opts *opts,
                    stf_err *err)
