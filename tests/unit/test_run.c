@@ -382,6 +382,53 @@ static void test_plan_mismatch(void **state)
     fx_free(f);
 }
 
+/* Failing the Nth allocation: STF_ENOMEM, nothing at OUT, no temp file; until it succeeds. */
+static int g_fail_at, g_count;
+
+static void *fail_realloc(void *ud, void *p, size_t n)
+{
+    (void)ud;
+    if (g_count++ == g_fail_at) return NULL;
+    return realloc(p, n);
+}
+
+static void plain_free(void *ud, void *p)
+{
+    (void)ud;
+    free(p);
+}
+
+static void test_alloc_failures(void **state)
+{
+    (void)state;
+    fx *f = fx_new(STF_TARGET_SGLANG);
+    stf_run_opts o = opts(NULL);
+    o.error_metrics = 1;
+    stf_allocator a = { fail_realloc, plain_free, NULL };
+    int ok = 0, fails = 0;
+    for (int i = 0; i < 5000 && !ok; i++) {
+        g_fail_at = i;
+        g_count = 0;
+        stf_run_report *rep = NULL;
+        stf_err err;
+        stf_set_allocator(&a);
+        int rc = stf_plan_run(&rep, &f->t.p, f->out, &o, &err);
+        stf_run_report_free(rep);
+        stf_set_allocator(NULL);
+        if (rc == 0) {
+            ok = 1;
+        } else {
+            if (rc != STF_ENOMEM) fail_msg("allocation %d: rc %d: %s", i, rc, err.msg);
+            assert_int_equal(st_dir_entries(f->dir), 1);
+            fails++;
+        }
+    }
+    assert_true(ok);
+    assert_true(fails > 20);
+    assert_int_equal(st_dir_entries(f->dir), 2);
+    fx_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -391,6 +438,7 @@ int main(void)
         cmocka_unit_test(test_verification_failure),
         cmocka_unit_test(test_in_place),
         cmocka_unit_test(test_plan_mismatch),
+        cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
