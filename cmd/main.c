@@ -17,6 +17,7 @@ static const command commands[] = {
     { "check", cmd_check, "validate against the SGLang/ComfyUI acceptance rules" },
     { "rewrite", cmd_rewrite, "rewrite a checkpoint canonically, optionally re-sharded" },
     { "rules", cmd_rules, "check repair recipes (stfix rules lint FILE...)" },
+    { "plan", cmd_plan, "show what a recipe would change (stfix plan FILE -r RECIPE)" },
 };
 
 static void usage(FILE *to)

@@ -92,6 +92,84 @@ struct stf_plan {
     size_t nmeta;
     int emit_meta;           /* write __metadata__ even when empty */
     uint64_t bytes_total, bytes_copied;
+    stf_model *model;        /* owned: markers and format names point into it */
 };
+
+/* ------------------------------------------------ plan construction (plan*.c) */
+
+/*
+ * The plan under construction. plan.c drives it; plan_layer.c appends each
+ * layer's outputs, jobs and dropped names; plan_meta.c turns the collected
+ * marker texts into the output __metadata__.
+ */
+typedef struct stf__pb {
+    stf_plan *p;
+    const stf_model *m;
+    const stf_plan_opts *o;
+    size_t outs_cap, jobs_cap, dropped_cap, layers_cap;
+    /* _quantization_metadata of the output: one entry per output layer that
+     * keeps a marker (prefix after rename, canonical marker text, both owned). */
+    char **qm_prefix;
+    char **qm_text;
+    size_t nqm, qm_cap, qmt_cap;
+    int markers_changed;   /* some layer's marker was rewritten, dropped or renamed */
+    int meta_drop;         /* an applied action asked to drop _quantization_metadata */
+} stf__pb;
+
+/*
+ * One matched action, with the rule it came from (for error messages).
+ */
+typedef struct stf__pact {
+    const stf_action *a;
+    const stf_rule *rule;
+} stf__pact;
+
+/* Append an output tensor (zeroed, job/layer SIZE_MAX, src -1); *out its index. */
+int stf__pb_add_out(stf__pb *b, size_t *out, stf_err *err);
+/* Append a job; *out its index. */
+int stf__pb_add_job(stf__pb *b, size_t *out, stf_err *err);
+/* Record an input tensor name that is not written (copied). */
+int stf__pb_drop(stf__pb *b, const char *name, stf_err *err);
+/* Record the output marker text of an output layer for _quantization_metadata (copied). */
+int stf__pb_qmeta(stf__pb *b, const char *prefix, const char *text, stf_err *err);
+
+/*
+ * The stf_layer_view of model layer `l`, as the input holds it. Marker
+ * fields and shapes point into `store` (caller's) and the model. `probe`
+ * (H1) and `rotation` are set by the caller.
+ */
+typedef struct stf__view_store {
+    stf_marker_field *fields;
+    size_t nfields;
+    char **texts;           /* json texts owned */
+} stf__view_store;
+int stf__plan_view(stf_layer_view *v, stf__view_store *store, const stf_model *m,
+                   const stf_layer *l, stf_err *err);
+void stf__view_store_free(stf__view_store *s);
+/* ROW/COLUMN/... of the H1 probe, or UNKNOWN when the layer cannot be probed. */
+int stf__plan_probe(stf_probe_verdict *out, const stf_plan_opts *o, const stf_model *m,
+                    const stf_layer *l, stf_err *err);
+/* Rotation the marker declares: convrot true with G a power of 4 / power of 2. */
+stf_rotation_kind stf__plan_rotation(const stf_layer *l);
+
+/*
+ * Apply the matched actions acts[0..n) to model layer `l` and append the
+ * layer's outputs, jobs, dropped inputs and qmeta entry to b; fills
+ * b->p->layers[li]. `v` is the input view (probe verdict included).
+ * STF_EFORMAT naming layer and rule when an action cannot apply.
+ */
+int stf__plan_layer(stf__pb *b, size_t li, const stf_layer *l, const stf_layer_view *v,
+                    const stf__pact *acts, size_t n, stf_err *err);
+
+/*
+ * Output __metadata__ into b->p->meta (sorted by key bytes): every input key
+ * (union over shards, first shard wins), stfix.version, stfix.recipe_sha256,
+ * and _quantization_metadata rebuilt from b's entries, kept verbatim when no
+ * marker changed, or removed (meta_drop, or no marker left).
+ */
+int stf__plan_meta(stf__pb *b, stf_err *err);
+
+/* Canonical writer order of two outputs: dtype index descending, then name bytes. */
+int stf__plan_out_cmp(const stf__out *a, const stf__out *b);
 
 #endif

@@ -1,0 +1,289 @@
+/*
+ * stfix plan IN -r RECIPE [--json] [--quant-mode MODE]
+ *
+ * Shows what `stfix fix` would do: per layer the rules that matched, their
+ * actions, a summary, and every output tensor with its op, dtype, shape and
+ * size; then the totals. Writes nothing. The --json schema is in stfix(1).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *to)
+{
+    fprintf(to, "usage: stfix plan FILE|INDEX.json -r RECIPE [--json] [--quant-mode MODE]\n"
+                "  -r, --recipe FILE   the recipe (stfix-rules(5))\n"
+                "  --quant-mode MODE   cuda, fp32 or eager: overrides the recipe's mode\n"
+                "  --json              one JSON document instead of the listing\n\n"
+                "Exit codes: 0 planned, 2 invalid input or the recipe cannot apply,\n"
+                "3 usage error, 4 failure.\n");
+}
+
+static void json_str(FILE *o, const char *s)
+{
+    fputc('"', o);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        switch (*p) {
+        case '"': fputs("\\\"", o); break;
+        case '\\': fputs("\\\\", o); break;
+        case '\n': fputs("\\n", o); break;
+        case '\r': fputs("\\r", o); break;
+        case '\t': fputs("\\t", o); break;
+        default:
+            if (*p < 0x20) fprintf(o, "\\u%04x", *p);
+            else fputc(*p, o);
+        }
+    }
+    fputc('"', o);
+}
+
+static void shape_text(FILE *o, const stf_plan_tensor *t, int json)
+{
+    fputs(json ? "[" : "(", o);
+    for (unsigned i = 0; i < t->rank; i++)
+        fprintf(o, i ? ", %" PRIu64 : "%" PRIu64, t->shape[i]);
+    if (!json && t->rank == 1) fputc(',', o);
+    fputs(json ? "]" : ")", o);
+}
+
+static const char *src_name(const stf_ckpt *c, const stf_plan_tensor *t)
+{
+    return t->src >= 0 ? stf_ckpt_tensor(c, (size_t)t->src)->name : NULL;
+}
+
+static void targets_json(FILE *o, unsigned t)
+{
+    fputc('[', o);
+    int first = 1;
+    if (t & STF_TARGET_SGLANG) {
+        fputs("\"sglang\"", o);
+        first = 0;
+    }
+    if (t & STF_TARGET_COMFYUI) fputs(first ? "\"comfyui\"" : ", \"comfyui\"", o);
+    fputc(']', o);
+}
+
+static void count(const stf_plan *p, size_t *changed, size_t *copied)
+{
+    *changed = *copied = 0;
+    for (size_t i = 0; i < stf_plan_tensor_count(p); i++) {
+        if (stf_plan_get_tensor(p, i)->op == STF_OUT_COPY) (*copied)++;
+        else (*changed)++;
+    }
+}
+
+static void print_tensor_line(FILE *o, const stf_ckpt *c, const stf_plan_tensor *t)
+{
+    fprintf(o, "    %-12s %s %s ", stf_out_op_name(t->op), t->name, stf_dtype_name(t->dtype));
+    shape_text(o, t, 0);
+    fprintf(o, " %" PRIu64 " bytes", t->nbytes);
+    const char *s = src_name(c, t);
+    if (s && strcmp(s, t->name)) fprintf(o, " (from %s)", s);
+    fputc('\n', o);
+}
+
+static void print_human(FILE *o, const char *file, const char *recipe, const stf_ckpt *c,
+                        const stf_plan *p)
+{
+    size_t nt = stf_plan_tensor_count(p);
+    fprintf(o, "plan: %s with %s\n", file, recipe);
+    for (size_t i = 0; i < stf_plan_layer_count(p); i++) {
+        const stf_plan_layer *l = stf_plan_get_layer(p, i);
+        fprintf(o, "layer %s", l->prefix);
+        if (strcmp(l->prefix, l->out_prefix)) fprintf(o, " -> %s", l->out_prefix);
+        fputc('\n', o);
+        fputs("  rules:", o);
+        if (!l->nrules) fputs(" (none)", o);
+        for (size_t j = 0; j < l->nrules; j++) fprintf(o, "%s %s", j ? "," : "", l->rules[j]);
+        fputs("\n  actions:", o);
+        if (!l->nactions) fputs(" (none)", o);
+        for (size_t j = 0; j < l->nactions; j++)
+            fprintf(o, "%s %s", j ? "," : "", stf_action_name(l->actions[j]->kind));
+        fprintf(o, "\n  summary: %s\n", l->summary);
+        for (size_t t = 0; t < nt; t++) {
+            const stf_plan_tensor *x = stf_plan_get_tensor(p, t);
+            if (x->layer == i) print_tensor_line(o, c, x);
+        }
+    }
+    int any = 0;
+    for (size_t t = 0; t < nt; t++) {
+        const stf_plan_tensor *x = stf_plan_get_tensor(p, t);
+        if (x->layer != SIZE_MAX) continue;
+        if (!any++) fputs("other tensors:\n", o);
+        print_tensor_line(o, c, x);
+    }
+    for (size_t i = 0; i < stf_plan_dropped_count(p); i++)
+        fprintf(o, "dropped: %s\n", stf_plan_dropped(p, i));
+    for (size_t i = 0; i < stf_plan_meta_count(p); i++) {
+        const stf_meta_entry *e = stf_plan_meta(p, i);
+        fprintf(o, "metadata: %s = %s\n", e->key, e->value);
+    }
+    size_t changed, copied;
+    count(p, &changed, &copied);
+    fprintf(o, "totals: %zu tensor(s) changed, %zu copied, %zu dropped; %" PRIu64
+               " bytes to write, %" PRIu64 " bytes copied\n",
+            changed, copied, stf_plan_dropped_count(p), stf_plan_bytes_total(p),
+            stf_plan_bytes_copied(p));
+}
+
+static void print_json(FILE *o, const char *file, const char *recipe, const stf_recipe *r,
+                       const stf_ckpt *c, const stf_plan *p)
+{
+    fputs("{\"file\": ", o);
+    json_str(o, file);
+    fputs(", \"recipe\": ", o);
+    json_str(o, recipe);
+    fputs(", \"recipe_sha256\": ", o);
+    json_str(o, stf_recipe_sha256(r));
+    fputs(", \"targets\": ", o);
+    targets_json(o, stf_plan_targets(p));
+    fputs(", \"layers\": [", o);
+    for (size_t i = 0; i < stf_plan_layer_count(p); i++) {
+        const stf_plan_layer *l = stf_plan_get_layer(p, i);
+        fputs(i ? ", {\"prefix\": " : "{\"prefix\": ", o);
+        json_str(o, l->prefix);
+        fputs(", \"out_prefix\": ", o);
+        json_str(o, l->out_prefix);
+        fputs(", \"rules\": [", o);
+        for (size_t j = 0; j < l->nrules; j++) {
+            if (j) fputs(", ", o);
+            json_str(o, l->rules[j]);
+        }
+        fputs("], \"actions\": [", o);
+        for (size_t j = 0; j < l->nactions; j++) {
+            if (j) fputs(", ", o);
+            json_str(o, stf_action_name(l->actions[j]->kind));
+        }
+        fputs("], \"summary\": ", o);
+        json_str(o, l->summary);
+        fprintf(o, ", \"requantize\": %s, \"format\": ", l->requantize ? "true" : "false");
+        if (l->format) json_str(o, l->format);
+        else fputs("null", o);
+        fprintf(o, ", \"group\": %u, \"mode\": ", l->group);
+        if (l->requantize) json_str(o, stf_quant_mode_name(l->mode));
+        else fputs("null", o);
+        fputc('}', o);
+    }
+    fputs("], \"tensors\": [", o);
+    for (size_t t = 0; t < stf_plan_tensor_count(p); t++) {
+        const stf_plan_tensor *x = stf_plan_get_tensor(p, t);
+        fputs(t ? ", {\"name\": " : "{\"name\": ", o);
+        json_str(o, x->name);
+        fputs(", \"op\": ", o);
+        json_str(o, stf_out_op_name(x->op));
+        fputs(", \"dtype\": ", o);
+        json_str(o, stf_dtype_name(x->dtype));
+        fputs(", \"shape\": ", o);
+        shape_text(o, x, 1);
+        fprintf(o, ", \"bytes\": %" PRIu64 ", \"src\": ", x->nbytes);
+        if (src_name(c, x)) json_str(o, src_name(c, x));
+        else fputs("null", o);
+        fputs(", \"layer\": ", o);
+        if (x->layer != SIZE_MAX) json_str(o, stf_plan_get_layer(p, x->layer)->prefix);
+        else fputs("null", o);
+        fputc('}', o);
+    }
+    fputs("], \"dropped\": [", o);
+    for (size_t i = 0; i < stf_plan_dropped_count(p); i++) {
+        if (i) fputs(", ", o);
+        json_str(o, stf_plan_dropped(p, i));
+    }
+    fputs("], \"metadata\": {", o);
+    for (size_t i = 0; i < stf_plan_meta_count(p); i++) {
+        const stf_meta_entry *e = stf_plan_meta(p, i);
+        if (i) fputs(", ", o);
+        json_str(o, e->key);
+        fputs(": ", o);
+        json_str(o, e->value);
+    }
+    size_t changed, copied;
+    count(p, &changed, &copied);
+    fprintf(o, "}, \"totals\": {\"tensors\": %zu, \"changed\": %zu, \"copied\": %zu, "
+               "\"dropped\": %zu, \"bytes_total\": %" PRIu64 ", \"bytes_copied\": %" PRIu64
+               "}}\n",
+            stf_plan_tensor_count(p), changed, copied, stf_plan_dropped_count(p),
+            stf_plan_bytes_total(p), stf_plan_bytes_copied(p));
+}
+
+/* stfix plan: returns 0 planned, 2 invalid input / recipe cannot apply, 3 usage, 4 failure. */
+int cmd_plan(int argc, char **argv)
+{
+    const char *file = NULL, *recipe = NULL;
+    int json = 0;
+    stf_plan_opts po;
+    stf_plan_opts_init(&po);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return EXIT_OK_;
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if (!strcmp(a, "-r") || !strcmp(a, "--recipe") || !strncmp(a, "--recipe=", 9)) {
+            const char *v = a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v) {
+                cli_errorf("plan", "%s needs a recipe file", a);
+                return EXIT_USAGE;
+            }
+            recipe = v;
+        } else if (!strcmp(a, "--quant-mode") || !strncmp(a, "--quant-mode=", 13)) {
+            const char *v = a[12] == '=' ? a + 13 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v || stf_quant_mode_from_name(&po.quant_mode, v)) {
+                cli_errorf("plan", "--quant-mode takes cuda, fp32 or eager");
+                return EXIT_USAGE;
+            }
+            po.quant_mode_set = 1;
+        } else if (a[0] == '-' && a[1]) {
+            cli_errorf("plan", "unknown option '%s'", a);
+            usage(stderr);
+            return EXIT_USAGE;
+        } else if (!file) {
+            file = a;
+        } else {
+            cli_errorf("plan", "only one checkpoint per run");
+            return EXIT_USAGE;
+        }
+    }
+    if (!file || !recipe) {
+        if (file) cli_errorf("plan", "no recipe given (-r RECIPE)");
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    stf_err err;
+    stf_err_clear(&err);
+    stf_recipe *r = NULL;
+    stf_recipe_diags *d = NULL;
+    stf_ckpt *c = NULL;
+    stf_plan *p = NULL;
+    int ex = EXIT_OK_;
+    if (stf_recipe_load_file(&r, &d, recipe, &err)) {
+        if (d) {
+            for (size_t i = 0; i < stf_recipe_diags_count(d); i++)
+                fprintf(stderr, "%s\n", stf_recipe_diags_text(d, i));
+            stf_recipe_diags_free(d);
+        } else {
+            cli_errorf("plan", "%s", err.msg[0] ? err.msg : stf_strerror(err.code));
+        }
+        return EXIT_INVALID;
+    }
+    if (stf_ckpt_open(&c, file, NULL, &err)) {
+        cli_errorf("plan", "%s", err.msg[0] ? err.msg : stf_strerror(err.code));
+        ex = EXIT_INVALID;
+        goto done;
+    }
+    if (stf_plan_build(&p, c, r, &po, &err)) {
+        cli_errorf("plan", "%s", err.msg[0] ? err.msg : stf_strerror(err.code));
+        ex = err.code == STF_EFORMAT || err.code == STF_EUNSUPPORTED ? EXIT_INVALID : EXIT_FAILED;
+        goto done;
+    }
+    if (json) print_json(stdout, file, recipe, r, c, p);
+    else print_human(stdout, file, recipe, c, p);
+    if (fflush(stdout)) ex = EXIT_FAILED;
+done:
+    stf_plan_free(p);
+    stf_ckpt_free(c);
+    stf_recipe_free(r);
+    return ex;
+}

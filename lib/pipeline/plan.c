@@ -1,0 +1,413 @@
+/*
+ * stf_plan_build: recipe × model × probes → the per-layer plan. Every rule
+ * sees the layer as read from the input (rules.h); a layer gets the actions
+ * of every matching rule, in order, up to and including the first terminal
+ * one. Tensors no layer owns are copied (renamed or dropped by the rules
+ * that select their name). Outputs end in canonical writer order.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline/plan_int.h"
+
+/* Defaults: quant mode from the recipe, tau 0.99, probes inline. */
+void stf_plan_opts_init(stf_plan_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->quant_mode = STF_QMODE_CUDA;
+    o->tau = 0.99;
+}
+
+static int grow(void **v, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return 0;
+    size_t nc = *cap ? *cap * 2 : 16;
+    while (nc < need) nc *= 2;
+    void *nv = stf__realloc(*v, nc * elem);
+    if (!nv) return -1;
+    memset((char *)nv + *cap * elem, 0, (nc - *cap) * elem);
+    *v = nv;
+    *cap = nc;
+    return 0;
+}
+
+/* Append a zeroed output tensor (job and layer SIZE_MAX, src -1). */
+int stf__pb_add_out(stf__pb *b, size_t *out, stf_err *err)
+{
+    if (grow((void **)&b->p->outs, &b->outs_cap, b->p->nouts + 1, sizeof *b->p->outs))
+        return stf__err(err, STF_ENOMEM, "plan: out of memory");
+    stf__out *o = &b->p->outs[b->p->nouts];
+    memset(o, 0, sizeof *o);
+    o->job = SIZE_MAX;
+    o->pub.layer = SIZE_MAX;
+    o->pub.src = -1;
+    *out = b->p->nouts++;
+    return 0;
+}
+
+/* Append a zeroed job. */
+int stf__pb_add_job(stf__pb *b, size_t *out, stf_err *err)
+{
+    if (grow((void **)&b->p->jobs, &b->jobs_cap, b->p->njobs + 1, sizeof *b->p->jobs))
+        return stf__err(err, STF_ENOMEM, "plan: out of memory");
+    memset(&b->p->jobs[b->p->njobs], 0, sizeof *b->p->jobs);
+    *out = b->p->njobs++;
+    return 0;
+}
+
+/* Record a dropped input tensor name (copied). */
+int stf__pb_drop(stf__pb *b, const char *name, stf_err *err)
+{
+    if (grow((void **)&b->p->dropped, &b->dropped_cap, b->p->ndropped + 1,
+             sizeof *b->p->dropped))
+        return stf__err(err, STF_ENOMEM, "plan: out of memory");
+    char *s = stf__strdup(name);
+    if (!s) return stf__err(err, STF_ENOMEM, "plan: out of memory");
+    b->p->dropped[b->p->ndropped++] = s;
+    return 0;
+}
+
+/* Record an output layer's marker text for _quantization_metadata (copied). */
+int stf__pb_qmeta(stf__pb *b, const char *prefix, const char *text, stf_err *err)
+{
+    if (grow((void **)&b->qm_prefix, &b->qm_cap, b->nqm + 1, sizeof *b->qm_prefix))
+        return stf__err(err, STF_ENOMEM, "plan: out of memory");
+    if (grow((void **)&b->qm_text, &b->qmt_cap, b->nqm + 1, sizeof *b->qm_text))
+        return stf__err(err, STF_ENOMEM, "plan: out of memory");
+    char *p = stf__strdup(prefix), *t = stf__strdup(text);
+    if (!p || !t) {
+        stf__free(p);
+        stf__free(t);
+        return stf__err(err, STF_ENOMEM, "plan: out of memory");
+    }
+    b->qm_prefix[b->nqm] = p;
+    b->qm_text[b->nqm] = t;
+    b->nqm++;
+    return 0;
+}
+
+static int name_cmp(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    int c = memcmp(a, b, la < lb ? la : lb);
+    return c ? c : (la > lb) - (la < lb);
+}
+
+/* Canonical writer order: dtype index descending, then name bytes. */
+int stf__plan_out_cmp(const stf__out *a, const stf__out *b)
+{
+    if (a->pub.dtype != b->pub.dtype) return a->pub.dtype > b->pub.dtype ? -1 : 1;
+    return name_cmp(a->pub.name, b->pub.name);
+}
+
+static int out_qcmp(const void *x, const void *y)
+{
+    return stf__plan_out_cmp(*(const stf__out *const *)x, *(const stf__out *const *)y);
+}
+
+static int name_qcmp(const void *x, const void *y)
+{
+    return name_cmp((*(const stf__out *const *)x)->pub.name,
+                    (*(const stf__out *const *)y)->pub.name);
+}
+
+/* Frees everything; no-op on NULL. */
+void stf_plan_free(stf_plan *p)
+{
+    if (!p) return;
+    for (size_t i = 0; i < p->nlayers; i++) {
+        stf__free(p->layers[i].rule_names);
+        stf__free(p->layers[i].acts);
+        stf__free(p->layers[i].prefix_store);
+        stf__free(p->layers[i].out_prefix_store);
+        stf__free(p->layers[i].summary_store);
+    }
+    stf__free(p->layers);
+    for (size_t i = 0; i < p->nouts; i++) {
+        stf__free((char *)p->outs[i].pub.name);
+        stf__free(p->outs[i].bytes);
+        stf__free(p->outs[i].group);
+    }
+    stf__free(p->outs);
+    stf__free(p->jobs);
+    for (size_t i = 0; i < p->ndropped; i++) stf__free(p->dropped[i]);
+    stf__free(p->dropped);
+    for (size_t i = 0; i < p->nmeta; i++) {
+        stf__free((char *)p->meta[i].key);
+        stf__free((char *)p->meta[i].value);
+    }
+    stf__free(p->meta);
+    stf_model_free(p->model);
+    stf__free(p);
+}
+
+/* Whether some rule's verdict on this view depends on the H1 probe. */
+static int rules_need_probe(const stf_recipe *r, stf_layer_view *v)
+{
+    size_t nr = stf_recipe_rule_count(r);
+    for (size_t i = 0; i < nr; i++) {
+        const stf_rule *rule = stf_recipe_rule(r, i);
+        v->probe = STF_PROBE_UNKNOWN;
+        int base = stf_rules_match(rule, v);
+        for (int pv = STF_PROBE_ROW; pv <= STF_PROBE_AMBIGUOUS; pv++) {
+            v->probe = (stf_probe_verdict)pv;
+            if (stf_rules_match(rule, v) != base) {
+                v->probe = STF_PROBE_UNKNOWN;
+                return 1;
+            }
+        }
+    }
+    v->probe = STF_PROBE_UNKNOWN;
+    return 0;
+}
+
+/* Matched actions of every rule in order, up to and including the first terminal one. */
+static int collect(stf__pact **acts, size_t *nacts, size_t *cap, const stf_recipe *r,
+                   const stf_layer_view *v, stf_err *err)
+{
+    *nacts = 0;
+    size_t nr = stf_recipe_rule_count(r);
+    for (size_t i = 0; i < nr; i++) {
+        const stf_rule *rule = stf_recipe_rule(r, i);
+        if (!stf_rules_match(rule, v)) continue;
+        size_t na = stf_rule_action_count(rule);
+        int term = 0;
+        for (size_t j = 0; j < na; j++) {
+            if (grow((void **)acts, cap, *nacts + 1, sizeof **acts))
+                return stf__err(err, STF_ENOMEM, "plan: out of memory");
+            (*acts)[*nacts].a = stf_rule_action(rule, j);
+            (*acts)[*nacts].rule = rule;
+            (*nacts)++;
+            if (stf_action_is_terminal(stf_rule_action(rule, j)->kind)) {
+                term = 1;
+                break;
+            }
+        }
+        if (term) break;
+    }
+    return 0;
+}
+
+static int needs_probe_action(const stf__pact *acts, size_t n, const stf_layer_view *v)
+{
+    for (size_t i = 0; i < n; i++) {
+        const stf_action *a = acts[i].a;
+        if (a->kind == STF_ACT_TRANSPOSE_SCALE) return 1;
+        if (a->kind == STF_ACT_RESHAPE_SCALE && a->reshape_scale.to == STF_SCALE_ROWS &&
+            (a->reshape_scale.require_probe || v->n == v->k))
+            return 1;
+        if ((a->kind == STF_ACT_REQUANTIZE || a->kind == STF_ACT_EXCLUDE) && v->n == v->k &&
+            v->has_scale && v->weight_dtype == STF_I8)
+            return 1;
+    }
+    return 0;
+}
+
+/* Fill the public layer record's rule and action lists. */
+static int record_rules(stf__player *pl, const stf__pact *acts, size_t n, stf_err *err)
+{
+    if (!n) return 0;
+    pl->acts = stf__calloc(n, sizeof *pl->acts);
+    pl->rule_names = stf__calloc(n, sizeof *pl->rule_names);
+    if (!pl->acts || !pl->rule_names) return stf__err(err, STF_ENOMEM, "plan: out of memory");
+    size_t nr = 0;
+    for (size_t i = 0; i < n; i++) {
+        pl->acts[i] = acts[i].a;
+        const char *nm = stf_rule_name(acts[i].rule);
+        if (!nr || strcmp(pl->rule_names[nr - 1], nm)) pl->rule_names[nr++] = nm;
+    }
+    pl->pub.nactions = n;
+    pl->pub.actions = pl->acts;
+    pl->pub.nrules = nr;
+    pl->pub.rules = pl->rule_names;
+    return 0;
+}
+
+/* A tensor no layer owns: copied, renamed or dropped by the rules selecting its name. */
+static int plan_other(stf__pb *b, size_t ti, stf__pact **acts, size_t *cap, stf_err *err)
+{
+    const stf_tensor_info *t = stf_ckpt_tensor(b->p->c, ti);
+    stf_layer_view v;
+    memset(&v, 0, sizeof v);
+    v.prefix = t->name;
+    size_t n = 0;
+    int rc = collect(acts, &n, cap, b->p->r, &v, err);
+    if (rc) return rc;
+    char *name = stf__strdup(t->name);
+    if (!name) return stf__err(err, STF_ENOMEM, "plan: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const stf_action *a = (*acts)[i].a;
+        if (a->kind == STF_ACT_DROP) {
+            stf__free(name);
+            return stf__pb_drop(b, t->name, err);
+        }
+        if (a->kind != STF_ACT_RENAME || !a->rename.from) continue;
+        size_t fl = strlen(a->rename.from);
+        if (strncmp(name, a->rename.from, fl)) continue;
+        size_t tl = a->rename.to ? strlen(a->rename.to) : 0, rl = strlen(name + fl);
+        char *nn = stf__malloc(tl + rl + 1);
+        if (!nn) {
+            stf__free(name);
+            return stf__err(err, STF_ENOMEM, "plan: out of memory");
+        }
+        if (tl) memcpy(nn, a->rename.to, tl);
+        memcpy(nn + tl, name + fl, rl + 1);
+        stf__free(name);
+        name = nn;
+    }
+    size_t oi;
+    if ((rc = stf__pb_add_out(b, &oi, err))) {
+        stf__free(name);
+        return rc;
+    }
+    stf__out *o = &b->p->outs[oi];
+    o->pub.name = name;
+    o->pub.dtype = t->dtype;
+    o->pub.rank = t->rank;
+    for (unsigned r = 0; r < t->rank && r < STF_MAX_RANK_HARD; r++) o->shape_store[r] = t->shape[r];
+    o->pub.shape = o->shape_store;
+    o->pub.nbytes = t->nbytes;
+    o->pub.op = STF_OUT_COPY;
+    o->pub.src = (int64_t)ti;
+    o->cast_from = t->dtype;
+    return 0;
+}
+
+/* Two outputs with one name: the rename (or an action) collided. */
+static int check_collisions(stf_plan *p, stf_err *err)
+{
+    int rc = 0;
+    if (p->nouts < 2) return 0;
+    stf__out **v = stf__calloc(p->nouts, sizeof *v);
+    if (!v) return stf__err(err, STF_ENOMEM, "plan: out of memory");
+    for (size_t i = 0; i < p->nouts; i++) v[i] = &p->outs[i];
+    qsort(v, p->nouts, sizeof *v, name_qcmp);
+    for (size_t i = 1; i < p->nouts; i++) {
+        if (strcmp(v[i - 1]->pub.name, v[i]->pub.name)) continue;
+        const char *a = v[i - 1]->pub.src >= 0
+                            ? stf_ckpt_tensor(p->c, (size_t)v[i - 1]->pub.src)->name : "(new)";
+        const char *b2 = v[i]->pub.src >= 0
+                             ? stf_ckpt_tensor(p->c, (size_t)v[i]->pub.src)->name : "(new)";
+        rc = stf__err(err, STF_EFORMAT, "output name collision: '%s' and '%s' both become '%s'",
+                      a, b2, v[i]->pub.name);
+        break;
+    }
+    stf__free(v);
+    return rc;
+}
+
+/* Sort outputs into writer order and re-point jobs at the new indices. */
+static int sort_outs(stf_plan *p, stf_err *err)
+{
+    if (!p->nouts) return 0;
+    stf__out **v = stf__calloc(p->nouts, sizeof *v);
+    stf__out *nv = stf__calloc(p->nouts, sizeof *nv);
+    size_t *where = stf__calloc(p->nouts, sizeof *where);
+    if (!v || !nv || !where) {
+        stf__free(v);
+        stf__free(nv);
+        stf__free(where);
+        return stf__err(err, STF_ENOMEM, "plan: out of memory");
+    }
+    for (size_t i = 0; i < p->nouts; i++) v[i] = &p->outs[i];
+    qsort(v, p->nouts, sizeof *v, out_qcmp);
+    for (size_t i = 0; i < p->nouts; i++) {
+        nv[i] = *v[i];
+        nv[i].pub.shape = nv[i].shape_store;
+        where[(size_t)(v[i] - p->outs)] = i;
+    }
+    for (size_t j = 0; j < p->njobs; j++) {
+        if (p->jobs[j].out_weight != SIZE_MAX) p->jobs[j].out_weight = where[p->jobs[j].out_weight];
+        if (p->jobs[j].out_scale != SIZE_MAX) p->jobs[j].out_scale = where[p->jobs[j].out_scale];
+    }
+    stf__free(p->outs);
+    p->outs = nv;
+    stf__free(v);
+    stf__free(where);
+    return 0;
+}
+
+/* Build the plan (see include/stfix/pipeline.h). */
+int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
+                   const stf_plan_opts *o, stf_err *err)
+{
+    int rc = 0;
+    stf_plan_opts defo;
+    stf__pb b;
+    stf__pact *acts = NULL;
+    size_t acap = 0;
+    stf__view_store store;
+    memset(&b, 0, sizeof b);
+    memset(&store, 0, sizeof store);
+    *out = NULL;
+    if (!c || !r) return stf__err(err, STF_EINVAL, "stf_plan_build: NULL checkpoint or recipe");
+    if (!o) {
+        stf_plan_opts_init(&defo);
+        o = &defo;
+    }
+    stf_plan *p = stf__calloc(1, sizeof *p);
+    if (!p) return stf__err(err, STF_ENOMEM, "plan: out of memory");
+    p->c = c;
+    p->r = r;
+    p->targets = stf_recipe_targets(r);
+    b.p = p;
+    b.o = o;
+    if ((rc = stf_model_build(&p->model, c, err))) goto done;
+    b.m = p->model;
+    size_t nl = stf_model_layer_count(p->model);
+    if (nl) {
+        p->layers = stf__calloc(nl, sizeof *p->layers);
+        if (!p->layers) {
+            rc = stf__err(err, STF_ENOMEM, "plan: out of memory");
+            goto done;
+        }
+    }
+    for (size_t i = 0; i < nl; i++) {
+        const stf_layer *l = stf_model_layer(p->model, i);
+        stf_layer_view v;
+        size_t n = 0;
+        if ((rc = stf__plan_view(&v, &store, p->model, l, err))) goto done;
+        v.rotation = stf__plan_rotation(l);
+        int probed = 0;
+        if (rules_need_probe(r, &v)) {
+            if ((rc = stf__plan_probe(&v.probe, o, p->model, l, err))) goto done;
+            probed = 1;
+        }
+        if ((rc = collect(&acts, &n, &acap, r, &v, err))) goto done;
+        if (!probed && needs_probe_action(acts, n, &v) &&
+            (rc = stf__plan_probe(&v.probe, o, p->model, l, err)))
+            goto done;
+        p->nlayers = i + 1;
+        if ((rc = record_rules(&p->layers[i], acts, n, err))) goto done;
+        if ((rc = stf__plan_layer(&b, i, l, &v, acts, n, err))) goto done;
+        stf__view_store_free(&store);
+    }
+    size_t no = stf_model_other_count(p->model);
+    for (size_t i = 0; i < no; i++)
+        if ((rc = plan_other(&b, stf_model_other(p->model, i), &acts, &acap, err))) goto done;
+    if ((rc = check_collisions(p, err))) goto done;
+    if ((rc = sort_outs(p, err))) goto done;
+    if ((rc = stf__plan_meta(&b, err))) goto done;
+    for (size_t i = 0; i < p->nouts; i++) {
+        const stf__out *x = &p->outs[i];
+        p->bytes_total += x->pub.nbytes;
+        if (x->pub.op == STF_OUT_COPY || x->pub.op == STF_OUT_RESHAPE ||
+            x->pub.op == STF_OUT_RELABEL)
+            p->bytes_copied += x->pub.nbytes;
+    }
+done:
+    stf__view_store_free(&store);
+    stf__free(acts);
+    for (size_t i = 0; i < b.nqm; i++) {
+        stf__free(b.qm_prefix[i]);
+        stf__free(b.qm_text[i]);
+    }
+    stf__free(b.qm_prefix);
+    stf__free(b.qm_text);
+    if (rc) {
+        stf_plan_free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}

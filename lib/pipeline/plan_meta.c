@@ -1,0 +1,105 @@
+/*
+ * The output __metadata__ (spec/comfy-quant.md §1.2, §10 step 10): every
+ * input key is kept (union over shards, the first shard's value wins), stfix
+ * stamps its version and the recipe's SHA-256, and _quantization_metadata
+ * either stays byte-identical (no marker changed), is rebuilt from the
+ * output markers so both channels agree, or is dropped (recipe parameter,
+ * or no marker left). It is never created when the input had none.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline/plan_int.h"
+
+#define QMETA_KEY "_quantization_metadata"
+
+static int put(stf_plan *p, size_t *cap, const char *key, size_t klen, const char *val,
+               size_t vlen, stf_err *err)
+{
+    for (size_t i = 0; i < p->nmeta; i++)
+        if (p->meta[i].key_len == klen && !memcmp(p->meta[i].key, key, klen)) return 0;
+    if (p->nmeta == *cap) {
+        size_t nc = *cap ? *cap * 2 : 16;
+        stf_meta_entry *nv = stf__realloc(p->meta, nc * sizeof *nv);
+        if (!nv) return stf__err(err, STF_ENOMEM, "plan: out of memory");
+        p->meta = nv;
+        *cap = nc;
+    }
+    char *k = stf__strndup(key, klen), *v = stf__strndup(val, vlen);
+    if (!k || !v) {
+        stf__free(k);
+        stf__free(v);
+        return stf__err(err, STF_ENOMEM, "plan: out of memory");
+    }
+    stf_meta_entry *e = &p->meta[p->nmeta++];
+    e->key = k;
+    e->key_len = klen;
+    e->value = v;
+    e->value_len = vlen;
+    return 0;
+}
+
+static int meta_cmp(const void *x, const void *y)
+{
+    const stf_meta_entry *a = x, *b = y;
+    size_t n = a->key_len < b->key_len ? a->key_len : b->key_len;
+    int c = memcmp(a->key, b->key, n);
+    return c ? c : (a->key_len > b->key_len) - (a->key_len < b->key_len);
+}
+
+/* The rebuilt _quantization_metadata, or *out NULL when nothing is left. */
+static int rebuild(char **out, size_t *len, stf__pb *b, stf_err *err)
+{
+    *out = NULL;
+    if (!b->nqm) return 0;
+    int rc = stf_qmeta_canonical(out, len, (const char *const *)b->qm_prefix,
+                                 (const char *const *)b->qm_text, b->nqm, err);
+    if (rc == STF_EINVAL)
+        return stf__err(err, STF_EFORMAT, "_quantization_metadata: two layers end with one "
+                        "output prefix (rename collision)");
+    return rc;
+}
+
+/* Build b->p->meta (see plan_int.h). */
+int stf__plan_meta(stf__pb *b, stf_err *err)
+{
+    stf_plan *p = b->p;
+    size_t cap = 0, nsh = stf_ckpt_shard_count(p->c);
+    int rc = 0, had_q = 0, nq = 0;
+    const stf_meta_entry *first_q = NULL;
+    char *q = NULL;
+    size_t qlen = 0;
+    rc = put(p, &cap, "stfix.version", strlen("stfix.version"), STF_VERSION_STRING,
+             strlen(STF_VERSION_STRING), err);
+    const char *sha = stf_recipe_sha256(p->r);
+    if (!rc) rc = put(p, &cap, "stfix.recipe_sha256", strlen("stfix.recipe_sha256"),
+                      sha ? sha : "", sha ? strlen(sha) : 0, err);
+    for (size_t s = 0; s < nsh && !rc; s++) {
+        size_t nm = stf_ckpt_meta_count(p->c, s);
+        for (size_t i = 0; i < nm && !rc; i++) {
+            const stf_meta_entry *e = stf_ckpt_meta(p->c, s, i);
+            if (e->key_len == strlen(QMETA_KEY) && !memcmp(e->key, QMETA_KEY, e->key_len)) {
+                had_q = 1;
+                nq++;
+                if (!first_q) first_q = e;
+                continue;
+            }
+            rc = put(p, &cap, e->key, e->key_len, e->value, e->value_len, err);
+        }
+    }
+    if (rc) return rc;
+    if (had_q && !b->meta_drop) {
+        if (!b->markers_changed && nq == 1) {
+            rc = put(p, &cap, first_q->key, first_q->key_len, first_q->value, first_q->value_len,
+                     err);
+        } else {
+            rc = rebuild(&q, &qlen, b, err);
+            if (!rc && q) rc = put(p, &cap, QMETA_KEY, strlen(QMETA_KEY), q, qlen, err);
+            stf_model_str_free(q);
+        }
+        if (rc) return rc;
+    }
+    qsort(p->meta, p->nmeta, sizeof *p->meta, meta_cmp);
+    p->emit_meta = 1;
+    return 0;
+}
