@@ -65,17 +65,18 @@ LIBSO := $(BUILD)/libstfix.so
 
 .PHONY: all deps check unit cli lint demo asan fuzz bench install uninstall clean
 .DEFAULT_GOAL := all
-# Keep test and bench objects (pattern-rule intermediates) between runs.
-.SECONDARY:
 
+all: $(STFIX_BIN) $(LIBA) $(LIBSO)
+ifeq ($(BUILD),build)
+# The default build also leaves copies at the top level (what `make install` takes).
 all: stfix libstfix.a libstfix.so
-
 stfix: $(STFIX_BIN)
-	@if [ "$(BUILD)" = build ]; then cp -f $< $@; fi
+	cp -f $< $@
 libstfix.a: $(LIBA)
-	@if [ "$(BUILD)" = build ]; then cp -f $< $@; fi
+	cp -f $< $@
 libstfix.so: $(LIBSO)
-	@if [ "$(BUILD)" = build ]; then cp -f $< $@; fi
+	cp -f $< $@
+endif
 
 $(BUILD)/obj/%_avx2.o: %_avx2.c
 	@mkdir -p $(@D)
@@ -112,6 +113,9 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TSUP_OBJ) $(LIBA)
 $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
+
+# Keep test and bench objects (pattern-rule intermediates) between runs.
+.SECONDARY: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TSUP_OBJ:.o=.d) \
          $(UNIT_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d)
