@@ -24,6 +24,7 @@ int cmd_rewrite(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_rules(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_fix(int argc, char **argv);
 
 /* Print "stfix: <verb>: <msg>\n" to stderr. */
 void cli_errorf(const char *verb, const char *fmt, ...)

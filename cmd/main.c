@@ -18,6 +18,7 @@ static const command commands[] = {
     { "rewrite", cmd_rewrite, "rewrite a checkpoint canonically, optionally re-sharded" },
     { "rules", cmd_rules, "check repair recipes (stfix rules lint FILE...)" },
     { "plan", cmd_plan, "show what a recipe would change (stfix plan FILE -r RECIPE)" },
+    { "fix", cmd_fix, "repair or convert a checkpoint with a recipe" },
 };
 
 static void usage(FILE *to)

@@ -1,21 +1,36 @@
 #!/bin/sh
-# The demo behind `make demo`: stfix on the bundled demo checkpoint
-# (fixtures/demo/demo.safetensors, made by tests/gen/gen_demo.py).
+# The demo behind `make demo`: stfix repairs the bundled broken demo
+# checkpoint (fixtures/demo/demo.safetensors, made by tests/gen/gen_demo.py)
+# for SGLang:
+#   1. check --target sglang on the input: it fails (exit 1 is expected);
+#   2. plan with rules/sglang-int8-convrot.yaml: what will change, per layer;
+#   3. fix into a temporary directory (verified before it is published);
+#   4. check --target sglang on the output: it must pass (exit 0).
+# Exits 0 only if all of that held.
 #   sh tests/demo.sh /abs/path/to/stfix
-# Later commands (check, fix) add their steps here.
-set -e
 STFIX=${1:?usage: sh tests/demo.sh /abs/path/to/stfix}
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 demo=fixtures/demo/demo.safetensors
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/stfix-demo.XXXXXX")
+recipe=rules/sglang-int8-convrot.yaml
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/stfix-demo.XXXXXX") || exit 2
 trap 'rm -rf "$tmp"' EXIT INT TERM
+out="$tmp/demo-fixed.safetensors"
 
-echo "== stfix inspect $demo"
-"$STFIX" inspect "$demo"
-echo
-echo "== stfix rewrite $demo -o $tmp/demo.safetensors --max-shard-size 8KB"
-"$STFIX" rewrite "$demo" -o "$tmp/demo.safetensors" --max-shard-size 8KB
-echo
-echo "== stfix rewrite (join the shards again) and compare with the original"
-"$STFIX" rewrite "$tmp/demo.safetensors.index.json" -o "$tmp/joined.safetensors"
-cmp "$demo" "$tmp/joined.safetensors" && echo "identical bytes: the demo file is canonical"
+step() { printf '\n== %s\n' "$*"; }
+die() { printf '\ndemo: FAILED: %s\n' "$*" >&2; exit 1; }
+
+step "stfix check $demo --target sglang   (the input is broken: exit 1 expected)"
+"$STFIX" check "$demo" --target sglang
+rc=$?
+[ "$rc" -eq 1 ] || die "check of the broken input exited $rc, expected 1"
+
+step "stfix plan $demo -r $recipe"
+"$STFIX" plan "$demo" -r "$recipe" || die "plan exited $?"
+
+step "stfix fix $demo -r $recipe -o $out"
+"$STFIX" fix "$demo" -r "$recipe" -o "$out" || die "fix exited $?"
+
+step "stfix check $out --target sglang   (must pass)"
+"$STFIX" check "$out" --target sglang || die "check of the repaired file exited $?"
+
+printf '\ndemo: ok: the broken demo checkpoint fails check, and after stfix fix it passes\n'

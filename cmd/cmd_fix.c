@@ -1,0 +1,533 @@
+/*
+ * stfix fix IN -r RECIPE (-o OUT | --in-place) [-j N] [--quant-mode MODE]
+ *           [--error-report] [--allow-noncompliant] [--max-shard-size SIZE]
+ *           [--max-mem SIZE] [--json]
+ *
+ * Loads the recipe, plans the conversion of IN, runs it into OUT and lets
+ * the library verify the result against the recipe's targets before it
+ * becomes visible. Exit 0 ok; 1 the output failed verification (nothing
+ * written); 2 invalid input or recipe (or the recipe cannot apply);
+ * 3 usage; 4 the operation failed (I/O, memory).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+typedef struct fix_args {
+    const char *in, *recipe, *out;
+    int in_place, json, error_report, allow_noncompliant;
+    unsigned threads; /* 0: one per online core */
+    int quant_mode_set;
+    stf_quant_mode quant_mode;
+    unsigned long long max_shard_size, max_mem;
+    int max_mem_set;
+} fix_args;
+
+static void usage(FILE *to)
+{
+    fprintf(to,
+            "usage: stfix fix IN -r RECIPE (-o OUT | --in-place) [options]\n"
+            "  IN                    a .safetensors file or a *.safetensors.index.json\n"
+            "  -r, --recipe RECIPE   the repair recipe (stfix-rules(5)), e.g. rules/*.yaml\n"
+            "  -o, --output OUT      the output file (must not be an input file)\n"
+            "  --in-place            replace IN (a single file) only after full success\n"
+            "  -j, --jobs N          worker threads (default: one per online core);\n"
+            "                        the output bytes do not depend on N\n"
+            "  --quant-mode MODE     cuda, fp32 or eager: overrides every recipe rule\n"
+            "  --error-report        rel-L2, cosine, SNR and max |error| per requantized or\n"
+            "                        dequantized layer, and the 10 worst layers by SNR\n"
+            "  --allow-noncompliant  keep the output even if it fails the recipe's targets\n"
+            "  --max-shard-size SIZE split the output into shards (e.g. 5GB, 500MB, 4GiB)\n"
+            "  --max-mem SIZE        working set for requantization (default 2GiB)\n"
+            "  --json                one JSON document on stdout instead of the summary\n"
+            "Exit codes: 0 ok, 1 output failed verification (nothing written),\n"
+            "2 invalid input or recipe, 3 usage error, 4 operation failed.\n");
+}
+
+/* Error codes of the library as exit codes: what the user must change. */
+static int exit_for(int code)
+{
+    switch (code) {
+    case STF_EFORMAT:
+    case STF_ELIMIT:
+    case STF_ENOTFOUND:
+    case STF_EUNSUPPORTED:
+    case STF_ENUMERIC:
+    case STF_EINVAL:
+        return EXIT_INVALID;
+    default:
+        return EXIT_FAILED;
+    }
+}
+
+static int fail(const stf_err *err)
+{
+    cli_errorf("fix", "%s", err->msg[0] ? err->msg : stf_strerror(err->code));
+    return exit_for(err->code);
+}
+
+/* Value of an option given as "--opt VALUE" or "--opt=VALUE"; NULL if missing. */
+static const char *opt_value(int argc, char **argv, int *i, const char *longname)
+{
+    size_t n = strlen(longname);
+    if (!strncmp(argv[*i], longname, n) && argv[*i][n] == '=') return argv[*i] + n + 1;
+    return *i + 1 < argc ? argv[++*i] : NULL;
+}
+
+static int is_opt(const char *a, const char *shortname, const char *longname)
+{
+    size_t n = strlen(longname);
+    return (shortname && !strcmp(a, shortname)) || !strcmp(a, longname) ||
+           (!strncmp(a, longname, n) && a[n] == '=');
+}
+
+/* Returns -1 to go on, else the exit code (help or usage error). */
+static int parse_args(fix_args *a, int argc, char **argv)
+{
+    memset(a, 0, sizeof *a);
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i], *v;
+        if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+            usage(stdout);
+            return EXIT_OK_;
+        } else if (!strcmp(s, "--json")) {
+            a->json = 1;
+        } else if (!strcmp(s, "--in-place")) {
+            a->in_place = 1;
+        } else if (!strcmp(s, "--error-report")) {
+            a->error_report = 1;
+        } else if (!strcmp(s, "--allow-noncompliant")) {
+            a->allow_noncompliant = 1;
+        } else if (is_opt(s, "-r", "--recipe")) {
+            if (!(a->recipe = opt_value(argc, argv, &i, "--recipe"))) goto missing;
+        } else if (is_opt(s, "-o", "--output")) {
+            if (!(a->out = opt_value(argc, argv, &i, "--output"))) goto missing;
+        } else if (is_opt(s, "-j", "--jobs")) {
+            char *end = NULL;
+            if (!(v = opt_value(argc, argv, &i, "--jobs"))) goto missing;
+            unsigned long n = strtoul(v, &end, 10);
+            if (!*v || *end || *v == '-' || n < 1 || n > 1024) {
+                cli_errorf("fix", "-j takes a thread count from 1 to 1024, not '%s'", v);
+                return EXIT_USAGE;
+            }
+            a->threads = (unsigned)n;
+        } else if (is_opt(s, NULL, "--quant-mode")) {
+            if (!(v = opt_value(argc, argv, &i, "--quant-mode"))) goto missing;
+            if (stf_quant_mode_from_name(&a->quant_mode, v)) {
+                cli_errorf("fix", "--quant-mode takes cuda, fp32 or eager, not '%s'", v);
+                return EXIT_USAGE;
+            }
+            a->quant_mode_set = 1;
+        } else if (is_opt(s, NULL, "--max-shard-size") || is_opt(s, NULL, "--max-mem")) {
+            int shard = s[6] == 's';
+            if (!(v = opt_value(argc, argv, &i, shard ? "--max-shard-size" : "--max-mem")))
+                goto missing;
+            unsigned long long n = 0;
+            if (cli_parse_size(v, &n) || n == 0) {
+                cli_errorf("fix", "%s: not a size: '%s' (e.g. 5GB, 500MB, 4GiB)",
+                           shard ? "--max-shard-size" : "--max-mem", v);
+                return EXIT_USAGE;
+            }
+            if (shard) a->max_shard_size = n;
+            else a->max_mem = n, a->max_mem_set = 1;
+        } else if (s[0] == '-' && s[1]) {
+            cli_errorf("fix", "unknown option '%s'", s);
+            usage(stderr);
+            return EXIT_USAGE;
+        } else if (!a->in) {
+            a->in = s;
+        } else {
+            cli_errorf("fix", "only one input checkpoint per run (got '%s' and '%s')", a->in, s);
+            return EXIT_USAGE;
+        }
+        continue;
+    missing:
+        cli_errorf("fix", "%s needs a value", s);
+        return EXIT_USAGE;
+    }
+    if (!a->in || !a->recipe) {
+        cli_errorf("fix", "%s", !a->in ? "no input checkpoint given" : "no recipe given (-r RECIPE)");
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (!!a->out == a->in_place) {
+        cli_errorf("fix", "give exactly one of -o OUT and --in-place");
+        return EXIT_USAGE;
+    }
+    if (a->in_place && a->max_shard_size) {
+        cli_errorf("fix", "--in-place writes one file; it cannot be combined with --max-shard-size");
+        return EXIT_USAGE;
+    }
+    if (a->in_place && strlen(a->in) >= 11 && !strcmp(a->in + strlen(a->in) - 11, ".index.json")) {
+        cli_errorf("fix", "--in-place needs a single .safetensors file, not an index");
+        return EXIT_USAGE;
+    }
+    return -1;
+}
+
+/* The input file OUT would overwrite (OUT, or OUT.index.json when sharding). */
+static const char *clobbered_input(const stf_ckpt *c, const char *out, int sharded)
+{
+    char idx[4096];
+    snprintf(idx, sizeof idx, "%s.index.json", out);
+    struct stat so, si, sx;
+    int have_out = stat(out, &so) == 0, have_idx = sharded && stat(idx, &sx) == 0;
+    size_t ns = stf_ckpt_shard_count(c);
+    for (size_t k = 0; k <= ns; k++) {
+        const char *in = k < ns ? stf_ckpt_shard_path(c, k) : stf_ckpt_index_path(c);
+        if (!in || stat(in, &si) != 0) continue;
+        if (have_out && so.st_dev == si.st_dev && so.st_ino == si.st_ino) return in;
+        if (have_idx && sx.st_dev == si.st_dev && sx.st_ino == si.st_ino) return in;
+    }
+    return NULL;
+}
+
+static void json_str(FILE *o, const char *s)
+{
+    fputc('"', o);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(o, "\\%c", *p);
+        else if (*p == '\n') fputs("\\n", o);
+        else if (*p < 0x20) fprintf(o, "\\u%04x", *p);
+        else fputc(*p, o);
+    }
+    fputc('"', o);
+}
+
+/* JSON has no infinity: an exact layer's SNR is written as null. */
+static void json_num(FILE *o, double v)
+{
+    if (isfinite(v)) fprintf(o, "%.9g", v);
+    else fputs("null", o);
+}
+
+static size_t layers_changed(const stf_plan *p)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < stf_plan_layer_count(p); i++)
+        if (stf_plan_get_layer(p, i)->nactions) n++;
+    return n;
+}
+
+static size_t tensors_copied(const stf_plan *p)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < stf_plan_tensor_count(p); i++)
+        if (stf_plan_get_tensor(p, i)->op == STF_OUT_COPY) n++;
+    return n;
+}
+
+static unsigned long long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (unsigned long long)st.st_size : 0;
+}
+
+static int snr_less(const stf_layer_metrics *a, const stf_layer_metrics *b)
+{
+    /* NaN sorts first (worst); ties keep report order (the sort is stable). */
+    if (isnan(a->m.snr_db)) return !isnan(b->m.snr_db);
+    return !isnan(b->m.snr_db) && a->m.snr_db < b->m.snr_db;
+}
+
+/* Indices of the (up to) `k` lowest-SNR layers, worst first. */
+static size_t worst_by_snr(const stf_run_report *r, size_t *idx, size_t k)
+{
+    size_t n = stf_run_report_metrics_count(r), have = 0;
+    for (size_t i = 0; i < n; i++) {
+        const stf_layer_metrics *m = stf_run_report_metrics(r, i);
+        size_t pos = have;
+        while (pos > 0 && snr_less(m, stf_run_report_metrics(r, idx[pos - 1]))) pos--;
+        if (pos >= k) continue;
+        size_t last = have < k ? have : k - 1;
+        memmove(idx + pos + 1, idx + pos, (last - pos) * sizeof *idx);
+        idx[pos] = i;
+        if (have < k) have++;
+    }
+    return have;
+}
+
+static void print_metrics_row(FILE *o, const stf_layer_metrics *m)
+{
+    fprintf(o, "  %-40s %11.4e %12.9f %9.2f %11.4e\n", m->prefix, m->m.rel_l2, m->m.cosine,
+            m->m.snr_db, m->m.max_abs);
+}
+
+static void print_error_report(FILE *o, const stf_run_report *r)
+{
+    size_t n = stf_run_report_metrics_count(r);
+    fprintf(o, "error report (%zu layer(s) requantized or dequantized):\n", n);
+    if (!n) return;
+    fprintf(o, "  %-40s %11s %12s %9s %11s\n", "layer", "rel-L2", "cosine", "SNR dB", "max abs");
+    for (size_t i = 0; i < n; i++) print_metrics_row(o, stf_run_report_metrics(r, i));
+    size_t worst[10];
+    size_t w = worst_by_snr(r, worst, 10);
+    fprintf(o, "worst %zu by SNR:\n", w);
+    for (size_t i = 0; i < w; i++) print_metrics_row(o, stf_run_report_metrics(r, worst[i]));
+}
+
+static void print_diags_human(FILE *o, const stf_check_report *cr)
+{
+    for (size_t i = 0; i < stf_check_count(cr); i++) {
+        const stf_diag *d = stf_check_diag(cr, i);
+        fprintf(o, "  %-7s %-4s %s: %s\n", stf_severity_name(d->severity), d->rule,
+                d->layer[0] ? d->layer : "-", d->message);
+    }
+}
+
+static const char *targets_text(unsigned t)
+{
+    switch (t & (STF_TARGET_SGLANG | STF_TARGET_COMFYUI)) {
+    case STF_TARGET_SGLANG: return "sglang";
+    case STF_TARGET_COMFYUI: return "comfyui";
+    case STF_TARGET_SGLANG | STF_TARGET_COMFYUI: return "sglang, comfyui";
+    default: return "container only";
+    }
+}
+
+static void print_human(FILE *o, const fix_args *a, const char *out, const stf_recipe *rc,
+                        const stf_plan *p, const stf_run_report *r, int ok)
+{
+    size_t nl = stf_plan_layer_count(p), nch = layers_changed(p);
+    fprintf(o, "fix %s -> %s\n", a->in, out);
+    fprintf(o, "recipe %s (sha256 %.16s..., target %s)\n", a->recipe, stf_recipe_sha256(rc),
+            targets_text(stf_plan_targets(p)));
+    for (size_t i = 0; i < nl; i++) {
+        const stf_plan_layer *l = stf_plan_get_layer(p, i);
+        if (!l->nactions) continue;
+        fprintf(o, "  %s:", l->out_prefix ? l->out_prefix : l->prefix);
+        for (size_t k = 0; k < l->nrules; k++) fprintf(o, "%s%s", k ? ", " : " ", l->rules[k]);
+        fprintf(o, " -> %s\n", l->summary ? l->summary : "");
+    }
+    fprintf(o, "layers: %zu changed, %zu unchanged\n", nch, nl - nch);
+    fprintf(o, "tensors: %zu written, %zu copied unchanged, %zu dropped\n",
+            stf_plan_tensor_count(p), tensors_copied(p), stf_plan_dropped_count(p));
+    fprintf(o, "data bytes: %llu (%llu copied unchanged)\n",
+            (unsigned long long)stf_plan_bytes_total(p),
+            (unsigned long long)stf_plan_bytes_copied(p));
+    const stf_check_report *cr = r ? stf_run_report_check(r) : NULL;
+    if (cr) {
+        size_t ne = stf_check_count_severity(cr, STF_SEV_ERROR);
+        fprintf(o, "verification (%s): %s, %zu error(s), %zu warning(s), %zu info\n",
+                targets_text(stf_plan_targets(p)), ne ? "FAILED" : "passed", ne,
+                stf_check_count_severity(cr, STF_SEV_WARNING),
+                stf_check_count_severity(cr, STF_SEV_INFO));
+        print_diags_human(o, cr);
+    }
+    if (ok && r) {
+        size_t nf = stf_run_report_file_count(r);
+        fprintf(o, "files: %zu\n", nf);
+        for (size_t i = 0; i < nf; i++) {
+            const char *f = stf_run_report_file(r, i);
+            fprintf(o, "  %s (%llu bytes)\n", f, file_size(f));
+        }
+    } else {
+        fprintf(o, "files: 0 (nothing written)\n");
+    }
+    if (ok && r && a->error_report) print_error_report(o, r);
+}
+
+static void print_json(FILE *o, const fix_args *a, const char *out, const stf_recipe *rc,
+                       const stf_plan *p, const stf_run_report *r, int ok)
+{
+    unsigned t = stf_plan_targets(p);
+    fputs("{\"input\": ", o);
+    json_str(o, a->in);
+    fputs(", \"output\": ", o);
+    json_str(o, out);
+    fputs(", \"recipe\": ", o);
+    json_str(o, a->recipe);
+    fputs(", \"recipe_sha256\": ", o);
+    json_str(o, stf_recipe_sha256(rc));
+    fprintf(o, ", \"targets\": [%s%s%s]", t & STF_TARGET_SGLANG ? "\"sglang\"" : "",
+            (t & STF_TARGET_SGLANG) && (t & STF_TARGET_COMFYUI) ? ", " : "",
+            t & STF_TARGET_COMFYUI ? "\"comfyui\"" : "");
+    fprintf(o, ", \"status\": \"%s\"", ok ? "ok" : "rejected");
+    size_t nl = stf_plan_layer_count(p);
+    fprintf(o, ",\n \"layers\": {\"total\": %zu, \"changed\": %zu, \"list\": [", nl,
+            layers_changed(p));
+    for (size_t i = 0, first = 1; i < nl; i++) {
+        const stf_plan_layer *l = stf_plan_get_layer(p, i);
+        if (!l->nactions) continue;
+        fputs(first ? "\n  {\"prefix\": " : ",\n  {\"prefix\": ", o);
+        first = 0;
+        json_str(o, l->prefix);
+        fputs(", \"out_prefix\": ", o);
+        json_str(o, l->out_prefix ? l->out_prefix : l->prefix);
+        fputs(", \"rules\": [", o);
+        for (size_t k = 0; k < l->nrules; k++) {
+            if (k) fputs(", ", o);
+            json_str(o, l->rules[k]);
+        }
+        fputs("], \"summary\": ", o);
+        json_str(o, l->summary);
+        fputs("}", o);
+    }
+    fprintf(o, "]},\n \"tensors\": {\"written\": %zu, \"copied\": %zu, \"dropped\": %zu}",
+            stf_plan_tensor_count(p), tensors_copied(p), stf_plan_dropped_count(p));
+    fprintf(o, ",\n \"bytes\": {\"total\": %llu, \"copied\": %llu}",
+            (unsigned long long)stf_plan_bytes_total(p),
+            (unsigned long long)stf_plan_bytes_copied(p));
+    fputs(",\n \"files\": [", o);
+    for (size_t i = 0; ok && r && i < stf_run_report_file_count(r); i++) {
+        if (i) fputs(", ", o);
+        json_str(o, stf_run_report_file(r, i));
+    }
+    fputs("],\n \"verification\": ", o);
+    const stf_check_report *cr = r ? stf_run_report_check(r) : NULL;
+    if (!cr) {
+        fputs("null", o);
+    } else {
+        fprintf(o, "{\"errors\": %zu, \"warnings\": %zu, \"info\": %zu, \"diagnostics\": [",
+                stf_check_count_severity(cr, STF_SEV_ERROR),
+                stf_check_count_severity(cr, STF_SEV_WARNING),
+                stf_check_count_severity(cr, STF_SEV_INFO));
+        for (size_t i = 0; i < stf_check_count(cr); i++) {
+            const stf_diag *d = stf_check_diag(cr, i);
+            fputs(i ? ",\n  {\"rule\": " : "\n  {\"rule\": ", o);
+            json_str(o, d->rule);
+            fputs(", \"severity\": ", o);
+            json_str(o, stf_severity_name(d->severity));
+            fputs(", \"layer\": ", o);
+            json_str(o, d->layer);
+            fputs(", \"message\": ", o);
+            json_str(o, d->message);
+            fputs("}", o);
+        }
+        fputs("]}", o);
+    }
+    fputs(",\n \"metrics\": [", o);
+    for (size_t i = 0; ok && r && a->error_report && i < stf_run_report_metrics_count(r); i++) {
+        const stf_layer_metrics *m = stf_run_report_metrics(r, i);
+        fputs(i ? ",\n  {\"layer\": " : "\n  {\"layer\": ", o);
+        json_str(o, m->prefix);
+        fputs(", \"rel_l2\": ", o);
+        json_num(o, m->m.rel_l2);
+        fputs(", \"cosine\": ", o);
+        json_num(o, m->m.cosine);
+        fputs(", \"snr_db\": ", o);
+        json_num(o, m->m.snr_db);
+        fputs(", \"max_abs\": ", o);
+        json_num(o, m->m.max_abs);
+        fputs("}", o);
+    }
+    fputs("]}\n", o);
+}
+
+static int load_recipe(stf_recipe **out, const char *path)
+{
+    stf_recipe_diags *d = NULL;
+    stf_err err;
+    stf_err_clear(&err);
+    if (stf_recipe_load_file(out, &d, path, &err) == 0) return -1;
+    if (d) {
+        for (size_t i = 0; i < stf_recipe_diags_count(d); i++)
+            fprintf(stderr, "%s\n", stf_recipe_diags_text(d, i));
+        stf_recipe_diags_free(d);
+        return EXIT_INVALID;
+    }
+    cli_errorf("fix", "%s", err.msg[0] ? err.msg : stf_strerror(err.code));
+    /* An unreadable recipe is bad input, not a failed operation. */
+    return err.code == STF_ENOMEM ? EXIT_FAILED : EXIT_INVALID;
+}
+
+/*
+ * stfix fix: parse options, load the recipe, open IN, plan, run (which
+ * verifies before publishing), print the summary; returns the exit code.
+ */
+int cmd_fix(int argc, char **argv)
+{
+    fix_args a;
+    int ex = parse_args(&a, argc, argv);
+    if (ex >= 0) return ex;
+
+    stf_recipe *rc = NULL;
+    stf_ckpt *c = NULL;
+    stf_pool *pool = NULL;
+    stf_plan *p = NULL;
+    stf_run_report *rep = NULL;
+    char *in_real = NULL;
+    const char *out = a.out;
+    stf_err err;
+    stf_err_clear(&err);
+
+    if ((ex = load_recipe(&rc, a.recipe)) >= 0) goto done;
+    if (stf_ckpt_open(&c, a.in, NULL, &err)) {
+        ex = err.code == STF_ENOMEM ? EXIT_FAILED : EXIT_INVALID;
+        cli_errorf("fix", "%s", err.msg[0] ? err.msg : stf_strerror(err.code));
+        goto done;
+    }
+    if (a.in_place) {
+        /* Rename over the real file, so a symlink to it stays valid. */
+        in_real = realpath(a.in, NULL);
+        out = in_real ? in_real : a.in;
+    } else {
+        const char *hit = clobbered_input(c, a.out, a.max_shard_size != 0);
+        if (hit) {
+            cli_errorf("fix", "%s: the output would overwrite the input '%s'; use --in-place",
+                       a.out, hit);
+            ex = EXIT_USAGE;
+            goto done;
+        }
+    }
+    if (stf_pool_new(&pool, a.threads, &err)) {
+        ex = fail(&err);
+        goto done;
+    }
+
+    stf_plan_opts po;
+    stf_plan_opts_init(&po);
+    po.pool = pool;
+    po.quant_mode_set = a.quant_mode_set;
+    po.quant_mode = a.quant_mode;
+    if (stf_plan_build(&p, c, rc, &po, &err)) {
+        ex = fail(&err);
+        goto done;
+    }
+
+    stf_run_opts ro;
+    stf_run_opts_init(&ro);
+    ro.pool = pool;
+    if (a.max_mem_set) ro.max_mem = a.max_mem;
+    ro.max_shard_size = a.max_shard_size;
+    ro.write.max_shard_size = a.max_shard_size;
+    ro.allow_noncompliant = a.allow_noncompliant;
+    ro.error_metrics = a.error_report;
+    int run = stf_plan_run(&rep, p, out, &ro, &err);
+    const stf_check_report *cr = rep ? stf_run_report_check(rep) : NULL;
+    int rejected = run != 0 && cr && stf_check_count_severity(cr, STF_SEV_ERROR) > 0;
+    if (run && !rejected) {
+        ex = fail(&err);
+        goto done;
+    }
+    if (a.json) print_json(stdout, &a, a.in_place ? a.in : out, rc, p, rep, !run);
+    else print_human(stdout, &a, a.in_place ? a.in : out, rc, p, rep, !run);
+    if (fflush(stdout)) {
+        ex = EXIT_FAILED;
+        goto done;
+    }
+    if (rejected) {
+        cli_errorf("fix", "the output fails verification for %s; nothing was written "
+                          "(--allow-noncompliant keeps it): %s",
+                   targets_text(stf_plan_targets(p)), err.msg);
+        ex = EXIT_FINDINGS;
+    } else {
+        if (cr && stf_check_count_severity(cr, STF_SEV_ERROR))
+            cli_errorf("fix", "warning: the output fails verification for %s and was kept "
+                              "(--allow-noncompliant)", targets_text(stf_plan_targets(p)));
+        ex = EXIT_OK_;
+    }
+
+done:
+    stf_run_report_free(rep);
+    stf_plan_free(p);
+    stf_pool_free(pool);
+    stf_ckpt_free(c);
+    stf_recipe_free(rc);
+    free(in_real);
+    return ex;
+}
