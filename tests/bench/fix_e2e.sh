@@ -74,7 +74,7 @@ awk -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" -v e="$t4" -v sz="$size" -v osz=
     printf "fix_e2e: cp %.3f s, cp + sync %.3f s, stfix fix %.3f s (peak RSS %.1f MiB)\n",
            cp, cps, fix, rss / 1024;
     printf "fix_e2e: ratio fix/cp %.3f (target <= 1.0), fix/(cp + sync) %.3f\n",
-           cp > 0 ? fix / cp : 0, cps > 0 ? fix / cps : 0;
+           (cp > 0 ? fix / cp : 0), (cps > 0 ? fix / cps : 0);
 }'
 rm -f "$in"
 

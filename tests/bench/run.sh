@@ -24,6 +24,11 @@ for b in "$@"; do
         BENCH_JSON= "$b" || rc=$?
     fi
 done
+# End-to-end scripts (they time the stfix program against cp in the same run).
+if [ -n "${STFIX:-}" ]; then
+    echo "== fix_e2e"
+    sh "$(dirname "$0")/fix_e2e.sh" "$STFIX" || rc=$?
+fi
 
 if [ -n "$json" ]; then
     # Each part is "[", one object per line (comma-terminated but the last), "]".
