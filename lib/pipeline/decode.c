@@ -67,8 +67,6 @@ static int check_rotation(const stf__decode *d, stf_err *err)
         return stf__err(err, STF_EUNSUPPORTED,
                         "decode: row length %llu is not a multiple of rotation group %u",
                         (unsigned long long)d->k, g);
-    if (d->kind == STF__DEC_W4A4 && d->sylvester)
-        return stf__err(err, STF_EUNSUPPORTED, "decode: Sylvester-rotated W4A4 is not decoded");
     return 0;
 }
 
@@ -195,6 +193,16 @@ static int rows_chunk(void *ud, size_t begin, size_t end)
         int rc;
         if (d->kind == STF__DEC_FLOAT) {
             rc = stf_convert_to_f32(row, src, d->w_dtype, k, NULL);
+        } else if (d->kind == STF__DEC_W4A4) {
+            /* Layers the kernel refuses (K % 64 != 0, Sylvester G) still hold
+             * exact codes: unpack (low nibble = even column), x = fl32(q * s_n). */
+            float s = j->dc->scales[j->r0 + i];
+            for (size_t x = 0; x < k; x++) {
+                unsigned b = src[x / 2], v = x % 2 ? (b >> 4) & 0xFu : b & 0xFu;
+                int qv = v >= 8 ? (int)v - 16 : (int)v;
+                row[x] = (float)qv * s;
+            }
+            rc = 0;
         } else {
             /* Column scales: decode with 1 (exact), then one fl32 product each. */
             float s = d->axis == STF_SCALE_COL   ? 1.0f
@@ -227,7 +235,7 @@ int stf__decoder_rows(const stf__decoder *dc, float *dst, uint64_t r0, uint64_t 
         stf_dequant_opts o = { d->axis, d->rot_group, d->sylvester };
         const float *s = d->axis == STF_SCALE_ROW ? dc->scales + r0 : dc->scales;
         rc = stf_int8_dequantize(dst, raw, s, rows, k, &o, pool, err);
-    } else if (d->kind == STF__DEC_W4A4) {
+    } else if (d->kind == STF__DEC_W4A4 && !d->sylvester && k % 64 == 0) {
         rc = stf_w4a4_dequantize(dst, raw, dc->scales + r0, rows, k, d->rot_group, pool, err);
     } else {
         rows_job j = { dc, raw, dst, r0 };

@@ -33,6 +33,28 @@ static const stf_diag *first_error(const stf_check_report *r)
     return NULL;
 }
 
+/* Diagnostics name the file they read, the temp file; users know the final one. */
+static void name_final(stf_err *err, const char *tmp, const char *final)
+{
+    if (!err) return;
+    char buf[sizeof err->msg];
+    size_t tl = strlen(tmp), fl = strlen(final), o = 0;
+    const char *p = err->msg, *hit;
+    while ((hit = strstr(p, tmp)) != NULL && o + (size_t)(hit - p) + fl < sizeof buf) {
+        memcpy(buf + o, p, (size_t)(hit - p));
+        o += (size_t)(hit - p);
+        memcpy(buf + o, final, fl);
+        o += fl;
+        p = hit + tl;
+    }
+    if (p == err->msg) return;
+    size_t rest = strlen(p);
+    if (o + rest >= sizeof buf) rest = sizeof buf - 1 - o;
+    memcpy(buf + o, p, rest);
+    buf[o + rest] = '\0';
+    memcpy(err->msg, buf, o + rest + 1);
+}
+
 /* Check one temp file; on an error diagnostic (not allowed) fill err. */
 static int verify_file(stf_check_report ***reports, size_t *nreports, const char *tmp,
                        const char *final, unsigned profiles, int allow, stf_err *err)
@@ -73,6 +95,7 @@ static int verify_file(stf_check_report ***reports, size_t *nreports, const char
                            d->layer && *d->layer ? "')" : "", d->message,
                            d->fix && *d->fix ? "; fix: " : "", d->fix ? d->fix : "");
 done:
+    if (rc) name_final(err, tmp, final);
     stf_check_report_free(r);
     stf_ckpt_free(c);
     return rc;

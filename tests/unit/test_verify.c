@@ -190,6 +190,29 @@ static void test_single_file(void **state)
     fx_free(f);
 }
 
+/* A diagnostic that names the file it read names the final path, not the temp. */
+static void test_message_names_final_path(void **state)
+{
+    (void)state;
+    fx *f = fx_new(0, 0);
+    stf_err err;
+    assert_int_equal(stf_writer_set_meta(f->w, "_quantization_metadata", "{", &err), 0);
+    assert_int_equal(stf_writer_prepare(f->w, &err), 0);
+    stf_check_report **r = NULL;
+    size_t n = 0;
+    assert_int_equal(stf__verify_output(&r, &n, f->w, STF_TARGET_SGLANG, 0, &err), STF_EFORMAT);
+    assert_string_equal(err.rule, "R1");
+    char want[512];
+    snprintf(want, sizeof want,
+             "%s: the output would not pass the sglang profile: R1: Invalid "
+             "_quantization_metadata in %s; fix: ",
+             f->out, f->out);
+    assert_memory_equal(err.msg, want, strlen(want));
+    assert_null(strstr(err.msg, ".stfix-"));
+    free_reports(r, n);
+    fx_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -198,6 +221,7 @@ int main(void)
         cmocka_unit_test(test_sharded_good),
         cmocka_unit_test(test_sharded_broken),
         cmocka_unit_test(test_single_file),
+        cmocka_unit_test(test_message_names_final_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
