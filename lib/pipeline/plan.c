@@ -105,10 +105,13 @@ static int out_qcmp(const void *x, const void *y)
     return stf__plan_out_cmp(*(const stf__out *const *)x, *(const stf__out *const *)y);
 }
 
+/* By name, then input index, so a collision is reported the same way every run. */
 static int name_qcmp(const void *x, const void *y)
 {
-    return name_cmp((*(const stf__out *const *)x)->pub.name,
-                    (*(const stf__out *const *)y)->pub.name);
+    const stf__out *a = *(const stf__out *const *)x, *b = *(const stf__out *const *)y;
+    int c = name_cmp(a->pub.name, b->pub.name);
+    if (c) return c;
+    return (a->pub.src > b->pub.src) - (a->pub.src < b->pub.src);
 }
 
 /* Frees everything; no-op on NULL. */

@@ -799,9 +799,9 @@ static int emit_all(ws *w, size_t li, stf_err *err)
     }
     for (int sx = 0; sx < STF_SFX_COUNT; sx++) {
         slot *sl = &w->s[sx];
-        if (sx == STF_SFX_COMFY_QUANT && w->mk != MK_KEEP) continue;
         if (!sl->present) continue;
-        if (sl->dropped) {
+        if (sx == STF_SFX_COMFY_QUANT && w->mk == MK_NEW) continue; /* replaced below */
+        if (sl->dropped || (sx == STF_SFX_COMFY_QUANT && w->mk == MK_NONE)) {
             const stf_tensor_info *t = stf_ckpt_tensor(b->p->c, sl->src);
             if ((rc = stf__pb_drop(b, t->name, err))) goto done;
             continue;
