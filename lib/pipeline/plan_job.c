@@ -1,0 +1,404 @@
+/*
+ * Plan actions that decode a layer's data or rewrite its marker: exclude
+ * (dequantize), requantize (convrot.md §4-§7: the decode descriptor, the
+ * group size, the rounding dtype and mode), set-marker and rewrite-format
+ * (spec/comfy-quant.md §2, §4, M1-M3, M18). Only decisions: the run
+ * produces the bytes.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "pipeline/plan_ws.h"
+
+/*
+ * How to read f32 rows of what the layer holds now (convrot.md §6-§7).
+ */
+static int make_decode(stf__pw *w, stf__decode *d, stf_err *err)
+{
+    stf__pslot *W = &w->s[STF_SFX_WEIGHT], *S = &w->s[STF_SFX_WEIGHT_SCALE];
+    char msg[320];
+    memset(d, 0, sizeof *d);
+    d->s_idx = -1;
+    if (!W->present || W->dropped) return stf__pw_refuse(w, err, "the layer has no weight to decode");
+    d->w_idx = W->src;
+    d->w_dtype = W->dtype;
+    d->n = w->n;
+    d->k = w->k;
+    if (stf__pw_is_float(W->dtype)) {
+        d->kind = STF__DEC_FLOAT;
+        return 0;
+    }
+    const char *fmt = w->format ? w->format : "";
+    const stf_pyval *mk = stf__pw_marker(w, STF_PREFER_METADATA);
+    stf_marker_spec sp;
+    memset(&sp, 0, sizeof sp);
+    if (mk && stf_pyval_type(mk) == STF_PY_DICT &&
+        stf_marker_normalize(&sp, mk, STF_NORM_ADD_INT8_FORMAT, NULL))
+        memset(&sp, 0, sizeof sp);
+    static const char *const decodable[] = { "int8_tensorwise", "int8_perrow", "convrot_w4a4",
+                                             "int4_convrot_w4a4", "float8_e4m3fn",
+                                             "float8_e5m2", NULL };
+    if (fmt[0]) {
+        size_t i = 0;
+        while (decodable[i] && strcmp(decodable[i], fmt)) i++;
+        if (!decodable[i]) {
+            snprintf(msg, sizeof msg, "format '%s' cannot be decoded (stfix reads float, FP8, "
+                     "INT8 and convrot_w4a4 layers); exclude needs the original weights", fmt);
+            return stf__pw_refuse(w, err, msg);
+        }
+    }
+    if (S->present) {
+        d->s_idx = (int64_t)S->src;
+        d->s_dtype = S->in_dtype;
+        if (!stf__pw_is_float(S->in_dtype)) {
+            snprintf(msg, sizeof msg, "scale dtype %s cannot be decoded (F32, BF16 or F16)",
+                     stf_dtype_name(S->in_dtype));
+            return stf__pw_refuse(w, err, msg);
+        }
+    }
+    if (W->dtype == STF_F8_E4M3 || W->dtype == STF_F8_E5M2) {
+        if (S->present && S->nelem != 1)
+            return stf__pw_refuse(w, err, "FP8 weight with a non-scalar scale cannot be decoded");
+        d->kind = STF__DEC_FP8;
+        return 0;
+    }
+    if (W->dtype != STF_I8) {
+        snprintf(msg, sizeof msg,
+                 "weight dtype %s cannot be decoded (relabel U8 holding int8 to I8 first)",
+                 stf_dtype_name(W->dtype));
+        return stf__pw_refuse(w, err, msg);
+    }
+    if (!S->present) return stf__pw_refuse(w, err, "INT8 weight without weight_scale cannot be decoded");
+    int64_t g = sp.convrot_groupsize_set ? sp.convrot_groupsize : 256;
+    if (!strcmp(fmt, "convrot_w4a4") || !strcmp(fmt, "int4_convrot_w4a4")) {
+        uint64_t kk = 2 * W->shape[1];
+        if (W->rank != 2 || S->nelem != W->shape[0]) return stf__pw_refuse(w, err, "W4A4 weight/scale shapes cannot be decoded");
+        int kind = stf__pw_pow_kind(g);
+        if (!kind || g > 4096 || kk % (uint64_t)g)
+            return stf__pw_refuse(w, err, "W4A4 convrot_groupsize is not a power of 2 dividing K");
+        d->kind = STF__DEC_W4A4;
+        d->n = W->shape[0];
+        d->k = kk;
+        d->rot_group = (unsigned)g;
+        d->sylvester = kind == 2;
+        return 0;
+    }
+    d->kind = STF__DEC_INT8;
+    if (S->nelem == 1) d->axis = STF_SCALE_TENSOR;
+    else if (S->nelem == w->n && (w->n != w->k || w->v->probe != STF_PROBE_COLUMN))
+        d->axis = STF_SCALE_ROW;
+    else if (S->nelem == w->k) d->axis = STF_SCALE_COL;
+    else {
+        char sh[96];
+        snprintf(msg, sizeof msg, "scale %s is neither scalar, per row (N=%llu) nor per column "
+                 "(K=%llu): grouped/blockwise scales cannot be decoded",
+                 stf__pw_shape_text(sh, sizeof sh, S->rank, S->shape), (unsigned long long)w->n,
+                 (unsigned long long)w->k);
+        return stf__pw_refuse(w, err, msg);
+    }
+    if (sp.convrot) {
+        int kind = stf__pw_pow_kind(g);
+        if (!kind || g > 4096) {
+            snprintf(msg, sizeof msg, "convrot_groupsize %lld is not a power of 2: the rotation "
+                     "cannot be undone", (long long)g);
+            return stf__pw_refuse(w, err, msg);
+        }
+        if (w->k % (uint64_t)g) {
+            /* M9: no exporter can rotate such a row (the FHT needs G | K), so the
+             * codes were quantized unrotated under a marker that claims otherwise. */
+            char gb[24];
+            snprintf(gb, sizeof gb, "%lld", (long long)g);
+            stf__pw_note(w, "G=%s does not divide K: read as unrotated%s", gb, "");
+            return 0;
+        }
+        d->rot_group = (unsigned)g;
+        d->sylvester = kind == 2;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ jobs */
+
+/* Every tensor that only means something next to a quantized weight. */
+const stf_suffix stf__pw_companions[] = {
+    STF_SFX_WEIGHT_SCALE, STF_SFX_INPUT_SCALE, STF_SFX_WEIGHT_SCALE_2, STF_SFX_WEIGHT_S_REL,
+    STF_SFX_WEIGHT_S_CHANNEL, STF_SFX_WEIGHT_CODEBOOK, STF_SFX_WEIGHT_CORRECTION,
+    STF_SFX_PRE_QUANT_SCALE, STF_SFX_WEIGHT_ZEROS, STF_SFX_WEIGHT_ZERO, STF_SFX_SCALE_WEIGHT,
+    STF_SFX_SCALE_INPUT
+};
+const size_t stf__pw_ncompanions = sizeof stf__pw_companions / sizeof stf__pw_companions[0];
+
+static void drop_companions(stf__pw *w)
+{
+    for (size_t i = 0; i < stf__pw_ncompanions; i++)
+        w->s[stf__pw_companions[i]].dropped = 1;
+}
+
+/*
+ * Dequantize the weight to `want` (STF_DTYPE_SOURCE: the float source dtype,
+ * BF16 for quantized data) and drop the marker and every companion. A float
+ * weight already in that dtype is copied. Terminal.
+ */
+int stf__pw_exclude(stf__pw *w, stf_dtype want, stf_err *err)
+{
+    stf__pslot *W = &w->s[STF_SFX_WEIGHT];
+    drop_companions(w);
+    w->s[STF_SFX_COMFY_QUANT].dropped = 1;
+    w->mk = MK_NONE;
+    w->format = NULL;
+    w->done = 1;
+    if (!W->present) {
+        stf__pw_note(w, "exclude: markers and scales dropped%s%s", "", "");
+        return 0;
+    }
+    stf_dtype src_float = stf__pw_is_float(W->dtype) ? W->dtype : STF_BF16;
+    stf_dtype out = want == STF_DTYPE_SOURCE ? src_float : want;
+    if (stf__pw_is_float(W->dtype) && W->dtype == out && W->op == STF_OUT_COPY) {
+        stf__pw_note(w, "exclude: weight kept as %s, marker and scales dropped", stf_dtype_name(out), "");
+        return 0;
+    }
+    stf__decode d;
+    int rc = make_decode(w, &d, err);
+    if (rc) return rc;
+    memset(&w->job, 0, sizeof w->job);
+    w->job.kind = STF__JOB_DEQUANT;
+    w->job.dec = d;
+    w->job.out_dtype = out;
+    if (d.kind == STF__DEC_W4A4) {
+        W->rank = 2;
+        W->shape[0] = d.n;
+        W->shape[1] = d.k;
+    }
+    W->dtype = out;
+    W->op = STF_OUT_DEQUANT;
+    stf__pw_note(w, "exclude: weight dequantized to %s, marker and scales dropped", stf_dtype_name(out),
+         "");
+    return 0;
+}
+
+static int pick_group(const stf_action *a, uint64_t k, unsigned *g)
+{
+    unsigned tp = a->requantize.tp > 1 ? a->requantize.tp : 1;
+    for (size_t i = 0; i < a->requantize.group_size_count; i++) {
+        uint64_t gi = a->requantize.group_sizes[i];
+        if (!gi || k % gi) continue;
+        if (tp > 1 && (k % tp || (k / tp) % gi)) continue;
+        *g = (unsigned)gi;
+        return 1;
+    }
+    return 0;
+}
+
+/* Requantize to int8_tensorwise+ConvRot or convrot_w4a4 (a = the requantize parameters). */
+int stf__pw_requantize(stf__pw *w, const stf_action *a, stf_quant_format to, stf_err *err)
+{
+    stf__pslot *W = &w->s[STF_SFX_WEIGHT];
+    char msg[320];
+    if (!W->present || W->dropped) return stf__pw_refuse(w, err, "the layer has no weight");
+    if (W->rank != 2 && !w->flattened) {
+        snprintf(msg, sizeof msg, "weight has rank %u; requantize needs a Linear weight "
+                 "(flatten-conv first, or exclude it)", W->rank);
+        return stf__pw_refuse(w, err, msg);
+    }
+    if (to != STF_QFMT_INT8_TENSORWISE && to != STF_QFMT_CONVROT_W4A4) {
+        snprintf(msg, sizeof msg, "stfix quantizes only to int8_tensorwise and convrot_w4a4, "
+                 "not %s", stf_quant_format_name(to));
+        return stf__pw_refuse(w, err, msg);
+    }
+    stf__decode d;
+    int rc = make_decode(w, &d, err);
+    if (rc) return rc;
+    unsigned g = 0;
+    if (!pick_group(a, d.k, &g)) {
+        if (a->requantize.on_indivisible == STF_INDIVISIBLE_FAIL) {
+            snprintf(msg, sizeof msg, "no allowed group size divides K=%llu (on_indivisible: "
+                     "fail)", (unsigned long long)d.k);
+            return stf__pw_refuse(w, err, msg);
+        }
+        stf__pw_note(w, "no group size divides K%s%s", "", "");
+        return stf__pw_exclude(w, a->requantize.fallback_dtype, err);
+    }
+    memset(&w->job, 0, sizeof w->job);
+    w->job.dec = d;
+    w->job.group = g;
+    w->job.mode = w->b->o && w->b->o->quant_mode_set ? w->b->o->quant_mode
+                                                       : a->requantize.quant_mode;
+    w->job.t = d.kind == STF__DEC_FLOAT ? d.w_dtype : a->requantize.compute_dtype;
+    /* The old marker's fp-matmul flag survives (§4 canonical row). */
+    int fpmm = 0;
+    const stf_pyval *mk = stf__pw_marker(w, STF_PREFER_METADATA);
+    if (mk && stf_pyval_type(mk) == STF_PY_DICT)
+        fpmm = stf_pyval_truthy(stf_pyval_get(mk, "full_precision_matrix_mult"));
+    drop_companions(w);
+    stf__pslot *S = &w->s[STF_SFX_WEIGHT_SCALE];
+    int had_scale = S->present;
+    size_t s_src = had_scale ? S->src : W->src;
+    S->present = 1;
+    S->dropped = 0;
+    S->src = s_src;
+    S->in_dtype = had_scale ? S->in_dtype : STF_F32;
+    S->dtype = STF_F32;
+    S->op = STF_OUT_QUANT_SCALE;
+    W->op = STF_OUT_QUANT_WEIGHT;
+    W->dtype = STF_I8;
+    W->rank = 2;
+    W->shape[0] = d.n;
+    memset(&w->spec, 0, sizeof w->spec);
+    w->spec.convrot_groupsize_set = 1;
+    w->spec.convrot_groupsize = g;
+    if (to == STF_QFMT_INT8_TENSORWISE) {
+        w->job.kind = STF__JOB_REQUANT_INT8;
+        W->shape[1] = d.k;
+        S->rank = 2;
+        S->shape[0] = d.n;
+        S->shape[1] = 1;
+        w->spec.format = "int8_tensorwise";
+        w->spec.convrot = 1;
+        w->spec.full_precision_matrix_mult = fpmm;
+    } else {
+        if (d.k % 2) return stf__pw_refuse(w, err, "K is odd: W4A4 packs two columns per byte");
+        w->job.kind = STF__JOB_REQUANT_W4A4;
+        W->shape[1] = d.k / 2;
+        S->rank = 1;
+        S->shape[0] = d.n;
+        w->spec.format = "convrot_w4a4";
+        w->spec.linear_dtype = a->requantize.int8_activations ? "int8" : NULL;
+    }
+    S->nelem = d.n;
+    w->n = d.n;
+    w->k = d.k;
+    w->mk = MK_NEW;
+    w->format = w->spec.format;
+    w->requant = 1;
+    w->done = 1;
+    char gb[16];
+    snprintf(gb, sizeof gb, "%u", g);
+    stf__pw_note(w, "requantize to %s, G=%s", w->spec.format, gb);
+    return 0;
+}
+
+/* The requantize action with every default (transpose-scale, rewrite-format mismatch). */
+void stf__pw_default_requant(stf_action *a)
+{
+    memset(a, 0, sizeof *a);
+    a->kind = STF_ACT_REQUANTIZE;
+    a->requantize.group_size_count = 3;
+    a->requantize.group_sizes[0] = 256;
+    a->requantize.group_sizes[1] = 64;
+    a->requantize.group_sizes[2] = 16;
+    a->requantize.fallback_dtype = STF_BF16;
+    a->requantize.quant_mode = STF_QMODE_CUDA;
+    a->requantize.compute_dtype = STF_BF16;
+}
+
+/* ------------------------------------------------------------ markers */
+
+/*
+ * Canonical marker bytes (spec §4) from the preferred channel, normalised as
+ * ComfyUI reads it (params hoisted, per_row/_* dropped; M1 format only for
+ * W I8 + S F32), or from the action's format. STF_EFORMAT when no marker is
+ * usable and no format is given.
+ */
+int stf__pw_set_marker(stf__pw *w, const stf_action *a, stf_err *err)
+{
+    char msg[600];
+    if (w->mk == MK_NEW && !a->set_marker.has_format) {
+        stf__pw_note(w, "marker canonical%s%s", "", "");
+        return 0;
+    }
+    const stf_pyval *mk = stf__pw_marker(w, a->set_marker.prefer);
+    stf__pslot *W = &w->s[STF_SFX_WEIGHT], *S = &w->s[STF_SFX_WEIGHT_SCALE];
+    unsigned flags = STF_NORM_WRAP_STRING;
+    int m1 = W->present && W->dtype == STF_I8 && S->present && S->dtype == STF_F32;
+    if (a->set_marker.has_format || m1) flags |= STF_NORM_ADD_INT8_FORMAT;
+    const char *fmt = a->set_marker.has_format ? stf_quant_format_name(a->set_marker.format)
+                                               : NULL;
+    if (fmt && !strcmp(fmt, "asym_w4a8_int8")) flags |= STF_NORM_ADD_W4A8_CONVROT;
+    stf_marker_spec sp;
+    memset(&sp, 0, sizeof sp);
+    if (mk) {
+        stf_err e2;
+        stf_err_clear(&e2);
+        if (stf_marker_normalize(&sp, mk, flags, &e2)) {
+            snprintf(msg, sizeof msg, "marker cannot be normalised: %.300s%s", e2.msg,
+                     m1 ? "" : " (a missing format is added only when W is I8 and S is F32)");
+            return stf__pw_refuse(w, err, msg);
+        }
+        if (fmt) sp.format = fmt;
+        /* Point at the format table's name, which outlives a recovered marker. */
+        const stf_format_info *fi = stf_format_find(sp.format, strlen(sp.format));
+        if (fi) sp.format = fi->name;
+        else if (mk == w->salv) return stf__pw_refuse(w, err, "the recovered marker names an unknown format");
+        if (!strcmp(sp.format, "asym_w4a8_int8") && !sp.convrot) sp.convrot = 1;
+    } else if (fmt) {
+        sp.format = fmt;
+    } else {
+        return stf__pw_refuse(w, err, "the layer has no usable marker (not a JSON object) and the action "
+                              "names no format; give set-marker a format");
+    }
+    if (a->set_marker.metadata == STF_META_DROP) w->b->meta_drop = 1;
+    w->spec = sp;
+    w->mk = MK_NEW;
+    w->format = sp.format;
+    stf__pw_note(w, "marker canonical (%s)%s", sp.format, "");
+    return 0;
+}
+
+static int layout_matches(stf__pw *w, stf_quant_format to)
+{
+    stf__pslot *W = &w->s[STF_SFX_WEIGHT], *S = &w->s[STF_SFX_WEIGHT_SCALE];
+    if (!W->present || !S->present || W->rank != 2) return 0;
+    if (to == STF_QFMT_INT8_TENSORWISE)
+        return W->dtype == STF_I8 && stf__pw_is_float(S->dtype) &&
+               (S->nelem == 1 || (S->nelem == W->shape[0] &&
+                                  (S->rank == 1 || (S->rank == 2 && S->shape[1] == 1))));
+    if (to == STF_QFMT_CONVROT_W4A4)
+        return W->dtype == STF_I8 && S->dtype == STF_F32 && S->nelem == W->shape[0] &&
+               (S->rank == 1 || (S->rank == 2 && S->shape[1] == 1));
+    const stf_format_info *f = stf_format_find(stf_quant_format_name(to),
+                                               strlen(stf_quant_format_name(to)));
+    return f && W->dtype == f->weight_dtype;
+}
+
+/*
+ * Rename a non-upstream format when the data already has the target
+ * layout; otherwise requantize (to int8_tensorwise / convrot_w4a4) or fail,
+ * per the mismatch parameter (M2).
+ */
+int stf__pw_rewrite_format(stf__pw *w, const stf_action *a, stf_err *err)
+{
+    const char *cur = w->format;
+    if (!cur) return 0;
+    int sel = 0;
+    if (!a->rewrite_format.from_count) sel = stf_format_find(cur, strlen(cur)) == NULL;
+    for (size_t i = 0; i < a->rewrite_format.from_count; i++)
+        if (!strcmp(cur, a->rewrite_format.from[i])) sel = 1;
+    if (!sel) return 0;
+    stf_quant_format to = a->rewrite_format.to;
+    if (a->rewrite_format.metadata == STF_META_DROP) w->b->meta_drop = 1;
+    if (!layout_matches(w, to)) {
+        char msg[256];
+        if (a->rewrite_format.mismatch == STF_MISMATCH_FAIL ||
+            (to != STF_QFMT_INT8_TENSORWISE && to != STF_QFMT_CONVROT_W4A4)) {
+            snprintf(msg, sizeof msg, "the data of format '%s' does not have the %s layout "
+                     "(mismatch: fail)", cur, stf_quant_format_name(to));
+            return stf__pw_refuse(w, err, msg);
+        }
+        stf_action rq;
+        stf__pw_default_requant(&rq);
+        return stf__pw_requantize(w, &rq, to, err);
+    }
+    stf_action sm;
+    memset(&sm, 0, sizeof sm);
+    sm.kind = STF_ACT_SET_MARKER;
+    sm.set_marker.has_format = 1;
+    sm.set_marker.format = to;
+    sm.set_marker.metadata = a->rewrite_format.metadata;
+    int rc = stf__pw_set_marker(w, &sm, err);
+    if (rc) return rc;
+    if (to == STF_QFMT_CONVROT_W4A4) w->k = 2 * w->s[STF_SFX_WEIGHT].shape[1];
+    stf__pw_note(w, "format %s -> %s", cur, stf_quant_format_name(to));
+    return 0;
+}
+
+/* ------------------------------------------------------------ header-only */

@@ -1,0 +1,68 @@
+/*
+ * Internal to plan_layer.c and plan_job.c: the working state of one layer
+ * while its matched actions are applied (names, dtypes, shapes, marker,
+ * job). Header-only actions live in plan_layer.c; the ones that decode
+ * data (exclude, requantize) or rewrite markers live in plan_job.c.
+ */
+#ifndef STF_PIPELINE_PLAN_WS_H
+#define STF_PIPELINE_PLAN_WS_H
+
+#include "pipeline/plan_int.h"
+
+#define MAXR 8
+
+typedef struct stf__pslot {
+    int present, dropped;
+    size_t src;
+    stf_dtype in_dtype, dtype;
+    unsigned rank;
+    uint64_t shape[MAXR];
+    uint64_t nelem;
+    stf_out_op op;
+} stf__pslot;
+
+enum { MK_KEEP = 0, MK_NEW, MK_NONE };
+
+typedef struct stf__pw {
+    stf__pb *b;
+    const stf_layer *l;
+    const stf_layer_view *v;
+    stf__pslot s[STF_SFX_COUNT];
+    uint64_t n, k;
+    const char *format;      /* current format name (borrowed) */
+    int mk;                  /* MK_* */
+    stf_marker_spec spec;    /* MK_NEW */
+    int flattened, done, requant;
+    stf__job job;
+    char *out_prefix;
+    stf_buf sum;
+    const stf__pact *cur;    /* the action being applied (error messages) */
+    stf_pyval *salv;         /* marker recovered from unusable tensor-marker bytes */
+    int salv_tried;
+} stf__pw;
+/* STF_EFORMAT naming the layer, the rule being applied and its recipe line. */
+int stf__pw_refuse(stf__pw *w, stf_err *err, const char *what);
+/* Append "fmt" (two %s arguments) to the layer's summary line. */
+void stf__pw_note(stf__pw *w, const char *fmt, const char *a, const char *b2);
+/* Python tuple text of a shape into buf; returns buf. */
+const char *stf__pw_shape_text(char *buf, size_t cap, unsigned rank, const uint64_t *shape);
+void stf__pw_set_shape(stf__pslot *sl, unsigned rank, const uint64_t *shape);
+/* The marker an action reads (preferred channel, else recovered from raw bytes), or NULL. */
+const stf_pyval *stf__pw_marker(stf__pw *w, stf_channel_pref pref);
+int stf__pw_is_float(stf_dtype d);
+/* 1: g a power of 4; 2: a power of 2 but not of 4; 0: neither. */
+int stf__pw_pow_kind(int64_t g);
+
+/* Scale-like companions of a weight (dropped by exclude, requantize, drop scales). */
+extern const stf_suffix stf__pw_companions[];
+extern const size_t stf__pw_ncompanions;
+
+/* The actions of plan_job.c; 0 or STF_EFORMAT (via stf__pw_refuse). */
+int stf__pw_exclude(stf__pw *w, stf_dtype want, stf_err *err);
+int stf__pw_requantize(stf__pw *w, const stf_action *a, stf_quant_format to, stf_err *err);
+/* The requantize action with every default (transpose-scale, rewrite-format mismatch). */
+void stf__pw_default_requant(stf_action *a);
+int stf__pw_set_marker(stf__pw *w, const stf_action *a, stf_err *err);
+int stf__pw_rewrite_format(stf__pw *w, const stf_action *a, stf_err *err);
+
+#endif
