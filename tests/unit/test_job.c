@@ -59,15 +59,20 @@ typedef struct fx {
     stf_ckpt *c;
 } fx;
 
-static void fx_open(fx *f, const st_tensor *t, size_t n)
+static void fx_open_mode(fx *f, const st_tensor *t, size_t n, int no_mmap)
 {
     f->dir = st_tmpdir();
     f->path = st_path(f->dir, "in.safetensors");
     assert_int_equal(st_write_ckpt(f->path, t, n, NULL), 0);
     stf_err err;
-    int rc = stf_ckpt_open(&f->c, f->path, NULL, &err);
+    stf_open_opts o;
+    stf_open_opts_init(&o);
+    o.no_mmap = no_mmap;
+    int rc = stf_ckpt_open(&f->c, f->path, &o, &err);
     if (rc) fail_msg("%s", err.msg);
 }
+
+static void fx_open(fx *f, const st_tensor *t, size_t n) { fx_open_mode(f, t, n, 0); }
 
 static void fx_close(fx *f)
 {
@@ -126,31 +131,33 @@ static void test_golden_bf16_v1_v2_zero(void **state)
         w[64 + k] = 0;
     }
     st_tensor t[] = { { "l.weight", STF_BF16, 2, { 3, 32 }, w, sizeof w } };
-    fx f;
-    fx_open(&f, t, 1);
-    stf__job j = float_job(f.c, STF__JOB_REQUANT_INT8, STF_BF16, 3, 32, 16, STF_QMODE_CUDA);
-    uint64_t caps[2] = { 0, 1 }; /* default cap; 1 byte: one row per block */
-    for (int ci = 0; ci < 2; ci++) {
-        sink s;
-        sink_init(&s, 96, 12);
-        stf__jobrun jr;
-        stf__jobrun_init(&jr, f.c, NULL, caps[ci], sink_emit, &s);
-        assert_int_equal(stf__job_block_rows(&jr, &j), ci ? 1 : 3);
-        stf_err err;
-        assert_int_equal(stf__job_exec(&jr, &j, NULL, &err), 0);
-        stf__jobrun_fini(&jr);
-        assert_memory_equal(s.buf[0], V1_Q, 32);
-        assert_memory_equal(s.buf[0] + 32, V2_Q, 32);
-        for (size_t k = 0; k < 32; k++) assert_int_equal(s.buf[0][64 + k], 0);
-        float sc[3];
-        memcpy(sc, s.buf[1], sizeof sc);
-        assert_int_equal(qt_bits(sc[0]), 0x3B010204u);
-        assert_int_equal(qt_bits(sc[1]), 0x3CA14285u);
-        assert_int_equal(qt_bits(sc[2]), 0x0DA24260u);
-        assert_int_equal(s.calls, ci ? 6 : 2);
-        sink_free(&s);
+    for (int nm = 0; nm < 2; nm++) { /* mapped source, then read into the block buffer */
+        fx f;
+        fx_open_mode(&f, t, 1, nm);
+        stf__job j = float_job(f.c, STF__JOB_REQUANT_INT8, STF_BF16, 3, 32, 16, STF_QMODE_CUDA);
+        uint64_t caps[2] = { 0, 1 }; /* default cap; 1 byte: one row per block */
+        for (int ci = 0; ci < 2; ci++) {
+            sink s;
+            sink_init(&s, 96, 12);
+            stf__jobrun jr;
+            stf__jobrun_init(&jr, f.c, NULL, caps[ci], sink_emit, &s);
+            assert_int_equal(stf__job_block_rows(&jr, &j), ci ? 1 : 3);
+            stf_err err;
+            assert_int_equal(stf__job_exec(&jr, &j, NULL, &err), 0);
+            stf__jobrun_fini(&jr);
+            assert_memory_equal(s.buf[0], V1_Q, 32);
+            assert_memory_equal(s.buf[0] + 32, V2_Q, 32);
+            for (size_t k = 0; k < 32; k++) assert_int_equal(s.buf[0][64 + k], 0);
+            float sc[3];
+            memcpy(sc, s.buf[1], sizeof sc);
+            assert_int_equal(qt_bits(sc[0]), 0x3B010204u);
+            assert_int_equal(qt_bits(sc[1]), 0x3CA14285u);
+            assert_int_equal(qt_bits(sc[2]), 0x0DA24260u);
+            assert_int_equal(s.calls, ci ? 6 : 2);
+            sink_free(&s);
+        }
+        fx_close(&f);
     }
-    fx_close(&f);
 }
 
 static const char V6_CUDA[] =
@@ -272,7 +279,7 @@ static void test_rowwise_requant_equals_kernels(void **state)
     st_tensor t[] = { { "l.weight", STF_I8, 2, { RN, RK }, q, sizeof q },
                       { "l.weight_scale", STF_F32, 2, { RN, 1 }, s, sizeof s } };
     fx f;
-    fx_open(&f, t, 2);
+    fx_open_mode(&f, t, 2, 1);
     stf_err err;
     stf_dequant_opts dqo = { STF_SCALE_ROW, 0, 0 };
     assert_int_equal(stf_int8_dequantize(deq, q, s, RN, RK, &dqo, NULL, &err), 0);
