@@ -126,6 +126,12 @@ t_stderr_has "flatten-conv rejected" "nothing was written"
 t_stdout_has "flatten-conv rejected" "verification (sglang): FAILED"
 t_absent "flatten-conv rejected" "$o"
 t_no_temp "flatten-conv rejected" "$D"
+t_run "flatten-conv rejected --json" 1 "$STFIX" fix "$F/r25_conv_marker.safetensors" -r "$R/flatten-conv.yaml" \
+    -o "$o" --json
+t_stdout_has "flatten-conv rejected --json" '"status": "rejected"'
+t_stdout_has "flatten-conv rejected --json" '"files": []'
+t_stdout_has "flatten-conv rejected --json" '{"rule": "R27", "severity": "error"'
+t_absent "flatten-conv rejected --json" "$o"
 t_run "flatten-conv kept" 0 "$STFIX" fix "$F/r25_conv_marker.safetensors" -r "$R/flatten-conv.yaml" -o "$o" \
     --allow-noncompliant
 t_stderr_has "flatten-conv kept" "was kept"
@@ -289,10 +295,9 @@ refusal() { # FILE TARGET -> "RC TEXT" when the fix must refuse, else nothing
     # U8 weights become I8 only on an explicit recipe assertion (M12, relabel).
     r14_weight_u8*:sglang) echo "1 R14" ;;
     r14_weight_u8*:comfyui) echo "1 C10" ;;
-    # A marker that is not a JSON object (NUL, not an object, BF16 storage)
-    # gives no format to normalise; the recipe would have to name one.
-    r06_marker_nul*:* | r07_marker_not_object*:* | r08_marker_bf16*:*)
-        echo "2 the layer has no usable marker" ;;
+    # A marker whose JSON is not an object gives no format to normalise; the
+    # recipe would have to name one.
+    r07_marker_not_object*:*) echo "2 the layer has no usable marker" ;;
     # MXFP8 synthesised from quant_format with a scale of the wrong shape:
     # nothing tells the block layout, so nothing is decoded (R9).
     r09_mxfp8_shape*:sglang) echo "1 R9" ;;
@@ -302,15 +307,10 @@ refusal() { # FILE TARGET -> "RC TEXT" when the fix must refuse, else nothing
     # (float, FP8 x scale, INT8 tensor/row/column, ConvRot, Sylvester, W4A4).
     r4[4-9]_w4a8*:sglang | r6[01]_w4a8*:sglang) echo "2 cannot be decoded" ;;
     r5[0-4]_nvfp4*:sglang) echo "2 cannot be decoded" ;;
-    # convrot: true with G not dividing K (M9, and the conv kernel of r25 with
-    # K = 36): the producer cannot have rotated with that G, so what the
-    # codes hold is unknown and nothing is dequantized.
-    r25_conv_marker*:* | r27_k_not_multiple*:*) echo "2 the rotation cannot be undone" ;;
-    # W4A4 with G = 128 (Sylvester) or K = 96: the W4A4 decoder needs a
-    # power-of-4 G and K % 64 == 0 (R18/R19); ComfyUI's recipe keeps W4A4.
-    r18_w4a4_g128*:sglang) echo "2 W4A4 group size is not a power of 4" ;;
+    # W4A4 with G = 128 (Sylvester) or K = 96: SGLang's recipe converts them
+    # to INT8; ComfyUI's keeps W4A4 layers and has no rule for these (R18/R19,
+    # C6/C16).
     r18_w4a4_g128*:comfyui) echo "1 C6" ;;
-    r19_w4a4_k96*:sglang) echo "2 must be a multiple of 64" ;;
     r19_w4a4_k96*:comfyui) echo "1 C16" ;;
     # The ComfyUI recipe has no rule for grouped INT8 scales (M7/§6) or for
     # a W4A4 linear_dtype other than int4/int8; the SGLang one requantizes.
