@@ -84,8 +84,8 @@ static int read_scales(stf__decoder *dc, stf_err *err)
                           "scale dtype is not the F32/BF16/F16 expected", (uint64_t)st->dtype,
                           (uint64_t)d->s_dtype);
     if (st->nelem != want)
-        return tensor_err(err, STF_EFORMAT, dc->c, si, "scale element count does not fit the weight",
-                          st->nelem, want);
+        return tensor_err(err, STF_EFORMAT, dc->c, si,
+                          "scale element count does not fit the weight", st->nelem, want);
     if (want > SIZE_MAX / 4) return stf__err(err, STF_ELIMIT, "decode: too many scales");
     dc->scales = stf__malloc((size_t)want * sizeof(float));
     if (!dc->scales) return stf__err(err, STF_ENOMEM, "decode: out of memory for scales");

@@ -310,7 +310,8 @@ static void test_w4a4_fallback(void **state)
         stf__decoder dc;
         stf_err err;
         assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), 0);
-        if (stf__decoder_rows(&dc, out, 0, n, NULL, NULL, &err)) fail_msg("case %zu: %s", ci, err.msg);
+        if (stf__decoder_rows(&dc, out, 0, n, NULL, NULL, &err))
+            fail_msg("case %zu: %s", ci, err.msg);
         w4_ref(ref, p, s, n, k, cases[ci].g, cases[ci].syl);
         assert_memory_equal(out, ref, n * k * sizeof(float));
         /* Row 2 alone uses its own scale. */

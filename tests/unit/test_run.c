@@ -382,6 +382,45 @@ static void test_plan_mismatch(void **state)
     fx_free(f);
 }
 
+/* A sharded output: the layer's tensors stay in one shard (I7), every shard is
+ * verified, and the index opens with every tensor. */
+static void test_sharded(void **state)
+{
+    (void)state;
+    fx *f = fx_new(STF_TARGET_SGLANG | STF_TARGET_COMFYUI);
+    for (size_t i = 0; i < f->t.p.nouts; i++)
+        if (!strncmp(f->t.outs[i].pub.name, "a.", 2)) f->t.outs[i].group = "a";
+    stf_run_opts o = opts(NULL);
+    o.max_shard_size = 150;
+    stf_run_report *rep = NULL;
+    stf_err err;
+    int rc = stf_plan_run(&rep, &f->t.p, f->out, &o, &err);
+    if (rc) fail_msg("%s", err.msg);
+    size_t nf = stf_run_report_file_count(rep);
+    assert_true(nf >= 3);
+    char *index = st_path(f->dir, "out.safetensors.index.json");
+    assert_string_equal(stf_run_report_file(rep, nf - 1), index);
+    assert_int_equal(st_dir_entries(f->dir), 1 + nf);
+    stf_run_report_free(rep);
+    stf_ckpt *c;
+    if (stf_ckpt_open(&c, index, NULL, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(stf_ckpt_shard_count(c), nf - 1);
+    assert_int_equal(stf_ckpt_tensor_count(c), 7);
+    size_t w, s, m, b;
+    assert_int_equal(stf_ckpt_find(c, "a.weight", &w), 0);
+    assert_int_equal(stf_ckpt_find(c, "a.weight_scale", &s), 0);
+    assert_int_equal(stf_ckpt_find(c, "a.comfy_quant", &m), 0);
+    assert_int_equal(stf_ckpt_find(c, "a.bias", &b), 0);
+    unsigned sh = stf_ckpt_tensor(c, w)->shard;
+    assert_int_equal(stf_ckpt_tensor(c, s)->shard, sh);
+    assert_int_equal(stf_ckpt_tensor(c, m)->shard, sh);
+    assert_int_equal(stf_ckpt_tensor(c, b)->shard, sh);
+    assert_memory_equal(stf_ckpt_tensor_data(c, w), V1_Q, 16);
+    stf_ckpt_free(c);
+    free(index);
+    fx_free(f);
+}
+
 /* Failing the Nth allocation: STF_ENOMEM, nothing at OUT, no temp file; until it succeeds. */
 static int g_fail_at, g_count;
 
@@ -438,6 +477,7 @@ int main(void)
         cmocka_unit_test(test_verification_failure),
         cmocka_unit_test(test_in_place),
         cmocka_unit_test(test_plan_mismatch),
+        cmocka_unit_test(test_sharded),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
