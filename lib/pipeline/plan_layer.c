@@ -272,17 +272,13 @@ static int do_rename(stf__pw *w, const stf_action *a, stf_err *err)
     stf__buf_init(&nb);
     stf__buf_puts(&nb, to);
     stf__buf_puts(&nb, w->out_prefix + fl);
-    if (nb.oom || !nb.data) {
+    char *np = nb.oom ? NULL : nb.data ? nb.data : stf__strdup("");
+    if (!np) {
         stf__buf_free(&nb);
-        if (nb.oom) return stf__err(err, STF_ENOMEM, "layer '%s': out of memory", w->l->prefix);
-        char *e = stf__strdup("");
-        if (!e) return stf__err(err, STF_ENOMEM, "layer '%s': out of memory", w->l->prefix);
-        stf__free(w->out_prefix);
-        w->out_prefix = e;
-    } else {
-        stf__free(w->out_prefix);
-        w->out_prefix = nb.data;
+        return stf__err(err, STF_ENOMEM, "layer '%s': out of memory", w->l->prefix);
     }
+    stf__free(w->out_prefix);
+    w->out_prefix = np;
     if (w->l->nmarkers) w->b->markers_changed = 1;
     stf__pw_note(w, "rename -> '%s'%s", w->out_prefix, "");
     return 0;

@@ -1,0 +1,297 @@
+/*
+ * lib/pipeline/plan.c: the driver. Rule order and terminal actions, tensors
+ * no layer owns, canonical writer order, totals, argument checks, every
+ * allocation failing in turn, and every bundled recipe over the committed
+ * fixtures (healthy ones and the broken ones each recipe is meant for),
+ * with the exact refusals for layers stfix cannot decode.
+ * Run from the repository root.
+ */
+#include "plan_testutil.h"
+
+#define FIX "fixtures/comfy/"
+
+static float g_s[64];
+
+static void test_rules_in_order_until_terminal(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    PT_ADD(&k, "a.weight", "I8", NULL, 4, 256);
+    PT_ADD(&k, "a.weight_scale", "BF16", g_s, 4, 1);
+    pt_marker(&k, "a.comfy_quant", "{\"format\": \"int8_tensorwise\"}");
+    PT_ADD(&k, "norm", "F32", g_s, 4);
+    pt_open(&k);
+    pt_recipe(&k, "stfix: 1\ntarget: [sglang, comfyui]\nrules:\n"
+                  "  - name: cast\n    match: {scale_dtype: BF16}\n    do: cast-scale\n"
+                  "  - name: q\n    match: {marker: present}\n    do: requantize\n"
+                  "  - name: never\n    match: {marker: present}\n    do: {exclude: {dtype: F32}}\n");
+    pt_plan_ok(&k);
+    assert_int_equal(stf_plan_layer_count(k.p), 1);
+    const stf_plan_layer *l = stf_plan_get_layer(k.p, 0);
+    assert_int_equal(l->nrules, 2);
+    assert_string_equal(l->rules[0], "cast");
+    assert_string_equal(l->rules[1], "q");
+    assert_int_equal(l->nactions, 2);
+    assert_int_equal(l->actions[0]->kind, STF_ACT_CAST_SCALE);
+    assert_int_equal(l->actions[1]->kind, STF_ACT_REQUANTIZE);
+    assert_string_equal(l->summary, "scale BF16 -> F32; requantize to int8_tensorwise, G=256");
+    assert_int_equal(stf_plan_targets(k.p), STF_TARGET_SGLANG | STF_TARGET_COMFYUI);
+    /* Writer order: F32 (norm, scale) by name, then I8, then U8. */
+    assert_int_equal(stf_plan_tensor_count(k.p), 4);
+    assert_string_equal(stf_plan_get_tensor(k.p, 0)->name, "a.weight_scale");
+    assert_string_equal(stf_plan_get_tensor(k.p, 1)->name, "norm");
+    assert_string_equal(stf_plan_get_tensor(k.p, 2)->name, "a.weight");
+    assert_string_equal(stf_plan_get_tensor(k.p, 3)->name, "a.comfy_quant");
+    const stf_plan_tensor *n = pt_out(&k, "norm");
+    assert_int_equal(n->op, STF_OUT_COPY);
+    assert_int_equal(n->layer, SIZE_MAX);
+    assert_int_equal(n->src, 3);
+    assert_int_equal(pt_out(&k, "a.weight")->layer, 0);
+    /* 16 (scale) + 16 (norm) + 1024 (weight) + 72 (marker) bytes; only norm is copied. */
+    assert_int_equal(stf_plan_bytes_total(k.p), 16 + 16 + 1024 + 72);
+    assert_int_equal(stf_plan_bytes_copied(k.p), 16);
+    pt_free(&k);
+}
+
+static void test_untouched_checkpoint_is_all_copies(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    PT_ADD(&k, "z.weight", "BF16", NULL, 2, 8);
+    PT_ADD(&k, "a.weight", "BF16", NULL, 2, 8);
+    PT_ADD(&k, "a.bias", "F32", g_s, 2);
+    pt_open(&k);
+    pt_recipe(&k, "stfix: 1\ntarget: comfyui\nrules:\n"
+                  "  - name: nothing\n    match: {marker: present}\n    do: cast-scale\n");
+    pt_plan_ok(&k);
+    assert_int_equal(stf_plan_tensor_count(k.p), 3);
+    assert_string_equal(stf_plan_get_tensor(k.p, 0)->name, "a.bias");
+    assert_string_equal(stf_plan_get_tensor(k.p, 1)->name, "a.weight");
+    assert_string_equal(stf_plan_get_tensor(k.p, 2)->name, "z.weight");
+    for (size_t i = 0; i < 3; i++) assert_int_equal(stf_plan_get_tensor(k.p, i)->op, STF_OUT_COPY);
+    assert_int_equal(stf_plan_bytes_total(k.p), 8 + 32 + 32);
+    assert_int_equal(stf_plan_bytes_copied(k.p), stf_plan_bytes_total(k.p));
+    assert_string_equal(stf_plan_get_layer(k.p, 0)->summary, "unchanged");
+    assert_int_equal(stf_plan_get_layer(k.p, 0)->nrules, 0);
+    assert_int_equal(k.p->njobs, 0);
+    pt_free(&k);
+}
+
+static void test_bad_arguments(void **state)
+{
+    (void)state;
+    stf_plan *p = (stf_plan *)1;
+    stf_err err;
+    assert_int_equal(stf_plan_build(&p, NULL, NULL, NULL, &err), STF_EINVAL);
+    assert_null(p);
+    stf_plan_free(NULL);
+}
+
+/* ------------------------------------------------------------ allocation failures */
+
+static long g_fail_at = -1, g_count, g_live;
+
+static void *fail_realloc(void *ud, void *ptr, size_t size)
+{
+    (void)ud;
+    if (g_fail_at >= 0 && g_count++ == g_fail_at) return NULL;
+    if (!ptr) g_live++;
+    return realloc(ptr, size ? size : 1);
+}
+
+static void fail_free(void *ud, void *ptr)
+{
+    (void)ud;
+    if (ptr) g_live--;
+    free(ptr);
+}
+
+/* Whether two plans describe the same output (names, ops, dtypes, sizes, metadata). */
+static int same_plan(const stf_plan *a, const stf_plan *b)
+{
+    if (stf_plan_tensor_count(a) != stf_plan_tensor_count(b) ||
+        stf_plan_meta_count(a) != stf_plan_meta_count(b) ||
+        stf_plan_dropped_count(a) != stf_plan_dropped_count(b) ||
+        stf_plan_layer_count(a) != stf_plan_layer_count(b))
+        return 0;
+    for (size_t i = 0; i < stf_plan_tensor_count(a); i++) {
+        const stf_plan_tensor *x = stf_plan_get_tensor(a, i), *y = stf_plan_get_tensor(b, i);
+        if (strcmp(x->name, y->name) || x->op != y->op || x->dtype != y->dtype ||
+            x->nbytes != y->nbytes)
+            return 0;
+    }
+    for (size_t i = 0; i < stf_plan_meta_count(a); i++)
+        if (strcmp(stf_plan_meta(a, i)->value, stf_plan_meta(b, i)->value)) return 0;
+    for (size_t i = 0; i < stf_plan_layer_count(a); i++)
+        if (strcmp(stf_plan_get_layer(a, i)->summary, stf_plan_get_layer(b, i)->summary))
+            return 0;
+    return 1;
+}
+
+static void test_every_allocation_failure(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    signed char *w = pt_rows_i8(16, 256);
+    PT_ADD(&k, "a.weight", "I8", w, 16, 256);
+    PT_ADD(&k, "a.weight_scale", "BF16", g_s, 16);
+    pt_marker(&k, "a.comfy_quant", "{\"convrot\": true, \"convrot_groupsize\": 256}");
+    PT_ADD(&k, "m.b.weight", "BF16", NULL, 4, 64);
+    PT_ADD(&k, "c.weight", "I8", NULL, 4, 4, 2, 2);
+    PT_ADD(&k, "c.weight_scale", "F32", g_s, 4, 1);
+    pt_marker(&k, "c.comfy_quant", "{\"format\": \"int8_tensorwise\"}");
+    k.meta_json = "{\"format\":\"pt\",\"_quantization_metadata\":\"{\\\"format_version\\\": "
+                  "\\\"1.0\\\", \\\"layers\\\": {}}\"}";
+    pt_open(&k);
+    pt_recipe(&k, "stfix: 1\ntarget: sglang\nrules:\n"
+                  "  - name: rn\n    match: {prefix: \"**\"}\n    do: {rename: {from: m., to: n.}}\n"
+                  "  - name: cast\n    match: {scale_dtype: BF16}\n    do: cast-scale\n"
+                  "  - name: rows\n    match: {scale_shape: [[N]], probe: rowwise}\n"
+                  "    do: {reshape-scale: {to: rows, require_probe: true}}\n"
+                  "  - name: conv\n    match: {shape: \"rank != 2\"}\n    do: exclude\n"
+                  "  - name: mk\n    match: {marker: present}\n    do: set-marker\n"
+                  "  - name: q\n    match: {weight_dtype: BF16}\n    do: requantize\n");
+    stf_err err;
+    pt_plan_ok(&k);
+    stf_allocator a = { fail_realloc, fail_free, NULL };
+    stf_set_allocator(&a);
+    int done = 0;
+    for (long n = 0; n < 5000 && !done; n++) {
+        g_fail_at = n;
+        g_count = 0;
+        g_live = 0;
+        stf_plan *p = NULL;
+        stf_err_clear(&err);
+        int rc = stf_plan_build(&p, k.c, k.r, NULL, &err);
+        if (rc == 0) {
+            done = 1;
+            /* A swallowed failure would show as a different plan. */
+            int same = same_plan(p, k.p);
+            stf_plan_free(p);
+            stf_set_allocator(NULL);
+            assert_true(same);
+            assert_non_null(pt_out(&k, "n.b.weight"));
+        } else {
+            if (rc != STF_ENOMEM || p) stf_set_allocator(NULL);
+            assert_int_equal(rc, STF_ENOMEM);
+            assert_null(p);
+        }
+        if (g_live) stf_set_allocator(NULL);
+        assert_int_equal(g_live, 0);
+    }
+    stf_set_allocator(NULL);
+    g_fail_at = -1;
+    assert_true(done);
+    free(w);
+    pt_free(&k);
+}
+
+/* ------------------------------------------------------------ bundled recipes */
+
+static int plan_file(const char *recipe, const char *file, stf_err *err)
+{
+    stf_recipe *r = NULL;
+    stf_ckpt *c = NULL;
+    stf_plan *p = NULL;
+    stf_err_clear(err);
+    if (stf_recipe_load_file(&r, NULL, recipe, err)) fail_msg("%s: %s", recipe, err->msg);
+    if (stf_ckpt_open(&c, file, NULL, err)) fail_msg("%s: %s", file, err->msg);
+    int rc = stf_plan_build(&p, c, r, NULL, err);
+    if (!rc) {
+        /* Every output has a size, and every requantize/dequantize output a job. */
+        for (size_t i = 0; i < stf_plan_tensor_count(p); i++) {
+            const stf_plan_tensor *t = stf_plan_get_tensor(p, i);
+            if (t->op >= STF_OUT_QUANT_WEIGHT) assert_true(p->outs[i].job < p->njobs);
+            if (t->op == STF_OUT_NEW) assert_non_null(p->outs[i].bytes);
+        }
+    }
+    stf_plan_free(p);
+    stf_ckpt_free(c);
+    stf_recipe_free(r);
+    return rc;
+}
+
+static const char *const recipes[] = {
+    "rules/sglang-int8-convrot.yaml", "rules/comfyui-int8-convrot.yaml",
+    "rules/repair-scales.yaml", "rules/exclude-conv-and-embeddings.yaml",
+    "rules/quantize-int8-convrot.yaml",
+};
+
+static void test_bundled_recipes_on_healthy(void **state)
+{
+    (void)state;
+    static const char *const healthy[] = {
+        "healthy_int8_g16.safetensors", "healthy_int8_g64.safetensors",
+        "healthy_int8_g256.safetensors", "healthy_w4a4.safetensors",
+        "healthy_mixed_int8_w4a4.safetensors", "healthy_meta_only.safetensors",
+        "healthy_fp8.safetensors", "healthy_sharded.safetensors.index.json",
+    };
+    char path[256];
+    stf_err err;
+    for (size_t r = 0; r < sizeof recipes / sizeof recipes[0]; r++)
+        for (size_t f = 0; f < sizeof healthy / sizeof healthy[0]; f++) {
+            snprintf(path, sizeof path, FIX "%s", healthy[f]);
+            if (plan_file(recipes[r], path, &err))
+                fail_msg("%s on %s: %s", recipes[r], healthy[f], err.msg);
+        }
+}
+
+/* The INT8 broken fixtures each repair recipe targets (the fixtures of formats
+ * stfix cannot decode — W4A8, NVFP4 — are refused below). */
+static void test_bundled_recipes_on_broken(void **state)
+{
+    (void)state;
+    static const char *const int8_broken[] = {
+        "r01_meta_not_json", "r02_meta_not_object", "r03_meta_no_layers",
+        "r04_meta_layer_string", "r05_conflict", "r06_marker_nul", "r08_marker_bf16",
+        "r10_no_marker", "r12_missing_scale", "r12_missing_weight", "r13_tensorwise_3d",
+        "r14_scale_bf16", "r15_flat_scale_square", "r15_grouped_scale", "r16_w4a4_scale_f16",
+        "r17_w4a4_scale_2d", "r18_w4a4_g128", "r19_w4a4_k96", "r20_collision",
+        "r23_convrot_int", "r23_no_convrot", "r23_params_nested", "r24_g128",
+        "r24_g_string", "r25_conv_marker", "r27_k_not_multiple", "r30_int8_plus_fp8",
+        "r30_missing_format", "r30_unknown_format", "r40_scalar_scale_convrot",
+        "probe_colquant_square", "probe_rowquant_flat", "probe_sylvester_data",
+        "probe_bad_scales",
+    };
+    char path[256];
+    stf_err err;
+    for (size_t f = 0; f < sizeof int8_broken / sizeof int8_broken[0]; f++) {
+        snprintf(path, sizeof path, FIX "%s.safetensors", int8_broken[f]);
+        for (size_t r = 0; r < 3; r++)
+            if (plan_file(recipes[r], path, &err))
+                fail_msg("%s on %s: %s", recipes[r], int8_broken[f], err.msg);
+    }
+}
+
+static void test_refusals_name_layer_and_rule(void **state)
+{
+    (void)state;
+    stf_err err;
+    assert_int_equal(plan_file("rules/sglang-int8-convrot.yaml",
+                               FIX "r44_w4a8_group2.safetensors", &err), STF_EFORMAT);
+    assert_string_equal(err.msg, "layer 'blocks.0.attn.qkv': rule 'requantize-other-formats' "
+                                 "(recipe line 74): requantize: format 'asym_w4a8_int8' cannot "
+                                 "be decoded (stfix reads float, FP8, INT8 and convrot_w4a4 "
+                                 "layers); exclude needs the original weights");
+    assert_int_equal(plan_file("rules/sglang-int8-convrot.yaml",
+                               FIX "r07_marker_not_object.safetensors", &err), STF_EFORMAT);
+    assert_string_equal(err.msg, "layer 'blocks.0.attn.qkv': rule 'normalise-markers' (recipe "
+                                 "line 96): set-marker: the layer has no usable marker (not a "
+                                 "JSON object) and the action names no format; give set-marker "
+                                 "a format");
+}
+
+int main(void)
+{
+    for (int i = 0; i < 64; i++) g_s[i] = 0.5f + 0.01f * (float)i;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rules_in_order_until_terminal),
+        cmocka_unit_test(test_untouched_checkpoint_is_all_copies),
+        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_every_allocation_failure),
+        cmocka_unit_test(test_bundled_recipes_on_healthy),
+        cmocka_unit_test(test_bundled_recipes_on_broken),
+        cmocka_unit_test(test_refusals_name_layer_and_rule),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
