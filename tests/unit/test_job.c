@@ -191,7 +191,12 @@ static void test_golden_v6_modes(void **state)
     const char *hex[2] = { V6_CUDA, V6_EAGER };
     const uint32_t sbits[2] = { 0x3CEA64CAu, 0x3CEAD5ABu };
     const stf_quant_mode modes[2] = { STF_QMODE_CUDA, STF_QMODE_EAGER };
-    for (int i = 0; i < 2; i++) {
+    /* Every kernel variant this CPU runs gives the golden bytes through the job. */
+    static const stf_simd variants[3] = { STF_SIMD_SCALAR, STF_SIMD_AVX2, STF_SIMD_AVX512 };
+    for (int vi = 0; vi < 6; vi++) {
+        int i = vi % 2;
+        if (!stf_simd_supported(variants[vi / 2])) continue;
+        assert_int_equal(stf_simd_select(variants[vi / 2], &err), 0);
         uint8_t want[256];
         assert_int_equal(qt_hex(want, sizeof want, hex[i]), 256);
         stf__job j = float_job(f.c, STF__JOB_REQUANT_INT8, STF_BF16, 1, 256, 256, modes[i]);
@@ -204,6 +209,7 @@ static void test_golden_v6_modes(void **state)
         assert_int_equal(qt_bits(sc), sbits[i]);
         sink_free(&s);
     }
+    assert_int_equal(stf_simd_select(STF_SIMD_AUTO, &err), 0);
     stf_pool_free(pool);
     fx_close(&f);
 }
