@@ -95,18 +95,41 @@ INL __m512 fht_s4(__m512 v)
     return _mm512_mul_ps(h, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a, b), c), d));
 }
 
-/* A stage whose stride is a whole number of vectors: x0..x3 are vectors. */
-INL void fht_quad(__m512 *p0, __m512 *p1, __m512 *p2, __m512 *p3)
+/*
+ * A stage whose stride is a whole number of vectors: x0..x3 are vectors.
+ * scaled == 0 leaves out the 0.5 (deferred scaling, see fht256). zs != 0
+ * lets the sign of an exactly-zero output differ from §2: x1 - x0 is
+ * -(x0 - x1) exactly except when x0 == x1 (both give +0), so taking
+ * y3 = (x2 - d01) + x3 saves a subtraction and changes nothing but the sign
+ * of a zero y3 (x0 == x1, x2 == x3 == -0). int8_row allows that (q of
+ * either zero is 0, and |-0| == |+0|); fht_regular does not.
+ */
+INL void fht_quad_x(__m512 *p0, __m512 *p1, __m512 *p2, __m512 *p3, int scaled, int zs)
 {
     const __m512 h = _mm512_set1_ps(0.5f);
     __m512 x0 = *p0, x1 = *p1, x2 = *p2, x3 = *p3;
     __m512 s01 = _mm512_add_ps(x0, x1);
     __m512 d01 = _mm512_sub_ps(x0, x1);
-    __m512 d10 = _mm512_sub_ps(x1, x0);
-    *p0 = _mm512_mul_ps(h, _mm512_sub_ps(_mm512_add_ps(s01, x2), x3));
-    *p1 = _mm512_mul_ps(h, _mm512_add_ps(_mm512_sub_ps(s01, x2), x3));
-    *p2 = _mm512_mul_ps(h, _mm512_add_ps(_mm512_add_ps(d01, x2), x3));
-    *p3 = _mm512_mul_ps(h, _mm512_add_ps(_mm512_add_ps(d10, x2), x3));
+    __m512 y0 = _mm512_sub_ps(_mm512_add_ps(s01, x2), x3);
+    __m512 y1 = _mm512_add_ps(_mm512_sub_ps(s01, x2), x3);
+    __m512 y2 = _mm512_add_ps(_mm512_add_ps(d01, x2), x3);
+    __m512 y3 = zs ? _mm512_add_ps(_mm512_sub_ps(x2, d01), x3)
+                   : _mm512_add_ps(_mm512_add_ps(_mm512_sub_ps(x1, x0), x2), x3);
+    if (scaled) {
+        y0 = _mm512_mul_ps(h, y0);
+        y1 = _mm512_mul_ps(h, y1);
+        y2 = _mm512_mul_ps(h, y2);
+        y3 = _mm512_mul_ps(h, y3);
+    }
+    *p0 = y0;
+    *p1 = y1;
+    *p2 = y2;
+    *p3 = y3;
+}
+
+INL void fht_quad(__m512 *p0, __m512 *p1, __m512 *p2, __m512 *p3)
+{
+    fht_quad_x(p0, p1, p2, p3, 1, 0);
 }
 
 /*
@@ -138,17 +161,46 @@ INL void lane_transpose(__m512 *p0, __m512 *p1, __m512 *p2, __m512 *p3)
 }
 
 /*
- * All stages with stride < 16*nv over nv consecutive vectors (nv = 1, 4,
- * 16: groups of 16, 64, 256), in §2 order: 1, 4, 16, 64.
+ * The four stages of a G = 256 group held in v[0..15] (v[j] = values
+ * 16j..16j+15), in §2 order: strides 1, 4, 16, 64. With sc == 0 the 0.5
+ * factors are left out and the caller multiplies by 1/16 once (valid only
+ * under the guard explained at group256); zs as in fht_quad_x.
  *
- * With v[j] holding values 16j..16j+15, base-4 digits d0 and d1 of the
- * index are in-vector (lane in block, 128-bit block) and d2, d3 pick the
- * vector. For G >= 256, 4x4 transposes (within blocks, or of blocks) move
- * the digit of each stage into the vector index before it runs, so every
- * stage is a whole-vector butterfly: no sign flips, fewer adds, and the
- * same shuffle count as the in-register stages (about 7% faster overall).
- * Only the placement of values changes, never an expression. For G = 64
- * the transposes cost more than they save (measured), so it keeps fht_s1/s4.
+ * Base-4 digits d0 and d1 of the index are in-vector (lane in block,
+ * 128-bit block) and d2, d3 pick the vector. 4x4 transposes (within
+ * blocks, or of blocks) move the digit of each stage into the vector index
+ * before it runs, so every stage is a whole-vector butterfly: no sign
+ * flips, fewer adds. Only the placement of values changes, never an
+ * expression.
+ */
+INL void fht256(__m512 *v, int sc, int zs)
+{
+    /* v[d2 + 4*d3]: block d1, lane d0. Lane transposes swap d0 <-> d2. */
+#pragma GCC unroll 4
+    for (int j = 0; j < 16; j += 4) lane_transpose(&v[j], &v[j + 1], &v[j + 2], &v[j + 3]);
+#pragma GCC unroll 4
+    for (int j = 0; j < 16; j += 4) fht_quad_x(&v[j], &v[j + 1], &v[j + 2], &v[j + 3], sc, zs); /* 1 */
+    /* v[d0 + 4*d3]: block d1, lane d2. Block transposes swap d1 <-> d3. */
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) block_transpose(&v[i], &v[i + 4], &v[i + 8], &v[i + 12]);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) fht_quad_x(&v[i], &v[i + 4], &v[i + 8], &v[i + 12], sc, zs); /* 4 */
+    /* v[d0 + 4*d1]: block d3, lane d2. */
+#pragma GCC unroll 4
+    for (int j = 0; j < 16; j += 4) lane_transpose(&v[j], &v[j + 1], &v[j + 2], &v[j + 3]);
+#pragma GCC unroll 4
+    for (int j = 0; j < 16; j += 4) fht_quad_x(&v[j], &v[j + 1], &v[j + 2], &v[j + 3], sc, zs); /* 16 */
+    /* v[d2 + 4*d1]: block d3, lane d0. */
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) block_transpose(&v[i], &v[i + 4], &v[i + 8], &v[i + 12]);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) fht_quad_x(&v[i], &v[i + 4], &v[i + 8], &v[i + 12], sc, zs); /* 64 */
+}
+
+/*
+ * All stages over nv consecutive vectors (nv = 1, 4: groups of 16, 64), in
+ * §2 order, with the 0.5 factors. For G = 64 the transposes of fht256 cost
+ * more than they save (measured), so it keeps fht_s1/s4.
  */
 INL void fht_regs(__m512 *v, int nv)
 {
@@ -163,26 +215,6 @@ INL void fht_regs(__m512 *v, int nv)
         fht_quad(&v[0], &v[1], &v[2], &v[3]);       /* stride 16 */
         return;
     }
-    /* v[d2 + 4*d3]: block d1, lane d0. Lane transposes swap d0 <-> d2. */
-#pragma GCC unroll 4
-    for (int j = 0; j < 16; j += 4) lane_transpose(&v[j], &v[j + 1], &v[j + 2], &v[j + 3]);
-#pragma GCC unroll 4
-    for (int j = 0; j < 16; j += 4) fht_quad(&v[j], &v[j + 1], &v[j + 2], &v[j + 3]); /* 1 */
-    /* v[d0 + 4*d3]: block d1, lane d2. Block transposes swap d1 <-> d3. */
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) block_transpose(&v[i], &v[i + 4], &v[i + 8], &v[i + 12]);
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) fht_quad(&v[i], &v[i + 4], &v[i + 8], &v[i + 12]); /* 4 */
-    /* v[d0 + 4*d1]: block d3, lane d2. */
-#pragma GCC unroll 4
-    for (int j = 0; j < 16; j += 4) lane_transpose(&v[j], &v[j + 1], &v[j + 2], &v[j + 3]);
-#pragma GCC unroll 4
-    for (int j = 0; j < 16; j += 4) fht_quad(&v[j], &v[j + 1], &v[j + 2], &v[j + 3]); /* 16 */
-    /* v[d2 + 4*d1]: block d3, lane d0. */
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) block_transpose(&v[i], &v[i + 4], &v[i + 8], &v[i + 12]);
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) fht_quad(&v[i], &v[i + 4], &v[i + 8], &v[i + 12]); /* 64 */
 }
 
 /* ------------------------------------------------------------- loads */
@@ -245,6 +277,70 @@ static int is_pow4(unsigned g)
     return g >= 4 && g <= 1024 && (g & (g - 1)) == 0 && (g & 0x55555555u) != 0;
 }
 
+/* max(|a|, |b|) in one instruction (vrangeps, "max absolute value, sign
+ * cleared"); a NaN operand gives a NaN, which the callers test for. */
+INL __m512 maxabs(__m512 a, __m512 b) { return _mm512_range_ps(a, b, 0x0B); }
+
+/* Lane-wise max |v[j]| over the 16 vectors of a group. */
+INL __m512 group_maxabs(const __m512 *v)
+{
+    __m512 m[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) m[j] = maxabs(v[2 * j], v[2 * j + 1]);
+    return maxabs(maxabs(maxabs(m[0], m[1]), maxabs(m[2], m[3])),
+                  maxabs(maxabs(m[4], m[5]), maxabs(m[6], m[7])));
+}
+
+/*
+ * One G = 256 group at element i of src -> v[0..15] = R, exactly as §2.
+ *
+ * Deferred scaling: the stages run without their 0.5 factors and the sums
+ * are multiplied by 1/16 once. That is bit-identical to §2 when (a) no
+ * unscaled intermediate overflows and (b) every input is a multiple of a
+ * quantum Q with Q * 2^-4 >= 2^-149. Proof sketch: by induction every
+ * value after stage j is a multiple of Q (unscaled) or Q*2^-j (§2 order):
+ * a sum of such multiples rounds either to a grid that is a coarser power
+ * of two or not at all, and in the subnormal range (grid 2^-149 <= Q*2^-j)
+ * not at all. So every §2 operation sees its operands scaled by exactly
+ * 2^-j, and rounding commutes with a power-of-two scale whenever nothing
+ * is lost below 2^-126, which (b) rules out; the final *1/16 is exact for
+ * the same reason. (b) holds for every BF16 input (all are multiples of
+ * 2^-133) and every F16 input (2^-24); for F32 it holds when every
+ * non-zero |x| >= 2^-122 (ulp >= 2^-145), tested here. (a) needs no test:
+ * an overflow turns at least one output into Inf or NaN (all coefficients
+ * are non-zero, and Inf never cancels back to a finite value), and a group
+ * with a non-finite output is recomputed with the 0.5 factors in place.
+ * With zs the sign of an exactly-zero output may differ (fht_quad_x).
+ * Returns the lane-wise max |R| of the group (Inf/NaN if R is not finite).
+ */
+INL __m512 group256(__m512 *v, const void *src, stf_dtype dt, size_t i, int zs)
+{
+    __m512i tiny = _mm512_set1_epi32(-1);
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; j++) {
+        prefetch16(src, dt, i + 16 * (size_t)j);
+        v[j] = load16(src, dt, i + 16 * (size_t)j);
+        /* |bits| - 1 wraps for zeros, so its unsigned min is the smallest non-zero |x|, less one. */
+        if (dt == STF_F32)
+            tiny = _mm512_min_epu32(tiny, _mm512_sub_epi32(abs_bits(v[j]), _mm512_set1_epi32(1)));
+    }
+    fht256(v, 0, zs);
+    const __m512 h = _mm512_set1_ps(0.0625f);
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; j++) v[j] = _mm512_mul_ps(h, v[j]);
+    __m512 m = group_maxabs(v);
+    /* Not (m <= FLT_MAX): Inf or NaN somewhere in the group. */
+    __mmask16 bad = _mm512_cmp_ps_mask(m, _mm512_set1_ps(FLT_MAX), _CMP_NLE_UQ);
+    if (dt == STF_F32) bad |= _mm512_cmplt_epu32_mask(tiny, _mm512_set1_epi32(0x027FFFFF));
+    if (__builtin_expect(bad != 0, 0)) {
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; j++) v[j] = load16(src, dt, i + 16 * (size_t)j);
+        fht256(v, 1, 0);
+        m = group_maxabs(v);
+    }
+    return m;
+}
+
 /*
  * Pass 1: load src (dtype dt) into x as F32, rotate per group of g (0: not
  * at all); returns max |bits| of the result. With src == x (dt F32) it is
@@ -254,24 +350,17 @@ static int is_pow4(unsigned g)
  * group NaN or Inf (all H coefficients are non-zero), so a finite result
  * proves a finite input; a non-finite result is sorted out by the caller.
  */
-INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g)
+INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g, int zs)
 {
     __m512i a = _mm512_setzero_si512();
     size_t i = 0;
     if (g >= 256) {
         for (; i < k; i += 256) {
             __m512 v[16];
+            __m512 m = group256(v, src, dt, i, zs);
+            if (g == 256) a = _mm512_max_epu32(a, _mm512_castps_si512(m));
 #pragma GCC unroll 16
-            for (int j = 0; j < 16; j++) {
-                prefetch16(src, dt, i + 16 * (size_t)j);
-                v[j] = load16(src, dt, i + 16 * (size_t)j);
-            }
-            fht_regs(v, 16);
-#pragma GCC unroll 16
-            for (int j = 0; j < 16; j++) {
-                if (g == 256) a = amax_upd(a, v[j]);
-                _mm512_storeu_ps(x + i + 16 * (size_t)j, v[j]);
-            }
+            for (int j = 0; j < 16; j++) _mm512_storeu_ps(x + i + 16 * (size_t)j, v[j]);
         }
         if (g == 1024) {
             for (i = 0; i < k; i += 1024)
@@ -358,94 +447,124 @@ INL __m512 round_t(__m512 x, stf_dtype t)
 }
 
 /*
- * q = clamp(rint(rT(rT(x)/d)), -128, 127).
- * exact == 0 (every v = rT(x) finite, so every quotient is finite and
- * within int32): the saturating int32 -> int8 conversion is the clamp.
- * exact != 0 (Inf or NaN may occur): explicit clamp; NaN stays NaN
- * through it (operand order of min/max) and converts to 0x80000000, whose
- * low byte 0 is what the scalar (int8_t) cast of NaN gives on x86.
+ * Quotients without vdivps (spec §5 step 6: t = rT(fl32(v / d))).
+ *
+ * r = fl32(1/d) once per row and p = fl32(v * r). With relative rounding
+ * errors |e| <= 2^-24: p = (v/d)(1+e1)(1+e2) and fl32(v/d) = (v/d)(1+e3),
+ * so |p - fl32(v/d)| <= |v/d| (2^-23 + 2^-24 + 2^-48) < 1.5 * 2^-23 |v/d|,
+ * i.e. at most 3 ulps of the binade of v/d (and at most 3 of the half as
+ * large ulps below it when p and v/d straddle a power of two). For floats
+ * of one sign the bit encoding counts ulps, across binades too, so p and
+ * fl32(v/d) are at most 3 encodings apart. That holds while v/d is normal;
+ * below 2^-126 both give q = 0 (|t| < 0.5).
+ *
+ * rT and rint are monotone and change value only at a rounding boundary
+ * (a tie landing on it is decided by the even neighbour). So if p is more
+ * than 3 encodings away from every boundary, rT(p) == rT(fl32(v/d)) and
+ * the codes agree. Lanes within 8 encodings of a boundary (a generous
+ * window) are recomputed with vdivps: on real rows about 16 lanes in 65536
+ * for BF16, so the division is almost never executed.
+ *  - T = BF16: boundaries are the midpoints between BF16 values, encodings
+ *    with low 16 bits 0x8000; flag low16 in [0x7FF8, 0x8007].
+ *  - T = F16: midpoints have low 13 bits 0x1000 (normal F16 range); flag
+ *    [0x0FF8, 0x1007]. Below 2^-14 that test means nothing, but there
+ *    |t| < 2^-14 and q = 0 for any p.
+ *  - T = F32: t = fl32(v/d) is rounded by rint alone; boundaries are the
+ *    half-integers. Codes only depend on p below 129 in magnitude (above,
+ *    q clamps alike), where 3 ulps < 2^-14; flag |p - rint(p)| >= 0.5 -
+ *    2^-11 (vreduceps gives p - rint(p) exactly).
+ * rint is vcvtps2dq in the MXCSR mode, as rintf (round to nearest even
+ * unless someone changed it; the window assumes the default mode, like
+ * every other rounding in the spec). d is a normal float between the
+ * scale floor and maxT/127, so r is finite and normal; int8_row still
+ * divides when d is outside [2^-125, 2^125].
  */
-INL __m128i quant16(__m512 x, __m512 d, stf_dtype t, int exact)
+INL __mmask16 near_boundary(__m512 p, stf_dtype t)
 {
-    __m512 v = round_t(x, t);
-    __m512 r = round_t(_mm512_div_ps(v, d), t);
-    /* rint and the conversion in one: vcvtps2dq rounds in the MXCSR mode,
-     * as rintf does (round to nearest even unless someone changed it). */
-    if (!exact) return _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(r));
-    r = _mm512_roundscale_ps(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm512_max_ps(_mm512_set1_ps(-128.0f), r);
-    r = _mm512_min_ps(_mm512_set1_ps(127.0f), r);
-    return _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(r));
+    __m512i b = _mm512_castps_si512(p);
+    if (t == STF_BF16)
+        return _mm512_testn_epi32_mask(_mm512_add_epi32(b, _mm512_set1_epi32(0x8008)),
+                                       _mm512_set1_epi32(0xFFF0));
+    if (t == STF_F16)
+        return _mm512_testn_epi32_mask(_mm512_add_epi32(b, _mm512_set1_epi32(0x1008)),
+                                       _mm512_set1_epi32(0x1FF0));
+    __m512 f = _mm512_reduce_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    f = _mm512_castsi512_ps(abs_bits(f));
+    return _mm512_cmp_ps_mask(f, _mm512_set1_ps(0.5f - 0x1p-11f), _CMP_GE_OQ);
 }
 
-INL void pass2(int8_t *q, const float *x, size_t k, float d, stf_dtype t, int exact)
+/*
+ * q = clamp(rint(rT(rT(x)/d)), -128, 127) for a row whose every
+ * v = rT(x) is finite, so every quotient is finite and small: the
+ * saturating int32 -> int8 conversion is the clamp. recip: the quotient
+ * as above, else vdivps.
+ */
+INL __m128i quant16(__m512 x, __m512 rv, __m512 dv, stf_dtype t, int recip)
 {
-    __m512 dv = _mm512_set1_ps(d);
+    __m512 v = round_t(x, t);
+    __m512 p;
+    if (recip) {
+        p = _mm512_mul_ps(v, rv);
+        __mmask16 near = near_boundary(p, t);
+        if (__builtin_expect(near != 0, 0)) p = _mm512_mask_div_ps(p, near, v, dv);
+    } else {
+        p = _mm512_div_ps(v, dv);
+    }
+    return _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(round_t(p, t)));
+}
+
+INL void pass2(int8_t *q, const float *x, size_t k, float d, stf_dtype t, int recip)
+{
+    __m512 dv = _mm512_set1_ps(d), rv = _mm512_set1_ps(1.0f / d);
     size_t i = 0;
     for (; i + 64 <= k; i += 64) {
-        __m128i a = quant16(_mm512_loadu_ps(x + i), dv, t, exact);
-        __m128i b = quant16(_mm512_loadu_ps(x + i + 16), dv, t, exact);
-        __m128i c = quant16(_mm512_loadu_ps(x + i + 32), dv, t, exact);
-        __m128i e = quant16(_mm512_loadu_ps(x + i + 48), dv, t, exact);
+        __m128i a = quant16(_mm512_loadu_ps(x + i), rv, dv, t, recip);
+        __m128i b = quant16(_mm512_loadu_ps(x + i + 16), rv, dv, t, recip);
+        __m128i c = quant16(_mm512_loadu_ps(x + i + 32), rv, dv, t, recip);
+        __m128i e = quant16(_mm512_loadu_ps(x + i + 48), rv, dv, t, recip);
         _mm_storeu_si128((__m128i *)(q + i), a);
         _mm_storeu_si128((__m128i *)(q + i + 16), b);
         _mm_storeu_si128((__m128i *)(q + i + 32), c);
         _mm_storeu_si128((__m128i *)(q + i + 48), e);
     }
     for (; i + 16 <= k; i += 16)
-        _mm_storeu_si128((__m128i *)(q + i), quant16(_mm512_loadu_ps(x + i), dv, t, exact));
+        _mm_storeu_si128((__m128i *)(q + i), quant16(_mm512_loadu_ps(x + i), rv, dv, t, recip));
     if (i < k) {
         __mmask16 m = (__mmask16)((1u << (k - i)) - 1u);
-        __m128i r = quant16(_mm512_maskz_loadu_ps(m, x + i), dv, t, exact);
+        __m128i r = quant16(_mm512_maskz_loadu_ps(m, x + i), rv, dv, t, recip);
         _mm_mask_storeu_epi8(q + i, m, r);
     }
 }
 
+/* zs = 1: int8_row does not care about the sign of zero (fht_quad_x). */
 static uint32_t pass1_bf16(float *x, const void *s, size_t k, unsigned g)
 {
-    return pass1(x, s, STF_BF16, k, g);
+    return pass1(x, s, STF_BF16, k, g, 1);
 }
 static uint32_t pass1_f16(float *x, const void *s, size_t k, unsigned g)
 {
-    return pass1(x, s, STF_F16, k, g);
+    return pass1(x, s, STF_F16, k, g, 1);
 }
 static uint32_t pass1_f32(float *x, const void *s, size_t k, unsigned g)
 {
-    return pass1(x, s, STF_F32, k, g);
+    return pass1(x, s, STF_F32, k, g, 1);
 }
 
-static void pass2_bf16(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_BF16, 0); }
-static void pass2_f16(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_F16, 0); }
-static void pass2_f32(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_F32, 0); }
-static void pass2_any(int8_t *q, const float *x, size_t k, float d, stf_dtype t)
+static void pass2_t(int8_t *q, const float *x, size_t k, float d, stf_dtype t)
 {
-    if (t == STF_BF16) pass2(q, x, k, d, STF_BF16, 1);
-    else if (t == STF_F16) pass2(q, x, k, d, STF_F16, 1);
-    else pass2(q, x, k, d, STF_F32, 1);
-}
-
-/* The scalar table's input test, for the rare rows whose R is not finite. */
-static int row_nonfinite(const void *src, stf_dtype dt, size_t k)
-{
-    for (size_t i = 0; i < k; i++) {
-        uint32_t e;
-        if (dt == STF_F32) e = (stf__f32_bits(((const float *)src)[i]) & 0x7F800000u) == 0x7F800000u;
-        else if (dt == STF_BF16) e = (((const uint16_t *)src)[i] & 0x7F80u) == 0x7F80u;
-        else e = (((const uint16_t *)src)[i] & 0x7C00u) == 0x7C00u;
-        if (e) return 1;
+    /* d is always in range (see near_boundary); the test keeps r finite
+     * and normal even if the scale rules ever change. */
+    int recip = d >= 0x1p-125f && d <= 0x1p125f;
+    if (t == STF_BF16) {
+        if (recip) pass2(q, x, k, d, STF_BF16, 1);
+        else pass2(q, x, k, d, STF_BF16, 0);
+    } else if (t == STF_F16) {
+        if (recip) pass2(q, x, k, d, STF_F16, 1);
+        else pass2(q, x, k, d, STF_F16, 0);
+    } else {
+        if (recip) pass2(q, x, k, d, STF_F32, 1);
+        else pass2(q, x, k, d, STF_F32, 0);
     }
-    return 0;
-}
-
-/* The scalar absmax, NaN ignored ("if (v > a) a = v"). */
-static float row_absmax(const float *x, size_t k)
-{
-    float a = 0.0f;
-    for (size_t i = 0; i < k; i++) {
-        float v = fabsf(x[i]);
-        if (v > a) a = v;
-    }
-    return a;
 }
 
 /* Scalar helpers for the per-row scale: the same expressions as the scalar table. */
@@ -475,14 +594,19 @@ static int int8_row_avx512(int8_t *q, float *scale, const void *src, stf_dtype s
     if (src_dtype == STF_BF16) abits = pass1_bf16(scratch, src, k, g);
     else if (src_dtype == STF_F16) abits = pass1_f16(scratch, src, k, g);
     else abits = pass1_f32(scratch, src, k, g);
-    float a = stf__f32_from_bits(abits);
-    if (abits >= 0x7F800000u) {
-        /* Inf/NaN in R: either the input has one, or the FHT overflowed. */
-        if (row_nonfinite(src, src_dtype, k)) return STF_ENUMERIC;
-        a = row_absmax(scratch, k);
-    }
 
     if (mode == STF_QMODE_FP32 || (t != STF_BF16 && t != STF_F16)) t = STF_F32;
+    float a = stf__f32_from_bits(abits);
+    /*
+     * Rare rows go to the scalar table, whose answer is the reference by
+     * definition: R not finite (a NaN/Inf input, which it rejects with
+     * STF_ENUMERIC, or an FHT overflow of huge finite inputs), and rows
+     * where some v = rT(R) is Inf (rT is monotone, so exactly when rT(a)
+     * is), whose clamp of +-Inf the fast conversion does not give.
+     */
+    if (abits >= 0x7F800000u || (stf__f32_bits(round1(a, t)) & 0x7F800000u) == 0x7F800000u)
+        return stf__kernels_scalar.int8_row(q, scale, src, src_dtype, k, g, mode, t, scratch);
+
     float s;
     /* Eager takes max|rT(R)|; rT is monotone and odd, so that is rT(max|R|). */
     if (mode == STF_QMODE_EAGER) s = fminf(round1(a, t), max_of_t(t)) / 127.0f;
@@ -491,12 +615,7 @@ static int int8_row_avx512(int8_t *q, float *scale, const void *src, stf_dtype s
     float d = round1(s, t);
     if (d == 0.0f) d = t == STF_F16 ? 0x1p-14f : FLT_MIN;
 
-    /* rT is monotone: if rT(max|R|) is finite, so is every v = rT(R). */
-    if (abits >= 0x7F800000u || (stf__f32_bits(round1(a, t)) & 0x7F800000u) == 0x7F800000u)
-        pass2_any(q, scratch, k, d, t);
-    else if (t == STF_BF16) pass2_bf16(q, scratch, k, d);
-    else if (t == STF_F16) pass2_f16(q, scratch, k, d);
-    else pass2_f32(q, scratch, k, d);
+    pass2_t(q, scratch, k, d, t);
     *scale = s;
     return 0;
 }
@@ -508,7 +627,8 @@ static void fht_regular_avx512(float *x, size_t k, unsigned g)
         stf__kernels_scalar.fht_regular(x, k, g);
         return;
     }
-    (void)pass1_f32(x, x, k, g);
+    /* zs = 0: here the sign of a zero output is part of the result. */
+    (void)pass1(x, x, STF_F32, k, g, 0);
 }
 
 /* ------------------------------------------------------------- conversions */

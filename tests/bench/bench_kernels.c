@@ -6,6 +6,8 @@
  *
  * STFIX_SIMD=scalar|avx2|avx512 restricts the run to one variant.
  * BENCH_QUICK=1 shrinks the buffers 16x (a smoke run, not a measurement).
+ * BENCH_FILTER=SUBSTR runs only the cases whose name contains SUBSTR (the
+ * memcpy yardstick always runs), so one kernel can be re-measured quickly.
  * Times are best-of-REPS wall clock; no result here is asserted.
  */
 #include <pthread.h>
@@ -192,6 +194,12 @@ typedef struct result {
 
 static result g_res[512];
 static size_t g_nres;
+static const char *g_filter; /* BENCH_FILTER, NULL: every case */
+
+static int wanted(const char *name)
+{
+    return !g_filter || !*g_filter || strcmp(name, "memcpy") == 0 || strstr(name, g_filter);
+}
 
 static void record(const char *name, const char *variant, unsigned threads, double bytes,
                    double secs, double memcpy_gbps)
@@ -206,6 +214,14 @@ static void record(const char *name, const char *variant, unsigned threads, doub
     printf("%-34s %-7s %2u thr %8.2f GB/s   memcpy %7.2f GB/s   ratio %5.2f\n", name, variant,
            threads, r->gbps, memcpy_gbps, r->gbps / memcpy_gbps);
     fflush(stdout);
+}
+
+/* Time and record one case, unless BENCH_FILTER leaves it out. */
+static void measure(const char *name, const char *variant, unsigned threads, double bytes, job *j,
+                    stf_pool *p, double memcpy_gbps)
+{
+    if (!wanted(name)) return;
+    record(name, variant, threads, bytes, time_job(j, p), memcpy_gbps);
 }
 
 static double find(const char *name, const char *variant, unsigned threads)
@@ -241,6 +257,7 @@ int main(void)
     const char *json = getenv("BENCH_JSON");
     const char *quick = getenv("BENCH_QUICK");
     const char *force = getenv("STFIX_SIMD");
+    g_filter = getenv("BENCH_FILTER");
     size_t div = (quick && *quick && strcmp(quick, "0") != 0) ? 16 : 1;
     const size_t N = 3072 / div, K = 12288; /* Flux-sized: 3072x12288 and 12288x3072 */
     const size_t elems = N * K;
@@ -312,36 +329,35 @@ int main(void)
                     job j = { J_INT8_ROW, kt, n, k, gs[gi], bf16, q, sc2, NULL, NULL };
                     snprintf(name, sizeof name, "int8_bf16_g%u_%zux%zu", gs[gi], shape ? K : N * div,
                              k);
-                    record(name, vn, th, (double)elems * 2, time_job(&j, p), mgbps[ti]);
+                    measure(name, vn, th, (double)elems * 2, &j, p, mgbps[ti]);
                 }
             }
             {
                 memcpy(f32b, f32, elems * 4);
                 job j = { J_FHT, kt, N, K, 256, NULL, f32b, NULL, NULL, NULL };
-                record("fht_f32_g256", vn, th, (double)elems * 4, time_job(&j, p), mgbps[ti]);
+                measure("fht_f32_g256", vn, th, (double)elems * 4, &j, p, mgbps[ti]);
             }
             {
                 job j = { J_BF16_F32, kt, N, K, 0, bf16, f32b, NULL, NULL, NULL };
-                record("bf16_to_f32", vn, th, (double)elems * 2, time_job(&j, p), mgbps[ti]);
+                measure("bf16_to_f32", vn, th, (double)elems * 2, &j, p, mgbps[ti]);
                 j.kind = J_F16_F32;
                 j.src = f16;
-                record("f16_to_f32", vn, th, (double)elems * 2, time_job(&j, p), mgbps[ti]);
+                measure("f16_to_f32", vn, th, (double)elems * 2, &j, p, mgbps[ti]);
                 j.kind = J_F32_BF16;
                 j.src = f32;
                 j.dst = copy;
-                record("f32_to_bf16", vn, th, (double)elems * 4, time_job(&j, p), mgbps[ti]);
+                measure("f32_to_bf16", vn, th, (double)elems * 4, &j, p, mgbps[ti]);
                 j.kind = J_DEQUANT;
                 j.src = i8;
                 j.dst = f32b;
                 j.scale = sc;
-                record("int8_dequant", vn, th, (double)elems, time_job(&j, p), mgbps[ti]);
+                measure("int8_dequant", vn, th, (double)elems, &j, p, mgbps[ti]);
             }
             {
                 job j = { J_FP8_REQ, kt, N, K, 256, fp8, q, sc2, NULL, NULL };
-                record("fp8_e4m3_to_int8_g256", vn, th, (double)elems, time_job(&j, p), mgbps[ti]);
+                measure("fp8_e4m3_to_int8_g256", vn, th, (double)elems, &j, p, mgbps[ti]);
                 job j2 = { J_INT8_REQ, kt, N, K, 256, i8, NULL, sc, sc2, q2 };
-                record("int8_g256_requant_g256", vn, th, (double)elems, time_job(&j2, p),
-                       mgbps[ti]);
+                measure("int8_g256_requant_g256", vn, th, (double)elems, &j2, p, mgbps[ti]);
             }
         }
     }
