@@ -352,6 +352,16 @@ t_true "determinism: two runs identical" cmp "$D/j2.safetensors" "$D/j2b.safeten
 "$STFIX" fix "$F/r24_g128.safetensors" -r "$R/requantize.yaml" -o "$D/r1.safetensors" -j 1 >/dev/null 2>&1
 "$STFIX" fix "$F/r24_g128.safetensors" -r "$R/requantize.yaml" -o "$D/r2.safetensors" -j 2 >/dev/null 2>&1
 t_true "determinism: INT8 requantize -j 1 and -j 2 identical" cmp "$D/r1.safetensors" "$D/r2.safetensors"
+t_run "determinism: --max-mem 1MiB" 0 "$STFIX" fix "$bf" -r rules/quantize-int8-convrot.yaml \
+    -o "$D/mm.safetensors" --max-mem 1MiB -j 2
+t_true "determinism: --max-mem does not change the bytes" cmp "$D/j1.safetensors" "$D/mm.safetensors"
+# The demo: broken for both consumers before, clean for each after its recipe.
+for tg in sglang comfyui; do
+    t_run "demo $tg: broken before" 1 "$STFIX" check fixtures/demo/demo.safetensors --target "$tg"
+    t_run "demo $tg" 0 "$STFIX" fix fixtures/demo/demo.safetensors -r "rules/$tg-int8-convrot.yaml" \
+        -o "$D/demo-$tg.safetensors"
+    t_run "demo $tg: clean after, with the probes" 0 "$STFIX" check --numeric "$D/demo-$tg.safetensors"
+done
 t_run "determinism: sharded" 0 "$STFIX" fix "$bf" -r rules/quantize-int8-convrot.yaml -o "$D/sh.safetensors" \
     --max-shard-size 1MB -j 2
 t_true "determinism: sharded index" test -f "$D/sh.safetensors.index.json"
