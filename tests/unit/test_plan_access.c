@@ -1,0 +1,64 @@
+/*
+ * lib/pipeline/plan_access.c: op names, and every accessor on NULL and on
+ * out-of-range indices (NULL or 0, never a crash), plus the in-range values
+ * of a small plan.
+ */
+#include "plan_testutil.h"
+
+static void test_op_names(void **state)
+{
+    (void)state;
+    static const char *const want[] = { "copy", "reshape", "relabel", "cast", "new",
+                                        "quant-weight", "quant-scale", "dequant" };
+    for (int i = 0; i <= STF_OUT_DEQUANT; i++)
+        assert_string_equal(stf_out_op_name((stf_out_op)i), want[i]);
+    assert_string_equal(stf_out_op_name((stf_out_op)99), "?");
+}
+
+static void test_null_and_out_of_range(void **state)
+{
+    (void)state;
+    assert_int_equal(stf_plan_layer_count(NULL), 0);
+    assert_null(stf_plan_get_layer(NULL, 0));
+    assert_int_equal(stf_plan_tensor_count(NULL), 0);
+    assert_null(stf_plan_get_tensor(NULL, 0));
+    assert_int_equal(stf_plan_dropped_count(NULL), 0);
+    assert_null(stf_plan_dropped(NULL, 0));
+    assert_int_equal(stf_plan_meta_count(NULL), 0);
+    assert_null(stf_plan_meta(NULL, 0));
+    assert_int_equal(stf_plan_bytes_total(NULL), 0);
+    assert_int_equal(stf_plan_bytes_copied(NULL), 0);
+    assert_int_equal(stf_plan_targets(NULL), 0);
+
+    pt_ckpt k = { 0 };
+    float s[2] = { 1, 2 };
+    PT_ADD(&k, "a.weight", "BF16", NULL, 2, 4);
+    PT_ADD(&k, "a.weight_scale", "F32", s, 2);
+    pt_open(&k);
+    pt_recipe(&k, "stfix: 1\ntarget: comfyui\nrules:\n  - name: d\n    match: {scale: present}\n"
+                  "    do: {drop: {scales: true}}\n");
+    pt_plan_ok(&k);
+    assert_int_equal(stf_plan_layer_count(k.p), 1);
+    assert_null(stf_plan_get_layer(k.p, 1));
+    assert_int_equal(stf_plan_tensor_count(k.p), 1);
+    assert_string_equal(stf_plan_get_tensor(k.p, 0)->name, "a.weight");
+    assert_null(stf_plan_get_tensor(k.p, 1));
+    assert_int_equal(stf_plan_dropped_count(k.p), 1);
+    assert_string_equal(stf_plan_dropped(k.p, 0), "a.weight_scale");
+    assert_null(stf_plan_dropped(k.p, 1));
+    assert_int_equal(stf_plan_meta_count(k.p), 2);
+    assert_null(stf_plan_meta(k.p, 2));
+    assert_int_equal(stf_plan_bytes_total(k.p), 16);
+    assert_int_equal(stf_plan_bytes_copied(k.p), 16);
+    assert_int_equal(stf_plan_targets(k.p), STF_TARGET_COMFYUI);
+    pt_free(&k);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_op_names),
+        cmocka_unit_test(test_null_and_out_of_range),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

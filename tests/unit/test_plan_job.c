@@ -1,0 +1,368 @@
+/*
+ * lib/pipeline/plan_job.c: exclude, requantize, set-marker and
+ * rewrite-format on small in-memory checkpoints — the decode descriptors and
+ * jobs handed to the run, group size and mode choices, the exact canonical
+ * marker bytes, dropped inputs, and the exact refusals.
+ */
+#include "plan_testutil.h"
+
+#define L "blocks.0.attn.qkv"
+#define M256 "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 256}"
+#define M64 "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 64}"
+#define M16 "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 16}"
+#define W4M "{\"format\": \"convrot_w4a4\", \"convrot_groupsize\": 256}"
+
+/* One rule "r" whose action text is `act` (line 6 of the recipe). */
+static void recipe1(pt_ckpt *k, const char *match, const char *act)
+{
+    char y[1024];
+    snprintf(y, sizeof y, "stfix: 1\ntarget: sglang\nrules:\n  - name: r\n    match: %s\n"
+                          "    do: %s\n", match, act);
+    pt_recipe(k, y);
+}
+
+static float g_s16[256];
+
+static const stf__job *job_of(const pt_ckpt *k, const char *out_name)
+{
+    size_t i = pt_out_index(k, out_name);
+    size_t j = k->p->outs[i].job;
+    assert_true(j < k->p->njobs);
+    return &k->p->jobs[j];
+}
+
+static void expect_err(pt_ckpt *k, const char *want)
+{
+    stf_err err;
+    assert_int_equal(pt_plan(k, NULL, &err), STF_EFORMAT);
+    assert_string_equal(err.msg, want);
+    assert_null(k->p);
+}
+
+static void test_exclude_drops_scales_and_marker(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    signed char *w = pt_rows_i8(16, 256);
+    PT_ADD(&k, L ".weight", "I8", w, 16, 256);
+    PT_ADD(&k, L ".weight_scale", "F32", g_s16, 16, 1);
+    PT_ADD(&k, L ".input_scale", "F32", g_s16, 1);
+    PT_ADD(&k, L ".bias", "F32", g_s16, 16);
+    pt_marker(&k, L ".comfy_quant", M256);
+    k.meta_json = "{\"_quantization_metadata\":\"{\\\"format_version\\\": \\\"1.0\\\", "
+                  "\\\"layers\\\": {\\\"" L "\\\": " "{\\\"format\\\": \\\"int8_tensorwise\\\", "
+                  "\\\"convrot\\\": true, \\\"convrot_groupsize\\\": 256}}}\"}";
+    pt_open(&k);
+    recipe1(&k, "{marker: present}", "{exclude: {dtype: F16}}");
+    pt_plan_ok(&k);
+    assert_int_equal(stf_plan_tensor_count(k.p), 2);
+    const stf_plan_tensor *t = pt_out(&k, L ".weight");
+    assert_int_equal(t->op, STF_OUT_DEQUANT);
+    assert_int_equal(t->dtype, STF_F16);
+    pt_shape_is(t, 2, PT_SHAPE(16, 256));
+    assert_int_equal(t->nbytes, 16 * 256 * 2);
+    assert_int_equal(pt_out(&k, L ".bias")->op, STF_OUT_COPY);
+    assert_true(pt_dropped(&k, L ".weight_scale"));
+    assert_true(pt_dropped(&k, L ".input_scale"));
+    assert_true(pt_dropped(&k, L ".comfy_quant"));
+    const stf__job *j = job_of(&k, L ".weight");
+    assert_int_equal(j->kind, STF__JOB_DEQUANT);
+    assert_int_equal(j->out_dtype, STF_F16);
+    assert_int_equal(j->dec.kind, STF__DEC_INT8);
+    assert_int_equal(j->dec.axis, STF_SCALE_ROW);
+    assert_int_equal(j->dec.rot_group, 256);
+    assert_null(stf_plan_get_layer(k.p, 0)->format);
+    /* The only marker is gone, so _quantization_metadata goes too. */
+    assert_null(pt_meta(&k, "_quantization_metadata"));
+    free(w);
+    pt_free(&k);
+}
+
+static void test_set_marker_adds_format_and_hoists(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    char b[256];
+    PT_ADD(&k, "a.weight", "I8", NULL, 4, 256);
+    PT_ADD(&k, "a.weight_scale", "F32", g_s16, 4, 1);
+    pt_marker(&k, "a.comfy_quant", "{\"convrot\": true, \"convrot_groupsize\": 256, \"per_row\": true}");
+    PT_ADD(&k, "b.weight", "I8", NULL, 4, 256);
+    PT_ADD(&k, "b.weight_scale", "F32", g_s16, 4, 1);
+    pt_marker(&k, "b.comfy_quant", "{\"format\": \"int8_tensorwise\", \"params\": {\"convrot\": "
+                                   "true, \"convrot_groupsize\": 64}, \"_is_rowwise\": true}");
+    pt_open(&k);
+    recipe1(&k, "{marker: present}", "set-marker");
+    pt_plan_ok(&k);
+    assert_string_equal(pt_new_bytes(&k, "a.comfy_quant", b, sizeof b), M256);
+    assert_string_equal(pt_new_bytes(&k, "b.comfy_quant", b, sizeof b), M64);
+    assert_int_equal(pt_out(&k, "a.comfy_quant")->nbytes, 72);
+    assert_int_equal(pt_out(&k, "b.comfy_quant")->src, -1);
+    assert_string_equal(stf_plan_get_layer(k.p, 0)->format, "int8_tensorwise");
+    pt_free(&k);
+}
+
+static void test_set_marker_canonical_input_is_copied(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    PT_ADD(&k, "a.weight", "I8", NULL, 4, 256);
+    PT_ADD(&k, "a.weight_scale", "F32", g_s16, 4, 1);
+    pt_marker(&k, "a.comfy_quant", M256);
+    pt_open(&k);
+    recipe1(&k, "{marker: present}", "set-marker");
+    pt_plan_ok(&k);
+    const stf_plan_tensor *m = pt_out(&k, "a.comfy_quant");
+    assert_int_equal(m->op, STF_OUT_COPY);
+    assert_int_equal(m->src, 2);
+    assert_int_equal(stf_plan_bytes_copied(k.p), stf_plan_bytes_total(k.p));
+    pt_free(&k);
+}
+
+static void test_set_marker_m1_needs_f32_scale(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    PT_ADD(&k, "a.weight", "I8", NULL, 4, 256);
+    PT_ADD(&k, "a.weight_scale", "BF16", g_s16, 4, 1);
+    pt_marker(&k, "a.comfy_quant", "{\"convrot\": true}");
+    pt_open(&k);
+    recipe1(&k, "{marker: present}", "set-marker");
+    stf_err err;
+    assert_int_equal(pt_plan(&k, NULL, &err), STF_EFORMAT);
+    assert_non_null(strstr(err.msg, "layer 'a': rule 'r' (recipe line 6): set-marker: marker "
+                                    "cannot be normalised: "));
+    assert_non_null(strstr(err.msg, "(a missing format is added only when W is I8 and S is F32)"));
+    pt_free(&k);
+}
+
+static void test_rewrite_format_rename_and_mismatch(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    char b[256];
+    PT_ADD(&k, L ".weight", "I8", NULL, 16, 128);
+    PT_ADD(&k, L ".weight_scale", "F32", g_s16, 16);
+    pt_marker(&k, L ".comfy_quant", "{\"format\": \"int4_convrot_w4a4\", \"convrot_groupsize\": 256}");
+    pt_open(&k);
+    recipe1(&k, "{format: int4_convrot_w4a4}",
+            "{rewrite-format: {from: [int4_convrot_w4a4], to: convrot_w4a4, mismatch: fail}}");
+    pt_plan_ok(&k);
+    assert_string_equal(pt_new_bytes(&k, L ".comfy_quant", b, sizeof b), W4M);
+    assert_int_equal(pt_out(&k, L ".weight")->op, STF_OUT_COPY);
+    assert_int_equal(pt_out(&k, L ".weight_scale")->op, STF_OUT_COPY);
+    assert_string_equal(stf_plan_get_layer(k.p, 0)->format, "convrot_w4a4");
+    pt_free(&k);
+
+    /* A grouped [N,2] scale is not the W4A4 layout. */
+    memset(&k, 0, sizeof k);
+    PT_ADD(&k, L ".weight", "I8", NULL, 16, 128);
+    PT_ADD(&k, L ".weight_scale", "F32", g_s16, 16, 2);
+    pt_marker(&k, L ".comfy_quant", "{\"format\": \"int4_convrot_w4a4\"}");
+    pt_open(&k);
+    recipe1(&k, "{format: int4_convrot_w4a4}",
+            "{rewrite-format: {from: [int4_convrot_w4a4], to: convrot_w4a4, mismatch: fail}}");
+    expect_err(&k, "layer '" L "': rule 'r' (recipe line 6): rewrite-format: the data of format "
+                   "'int4_convrot_w4a4' does not have the convrot_w4a4 layout (mismatch: fail)");
+    pt_free(&k);
+
+    /* mismatch: requantize on float data under an alias: a requantize job. */
+    memset(&k, 0, sizeof k);
+    PT_ADD(&k, L ".weight", "BF16", NULL, 16, 256);
+    pt_marker(&k, L ".comfy_quant", "{\"format\": \"int8_perrow\"}");
+    pt_open(&k);
+    recipe1(&k, "{format: int8_perrow}",
+            "{rewrite-format: {from: [int8_perrow], to: int8_tensorwise}}");
+    pt_plan_ok(&k);
+    const stf__job *j = job_of(&k, L ".weight");
+    assert_int_equal(j->kind, STF__JOB_REQUANT_INT8);
+    assert_int_equal(j->dec.kind, STF__DEC_FLOAT);
+    assert_int_equal(j->t, STF_BF16);
+    assert_string_equal(pt_new_bytes(&k, L ".comfy_quant", b, sizeof b), M256);
+    pt_free(&k);
+}
+
+static void test_requantize_float_linear(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    char b[256];
+    PT_ADD(&k, L ".weight", "BF16", NULL, 16, 256);
+    PT_ADD(&k, L ".bias", "BF16", NULL, 16);
+    pt_open(&k);
+    recipe1(&k, "{weight_dtype: BF16, shape: \"rank == 2\"}", "requantize");
+    pt_plan_ok(&k);
+    assert_int_equal(stf_plan_tensor_count(k.p), 4);
+    const stf_plan_tensor *w = pt_out(&k, L ".weight");
+    assert_int_equal(w->op, STF_OUT_QUANT_WEIGHT);
+    assert_int_equal(w->dtype, STF_I8);
+    pt_shape_is(w, 2, PT_SHAPE(16, 256));
+    assert_int_equal(w->src, 0);
+    const stf_plan_tensor *s = pt_out(&k, L ".weight_scale");
+    assert_int_equal(s->op, STF_OUT_QUANT_SCALE);
+    pt_shape_is(s, 2, PT_SHAPE(16, 1));
+    assert_string_equal(pt_new_bytes(&k, L ".comfy_quant", b, sizeof b), M256);
+    const stf__job *j = job_of(&k, L ".weight");
+    assert_int_equal(j->dec.kind, STF__DEC_FLOAT);
+    assert_int_equal(j->dec.w_dtype, STF_BF16);
+    assert_int_equal(j->dec.n, 16);
+    assert_int_equal(j->dec.k, 256);
+    assert_int_equal(j->group, 256);
+    assert_int_equal(j->mode, STF_QMODE_CUDA);
+    assert_int_equal(j->t, STF_BF16);
+    const stf_plan_layer *pl = stf_plan_get_layer(k.p, 0);
+    assert_int_equal(pl->requantize, 1);
+    assert_int_equal(pl->group, 256);
+    assert_string_equal(pl->format, "int8_tensorwise");
+    assert_int_equal(k.p->outs[pt_out_index(&k, L ".weight")].group != NULL, 1);
+    assert_string_equal(k.p->outs[pt_out_index(&k, L ".weight")].group, L);
+    pt_free(&k);
+}
+
+static void test_requantize_mode_and_groups(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    PT_ADD(&k, L ".weight", "F16", NULL, 16, 192);
+    pt_open(&k);
+    recipe1(&k, "{weight: present}", "{requantize: {group_sizes: [256, 64, 16], quant_mode: eager}}");
+    pt_plan_ok(&k);
+    const stf__job *j = job_of(&k, L ".weight");
+    assert_int_equal(j->group, 64);
+    assert_int_equal(j->mode, STF_QMODE_EAGER);
+    assert_int_equal(j->t, STF_F16);
+    stf_plan_free(k.p);
+    k.p = NULL;
+    /* --quant-mode wins over the recipe. */
+    stf_plan_opts o;
+    stf_plan_opts_init(&o);
+    o.quant_mode_set = 1;
+    o.quant_mode = STF_QMODE_FP32;
+    stf_err err;
+    assert_int_equal(pt_plan(&k, &o, &err), 0);
+    assert_int_equal(job_of(&k, L ".weight")->mode, STF_QMODE_FP32);
+    pt_free(&k);
+}
+
+static void test_requantize_indivisible(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    PT_ADD(&k, L ".weight", "I8", NULL, 16, 24);
+    PT_ADD(&k, L ".weight_scale", "F32", g_s16, 16, 1);
+    pt_marker(&k, L ".comfy_quant", "{\"format\": \"int8_tensorwise\"}");
+    pt_open(&k);
+    recipe1(&k, "{weight: present}", "{requantize: {fallback_dtype: F32}}");
+    pt_plan_ok(&k);
+    const stf_plan_tensor *w = pt_out(&k, L ".weight");
+    assert_int_equal(w->op, STF_OUT_DEQUANT);
+    assert_int_equal(w->dtype, STF_F32);
+    assert_true(pt_dropped(&k, L ".weight_scale"));
+    assert_true(pt_dropped(&k, L ".comfy_quant"));
+    assert_int_equal(stf_plan_get_layer(k.p, 0)->requantize, 0);
+    pt_free(&k);
+
+    memset(&k, 0, sizeof k);
+    PT_ADD(&k, L ".weight", "BF16", NULL, 16, 24);
+    pt_open(&k);
+    recipe1(&k, "{weight: present}", "{requantize: {on_indivisible: fail}}");
+    expect_err(&k, "layer '" L "': rule 'r' (recipe line 6): requantize: no allowed group size "
+                   "divides K=24 (on_indivisible: fail)");
+    pt_free(&k);
+}
+
+static void test_requantize_decodes(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    char b[256];
+    /* Sylvester-rotated G=128, FP8 with a scalar scale, W4A4 -> W4A4. */
+    PT_ADD(&k, "s.weight", "I8", NULL, 16, 256);
+    PT_ADD(&k, "s.weight_scale", "F32", g_s16, 16, 1);
+    pt_marker(&k, "s.comfy_quant", "{\"format\": \"int8_tensorwise\", \"convrot\": true, "
+                                   "\"convrot_groupsize\": 128}");
+    PT_ADD(&k, "f.weight", "F8_E4M3", NULL, 16, 256);
+    pt_add(&k, "f.weight_scale", "F32", 0, NULL, g_s16);
+    pt_add(&k, "f.input_scale", "F32", 0, NULL, g_s16);
+    pt_marker(&k, "f.comfy_quant", "{\"format\": \"float8_e4m3fn\"}");
+    PT_ADD(&k, "w.weight", "I8", NULL, 16, 128);
+    PT_ADD(&k, "w.weight_scale", "F32", g_s16, 16);
+    pt_marker(&k, "w.comfy_quant", W4M);
+    pt_open(&k);
+    pt_recipe(&k, "stfix: 1\ntarget: sglang\nrules:\n"
+                  "  - name: w4\n    match: {format: convrot_w4a4}\n"
+                  "    do: {requantize: {format: convrot_w4a4, linear_dtype: int8}}\n"
+                  "  - name: q\n    match: {marker: present}\n    do: requantize\n");
+    pt_plan_ok(&k);
+    const stf__job *j = job_of(&k, "s.weight");
+    assert_int_equal(j->dec.kind, STF__DEC_INT8);
+    assert_int_equal(j->dec.rot_group, 128);
+    assert_int_equal(j->dec.sylvester, 1);
+    assert_int_equal(j->group, 256);
+    j = job_of(&k, "f.weight");
+    assert_int_equal(j->dec.kind, STF__DEC_FP8);
+    assert_int_equal(j->dec.w_dtype, STF_F8_E4M3);
+    assert_true(j->dec.s_idx >= 0);
+    assert_true(pt_dropped(&k, "f.input_scale"));
+    j = job_of(&k, "w.weight");
+    assert_int_equal(j->kind, STF__JOB_REQUANT_W4A4);
+    assert_int_equal(j->dec.kind, STF__DEC_W4A4);
+    assert_int_equal(j->dec.k, 256);
+    assert_int_equal(j->dec.rot_group, 256);
+    pt_shape_is(pt_out(&k, "w.weight"), 2, PT_SHAPE(16, 128));
+    pt_shape_is(pt_out(&k, "w.weight_scale"), 1, PT_SHAPE(16));
+    assert_string_equal(pt_new_bytes(&k, "w.comfy_quant", b, sizeof b),
+                        "{\"format\": \"convrot_w4a4\", \"convrot_groupsize\": 256, "
+                        "\"linear_dtype\": \"int8\"}");
+    pt_free(&k);
+}
+
+static void test_requantize_refusals(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    PT_ADD(&k, L ".weight", "U8", NULL, 16, 128);
+    PT_ADD(&k, L ".weight_scale", "F8_E4M3", NULL, 16, 16);
+    pt_add(&k, L ".weight_scale_2", "F32", 0, NULL, g_s16);
+    pt_marker(&k, L ".comfy_quant", "{\"format\": \"nvfp4\"}");
+    pt_open(&k);
+    recipe1(&k, "{format: nvfp4}", "requantize");
+    expect_err(&k, "layer '" L "': rule 'r' (recipe line 6): requantize: format 'nvfp4' cannot be "
+                   "decoded (stfix reads float, FP8, INT8 and convrot_w4a4 layers); exclude needs "
+                   "the original weights");
+    pt_free(&k);
+
+    memset(&k, 0, sizeof k);
+    PT_ADD(&k, "c.weight", "BF16", NULL, 8, 4, 3, 3);
+    pt_open(&k);
+    recipe1(&k, "{weight: present}", "requantize");
+    expect_err(&k, "layer 'c': rule 'r' (recipe line 6): requantize: weight has rank 4; requantize "
+                   "needs a Linear weight (flatten-conv first, or exclude it)");
+    pt_free(&k);
+
+    memset(&k, 0, sizeof k);
+    PT_ADD(&k, "c.weight", "BF16", NULL, 8, 4, 4, 4);
+    pt_open(&k);
+    recipe1(&k, "{weight: present}", "[flatten-conv, requantize]");
+    pt_plan_ok(&k);
+    pt_shape_is(pt_out(&k, "c.weight"), 2, PT_SHAPE(8, 64));
+    assert_int_equal(job_of(&k, "c.weight")->group, 64);
+    pt_free(&k);
+}
+
+int main(void)
+{
+    for (int i = 0; i < 256; i++) g_s16[i] = 0.01f * (float)(i + 1);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exclude_drops_scales_and_marker),
+        cmocka_unit_test(test_set_marker_adds_format_and_hoists),
+        cmocka_unit_test(test_set_marker_canonical_input_is_copied),
+        cmocka_unit_test(test_set_marker_m1_needs_f32_scale),
+        cmocka_unit_test(test_rewrite_format_rename_and_mismatch),
+        cmocka_unit_test(test_requantize_float_linear),
+        cmocka_unit_test(test_requantize_mode_and_groups),
+        cmocka_unit_test(test_requantize_indivisible),
+        cmocka_unit_test(test_requantize_decodes),
+        cmocka_unit_test(test_requantize_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
