@@ -106,6 +106,49 @@ static void test_h1_row_with_flat_scale(void **state)
     stf_check_report_free(r);
 }
 
+/* The public H1 entry point the plan uses gives the same numbers as the H1 diagnostic. */
+static void probe_layer(const char *path, stf_h1_result *h, double tau)
+{
+    stf_err err;
+    stf_err_clear(&err);
+    stf_ckpt_free(g_ckpt);
+    g_ckpt = NULL;
+    if (stf_ckpt_open(&g_ckpt, path, NULL, &err)) fail_msg("open %s: %s", path, err.msg);
+    stf_model *m = NULL;
+    assert_int_equal(stf_model_build(&m, g_ckpt, &err), 0);
+    size_t li;
+    assert_int_equal(stf_model_find_layer(m, L, strlen(L), &li), 0);
+    assert_int_equal(stf_probe_h1(h, g_ckpt, m, stf_model_layer(m, li), 0, tau, &err), 0);
+    stf_model_free(m);
+}
+
+static void test_probe_h1_api(void **state)
+{
+    (void)state;
+    stf_h1_result h;
+    probe_layer(FIX "probe_colquant_square.safetensors", &h, 0);
+    assert_int_equal(h.probed, 1);
+    assert_int_equal(h.verdict, STF_H1_COLUMN);
+    assert_int_equal(h.rows_ne, 64);
+    assert_int_equal(h.rows_sat, 16);
+    assert_int_equal(h.cols_ne, 64);
+    assert_int_equal(h.cols_sat, 64);
+    assert_true(h.fr == 0.25 && h.fc == 1.0);
+    assert_int_equal(h.sat, 126);
+    probe_layer(FIX "probe_rowquant_flat.safetensors", &h, 0.99);
+    assert_int_equal(h.verdict, STF_H1_ROW);
+    assert_true(h.fr == 1.0 && h.fc == 0.25);
+    /* tau 0.2: both axes count as saturated; N == K, so AMBIGUOUS. */
+    probe_layer(FIX "probe_rowquant_flat.safetensors", &h, 0.2);
+    assert_int_equal(h.verdict, STF_H1_AMBIGUOUS);
+    assert_string_equal(stf_h1_verdict_name(STF_H1_AMBIGUOUS), "AMBIGUOUS");
+    assert_string_equal(stf_h1_verdict_name(STF_H1_UNKNOWN), "UNKNOWN");
+    assert_null(stf_h1_verdict_name((stf_h1_verdict)6));
+    /* Same values as the selector's verdicts, by design. */
+    assert_int_equal((int)STF_H1_COLUMN, (int)STF_PROBE_COLUMN);
+    assert_int_equal((int)STF_H1_AMBIGUOUS, (int)STF_PROBE_AMBIGUOUS);
+}
+
 static void test_healthy_numeric(void **state)
 {
     (void)state;
@@ -194,6 +237,7 @@ int main(void)
         cmocka_unit_test(test_bad_scales),
         cmocka_unit_test(test_h1_column_on_square_layer),
         cmocka_unit_test(test_h1_row_with_flat_scale),
+        cmocka_unit_test(test_probe_h1_api),
         cmocka_unit_test(test_healthy_numeric),
         cmocka_unit_test(test_h2),
         cmocka_unit_test(test_manifest),
