@@ -195,7 +195,11 @@ int stf__pw_requantize(stf__pw *w, const stf_action *a, stf_quant_format to, stf
     stf__pslot *W = &w->s[STF_SFX_WEIGHT];
     char msg[320];
     if (!W->present || W->dropped) return stf__pw_refuse(w, err, "the layer has no weight");
-    if (W->rank != 2 && !w->flattened) {
+    /* A MoE bank [E,out,in] is requantized as [E*out, in] and keeps its 3-D form (§3). */
+    int moe = W->rank == 3 && !w->flattened && w->n == W->shape[0] * W->shape[1] &&
+              w->k == W->shape[2];
+    uint64_t experts = moe ? W->shape[0] : 0, per = moe ? W->shape[1] : 0;
+    if (W->rank != 2 && !w->flattened && !(moe && to == STF_QFMT_INT8_TENSORWISE)) {
         snprintf(msg, sizeof msg, "weight has rank %u; requantize needs a Linear weight "
                  "(flatten-conv first, or exclude it)", W->rank);
         return stf__pw_refuse(w, err, msg);
@@ -226,9 +230,12 @@ int stf__pw_requantize(stf__pw *w, const stf_action *a, stf_quant_format to, stf
     w->job.t = d.kind == STF__DEC_FLOAT ? d.w_dtype : a->requantize.compute_dtype;
     /* The old marker's fp-matmul flag survives (§4 canonical row). */
     int fpmm = 0;
+    int64_t nexp = 0;
     const stf_pyval *mk = stf__pw_marker(w, STF_PREFER_METADATA);
-    if (mk && stf_pyval_type(mk) == STF_PY_DICT)
+    if (mk && stf_pyval_type(mk) == STF_PY_DICT) {
         fpmm = stf_pyval_truthy(stf_pyval_get(mk, "full_precision_matrix_mult"));
+        if (stf_pyval_pyint(&nexp, stf_pyval_get(mk, "num_experts"), NULL)) nexp = 0;
+    }
     drop_companions(w);
     stf__pslot *S = &w->s[STF_SFX_WEIGHT_SCALE];
     int had_scale = S->present;
@@ -255,6 +262,15 @@ int stf__pw_requantize(stf__pw *w, const stf_action *a, stf_quant_format to, stf
         w->spec.format = "int8_tensorwise";
         w->spec.convrot = 1;
         w->spec.full_precision_matrix_mult = fpmm;
+        if (moe) {
+            uint64_t ws3[3] = { experts, per, d.k }, ss3[3] = { experts, per, 1 };
+            stf__pw_set_shape(W, 3, ws3);
+            stf__pw_set_shape(S, 3, ss3);
+        }
+        if (nexp > 0) {
+            w->spec.num_experts_set = 1;
+            w->spec.num_experts = nexp;
+        }
     } else {
         if (d.k % 2) return stf__pw_refuse(w, err, "K is odd: W4A4 packs two columns per byte");
         w->job.kind = STF__JOB_REQUANT_W4A4;
@@ -333,8 +349,19 @@ int stf__pw_set_marker(stf__pw *w, const stf_action *a, stf_err *err)
     } else if (fmt) {
         sp.format = fmt;
     } else {
-        return stf__pw_refuse(w, err, "the layer has no usable marker (not a JSON object) and the action "
-                              "names no format; give set-marker a format");
+        return stf__pw_refuse(w, err, "the layer has no usable marker (not a JSON object) and "
+                                      "the action names no format; give set-marker a format");
+    }
+    /* Normalising already drops per_row, quant_group_size, _* and unknown keys;
+     * drop_keys may also name canonical ones. */
+    for (size_t i = 0; i < a->set_marker.drop_key_count; i++) {
+        const char *dk = a->set_marker.drop_keys[i];
+        if (!strcmp(dk, "full_precision_matrix_mult")) sp.full_precision_matrix_mult = 0;
+        else if (!strcmp(dk, "group_size")) sp.group_size_set = 0;
+        else if (!strcmp(dk, "convrot")) sp.convrot = 0;
+        else if (!strcmp(dk, "convrot_groupsize")) sp.convrot_groupsize_set = 0;
+        else if (!strcmp(dk, "linear_dtype")) sp.linear_dtype = NULL;
+        else if (!strcmp(dk, "num_experts")) sp.num_experts_set = 0;
     }
     if (a->set_marker.metadata == STF_META_DROP) w->b->meta_drop = 1;
     w->spec = sp;

@@ -349,6 +349,47 @@ static void test_requantize_refusals(void **state)
     pt_free(&k);
 }
 
+static void test_requantize_moe_bank(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    char b[256];
+    PT_ADD(&k, "e.weight", "I8", NULL, 2, 8, 256);
+    PT_ADD(&k, "e.weight_scale", "F32", g_s16, 2, 8, 1);
+    pt_marker(&k, "e.comfy_quant", "{\"format\": \"int8_tensorwise\", \"num_experts\": 2}");
+    pt_open(&k);
+    recipe1(&k, "{marker: present}", "requantize");
+    pt_plan_ok(&k);
+    pt_shape_is(pt_out(&k, "e.weight"), 3, PT_SHAPE(2, 8, 256));
+    pt_shape_is(pt_out(&k, "e.weight_scale"), 3, PT_SHAPE(2, 8, 1));
+    const stf__job *j = job_of(&k, "e.weight");
+    assert_int_equal(j->dec.n, 16);
+    assert_int_equal(j->dec.k, 256);
+    assert_int_equal(j->dec.axis, STF_SCALE_ROW);
+    assert_int_equal(j->dec.rot_group, 0);
+    assert_string_equal(pt_new_bytes(&k, "e.comfy_quant", b, sizeof b),
+                        "{\"format\": \"int8_tensorwise\", \"convrot\": true, "
+                        "\"convrot_groupsize\": 256, \"num_experts\": 2}");
+    pt_free(&k);
+}
+
+static void test_set_marker_drop_keys(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    char b[256];
+    PT_ADD(&k, "a.weight", "I8", NULL, 4, 256);
+    PT_ADD(&k, "a.weight_scale", "F32", g_s16, 4, 1);
+    pt_marker(&k, "a.comfy_quant", "{\"format\": \"int8_tensorwise\", "
+                                   "\"full_precision_matrix_mult\": true, \"convrot\": true, "
+                                   "\"convrot_groupsize\": 256}");
+    pt_open(&k);
+    recipe1(&k, "{marker: present}", "{set-marker: {drop_keys: [full_precision_matrix_mult]}}");
+    pt_plan_ok(&k);
+    assert_string_equal(pt_new_bytes(&k, "a.comfy_quant", b, sizeof b), M256);
+    pt_free(&k);
+}
+
 int main(void)
 {
     for (int i = 0; i < 256; i++) g_s16[i] = 0.01f * (float)(i + 1);
@@ -363,6 +404,8 @@ int main(void)
         cmocka_unit_test(test_requantize_indivisible),
         cmocka_unit_test(test_requantize_decodes),
         cmocka_unit_test(test_requantize_refusals),
+        cmocka_unit_test(test_requantize_moe_bank),
+        cmocka_unit_test(test_set_marker_drop_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
