@@ -1,9 +1,15 @@
 /*
  * Executing one layer job (requantize to INT8 ConvRot or W4A4, or
- * dequantize) in row blocks. Memory is bounded by the block, not the layer:
- * a block's rows are read (or mapped), decoded, quantized and emitted, and
- * the same buffers serve the next block and the next job.
+ * dequantize) in row blocks. Memory is bounded by the block, not the layer,
+ * and the same buffers serve the next block and the next job. Inside a
+ * block, each pool chunk of rows is read, decoded, quantized and written
+ * (stf_writer_fill) by the thread that computed it, while its bytes are
+ * still in cache: writing into the page cache costs about as much as the
+ * quantization, so it must be spread over the threads like the compute.
+ * Chunk boundaries depend only on the shapes, so the bytes, the metrics and
+ * the error reported never depend on the thread count.
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "pipeline/run_int.h"
@@ -115,82 +121,116 @@ static int grow(void **p, size_t *cap, uint64_t need, stf_err *err)
     return 0;
 }
 
-/* Per-row metrics, in parallel; merged in row order by the caller. */
-typedef struct met_job {
-    const float *ref, *test;
-    stf_metrics *rowm;
-    size_t k;
-    uint64_t r0;
-} met_job;
+/* One block in flight: what each chunk of its rows needs. */
+typedef struct blk {
+    stf__jobrun *jr;
+    const stf__job *job;
+    const stf__decoder *dc;
+    uint64_t r0;             /* first row of the block */
+    int metrics;
+    /* the failure of the lowest failing chunk (the one stf_pool_run reports) */
+    pthread_mutex_t mu;
+    size_t err_row;
+    stf_err err;
+} blk;
 
-static int met_chunk(void *ud, size_t begin, size_t end)
+static int chunk_fail(blk *b, size_t row, int rc, const stf_err *e)
 {
-    const met_job *j = ud;
-    for (size_t i = begin; i < end; i++) {
-        stf_metrics_init(&j->rowm[i]);
-        stf_metrics_add(&j->rowm[i], j->ref + i * j->k, j->test + i * j->k, j->k, j->r0 + i, 0);
+    pthread_mutex_lock(&b->mu);
+    if (row < b->err_row) {
+        b->err_row = row;
+        b->err = *e;
+        b->err.code = rc;
     }
-    return 0;
+    pthread_mutex_unlock(&b->mu);
+    return rc;
 }
 
-/* Dequantize what the block produced into jr->test, for the metrics. */
-static int block_test(stf__jobrun *jr, const stf__job *job, size_t rows, size_t k, stf_err *err)
+/* Rows [i0, i1) of the block: produce, measure, emit. */
+static int chunk_rows(blk *b, size_t i0, size_t i1, stf_err *err)
 {
-    switch (job->kind) {
-    case STF__JOB_REQUANT_INT8: {
-        stf_dequant_opts o = { STF_SCALE_ROW, job->group, 0 };
-        return stf_int8_dequantize(jr->test, (const int8_t *)jr->out, jr->scale, rows, k, &o,
-                                   jr->pool, err);
-    }
-    case STF__JOB_REQUANT_W4A4:
-        return stf_w4a4_dequantize(jr->test, (const int8_t *)jr->out, jr->scale, rows, k,
-                                   job->group, jr->pool, err);
-    case STF__JOB_DEQUANT:
-        return stf_convert_to_f32(jr->test, jr->out, job->out_dtype, rows * k, err);
-    case STF__JOB_NONE:
-        break;
-    }
-    return 0;
-}
-
-/* Produce one block of rows [r0, r0 + rows) into jr->out (and jr->scale). */
-static int block_produce(stf__jobrun *jr, const stf__job *job, const stf__decoder *dc,
-                         uint64_t r0, size_t rows, int want_ref, stf_err *err)
-{
-    size_t k = (size_t)job->dec.k;
+    stf__jobrun *jr = b->jr;
+    const stf__job *job = b->job;
+    size_t k = (size_t)job->dec.k, rows = i1 - i0;
+    uint64_t row0 = b->r0 + i0, orb = out_row_bytes(job);
+    unsigned char *out = jr->out + i0 * orb;
+    float *scale = jr->scale ? jr->scale + i0 : NULL;
+    float *ref = jr->ref ? jr->ref + i0 * k : NULL;
+    void *raw = jr->raw ? jr->raw + i0 * b->dc->row_bytes : NULL;
     const void *src;
     stf_dtype src_dtype;
-    stf_dtype t = job->t;
     int rc;
     if (direct_source(job)) {
-        rc = stf__decoder_raw(dc, &src, r0, r0 + rows, jr->raw, err);
+        rc = stf__decoder_raw(b->dc, &src, row0, row0 + rows, raw, err);
         if (rc) return rc;
         src_dtype = job->dec.w_dtype;
-        if (want_ref) {
-            rc = stf_convert_to_f32(jr->ref, src, src_dtype, rows * k, err);
-            if (rc) return rc;
-        }
+        if (b->metrics && (rc = stf_convert_to_f32(ref, src, src_dtype, rows * k, err)))
+            return rc;
     } else {
-        rc = stf__decoder_rows(dc, jr->ref, r0, r0 + rows, jr->raw, jr->pool, err);
+        rc = stf__decoder_rows(b->dc, ref, row0, row0 + rows, raw, NULL, err);
         if (rc) return rc;
-        src = jr->ref;
+        src = ref;
         src_dtype = STF_F32;
     }
     switch (job->kind) {
     case STF__JOB_REQUANT_INT8: {
-        stf_int8_opts o = { job->group, job->mode, t };
-        return stf_int8_quantize_rows((int8_t *)jr->out, jr->scale, src, src_dtype, rows, k, &o,
-                                      jr->pool, err);
-    }
-    case STF__JOB_REQUANT_W4A4:
-        return stf_w4a4_quantize_rows((int8_t *)jr->out, jr->scale, src, src_dtype, rows, k,
-                                      job->group, t, jr->pool, err);
-    case STF__JOB_DEQUANT:
-        return stf_convert_from_f32(jr->out, job->out_dtype, jr->ref, rows * k, err);
-    case STF__JOB_NONE:
+        stf_int8_opts o = { job->group, job->mode, job->t };
+        rc = stf_int8_quantize_rows((int8_t *)out, scale, src, src_dtype, rows, k, &o, NULL, err);
         break;
     }
-    return stf__err(err, STF_EINVAL, "run: job of unknown kind %d", (int)job->kind);
+    case STF__JOB_REQUANT_W4A4:
+        rc = stf_w4a4_quantize_rows((int8_t *)out, scale, src, src_dtype, rows, k, job->group,
+                                    job->t, NULL, err);
+        break;
+    case STF__JOB_DEQUANT:
+        rc = stf_convert_from_f32(out, job->out_dtype, ref, rows * k, err);
+        break;
+    case STF__JOB_NONE:
+        rc = stf__err(err, STF_EINVAL, "run: job of unknown kind");
+        break;
+    }
+    if (rc) return stf__err_prefix(err, "requantize '%s': ", b->dc->wname);
+    if (b->metrics && k > 0) {
+        float *test = jr->test + i0 * k;
+        if (job->kind == STF__JOB_REQUANT_INT8) {
+            stf_dequant_opts o = { STF_SCALE_ROW, job->group, 0 };
+            rc = stf_int8_dequantize(test, (const int8_t *)out, scale, rows, k, &o, NULL, err);
+        } else if (job->kind == STF__JOB_REQUANT_W4A4) {
+            rc = stf_w4a4_dequantize(test, (const int8_t *)out, scale, rows, k, job->group, NULL,
+                                     err);
+        } else {
+            rc = stf_convert_to_f32(test, out, job->out_dtype, rows * k, err);
+        }
+        if (rc) return rc;
+        for (size_t i = 0; i < rows; i++) {
+            stf_metrics_init(&jr->rowm[i0 + i]);
+            stf_metrics_add(&jr->rowm[i0 + i], ref + i * k, test + i * k, k, row0 + i, 0);
+        }
+    }
+    rc = jr->emit(jr->emit_ud, job->out_weight, row0 * orb, out, rows * (size_t)orb, err);
+    if (rc == 0 && scale)
+        rc = jr->emit(jr->emit_ud, job->out_scale, row0 * 4, scale, rows * 4, err);
+    return rc;
+}
+
+static int chunk_fn(void *ud, size_t begin, size_t end)
+{
+    blk *b = ud;
+    stf_err e;
+    stf_err_clear(&e);
+    int rc = chunk_rows(b, begin, end, &e);
+    return rc ? chunk_fail(b, begin, rc, &e) : 0;
+}
+
+/*
+ * Rows per pool chunk: about 1 MiB of input, so each write(2) is large and
+ * the rows fit in L2 between load and store. Depends on the shape only.
+ */
+static size_t chunk_grain(const stf__job *job)
+{
+    uint64_t in = in_row_bytes(job);
+    uint64_t g = in ? ((uint64_t)1 << 20) / in : 1;
+    return g ? (size_t)g : 1;
 }
 
 /* Execute one job (contract in run_int.h). */
@@ -221,31 +261,40 @@ int stf__job_exec(stf__jobrun *jr, const stf__job *job, stf_metrics_result *m, s
         (rc = grow((void **)&jr->rowm, &jr->rowm_cap, m ? b * sizeof(stf_metrics) : 0, err)))
         goto done;
 
-    uint64_t orb = out_row_bytes(job);
-    for (uint64_t r0 = 0; r0 < n; r0 += b) {
-        size_t rows = (size_t)(n - r0 < b ? n - r0 : b);
-        rc = block_produce(jr, job, &dc, r0, rows, m != NULL, err);
-        if (rc) {
-            stf__err_prefix(err, "requantize '%s': ", dc.wname);
-            goto done;
-        }
-        rc = jr->emit(jr->emit_ud, job->out_weight, r0 * orb, jr->out, rows * (size_t)orb, err);
-        if (rc) goto done;
-        if (have_scale) {
-            rc = jr->emit(jr->emit_ud, job->out_scale, r0 * 4, jr->scale, rows * 4, err);
-            if (rc) goto done;
-        }
-        if (m && k > 0) {
-            rc = block_test(jr, job, rows, (size_t)k, err);
-            if (rc) goto done;
-            met_job mj = { jr->ref, jr->test, jr->rowm, (size_t)k, r0 };
-            size_t grain = k >= 16384 ? 1 : 16384 / (size_t)k;
-            rc = stf_pool_run(jr->pool, rows, grain, met_chunk, &mj);
-            if (rc) goto done;
-            for (size_t i = 0; i < rows; i++) stf_metrics_merge(&total, &jr->rowm[i]);
-        }
+    blk bk;
+    memset(&bk, 0, sizeof bk);
+    bk.jr = jr;
+    bk.job = job;
+    bk.dc = &dc;
+    bk.metrics = m != NULL;
+    if (pthread_mutex_init(&bk.mu, NULL) != 0) {
+        rc = stf__err(err, STF_ENOMEM, "run: cannot create a mutex");
+        goto done;
     }
-    if (m) stf_metrics_finish(&total, m);
+    /* The buffers' owners change per job: a NULL here means "not used". */
+    float *ref_keep = jr->ref, *scale_keep = jr->scale;
+    unsigned char *raw_keep = jr->raw;
+    if (!want_ref) jr->ref = NULL;
+    if (!have_scale) jr->scale = NULL;
+    if (dc.map) jr->raw = NULL;
+    size_t grain = chunk_grain(job);
+    for (uint64_t r0 = 0; r0 < n && rc == 0; r0 += b) {
+        size_t rows = (size_t)(n - r0 < b ? n - r0 : b);
+        bk.r0 = r0;
+        bk.err_row = SIZE_MAX;
+        rc = stf_pool_run(jr->pool, rows, grain, chunk_fn, &bk);
+        if (rc) {
+            if (err) *err = bk.err;
+            break;
+        }
+        if (m && k > 0)
+            for (size_t i = 0; i < rows; i++) stf_metrics_merge(&total, &jr->rowm[i]);
+    }
+    jr->ref = ref_keep;
+    jr->scale = scale_keep;
+    jr->raw = raw_keep;
+    pthread_mutex_destroy(&bk.mu);
+    if (rc == 0 && m) stf_metrics_finish(&total, m);
 done:
     stf__decoder_close(&dc);
     return rc;

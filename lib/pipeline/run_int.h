@@ -59,15 +59,16 @@ int stf__decoder_raw(const stf__decoder *dc, const void **out, uint64_t r0, uint
 int stf__decoder_rows(const stf__decoder *dc, float *dst, uint64_t r0, uint64_t r1,
                       void *scratch, stf_pool *pool, stf_err *err);
 
-/* -------------------------------------------------------------- job.c */
-
 /*
  * Where a job's bytes go: `len` bytes at byte `off` of plan output `out`
  * (index into plan->outs). run.c sends them to stf_writer_fill; tests
- * collect them in memory.
+ * collect them in memory. Called from the pool's threads at once, for
+ * disjoint ranges: it must be safe for that.
  */
 typedef int (*stf__emit_fn)(void *ud, size_t out, uint64_t off, const void *data, size_t len,
                             stf_err *err);
+
+/* -------------------------------------------------------------- job.c */
 
 /* Executes jobs with one reused set of row-block buffers. */
 typedef struct stf__jobrun {

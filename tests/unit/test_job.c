@@ -4,6 +4,7 @@
  * rowwise INT8 layer, dequantize to BF16, W4A4, metrics, and independence
  * from block size and thread count.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,29 +18,35 @@
 #include "support/st_ckptfile.h"
 
 /* Collects emitted bytes per plan output (two outputs: 0 weight, 1 scale). */
+/* Called from pool threads at once (disjoint ranges), hence the lock. Bad
+ * ranges are counted, not asserted: cmocka cannot fail from another thread. */
 typedef struct sink {
     unsigned char *buf[2];
     size_t cap[2];
-    size_t calls;
+    size_t calls, bad;
     int fail_at; /* fail the Nth call (1-based), 0 never */
+    pthread_mutex_t mu;
 } sink;
 
 static int sink_emit(void *ud, size_t out, uint64_t off, const void *data, size_t len,
                      stf_err *err)
 {
     sink *s = ud;
-    s->calls++;
-    if (s->fail_at && s->calls == (size_t)s->fail_at)
+    pthread_mutex_lock(&s->mu);
+    size_t call = ++s->calls;
+    int ok = out < 2 && off + len <= s->cap[out < 2 ? out : 0];
+    if (!ok) s->bad++;
+    pthread_mutex_unlock(&s->mu);
+    if (s->fail_at && call == (size_t)s->fail_at)
         return stf__err(err, STF_EIO, "test sink: write failed");
-    assert_true(out < 2);
-    assert_true(off + len <= s->cap[out]);
-    memcpy(s->buf[out] + off, data, len);
+    if (ok) memcpy(s->buf[out] + off, data, len);
     return 0;
 }
 
 static void sink_init(sink *s, size_t wbytes, size_t sbytes)
 {
     memset(s, 0, sizeof *s);
+    pthread_mutex_init(&s->mu, NULL);
     s->cap[0] = wbytes;
     s->cap[1] = sbytes;
     s->buf[0] = calloc(1, wbytes ? wbytes : 1);
@@ -50,6 +57,8 @@ static void sink_init(sink *s, size_t wbytes, size_t sbytes)
 
 static void sink_free(sink *s)
 {
+    assert_int_equal(s->bad, 0);
+    pthread_mutex_destroy(&s->mu);
     free(s->buf[0]);
     free(s->buf[1]);
 }
@@ -380,6 +389,48 @@ static void test_metrics_blocks_and_threads(void **state)
     fx_close(&f);
 }
 
+/* Rows wide enough for several pool chunks per block (grain 32 rows at K =
+ * 16384): 1 and 2 threads, and blocks cut across chunks, all give the bytes
+ * and metrics of one stf_int8_quantize_rows call over the whole tensor. */
+static void test_chunks_across_threads(void **state)
+{
+    (void)state;
+    enum { N = 100, K = 16384 };
+    uint16_t *w = malloc((size_t)N * K * 2);
+    int8_t *q = malloc((size_t)N * K);
+    float s[N];
+    assert_non_null(w);
+    assert_non_null(q);
+    qt_rng r = { 11 };
+    for (size_t i = 0; i < (size_t)N * K; i++) w[i] = stf_f32_to_bf16((float)qt_randn(&r));
+    st_tensor t[] = { { "l.weight", STF_BF16, 2, { N, K }, w, (size_t)N * K * 2 } };
+    fx f;
+    fx_open_mode(&f, t, 1, 1);
+    stf_pool *pool;
+    stf_err err;
+    assert_int_equal(stf_pool_new(&pool, 2, &err), 0);
+    stf_int8_opts o = { 256, STF_QMODE_CUDA, STF_BF16 };
+    assert_int_equal(stf_int8_quantize_rows(q, s, w, STF_BF16, N, K, &o, NULL, &err), 0);
+    stf__job j = float_job(f.c, STF__JOB_REQUANT_INT8, STF_BF16, N, K, 256, STF_QMODE_CUDA);
+    stf_metrics_result m0, m1;
+    const uint64_t caps[3] = { 0, 0, (uint64_t)45 * K * 11 }; /* last: 45-row blocks */
+    stf_pool *pools[3] = { NULL, pool, pool };
+    for (int ci = 0; ci < 3; ci++) {
+        sink sk;
+        sink_init(&sk, (size_t)N * K, N * 4);
+        assert_int_equal(run_job(&sk, f.c, &j, caps[ci], pools[ci], ci ? &m1 : &m0, &err), 0);
+        assert_memory_equal(sk.buf[0], q, (size_t)N * K);
+        assert_memory_equal(sk.buf[1], s, sizeof s);
+        if (ci) assert_memory_equal(&m0, &m1, sizeof m0);
+        assert_true(sk.calls >= 8); /* at least 4 chunks: weight + scale each */
+        sink_free(&sk);
+    }
+    stf_pool_free(pool);
+    fx_close(&f);
+    free(w);
+    free(q);
+}
+
 /* A NaN weight fails with STF_ENUMERIC naming the weight; emission errors propagate. */
 static void test_errors(void **state)
 {
@@ -426,6 +477,7 @@ int main(void)
         cmocka_unit_test(test_rowwise_requant_equals_kernels),
         cmocka_unit_test(test_dequant_bf16),
         cmocka_unit_test(test_metrics_blocks_and_threads),
+        cmocka_unit_test(test_chunks_across_threads),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
