@@ -163,7 +163,8 @@ int stf__plan_layer(stf__pb *b, size_t li, const stf_layer *l, const stf_layer_v
 
 /*
  * Output __metadata__ into b->p->meta (sorted by key bytes): every input key
- * (union over shards, first shard wins), stfix.version, stfix.recipe_sha256,
+ * but quant_format (union over shards, first shard wins), stfix.version,
+ * stfix.recipe_sha256,
  * and _quantization_metadata rebuilt from b's entries, kept verbatim when no
  * marker changed, or removed (meta_drop, or no marker left).
  */

@@ -5,6 +5,8 @@
  * either stays byte-identical (no marker changed), is rebuilt from the
  * output markers so both channels agree, or is dropped (recipe parameter,
  * or no marker left). It is never created when the input had none.
+ * SGLang's "quant_format" key is not written either (§1.3, §10 step 10):
+ * it would make SGLang synthesise markers for layers the recipe changed.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include "pipeline/plan_int.h"
 
 #define QMETA_KEY "_quantization_metadata"
+#define QFORMAT_KEY "quant_format"
 
 static int put(stf_plan *p, size_t *cap, const char *key, size_t klen, const char *val,
                size_t vlen, stf_err *err)
@@ -84,6 +87,8 @@ int stf__plan_meta(stf__pb *b, stf_err *err)
                 if (!first_q) first_q = e;
                 continue;
             }
+            if (e->key_len == strlen(QFORMAT_KEY) && !memcmp(e->key, QFORMAT_KEY, e->key_len))
+                continue;
             rc = put(p, &cap, e->key, e->key_len, e->value, e->value_len, err);
         }
     }

@@ -29,7 +29,8 @@ static void test_keys_kept_and_stamped(void **state)
     (void)state;
     pt_ckpt k = { 0 };
     layer(&k, M256);
-    k.meta_json = "{\"zeta\":\"1\",\"format\":\"pt\",\"stfix.version\":\"0.0.1\"}";
+    k.meta_json = "{\"zeta\":\"1\",\"format\":\"pt\",\"stfix.version\":\"0.0.1\","
+                  "\"quant_format\":\"mxfp8\"}";
     pt_open(&k);
     pt_recipe(&k, set_marker_yaml);
     pt_plan_ok(&k);
@@ -43,6 +44,8 @@ static void test_keys_kept_and_stamped(void **state)
     assert_string_equal(stf_plan_meta(k.p, 2)->key, "stfix.version");
     assert_string_equal(stf_plan_meta(k.p, 2)->value, STF_VERSION_STRING);
     assert_string_equal(stf_plan_meta(k.p, 3)->key, "zeta");
+    /* quant_format is never written (spec §1.3). */
+    assert_null(pt_meta(&k, "quant_format"));
     /* No _quantization_metadata in, none out (markers are not invented in metadata). */
     assert_null(pt_meta(&k, "_quantization_metadata"));
     assert_int_equal(k.p->emit_meta, 1);
