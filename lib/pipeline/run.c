@@ -163,6 +163,8 @@ static int add_output(stf_writer *w, const stf_plan *p, size_t i, cast_src *cast
         break;
     }
     case STF_OUT_NEW:
+        if (!o->bytes && t->nbytes)
+            return stf__err(err, STF_EINVAL, "run: new output '%s' has no bytes", t->name);
         src.kind = STF_SRC_MEM;
         src.mem = o->bytes;
         break;

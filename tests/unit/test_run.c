@@ -379,6 +379,18 @@ static void test_plan_mismatch(void **state)
     assert_int_equal(stf_plan_run(NULL, &f->t.p, f->out, &o, &err), STF_EINVAL);
     assert_non_null(strstr(err.msg, "'a.weight'"));
     assert_int_equal(st_dir_entries(f->dir), 1);
+    f->t.jobs[0].dec.k = 32;
+    /* A verbatim copy whose size differs from its input. */
+    f->t.outs[6].pub.nbytes = 16;
+    assert_int_equal(stf_plan_run(NULL, &f->t.p, f->out, &o, &err), STF_EINVAL);
+    assert_string_equal(err.msg, "run: output 'd.weight' (16 bytes) cannot be a verbatim copy of "
+                                 "'d.weight' (32 bytes)");
+    f->t.outs[6].pub.nbytes = 32;
+    /* New bytes missing. */
+    f->t.outs[2].bytes = NULL;
+    assert_int_equal(stf_plan_run(NULL, &f->t.p, f->out, &o, &err), STF_EINVAL);
+    assert_string_equal(err.msg, "run: new output 'a.comfy_quant' has no bytes");
+    assert_int_equal(st_dir_entries(f->dir), 1);
     fx_free(f);
 }
 
