@@ -364,6 +364,9 @@ int stf__pw_set_marker(stf__pw *w, const stf_action *a, stf_err *err)
         else if (!strcmp(dk, "num_experts")) sp.num_experts_set = 0;
     }
     if (a->set_marker.metadata == STF_META_DROP) w->b->meta_drop = 1;
+    if (w->l->conflict)
+        stf__pw_note(w, "marker channels disagreed (R5): the %s marker wins%s",
+                     a->set_marker.prefer == STF_PREFER_TENSOR ? "tensor" : "metadata", "");
     w->spec = sp;
     w->mk = MK_NEW;
     w->format = sp.format;

@@ -85,6 +85,9 @@ static void test_qmeta_rebuilt_from_markers(void **state)
     pt_plan_ok(&k);
     char b[256];
     assert_string_equal(pt_new_bytes(&k, L ".comfy_quant", b, sizeof b), M64);
+    assert_string_equal(stf_plan_get_layer(k.p, 0)->summary,
+                        "marker channels disagreed (R5): the metadata marker wins; marker "
+                        "canonical (int8_tensorwise)");
     assert_string_equal(pt_meta(&k, "_quantization_metadata"),
                         "{\"format_version\": \"1.0\", \"layers\": {\"" L "\": " M64 "}}");
     pt_free(&k);
