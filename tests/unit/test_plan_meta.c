@@ -138,6 +138,29 @@ static void test_qmeta_dropped_on_request(void **state)
     pt_free(&k);
 }
 
+/* M5: metadata keyed by the prefixed name, tensors bare; renaming the metadata-only layer
+ * moves its entry onto the real layer. */
+static void test_qmeta_m5_rename(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    layer(&k, NULL);
+    k.meta_json = "{\"_quantization_metadata\":\"{\\\"format_version\\\": \\\"1.0\\\", "
+                  "\\\"layers\\\": {\\\"model.diffusion_model." L "\\\": {\\\"format\\\": "
+                  "\\\"int8_tensorwise\\\", \\\"convrot\\\": true, "
+                  "\\\"convrot_groupsize\\\": 256}}}\"}";
+    pt_open(&k);
+    pt_recipe(&k, "stfix: 1\ntarget: sglang\nrules:\n  - name: m5\n"
+                  "    match: {prefix: \"model.diffusion_model.**\", weight: absent}\n"
+                  "    do: {rename: {from: model.diffusion_model., to: \"\"}}\n");
+    pt_plan_ok(&k);
+    assert_int_equal(stf_plan_layer_count(k.p), 2);
+    assert_string_equal(stf_plan_get_layer(k.p, 1)->out_prefix, L);
+    assert_string_equal(pt_meta(&k, "_quantization_metadata"),
+                        "{\"format_version\": \"1.0\", \"layers\": {\"" L "\": " M256 "}}");
+    pt_free(&k);
+}
+
 static void test_sharded_union(void **state)
 {
     (void)state;
@@ -169,6 +192,7 @@ int main(void)
         cmocka_unit_test(test_qmeta_rebuilt_from_markers),
         cmocka_unit_test(test_qmeta_follows_rename_and_drop),
         cmocka_unit_test(test_qmeta_dropped_on_request),
+        cmocka_unit_test(test_qmeta_m5_rename),
         cmocka_unit_test(test_sharded_union),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
