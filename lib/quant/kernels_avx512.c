@@ -35,8 +35,7 @@
 
 #include "fpbits.h"
 #include "kernels.h"
-
-#define INL static inline __attribute__((always_inline))
+#include "kernels_avx512.h"
 
 #define INV127_BITS 0x3C010204u
 #define SCALE_FLOOR_BITS 0x0DA24260u
@@ -93,38 +92,6 @@ INL __m512 fht_s4(__m512 v)
     __m512 d = _mm512_xor_ps(_mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(3, 3, 3, 3)),
                              sign_blocks(1, 0, 0, 0));
     return _mm512_mul_ps(h, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a, b), c), d));
-}
-
-/*
- * A stage whose stride is a whole number of vectors: x0..x3 are vectors.
- * scaled == 0 leaves out the 0.5 (deferred scaling, see fht256). zs != 0
- * lets the sign of an exactly-zero output differ from §2: x1 - x0 is
- * -(x0 - x1) exactly except when x0 == x1 (both give +0), so taking
- * y3 = (x2 - d01) + x3 saves a subtraction and changes nothing but the sign
- * of a zero y3 (x0 == x1, x2 == x3 == -0). int8_row allows that (q of
- * either zero is 0, and |-0| == |+0|); fht_regular does not.
- */
-INL void fht_quad_x(__m512 *p0, __m512 *p1, __m512 *p2, __m512 *p3, int scaled, int zs)
-{
-    const __m512 h = _mm512_set1_ps(0.5f);
-    __m512 x0 = *p0, x1 = *p1, x2 = *p2, x3 = *p3;
-    __m512 s01 = _mm512_add_ps(x0, x1);
-    __m512 d01 = _mm512_sub_ps(x0, x1);
-    __m512 y0 = _mm512_sub_ps(_mm512_add_ps(s01, x2), x3);
-    __m512 y1 = _mm512_add_ps(_mm512_sub_ps(s01, x2), x3);
-    __m512 y2 = _mm512_add_ps(_mm512_add_ps(d01, x2), x3);
-    __m512 y3 = zs ? _mm512_add_ps(_mm512_sub_ps(x2, d01), x3)
-                   : _mm512_add_ps(_mm512_add_ps(_mm512_sub_ps(x1, x0), x2), x3);
-    if (scaled) {
-        y0 = _mm512_mul_ps(h, y0);
-        y1 = _mm512_mul_ps(h, y1);
-        y2 = _mm512_mul_ps(h, y2);
-        y3 = _mm512_mul_ps(h, y3);
-    }
-    *p0 = y0;
-    *p1 = y1;
-    *p2 = y2;
-    *p3 = y3;
 }
 
 INL void fht_quad(__m512 *p0, __m512 *p1, __m512 *p2, __m512 *p3)
@@ -246,10 +213,6 @@ INL __m512 load16_mask(const void *src, stf_dtype dt, size_t i, __mmask16 m)
     return _mm512_maskz_loadu_ps(m, (const float *)src + i);
 }
 
-INL __m512i abs_bits(__m512 v)
-{
-    return _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFFFFFF));
-}
 
 /*
  * Absmax as the integer max of |bits|: for non-negative floats the integer
@@ -275,20 +238,6 @@ INL void prefetch16(const void *src, stf_dtype dt, size_t i)
 static int is_pow4(unsigned g)
 {
     return g >= 4 && g <= 1024 && (g & (g - 1)) == 0 && (g & 0x55555555u) != 0;
-}
-
-/* max(|a|, |b|) in one instruction (vrangeps, "max absolute value, sign
- * cleared"); a NaN operand gives a NaN, which the callers test for. */
-INL __m512 maxabs(__m512 a, __m512 b) { return _mm512_range_ps(a, b, 0x0B); }
-
-/* Lane-wise max |v[j]| over the 16 vectors of a group. */
-INL __m512 group_maxabs(const __m512 *v)
-{
-    __m512 m[8];
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; j++) m[j] = maxabs(v[2 * j], v[2 * j + 1]);
-    return maxabs(maxabs(maxabs(m[0], m[1]), maxabs(m[2], m[3])),
-                  maxabs(maxabs(m[4], m[5]), maxabs(m[6], m[7])));
 }
 
 /*
@@ -450,44 +399,36 @@ INL __m512 round_t(__m512 x, stf_dtype t)
  * Quotients without vdivps (spec §5 step 6: t = rT(fl32(v / d))).
  *
  * r = fl32(1/d) once per row and p = fl32(v * r). With relative rounding
- * errors |e| <= 2^-24: p = (v/d)(1+e1)(1+e2) and fl32(v/d) = (v/d)(1+e3),
- * so |p - fl32(v/d)| <= |v/d| (2^-23 + 2^-24 + 2^-48) < 1.5 * 2^-23 |v/d|,
- * i.e. at most 3 ulps of the binade of v/d (and at most 3 of the half as
- * large ulps below it when p and v/d straddle a power of two). For floats
- * of one sign the bit encoding counts ulps, across binades too, so p and
- * fl32(v/d) are at most 3 encodings apart. That holds while v/d is normal;
- * below 2^-126 both give q = 0 (|t| < 0.5).
+ * errors |e| <= 2^-24: p = (v/d)(1+e1)(1+e2), so p is within
+ * (2^-23 + 2^-48) |v/d| of v/d, and within 1.5 * 2^-23 |v/d| of
+ * fl32(v/d): at most 3 ulps of the binade of v/d (the bit encoding of
+ * same-sign floats counts ulps, across binades too). rT and rint are
+ * monotone and change value only at a rounding boundary, so p gives the
+ * same code unless the quotient lies within that distance of a boundary.
+ * Below 2^-126 nothing matters: both give q = 0 (|t| < 0.5).
  *
- * rT and rint are monotone and change value only at a rounding boundary
- * (a tie landing on it is decided by the even neighbour). So if p is more
- * than 3 encodings away from every boundary, rT(p) == rT(fl32(v/d)) and
- * the codes agree. Lanes within 8 encodings of a boundary (a generous
- * window) are recomputed with vdivps: on real rows about 16 lanes in 65536
- * for BF16, so the division is almost never executed.
- *  - T = BF16: boundaries are the midpoints between BF16 values, encodings
- *    with low 16 bits 0x8000; flag low16 in [0x7FF8, 0x8007].
- *  - T = F16: midpoints have low 13 bits 0x1000 (normal F16 range); flag
- *    [0x0FF8, 0x1007]. Below 2^-14 that test means nothing, but there
- *    |t| < 2^-14 and q = 0 for any p.
- *  - T = F32: t = fl32(v/d) is rounded by rint alone; boundaries are the
- *    half-integers. Codes only depend on p below 129 in magnitude (above,
- *    q clamps alike), where 3 ulps < 2^-14; flag |p - rint(p)| >= 0.5 -
- *    2^-11 (vreduceps gives p - rint(p) exactly).
+ *  - T = BF16 or F16: v and d are T values (8 or 11 significant bits), so
+ *    v/d is a ratio of such integers times a power of two, while a
+ *    boundary (a T midpoint) has one significant bit more: v/d is never on
+ *    one, and never close enough for the product to cross it (relative
+ *    distance >= 2^-17 for BF16; for F16 the bound is too tight to argue
+ *    on paper, so test_kernels_simd checks every pair of significands).
+ *    No check is needed: rT(p) == rT(fl32(v/d)).
+ *  - T = F32: t = fl32(v/d) goes straight to rint, whose boundaries are
+ *    the half-integers, and v = R is any float. Lanes within 8 encodings
+ *    of a half-integer (a generous window over the 3) are recomputed with
+ *    vdivps: codes only depend on p below 129 in magnitude (above, q
+ *    clamps alike), where 8 ulps < 2^-13, so |p - rint(p)| >= 0.5 - 2^-11
+ *    flags them (vreduceps gives p - rint(p) exactly). On real rows that
+ *    is a few lanes in 10^4, so the division almost never runs.
  * rint is vcvtps2dq in the MXCSR mode, as rintf (round to nearest even
  * unless someone changed it; the window assumes the default mode, like
  * every other rounding in the spec). d is a normal float between the
  * scale floor and maxT/127, so r is finite and normal; int8_row still
  * divides when d is outside [2^-125, 2^125].
  */
-INL __mmask16 near_boundary(__m512 p, stf_dtype t)
+INL __mmask16 near_half_integer(__m512 p)
 {
-    __m512i b = _mm512_castps_si512(p);
-    if (t == STF_BF16)
-        return _mm512_testn_epi32_mask(_mm512_add_epi32(b, _mm512_set1_epi32(0x8008)),
-                                       _mm512_set1_epi32(0xFFF0));
-    if (t == STF_F16)
-        return _mm512_testn_epi32_mask(_mm512_add_epi32(b, _mm512_set1_epi32(0x1008)),
-                                       _mm512_set1_epi32(0x1FF0));
     __m512 f = _mm512_reduce_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     f = _mm512_castsi512_ps(abs_bits(f));
     return _mm512_cmp_ps_mask(f, _mm512_set1_ps(0.5f - 0x1p-11f), _CMP_GE_OQ);
@@ -505,8 +446,10 @@ INL __m128i quant16(__m512 x, __m512 rv, __m512 dv, stf_dtype t, int recip)
     __m512 p;
     if (recip) {
         p = _mm512_mul_ps(v, rv);
-        __mmask16 near = near_boundary(p, t);
-        if (__builtin_expect(near != 0, 0)) p = _mm512_mask_div_ps(p, near, v, dv);
+        if (t == STF_F32) {
+            __mmask16 near = near_half_integer(p);
+            if (__builtin_expect(near != 0, 0)) p = _mm512_mask_div_ps(p, near, v, dv);
+        }
     } else {
         p = _mm512_div_ps(v, dv);
     }
@@ -552,7 +495,7 @@ static uint32_t pass1_f32(float *x, const void *s, size_t k, unsigned g)
 
 static void pass2_t(int8_t *q, const float *x, size_t k, float d, stf_dtype t)
 {
-    /* d is always in range (see near_boundary); the test keeps r finite
+    /* d is always in range (see near_half_integer); the test keeps r finite
      * and normal even if the scale rules ever change. */
     int recip = d >= 0x1p-125f && d <= 0x1p125f;
     if (t == STF_BF16) {
@@ -582,13 +525,17 @@ static float max_of_t(stf_dtype t)
     return FLT_MAX;
 }
 
-static int int8_row_avx512(int8_t *q, float *scale, const void *src, stf_dtype src_dtype,
-                           size_t k, unsigned g, stf_quant_mode mode, stf_dtype t,
-                           float *scratch)
+INL int int8_row_x(int8_t *q, float *scale, const void *src, stf_dtype src_dtype, size_t k,
+                   unsigned g, stf_quant_mode mode, stf_dtype t, float *scratch, int hw_bf16)
 {
     if ((src_dtype != STF_BF16 && src_dtype != STF_F16 && src_dtype != STF_F32) || k == 0 ||
         (g != 0 && (!is_pow4(g) || k % g != 0)))
         return stf__kernels_scalar.int8_row(q, scale, src, src_dtype, k, g, mode, t, scratch);
+
+    if (hw_bf16 && src_dtype == STF_BF16 && g == 256 && t == STF_BF16 &&
+        (mode == STF_QMODE_CUDA || mode == STF_QMODE_EAGER) && stf__avx512_bf16_usable() &&
+        stf__int8_row_bf16_g256(q, scale, src, k, mode, scratch) == 0)
+        return 0;
 
     uint32_t abits;
     if (src_dtype == STF_BF16) abits = pass1_bf16(scratch, src, k, g);
@@ -618,6 +565,20 @@ static int int8_row_avx512(int8_t *q, float *scale, const void *src, stf_dtype s
     pass2_t(q, scratch, k, d, t);
     *scale = s;
     return 0;
+}
+
+static int int8_row_avx512(int8_t *q, float *scale, const void *src, stf_dtype src_dtype,
+                           size_t k, unsigned g, stf_quant_mode mode, stf_dtype t,
+                           float *scratch)
+{
+    return int8_row_x(q, scale, src, src_dtype, k, g, mode, t, scratch, 1);
+}
+
+static int int8_row_avx512_plain(int8_t *q, float *scale, const void *src, stf_dtype src_dtype,
+                                 size_t k, unsigned g, stf_quant_mode mode, stf_dtype t,
+                                 float *scratch)
+{
+    return int8_row_x(q, scale, src, src_dtype, k, g, mode, t, scratch, 0);
 }
 
 static void fht_regular_avx512(float *x, size_t k, unsigned g)
@@ -727,6 +688,18 @@ static void int8_dequant_row_cols_avx512(float *dst, const int8_t *q, const floa
 const stf__kernels stf__kernels_avx512 = {
     STF_SIMD_AVX512,
     int8_row_avx512,
+    fht_regular_avx512,
+    bf16_to_f32_avx512,
+    f16_to_f32_avx512,
+    f32_to_bf16_avx512,
+    int8_dequant_row_avx512,
+    int8_dequant_row_cols_avx512,
+};
+
+/* The same without the AVX512-BF16 path (declared in kernels_avx512.h). */
+const stf__kernels stf__kernels_avx512_plain = {
+    STF_SIMD_AVX512,
+    int8_row_avx512_plain,
     fht_regular_avx512,
     bf16_to_f32_avx512,
     f16_to_f32_avx512,

@@ -14,6 +14,9 @@
 #include <cmocka.h>
 
 #include "quant/kernels.h"
+#if defined(__x86_64__) || defined(__i386__)
+#include "quant/kernels_avx512.h"
+#endif
 #include "stfix.h"
 
 /* ------------------------------------------------------------ helpers */
@@ -44,14 +47,19 @@ static uint32_t f32_bits(float f)
     return b;
 }
 
-/* The variants to check against scalar; NULL entries are not available. */
-#define NVAR 2
+/* The variants to check against scalar; NULL entries are not available.
+ * Variant 2 is the AVX-512 table without its AVX512-BF16 path, so both
+ * AVX-512 paths are checked on CPUs that have the extension. */
+#define NVAR 3
 static const stf__kernels *variant(int i)
 {
     stf_simd s = i == 0 ? STF_SIMD_AVX2 : STF_SIMD_AVX512;
     if (!stf_simd_supported(s)) return NULL;
     const stf__kernels *k = stf__kernels_for(s);
     if (k) assert_int_equal(k->id, s);
+#if defined(__x86_64__) || defined(__i386__)
+    if (k && i == 2) return &stf__kernels_avx512_plain;
+#endif
     return k;
 }
 
@@ -455,6 +463,139 @@ static void test_int8_row_odd_arguments(void **state)
     free(sc);
 }
 
+
+/* ------------------------------------------------------------ near a rounding boundary */
+
+static float rt_model(float x, stf_dtype t)
+{
+    if (t == STF_BF16) return stf_bf16_to_f32(stf_f32_to_bf16(x));
+    if (t == STF_F16) return stf_f16_to_f32(stf_f32_to_f16(x));
+    return x;
+}
+
+/* Whether quotient x lies within w encodings of a place where rT (BF16:
+ * low 16 bits 0x8000, F16: low 13 bits 0x1000) or rint (F32: a
+ * half-integer) changes its answer. */
+static int near_boundary_model(float x, stf_dtype t, uint32_t w)
+{
+    uint32_t b = f32_bits(x) & 0x7FFFFFFFu;
+    if (t == STF_BF16) return (b & 0xFFFFu) + w >= 0x8000u && (b & 0xFFFFu) <= 0x8000u + w;
+    if (t == STF_F16) return (b & 0x1FFFu) + w >= 0x1000u && (b & 0x1FFFu) <= 0x1000u + w;
+    float h = fabsf(x) - floorf(fabsf(x)) - 0.5f; /* exact for |x| < 2^22 */
+    return fabsf(h) <= (float)w * 0x1p-16f;
+}
+
+static float step_enc(float x, int n) { return f32_from_bits((uint32_t)((int32_t)f32_bits(x) + n)); }
+
+/*
+ * T = BF16 or F16: the kernels multiply by fl32(1/d) with no check. v and
+ * d are both T values (n = 8 or 11 significant bits), so v/d is a ratio of
+ * n-bit integers times a power of two; a T midpoint has n + 1 significant
+ * bits, so v/d is never one, and it stays so far from one that the
+ * product's error (< 1.5 * 2^-23 relative) cannot move it across. Checked
+ * here over every pair of significands, with quotients in [1/4, 2): in
+ * T's normal range rounding only sees the significand (the exponents just
+ * shift), and below it every code is 0 anyway. T subnormals have fewer
+ * significant bits, so they are among the pairs too.
+ */
+static void test_reciprocal_exhaustive(void **state)
+{
+    (void)state;
+    for (int f16 = 0; f16 < 2; f16++) {
+        stf_dtype t = f16 ? STF_F16 : STF_BF16;
+        uint32_t nm = f16 ? 1024u : 128u;
+        size_t pairs = 0, mismatches = 0;
+        for (uint32_t md = 0; md < nm; md++) {
+            float d = f16 ? stf_f16_to_f32((uint16_t)(0x3C00u | md))
+                          : stf_bf16_to_f32((uint16_t)(0x3F80u | md));
+            float r = 1.0f / d;
+            for (int ve = -1; ve <= 0; ve++)
+                for (uint32_t mv = 0; mv < nm; mv++) {
+                    float v = ldexpf(f16 ? stf_f16_to_f32((uint16_t)(0x3C00u | mv))
+                                         : stf_bf16_to_f32((uint16_t)(0x3F80u | mv)),
+                                     ve);
+                    float a = rt_model(v * r, t), b = rt_model(v / d, t);
+                    mismatches += f32_bits(a) != f32_bits(b);
+                    pairs++;
+                }
+        }
+        assert_int_equal(pairs, 2 * (size_t)nm * nm);
+        assert_int_equal(mismatches, 0);
+    }
+}
+
+/*
+ * T = F32: the kernels compute v/d as v*fl32(1/d) and redo lanes near a
+ * half-integer with a true division. Rows built from quotients within a
+ * few encodings of a boundary must still match scalar exactly; the test
+ * also shows such rows exist where the plain product rounds the other way
+ * (naive_wrong > 0), so it can fail. F16 rows of near quotients (found by
+ * search) are compared too.
+ */
+static void test_int8_row_near_boundary(void **state)
+{
+    (void)state;
+    if (!any_variant()) skip();
+    static const stf_dtype ts[] = { STF_F16, STF_F32 };
+    float *row = xaligned(256 * 4);
+    g_rng = 0x5EED0005u;
+    for (size_t ti = 0; ti < 2; ti++) {
+        stf_dtype t = ts[ti];
+        stf_quant_mode mode = t == STF_F32 ? STF_QMODE_FP32 : STF_QMODE_CUDA;
+        float maxt = t == STF_F16 ? 65504.0f : 3.4028235e38f;
+        size_t naive_wrong = 0, rows = 0, hits = 0;
+        for (int trial = 0; trial < 60; trial++) {
+            int e = t == STF_F16 ? (int)(next_u64() % 16) - 5 : (int)(next_u64() % 60) - 30;
+            float a = ldexpf(1.0f + (float)uniform(), e);
+            if (t == STF_F16) a = rt_model(a, t);
+            float s = fminf(a, maxt) * f32_from_bits(0x3C010204u);
+            s = fmaxf(s, f32_from_bits(0x0DA24260u));
+            float d = rt_model(s, t), r = 1.0f / d;
+            size_t k = 1;
+            row[0] = a;
+            if (t == STF_F32) {
+                for (int n = 0; n < 128 && k < 256; n += 1 + (int)(next_u64() % 5)) {
+                    float c = ((float)n + 0.5f) * d;
+                    for (int j = -5; j <= 5 && k < 256; j++) {
+                        float v = step_enc(c, j);
+                        if (!(v <= a)) continue;
+                        row[k++] = (next_u64() & 1) ? -v : v;
+                        naive_wrong += rintf(v * r) != rintf(v / d);
+                    }
+                }
+            } else {
+                /* Every F16 value v in (a/256, a]: keep those whose quotient is near. */
+                float v = rt_model(a / 256.0f, t);
+                while (v <= a && k < 256) {
+                    float qt = v / d, p = v * r;
+                    if (near_boundary_model(qt, t, 4)) {
+                        row[k++] = (next_u64() & 1) ? -v : v;
+                        naive_wrong += rintf(rt_model(p, t)) != rintf(rt_model(qt, t));
+                    }
+                    v = stf_f16_to_f32((uint16_t)(stf_f32_to_f16(v) + 1));
+                }
+            }
+            if (k == 1) continue;
+            hits += k - 1;
+            rows++;
+            for (int vi = 0; vi < NVAR; vi++) {
+                const stf__kernels *v = variant(vi);
+                if (!v) continue;
+                cmp_int8_row(v, row, STF_F32, k, 0, mode, t, -2);
+                cmp_int8_row(v, row, STF_F32, k, 0, STF_QMODE_EAGER, t, -2);
+            }
+        }
+        if (rows < 10 || (t == STF_F32 && naive_wrong == 0))
+            print_error("t=%d: %zu rows, %zu near quotients, %zu naive mismatches\n", (int)t,
+                        rows, hits, naive_wrong);
+        assert_true(rows >= 10);
+        /* F16: near quotients exist but never fool the product (see above). */
+        if (t == STF_F32) assert_true(naive_wrong > 0);
+        else assert_int_equal(naive_wrong, 0);
+    }
+    free(row);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -467,6 +608,8 @@ int main(void)
         cmocka_unit_test(test_narrow_bf16),
         cmocka_unit_test(test_dequant_rows),
         cmocka_unit_test(test_int8_row_odd_arguments),
+        cmocka_unit_test(test_reciprocal_exhaustive),
+        cmocka_unit_test(test_int8_row_near_boundary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,92 @@
+/*
+ * Internal: the parts shared by the AVX-512 kernel files
+ * (kernels_avx512.c, the general table; kernels_bf16_avx512.c, the BF16
+ * int8_row path that needs AVX512-BF16 and AVX512-VBMI). The inline
+ * helpers exist only in files built with the AVX-512 flags; the
+ * declarations are for everyone (tests use stf__kernels_avx512_plain).
+ */
+#ifndef STF_QUANT_KERNELS_AVX512_H
+#define STF_QUANT_KERNELS_AVX512_H
+
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels.h"
+
+#define INL static inline __attribute__((always_inline))
+
+/* The AVX-512 table without the AVX512-BF16 path, so tests can check the
+ * general path on CPUs that have the extension. */
+extern const stf__kernels stf__kernels_avx512_plain;
+
+/* Whether the CPU has AVX512-BF16 and AVX512-VBMI (asked once). Only
+ * meaningful where the AVX-512 table itself is usable. */
+int stf__avx512_bf16_usable(void);
+
+/*
+ * spec §5 for one BF16 row with G = 256 and T = BF16 (mode cuda or eager),
+ * using AVX512-BF16 and VBMI: k is a multiple of 256, scratch holds k
+ * floats. Returns 0 with q and *scale written, or 1 for a row it leaves to
+ * the caller (R not finite, rT(max|R|) overflowing, an unusual divisor);
+ * then nothing useful is written.
+ */
+int stf__int8_row_bf16_g256(int8_t *q, float *scale, const uint16_t *src, size_t k,
+                            stf_quant_mode mode, float *scratch);
+
+#ifdef __AVX512F__ /* the helpers below: only in files built for AVX-512 */
+
+INL __m512i abs_bits(__m512 v)
+{
+    return _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFFFFFF));
+}
+
+/*
+ * A stage whose stride is a whole number of vectors: x0..x3 are vectors.
+ * scaled == 0 leaves out the 0.5 (deferred scaling, see fht256). zs != 0
+ * lets the sign of an exactly-zero output differ from §2: x1 - x0 is
+ * -(x0 - x1) exactly except when x0 == x1 (both give +0), so taking
+ * y3 = (x2 - d01) + x3 saves a subtraction and changes nothing but the sign
+ * of a zero y3 (x0 == x1, x2 == x3 == -0). int8_row allows that (q of
+ * either zero is 0, and |-0| == |+0|); fht_regular does not.
+ */
+INL void fht_quad_x(__m512 *p0, __m512 *p1, __m512 *p2, __m512 *p3, int scaled, int zs)
+{
+    const __m512 h = _mm512_set1_ps(0.5f);
+    __m512 x0 = *p0, x1 = *p1, x2 = *p2, x3 = *p3;
+    __m512 s01 = _mm512_add_ps(x0, x1);
+    __m512 d01 = _mm512_sub_ps(x0, x1);
+    __m512 y0 = _mm512_sub_ps(_mm512_add_ps(s01, x2), x3);
+    __m512 y1 = _mm512_add_ps(_mm512_sub_ps(s01, x2), x3);
+    __m512 y2 = _mm512_add_ps(_mm512_add_ps(d01, x2), x3);
+    __m512 y3 = zs ? _mm512_add_ps(_mm512_sub_ps(x2, d01), x3)
+                   : _mm512_add_ps(_mm512_add_ps(_mm512_sub_ps(x1, x0), x2), x3);
+    if (scaled) {
+        y0 = _mm512_mul_ps(h, y0);
+        y1 = _mm512_mul_ps(h, y1);
+        y2 = _mm512_mul_ps(h, y2);
+        y3 = _mm512_mul_ps(h, y3);
+    }
+    *p0 = y0;
+    *p1 = y1;
+    *p2 = y2;
+    *p3 = y3;
+}
+
+/* max(|a|, |b|) in one instruction (vrangeps, "max absolute value, sign
+ * cleared"); a NaN operand gives a NaN, which the callers test for. */
+INL __m512 maxabs(__m512 a, __m512 b) { return _mm512_range_ps(a, b, 0x0B); }
+
+/* Lane-wise max |v[j]| over the 16 vectors of a group. */
+INL __m512 group_maxabs(const __m512 *v)
+{
+    __m512 m[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) m[j] = maxabs(v[2 * j], v[2 * j + 1]);
+    return maxabs(maxabs(maxabs(m[0], m[1]), maxabs(m[2], m[3])),
+                  maxabs(maxabs(m[4], m[5]), maxabs(m[6], m[7])));
+}
+
+#endif /* __AVX512F__ */
+
+#endif

@@ -1,0 +1,211 @@
+/*
+ * The int8_row path for the production case, BF16 source, G = 256 and
+ * T = BF16 (spec §5, modes cuda and eager), on CPUs with AVX512-BF16 and
+ * AVX512-VBMI. Bit-identical to kernels_scalar.c; why, step by step:
+ *
+ * - Load: 32 BF16 values per 64-byte load, widened without a shuffle:
+ *   bits << 16 gives the even elements, bits & 0xFFFF0000 the odd ones.
+ * - FHT: the §2 stages without their 0.5 factors (U = 16 R exactly, see
+ *   group256 in kernels_avx512.c: every BF16 input is a multiple of
+ *   2^-133, so only an overflow can break it, and an overflow makes the
+ *   row non-finite, which is handed back). Each stage is a whole-vector
+ *   butterfly after single-bit lane/vector swaps (eo_swap); the values
+ *   end up in a fixed order inside each 64-value block, undone by one
+ *   byte permute of the codes at the end.
+ * - v = rT(R): vcvtne2ps2bf16 rounds to nearest even like the scalar
+ *   carry, for every finite input but subnormals, which it reads as zero.
+ *   That cannot change a code: a subnormal R gives |v / d| < 2^-126 / 1e-30
+ *   either way, so q = 0. The scratch row holds rT(U) = 16 rT(R) (exact:
+ *   power-of-two scale, nothing near the subnormal range that matters).
+ * - t = rT(fl32(v / d)): p = rT(U) * fl32(fl32(1/d) / 16) = v * fl32(1/d)
+ *   exactly, and rT(p) == rT(fl32(v / d)) for BF16 v and d (the proof at
+ *   near_half_integer in kernels_avx512.c, checked over every pair in
+ *   test_kernels_simd). The second rounding is vcvtne2ps2bf16 again
+ *   (subnormal p: q = 0 either way).
+ * - q = clamp(rint(t)): vcvtps2dq (MXCSR mode, as rintf), then the
+ *   saturating packs, which are the clamp for finite t.
+ * Rows this does not cover come back to the caller with 1.
+ */
+#include <float.h>
+#include <immintrin.h>
+#include <stdatomic.h>
+#include <cpuid.h>
+
+#include "fpbits.h"
+#include "kernels_avx512.h"
+
+#define TGT __attribute__((target("avx512bf16,avx512vbmi")))
+
+/* 0: not asked yet; else 1 + answer. */
+static atomic_int g_bf16;
+
+/* AVX512-BF16 (leaf 7.1 EAX bit 5) and AVX512-VBMI (leaf 7.0 ECX bit 1);
+ * the caller has already checked AVX-512 and the OS state for it. */
+int stf__avx512_bf16_usable(void)
+{
+    int v = atomic_load_explicit(&g_bf16, memory_order_relaxed);
+    if (v == 0) {
+        unsigned a, b, c, d, ok = 0;
+        if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && ((c >> 1) & 1) && a >= 1 &&
+            __get_cpuid_count(7, 1, &a, &b, &c, &d))
+            ok = (a >> 5) & 1;
+        v = 1 + (int)ok;
+        atomic_store_explicit(&g_bf16, v, memory_order_relaxed);
+    }
+    return v - 1;
+}
+
+/*
+ * Swap lane-index bit k (0, 1: lane in 128-bit block; 2, 3: block) with
+ * the vector-index bit that tells *a (0) from *b (1): afterwards *a holds
+ * the lanes whose old bit k was 0. One shuffle per output.
+ */
+INL void eo_swap(__m512 *a, __m512 *b, int k)
+{
+    __m512 A = *a, B = *b, x, y;
+    if (k == 0) {
+        x = _mm512_mask_permute_ps(A, 0xAAAA, B, _MM_SHUFFLE(2, 2, 0, 0));
+        y = _mm512_mask_permute_ps(B, 0x5555, A, _MM_SHUFFLE(3, 3, 1, 1));
+    } else if (k == 1) {
+        x = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(A), _mm512_castps_pd(B)));
+        y = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(A), _mm512_castps_pd(B)));
+    } else if (k == 2) {
+        x = _mm512_mask_shuffle_f32x4(A, 0xF0F0, B, B, _MM_SHUFFLE(2, 2, 0, 0));
+        y = _mm512_mask_shuffle_f32x4(B, 0x0F0F, A, A, _MM_SHUFFLE(3, 3, 1, 1));
+    } else {
+        x = _mm512_shuffle_f32x4(A, B, _MM_SHUFFLE(1, 0, 1, 0));
+        y = _mm512_shuffle_f32x4(A, B, _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    *a = x;
+    *b = y;
+}
+
+/* Swap lane bit k with vector-index bit vb over all 16 vectors. */
+INL void swap_all(__m512 *v, int k, int vb)
+{
+    int st = 1 << vb;
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++)
+        if (!(i & st)) eo_swap(&v[i], &v[i + st], k);
+}
+
+/*
+ * Unscaled §2 stages of one 256-group. Index bits b0..b7 (digit t is
+ * b(2t), b(2t+1)); vector index bits vb0..vb3, lane bits l0..l3.
+ * Loaded: v[e + 2c] = even/odd half of load c: vb = (b0, b5, b6, b7),
+ * l = (b1, b2, b3, b4). Each stage needs its digit in vb0, vb1 (or vb2,
+ * vb3): five bit swaps do it, the fewest possible from this start.
+ * Ends with v[j] = values 16j.. in lane order l = (b3, b0, b1, b2).
+ */
+INL void fht256_eo(__m512 *v)
+{
+    swap_all(v, 0, 1); /* vb = (b0, b1, b6, b7), l0 = b5 */
+#pragma GCC unroll 4
+    for (int m = 0; m < 16; m += 4) fht_quad_x(&v[m], &v[m + 1], &v[m + 2], &v[m + 3], 0, 1);
+    swap_all(v, 1, 0); /* vb = (b2, b1, ..), l1 = b0 */
+    swap_all(v, 2, 1); /* vb = (b2, b3, ..), l2 = b1 */
+#pragma GCC unroll 4
+    for (int m = 0; m < 16; m += 4) fht_quad_x(&v[m], &v[m + 1], &v[m + 2], &v[m + 3], 0, 1);
+    swap_all(v, 3, 0); /* vb = (b4, b3, ..), l3 = b2 */
+    swap_all(v, 0, 1); /* vb = (b4, b5, b6, b7), l0 = b3 */
+#pragma GCC unroll 4
+    for (int m = 0; m < 16; m += 4) fht_quad_x(&v[m], &v[m + 1], &v[m + 2], &v[m + 3], 0, 1);
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; m++) fht_quad_x(&v[m], &v[m + 4], &v[m + 8], &v[m + 12], 0, 1);
+}
+
+/*
+ * Pass 1: src (k BF16, k % 256 == 0) -> z = rT(U) as BF16, 64-value
+ * blocks in the order fht256_eo leaves them; returns max |U| as bits
+ * (>= 0x7F800000 when some U is not finite).
+ */
+TGT static uint32_t pass1_eo(uint16_t *z, const uint16_t *src, size_t k)
+{
+    const __m512i hi = _mm512_set1_epi32((int)0xFFFF0000u);
+    __m512i amax = _mm512_setzero_si512();
+    for (size_t i = 0; i < k; i += 256) {
+        __m512 v[16];
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; c++) {
+            /* 4 KiB ahead, as prefetch16 in kernels_avx512.c; never faults. */
+            _mm_prefetch((const char *)((uintptr_t)(src + i + 32 * (size_t)c) + 4096), _MM_HINT_T0);
+            __m512i w = _mm512_loadu_si512((const void *)(src + i + 32 * (size_t)c));
+            v[2 * c] = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+            v[2 * c + 1] = _mm512_castsi512_ps(_mm512_and_si512(w, hi));
+        }
+        fht256_eo(v);
+        amax = _mm512_max_epu32(amax, _mm512_castps_si512(group_maxabs(v)));
+#pragma GCC unroll 8
+        for (int m = 0; m < 8; m++)
+            _mm512_storeu_si512((void *)(z + i + 32 * (size_t)m),
+                                (__m512i)_mm512_cvtne2ps_pbh(v[2 * m + 1], v[2 * m]));
+    }
+    return _mm512_reduce_max_epu32(amax);
+}
+
+/*
+ * Where each code of a 64-value block sits after pass 2's packs: entry o
+ * is the byte holding value o. Follows from fht256_eo's lane order
+ * (value 16j + e in lane ((e & 7) << 1) | (e >> 3)), the even/odd split of
+ * each 32-value word vector (twice), and the in-block order of
+ * vpackssdw/vpacksswb; test_kernels_simd compares every code with scalar.
+ */
+static const uint8_t k_unscramble[64] __attribute__((aligned(64))) = {
+    0,  4,  1,  5,  2,  6,  3,  7,  32, 36, 33, 37, 34, 38, 35, 39,
+    16, 20, 17, 21, 18, 22, 19, 23, 48, 52, 49, 53, 50, 54, 51, 55,
+    8,  12, 9,  13, 10, 14, 11, 15, 40, 44, 41, 45, 42, 46, 43, 47,
+    24, 28, 25, 29, 26, 30, 27, 31, 56, 60, 57, 61, 58, 62, 59, 63,
+};
+
+/* Pass 2: codes for 64 values of z with the folded reciprocal r16. */
+TGT INL __m512i quant64(const uint16_t *z, __m512 r16, __m512i idx)
+{
+    const __m512i hi = _mm512_set1_epi32((int)0xFFFF0000u);
+    __m512i z0 = _mm512_loadu_si512((const void *)z);
+    __m512i z1 = _mm512_loadu_si512((const void *)(z + 32));
+    __m512 e0 = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(z0, 16)), r16);
+    __m512 o0 = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(z0, hi)), r16);
+    __m512 e1 = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(z1, 16)), r16);
+    __m512 o1 = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(z1, hi)), r16);
+    __m512i t0 = (__m512i)_mm512_cvtne2ps_pbh(o0, e0);
+    __m512i t1 = (__m512i)_mm512_cvtne2ps_pbh(o1, e1);
+    __m512i a0 = _mm512_cvtps_epi32(_mm512_castsi512_ps(_mm512_slli_epi32(t0, 16)));
+    __m512i b0 = _mm512_cvtps_epi32(_mm512_castsi512_ps(_mm512_and_si512(t0, hi)));
+    __m512i a1 = _mm512_cvtps_epi32(_mm512_castsi512_ps(_mm512_slli_epi32(t1, 16)));
+    __m512i b1 = _mm512_cvtps_epi32(_mm512_castsi512_ps(_mm512_and_si512(t1, hi)));
+    __m512i w = _mm512_packs_epi16(_mm512_packs_epi32(a0, b0), _mm512_packs_epi32(a1, b1));
+    return _mm512_permutexvar_epi8(idx, w);
+}
+
+TGT static void pass2_eo(int8_t *q, const uint16_t *z, size_t k, float r16)
+{
+    __m512 rv = _mm512_set1_ps(r16);
+    __m512i idx = _mm512_load_si512((const void *)k_unscramble);
+    for (size_t i = 0; i < k; i += 64) _mm512_storeu_si512((void *)(q + i), quant64(z + i, rv, idx));
+}
+
+int stf__int8_row_bf16_g256(int8_t *q, float *scale, const uint16_t *src, size_t k,
+                            stf_quant_mode mode, float *scratch)
+{
+    uint16_t *z = (uint16_t *)(void *)scratch;
+    uint32_t ubits = pass1_eo(z, src, k);
+    if (ubits >= 0x7F800000u) return 1;
+    /* rT(U) must stay finite for the scaled copy to be exact. */
+    if ((stf__f32_to_bf16(stf__f32_from_bits(ubits)) & 0x7F80u) == 0x7F80u) return 1;
+    /* Exact for max|U| >= 2^-122; below, max|R| < 2^-126 and s is the floor either way. */
+    float a = stf__f32_from_bits(ubits) * 0.0625f;
+    float s;
+    /* Eager: max|rT(R)| is rT(max|R|) (monotone, odd). BF16's max is 0x7F7F. */
+    if (mode == STF_QMODE_EAGER)
+        s = fminf(stf__bf16_to_f32(stf__f32_to_bf16(a)), stf__f32_from_bits(0x7F7F0000u)) / 127.0f;
+    else s = fminf(a, stf__f32_from_bits(0x7F7F0000u)) * stf__f32_from_bits(0x3C010204u);
+    s = fmaxf(s, stf__f32_from_bits(0x0DA24260u));
+    float d = stf__bf16_to_f32(stf__f32_to_bf16(s));
+    /* d is a normal BF16 >= ~1e-30; r16 = fl32(1/d) / 16 must be normal too
+     * for rT(U) * r16 to equal v * fl32(1/d) exactly. */
+    float r16 = (1.0f / d) * 0.0625f;
+    if (!(d >= 0x1p-120f) || !(r16 >= FLT_MIN)) return 1;
+    pass2_eo(q, z, k, r16);
+    *scale = s;
+    return 0;
+}
