@@ -57,9 +57,19 @@ static int make_decode(stf__pw *w, stf__decode *d, stf_err *err)
         }
     }
     if (W->dtype == STF_F8_E4M3 || W->dtype == STF_F8_E5M2) {
-        if (S->present && S->nelem != 1)
+        /* Legacy scaled FP8 keeps its scale in P.scale_weight (§1.4). */
+        stf__pslot *LS = &w->s[STF_SFX_SCALE_WEIGHT];
+        if (!S->present && LS->present && stf__pw_is_float(LS->in_dtype)) {
+            d->s_idx = (int64_t)LS->src;
+            d->s_dtype = LS->in_dtype;
+            S = LS;
+        }
+        if (!S->present)
+            return stf__pw_refuse(w, err, "FP8 weight without weight_scale cannot be decoded");
+        if (S->nelem != 1)
             return stf__pw_refuse(w, err, "FP8 weight with a non-scalar scale cannot be decoded");
         d->kind = STF__DEC_FP8;
+        d->axis = STF_SCALE_TENSOR;
         return 0;
     }
     if (W->dtype != STF_I8) {

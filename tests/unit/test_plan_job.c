@@ -390,6 +390,32 @@ static void test_set_marker_drop_keys(void **state)
     pt_free(&k);
 }
 
+static void test_fp8_scales(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    /* Legacy scaled FP8: the scale is P.scale_weight. */
+    PT_ADD(&k, "l.weight", "F8_E4M3", NULL, 16, 256);
+    pt_add(&k, "l.scale_weight", "F32", 0, NULL, g_s16);
+    PT_ADD(&k, "n.weight", "F8_E4M3", NULL, 16, 256);
+    pt_open(&k);
+    recipe1(&k, "{prefix: l}", "requantize");
+    pt_plan_ok(&k);
+    const stf__job *j = job_of(&k, "l.weight");
+    assert_int_equal(j->dec.kind, STF__DEC_FP8);
+    assert_int_equal(j->dec.s_idx, 1);
+    assert_int_equal(j->dec.axis, STF_SCALE_TENSOR);
+    assert_true(pt_dropped(&k, "l.scale_weight"));
+    stf_plan_free(k.p);
+    k.p = NULL;
+    stf_recipe_free(k.r);
+    k.r = NULL;
+    recipe1(&k, "{prefix: n}", "requantize");
+    expect_err(&k, "layer 'n': rule 'r' (recipe line 6): requantize: FP8 weight without "
+                   "weight_scale cannot be decoded");
+    pt_free(&k);
+}
+
 int main(void)
 {
     for (int i = 0; i < 256; i++) g_s16[i] = 0.01f * (float)(i + 1);
@@ -406,6 +432,7 @@ int main(void)
         cmocka_unit_test(test_requantize_refusals),
         cmocka_unit_test(test_requantize_moe_bank),
         cmocka_unit_test(test_set_marker_drop_keys),
+        cmocka_unit_test(test_fp8_scales),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
