@@ -234,6 +234,13 @@ static void test_bundled_recipes_on_healthy(void **state)
             if (plan_file(recipes[r], path, &err))
                 fail_msg("%s on %s: %s", recipes[r], healthy[f], err.msg);
         }
+    /* The demo checkpoints of `make demo`. */
+    for (size_t r = 0; r < sizeof recipes / sizeof recipes[0]; r++) {
+        if (plan_file(recipes[r], "fixtures/demo/demo.safetensors", &err))
+            fail_msg("%s on demo: %s", recipes[r], err.msg);
+        if (plan_file(recipes[r], "fixtures/demo/healthy.safetensors", &err))
+            fail_msg("%s on demo healthy: %s", recipes[r], err.msg);
+    }
 }
 
 /* The INT8 broken fixtures each repair recipe targets (the fixtures of formats
