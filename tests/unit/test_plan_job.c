@@ -243,6 +243,19 @@ static void test_requantize_mode_and_groups(void **state)
     pt_free(&k);
 }
 
+static void test_requantize_tensor_parallel(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    /* K = 320: 64 divides K but not K/tp = 160, so G = 16. */
+    PT_ADD(&k, L ".weight", "BF16", NULL, 16, 320);
+    pt_open(&k);
+    recipe1(&k, "{weight: present}", "{requantize: {tp: 2}}");
+    pt_plan_ok(&k);
+    assert_int_equal(job_of(&k, L ".weight")->group, 16);
+    pt_free(&k);
+}
+
 static void test_requantize_indivisible(void **state)
 {
     (void)state;
@@ -427,6 +440,7 @@ int main(void)
         cmocka_unit_test(test_rewrite_format_rename_and_mismatch),
         cmocka_unit_test(test_requantize_float_linear),
         cmocka_unit_test(test_requantize_mode_and_groups),
+        cmocka_unit_test(test_requantize_tensor_parallel),
         cmocka_unit_test(test_requantize_indivisible),
         cmocka_unit_test(test_requantize_decodes),
         cmocka_unit_test(test_requantize_refusals),
