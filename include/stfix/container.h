@@ -223,6 +223,7 @@ typedef struct stf_write_opts {
      * returning non-zero makes the write fail as if with ENOSPC. */
     int (*write_hook)(void *ud, uint64_t file_off, size_t len);
     void *write_hook_ud;
+    int no_tmpfile;           /* tests only: named temp files even where O_TMPFILE works */
 } stf_write_opts;
 
 void stf_write_opts_init(stf_write_opts *o);
@@ -298,7 +299,10 @@ int stf_writer_fill(stf_writer *w, size_t id, uint64_t off, const void *data, si
 /*
  * Files the writer produces, after prepare: shards in order, then the index
  * (when sharded). temp_path is where the bytes are now, final_path where
- * commit puts them. NULL when i is out of range or before prepare.
+ * commit puts them. NULL when i is out of range or before prepare. Where the
+ * file system supports O_TMPFILE the temp file has no name in the directory
+ * (nothing survives a kill) and temp_path is "/proc/self/fd/N": openable by
+ * this process only, e.g. with stf_ckpt_open, until commit or free.
  */
 size_t stf_writer_file_count(const stf_writer *w);
 const char *stf_writer_temp_path(const stf_writer *w, size_t i);

@@ -2,14 +2,18 @@
  * Temp-file-and-rename output (spec §5.3). The temp file lives in the
  * destination directory because rename(2) is only atomic within one file
  * system; the directory is fsynced after the rename so the new name
- * survives a crash.
+ * survives a crash. The temp file is an unnamed O_TMPFILE inode where
+ * possible, so a process killed part-way leaves nothing in the directory.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "container/sink.h"
@@ -19,6 +23,9 @@
  * overhead is negligible, small enough to never matter for memory. */
 #define COPY_CHUNK ((size_t)4 << 20)
 
+/* Names tried before giving up on EEXIST, as mkstemp does. */
+#define NAME_TRIES 100
+
 static char *dir_of(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -27,16 +34,109 @@ static char *dir_of(const char *path)
     return stf__strndup(path, (size_t)(slash - path));
 }
 
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15u;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    return x ^ (x >> 31);
+}
+
+/*
+ * Overwrite the last 6 bytes of `name` (the XXXXXX) with random letters and
+ * digits. getrandom is the source; where it fails, pid, time and a counter
+ * still make names distinct enough for an O_EXCL / linkat retry loop.
+ */
+static void randomize_name(char *name)
+{
+    static const char az[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    static _Atomic uint64_t seq;
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        r = mix64((uint64_t)getpid() ^ ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^
+                  mix64(atomic_fetch_add(&seq, 1)));
+    }
+    char *x = name + strlen(name) - 6;
+    for (int i = 0; i < 6; i++, r /= 62) x[i] = az[r % 62];
+}
+
+static int cannot_create(const stf__sink *s, const char *dir, int e, stf_err *err)
+{
+    return stf__err(err, STF_EIO, "%s: cannot create a temporary file in '%s': %s",
+                    s->final_path, dir, strerror(e));
+}
+
+/* The named scheme: ".NAME.stfix-XXXXXX" created O_EXCL, so the kernel
+ * applies the umask as for any new file (mkstemp would force 0600). */
+static int open_named(stf__sink *s, stf_buf *name, const char *dir, stf_err *err)
+{
+    for (int i = 0; i < NAME_TRIES; i++) {
+        randomize_name(name->data);
+        s->fd = open(name->data, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (s->fd >= 0) {
+            s->tmp_path = name->data;
+            name->data = NULL;
+            return 0;
+        }
+        if (errno != EEXIST) break;
+    }
+    return cannot_create(s, dir, errno, err);
+}
+
+/*
+ * The unnamed scheme; `name` (the temp name pattern) moves into link_path
+ * on success. Returns 1 when the sink got an O_TMPFILE fd with a
+ * usable /proc path, 0 when the caller should use the named scheme: the
+ * kernel or file system lacks O_TMPFILE (EOPNOTSUPP; EISDIR or EINVAL from
+ * old kernels), /proc is not mounted, or the directory refuses it for a
+ * reason the named scheme will then report with its own errno. -1 only
+ * when out of memory.
+ */
+static int open_unnamed(stf__sink *s, stf_buf *name, const char *dir)
+{
+#ifdef O_TMPFILE
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+    if (fd < 0) return 0;
+    char proc[40];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    /* Without /proc there is neither a path for stf_writer_temp_path nor,
+     * for unprivileged processes, a way to link the file at publish. */
+    if (access(proc, F_OK) != 0) {
+        close(fd);
+        return 0;
+    }
+    s->tmp_path = stf__strdup(proc);
+    if (!s->tmp_path) {
+        close(fd);
+        return -1;
+    }
+    s->link_path = name->data;
+    name->data = NULL;
+    s->fd = fd;
+    s->unnamed = 1;
+    return 1;
+#else
+    (void)s;
+    (void)name;
+    (void)dir;
+    return 0;
+#endif
+}
+
 /* Create the temp file for final_path (contract in sink.h). */
 int stf__sink_open(stf__sink *s, const char *final_path, const stf_write_opts *opts,
                    stf_err *err)
 {
     memset(s, 0, sizeof *s);
     s->fd = -1;
+    int no_tmpfile = 0;
     if (opts) {
         s->no_fsync = opts->no_fsync;
         s->hook = opts->write_hook;
         s->hook_ud = opts->write_hook_ud;
+        no_tmpfile = opts->no_tmpfile;
     }
     int rc = 0;
     char *dir = dir_of(final_path);
@@ -50,20 +150,17 @@ int stf__sink_open(stf__sink *s, const char *final_path, const stf_write_opts *o
         rc = stf__err(err, STF_ENOMEM, "%s: out of memory", final_path);
         goto done;
     }
-    s->fd = mkostemp(tmp.data, O_CLOEXEC);
-    if (s->fd < 0) {
-        rc = stf__err(err, STF_EIO, "%s: cannot create a temporary file in '%s': %s",
-                      final_path, dir, strerror(errno));
+    int got = no_tmpfile ? 0 : open_unnamed(s, &tmp, dir);
+    if (got < 0) {
+        rc = stf__err(err, STF_ENOMEM, "%s: out of memory", final_path);
         goto done;
     }
-    s->tmp_path = tmp.data;
-    tmp.data = NULL;
-    /* mkstemp makes 0600; an output checkpoint is an ordinary file, and
-     * when it replaces one it keeps that file's permissions. */
+    if (!got && (rc = open_named(s, &tmp, dir, err))) goto done;
+    /* A replaced output keeps its permissions (an in-place fix must not
+     * change who can read the checkpoint). */
     struct stat st;
-    mode_t mode = 0644;
-    if (stat(final_path, &st) == 0 && S_ISREG(st.st_mode)) mode = st.st_mode & 07777;
-    if (fchmod(s->fd, mode) != 0) {
+    if (stat(final_path, &st) == 0 && S_ISREG(st.st_mode) &&
+        fchmod(s->fd, st.st_mode & 07777) != 0) {
         rc = stf__err(err, STF_EIO, "%s: cannot set permissions of '%s': %s", final_path,
                       s->tmp_path, strerror(errno));
         goto done;
@@ -187,7 +284,8 @@ int stf__sink_pwrite(const stf__sink *s, uint64_t at, const void *p, size_t n,
                      const char *tensor, stf_err *err)
 {
     const char *c = p;
-    if (s->fd < 0) return stf__err(err, STF_EINVAL, "%s: sink is not open", s->final_path);
+    if (s->fd < 0 || s->finished)
+        return stf__err(err, STF_EINVAL, "%s: sink is not open", s->final_path);
     if (at > (uint64_t)INT64_MAX || n > (uint64_t)INT64_MAX - at)
         return stf__err_rule(err, STF_EINVAL, "", 1, at,
                              "%s: write at byte %llu exceeds the largest file offset",
@@ -208,55 +306,98 @@ int stf__sink_pwrite(const stf__sink *s, uint64_t at, const void *p, size_t n,
     return 0;
 }
 
-/* fsync and close; the temp file stays until publish or abort. */
+/* fsync and end writing; a named file is closed (contract in sink.h). */
 int stf__sink_finish(stf__sink *s, stf_err *err)
 {
-    if (s->fd < 0) return stf__err(err, STF_EINVAL, "%s: sink is not open", s->final_path);
+    if (s->fd < 0 || s->finished)
+        return stf__err(err, STF_EINVAL, "%s: sink is not open", s->final_path);
     if (!s->no_fsync && fsync(s->fd) != 0) return fail_io(s, errno, "fsync", err);
+    s->finished = 1;
+    if (s->unnamed) return 0;
     int fd = s->fd;
     s->fd = -1;
     if (close(fd) != 0) return fail_io(s, errno, "close", err);
     return 0;
 }
 
-/* Rename over the target, then fsync the directory (contract in sink.h). */
+static int fsync_dir(const stf__sink *s, stf_err *err)
+{
+    char *dir = dir_of(s->final_path);
+    if (!dir) return stf__err(err, STF_ENOMEM, "%s: out of memory", s->final_path);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int e = dfd < 0 ? errno : 0;
+    if (dfd >= 0 && fsync(dfd) != 0) e = errno;
+    if (dfd >= 0) close(dfd);
+    /* The file is already complete at its name; only durability of the
+     * rename is in doubt, which is still worth reporting. */
+    int rc = 0;
+    if (e)
+        rc = stf__err(err, STF_EIO, "%s: fsync of directory '%s' failed: %s", s->final_path,
+                      dir, strerror(e));
+    stf__free(dir);
+    return rc;
+}
+
+/*
+ * Give the unnamed inode the name `name` (its XXXXXX randomized, retried on
+ * EEXIST). The /proc link with AT_SYMLINK_FOLLOW works for any process;
+ * AT_EMPTY_PATH is the way when /proc went away since open, where the
+ * process has the privilege for it.
+ */
+static int link_unnamed(const stf__sink *s, char *name)
+{
+    for (int i = 0; i < NAME_TRIES; i++) {
+        randomize_name(name);
+        if (linkat(AT_FDCWD, s->tmp_path, AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0) return 0;
+        if (errno == ENOENT && linkat(s->fd, "", AT_FDCWD, name, AT_EMPTY_PATH) == 0) return 0;
+        if (errno != EEXIST) return -1;
+    }
+    return -1;
+}
+
+/* Link (if unnamed) and rename over the target, then fsync the directory
+ * (contract in sink.h). */
 int stf__sink_publish(stf__sink *s, stf_err *err)
 {
-    if (!s->tmp_path || s->fd >= 0)
+    if (!s->tmp_path || !s->finished)
         return stf__err(err, STF_EINVAL, "%s: sink is not finished", s->final_path);
-    if (rename(s->tmp_path, s->final_path) != 0)
+    if (s->unnamed) {
+        int rc = 0;
+        /* The only moment a named temp file exists: a kill between these
+         * two calls leaves it, any failure here removes it. */
+        if (link_unnamed(s, s->link_path) != 0)
+            rc = stf__err(err, STF_EIO, "%s: cannot link the temporary file as '%s': %s",
+                          s->final_path, s->link_path, strerror(errno));
+        else if (rename(s->link_path, s->final_path) != 0) {
+            rc = stf__err(err, STF_EIO, "%s: cannot rename '%s' over it: %s", s->final_path,
+                          s->link_path, strerror(errno));
+            unlink(s->link_path);
+        }
+        if (rc) return rc;
+        /* fsync already ran; the inode now lives on through its name. */
+        close(s->fd);
+        s->fd = -1;
+        stf__free(s->link_path);
+        s->link_path = NULL;
+    } else if (rename(s->tmp_path, s->final_path) != 0)
         return stf__err(err, STF_EIO, "%s: cannot rename '%s' over it: %s", s->final_path,
                         s->tmp_path, strerror(errno));
     stf__free(s->tmp_path);
     s->tmp_path = NULL;
-    if (!s->no_fsync) {
-        char *dir = dir_of(s->final_path);
-        if (!dir) return stf__err(err, STF_ENOMEM, "%s: out of memory", s->final_path);
-        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        int e = dfd < 0 ? errno : 0;
-        if (dfd >= 0 && fsync(dfd) != 0) e = errno;
-        if (dfd >= 0) close(dfd);
-        /* The file is already complete at its name; only durability of the
-         * rename is in doubt, which is still worth reporting. */
-        if (e) {
-            int rc = stf__err(err, STF_EIO, "%s: fsync of directory '%s' failed: %s",
-                              s->final_path, dir, strerror(e));
-            stf__free(dir);
-            return rc;
-        }
-        stf__free(dir);
-    }
-    return 0;
+    return s->no_fsync ? 0 : fsync_dir(s, err);
 }
 
-/* Close, unlink an unpublished temp file, free; idempotent. */
+/* Close, unlink an unpublished named temp file, free; idempotent. */
 void stf__sink_abort(stf__sink *s)
 {
     if (s->fd >= 0) close(s->fd);
     s->fd = -1;
-    if (s->tmp_path) unlink(s->tmp_path);
+    /* An unnamed file's tmp_path is its /proc link: the close freed it. */
+    if (s->tmp_path && !s->unnamed) unlink(s->tmp_path);
     stf__free(s->tmp_path);
+    stf__free(s->link_path);
     stf__free(s->final_path);
     s->tmp_path = NULL;
+    s->link_path = NULL;
     s->final_path = NULL;
 }

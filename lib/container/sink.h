@@ -1,7 +1,11 @@
 /*
  * Output sinks: a temp file in the destination directory that becomes the
  * target only by rename, so a failure never leaves a partial file at the
- * output path (DESIGN.md, spec §5.3). Internal to the container layer.
+ * output path (DESIGN.md, spec §5.3). Where the kernel and file system
+ * allow, the temp file is an unnamed O_TMPFILE inode, so not even a process
+ * killed by SIGKILL leaves it behind; it gets a name only at publish, for
+ * the linkat + rename that put it at the target. Elsewhere it is a named
+ * ".NAME.stfix-XXXXXX" file. Internal to the container layer.
  */
 #ifndef STF_SINK_H
 #define STF_SINK_H
@@ -12,7 +16,14 @@
 
 typedef struct stf__sink {
     int fd;                  /* -1 once closed */
-    char *tmp_path;          /* owned; NULL once renamed or unlinked */
+    int unnamed;             /* fd is an O_TMPFILE inode without a directory entry */
+    int finished;            /* stf__sink_finish succeeded: no more writes */
+    /* Owned; where the bytes can be opened now: the named temp file, or
+     * "/proc/self/fd/N" for an unnamed one. NULL once published or aborted. */
+    char *tmp_path;
+    /* Owned, unnamed only: ".NAME.stfix-XXXXXX" in the directory, the name
+     * publish links the file to; made at open so publish needs no memory. */
+    char *link_path;
     char *final_path;        /* owned */
     uint64_t off;            /* bytes written so far */
     int no_fsync;
@@ -21,8 +32,12 @@ typedef struct stf__sink {
 } stf__sink;
 
 /*
- * Create a temp file next to `final_path` (mkstemp). `opts` may be NULL; its
- * no_fsync and write_hook are honoured. On failure the sink is left closed.
+ * Create the temp file for `final_path` in its directory: an unnamed
+ * O_TMPFILE inode when the file system supports it and /proc is mounted
+ * (and opts->no_tmpfile is 0), else a named ".NAME.stfix-XXXXXX" file. The
+ * mode is 0644 less the umask, or that of the regular file being replaced.
+ * `opts` may be NULL; its no_fsync, write_hook and no_tmpfile are honoured.
+ * STF_EIO when no temp file can be created. On failure the sink is closed.
  */
 int stf__sink_open(stf__sink *s, const char *final_path, const stf_write_opts *opts,
                    stf_err *err);
@@ -59,14 +74,21 @@ int stf__sink_extend(stf__sink *s, stf_err *err);
 int stf__sink_pwrite(const stf__sink *s, uint64_t at, const void *p, size_t n,
                      const char *tensor, stf_err *err);
 
-/* fsync and close the temp file; it stays in place until publish/abort. */
+/* fsync the temp file and end writing. A named one is closed and stays in
+ * place until publish/abort; an unnamed one stays open, since closing it
+ * would free the inode. */
 int stf__sink_finish(stf__sink *s, stf_err *err);
 
-/* Rename the finished temp file over the target and fsync the directory. */
+/* Put the finished temp file at the target and fsync the directory. An
+ * unnamed file is first linked to a fresh ".NAME.stfix-XXXXXX" name (linkat
+ * cannot replace a file) and renamed right after, so a named temp exists
+ * only between those two calls. STF_EIO names the file on failure; the
+ * target is then untouched. */
 int stf__sink_publish(stf__sink *s, stf_err *err);
 
-/* Close and unlink the temp file if any, free the sink's strings. Safe to
- * call on a zeroed, failed, or published sink and more than once. */
+/* Close and unlink the temp file if any (closing frees an unnamed one),
+ * free the sink's strings. Safe to call on a zeroed, failed, or published
+ * sink and more than once. */
 void stf__sink_abort(stf__sink *s);
 
 #endif

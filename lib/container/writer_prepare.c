@@ -132,7 +132,7 @@ static char *join_dir(const char *path, const char *name)
 }
 
 /* The index is complete at prepare time (names, shards, total_size), so it
- * is written and closed then; commit only renames it. */
+ * is written and fsynced then; commit only publishes it. */
 static int write_index(stf_writer *w, stf__sink *sk, const char *ipath,
                        stf__wtensor *const *out, const stf__shard_plan *plan, char **files,
                        stf_err *err)

@@ -1,6 +1,7 @@
-/* Tests for lib/container/sink.c: temp file next to the target, rename on
- * publish, cleanup on abort, copy_file_range with its read/write fallback,
- * and the write hook. */
+/* Tests for lib/container/sink.c: temp file next to the target (unnamed
+ * O_TMPFILE, or named when forced with no_tmpfile), rename on publish,
+ * cleanup on abort, file modes under the umask, copy_file_range with its
+ * read/write fallback, and the write hook. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,7 +13,9 @@
 #include <cmocka.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "container/sink.h"
@@ -23,6 +26,7 @@ static int setup(void **state)
 {
     (void)state;
     strcpy(g_dir, "/tmp/stfix-sink.XXXXXX");
+    umask(022); /* the modes asserted below assume the usual umask */
     return mkdtemp(g_dir) ? 0 : -1;
 }
 
@@ -62,14 +66,33 @@ static char *p_of(const char *name)
     return p[k];
 }
 
-static void test_publish(void **state)
+static stf_write_opts named_opts(void)
 {
-    (void)state;
+    stf_write_opts o;
+    stf_write_opts_init(&o);
+    o.no_tmpfile = 1;
+    return o;
+}
+
+/* Both schemes through one body: `named` forces the fallback. */
+static void publish_case(int named)
+{
     stf__sink s;
     stf_err err;
-    assert_int_equal(stf__sink_open(&s, p_of("out"), NULL, &err), 0);
-    assert_int_equal(entries(), 1); /* the temp file */
-    assert_non_null(strstr(s.tmp_path, "/.out.stfix-"));
+    stf_write_opts o = named_opts();
+    assert_int_equal(stf__sink_open(&s, p_of("out"), named ? &o : NULL, &err), 0);
+    assert_int_equal(s.unnamed, !named);
+    if (named) {
+        assert_int_equal(entries(), 1); /* the temp file */
+        assert_non_null(strstr(s.tmp_path, "/.out.stfix-"));
+    } else {
+        /* Nothing in the directory; the path is the fd's /proc link. */
+        assert_int_equal(entries(), 0);
+        char want[40];
+        snprintf(want, sizeof want, "/proc/self/fd/%d", s.fd);
+        assert_string_equal(s.tmp_path, want);
+        assert_non_null(strstr(s.link_path, "/.out.stfix-"));
+    }
     assert_int_equal(stf__sink_write(&s, "hello ", 6, &err), 0);
     /* copy 5 bytes from offset 2 of a source file */
     FILE *f = fopen(p_of("src"), "wb");
@@ -78,8 +101,17 @@ static void test_publish(void **state)
     int fd = open(p_of("src"), O_RDONLY);
     assert_int_equal(stf__sink_copy_fd(&s, fd, 2, 5, "src", &err), 0);
     assert_int_equal(s.off, 11);
+    /* The temp file can be opened by its path before publish. */
+    struct stat st;
+    assert_int_equal(stat(s.tmp_path, &st), 0);
+    assert_int_equal(st.st_size, 11);
+    assert_int_equal(stf__sink_publish(&s, &err), STF_EINVAL); /* not finished */
     assert_int_equal(stf__sink_finish(&s, &err), 0);
+    assert_int_equal(stf__sink_finish(&s, &err), STF_EINVAL);
+    assert_int_equal(entries(), named ? 2 : 1); /* finish names nothing */
     assert_int_equal(stf__sink_publish(&s, &err), 0);
+    assert_null(s.tmp_path);
+    assert_int_equal(s.fd, -1);
     stf__sink_abort(&s); /* frees; must not remove the published file */
     close(fd);
     char buf[32] = { 0 };
@@ -87,10 +119,21 @@ static void test_publish(void **state)
     assert_int_equal(fread(buf, 1, sizeof buf, f), 11);
     fclose(f);
     assert_string_equal(buf, "hello world");
-    struct stat st;
     assert_int_equal(stat(p_of("out"), &st), 0);
     assert_int_equal(st.st_mode & 0777, 0644);
     assert_int_equal(entries(), 2);
+}
+
+static void test_publish(void **state)
+{
+    (void)state;
+    publish_case(1);
+}
+
+static void test_publish_unnamed(void **state)
+{
+    (void)state;
+    publish_case(0);
 }
 
 static void test_abort_and_short_source(void **state)
@@ -219,10 +262,116 @@ static void test_reserve_pwrite(void **state)
     assert_memory_equal(buf, "ab123cdWXYZ", 11);
 }
 
+static mode_t mode_of(const char *path)
+{
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    return st.st_mode & 07777;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void publish_text(const char *name, int named, const char *text)
+{
+    stf__sink s;
+    stf_err err;
+    stf_write_opts o = named_opts();
+    o.no_tmpfile = named;
+    assert_int_equal(stf__sink_open(&s, p_of(name), &o, &err), 0);
+    assert_int_equal(s.unnamed, !named);
+    assert_int_equal(stf__sink_write(&s, text, strlen(text), &err), 0);
+    assert_int_equal(stf__sink_finish(&s, &err), 0);
+    assert_int_equal(stf__sink_publish(&s, &err), 0);
+    stf__sink_abort(&s);
+}
+
+/* A new file gets 0644 less the umask, as with any create; a replaced
+ * regular file keeps its own mode. Both schemes. */
+static void test_modes(void **state)
+{
+    (void)state;
+    for (int named = 0; named < 2; named++) {
+        const char *a = named ? "a1" : "a0", *b = named ? "b1" : "b0";
+        umask(027);
+        publish_text(a, named, "x");
+        umask(022);
+        assert_int_equal(mode_of(p_of(a)), 0640);
+        write_file(p_of(b), "old");
+        assert_int_equal(chmod(p_of(b), 0604), 0);
+        publish_text(b, named, "new");
+        assert_int_equal(mode_of(p_of(b)), 0604);
+        char buf[8] = { 0 };
+        FILE *f = fopen(p_of(b), "rb");
+        assert_int_equal(fread(buf, 1, sizeof buf, f), 3);
+        fclose(f);
+        assert_string_equal(buf, "new");
+    }
+    assert_int_equal(entries(), 4);
+}
+
+/* Abort of an unnamed sink, finished or not: the directory never saw it. */
+static void test_abort_unnamed(void **state)
+{
+    (void)state;
+    stf__sink s;
+    stf_err err;
+    for (int finish = 0; finish < 2; finish++) {
+        assert_int_equal(stf__sink_open(&s, p_of("out"), NULL, &err), 0);
+        assert_int_equal(s.unnamed, 1);
+        assert_int_equal(stf__sink_write(&s, "abc", 3, &err), 0);
+        if (finish) assert_int_equal(stf__sink_finish(&s, &err), 0);
+        assert_int_equal(entries(), 0);
+        stf__sink_abort(&s);
+        stf__sink_abort(&s); /* idempotent */
+        assert_int_equal(entries(), 0);
+        assert_null(s.tmp_path);
+        assert_null(s.link_path);
+    }
+}
+
+/* A failed rename (the target is a non-empty directory) leaves the target
+ * as it was and no temp name behind, in both schemes. */
+static void test_publish_fails(void **state)
+{
+    (void)state;
+    assert_int_equal(mkdir(p_of("out"), 0700), 0);
+    write_file(p_of("out/f"), "f");
+    for (int named = 0; named < 2; named++) {
+        stf__sink s;
+        stf_err err;
+        stf_write_opts o = named_opts();
+        o.no_tmpfile = named;
+        assert_int_equal(stf__sink_open(&s, p_of("out"), &o, &err), 0);
+        assert_int_equal(s.unnamed, !named);
+        assert_int_equal(stf__sink_write(&s, "abc", 3, &err), 0);
+        assert_int_equal(stf__sink_finish(&s, &err), 0);
+        assert_int_equal(stf__sink_publish(&s, &err), STF_EIO);
+        char want[300];
+        snprintf(want, sizeof want, "%s: cannot rename '%s/.out.stfix-", p_of("out"), g_dir);
+        assert_int_equal(strncmp(err.msg, want, strlen(want)), 0);
+        assert_non_null(strstr(err.msg, "' over it: "));
+        assert_int_equal(entries(), named ? 2 : 1);
+        stf__sink_abort(&s);
+        assert_int_equal(entries(), 1);
+    }
+    assert_int_equal(unlink(p_of("out/f")), 0);
+    assert_int_equal(rmdir(p_of("out")), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_publish, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_publish_unnamed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_modes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_abort_unnamed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_publish_fails, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abort_and_short_source, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hook, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_dir, setup, teardown),

@@ -1,6 +1,7 @@
 /* Tests for lib/container/writer.c: spec/safetensors.md §9.1 writer fixtures
  * byte for byte, writer order, metadata, refusals, atomicity, sharding and
- * allocation failure. */
+ * allocation failure; atomicity and allocation failure also with the named
+ * temp files forced (the fallback where O_TMPFILE is unsupported). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +21,7 @@ static const unsigned char F32_0_5[24] = { 0, 0, 0, 0, 0, 0, 0x80, 0x3f, 0, 0, 0
                                            0, 0, 0x40, 0x40, 0, 0, 0x80, 0x40, 0, 0, 0xa0, 0x40 };
 
 static char g_dir[256];
+static int g_named; /* the *_named runs force the named temp files (no_tmpfile) */
 
 static int setup(void **state)
 {
@@ -44,6 +46,18 @@ static int teardown(void **state)
     }
     rmdir(g_dir);
     return 0;
+}
+
+static int setup_named(void **state)
+{
+    g_named = 1;
+    return setup(state);
+}
+
+static int teardown_named(void **state)
+{
+    g_named = 0;
+    return teardown(state);
 }
 
 static const char *out_path(const char *name)
@@ -365,6 +379,7 @@ static void test_atomic(void **state)
         hook_state h = { 0, fail_at, 0 };
         stf_write_opts o;
         stf_write_opts_init(&o);
+        o.no_tmpfile = g_named;
         o.no_fsync = 1;
         o.write_hook = hook;
         o.write_hook_ud = &h;
@@ -397,6 +412,7 @@ static void test_replace(void **state)
     hook_state h = { 0, 3, 0 };
     stf_write_opts o;
     stf_write_opts_init(&o);
+    o.no_tmpfile = g_named;
     o.write_hook = hook;
     o.write_hook_ud = &h;
     stf_writer *w;
@@ -423,6 +439,7 @@ static void test_sharded(void **state)
     (void)state;
     stf_write_opts o;
     stf_write_opts_init(&o);
+    o.no_tmpfile = g_named;
     o.max_shard_size = 8;
     o.no_fsync = 1;
     stf_writer *w;
@@ -484,6 +501,7 @@ static void test_sharded_atomic(void **state)
         hook_state h = { 0, fail_at, 0 };
         stf_write_opts o;
         stf_write_opts_init(&o);
+        o.no_tmpfile = g_named;
         o.max_shard_size = 4;
         o.no_fsync = 1;
         o.write_hook = hook;
@@ -521,6 +539,7 @@ static int write_small(stf_err *err, const char *path, uint64_t max_shard)
 {
     stf_write_opts o;
     stf_write_opts_init(&o);
+    o.no_tmpfile = g_named;
     o.no_fsync = 1;
     o.max_shard_size = max_shard;
     stf_writer *w;
@@ -594,6 +613,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sharded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sharded_atomic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alloc_failure, setup, teardown),
+        { "test_atomic_named", test_atomic, setup_named, teardown_named, NULL },
+        { "test_replace_named", test_replace, setup_named, teardown_named, NULL },
+        { "test_sharded_named", test_sharded, setup_named, teardown_named, NULL },
+        { "test_sharded_atomic_named", test_sharded_atomic, setup_named, teardown_named, NULL },
+        { "test_alloc_failure_named", test_alloc_failure, setup_named, teardown_named, NULL },
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
