@@ -433,6 +433,75 @@ static void test_sharded(void **state)
     fx_free(f);
 }
 
+/* A layer wide enough for several pool chunks per block, written through the
+ * real writer from two threads at once: the same file as inline, and the
+ * kernel's bytes. */
+static void test_wide_layer_threads(void **state)
+{
+    (void)state;
+    enum { N = 96, K = 16384 };
+    uint16_t *w = malloc((size_t)N * K * 2);
+    int8_t *q = malloc((size_t)N * K);
+    float s[N];
+    assert_non_null(w);
+    assert_non_null(q);
+    qt_rng r = { 5 };
+    for (size_t i = 0; i < (size_t)N * K; i++) w[i] = stf_f32_to_bf16((float)qt_randn(&r));
+    char *dir = st_tmpdir(), *in = st_path(dir, "in.safetensors");
+    char *o1 = st_path(dir, "o1.safetensors"), *o2 = st_path(dir, "o2.safetensors");
+    st_tensor t[] = { { "w.weight", STF_BF16, 2, { N, K }, w, (size_t)N * K * 2 } };
+    assert_int_equal(st_write_ckpt(in, t, 1, NULL), 0);
+    stf_open_opts oo;
+    stf_open_opts_init(&oo);
+    oo.no_mmap = 1;
+    stf_ckpt *c;
+    stf_err err;
+    assert_int_equal(stf_ckpt_open(&c, in, &oo, &err), 0);
+    tplan tp;
+    tp_init(&tp, c, 0);
+    size_t li = tp_layer(&tp, "w");
+    const uint64_t sw[2] = { N, K }, ss[2] = { N, 1 };
+    size_t ow = tp_out(&tp, "w.weight", STF_I8, 2, sw, STF_OUT_QUANT_WEIGHT, NULL, NULL);
+    size_t os = tp_out(&tp, "w.weight_scale", STF_F32, 2, ss, STF_OUT_QUANT_SCALE, NULL, NULL);
+    stf__job *j = tp_job(&tp, STF__JOB_REQUANT_INT8, ow, os, li);
+    j->dec.kind = STF__DEC_FLOAT;
+    j->dec.w_idx = 0;
+    j->dec.w_dtype = STF_BF16;
+    j->dec.n = N;
+    j->dec.k = K;
+    j->group = 256;
+    j->mode = STF_QMODE_CUDA;
+    j->t = STF_BF16;
+    stf_pool *pool;
+    assert_int_equal(stf_pool_new(&pool, 2, &err), 0);
+    stf_run_opts r1 = opts(NULL), r2 = opts(pool);
+    assert_int_equal(stf_plan_run(NULL, &tp.p, o1, &r1, &err), 0);
+    assert_int_equal(stf_plan_run(NULL, &tp.p, o2, &r2, &err), 0);
+    size_t l1, l2;
+    unsigned char *b1 = st_read_file(o1, &l1), *b2 = st_read_file(o2, &l2);
+    assert_int_equal(l1, l2);
+    assert_memory_equal(b1, b2, l1);
+    stf_int8_opts qo = { 256, STF_QMODE_CUDA, STF_BF16 };
+    assert_int_equal(stf_int8_quantize_rows(q, s, w, STF_BF16, N, K, &qo, NULL, &err), 0);
+    stf_ckpt *oc;
+    assert_int_equal(stf_ckpt_open(&oc, o2, NULL, &err), 0);
+    const stf_tensor_info *ti;
+    assert_memory_equal(tensor_bytes(oc, "w.weight", &ti), q, (size_t)N * K);
+    assert_memory_equal(tensor_bytes(oc, "w.weight_scale", &ti), s, sizeof s);
+    stf_ckpt_free(oc);
+    stf_ckpt_free(c);
+    stf_pool_free(pool);
+    free(b1);
+    free(b2);
+    st_rmtree(dir);
+    free(in);
+    free(o1);
+    free(o2);
+    free(dir);
+    free(w);
+    free(q);
+}
+
 /* Failing the Nth allocation: STF_ENOMEM, nothing at OUT, no temp file; until it succeeds. */
 static int g_fail_at, g_count;
 
@@ -490,6 +559,7 @@ int main(void)
         cmocka_unit_test(test_in_place),
         cmocka_unit_test(test_plan_mismatch),
         cmocka_unit_test(test_sharded),
+        cmocka_unit_test(test_wide_layer_threads),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
