@@ -33,7 +33,7 @@
 
 /* Stride 1: within each 4-lane block, 0.5*(((A+B)+C)+D) where (d = lane)
  * d=0: x0,x1,x2,-x3  d=1: x0,x1,-x2,x3  d=2: x0,-x1,x2,x3  d=3: x1,-x0,x2,x3. */
-INL __m256 fht_s1(__m256 v)
+INL __m256 fht_s1_x(__m256 v, int scaled)
 {
     const __m256 h = _mm256_set1_ps(0.5f);
     const __m256 sb = _mm256_castsi256_ps(_mm256_setr_epi32(0, 0, SIGN, SIGN, 0, 0, SIGN, SIGN));
@@ -43,8 +43,11 @@ INL __m256 fht_s1(__m256 v)
     __m256 b = _mm256_xor_ps(_mm256_permute_ps(v, _MM_SHUFFLE(0, 1, 1, 1)), sb);
     __m256 c = _mm256_xor_ps(_mm256_permute_ps(v, _MM_SHUFFLE(2, 2, 2, 2)), sc);
     __m256 d = _mm256_xor_ps(_mm256_permute_ps(v, _MM_SHUFFLE(3, 3, 3, 3)), sd);
-    return _mm256_mul_ps(h, _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a, b), c), d));
+    __m256 y = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a, b), c), d);
+    return scaled ? _mm256_mul_ps(h, y) : y;
 }
+
+INL __m256 fht_s1(__m256 v) { return fht_s1_x(v, 1); }
 
 /*
  * Stride 4 over 16 values held as v0 = [x0|x1], v1 = [x2|x3] (4-value
@@ -52,7 +55,7 @@ INL __m256 fht_s1(__m256 v)
  * y0 = ((x0+x1)+x2)+(-x3), y1 = ((x0+x1)+(-x2))+x3,
  * y2 = ((x0+(-x1))+x2)+x3, y3 = ((x1+(-x0))+x2)+x3.
  */
-INL void fht_s4(__m256 *p0, __m256 *p1)
+INL void fht_s4_x(__m256 *p0, __m256 *p1, int scaled)
 {
     const __m256 h = _mm256_set1_ps(0.5f);
     const __m256 neg = _mm256_castsi256_ps(_mm256_set1_epi32(SIGN));
@@ -64,23 +67,47 @@ INL void fht_s4(__m256 *p0, __m256 *p1)
     __m256 x2 = _mm256_permute2f128_ps(v1, v1, 0x00);
     __m256 x3 = _mm256_permute2f128_ps(v1, v1, 0x11);
     __m256 sw = _mm256_xor_ps(_mm256_permute2f128_ps(v0, v0, 0x01), neg);
-    *p0 = _mm256_mul_ps(h, _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_xor_ps(x2, hi)),
-                                         _mm256_xor_ps(x3, lo)));
-    *p1 = _mm256_mul_ps(h, _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(v0, sw), x2), x3));
+    __m256 y0 = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_xor_ps(x2, hi)),
+                              _mm256_xor_ps(x3, lo));
+    __m256 y1 = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(v0, sw), x2), x3);
+    *p0 = scaled ? _mm256_mul_ps(h, y0) : y0;
+    *p1 = scaled ? _mm256_mul_ps(h, y1) : y1;
 }
 
-/* A stage whose stride is a whole number of vectors. */
-INL void fht_quad(__m256 *p0, __m256 *p1, __m256 *p2, __m256 *p3)
+INL void fht_s4(__m256 *p0, __m256 *p1) { fht_s4_x(p0, p1, 1); }
+
+/*
+ * A stage whose stride is a whole number of vectors; m multiplies the
+ * outputs (0.5: §2; 1: unscaled, or 1/16 to finish a deferred-scaling
+ * G = 256 group, see pass1). zs as fht_quad_x in kernels_avx512.h: the
+ * sign of an exactly-zero y3 may differ, which int8_row ignores.
+ */
+INL void fht_quad_m(__m256 *p0, __m256 *p1, __m256 *p2, __m256 *p3, float m, int zs)
 {
-    const __m256 h = _mm256_set1_ps(0.5f);
+    const __m256 h = _mm256_set1_ps(m);
     __m256 x0 = *p0, x1 = *p1, x2 = *p2, x3 = *p3;
     __m256 s01 = _mm256_add_ps(x0, x1);
     __m256 d01 = _mm256_sub_ps(x0, x1);
-    __m256 d10 = _mm256_sub_ps(x1, x0);
-    *p0 = _mm256_mul_ps(h, _mm256_sub_ps(_mm256_add_ps(s01, x2), x3));
-    *p1 = _mm256_mul_ps(h, _mm256_add_ps(_mm256_sub_ps(s01, x2), x3));
-    *p2 = _mm256_mul_ps(h, _mm256_add_ps(_mm256_add_ps(d01, x2), x3));
-    *p3 = _mm256_mul_ps(h, _mm256_add_ps(_mm256_add_ps(d10, x2), x3));
+    __m256 y0 = _mm256_sub_ps(_mm256_add_ps(s01, x2), x3);
+    __m256 y1 = _mm256_add_ps(_mm256_sub_ps(s01, x2), x3);
+    __m256 y2 = _mm256_add_ps(_mm256_add_ps(d01, x2), x3);
+    __m256 y3 = zs ? _mm256_add_ps(_mm256_sub_ps(x2, d01), x3)
+                   : _mm256_add_ps(_mm256_add_ps(_mm256_sub_ps(x1, x0), x2), x3);
+    if (m != 1.0f) {
+        y0 = _mm256_mul_ps(h, y0);
+        y1 = _mm256_mul_ps(h, y1);
+        y2 = _mm256_mul_ps(h, y2);
+        y3 = _mm256_mul_ps(h, y3);
+    }
+    *p0 = y0;
+    *p1 = y1;
+    *p2 = y2;
+    *p3 = y3;
+}
+
+INL void fht_quad(__m256 *p0, __m256 *p1, __m256 *p2, __m256 *p3)
+{
+    fht_quad_m(p0, p1, p2, p3, 0.5f, 0);
 }
 
 /* ------------------------------------------------------------- loads */
@@ -120,14 +147,15 @@ INL __m256i abs_bits(__m256 v)
  */
 INL __m256i amax_upd(__m256i a, __m256 v) { return _mm256_max_epu32(a, abs_bits(v)); }
 
-/* One memory stage of stride s (a multiple of 8) over a block of 4s floats;
- * with amax != NULL it also takes the absmax of the outputs. */
-INL void fht_mem_stage(float *p, size_t s, __m256i *amax)
+/* One memory stage of stride s (a multiple of 8) over a block of 4s floats,
+ * outputs times m (fht_quad_m); with amax != NULL it also takes the
+ * absmax of the outputs. */
+INL void fht_mem_stage_m(float *p, size_t s, __m256i *amax, float m, int zs)
 {
     for (size_t j = 0; j < s; j += 8) {
         __m256 v0 = _mm256_loadu_ps(p + j), v1 = _mm256_loadu_ps(p + s + j);
         __m256 v2 = _mm256_loadu_ps(p + 2 * s + j), v3 = _mm256_loadu_ps(p + 3 * s + j);
-        fht_quad(&v0, &v1, &v2, &v3);
+        fht_quad_m(&v0, &v1, &v2, &v3, m, zs);
         if (amax) *amax = amax_upd(amax_upd(amax_upd(amax_upd(*amax, v0), v1), v2), v3);
         _mm256_storeu_ps(p + j, v0);
         _mm256_storeu_ps(p + s + j, v1);
@@ -135,6 +163,8 @@ INL void fht_mem_stage(float *p, size_t s, __m256i *amax)
         _mm256_storeu_ps(p + 3 * s + j, v3);
     }
 }
+
+INL void fht_mem_stage(float *p, size_t s, __m256i *amax) { fht_mem_stage_m(p, s, amax, 0.5f, 0); }
 
 static int is_pow4(unsigned g)
 {
@@ -186,11 +216,71 @@ static uint32_t tail_c(float *x, const void *src, stf_dtype dt, size_t i, size_t
  * group NaN or Inf (all H coefficients are non-zero), so a finite R proves
  * a finite input; a non-finite R is sorted out by the caller.
  */
-INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g)
+/*
+ * One 64-value block at element i: load, strides 1, 4, 16 in registers
+ * (sc = 0: without the 0.5 factors), store to x. With tiny != NULL (F32
+ * source) it also keeps the unsigned min of |bits| - 1 of the inputs.
+ */
+INL void block64(float *x, const void *src, stf_dtype dt, size_t i, int sc, int zs, __m256i *tiny)
+{
+    __m256 v[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) {
+        if ((j & 1) == 0) prefetch16(src, dt, i + 8 * (size_t)j);
+        v[j] = load8(src, dt, i + 8 * (size_t)j);
+        if (tiny)
+            *tiny = _mm256_min_epu32(*tiny, _mm256_sub_epi32(abs_bits(v[j]), _mm256_set1_epi32(1)));
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) v[j] = fht_s1_x(v[j], sc);
+#pragma GCC unroll 4
+    for (int j = 0; j < 8; j += 2) fht_s4_x(&v[j], &v[j + 1], sc);
+    fht_quad_m(&v[0], &v[2], &v[4], &v[6], sc ? 0.5f : 1.0f, zs);
+    fht_quad_m(&v[1], &v[3], &v[5], &v[7], sc ? 0.5f : 1.0f, zs);
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) _mm256_storeu_ps(x + i + 8 * (size_t)j, v[j]);
+}
+
+/*
+ * One G = 256 group at grp with deferred scaling (def, int8_row only:
+ * src must not be x): the stages without their 0.5 factors and one
+ * multiply by 1/16 in the last. Bit-identical to §2 under the conditions
+ * proved at group256 in kernels_avx512.c (no overflow; every input a
+ * multiple of a quantum >= 2^-145, always true for BF16 and F16); a group
+ * that fails them (a non-finite output, or an F32 input below 2^-122 in
+ * magnitude) is redone exactly.
+ * Returns the group's max |bits|, as a vector.
+ */
+INL __m256i group256(float *x, const void *src, stf_dtype dt, size_t grp, int def)
+{
+    __m256i ga = _mm256_setzero_si256();
+    if (def) {
+        __m256i tiny = _mm256_set1_epi32(-1);
+        for (size_t i = grp; i < grp + 256; i += 64)
+            block64(x, src, dt, i, 0, 1, dt == STF_F32 ? &tiny : NULL);
+        fht_mem_stage_m(x + grp, 64, &ga, 0.0625f, 1);
+        __m256i bad = _mm256_cmpgt_epi32(ga, _mm256_set1_epi32(0x7F7FFFFF));
+        if (dt == STF_F32) {
+            const __m256i c = _mm256_set1_epi32(0x027FFFFF);
+            bad = _mm256_or_si256(bad, _mm256_xor_si256(_mm256_cmpeq_epi32(_mm256_min_epu32(tiny, c), c),
+                                                        _mm256_set1_epi32(-1)));
+        }
+        if (__builtin_expect(_mm256_testz_si256(bad, bad), 1)) return ga;
+        ga = _mm256_setzero_si256();
+    }
+    for (size_t i = grp; i < grp + 256; i += 64) block64(x, src, dt, i, 1, 0, NULL);
+    fht_mem_stage(x + grp, 64, &ga);
+    return ga;
+}
+
+INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g, int def)
 {
     __m256i a = _mm256_setzero_si256();
     size_t i = 0;
-    if (g >= 64) {
+    if (g == 256) {
+        for (size_t grp = 0; grp < k; grp += 256) a = _mm256_max_epu32(a, group256(x, src, dt, grp, def));
+        i = k;
+    } else if (g >= 64) {
         for (size_t grp = 0; grp < k; grp += g) {
             for (i = grp; i < grp + g; i += 64) {
                 __m256 v[8];
@@ -211,7 +301,6 @@ INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g
                     _mm256_storeu_ps(x + i + 8 * (size_t)j, v[j]);
                 }
             }
-            if (g == 256) fht_mem_stage(x + grp, 64, &a);
             if (g == 1024) {
                 for (size_t b = 0; b < 1024; b += 256) fht_mem_stage(x + grp + b, 64, NULL);
                 fht_mem_stage(x + grp, 256, &a);
@@ -263,95 +352,87 @@ INL __m256 round_t(__m256 x, stf_dtype t)
 }
 
 /*
- * rint(rT(rT(x)/d)) as int32, clamped to [-128, 127] by the saturating
- * packs that follow. exact == 0 (every rT(x) finite, so every quotient is
- * finite and small): vcvtps2dq rounds like rintf (both use the MXCSR
- * mode) and the packs are the clamp. exact != 0 (Inf or NaN may occur):
- * explicit clamp, and NaN -> 0, which is what the scalar (int8_t) cast of
- * NaN gives on x86.
+ * rint(rT(rT(x)/d)) as int32 for a row whose every v = rT(x) is finite (so
+ * every quotient is finite and small), clamped to [-128, 127] by the
+ * saturating packs that follow; vcvtps2dq rounds like rintf (both use the
+ * MXCSR mode). recip: the quotient as v * fl32(1/d), exact in effect for
+ * T = BF16/F16 and checked near half-integers for T = F32, as proved at
+ * near_half_integer in kernels_avx512.c; else vdivps.
  */
-INL __m256i quant8(__m256 x, __m256 d, stf_dtype t, int exact)
+INL __m256i quant8(__m256 x, __m256 rv, __m256 dv, stf_dtype t, int recip)
 {
-    __m256 r = round_t(_mm256_div_ps(round_t(x, t), d), t);
-    if (!exact) return _mm256_cvtps_epi32(r);
-    r = _mm256_round_ps(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm256_max_ps(_mm256_set1_ps(-128.0f), r);
-    r = _mm256_min_ps(_mm256_set1_ps(127.0f), r);
-    r = _mm256_and_ps(r, _mm256_cmp_ps(r, r, _CMP_ORD_Q));
-    return _mm256_cvtps_epi32(r);
+    __m256 v = round_t(x, t), p;
+    if (recip) {
+        p = _mm256_mul_ps(v, rv);
+        if (t == STF_F32) {
+            /* p - rint(p) is exact (Sterbenz, or p itself below 1/2). */
+            __m256 f = _mm256_sub_ps(p, _mm256_round_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+            f = _mm256_castsi256_ps(abs_bits(f));
+            __m256 near = _mm256_cmp_ps(f, _mm256_set1_ps(0.5f - 0x1p-11f), _CMP_GE_OQ);
+            if (__builtin_expect(_mm256_movemask_ps(near) != 0, 0))
+                p = _mm256_blendv_ps(p, _mm256_div_ps(v, dv), near);
+        }
+    } else {
+        p = _mm256_div_ps(v, dv);
+    }
+    return _mm256_cvtps_epi32(round_t(p, t));
 }
 
 /* 32 quotients to 32 bytes in order (the packs work per 128-bit lane). */
-INL __m256i quant32(const float *x, __m256 d, stf_dtype t, int ex)
+INL __m256i quant32(const float *x, __m256 rv, __m256 dv, stf_dtype t, int rc)
 {
-    __m256i a = quant8(_mm256_loadu_ps(x), d, t, ex), b = quant8(_mm256_loadu_ps(x + 8), d, t, ex);
-    __m256i c = quant8(_mm256_loadu_ps(x + 16), d, t, ex);
-    __m256i e = quant8(_mm256_loadu_ps(x + 24), d, t, ex);
+    __m256i a = quant8(_mm256_loadu_ps(x), rv, dv, t, rc);
+    __m256i b = quant8(_mm256_loadu_ps(x + 8), rv, dv, t, rc);
+    __m256i c = quant8(_mm256_loadu_ps(x + 16), rv, dv, t, rc);
+    __m256i e = quant8(_mm256_loadu_ps(x + 24), rv, dv, t, rc);
     __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, e));
     return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-INL void pass2(int8_t *q, const float *x, size_t k, float d, stf_dtype t, int ex)
+INL void pass2(int8_t *q, const float *x, size_t k, float d, stf_dtype t, int rc)
 {
-    __m256 dv = _mm256_set1_ps(d);
+    __m256 dv = _mm256_set1_ps(d), rv = _mm256_set1_ps(1.0f / d);
     size_t i = 0;
     for (; i + 32 <= k; i += 32)
-        _mm256_storeu_si256((__m256i *)(q + i), quant32(x + i, dv, t, ex));
+        _mm256_storeu_si256((__m256i *)(q + i), quant32(x + i, rv, dv, t, rc));
     if (i < k) {
         /* Zero padding quantizes to 0 and is not copied out. */
         float pad[32] = { 0 };
         int8_t out[32];
         memcpy(pad, x + i, (k - i) * sizeof(float));
-        _mm256_storeu_si256((__m256i *)out, quant32(pad, dv, t, ex));
+        _mm256_storeu_si256((__m256i *)out, quant32(pad, rv, dv, t, rc));
         memcpy(q + i, out, k - i);
     }
 }
 
+/* def = 1: int8_row's deferred scaling for G = 256 (src is not x). */
 static uint32_t pass1_bf16(float *x, const void *s, size_t k, unsigned g)
 {
-    return pass1(x, s, STF_BF16, k, g);
+    return pass1(x, s, STF_BF16, k, g, 1);
 }
 static uint32_t pass1_f16(float *x, const void *s, size_t k, unsigned g)
 {
-    return pass1(x, s, STF_F16, k, g);
+    return pass1(x, s, STF_F16, k, g, 1);
 }
 static uint32_t pass1_f32(float *x, const void *s, size_t k, unsigned g)
 {
-    return pass1(x, s, STF_F32, k, g);
+    return pass1(x, s, STF_F32, k, g, 1);
 }
 
-static void pass2_bf16(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_BF16, 0); }
-static void pass2_f16(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_F16, 0); }
-static void pass2_f32(int8_t *q, const float *x, size_t k, float d) { pass2(q, x, k, d, STF_F32, 0); }
-static void pass2_any(int8_t *q, const float *x, size_t k, float d, stf_dtype t)
+static void pass2_t(int8_t *q, const float *x, size_t k, float d, stf_dtype t)
 {
-    if (t == STF_BF16) pass2(q, x, k, d, STF_BF16, 1);
-    else if (t == STF_F16) pass2(q, x, k, d, STF_F16, 1);
-    else pass2(q, x, k, d, STF_F32, 1);
-}
-
-/* The scalar table's input test, for the rare rows whose R is not finite. */
-static int row_nonfinite(const void *src, stf_dtype dt, size_t k)
-{
-    for (size_t i = 0; i < k; i++) {
-        uint32_t e;
-        if (dt == STF_F32) e = (stf__f32_bits(((const float *)src)[i]) & 0x7F800000u) == 0x7F800000u;
-        else if (dt == STF_BF16) e = (((const uint16_t *)src)[i] & 0x7F80u) == 0x7F80u;
-        else e = (((const uint16_t *)src)[i] & 0x7C00u) == 0x7C00u;
-        if (e) return 1;
+    /* d is always in range (kernels_avx512.c); the test keeps r finite and normal. */
+    int rc = d >= 0x1p-125f && d <= 0x1p125f;
+    if (t == STF_BF16) {
+        if (rc) pass2(q, x, k, d, STF_BF16, 1);
+        else pass2(q, x, k, d, STF_BF16, 0);
+    } else if (t == STF_F16) {
+        if (rc) pass2(q, x, k, d, STF_F16, 1);
+        else pass2(q, x, k, d, STF_F16, 0);
+    } else {
+        if (rc) pass2(q, x, k, d, STF_F32, 1);
+        else pass2(q, x, k, d, STF_F32, 0);
     }
-    return 0;
-}
-
-/* The scalar absmax, NaN ignored ("if (v > a) a = v"). */
-static float row_absmax(const float *x, size_t k)
-{
-    float a = 0.0f;
-    for (size_t i = 0; i < k; i++) {
-        float v = fabsf(x[i]);
-        if (v > a) a = v;
-    }
-    return a;
 }
 
 static float round1(float x, stf_dtype t)
@@ -379,14 +460,15 @@ static int int8_row_avx2(int8_t *q, float *scale, const void *src, stf_dtype src
     if (src_dtype == STF_BF16) abits = pass1_bf16(scratch, src, k, g);
     else if (src_dtype == STF_F16) abits = pass1_f16(scratch, src, k, g);
     else abits = pass1_f32(scratch, src, k, g);
-    float a = stf__f32_from_bits(abits);
-    if (abits >= 0x7F800000u) {
-        /* Inf/NaN in R: either the input has one, or the FHT overflowed. */
-        if (row_nonfinite(src, src_dtype, k)) return STF_ENUMERIC;
-        a = row_absmax(scratch, k);
-    }
 
     if (mode == STF_QMODE_FP32 || (t != STF_BF16 && t != STF_F16)) t = STF_F32;
+    float a = stf__f32_from_bits(abits);
+    /* Rare rows go to the scalar table, as in kernels_avx512.c: R not
+     * finite (a NaN/Inf input: STF_ENUMERIC; or an FHT overflow), or some
+     * v = rT(R) infinite (exactly when rT(a) is). */
+    if (abits >= 0x7F800000u || (stf__f32_bits(round1(a, t)) & 0x7F800000u) == 0x7F800000u)
+        return stf__kernels_scalar.int8_row(q, scale, src, src_dtype, k, g, mode, t, scratch);
+
     float s;
     /* Eager takes max|rT(R)|; rT is monotone and odd, so that is rT(max|R|). */
     if (mode == STF_QMODE_EAGER) s = fminf(round1(a, t), max_of_t(t)) / 127.0f;
@@ -395,12 +477,7 @@ static int int8_row_avx2(int8_t *q, float *scale, const void *src, stf_dtype src
     float d = round1(s, t);
     if (d == 0.0f) d = t == STF_F16 ? 0x1p-14f : FLT_MIN;
 
-    /* rT is monotone: if rT(max|R|) is finite, so is every v = rT(R). */
-    if (abits >= 0x7F800000u || (stf__f32_bits(round1(a, t)) & 0x7F800000u) == 0x7F800000u)
-        pass2_any(q, scratch, k, d, t);
-    else if (t == STF_BF16) pass2_bf16(q, scratch, k, d);
-    else if (t == STF_F16) pass2_f16(q, scratch, k, d);
-    else pass2_f32(q, scratch, k, d);
+    pass2_t(q, scratch, k, d, t);
     *scale = s;
     return 0;
 }
@@ -411,7 +488,8 @@ static void fht_regular_avx2(float *x, size_t k, unsigned g)
         stf__kernels_scalar.fht_regular(x, k, g);
         return;
     }
-    (void)pass1_f32(x, x, k, g);
+    /* In place, and the sign of a zero output counts: no deferred scaling. */
+    (void)pass1(x, x, STF_F32, k, g, 0);
 }
 
 /* ------------------------------------------------------------- conversions */
