@@ -80,14 +80,21 @@ static void salvage(stf__pw *w)
     const stf_tensor_info *t = stf_ckpt_tensor(w->b->p->c, (size_t)ti);
     if (t->nbytes == 0 || t->nbytes > 65536) return;
     unsigned char *buf = stf__malloc((size_t)t->nbytes);
-    if (!buf) return;
+    if (!buf) {
+        w->salv_rc = STF_ENOMEM;
+        return;
+    }
     size_t n = (size_t)t->nbytes;
-    if (!stf_ckpt_read(w->b->p->c, (size_t)ti, 0, buf, n, NULL)) {
+    int rc = stf_ckpt_read(w->b->p->c, (size_t)ti, 0, buf, n, NULL);
+    if (!rc) {
         while (n && buf[n - 1] == 0) n--;
         stf_pyval *v = NULL;
-        if (!stf_pyjson_parse(&v, buf, n, NULL) && stf_pyval_type(v) == STF_PY_DICT) w->salv = v;
+        rc = stf_pyjson_parse(&v, buf, n, NULL);
+        if (!rc && stf_pyval_type(v) == STF_PY_DICT) w->salv = v;
         else stf_pyval_free(v);
     }
+    /* Unparseable bytes just mean "no marker"; running out of memory must not. */
+    if (rc == STF_ENOMEM) w->salv_rc = rc;
     stf__free(buf);
 }
 
@@ -106,14 +113,13 @@ int stf__pw_is_float(stf_dtype d) { return d == STF_BF16 || d == STF_F16 || d ==
 /* 1: power of 4; 2: power of 2 but not of 4; 0: neither. */
 int stf__pw_pow_kind(int64_t g)
 {
-    /* 1: power of 4, 2: power of 2 not of 4, 0: neither */
     if (g < 2 || (g & (g - 1))) return 0;
     unsigned lg = 0;
     while (((int64_t)1 << lg) < g) lg++;
     return lg % 2 ? 2 : 1;
 }
 
-/* ------------------------------------------------------------ decode */
+/* ------------------------------------------------------------ header-only actions */
 
 static int do_reshape_scale(stf__pw *w, const stf_action *a, stf_err *err)
 {
@@ -354,23 +360,27 @@ static int tensor_equals(const stf_ckpt *c, size_t i, const char *text, size_t n
  * text of the metadata-channel marker equal to it), or the input has no
  * _quantization_metadata to keep in step.
  */
-static int meta_agrees(const stf_layer *l, const stf__pb *b, const char *text)
+static int meta_agrees(int *agrees, const stf_layer *l, const stf__pb *b, const char *text,
+                       stf_err *err)
 {
     const stf_ckpt *c = b->p->c;
     int any_q = 0;
+    *agrees = 1;
     for (size_t s = 0; s < stf_ckpt_shard_count(c); s++)
         if (stf_ckpt_meta_find(c, s, "_quantization_metadata")) any_q = 1;
-    if (!any_q) return 1;
+    if (!any_q) return 0;
+    *agrees = 0;
     if (!text) return 0;
     const stf_marker *m = NULL;
     for (size_t i = 0; i < l->nmarkers; i++)
         if (l->markers[i].channel == STF_CHAN_METADATA) m = &l->markers[i];
     if (!m || m->status != STF_MARKER_OK || !m->value) return 0;
     char *t = NULL;
-    if (stf_pyjson_dumps(&t, NULL, m->value, NULL)) return 0;
-    int eq = !strcmp(t, text);
+    int rc = stf_pyjson_dumps(&t, NULL, m->value, err);
+    if (rc) return rc;
+    *agrees = !strcmp(t, text);
     stf_model_str_free(t);
-    return eq;
+    return 0;
 }
 
 static int emit_all(stf__pw *w, size_t li, stf_err *err)
@@ -433,7 +443,9 @@ static int emit_all(stf__pw *w, size_t li, stf_err *err)
                 text = NULL;
             }
         }
-        if (!same || !meta_agrees(w->l, w->b, mt)) b->markers_changed = 1;
+        int agrees = 0;
+        if ((rc = meta_agrees(&agrees, w->l, w->b, mt, err))) goto done;
+        if (!same || !agrees) b->markers_changed = 1;
         rc = stf__pb_qmeta(b, w->out_prefix, mt, err);
     } else if (w->mk == MK_KEEP) {
         const stf_marker *c = w->l->comfy;

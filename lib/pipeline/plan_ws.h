@@ -39,6 +39,7 @@ typedef struct stf__pw {
     const stf__pact *cur;    /* the action being applied (error messages) */
     stf_pyval *salv;         /* marker recovered from unusable tensor-marker bytes */
     int salv_tried;
+    int salv_rc;             /* STF_ENOMEM when recovering the marker ran out of memory */
 } stf__pw;
 /* STF_EFORMAT naming the layer, the rule being applied and its recipe line. */
 int stf__pw_refuse(stf__pw *w, stf_err *err, const char *what);

@@ -140,8 +140,17 @@ static void test_every_allocation_failure(void **state)
     PT_ADD(&k, "c.weight", "I8", NULL, 4, 4, 2, 2);
     PT_ADD(&k, "c.weight_scale", "F32", g_s, 4, 1);
     pt_marker(&k, "c.comfy_quant", "{\"format\": \"int8_tensorwise\"}");
+    /* d: both channels already canonical; s: a marker with a C writer's trailing NUL. */
+    PT_ADD(&k, "d.weight", "I8", NULL, 4, 256);
+    PT_ADD(&k, "d.weight_scale", "F32", g_s, 4, 1);
+    pt_marker(&k, "d.comfy_quant", "{\"format\": \"int8_tensorwise\"}");
+    static const char nul_marker[] = "{\"format\": \"int8_tensorwise\"}";
+    PT_ADD(&k, "s.weight", "I8", NULL, 4, 256);
+    PT_ADD(&k, "s.weight_scale", "F32", g_s, 4, 1);
+    pt_add(&k, "s.comfy_quant", "U8", 1, (const uint64_t[]){ sizeof nul_marker }, nul_marker);
     k.meta_json = "{\"format\":\"pt\",\"_quantization_metadata\":\"{\\\"format_version\\\": "
-                  "\\\"1.0\\\", \\\"layers\\\": {}}\"}";
+                  "\\\"1.0\\\", \\\"layers\\\": {\\\"d\\\": {\\\"format\\\": "
+                  "\\\"int8_tensorwise\\\"}}}\"}";
     pt_open(&k);
     pt_recipe(&k, "stfix: 1\ntarget: sglang\nrules:\n"
                   "  - name: rn\n    match: {prefix: \"**\"}\n    do: {rename: {from: m., to: n.}}\n"
@@ -153,6 +162,9 @@ static void test_every_allocation_failure(void **state)
                   "  - name: q\n    match: {weight_dtype: BF16}\n    do: requantize\n");
     stf_err err;
     pt_plan_ok(&k);
+    assert_int_equal(pt_out(&k, "s.comfy_quant")->op, STF_OUT_NEW);
+    assert_int_equal(pt_out(&k, "s.comfy_quant")->nbytes, 29);
+    assert_int_equal(pt_out(&k, "d.comfy_quant")->op, STF_OUT_COPY);
     stf_allocator a = { fail_realloc, fail_free, NULL };
     stf_set_allocator(&a);
     int done = 0;
