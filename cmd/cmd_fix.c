@@ -456,7 +456,13 @@ int cmd_fix(int argc, char **argv)
     stf_err_clear(&err);
 
     if ((ex = load_recipe(&rc, a.recipe)) >= 0) goto done;
-    if (stf_ckpt_open(&c, a.in, NULL, &err)) {
+    /* Read the input with pread into the run's reused row buffers rather
+     * than mapping it: mapped pages count toward RSS, so a mapped 4 GiB input
+     * would make fix's footprint the size of the checkpoint. */
+    stf_open_opts oo;
+    stf_open_opts_init(&oo);
+    oo.no_mmap = 1;
+    if (stf_ckpt_open(&c, a.in, &oo, &err)) {
         ex = err.code == STF_ENOMEM ? EXIT_FAILED : EXIT_INVALID;
         cli_errorf("fix", "%s", err.msg[0] ? err.msg : stf_strerror(err.code));
         goto done;
