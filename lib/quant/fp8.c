@@ -1,5 +1,24 @@
 /* FP8 weight dequantization (spec/convrot.md §6, §9). */
+#include <pthread.h>
+
 #include "util/util.h"
+
+/*
+ * Decoded value of every code, per dtype, filled once by stf_fp8_to_f32
+ * itself so the two can never disagree; decoding with ldexpf per element
+ * ran at about 0.09 GB/s. pthread_once makes the first use from any thread
+ * safe, and later uses only read.
+ */
+static float g_e4m3[256], g_e5m2[256];
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void build_tables(void)
+{
+    for (unsigned c = 0; c < 256; c++) {
+        g_e4m3[c] = stf_fp8_to_f32((uint8_t)c, STF_F8_E4M3);
+        g_e5m2[c] = stf_fp8_to_f32((uint8_t)c, STF_F8_E5M2);
+    }
+}
 
 /*
  * dst[i] = fl32(decode(src[i]) * scale). STF_EUNSUPPORTED unless dtype is
@@ -13,8 +32,11 @@ int stf_fp8_dequantize(float *dst, const uint8_t *src, stf_dtype dtype, size_t n
                         "fp8 dequantize: dtype %d is not F8_E4M3 or F8_E5M2", (int)dtype);
     if (n == 0) return 0;
     if (!dst || !src) return stf__err(err, STF_EINVAL, "fp8 dequantize: NULL buffer");
+    if (pthread_once(&g_once, build_tables) != 0)
+        return stf__err(err, STF_ENOMEM, "fp8 dequantize: table setup failed (resources)");
+    const float *tab = dtype == STF_F8_E4M3 ? g_e4m3 : g_e5m2;
     /* fp32 product, unlike ComfyUI's compute-dtype product (spec §6):
      * decoding is exact, so this is the one rounding. NaN codes stay NaN. */
-    for (size_t i = 0; i < n; i++) dst[i] = stf_fp8_to_f32(src[i], dtype) * scale;
+    for (size_t i = 0; i < n; i++) dst[i] = tab[src[i]] * scale;
     return 0;
 }

@@ -44,11 +44,28 @@ static void test_dequant_errors(void **state)
     assert_int_equal(stf_fp8_dequantize(NULL, NULL, STF_F8_E4M3, 0, 1.0f, &err), 0);
 }
 
+/* Every code of both dtypes (the decode table) gives the bits of
+ * stf_fp8_to_f32(code) * scale, NaN codes included. */
+static void test_dequant_every_code(void **state)
+{
+    (void)state;
+    uint8_t codes[256];
+    float d[256];
+    for (int c = 0; c < 256; c++) codes[c] = (uint8_t)(255 - c);
+    static const stf_dtype dts[] = { STF_F8_E4M3, STF_F8_E5M2 };
+    for (int t = 0; t < 2; t++) {
+        assert_int_equal(stf_fp8_dequantize(d, codes, dts[t], 256, -0.7f, NULL), 0);
+        for (int c = 0; c < 256; c++)
+            assert_int_equal(qt_bits(d[c]), qt_bits(stf_fp8_to_f32(codes[c], dts[t]) * -0.7f));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dequant_values),
         cmocka_unit_test(test_dequant_errors),
+        cmocka_unit_test(test_dequant_every_code),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
