@@ -1,7 +1,8 @@
 /* Tests for lib/container/sink.c: temp file next to the target (unnamed
  * O_TMPFILE, or named when forced with no_tmpfile), rename on publish,
  * cleanup on abort, file modes under the umask, copy_file_range with its
- * read/write fallback, and the write hook. */
+ * read/write fallback, and the write hook; then, through the writer, what
+ * prepare, free, commit and a SIGKILL part-way leave in the directory. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -364,6 +365,214 @@ static void test_publish_fails(void **state)
     assert_int_equal(rmdir(p_of("out")), 0);
 }
 
+/* ------------------------------- through the writer, entry by entry */
+
+static int str_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in g_dir, sorted, one per line (malloc'd). */
+static char *listing(void)
+{
+    char *names[64];
+    size_t n = 0, len = 1;
+    DIR *d = opendir(g_dir);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            assert_true(n < 64);
+            names[n] = strdup(e->d_name);
+            len += strlen(names[n++]) + 1;
+        }
+    closedir(d);
+    qsort(names, n, sizeof *names, str_cmp);
+    char *out = malloc(len);
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        strcat(out, names[i]);
+        strcat(out, "\n");
+        free(names[i]);
+    }
+    return out;
+}
+
+/* How many lines of `now` are not lines of `before`; each such name must be
+ * a named temp file (".d.safetensors.stfix-XXXXXX" and the like). */
+static size_t new_temp_names(const char *before, const char *now)
+{
+    size_t n = 0;
+    for (const char *p = now; *p;) {
+        const char *nl = strchr(p, '\n');
+        char line[256];
+        snprintf(line, sizeof line, "\n%.*s\n", (int)(nl - p), p);
+        char *wrapped = malloc(strlen(before) + 2);
+        wrapped[0] = '\n';
+        strcpy(wrapped + 1, before);
+        if (!strstr(wrapped, line)) {
+            assert_int_equal(line[1], '.');
+            assert_non_null(strstr(line, ".stfix-"));
+            n++;
+        }
+        free(wrapped);
+        p = nl + 1;
+    }
+    return n;
+}
+
+static void expect_text(const char *path, const char *text)
+{
+    char buf[64] = { 0 };
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    assert_int_equal(len, strlen(text));
+    assert_string_equal(buf, text);
+}
+
+/* Pre-existing files: an unrelated one and the outputs about to be replaced. */
+static char *seed_dir(void)
+{
+    write_file(p_of("keep.txt"), "k");
+    write_file(p_of("d.safetensors"), "old");
+    write_file(p_of("d.safetensors.index.json"), "old index");
+    return listing();
+}
+
+static const stf_tensor_src DEFER = { STF_SRC_DEFERRED, NULL, NULL, 0, NULL, NULL };
+
+/* Three deferred 4 KiB tensors at g_dir/d.safetensors: one file, or with
+ * max_shard 4096 three shards and the index. */
+static stf_writer *deferred_writer(int named, int sharded)
+{
+    stf_write_opts o;
+    stf_write_opts_init(&o);
+    o.no_fsync = 1;
+    o.no_tmpfile = named;
+    o.max_shard_size = sharded ? 4096 : 0;
+    stf_writer *w;
+    stf_err err;
+    uint64_t sh[] = { 1024 };
+    if (stf_writer_new(&w, p_of("d.safetensors"), &o, &err)) return NULL;
+    for (int i = 0; i < 3; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "t%d", i);
+        if (stf_writer_add(w, name, STF_F32, 1, sh, &DEFER, &err)) {
+            stf_writer_free(w);
+            return NULL;
+        }
+    }
+    return w;
+}
+
+/* Fill tensors [first, last) with bytes i * 7. */
+static int fill_some(stf_writer *w, size_t first, size_t last)
+{
+    static unsigned char v[4096];
+    stf_err err;
+    for (size_t i = 0; i < sizeof v; i++) v[i] = (unsigned char)(i * 7);
+    for (size_t id = first; id < last; id++)
+        if (stf_writer_fill(w, id, 0, v, sizeof v, &err)) return -1;
+    return 0;
+}
+
+/* After prepare the directory holds the pre-existing files and nothing
+ * else (unnamed temp files; the fallback adds one named temp per file);
+ * free without commit leaves it as it was; commit adds exactly the finals. */
+static void test_writer_dir_entries(void **state)
+{
+    (void)state;
+    for (int named = 0; named < 2; named++)
+        for (int sharded = 0; sharded < 2; sharded++) {
+            char *before = seed_dir();
+            size_t nf = sharded ? 4 : 1;
+            stf_writer *w = deferred_writer(named, sharded);
+            stf_err err;
+            assert_non_null(w);
+            assert_int_equal(stf_writer_prepare(w, &err), 0);
+            assert_int_equal(stf_writer_file_count(w), nf);
+            char *now = listing();
+            if (named) assert_int_equal(new_temp_names(before, now), nf);
+            else assert_string_equal(now, before);
+            free(now);
+            assert_int_equal(fill_some(w, 0, 2), 0);
+            stf_writer_free(w);
+            now = listing();
+            assert_string_equal(now, before);
+            free(now);
+            expect_text(p_of("d.safetensors"), "old");
+            expect_text(p_of("d.safetensors.index.json"), "old index");
+
+            w = deferred_writer(named, sharded);
+            assert_non_null(w);
+            assert_int_equal(stf_writer_prepare(w, &err), 0);
+            assert_int_equal(fill_some(w, 0, 3), 0);
+            assert_int_equal(stf_writer_commit(w, &err), 0);
+            stf_writer_free(w);
+            now = listing();
+            assert_string_equal(now, sharded ? "d-00001-of-00003.safetensors\n"
+                                               "d-00002-of-00003.safetensors\n"
+                                               "d-00003-of-00003.safetensors\n"
+                                               "d.safetensors\n"
+                                               "d.safetensors.index.json\n"
+                                               "keep.txt\n"
+                                             : "d.safetensors\n"
+                                               "d.safetensors.index.json\n"
+                                               "keep.txt\n");
+            free(now);
+            free(before);
+            stf_ckpt *c;
+            assert_int_equal(stf_ckpt_open(&c, p_of(sharded ? "d.safetensors.index.json"
+                                                            : "d.safetensors"),
+                                           NULL, &err),
+                             0);
+            assert_int_equal(stf_ckpt_tensor_count(c), 3);
+            assert_int_equal(stf_ckpt_shard_count(c), sharded ? 3 : 1);
+            stf_ckpt_free(c);
+            /* The sharded output is the index: the old single file stays. */
+            if (sharded) expect_text(p_of("d.safetensors"), "old");
+            teardown(NULL);
+            setup(NULL);
+        }
+}
+
+/* A child prepares, fills half and SIGKILLs itself: with unnamed temp
+ * files the parent finds no new entry; the named fallback leaves one temp
+ * file per output file (what O_TMPFILE is there to prevent). */
+static void test_writer_sigkill(void **state)
+{
+    (void)state;
+    for (int named = 0; named < 2; named++)
+        for (int sharded = 0; sharded < 2; sharded++) {
+            char *before = seed_dir();
+            fflush(NULL);
+            pid_t pid = fork();
+            assert_true(pid >= 0);
+            if (pid == 0) {
+                stf_writer *w = deferred_writer(named, sharded);
+                stf_err err;
+                if (!w || stf_writer_prepare(w, &err) || fill_some(w, 0, 1)) _exit(2);
+                kill(getpid(), SIGKILL);
+                _exit(3);
+            }
+            int st = 0;
+            assert_int_equal(waitpid(pid, &st, 0), pid);
+            assert_true(WIFSIGNALED(st));
+            assert_int_equal(WTERMSIG(st), SIGKILL);
+            char *now = listing();
+            if (named) assert_int_equal(new_temp_names(before, now), sharded ? 4 : 1);
+            else assert_string_equal(now, before);
+            free(now);
+            free(before);
+            expect_text(p_of("d.safetensors"), "old");
+            expect_text(p_of("d.safetensors.index.json"), "old index");
+            teardown(NULL);
+            setup(NULL);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -376,6 +585,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hook, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reserve_pwrite, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_writer_dir_entries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_writer_sigkill, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,9 +1,10 @@
 /* Tests for lib/container/writer_prepare.c: two-phase writing (prepare,
  * deferred fills from several threads, commit), I7 shard groups, the temp
  * and final paths, ENOSPC through the write hook during prepare and fill,
- * allocation failure on the new paths, and a SIGKILL part-way. Every test
- * runs twice: with unnamed O_TMPFILE temp files, then with the named
- * fallback forced (no_tmpfile). */
+ * and allocation failure on the new paths. Every test runs twice: with
+ * unnamed O_TMPFILE temp files, then with the named fallback forced
+ * (no_tmpfile). What prepare, free, commit and a SIGKILL leave in the
+ * directory, entry by entry, is in test_sink.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,9 +16,7 @@
 #include <cmocka.h>
 #include <dirent.h>
 #include <pthread.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "stfix.h"
@@ -757,217 +756,6 @@ static void test_alloc_failure(void **state)
     }
 }
 
-/* ------------------------------------------ the directory, entry by entry */
-
-static int str_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The names in g_dir, sorted, one per line (malloc'd). */
-static char *listing(void)
-{
-    char *names[64];
-    size_t n = 0, len = 1;
-    DIR *d = opendir(g_dir);
-    assert_non_null(d);
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-            assert_true(n < 64);
-            names[n] = strdup(e->d_name);
-            len += strlen(names[n++]) + 1;
-        }
-    closedir(d);
-    qsort(names, n, sizeof *names, str_cmp);
-    char *out = malloc(len);
-    out[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        strcat(out, names[i]);
-        strcat(out, "\n");
-        free(names[i]);
-    }
-    return out;
-}
-
-/* Names in `now` that `before` lacks: how many, and each must be a named
- * temp file (".d.safetensors.stfix-XXXXXX" and the like). */
-static size_t new_temp_names(const char *before, const char *now)
-{
-    size_t n = 0;
-    for (const char *p = now; *p;) {
-        const char *nl = strchr(p, '\n');
-        char name[256];
-        snprintf(name, sizeof name, "%.*s\n", (int)(nl - p), p);
-        int old = !strncmp(before, name, strlen(name));
-        for (const char *q = strchr(before, '\n'); !old && q && q[1]; q = strchr(q + 1, '\n'))
-            old = !strncmp(q + 1, name, strlen(name));
-        if (!old) {
-            assert_int_equal(name[0], '.');
-            assert_non_null(strstr(name, ".stfix-"));
-            n++;
-        }
-        p = nl + 1;
-    }
-    return n;
-}
-
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
-static void expect_text(const char *path, const char *text)
-{
-    size_t len = 0;
-    unsigned char *got = slurp(path, &len);
-    assert_non_null(got);
-    assert_int_equal(len, strlen(text));
-    assert_memory_equal(got, text, len);
-    free(got);
-}
-
-/* Pre-existing files: an unrelated one and the outputs about to be replaced. */
-static void seed_dir(void)
-{
-    write_text(out_path("keep.txt"), "k");
-    write_text(out_path("d.safetensors"), "old");
-    write_text(out_path("d.safetensors.index.json"), "old index");
-}
-
-/* Three deferred 4 KiB tensors: one file, or with max_shard 4096 three
- * shards and the index. */
-static stf_writer *deferred_writer(int sharded)
-{
-    stf_write_opts o = opts(sharded ? 4096 : 0);
-    stf_writer *w;
-    stf_err err;
-    uint64_t sh[] = { 1024 };
-    if (stf_writer_new(&w, out_path("d.safetensors"), &o, &err)) return NULL;
-    for (int i = 0; i < 3; i++) {
-        char name[8];
-        snprintf(name, sizeof name, "t%d", i);
-        if (stf_writer_add(w, name, STF_F32, 1, sh, &DEFER, &err)) {
-            stf_writer_free(w);
-            return NULL;
-        }
-    }
-    return w;
-}
-
-/* Fill tensors [first, last) with bytes i * 7. */
-static int fill_some(stf_writer *w, size_t first, size_t last)
-{
-    static unsigned char v[4096];
-    stf_err err;
-    for (size_t i = 0; i < sizeof v; i++) v[i] = (unsigned char)(i * 7);
-    for (size_t id = first; id < last; id++)
-        if (stf_writer_fill(w, id, 0, v, sizeof v, &err)) return -1;
-    return 0;
-}
-
-/* After prepare the directory holds the pre-existing files and nothing
- * else (unnamed temp files); free without commit leaves it as it was;
- * commit adds exactly the final files. */
-static void test_dir_entries(void **state)
-{
-    (void)state;
-    for (int sharded = 0; sharded < 2; sharded++) {
-        seed_dir();
-        char *before = listing();
-        size_t nf = sharded ? 4 : 1;
-        stf_writer *w = deferred_writer(sharded);
-        stf_err err;
-        assert_non_null(w);
-        assert_int_equal(stf_writer_prepare(w, &err), 0);
-        assert_int_equal(stf_writer_file_count(w), nf);
-        char *now = listing();
-        if (g_named) assert_int_equal(new_temp_names(before, now), nf);
-        else assert_string_equal(now, before);
-        free(now);
-        assert_int_equal(fill_some(w, 0, 2), 0);
-        stf_writer_free(w);
-        now = listing();
-        assert_string_equal(now, before);
-        free(now);
-        expect_text(out_path("d.safetensors"), "old");
-        expect_text(out_path("d.safetensors.index.json"), "old index");
-
-        w = deferred_writer(sharded);
-        assert_non_null(w);
-        assert_int_equal(stf_writer_prepare(w, &err), 0);
-        assert_int_equal(fill_some(w, 0, 3), 0);
-        assert_int_equal(stf_writer_commit(w, &err), 0);
-        stf_writer_free(w);
-        now = listing();
-        assert_string_equal(now, sharded ? "d-00001-of-00003.safetensors\n"
-                                           "d-00002-of-00003.safetensors\n"
-                                           "d-00003-of-00003.safetensors\n"
-                                           "d.safetensors\n"
-                                           "d.safetensors.index.json\n"
-                                           "keep.txt\n"
-                                         : "d.safetensors\n"
-                                           "d.safetensors.index.json\n"
-                                           "keep.txt\n");
-        free(now);
-        free(before);
-        if (sharded) {
-            /* The old single-file output stays: the sharded one is the index. */
-            expect_text(out_path("d.safetensors"), "old");
-            stf_ckpt *c;
-            assert_int_equal(stf_ckpt_open(&c, out_path("d.safetensors.index.json"), NULL, &err),
-                             0);
-            assert_int_equal(stf_ckpt_shard_count(c), 3);
-            stf_ckpt_free(c);
-        } else {
-            stf_ckpt *c;
-            assert_int_equal(stf_ckpt_open(&c, out_path("d.safetensors"), NULL, &err), 0);
-            assert_int_equal(stf_ckpt_tensor_count(c), 3);
-            stf_ckpt_free(c);
-        }
-        teardown(NULL);
-        setup(NULL);
-    }
-}
-
-/* A child prepares, fills half and SIGKILLs itself: with unnamed temp
- * files the parent finds no new entry; the named fallback leaves one temp
- * file per output file (what O_TMPFILE exists to prevent). */
-static void test_sigkill(void **state)
-{
-    (void)state;
-    for (int sharded = 0; sharded < 2; sharded++) {
-        seed_dir();
-        char *before = listing();
-        fflush(NULL);
-        pid_t pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-            stf_writer *w = deferred_writer(sharded);
-            stf_err err;
-            if (!w || stf_writer_prepare(w, &err) || fill_some(w, 0, 1)) _exit(2);
-            kill(getpid(), SIGKILL);
-            _exit(3);
-        }
-        int st = 0;
-        assert_int_equal(waitpid(pid, &st, 0), pid);
-        assert_true(WIFSIGNALED(st));
-        assert_int_equal(WTERMSIG(st), SIGKILL);
-        char *now = listing();
-        if (g_named) assert_int_equal(new_temp_names(before, now), sharded ? 4 : 1);
-        else assert_string_equal(now, before);
-        free(now);
-        free(before);
-        expect_text(out_path("d.safetensors"), "old");
-        expect_text(out_path("d.safetensors.index.json"), "old index");
-        teardown(NULL);
-        setup(NULL);
-    }
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -981,8 +769,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_enospc_prepare, setup, teardown),
         cmocka_unit_test_setup_teardown(test_enospc_fill, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alloc_failure, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_dir_entries, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_sigkill, setup, teardown),
     };
     int rc = cmocka_run_group_tests_name("unnamed temp files", tests, NULL, NULL);
     g_named = 1;
