@@ -439,7 +439,17 @@ int stf__pw_rewrite_format(stf__pw *w, const stf_action *a, stf_err *err)
     sm.set_marker.metadata = a->rewrite_format.metadata;
     int rc = stf__pw_set_marker(w, &sm, err);
     if (rc) return rc;
-    if (to == STF_QFMT_CONVROT_W4A4) w->k = 2 * w->s[STF_SFX_WEIGHT].shape[1];
+    if (to == STF_QFMT_CONVROT_W4A4) {
+        w->k = 2 * w->s[STF_SFX_WEIGHT].shape[1];
+        /* W4A4 wants (N,); (N, 1) holds the same bytes (§6), so the rename carries it along. */
+        stf__pslot *S = &w->s[STF_SFX_WEIGHT_SCALE];
+        if (S->rank == 2) {
+            uint64_t n1[1] = { S->shape[0] };
+            stf__pw_set_shape(S, 1, n1);
+            if (S->op == STF_OUT_COPY) S->op = STF_OUT_RESHAPE;
+            stf__pw_note(w, "scale (N, 1) -> (N,)%s%s", "", "");
+        }
+    }
     stf__pw_note(w, "format %s -> %s", cur, stf_quant_format_name(to));
     return 0;
 }
