@@ -365,6 +365,17 @@ int stf__pw_set_marker(stf__pw *w, const stf_action *a, stf_err *err)
         return stf__pw_refuse(w, err, "the layer has no usable marker (not a JSON object) and "
                                       "the action names no format; give set-marker a format");
     }
+    /* hoist_params: false keeps only what the top level says (params ignored, as
+     * SGLang and ComfyUI's Embedding read it). */
+    if (mk && !a->set_marker.hoist_params && stf_pyval_type(mk) == STF_PY_DICT &&
+        stf_pyval_get(mk, "params")) {
+        if (!stf_pyval_get(mk, "convrot")) sp.convrot = 0;
+        if (!stf_pyval_get(mk, "convrot_groupsize")) sp.convrot_groupsize_set = 0;
+        if (!stf_pyval_get(mk, "group_size")) sp.group_size_set = 0;
+        if (!stf_pyval_get(mk, "linear_dtype")) sp.linear_dtype = NULL;
+        if (!stf_pyval_get(mk, "full_precision_matrix_mult")) sp.full_precision_matrix_mult = 0;
+        if (!stf_pyval_get(mk, "num_experts")) sp.num_experts_set = 0;
+    }
     /* Normalising already drops per_row, quant_group_size, _* and unknown keys;
      * drop_keys may also name canonical ones. */
     for (size_t i = 0; i < a->set_marker.drop_key_count; i++) {
@@ -435,6 +446,7 @@ int stf__pw_rewrite_format(stf__pw *w, const stf_action *a, stf_err *err)
     memset(&sm, 0, sizeof sm);
     sm.kind = STF_ACT_SET_MARKER;
     sm.set_marker.has_format = 1;
+    sm.set_marker.hoist_params = 1;
     sm.set_marker.format = to;
     sm.set_marker.metadata = a->rewrite_format.metadata;
     int rc = stf__pw_set_marker(w, &sm, err);

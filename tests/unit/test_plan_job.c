@@ -402,6 +402,23 @@ static void test_requantize_moe_bank(void **state)
     pt_free(&k);
 }
 
+static void test_set_marker_no_hoist(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    char b[256];
+    PT_ADD(&k, "a.weight", "I8", NULL, 4, 256);
+    PT_ADD(&k, "a.weight_scale", "F32", g_s16, 4, 1);
+    pt_marker(&k, "a.comfy_quant", "{\"format\": \"int8_tensorwise\", \"params\": "
+                                   "{\"convrot\": true, \"convrot_groupsize\": 64}}");
+    pt_open(&k);
+    recipe1(&k, "{marker: present}", "{set-marker: {hoist_params: false}}");
+    pt_plan_ok(&k);
+    assert_string_equal(pt_new_bytes(&k, "a.comfy_quant", b, sizeof b),
+                        "{\"format\": \"int8_tensorwise\"}");
+    pt_free(&k);
+}
+
 static void test_set_marker_drop_keys(void **state)
 {
     (void)state;
@@ -462,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_requantize_refusals),
         cmocka_unit_test(test_requantize_moe_bank),
         cmocka_unit_test(test_set_marker_drop_keys),
+        cmocka_unit_test(test_set_marker_no_hoist),
         cmocka_unit_test(test_fp8_scales),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
