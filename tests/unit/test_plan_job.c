@@ -153,17 +153,20 @@ static void test_rewrite_format_rename_and_mismatch(void **state)
     assert_string_equal(stf_plan_get_layer(k.p, 0)->format, "convrot_w4a4");
     pt_free(&k);
 
-    /* (N, 1) is the same bytes as (N,): renamed and reshaped together. */
+    /* (N, 1) is the same bytes as (N,): renamed and reshaped together; params hoisted. */
     memset(&k, 0, sizeof k);
     PT_ADD(&k, L ".weight", "I8", NULL, 16, 128);
     PT_ADD(&k, L ".weight_scale", "F32", g_s16, 16, 1);
-    pt_marker(&k, L ".comfy_quant", "{\"format\": \"int4_convrot_w4a4\", \"convrot_groupsize\": 256}");
+    pt_marker(&k, L ".comfy_quant", "{\"format\": \"int4_convrot_w4a4\", \"params\": "
+                                    "{\"convrot_groupsize\": 64}}");
     pt_open(&k);
     recipe1(&k, "{format: int4_convrot_w4a4}",
             "{rewrite-format: {from: [int4_convrot_w4a4], to: convrot_w4a4, mismatch: fail}}");
     pt_plan_ok(&k);
     pt_shape_is(pt_out(&k, L ".weight_scale"), 1, PT_SHAPE(16));
     assert_int_equal(pt_out(&k, L ".weight_scale")->op, STF_OUT_RESHAPE);
+    assert_string_equal(pt_new_bytes(&k, L ".comfy_quant", b, sizeof b),
+                        "{\"format\": \"convrot_w4a4\", \"convrot_groupsize\": 64}");
     assert_string_equal(stf_plan_get_layer(k.p, 0)->summary,
                         "marker canonical (convrot_w4a4); scale (N, 1) -> (N,); "
                         "format int4_convrot_w4a4 -> convrot_w4a4");
