@@ -140,6 +140,12 @@ void stf_plan_free(stf_plan *p)
         stf__free((char *)p->meta[i].value);
     }
     stf__free(p->meta);
+    for (size_t i = 0; i < p->nqmeta; i++) {
+        stf__free(p->qmeta_prefix[i]);
+        stf__free(p->qmeta_text[i]);
+    }
+    stf__free(p->qmeta_prefix);
+    stf__free(p->qmeta_text);
     stf_model_free(p->model);
     stf__free(p);
 }

@@ -93,6 +93,18 @@ struct stf_plan {
     int emit_meta;           /* write __metadata__ even when empty */
     uint64_t bytes_total, bytes_copied;
     stf_model *model;        /* owned: markers and format names point into it */
+    /* _quantization_metadata of the output, per layer, for a run that shards the
+     * output and must rebuild it per file (spec §1.2): the output prefix and its
+     * marker text, sorted by prefix bytes; qmeta_mode says what meta[] holds. */
+    char **qmeta_prefix, **qmeta_text;
+    size_t nqmeta;
+    int qmeta_mode;          /* STF__QMETA_* */
+};
+
+enum {
+    STF__QMETA_ABSENT = 0,   /* not written (input had none, dropped, or no marker left) */
+    STF__QMETA_VERBATIM = 1, /* the input's value, byte for byte (no marker changed) */
+    STF__QMETA_REBUILT = 2   /* stf_qmeta_canonical of qmeta_prefix/qmeta_text */
 };
 
 /* ------------------------------------------------ plan construction (plan*.c) */

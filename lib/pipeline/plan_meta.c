@@ -50,6 +50,31 @@ static int meta_cmp(const void *x, const void *y)
     return c ? c : (a->key_len > b->key_len) - (a->key_len < b->key_len);
 }
 
+typedef struct qpair {
+    char *prefix, *text;
+} qpair;
+
+static int qpair_cmp(const void *x, const void *y)
+{
+    return strcmp(((const qpair *)x)->prefix, ((const qpair *)y)->prefix);
+}
+
+/* Sort the collected (prefix, text) pairs by prefix bytes (strcmp compares unsigned bytes). */
+static int sort_qmeta(stf__pb *b, stf_err *err)
+{
+    if (b->nqm < 2) return 0;
+    qpair *v = stf__calloc(b->nqm, sizeof *v);
+    if (!v) return stf__err(err, STF_ENOMEM, "plan: out of memory");
+    for (size_t i = 0; i < b->nqm; i++) v[i] = (qpair){ b->qm_prefix[i], b->qm_text[i] };
+    qsort(v, b->nqm, sizeof *v, qpair_cmp);
+    for (size_t i = 0; i < b->nqm; i++) {
+        b->qm_prefix[i] = v[i].prefix;
+        b->qm_text[i] = v[i].text;
+    }
+    stf__free(v);
+    return 0;
+}
+
 /* The rebuilt _quantization_metadata, or *out NULL when nothing is left. */
 static int rebuild(char **out, size_t *len, stf__pb *b, stf_err *err)
 {
@@ -97,13 +122,31 @@ int stf__plan_meta(stf__pb *b, stf_err *err)
         if (!b->markers_changed && nq == 1) {
             rc = put(p, &cap, first_q->key, first_q->key_len, first_q->value, first_q->value_len,
                      err);
+            p->qmeta_mode = STF__QMETA_VERBATIM;
         } else {
             rc = rebuild(&q, &qlen, b, err);
             if (!rc && q) rc = put(p, &cap, QMETA_KEY, strlen(QMETA_KEY), q, qlen, err);
+            if (!rc && q) p->qmeta_mode = STF__QMETA_REBUILT;
             stf_model_str_free(q);
         }
         if (rc) return rc;
     }
+    if (p->qmeta_mode != STF__QMETA_ABSENT && (rc = sort_qmeta(b, err))) return rc;
+    /* Hand the per-layer texts to the plan (the run rebuilds per shard from them). */
+    p->qmeta_prefix = b->qm_prefix;
+    p->qmeta_text = b->qm_text;
+    p->nqmeta = p->qmeta_mode != STF__QMETA_ABSENT ? b->nqm : 0;
+    if (!p->nqmeta) {
+        for (size_t i = 0; i < b->nqm; i++) {
+            stf__free(b->qm_prefix[i]);
+            stf__free(b->qm_text[i]);
+        }
+        stf__free(b->qm_prefix);
+        stf__free(b->qm_text);
+        p->qmeta_prefix = p->qmeta_text = NULL;
+    }
+    b->qm_prefix = b->qm_text = NULL;
+    b->nqm = 0;
     qsort(p->meta, p->nmeta, sizeof *p->meta, meta_cmp);
     p->emit_meta = 1;
     return 0;

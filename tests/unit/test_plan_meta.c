@@ -67,6 +67,8 @@ static void test_qmeta_verbatim_when_unchanged(void **state)
     assert_string_equal(pt_meta(&k, "_quantization_metadata"),
                         "{\"layers\":{\"" L "\":{\"format\":\"int8_tensorwise\",\"convrot\":true,"
                         "\"convrot_groupsize\":256}},\"format_version\":\"1.0\"}");
+    assert_int_equal(k.p->qmeta_mode, STF__QMETA_VERBATIM);
+    assert_int_equal(k.p->nqmeta, 1);
     pt_free(&k);
 }
 
@@ -90,6 +92,11 @@ static void test_qmeta_rebuilt_from_markers(void **state)
                         "canonical (int8_tensorwise)");
     assert_string_equal(pt_meta(&k, "_quantization_metadata"),
                         "{\"format_version\": \"1.0\", \"layers\": {\"" L "\": " M64 "}}");
+    /* The per-layer texts stay with the plan for a run that shards the output. */
+    assert_int_equal(k.p->qmeta_mode, STF__QMETA_REBUILT);
+    assert_int_equal(k.p->nqmeta, 1);
+    assert_string_equal(k.p->qmeta_prefix[0], L);
+    assert_string_equal(k.p->qmeta_text[0], M64);
     pt_free(&k);
 }
 
@@ -134,6 +141,8 @@ static void test_qmeta_dropped_on_request(void **state)
     pt_plan_ok(&k);
     assert_null(pt_meta(&k, "_quantization_metadata"));
     assert_string_equal(pt_meta(&k, "format"), "pt");
+    assert_int_equal(k.p->qmeta_mode, STF__QMETA_ABSENT);
+    assert_int_equal(k.p->nqmeta, 0);
     assert_int_equal(stf_plan_meta_count(k.p), 3);
     pt_free(&k);
 }
