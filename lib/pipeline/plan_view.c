@@ -11,6 +11,8 @@
 static int is_packed(const char *fmt)
 {
     if (!fmt) return 0;
+    /* The M2 alias of convrot_w4a4 packs the same way. */
+    if (!strcmp(fmt, "int4_convrot_w4a4")) return 1;
     const stf_format_info *f = stf_format_find(fmt, strlen(fmt));
     return f && f->weight_shape == STF_SHAPE_NK2;
 }

@@ -71,6 +71,8 @@ static void test_view_packed_conv_moe(void **state)
     PT_ADD(&k, "w.weight", "I8", NULL, 16, 128);
     PT_ADD(&k, "w.weight_scale", "F32", g_s, 16);
     pt_marker(&k, "w.comfy_quant", "{\"format\": \"convrot_w4a4\"}");
+    PT_ADD(&k, "a.weight", "I8", NULL, 16, 64);
+    pt_marker(&k, "a.comfy_quant", "{\"format\": \"int4_convrot_w4a4\"}");
     PT_ADD(&k, "c.weight", "BF16", NULL, 8, 4, 3, 3);
     PT_ADD(&k, "e.weight", "I8", NULL, 2, 8, 32);
     pt_marker(&k, "e.comfy_quant", "{\"format\": \"int8_tensorwise\", \"num_experts\": 2}");
@@ -78,9 +80,9 @@ static void test_view_packed_conv_moe(void **state)
     stf_err err;
     assert_int_equal(stf_model_build(&v.m, k.c, &err), 0);
     static const struct { const char *p; uint64_t n, k; } want[] = {
-        { "w", 16, 256 }, { "c", 8, 36 }, { "e", 16, 32 }
+        { "w", 16, 256 }, { "c", 8, 36 }, { "e", 16, 32 }, { "a", 16, 128 }
     };
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < 4; i++) {
         size_t li;
         assert_int_equal(stf_model_find_layer(v.m, want[i].p, 1, &li), 0);
         stf_layer_view lv;
