@@ -2,12 +2,13 @@
  * The AVX2 (+F16C) kernel table: no AVX-512 instruction here, so it runs
  * on every AVX2 machine. Every entry is bit-identical to kernels_scalar.c;
  * the reasons are the ones given at the top of kernels_avx512.c (same adds
- * in the same order, x0 + (-x1) == x0 - x1 by IEEE definition, absmax as an
- * integer max of |bits| with an exact slow path for rows whose R is not
- * finite, BF16 rounding by the same integer carry, F16 by the hardware RNE
- * conversion, vdivps, rint by vroundps or by vcvtps2dq in the MXCSR mode
- * that rintf uses too, the clamp by saturating packs where no Inf/NaN can
- * occur).
+ * in the same order, x0 + (-x1) == x0 - x1 by IEEE definition, deferred
+ * 0.5 factors for G = 256 under the group256 guard, absmax as an integer
+ * max of |bits| with rows whose R or rT(R) is not finite handed to the
+ * scalar table, BF16 rounding by the same integer carry, F16 by the
+ * hardware RNE conversion, the quotient as v * fl32(1/d) with the F32
+ * half-integer check, rint by vcvtps2dq in the MXCSR mode that rintf uses
+ * too, the clamp by saturating packs).
  *
  * With 16 ymm registers a 64-value block (8 registers) is rotated in
  * registers (strides 1, 4, 16); strides 64 and 256 run on the group just

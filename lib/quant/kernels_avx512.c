@@ -5,29 +5,35 @@
  *
  * Why these results are exact copies of the scalar ones:
  * - The FHT computes each output with the same three adds in the same
- *   order and the same 0.5f multiply; lanes only change *which* outputs run
- *   together. x0 + (-x1) is by IEEE definition x0 - x1, and (-x0) + x1 is
- *   x1 - x0 (addition commutes exactly), so the sign-flip trick below keeps
- *   every expression. No FMA: the build has -ffp-contract=off and no
- *   intrinsic here fuses.
- * - Absmax is an integer max of |bits| (exact and order-free for finite
- *   values); a row whose R holds Inf or NaN (non-finite input, or an FHT
- *   overflow) goes to plain C copies of the scalar test and absmax.
+ *   order; lanes only change *which* outputs run together. x0 + (-x1) is
+ *   by IEEE definition x0 - x1, and (-x0) + x1 is x1 - x0 (addition
+ *   commutes exactly), so the sign-flip trick below keeps every
+ *   expression. No FMA: the build has -ffp-contract=off and no intrinsic
+ *   here fuses. For G = 256 the 0.5 factors are deferred to one 1/16 at
+ *   the end, exact under a guard proved at group256 (groups failing it are
+ *   redone with the factors). In int8_row only, y3 may be formed as
+ *   x2 - (x0 - x1), which can flip the sign of an exact zero and nothing
+ *   else (fht_quad_x, kernels_avx512.h).
+ * - Absmax is vrangeps (max |x|) or an integer max of |bits| (exact and
+ *   order-free for finite values); a row whose R holds Inf or NaN
+ *   (non-finite input, or an FHT overflow), or whose rT(R) overflows, is
+ *   handed to the scalar table.
  * - BF16 rounding is the same integer carry; F16 rounding is the hardware
- *   RNE conversion, identical to the scalar one for every non-NaN value
- *   (NaN only needs to stay NaN there). Division is vdivps (IEEE); rint is
- *   roundscale, or vcvtps2dq in the MXCSR mode that rintf uses too.
- * - The clamp: rows with Inf/NaN use the scalar's explicit clamp, others
- *   the saturating int32 -> int8 conversion, which is the same clamp there.
+ *   RNE conversion, identical to the scalar one for every finite value.
+ *   The quotient is v * fl32(1/d): proved to give the same rT for BF16 and
+ *   F16 T, and redone with vdivps near half-integers for F32 T
+ *   (near_half_integer). rint is vcvtps2dq in the MXCSR mode that rintf
+ *   uses too, and the saturating int32 -> int8 conversion is the clamp.
  * Anything the fast paths do not cover (other dtypes, odd group sizes) is
  * passed to the scalar table, so the answer is the scalar one by definition.
  *
- * Data flow of int8_row: the source row is loaded and widened 256 values at
- * a time into 16 registers (prefetched 4 KiB ahead), all FHT stages below
- * stride 256 run there, the absmax is taken, and the group is stored once
- * to scratch (L1/L2). A second pass quantizes from scratch. The source is
- * read once. Cost on Zen 5: ~29 vector ops per 16 values in pass 1, ~13 in
- * pass 2; the kernel is compute-bound, not memory-bound, on one core.
+ * Data flow of int8_row: BF16 rows with G = 256 and T = BF16 take
+ * kernels_bf16_avx512.c where AVX512-BF16 and VBMI exist. Otherwise the
+ * source row is loaded and widened 256 values at a time into 16 registers
+ * (prefetched 4 KiB ahead), all FHT stages below stride 256 run there, the
+ * absmax is taken, and the group is stored once to scratch (L1/L2). A
+ * second pass quantizes from scratch. The source is read once. The kernel
+ * is compute-bound on one core (about 4 vector ops per cycle issued).
  */
 #include <float.h>
 #include <immintrin.h>
