@@ -120,6 +120,23 @@ typedef struct stf_h1_result {
 int stf_probe_h1(stf_h1_result *out, const stf_ckpt *c, const stf_model *m, const stf_layer *l,
                  int w4, double tau, stf_err *err);
 
+typedef struct stf_h2_result {
+    int64_t group;          /* declared convrot_groupsize (0: no convrot or unreadable) */
+    int declared_sylvester; /* G a power of 2 but not of 4: Sylvester by declaration */
+    int probed;             /* the codes were scanned (I8 rank 2, G | K, G <= 4096) */
+    double ratio;           /* energy at group position 0 / mean energy elsewhere */
+    int evidence;           /* ratio >= 8 over >= 4 rows: data looks Sylvester-rotated */
+} stf_h2_result;
+
+/*
+ * H2 on an INT8 ConvRot layer: the declaration (spec/convrot.md §7) and,
+ * for a power-of-4 G, the data evidence. The evidence is a report only:
+ * the spec decides the rotation by the declared G ("do not guess").
+ * Errors: STF_ENOMEM, STF_EIO.
+ */
+int stf_probe_h2(stf_h2_result *out, const stf_ckpt *c, const stf_model *m, const stf_layer *l,
+                 stf_err *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -242,61 +242,85 @@ static void probe_h1(stf__chk *k, const stf_layer *l, int w4)
  * more energy than the other positions is therefore evidence of Sylvester.
  * With zero-mean groups the data cannot tell; then nothing is reported.
  */
-static void probe_h2(stf__chk *k, const stf_layer *l, const stf_pyval *mk)
+/* The H2 evidence (see check.h); the check profile reports it, callers may act on it. */
+int stf_probe_h2(stf_h2_result *out, const stf_ckpt *c, const stf_model *m, const stf_layer *l,
+                 stf_err *err)
 {
-    const stf_tensor_info *w = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT);
+    memset(out, 0, sizeof *out);
+    const stf_pyval *mk = stf__chk_marker(l);
+    const stf_tensor_info *w = stf_layer_tensor_info(m, l, STF_SFX_WEIGHT);
     int64_t g = 0;
-    if (!stf_pyval_truthy(stf_pyval_get(mk, "convrot"))) return;
-    if (stf_pyval_pyint(&g, stf_pyval_get(mk, "convrot_groupsize"), NULL) || g < 2) return;
+    if (!mk || !stf_pyval_truthy(stf_pyval_get(mk, "convrot"))) return 0;
+    if (stf_pyval_pyint(&g, stf_pyval_get(mk, "convrot_groupsize"), NULL) || g < 2) return 0;
+    out->group = g;
     int log2g = 0;
     while (((int64_t)1 << log2g) < g && log2g < 62) log2g++;
     if ((g & (g - 1)) == 0 && log2g % 2) {
-        stf__chk_add(k, "H2", STF_SEV_WARNING, l->prefix,
-                     "undo with the Sylvester matrix (convrot.md §7) and requantize with a regular G",
-                     "Layer %s declares convrot_groupsize %lld, a power of 2 but not of 4: the "
-                     "exporter's fallback rotated it with a Sylvester matrix", l->prefix,
-                     (long long)g);
-        return;
+        out->declared_sylvester = 1;
+        return 0;
     }
-    if (!w || w->dtype != STF_I8 || w->rank != 2 || w->shape[1] % (uint64_t)g || g > 4096) return;
+    if (!w || w->dtype != STF_I8 || w->rank != 2 || w->shape[1] % (uint64_t)g || g > 4096) return 0;
     uint64_t n = w->shape[0], kk = w->shape[1];
     double *e = stf__calloc((size_t)g, sizeof *e);
-    signed char *row = stf__malloc((size_t)kk);
+    signed char *row = stf__malloc((size_t)kk ? (size_t)kk : 1);
+    int rc = 0;
     if (!e || !row) {
-        stf__free(e);
-        stf__free(row);
-        stf__chk_fail(k, STF_ENOMEM);
-        return;
+        rc = stf__err(err, STF_ENOMEM, "H2 probe of %s: out of memory", w->name);
+        goto done;
     }
     for (uint64_t r = 0; r < n; r++) {
-        int rc = stf_ckpt_read(k->c, (size_t)l->tensor[STF_SFX_WEIGHT], r * kk, row, (size_t)kk,
-                               k->err);
-        if (rc) {
-            stf__chk_fail(k, rc);
-            break;
-        }
+        rc = stf_ckpt_read(c, (size_t)l->tensor[STF_SFX_WEIGHT], r * kk, row, (size_t)kk, err);
+        if (rc) goto done;
         /* Energy relative to the row's own peak, so per-row scales cancel. */
         int peak = 1;
-        for (uint64_t c = 0; c < kk; c++) {
-            int a = row[c] < 0 ? -row[c] : row[c];
+        for (uint64_t col = 0; col < kk; col++) {
+            int a = row[col] < 0 ? -row[col] : row[col];
             if (a > peak) peak = a;
         }
-        for (uint64_t c = 0; c < kk; c++) {
-            double v = (double)row[c] / peak;
-            e[c % (uint64_t)g] += v * v;
+        for (uint64_t col = 0; col < kk; col++) {
+            double v = (double)row[col] / peak;
+            e[col % (uint64_t)g] += v * v;
         }
     }
     double rest = 0;
     for (int64_t j = 1; j < g; j++) rest += e[j];
     rest /= (double)(g - 1);
-    if (!k->rc && n >= 4 && rest > 0 && e[0] / rest >= 8.0)
+    out->probed = 1;
+    out->ratio = rest > 0 ? e[0] / rest : 0.0;
+    out->evidence = n >= 4 && rest > 0 && e[0] / rest >= 8.0;
+done:
+    stf__free(e);
+    stf__free(row);
+    return rc;
+}
+
+/*
+ * A Sylvester matrix has an all-ones first row, so it moves each group's
+ * mean into position 0 of the group; the regular ConvRot matrix has every
+ * row summing to sqrt(G) and spreads it evenly. Position 0 carrying far
+ * more energy than the other positions is therefore evidence of Sylvester.
+ * With zero-mean groups the data cannot tell; then nothing is reported.
+ */
+static void probe_h2(stf__chk *k, const stf_layer *l)
+{
+    stf_h2_result h;
+    int rc = stf_probe_h2(&h, k->c, k->m, l, k->err);
+    if (rc) {
+        stf__chk_fail(k, rc);
+        return;
+    }
+    if (h.declared_sylvester)
+        stf__chk_add(k, "H2", STF_SEV_WARNING, l->prefix,
+                     "undo with the Sylvester matrix (convrot.md §7) and requantize with a regular G",
+                     "Layer %s declares convrot_groupsize %lld, a power of 2 but not of 4: the "
+                     "exporter's fallback rotated it with a Sylvester matrix", l->prefix,
+                     (long long)h.group);
+    else if (h.evidence)
         stf__chk_add(k, "H2", STF_SEV_WARNING, l->prefix,
                      "confirm with the producer; if Sylvester, undo it (convrot.md §7) and requantize",
                      "Layer %s: position 0 of each ConvRot group holds %.1fx the mean energy of the "
                      "other positions, evidence of a Sylvester rather than a regular rotation",
-                     l->prefix, e[0] / rest);
-    stf__free(e);
-    stf__free(row);
+                     l->prefix, h.ratio);
 }
 
 /*
@@ -319,7 +343,7 @@ int stf__check_numeric(stf__chk *k)
         if (!fmt || k->rc) continue;
         if (!strcmp(fmt, "int8_tensorwise")) {
             probe_h1(k, l, 0);
-            if (!k->rc) probe_h2(k, l, mk);
+            if (!k->rc) probe_h2(k, l);
         } else if (!strcmp(fmt, "convrot_w4a4")) {
             probe_h1(k, l, 1);
         }

@@ -149,6 +149,35 @@ static void test_probe_h1_api(void **state)
     assert_int_equal((int)STF_H1_AMBIGUOUS, (int)STF_PROBE_AMBIGUOUS);
 }
 
+static void test_probe_h2_api(void **state)
+{
+    (void)state;
+    static const struct { const char *f; int decl, probed, ev; int64_t g; } cases[] = {
+        { FIX "probe_sylvester_data.safetensors", 0, 1, 1, 64 },
+        { FIX "r24_g128.safetensors", 1, 0, 0, 128 },
+        { FIX "r23_no_convrot.safetensors", 0, 0, 0, 0 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        stf_err err;
+        stf_err_clear(&err);
+        stf_ckpt_free(g_ckpt);
+        g_ckpt = NULL;
+        assert_int_equal(stf_ckpt_open(&g_ckpt, cases[i].f, NULL, &err), 0);
+        stf_model *m = NULL;
+        assert_int_equal(stf_model_build(&m, g_ckpt, &err), 0);
+        size_t li;
+        assert_int_equal(stf_model_find_layer(m, L, strlen(L), &li), 0);
+        stf_h2_result h;
+        assert_int_equal(stf_probe_h2(&h, g_ckpt, m, stf_model_layer(m, li), &err), 0);
+        assert_int_equal(h.declared_sylvester, cases[i].decl);
+        assert_int_equal(h.probed, cases[i].probed);
+        assert_int_equal(h.evidence, cases[i].ev);
+        assert_int_equal(h.group, cases[i].g);
+        if (cases[i].ev) assert_true(h.ratio > 117.0 && h.ratio < 117.2);
+        stf_model_free(m);
+    }
+}
+
 static void test_healthy_numeric(void **state)
 {
     (void)state;
@@ -238,6 +267,7 @@ int main(void)
         cmocka_unit_test(test_h1_column_on_square_layer),
         cmocka_unit_test(test_h1_row_with_flat_scale),
         cmocka_unit_test(test_probe_h1_api),
+        cmocka_unit_test(test_probe_h2_api),
         cmocka_unit_test(test_healthy_numeric),
         cmocka_unit_test(test_h2),
         cmocka_unit_test(test_manifest),
