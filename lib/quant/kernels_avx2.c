@@ -217,71 +217,90 @@ static uint32_t tail_c(float *x, const void *src, stf_dtype dt, size_t i, size_t
  * group NaN or Inf (all H coefficients are non-zero), so a finite R proves
  * a finite input; a non-finite R is sorted out by the caller.
  */
+/* Transpose 4x4 floats inside each 128-bit lane: lane l of *pj becomes
+ * lane j of the l-th output. Eight shuffles. */
+INL void lane_transpose(__m256 *p0, __m256 *p1, __m256 *p2, __m256 *p3)
+{
+    __m256 t0 = _mm256_unpacklo_ps(*p0, *p1), t1 = _mm256_unpackhi_ps(*p0, *p1);
+    __m256 t2 = _mm256_unpacklo_ps(*p2, *p3), t3 = _mm256_unpackhi_ps(*p2, *p3);
+    *p0 = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(t0), _mm256_castps_pd(t2)));
+    *p1 = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(t0), _mm256_castps_pd(t2)));
+    *p2 = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(t1), _mm256_castps_pd(t3)));
+    *p3 = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(t1), _mm256_castps_pd(t3)));
+}
+
 /*
- * One 64-value block at element i: load, strides 1, 4, 16 in registers
- * (sc = 0: without the 0.5 factors), store to x. With tiny != NULL (F32
- * source) it also keeps the unsigned min of |bits| - 1 of the inputs.
+ * int8_row, G = 256, first three stages of one 64-value block at element i,
+ * without their 0.5 factors (deferred scaling, proved at group256 in
+ * kernels_avx512.c), stored to x in a permuted order. Index bits b0..b5
+ * (digit t = b(2t), b(2t+1)); vector index bits vb0..vb2, lane bits
+ * l0..l2 (l2: 128-bit half). Loaded: vb = (b3, b4, b5), l = (b0, b1, b2).
+ * Each stage runs as whole-vector butterflies once its digit is in vector
+ * bits: lane transposes swap (l0, l1) with two vector bits, vperm2f128
+ * swaps l2 with one. Stored: vb = (b4, b5, b1), l = (b3, b2, b0), which
+ * pass2_perm undoes on the codes. tiny: as group256 (F32 sources).
  */
-INL void block64(float *x, const void *src, stf_dtype dt, size_t i, int sc, int zs, __m256i *tiny)
+INL void block64_t(float *x, const void *src, stf_dtype dt, size_t i, __m256i *tiny)
 {
     __m256 v[8];
 #pragma GCC unroll 8
     for (int j = 0; j < 8; j++) {
         if ((j & 1) == 0) prefetch16(src, dt, i + 8 * (size_t)j);
         v[j] = load8(src, dt, i + 8 * (size_t)j);
-        if (tiny)
+        if (dt == STF_F32)
             *tiny = _mm256_min_epu32(*tiny, _mm256_sub_epi32(abs_bits(v[j]), _mm256_set1_epi32(1)));
     }
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; j++) v[j] = fht_s1_x(v[j], sc);
+    /* (l0, l1) <-> (vb1, vb2): vb = (b3, b0, b1), l = (b4, b5, b2). */
+    lane_transpose(&v[0], &v[2], &v[4], &v[6]);
+    lane_transpose(&v[1], &v[3], &v[5], &v[7]);
+    fht_quad_m(&v[0], &v[2], &v[4], &v[6], 1.0f, 1); /* stride 1 */
+    fht_quad_m(&v[1], &v[3], &v[5], &v[7], 1.0f, 1);
+    /* l2 <-> vb1: vb = (b3, b2, b1), l = (b4, b5, b0). */
 #pragma GCC unroll 4
-    for (int j = 0; j < 8; j += 2) fht_s4_x(&v[j], &v[j + 1], sc);
-    fht_quad_m(&v[0], &v[2], &v[4], &v[6], sc ? 0.5f : 1.0f, zs);
-    fht_quad_m(&v[1], &v[3], &v[5], &v[7], sc ? 0.5f : 1.0f, zs);
+    for (int j = 0; j < 8; j += 4)
+        for (int m = 0; m < 2; m++) {
+            __m256 a = v[j + m], b = v[j + m + 2];
+            v[j + m] = _mm256_permute2f128_ps(a, b, 0x20);
+            v[j + m + 2] = _mm256_permute2f128_ps(a, b, 0x31);
+        }
+    fht_quad_m(&v[0], &v[2], &v[1], &v[3], 1.0f, 1); /* stride 4: d = b2 + 2 b3 */
+    fht_quad_m(&v[4], &v[6], &v[5], &v[7], 1.0f, 1);
+    /* (l0, l1) <-> (vb0, vb1): vb = (b4, b5, b1), l = (b3, b2, b0). */
+    lane_transpose(&v[0], &v[1], &v[2], &v[3]);
+    lane_transpose(&v[4], &v[5], &v[6], &v[7]);
+    fht_quad_m(&v[0], &v[1], &v[2], &v[3], 1.0f, 1); /* stride 16 */
+    fht_quad_m(&v[4], &v[5], &v[6], &v[7], 1.0f, 1);
 #pragma GCC unroll 8
     for (int j = 0; j < 8; j++) _mm256_storeu_ps(x + i + 8 * (size_t)j, v[j]);
 }
 
 /*
- * One G = 256 group at grp with deferred scaling (def, int8_row only:
- * src must not be x): the stages without their 0.5 factors and one
- * multiply by 1/16 in the last. Bit-identical to §2 under the conditions
- * proved at group256 in kernels_avx512.c (no overflow; every input a
- * multiple of a quantum >= 2^-145, always true for BF16 and F16); a group
- * that fails them (a non-finite output, or an F32 input below 2^-122 in
- * magnitude) is redone exactly.
- * Returns the group's max |bits|, as a vector.
+ * int8_row pass 1 for G = 256: all four stages (the last one, stride 64,
+ * elementwise across the four blocks, times 1/16), scratch in block64_t's
+ * order; returns max |bits| of R, or UINT32_MAX when the deferred scaling
+ * may not hold (an F32 input below 2^-122 in magnitude) so the caller
+ * hands the row to the scalar table, as it does for non-finite R.
  */
-INL __m256i group256(float *x, const void *src, stf_dtype dt, size_t grp, int def)
+INL uint32_t pass1_t256(float *x, const void *src, stf_dtype dt, size_t k)
 {
-    __m256i ga = _mm256_setzero_si256();
-    if (def) {
-        __m256i tiny = _mm256_set1_epi32(-1);
-        for (size_t i = grp; i < grp + 256; i += 64)
-            block64(x, src, dt, i, 0, 1, dt == STF_F32 ? &tiny : NULL);
-        fht_mem_stage_m(x + grp, 64, &ga, 0.0625f, 1);
-        __m256i bad = _mm256_cmpgt_epi32(ga, _mm256_set1_epi32(0x7F7FFFFF));
-        if (dt == STF_F32) {
-            const __m256i c = _mm256_set1_epi32(0x027FFFFF);
-            bad = _mm256_or_si256(bad, _mm256_xor_si256(_mm256_cmpeq_epi32(_mm256_min_epu32(tiny, c), c),
-                                                        _mm256_set1_epi32(-1)));
-        }
-        if (__builtin_expect(_mm256_testz_si256(bad, bad), 1)) return ga;
-        ga = _mm256_setzero_si256();
+    __m256i a = _mm256_setzero_si256(), tiny = _mm256_set1_epi32(-1);
+    for (size_t grp = 0; grp < k; grp += 256) {
+        for (size_t i = grp; i < grp + 256; i += 64) block64_t(x, src, dt, i, &tiny);
+        fht_mem_stage_m(x + grp, 64, &a, 0.0625f, 1);
     }
-    for (size_t i = grp; i < grp + 256; i += 64) block64(x, src, dt, i, 1, 0, NULL);
-    fht_mem_stage(x + grp, 64, &ga);
-    return ga;
+    if (dt == STF_F32) {
+        const __m256i c = _mm256_set1_epi32(0x027FFFFF);
+        if (!_mm256_testc_si256(_mm256_cmpeq_epi32(_mm256_min_epu32(tiny, c), c), _mm256_set1_epi32(-1)))
+            return UINT32_MAX;
+    }
+    return hmax_u32(a);
 }
 
-INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g, int def)
+INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g)
 {
     __m256i a = _mm256_setzero_si256();
     size_t i = 0;
-    if (g == 256) {
-        for (size_t grp = 0; grp < k; grp += 256) a = _mm256_max_epu32(a, group256(x, src, dt, grp, def));
-        i = k;
-    } else if (g >= 64) {
+    if (g >= 64) {
         for (size_t grp = 0; grp < k; grp += g) {
             for (i = grp; i < grp + g; i += 64) {
                 __m256 v[8];
@@ -302,6 +321,7 @@ INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g
                     _mm256_storeu_ps(x + i + 8 * (size_t)j, v[j]);
                 }
             }
+            if (g == 256) fht_mem_stage(x + grp, 64, &a);
             if (g == 1024) {
                 for (size_t b = 0; b < 1024; b += 256) fht_mem_stage(x + grp + b, 64, NULL);
                 fht_mem_stage(x + grp, 256, &a);
@@ -406,22 +426,56 @@ INL void pass2(int8_t *q, const float *x, size_t k, float d, stf_dtype t, int rc
     }
 }
 
-/* def = 1: int8_row's deferred scaling for G = 256 (src is not x). */
+/* G = 256 rows of int8_row take pass1_t256 (a permuted scratch). */
 static uint32_t pass1_bf16(float *x, const void *s, size_t k, unsigned g)
 {
-    return pass1(x, s, STF_BF16, k, g, 1);
+    return g == 256 ? pass1_t256(x, s, STF_BF16, k) : pass1(x, s, STF_BF16, k, g);
 }
 static uint32_t pass1_f16(float *x, const void *s, size_t k, unsigned g)
 {
-    return pass1(x, s, STF_F16, k, g, 1);
+    return g == 256 ? pass1_t256(x, s, STF_F16, k) : pass1(x, s, STF_F16, k, g);
 }
 static uint32_t pass1_f32(float *x, const void *s, size_t k, unsigned g)
 {
-    return pass1(x, s, STF_F32, k, g, 1);
+    return g == 256 ? pass1_t256(x, s, STF_F32, k) : pass1(x, s, STF_F32, k, g);
 }
 
-static void pass2_t(int8_t *q, const float *x, size_t k, float d, stf_dtype t)
+/*
+ * pass2 over a scratch row in block64_t's order (k % 64 == 0): the codes
+ * of each 64-block, then one vpermd and one vpshufb per 32 bytes put
+ * them back in order. Byte bits after the packs are (b3, b2 | b1, b4 |
+ * b0) (in-dword, dword-in-lane, lane); vpermd makes them (b3, b2 | b0,
+ * b1 | b4) and vpshufb (b0, b1 | b2, b3 | b4), the natural order.
+ */
+INL void pass2_perm(int8_t *q, const float *x, size_t k, float d, stf_dtype t, int rc)
 {
+    __m256 dv = _mm256_set1_ps(d), rv = _mm256_set1_ps(1.0f / d);
+    const __m256i dw = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    const __m256i by = _mm256_setr_epi8(0, 4, 8, 12, 2, 6, 10, 14, 1, 5, 9, 13, 3, 7, 11, 15,
+                                        0, 4, 8, 12, 2, 6, 10, 14, 1, 5, 9, 13, 3, 7, 11, 15);
+    for (size_t i = 0; i < k; i += 64) {
+        __m256i c[8];
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) c[j] = quant8(_mm256_loadu_ps(x + i + 8 * (size_t)j), rv, dv, t, rc);
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            /* Vector index b4 + 2 b5 + 4 b1; half h is b5. */
+            __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(c[2 * h], c[2 * h + 4]),
+                                           _mm256_packs_epi32(c[2 * h + 1], c[2 * h + 5]));
+            p = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(p, dw), by);
+            _mm256_storeu_si256((__m256i *)(q + i + 32 * (size_t)h), p);
+        }
+    }
+}
+
+static void pass2_t(int8_t *q, const float *x, size_t k, float d, stf_dtype t, unsigned g)
+{
+    if (g == 256) {
+        if (t == STF_BF16) pass2_perm(q, x, k, d, STF_BF16, 1);
+        else if (t == STF_F16) pass2_perm(q, x, k, d, STF_F16, 1);
+        else pass2_perm(q, x, k, d, STF_F32, 1);
+        return;
+    }
     /* d is always in range (kernels_avx512.c); the test keeps r finite and normal. */
     int rc = d >= 0x1p-125f && d <= 0x1p125f;
     if (t == STF_BF16) {
@@ -478,7 +532,9 @@ static int int8_row_avx2(int8_t *q, float *scale, const void *src, stf_dtype src
     float d = round1(s, t);
     if (d == 0.0f) d = t == STF_F16 ? 0x1p-14f : FLT_MIN;
 
-    pass2_t(q, scratch, k, d, t);
+    /* d is a normal float between the scale floor and maxT/127, so 1/d is
+     * finite and normal: G = 256 rows always take the reciprocal. */
+    pass2_t(q, scratch, k, d, t, g);
     *scale = s;
     return 0;
 }
@@ -490,7 +546,7 @@ static void fht_regular_avx2(float *x, size_t k, unsigned g)
         return;
     }
     /* In place, and the sign of a zero output counts: no deferred scaling. */
-    (void)pass1(x, x, STF_F32, k, g, 0);
+    (void)pass1(x, x, STF_F32, k, g);
 }
 
 /* ------------------------------------------------------------- conversions */
