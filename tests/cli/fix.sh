@@ -300,7 +300,9 @@ refusal() { # FILE TARGET -> "RC TEXT" when the fix must refuse, else nothing
     r07_marker_not_object*:*) echo "2 the layer has no usable marker" ;;
     # MXFP8 synthesised from quant_format with a scale of the wrong shape:
     # nothing tells the block layout, so nothing is decoded (R9).
-    r09_mxfp8_shape*:sglang) echo "1 R9" ;;
+    # quant_format=mxfp8 is never written (spec §1.3), so its synthesised
+    # markers go with it and the incompatible F8 weight is left unmarked.
+    r09_mxfp8_shape*:sglang) echo "1 R10" ;;
     # Two spellings of one layer need model-specific fusion (M21, R20).
     r20_collision*:sglang) echo "1 R20" ;;
     # W4A8 and NVFP4 payloads are not among the formats requantize decodes
