@@ -299,8 +299,14 @@ int stf_plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
     if (rc) goto done;
     ctx.w = w;
     if (p->emit_meta) stf_writer_keep_empty_meta(w);
-    for (size_t i = 0; i < p->nmeta; i++)
+    for (size_t i = 0; i < p->nmeta; i++) {
+        /* I7: a shard's _quantization_metadata may list only that shard's
+         * layers, and every shard gets the same __metadata__ here; so a
+         * sharded output omits the key (comfy-quant §1.2 allows it) and the
+         * tensor markers, which both consumers read, carry the same dicts. */
+        if (wo.max_shard_size && !strcmp(p->meta[i].key, "_quantization_metadata")) continue;
         if ((rc = stf_writer_set_meta(w, p->meta[i].key, p->meta[i].value, err))) goto done;
+    }
     for (size_t i = 0; i < stf_ckpt_index_meta_count(p->c); i++) {
         const stf_meta_entry *e = stf_ckpt_index_meta(p->c, i);
         if ((rc = stf_writer_set_index_meta(w, e->key, e->value, err))) goto done;

@@ -402,6 +402,9 @@ static void test_sharded(void **state)
     fx *f = fx_new(STF_TARGET_SGLANG | STF_TARGET_COMFYUI);
     for (size_t i = 0; i < f->t.p.nouts; i++)
         if (!strncmp(f->t.outs[i].pub.name, "a.", 2)) f->t.outs[i].group = "a";
+    /* A rebuilt _quantization_metadata cannot be right for every shard (I7):
+     * it is left out of a sharded output, other keys are kept. */
+    tp_meta(&f->t, "_quantization_metadata", "{\"format_version\": \"1.0\", \"layers\": {}}");
     stf_run_opts o = opts(NULL);
     o.max_shard_size = 150;
     stf_run_report *rep = NULL;
@@ -428,6 +431,10 @@ static void test_sharded(void **state)
     assert_int_equal(stf_ckpt_tensor(c, m)->shard, sh);
     assert_int_equal(stf_ckpt_tensor(c, b)->shard, sh);
     assert_memory_equal(stf_ckpt_tensor_data(c, w), V1_Q, 16);
+    for (size_t k = 0; k < stf_ckpt_shard_count(c); k++) {
+        assert_null(stf_ckpt_meta_find(c, k, "_quantization_metadata"));
+        assert_string_equal(stf_ckpt_meta_find(c, k, "k")->value, "v");
+    }
     stf_ckpt_free(c);
     free(index);
     fx_free(f);
