@@ -568,7 +568,9 @@ INL int int8_row_x(int8_t *q, float *scale, const void *src, stf_dtype src_dtype
     float d = round1(s, t);
     if (d == 0.0f) d = t == STF_F16 ? 0x1p-14f : FLT_MIN;
 
-    pass2_t(q, scratch, k, d, t);
+    if (hw_bf16 && t == STF_BF16 && d >= 0x1p-125f && d <= 0x1p125f && stf__avx512_bf16_usable())
+        stf__int8_codes_bf16(q, scratch, k, 1.0f / d);
+    else pass2_t(q, scratch, k, d, t);
     *scale = s;
     return 0;
 }

@@ -34,6 +34,13 @@ int stf__avx512_bf16_usable(void);
 int stf__int8_row_bf16_g256(int8_t *q, float *scale, const uint16_t *src, size_t k,
                             stf_quant_mode mode, float *scratch);
 
+/*
+ * q[k] = the codes of x[k] (R as F32, natural order) for T = BF16, by
+ * AVX512-BF16 and VBMI, with r = fl32(1/d) normal and every rT(x[i])
+ * finite (the caller checks both). Only where stf__avx512_bf16_usable().
+ */
+void stf__int8_codes_bf16(int8_t *q, const float *x, size_t k, float r);
+
 #ifdef __AVX512F__ /* the helpers below: only in files built for AVX-512 */
 
 INL __m512i abs_bits(__m512 v)

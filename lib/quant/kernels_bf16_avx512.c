@@ -157,12 +157,22 @@ static const uint8_t k_unscramble[64] __attribute__((aligned(64))) = {
     24, 28, 25, 29, 26, 30, 27, 31, 56, 60, 57, 61, 58, 62, 59, 63,
 };
 
-/* Pass 2: codes for 64 values of z with the folded reciprocal r16. */
-TGT INL __m512i quant64(const uint16_t *z, __m512 r16, __m512i idx)
+/*
+ * Where each code sits when the 64 values were in natural order (the
+ * general path's scratch row): the same packs, no FHT reordering.
+ */
+static const uint8_t k_unscramble_nat[64] __attribute__((aligned(64))) = {
+    0,  32, 4,  36, 1,  33, 5,  37, 2,  34, 6,  38, 3,  35, 7,  39,
+    16, 48, 20, 52, 17, 49, 21, 53, 18, 50, 22, 54, 19, 51, 23, 55,
+    8,  40, 12, 44, 9,  41, 13, 45, 10, 42, 14, 46, 11, 43, 15, 47,
+    24, 56, 28, 60, 25, 57, 29, 61, 26, 58, 30, 62, 27, 59, 31, 63,
+};
+
+/* Pass 2: codes for the 64 BF16 values in z0, z1 (32 each), with
+ * reciprocal r16, in the order idx undoes. */
+TGT INL __m512i quant64_z(__m512i z0, __m512i z1, __m512 r16, __m512i idx)
 {
     const __m512i hi = _mm512_set1_epi32((int)0xFFFF0000u);
-    __m512i z0 = _mm512_loadu_si512((const void *)z);
-    __m512i z1 = _mm512_loadu_si512((const void *)(z + 32));
     __m512 e0 = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(z0, 16)), r16);
     __m512 o0 = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(z0, hi)), r16);
     __m512 e1 = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(z1, 16)), r16);
@@ -177,11 +187,48 @@ TGT INL __m512i quant64(const uint16_t *z, __m512 r16, __m512i idx)
     return _mm512_permutexvar_epi8(idx, w);
 }
 
+TGT INL __m512i quant64(const uint16_t *z, __m512 r16, __m512i idx)
+{
+    return quant64_z(_mm512_loadu_si512((const void *)z), _mm512_loadu_si512((const void *)(z + 32)),
+                     r16, idx);
+}
+
 TGT static void pass2_eo(int8_t *q, const uint16_t *z, size_t k, float r16)
 {
     __m512 rv = _mm512_set1_ps(r16);
     __m512i idx = _mm512_load_si512((const void *)k_unscramble);
     for (size_t i = 0; i < k; i += 64) _mm512_storeu_si512((void *)(q + i), quant64(z + i, rv, idx));
+}
+
+/*
+ * Codes for x[k] (R, natural order) with T = BF16: rT(R) by
+ * vcvtne2ps2bf16, then as pass 2 above with r = fl32(1/d). Same
+ * arguments for exactness; the tail runs on zero-padded lanes (code 0)
+ * that are not stored.
+ */
+TGT void stf__int8_codes_bf16(int8_t *q, const float *x, size_t k, float r)
+{
+    __m512 rv = _mm512_set1_ps(r);
+    __m512i idx = _mm512_load_si512((const void *)k_unscramble_nat);
+    size_t i = 0;
+    for (; i + 64 <= k; i += 64) {
+        __m512i z0 = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(x + i));
+        __m512i z1 = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + i + 48),
+                                                   _mm512_loadu_ps(x + i + 32));
+        _mm512_storeu_si512((void *)(q + i), quant64_z(z0, z1, rv, idx));
+    }
+    if (i < k) {
+        __m512 v[4];
+        for (int j = 0; j < 4; j++) {
+            size_t at = i + 16 * (size_t)j, n = at < k ? k - at : 0;
+            __mmask16 m = (__mmask16)(n >= 16 ? 0xFFFFu : (1u << n) - 1u);
+            v[j] = _mm512_maskz_loadu_ps(m, x + (at < k ? at : i));
+        }
+        __m512i z0 = (__m512i)_mm512_cvtne2ps_pbh(v[1], v[0]);
+        __m512i z1 = (__m512i)_mm512_cvtne2ps_pbh(v[3], v[2]);
+        __mmask64 m = ((__mmask64)1 << (k - i)) - 1u;
+        _mm512_mask_storeu_epi8(q + i, m, quant64_z(z0, z1, rv, idx));
+    }
 }
 
 int stf__int8_row_bf16_g256(int8_t *q, float *scale, const uint16_t *src, size_t k,
