@@ -39,4 +39,36 @@ int cli_report(const char *verb, const stf_err *err);
 /* Parse a size like "5000000000", "5GB", "500MB", "4GiB" into bytes. 0 or -1. */
 int cli_parse_size(const char *s, unsigned long long *out);
 
+/* The error's message, or the code's generic text when it has none. */
+const char *cli_err_text(const stf_err *err);
+
+/* cli_args.c. "--help" or "-h". */
+int cli_is_help(const char *a);
+
+/* `a` is `shortname` (may be NULL), `longname`, or "longname=VALUE". */
+int cli_opt_is(const char *a, const char *shortname, const char *longname);
+
+/* The value of the option at argv[*i]: after '=' in "longname=VALUE", else
+ * the next argument (advancing *i); NULL when there is none. */
+const char *cli_opt_value(int argc, char **argv, int *i, const char *longname);
+
+/* Print a recipe's diagnostics (FILE:LINE:COL: message) to stderr, one a
+ * line, and free them. */
+void cli_recipe_diags_print(stf_recipe_diags *d);
+
+/* cli_json.c: pieces of the --json documents, written to `o`. */
+/* A JSON string literal of s[0..n) through stf_json_quote. */
+void cli_json_strn(FILE *o, const char *s, size_t n);
+/* A JSON string literal of s; NULL is written as "". */
+void cli_json_str(FILE *o, const char *s);
+/* A JSON string literal of s; NULL is written as null. */
+void cli_json_str_or_null(FILE *o, const char *s);
+/* [d0, d1, ...] */
+void cli_json_shape(FILE *o, const uint64_t *shape, unsigned rank);
+/* ["sglang", "comfyui"], either or both, per the STF_TARGET_* bits. */
+void cli_json_targets(FILE *o, unsigned targets);
+/* One entry of a diagnostics array, on its own line ("\n  {" first, else
+ * ",\n  {"): rule, severity, layer, message, and fix when with_fix. */
+void cli_json_diag(FILE *o, const stf_diag *d, int first, int with_fix);
+
 #endif

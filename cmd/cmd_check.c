@@ -22,46 +22,15 @@ static void usage(FILE *to)
                 "  --json     one JSON document instead of the human listing\n");
 }
 
-static void json_str(FILE *o, const char *s)
-{
-    fputc('"', o);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        switch (*p) {
-        case '"': fputs("\\\"", o); break;
-        case '\\': fputs("\\\\", o); break;
-        case '\n': fputs("\\n", o); break;
-        case '\r': fputs("\\r", o); break;
-        case '\t': fputs("\\t", o); break;
-        default:
-            if (*p < 0x20) fprintf(o, "\\u%04x", *p);
-            else fputc(*p, o);
-        }
-    }
-    fputc('"', o);
-}
-
 static void print_json(FILE *o, const char *file, const char *target, const stf_check_report *r)
 {
     size_t n = stf_check_count(r);
     fputs("{\"file\": ", o);
-    json_str(o, file);
+    cli_json_str(o, file);
     fputs(", \"target\": ", o);
-    json_str(o, target);
+    cli_json_str(o, target);
     fputs(", \"diagnostics\": [", o);
-    for (size_t i = 0; i < n; i++) {
-        const stf_diag *d = stf_check_diag(r, i);
-        fputs(i ? ",\n  {\"rule\": " : "\n  {\"rule\": ", o);
-        json_str(o, d->rule);
-        fputs(", \"severity\": ", o);
-        json_str(o, stf_severity_name(d->severity));
-        fputs(", \"layer\": ", o);
-        json_str(o, d->layer);
-        fputs(", \"message\": ", o);
-        json_str(o, d->message);
-        fputs(", \"fix\": ", o);
-        json_str(o, d->fix);
-        fputs("}", o);
-    }
+    for (size_t i = 0; i < n; i++) cli_json_diag(o, stf_check_diag(r, i), i == 0, 1);
     fprintf(o, "%s], \"summary\": {\"errors\": %zu, \"warnings\": %zu, \"info\": %zu, "
                "\"total\": %zu}}\n",
             n ? "\n" : "", stf_check_count_severity(r, STF_SEV_ERROR),
@@ -115,15 +84,15 @@ int cmd_check(int argc, char **argv)
     stf_check_opts o;
     stf_check_opts_init(&o);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+        if (cli_is_help(argv[i])) {
             usage(stdout);
             return EXIT_OK_;
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
         } else if (!strcmp(argv[i], "--numeric")) {
             o.profiles |= STF_CHECK_NUMERIC;
-        } else if (!strcmp(argv[i], "--target") || !strncmp(argv[i], "--target=", 9)) {
-            const char *v = argv[i][8] == '=' ? argv[i] + 9 : (i + 1 < argc ? argv[++i] : NULL);
+        } else if (cli_opt_is(argv[i], NULL, "--target")) {
+            const char *v = cli_opt_value(argc, argv, &i, "--target");
             if (!v || (strcmp(v, "sglang") && strcmp(v, "comfyui") && strcmp(v, "all"))) {
                 cli_errorf("check", "--target takes sglang, comfyui or all");
                 return EXIT_USAGE;
@@ -154,7 +123,7 @@ int cmd_check(int argc, char **argv)
     stf_ckpt *c = NULL;
     stf_check_report *r = NULL;
     if (stf_ckpt_open(&c, file, NULL, &err)) {
-        cli_errorf("check", "%s", err.msg[0] ? err.msg : stf_strerror(err.code));
+        cli_errorf("check", "%s", cli_err_text(&err));
         return EXIT_INVALID;
     }
     int rc = stf_check_run(&r, c, &o, &err);

@@ -66,23 +66,8 @@ static int exit_for(int code)
 
 static int fail(const stf_err *err)
 {
-    cli_errorf("fix", "%s", err->msg[0] ? err->msg : stf_strerror(err->code));
+    cli_errorf("fix", "%s", cli_err_text(err));
     return exit_for(err->code);
-}
-
-/* Value of an option given as "--opt VALUE" or "--opt=VALUE"; NULL if missing. */
-static const char *opt_value(int argc, char **argv, int *i, const char *longname)
-{
-    size_t n = strlen(longname);
-    if (!strncmp(argv[*i], longname, n) && argv[*i][n] == '=') return argv[*i] + n + 1;
-    return *i + 1 < argc ? argv[++*i] : NULL;
-}
-
-static int is_opt(const char *a, const char *shortname, const char *longname)
-{
-    size_t n = strlen(longname);
-    return (shortname && !strcmp(a, shortname)) || !strcmp(a, longname) ||
-           (!strncmp(a, longname, n) && a[n] == '=');
 }
 
 /* Returns -1 to go on, else the exit code (help or usage error). */
@@ -91,7 +76,7 @@ static int parse_args(fix_args *a, int argc, char **argv)
     memset(a, 0, sizeof *a);
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i], *v;
-        if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+        if (cli_is_help(s)) {
             usage(stdout);
             return EXIT_OK_;
         } else if (!strcmp(s, "--json")) {
@@ -102,29 +87,29 @@ static int parse_args(fix_args *a, int argc, char **argv)
             a->error_report = 1;
         } else if (!strcmp(s, "--allow-noncompliant")) {
             a->allow_noncompliant = 1;
-        } else if (is_opt(s, "-r", "--recipe")) {
-            if (!(a->recipe = opt_value(argc, argv, &i, "--recipe"))) goto missing;
-        } else if (is_opt(s, "-o", "--output")) {
-            if (!(a->out = opt_value(argc, argv, &i, "--output"))) goto missing;
-        } else if (is_opt(s, "-j", "--jobs")) {
+        } else if (cli_opt_is(s, "-r", "--recipe")) {
+            if (!(a->recipe = cli_opt_value(argc, argv, &i, "--recipe"))) goto missing;
+        } else if (cli_opt_is(s, "-o", "--output")) {
+            if (!(a->out = cli_opt_value(argc, argv, &i, "--output"))) goto missing;
+        } else if (cli_opt_is(s, "-j", "--jobs")) {
             char *end = NULL;
-            if (!(v = opt_value(argc, argv, &i, "--jobs"))) goto missing;
+            if (!(v = cli_opt_value(argc, argv, &i, "--jobs"))) goto missing;
             unsigned long n = strtoul(v, &end, 10);
             if (!*v || *end || *v == '-' || n < 1 || n > 1024) {
                 cli_errorf("fix", "-j takes a thread count from 1 to 1024, not '%s'", v);
                 return EXIT_USAGE;
             }
             a->threads = (unsigned)n;
-        } else if (is_opt(s, NULL, "--quant-mode")) {
-            if (!(v = opt_value(argc, argv, &i, "--quant-mode"))) goto missing;
+        } else if (cli_opt_is(s, NULL, "--quant-mode")) {
+            if (!(v = cli_opt_value(argc, argv, &i, "--quant-mode"))) goto missing;
             if (stf_quant_mode_from_name(&a->quant_mode, v)) {
                 cli_errorf("fix", "--quant-mode takes cuda, fp32 or eager, not '%s'", v);
                 return EXIT_USAGE;
             }
             a->quant_mode_set = 1;
-        } else if (is_opt(s, NULL, "--max-shard-size") || is_opt(s, NULL, "--max-mem")) {
+        } else if (cli_opt_is(s, NULL, "--max-shard-size") || cli_opt_is(s, NULL, "--max-mem")) {
             int shard = s[6] == 's';
-            if (!(v = opt_value(argc, argv, &i, shard ? "--max-shard-size" : "--max-mem")))
+            if (!(v = cli_opt_value(argc, argv, &i, shard ? "--max-shard-size" : "--max-mem")))
                 goto missing;
             unsigned long long n = 0;
             if (cli_parse_size(v, &n) || n == 0) {
@@ -184,18 +169,6 @@ static const char *clobbered_input(const stf_ckpt *c, const char *out, int shard
         if (have_idx && sx.st_dev == si.st_dev && sx.st_ino == si.st_ino) return in;
     }
     return NULL;
-}
-
-static void json_str(FILE *o, const char *s)
-{
-    fputc('"', o);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(o, "\\%c", *p);
-        else if (*p == '\n') fputs("\\n", o);
-        else if (*p < 0x20) fprintf(o, "\\u%04x", *p);
-        else fputc(*p, o);
-    }
-    fputc('"', o);
 }
 
 /* JSON has no infinity: an exact layer's SNR is written as null. */
@@ -334,18 +307,16 @@ static void print_human(FILE *o, const fix_args *a, const char *out, const stf_r
 static void print_json(FILE *o, const fix_args *a, const char *out, const stf_recipe *rc,
                        const stf_plan *p, const stf_run_report *r, int ok)
 {
-    unsigned t = stf_plan_targets(p);
     fputs("{\"input\": ", o);
-    json_str(o, a->in);
+    cli_json_str(o, a->in);
     fputs(", \"output\": ", o);
-    json_str(o, out);
+    cli_json_str(o, out);
     fputs(", \"recipe\": ", o);
-    json_str(o, a->recipe);
+    cli_json_str(o, a->recipe);
     fputs(", \"recipe_sha256\": ", o);
-    json_str(o, stf_recipe_sha256(rc));
-    fprintf(o, ", \"targets\": [%s%s%s]", t & STF_TARGET_SGLANG ? "\"sglang\"" : "",
-            (t & STF_TARGET_SGLANG) && (t & STF_TARGET_COMFYUI) ? ", " : "",
-            t & STF_TARGET_COMFYUI ? "\"comfyui\"" : "");
+    cli_json_str(o, stf_recipe_sha256(rc));
+    fputs(", \"targets\": ", o);
+    cli_json_targets(o, stf_plan_targets(p));
     fprintf(o, ", \"status\": \"%s\"", ok ? "ok" : "rejected");
     size_t nl = stf_plan_layer_count(p);
     fprintf(o, ",\n \"layers\": {\"total\": %zu, \"changed\": %zu, \"list\": [", nl,
@@ -355,16 +326,16 @@ static void print_json(FILE *o, const fix_args *a, const char *out, const stf_re
         if (!l->nactions) continue;
         fputs(first ? "\n  {\"prefix\": " : ",\n  {\"prefix\": ", o);
         first = 0;
-        json_str(o, l->prefix);
+        cli_json_str(o, l->prefix);
         fputs(", \"out_prefix\": ", o);
-        json_str(o, l->out_prefix ? l->out_prefix : l->prefix);
+        cli_json_str(o, l->out_prefix ? l->out_prefix : l->prefix);
         fputs(", \"rules\": [", o);
         for (size_t k = 0; k < l->nrules; k++) {
             if (k) fputs(", ", o);
-            json_str(o, l->rules[k]);
+            cli_json_str(o, l->rules[k]);
         }
         fputs("], \"summary\": ", o);
-        json_str(o, l->summary);
+        cli_json_str(o, l->summary);
         fputs("}", o);
     }
     fprintf(o, "]},\n \"tensors\": {\"written\": %zu, \"copied\": %zu, \"dropped\": %zu}",
@@ -375,7 +346,7 @@ static void print_json(FILE *o, const fix_args *a, const char *out, const stf_re
     fputs(",\n \"files\": [", o);
     for (size_t i = 0; ok && r && i < stf_run_report_file_count(r); i++) {
         if (i) fputs(", ", o);
-        json_str(o, stf_run_report_file(r, i));
+        cli_json_str(o, stf_run_report_file(r, i));
     }
     fputs("],\n \"verification\": ", o);
     const stf_check_report *cr = r ? stf_run_report_check(r) : NULL;
@@ -386,25 +357,15 @@ static void print_json(FILE *o, const fix_args *a, const char *out, const stf_re
                 stf_check_count_severity(cr, STF_SEV_ERROR),
                 stf_check_count_severity(cr, STF_SEV_WARNING),
                 stf_check_count_severity(cr, STF_SEV_INFO));
-        for (size_t i = 0; i < stf_check_count(cr); i++) {
-            const stf_diag *d = stf_check_diag(cr, i);
-            fputs(i ? ",\n  {\"rule\": " : "\n  {\"rule\": ", o);
-            json_str(o, d->rule);
-            fputs(", \"severity\": ", o);
-            json_str(o, stf_severity_name(d->severity));
-            fputs(", \"layer\": ", o);
-            json_str(o, d->layer);
-            fputs(", \"message\": ", o);
-            json_str(o, d->message);
-            fputs("}", o);
-        }
+        for (size_t i = 0; i < stf_check_count(cr); i++)
+            cli_json_diag(o, stf_check_diag(cr, i), i == 0, 0);
         fputs("]}", o);
     }
     fputs(",\n \"metrics\": [", o);
     for (size_t i = 0; ok && r && a->error_report && i < stf_run_report_metrics_count(r); i++) {
         const stf_layer_metrics *m = stf_run_report_metrics(r, i);
         fputs(i ? ",\n  {\"layer\": " : "\n  {\"layer\": ", o);
-        json_str(o, m->prefix);
+        cli_json_str(o, m->prefix);
         fputs(", \"rel_l2\": ", o);
         json_num(o, m->m.rel_l2);
         fputs(", \"cosine\": ", o);
@@ -425,12 +386,10 @@ static int load_recipe(stf_recipe **out, const char *path)
     stf_err_clear(&err);
     if (stf_recipe_load_file(out, &d, path, &err) == 0) return -1;
     if (d) {
-        for (size_t i = 0; i < stf_recipe_diags_count(d); i++)
-            fprintf(stderr, "%s\n", stf_recipe_diags_text(d, i));
-        stf_recipe_diags_free(d);
+        cli_recipe_diags_print(d);
         return EXIT_INVALID;
     }
-    cli_errorf("fix", "%s", err.msg[0] ? err.msg : stf_strerror(err.code));
+    cli_errorf("fix", "%s", cli_err_text(&err));
     /* An unreadable recipe is bad input, not a failed operation. */
     return err.code == STF_ENOMEM ? EXIT_FAILED : EXIT_INVALID;
 }
@@ -464,7 +423,7 @@ int cmd_fix(int argc, char **argv)
     oo.no_mmap = 1;
     if (stf_ckpt_open(&c, a.in, &oo, &err)) {
         ex = err.code == STF_ENOMEM ? EXIT_FAILED : EXIT_INVALID;
-        cli_errorf("fix", "%s", err.msg[0] ? err.msg : stf_strerror(err.code));
+        cli_errorf("fix", "%s", cli_err_text(&err));
         goto done;
     }
     if (a.in_place) {

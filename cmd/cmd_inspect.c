@@ -20,32 +20,6 @@ static void usage(FILE *to)
                 "  --strict   treat stfix's stricter-than-reference rules as errors\n");
 }
 
-/* JSON string through the library's canonical escaper (one escaper for
- * the whole project). */
-static void json_str(FILE *o, const char *s, size_t n)
-{
-    char small[256];
-    size_t need = stf_json_quote(small, sizeof small, s, n);
-    if (need < sizeof small) {
-        fwrite(small, 1, need, o);
-        return;
-    }
-    char *big = malloc(need + 1);
-    if (!big) {
-        fputs("\"\"", o);
-        return;
-    }
-    stf_json_quote(big, need + 1, s, n);
-    fwrite(big, 1, need, o);
-    free(big);
-}
-
-static void json_cstr(FILE *o, const char *s)
-{
-    if (s) json_str(o, s, strlen(s));
-    else fputs("null", o);
-}
-
 /* Human text: raw when printable, else the JSON-quoted form, so control
  * bytes in names never reach the terminal. */
 static void text_str(FILE *o, const char *s, size_t n)
@@ -53,18 +27,11 @@ static void text_str(FILE *o, const char *s, size_t n)
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c < 0x20 || c == 0x7f) {
-            json_str(o, s, n);
+            cli_json_strn(o, s, n);
             return;
         }
     }
     fwrite(s, 1, n, o);
-}
-
-static void shape_str(FILE *o, const stf_tensor_info *t)
-{
-    fputc('[', o);
-    for (unsigned d = 0; d < t->rank; d++) fprintf(o, "%s%" PRIu64, d ? ", " : "", t->shape[d]);
-    fputc(']', o);
 }
 
 /* Metadata as stfix rewrite would write it: every shard's keys, the first
@@ -108,13 +75,13 @@ static void print_json(FILE *o, const char *path, const stf_ckpt *c)
 {
     size_t ns = stf_ckpt_shard_count(c);
     fputs("{\"file\": ", o);
-    json_cstr(o, path);
+    cli_json_str_or_null(o, path);
     fputs(", \"index\": ", o);
-    json_cstr(o, stf_ckpt_index_path(c));
+    cli_json_str_or_null(o, stf_ckpt_index_path(c));
     fputs(",\n \"shards\": [", o);
     for (size_t k = 0; k < ns; k++) {
         fputs(k ? ",\n  {\"path\": " : "\n  {\"path\": ", o);
-        json_cstr(o, stf_ckpt_shard_path(c, k));
+        cli_json_str_or_null(o, stf_ckpt_shard_path(c, k));
         fprintf(o, ", \"header_len\": %" PRIu64 ", \"file_size\": %" PRIu64
                    ", \"has_metadata\": %s, \"canonical\": %s}",
                 stf_ckpt_shard_header_len(c, k), stf_ckpt_shard_file_size(c, k),
@@ -132,9 +99,9 @@ static void print_json(FILE *o, const char *path, const stf_ckpt *c)
                 const stf_meta_entry *m = stf_ckpt_meta(c, k, i);
                 fputs(first ? "" : ", ", o);
                 first = 0;
-                json_str(o, m->key, m->key_len);
+                cli_json_strn(o, m->key, m->key_len);
                 fputs(": ", o);
-                json_str(o, m->value, m->value_len);
+                cli_json_strn(o, m->value, m->value_len);
             }
         fputc('}', o);
     }
@@ -143,7 +110,7 @@ static void print_json(FILE *o, const char *path, const stf_ckpt *c)
         for (size_t i = 0; i < stf_ckpt_index_meta_count(c); i++) {
             const stf_meta_entry *m = stf_ckpt_index_meta(c, i);
             fputs(i ? ", " : "", o);
-            json_str(o, m->key, m->key_len);
+            cli_json_strn(o, m->key, m->key_len);
             fputs(": ", o);
             fwrite(m->value, 1, m->value_len, o); /* raw JSON text from the index */
         }
@@ -154,10 +121,10 @@ static void print_json(FILE *o, const char *path, const stf_ckpt *c)
     for (size_t i = 0; i < nt; i++) {
         const stf_tensor_info *t = stf_ckpt_tensor(c, i);
         fputs(i ? ",\n  {\"name\": " : "\n  {\"name\": ", o);
-        json_str(o, t->name, t->name_len);
-        fprintf(o, ", \"dtype\": \"%s\", \"shape\": [", stf_dtype_name(t->dtype));
-        for (unsigned d = 0; d < t->rank; d++) fprintf(o, "%s%" PRIu64, d ? ", " : "", t->shape[d]);
-        fprintf(o, "], \"data_offsets\": [%" PRIu64 ", %" PRIu64 "], \"bytes\": %" PRIu64
+        cli_json_strn(o, t->name, t->name_len);
+        fprintf(o, ", \"dtype\": \"%s\", \"shape\": ", stf_dtype_name(t->dtype));
+        cli_json_shape(o, t->shape, t->rank);
+        fprintf(o, ", \"data_offsets\": [%" PRIu64 ", %" PRIu64 "], \"bytes\": %" PRIu64
                    ", \"shard\": %u}",
                 t->begin, t->end, t->nbytes, t->shard);
     }
@@ -176,17 +143,17 @@ static void print_json(FILE *o, const char *path, const stf_ckpt *c)
     for (size_t i = 0; i < stf_ckpt_finding_count(c); i++) {
         const stf_finding *f = stf_ckpt_finding(c, i);
         fputs(i ? ",\n  {\"rule\": " : "\n  {\"rule\": ", o);
-        json_cstr(o, f->rule);
+        cli_json_str_or_null(o, f->rule);
         fputs(", \"severity\": ", o);
-        json_cstr(o, stf_severity_name(f->severity));
+        cli_json_str_or_null(o, stf_severity_name(f->severity));
         fputs(", \"path\": ", o);
-        json_cstr(o, f->path);
+        cli_json_str_or_null(o, f->path);
         fputs(", \"tensor\": ", o);
-        json_cstr(o, f->tensor);
+        cli_json_str_or_null(o, f->tensor);
         if (f->has_offset) fprintf(o, ", \"offset\": %" PRIu64, f->offset);
         else fputs(", \"offset\": null", o);
         fputs(", \"message\": ", o);
-        json_cstr(o, f->message);
+        cli_json_str_or_null(o, f->message);
         fputc('}', o);
     }
     fputs("]}\n", o);
@@ -228,7 +195,7 @@ static void print_human(FILE *o, const char *path, const stf_ckpt *c)
         fputs("  ", o);
         text_str(o, t->name, t->name_len);
         fprintf(o, "  %s  ", stf_dtype_name(t->dtype));
-        shape_str(o, t);
+        cli_json_shape(o, t->shape, t->rank);
         fprintf(o, "  %" PRIu64 " bytes  [%" PRIu64 ", %" PRIu64 ")", t->nbytes, t->begin, t->end);
         if (ns > 1) fprintf(o, "  shard %u", t->shard);
         fputc('\n', o);
@@ -253,7 +220,7 @@ int cmd_inspect(int argc, char **argv)
     int json = 0, strict = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        if (cli_is_help(a)) {
             usage(stdout);
             return EXIT_OK_;
         } else if (!strcmp(a, "--json")) json = 1;

@@ -21,48 +21,19 @@ static void usage(FILE *to)
                 "3 usage error, 4 failure.\n");
 }
 
-static void json_str(FILE *o, const char *s)
+/* Python's tuple form, as the user sees shapes in PyTorch: (4,) and (2, 3). */
+static void shape_tuple(FILE *o, const stf_plan_tensor *t)
 {
-    fputc('"', o);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        switch (*p) {
-        case '"': fputs("\\\"", o); break;
-        case '\\': fputs("\\\\", o); break;
-        case '\n': fputs("\\n", o); break;
-        case '\r': fputs("\\r", o); break;
-        case '\t': fputs("\\t", o); break;
-        default:
-            if (*p < 0x20) fprintf(o, "\\u%04x", *p);
-            else fputc(*p, o);
-        }
-    }
-    fputc('"', o);
-}
-
-static void shape_text(FILE *o, const stf_plan_tensor *t, int json)
-{
-    fputs(json ? "[" : "(", o);
+    fputc('(', o);
     for (unsigned i = 0; i < t->rank; i++)
         fprintf(o, i ? ", %" PRIu64 : "%" PRIu64, t->shape[i]);
-    if (!json && t->rank == 1) fputc(',', o);
-    fputs(json ? "]" : ")", o);
+    if (t->rank == 1) fputc(',', o);
+    fputc(')', o);
 }
 
 static const char *src_name(const stf_ckpt *c, const stf_plan_tensor *t)
 {
     return t->src >= 0 ? stf_ckpt_tensor(c, (size_t)t->src)->name : NULL;
-}
-
-static void targets_json(FILE *o, unsigned t)
-{
-    fputc('[', o);
-    int first = 1;
-    if (t & STF_TARGET_SGLANG) {
-        fputs("\"sglang\"", o);
-        first = 0;
-    }
-    if (t & STF_TARGET_COMFYUI) fputs(first ? "\"comfyui\"" : ", \"comfyui\"", o);
-    fputc(']', o);
 }
 
 static void count(const stf_plan *p, size_t *changed, size_t *copied)
@@ -77,7 +48,7 @@ static void count(const stf_plan *p, size_t *changed, size_t *copied)
 static void print_tensor_line(FILE *o, const stf_ckpt *c, const stf_plan_tensor *t)
 {
     fprintf(o, "    %-12s %s %s ", stf_out_op_name(t->op), t->name, stf_dtype_name(t->dtype));
-    shape_text(o, t, 0);
+    shape_tuple(o, t);
     fprintf(o, " %" PRIu64 " bytes", t->nbytes);
     const char *s = src_name(c, t);
     if (s && strcmp(s, t->name)) fprintf(o, " (from %s)", s);
@@ -132,37 +103,36 @@ static void print_json(FILE *o, const char *file, const char *recipe, const stf_
                        const stf_ckpt *c, const stf_plan *p)
 {
     fputs("{\"file\": ", o);
-    json_str(o, file);
+    cli_json_str(o, file);
     fputs(", \"recipe\": ", o);
-    json_str(o, recipe);
+    cli_json_str(o, recipe);
     fputs(", \"recipe_sha256\": ", o);
-    json_str(o, stf_recipe_sha256(r));
+    cli_json_str(o, stf_recipe_sha256(r));
     fputs(", \"targets\": ", o);
-    targets_json(o, stf_plan_targets(p));
+    cli_json_targets(o, stf_plan_targets(p));
     fputs(", \"layers\": [", o);
     for (size_t i = 0; i < stf_plan_layer_count(p); i++) {
         const stf_plan_layer *l = stf_plan_get_layer(p, i);
         fputs(i ? ", {\"prefix\": " : "{\"prefix\": ", o);
-        json_str(o, l->prefix);
+        cli_json_str(o, l->prefix);
         fputs(", \"out_prefix\": ", o);
-        json_str(o, l->out_prefix);
+        cli_json_str(o, l->out_prefix);
         fputs(", \"rules\": [", o);
         for (size_t j = 0; j < l->nrules; j++) {
             if (j) fputs(", ", o);
-            json_str(o, l->rules[j]);
+            cli_json_str(o, l->rules[j]);
         }
         fputs("], \"actions\": [", o);
         for (size_t j = 0; j < l->nactions; j++) {
             if (j) fputs(", ", o);
-            json_str(o, stf_action_name(l->actions[j]->kind));
+            cli_json_str(o, stf_action_name(l->actions[j]->kind));
         }
         fputs("], \"summary\": ", o);
-        json_str(o, l->summary);
+        cli_json_str(o, l->summary);
         fprintf(o, ", \"requantize\": %s, \"format\": ", l->requantize ? "true" : "false");
-        if (l->format) json_str(o, l->format);
-        else fputs("null", o);
+        cli_json_str_or_null(o, l->format);
         fprintf(o, ", \"group\": %u, \"mode\": ", l->group);
-        if (l->requantize) json_str(o, stf_quant_mode_name(l->mode));
+        if (l->requantize) cli_json_str(o, stf_quant_mode_name(l->mode));
         else fputs("null", o);
         fputc('}', o);
     }
@@ -170,33 +140,32 @@ static void print_json(FILE *o, const char *file, const char *recipe, const stf_
     for (size_t t = 0; t < stf_plan_tensor_count(p); t++) {
         const stf_plan_tensor *x = stf_plan_get_tensor(p, t);
         fputs(t ? ", {\"name\": " : "{\"name\": ", o);
-        json_str(o, x->name);
+        cli_json_str(o, x->name);
         fputs(", \"op\": ", o);
-        json_str(o, stf_out_op_name(x->op));
+        cli_json_str(o, stf_out_op_name(x->op));
         fputs(", \"dtype\": ", o);
-        json_str(o, stf_dtype_name(x->dtype));
+        cli_json_str(o, stf_dtype_name(x->dtype));
         fputs(", \"shape\": ", o);
-        shape_text(o, x, 1);
+        cli_json_shape(o, x->shape, x->rank);
         fprintf(o, ", \"bytes\": %" PRIu64 ", \"src\": ", x->nbytes);
-        if (src_name(c, x)) json_str(o, src_name(c, x));
-        else fputs("null", o);
+        cli_json_str_or_null(o, src_name(c, x));
         fputs(", \"layer\": ", o);
-        if (x->layer != SIZE_MAX) json_str(o, stf_plan_get_layer(p, x->layer)->prefix);
+        if (x->layer != SIZE_MAX) cli_json_str(o, stf_plan_get_layer(p, x->layer)->prefix);
         else fputs("null", o);
         fputc('}', o);
     }
     fputs("], \"dropped\": [", o);
     for (size_t i = 0; i < stf_plan_dropped_count(p); i++) {
         if (i) fputs(", ", o);
-        json_str(o, stf_plan_dropped(p, i));
+        cli_json_str(o, stf_plan_dropped(p, i));
     }
     fputs("], \"metadata\": {", o);
     for (size_t i = 0; i < stf_plan_meta_count(p); i++) {
         const stf_meta_entry *e = stf_plan_meta(p, i);
         if (i) fputs(", ", o);
-        json_str(o, e->key);
+        cli_json_str(o, e->key);
         fputs(": ", o);
-        json_str(o, e->value);
+        cli_json_str(o, e->value);
     }
     size_t changed, copied;
     count(p, &changed, &copied);
@@ -216,20 +185,20 @@ int cmd_plan(int argc, char **argv)
     stf_plan_opts_init(&po);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        if (cli_is_help(a)) {
             usage(stdout);
             return EXIT_OK_;
         } else if (!strcmp(a, "--json")) {
             json = 1;
-        } else if (!strcmp(a, "-r") || !strcmp(a, "--recipe") || !strncmp(a, "--recipe=", 9)) {
-            const char *v = a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[++i] : NULL);
+        } else if (cli_opt_is(a, "-r", "--recipe")) {
+            const char *v = cli_opt_value(argc, argv, &i, "--recipe");
             if (!v) {
                 cli_errorf("plan", "%s needs a recipe file", a);
                 return EXIT_USAGE;
             }
             recipe = v;
-        } else if (!strcmp(a, "--quant-mode") || !strncmp(a, "--quant-mode=", 13)) {
-            const char *v = a[12] == '=' ? a + 13 : (i + 1 < argc ? argv[++i] : NULL);
+        } else if (cli_opt_is(a, NULL, "--quant-mode")) {
+            const char *v = cli_opt_value(argc, argv, &i, "--quant-mode");
             if (!v || stf_quant_mode_from_name(&po.quant_mode, v)) {
                 cli_errorf("plan", "--quant-mode takes cuda, fp32 or eager");
                 return EXIT_USAGE;
@@ -259,22 +228,17 @@ int cmd_plan(int argc, char **argv)
     stf_plan *p = NULL;
     int ex = EXIT_OK_;
     if (stf_recipe_load_file(&r, &d, recipe, &err)) {
-        if (d) {
-            for (size_t i = 0; i < stf_recipe_diags_count(d); i++)
-                fprintf(stderr, "%s\n", stf_recipe_diags_text(d, i));
-            stf_recipe_diags_free(d);
-        } else {
-            cli_errorf("plan", "%s", err.msg[0] ? err.msg : stf_strerror(err.code));
-        }
+        if (d) cli_recipe_diags_print(d);
+        else cli_errorf("plan", "%s", cli_err_text(&err));
         return EXIT_INVALID;
     }
     if (stf_ckpt_open(&c, file, NULL, &err)) {
-        cli_errorf("plan", "%s", err.msg[0] ? err.msg : stf_strerror(err.code));
+        cli_errorf("plan", "%s", cli_err_text(&err));
         ex = EXIT_INVALID;
         goto done;
     }
     if (stf_plan_build(&p, c, r, &po, &err)) {
-        cli_errorf("plan", "%s", err.msg[0] ? err.msg : stf_strerror(err.code));
+        cli_errorf("plan", "%s", cli_err_text(&err));
         ex = err.code == STF_EFORMAT || err.code == STF_EUNSUPPORTED ? EXIT_INVALID : EXIT_FAILED;
         goto done;
     }

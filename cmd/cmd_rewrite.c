@@ -103,21 +103,21 @@ int cmd_rewrite(int argc, char **argv)
     int strict = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        if (cli_is_help(a)) {
             usage(stdout);
             return EXIT_OK_;
         } else if (!strcmp(a, "--strict")) strict = 1;
-        else if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--max-shard-size")) {
-            if (i + 1 >= argc) {
+        else if (cli_opt_is(a, "-o", "--output") || cli_opt_is(a, NULL, "--max-shard-size")) {
+            int size = a[2] == 'm';
+            const char *v = cli_opt_value(argc, argv, &i, size ? "--max-shard-size" : "--output");
+            if (!v) {
                 cli_errorf("rewrite", "option '%s' needs a value", a);
                 usage(stderr);
                 return EXIT_USAGE;
             }
-            if (!strcmp(a, "--max-shard-size")) size_arg = argv[++i];
-            else out = argv[++i];
-        } else if (!strncmp(a, "--output=", 9)) out = a + 9;
-        else if (!strncmp(a, "--max-shard-size=", 17)) size_arg = a + 17;
-        else if (a[0] == '-' && a[1]) {
+            if (size) size_arg = v;
+            else out = v;
+        } else if (a[0] == '-' && a[1]) {
             cli_errorf("rewrite", "unknown option '%s'", a);
             usage(stderr);
             return EXIT_USAGE;

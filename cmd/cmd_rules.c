@@ -28,9 +28,7 @@ static int lint_one(const char *path)
         return EXIT_OK_;
     }
     if (d) {
-        for (size_t i = 0; i < stf_recipe_diags_count(d); i++)
-            fprintf(stderr, "%s\n", stf_recipe_diags_text(d, i));
-        stf_recipe_diags_free(d);
+        cli_recipe_diags_print(d);
         return EXIT_INVALID;
     }
     int code = cli_report("rules", &err);
@@ -48,7 +46,7 @@ int cmd_rules(int argc, char **argv)
         rules_usage(stderr);
         return EXIT_USAGE;
     }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    if (cli_is_help(argv[1])) {
         rules_usage(stdout);
         return EXIT_OK_;
     }
@@ -59,7 +57,7 @@ int cmd_rules(int argc, char **argv)
     int first = 2;
     if (argc > 2 && !strcmp(argv[2], "--")) first = 3;
     else if (argc > 2 && argv[2][0] == '-' && argv[2][1]) {
-        if (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")) {
+        if (cli_is_help(argv[2])) {
             rules_usage(stdout);
             return EXIT_OK_;
         }

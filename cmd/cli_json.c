@@ -1,0 +1,71 @@
+/*
+ * JSON pieces the subcommands' --json documents share. Strings go through
+ * the library's stf_json_quote, so the program has one escaper and it is
+ * the one the canonical writer uses (serde escaping, UTF-8 raw).
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+void cli_json_strn(FILE *o, const char *s, size_t n)
+{
+    char small[256];
+    size_t need = stf_json_quote(small, sizeof small, s, n);
+    if (need < sizeof small) {
+        fwrite(small, 1, need, o);
+        return;
+    }
+    /* cmd/ allocates with plain malloc; on failure an empty literal keeps
+     * the document parseable. */
+    char *big = malloc(need + 1);
+    if (!big) {
+        fputs("\"\"", o);
+        return;
+    }
+    stf_json_quote(big, need + 1, s, n);
+    fwrite(big, 1, need, o);
+    free(big);
+}
+
+void cli_json_str(FILE *o, const char *s)
+{
+    cli_json_strn(o, s ? s : "", s ? strlen(s) : 0);
+}
+
+void cli_json_str_or_null(FILE *o, const char *s)
+{
+    if (s) cli_json_strn(o, s, strlen(s));
+    else fputs("null", o);
+}
+
+void cli_json_shape(FILE *o, const uint64_t *shape, unsigned rank)
+{
+    fputc('[', o);
+    for (unsigned d = 0; d < rank; d++) fprintf(o, "%s%" PRIu64, d ? ", " : "", shape[d]);
+    fputc(']', o);
+}
+
+void cli_json_targets(FILE *o, unsigned targets)
+{
+    int sg = (targets & STF_TARGET_SGLANG) != 0, cf = (targets & STF_TARGET_COMFYUI) != 0;
+    fprintf(o, "[%s%s%s]", sg ? "\"sglang\"" : "", sg && cf ? ", " : "", cf ? "\"comfyui\"" : "");
+}
+
+void cli_json_diag(FILE *o, const stf_diag *d, int first, int with_fix)
+{
+    fputs(first ? "\n  {\"rule\": " : ",\n  {\"rule\": ", o);
+    cli_json_str(o, d->rule);
+    fputs(", \"severity\": ", o);
+    cli_json_str(o, stf_severity_name(d->severity));
+    fputs(", \"layer\": ", o);
+    cli_json_str(o, d->layer);
+    fputs(", \"message\": ", o);
+    cli_json_str(o, d->message);
+    if (with_fix) {
+        fputs(", \"fix\": ", o);
+        cli_json_str(o, d->fix);
+    }
+    fputc('}', o);
+}
