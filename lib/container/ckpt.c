@@ -187,10 +187,43 @@ static int ends_with(const char *s, const char *suffix)
     return n >= k && memcmp(s + n - k, suffix, k) == 0;
 }
 
+/*
+ * Shard 0 of a single-file checkpoint: the slot, its source (the file at
+ * `name`, or buf[0..len) when in_mem), the header and the tensor table.
+ * The file and memory openers differ only in the source.
+ */
+static int open_single(stf_ckpt *c, const char *name, int in_mem, const void *buf, size_t len,
+                       const stf_open_opts *opts, stf_err *err)
+{
+    c->shards = stf__calloc(1, sizeof *c->shards);
+    if (!c->shards) return oom(err, name);
+    int rc = in_mem ? stf__source_open_mem(&c->shards[0].src, buf, len, name, err)
+                    : stf__source_open(&c->shards[0].src, name, opts->no_mmap, err);
+    if (rc) return rc;
+    c->nshards = 1;
+    rc = shard_load(&c->shards[0], opts, &c->findings, err);
+    if (rc) return rc;
+    return build_table(c, name, err);
+}
+
+/*
+ * The end both openers share: on success (rc 0) add the canonical-form
+ * notes and hand c to *out; otherwise, or if that fails, free c.
+ */
+static int open_finish(stf_ckpt **out, stf_ckpt *c, int rc, const stf_open_opts *opts,
+                       stf_err *err)
+{
+    /* S21-S25 are notes, never load errors; they tell --check users and
+     * `inspect` whether the file is what the canonical writer would emit. */
+    if (!rc && opts->canon_findings) rc = stf__ckpt_canon_findings(c, err);
+    if (rc) stf_ckpt_free(c);
+    else *out = c;
+    return rc;
+}
+
 /* Open a file or an index; see container.h. */
 int stf_ckpt_open(stf_ckpt **out, const char *path, const stf_open_opts *opts, stf_err *err)
 {
-    int rc = 0;
     stf_ckpt *c = NULL;
     stf_open_opts dflt;
 
@@ -202,41 +235,15 @@ int stf_ckpt_open(stf_ckpt **out, const char *path, const stf_open_opts *opts, s
     }
     c = ckpt_new();
     if (!c) return oom(err, path);
-    if (ends_with(path, ".index.json")) {
-        rc = open_index(c, path, opts, err);
-        if (rc) goto done;
-    } else {
-        c->shards = stf__calloc(1, sizeof *c->shards);
-        if (!c->shards) {
-            rc = oom(err, path);
-            goto done;
-        }
-        rc = stf__source_open(&c->shards[0].src, path, opts->no_mmap, err);
-        if (rc) goto done;
-        c->nshards = 1;
-        rc = shard_load(&c->shards[0], opts, &c->findings, err);
-        if (rc) goto done;
-        rc = build_table(c, path, err);
-        if (rc) goto done;
-    }
-    /* S21-S25 are notes, never load errors; they tell --check users and
-     * `inspect` whether the file is what the canonical writer would emit. */
-    if (opts->canon_findings) {
-        rc = stf__ckpt_canon_findings(c, err);
-        if (rc) goto done;
-    }
-    *out = c;
-    c = NULL;
-done:
-    stf_ckpt_free(c);
-    return rc;
+    int rc = ends_with(path, ".index.json") ? open_index(c, path, opts, err)
+                                            : open_single(c, path, 0, NULL, 0, opts, err);
+    return open_finish(out, c, rc, opts, err);
 }
 
 /* Open a file held in memory; see container.h. */
 int stf_ckpt_open_mem(stf_ckpt **out, const void *buf, size_t len, const char *name,
                       const stf_open_opts *opts, stf_err *err)
 {
-    int rc = 0;
     stf_ckpt *c = NULL;
     stf_open_opts dflt;
 
@@ -249,29 +256,7 @@ int stf_ckpt_open_mem(stf_ckpt **out, const void *buf, size_t len, const char *n
     }
     c = ckpt_new();
     if (!c) return oom(err, name);
-    c->shards = stf__calloc(1, sizeof *c->shards);
-    if (!c->shards) {
-        rc = oom(err, name);
-        goto done;
-    }
-    rc = stf__source_open_mem(&c->shards[0].src, buf, len, name, err);
-    if (rc) goto done;
-    c->nshards = 1;
-    rc = shard_load(&c->shards[0], opts, &c->findings, err);
-    if (rc) goto done;
-    rc = build_table(c, name, err);
-    if (rc) goto done;
-    /* S21-S25 are notes, never load errors; they tell --check users and
-     * `inspect` whether the file is what the canonical writer would emit. */
-    if (opts->canon_findings) {
-        rc = stf__ckpt_canon_findings(c, err);
-        if (rc) goto done;
-    }
-    *out = c;
-    c = NULL;
-done:
-    stf_ckpt_free(c);
-    return rc;
+    return open_finish(out, c, open_single(c, name, 1, buf, len, opts, err), opts, err);
 }
 
 /* Free everything; no-op on NULL. */
