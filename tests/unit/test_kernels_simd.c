@@ -596,6 +596,42 @@ static void test_int8_row_near_boundary(void **state)
     free(row);
 }
 
+/*
+ * The AVX512-BF16 path itself (where the CPU has it): it must take an
+ * ordinary G = 256 row (return 0, scalar's bytes), so the table comparisons
+ * above really run it, and hand back (return 1) a row whose rotation
+ * overflows, leaving it to the general path.
+ */
+static void test_bf16_g256_path(void **state)
+{
+    (void)state;
+#if defined(__x86_64__) || defined(__i386__)
+    if (!stf_simd_supported(STF_SIMD_AVX512) || !stf__avx512_bf16_usable()) skip();
+    size_t k = 1024;
+    uint16_t *src = xaligned(k * 2);
+    float *sc = xaligned(k * 4), *sa = xaligned(k * 4);
+    int8_t qa[1024], qb[1024];
+    float s_a, s_b;
+    g_rng = 0x5EED0006u;
+    for (int mi = 0; mi < 2; mi++) {
+        stf_quant_mode mode = mi ? STF_QMODE_EAGER : STF_QMODE_CUDA;
+        fill_row(src, STF_BF16, k, ROW_OUTLIER);
+        assert_int_equal(stf__int8_row_bf16_g256(qb, &s_b, src, k, mode, sc), 0);
+        assert_int_equal(stf__kernels_scalar.int8_row(qa, &s_a, src, STF_BF16, k, 256, mode,
+                                                      STF_BF16, sa), 0);
+        assert_memory_equal(qa, qb, k);
+        assert_int_equal(f32_bits(s_a), f32_bits(s_b));
+    }
+    for (size_t i = 0; i < k; i++) src[i] = 0x7F7Fu; /* 256 * BF16 max overflows */
+    assert_int_equal(stf__int8_row_bf16_g256(qb, &s_b, src, k, STF_QMODE_CUDA, sc), 1);
+    free(src);
+    free(sc);
+    free(sa);
+#else
+    skip();
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -610,6 +646,7 @@ int main(void)
         cmocka_unit_test(test_int8_row_odd_arguments),
         cmocka_unit_test(test_reciprocal_exhaustive),
         cmocka_unit_test(test_int8_row_near_boundary),
+        cmocka_unit_test(test_bf16_g256_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
