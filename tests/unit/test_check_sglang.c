@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "stfix.h"
+#include "support/st_alloc.h"
 
 #define FIX "fixtures/comfy/"
 
@@ -295,20 +296,6 @@ static void test_container_findings(void **state)
     stf_ckpt_free(c);
 }
 
-/* Every allocation failure is reported as STF_ENOMEM, never a crash or leak. */
-static int g_fail_at = -1, g_count = 0;
-static void *fail_realloc(void *ud, void *p, size_t n)
-{
-    (void)ud;
-    if (g_fail_at >= 0 && g_count++ == g_fail_at) return NULL;
-    return realloc(p, n ? n : 1);
-}
-static void plain_free(void *ud, void *p)
-{
-    (void)ud;
-    free(p);
-}
-
 /* R28 is information only: G=16 runs on comfy_kitchen alone. */
 static void test_r28_info(void **state)
 {
@@ -325,6 +312,7 @@ static void test_r28_info(void **state)
     stf_check_report_free(r);
 }
 
+/* Every allocation failure is reported as STF_ENOMEM, never a crash or leak. */
 static void test_alloc_failures(void **state)
 {
     (void)state;
@@ -332,12 +320,10 @@ static void test_alloc_failures(void **state)
     stf_ckpt *c = NULL;
     stf_err_clear(&err);
     assert_int_equal(stf_ckpt_open(&c, FIX "r15_flat_scale_square.safetensors", NULL, &err), 0);
-    stf_allocator a = { fail_realloc, plain_free, NULL };
-    stf_set_allocator(&a);
+    st_alloc_install();
     int ok = 0;
     for (int i = 0; i < 400 && !ok; i++) {
-        g_fail_at = i;
-        g_count = 0;
+        st_alloc_arm(i + 1);
         stf_check_report *r = NULL;
         int rc = stf_check_run(&r, c, NULL, &err);
         if (rc == 0) {
@@ -349,7 +335,7 @@ static void test_alloc_failures(void **state)
         }
         stf_check_report_free(r);
     }
-    stf_set_allocator(NULL);
+    st_alloc_uninstall();
     assert_true(ok);
     stf_ckpt_free(c);
 }

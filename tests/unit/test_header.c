@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "container/st_internal.h"
+#include "support/st_alloc.h"
 #include "support/st_expect.h"
 
 #define DESER "{\"test\":{\"dtype\":\"I32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}"
@@ -422,27 +423,6 @@ static void test_many_warnings_are_capped(void **state)
 
 /* ------------------------------------------------------------ allocation */
 
-typedef struct fail_alloc {
-    long countdown; /* fail when it reaches 0; negative: never */
-    long live;
-} fail_alloc;
-
-static void *fa_realloc(void *ud, void *p, size_t n)
-{
-    fail_alloc *fa = ud;
-    if (fa->countdown >= 0 && fa->countdown-- == 0) return NULL;
-    void *q = realloc(p, n ? n : 1);
-    if (q && !p) fa->live++;
-    return q;
-}
-
-static void fa_free(void *ud, void *p)
-{
-    fail_alloc *fa = ud;
-    if (p) fa->live--;
-    free(p);
-}
-
 static void test_allocation_failures(void **state)
 {
     (void)state;
@@ -454,9 +434,7 @@ static void test_allocation_failures(void **state)
                       "\"c\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[16,19]},"
                       "\"c\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[16,20]}}";
     st_bytes b = st_bytes_simple(hdr, 20);
-    fail_alloc fa = { -1, 0 };
-    stf_allocator al = { fa_realloc, fa_free, &fa };
-    stf_set_allocator(&al);
+    st_alloc_install();
     int done = 0;
     long k;
     for (k = 0; k < 1000 && !done; k++) {
@@ -464,9 +442,9 @@ static void test_allocation_failures(void **state)
         stf__header *h = NULL;
         stf_err e;
         stf__findings_init(&f);
-        fa.countdown = k;
+        st_alloc_arm(k + 1);
         int rc = st_bytes_parse(&h, &b, 0, NULL, &f, &e);
-        fa.countdown = -1;
+        st_alloc_disarm();
         if (rc == 0) {
             done = 1;
             assert_int_equal(h->ntensors, 3);
@@ -479,9 +457,9 @@ static void test_allocation_failures(void **state)
         }
         stf__header_free(h);
         stf__findings_free(&f);
-        assert_int_equal(fa.live, 0);
+        assert_int_equal(st_alloc_live(), 0);
     }
-    stf_set_allocator(NULL);
+    st_alloc_uninstall();
     assert_true(done);
     assert_true(k > 5); /* the loop really failed some allocations first */
     st_bytes_free(&b);

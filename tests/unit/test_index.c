@@ -14,6 +14,7 @@
 
 #include "container/index.h"
 #include "stfix.h"
+#include "support/st_alloc.h"
 
 static char g_dir[256];
 
@@ -459,37 +460,17 @@ static void test_sharded_i3_i6(void **state)
 
 /* ---- allocation failure: fail the Nth allocation ---- */
 
-static long g_fail_at, g_count, g_live;
-
-static void *fail_realloc(void *ud, void *p, size_t n)
-{
-    (void)ud;
-    if (++g_count == g_fail_at) return NULL;
-    void *q = realloc(p, n ? n : 1);
-    if (q && !p) g_live++;
-    return q;
-}
-
-static void fail_free(void *ud, void *p)
-{
-    (void)ud;
-    if (p) g_live--;
-    free(p);
-}
-
 static void test_alloc_failures(void **state)
 {
     (void)state;
     char p[300];
     make_ckpt("alloc", GOOD_INDEX);
     snprintf(p, sizeof p, "%s/alloc/m.safetensors.index.json", g_dir);
-    stf_allocator a = { fail_realloc, fail_free, NULL };
     int ok = 0;
     long failures = 0;
-    stf_set_allocator(&a);
-    for (g_fail_at = 1; g_fail_at < 10000 && !ok; g_fail_at++) {
-        g_count = 0;
-        g_live = 0;
+    st_alloc_install();
+    for (long n = 1; n < 10000 && !ok; n++) {
+        st_alloc_arm(n);
         stf_ckpt *c = NULL;
         stf_err e;
         int rc = stf_ckpt_open(&c, p, NULL, &e);
@@ -499,16 +480,16 @@ static void test_alloc_failures(void **state)
         } else {
             failures++;
             if (rc != STF_ENOMEM) {
-                stf_set_allocator(NULL);
-                fail_msg("allocation %ld: rc %d (%s)", g_fail_at, rc, e.msg);
+                st_alloc_uninstall();
+                fail_msg("allocation %ld: rc %d (%s)", n, rc, e.msg);
             }
         }
-        if (g_live != 0) {
-            stf_set_allocator(NULL);
-            fail_msg("allocation %ld: %ld blocks leaked", g_fail_at, g_live);
+        if (st_alloc_live() != 0) {
+            st_alloc_uninstall();
+            fail_msg("allocation %ld: %ld blocks leaked", n, st_alloc_live());
         }
     }
-    stf_set_allocator(NULL);
+    st_alloc_uninstall();
     assert_true(ok);
     assert_true(failures >= 10);
 }

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "stfix.h"
+#include "support/st_alloc.h"
 
 /* ------------------------------------------------------------ file builder */
 
@@ -372,21 +373,6 @@ static void test_sharded(void **state)
 
 /* ------------------------------------------------------- allocation failure */
 
-static long g_fail_at = -1, g_count = 0;
-
-static void *fail_realloc(void *ud, void *p, size_t n)
-{
-    (void)ud;
-    if (g_fail_at >= 0 && g_count++ == g_fail_at) return NULL;
-    return realloc(p, n ? n : 1);
-}
-
-static void fail_free(void *ud, void *p)
-{
-    (void)ud;
-    free(p);
-}
-
 static void test_allocation_failures(void **state)
 {
     (void)state;
@@ -398,12 +384,10 @@ static void test_allocation_failures(void **state)
     };
     file f = build(t, 4, "{\"layers\": {\"a\": " CANON ", \"z\": {}}}");
     stf_ckpt *c = open_mem(&f);
-    stf_allocator a = { fail_realloc, fail_free, NULL };
-    stf_set_allocator(&a);
+    st_alloc_install();
     long k;
     for (k = 0; k < 2000; k++) {
-        g_fail_at = k;
-        g_count = 0;
+        st_alloc_arm(k + 1);
         stf_model *m = NULL;
         stf_err err;
         int rc = stf_model_build(&m, c, &err);
@@ -415,8 +399,7 @@ static void test_allocation_failures(void **state)
         assert_int_equal(rc, STF_ENOMEM);
         assert_null(m);
     }
-    stf_set_allocator(NULL);
-    g_fail_at = -1;
+    st_alloc_uninstall();
     assert_true(k > 10);
     assert_true(k < 2000);
     stf_ckpt_free(c);

@@ -7,6 +7,7 @@
  * Run from the repository root.
  */
 #include "plan_testutil.h"
+#include "support/st_alloc.h"
 
 #define FIX "fixtures/comfy/"
 
@@ -89,23 +90,6 @@ static void test_bad_arguments(void **state)
 
 /* ------------------------------------------------------------ allocation failures */
 
-static long g_fail_at = -1, g_count, g_live;
-
-static void *fail_realloc(void *ud, void *ptr, size_t size)
-{
-    (void)ud;
-    if (g_fail_at >= 0 && g_count++ == g_fail_at) return NULL;
-    if (!ptr) g_live++;
-    return realloc(ptr, size ? size : 1);
-}
-
-static void fail_free(void *ud, void *ptr)
-{
-    (void)ud;
-    if (ptr) g_live--;
-    free(ptr);
-}
-
 /* Whether two plans describe the same output (names, ops, dtypes, sizes, metadata). */
 static int same_plan(const stf_plan *a, const stf_plan *b)
 {
@@ -165,13 +149,10 @@ static void test_every_allocation_failure(void **state)
     assert_int_equal(pt_out(&k, "s.comfy_quant")->op, STF_OUT_NEW);
     assert_int_equal(pt_out(&k, "s.comfy_quant")->nbytes, 29);
     assert_int_equal(pt_out(&k, "d.comfy_quant")->op, STF_OUT_COPY);
-    stf_allocator a = { fail_realloc, fail_free, NULL };
-    stf_set_allocator(&a);
+    st_alloc_install();
     int done = 0;
     for (long n = 0; n < 5000 && !done; n++) {
-        g_fail_at = n;
-        g_count = 0;
-        g_live = 0;
+        st_alloc_arm(n + 1);
         stf_plan *p = NULL;
         stf_err_clear(&err);
         int rc = stf_plan_build(&p, k.c, k.r, NULL, &err);
@@ -180,19 +161,18 @@ static void test_every_allocation_failure(void **state)
             /* A swallowed failure would show as a different plan. */
             int same = same_plan(p, k.p);
             stf_plan_free(p);
-            stf_set_allocator(NULL);
+            st_alloc_uninstall();
             assert_true(same);
             assert_non_null(pt_out(&k, "n.b.weight"));
         } else {
-            if (rc != STF_ENOMEM || p) stf_set_allocator(NULL);
+            if (rc != STF_ENOMEM || p) st_alloc_uninstall();
             assert_int_equal(rc, STF_ENOMEM);
             assert_null(p);
         }
-        if (g_live) stf_set_allocator(NULL);
-        assert_int_equal(g_live, 0);
+        if (st_alloc_live()) st_alloc_uninstall();
+        assert_int_equal(st_alloc_live(), 0);
     }
-    stf_set_allocator(NULL);
-    g_fail_at = -1;
+    st_alloc_uninstall();
     assert_true(done);
     free(w);
     pt_free(&k);

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "stfix.h"
+#include "support/st_alloc.h"
 
 static stf_pyval *parse_ok(const char *s, size_t n)
 {
@@ -283,32 +284,15 @@ static void test_depth_cap(void **state)
 
 /* ------------------------------------------------------- allocation failure */
 
-static long g_fail_at = -1, g_count = 0;
-
-static void *fail_realloc(void *ud, void *p, size_t n)
-{
-    (void)ud;
-    if (g_fail_at >= 0 && g_count++ == g_fail_at) return NULL;
-    return realloc(p, n ? n : 1);
-}
-
-static void fail_free(void *ud, void *p)
-{
-    (void)ud;
-    free(p);
-}
-
 static void test_allocation_failures(void **state)
 {
     (void)state;
     static const char doc[] = "{\"format\": \"int8_tensorwise\", \"params\": {\"convrot\": true,"
                               " \"g\": [1, 2.5, \"x\\u00e9\"]}, \"k\": -7}";
-    stf_allocator a = { fail_realloc, fail_free, NULL };
-    stf_set_allocator(&a);
+    st_alloc_install();
     long k;
     for (k = 0; k < 1000; k++) {
-        g_fail_at = k;
-        g_count = 0;
+        st_alloc_arm(k + 1);
         stf_pyval *v = NULL;
         stf_err err;
         int rc = stf_pyjson_parse(&v, doc, sizeof doc - 1, &err);
@@ -320,8 +304,7 @@ static void test_allocation_failures(void **state)
         assert_int_equal(rc, STF_ENOMEM);
         assert_null(v);
     }
-    stf_set_allocator(NULL);
-    g_fail_at = -1;
+    st_alloc_uninstall();
     assert_true(k > 10); /* the parser allocates through the hook */
     assert_true(k < 1000);
 }

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "rules/rules_int.h"
+#include "support/st_alloc.h"
 
 static const char good[] =
     "# a comment\n"
@@ -247,29 +248,12 @@ static void test_bundled(void **state)
 
 /* ---------------------------------------------------- allocation failures */
 
-static long fail_at = -1, calls = 0;
-
-static void *count_realloc(void *ud, void *p, size_t n)
-{
-    (void)ud;
-    if (fail_at >= 0 && calls++ == fail_at) return NULL;
-    return realloc(p, n);
-}
-
-static void count_free(void *ud, void *p)
-{
-    (void)ud;
-    free(p);
-}
-
 static void run_alloc_failures(const char *src, int want_rc)
 {
-    stf_allocator al = { count_realloc, count_free, NULL };
-    stf_set_allocator(&al);
+    st_alloc_install();
     int done = 0;
     for (long i = 0; i < 5000 && !done; i++) {
-        calls = 0;
-        fail_at = i;
+        st_alloc_arm(i + 1);
         stf_recipe *r = NULL;
         stf_recipe_diags *d = NULL;
         stf_err err;
@@ -285,8 +269,7 @@ static void run_alloc_failures(const char *src, int want_rc)
         stf_recipe_free(r);
         stf_recipe_diags_free(d);
     }
-    fail_at = -1;
-    stf_set_allocator(NULL);
+    st_alloc_uninstall();
     assert_int_equal(done, 1);
 }
 

@@ -17,6 +17,7 @@
 
 #include "quant_testutil.h"
 #include "run_testplan.h"
+#include "support/st_alloc.h"
 #include "support/st_ckptfile.h"
 
 static const char MARKER16[] =
@@ -510,38 +511,21 @@ static void test_wide_layer_threads(void **state)
 }
 
 /* Failing the Nth allocation: STF_ENOMEM, nothing at OUT, no temp file; until it succeeds. */
-static int g_fail_at, g_count;
-
-static void *fail_realloc(void *ud, void *p, size_t n)
-{
-    (void)ud;
-    if (g_count++ == g_fail_at) return NULL;
-    return realloc(p, n);
-}
-
-static void plain_free(void *ud, void *p)
-{
-    (void)ud;
-    free(p);
-}
-
 static void test_alloc_failures(void **state)
 {
     (void)state;
     fx *f = fx_new(STF_TARGET_SGLANG);
     stf_run_opts o = opts(NULL);
     o.error_metrics = 1;
-    stf_allocator a = { fail_realloc, plain_free, NULL };
     int ok = 0, fails = 0;
     for (int i = 0; i < 5000 && !ok; i++) {
-        g_fail_at = i;
-        g_count = 0;
+        st_alloc_arm(i + 1);
         stf_run_report *rep = NULL;
         stf_err err;
-        stf_set_allocator(&a);
+        st_alloc_install();
         int rc = stf_plan_run(&rep, &f->t.p, f->out, &o, &err);
         stf_run_report_free(rep);
-        stf_set_allocator(NULL);
+        st_alloc_uninstall();
         if (rc == 0) {
             ok = 1;
         } else {

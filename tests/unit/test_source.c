@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "container/source.h"
+#include "support/st_alloc.h"
 
 static char g_dir[256];
 
@@ -229,36 +230,17 @@ static void test_sparse_over_4gib(void **state)
 
 /* ---- allocation failure: fail the Nth allocation ---- */
 
-static long g_fail_at, g_count, g_live;
-
-static void *fail_realloc(void *ud, void *p, size_t n)
-{
-    (void)ud;
-    if (++g_count == g_fail_at) return NULL;
-    void *q = realloc(p, n ? n : 1);
-    if (q && !p) g_live++;
-    return q;
-}
-
-static void fail_free(void *ud, void *p)
-{
-    (void)ud;
-    if (p) g_live--;
-    free(p);
-}
-
 static void test_alloc_failures(void **state)
 {
     (void)state;
     char p[300];
     path_in(p, sizeof p, "alloc.bin");
     write_file(p, "abcdefgh", 8);
-    stf_allocator a = { fail_realloc, fail_free, NULL };
-    stf_set_allocator(&a);
+    st_alloc_install();
     int ok = 0;
-    for (g_fail_at = 1; g_fail_at < 50 && !ok; g_fail_at++) {
-        g_count = 0;
-        g_live = 0;
+    long n;
+    for (n = 1; n < 50 && !ok; n++) {
+        st_alloc_arm(n);
         stf__source *s = NULL;
         stf_err e;
         int rc = stf__source_open(&s, p, 0, &e);
@@ -269,11 +251,11 @@ static void test_alloc_failures(void **state)
             assert_int_equal(rc, STF_ENOMEM);
             assert_null(s);
         }
-        assert_int_equal(g_live, 0);
+        assert_int_equal(st_alloc_live(), 0);
     }
-    stf_set_allocator(NULL);
+    st_alloc_uninstall();
     assert_true(ok);
-    assert_true(g_fail_at > 2); /* at least one failure was exercised */
+    assert_true(n > 2); /* at least one failure was exercised */
     unlink(p);
 }
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "stfix.h"
+#include "support/st_alloc.h"
 
 static const unsigned char F32_0_5[24] = { 0, 0, 0, 0, 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40,
                                            0, 0, 0x40, 0x40, 0, 0, 0x80, 0x40, 0, 0, 0xa0, 0x40 };
@@ -518,23 +519,6 @@ static void test_sharded_atomic(void **state)
 }
 
 /* Allocation failure: fail the Nth allocation for every N until success. */
-static long g_fail_at, g_count, g_live;
-
-static void *fail_realloc(void *ud, void *p, size_t n)
-{
-    (void)ud;
-    if (++g_count == g_fail_at) return NULL;
-    if (!p) g_live++;
-    return realloc(p, n ? n : 1);
-}
-
-static void fail_free(void *ud, void *p)
-{
-    (void)ud;
-    if (p) g_live--;
-    free(p);
-}
-
 static int write_small(stf_err *err, const char *path, uint64_t max_shard)
 {
     stf_write_opts o;
@@ -568,21 +552,18 @@ static int write_small(stf_err *err, const char *path, uint64_t max_shard)
 static void test_alloc_failure(void **state)
 {
     (void)state;
-    stf_allocator al = { fail_realloc, fail_free, NULL };
     for (int sharded = 0; sharded < 2; sharded++) {
         int ok = 0;
         for (long n = 1; n < 10000 && !ok; n++) {
-            g_fail_at = n;
-            g_count = 0;
-            g_live = 0;
-            stf_set_allocator(&al);
+            st_alloc_arm(n);
+            st_alloc_install();
             stf_err err;
             int rc = write_small(&err, out_path("al.safetensors"), sharded ? 16 : 0);
-            stf_set_allocator(NULL);
-            assert_int_equal(g_live, 0);
+            st_alloc_uninstall();
+            assert_int_equal(st_alloc_live(), 0);
             if (rc == 0) {
                 ok = 1;
-                assert_true(g_count < n);
+                assert_true(st_alloc_calls() < n);
             } else {
                 assert_int_equal(rc, STF_ENOMEM);
                 assert_int_equal(dir_entries(), 0);

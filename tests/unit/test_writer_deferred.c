@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "stfix.h"
+#include "support/st_alloc.h"
 
 static char g_dir[256];
 static int g_named; /* this run forces the named temp files */
@@ -680,23 +681,6 @@ static void test_enospc_fill(void **state)
 
 /* ------------------------------------------------- allocation failure */
 
-static long g_fail_at, g_count, g_live;
-
-static void *fail_realloc(void *ud, void *p, size_t n)
-{
-    (void)ud;
-    if (++g_count == g_fail_at) return NULL;
-    if (!p) g_live++;
-    return realloc(p, n ? n : 1);
-}
-
-static void fail_free(void *ud, void *p)
-{
-    (void)ud;
-    if (p) g_live--;
-    free(p);
-}
-
 static int two_phase(stf_err *err, uint64_t max_shard)
 {
     static const unsigned char d[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
@@ -728,21 +712,18 @@ static int two_phase(stf_err *err, uint64_t max_shard)
 static void test_alloc_failure(void **state)
 {
     (void)state;
-    stf_allocator al = { fail_realloc, fail_free, NULL };
     for (int sharded = 0; sharded < 2; sharded++) {
         int ok = 0;
         for (long n = 1; n < 10000 && !ok; n++) {
-            g_fail_at = n;
-            g_count = 0;
-            g_live = 0;
-            stf_set_allocator(&al);
+            st_alloc_arm(n);
+            st_alloc_install();
             stf_err err;
             int rc = two_phase(&err, sharded ? 10 : 0);
-            stf_set_allocator(NULL);
-            assert_int_equal(g_live, 0);
+            st_alloc_uninstall();
+            assert_int_equal(st_alloc_live(), 0);
             if (rc == 0) {
                 ok = 1;
-                assert_true(g_count < n);
+                assert_true(st_alloc_calls() < n);
             } else {
                 assert_int_equal(rc, STF_ENOMEM);
                 assert_int_equal(entries(g_dir), 0);

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "rules/rules_int.h"
+#include "support/st_alloc.h"
 
 /* Parse `src`; returns the code and the first problem text (or ""). */
 static int parse(stf__ynode **root, const char *src, char *first, size_t size)
@@ -155,34 +156,17 @@ static void test_mapping_size_limit(void **state)
 
 /* ---------------------------------------------------- allocation failures */
 
-static long fail_at = -1, calls = 0;
-
-static void *count_realloc(void *ud, void *p, size_t n)
-{
-    (void)ud;
-    if (fail_at >= 0 && calls++ == fail_at) return NULL;
-    return realloc(p, n);
-}
-
-static void count_free(void *ud, void *p)
-{
-    (void)ud;
-    free(p);
-}
-
 static void test_alloc_failures(void **state)
 {
     (void)state;
     const char *src = "a: [1, 2, {b: c}]\nd: 'e'\n";
-    stf_allocator al = { count_realloc, count_free, NULL };
-    stf_set_allocator(&al);
+    st_alloc_install();
     int ok = 0;
     for (long i = 0; i < 200 && !ok; i++) {
-        fail_at = -1;
+        st_alloc_disarm();
         stf_recipe_diags *d = stf__diags_new("t.yaml");
         assert_non_null(d);
-        calls = 0;
-        fail_at = i;
+        st_alloc_arm(i + 1);
         stf__ynode *root = NULL;
         stf_err err;
         int rc = stf__yaml_parse(&root, d, src, strlen(src), &err);
@@ -196,8 +180,7 @@ static void test_alloc_failures(void **state)
         stf__ynode_free(root);
         stf_recipe_diags_free(d);
     }
-    fail_at = -1;
-    stf_set_allocator(NULL);
+    st_alloc_uninstall();
     assert_int_equal(ok, 1);
 }
 
