@@ -16,23 +16,21 @@
 #include "container/source.h"
 #include "stfix.h"
 #include "support/st_alloc.h"
+#include "support/st_tmp.h"
 
 static char g_dir[256];
 
 static int setup_dir(void **state)
 {
     (void)state;
-    const char *t = getenv("TMPDIR");
-    snprintf(g_dir, sizeof g_dir, "%s/stf_ckpt.XXXXXX", t && *t ? t : "/tmp");
-    return mkdtemp(g_dir) ? 0 : -1;
+    return st_tmp_setup(g_dir, sizeof g_dir, "stf_ckpt");
 }
 
 static int teardown_dir(void **state)
 {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    st_rmtree(g_dir);
+    return 0;
 }
 
 /* N (u64 LE) + header text + `data` (data_len bytes; zeros when NULL). */
@@ -46,14 +44,6 @@ static uint8_t *st_bytes(const char *json, const void *data, size_t data_len, si
     if (data) memcpy(b + 8 + n, data, data_len);
     *len = 8 + n + data_len;
     return b;
-}
-
-static void write_file(const char *path, const void *p, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(p, 1, n, f), n);
-    assert_int_equal(fclose(f), 0);
 }
 
 static const uint8_t k_f32_0_5[24] = { 0, 0, 0, 0, 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40,
@@ -153,7 +143,7 @@ static void test_open_file_mmap_and_pread(void **state)
     uint8_t *b = two_tensor_file(&len);
     char p[300];
     snprintf(p, sizeof p, "%s/two.safetensors", g_dir);
-    write_file(p, b, len);
+    assert_int_equal(st_write_file(p, b, len), 0);
     stf_open_opts o;
     stf_open_opts_init(&o);
     for (int no_mmap = 0; no_mmap <= 1; no_mmap++) {
@@ -225,13 +215,13 @@ static void test_open_errors_name_the_path(void **state)
 
     /* S1 on an empty file, S3 on a bare length prefix (spec §9.2) */
     snprintf(p, sizeof p, "%s/zero.safetensors", g_dir);
-    write_file(p, "", 0);
+    assert_int_equal(st_write_file(p, "", 0), 0);
     assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), STF_EFORMAT);
     assert_string_equal(e.rule, "S1");
     assert_non_null(strstr(e.msg, p));
     unlink(p);
     snprintf(p, sizeof p, "%s/short.safetensors", g_dir);
-    write_file(p, "<\0\0\0\0\0\0\0", 8);
+    assert_int_equal(st_write_file(p, "<\0\0\0\0\0\0\0", 8), 0);
     assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), STF_EFORMAT);
     assert_string_equal(e.rule, "S3");
     unlink(p);
@@ -266,7 +256,7 @@ static void test_huge_n_small_file(void **state)
     o.no_mmap = 1; /* the path that would have to copy the header */
     char p[300];
     snprintf(p, sizeof p, "%s/bign.safetensors", g_dir);
-    write_file(p, b, sizeof b);
+    assert_int_equal(st_write_file(p, b, sizeof b), 0);
     stf_allocator a = { track_realloc, track_free, NULL };
     g_max_alloc = 0;
     stf_set_allocator(&a);
@@ -320,7 +310,7 @@ static void test_truncated_while_open(void **state)
     uint8_t *b = two_tensor_file(&len);
     char p[300];
     snprintf(p, sizeof p, "%s/shrink.safetensors", g_dir);
-    write_file(p, b, len);
+    assert_int_equal(st_write_file(p, b, len), 0);
     stf_open_opts o;
     stf_open_opts_init(&o);
     o.no_mmap = 1;
@@ -438,7 +428,7 @@ static void test_alloc_failures(void **state)
     uint8_t *b = two_tensor_file(&len);
     char p[300];
     snprintf(p, sizeof p, "%s/alloc.safetensors", g_dir);
-    write_file(p, b, len);
+    assert_int_equal(st_write_file(p, b, len), 0);
     alloc_loop(p, 0);
     alloc_loop(p, 1);
     unlink(p);

@@ -15,23 +15,21 @@
 #include "container/index.h"
 #include "stfix.h"
 #include "support/st_alloc.h"
+#include "support/st_tmp.h"
 
 static char g_dir[256];
 
 static int setup_dir(void **state)
 {
     (void)state;
-    const char *t = getenv("TMPDIR");
-    snprintf(g_dir, sizeof g_dir, "%s/stf_index.XXXXXX", t && *t ? t : "/tmp");
-    return mkdtemp(g_dir) ? 0 : -1;
+    return st_tmp_setup(g_dir, sizeof g_dir, "stf_index");
 }
 
 static int teardown_dir(void **state)
 {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    st_rmtree(g_dir);
+    return 0;
 }
 
 static int parse(stf__index **ix, const char *json, const stf_open_opts *o, stf_err *e)

@@ -16,36 +16,26 @@
 
 #include "container/source.h"
 #include "support/st_alloc.h"
+#include "support/st_tmp.h"
 
 static char g_dir[256];
 
 static int setup_dir(void **state)
 {
     (void)state;
-    const char *t = getenv("TMPDIR");
-    snprintf(g_dir, sizeof g_dir, "%s/stf_source.XXXXXX", t && *t ? t : "/tmp");
-    return mkdtemp(g_dir) ? 0 : -1;
+    return st_tmp_setup(g_dir, sizeof g_dir, "stf_source");
 }
 
 static int teardown_dir(void **state)
 {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    st_rmtree(g_dir);
+    return 0;
 }
 
 static void path_in(char *buf, size_t n, const char *name)
 {
     snprintf(buf, n, "%s/%s", g_dir, name);
-}
-
-static void write_file(const char *path, const void *p, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(p, 1, n, f), n);
-    assert_int_equal(fclose(f), 0);
 }
 
 static void test_missing_file(void **state)
@@ -95,7 +85,7 @@ static void test_permission_denied(void **state)
     if (geteuid() == 0) skip(); /* root reads mode-000 files anyway */
     char p[300];
     path_in(p, sizeof p, "noperm");
-    write_file(p, "abcdefgh", 8);
+    assert_int_equal(st_write_file(p, "abcdefgh", 8), 0);
     assert_int_equal(chmod(p, 0), 0);
     stf__source *s = NULL;
     stf_err e;
@@ -127,7 +117,7 @@ static void test_map_and_pread_agree(void **state)
     const size_t n = sizeof bytes - 1;
     char p[300];
     path_in(p, sizeof p, "plain.bin");
-    write_file(p, bytes, n);
+    assert_int_equal(st_write_file(p, bytes, n), 0);
     stf_err e;
 
     stf__source *m = NULL;
@@ -171,7 +161,7 @@ static void test_truncated_after_open(void **state)
     (void)state;
     char p[300];
     path_in(p, sizeof p, "shrinks.bin");
-    write_file(p, "0123456789abcdef", 16);
+    assert_int_equal(st_write_file(p, "0123456789abcdef", 16), 0);
     stf__source *s = NULL;
     stf_err e;
     assert_int_equal(stf__source_open(&s, p, 1, &e), 0);
@@ -235,7 +225,7 @@ static void test_alloc_failures(void **state)
     (void)state;
     char p[300];
     path_in(p, sizeof p, "alloc.bin");
-    write_file(p, "abcdefgh", 8);
+    assert_int_equal(st_write_file(p, "abcdefgh", 8), 0);
     st_alloc_install();
     int ok = 0;
     long n;

@@ -1,59 +1,9 @@
 /* Test helper: small safetensors files on disk (see st_ckptfile.h). */
 #include "support/st_ckptfile.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-char *st_tmpdir(void)
-{
-    const char *base = getenv("TMPDIR");
-    char tmpl[4096];
-    snprintf(tmpl, sizeof tmpl, "%s/stfix-test-XXXXXX", base && *base ? base : "/tmp");
-    char *d = mkdtemp(tmpl);
-    if (!d) abort();
-    char *r = strdup(d);
-    if (!r) abort();
-    return r;
-}
-
-char *st_path(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    if (!p) abort();
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
-void st_rmtree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char *p = st_path(dir, e->d_name);
-        unlink(p);
-        free(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
-size_t st_dir_entries(const char *dir)
-{
-    DIR *d = opendir(dir);
-    size_t n = 0;
-    if (!d) return 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
-    closedir(d);
-    return n;
-}
 
 int st_write_ckpt(const char *path, const st_tensor *t, size_t n, const char *meta_json)
 {
@@ -93,25 +43,3 @@ done:
     return rc;
 }
 
-unsigned char *st_read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    unsigned char *b = malloc(cap);
-    size_t got;
-    while (b && (got = fread(b + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            unsigned char *nb = realloc(b, cap *= 2);
-            if (!nb) {
-                free(b);
-                b = NULL;
-            }
-            b = nb;
-        }
-    }
-    fclose(f);
-    if (len) *len = n;
-    return b;
-}

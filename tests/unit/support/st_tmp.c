@@ -1,0 +1,93 @@
+/* Test helper: temp directories and whole-file I/O (see st_tmp.h). */
+#include "support/st_tmp.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int st_tmp_setup(char *dir, size_t cap, const char *tag)
+{
+    const char *base = getenv("TMPDIR");
+    int n = snprintf(dir, cap, "%s/%s.XXXXXX", base && *base ? base : "/tmp", tag);
+    if (n < 0 || (size_t)n >= cap) return -1;
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+char *st_tmpdir(void)
+{
+    char tmpl[4096];
+    if (st_tmp_setup(tmpl, sizeof tmpl, "stfix-test")) abort();
+    char *r = strdup(tmpl);
+    if (!r) abort();
+    return r;
+}
+
+char *st_path(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (!p) abort();
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+void st_rmtree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char *p = st_path(dir, e->d_name);
+        struct stat st;
+        /* lstat: a link to a directory is removed, not descended into. */
+        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) st_rmtree(p);
+        else unlink(p);
+        free(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+size_t st_dir_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    size_t n = 0;
+    if (!d) return 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(d);
+    return n;
+}
+
+int st_write_file(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    int rc = fwrite(p, 1, n, f) == n ? 0 : -1;
+    if (fclose(f) != 0) rc = -1;
+    return rc;
+}
+
+unsigned char *st_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0, got;
+    unsigned char *b = malloc(cap);
+    while (b && (got = fread(b + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            unsigned char *nb = realloc(b, cap *= 2);
+            if (!nb) free(b);
+            b = nb;
+        }
+    }
+    fclose(f);
+    if (len) *len = n;
+    return b;
+}

@@ -1,0 +1,34 @@
+/*
+ * Test helper: private temp directories and whole-file I/O, for tests that
+ * read real files or give the library a directory to write into. Plain
+ * malloc/free (outside the library's allocation hook).
+ */
+#ifndef ST_TMP_H
+#define ST_TMP_H
+
+#include <stddef.h>
+
+/* A fresh directory under $TMPDIR (or /tmp); the caller frees the string
+ * (plain free) and removes it with st_rmtree. Aborts the test on failure. */
+char *st_tmpdir(void);
+
+/* The same into a caller's buffer, named TAG.XXXXXX, for cmocka group
+ * setups: 0, or -1 when it cannot be made or does not fit in cap. */
+int st_tmp_setup(char *dir, size_t cap, const char *tag);
+
+/* Remove a directory and everything below it (links are not followed). */
+void st_rmtree(const char *dir);
+
+/* dir + "/" + name, malloc'd. */
+char *st_path(const char *dir, const char *name);
+
+/* Write p[0..n) as the whole file at path: 0, or -1 on an I/O error. */
+int st_write_file(const char *path, const void *p, size_t n);
+
+/* Read a whole file (malloc'd, *len set); NULL when it does not exist. */
+unsigned char *st_read_file(const char *path, size_t *len);
+
+/* Number of entries in dir other than . and .. (0 when it cannot be read). */
+size_t st_dir_entries(const char *dir);
+
+#endif
