@@ -14,35 +14,26 @@
 #include <unistd.h>
 
 #include "container/writer_internal.h"
+#include "support/st_tmp.h"
 
-static char g_dir[64];
+static char g_dir[256];
 
 static int setup(void **state)
 {
     (void)state;
-    strcpy(g_dir, "/tmp/stfix-rewrite.XXXXXX");
-    return mkdtemp(g_dir) ? 0 : -1;
+    return st_tmp_setup(g_dir, sizeof g_dir, "stfix-rewrite");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    DIR *d = opendir(g_dir);
-    struct dirent *e;
-    char p[600];
-    while (d && (e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-            snprintf(p, sizeof p, "%s/%s", g_dir, e->d_name);
-            unlink(p);
-        }
-    if (d) closedir(d);
-    rmdir(g_dir);
+    st_rmtree(g_dir);
     return 0;
 }
 
 static char *path_of(const char *name)
 {
-    static char p[4][256];
+    static char p[4][512];
     static int k;
     k = (k + 1) % 4;
     snprintf(p[k], sizeof p[k], "%s/%s", g_dir, name);
@@ -51,22 +42,13 @@ static char *path_of(const char *name)
 
 static void put_file(const char *name, const void *b, size_t n)
 {
-    FILE *f = fopen(path_of(name), "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(b, 1, n, f), n);
-    fclose(f);
+    assert_int_equal(st_write_file(path_of(name), b, n), 0);
 }
 
 static unsigned char *slurp(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)n + 1);
-    *len = fread(b, 1, (size_t)n, f);
-    fclose(f);
+    unsigned char *b = st_read_file(path, len);
+    assert_non_null(b);
     return b;
 }
 

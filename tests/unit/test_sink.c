@@ -20,47 +20,27 @@
 #include <unistd.h>
 
 #include "container/sink.h"
+#include "support/st_tmp.h"
 
-static char g_dir[64];
+static char g_dir[256];
 
 static int setup(void **state)
 {
     (void)state;
-    strcpy(g_dir, "/tmp/stfix-sink.XXXXXX");
     umask(022); /* the modes asserted below assume the usual umask */
-    return mkdtemp(g_dir) ? 0 : -1;
+    return st_tmp_setup(g_dir, sizeof g_dir, "stfix-sink");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    DIR *d = opendir(g_dir);
-    struct dirent *e;
-    char p[600];
-    while (d && (e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-            snprintf(p, sizeof p, "%s/%s", g_dir, e->d_name);
-            unlink(p);
-        }
-    if (d) closedir(d);
-    rmdir(g_dir);
+    st_rmtree(g_dir);
     return 0;
-}
-
-static size_t entries(void)
-{
-    DIR *d = opendir(g_dir);
-    size_t n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
-    closedir(d);
-    return n;
 }
 
 static char *p_of(const char *name)
 {
-    static char p[2][256];
+    static char p[2][512];
     static int k;
     k ^= 1;
     snprintf(p[k], sizeof p[k], "%s/%s", g_dir, name);
@@ -84,11 +64,11 @@ static void publish_case(int named)
     assert_int_equal(stf__sink_open(&s, p_of("out"), named ? &o : NULL, &err), 0);
     assert_int_equal(s.unnamed, !named);
     if (named) {
-        assert_int_equal(entries(), 1); /* the temp file */
+        assert_int_equal(st_dir_entries(g_dir), 1); /* the temp file */
         assert_non_null(strstr(s.tmp_path, "/.out.stfix-"));
     } else {
         /* Nothing in the directory; the path is the fd's /proc link. */
-        assert_int_equal(entries(), 0);
+        assert_int_equal(st_dir_entries(g_dir), 0);
         char want[40];
         snprintf(want, sizeof want, "/proc/self/fd/%d", s.fd);
         assert_string_equal(s.tmp_path, want);
@@ -109,7 +89,7 @@ static void publish_case(int named)
     assert_int_equal(stf__sink_publish(&s, &err), STF_EINVAL); /* not finished */
     assert_int_equal(stf__sink_finish(&s, &err), 0);
     assert_int_equal(stf__sink_finish(&s, &err), STF_EINVAL);
-    assert_int_equal(entries(), named ? 2 : 1); /* finish names nothing */
+    assert_int_equal(st_dir_entries(g_dir), named ? 2 : 1); /* finish names nothing */
     assert_int_equal(stf__sink_publish(&s, &err), 0);
     assert_null(s.tmp_path);
     assert_int_equal(s.fd, -1);
@@ -122,7 +102,7 @@ static void publish_case(int named)
     assert_string_equal(buf, "hello world");
     assert_int_equal(stat(p_of("out"), &st), 0);
     assert_int_equal(st.st_mode & 0777, 0644);
-    assert_int_equal(entries(), 2);
+    assert_int_equal(st_dir_entries(g_dir), 2);
 }
 
 static void test_publish(void **state)
@@ -153,7 +133,7 @@ static void test_abort_and_short_source(void **state)
     assert_string_equal(err.msg, "src: read failed at byte 3: unexpected end of file");
     stf__sink_abort(&s);
     close(fd);
-    assert_int_equal(entries(), 1);
+    assert_int_equal(st_dir_entries(g_dir), 1);
     assert_int_equal(access(p_of("out"), F_OK), -1);
 }
 
@@ -188,7 +168,7 @@ static void test_hook(void **state)
     assert_int_equal(err.offset, 2);
     stf__sink_abort(&s);
     close(fd);
-    assert_int_equal(entries(), 1);
+    assert_int_equal(st_dir_entries(g_dir), 1);
 }
 
 static void test_no_dir(void **state)
@@ -199,7 +179,7 @@ static void test_no_dir(void **state)
     assert_int_equal(stf__sink_open(&s, p_of("nodir/out"), NULL, &err), STF_EIO);
     assert_non_null(strstr(err.msg, "cannot create a temporary file in"));
     stf__sink_abort(&s); /* safe after a failed open */
-    assert_int_equal(entries(), 0);
+    assert_int_equal(st_dir_entries(g_dir), 0);
 }
 
 /* Holes and positional writes: reserve moves past bytes, extend makes the
@@ -272,10 +252,7 @@ static mode_t mode_of(const char *path)
 
 static void write_file(const char *path, const char *text)
 {
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
+    assert_int_equal(st_write_file(path, text, strlen(text)), 0);
 }
 
 static void publish_text(const char *name, int named, const char *text)
@@ -313,7 +290,7 @@ static void test_modes(void **state)
         fclose(f);
         assert_string_equal(buf, "new");
     }
-    assert_int_equal(entries(), 4);
+    assert_int_equal(st_dir_entries(g_dir), 4);
 }
 
 /* Abort of an unnamed sink, finished or not: the directory never saw it. */
@@ -327,10 +304,10 @@ static void test_abort_unnamed(void **state)
         assert_int_equal(s.unnamed, 1);
         assert_int_equal(stf__sink_write(&s, "abc", 3, &err), 0);
         if (finish) assert_int_equal(stf__sink_finish(&s, &err), 0);
-        assert_int_equal(entries(), 0);
+        assert_int_equal(st_dir_entries(g_dir), 0);
         stf__sink_abort(&s);
         stf__sink_abort(&s); /* idempotent */
-        assert_int_equal(entries(), 0);
+        assert_int_equal(st_dir_entries(g_dir), 0);
         assert_null(s.tmp_path);
         assert_null(s.link_path);
     }
@@ -357,9 +334,9 @@ static void test_publish_fails(void **state)
         snprintf(want, sizeof want, "%s: cannot rename '%s/.out.stfix-", p_of("out"), g_dir);
         assert_int_equal(strncmp(err.msg, want, strlen(want)), 0);
         assert_non_null(strstr(err.msg, "' over it: "));
-        assert_int_equal(entries(), named ? 2 : 1);
+        assert_int_equal(st_dir_entries(g_dir), named ? 2 : 1);
         stf__sink_abort(&s);
-        assert_int_equal(entries(), 1);
+        assert_int_equal(st_dir_entries(g_dir), 1);
     }
     assert_int_equal(unlink(p_of("out/f")), 0);
     assert_int_equal(rmdir(p_of("out")), 0);

@@ -17,6 +17,7 @@
 
 #include "stfix.h"
 #include "support/st_alloc.h"
+#include "support/st_tmp.h"
 
 static const unsigned char F32_0_5[24] = { 0, 0, 0, 0, 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40,
                                            0, 0, 0x40, 0x40, 0, 0, 0x80, 0x40, 0, 0, 0xa0, 0x40 };
@@ -27,25 +28,13 @@ static int g_named; /* the *_named runs force the named temp files (no_tmpfile) 
 static int setup(void **state)
 {
     (void)state;
-    snprintf(g_dir, sizeof g_dir, "%s/stfix-writer.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    return mkdtemp(g_dir) ? 0 : -1;
+    return st_tmp_setup(g_dir, sizeof g_dir, "stfix-writer");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    DIR *d = opendir(g_dir);
-    if (d) {
-        struct dirent *e;
-        char p[600];
-        while ((e = readdir(d)))
-            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-                snprintf(p, sizeof p, "%s/%s", g_dir, e->d_name);
-                unlink(p);
-            }
-        closedir(d);
-    }
-    rmdir(g_dir);
+    st_rmtree(g_dir);
     return 0;
 }
 
@@ -68,36 +57,12 @@ static const char *out_path(const char *name)
     return p;
 }
 
-static unsigned char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)n + 1);
-    *len = fread(b, 1, (size_t)n, f);
-    fclose(f);
-    return b;
-}
-
-static size_t dir_entries(void)
-{
-    DIR *d = opendir(g_dir);
-    size_t n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
-    closedir(d);
-    return n;
-}
-
 /* Expected file: N (LE) + header text + pad + data. */
 static void expect_file(const char *path, const char *hdr, size_t padded, const void *data,
                         size_t dlen)
 {
     size_t len = 0;
-    unsigned char *got = slurp(path, &len);
+    unsigned char *got = st_read_file(path, &len);
     assert_non_null(got);
     assert_int_equal(len, 8 + padded + dlen);
     for (int i = 0; i < 8; i++) assert_int_equal(got[i], (unsigned char)((uint64_t)padded >> (8 * i)));
@@ -175,7 +140,7 @@ static void test_empty(void **state)
     assert_int_equal(stf_writer_new(&w, out_path("e.safetensors"), NULL, &err), 0);
     commit_ok(w);
     size_t len;
-    unsigned char *got = slurp(out_path("e.safetensors"), &len);
+    unsigned char *got = st_read_file(out_path("e.safetensors"), &len);
     assert_int_equal(len, 16);
     assert_memory_equal(got, want, 16);
     free(got);
@@ -208,7 +173,7 @@ static void test_header_too_large(void **state)
     assert_non_null(strstr(err.msg, "HeaderTooLarge"));
     assert_non_null(strstr(err.msg, "big.safetensors"));
     stf_writer_free(w);
-    assert_int_equal(dir_entries(), 0);
+    assert_int_equal(st_dir_entries(g_dir), 0);
 }
 
 /* Writer order: dtype index descending, then name bytes; metadata sorted,
@@ -276,7 +241,7 @@ static void test_refusals(void **state)
     o.max_shard_size = 10;
     assert_int_equal(stf_writer_new(&w, out_path("x.bin"), &o, &err), STF_EINVAL);
     assert_null(w);
-    assert_int_equal(dir_entries(), 0);
+    assert_int_equal(st_dir_entries(g_dir), 0);
 }
 
 /* Many names: the duplicate check must work across hash-table growth. */
@@ -340,7 +305,7 @@ static void test_producer(void **state)
     assert_int_equal(p.next, 10u << 20);
     assert_int_equal(p.calls, 2); /* 8 MiB chunks */
     size_t len;
-    unsigned char *got = slurp(out_path("p.safetensors"), &len);
+    unsigned char *got = st_read_file(out_path("p.safetensors"), &len);
     uint64_t n = 0;
     for (int i = 0; i < 8; i++) n |= (uint64_t)got[i] << (8 * i);
     assert_int_equal(len, 8 + n + (10u << 20));
@@ -355,7 +320,7 @@ static void test_producer(void **state)
     assert_int_equal(stf_writer_commit(w, &err), STF_ENUMERIC);
     assert_non_null(strstr(err.msg, "q.safetensors: tensor 'big' at byte 8388608: boom"));
     stf_writer_free(w);
-    assert_int_equal(dir_entries(), 1);
+    assert_int_equal(st_dir_entries(g_dir), 1);
 }
 
 /* Atomicity: a write that fails part-way leaves no output and no temp file. */
@@ -398,7 +363,7 @@ static void test_atomic(void **state)
         assert_string_equal(err.msg, want);
         assert_int_equal(err.has_offset, 1);
         assert_int_equal(err.offset, off);
-        assert_int_equal(dir_entries(), 0);
+        assert_int_equal(st_dir_entries(g_dir), 0);
     }
 }
 
@@ -423,14 +388,14 @@ static void test_replace(void **state)
     assert_int_equal(stf_writer_commit(w, &err), STF_EIO);
     stf_writer_free(w);
     size_t len;
-    unsigned char *got = slurp(out_path("old.safetensors"), &len);
+    unsigned char *got = st_read_file(out_path("old.safetensors"), &len);
     assert_int_equal(len, 3);
     free(got);
-    assert_int_equal(dir_entries(), 1);
+    assert_int_equal(st_dir_entries(g_dir), 1);
     assert_int_equal(stf_writer_new(&w, out_path("old.safetensors"), NULL, &err), 0);
     add_mem(w, "attn.0", STF_F32, 3, sh, F32_0_5);
     commit_ok(w);
-    got = slurp(out_path("old.safetensors"), &len);
+    got = st_read_file(out_path("old.safetensors"), &len);
     assert_int_equal(len, 96);
     free(got);
 }
@@ -455,7 +420,7 @@ static void test_sharded(void **state)
     assert_int_equal(stf_writer_set_meta(w, "format", "pt", &err), 0);
     assert_int_equal(stf_writer_set_index_meta(w, "note", "\"h\\u00e9\"", &err), 0);
     commit_ok(w);
-    assert_int_equal(dir_entries(), 3);
+    assert_int_equal(st_dir_entries(g_dir), 3);
     expect_file(out_path("model-00001-of-00002.safetensors"),
                 "{\"__metadata__\":{\"format\":\"pt\"},"
                 "\"x.a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
@@ -466,7 +431,7 @@ static void test_sharded(void **state)
                 "\"y\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}",
                 88, c, 16);
     size_t len;
-    unsigned char *idx = slurp(out_path("model.safetensors.index.json"), &len);
+    unsigned char *idx = st_read_file(out_path("model.safetensors.index.json"), &len);
     static const char want[] = "{\n"
                                "  \"metadata\": {\n"
                                "    \"note\": \"h\\u00e9\",\n"
@@ -487,7 +452,7 @@ static void test_sharded(void **state)
     assert_int_equal(stf_writer_new(&w, out_path("one.safetensors"), &o, &err), 0);
     add_mem(w, "y", STF_F32, 1, s4, c);
     commit_ok(w);
-    assert_int_equal(dir_entries(), 4);
+    assert_int_equal(st_dir_entries(g_dir), 4);
     expect_file(out_path("one.safetensors"),
                 "{\"y\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", 56, c, 16);
 }
@@ -514,7 +479,7 @@ static void test_sharded_atomic(void **state)
         add_mem(w, "b", STF_F32, 1, s1, a);
         assert_int_equal(stf_writer_commit(w, &err), STF_EIO);
         stf_writer_free(w);
-        assert_int_equal(dir_entries(), 0);
+        assert_int_equal(st_dir_entries(g_dir), 0);
     }
 }
 
@@ -566,12 +531,12 @@ static void test_alloc_failure(void **state)
                 assert_true(st_alloc_calls() < n);
             } else {
                 assert_int_equal(rc, STF_ENOMEM);
-                assert_int_equal(dir_entries(), 0);
+                assert_int_equal(st_dir_entries(g_dir), 0);
             }
         }
         assert_true(ok);
         /* six (24 B) alone, w.* four per 16-byte shard, gen alone, + index */
-        assert_int_equal(dir_entries(), sharded ? 8 : 1);
+        assert_int_equal(st_dir_entries(g_dir), sharded ? 8 : 1);
         teardown(NULL);
         setup(NULL);
     }

@@ -21,39 +21,21 @@
 
 #include "stfix.h"
 #include "support/st_alloc.h"
+#include "support/st_tmp.h"
 
 static char g_dir[256];
 static int g_named; /* this run forces the named temp files */
 
-static void rm_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    char p[800];
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-            struct stat st;
-            if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) rm_tree(p);
-            else unlink(p);
-        }
-    closedir(d);
-    rmdir(dir);
-}
-
 static int setup(void **state)
 {
     (void)state;
-    snprintf(g_dir, sizeof g_dir, "%s/stfix-wdef.XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    return mkdtemp(g_dir) ? 0 : -1;
+    return st_tmp_setup(g_dir, sizeof g_dir, "stfix-wdef");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    rm_tree(g_dir);
+    st_rmtree(g_dir);
     return 0;
 }
 
@@ -73,41 +55,16 @@ static const char *out_path(const char *name)
     return p[k];
 }
 
-static size_t entries(const char *dir)
-{
-    DIR *d = opendir(dir);
-    size_t n = 0;
-    struct dirent *e;
-    assert_non_null(d);
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
-    closedir(d);
-    return n;
-}
-
 static int exists(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0;
 }
 
-static unsigned char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)n + 1);
-    *len = fread(b, 1, (size_t)n, f);
-    fclose(f);
-    return b;
-}
-
 static void same_file(const char *a, const char *b)
 {
     size_t la = 0, lb = 0;
-    unsigned char *x = slurp(a, &la), *y = slurp(b, &lb);
+    unsigned char *x = st_read_file(a, &la), *y = st_read_file(b, &lb);
     assert_non_null(x);
     assert_non_null(y);
     assert_int_equal(la, lb);
@@ -263,8 +220,8 @@ static void deferred_vs_mem(uint64_t max_shard, int grouped, size_t nfiles)
     fill_random_2threads(w, m);
     assert_int_equal(stf_writer_file_count(w), nfiles);
     assert_int_equal(stf_writer_commit(w, &err), 0);
-    assert_int_equal(entries(out_path("mem")), nfiles);
-    assert_int_equal(entries(out_path("def")), nfiles);
+    assert_int_equal(st_dir_entries(out_path("mem")), nfiles);
+    assert_int_equal(st_dir_entries(out_path("def")), nfiles);
     for (size_t i = 0; i < nfiles; i++) {
         const char *fin = stf_writer_final_path(w, i);
         assert_non_null(fin);
@@ -289,8 +246,8 @@ static void test_deferred_threads_sharded(void **state)
     /* Layer = 960 + 96 + 48 bytes; 1200 fits one layer per shard when
      * grouped, and splits layers when not. */
     deferred_vs_mem(1200, 1, 4); /* 3 shards + index */
-    rm_tree(out_path("mem"));
-    rm_tree(out_path("def"));
+    st_rmtree(out_path("mem"));
+    st_rmtree(out_path("def"));
     deferred_vs_mem(1200, 0, 5); /* scales+biases, then one weight per shard */
 }
 
@@ -310,18 +267,18 @@ static void test_unfilled(void **state)
     assert_int_equal(stf_writer_prepare(w, &err), 0);
     assert_int_equal(stf_writer_tensor_id(w, "a.w", &id), 0);
     assert_int_equal(stf_writer_fill(w, id, 0, d, 3, &err), 0);
-    assert_int_equal(entries(g_dir), g_named ? 1 : 0); /* the temp file, if named */
+    assert_int_equal(st_dir_entries(g_dir), g_named ? 1 : 0); /* the temp file, if named */
     assert_int_equal(stf_writer_commit(w, &err), STF_EINVAL);
     char want[600];
     snprintf(want, sizeof want,
              "%s: tensor 'a.w': deferred bytes never filled (3 of 16 filled)",
              out_path("u.safetensors"));
     assert_string_equal(err.msg, want);
-    assert_int_equal(entries(g_dir), 0);
+    assert_int_equal(st_dir_entries(g_dir), 0);
     assert_null(stf_writer_temp_path(w, 0));
     assert_int_equal(stf_writer_commit(w, &err), STF_EINVAL);
     stf_writer_free(w);
-    assert_int_equal(entries(g_dir), 0);
+    assert_int_equal(st_dir_entries(g_dir), 0);
 
     /* Overlapping fills count twice: refused as well. */
     assert_int_equal(stf_writer_new(&w, out_path("u.safetensors"), &o, &err), 0);
@@ -332,16 +289,16 @@ static void test_unfilled(void **state)
     assert_int_equal(stf_writer_commit(w, &err), STF_EINVAL);
     assert_non_null(strstr(err.msg, "tensor 'a.w': overlapping fills (20 bytes filled for 16)"));
     stf_writer_free(w);
-    assert_int_equal(entries(g_dir), 0);
+    assert_int_equal(st_dir_entries(g_dir), 0);
 
     /* Free without commit removes the temp file. */
     assert_int_equal(stf_writer_new(&w, out_path("u.safetensors"), &o, &err), 0);
     assert_int_equal(stf_writer_add(w, "a.w", STF_F32, 1, s4, &DEFER, &err), 0);
     assert_int_equal(stf_writer_prepare(w, &err), 0);
     assert_int_equal(stf_writer_fill(w, 0, 0, d, 16, &err), 0);
-    assert_int_equal(entries(g_dir), g_named ? 1 : 0);
+    assert_int_equal(st_dir_entries(g_dir), g_named ? 1 : 0);
     stf_writer_free(w);
-    assert_int_equal(entries(g_dir), 0);
+    assert_int_equal(st_dir_entries(g_dir), 0);
 }
 
 static void test_fill_refusals(void **state)
@@ -398,7 +355,7 @@ static void test_fill_refusals(void **state)
     assert_non_null(strstr(err.msg, "tensor 'a': deferred bytes never filled (0 of 16 filled)"));
     assert_int_equal(stf_writer_fill(w, 2, 0, d, 4, &err), STF_EINVAL); /* after commit */
     stf_writer_free(w);
-    assert_int_equal(entries(g_dir), 0);
+    assert_int_equal(st_dir_entries(g_dir), 0);
 }
 
 /* ------------------------------------------------------- temp and final */
@@ -445,9 +402,9 @@ static void test_paths(void **state)
     assert_false(exists(tmp_copy));
     assert_null(stf_writer_temp_path(w, 0));
     assert_string_equal(stf_writer_final_path(w, 0), out_path("p.safetensors"));
-    assert_int_equal(entries(g_dir), 1);
+    assert_int_equal(st_dir_entries(g_dir), 1);
     size_t len;
-    unsigned char *got = slurp(out_path("p.safetensors"), &len);
+    unsigned char *got = st_read_file(out_path("p.safetensors"), &len);
     assert_int_equal(len, 8 + hl + 9);
     assert_int_equal(got[0], hl);
     assert_memory_equal(got + 8, hdr, sizeof hdr - 1);
@@ -487,10 +444,10 @@ static void test_paths_sharded(void **state)
             assert_int_equal(t[strlen(g_dir) + 1], '.');
         } else assert_int_equal(strncmp(t, "/proc/self/fd/", 14), 0);
     }
-    assert_int_equal(entries(g_dir), g_named ? 3 : 0);
+    assert_int_equal(st_dir_entries(g_dir), g_named ? 3 : 0);
     assert_int_equal(stf_writer_fill(w, 1, 0, d, 4, &err), 0);
     assert_int_equal(stf_writer_commit(w, &err), 0);
-    assert_int_equal(entries(g_dir), 3);
+    assert_int_equal(st_dir_entries(g_dir), 3);
     for (size_t i = 0; i < 3; i++) {
         assert_null(stf_writer_temp_path(w, i));
         assert_true(exists(stf_writer_final_path(w, i)));
@@ -547,14 +504,14 @@ static void test_groups(void **state)
     assert_int_equal(stf_writer_set_group(w, "z", NULL, &err), 0);
     assert_int_equal(stf_writer_commit(w, &err), 0);
     stf_writer_free(w);
-    assert_int_equal(entries(g_dir), 4);
+    assert_int_equal(st_dir_entries(g_dir), 4);
     expect_names(out_path("g-00001-of-00003.safetensors"),
                  (const char *const[]){ "a.scale", "a.weight" }, 2);
     expect_names(out_path("g-00002-of-00003.safetensors"),
                  (const char *const[]){ "m.scale", "m.weight" }, 2);
     expect_names(out_path("g-00003-of-00003.safetensors"), (const char *const[]){ "z" }, 1);
     size_t len;
-    unsigned char *idx = slurp(out_path("g.safetensors.index.json"), &len);
+    unsigned char *idx = st_read_file(out_path("g.safetensors.index.json"), &len);
     static const char want[] = "{\n"
                                "  \"metadata\": {\n"
                                "    \"total_size\": 36\n"
@@ -625,12 +582,12 @@ static void test_enospc_prepare(void **state)
             assert_int_equal(stf_writer_prepare(w, &err), STF_EIO);
             assert_non_null(strstr(err.msg, "write failed at byte"));
             assert_non_null(strstr(err.msg, "No space left on device"));
-            assert_int_equal(entries(g_dir), 0);
+            assert_int_equal(st_dir_entries(g_dir), 0);
             assert_int_equal(stf_writer_file_count(w), 0);
             assert_int_equal(stf_writer_fill(w, 1, 0, "x", 1, &err), STF_EINVAL);
             assert_int_equal(stf_writer_commit(w, &err), STF_EINVAL);
             stf_writer_free(w);
-            assert_int_equal(entries(g_dir), 0);
+            assert_int_equal(st_dir_entries(g_dir), 0);
         }
         /* One more call than prepare makes: the hook never fired. */
         hook_state h = { 0, writes + 1 };
@@ -640,7 +597,7 @@ static void test_enospc_prepare(void **state)
         assert_int_equal(stf_writer_prepare(w, &err), 0);
         assert_int_equal(h.calls, writes);
         stf_writer_free(w);
-        assert_int_equal(entries(g_dir), 0);
+        assert_int_equal(st_dir_entries(g_dir), 0);
     }
 }
 
@@ -672,10 +629,10 @@ static void test_enospc_fill(void **state)
         if (via_commit) {
             assert_int_equal(stf_writer_commit(w, &err), STF_EIO);
             assert_non_null(strstr(err.msg, "a fill of a deferred tensor failed earlier"));
-            assert_int_equal(entries(g_dir), 0);
+            assert_int_equal(st_dir_entries(g_dir), 0);
         }
         stf_writer_free(w);
-        assert_int_equal(entries(g_dir), 0);
+        assert_int_equal(st_dir_entries(g_dir), 0);
     }
 }
 
@@ -726,12 +683,12 @@ static void test_alloc_failure(void **state)
                 assert_true(st_alloc_calls() < n);
             } else {
                 assert_int_equal(rc, STF_ENOMEM);
-                assert_int_equal(entries(g_dir), 0);
+                assert_int_equal(st_dir_entries(g_dir), 0);
             }
         }
         assert_true(ok);
         /* Sharded at 10 bytes: one 8-byte layer per shard, plus the index. */
-        assert_int_equal(entries(g_dir), sharded ? 5 : 1);
+        assert_int_equal(st_dir_entries(g_dir), sharded ? 5 : 1);
         teardown(NULL);
         setup(NULL);
     }
