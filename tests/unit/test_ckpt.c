@@ -18,21 +18,6 @@
 #include "support/st_alloc.h"
 #include "support/st_tmp.h"
 
-static char g_dir[256];
-
-static int setup_dir(void **state)
-{
-    (void)state;
-    return st_tmp_setup(g_dir, sizeof g_dir, "stf_ckpt");
-}
-
-static int teardown_dir(void **state)
-{
-    (void)state;
-    st_rmtree(g_dir);
-    return 0;
-}
-
 /* N (u64 LE) + header text + `data` (data_len bytes; zeros when NULL). */
 static uint8_t *st_bytes(const char *json, const void *data, size_t data_len, size_t *len)
 {
@@ -142,7 +127,7 @@ static void test_open_file_mmap_and_pread(void **state)
     size_t len;
     uint8_t *b = two_tensor_file(&len);
     char p[300];
-    snprintf(p, sizeof p, "%s/two.safetensors", g_dir);
+    snprintf(p, sizeof p, "%s/two.safetensors", st_dir);
     assert_int_equal(st_write_file(p, b, len), 0);
     stf_open_opts o;
     stf_open_opts_init(&o);
@@ -204,23 +189,23 @@ static void test_open_errors_name_the_path(void **state)
     char p[300];
     stf_ckpt *c = (stf_ckpt *)1;
     stf_err e;
-    snprintf(p, sizeof p, "%s/absent.safetensors", g_dir);
+    snprintf(p, sizeof p, "%s/absent.safetensors", st_dir);
     assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), STF_EIO);
     assert_null(c);
     assert_non_null(strstr(e.msg, p));
     assert_non_null(strstr(e.msg, strerror(ENOENT)));
 
-    assert_int_equal(stf_ckpt_open(&c, g_dir, NULL, &e), STF_EIO);
+    assert_int_equal(stf_ckpt_open(&c, st_dir, NULL, &e), STF_EIO);
     assert_non_null(strstr(e.msg, strerror(EISDIR)));
 
     /* S1 on an empty file, S3 on a bare length prefix (spec §9.2) */
-    snprintf(p, sizeof p, "%s/zero.safetensors", g_dir);
+    snprintf(p, sizeof p, "%s/zero.safetensors", st_dir);
     assert_int_equal(st_write_file(p, "", 0), 0);
     assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), STF_EFORMAT);
     assert_string_equal(e.rule, "S1");
     assert_non_null(strstr(e.msg, p));
     unlink(p);
-    snprintf(p, sizeof p, "%s/short.safetensors", g_dir);
+    snprintf(p, sizeof p, "%s/short.safetensors", st_dir);
     assert_int_equal(st_write_file(p, "<\0\0\0\0\0\0\0", 8), 0);
     assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), STF_EFORMAT);
     assert_string_equal(e.rule, "S3");
@@ -255,7 +240,7 @@ static void test_huge_n_small_file(void **state)
     stf_open_opts_init(&o);
     o.no_mmap = 1; /* the path that would have to copy the header */
     char p[300];
-    snprintf(p, sizeof p, "%s/bign.safetensors", g_dir);
+    snprintf(p, sizeof p, "%s/bign.safetensors", st_dir);
     assert_int_equal(st_write_file(p, b, sizeof b), 0);
     stf_allocator a = { track_realloc, track_free, NULL };
     g_max_alloc = 0;
@@ -309,7 +294,7 @@ static void test_truncated_while_open(void **state)
     size_t len;
     uint8_t *b = two_tensor_file(&len);
     char p[300];
-    snprintf(p, sizeof p, "%s/shrink.safetensors", g_dir);
+    snprintf(p, sizeof p, "%s/shrink.safetensors", st_dir);
     assert_int_equal(st_write_file(p, b, len), 0);
     stf_open_opts o;
     stf_open_opts_init(&o);
@@ -341,7 +326,7 @@ static void test_over_4gib_sparse(void **state)
     size_t hl;
     uint8_t *h = st_bytes(json, NULL, 0, &hl);
     char p[300];
-    snprintf(p, sizeof p, "%s/big.safetensors", g_dir);
+    snprintf(p, sizeof p, "%s/big.safetensors", st_dir);
     int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
     assert_true(fd >= 0);
     assert_int_equal(write(fd, h, hl), (ssize_t)hl);
@@ -427,7 +412,7 @@ static void test_alloc_failures(void **state)
     size_t len;
     uint8_t *b = two_tensor_file(&len);
     char p[300];
-    snprintf(p, sizeof p, "%s/alloc.safetensors", g_dir);
+    snprintf(p, sizeof p, "%s/alloc.safetensors", st_dir);
     assert_int_equal(st_write_file(p, b, len), 0);
     alloc_loop(p, 0);
     alloc_loop(p, 1);
@@ -448,5 +433,5 @@ int main(void)
         cmocka_unit_test(test_over_4gib_sparse),
         cmocka_unit_test(test_alloc_failures),
     };
-    return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
+    return cmocka_run_group_tests(tests, st_dir_setup, st_dir_teardown);
 }

@@ -17,21 +17,6 @@
 #include "support/st_alloc.h"
 #include "support/st_tmp.h"
 
-static char g_dir[256];
-
-static int setup_dir(void **state)
-{
-    (void)state;
-    return st_tmp_setup(g_dir, sizeof g_dir, "stf_index");
-}
-
-static int teardown_dir(void **state)
-{
-    (void)state;
-    st_rmtree(g_dir);
-    return 0;
-}
-
 static int parse(stf__index **ix, const char *json, const stf_open_opts *o, stf_err *e)
 {
     return stf__index_parse(ix, (const uint8_t *)json, strlen(json), "m.index.json", o, e);
@@ -203,7 +188,7 @@ static void test_caps(void **state)
     assert_string_equal(e.rule, "L5");
 
     char p[300];
-    snprintf(p, sizeof p, "%s/cap.safetensors.index.json", g_dir);
+    snprintf(p, sizeof p, "%s/cap.safetensors.index.json", st_dir);
     FILE *f = fopen(p, "wb");
     assert_non_null(f);
     fputs(three, f);
@@ -340,7 +325,7 @@ static void put_text(const char *dir, const char *name, const char *text)
 static void make_ckpt(const char *sub, const char *index_text)
 {
     char d[300];
-    snprintf(d, sizeof d, "%s/%s", g_dir, sub);
+    snprintf(d, sizeof d, "%s/%s", st_dir, sub);
     assert_int_equal(mkdir(d, 0700), 0);
     put_st(d, "m-00001-of-00002.safetensors", SH1, 5, 0x10);
     put_st(d, "m-00002-of-00002.safetensors", SH2, 4, 0x20);
@@ -357,9 +342,9 @@ static void test_sharded_open(void **state)
     (void)state;
     make_ckpt("good", GOOD_INDEX);
     char p[300], s1[300], s2[300];
-    snprintf(p, sizeof p, "%s/good/m.safetensors.index.json", g_dir);
-    snprintf(s1, sizeof s1, "%s/good/m-00001-of-00002.safetensors", g_dir);
-    snprintf(s2, sizeof s2, "%s/good/m-00002-of-00002.safetensors", g_dir);
+    snprintf(p, sizeof p, "%s/good/m.safetensors.index.json", st_dir);
+    snprintf(s1, sizeof s1, "%s/good/m-00001-of-00002.safetensors", st_dir);
+    snprintf(s2, sizeof s2, "%s/good/m-00002-of-00002.safetensors", st_dir);
     stf_ckpt *c = NULL;
     stf_err e;
     assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), 0);
@@ -400,7 +385,7 @@ static void test_sharded_symlinks(void **state)
     (void)state;
     char d[300], blob[400], link[400], p[400];
     make_ckpt("blobs", GOOD_INDEX);
-    snprintf(d, sizeof d, "%s/snap", g_dir);
+    snprintf(d, sizeof d, "%s/snap", st_dir);
     assert_int_equal(mkdir(d, 0700), 0);
     static const char *names[] = { "m-00001-of-00002.safetensors", "m-00002-of-00002.safetensors",
                                    "m.safetensors.index.json" };
@@ -428,7 +413,7 @@ static void test_sharded_i3_i6(void **state)
 
     make_ckpt("miss", "{\"weight_map\":{\"a\":\"m-00001-of-00002.safetensors\","
                       "\"c\":\"m-00001-of-00002.safetensors\",\"z\":\"gone.safetensors\"}}");
-    snprintf(p, sizeof p, "%s/miss/m.safetensors.index.json", g_dir);
+    snprintf(p, sizeof p, "%s/miss/m.safetensors.index.json", st_dir);
     assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), STF_EFORMAT);
     assert_null(c);
     assert_string_equal(e.rule, "I3");
@@ -436,8 +421,8 @@ static void test_sharded_i3_i6(void **state)
 
     /* a shard that breaks S19 keeps its own rule, prefixed with the index */
     make_ckpt("bad", GOOD_INDEX);
-    put_st(g_dir, "bad/m-00002-of-00002.safetensors", SH2, 5, 0);
-    snprintf(p, sizeof p, "%s/bad/m.safetensors.index.json", g_dir);
+    put_st(st_dir, "bad/m-00002-of-00002.safetensors", SH2, 5, 0);
+    snprintf(p, sizeof p, "%s/bad/m.safetensors.index.json", st_dir);
     assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), STF_EFORMAT);
     assert_string_equal(e.rule, "S19");
     assert_non_null(strstr(e.msg, "I3 shard 'm-00002-of-00002.safetensors' is invalid"));
@@ -445,7 +430,7 @@ static void test_sharded_i3_i6(void **state)
     make_ckpt("total", "{\"metadata\":{\"total_size\":10},\"weight_map\":{"
                        "\"b\":\"m-00002-of-00002.safetensors\",\"a\":\"m-00001-of-00002.safetensors\","
                        "\"c\":\"m-00001-of-00002.safetensors\"}}");
-    snprintf(p, sizeof p, "%s/total/m.safetensors.index.json", g_dir);
+    snprintf(p, sizeof p, "%s/total/m.safetensors.index.json", st_dir);
     stf_open_opts o;
     stf_open_opts_init(&o);
     o.strict = 1; /* I6 stays a warning even when strict */
@@ -463,7 +448,7 @@ static void test_alloc_failures(void **state)
     (void)state;
     char p[300];
     make_ckpt("alloc", GOOD_INDEX);
-    snprintf(p, sizeof p, "%s/alloc/m.safetensors.index.json", g_dir);
+    snprintf(p, sizeof p, "%s/alloc/m.safetensors.index.json", st_dir);
     int ok = 0;
     long failures = 0;
     st_alloc_install();
@@ -507,5 +492,5 @@ int main(void)
         cmocka_unit_test(test_sharded_i3_i6),
         cmocka_unit_test(test_alloc_failures),
     };
-    return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
+    return cmocka_run_group_tests(tests, st_dir_setup, st_dir_teardown);
 }

@@ -16,27 +16,12 @@
 #include "container/writer_internal.h"
 #include "support/st_tmp.h"
 
-static char g_dir[256];
-
-static int setup(void **state)
-{
-    (void)state;
-    return st_tmp_setup(g_dir, sizeof g_dir, "stfix-rewrite");
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    st_rmtree(g_dir);
-    return 0;
-}
-
 static char *path_of(const char *name)
 {
     static char p[4][512];
     static int k;
     k = (k + 1) % 4;
-    snprintf(p[k], sizeof p[k], "%s/%s", g_dir, name);
+    snprintf(p[k], sizeof p[k], "%s/%s", st_dir, name);
     return p[k];
 }
 
@@ -198,10 +183,10 @@ static void test_in_place(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_canonical_identity, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_noncanonical, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_shard_and_join, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_in_place, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_canonical_identity, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_noncanonical, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_shard_and_join, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_in_place, st_dir_setup, st_dir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,20 +22,11 @@
 #include "container/sink.h"
 #include "support/st_tmp.h"
 
-static char g_dir[256];
-
 static int setup(void **state)
 {
     (void)state;
     umask(022); /* the modes asserted below assume the usual umask */
-    return st_tmp_setup(g_dir, sizeof g_dir, "stfix-sink");
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    st_rmtree(g_dir);
-    return 0;
+    return st_dir_setup(state);
 }
 
 static char *p_of(const char *name)
@@ -43,7 +34,7 @@ static char *p_of(const char *name)
     static char p[2][512];
     static int k;
     k ^= 1;
-    snprintf(p[k], sizeof p[k], "%s/%s", g_dir, name);
+    snprintf(p[k], sizeof p[k], "%s/%s", st_dir, name);
     return p[k];
 }
 
@@ -64,11 +55,11 @@ static void publish_case(int named)
     assert_int_equal(stf__sink_open(&s, p_of("out"), named ? &o : NULL, &err), 0);
     assert_int_equal(s.unnamed, !named);
     if (named) {
-        assert_int_equal(st_dir_entries(g_dir), 1); /* the temp file */
+        assert_int_equal(st_dir_entries(st_dir), 1); /* the temp file */
         assert_non_null(strstr(s.tmp_path, "/.out.stfix-"));
     } else {
         /* Nothing in the directory; the path is the fd's /proc link. */
-        assert_int_equal(st_dir_entries(g_dir), 0);
+        assert_int_equal(st_dir_entries(st_dir), 0);
         char want[40];
         snprintf(want, sizeof want, "/proc/self/fd/%d", s.fd);
         assert_string_equal(s.tmp_path, want);
@@ -89,7 +80,7 @@ static void publish_case(int named)
     assert_int_equal(stf__sink_publish(&s, &err), STF_EINVAL); /* not finished */
     assert_int_equal(stf__sink_finish(&s, &err), 0);
     assert_int_equal(stf__sink_finish(&s, &err), STF_EINVAL);
-    assert_int_equal(st_dir_entries(g_dir), named ? 2 : 1); /* finish names nothing */
+    assert_int_equal(st_dir_entries(st_dir), named ? 2 : 1); /* finish names nothing */
     assert_int_equal(stf__sink_publish(&s, &err), 0);
     assert_null(s.tmp_path);
     assert_int_equal(s.fd, -1);
@@ -102,7 +93,7 @@ static void publish_case(int named)
     assert_string_equal(buf, "hello world");
     assert_int_equal(stat(p_of("out"), &st), 0);
     assert_int_equal(st.st_mode & 0777, 0644);
-    assert_int_equal(st_dir_entries(g_dir), 2);
+    assert_int_equal(st_dir_entries(st_dir), 2);
 }
 
 static void test_publish(void **state)
@@ -133,7 +124,7 @@ static void test_abort_and_short_source(void **state)
     assert_string_equal(err.msg, "src: read failed at byte 3: unexpected end of file");
     stf__sink_abort(&s);
     close(fd);
-    assert_int_equal(st_dir_entries(g_dir), 1);
+    assert_int_equal(st_dir_entries(st_dir), 1);
     assert_int_equal(access(p_of("out"), F_OK), -1);
 }
 
@@ -168,7 +159,7 @@ static void test_hook(void **state)
     assert_int_equal(err.offset, 2);
     stf__sink_abort(&s);
     close(fd);
-    assert_int_equal(st_dir_entries(g_dir), 1);
+    assert_int_equal(st_dir_entries(st_dir), 1);
 }
 
 static void test_no_dir(void **state)
@@ -179,7 +170,7 @@ static void test_no_dir(void **state)
     assert_int_equal(stf__sink_open(&s, p_of("nodir/out"), NULL, &err), STF_EIO);
     assert_non_null(strstr(err.msg, "cannot create a temporary file in"));
     stf__sink_abort(&s); /* safe after a failed open */
-    assert_int_equal(st_dir_entries(g_dir), 0);
+    assert_int_equal(st_dir_entries(st_dir), 0);
 }
 
 /* Holes and positional writes: reserve moves past bytes, extend makes the
@@ -290,7 +281,7 @@ static void test_modes(void **state)
         fclose(f);
         assert_string_equal(buf, "new");
     }
-    assert_int_equal(st_dir_entries(g_dir), 4);
+    assert_int_equal(st_dir_entries(st_dir), 4);
 }
 
 /* Abort of an unnamed sink, finished or not: the directory never saw it. */
@@ -304,10 +295,10 @@ static void test_abort_unnamed(void **state)
         assert_int_equal(s.unnamed, 1);
         assert_int_equal(stf__sink_write(&s, "abc", 3, &err), 0);
         if (finish) assert_int_equal(stf__sink_finish(&s, &err), 0);
-        assert_int_equal(st_dir_entries(g_dir), 0);
+        assert_int_equal(st_dir_entries(st_dir), 0);
         stf__sink_abort(&s);
         stf__sink_abort(&s); /* idempotent */
-        assert_int_equal(st_dir_entries(g_dir), 0);
+        assert_int_equal(st_dir_entries(st_dir), 0);
         assert_null(s.tmp_path);
         assert_null(s.link_path);
     }
@@ -331,12 +322,12 @@ static void test_publish_fails(void **state)
         assert_int_equal(stf__sink_finish(&s, &err), 0);
         assert_int_equal(stf__sink_publish(&s, &err), STF_EIO);
         char want[300];
-        snprintf(want, sizeof want, "%s: cannot rename '%s/.out.stfix-", p_of("out"), g_dir);
+        snprintf(want, sizeof want, "%s: cannot rename '%s/.out.stfix-", p_of("out"), st_dir);
         assert_int_equal(strncmp(err.msg, want, strlen(want)), 0);
         assert_non_null(strstr(err.msg, "' over it: "));
-        assert_int_equal(st_dir_entries(g_dir), named ? 2 : 1);
+        assert_int_equal(st_dir_entries(st_dir), named ? 2 : 1);
         stf__sink_abort(&s);
-        assert_int_equal(st_dir_entries(g_dir), 1);
+        assert_int_equal(st_dir_entries(st_dir), 1);
     }
     assert_int_equal(unlink(p_of("out/f")), 0);
     assert_int_equal(rmdir(p_of("out")), 0);
@@ -349,12 +340,12 @@ static int str_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The names in g_dir, sorted, one per line (malloc'd). */
+/* The names in st_dir, sorted, one per line (malloc'd). */
 static char *listing(void)
 {
     char *names[64];
     size_t n = 0, len = 1;
-    DIR *d = opendir(g_dir);
+    DIR *d = opendir(st_dir);
     assert_non_null(d);
     struct dirent *e;
     while ((e = readdir(d)))
@@ -420,7 +411,7 @@ static char *seed_dir(void)
 
 static const stf_tensor_src DEFER = { STF_SRC_DEFERRED, NULL, NULL, 0, NULL, NULL };
 
-/* Three deferred 4 KiB tensors at g_dir/d.safetensors: one file, or with
+/* Three deferred 4 KiB tensors at st_dir/d.safetensors: one file, or with
  * max_shard 4096 three shards and the index. */
 static stf_writer *deferred_writer(int named, int sharded)
 {
@@ -510,7 +501,7 @@ static void test_writer_dir_entries(void **state)
             stf_ckpt_free(c);
             /* The sharded output is the index: the old single file stays. */
             if (sharded) expect_text(p_of("d.safetensors"), "old");
-            teardown(NULL);
+            st_dir_teardown(NULL);
             setup(NULL);
         }
 }
@@ -545,7 +536,7 @@ static void test_writer_sigkill(void **state)
             free(before);
             expect_text(p_of("d.safetensors"), "old");
             expect_text(p_of("d.safetensors.index.json"), "old index");
-            teardown(NULL);
+            st_dir_teardown(NULL);
             setup(NULL);
         }
 }
@@ -553,17 +544,17 @@ static void test_writer_sigkill(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_publish, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_publish_unnamed, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_modes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_abort_unnamed, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_publish_fails, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_abort_and_short_source, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_hook, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_no_dir, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_reserve_pwrite, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_writer_dir_entries, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_writer_sigkill, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_publish, setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_publish_unnamed, setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_modes, setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_abort_unnamed, setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_publish_fails, setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_abort_and_short_source, setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_hook, setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_no_dir, setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_reserve_pwrite, setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_writer_dir_entries, setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_writer_sigkill, setup, st_dir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,24 +18,9 @@
 #include "support/st_alloc.h"
 #include "support/st_tmp.h"
 
-static char g_dir[256];
-
-static int setup_dir(void **state)
-{
-    (void)state;
-    return st_tmp_setup(g_dir, sizeof g_dir, "stf_source");
-}
-
-static int teardown_dir(void **state)
-{
-    (void)state;
-    st_rmtree(g_dir);
-    return 0;
-}
-
 static void path_in(char *buf, size_t n, const char *name)
 {
-    snprintf(buf, n, "%s/%s", g_dir, name);
+    snprintf(buf, n, "%s/%s", st_dir, name);
 }
 
 static void test_missing_file(void **state)
@@ -58,9 +43,9 @@ static void test_directory(void **state)
     (void)state;
     stf__source *s = NULL;
     stf_err e;
-    assert_int_equal(stf__source_open(&s, g_dir, 0, &e), STF_EIO);
+    assert_int_equal(stf__source_open(&s, st_dir, 0, &e), STF_EIO);
     assert_null(s);
-    assert_non_null(strstr(e.msg, g_dir));
+    assert_non_null(strstr(e.msg, st_dir));
     assert_non_null(strstr(e.msg, strerror(EISDIR)));
 }
 
@@ -262,5 +247,5 @@ int main(void)
         cmocka_unit_test(test_sparse_over_4gib),
         cmocka_unit_test(test_alloc_failures),
     };
-    return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
+    return cmocka_run_group_tests(tests, st_dir_setup, st_dir_teardown);
 }

@@ -22,38 +22,24 @@
 static const unsigned char F32_0_5[24] = { 0, 0, 0, 0, 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40,
                                            0, 0, 0x40, 0x40, 0, 0, 0x80, 0x40, 0, 0, 0xa0, 0x40 };
 
-static char g_dir[256];
 static int g_named; /* the *_named runs force the named temp files (no_tmpfile) */
-
-static int setup(void **state)
-{
-    (void)state;
-    return st_tmp_setup(g_dir, sizeof g_dir, "stfix-writer");
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    st_rmtree(g_dir);
-    return 0;
-}
 
 static int setup_named(void **state)
 {
     g_named = 1;
-    return setup(state);
+    return st_dir_setup(state);
 }
 
 static int teardown_named(void **state)
 {
     g_named = 0;
-    return teardown(state);
+    return st_dir_teardown(state);
 }
 
 static const char *out_path(const char *name)
 {
     static char p[512];
-    snprintf(p, sizeof p, "%s/%s", g_dir, name);
+    snprintf(p, sizeof p, "%s/%s", st_dir, name);
     return p;
 }
 
@@ -173,7 +159,7 @@ static void test_header_too_large(void **state)
     assert_non_null(strstr(err.msg, "HeaderTooLarge"));
     assert_non_null(strstr(err.msg, "big.safetensors"));
     stf_writer_free(w);
-    assert_int_equal(st_dir_entries(g_dir), 0);
+    assert_int_equal(st_dir_entries(st_dir), 0);
 }
 
 /* Writer order: dtype index descending, then name bytes; metadata sorted,
@@ -241,7 +227,7 @@ static void test_refusals(void **state)
     o.max_shard_size = 10;
     assert_int_equal(stf_writer_new(&w, out_path("x.bin"), &o, &err), STF_EINVAL);
     assert_null(w);
-    assert_int_equal(st_dir_entries(g_dir), 0);
+    assert_int_equal(st_dir_entries(st_dir), 0);
 }
 
 /* Many names: the duplicate check must work across hash-table growth. */
@@ -320,7 +306,7 @@ static void test_producer(void **state)
     assert_int_equal(stf_writer_commit(w, &err), STF_ENUMERIC);
     assert_non_null(strstr(err.msg, "q.safetensors: tensor 'big' at byte 8388608: boom"));
     stf_writer_free(w);
-    assert_int_equal(st_dir_entries(g_dir), 1);
+    assert_int_equal(st_dir_entries(st_dir), 1);
 }
 
 /* Atomicity: a write that fails part-way leaves no output and no temp file. */
@@ -363,7 +349,7 @@ static void test_atomic(void **state)
         assert_string_equal(err.msg, want);
         assert_int_equal(err.has_offset, 1);
         assert_int_equal(err.offset, off);
-        assert_int_equal(st_dir_entries(g_dir), 0);
+        assert_int_equal(st_dir_entries(st_dir), 0);
     }
 }
 
@@ -391,7 +377,7 @@ static void test_replace(void **state)
     unsigned char *got = st_read_file(out_path("old.safetensors"), &len);
     assert_int_equal(len, 3);
     free(got);
-    assert_int_equal(st_dir_entries(g_dir), 1);
+    assert_int_equal(st_dir_entries(st_dir), 1);
     assert_int_equal(stf_writer_new(&w, out_path("old.safetensors"), NULL, &err), 0);
     add_mem(w, "attn.0", STF_F32, 3, sh, F32_0_5);
     commit_ok(w);
@@ -420,7 +406,7 @@ static void test_sharded(void **state)
     assert_int_equal(stf_writer_set_meta(w, "format", "pt", &err), 0);
     assert_int_equal(stf_writer_set_index_meta(w, "note", "\"h\\u00e9\"", &err), 0);
     commit_ok(w);
-    assert_int_equal(st_dir_entries(g_dir), 3);
+    assert_int_equal(st_dir_entries(st_dir), 3);
     expect_file(out_path("model-00001-of-00002.safetensors"),
                 "{\"__metadata__\":{\"format\":\"pt\"},"
                 "\"x.a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
@@ -452,7 +438,7 @@ static void test_sharded(void **state)
     assert_int_equal(stf_writer_new(&w, out_path("one.safetensors"), &o, &err), 0);
     add_mem(w, "y", STF_F32, 1, s4, c);
     commit_ok(w);
-    assert_int_equal(st_dir_entries(g_dir), 4);
+    assert_int_equal(st_dir_entries(st_dir), 4);
     expect_file(out_path("one.safetensors"),
                 "{\"y\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", 56, c, 16);
 }
@@ -479,7 +465,7 @@ static void test_sharded_atomic(void **state)
         add_mem(w, "b", STF_F32, 1, s1, a);
         assert_int_equal(stf_writer_commit(w, &err), STF_EIO);
         stf_writer_free(w);
-        assert_int_equal(st_dir_entries(g_dir), 0);
+        assert_int_equal(st_dir_entries(st_dir), 0);
     }
 }
 
@@ -531,34 +517,34 @@ static void test_alloc_failure(void **state)
                 assert_true(st_alloc_calls() < n);
             } else {
                 assert_int_equal(rc, STF_ENOMEM);
-                assert_int_equal(st_dir_entries(g_dir), 0);
+                assert_int_equal(st_dir_entries(st_dir), 0);
             }
         }
         assert_true(ok);
         /* six (24 B) alone, w.* four per 16-byte shard, gen alone, + index */
-        assert_int_equal(st_dir_entries(g_dir), sharded ? 8 : 1);
-        teardown(NULL);
-        setup(NULL);
+        assert_int_equal(st_dir_entries(st_dir), sharded ? 8 : 1);
+        st_dir_teardown(NULL);
+        st_dir_setup(NULL);
     }
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_serialization, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_forced_alignment, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fp4, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_empty, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_header_too_large, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_order_and_meta, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_many_names, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_producer, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_atomic, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_replace, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_sharded, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_sharded_atomic, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_alloc_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_serialization, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_forced_alignment, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_fp4, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_empty, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_header_too_large, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_order_and_meta, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_refusals, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_many_names, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_producer, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_atomic, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_replace, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_sharded, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_sharded_atomic, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_alloc_failure, st_dir_setup, st_dir_teardown),
         { "test_atomic_named", test_atomic, setup_named, teardown_named, NULL },
         { "test_replace_named", test_replace, setup_named, teardown_named, NULL },
         { "test_sharded_named", test_sharded, setup_named, teardown_named, NULL },

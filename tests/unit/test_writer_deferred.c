@@ -23,31 +23,17 @@
 #include "support/st_alloc.h"
 #include "support/st_tmp.h"
 
-static char g_dir[256];
 static int g_named; /* this run forces the named temp files */
 
-static int setup(void **state)
-{
-    (void)state;
-    return st_tmp_setup(g_dir, sizeof g_dir, "stfix-wdef");
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    st_rmtree(g_dir);
-    return 0;
-}
-
-/* g_dir/name; sub-directories are created on demand. */
+/* st_dir/name; sub-directories are created on demand. */
 static const char *out_path(const char *name)
 {
     static char p[4][512];
     static int k;
     k = (k + 1) & 3;
-    snprintf(p[k], sizeof p[k], "%s/%s", g_dir, name);
+    snprintf(p[k], sizeof p[k], "%s/%s", st_dir, name);
     char *slash = strrchr(p[k], '/');
-    if (slash > p[k] + strlen(g_dir)) {
+    if (slash > p[k] + strlen(st_dir)) {
         *slash = '\0';
         mkdir(p[k], 0700);
         *slash = '/';
@@ -226,7 +212,7 @@ static void deferred_vs_mem(uint64_t max_shard, int grouped, size_t nfiles)
         const char *fin = stf_writer_final_path(w, i);
         assert_non_null(fin);
         char ref[600];
-        snprintf(ref, sizeof ref, "%s/mem/%s", g_dir, strrchr(fin, '/') + 1);
+        snprintf(ref, sizeof ref, "%s/mem/%s", st_dir, strrchr(fin, '/') + 1);
         same_file(fin, ref);
     }
     stf_writer_free(w);
@@ -267,18 +253,18 @@ static void test_unfilled(void **state)
     assert_int_equal(stf_writer_prepare(w, &err), 0);
     assert_int_equal(stf_writer_tensor_id(w, "a.w", &id), 0);
     assert_int_equal(stf_writer_fill(w, id, 0, d, 3, &err), 0);
-    assert_int_equal(st_dir_entries(g_dir), g_named ? 1 : 0); /* the temp file, if named */
+    assert_int_equal(st_dir_entries(st_dir), g_named ? 1 : 0); /* the temp file, if named */
     assert_int_equal(stf_writer_commit(w, &err), STF_EINVAL);
     char want[600];
     snprintf(want, sizeof want,
              "%s: tensor 'a.w': deferred bytes never filled (3 of 16 filled)",
              out_path("u.safetensors"));
     assert_string_equal(err.msg, want);
-    assert_int_equal(st_dir_entries(g_dir), 0);
+    assert_int_equal(st_dir_entries(st_dir), 0);
     assert_null(stf_writer_temp_path(w, 0));
     assert_int_equal(stf_writer_commit(w, &err), STF_EINVAL);
     stf_writer_free(w);
-    assert_int_equal(st_dir_entries(g_dir), 0);
+    assert_int_equal(st_dir_entries(st_dir), 0);
 
     /* Overlapping fills count twice: refused as well. */
     assert_int_equal(stf_writer_new(&w, out_path("u.safetensors"), &o, &err), 0);
@@ -289,16 +275,16 @@ static void test_unfilled(void **state)
     assert_int_equal(stf_writer_commit(w, &err), STF_EINVAL);
     assert_non_null(strstr(err.msg, "tensor 'a.w': overlapping fills (20 bytes filled for 16)"));
     stf_writer_free(w);
-    assert_int_equal(st_dir_entries(g_dir), 0);
+    assert_int_equal(st_dir_entries(st_dir), 0);
 
     /* Free without commit removes the temp file. */
     assert_int_equal(stf_writer_new(&w, out_path("u.safetensors"), &o, &err), 0);
     assert_int_equal(stf_writer_add(w, "a.w", STF_F32, 1, s4, &DEFER, &err), 0);
     assert_int_equal(stf_writer_prepare(w, &err), 0);
     assert_int_equal(stf_writer_fill(w, 0, 0, d, 16, &err), 0);
-    assert_int_equal(st_dir_entries(g_dir), g_named ? 1 : 0);
+    assert_int_equal(st_dir_entries(st_dir), g_named ? 1 : 0);
     stf_writer_free(w);
-    assert_int_equal(st_dir_entries(g_dir), 0);
+    assert_int_equal(st_dir_entries(st_dir), 0);
 }
 
 static void test_fill_refusals(void **state)
@@ -355,7 +341,7 @@ static void test_fill_refusals(void **state)
     assert_non_null(strstr(err.msg, "tensor 'a': deferred bytes never filled (0 of 16 filled)"));
     assert_int_equal(stf_writer_fill(w, 2, 0, d, 4, &err), STF_EINVAL); /* after commit */
     stf_writer_free(w);
-    assert_int_equal(st_dir_entries(g_dir), 0);
+    assert_int_equal(st_dir_entries(st_dir), 0);
 }
 
 /* ------------------------------------------------------- temp and final */
@@ -402,7 +388,7 @@ static void test_paths(void **state)
     assert_false(exists(tmp_copy));
     assert_null(stf_writer_temp_path(w, 0));
     assert_string_equal(stf_writer_final_path(w, 0), out_path("p.safetensors"));
-    assert_int_equal(st_dir_entries(g_dir), 1);
+    assert_int_equal(st_dir_entries(st_dir), 1);
     size_t len;
     unsigned char *got = st_read_file(out_path("p.safetensors"), &len);
     assert_int_equal(len, 8 + hl + 9);
@@ -440,14 +426,14 @@ static void test_paths_sharded(void **state)
         assert_true(exists(t));
         assert_false(exists(stf_writer_final_path(w, i)));
         if (g_named) {
-            assert_int_equal(strncmp(t, g_dir, strlen(g_dir)), 0);
-            assert_int_equal(t[strlen(g_dir) + 1], '.');
+            assert_int_equal(strncmp(t, st_dir, strlen(st_dir)), 0);
+            assert_int_equal(t[strlen(st_dir) + 1], '.');
         } else assert_int_equal(strncmp(t, "/proc/self/fd/", 14), 0);
     }
-    assert_int_equal(st_dir_entries(g_dir), g_named ? 3 : 0);
+    assert_int_equal(st_dir_entries(st_dir), g_named ? 3 : 0);
     assert_int_equal(stf_writer_fill(w, 1, 0, d, 4, &err), 0);
     assert_int_equal(stf_writer_commit(w, &err), 0);
-    assert_int_equal(st_dir_entries(g_dir), 3);
+    assert_int_equal(st_dir_entries(st_dir), 3);
     for (size_t i = 0; i < 3; i++) {
         assert_null(stf_writer_temp_path(w, i));
         assert_true(exists(stf_writer_final_path(w, i)));
@@ -504,7 +490,7 @@ static void test_groups(void **state)
     assert_int_equal(stf_writer_set_group(w, "z", NULL, &err), 0);
     assert_int_equal(stf_writer_commit(w, &err), 0);
     stf_writer_free(w);
-    assert_int_equal(st_dir_entries(g_dir), 4);
+    assert_int_equal(st_dir_entries(st_dir), 4);
     expect_names(out_path("g-00001-of-00003.safetensors"),
                  (const char *const[]){ "a.scale", "a.weight" }, 2);
     expect_names(out_path("g-00002-of-00003.safetensors"),
@@ -582,12 +568,12 @@ static void test_enospc_prepare(void **state)
             assert_int_equal(stf_writer_prepare(w, &err), STF_EIO);
             assert_non_null(strstr(err.msg, "write failed at byte"));
             assert_non_null(strstr(err.msg, "No space left on device"));
-            assert_int_equal(st_dir_entries(g_dir), 0);
+            assert_int_equal(st_dir_entries(st_dir), 0);
             assert_int_equal(stf_writer_file_count(w), 0);
             assert_int_equal(stf_writer_fill(w, 1, 0, "x", 1, &err), STF_EINVAL);
             assert_int_equal(stf_writer_commit(w, &err), STF_EINVAL);
             stf_writer_free(w);
-            assert_int_equal(st_dir_entries(g_dir), 0);
+            assert_int_equal(st_dir_entries(st_dir), 0);
         }
         /* One more call than prepare makes: the hook never fired. */
         hook_state h = { 0, writes + 1 };
@@ -597,7 +583,7 @@ static void test_enospc_prepare(void **state)
         assert_int_equal(stf_writer_prepare(w, &err), 0);
         assert_int_equal(h.calls, writes);
         stf_writer_free(w);
-        assert_int_equal(st_dir_entries(g_dir), 0);
+        assert_int_equal(st_dir_entries(st_dir), 0);
     }
 }
 
@@ -629,10 +615,10 @@ static void test_enospc_fill(void **state)
         if (via_commit) {
             assert_int_equal(stf_writer_commit(w, &err), STF_EIO);
             assert_non_null(strstr(err.msg, "a fill of a deferred tensor failed earlier"));
-            assert_int_equal(st_dir_entries(g_dir), 0);
+            assert_int_equal(st_dir_entries(st_dir), 0);
         }
         stf_writer_free(w);
-        assert_int_equal(st_dir_entries(g_dir), 0);
+        assert_int_equal(st_dir_entries(st_dir), 0);
     }
 }
 
@@ -683,30 +669,30 @@ static void test_alloc_failure(void **state)
                 assert_true(st_alloc_calls() < n);
             } else {
                 assert_int_equal(rc, STF_ENOMEM);
-                assert_int_equal(st_dir_entries(g_dir), 0);
+                assert_int_equal(st_dir_entries(st_dir), 0);
             }
         }
         assert_true(ok);
         /* Sharded at 10 bytes: one 8-byte layer per shard, plus the index. */
-        assert_int_equal(st_dir_entries(g_dir), sharded ? 5 : 1);
-        teardown(NULL);
-        setup(NULL);
+        assert_int_equal(st_dir_entries(st_dir), sharded ? 5 : 1);
+        st_dir_teardown(NULL);
+        st_dir_setup(NULL);
     }
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_deferred_threads, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_deferred_threads_sharded, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unfilled, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fill_refusals, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_paths_sharded, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_groups, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_enospc_prepare, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_enospc_fill, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_alloc_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deferred_threads, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_deferred_threads_sharded, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_unfilled, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_fill_refusals, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_paths, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_paths_sharded, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_groups, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_enospc_prepare, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_enospc_fill, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_alloc_failure, st_dir_setup, st_dir_teardown),
     };
     int rc = cmocka_run_group_tests_name("unnamed temp files", tests, NULL, NULL);
     g_named = 1;

@@ -91,3 +91,18 @@ unsigned char *st_read_file(const char *path, size_t *len)
     if (len) *len = n;
     return b;
 }
+
+char st_dir[256];
+
+int st_dir_setup(void **state)
+{
+    (void)state;
+    return st_tmp_setup(st_dir, sizeof st_dir, "stfix-test");
+}
+
+int st_dir_teardown(void **state)
+{
+    (void)state;
+    st_rmtree(st_dir);
+    return 0;
+}

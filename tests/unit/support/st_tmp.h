@@ -16,6 +16,13 @@ char *st_tmpdir(void);
  * setups: 0, or -1 when it cannot be made or does not fit in cap. */
 int st_tmp_setup(char *dir, size_t cap, const char *tag);
 
+/* cmocka setup/teardown pair (group or per test): st_dir_setup makes a
+ * fresh directory and leaves its path in st_dir; st_dir_teardown removes it
+ * with everything in it. */
+extern char st_dir[256];
+int st_dir_setup(void **state);
+int st_dir_teardown(void **state);
+
 /* Remove a directory and everything below it (links are not followed). */
 void st_rmtree(const char *dir);
 
