@@ -16,6 +16,21 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 
 note_fail() { fail=$((fail + $2)); failed_names="$failed_names $1"; }
 
+# One runner's result: NAME RC PASSED FAILED LOG WHAT. Adds to the totals
+# and prints its line, with the log when it failed; an exit status other
+# than 0 with nothing counted as failed still counts one failure.
+tally() {
+    t_f=$4
+    if [ "$2" -ne 0 ] && [ "$t_f" -eq 0 ]; then t_f=1; fi
+    pass=$((pass + $3))
+    if [ "$t_f" -ne 0 ]; then
+        note_fail "$1" "$t_f"
+        echo "FAIL $1 (exit $2):"; sed 's/^/    /' "$5"
+    else
+        echo "ok   $1 ($3 $6)"
+    fi
+}
+
 if [ -z "$ONLY" ] || [ "$ONLY" = unit ]; then
     for t in "$BUILD"/tests/*; do
         [ -x "$t" ] || continue
@@ -25,15 +40,7 @@ if [ -z "$ONLY" ] || [ "$ONLY" = unit ]; then
         rc=$?
         p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$out" | tail -n 1)
         f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$out" | tail -n 1)
-        p=${p:-0}; f=${f:-0}
-        if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
-        pass=$((pass + p))
-        if [ "$f" -ne 0 ]; then
-            note_fail "$name" "$f"
-            echo "FAIL $name (exit $rc):"; sed 's/^/    /' "$out"
-        else
-            echo "ok   $name ($p tests)"
-        fi
+        tally "$name" "$rc" "${p:-0}" "${f:-0}" "$out" tests
     done
 fi
 
@@ -47,14 +54,7 @@ if [ -z "$ONLY" ] || [ "$ONLY" = cli ]; then
         rc=$?
         p=$(grep -c '^ok - ' "$out")
         f=$(grep -c '^not ok - ' "$out")
-        if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
-        pass=$((pass + p))
-        if [ "$f" -ne 0 ]; then
-            note_fail "cli/$name" "$f"
-            echo "FAIL cli/$name (exit $rc):"; sed 's/^/    /' "$out"
-        else
-            echo "ok   cli/$name ($p cases)"
-        fi
+        tally "cli/$name" "$rc" "$p" "$f" "$out" cases
     done
 fi
 
