@@ -228,4 +228,38 @@ static inline signed char *pt_cols_i8(uint64_t n, uint64_t k)
     return w;
 }
 
+/* The layer and the canonical markers the plan tests build on. */
+#define L "blocks.0.attn.qkv"
+#define M256 "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 256}"
+#define M64 "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 64}"
+#define M16 "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 16}"
+#define W4M "{\"format\": \"convrot_w4a4\", \"convrot_groupsize\": 256}"
+
+/* One rule "r" whose action text is `act` (line 6 of the recipe). */
+static inline void pt_recipe1(pt_ckpt *k, const char *match, const char *act)
+{
+    char y[1024];
+    snprintf(y, sizeof y, "stfix: 1\ntarget: sglang\nrules:\n  - name: r\n    match: %s\n"
+                          "    do: %s\n", match, act);
+    pt_recipe(k, y);
+}
+
+/* The job that produces output `out_name`. */
+static inline const stf__job *pt_job_of(const pt_ckpt *k, const char *out_name)
+{
+    size_t i = pt_out_index(k, out_name);
+    size_t j = k->p->outs[i].job;
+    assert_true(j < k->p->njobs);
+    return &k->p->jobs[j];
+}
+
+/* Planning fails with STF_EFORMAT and exactly this message, leaving no plan. */
+static inline void pt_expect_err(pt_ckpt *k, const char *want)
+{
+    stf_err err;
+    assert_int_equal(pt_plan(k, NULL, &err), STF_EFORMAT);
+    assert_string_equal(err.msg, want);
+    assert_null(k->p);
+}
+
 #endif

@@ -6,38 +6,7 @@
  */
 #include "plan_testutil.h"
 
-#define L "blocks.0.attn.qkv"
-#define M256 "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 256}"
-#define M64 "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 64}"
-#define M16 "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 16}"
-#define W4M "{\"format\": \"convrot_w4a4\", \"convrot_groupsize\": 256}"
-
-/* One rule "r" whose action text is `act` (line 6 of the recipe). */
-static void recipe1(pt_ckpt *k, const char *match, const char *act)
-{
-    char y[1024];
-    snprintf(y, sizeof y, "stfix: 1\ntarget: sglang\nrules:\n  - name: r\n    match: %s\n"
-                          "    do: %s\n", match, act);
-    pt_recipe(k, y);
-}
-
 static float g_s16[256];
-
-static const stf__job *job_of(const pt_ckpt *k, const char *out_name)
-{
-    size_t i = pt_out_index(k, out_name);
-    size_t j = k->p->outs[i].job;
-    assert_true(j < k->p->njobs);
-    return &k->p->jobs[j];
-}
-
-static void expect_err(pt_ckpt *k, const char *want)
-{
-    stf_err err;
-    assert_int_equal(pt_plan(k, NULL, &err), STF_EFORMAT);
-    assert_string_equal(err.msg, want);
-    assert_null(k->p);
-}
 
 static void test_exclude_drops_scales_and_marker(void **state)
 {
@@ -53,7 +22,7 @@ static void test_exclude_drops_scales_and_marker(void **state)
                   "\\\"layers\\\": {\\\"" L "\\\": " "{\\\"format\\\": \\\"int8_tensorwise\\\", "
                   "\\\"convrot\\\": true, \\\"convrot_groupsize\\\": 256}}}\"}";
     pt_open(&k);
-    recipe1(&k, "{marker: present}", "{exclude: {dtype: F16}}");
+    pt_recipe1(&k, "{marker: present}", "{exclude: {dtype: F16}}");
     pt_plan_ok(&k);
     assert_int_equal(stf_plan_tensor_count(k.p), 2);
     const stf_plan_tensor *t = pt_out(&k, L ".weight");
@@ -65,7 +34,7 @@ static void test_exclude_drops_scales_and_marker(void **state)
     assert_true(pt_dropped(&k, L ".weight_scale"));
     assert_true(pt_dropped(&k, L ".input_scale"));
     assert_true(pt_dropped(&k, L ".comfy_quant"));
-    const stf__job *j = job_of(&k, L ".weight");
+    const stf__job *j = pt_job_of(&k, L ".weight");
     assert_int_equal(j->kind, STF__JOB_DEQUANT);
     assert_int_equal(j->out_dtype, STF_F16);
     assert_int_equal(j->dec.kind, STF__DEC_INT8);
@@ -91,7 +60,7 @@ static void test_set_marker_adds_format_and_hoists(void **state)
     pt_marker(&k, "b.comfy_quant", "{\"format\": \"int8_tensorwise\", \"params\": {\"convrot\": "
                                    "true, \"convrot_groupsize\": 64}, \"_is_rowwise\": true}");
     pt_open(&k);
-    recipe1(&k, "{marker: present}", "set-marker");
+    pt_recipe1(&k, "{marker: present}", "set-marker");
     pt_plan_ok(&k);
     assert_string_equal(pt_new_bytes(&k, "a.comfy_quant", b, sizeof b), M256);
     assert_string_equal(pt_new_bytes(&k, "b.comfy_quant", b, sizeof b), M64);
@@ -109,7 +78,7 @@ static void test_set_marker_canonical_input_is_copied(void **state)
     PT_ADD(&k, "a.weight_scale", "F32", g_s16, 4, 1);
     pt_marker(&k, "a.comfy_quant", M256);
     pt_open(&k);
-    recipe1(&k, "{marker: present}", "set-marker");
+    pt_recipe1(&k, "{marker: present}", "set-marker");
     pt_plan_ok(&k);
     const stf_plan_tensor *m = pt_out(&k, "a.comfy_quant");
     assert_int_equal(m->op, STF_OUT_COPY);
@@ -126,7 +95,7 @@ static void test_set_marker_m1_needs_f32_scale(void **state)
     PT_ADD(&k, "a.weight_scale", "BF16", g_s16, 4, 1);
     pt_marker(&k, "a.comfy_quant", "{\"convrot\": true}");
     pt_open(&k);
-    recipe1(&k, "{marker: present}", "set-marker");
+    pt_recipe1(&k, "{marker: present}", "set-marker");
     stf_err err;
     assert_int_equal(pt_plan(&k, NULL, &err), STF_EFORMAT);
     assert_non_null(strstr(err.msg, "layer 'a': rule 'r' (recipe line 6): set-marker: marker "
@@ -144,7 +113,7 @@ static void test_rewrite_format_rename_and_mismatch(void **state)
     PT_ADD(&k, L ".weight_scale", "F32", g_s16, 16);
     pt_marker(&k, L ".comfy_quant", "{\"format\": \"int4_convrot_w4a4\", \"convrot_groupsize\": 256}");
     pt_open(&k);
-    recipe1(&k, "{format: int4_convrot_w4a4}",
+    pt_recipe1(&k, "{format: int4_convrot_w4a4}",
             "{rewrite-format: {from: [int4_convrot_w4a4], to: convrot_w4a4, mismatch: fail}}");
     pt_plan_ok(&k);
     assert_string_equal(pt_new_bytes(&k, L ".comfy_quant", b, sizeof b), W4M);
@@ -160,7 +129,7 @@ static void test_rewrite_format_rename_and_mismatch(void **state)
     pt_marker(&k, L ".comfy_quant", "{\"format\": \"int4_convrot_w4a4\", \"params\": "
                                     "{\"convrot_groupsize\": 64}}");
     pt_open(&k);
-    recipe1(&k, "{format: int4_convrot_w4a4}",
+    pt_recipe1(&k, "{format: int4_convrot_w4a4}",
             "{rewrite-format: {from: [int4_convrot_w4a4], to: convrot_w4a4, mismatch: fail}}");
     pt_plan_ok(&k);
     pt_shape_is(pt_out(&k, L ".weight_scale"), 1, PT_SHAPE(16));
@@ -178,9 +147,9 @@ static void test_rewrite_format_rename_and_mismatch(void **state)
     PT_ADD(&k, L ".weight_scale", "F32", g_s16, 16, 2);
     pt_marker(&k, L ".comfy_quant", "{\"format\": \"int4_convrot_w4a4\"}");
     pt_open(&k);
-    recipe1(&k, "{format: int4_convrot_w4a4}",
+    pt_recipe1(&k, "{format: int4_convrot_w4a4}",
             "{rewrite-format: {from: [int4_convrot_w4a4], to: convrot_w4a4, mismatch: fail}}");
-    expect_err(&k, "layer '" L "': rule 'r' (recipe line 6): rewrite-format: the data of format "
+    pt_expect_err(&k, "layer '" L "': rule 'r' (recipe line 6): rewrite-format: the data of format "
                    "'int4_convrot_w4a4' does not have the convrot_w4a4 layout (mismatch: fail)");
     pt_free(&k);
 
@@ -189,10 +158,10 @@ static void test_rewrite_format_rename_and_mismatch(void **state)
     PT_ADD(&k, L ".weight", "BF16", NULL, 16, 256);
     pt_marker(&k, L ".comfy_quant", "{\"format\": \"int8_perrow\"}");
     pt_open(&k);
-    recipe1(&k, "{format: int8_perrow}",
+    pt_recipe1(&k, "{format: int8_perrow}",
             "{rewrite-format: {from: [int8_perrow], to: int8_tensorwise}}");
     pt_plan_ok(&k);
-    const stf__job *j = job_of(&k, L ".weight");
+    const stf__job *j = pt_job_of(&k, L ".weight");
     assert_int_equal(j->kind, STF__JOB_REQUANT_INT8);
     assert_int_equal(j->dec.kind, STF__DEC_FLOAT);
     assert_int_equal(j->t, STF_BF16);
@@ -208,7 +177,7 @@ static void test_requantize_float_linear(void **state)
     PT_ADD(&k, L ".weight", "BF16", NULL, 16, 256);
     PT_ADD(&k, L ".bias", "BF16", NULL, 16);
     pt_open(&k);
-    recipe1(&k, "{weight_dtype: BF16, shape: \"rank == 2\"}", "requantize");
+    pt_recipe1(&k, "{weight_dtype: BF16, shape: \"rank == 2\"}", "requantize");
     pt_plan_ok(&k);
     assert_int_equal(stf_plan_tensor_count(k.p), 4);
     const stf_plan_tensor *w = pt_out(&k, L ".weight");
@@ -220,7 +189,7 @@ static void test_requantize_float_linear(void **state)
     assert_int_equal(s->op, STF_OUT_QUANT_SCALE);
     pt_shape_is(s, 2, PT_SHAPE(16, 1));
     assert_string_equal(pt_new_bytes(&k, L ".comfy_quant", b, sizeof b), M256);
-    const stf__job *j = job_of(&k, L ".weight");
+    const stf__job *j = pt_job_of(&k, L ".weight");
     assert_int_equal(j->dec.kind, STF__DEC_FLOAT);
     assert_int_equal(j->dec.w_dtype, STF_BF16);
     assert_int_equal(j->dec.n, 16);
@@ -243,9 +212,9 @@ static void test_requantize_mode_and_groups(void **state)
     pt_ckpt k = { 0 };
     PT_ADD(&k, L ".weight", "F16", NULL, 16, 192);
     pt_open(&k);
-    recipe1(&k, "{weight: present}", "{requantize: {group_sizes: [256, 64, 16], quant_mode: eager}}");
+    pt_recipe1(&k, "{weight: present}", "{requantize: {group_sizes: [256, 64, 16], quant_mode: eager}}");
     pt_plan_ok(&k);
-    const stf__job *j = job_of(&k, L ".weight");
+    const stf__job *j = pt_job_of(&k, L ".weight");
     assert_int_equal(j->group, 64);
     assert_int_equal(j->mode, STF_QMODE_EAGER);
     assert_int_equal(j->t, STF_F16);
@@ -258,7 +227,7 @@ static void test_requantize_mode_and_groups(void **state)
     o.quant_mode = STF_QMODE_FP32;
     stf_err err;
     assert_int_equal(pt_plan(&k, &o, &err), 0);
-    assert_int_equal(job_of(&k, L ".weight")->mode, STF_QMODE_FP32);
+    assert_int_equal(pt_job_of(&k, L ".weight")->mode, STF_QMODE_FP32);
     pt_free(&k);
 }
 
@@ -269,9 +238,9 @@ static void test_requantize_tensor_parallel(void **state)
     /* K = 320: 64 divides K but not K/tp = 160, so G = 16. */
     PT_ADD(&k, L ".weight", "BF16", NULL, 16, 320);
     pt_open(&k);
-    recipe1(&k, "{weight: present}", "{requantize: {tp: 2}}");
+    pt_recipe1(&k, "{weight: present}", "{requantize: {tp: 2}}");
     pt_plan_ok(&k);
-    assert_int_equal(job_of(&k, L ".weight")->group, 16);
+    assert_int_equal(pt_job_of(&k, L ".weight")->group, 16);
     pt_free(&k);
 }
 
@@ -283,7 +252,7 @@ static void test_requantize_indivisible(void **state)
     PT_ADD(&k, L ".weight_scale", "F32", g_s16, 16, 1);
     pt_marker(&k, L ".comfy_quant", "{\"format\": \"int8_tensorwise\"}");
     pt_open(&k);
-    recipe1(&k, "{weight: present}", "{requantize: {fallback_dtype: F32}}");
+    pt_recipe1(&k, "{weight: present}", "{requantize: {fallback_dtype: F32}}");
     pt_plan_ok(&k);
     const stf_plan_tensor *w = pt_out(&k, L ".weight");
     assert_int_equal(w->op, STF_OUT_DEQUANT);
@@ -296,8 +265,8 @@ static void test_requantize_indivisible(void **state)
     memset(&k, 0, sizeof k);
     PT_ADD(&k, L ".weight", "BF16", NULL, 16, 24);
     pt_open(&k);
-    recipe1(&k, "{weight: present}", "{requantize: {on_indivisible: fail}}");
-    expect_err(&k, "layer '" L "': rule 'r' (recipe line 6): requantize: no allowed group size "
+    pt_recipe1(&k, "{weight: present}", "{requantize: {on_indivisible: fail}}");
+    pt_expect_err(&k, "layer '" L "': rule 'r' (recipe line 6): requantize: no allowed group size "
                    "divides K=24 (on_indivisible: fail)");
     pt_free(&k);
 }
@@ -325,17 +294,17 @@ static void test_requantize_decodes(void **state)
                   "    do: {requantize: {format: convrot_w4a4, linear_dtype: int8}}\n"
                   "  - name: q\n    match: {marker: present}\n    do: requantize\n");
     pt_plan_ok(&k);
-    const stf__job *j = job_of(&k, "s.weight");
+    const stf__job *j = pt_job_of(&k, "s.weight");
     assert_int_equal(j->dec.kind, STF__DEC_INT8);
     assert_int_equal(j->dec.rot_group, 128);
     assert_int_equal(j->dec.sylvester, 1);
     assert_int_equal(j->group, 256);
-    j = job_of(&k, "f.weight");
+    j = pt_job_of(&k, "f.weight");
     assert_int_equal(j->dec.kind, STF__DEC_FP8);
     assert_int_equal(j->dec.w_dtype, STF_F8_E4M3);
     assert_true(j->dec.s_idx >= 0);
     assert_true(pt_dropped(&k, "f.input_scale"));
-    j = job_of(&k, "w.weight");
+    j = pt_job_of(&k, "w.weight");
     assert_int_equal(j->kind, STF__JOB_REQUANT_W4A4);
     assert_int_equal(j->dec.kind, STF__DEC_W4A4);
     assert_int_equal(j->dec.k, 256);
@@ -357,8 +326,8 @@ static void test_requantize_refusals(void **state)
     pt_add(&k, L ".weight_scale_2", "F32", 0, NULL, g_s16);
     pt_marker(&k, L ".comfy_quant", "{\"format\": \"nvfp4\"}");
     pt_open(&k);
-    recipe1(&k, "{format: nvfp4}", "requantize");
-    expect_err(&k, "layer '" L "': rule 'r' (recipe line 6): requantize: format 'nvfp4' cannot be "
+    pt_recipe1(&k, "{format: nvfp4}", "requantize");
+    pt_expect_err(&k, "layer '" L "': rule 'r' (recipe line 6): requantize: format 'nvfp4' cannot be "
                    "decoded (stfix reads float, FP8, INT8 and convrot_w4a4 layers); exclude needs "
                    "the original weights");
     pt_free(&k);
@@ -366,18 +335,18 @@ static void test_requantize_refusals(void **state)
     memset(&k, 0, sizeof k);
     PT_ADD(&k, "c.weight", "BF16", NULL, 8, 4, 3, 3);
     pt_open(&k);
-    recipe1(&k, "{weight: present}", "requantize");
-    expect_err(&k, "layer 'c': rule 'r' (recipe line 6): requantize: weight has rank 4; requantize "
+    pt_recipe1(&k, "{weight: present}", "requantize");
+    pt_expect_err(&k, "layer 'c': rule 'r' (recipe line 6): requantize: weight has rank 4; requantize "
                    "needs a Linear weight (flatten-conv first, or exclude it)");
     pt_free(&k);
 
     memset(&k, 0, sizeof k);
     PT_ADD(&k, "c.weight", "BF16", NULL, 8, 4, 4, 4);
     pt_open(&k);
-    recipe1(&k, "{weight: present}", "[flatten-conv, requantize]");
+    pt_recipe1(&k, "{weight: present}", "[flatten-conv, requantize]");
     pt_plan_ok(&k);
     pt_shape_is(pt_out(&k, "c.weight"), 2, PT_SHAPE(8, 64));
-    assert_int_equal(job_of(&k, "c.weight")->group, 64);
+    assert_int_equal(pt_job_of(&k, "c.weight")->group, 64);
     pt_free(&k);
 }
 
@@ -390,11 +359,11 @@ static void test_requantize_moe_bank(void **state)
     PT_ADD(&k, "e.weight_scale", "F32", g_s16, 2, 8, 1);
     pt_marker(&k, "e.comfy_quant", "{\"format\": \"int8_tensorwise\", \"num_experts\": 2}");
     pt_open(&k);
-    recipe1(&k, "{marker: present}", "requantize");
+    pt_recipe1(&k, "{marker: present}", "requantize");
     pt_plan_ok(&k);
     pt_shape_is(pt_out(&k, "e.weight"), 3, PT_SHAPE(2, 8, 256));
     pt_shape_is(pt_out(&k, "e.weight_scale"), 3, PT_SHAPE(2, 8, 1));
-    const stf__job *j = job_of(&k, "e.weight");
+    const stf__job *j = pt_job_of(&k, "e.weight");
     assert_int_equal(j->dec.n, 16);
     assert_int_equal(j->dec.k, 256);
     assert_int_equal(j->dec.axis, STF_SCALE_ROW);
@@ -415,7 +384,7 @@ static void test_set_marker_no_hoist(void **state)
     pt_marker(&k, "a.comfy_quant", "{\"format\": \"int8_tensorwise\", \"params\": "
                                    "{\"convrot\": true, \"convrot_groupsize\": 64}}");
     pt_open(&k);
-    recipe1(&k, "{marker: present}", "{set-marker: {hoist_params: false}}");
+    pt_recipe1(&k, "{marker: present}", "{set-marker: {hoist_params: false}}");
     pt_plan_ok(&k);
     assert_string_equal(pt_new_bytes(&k, "a.comfy_quant", b, sizeof b),
                         "{\"format\": \"int8_tensorwise\"}");
@@ -433,7 +402,7 @@ static void test_set_marker_drop_keys(void **state)
                                    "\"full_precision_matrix_mult\": true, \"convrot\": true, "
                                    "\"convrot_groupsize\": 256}");
     pt_open(&k);
-    recipe1(&k, "{marker: present}", "{set-marker: {drop_keys: [full_precision_matrix_mult]}}");
+    pt_recipe1(&k, "{marker: present}", "{set-marker: {drop_keys: [full_precision_matrix_mult]}}");
     pt_plan_ok(&k);
     assert_string_equal(pt_new_bytes(&k, "a.comfy_quant", b, sizeof b), M256);
     pt_free(&k);
@@ -448,9 +417,9 @@ static void test_fp8_scales(void **state)
     pt_add(&k, "l.scale_weight", "F32", 0, NULL, g_s16);
     PT_ADD(&k, "n.weight", "F8_E4M3", NULL, 16, 256);
     pt_open(&k);
-    recipe1(&k, "{prefix: l}", "requantize");
+    pt_recipe1(&k, "{prefix: l}", "requantize");
     pt_plan_ok(&k);
-    const stf__job *j = job_of(&k, "l.weight");
+    const stf__job *j = pt_job_of(&k, "l.weight");
     assert_int_equal(j->dec.kind, STF__DEC_FP8);
     assert_int_equal(j->dec.s_idx, 1);
     assert_int_equal(j->dec.axis, STF_SCALE_TENSOR);
@@ -459,8 +428,8 @@ static void test_fp8_scales(void **state)
     k.p = NULL;
     stf_recipe_free(k.r);
     k.r = NULL;
-    recipe1(&k, "{prefix: n}", "requantize");
-    expect_err(&k, "layer 'n': rule 'r' (recipe line 6): requantize: FP8 weight without "
+    pt_recipe1(&k, "{prefix: n}", "requantize");
+    pt_expect_err(&k, "layer 'n': rule 'r' (recipe line 6): requantize: FP8 weight without "
                    "weight_scale cannot be decoded");
     pt_free(&k);
 }

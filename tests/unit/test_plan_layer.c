@@ -7,38 +7,7 @@
  */
 #include "plan_testutil.h"
 
-#define L "blocks.0.attn.qkv"
-#define M256 "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 256}"
-#define M64 "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 64}"
-#define M16 "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 16}"
-#define W4M "{\"format\": \"convrot_w4a4\", \"convrot_groupsize\": 256}"
-
-/* One rule "r" whose action text is `act` (line 6 of the recipe). */
-static void recipe1(pt_ckpt *k, const char *match, const char *act)
-{
-    char y[1024];
-    snprintf(y, sizeof y, "stfix: 1\ntarget: sglang\nrules:\n  - name: r\n    match: %s\n"
-                          "    do: %s\n", match, act);
-    pt_recipe(k, y);
-}
-
 static float g_s16[256];
-
-static const stf__job *job_of(const pt_ckpt *k, const char *out_name)
-{
-    size_t i = pt_out_index(k, out_name);
-    size_t j = k->p->outs[i].job;
-    assert_true(j < k->p->njobs);
-    return &k->p->jobs[j];
-}
-
-static void expect_err(pt_ckpt *k, const char *want)
-{
-    stf_err err;
-    assert_int_equal(pt_plan(k, NULL, &err), STF_EFORMAT);
-    assert_string_equal(err.msg, want);
-    assert_null(k->p);
-}
 
 /* ------------------------------------------------------------ reshape-scale */
 
@@ -51,7 +20,7 @@ static void test_reshape_rows_after_probe(void **state)
     PT_ADD(&k, L ".weight_scale", "F32", g_s16, 16);
     pt_marker(&k, L ".comfy_quant", M256);
     pt_open(&k);
-    recipe1(&k, "{format: int8_tensorwise, scale_shape: [[N]], probe: rowwise}",
+    pt_recipe1(&k, "{format: int8_tensorwise, scale_shape: [[N]], probe: rowwise}",
             "{reshape-scale: {to: rows, require_probe: true}}");
     pt_plan_ok(&k);
     const stf_plan_tensor *s = pt_out(&k, L ".weight_scale");
@@ -78,8 +47,8 @@ static void test_reshape_square_needs_row_probe(void **state)
     PT_ADD(&k, L ".weight_scale", "F32", g_s16, 16);
     pt_marker(&k, L ".comfy_quant", M16);
     pt_open(&k);
-    recipe1(&k, "{format: int8_tensorwise}", "{reshape-scale: {to: rows}}");
-    expect_err(&k, "layer '" L "': rule 'r' (recipe line 6): reshape-scale: the row/column probe "
+    pt_recipe1(&k, "{format: int8_tensorwise}", "{reshape-scale: {to: rows}}");
+    pt_expect_err(&k, "layer '" L "': rule 'r' (recipe line 6): reshape-scale: the row/column probe "
                    "(H1) says COLUMN, not ROW (square layer: never without the probe); the scale "
                    "is left as (16,)");
     free(w);
@@ -123,7 +92,7 @@ static void test_transpose_row_is_header_only(void **state)
     PT_ADD(&k, L ".weight_scale", "F32", g_s16, 1, 16);
     pt_marker(&k, L ".comfy_quant", M256);
     pt_open(&k);
-    recipe1(&k, "{scale_shape: [[1, N]]}", "transpose-scale");
+    pt_recipe1(&k, "{scale_shape: [[1, N]]}", "transpose-scale");
     pt_plan_ok(&k);
     const stf_plan_tensor *s = pt_out(&k, L ".weight_scale");
     pt_shape_is(s, 2, PT_SHAPE(16, 1));
@@ -142,9 +111,9 @@ static void test_transpose_column_requantizes(void **state)
     PT_ADD(&k, L ".weight_scale", "F32", g_s16, 1, 16);
     pt_marker(&k, L ".comfy_quant", M16);
     pt_open(&k);
-    recipe1(&k, "{scale_shape: [[1, K]]}", "transpose-scale");
+    pt_recipe1(&k, "{scale_shape: [[1, K]]}", "transpose-scale");
     pt_plan_ok(&k);
-    const stf__job *j = job_of(&k, L ".weight");
+    const stf__job *j = pt_job_of(&k, L ".weight");
     assert_int_equal(j->kind, STF__JOB_REQUANT_INT8);
     assert_int_equal(j->dec.kind, STF__DEC_INT8);
     assert_int_equal(j->dec.axis, STF_SCALE_COL);
@@ -176,7 +145,7 @@ static void test_flatten_conv(void **state)
     pt_marker(&k, "c.comfy_quant", M256);
     PT_ADD(&k, L ".weight", "BF16", NULL, 4, 16);
     pt_open(&k);
-    recipe1(&k, "{prefix: c}", "flatten-conv");
+    pt_recipe1(&k, "{prefix: c}", "flatten-conv");
     pt_plan_ok(&k);
     const stf_plan_tensor *w = pt_out(&k, "c.weight");
     pt_shape_is(w, 2, PT_SHAPE(8, 36));
@@ -189,8 +158,8 @@ static void test_flatten_conv(void **state)
     memset(&k, 0, sizeof k);
     PT_ADD(&k, L ".weight", "BF16", NULL, 4, 16);
     pt_open(&k);
-    recipe1(&k, "{weight: present}", "flatten-conv");
-    expect_err(&k, "layer '" L "': rule 'r' (recipe line 6): flatten-conv: weight has rank 2, "
+    pt_recipe1(&k, "{weight: present}", "flatten-conv");
+    pt_expect_err(&k, "layer '" L "': rule 'r' (recipe line 6): flatten-conv: weight has rank 2, "
                    "not a conv kernel (rank 3-5); use exclude to dequantize the layer instead");
     pt_free(&k);
 }
@@ -257,7 +226,7 @@ static void test_rename_prefix_and_collision(void **state)
     PT_ADD(&k, "model.diffusion_model.a.weight", "BF16", NULL, 4, 16);
     PT_ADD(&k, "model.diffusion_model.norm", "F32", g_s16, 4);
     pt_open(&k);
-    recipe1(&k, "{prefix: \"**\"}", "{rename: {from: model.diffusion_model., to: \"\"}}");
+    pt_recipe1(&k, "{prefix: \"**\"}", "{rename: {from: model.diffusion_model., to: \"\"}}");
     pt_plan_ok(&k);
     assert_non_null(pt_out(&k, "a.weight"));
     assert_non_null(pt_out(&k, "norm"));
@@ -270,7 +239,7 @@ static void test_rename_prefix_and_collision(void **state)
     PT_ADD(&k, "model.diffusion_model.a.weight", "BF16", NULL, 4, 16);
     PT_ADD(&k, "a.weight", "BF16", NULL, 4, 16);
     pt_open(&k);
-    recipe1(&k, "{prefix: \"**\"}", "{rename: {from: model.diffusion_model., to: \"\"}}");
+    pt_recipe1(&k, "{prefix: \"**\"}", "{rename: {from: model.diffusion_model., to: \"\"}}");
     stf_err err;
     assert_int_equal(pt_plan(&k, NULL, &err), STF_EFORMAT);
     assert_string_equal(err.msg, "output name collision: 'model.diffusion_model.a.weight' and "

@@ -7,10 +7,6 @@
  */
 #include "plan_testutil.h"
 
-#define L "blocks.0.attn.qkv"
-#define M256 "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 256}"
-#define M64 "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 64}"
-
 static float g_s[16];
 
 static const char *const set_marker_yaml =
