@@ -14,19 +14,8 @@
 #include <cmocka.h>
 
 #include "stfix.h"
+#include "support/st_pyjson.h"
 #include "support/st_alloc.h"
-
-static stf_pyval *parse_ok(const char *s, size_t n)
-{
-    stf_pyval *v = NULL;
-    stf_err err;
-    stf_err_clear(&err);
-    int rc = stf_pyjson_parse(&v, s, n, &err);
-    if (rc != 0) fail_msg("parse of %zu bytes failed: %s", n, err.msg);
-    assert_non_null(v);
-    return v;
-}
-#define PARSE(lit) parse_ok(lit, sizeof(lit) - 1)
 
 static void expect_err(const char *s, size_t n, int code, const char *msg, uint64_t off)
 {
@@ -46,7 +35,7 @@ static void test_marker_object(void **state)
 {
     (void)state;
     stf_pyval *v =
-        PARSE("{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 256}");
+        ST_PYJSON("{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 256}");
     assert_int_equal(stf_pyval_type(v), STF_PY_DICT);
     assert_int_equal(stf_pyval_len(v), 3);
     size_t kl = 0;
@@ -72,7 +61,7 @@ static void test_marker_object(void **state)
 static void test_duplicate_keys_last_wins_first_position(void **state)
 {
     (void)state;
-    stf_pyval *v = PARSE("{\"a\": 1, \"b\": 2, \"a\": 3}");
+    stf_pyval *v = ST_PYJSON("{\"a\": 1, \"b\": 2, \"a\": 3}");
     assert_int_equal(stf_pyval_len(v), 2);
     assert_string_equal(stf_pyval_key(v, 0, NULL), "a");
     assert_string_equal(stf_pyval_int_text(stf_pyval_item(v, 0)), "3");
@@ -91,7 +80,7 @@ static void test_large_dict_hash_index(void **state)
     buf[n++] = '{';
     for (int k = 0; k < 300; k++) n += (size_t)sprintf(buf + n, "\"k%d\": %d, ", k, k);
     n += (size_t)sprintf(buf + n, "\"k5\": \"x\"}");
-    stf_pyval *v = parse_ok(buf, n);
+    stf_pyval *v = st_pyjson_ok(buf, n);
     assert_int_equal(stf_pyval_len(v), 300);
     assert_string_equal(stf_pyval_key(v, 5, NULL), "k5");
     assert_string_equal(stf_pyval_str(stf_pyval_item(v, 5), NULL), "x");
@@ -104,7 +93,7 @@ static void test_large_dict_hash_index(void **state)
 static void test_numbers(void **state)
 {
     (void)state;
-    stf_pyval *v = PARSE("[256, 256.0, 2.56e2, -0, -0.0, 1E400, 123456789012345678901234567890,"
+    stf_pyval *v = ST_PYJSON("[256, 256.0, 2.56e2, -0, -0.0, 1E400, 123456789012345678901234567890,"
                          " NaN, Infinity, -Infinity, -12, 0.5e-1]");
     assert_int_equal(stf_pyval_len(v), 12);
     assert_int_equal(stf_pyval_type(stf_pyval_item(v, 0)), STF_PY_INT);
@@ -128,11 +117,11 @@ static void test_numbers(void **state)
     assert_int_equal(stf_pyval_int64(&i, stf_pyval_item(v, 1)), STF_EINVAL);
     stf_pyval_free(v);
 
-    v = PARSE("-9223372036854775808");
+    v = ST_PYJSON("-9223372036854775808");
     assert_int_equal(stf_pyval_int64(&i, v), 0);
     assert_true(i == INT64_MIN);
     stf_pyval_free(v);
-    v = PARSE("9223372036854775808");
+    v = ST_PYJSON("9223372036854775808");
     assert_int_equal(stf_pyval_int64(&i, v), STF_ELIMIT);
     stf_pyval_free(v);
 }
@@ -143,7 +132,7 @@ static void test_int_digit_limit(void **state)
     char *buf = malloc(4302);
     assert_non_null(buf);
     memset(buf, '1', 4301);
-    stf_pyval *v = parse_ok(buf, 4300);
+    stf_pyval *v = st_pyjson_ok(buf, 4300);
     assert_int_equal(strlen(stf_pyval_int_text(v)), 4300);
     stf_pyval_free(v);
     expect_err(buf, 4301, STF_EFORMAT,
@@ -155,7 +144,7 @@ static void test_int_digit_limit(void **state)
 static void test_literals_and_whitespace(void **state)
 {
     (void)state;
-    stf_pyval *v = PARSE(" \t\n\r[null, true, false, \"\"] \r\n");
+    stf_pyval *v = ST_PYJSON(" \t\n\r[null, true, false, \"\"] \r\n");
     assert_int_equal(stf_pyval_type(stf_pyval_item(v, 0)), STF_PY_NONE);
     assert_int_equal(stf_pyval_bool(stf_pyval_item(v, 1)), 1);
     assert_int_equal(stf_pyval_type(stf_pyval_item(v, 2)), STF_PY_BOOL);
@@ -213,7 +202,7 @@ static void test_decode_error_messages(void **state)
 static void test_encodings_and_bom(void **state)
 {
     (void)state;
-    stf_pyval *v = PARSE("\xef\xbb\xbf{\"a\": 1}");
+    stf_pyval *v = ST_PYJSON("\xef\xbb\xbf{\"a\": 1}");
     assert_string_equal(stf_pyval_int_text(stf_pyval_get(v, "a")), "1");
     stf_pyval_free(v);
     /* bytes: only one BOM is stripped, the second is simply not a value */
@@ -221,17 +210,17 @@ static void test_encodings_and_bom(void **state)
 
     /* '{"a": "é"}'.encode('utf-16-le') */
     static const char u16le[] = "{\0\"\0a\0\"\0:\0 \0\"\0\xe9\0\"\0}\0";
-    v = parse_ok(u16le, sizeof u16le - 1);
+    v = st_pyjson_ok(u16le, sizeof u16le - 1);
     assert_string_equal(stf_pyval_str(stf_pyval_get(v, "a"), NULL), "\xc3\xa9");
     stf_pyval_free(v);
     /* '[1]'.encode('utf-16') with its BOM */
     static const char u16bom[] = "\xff\xfe[\0" "1\0]\0";
-    v = parse_ok(u16bom, sizeof u16bom - 1);
+    v = st_pyjson_ok(u16bom, sizeof u16bom - 1);
     assert_string_equal(stf_pyval_int_text(stf_pyval_item(v, 0)), "1");
     stf_pyval_free(v);
     /* '[1]'.encode('utf-32-be') */
     static const char u32be[] = "\0\0\0[\0\0\0" "1\0\0\0]";
-    v = parse_ok(u32be, sizeof u32be - 1);
+    v = st_pyjson_ok(u32be, sizeof u32be - 1);
     assert_int_equal(stf_pyval_len(v), 1);
     stf_pyval_free(v);
     /* utf-32-be "[x]": error at char 1 maps back to byte 4 */
@@ -247,7 +236,7 @@ static void test_encodings_and_bom(void **state)
 static void test_string_escapes(void **state)
 {
     (void)state;
-    stf_pyval *v = PARSE("[\"\\ud83d\\ude00\", \"\\ud800\", \"\\u00e9\\/\\b\\f\\n\\r\\t\\\"\\\\\", "
+    stf_pyval *v = ST_PYJSON("[\"\\ud83d\\ude00\", \"\\ud800\", \"\\u00e9\\/\\b\\f\\n\\r\\t\\\"\\\\\", "
                          "\"\xed\xa0\x80\", \"\x7f\"]");
     assert_string_equal(stf_pyval_str(stf_pyval_item(v, 0), NULL), "\xf0\x9f\x98\x80");
     assert_string_equal(stf_pyval_str(stf_pyval_item(v, 1), NULL), "\xed\xa0\x80");
@@ -257,7 +246,7 @@ static void test_string_escapes(void **state)
     assert_string_equal(stf_pyval_str(stf_pyval_item(v, 4), NULL), "\x7f");
     stf_pyval_free(v);
     size_t n = 0;
-    v = PARSE("\"a\\u0000b\"");
+    v = ST_PYJSON("\"a\\u0000b\"");
     assert_non_null(stf_pyval_str(v, &n));
     assert_int_equal(n, 3);
     assert_memory_equal(stf_pyval_str(v, NULL), "a\0b", 3);
@@ -270,7 +259,7 @@ static void test_depth_cap(void **state)
     char buf[64];
     memset(buf, '[', 16);
     memset(buf + 16, ']', 16);
-    stf_pyval *v = parse_ok(buf, 32);
+    stf_pyval *v = st_pyjson_ok(buf, 32);
     stf_pyval_free(v);
     memset(buf, '[', 17);
     memset(buf + 17, ']', 17);

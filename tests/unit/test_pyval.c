@@ -14,23 +14,12 @@
 #include <cmocka.h>
 
 #include "stfix.h"
-
-static stf_pyval *parse_ok(const char *s, size_t n)
-{
-    stf_pyval *v = NULL;
-    stf_err err;
-    stf_err_clear(&err);
-    int rc = stf_pyjson_parse(&v, s, n, &err);
-    if (rc != 0) fail_msg("parse of %zu bytes failed: %s", n, err.msg);
-    assert_non_null(v);
-    return v;
-}
-#define PARSE(lit) parse_ok(lit, sizeof(lit) - 1)
+#include "support/st_pyjson.h"
 
 static void test_python_equality(void **state)
 {
     (void)state;
-    stf_pyval *v = PARSE("[1, 1.0, true, 0, false, 0.0, \"1\", NaN, [NaN], [NaN],"
+    stf_pyval *v = ST_PYJSON("[1, 1.0, true, 0, false, 0.0, \"1\", NaN, [NaN], [NaN],"
                          " {\"a\": 1, \"b\": [2]}, {\"b\": [2.0], \"a\": true},"
                          " 9007199254740993, 9007199254740992.0, 9007199254740992, null, null,"
                          " [1, 2], [2, 1], 1e400, Infinity, {\"a\": 1, \"b\": 3}]");
@@ -63,7 +52,7 @@ static void test_python_equality(void **state)
 static void test_truthiness(void **state)
 {
     (void)state;
-    stf_pyval *v = PARSE("[NaN, 0.0, \"\", {}, [], \"0\", 0, 2, null, true, [0]]");
+    stf_pyval *v = ST_PYJSON("[NaN, 0.0, \"\", {}, [], \"0\", 0, 2, null, true, [0]]");
     static const int want[] = { 1, 0, 0, 0, 0, 1, 0, 1, 0, 1, 1 };
     for (size_t i = 0; i < 11; i++) assert_int_equal(stf_pyval_truthy(stf_pyval_item(v, i)), want[i]);
     assert_int_equal(stf_pyval_truthy(NULL), 0);
@@ -74,7 +63,7 @@ static void test_truthiness(void **state)
 static void test_python_int_conversion(void **state)
 {
     (void)state;
-    stf_pyval *v = PARSE("[\"256\", \" 2_56 \", \"256.0\", 256.9, -1.5, true, null, NaN, 1e30,"
+    stf_pyval *v = ST_PYJSON("[\"256\", \" 2_56 \", \"256.0\", 256.9, -1.5, true, null, NaN, 1e30,"
                          " \"-0\", \"1__0\", \"_1\", \"\", \"+7\", [1], 64]");
     static const struct { int rc; int64_t val; } want[] = {
         { 0, 256 }, { 0, 256 }, { STF_EINVAL, 0 }, { 0, 256 }, { 0, -1 }, { 0, 1 },
