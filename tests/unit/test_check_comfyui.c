@@ -15,42 +15,10 @@
 #include <cmocka.h>
 
 #include "stfix.h"
+#include "support/st_check.h"
 
 #define FIX "fixtures/comfy/"
 #define L "blocks.0.attn.qkv"
-
-static stf_check_report *run(const char *path, unsigned profiles)
-{
-    stf_err err;
-    stf_err_clear(&err);
-    stf_ckpt *c = NULL;
-    if (stf_ckpt_open(&c, path, NULL, &err)) fail_msg("open %s: %s", path, err.msg);
-    stf_check_opts o;
-    stf_check_opts_init(&o);
-    o.profiles = profiles;
-    stf_check_report *r = NULL;
-    if (stf_check_run(&r, c, &o, &err)) fail_msg("check %s: %s", path, err.msg);
-    stf_ckpt_free(c);
-    return r;
-}
-
-static void dump(const stf_check_report *r)
-{
-    for (size_t i = 0; i < stf_check_count(r); i++) {
-        const stf_diag *d = stf_check_diag(r, i);
-        print_message("  [%s %s %s] %s\n", d->rule, stf_severity_name(d->severity), d->layer,
-                      d->message);
-    }
-}
-
-static const stf_diag *find(const stf_check_report *r, const char *rule, const char *msg)
-{
-    for (size_t i = 0; i < stf_check_count(r); i++) {
-        const stf_diag *d = stf_check_diag(r, i);
-        if (!strcmp(d->rule, rule) && (!msg || !strcmp(d->message, msg))) return d;
-    }
-    return NULL;
-}
 
 typedef struct expect {
     const char *file, *rule;
@@ -126,11 +94,11 @@ static void test_exact_messages(void **state)
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         char path[256];
         snprintf(path, sizeof path, FIX "%s", CASES[i].file);
-        stf_check_report *r = run(path, STF_CHECK_CONTAINER | STF_CHECK_COMFYUI);
-        const stf_diag *d = find(r, CASES[i].rule, CASES[i].msg);
+        stf_check_report *r = st_check_file(path, STF_CHECK_CONTAINER | STF_CHECK_COMFYUI);
+        const stf_diag *d = st_check_find(r, CASES[i].rule, CASES[i].msg);
         if (!d || d->severity != CASES[i].sev || strcmp(d->profile, "comfyui")) {
             print_message("%s: expected %s \"%s\"; got:\n", CASES[i].file, CASES[i].rule, CASES[i].msg);
-            dump(r);
+            st_check_dump(r);
             bad++;
         }
         stf_check_report_free(r);
@@ -143,8 +111,8 @@ static void test_exact_messages(void **state)
 static void test_comfy_accepts_unrotated(void **state)
 {
     (void)state;
-    stf_check_report *r = run(FIX "r23_no_convrot.safetensors", STF_CHECK_CONTAINER | STF_CHECK_COMFYUI);
-    dump(r);
+    stf_check_report *r = st_check_file(FIX "r23_no_convrot.safetensors", STF_CHECK_CONTAINER | STF_CHECK_COMFYUI);
+    st_check_dump(r);
     assert_int_equal(stf_check_count(r), 0);
     stf_check_report_free(r);
 }
@@ -162,10 +130,10 @@ static void test_manifest(void **state)
         if (rule[0] != 'C') continue;
         char path[300];
         snprintf(path, sizeof path, FIX "%s", file);
-        stf_check_report *r = run(path, STF_CHECK_CONTAINER | STF_CHECK_COMFYUI);
-        if (!find(r, rule, NULL)) {
+        stf_check_report *r = st_check_file(path, STF_CHECK_CONTAINER | STF_CHECK_COMFYUI);
+        if (!st_check_find(r, rule, NULL)) {
             print_message("%s: %s did not fire\n", file, rule);
-            dump(r);
+            st_check_dump(r);
             bad++;
         }
         stf_check_report_free(r);
@@ -189,10 +157,10 @@ static void test_healthy(void **state)
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[256];
         snprintf(path, sizeof path, FIX "%s", files[i]);
-        stf_check_report *r = run(path, STF_CHECK_CONTAINER | STF_CHECK_COMFYUI);
+        stf_check_report *r = st_check_file(path, STF_CHECK_CONTAINER | STF_CHECK_COMFYUI);
         if (stf_check_count(r)) {
             print_message("%s:\n", files[i]);
-            dump(r);
+            st_check_dump(r);
         }
         assert_int_equal(stf_check_count(r), 0);
         stf_check_report_free(r);

@@ -17,43 +17,14 @@
 
 #include "stfix.h"
 #include "support/st_alloc.h"
+#include "support/st_check.h"
 
 #define FIX "fixtures/comfy/"
-
-static stf_check_report *run(const char *path, unsigned profiles)
-{
-    stf_err err;
-    stf_err_clear(&err);
-    stf_ckpt *c = NULL;
-    int rc = stf_ckpt_open(&c, path, NULL, &err);
-    if (rc) fail_msg("open %s: %s", path, err.msg);
-    stf_check_opts o;
-    stf_check_opts_init(&o);
-    o.profiles = profiles;
-    stf_check_report *r = NULL;
-    rc = stf_check_run(&r, c, &o, &err);
-    if (rc) fail_msg("check %s: %s", path, err.msg);
-    stf_ckpt_free(c);
-    return r;
-}
-
-static void dump(const stf_check_report *r)
-{
-    for (size_t i = 0; i < stf_check_count(r); i++) {
-        const stf_diag *d = stf_check_diag(r, i);
-        print_message("  [%s %s %s] %s\n", d->rule, stf_severity_name(d->severity), d->layer,
-                      d->message);
-    }
-}
 
 /* The report holds rule `rule` with exactly `msg` (msg NULL: any message). */
 static int has(const stf_check_report *r, const char *rule, const char *msg)
 {
-    for (size_t i = 0; i < stf_check_count(r); i++) {
-        const stf_diag *d = stf_check_diag(r, i);
-        if (!strcmp(d->rule, rule) && (!msg || !strcmp(d->message, msg))) return 1;
-    }
-    return 0;
+    return st_check_find(r, rule, msg) != NULL;
 }
 
 typedef struct expect {
@@ -171,10 +142,10 @@ static void test_exact_messages(void **state)
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         char path[256];
         snprintf(path, sizeof path, FIX "%s", CASES[i].file);
-        stf_check_report *r = run(path, STF_CHECK_CONTAINER | STF_CHECK_SGLANG);
+        stf_check_report *r = st_check_file(path, STF_CHECK_CONTAINER | STF_CHECK_SGLANG);
         if (!has(r, CASES[i].rule, CASES[i].msg)) {
             print_message("%s: expected %s \"%s\"; got:\n", CASES[i].file, CASES[i].rule, CASES[i].msg);
-            dump(r);
+            st_check_dump(r);
             bad++;
         }
         stf_check_report_free(r);
@@ -186,7 +157,7 @@ static void test_exact_messages(void **state)
 static void test_fields(void **state)
 {
     (void)state;
-    stf_check_report *r = run(FIX "r15_flat_scale_square.safetensors", STF_CHECK_ALL);
+    stf_check_report *r = st_check_file(FIX "r15_flat_scale_square.safetensors", STF_CHECK_ALL);
     const stf_diag *d = NULL;
     for (size_t i = 0; i < stf_check_count(r); i++)
         if (!strcmp(stf_check_diag(r, i)->rule, "R15")) d = stf_check_diag(r, i);
@@ -206,11 +177,11 @@ static void test_fields(void **state)
 static void test_profile_selection(void **state)
 {
     (void)state;
-    stf_check_report *r = run(FIX "r15_flat_scale_square.safetensors",
+    stf_check_report *r = st_check_file(FIX "r15_flat_scale_square.safetensors",
                               STF_CHECK_CONTAINER | STF_CHECK_SGLANG);
     for (size_t i = 0; i < stf_check_count(r); i++) assert_int_not_equal(stf_check_diag(r, i)->rule[0], 'C');
     stf_check_report_free(r);
-    r = run(FIX "r15_flat_scale_square.safetensors", STF_CHECK_CONTAINER | STF_CHECK_COMFYUI);
+    r = st_check_file(FIX "r15_flat_scale_square.safetensors", STF_CHECK_CONTAINER | STF_CHECK_COMFYUI);
     for (size_t i = 0; i < stf_check_count(r); i++) assert_int_not_equal(stf_check_diag(r, i)->rule[0], 'R');
     assert_true(has(r, "C9", NULL));
     stf_check_report_free(r);
@@ -230,19 +201,19 @@ static void test_manifest(void **state)
         char path[300];
         snprintf(path, sizeof path, FIX "%s", file);
         if (!strcmp(rule, "healthy")) {
-            stf_check_report *r = run(path, STF_CHECK_ALL);
+            stf_check_report *r = st_check_file(path, STF_CHECK_ALL);
             if (stf_check_count_severity(r, STF_SEV_ERROR)) {
                 print_message("%s: healthy fixture has errors:\n", file);
-                dump(r);
+                st_check_dump(r);
                 bad++;
             }
             stf_check_report_free(r);
             healthy++;
         } else if (rule[0] == 'R') {
-            stf_check_report *r = run(path, STF_CHECK_ALL);
+            stf_check_report *r = st_check_file(path, STF_CHECK_ALL);
             if (!has(r, rule, NULL)) {
                 print_message("%s: %s did not fire\n", file, rule);
-                dump(r);
+                st_check_dump(r);
                 bad++;
             }
             stf_check_report_free(r);
@@ -259,8 +230,8 @@ static void test_manifest(void **state)
 static void test_healthy_is_silent(void **state)
 {
     (void)state;
-    stf_check_report *r = run(FIX "healthy_int8_g256.safetensors", STF_CHECK_ALL);
-    dump(r);
+    stf_check_report *r = st_check_file(FIX "healthy_int8_g256.safetensors", STF_CHECK_ALL);
+    st_check_dump(r);
     assert_int_equal(stf_check_count(r), 0);
     stf_check_report_free(r);
 }
@@ -278,7 +249,7 @@ static void test_container_findings(void **state)
     assert_int_equal(stf_ckpt_open_mem(&c, buf, sizeof buf, "mem.safetensors", NULL, &err), 0);
     stf_check_report *r = NULL;
     assert_int_equal(stf_check_run(&r, c, NULL, &err), 0);
-    dump(r);
+    st_check_dump(r);
     assert_true(stf_check_count(r) >= 1);
     for (size_t i = 0; i < stf_check_count(r); i++) {
         const stf_diag *d = stf_check_diag(r, i);
@@ -300,7 +271,7 @@ static void test_container_findings(void **state)
 static void test_r28_info(void **state)
 {
     (void)state;
-    stf_check_report *r = run(FIX "healthy_int8_g16.safetensors", STF_CHECK_CONTAINER | STF_CHECK_SGLANG);
+    stf_check_report *r = st_check_file(FIX "healthy_int8_g16.safetensors", STF_CHECK_CONTAINER | STF_CHECK_SGLANG);
     assert_int_equal(stf_check_count(r), 1);
     const stf_diag *d = stf_check_diag(r, 0);
     assert_string_equal(d->rule, "R28");

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "stfix.h"
+#include "support/st_check.h"
 
 #define FIX "fixtures/comfy/"
 #define L "blocks.0.attn.qkv"
@@ -34,13 +35,6 @@ static stf_check_report *run(const char *path, unsigned profiles)
     return r;
 }
 
-static const stf_diag *find(const stf_check_report *r, const char *rule)
-{
-    for (size_t i = 0; i < stf_check_count(r); i++)
-        if (!strcmp(stf_check_diag(r, i)->rule, rule)) return stf_check_diag(r, i);
-    return NULL;
-}
-
 static uint64_t abs_off(const char *tensor, uint64_t byte)
 {
     size_t i = 0;
@@ -54,7 +48,7 @@ static void test_bad_scales(void **state)
     (void)state;
     stf_check_report *r = run(FIX "probe_bad_scales.safetensors", STF_CHECK_ALL | STF_CHECK_NUMERIC);
     char want[512];
-    const stf_diag *d = find(r, "N1");
+    const stf_diag *d = st_check_find(r, "N1", NULL);
     assert_non_null(d);
     snprintf(want, sizeof want,
              L ".weight_scale: 1 non-finite scale value(s), first nan at element 3 (byte offset "
@@ -63,7 +57,7 @@ static void test_bad_scales(void **state)
     assert_string_equal(d->message, want);
     assert_int_equal(d->severity, STF_SEV_ERROR);
     assert_string_equal(d->profile, "numeric");
-    d = find(r, "N2");
+    d = st_check_find(r, "N2", NULL);
     assert_non_null(d);
     snprintf(want, sizeof want,
              L ".weight_scale: 1 zero or negative scale value(s), first -0.5 at element 5 (byte "
@@ -73,9 +67,9 @@ static void test_bad_scales(void **state)
     stf_check_report_free(r);
     /* Without --numeric no tensor data is judged. */
     r = run(FIX "probe_bad_scales.safetensors", STF_CHECK_ALL);
-    assert_null(find(r, "N1"));
-    assert_null(find(r, "N2"));
-    assert_null(find(r, "H1"));
+    assert_null(st_check_find(r, "N1", NULL));
+    assert_null(st_check_find(r, "N2", NULL));
+    assert_null(st_check_find(r, "H1", NULL));
     stf_check_report_free(r);
 }
 
@@ -83,7 +77,7 @@ static void test_h1_column_on_square_layer(void **state)
 {
     (void)state;
     stf_check_report *r = run(FIX "probe_colquant_square.safetensors", STF_CHECK_NUMERIC);
-    const stf_diag *d = find(r, "H1");
+    const stf_diag *d = st_check_find(r, "H1", NULL);
     assert_non_null(d);
     assert_string_equal(d->message,
                         "COLUMN quantization in " L ".weight: 25.0% of 64 non-empty rows and 100.0% "
@@ -96,7 +90,7 @@ static void test_h1_row_with_flat_scale(void **state)
 {
     (void)state;
     stf_check_report *r = run(FIX "probe_rowquant_flat.safetensors", STF_CHECK_NUMERIC);
-    const stf_diag *d = find(r, "H1");
+    const stf_diag *d = st_check_find(r, "H1", NULL);
     assert_non_null(d);
     assert_string_equal(d->message,
                         "ROW quantization in " L ".weight: 100.0% of 64 non-empty rows and 25.0% "
@@ -207,14 +201,14 @@ static void test_h2(void **state)
 {
     (void)state;
     stf_check_report *r = run(FIX "probe_sylvester_data.safetensors", STF_CHECK_NUMERIC);
-    const stf_diag *d = find(r, "H2");
+    const stf_diag *d = st_check_find(r, "H2", NULL);
     assert_non_null(d);
     const char *pre = "Layer " L ": position 0 of each ConvRot group holds ";
     assert_int_equal(strncmp(d->message, pre, strlen(pre)), 0);
     assert_int_equal(d->severity, STF_SEV_WARNING);
     stf_check_report_free(r);
     r = run(FIX "r24_g128.safetensors", STF_CHECK_NUMERIC);
-    d = find(r, "H2");
+    d = st_check_find(r, "H2", NULL);
     assert_non_null(d);
     assert_string_equal(d->message,
                         "Layer " L " declares convrot_groupsize 128, a power of 2 but not of 4: the "
@@ -222,7 +216,7 @@ static void test_h2(void **state)
     stf_check_report_free(r);
     /* A regular rotation with zero-mean groups gives no H2 evidence. */
     r = run(FIX "healthy_int8_g64.safetensors", STF_CHECK_NUMERIC);
-    assert_null(find(r, "H2"));
+    assert_null(st_check_find(r, "H2", NULL));
     stf_check_report_free(r);
 }
 
@@ -240,11 +234,11 @@ static void test_manifest(void **state)
         if (rule[0] != 'N' && rule[0] != 'H') continue;
         snprintf(path, sizeof path, FIX "%s", file);
         stf_check_report *r = run(path, STF_CHECK_ALL | STF_CHECK_NUMERIC);
-        if (!find(r, rule)) print_message("%s: %s did not fire\n", file, rule);
-        assert_non_null(find(r, rule));
+        if (!st_check_find(r, rule, NULL)) print_message("%s: %s did not fire\n", file, rule);
+        assert_non_null(st_check_find(r, rule, NULL));
         stf_check_report_free(r);
         r = run(path, STF_CHECK_ALL);
-        assert_null(find(r, rule));
+        assert_null(st_check_find(r, rule, NULL));
         stf_check_report_free(r);
         n++;
     }

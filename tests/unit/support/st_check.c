@@ -1,0 +1,43 @@
+/* Test helper: profiles over a fixture, report look-ups (see st_check.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "support/st_check.h"
+
+stf_check_report *st_check_file(const char *path, unsigned profiles)
+{
+    stf_err err;
+    stf_err_clear(&err);
+    stf_ckpt *c = NULL;
+    if (stf_ckpt_open(&c, path, NULL, &err)) fail_msg("open %s: %s", path, err.msg);
+    stf_check_opts o;
+    stf_check_opts_init(&o);
+    o.profiles = profiles;
+    stf_check_report *r = NULL;
+    if (stf_check_run(&r, c, &o, &err)) fail_msg("check %s: %s", path, err.msg);
+    stf_ckpt_free(c);
+    return r;
+}
+
+void st_check_dump(const stf_check_report *r)
+{
+    for (size_t i = 0; i < stf_check_count(r); i++) {
+        const stf_diag *d = stf_check_diag(r, i);
+        print_message("  [%s %s %s] %s\n", d->rule, stf_severity_name(d->severity), d->layer,
+                      d->message);
+    }
+}
+
+const stf_diag *st_check_find(const stf_check_report *r, const char *rule, const char *msg)
+{
+    for (size_t i = 0; i < stf_check_count(r); i++) {
+        const stf_diag *d = stf_check_diag(r, i);
+        if (!strcmp(d->rule, rule) && (!msg || !strcmp(d->message, msg))) return d;
+    }
+    return NULL;
+}

@@ -1,0 +1,22 @@
+/*
+ * Test helper: run the acceptance profiles over a fixture and look through
+ * the report, for the check and probe tests.
+ */
+#ifndef ST_CHECK_H
+#define ST_CHECK_H
+
+#include "stfix.h"
+
+/* Open `path`, run `profiles` (STF_CHECK_* bits) and close it again; the
+ * caller frees the report. Failing to open or to run fails the test. */
+stf_check_report *st_check_file(const char *path, unsigned profiles);
+
+/* Print every finding (rule, severity, layer, message) through cmocka, so
+ * a failing test shows what the report held. */
+void st_check_dump(const stf_check_report *r);
+
+/* The first finding of rule `rule` whose message is exactly `msg` (NULL:
+ * any message), or NULL. */
+const stf_diag *st_check_find(const stf_check_report *r, const char *rule, const char *msg);
+
+#endif
