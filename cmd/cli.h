@@ -63,6 +63,8 @@ void cli_json_strn(FILE *o, const char *s, size_t n);
 void cli_json_str(FILE *o, const char *s);
 /* A JSON string literal of s; NULL is written as null. */
 void cli_json_str_or_null(FILE *o, const char *s);
+/* ["s0", "s1", ...] */
+void cli_json_strv(FILE *o, const char *const *v, size_t n);
 /* [d0, d1, ...] */
 void cli_json_shape(FILE *o, const uint64_t *shape, unsigned rank);
 /* ["sglang", "comfyui"], either or both, per the STF_TARGET_* bits. */

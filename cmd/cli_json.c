@@ -40,6 +40,16 @@ void cli_json_str_or_null(FILE *o, const char *s)
     else fputs("null", o);
 }
 
+void cli_json_strv(FILE *o, const char *const *v, size_t n)
+{
+    fputc('[', o);
+    for (size_t i = 0; i < n; i++) {
+        if (i) fputs(", ", o);
+        cli_json_str(o, v[i]);
+    }
+    fputc(']', o);
+}
+
 void cli_json_shape(FILE *o, const uint64_t *shape, unsigned rank)
 {
     fputc('[', o);

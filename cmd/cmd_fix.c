@@ -329,12 +329,9 @@ static void print_json(FILE *o, const fix_args *a, const char *out, const stf_re
         cli_json_str(o, l->prefix);
         fputs(", \"out_prefix\": ", o);
         cli_json_str(o, l->out_prefix ? l->out_prefix : l->prefix);
-        fputs(", \"rules\": [", o);
-        for (size_t k = 0; k < l->nrules; k++) {
-            if (k) fputs(", ", o);
-            cli_json_str(o, l->rules[k]);
-        }
-        fputs("], \"summary\": ", o);
+        fputs(", \"rules\": ", o);
+        cli_json_strv(o, l->rules, l->nrules);
+        fputs(", \"summary\": ", o);
         cli_json_str(o, l->summary);
         fputs("}", o);
     }

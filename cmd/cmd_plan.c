@@ -117,12 +117,9 @@ static void print_json(FILE *o, const char *file, const char *recipe, const stf_
         cli_json_str(o, l->prefix);
         fputs(", \"out_prefix\": ", o);
         cli_json_str(o, l->out_prefix);
-        fputs(", \"rules\": [", o);
-        for (size_t j = 0; j < l->nrules; j++) {
-            if (j) fputs(", ", o);
-            cli_json_str(o, l->rules[j]);
-        }
-        fputs("], \"actions\": [", o);
+        fputs(", \"rules\": ", o);
+        cli_json_strv(o, l->rules, l->nrules);
+        fputs(", \"actions\": [", o);
         for (size_t j = 0; j < l->nactions; j++) {
             if (j) fputs(", ", o);
             cli_json_str(o, stf_action_name(l->actions[j]->kind));
