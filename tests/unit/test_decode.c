@@ -15,32 +15,6 @@
 #include "quant_testutil.h"
 #include "support/st_ckptfile.h"
 
-typedef struct fx {
-    char *dir, *path;
-    stf_ckpt *c;
-} fx;
-
-static void fx_open(fx *f, const st_tensor *t, size_t n, int no_mmap)
-{
-    f->dir = st_tmpdir();
-    f->path = st_path(f->dir, "in.safetensors");
-    assert_int_equal(st_write_ckpt(f->path, t, n, NULL), 0);
-    stf_open_opts o;
-    stf_open_opts_init(&o);
-    o.no_mmap = no_mmap;
-    stf_err err;
-    int rc = stf_ckpt_open(&f->c, f->path, &o, &err);
-    if (rc) fail_msg("%s", err.msg);
-}
-
-static void fx_close(fx *f)
-{
-    stf_ckpt_free(f->c);
-    st_rmtree(f->dir);
-    free(f->path);
-    free(f->dir);
-}
-
 static size_t idx_of(const stf_ckpt *c, const char *name)
 {
     size_t i = 0;
@@ -69,8 +43,8 @@ static void test_float_bf16_exact(void **state)
                           0x3E80, 0x4120, 0xC2C8, 0x3C00 };
     st_tensor t[] = { { "a.weight", STF_BF16, 2, { 3, 4 }, w, sizeof w } };
     for (int nm = 0; nm < 2; nm++) {
-        fx f;
-        fx_open(&f, t, 1, nm);
+        st_ckfx f;
+        st_ckfx_open(&f, t, 1, nm);
         stf__decode d = dec_float(f.c, "a.weight", STF_BF16, 3, 4);
         stf__decoder dc;
         stf_err err;
@@ -82,7 +56,7 @@ static void test_float_bf16_exact(void **state)
         assert_int_equal(stf__decoder_rows(&dc, out, 1, 3, scratch, NULL, &err), 0);
         for (size_t i = 0; i < 8; i++) assert_int_equal(qt_bits(out[i]), (uint32_t)w[4 + i] << 16);
         stf__decoder_close(&dc);
-        fx_close(&f);
+        st_ckfx_close(&f);
     }
 }
 
@@ -96,8 +70,8 @@ static void test_int8_row_convrot(void **state)
     uint16_t s[2] = { 0x3E80, 0x3F00 }; /* 0.25, 0.5 */
     st_tensor t[] = { { "l.weight", STF_I8, 2, { 2, 16 }, q, sizeof q },
                       { "l.weight_scale", STF_BF16, 2, { 2, 1 }, s, sizeof s } };
-    fx f;
-    fx_open(&f, t, 2, 0);
+    st_ckfx f;
+    st_ckfx_open(&f, t, 2, 0);
     stf__decode d;
     memset(&d, 0, sizeof d);
     d.kind = STF__DEC_INT8;
@@ -124,7 +98,7 @@ static void test_int8_row_convrot(void **state)
     assert_int_equal(stf__decoder_rows(&dc, out, 1, 2, NULL, NULL, &err), 0);
     assert_true(out[0] == -0.25f);
     stf__decoder_close(&dc);
-    fx_close(&f);
+    st_ckfx_close(&f);
 }
 
 /* Relabelled U8 codes, tensor F16 scale, Sylvester G=8 undo == the kernel on the same codes. */
@@ -137,8 +111,8 @@ static void test_int8_tensor_sylvester_matches_kernel(void **state)
     uint16_t s = stf_f32_to_f16(0.015625f);
     st_tensor t[] = { { "m.weight", STF_U8, 2, { N, K }, q, sizeof q },
                       { "m.scale_weight", STF_F16, 0, { 0 }, &s, 2 } };
-    fx f;
-    fx_open(&f, t, 2, 1);
+    st_ckfx f;
+    st_ckfx_open(&f, t, 2, 1);
     stf__decode d;
     memset(&d, 0, sizeof d);
     d.kind = STF__DEC_INT8;
@@ -162,7 +136,7 @@ static void test_int8_tensor_sylvester_matches_kernel(void **state)
     assert_int_equal(stf_int8_dequantize(ref, (const int8_t *)q, &sc, N, K, &o, NULL, &err), 0);
     assert_memory_equal(out, ref, sizeof out);
     stf__decoder_close(&dc);
-    fx_close(&f);
+    st_ckfx_close(&f);
 }
 
 /* Column scales [K] on unrotated codes: x[n,k] = q * s_k. */
@@ -173,8 +147,8 @@ static void test_int8_column_scale(void **state)
     float s[4] = { 1.0f, 0.5f, 0.25f, 2.0f };
     st_tensor t[] = { { "c.weight", STF_I8, 2, { 2, 4 }, q, sizeof q },
                       { "c.weight_scale", STF_F32, 1, { 4 }, s, sizeof s } };
-    fx f;
-    fx_open(&f, t, 2, 0);
+    st_ckfx f;
+    st_ckfx_open(&f, t, 2, 0);
     stf__decode d;
     memset(&d, 0, sizeof d);
     d.kind = STF__DEC_INT8;
@@ -193,7 +167,7 @@ static void test_int8_column_scale(void **state)
     const float want[8] = { 1, 1, 0.75f, 8, -1, -1, -0.75f, -8 };
     assert_memory_equal(out, want, sizeof want);
     stf__decoder_close(&dc);
-    fx_close(&f);
+    st_ckfx_close(&f);
 }
 
 /* FP8 E4M3 x scalar F32 scale. 0x38 = 1, 0x40 = 2, 0xC4 = -3, 0x01 = 2^-9. */
@@ -204,8 +178,8 @@ static void test_fp8_scalar(void **state)
     float s = 0.5f;
     st_tensor t[] = { { "f.weight", STF_F8_E4M3, 2, { 2, 2 }, w, sizeof w },
                       { "f.weight_scale", STF_F32, 0, { 0 }, &s, 4 } };
-    fx f;
-    fx_open(&f, t, 2, 0);
+    st_ckfx f;
+    st_ckfx_open(&f, t, 2, 0);
     stf__decode d;
     memset(&d, 0, sizeof d);
     d.kind = STF__DEC_FP8;
@@ -224,7 +198,7 @@ static void test_fp8_scalar(void **state)
     const float want[4] = { 0.5f, 1.0f, -1.5f, 0.0009765625f };
     assert_memory_equal(out, want, sizeof want);
     stf__decoder_close(&dc);
-    fx_close(&f);
+    st_ckfx_close(&f);
 }
 
 /* W4A4: the rows equal stf_w4a4_dequantize of the same packed bytes (G=16). */
@@ -239,8 +213,8 @@ static void test_w4a4_matches_kernel(void **state)
     float s[N] = { 0.5f, 0.125f, 3.0f };
     st_tensor t[] = { { "w.weight", STF_I8, 2, { N, K / 2 }, p, sizeof p },
                       { "w.weight_scale", STF_F32, 1, { N }, s, sizeof s } };
-    fx f;
-    fx_open(&f, t, 2, 0);
+    st_ckfx f;
+    st_ckfx_open(&f, t, 2, 0);
     stf__decode d;
     memset(&d, 0, sizeof d);
     d.kind = STF__DEC_W4A4;
@@ -260,7 +234,7 @@ static void test_w4a4_matches_kernel(void **state)
     assert_int_equal(stf__decoder_rows(&dc, out, 1, 3, NULL, NULL, &err), 0);
     assert_memory_equal(out, ref + K, sizeof out);
     stf__decoder_close(&dc);
-    fx_close(&f);
+    st_ckfx_close(&f);
 }
 
 /* The W4A4 rows the kernel refuses (K % 64 != 0, Sylvester G) decode by the
@@ -293,8 +267,8 @@ static void test_w4a4_fallback(void **state)
         for (size_t i = 0; i < n * k / 2; i++) p[i] = (int8_t)(uint8_t)(i * 29u + 3u + ci);
         st_tensor t[] = { { "w.weight", STF_I8, 2, { 3, k / 2 }, p, n * k / 2 },
                           { "w.weight_scale", STF_F32, 1, { 3 }, s, sizeof s } };
-        fx f;
-        fx_open(&f, t, 2, 0);
+        st_ckfx f;
+        st_ckfx_open(&f, t, 2, 0);
         stf__decode d;
         memset(&d, 0, sizeof d);
         d.kind = STF__DEC_W4A4;
@@ -318,7 +292,7 @@ static void test_w4a4_fallback(void **state)
         assert_int_equal(stf__decoder_rows(&dc, out, 2, 3, NULL, NULL, &err), 0);
         assert_memory_equal(out, ref + 2 * k, k * sizeof(float));
         stf__decoder_close(&dc);
-        fx_close(&f);
+        st_ckfx_close(&f);
     }
 }
 
@@ -328,8 +302,8 @@ static void test_size_mismatch(void **state)
     (void)state;
     uint16_t w[6] = { 0 };
     st_tensor t[] = { { "bad.weight", STF_BF16, 2, { 2, 3 }, w, sizeof w } };
-    fx f;
-    fx_open(&f, t, 1, 0);
+    st_ckfx f;
+    st_ckfx_open(&f, t, 1, 0);
     stf__decode d = dec_float(f.c, "bad.weight", STF_BF16, 2, 4);
     stf__decoder dc;
     stf_err err;
@@ -340,7 +314,7 @@ static void test_size_mismatch(void **state)
     assert_int_equal(err.has_offset, 1);
     assert_int_equal(err.offset, 9);
     stf__decoder_close(&dc);
-    fx_close(&f);
+    st_ckfx_close(&f);
 }
 
 /* A row scale with the wrong count, and one with a non-float dtype. */
@@ -353,8 +327,8 @@ static void test_scale_mismatch(void **state)
     st_tensor t[] = { { "x.weight", STF_I8, 2, { 2, 4 }, q, sizeof q },
                       { "x.weight_scale", STF_F32, 1, { 3 }, s, sizeof s },
                       { "y.weight_scale", STF_I32, 1, { 2 }, si, sizeof si } };
-    fx f;
-    fx_open(&f, t, 3, 0);
+    st_ckfx f;
+    st_ckfx_open(&f, t, 3, 0);
     stf__decode d;
     memset(&d, 0, sizeof d);
     d.kind = STF__DEC_INT8;
@@ -384,7 +358,7 @@ static void test_scale_mismatch(void **state)
     d.rot_group = 8;
     d.sylvester = 0;
     assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), STF_EUNSUPPORTED);
-    fx_close(&f);
+    st_ckfx_close(&f);
 }
 
 int main(void)

@@ -63,34 +63,6 @@ static void sink_free(sink *s)
     free(s->buf[1]);
 }
 
-typedef struct fx {
-    char *dir, *path;
-    stf_ckpt *c;
-} fx;
-
-static void fx_open_mode(fx *f, const st_tensor *t, size_t n, int no_mmap)
-{
-    f->dir = st_tmpdir();
-    f->path = st_path(f->dir, "in.safetensors");
-    assert_int_equal(st_write_ckpt(f->path, t, n, NULL), 0);
-    stf_err err;
-    stf_open_opts o;
-    stf_open_opts_init(&o);
-    o.no_mmap = no_mmap;
-    int rc = stf_ckpt_open(&f->c, f->path, &o, &err);
-    if (rc) fail_msg("%s", err.msg);
-}
-
-static void fx_open(fx *f, const st_tensor *t, size_t n) { fx_open_mode(f, t, n, 0); }
-
-static void fx_close(fx *f)
-{
-    stf_ckpt_free(f->c);
-    st_rmtree(f->dir);
-    free(f->path);
-    free(f->dir);
-}
-
 static stf__job float_job(const stf_ckpt *c, stf__job_kind kind, stf_dtype dt, uint64_t n,
                           uint64_t k, unsigned g, stf_quant_mode mode)
 {
@@ -141,8 +113,8 @@ static void test_golden_bf16_v1_v2_zero(void **state)
     }
     st_tensor t[] = { { "l.weight", STF_BF16, 2, { 3, 32 }, w, sizeof w } };
     for (int nm = 0; nm < 2; nm++) { /* mapped source, then read into the block buffer */
-        fx f;
-        fx_open_mode(&f, t, 1, nm);
+        st_ckfx f;
+        st_ckfx_open(&f, t, 1, nm);
         stf__job j = float_job(f.c, STF__JOB_REQUANT_INT8, STF_BF16, 3, 32, 16, STF_QMODE_CUDA);
         uint64_t caps[2] = { 0, 1 }; /* default cap; 1 byte: one row per block */
         for (int ci = 0; ci < 2; ci++) {
@@ -165,7 +137,7 @@ static void test_golden_bf16_v1_v2_zero(void **state)
             assert_int_equal(s.calls, ci ? 6 : 2);
             sink_free(&s);
         }
-        fx_close(&f);
+        st_ckfx_close(&f);
     }
 }
 
@@ -192,8 +164,8 @@ static void test_golden_v6_modes(void **state)
     for (unsigned k = 0; k < 256; k++)
         w[k] = stf_f32_to_bf16((float)((int)((37u * k) % 251u) - 125) / 64.0f);
     st_tensor t[] = { { "l.weight", STF_BF16, 2, { 1, 256 }, w, sizeof w } };
-    fx f;
-    fx_open(&f, t, 1);
+    st_ckfx f;
+    st_ckfx_open(&f, t, 1, 0);
     stf_pool *pool;
     stf_err err;
     assert_int_equal(stf_pool_new(&pool, 2, &err), 0);
@@ -220,7 +192,7 @@ static void test_golden_v6_modes(void **state)
     }
     assert_int_equal(stf_simd_select(STF_SIMD_AUTO, &err), 0);
     stf_pool_free(pool);
-    fx_close(&f);
+    st_ckfx_close(&f);
 }
 
 /* W4A4-1 (G=16, K=64) from F32: the golden packed row and scale. */
@@ -230,8 +202,8 @@ static void test_golden_w4a4(void **state)
     float w[64];
     for (unsigned k = 0; k < 64; k++) w[k] = 0.5f * (float)((int)((37u * k) % 11u) - 5);
     st_tensor t[] = { { "l.weight", STF_F32, 2, { 1, 64 }, w, sizeof w } };
-    fx f;
-    fx_open(&f, t, 1);
+    st_ckfx f;
+    st_ckfx_open(&f, t, 1, 0);
     stf__job j = float_job(f.c, STF__JOB_REQUANT_W4A4, STF_F32, 1, 64, 16, STF_QMODE_CUDA);
     uint8_t want[32];
     assert_int_equal(qt_hex(want, sizeof want,
@@ -247,7 +219,7 @@ static void test_golden_w4a4(void **state)
     memcpy(&sc, s.buf[1], 4);
     assert_int_equal(qt_bits(sc), 0x3F16DB6Eu);
     sink_free(&s);
-    fx_close(&f);
+    st_ckfx_close(&f);
 }
 
 /* A rowwise INT8 layer (F32 [N,1] scale) -> ConvRot G=16 with T=BF16 equals
@@ -293,8 +265,8 @@ static void test_rowwise_requant_equals_kernels(void **state)
     make_rowwise(q, s);
     st_tensor t[] = { { "l.weight", STF_I8, 2, { RN, RK }, q, sizeof q },
                       { "l.weight_scale", STF_F32, 2, { RN, 1 }, s, sizeof s } };
-    fx f;
-    fx_open_mode(&f, t, 2, 1);
+    st_ckfx f;
+    st_ckfx_open(&f, t, 2, 1);
     stf_err err;
     stf_dequant_opts dqo = { STF_SCALE_ROW, 0, 0 };
     assert_int_equal(stf_int8_dequantize(deq, q, s, RN, RK, &dqo, NULL, &err), 0);
@@ -311,7 +283,7 @@ static void test_rowwise_requant_equals_kernels(void **state)
         assert_memory_equal(s2.buf[1], want_s, sizeof want_s);
         sink_free(&s2);
     }
-    fx_close(&f);
+    st_ckfx_close(&f);
 }
 
 /* DEQUANT to BF16 = stf_convert_from_f32 of stf_int8_dequantize; with metrics. */
@@ -324,8 +296,8 @@ static void test_dequant_bf16(void **state)
     make_rowwise(q, s);
     st_tensor t[] = { { "l.weight", STF_I8, 2, { RN, RK }, q, sizeof q },
                       { "l.weight_scale", STF_F32, 2, { RN, 1 }, s, sizeof s } };
-    fx f;
-    fx_open(&f, t, 2);
+    st_ckfx f;
+    st_ckfx_open(&f, t, 2, 0);
     stf_err err;
     stf_dequant_opts dqo = { STF_SCALE_ROW, 0, 0 };
     assert_int_equal(stf_int8_dequantize(deq, q, s, RN, RK, &dqo, NULL, &err), 0);
@@ -352,7 +324,7 @@ static void test_dequant_bf16(void **state)
     assert_memory_equal(&m, &wm, sizeof m);
     assert_true(m.rel_l2 > 0 && m.rel_l2 < 0.004); /* BF16 rounding: < 2^-8 relative */
     sink_free(&s2);
-    fx_close(&f);
+    st_ckfx_close(&f);
 }
 
 /* Metrics and bytes do not depend on block size or the pool. */
@@ -364,8 +336,8 @@ static void test_metrics_blocks_and_threads(void **state)
     qt_rng r = { 7 };
     for (size_t i = 0; i < N * K; i++) w[i] = stf_f32_to_bf16((float)qt_randn(&r));
     st_tensor t[] = { { "l.weight", STF_BF16, 2, { N, K }, w, sizeof w } };
-    fx f;
-    fx_open(&f, t, 1);
+    st_ckfx f;
+    st_ckfx_open(&f, t, 1, 0);
     stf_pool *pool;
     stf_err err;
     assert_int_equal(stf_pool_new(&pool, 2, &err), 0);
@@ -386,7 +358,7 @@ static void test_metrics_blocks_and_threads(void **state)
     sink_free(&a);
     sink_free(&b);
     stf_pool_free(pool);
-    fx_close(&f);
+    st_ckfx_close(&f);
 }
 
 /* Rows wide enough for several pool chunks per block (grain 32 rows at K =
@@ -404,8 +376,8 @@ static void test_chunks_across_threads(void **state)
     qt_rng r = { 11 };
     for (size_t i = 0; i < (size_t)N * K; i++) w[i] = stf_f32_to_bf16((float)qt_randn(&r));
     st_tensor t[] = { { "l.weight", STF_BF16, 2, { N, K }, w, (size_t)N * K * 2 } };
-    fx f;
-    fx_open_mode(&f, t, 1, 1);
+    st_ckfx f;
+    st_ckfx_open(&f, t, 1, 1);
     stf_pool *pool;
     stf_err err;
     assert_int_equal(stf_pool_new(&pool, 2, &err), 0);
@@ -426,7 +398,7 @@ static void test_chunks_across_threads(void **state)
         sink_free(&sk);
     }
     stf_pool_free(pool);
-    fx_close(&f);
+    st_ckfx_close(&f);
     free(w);
     free(q);
 }
@@ -439,8 +411,8 @@ static void test_errors(void **state)
     for (size_t i = 0; i < 64; i++) w[i] = stf_f32_to_bf16(1.0f);
     w[2 * 16 + 3] = 0x7FC0;
     st_tensor t[] = { { "l.weight", STF_BF16, 2, { 4, 16 }, w, sizeof w } };
-    fx f;
-    fx_open(&f, t, 1);
+    st_ckfx f;
+    st_ckfx_open(&f, t, 1, 0);
     stf__job j = float_job(f.c, STF__JOB_REQUANT_INT8, STF_BF16, 4, 16, 16, STF_QMODE_CUDA);
     sink s;
     sink_init(&s, 64, 16);
@@ -449,8 +421,8 @@ static void test_errors(void **state)
     assert_non_null(strstr(err.msg, "requantize 'l.weight': "));
     sink_free(&s);
     w[2 * 16 + 3] = stf_f32_to_bf16(2.0f);
-    fx_close(&f);
-    fx_open(&f, t, 1);
+    st_ckfx_close(&f);
+    st_ckfx_open(&f, t, 1, 0);
     j = float_job(f.c, STF__JOB_REQUANT_INT8, STF_BF16, 4, 16, 16, STF_QMODE_CUDA);
     sink_init(&s, 64, 16);
     s.fail_at = 3; /* weight of block 2 (one row per block) */
@@ -465,7 +437,7 @@ static void test_errors(void **state)
     assert_int_equal(run_job(&s, f.c, &j, 0, NULL, NULL, &err), STF_EINVAL);
     assert_int_equal(s.calls, 0);
     sink_free(&s);
-    fx_close(&f);
+    st_ckfx_close(&f);
 }
 
 int main(void)

@@ -1,4 +1,11 @@
 /* Test helper: small safetensors files on disk (see st_ckptfile.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
 #include "support/st_ckptfile.h"
 
 #include <stdio.h>
@@ -43,3 +50,24 @@ done:
     return rc;
 }
 
+
+void st_ckfx_open(st_ckfx *f, const st_tensor *t, size_t n, int no_mmap)
+{
+    f->dir = st_tmpdir();
+    f->path = st_path(f->dir, "in.safetensors");
+    assert_int_equal(st_write_ckpt(f->path, t, n, NULL), 0);
+    stf_open_opts o;
+    stf_open_opts_init(&o);
+    o.no_mmap = no_mmap;
+    stf_err err;
+    int rc = stf_ckpt_open(&f->c, f->path, &o, &err);
+    if (rc) fail_msg("%s", err.msg);
+}
+
+void st_ckfx_close(st_ckfx *f)
+{
+    stf_ckpt_free(f->c);
+    st_rmtree(f->dir);
+    free(f->path);
+    free(f->dir);
+}
