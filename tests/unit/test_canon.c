@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "container/writer_internal.h"
+#include "support/st_bytes.h"
 
 /* Padding that makes N a multiple of 8, as the canonical writer pads. */
 #define AUTO ((size_t)-1)
@@ -22,13 +23,9 @@ static unsigned char *image(const char *hdr, size_t pad, size_t dlen, size_t *le
 {
     size_t hl = strlen(hdr);
     if (pad == AUTO) pad = (8 - hl % 8) % 8;
-    size_t n = hl + pad;
-    unsigned char *b = calloc(1, 8 + n + dlen);
-    for (int i = 0; i < 8; i++) b[i] = (unsigned char)((uint64_t)n >> (8 * i));
-    memcpy(b + 8, hdr, hl);
-    memset(b + 8 + hl, ' ', pad);
-    *len = 8 + n + dlen;
-    return b;
+    st_bytes b = st_bytes_padded(hdr, hl + pad, NULL, dlen);
+    *len = b.len;
+    return b.p;
 }
 
 /* Open the image, collect canon findings, compare the rule list (space

@@ -16,19 +16,15 @@
 #include "container/source.h"
 #include "stfix.h"
 #include "support/st_alloc.h"
+#include "support/st_bytes.h"
 #include "support/st_tmp.h"
 
 /* N (u64 LE) + header text + `data` (data_len bytes; zeros when NULL). */
-static uint8_t *st_bytes(const char *json, const void *data, size_t data_len, size_t *len)
+static uint8_t *image(const char *json, const void *data, size_t data_len, size_t *len)
 {
-    size_t n = strlen(json);
-    uint8_t *b = calloc(1, 8 + n + data_len + 1);
-    assert_non_null(b);
-    for (int i = 0; i < 8; i++) b[i] = (uint8_t)((uint64_t)n >> (8 * i));
-    memcpy(b + 8, json, n);
-    if (data) memcpy(b + 8 + n, data, data_len);
-    *len = 8 + n + data_len;
-    return b;
+    st_bytes b = st_bytes_padded(json, strlen(json), data, data_len);
+    *len = b.len;
+    return b.p;
 }
 
 static const uint8_t k_f32_0_5[24] = { 0, 0, 0, 0, 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40,
@@ -45,7 +41,7 @@ static uint8_t *two_tensor_file(size_t *len)
     uint8_t data[28];
     memcpy(data, k_f32_0_5, 24);
     memcpy(data + 24, "WXYZ", 4);
-    return st_bytes(TWO_TENSORS, data, sizeof data, len);
+    return image(TWO_TENSORS, data, sizeof data, len);
 }
 
 static void check_two_tensors(const stf_ckpt *c, const char *path, uint64_t size)
@@ -261,7 +257,7 @@ static void test_strict_turns_warnings_into_errors(void **state)
 {
     (void)state;
     size_t len;
-    uint8_t *b = st_bytes("\t{}", NULL, 0, &len); /* leading whitespace: S7 */
+    uint8_t *b = image("\t{}", NULL, 0, &len); /* leading whitespace: S7 */
     stf_ckpt *c = NULL;
     stf_err e;
     stf_open_opts o;
@@ -324,7 +320,7 @@ static void test_over_4gib_sparse(void **state)
              "{\"big\":{\"dtype\":\"U8\",\"shape\":[%llu],\"data_offsets\":[0,%llu]}}",
              (unsigned long long)nb, (unsigned long long)nb);
     size_t hl;
-    uint8_t *h = st_bytes(json, NULL, 0, &hl);
+    uint8_t *h = image(json, NULL, 0, &hl);
     char p[300];
     snprintf(p, sizeof p, "%s/big.safetensors", st_dir);
     int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "container/writer_internal.h"
+#include "support/st_bytes.h"
 #include "support/st_tmp.h"
 
 static char *path_of(const char *name)
@@ -40,14 +41,9 @@ static unsigned char *slurp(const char *path, size_t *len)
 /* le64(N) + hdr + spaces to `n` + data */
 static unsigned char *image(const char *hdr, size_t n, const void *data, size_t dlen, size_t *len)
 {
-    size_t hl = strlen(hdr);
-    unsigned char *b = malloc(8 + n + dlen);
-    for (int i = 0; i < 8; i++) b[i] = (unsigned char)((uint64_t)n >> (8 * i));
-    memcpy(b + 8, hdr, hl);
-    memset(b + 8 + hl, ' ', n - hl);
-    memcpy(b + 8 + n, data, dlen);
-    *len = 8 + n + dlen;
-    return b;
+    st_bytes b = st_bytes_padded(hdr, n, data, dlen);
+    *len = b.len;
+    return b.p;
 }
 
 static int rewrite(const char *in, const char *out, uint64_t max_shard, stf_err *err)

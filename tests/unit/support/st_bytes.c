@@ -17,6 +17,16 @@ st_bytes st_bytes_file(uint64_t n, const void *hdr, size_t hdr_len, const void *
     return b;
 }
 
+st_bytes st_bytes_padded(const char *hdr, size_t n, const void *data, size_t data_len)
+{
+    size_t hl = strlen(hdr);
+    if (hl > n) abort(); /* a wrong test, not a wrong library */
+    st_bytes b = st_bytes_file(n, hdr, hl, NULL, n - hl + data_len);
+    memset(b.p + 8 + hl, ' ', n - hl);
+    if (data && data_len) memcpy(b.p + 8 + n, data, data_len);
+    return b;
+}
+
 st_bytes st_bytes_simple(const char *hdr, size_t data_len)
 {
     size_t n = strlen(hdr);

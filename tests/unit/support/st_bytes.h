@@ -23,6 +23,10 @@ typedef struct st_bytes {
 st_bytes st_bytes_file(uint64_t n, const void *hdr, size_t hdr_len, const void *data,
                        size_t data_len);
 
+/* le64(n) + hdr + spaces up to n header bytes (n >= strlen(hdr)) + data
+ * (data_len bytes; zeros when data is NULL). */
+st_bytes st_bytes_padded(const char *hdr, size_t n, const void *data, size_t data_len);
+
 /* Shorthand: N = strlen(hdr), then data_len zero bytes. */
 st_bytes st_bytes_simple(const char *hdr, size_t data_len);
 
