@@ -16,6 +16,7 @@
 
 #include "stfix.h"
 #include "support/st_alloc.h"
+#include "support/st_tmp.h"
 
 /* ------------------------------------------------------------ file builder */
 
@@ -295,14 +296,6 @@ static void test_qmeta_statuses(void **state)
                     "Unexpected UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)", 0);
 }
 
-static void write_file(const char *path, const void *p, size_t n)
-{
-    FILE *fp = fopen(path, "wb");
-    assert_non_null(fp);
-    assert_int_equal(fwrite(p, 1, n, fp), n);
-    assert_int_equal(fclose(fp), 0);
-}
-
 static void test_sharded(void **state)
 {
     (void)state;
@@ -319,13 +312,13 @@ static void test_sharded(void **state)
     };
     file f1 = build(t1, 1, "{\"layers\": {\"x\": " CANON "}}");
     file f2 = build(t2, 2, NULL);
-    write_file(p1, f1.buf, f1.len);
-    write_file(p2, f2.buf, f2.len);
+    assert_int_equal(st_write_file(p1, f1.buf, f1.len), 0);
+    assert_int_equal(st_write_file(p2, f2.buf, f2.len), 0);
     const char *ix = "{\"metadata\": {\"total_size\": 39}, \"weight_map\": {"
                      "\"x.weight\": \"m-00001-of-00002.safetensors\","
                      " \"x.weight_scale\": \"m-00002-of-00002.safetensors\","
                      " \"x.comfy_quant\": \"m-00002-of-00002.safetensors\"}}";
-    write_file(pi, ix, strlen(ix));
+    assert_int_equal(st_write_file(pi, ix, strlen(ix)), 0);
 
     stf_ckpt *c = NULL;
     stf_err err;
