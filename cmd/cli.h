@@ -52,6 +52,15 @@ int cli_opt_is(const char *a, const char *shortname, const char *longname);
  * the next argument (advancing *i); NULL when there is none. */
 const char *cli_opt_value(int argc, char **argv, int *i, const char *longname);
 
+/* Open the checkpoint at `path` (o may be NULL). -1 when it is open in
+ * *out; otherwise the error is printed for `verb` and the exit code comes
+ * back: EXIT_FAILED when out of memory, else EXIT_INVALID. */
+int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_open_opts *o);
+
+/* Print the reader's findings of severity `min` and above to stderr, one
+ * "stfix: VERB: SEVERITY RULE: message" line each. */
+void cli_findings_print(const char *verb, const stf_ckpt *c, stf_severity min);
+
 /* Print a recipe's diagnostics (FILE:LINE:COL: message) to stderr, one a
  * line, and free them. */
 void cli_recipe_diags_print(stf_recipe_diags *d);

@@ -1,7 +1,8 @@
 /*
  * Command-line pieces the subcommands share: option spellings
- * ("--opt VALUE", "--opt=VALUE", a short alias) and the recipe
- * diagnostics every recipe-reading verb prints the same way.
+ * ("--opt VALUE", "--opt=VALUE", a short alias), and reading the inputs
+ * the command line names with the same messages and exit codes everywhere
+ * (recipe diagnostics, checkpoint open errors, reader findings).
  */
 #include <string.h>
 
@@ -31,6 +32,26 @@ void cli_recipe_diags_print(stf_recipe_diags *d)
     for (size_t i = 0; i < stf_recipe_diags_count(d); i++)
         fprintf(stderr, "%s\n", stf_recipe_diags_text(d, i));
     stf_recipe_diags_free(d);
+}
+
+int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_open_opts *o)
+{
+    stf_err err;
+    stf_err_clear(&err);
+    int rc = stf_ckpt_open(out, path, o, &err);
+    if (!rc) return -1;
+    cli_errorf(verb, "%s", err.msg[0] ? err.msg : stf_strerror(rc));
+    /* Out of memory is this run's failure; anything else is the input's. */
+    return rc == STF_ENOMEM ? EXIT_FAILED : EXIT_INVALID;
+}
+
+void cli_findings_print(const char *verb, const stf_ckpt *c, stf_severity min)
+{
+    for (size_t i = 0; i < stf_ckpt_finding_count(c); i++) {
+        const stf_finding *f = stf_ckpt_finding(c, i);
+        if (f->severity >= min)
+            cli_errorf(verb, "%s %s: %s", stf_severity_name(f->severity), f->rule, f->message);
+    }
 }
 
 const char *cli_err_text(const stf_err *err)

@@ -418,11 +418,7 @@ int cmd_fix(int argc, char **argv)
     stf_open_opts oo;
     stf_open_opts_init(&oo);
     oo.no_mmap = 1;
-    if (stf_ckpt_open(&c, a.in, &oo, &err)) {
-        ex = err.code == STF_ENOMEM ? EXIT_FAILED : EXIT_INVALID;
-        cli_errorf("fix", "%s", cli_err_text(&err));
-        goto done;
-    }
+    if ((ex = cli_ckpt_open(&c, "fix", a.in, &oo)) >= 0) goto done;
     if (a.in_place) {
         /* Rename over the real file, so a symlink to it stays valid. */
         in_real = realpath(a.in, NULL);

@@ -253,17 +253,9 @@ int cmd_inspect(int argc, char **argv)
     o.canon_findings = 1;
     o.strict = strict;
     stf_ckpt *c = NULL;
-    stf_err err;
-    stf_err_clear(&err);
-    int rc = stf_ckpt_open(&c, path, &o, &err);
-    if (rc) {
-        cli_errorf("inspect", "%s", err.msg[0] ? err.msg : stf_strerror(rc));
-        return rc == STF_ENOMEM ? EXIT_FAILED : EXIT_INVALID;
-    }
-    for (size_t i = 0; i < stf_ckpt_finding_count(c); i++) {
-        const stf_finding *f = stf_ckpt_finding(c, i);
-        cli_errorf("inspect", "%s %s: %s", stf_severity_name(f->severity), f->rule, f->message);
-    }
+    int ex = cli_ckpt_open(&c, "inspect", path, &o);
+    if (ex >= 0) return ex;
+    cli_findings_print("inspect", c, STF_SEV_INFO);
     if (json) print_json(stdout, path, c);
     else print_human(stdout, path, c);
     stf_ckpt_free(c);

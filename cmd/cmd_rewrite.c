@@ -150,19 +150,9 @@ int cmd_rewrite(int argc, char **argv)
     stf_open_opts_init(&o);
     o.strict = strict;
     stf_ckpt *c = NULL;
-    stf_err err;
-    stf_err_clear(&err);
-    int rc = stf_ckpt_open(&c, in, &o, &err);
-    if (rc) {
-        cli_errorf("rewrite", "%s", err.msg[0] ? err.msg : stf_strerror(rc));
-        return rc == STF_ENOMEM ? EXIT_FAILED : EXIT_INVALID;
-    }
-    for (size_t i = 0; i < stf_ckpt_finding_count(c); i++) {
-        const stf_finding *f = stf_ckpt_finding(c, i);
-        if (f->severity >= STF_SEV_WARNING)
-            cli_errorf("rewrite", "%s %s: %s", stf_severity_name(f->severity), f->rule,
-                       f->message);
-    }
+    int ex = cli_ckpt_open(&c, "rewrite", in, &o);
+    if (ex >= 0) return ex;
+    cli_findings_print("rewrite", c, STF_SEV_WARNING);
     const char *hit = clobbered_input(c, out, max != 0);
     if (hit) {
         cli_errorf("rewrite", "%s: the output would overwrite the input file %s; choose "
@@ -173,7 +163,9 @@ int cmd_rewrite(int argc, char **argv)
     stf_write_opts wo;
     stf_write_opts_init(&wo);
     wo.max_shard_size = max;
-    rc = stf_ckpt_rewrite(c, out, &wo, &err);
+    stf_err err;
+    stf_err_clear(&err);
+    int rc = stf_ckpt_rewrite(c, out, &wo, &err);
     stf_ckpt_free(c);
     if (rc) {
         cli_errorf("rewrite", "%s", err.msg[0] ? err.msg : stf_strerror(rc));
