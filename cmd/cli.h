@@ -39,10 +39,11 @@ int cli_report(const char *verb, const stf_err *err);
 /* Parse a size like "5000000000", "5GB", "500MB", "4GiB" into bytes. 0 or -1. */
 int cli_parse_size(const char *s, unsigned long long *out);
 
-/* The error's message, or the code's generic text when it has none. */
+/* cli_args.c. The error's message, or the code's generic text when it has
+ * none. */
 const char *cli_err_text(const stf_err *err);
 
-/* cli_args.c. "--help" or "-h". */
+/* "--help" or "-h". */
 int cli_is_help(const char *a);
 
 /* `a` is `shortname` (may be NULL), `longname`, or "longname=VALUE". */

@@ -8,11 +8,13 @@
 
 #include "cli.h"
 
+/* "--help" or "-h"; see cli.h. */
 int cli_is_help(const char *a)
 {
     return !strcmp(a, "--help") || !strcmp(a, "-h");
 }
 
+/* Whether `a` spells the option; see cli.h. */
 int cli_opt_is(const char *a, const char *shortname, const char *longname)
 {
     size_t n = strlen(longname);
@@ -20,6 +22,7 @@ int cli_opt_is(const char *a, const char *shortname, const char *longname)
            (!strncmp(a, longname, n) && a[n] == '=');
 }
 
+/* The option's value, advancing *i past a separate one; NULL if none. */
 const char *cli_opt_value(int argc, char **argv, int *i, const char *longname)
 {
     size_t n = strlen(longname);
@@ -27,6 +30,7 @@ const char *cli_opt_value(int argc, char **argv, int *i, const char *longname)
     return *i + 1 < argc ? argv[++*i] : NULL;
 }
 
+/* Print and free a recipe's diagnostics; see cli.h. */
 void cli_recipe_diags_print(stf_recipe_diags *d)
 {
     for (size_t i = 0; i < stf_recipe_diags_count(d); i++)
@@ -34,6 +38,7 @@ void cli_recipe_diags_print(stf_recipe_diags *d)
     stf_recipe_diags_free(d);
 }
 
+/* Open a checkpoint or print why not: -1 or the exit code; see cli.h. */
 int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_open_opts *o)
 {
     stf_err err;
@@ -45,6 +50,7 @@ int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_
     return rc == STF_ENOMEM ? EXIT_FAILED : EXIT_INVALID;
 }
 
+/* The reader's findings at `min` and above, to stderr; see cli.h. */
 void cli_findings_print(const char *verb, const stf_ckpt *c, stf_severity min)
 {
     for (size_t i = 0; i < stf_ckpt_finding_count(c); i++) {
@@ -54,6 +60,7 @@ void cli_findings_print(const char *verb, const stf_ckpt *c, stf_severity min)
     }
 }
 
+/* The error's message, or its code's text; see cli.h. */
 const char *cli_err_text(const stf_err *err)
 {
     return err->msg[0] ? err->msg : stf_strerror(err->code);

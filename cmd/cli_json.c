@@ -9,6 +9,7 @@
 
 #include "cli.h"
 
+/* s[0..n) as a JSON string literal; see cli.h. */
 void cli_json_strn(FILE *o, const char *s, size_t n)
 {
     char small[256];
@@ -29,17 +30,20 @@ void cli_json_strn(FILE *o, const char *s, size_t n)
     free(big);
 }
 
+/* s as a JSON string literal, NULL as ""; see cli.h. */
 void cli_json_str(FILE *o, const char *s)
 {
     cli_json_strn(o, s ? s : "", s ? strlen(s) : 0);
 }
 
+/* s as a JSON string literal, NULL as null; see cli.h. */
 void cli_json_str_or_null(FILE *o, const char *s)
 {
     if (s) cli_json_strn(o, s, strlen(s));
     else fputs("null", o);
 }
 
+/* v[0..n) as a JSON array of strings; see cli.h. */
 void cli_json_strv(FILE *o, const char *const *v, size_t n)
 {
     fputc('[', o);
@@ -50,6 +54,7 @@ void cli_json_strv(FILE *o, const char *const *v, size_t n)
     fputc(']', o);
 }
 
+/* A shape as a JSON array of integers; see cli.h. */
 void cli_json_shape(FILE *o, const uint64_t *shape, unsigned rank)
 {
     fputc('[', o);
@@ -57,12 +62,14 @@ void cli_json_shape(FILE *o, const uint64_t *shape, unsigned rank)
     fputc(']', o);
 }
 
+/* The STF_TARGET_* bits as a JSON array of names; see cli.h. */
 void cli_json_targets(FILE *o, unsigned targets)
 {
     int sg = (targets & STF_TARGET_SGLANG) != 0, cf = (targets & STF_TARGET_COMFYUI) != 0;
     fprintf(o, "[%s%s%s]", sg ? "\"sglang\"" : "", sg && cf ? ", " : "", cf ? "\"comfyui\"" : "");
 }
 
+/* One diagnostics-array entry on its own line; see cli.h. */
 void cli_json_diag(FILE *o, const stf_diag *d, int first, int with_fix)
 {
     fputs(first ? "\n  {\"rule\": " : ",\n  {\"rule\": ", o);
