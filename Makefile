@@ -165,7 +165,7 @@ fuzz:
 	  clang $(FUZZ_CFLAGS) -DSTF_NO_SIMD -o build/fuzz/$$n $$h $(FUZZ_LIB_SRC) $(LDLIBS) || exit 1; \
 	  if [ "$(FUZZ_SECONDS)" != 0 ]; then mkdir -p tests/fuzz/corpus-work/$$n; \
 	    build/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) tests/fuzz/corpus-work/$$n \
-	      tests/fuzz/corpus/$$n fixtures/malformed || exit 1; fi; \
+	      tests/fuzz/corpus/$$n fixtures/malformed fixtures/comfy || exit 1; fi; \
 	done
 
 # ------------------------------------------------------------------ bench
