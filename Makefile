@@ -115,7 +115,7 @@ $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIBA)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
 
 # Keep test and bench objects (pattern-rule intermediates) between runs.
-.SECONDARY: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
+.SECONDARY: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(TSUP_OBJ) $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TSUP_OBJ:.o=.d) \
          $(UNIT_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d)

@@ -425,7 +425,7 @@ static stf_writer *deferred_writer(int named, int sharded)
     uint64_t sh[] = { 1024 };
     if (stf_writer_new(&w, p_of("d.safetensors"), &o, &err)) return NULL;
     for (int i = 0; i < 3; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "t%d", i);
         if (stf_writer_add(w, name, STF_F32, 1, sh, &DEFER, &err)) {
             stf_writer_free(w);
