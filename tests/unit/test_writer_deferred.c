@@ -634,7 +634,7 @@ static int two_phase(stf_err *err, uint64_t max_shard)
     int rc = stf_writer_new(&w, out_path("al.safetensors"), &o, err);
     if (rc) return rc;
     for (int l = 0; l < 4 && !rc; l++) {
-        char wn[16], sn[16], g[8];
+        char wn[32], sn[32], g[16];
         snprintf(g, sizeof g, "l%d", l);
         snprintf(wn, sizeof wn, "l%d.weight", l);
         snprintf(sn, sizeof sn, "l%d.scale", l);
