@@ -20,7 +20,7 @@ SAN ?= 0
 
 PKGS := yaml-0.1 libcjson libzstd
 DEB_PKGS := build-essential pkg-config libyaml-dev libcjson-dev libzstd-dev libcmocka-dev \
-            clang libclang-rt-14-dev mandoc
+            clang libclang-rt-14-dev mandoc python3
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -124,7 +124,7 @@ $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIBA)
 deps:
 	@missing=""; \
 	for p in $(PKGS) cmocka; do pkg-config --exists $$p 2>/dev/null || missing=1; done; \
-	for c in cc pkg-config clang mandoc; do command -v $$c >/dev/null 2>&1 || missing=1; done; \
+	for c in cc pkg-config clang mandoc python3; do command -v $$c >/dev/null 2>&1 || missing=1; done; \
 	[ -e /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a ] || \
 	  ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || missing=1; \
 	if [ -z "$$missing" ]; then echo "deps: everything is present"; exit 0; fi; \
