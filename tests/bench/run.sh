@@ -24,8 +24,10 @@ for b in "$@"; do
         BENCH_JSON= "$b" || rc=$?
     fi
 done
-# End-to-end scripts (they time the stfix program against cp in the same run).
+# End-to-end scripts (they time the stfix program against cat/cp in the same run).
 if [ -n "${STFIX:-}" ]; then
+    echo "== check_2g"
+    sh "$(dirname "$0")/check_2g.sh" "$STFIX" || rc=$?
     echo "== fix_e2e"
     sh "$(dirname "$0")/fix_e2e.sh" "$STFIX" || rc=$?
 fi
