@@ -70,7 +70,7 @@ static int any_variant(void) { return variant(0) || variant(1); }
 /* Row kinds: each one stresses a different part of the arithmetic. */
 enum {
     ROW_GAUSS, ROW_OUTLIER, ROW_HUGE, ROW_TINY, ROW_SUBNORMAL, ROW_TIES, ROW_ZERO, ROW_BITS,
-    ROW_SMALLINT, ROW_MIXED_SUB, ROW_NKINDS
+    ROW_SMALLINT, ROW_MIXED_SUB, ROW_SIGNS, ROW_NKINDS
 };
 
 static float gauss(void)
@@ -102,6 +102,13 @@ static float gen_value(int kind, size_t i)
     case ROW_MIXED_SUB: /* BF16 subnormals among normal weights (FTZ hazards) */
         return (next_u64() % 3 == 0) ? f32_from_bits((uint32_t)(next_u64() & 0x807F0000u))
                                      : gauss() * 1e-3f;
+    case ROW_SIGNS: { /* mostly +-0, some +-1: exact cancellations and zero sums in
+                       * every stage (the FHT additions done as FMAs must give each
+                       * zero the sign vaddps gives it) */
+        uint64_t r = next_u64();
+        float m = (r & 15) == 0 ? 1.0f : 0.0f;
+        return (r & 16) ? -m : m;
+    }
     default: return (float)((int)(next_u64() % 255) - 127);
     }
 }
