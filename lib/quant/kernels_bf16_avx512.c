@@ -56,31 +56,29 @@ int stf__avx512_bf16_usable(void)
 }
 
 /*
- * Swap lane-index bit k (0, 1: lane in 128-bit block; 2, 3: block) with
- * the vector-index bit that tells *a (0) from *b (1): afterwards *a holds
- * the lanes whose old bit k was 0. One shuffle per output.
+ * Move a lane-index bit into the vector-index bit that tells *a (0) from
+ * *b (1), with one unmasked two-source shuffle per output:
+ *   k == 0, vshufps (2,0,2,0)/(3,1,3,1) inside each 128-bit block:
+ *           new l0 = old l1, new l1 = vector bit, new vector bit = old l0;
+ *   k == 2, vshuff32x4, the same on the 128-bit blocks:
+ *           new l2 = old l3, new l3 = vector bit, new vector bit = old l2.
+ * Why these and not bit swaps: on Zen 5 vshufps runs on all four FP
+ * pipes, unmasked vshuff32x4 on two, while the masked forms a swap needs
+ * (vpermilps{k}, vshuff32x4{k}) measured 2.6 and 1 per cycle.
  */
 INL void eo_swap(__m512 *a, __m512 *b, int k)
 {
-    __m512 A = *a, B = *b, x, y;
+    __m512 A = *a, B = *b;
     if (k == 0) {
-        x = _mm512_mask_permute_ps(A, 0xAAAA, B, _MM_SHUFFLE(2, 2, 0, 0));
-        y = _mm512_mask_permute_ps(B, 0x5555, A, _MM_SHUFFLE(3, 3, 1, 1));
-    } else if (k == 1) {
-        x = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(A), _mm512_castps_pd(B)));
-        y = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(A), _mm512_castps_pd(B)));
-    } else if (k == 2) {
-        x = _mm512_mask_shuffle_f32x4(A, 0xF0F0, B, B, _MM_SHUFFLE(2, 2, 0, 0));
-        y = _mm512_mask_shuffle_f32x4(B, 0x0F0F, A, A, _MM_SHUFFLE(3, 3, 1, 1));
+        *a = _mm512_shuffle_ps(A, B, _MM_SHUFFLE(2, 0, 2, 0));
+        *b = _mm512_shuffle_ps(A, B, _MM_SHUFFLE(3, 1, 3, 1));
     } else {
-        x = _mm512_shuffle_f32x4(A, B, _MM_SHUFFLE(1, 0, 1, 0));
-        y = _mm512_shuffle_f32x4(A, B, _MM_SHUFFLE(3, 2, 3, 2));
+        *a = _mm512_shuffle_f32x4(A, B, _MM_SHUFFLE(2, 0, 2, 0));
+        *b = _mm512_shuffle_f32x4(A, B, _MM_SHUFFLE(3, 1, 3, 1));
     }
-    *a = x;
-    *b = y;
 }
 
-/* Swap lane bit k with vector-index bit vb over all 16 vectors. */
+/* eo_swap(k) with vector-index bit vb over all 16 vectors. */
 INL void swap_all(__m512 *v, int k, int vb)
 {
     int st = 1 << vb;
@@ -94,20 +92,24 @@ INL void swap_all(__m512 *v, int k, int vb)
  * b(2t), b(2t+1)); vector index bits vb0..vb3, lane bits l0..l3.
  * Loaded: v[e + 2c] = even/odd half of load c: vb = (b0, b5, b6, b7),
  * l = (b1, b2, b3, b4). Each stage needs its digit in vb0, vb1 (or vb2,
- * vb3): five bit swaps do it, the fewest possible from this start.
- * Ends with v[j] = values 16j.. in lane order l = (b3, b0, b1, b2).
+ * vb3). Four lane bits must reach the vector index and one of b5..b7
+ * must make room for b1 and come back, so five moves is the least; two
+ * of them cross 128-bit blocks (l2, l3 start with b3, b4). This is the
+ * cheapest such sequence under eo_swap's costs (a search over the
+ * shuffles above; the masked swaps it replaces cost twice as much).
+ * Ends with v[j] = values 16j.. in lane order l = (b0, b3, b1, b2).
  */
 INL void fht256_eo(__m512 *v)
 {
-    swap_all(v, 0, 1); /* vb = (b0, b1, b6, b7), l0 = b5 */
+    swap_all(v, 0, 1); /* vb = (b0, b1, b6, b7), l = (b2, b5, b3, b4) */
 #pragma GCC unroll 4
     for (int m = 0; m < 16; m += 4) fht_quad_x(&v[m], &v[m + 1], &v[m + 2], &v[m + 3], 0, 1);
-    swap_all(v, 1, 0); /* vb = (b2, b1, ..), l1 = b0 */
-    swap_all(v, 2, 1); /* vb = (b2, b3, ..), l2 = b1 */
+    swap_all(v, 2, 1); /* vb = (b0, b3, ..), l = (b2, b5, b4, b1) */
+    swap_all(v, 0, 0); /* vb = (b2, b3, ..), l = (b5, b0, b4, b1) */
 #pragma GCC unroll 4
     for (int m = 0; m < 16; m += 4) fht_quad_x(&v[m], &v[m + 1], &v[m + 2], &v[m + 3], 0, 1);
-    swap_all(v, 3, 0); /* vb = (b4, b3, ..), l3 = b2 */
-    swap_all(v, 0, 1); /* vb = (b4, b5, b6, b7), l0 = b3 */
+    swap_all(v, 2, 0); /* vb = (b4, b3, ..), l = (b5, b0, b1, b2) */
+    swap_all(v, 0, 1); /* vb = (b4, b5, b6, b7), l = (b0, b3, b1, b2) */
 #pragma GCC unroll 4
     for (int m = 0; m < 16; m += 4) fht_quad_x(&v[m], &v[m + 1], &v[m + 2], &v[m + 3], 0, 1);
 #pragma GCC unroll 4
@@ -146,15 +148,15 @@ TGT static uint32_t pass1_eo(uint16_t *z, const uint16_t *src, size_t k)
 /*
  * Where each code of a 64-value block sits after pass 2's packs: entry o
  * is the byte holding value o. Follows from fht256_eo's lane order
- * (value 16j + e in lane ((e & 7) << 1) | (e >> 3)), the even/odd split of
- * each 32-value word vector (twice), and the in-block order of
+ * (value 16j + e in lane (e & 1) | (e >> 3 & 1) << 1 | (e >> 1 & 3) << 2),
+ * the even/odd split of each 32-value word vector (twice), and the in-block order of
  * vpackssdw/vpacksswb; test_kernels_simd compares every code with scalar.
  */
 static const uint8_t k_unscramble[64] __attribute__((aligned(64))) = {
-    0,  4,  1,  5,  2,  6,  3,  7,  32, 36, 33, 37, 34, 38, 35, 39,
-    16, 20, 17, 21, 18, 22, 19, 23, 48, 52, 49, 53, 50, 54, 51, 55,
-    8,  12, 9,  13, 10, 14, 11, 15, 40, 44, 41, 45, 42, 46, 43, 47,
-    24, 28, 25, 29, 26, 30, 27, 31, 56, 60, 57, 61, 58, 62, 59, 63,
+    0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
+    16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
+    8,  40, 9,  41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47,
+    24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63,
 };
 
 /*
