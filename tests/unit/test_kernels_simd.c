@@ -340,6 +340,33 @@ static void test_fht_regular_matches_scalar(void **state)
     free(b);
 }
 
+/*
+ * Signed zeros through a 64-group: blocks 2 and 3 are a 16-value pattern
+ * whose two inner stages end in -0 at index 0, blocks 0 and 1 are +0, so
+ * the stride-16 butterfly at index 48 sees x0 = x1 = +0, x2 = x3 = -0.
+ * §2 gives ((-x0 + x1) + x2) + x3 = +0 there; the shortcut
+ * (x2 - (x0 - x1)) + x3 (fht_quad_x with zs) would give -0, and so would
+ * an FMA form of an addition that signed zeros differently. By §2 every
+ * output of this input is +0.
+ */
+static void test_fht_regular_zero_signs(void **state)
+{
+    (void)state;
+    if (!any_variant()) skip();
+    static const uint8_t neg[16] = { 1, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 0, 1, 0, 0, 1 };
+    float x[64];
+    for (int vi = 0; vi < NVAR; vi++) {
+        const stf__kernels *v = variant(vi);
+        if (!v) continue;
+        for (int i = 0; i < 64; i++) x[i] = (i >= 32 && neg[i % 16]) ? -0.0f : 0.0f;
+        v->fht_regular(x, 64, 64);
+        for (int i = 0; i < 64; i++) assert_int_equal(f32_bits(x[i]), 0u);
+    }
+    for (int i = 0; i < 64; i++) x[i] = (i >= 32 && neg[i % 16]) ? -0.0f : 0.0f;
+    stf__kernels_scalar.fht_regular(x, 64, 64);
+    for (int i = 0; i < 64; i++) assert_int_equal(f32_bits(x[i]), 0u);
+}
+
 /* Every 16-bit pattern, at every tail length 0..40. */
 static void test_widen_all_patterns(void **state)
 {
@@ -647,6 +674,7 @@ int main(void)
         cmocka_unit_test(test_int8_row_rejects_nonfinite),
         cmocka_unit_test(test_int8_row_golden_v5),
         cmocka_unit_test(test_fht_regular_matches_scalar),
+        cmocka_unit_test(test_fht_regular_zero_signs),
         cmocka_unit_test(test_widen_all_patterns),
         cmocka_unit_test(test_narrow_bf16),
         cmocka_unit_test(test_dequant_rows),
