@@ -21,13 +21,11 @@
 #include <string.h>
 
 #include "fpbits.h"
+#include "int8_scale.h"
 #include "kernels.h"
 
 #define INL static inline __attribute__((always_inline))
 
-#define INV127_BITS 0x3C010204u
-#define SCALE_FLOOR_BITS 0x0DA24260u
-#define BF16_MAX_BITS 0x7F7F0000u
 #define SIGN ((int)0x80000000u)
 
 /* ------------------------------------------------------------- FHT parts */
@@ -490,19 +488,7 @@ static void pass2_t(int8_t *q, const float *x, size_t k, float d, stf_dtype t, u
     }
 }
 
-static float round1(float x, stf_dtype t)
-{
-    if (t == STF_BF16) return stf__bf16_to_f32(stf__f32_to_bf16(x));
-    if (t == STF_F16) return stf__f16_to_f32(stf__f32_to_f16(x));
-    return x;
-}
 
-static float max_of_t(stf_dtype t)
-{
-    if (t == STF_BF16) return stf__f32_from_bits(BF16_MAX_BITS);
-    if (t == STF_F16) return 65504.0f;
-    return FLT_MAX;
-}
 
 static int int8_row_avx2(int8_t *q, float *scale, const void *src, stf_dtype src_dtype,
                          size_t k, unsigned g, stf_quant_mode mode, stf_dtype t, float *scratch)
@@ -521,16 +507,11 @@ static int int8_row_avx2(int8_t *q, float *scale, const void *src, stf_dtype src
     /* Rare rows go to the scalar table, as in kernels_avx512.c: R not
      * finite (a NaN/Inf input: STF_ENUMERIC; or an FHT overflow), or some
      * v = rT(R) infinite (exactly when rT(a) is). */
-    if (abits >= 0x7F800000u || (stf__f32_bits(round1(a, t)) & 0x7F800000u) == 0x7F800000u)
+    if (abits >= 0x7F800000u || (stf__f32_bits(stf__round_t(a, t)) & 0x7F800000u) == 0x7F800000u)
         return stf__kernels_scalar.int8_row(q, scale, src, src_dtype, k, g, mode, t, scratch);
 
-    float s;
     /* Eager takes max|rT(R)|; rT is monotone and odd, so that is rT(max|R|). */
-    if (mode == STF_QMODE_EAGER) s = fminf(round1(a, t), max_of_t(t)) / 127.0f;
-    else s = fminf(a, max_of_t(t)) * stf__f32_from_bits(INV127_BITS);
-    s = fmaxf(s, stf__f32_from_bits(SCALE_FLOOR_BITS));
-    float d = round1(s, t);
-    if (d == 0.0f) d = t == STF_F16 ? 0x1p-14f : FLT_MIN;
+    float d, s = stf__int8_row_scale(&d, mode == STF_QMODE_EAGER ? stf__round_t(a, t) : a, mode, t);
 
     /* d is a normal float between the scale floor and maxT/127, so 1/d is
      * finite and normal: G = 256 rows always take the reciprocal. */

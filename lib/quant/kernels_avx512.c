@@ -40,12 +40,10 @@
 #include <string.h>
 
 #include "fpbits.h"
+#include "int8_scale.h"
 #include "kernels.h"
 #include "kernels_avx512.h"
 
-#define INV127_BITS 0x3C010204u
-#define SCALE_FLOOR_BITS 0x0DA24260u
-#define BF16_MAX_BITS 0x7F7F0000u
 
 /* ------------------------------------------------------------- FHT parts */
 
@@ -516,20 +514,7 @@ static void pass2_t(int8_t *q, const float *x, size_t k, float d, stf_dtype t)
     }
 }
 
-/* Scalar helpers for the per-row scale: the same expressions as the scalar table. */
-static float round1(float x, stf_dtype t)
-{
-    if (t == STF_BF16) return stf__bf16_to_f32(stf__f32_to_bf16(x));
-    if (t == STF_F16) return stf__f16_to_f32(stf__f32_to_f16(x));
-    return x;
-}
 
-static float max_of_t(stf_dtype t)
-{
-    if (t == STF_BF16) return stf__f32_from_bits(BF16_MAX_BITS);
-    if (t == STF_F16) return 65504.0f;
-    return FLT_MAX;
-}
 
 INL int int8_row_x(int8_t *q, float *scale, const void *src, stf_dtype src_dtype, size_t k,
                    unsigned g, stf_quant_mode mode, stf_dtype t, float *scratch, int hw_bf16)
@@ -557,16 +542,11 @@ INL int int8_row_x(int8_t *q, float *scale, const void *src, stf_dtype src_dtype
      * where some v = rT(R) is Inf (rT is monotone, so exactly when rT(a)
      * is), whose clamp of +-Inf the fast conversion does not give.
      */
-    if (abits >= 0x7F800000u || (stf__f32_bits(round1(a, t)) & 0x7F800000u) == 0x7F800000u)
+    if (abits >= 0x7F800000u || (stf__f32_bits(stf__round_t(a, t)) & 0x7F800000u) == 0x7F800000u)
         return stf__kernels_scalar.int8_row(q, scale, src, src_dtype, k, g, mode, t, scratch);
 
-    float s;
     /* Eager takes max|rT(R)|; rT is monotone and odd, so that is rT(max|R|). */
-    if (mode == STF_QMODE_EAGER) s = fminf(round1(a, t), max_of_t(t)) / 127.0f;
-    else s = fminf(a, max_of_t(t)) * stf__f32_from_bits(INV127_BITS);
-    s = fmaxf(s, stf__f32_from_bits(SCALE_FLOOR_BITS));
-    float d = round1(s, t);
-    if (d == 0.0f) d = t == STF_F16 ? 0x1p-14f : FLT_MIN;
+    float d, s = stf__int8_row_scale(&d, mode == STF_QMODE_EAGER ? stf__round_t(a, t) : a, mode, t);
 
     if (hw_bf16 && t == STF_BF16 && d >= 0x1p-125f && d <= 0x1p125f && stf__avx512_bf16_usable())
         stf__int8_codes_bf16(q, scratch, k, 1.0f / d);

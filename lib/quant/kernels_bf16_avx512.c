@@ -32,6 +32,7 @@
 #include <cpuid.h>
 
 #include "fpbits.h"
+#include "int8_scale.h"
 #include "kernels_avx512.h"
 
 #define TGT __attribute__((target("avx512bf16,avx512vbmi")))
@@ -243,13 +244,9 @@ int stf__int8_row_bf16_g256(int8_t *q, float *scale, const uint16_t *src, size_t
     if ((stf__f32_to_bf16(stf__f32_from_bits(ubits)) & 0x7F80u) == 0x7F80u) return 1;
     /* Exact for max|U| >= 2^-122; below, max|R| < 2^-126 and s is the floor either way. */
     float a = stf__f32_from_bits(ubits) * 0.0625f;
-    float s;
-    /* Eager: max|rT(R)| is rT(max|R|) (monotone, odd). BF16's max is 0x7F7F. */
-    if (mode == STF_QMODE_EAGER)
-        s = fminf(stf__bf16_to_f32(stf__f32_to_bf16(a)), stf__f32_from_bits(0x7F7F0000u)) / 127.0f;
-    else s = fminf(a, stf__f32_from_bits(0x7F7F0000u)) * stf__f32_from_bits(0x3C010204u);
-    s = fmaxf(s, stf__f32_from_bits(0x0DA24260u));
-    float d = stf__bf16_to_f32(stf__f32_to_bf16(s));
+    /* Eager: max|rT(R)| is rT(max|R|) (monotone, odd). */
+    float d, s = stf__int8_row_scale(&d, mode == STF_QMODE_EAGER ? stf__round_t(a, STF_BF16) : a,
+                                     mode, STF_BF16);
     /* d is a normal BF16 >= ~1e-30; r16 = fl32(1/d) / 16 must be normal too
      * for rT(U) * r16 to equal v * fl32(1/d) exactly. */
     float r16 = (1.0f / d) * 0.0625f;

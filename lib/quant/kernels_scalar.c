@@ -10,13 +10,9 @@
 #include <string.h>
 
 #include "fpbits.h"
+#include "int8_scale.h"
 #include "kernels.h"
 
-/* fl32(1/127) and fl32(1e-30), given as bits so no compiler can differ. */
-#define INV127_BITS 0x3C010204u
-#define SCALE_FLOOR_BITS 0x0DA24260u
-/* Largest finite BF16, 0x7F7F. */
-#define BF16_MAX_BITS 0x7F7F0000u
 
 /*
  * One radix-4 stage over a whole group, in place: the four outputs of a
@@ -69,27 +65,8 @@ static void int8_dequant_row_cols_scalar(float *dst, const int8_t *q, const floa
     for (size_t i = 0; i < k; i++) dst[i] = (float)q[i] * s[i];
 }
 
-/* rT(x): round to the rounding dtype and back (identity for F32). */
-static inline float round_t(float x, stf_dtype t)
-{
-    if (t == STF_BF16) return stf__bf16_to_f32(stf__f32_to_bf16(x));
-    if (t == STF_F16) return stf__f16_to_f32(stf__f32_to_f16(x));
-    return x;
-}
 
-static float max_of_t(stf_dtype t)
-{
-    if (t == STF_BF16) return stf__f32_from_bits(BF16_MAX_BITS);
-    if (t == STF_F16) return 65504.0f;
-    return FLT_MAX;
-}
 
-/* finfo(T).tiny, the divisor guard of the eager path. */
-static float tiny_of_t(stf_dtype t)
-{
-    if (t == STF_F16) return 0x1p-14f;
-    return FLT_MIN; /* BF16 and F32 share the F32 exponent range */
-}
 
 /*
  * Load one row into scratch as F32 and report whether every value is
@@ -135,26 +112,20 @@ static int int8_row_scalar(int8_t *q, float *scale, const void *src, stf_dtype s
     size_t i;
     if (mode == STF_QMODE_EAGER) {
         for (i = 0; i < k; i++) {
-            float v = fabsf(round_t(scratch[i], t));
+            float v = fabsf(stf__round_t(scratch[i], t));
             if (v > a) a = v;
         }
-        /* A rotated F16 row can exceed 65504 and round to Inf; clamping to
-         * maxT keeps s finite, where kitchen eager would produce NaN. */
-        s = fminf(a, max_of_t(t)) / 127.0f;
     } else {
         for (i = 0; i < k; i++) {
             float v = fabsf(scratch[i]);
             if (v > a) a = v;
         }
-        s = fminf(a, max_of_t(t)) * stf__f32_from_bits(INV127_BITS);
     }
-    s = fmaxf(s, stf__f32_from_bits(SCALE_FLOOR_BITS));
-
-    float d = round_t(s, t);
-    if (d == 0.0f) d = tiny_of_t(t);
+    float d;
+    s = stf__int8_row_scale(&d, a, mode, t);
     for (i = 0; i < k; i++) {
-        float v = round_t(scratch[i], t);
-        float r = rintf(round_t(v / d, t));
+        float v = stf__round_t(scratch[i], t);
+        float r = rintf(stf__round_t(v / d, t));
         if (r > 127.0f) r = 127.0f;
         if (r < -128.0f) r = -128.0f;
         /* NaN only arises when finite inputs near FLT_MAX overflow inside

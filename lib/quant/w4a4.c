@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "fpbits.h"
+#include "int8_scale.h"
 #include "kernels.h"
 #include "util/util.h"
 
@@ -22,12 +23,6 @@ static int check_shape(size_t k, unsigned g, const char *what, stf_err *err)
     return 0;
 }
 
-static float max_of_t(stf_dtype t)
-{
-    if (t == STF_BF16) return stf__f32_from_bits(0x7F7F0000u);
-    if (t == STF_F16) return 65504.0f;
-    return FLT_MAX;
-}
 
 typedef struct w4_job {
     int8_t *packed;
@@ -56,7 +51,7 @@ static int w4_row(const w4_job *j, size_t r, float *x)
     }
     /* kitchen CUDA's rule in IEEE arithmetic: multiply by fl32(1/7), then
      * by fl32(1/s) per element rather than divide. */
-    float s = fmaxf(fminf(a, max_of_t(j->t)) * (1.0f / 7.0f), 1e-10f);
+    float s = fmaxf(fminf(a, stf__max_of_t(j->t)) * (1.0f / 7.0f), 1e-10f);
     float inv = 1.0f / s;
     int8_t *out = j->packed + r * (k / 2);
     for (size_t i = 0; i < k; i += 2) {

@@ -1,0 +1,65 @@
+/*
+ * Internal: the per-row INT8 scale rule of spec/convrot.md §4-§5 and the
+ * rounding-dtype helpers it needs, written once for every kernel variant
+ * (kernels_scalar.c, kernels_avx2.c, kernels_avx512.c,
+ * kernels_bf16_avx512.c) and the W4A4 quantizer, so the constants and the
+ * order of the operations cannot drift between them.
+ */
+#ifndef STF_QUANT_INT8_SCALE_H
+#define STF_QUANT_INT8_SCALE_H
+
+#include <float.h>
+#include <math.h>
+
+#include "fpbits.h"
+#include "stfix.h"
+
+/* fl32(1/127) and fl32(1e-30), given as bits so no compiler can differ. */
+#define STF__INV127_BITS 0x3C010204u
+#define STF__SCALE_FLOOR_BITS 0x0DA24260u
+/* Largest finite BF16, 0x7F7F. */
+#define STF__BF16_MAX_BITS 0x7F7F0000u
+
+/* rT(x): round to the rounding dtype T and back (identity for F32). */
+static inline float stf__round_t(float x, stf_dtype t)
+{
+    if (t == STF_BF16) return stf__bf16_to_f32(stf__f32_to_bf16(x));
+    if (t == STF_F16) return stf__f16_to_f32(stf__f32_to_f16(x));
+    return x;
+}
+
+/* maxT: the largest finite value of T (spec §4). */
+static inline float stf__max_of_t(stf_dtype t)
+{
+    if (t == STF_BF16) return stf__f32_from_bits(STF__BF16_MAX_BITS);
+    if (t == STF_F16) return 65504.0f;
+    return FLT_MAX;
+}
+
+/* finfo(T).tiny, the divisor guard of the eager path. */
+static inline float stf__tiny_of_t(stf_dtype t)
+{
+    if (t == STF_F16) return 0x1p-14f;
+    return FLT_MIN; /* BF16 and F32 share the F32 exponent range */
+}
+
+/*
+ * The row scale s (stored) and divisor d = rT(s) (used) from the row's
+ * absmax `a`: max|R| for modes cuda and fp32, max|rT(R)| for eager. For fp32
+ * mode the caller passes t = F32. Eager divides by 127, cuda multiplies by
+ * fl32(1/127); both clamp to maxT (a rotated F16 row can round to Inf, where
+ * kitchen eager would give NaN) and floor at fl32(1e-30).
+ */
+static inline float stf__int8_row_scale(float *d_out, float a, stf_quant_mode mode, stf_dtype t)
+{
+    float s;
+    if (mode == STF_QMODE_EAGER) s = fminf(a, stf__max_of_t(t)) / 127.0f;
+    else s = fminf(a, stf__max_of_t(t)) * stf__f32_from_bits(STF__INV127_BITS);
+    s = fmaxf(s, stf__f32_from_bits(STF__SCALE_FLOOR_BITS));
+    float d = stf__round_t(s, t);
+    if (d == 0.0f) d = stf__tiny_of_t(t);
+    *d_out = d;
+    return s;
+}
+
+#endif
