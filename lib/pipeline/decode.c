@@ -46,6 +46,9 @@ static uint64_t scales_wanted(const stf__decode *d)
     case STF__DEC_FLOAT:
         return 0;
     case STF__DEC_INT8:
+        if (d->axis == STF_SCALE_ROW && d->groups > 1)
+            return d->n > UINT64_MAX / d->groups ? 0 : d->n * d->groups;
+        return d->axis == STF_SCALE_ROW ? d->n : d->axis == STF_SCALE_COL ? d->k : 1;
     case STF__DEC_FP8:
         return d->axis == STF_SCALE_ROW ? d->n : d->axis == STF_SCALE_COL ? d->k : 1;
     case STF__DEC_W4A4:
@@ -70,9 +73,18 @@ static int check_rotation(const stf__decode *d, stf_err *err)
     return 0;
 }
 
+static int grouped(const stf__decode *d)
+{
+    return d->kind == STF__DEC_INT8 && d->axis == STF_SCALE_ROW && d->groups > 1;
+}
+
 static int read_scales(stf__decoder *dc, stf_err *err)
 {
     const stf__decode *d = &dc->d;
+    if (grouped(d) && (d->k % d->groups != 0 || d->n > UINT64_MAX / d->groups))
+        return stf__err(err, STF_EUNSUPPORTED,
+                        "decode: weight '%s': %llu scale groups do not divide row length %llu",
+                        dc->wname, (unsigned long long)d->groups, (unsigned long long)d->k);
     uint64_t want = scales_wanted(d);
     if (want == 0) return 0;
     if (d->s_idx < 0 || (uint64_t)d->s_idx >= stf_ckpt_tensor_count(dc->c))
@@ -203,6 +215,13 @@ static int rows_chunk(void *ud, size_t begin, size_t end)
                 row[x] = (float)qv * s;
             }
             rc = 0;
+        } else if (d->kind == STF__DEC_INT8) {
+            /* Grouped scales: x = fl32(q * s[row, column / (k / groups)]), the
+             * same single product the per-row kernel forms. */
+            size_t g = (size_t)d->groups, span = k / g;
+            const float *s = j->dc->scales + (size_t)(j->r0 + i) * g;
+            for (size_t x = 0; x < k; x++) row[x] = (float)(int8_t)src[x] * s[x / span];
+            rc = 0;
         } else {
             /* Column scales: decode with 1 (exact), then one fl32 product each. */
             float s = d->axis == STF_SCALE_COL   ? 1.0f
@@ -231,7 +250,7 @@ int stf__decoder_rows(const stf__decoder *dc, float *dst, uint64_t r0, uint64_t 
     if (rc) return rc;
     size_t rows = (size_t)(r1 - r0), k = (size_t)d->k;
     if (rows == 0 || k == 0) return 0;
-    if (d->kind == STF__DEC_INT8) {
+    if (d->kind == STF__DEC_INT8 && !grouped(d)) {
         stf_dequant_opts o = { d->axis, d->rot_group, d->sylvester };
         const float *s = d->axis == STF_SCALE_ROW ? dc->scales + r0 : dc->scales;
         rc = stf_int8_dequantize(dst, raw, s, rows, k, &o, pool, err);

@@ -31,6 +31,9 @@ typedef struct stf__decode {
     int64_t s_idx;           /* input tensor index of the scale, -1 when none */
     stf_dtype s_dtype;       /* F32, BF16 or F16 (read and widened exactly) */
     stf_scale_axis axis;     /* INT8: tensor / row / column scales */
+    uint64_t groups;         /* INT8 with axis ROW: > 1 means scale [n, groups], one per row
+                              * per block of k/groups consecutive columns (spec §6 `(N,g)`);
+                              * 0 or 1: one scale per row */
     unsigned rot_group;      /* 0: no rotation to undo */
     int sylvester;           /* rotation is Sylvester (spec convrot §7) */
     uint64_t n, k;           /* logical rows and columns */

@@ -96,7 +96,12 @@ static int make_decode(stf__pw *w, stf__decode *d, stf_err *err)
     }
     d->kind = STF__DEC_INT8;
     if (S->nelem == 1) d->axis = STF_SCALE_TENSOR;
-    else if (S->nelem == w->n && (w->n != w->k || w->v->probe != STF_PROBE_COLUMN))
+    else if (S->rank == 2 && S->shape[0] == w->n && S->shape[1] > 1 && S->shape[1] != w->k &&
+             w->k % S->shape[1] == 0) {
+        /* Spec §6 `(N,g)`: checked before the per-column reading, since N*g may equal K. */
+        d->axis = STF_SCALE_ROW;
+        d->groups = S->shape[1];
+    } else if (S->nelem == w->n && (w->n != w->k || w->v->probe != STF_PROBE_COLUMN))
         d->axis = STF_SCALE_ROW;
     else if (S->nelem == w->k) d->axis = STF_SCALE_COL;
     else {

@@ -296,6 +296,96 @@ static void test_w4a4_fallback(void **state)
     }
 }
 
+/* Grouped scales [N,2] on unrotated codes (spec §6 `(N,g)`): column x of row
+ * n uses s[n, x / (K/2)]; any row range, mapped or read. */
+static void test_int8_grouped_scale(void **state)
+{
+    (void)state;
+    int8_t q[3 * 4] = { 1, 2, 3, 4, -1, -2, -3, -4, 5, -5, 7, -7 };
+    float s[3 * 2] = { 1.0f, 0.5f, 0.25f, 2.0f, 0.125f, 3.0f };
+    st_tensor t[] = { { "g.weight", STF_I8, 2, { 3, 4 }, q, sizeof q },
+                      { "g.weight_scale", STF_F32, 2, { 3, 2 }, s, sizeof s } };
+    const float want[12] = { 1, 2, 1.5f, 2, -0.25f, -0.5f, -6, -8, 0.625f, -0.625f, 21, -21 };
+    for (int nm = 0; nm < 2; nm++) {
+        st_ckfx f;
+        st_ckfx_open(&f, t, 2, nm);
+        stf__decode d;
+        memset(&d, 0, sizeof d);
+        d.kind = STF__DEC_INT8;
+        d.w_idx = idx_of(f.c, "g.weight");
+        d.w_dtype = STF_I8;
+        d.s_idx = (int64_t)idx_of(f.c, "g.weight_scale");
+        d.s_dtype = STF_F32;
+        d.axis = STF_SCALE_ROW;
+        d.groups = 2;
+        d.n = 3;
+        d.k = 4;
+        stf__decoder dc;
+        stf_err err;
+        assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), 0);
+        assert_int_equal(dc.nscales, 6);
+        float out[12];
+        int8_t scratch[12];
+        assert_int_equal(stf__decoder_rows(&dc, out, 0, 3, scratch, NULL, &err), 0);
+        assert_memory_equal(out, want, sizeof want);
+        assert_int_equal(stf__decoder_rows(&dc, out, 2, 3, scratch, NULL, &err), 0);
+        assert_memory_equal(out, want + 8, 4 * sizeof(float));
+        stf__decoder_close(&dc);
+        st_ckfx_close(&f);
+    }
+}
+
+/* Grouped scales under a G=16 ConvRot: the groups are applied to the stored
+ * (rotated) codes, then the rotation is undone per row. */
+static void test_int8_grouped_convrot(void **state)
+{
+    (void)state;
+    enum { N = 2, K = 32, GR = 4 };
+    int8_t q[N * K];
+    float s[N * GR], ref[N * K], out[N * K];
+    for (size_t i = 0; i < N * K; i++) q[i] = (int8_t)((int)(i * 29u % 255u) - 127);
+    for (size_t i = 0; i < N * GR; i++) s[i] = 0.0078125f * (float)(i + 1);
+    for (size_t n = 0; n < N; n++) {
+        for (size_t x = 0; x < K; x++) ref[n * K + x] = (float)q[n * K + x] * s[n * GR + x / 8];
+        assert_int_equal(stf_hadamard_regular(ref + n * K, K, 16, NULL), 0);
+    }
+    st_tensor t[] = { { "h.weight", STF_I8, 2, { N, K }, q, sizeof q },
+                      { "h.weight_scale", STF_F32, 2, { N, GR }, s, sizeof s } };
+    st_ckfx f;
+    st_ckfx_open(&f, t, 2, 0);
+    stf__decode d;
+    memset(&d, 0, sizeof d);
+    d.kind = STF__DEC_INT8;
+    d.w_idx = idx_of(f.c, "h.weight");
+    d.w_dtype = STF_I8;
+    d.s_idx = (int64_t)idx_of(f.c, "h.weight_scale");
+    d.s_dtype = STF_F32;
+    d.axis = STF_SCALE_ROW;
+    d.groups = GR;
+    d.rot_group = 16;
+    d.n = N;
+    d.k = K;
+    stf__decoder dc;
+    stf_err err;
+    assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), 0);
+    assert_int_equal(stf__decoder_rows(&dc, out, 0, N, NULL, NULL, &err), 0);
+    assert_memory_equal(out, ref, sizeof ref);
+    /* Row 1 alone uses row 1's groups, not row 0's. */
+    assert_int_equal(stf__decoder_rows(&dc, out, 1, N, NULL, NULL, &err), 0);
+    assert_memory_equal(out, ref + K, K * sizeof(float));
+    stf__decoder_close(&dc);
+    /* Groups that do not divide K, and a scale count that is not N x groups. */
+    d.groups = 3;
+    d.k = K;
+    assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), STF_EUNSUPPORTED);
+    assert_non_null(strstr(err.msg, "3 scale groups do not divide row length 32"));
+    d.groups = 2;
+    assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), STF_EFORMAT);
+    assert_non_null(strstr(err.msg, "tensor 'h.weight_scale'"));
+    assert_non_null(strstr(err.msg, "(8 vs 4)"));
+    st_ckfx_close(&f);
+}
+
 /* A weight whose bytes are not n x k fails naming file, tensor and offset. */
 static void test_size_mismatch(void **state)
 {
@@ -368,6 +458,8 @@ int main(void)
         cmocka_unit_test(test_int8_row_convrot),
         cmocka_unit_test(test_int8_tensor_sylvester_matches_kernel),
         cmocka_unit_test(test_int8_column_scale),
+        cmocka_unit_test(test_int8_grouped_scale),
+        cmocka_unit_test(test_int8_grouped_convrot),
         cmocka_unit_test(test_fp8_scalar),
         cmocka_unit_test(test_w4a4_matches_kernel),
         cmocka_unit_test(test_w4a4_fallback),

@@ -286,6 +286,48 @@ static void test_rowwise_requant_equals_kernels(void **state)
     st_ckfx_close(&f);
 }
 
+/* Grouped F32 [N,4] scales (spec §6 `(N,g)`) under a G=16 ConvRot marker ->
+ * ConvRot G=16 equals stf_int8_quantize_rows of the exact grouped
+ * dequantization: fl32(q * s[n, x / 16]), then the rotation undone per row. */
+static void test_grouped_requant_equals_kernels(void **state)
+{
+    (void)state;
+    enum { GR = 4 };
+    static int8_t q[RN * RK], want_q[RN * RK];
+    static float s[RN], gs[RN * GR], deq[RN * RK], want_s[RN];
+    make_rowwise(q, s);
+    for (size_t i = 0; i < RN * GR; i++) gs[i] = s[i / GR] * (float)(1 + i % GR);
+    st_tensor t[] = { { "l.weight", STF_I8, 2, { RN, RK }, q, sizeof q },
+                      { "l.weight_scale", STF_F32, 2, { RN, GR }, gs, sizeof gs } };
+    st_ckfx f;
+    st_ckfx_open(&f, t, 2, 1);
+    stf_err err;
+    for (size_t n = 0; n < RN; n++) {
+        for (size_t x = 0; x < RK; x++)
+            deq[n * RK + x] = (float)q[n * RK + x] * gs[n * GR + x / (RK / GR)];
+        assert_int_equal(stf_hadamard_regular(deq + n * RK, RK, 16, NULL), 0);
+    }
+    stf_int8_opts qo = { 16, STF_QMODE_CUDA, STF_BF16 };
+    assert_int_equal(stf_int8_quantize_rows(want_q, want_s, deq, STF_F32, RN, RK, &qo, NULL, &err),
+                     0);
+    stf__job j = rowwise_job(f.c, STF__JOB_REQUANT_INT8);
+    j.dec.groups = GR;
+    j.dec.rot_group = 16;
+    stf_pool *pool = NULL;
+    assert_int_equal(stf_pool_new(&pool, 3, &err), 0);
+    uint64_t caps[3] = { 0, 1000, 1 };
+    for (int ci = 0; ci < 3; ci++) {
+        sink s2;
+        sink_init(&s2, RN * RK, RN * 4);
+        assert_int_equal(run_job(&s2, f.c, &j, caps[ci], ci == 1 ? pool : NULL, NULL, &err), 0);
+        assert_memory_equal(s2.buf[0], want_q, sizeof want_q);
+        assert_memory_equal(s2.buf[1], want_s, sizeof want_s);
+        sink_free(&s2);
+    }
+    stf_pool_free(pool);
+    st_ckfx_close(&f);
+}
+
 /* DEQUANT to BF16 = stf_convert_from_f32 of stf_int8_dequantize; with metrics. */
 static void test_dequant_bf16(void **state)
 {
@@ -447,6 +489,7 @@ int main(void)
         cmocka_unit_test(test_golden_v6_modes),
         cmocka_unit_test(test_golden_w4a4),
         cmocka_unit_test(test_rowwise_requant_equals_kernels),
+        cmocka_unit_test(test_grouped_requant_equals_kernels),
         cmocka_unit_test(test_dequant_bf16),
         cmocka_unit_test(test_metrics_blocks_and_threads),
         cmocka_unit_test(test_chunks_across_threads),

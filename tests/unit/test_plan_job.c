@@ -317,6 +317,54 @@ static void test_requantize_decodes(void **state)
     pt_free(&k);
 }
 
+/* Spec §6 `(N,g)`: an [N,g] scale with g | K decodes per row per group, also
+ * when N*g == K (not a column scale); [N,1] stays per row; g not dividing K
+ * is refused with the shapes. */
+static void test_requantize_grouped_scales(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    static const char mk[] = "{\"format\": \"int8_tensorwise\", \"convrot\": true, "
+                             "\"convrot_groupsize\": 256}";
+    PT_ADD(&k, "a.weight", "I8", NULL, 16, 256);
+    PT_ADD(&k, "a.weight_scale", "F32", g_s16, 16, 2);
+    pt_marker(&k, "a.comfy_quant", mk);
+    PT_ADD(&k, "b.weight", "I8", NULL, 16, 256);
+    PT_ADD(&k, "b.weight_scale", "F32", g_s16, 16, 16);
+    pt_marker(&k, "b.comfy_quant", mk);
+    PT_ADD(&k, "c.weight", "I8", NULL, 16, 256);
+    PT_ADD(&k, "c.weight_scale", "F32", g_s16, 16, 1);
+    pt_marker(&k, "c.comfy_quant", mk);
+    pt_open(&k);
+    pt_recipe1(&k, "{marker: present}", "requantize");
+    pt_plan_ok(&k);
+    const stf__job *j = pt_job_of(&k, "a.weight");
+    assert_int_equal(j->dec.kind, STF__DEC_INT8);
+    assert_int_equal(j->dec.axis, STF_SCALE_ROW);
+    assert_int_equal(j->dec.groups, 2);
+    assert_int_equal(j->dec.rot_group, 256);
+    assert_int_equal(j->group, 256);
+    pt_shape_is(pt_out(&k, "a.weight_scale"), 2, PT_SHAPE(16, 1));
+    j = pt_job_of(&k, "b.weight");
+    assert_int_equal(j->dec.axis, STF_SCALE_ROW);
+    assert_int_equal(j->dec.groups, 16);
+    j = pt_job_of(&k, "c.weight");
+    assert_int_equal(j->dec.axis, STF_SCALE_ROW);
+    assert_int_equal(j->dec.groups, 0);
+    pt_free(&k);
+
+    memset(&k, 0, sizeof k);
+    PT_ADD(&k, L ".weight", "I8", NULL, 16, 256);
+    PT_ADD(&k, L ".weight_scale", "F32", g_s16, 16, 3);
+    pt_marker(&k, L ".comfy_quant", mk);
+    pt_open(&k);
+    pt_recipe1(&k, "{marker: present}", "requantize");
+    pt_expect_err(&k, "layer '" L "': rule 'r' (recipe line 6): requantize: scale (16, 3) is "
+                      "neither scalar, per row (N=16) nor per column (K=256): grouped/blockwise "
+                      "scales cannot be decoded");
+    pt_free(&k);
+}
+
 static void test_requantize_refusals(void **state)
 {
     (void)state;
@@ -448,6 +496,7 @@ int main(void)
         cmocka_unit_test(test_requantize_tensor_parallel),
         cmocka_unit_test(test_requantize_indivisible),
         cmocka_unit_test(test_requantize_decodes),
+        cmocka_unit_test(test_requantize_grouped_scales),
         cmocka_unit_test(test_requantize_refusals),
         cmocka_unit_test(test_requantize_moe_bank),
         cmocka_unit_test(test_set_marker_drop_keys),
