@@ -1,6 +1,8 @@
 /*
  * stf_plan_build: recipe × model × probes → the per-layer plan. Every rule
- * sees the layer as read from the input (rules.h); a layer gets the actions
+ * sees the layer as read from the input (rules.h), except that a
+ * metadata-only marker renamed onto a layer without a marker is merged into
+ * it first (M5, find_merges); a layer gets the actions
  * of every matching rule, in order, up to and including the first terminal
  * one. Tensors no layer owns are copied (renamed or dropped by the rules
  * that select their name). Outputs end in canonical writer order.
@@ -282,6 +284,109 @@ static int plan_other(stf__pb *b, size_t ti, stf__pact **acts, size_t *cap, stf_
     return 0;
 }
 
+/* The prefix after the rename actions among acts[0..n), in order; NULL when out of memory. */
+static char *renamed_prefix(const char *prefix, const stf__pact *acts, size_t n)
+{
+    char *name = stf__strdup(prefix);
+    for (size_t i = 0; name && i < n; i++) {
+        const stf_action *a = acts[i].a;
+        if (a->kind != STF_ACT_RENAME) continue;
+        const char *from = a->rename.from ? a->rename.from : "";
+        const char *to = a->rename.to ? a->rename.to : "";
+        size_t fl = strlen(from), tl = strlen(to), rl;
+        if (strncmp(name, from, fl)) continue;
+        rl = strlen(name + fl);
+        char *nn = stf__malloc(tl + rl + 1);
+        if (nn) {
+            memcpy(nn, to, tl);
+            memcpy(nn + tl, name + fl, rl + 1);
+        }
+        stf__free(name);
+        name = nn;
+    }
+    return name;
+}
+
+static int has_tensors(const stf_layer *l)
+{
+    for (int sx = 0; sx < STF_SFX_COUNT; sx++)
+        if (l->tensor[sx] >= 0) return 1;
+    return 0;
+}
+
+/*
+ * M5 (spec comfy-quant.md §1.2): _quantization_metadata keyed by other
+ * prefixes than the tensors. A layer that is only a metadata marker (no
+ * tensors) and whose rename actions turn its prefix into the prefix of a
+ * layer without any marker MERGES into that layer: into[i] = target, from[t]
+ * = source, SIZE_MAX elsewhere. Found before any rule sees the target, so
+ * that every rule evaluates the target with the marker (stfix-rules(5)).
+ */
+static int find_merges(size_t *into, size_t *from, stf__pb *b, stf__pact **acts, size_t *cap,
+                       stf_err *err)
+{
+    const stf_model *m = b->m;
+    size_t nl = stf_model_layer_count(m);
+    stf__view_store store;
+    memset(&store, 0, sizeof store);
+    for (size_t i = 0; i < nl; i++) into[i] = from[i] = SIZE_MAX;
+    int rc = 0;
+    for (size_t i = 0; i < nl; i++) {
+        const stf_layer *l = stf_model_layer(m, i);
+        if (!l->nmarkers || has_tensors(l)) continue;
+        stf_layer_view v;
+        size_t n = 0, t = 0;
+        if ((rc = stf__plan_view(&v, &store, m, l, err))) break;
+        v.rotation = stf__plan_rotation(l);
+        rc = collect(acts, &n, cap, b->p->r, &v, err);
+        stf__view_store_free(&store);
+        if (rc) break;
+        char *np = renamed_prefix(l->prefix, *acts, n);
+        if (!np) {
+            rc = stf__err(err, STF_ENOMEM, "plan: out of memory");
+            break;
+        }
+        if (strcmp(np, l->prefix) && stf_model_find_layer(m, np, strlen(np), &t) == 0 &&
+            t != i && from[t] == SIZE_MAX && stf_model_layer(m, t)->nmarkers == 0) {
+            into[i] = t;
+            from[t] = i;
+        }
+        stf__free(np);
+    }
+    stf__view_store_free(&store);
+    return rc;
+}
+
+/*
+ * The public record of a layer merged into `target`: the rename actions that
+ * moved it (the later ones, such as the drop of orphan markers, do not apply:
+ * the layer no longer exists on its own) and no outputs of its own.
+ */
+static int record_merged(stf__pb *b, size_t li, const stf_layer *l, const stf_layer *target,
+                         const stf__pact *acts, size_t n, stf_err *err)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < n; i++)
+        if (acts[i].a->kind == STF_ACT_RENAME) keep = i + 1;
+    stf__player *pl = &b->p->layers[li];
+    int rc = record_rules(pl, acts, keep, err);
+    if (rc) return rc;
+    stf_buf sum;
+    stf__buf_init(&sum);
+    stf__buf_printf(&sum, "rename -> '%s'; marker merged into that layer", target->prefix);
+    pl->prefix_store = stf__strdup(l->prefix);
+    pl->out_prefix_store = stf__strdup(target->prefix);
+    pl->summary_store = sum.oom ? NULL : sum.data;
+    if (!pl->summary_store) stf__buf_free(&sum);
+    if (!pl->prefix_store || !pl->out_prefix_store || !pl->summary_store)
+        return stf__err(err, STF_ENOMEM, "layer '%s': out of memory", l->prefix);
+    pl->pub.prefix = pl->prefix_store;
+    pl->pub.out_prefix = pl->out_prefix_store;
+    pl->pub.summary = pl->summary_store;
+    b->markers_changed = 1;
+    return 0;
+}
+
 /* Two outputs with one name: the rename (or an action) collided. */
 static int check_collisions(stf_plan *p, stf_err *err)
 {
@@ -346,6 +451,7 @@ int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
     stf__pact *acts = NULL;
     size_t acap = 0;
     stf__view_store store;
+    size_t *into = NULL, *from = NULL;
     memset(&b, 0, sizeof b);
     memset(&store, 0, sizeof store);
     *out = NULL;
@@ -371,10 +477,30 @@ int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
             goto done;
         }
     }
+    if (nl) {
+        into = stf__calloc(nl, sizeof *into);
+        from = stf__calloc(nl, sizeof *from);
+        if (!into || !from) {
+            rc = stf__err(err, STF_ENOMEM, "plan: out of memory");
+            goto done;
+        }
+        if ((rc = find_merges(into, from, &b, &acts, &acap, err))) goto done;
+    }
     for (size_t i = 0; i < nl; i++) {
         const stf_layer *l = stf_model_layer(p->model, i);
+        stf_layer merged;
         stf_layer_view v;
         size_t n = 0;
+        if (from[i] != SIZE_MAX) {
+            /* The target as if its marker had been keyed by its own prefix. */
+            const stf_layer *src = stf_model_layer(p->model, from[i]);
+            merged = *l;
+            merged.markers = src->markers;
+            merged.nmarkers = src->nmarkers;
+            merged.conflict = src->conflict;
+            merged.comfy = src->comfy;
+            l = &merged;
+        }
         if ((rc = stf__plan_view(&v, &store, p->model, l, err))) goto done;
         v.rotation = stf__plan_rotation(l);
         int probed = 0;
@@ -387,6 +513,12 @@ int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
             (rc = stf__plan_probe(&v.probe, o, p->model, l, err)))
             goto done;
         p->nlayers = i + 1;
+        if (into[i] != SIZE_MAX) {
+            if ((rc = record_merged(&b, i, l, stf_model_layer(p->model, into[i]), acts, n, err)))
+                goto done;
+            stf__view_store_free(&store);
+            continue;
+        }
         if ((rc = record_rules(&p->layers[i], acts, n, err))) goto done;
         if ((rc = stf__plan_layer(&b, i, l, &v, acts, n, err))) goto done;
         stf__view_store_free(&store);
@@ -407,6 +539,8 @@ int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
 done:
     stf__view_store_free(&store);
     stf__free(acts);
+    stf__free(into);
+    stf__free(from);
     for (size_t i = 0; i < b.nqm; i++) {
         stf__free(b.qm_prefix[i]);
         stf__free(b.qm_text[i]);

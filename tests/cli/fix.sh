@@ -284,14 +284,12 @@ t_check "drop" "$o" sglang
 refusal() { # FILE TARGET -> "RC TEXT" when the fix must refuse, else nothing
     case "$1:$2" in
     # Tensors that are not there cannot be made up: a missing scale (R12/C4);
-    # a layer whose marker names a prefix with no tensors, while its I8 weight
-    # has no marker (M5 in c15: the bundled recipes drop the orphan marker;
-    # re-keying metadata to tensor prefixes is not an action); an I8 weight
-    # without any marker (R10/C1: its rotation and group size are unknown).
+    # an I8 weight without any marker (R10/C1: its rotation and group size
+    # are unknown).
     r12_missing_scale*:sglang) echo "1 R12" ;;
     r12_missing_scale*:comfyui) echo "1 C4" ;;
-    c15_meta_prefix*:sglang | r10_no_marker*:sglang) echo "1 R10" ;;
-    c15_meta_prefix*:comfyui | r10_no_marker*:comfyui) echo "1 C1" ;;
+    r10_no_marker*:sglang) echo "1 R10" ;;
+    r10_no_marker*:comfyui) echo "1 C1" ;;
     # U8 weights become I8 only on an explicit recipe assertion (M12, relabel).
     r14_weight_u8*:sglang) echo "1 R14" ;;
     r14_weight_u8*:comfyui) echo "1 C10" ;;
@@ -314,10 +312,8 @@ refusal() { # FILE TARGET -> "RC TEXT" when the fix must refuse, else nothing
     # C6/C16).
     r18_w4a4_g128*:comfyui) echo "1 C6" ;;
     r19_w4a4_k96*:comfyui) echo "1 C16" ;;
-    # The ComfyUI recipe has no rule for grouped INT8 scales (M7/§6) or for
-    # a W4A4 linear_dtype other than int4/int8; the SGLang one requantizes.
-    r15_grouped_scale*:sglang) echo "1 R15" ;;
-    r15_grouped_scale*:comfyui) echo "1 C8" ;;
+    # The ComfyUI recipe has no rule for a W4A4 linear_dtype other than
+    # int4/int8; the SGLang one requantizes.
     r57_w4a4_linear_dtype*:comfyui) echo "1 C16" ;;
     esac
 }
@@ -344,6 +340,34 @@ while read -r file target; do
         t_check "$n" "$o" "$target"
     fi
 done <"$pairs"
+# M5 (c15): the metadata marker keyed model.diffusion_model.P is merged into
+# the bare layer P (which has none), then normalised: a canonical tensor
+# marker and _quantization_metadata keyed P.
+for tg in sglang comfyui; do
+    o="$D/m5-$tg.safetensors"
+    t_run "M5 re-key $tg" 0 "$STFIX" fix "$F/c15_meta_prefix.safetensors" \
+        -r "rules/$tg-int8-convrot.yaml" -o "$o"
+    t_stdout_has "M5 re-key $tg" "rekey-metadata-prefix -> rename -> 'blocks.0.attn.qkv'; marker merged into that layer"
+    t_check "M5 re-key $tg" "$o" "$tg"
+    t_true "M5 re-key $tg: metadata and marker" python3 -c '
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+mk = {"format": "int8_tensorwise", "convrot": True, "convrot_groupsize": 256}
+q = json.loads(h["__metadata__"]["_quantization_metadata"])
+t = h["blocks.0.attn.qkv.comfy_quant"]
+raw = b[8 + n + t["data_offsets"][0]:8 + n + t["data_offsets"][1]]
+sys.exit(0 if q["layers"] == {"blocks.0.attn.qkv": mk} and json.loads(raw) == mk else 1)' "$o"
+done
+# Grouped [N,g] scales (§6) are requantized by their own rule for both targets
+# (the exact values: test_job's test_grouped_requant_equals_kernels).
+for tg in sglang comfyui; do
+    t_run "grouped scales $tg" 0 "$STFIX" fix "$F/r15_grouped_scale.safetensors" \
+        -r "rules/$tg-int8-convrot.yaml" -o "$D/grouped-$tg.safetensors"
+    t_stdout_has "grouped scales $tg" "blocks.0.attn.qkv: requantize-grouped-scales -> requantize to int8_tensorwise, G=256"
+    t_check "grouped scales $tg" "$D/grouped-$tg.safetensors" "$tg"
+done
 
 # ------------------------------------------------------------- determinism
 t_run "determinism -j 1" 0 "$STFIX" fix "$bf" -r rules/quantize-int8-convrot.yaml -o "$D/j1.safetensors" -j 1

@@ -178,6 +178,120 @@ static void test_every_allocation_failure(void **state)
     pt_free(&k);
 }
 
+/* ------------------------------------------------------------ M5 merge */
+
+#define M5_META(key, mk)                                                                         \
+    "{\"_quantization_metadata\":\"{\\\"format_version\\\": \\\"1.0\\\", \\\"layers\\\": "      \
+    "{\\\"" key "\\\": " mk "}}\"}"
+#define M5_MK "{\\\"format\\\": \\\"int8_tensorwise\\\", \\\"convrot\\\": true, "               \
+              "\\\"convrot_groupsize\\\": 256}"
+
+static const char m5_yaml[] =
+    "stfix: 1\ntarget: sglang\nrules:\n"
+    "  - name: rk\n    match: {marker: present, weight: absent, prefix: \"model.diffusion_model.**\"}\n"
+    "    do: {rename: {from: model.diffusion_model., to: \"\"}}\n"
+    "  - name: orphan\n    match: {marker: present, weight: absent}\n    do: drop\n"
+    "  - name: q\n    match: {marker: present, weight: present}\n"
+    "    do: {set-marker: {metadata: mirror}}\n";
+
+/* M5: a metadata-only marker renamed onto a layer without a marker is merged
+ * into it before any rule sees that layer: the later rules (here set-marker,
+ * which only matches layers with a weight and a marker) plan the merged
+ * layer, the orphan's own later actions (drop) do not apply. */
+static void test_m5_merge_before_rules(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    PT_ADD(&k, L ".weight", "I8", NULL, 16, 256);
+    PT_ADD(&k, L ".weight_scale", "F32", g_s, 16, 1);
+    k.meta_json = M5_META("model.diffusion_model." L, M5_MK);
+    pt_open(&k);
+    pt_recipe(&k, m5_yaml);
+    pt_plan_ok(&k);
+    assert_int_equal(stf_plan_layer_count(k.p), 2);
+    const stf_plan_layer *t = stf_plan_get_layer(k.p, 0), *o = stf_plan_get_layer(k.p, 1);
+    assert_string_equal(t->prefix, L);
+    assert_int_equal(t->nrules, 1);
+    assert_string_equal(t->rules[0], "q");
+    assert_string_equal(t->format, "int8_tensorwise");
+    assert_string_equal(o->prefix, "model.diffusion_model." L);
+    assert_string_equal(o->out_prefix, L);
+    assert_int_equal(o->nrules, 1);
+    assert_string_equal(o->rules[0], "rk");
+    assert_int_equal(o->nactions, 1);
+    assert_int_equal(o->actions[0]->kind, STF_ACT_RENAME);
+    assert_string_equal(o->summary, "rename -> '" L "'; marker merged into that layer");
+    assert_null(o->format);
+    char b[128];
+    assert_string_equal(pt_new_bytes(&k, L ".comfy_quant", b, sizeof b), M256);
+    assert_string_equal(pt_meta(&k, "_quantization_metadata"),
+                        "{\"format_version\": \"1.0\", \"layers\": {\"" L "\": " M256 "}}");
+    assert_int_equal(stf_plan_tensor_count(k.p), 3);
+    assert_int_equal(k.p->ndropped, 0);
+
+    /* Every allocation of the merge failing in turn: ENOMEM, no plan, no leak. */
+    stf_err err;
+    st_alloc_install();
+    int done = 0;
+    for (long n = 0; n < 2000 && !done; n++) {
+        st_alloc_arm(n + 1);
+        stf_plan *p = NULL;
+        int rc = stf_plan_build(&p, k.c, k.r, NULL, &err);
+        if (rc == 0) {
+            done = 1;
+            int same = same_plan(p, k.p);
+            stf_plan_free(p);
+            st_alloc_uninstall();
+            assert_true(same);
+        } else {
+            if (rc != STF_ENOMEM || p) st_alloc_uninstall();
+            assert_int_equal(rc, STF_ENOMEM);
+            assert_null(p);
+        }
+        if (st_alloc_live()) st_alloc_uninstall();
+        assert_int_equal(st_alloc_live(), 0);
+    }
+    st_alloc_uninstall();
+    assert_true(done);
+    pt_free(&k);
+}
+
+/* No merge when the target has a marker of its own (the orphan is renamed,
+ * then dropped by its later rule), nor when the renamed prefix names no layer. */
+static void test_m5_no_merge(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    PT_ADD(&k, L ".weight", "I8", NULL, 16, 256);
+    PT_ADD(&k, L ".weight_scale", "F32", g_s, 16, 1);
+    pt_marker(&k, L ".comfy_quant", M64);
+    k.meta_json = M5_META("model.diffusion_model." L, M5_MK);
+    pt_open(&k);
+    pt_recipe(&k, m5_yaml);
+    pt_plan_ok(&k);
+    const stf_plan_layer *o = stf_plan_get_layer(k.p, 1);
+    assert_string_equal(o->prefix, "model.diffusion_model." L);
+    assert_int_equal(o->nrules, 2);
+    assert_string_equal(o->rules[1], "orphan");
+    assert_string_equal(pt_meta(&k, "_quantization_metadata"),
+                        "{\"format_version\": \"1.0\", \"layers\": {\"" L "\": " M64 "}}");
+    pt_free(&k);
+
+    memset(&k, 0, sizeof k);
+    PT_ADD(&k, L ".weight", "I8", NULL, 16, 256);
+    PT_ADD(&k, L ".weight_scale", "F32", g_s, 16, 1);
+    k.meta_json = M5_META("model.diffusion_model.other", M5_MK);
+    pt_open(&k);
+    pt_recipe(&k, m5_yaml);
+    pt_plan_ok(&k);
+    o = stf_plan_get_layer(k.p, 1);
+    assert_int_equal(o->nrules, 2);
+    assert_string_equal(o->out_prefix, "other");
+    assert_null(stf_plan_get_layer(k.p, 0)->format);
+    assert_null(pt_meta(&k, "_quantization_metadata"));
+    pt_free(&k);
+}
+
 /* ------------------------------------------------------------ bundled recipes */
 
 static int plan_file(const char *recipe, const char *file, stf_err *err)
@@ -269,13 +383,13 @@ static void test_refusals_name_layer_and_rule(void **state)
     assert_int_equal(plan_file("rules/sglang-int8-convrot.yaml",
                                FIX "r44_w4a8_group2.safetensors", &err), STF_EFORMAT);
     assert_string_equal(err.msg, "layer 'blocks.0.attn.qkv': rule 'requantize-other-formats' "
-                                 "(recipe line 74): requantize: format 'asym_w4a8_int8' cannot "
+                                 "(recipe line 92): requantize: format 'asym_w4a8_int8' cannot "
                                  "be decoded (stfix reads float, FP8, INT8 and convrot_w4a4 "
                                  "layers); exclude needs the original weights");
     assert_int_equal(plan_file("rules/sglang-int8-convrot.yaml",
                                FIX "r07_marker_not_object.safetensors", &err), STF_EFORMAT);
     assert_string_equal(err.msg, "layer 'blocks.0.attn.qkv': rule 'normalise-markers' (recipe "
-                                 "line 96): set-marker: the layer has no usable marker (not a "
+                                 "line 114): set-marker: the layer has no usable marker (not a "
                                  "JSON object) and the action names no format; give set-marker "
                                  "a format");
 }
@@ -288,6 +402,8 @@ int main(void)
         cmocka_unit_test(test_untouched_checkpoint_is_all_copies),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_every_allocation_failure),
+        cmocka_unit_test(test_m5_merge_before_rules),
+        cmocka_unit_test(test_m5_no_merge),
         cmocka_unit_test(test_bundled_recipes_on_healthy),
         cmocka_unit_test(test_bundled_recipes_on_broken),
         cmocka_unit_test(test_refusals_name_layer_and_rule),
