@@ -35,6 +35,33 @@ static stf__decode dec_float(const stf_ckpt *c, const char *w, stf_dtype dt, uin
     return d;
 }
 
+/* A quantized layer: weight codes plus a scale tensor read along axis. */
+static stf__decode dec_scaled(const stf_ckpt *c, stf__dec_kind kind, const char *w, stf_dtype wdt,
+                              const char *sc, stf_dtype sdt, stf_scale_axis axis, uint64_t n,
+                              uint64_t k)
+{
+    stf__decode d = dec_float(c, w, wdt, n, k);
+    d.kind = kind;
+    d.s_idx = (int64_t)idx_of(c, sc);
+    d.s_dtype = sdt;
+    d.axis = axis;
+    return d;
+}
+
+/* Opens d on c, decodes rows [r0, r1) and requires exactly want. */
+static void expect_rows(const stf_ckpt *c, const stf__decode *d, size_t r0, size_t r1,
+                        const float *want, size_t nwant)
+{
+    stf__decoder dc;
+    stf_err err;
+    float out[16];
+    assert_true(nwant <= 16);
+    assert_int_equal(stf__decoder_open(&dc, c, d, &err), 0);
+    assert_int_equal(stf__decoder_rows(&dc, out, r0, r1, NULL, NULL, &err), 0);
+    assert_memory_equal(out, want, nwant * sizeof(float));
+    stf__decoder_close(&dc);
+}
+
 /* BF16 rows come back bit-exact, for any row range, mapped or read. */
 static void test_float_bf16_exact(void **state)
 {
@@ -72,17 +99,9 @@ static void test_int8_row_convrot(void **state)
                       { "l.weight_scale", STF_BF16, 2, { 2, 1 }, s, sizeof s } };
     st_ckfx f;
     st_ckfx_open(&f, t, 2, 0);
-    stf__decode d;
-    memset(&d, 0, sizeof d);
-    d.kind = STF__DEC_INT8;
-    d.w_idx = idx_of(f.c, "l.weight");
-    d.w_dtype = STF_I8;
-    d.s_idx = (int64_t)idx_of(f.c, "l.weight_scale");
-    d.s_dtype = STF_BF16;
-    d.axis = STF_SCALE_ROW;
+    stf__decode d = dec_scaled(f.c, STF__DEC_INT8, "l.weight", STF_I8, "l.weight_scale", STF_BF16,
+                               STF_SCALE_ROW, 2, 16);
     d.rot_group = 16;
-    d.n = 2;
-    d.k = 16;
     stf__decoder dc;
     stf_err err;
     assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), 0);
@@ -113,18 +132,10 @@ static void test_int8_tensor_sylvester_matches_kernel(void **state)
                       { "m.scale_weight", STF_F16, 0, { 0 }, &s, 2 } };
     st_ckfx f;
     st_ckfx_open(&f, t, 2, 1);
-    stf__decode d;
-    memset(&d, 0, sizeof d);
-    d.kind = STF__DEC_INT8;
-    d.w_idx = idx_of(f.c, "m.weight");
-    d.w_dtype = STF_U8;
-    d.s_idx = (int64_t)idx_of(f.c, "m.scale_weight");
-    d.s_dtype = STF_F16;
-    d.axis = STF_SCALE_TENSOR;
+    stf__decode d = dec_scaled(f.c, STF__DEC_INT8, "m.weight", STF_U8, "m.scale_weight", STF_F16,
+                               STF_SCALE_TENSOR, N, K);
     d.rot_group = 8;
     d.sylvester = 1;
-    d.n = N;
-    d.k = K;
     stf__decoder dc;
     stf_err err;
     assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), 0);
@@ -149,24 +160,10 @@ static void test_int8_column_scale(void **state)
                       { "c.weight_scale", STF_F32, 1, { 4 }, s, sizeof s } };
     st_ckfx f;
     st_ckfx_open(&f, t, 2, 0);
-    stf__decode d;
-    memset(&d, 0, sizeof d);
-    d.kind = STF__DEC_INT8;
-    d.w_idx = idx_of(f.c, "c.weight");
-    d.w_dtype = STF_I8;
-    d.s_idx = (int64_t)idx_of(f.c, "c.weight_scale");
-    d.s_dtype = STF_F32;
-    d.axis = STF_SCALE_COL;
-    d.n = 2;
-    d.k = 4;
-    stf__decoder dc;
-    stf_err err;
-    assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), 0);
-    float out[8];
-    assert_int_equal(stf__decoder_rows(&dc, out, 0, 2, NULL, NULL, &err), 0);
+    stf__decode d = dec_scaled(f.c, STF__DEC_INT8, "c.weight", STF_I8, "c.weight_scale", STF_F32,
+                               STF_SCALE_COL, 2, 4);
     const float want[8] = { 1, 1, 0.75f, 8, -1, -1, -0.75f, -8 };
-    assert_memory_equal(out, want, sizeof want);
-    stf__decoder_close(&dc);
+    expect_rows(f.c, &d, 0, 2, want, 8);
     st_ckfx_close(&f);
 }
 
@@ -180,24 +177,10 @@ static void test_fp8_scalar(void **state)
                       { "f.weight_scale", STF_F32, 0, { 0 }, &s, 4 } };
     st_ckfx f;
     st_ckfx_open(&f, t, 2, 0);
-    stf__decode d;
-    memset(&d, 0, sizeof d);
-    d.kind = STF__DEC_FP8;
-    d.w_idx = idx_of(f.c, "f.weight");
-    d.w_dtype = STF_F8_E4M3;
-    d.s_idx = (int64_t)idx_of(f.c, "f.weight_scale");
-    d.s_dtype = STF_F32;
-    d.axis = STF_SCALE_TENSOR;
-    d.n = 2;
-    d.k = 2;
-    stf__decoder dc;
-    stf_err err;
-    assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), 0);
-    float out[4];
-    assert_int_equal(stf__decoder_rows(&dc, out, 0, 2, NULL, NULL, &err), 0);
+    stf__decode d = dec_scaled(f.c, STF__DEC_FP8, "f.weight", STF_F8_E4M3, "f.weight_scale",
+                               STF_F32, STF_SCALE_TENSOR, 2, 2);
     const float want[4] = { 0.5f, 1.0f, -1.5f, 0.0009765625f };
-    assert_memory_equal(out, want, sizeof want);
-    stf__decoder_close(&dc);
+    expect_rows(f.c, &d, 0, 2, want, 4);
     st_ckfx_close(&f);
 }
 
@@ -215,17 +198,9 @@ static void test_w4a4_matches_kernel(void **state)
                       { "w.weight_scale", STF_F32, 1, { N }, s, sizeof s } };
     st_ckfx f;
     st_ckfx_open(&f, t, 2, 0);
-    stf__decode d;
-    memset(&d, 0, sizeof d);
-    d.kind = STF__DEC_W4A4;
-    d.w_idx = idx_of(f.c, "w.weight");
-    d.w_dtype = STF_I8;
-    d.s_idx = (int64_t)idx_of(f.c, "w.weight_scale");
-    d.s_dtype = STF_F32;
-    d.axis = STF_SCALE_ROW;
+    stf__decode d = dec_scaled(f.c, STF__DEC_W4A4, "w.weight", STF_I8, "w.weight_scale", STF_F32,
+                               STF_SCALE_ROW, N, K);
     d.rot_group = 16;
-    d.n = N;
-    d.k = K;
     stf__decoder dc;
     stf_err err;
     assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), 0);
@@ -269,18 +244,10 @@ static void test_w4a4_fallback(void **state)
                           { "w.weight_scale", STF_F32, 1, { 3 }, s, sizeof s } };
         st_ckfx f;
         st_ckfx_open(&f, t, 2, 0);
-        stf__decode d;
-        memset(&d, 0, sizeof d);
-        d.kind = STF__DEC_W4A4;
-        d.w_idx = idx_of(f.c, "w.weight");
-        d.w_dtype = STF_I8;
-        d.s_idx = (int64_t)idx_of(f.c, "w.weight_scale");
-        d.s_dtype = STF_F32;
-        d.axis = STF_SCALE_ROW;
+        stf__decode d = dec_scaled(f.c, STF__DEC_W4A4, "w.weight", STF_I8, "w.weight_scale",
+                                   STF_F32, STF_SCALE_ROW, n, k);
         d.rot_group = cases[ci].g;
         d.sylvester = cases[ci].syl;
-        d.n = n;
-        d.k = k;
         stf__decoder dc;
         stf_err err;
         assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), 0);
@@ -309,17 +276,9 @@ static void test_int8_grouped_scale(void **state)
     for (int nm = 0; nm < 2; nm++) {
         st_ckfx f;
         st_ckfx_open(&f, t, 2, nm);
-        stf__decode d;
-        memset(&d, 0, sizeof d);
-        d.kind = STF__DEC_INT8;
-        d.w_idx = idx_of(f.c, "g.weight");
-        d.w_dtype = STF_I8;
-        d.s_idx = (int64_t)idx_of(f.c, "g.weight_scale");
-        d.s_dtype = STF_F32;
-        d.axis = STF_SCALE_ROW;
+        stf__decode d = dec_scaled(f.c, STF__DEC_INT8, "g.weight", STF_I8, "g.weight_scale",
+                                   STF_F32, STF_SCALE_ROW, 3, 4);
         d.groups = 2;
-        d.n = 3;
-        d.k = 4;
         stf__decoder dc;
         stf_err err;
         assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), 0);
@@ -353,18 +312,10 @@ static void test_int8_grouped_convrot(void **state)
                       { "h.weight_scale", STF_F32, 2, { N, GR }, s, sizeof s } };
     st_ckfx f;
     st_ckfx_open(&f, t, 2, 0);
-    stf__decode d;
-    memset(&d, 0, sizeof d);
-    d.kind = STF__DEC_INT8;
-    d.w_idx = idx_of(f.c, "h.weight");
-    d.w_dtype = STF_I8;
-    d.s_idx = (int64_t)idx_of(f.c, "h.weight_scale");
-    d.s_dtype = STF_F32;
-    d.axis = STF_SCALE_ROW;
+    stf__decode d = dec_scaled(f.c, STF__DEC_INT8, "h.weight", STF_I8, "h.weight_scale", STF_F32,
+                               STF_SCALE_ROW, N, K);
     d.groups = GR;
     d.rot_group = 16;
-    d.n = N;
-    d.k = K;
     stf__decoder dc;
     stf_err err;
     assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), 0);
@@ -419,16 +370,8 @@ static void test_scale_mismatch(void **state)
                       { "y.weight_scale", STF_I32, 1, { 2 }, si, sizeof si } };
     st_ckfx f;
     st_ckfx_open(&f, t, 3, 0);
-    stf__decode d;
-    memset(&d, 0, sizeof d);
-    d.kind = STF__DEC_INT8;
-    d.w_idx = idx_of(f.c, "x.weight");
-    d.w_dtype = STF_I8;
-    d.s_idx = (int64_t)idx_of(f.c, "x.weight_scale");
-    d.s_dtype = STF_F32;
-    d.axis = STF_SCALE_ROW;
-    d.n = 2;
-    d.k = 4;
+    stf__decode d = dec_scaled(f.c, STF__DEC_INT8, "x.weight", STF_I8, "x.weight_scale", STF_F32,
+                               STF_SCALE_ROW, 2, 4);
     stf__decoder dc;
     stf_err err;
     assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), STF_EFORMAT);
