@@ -64,7 +64,24 @@ static int sel(const char *src, const stf_layer_view *v)
     return r;
 }
 
-static void expect_problem(const char *src, const char *want)
+typedef struct sel_case {
+    const char *src;
+    int want;
+} sel_case;
+
+/* Evaluates every selector in cs (ended by a NULL src) against v; the
+ * failing one is named. */
+static void expect_sels(const stf_layer_view *v, const sel_case *cs)
+{
+    for (size_t i = 0; cs[i].src; i++) {
+        int got = sel(cs[i].src, v);
+        if (got != cs[i].want) fail_msg("%s: got %d, want %d", cs[i].src, got, cs[i].want);
+    }
+}
+
+/* Compiles `src` expecting no selector and, as the first problem, exactly
+ * `want` (whole) or a text that starts with `want` and continues (prefix). */
+static void expect_problem_at(const char *src, const char *want, int prefix)
 {
     stf_recipe_diags *d = stf__diags_new("m.yaml");
     stf__ynode *root = NULL;
@@ -73,26 +90,26 @@ static void expect_problem(const char *src, const char *want)
     stf__selector *s = (stf__selector *)1;
     assert_int_equal(stf__selector_compile(&s, root, "rules[0].match", d), 0);
     assert_null(s);
-    assert_true(d->count >= 1);
-    assert_string_equal(d->v[0].text, want);
+    if (prefix) {
+        assert_int_equal(d->count, 1);
+        assert_true(strlen(d->v[0].text) > strlen(want));
+        assert_memory_equal(d->v[0].text, want, strlen(want));
+    } else {
+        assert_true(d->count >= 1);
+        assert_string_equal(d->v[0].text, want);
+    }
     stf__ynode_free(root);
     stf_recipe_diags_free(d);
 }
 
+static void expect_problem(const char *src, const char *want)
+{
+    expect_problem_at(src, want, 0);
+}
+
 static void expect_problem_prefix(const char *src, const char *want)
 {
-    stf_recipe_diags *d = stf__diags_new("m.yaml");
-    stf__ynode *root = NULL;
-    stf_err err;
-    assert_int_equal(stf__yaml_parse(&root, d, src, strlen(src), &err), 0);
-    stf__selector *s = (stf__selector *)1;
-    assert_int_equal(stf__selector_compile(&s, root, "rules[0].match", d), 0);
-    assert_null(s);
-    assert_int_equal(d->count, 1);
-    assert_true(strlen(d->v[0].text) > strlen(want));
-    assert_memory_equal(d->v[0].text, want, strlen(want));
-    stf__ynode_free(root);
-    stf_recipe_diags_free(d);
+    expect_problem_at(src, want, 1);
 }
 
 static void test_empty_selects_all(void **state)
@@ -108,40 +125,52 @@ static void test_prefix_and_regex(void **state)
 {
     (void)state;
     stf_layer_view v = int8_layer();
-    assert_int_equal(sel("{prefix: 'model.blocks.*.attn.qkv'}", &v), 1);
-    assert_int_equal(sel("{prefix: 'blocks.*.attn.qkv'}", &v), 0);
-    assert_int_equal(sel("{prefix: ['x.**', '**.qkv']}", &v), 1);
-    assert_int_equal(sel("{regex: 'attn\\.(qkv|proj)$'}", &v), 1);
-    assert_int_equal(sel("{regex: '^blocks'}", &v), 0);
-    assert_int_equal(sel("{prefix: '**.qkv', regex: 'mlp'}", &v), 0);
+    expect_sels(&v, (const sel_case[]){
+                        { "{prefix: 'model.blocks.*.attn.qkv'}", 1 },
+                        { "{prefix: 'blocks.*.attn.qkv'}", 0 },
+                        { "{prefix: ['x.**', '**.qkv']}", 1 },
+                        { "{regex: 'attn\\.(qkv|proj)$'}", 1 },
+                        { "{regex: '^blocks'}", 0 },
+                        { "{prefix: '**.qkv', regex: 'mlp'}", 0 },
+                        { NULL, 0 },
+                    });
 }
 
 static void test_weight_and_shape(void **state)
 {
     (void)state;
     stf_layer_view v = int8_layer();
-    assert_int_equal(sel("{weight_dtype: I8}", &v), 1);
-    assert_int_equal(sel("{weight_dtype: [U8, F8_E4M3]}", &v), 0);
-    assert_int_equal(sel("{shape: 'K % 16 == 0'}", &v), 1);
-    assert_int_equal(sel("{shape: ['rank == 2', 'N == K']}", &v), 0);
-    assert_int_equal(sel("{weight: present}", &v), 1);
+    expect_sels(&v, (const sel_case[]){
+                        { "{weight_dtype: I8}", 1 },
+                        { "{weight_dtype: [U8, F8_E4M3]}", 0 },
+                        { "{shape: 'K % 16 == 0'}", 1 },
+                        { "{shape: ['rank == 2', 'N == K']}", 0 },
+                        { "{weight: present}", 1 },
+                        { NULL, 0 },
+                    });
     v.weight_rank = 4;
     v.weight_shape = conv;
     v.k = 36;
     assert_int_equal(sel("{shape: 'rank != 2'}", &v), 1);
     v.has_weight = 0;
-    assert_int_equal(sel("{weight: absent}", &v), 1);
-    assert_int_equal(sel("{weight_dtype: I8}", &v), 0);
+    expect_sels(&v, (const sel_case[]){
+                        { "{weight: absent}", 1 },
+                        { "{weight_dtype: I8}", 0 },
+                        { NULL, 0 },
+                    });
 }
 
 static void test_scale(void **state)
 {
     (void)state;
     stf_layer_view v = int8_layer();
-    assert_int_equal(sel("{scale: present, scale_dtype: F32, scale_shape: [N, 1]}", &v), 1);
-    assert_int_equal(sel("{scale_shape: [N]}", &v), 0);
-    assert_int_equal(sel("{scale_shape: [_, 1]}", &v), 1);
-    assert_int_equal(sel("{scale_shape: [K, 1]}", &v), 0);
+    expect_sels(&v, (const sel_case[]){
+                        { "{scale: present, scale_dtype: F32, scale_shape: [N, 1]}", 1 },
+                        { "{scale_shape: [N]}", 0 },
+                        { "{scale_shape: [_, 1]}", 1 },
+                        { "{scale_shape: [K, 1]}", 0 },
+                        { NULL, 0 },
+                    });
     v.scale_rank = 1;
     v.scale_shape = s_flat;
     assert_int_equal(sel("{scale_shape: [[N], [1, N]]}", &v), 1);
@@ -150,46 +179,64 @@ static void test_scale(void **state)
     assert_int_equal(sel("{scale_shape: [[N], [1, N]]}", &v), 1);
     v.scale_rank = 1;
     v.scale_shape = s_one;
-    assert_int_equal(sel("{scale_shape: [1]}", &v), 1);
-    assert_int_equal(sel("{scale_shape: []}", &v), 0);
+    expect_sels(&v, (const sel_case[]){
+                        { "{scale_shape: [1]}", 1 },
+                        { "{scale_shape: []}", 0 },
+                        { NULL, 0 },
+                    });
     v.scale_rank = 0;
     v.scale_shape = NULL;
     assert_int_equal(sel("{scale_shape: []}", &v), 1);
     v.scale_dtype = STF_BF16;
     assert_int_equal(sel("{scale_dtype: [BF16, F16]}", &v), 1);
     v.has_scale = 0;
-    assert_int_equal(sel("{scale: absent}", &v), 1);
-    assert_int_equal(sel("{scale_dtype: [BF16, F16]}", &v), 0);
-    assert_int_equal(sel("{scale_shape: []}", &v), 0);
+    expect_sels(&v, (const sel_case[]){
+                        { "{scale: absent}", 1 },
+                        { "{scale_dtype: [BF16, F16]}", 0 },
+                        { "{scale_shape: []}", 0 },
+                        { NULL, 0 },
+                    });
 }
 
 static void test_marker_fields(void **state)
 {
     (void)state;
     stf_layer_view v = int8_layer();
-    assert_int_equal(sel("{marker: present}", &v), 1);
-    assert_int_equal(sel("{marker: absent}", &v), 0);
-    assert_int_equal(sel("{marker: {convrot: true, convrot_groupsize: 256}}", &v), 1);
-    assert_int_equal(sel("{marker: {convrot_groupsize: [16, 64]}}", &v), 0);
-    assert_int_equal(sel("{marker: {convrot_groupsize: 256.0}}", &v), 1);
+    expect_sels(&v, (const sel_case[]){
+                        { "{marker: present}", 1 },
+                        { "{marker: absent}", 0 },
+                        { "{marker: {convrot: true, convrot_groupsize: 256}}", 1 },
+                        { "{marker: {convrot_groupsize: [16, 64]}}", 0 },
+                        { "{marker: {convrot_groupsize: 256.0}}", 1 },
+                        { NULL, 0 },
+                    });
     /* A quoted "256" is a string and does not select the number 256. */
-    assert_int_equal(sel("{marker: {convrot_groupsize: '256'}}", &v), 0);
-    assert_int_equal(sel("{marker: {per_row: absent, format: int8_tensorwise}}", &v), 1);
-    assert_int_equal(sel("{marker: {per_row: present}}", &v), 0);
+    expect_sels(&v, (const sel_case[]){
+                        { "{marker: {convrot_groupsize: '256'}}", 0 },
+                        { "{marker: {per_row: absent, format: int8_tensorwise}}", 1 },
+                        { "{marker: {per_row: present}}", 0 },
+                        { NULL, 0 },
+                    });
     /* convrot 1 is not the literal true that SGLang requires (R23). */
     stf_marker_field one[2] = { { "convrot", "1" }, { "name", "\"a\\u00e9\\\"\"" } };
     v.marker_fields = one;
     v.marker_field_count = 2;
-    assert_int_equal(sel("{marker: {convrot: true}}", &v), 0);
-    assert_int_equal(sel("{marker: {convrot: 1}}", &v), 1);
-    assert_int_equal(sel("{not: {marker: {convrot: true}}}", &v), 1);
-    assert_int_equal(sel("{marker: {name: \"a\\u00e9\\\"\"}}", &v), 1);
-    assert_int_equal(sel("{marker: {name: a}}", &v), 0);
+    expect_sels(&v, (const sel_case[]){
+                        { "{marker: {convrot: true}}", 0 },
+                        { "{marker: {convrot: 1}}", 1 },
+                        { "{not: {marker: {convrot: true}}}", 1 },
+                        { "{marker: {name: \"a\\u00e9\\\"\"}}", 1 },
+                        { "{marker: {name: a}}", 0 },
+                        { NULL, 0 },
+                    });
     stf_marker_field nul[1] = { { "x", " null " } };
     v.marker_fields = nul;
     v.marker_field_count = 1;
-    assert_int_equal(sel("{marker: {x: ~}}", &v), 1);
-    assert_int_equal(sel("{marker: {x: false}}", &v), 0);
+    expect_sels(&v, (const sel_case[]){
+                        { "{marker: {x: ~}}", 1 },
+                        { "{marker: {x: false}}", 0 },
+                        { NULL, 0 },
+                    });
     v.has_marker = 0;
     v.marker_field_count = 0;
     assert_int_equal(sel("{marker: {x: absent}}", &v), 0);
@@ -199,18 +246,24 @@ static void test_format_probe_rotation(void **state)
 {
     (void)state;
     stf_layer_view v = int8_layer();
-    assert_int_equal(sel("{format: int8_tensorwise}", &v), 1);
-    assert_int_equal(sel("{format: [nvfp4, mxfp8]}", &v), 0);
-    assert_int_equal(sel("{format: absent}", &v), 0);
-    assert_int_equal(sel("{probe: rowwise, rotation: regular}", &v), 1);
-    assert_int_equal(sel("{probe: [columnwise, ambiguous]}", &v), 0);
+    expect_sels(&v, (const sel_case[]){
+                        { "{format: int8_tensorwise}", 1 },
+                        { "{format: [nvfp4, mxfp8]}", 0 },
+                        { "{format: absent}", 0 },
+                        { "{probe: rowwise, rotation: regular}", 1 },
+                        { "{probe: [columnwise, ambiguous]}", 0 },
+                        { NULL, 0 },
+                    });
     v.probe = STF_PROBE_COLUMN;
     v.rotation = STF_ROTATION_SYLVESTER;
     assert_int_equal(sel("{probe: columnwise, rotation: sylvester}", &v), 1);
     v.format = NULL;
-    assert_int_equal(sel("{format: absent}", &v), 1);
-    assert_int_equal(sel("{format: [absent, int8_tensorwise]}", &v), 1);
-    assert_int_equal(sel("{not: {format: absent}}", &v), 0);
+    expect_sels(&v, (const sel_case[]){
+                        { "{format: absent}", 1 },
+                        { "{format: [absent, int8_tensorwise]}", 1 },
+                        { "{not: {format: absent}}", 0 },
+                        { NULL, 0 },
+                    });
 }
 
 static void test_group_size_rule(void **state)
