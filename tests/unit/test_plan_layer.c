@@ -9,6 +9,18 @@
 
 static float g_s16[256];
 
+/* Layer L: INT8 codes w (zeros when NULL) of n x kdim, an F32 scale of shape
+ * sshape[srank] and a marker; opened, then given the one rule match -> act. */
+static void int8_layer(pt_ckpt *k, const signed char *w, uint64_t n, uint64_t kdim, unsigned srank,
+                       const uint64_t *sshape, const char *marker, const char *match, const char *act)
+{
+    PT_ADD(k, L ".weight", "I8", w, n, kdim);
+    pt_add(k, L ".weight_scale", "F32", srank, sshape, g_s16);
+    pt_marker(k, L ".comfy_quant", marker);
+    pt_open(k);
+    pt_recipe1(k, match, act);
+}
+
 /* ------------------------------------------------------------ reshape-scale */
 
 static void test_reshape_rows_after_probe(void **state)
@@ -16,12 +28,9 @@ static void test_reshape_rows_after_probe(void **state)
     (void)state;
     pt_ckpt k = { 0 };
     signed char *w = pt_rows_i8(16, 256);
-    PT_ADD(&k, L ".weight", "I8", w, 16, 256);
-    PT_ADD(&k, L ".weight_scale", "F32", g_s16, 16);
-    pt_marker(&k, L ".comfy_quant", M256);
-    pt_open(&k);
-    pt_recipe1(&k, "{format: int8_tensorwise, scale_shape: [[N]], probe: rowwise}",
-            "{reshape-scale: {to: rows, require_probe: true}}");
+    int8_layer(&k, w, 16, 256, 1, PT_SHAPE(16), M256,
+               "{format: int8_tensorwise, scale_shape: [[N]], probe: rowwise}",
+               "{reshape-scale: {to: rows, require_probe: true}}");
     pt_plan_ok(&k);
     const stf_plan_tensor *s = pt_out(&k, L ".weight_scale");
     pt_shape_is(s, 2, PT_SHAPE(16, 1));
@@ -43,11 +52,8 @@ static void test_reshape_square_needs_row_probe(void **state)
     (void)state;
     pt_ckpt k = { 0 };
     signed char *w = pt_cols_i8(16, 16);
-    PT_ADD(&k, L ".weight", "I8", w, 16, 16);
-    PT_ADD(&k, L ".weight_scale", "F32", g_s16, 16);
-    pt_marker(&k, L ".comfy_quant", M16);
-    pt_open(&k);
-    pt_recipe1(&k, "{format: int8_tensorwise}", "{reshape-scale: {to: rows}}");
+    int8_layer(&k, w, 16, 16, 1, PT_SHAPE(16), M16, "{format: int8_tensorwise}",
+               "{reshape-scale: {to: rows}}");
     pt_expect_err(&k, "layer '" L "': rule 'r' (recipe line 6): reshape-scale: the row/column probe "
                    "(H1) says COLUMN, not ROW (square layer: never without the probe); the scale "
                    "is left as (16,)");
@@ -88,11 +94,8 @@ static void test_transpose_row_is_header_only(void **state)
     (void)state;
     pt_ckpt k = { 0 };
     signed char *w = pt_rows_i8(16, 256);
-    PT_ADD(&k, L ".weight", "I8", w, 16, 256);
-    PT_ADD(&k, L ".weight_scale", "F32", g_s16, 1, 16);
-    pt_marker(&k, L ".comfy_quant", M256);
-    pt_open(&k);
-    pt_recipe1(&k, "{scale_shape: [[1, N]]}", "transpose-scale");
+    int8_layer(&k, w, 16, 256, 2, PT_SHAPE(1, 16), M256, "{scale_shape: [[1, N]]}",
+               "transpose-scale");
     pt_plan_ok(&k);
     const stf_plan_tensor *s = pt_out(&k, L ".weight_scale");
     pt_shape_is(s, 2, PT_SHAPE(16, 1));
@@ -107,11 +110,8 @@ static void test_transpose_column_requantizes(void **state)
     (void)state;
     pt_ckpt k = { 0 };
     signed char *w = pt_cols_i8(16, 16);
-    PT_ADD(&k, L ".weight", "I8", w, 16, 16);
-    PT_ADD(&k, L ".weight_scale", "F32", g_s16, 1, 16);
-    pt_marker(&k, L ".comfy_quant", M16);
-    pt_open(&k);
-    pt_recipe1(&k, "{scale_shape: [[1, K]]}", "transpose-scale");
+    int8_layer(&k, w, 16, 16, 2, PT_SHAPE(1, 16), M16, "{scale_shape: [[1, K]]}",
+               "transpose-scale");
     pt_plan_ok(&k);
     const stf__job *j = pt_job_of(&k, L ".weight");
     assert_int_equal(j->kind, STF__JOB_REQUANT_INT8);
