@@ -280,6 +280,26 @@ static void test_frame_boundary(void **state)
     assert_string_equal(e.rule, "S3");
 }
 
+/* b opens under o; the caller inspects and frees the header. */
+static stf__header *parse_ok(const st_bytes *b, const stf_open_opts *o)
+{
+    stf__header *h = NULL;
+    stf_err e;
+    assert_int_equal(st_bytes_parse(&h, b, 0, o, NULL, &e), 0);
+    assert_non_null(h);
+    return h;
+}
+
+/* b is refused under o by the cap `rule` at byte `at`; e is left for the caller. */
+static void cap_fails(const st_bytes *b, const stf_open_opts *o, const char *rule, uint64_t at,
+                      stf_err *e)
+{
+    stf__header *h = NULL;
+    assert_int_equal(st_bytes_parse(&h, b, 0, o, NULL, e), STF_ELIMIT);
+    assert_string_equal(e->rule, rule);
+    assert_int_equal(e->offset, at);
+}
+
 static void test_tensor_cap(void **state)
 {
     (void)state;
@@ -289,16 +309,13 @@ static void test_tensor_cap(void **state)
                       "\"c\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}}";
     st_bytes b = st_bytes_simple(hdr, 0);
     stf_open_opts o = st_opts(0);
-    stf__header *h;
     stf_err e;
     o.max_tensors = 3;
-    assert_int_equal(st_bytes_parse(&h, &b, 0, &o, NULL, &e), 0);
+    stf__header *h = parse_ok(&b, &o);
     assert_int_equal(h->ntensors, 3);
     stf__header_free(h);
     o.max_tensors = 2;
-    assert_int_equal(st_bytes_parse(&h, &b, 0, &o, NULL, &e), STF_ELIMIT);
-    assert_string_equal(e.rule, "L2");
-    assert_int_equal(e.offset, st_at(hdr, "\"c\""));
+    cap_fails(&b, &o, "L2", st_at(hdr, "\"c\""), &e);
     st_bytes_free(&b);
 }
 
@@ -317,9 +334,8 @@ static void test_rank_cap(void **state)
     st_fails(&c, STF_ELIMIT, "L3", st_at(r9, "2]"));
     /* The cap is configurable up to STF_MAX_RANK_HARD. */
     stf_open_opts o = st_opts(0);
-    stf_err e;
     o.max_rank = 1000;
-    assert_int_equal(st_bytes_parse(&h, &c, 0, &o, NULL, &e), 0);
+    h = parse_ok(&c, &o);
     assert_int_equal(h->tensors[0].rank, 9);
     stf__header_free(h);
     st_bytes_free(&c);
@@ -332,23 +348,17 @@ static void test_name_cap(void **state)
                       "\"ab\\u0063de\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}}";
     st_bytes b = st_bytes_simple(hdr, 0);
     stf_open_opts o = st_opts(0);
-    stf__header *h;
     stf_err e;
     o.max_name = 5;
-    assert_int_equal(st_bytes_parse(&h, &b, 0, &o, NULL, &e), 0);
-    stf__header_free(h);
+    stf__header_free(parse_ok(&b, &o));
     o.max_name = 4; /* counted after unescaping: "abcde" is 5 */
-    assert_int_equal(st_bytes_parse(&h, &b, 0, &o, NULL, &e), STF_ELIMIT);
-    assert_string_equal(e.rule, "L4");
-    assert_int_equal(e.offset, st_at(hdr, "\"ab\\"));
+    cap_fails(&b, &o, "L4", st_at(hdr, "\"ab\\"), &e);
     st_bytes_free(&b);
     /* Far over the cap: refused from the raw length (30 bytes >= 6 x (4 + 1)). */
     const char *lng = "{\"abcdefghijklmnopqrstuvwxyzABCD\":{\"dtype\":\"U8\",\"shape\":[0],"
                       "\"data_offsets\":[0,0]}}";
     st_bytes c = st_bytes_simple(lng, 0);
-    assert_int_equal(st_bytes_parse(&h, &c, 0, &o, NULL, &e), STF_ELIMIT);
-    assert_string_equal(e.rule, "L4");
-    assert_int_equal(e.offset, 9);
+    cap_fails(&c, &o, "L4", 9, &e);
     assert_non_null(strstr(e.msg, "30 raw bytes"));
     st_bytes_free(&c);
 }
@@ -359,16 +369,13 @@ static void test_meta_cap_and_depth(void **state)
     const char *hdr = "{\"__metadata__\":{\"a\":\"1\",\"b\":\"2\",\"c\":\"3\"}}";
     st_bytes b = st_bytes_simple(hdr, 0);
     stf_open_opts o = st_opts(0);
-    stf__header *h;
     stf_err e;
     o.max_meta_entries = 3;
-    assert_int_equal(st_bytes_parse(&h, &b, 0, &o, NULL, &e), 0);
+    stf__header *h = parse_ok(&b, &o);
     assert_int_equal(h->nmeta, 3);
     stf__header_free(h);
     o.max_meta_entries = 2;
-    assert_int_equal(st_bytes_parse(&h, &b, 0, &o, NULL, &e), STF_ELIMIT);
-    assert_string_equal(e.rule, "L5");
-    assert_int_equal(e.offset, st_at(hdr, "\"c\""));
+    cap_fails(&b, &o, "L5", st_at(hdr, "\"c\""), &e);
     st_bytes_free(&b);
 
     const char *deep = "{\"t\":{\"x\":[[]]}}";
