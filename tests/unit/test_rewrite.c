@@ -60,6 +60,28 @@ static int rewrite(const char *in, const char *out, uint64_t max_shard, stf_err 
     return rc;
 }
 
+/* The canonical image of hdr: padded to 8 as the writer does. */
+static unsigned char *canon_image(const char *hdr, const void *data, size_t dlen, size_t *len)
+{
+    return image(hdr, (strlen(hdr) + 7) / 8 * 8, data, dlen, len);
+}
+
+static void rewrite_ok(const char *in, const char *out, uint64_t max_shard)
+{
+    stf_err err;
+    if (rewrite(path_of(in), path_of(out), max_shard, &err)) fail_msg("%s", err.msg);
+}
+
+/* The file `name` holds exactly want[0..len). */
+static void expect_file(const char *name, const unsigned char *want, size_t len)
+{
+    size_t got_len;
+    unsigned char *got = slurp(path_of(name), &got_len);
+    assert_int_equal(got_len, len);
+    assert_memory_equal(got, want, len);
+    free(got);
+}
+
 static const char CANON[] =
     "{\"__metadata__\":{\"format\":\"pt\",\"q\":\"{\\\"a\\\": 1}\"},"
     "\"w.scale\":{\"dtype\":\"F32\",\"shape\":[2,1],\"data_offsets\":[0,8]},"
@@ -72,17 +94,11 @@ static const unsigned char DATA[19] = { 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40, 0x80, 0
 static void test_canonical_identity(void **state)
 {
     (void)state;
-    size_t hl = strlen(CANON), n = (hl + 7) / 8 * 8, len;
-    unsigned char *b = image(CANON, n, DATA, sizeof DATA, &len);
+    size_t len;
+    unsigned char *b = canon_image(CANON, DATA, sizeof DATA, &len);
     put_file("in.safetensors", b, len);
-    stf_err err;
-    int rc = rewrite(path_of("in.safetensors"), path_of("out.safetensors"), 0, &err);
-    if (rc) fail_msg("%s", err.msg);
-    size_t got_len;
-    unsigned char *got = slurp(path_of("out.safetensors"), &got_len);
-    assert_int_equal(got_len, len);
-    assert_memory_equal(got, b, len);
-    free(got);
+    rewrite_ok("in.safetensors", "out.safetensors", 0);
+    expect_file("out.safetensors", b, len);
     free(b);
 }
 
@@ -105,46 +121,29 @@ static void test_noncanonical(void **state)
     unsigned char *b = image(hdr, strlen(hdr), data, sizeof data, &len);
     put_file("nc.safetensors", b, len);
     free(b);
-    stf_err err;
-    int rc = rewrite(path_of("nc.safetensors"), path_of("out.safetensors"), 0, &err);
-    if (rc) fail_msg("%s", err.msg);
-    size_t hl = strlen(CANON), n = (hl + 7) / 8 * 8, got_len;
-    unsigned char *want = image(CANON, n, DATA, sizeof DATA, &len);
-    unsigned char *got = slurp(path_of("out.safetensors"), &got_len);
-    assert_int_equal(got_len, len);
-    assert_memory_equal(got, want, len);
-    free(got);
+    rewrite_ok("nc.safetensors", "out.safetensors", 0);
+    unsigned char *want = canon_image(CANON, DATA, sizeof DATA, &len);
+    expect_file("out.safetensors", want, len);
     free(want);
 }
 
 static void test_shard_and_join(void **state)
 {
     (void)state;
-    size_t hl = strlen(CANON), n = (hl + 7) / 8 * 8, len;
-    unsigned char *b = image(CANON, n, DATA, sizeof DATA, &len);
+    size_t len;
+    unsigned char *b = canon_image(CANON, DATA, sizeof DATA, &len);
     put_file("in.safetensors", b, len);
-    stf_err err;
-    int rc = rewrite(path_of("in.safetensors"), path_of("m.safetensors"), 8, &err);
-    if (rc) fail_msg("%s", err.msg);
+    rewrite_ok("in.safetensors", "m.safetensors", 8);
     /* w.scale (8) | norm + w (8) | comfy_quant (3) */
-    size_t ilen;
-    unsigned char *idx = slurp(path_of("m.safetensors.index.json"), &ilen);
     static const char want_idx[] =
         "{\n  \"metadata\": {\n    \"total_size\": 19\n  },\n  \"weight_map\": {\n"
         "    \"norm\": \"m-00002-of-00003.safetensors\",\n"
         "    \"w\": \"m-00002-of-00003.safetensors\",\n"
         "    \"w.comfy_quant\": \"m-00003-of-00003.safetensors\",\n"
         "    \"w.scale\": \"m-00001-of-00003.safetensors\"\n  }\n}\n";
-    assert_int_equal(ilen, strlen(want_idx));
-    assert_memory_equal(idx, want_idx, ilen);
-    free(idx);
-    rc = rewrite(path_of("m.safetensors.index.json"), path_of("joined.safetensors"), 0, &err);
-    if (rc) fail_msg("%s", err.msg);
-    size_t got_len;
-    unsigned char *got = slurp(path_of("joined.safetensors"), &got_len);
-    assert_int_equal(got_len, len);
-    assert_memory_equal(got, b, len);
-    free(got);
+    expect_file("m.safetensors.index.json", (const unsigned char *)want_idx, strlen(want_idx));
+    rewrite_ok("m.safetensors.index.json", "joined.safetensors", 0);
+    expect_file("joined.safetensors", b, len);
     free(b);
 }
 
@@ -159,20 +158,13 @@ static void test_in_place(void **state)
     unsigned char *b = image(hdr, strlen(hdr), data, 6, &len);
     put_file("ip.safetensors", b, len);
     free(b);
-    stf_err err;
-    int rc = rewrite(path_of("ip.safetensors"), path_of("ip.safetensors"), 0, &err);
-    if (rc) fail_msg("%s", err.msg);
+    rewrite_ok("ip.safetensors", "ip.safetensors", 0);
     static const char want_hdr[] =
         "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
         "\"b\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[4,6]}}";
     const unsigned char want_data[6] = { 0, 0, 0x80, 0x3f, 7, 8 };
-    size_t wl = strlen(want_hdr);
-    unsigned char *want = image(want_hdr, (wl + 7) / 8 * 8, want_data, 6, &len);
-    size_t got_len;
-    unsigned char *got = slurp(path_of("ip.safetensors"), &got_len);
-    assert_int_equal(got_len, len);
-    assert_memory_equal(got, want, len);
-    free(got);
+    unsigned char *want = canon_image(want_hdr, want_data, 6, &len);
+    expect_file("ip.safetensors", want, len);
     free(want);
 }
 
