@@ -21,16 +21,24 @@
 
 /* ------------------------------------------------------------ §9.2 */
 
+/* b opens leniently with no findings at all; the caller frees the header. */
+static stf__header *ok_clean(const st_bytes *b)
+{
+    stf__findings f;
+    stf__findings_init(&f);
+    stf__header *h = st_ok_lenient(b, 0, &f);
+    assert_int_equal(f.n, 0);
+    stf__findings_free(&f);
+    return h;
+}
+
 static void test_empty_shapes_allowed(void **state)
 {
     (void)state;
     const char *hdr = "{\"test\":{\"dtype\":\"I32\",\"shape\":[],\"data_offsets\":[0,4]}}";
     assert_int_equal(strlen(hdr), 56);
     st_bytes b = st_bytes_simple(hdr, 4);
-    stf__findings f;
-    stf__findings_init(&f);
-    stf__header *h = st_ok_lenient(&b, 0, &f);
-    assert_int_equal(f.n, 0);
+    stf__header *h = ok_clean(&b);
     assert_int_equal(h->n, 56);
     assert_int_equal(h->data_size, 4);
     assert_int_equal(h->ntensors, 1);
@@ -38,7 +46,6 @@ static void test_empty_shapes_allowed(void **state)
     assert_int_equal(h->nmeta, 0);
     st_tensor_is(&h->tensors[0], "test", STF_I32, 0, NULL, 0, 4, 9);
     stf__header_free(h);
-    stf__findings_free(&f);
     st_bytes_free(&b);
 }
 
@@ -49,10 +56,7 @@ static void test_deserialization(void **state)
     assert_int_equal(strlen(DESER), 60);
     st_bytes b = st_bytes_simple(DESER, 16);
     assert_int_equal(b.p[0], '<');
-    stf__findings f;
-    stf__findings_init(&f);
-    stf__header *h = st_ok_lenient(&b, 0, &f);
-    assert_int_equal(f.n, 0);
+    stf__header *h = ok_clean(&b);
     assert_int_equal(h->ntensors, 1);
     assert_int_equal(h->data_size, 16);
     st_tensor_is(&h->tensors[0], "test", STF_I32, 2, shape, 0, 16, 9);
@@ -62,7 +66,6 @@ static void test_deserialization(void **state)
     stf_err e;
     assert_int_equal(st_bytes_parse(&h, &b, 0, &o, NULL, &e), 0);
     stf__header_free(h);
-    stf__findings_free(&f);
     st_bytes_free(&b);
 }
 
@@ -73,14 +76,10 @@ static void test_zero_sized_tensor(void **state)
     const char *hdr = "{\"test\":{\"dtype\":\"I32\",\"shape\":[2,0],\"data_offsets\":[0, 0]}}";
     assert_int_equal(strlen(hdr), 60);
     st_bytes b = st_bytes_simple(hdr, 0);
-    stf__findings f;
-    stf__findings_init(&f);
-    stf__header *h = st_ok_lenient(&b, 0, &f);
-    assert_int_equal(f.n, 0);
+    stf__header *h = ok_clean(&b);
     assert_int_equal(h->data_size, 0);
     st_tensor_is(&h->tensors[0], "test", STF_I32, 2, shape, 0, 0, 9);
     stf__header_free(h);
-    stf__findings_free(&f);
     st_bytes_free(&b);
 }
 
@@ -89,15 +88,11 @@ static void test_whitespace_padded_header(void **state)
     (void)state;
     st_bytes b = st_bytes_file(6, "{}\r \t\n", 6, NULL, 0);
     assert_int_equal(b.len, 14);
-    stf__findings f;
-    stf__findings_init(&f);
-    stf__header *h = st_ok_lenient(&b, 0, &f);
-    assert_int_equal(f.n, 0);
+    stf__header *h = ok_clean(&b);
     assert_int_equal(h->ntensors, 0);
     assert_null(h->tensors);
     assert_int_equal(h->data_size, 0);
     stf__header_free(h);
-    stf__findings_free(&f);
     st_bytes_free(&b);
 }
 
