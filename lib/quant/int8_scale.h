@@ -62,4 +62,26 @@ static inline float stf__int8_row_scale(float *d_out, float a, stf_quant_mode mo
     return s;
 }
 
+/*
+ * The shared step of the SIMD int8_row variants after pass 1: from the bits
+ * of max|R| decide whether the fast quantize pass applies, and compute the
+ * scale and divisor. *t is normalised (fp32 mode, or a T other than BF16/F16,
+ * quantizes with T = F32). Returns 1 for the rare rows that must go to the
+ * scalar reference instead: R not finite (a NaN/Inf input, which the scalar
+ * table rejects with STF_ENUMERIC, or an FHT overflow of huge finite inputs),
+ * or some rT(R) infinite (rT is monotone, so exactly when rT(max|R|) is),
+ * whose clamp of +-Inf the fast conversions do not give.
+ */
+static inline int stf__int8_row_prepare(float *s, float *d, uint32_t abits, stf_quant_mode mode,
+                                        stf_dtype *t)
+{
+    if (mode == STF_QMODE_FP32 || (*t != STF_BF16 && *t != STF_F16)) *t = STF_F32;
+    float a = stf__f32_from_bits(abits);
+    if (abits >= 0x7F800000u || (stf__f32_bits(stf__round_t(a, *t)) & 0x7F800000u) == 0x7F800000u)
+        return 1;
+    /* Eager takes max|rT(R)|; rT is monotone and odd, so that is rT(max|R|). */
+    *s = stf__int8_row_scale(d, mode == STF_QMODE_EAGER ? stf__round_t(a, *t) : a, mode, *t);
+    return 0;
+}
+
 #endif

@@ -502,16 +502,9 @@ static int int8_row_avx2(int8_t *q, float *scale, const void *src, stf_dtype src
     else if (src_dtype == STF_F16) abits = pass1_f16(scratch, src, k, g);
     else abits = pass1_f32(scratch, src, k, g);
 
-    if (mode == STF_QMODE_FP32 || (t != STF_BF16 && t != STF_F16)) t = STF_F32;
-    float a = stf__f32_from_bits(abits);
-    /* Rare rows go to the scalar table, as in kernels_avx512.c: R not
-     * finite (a NaN/Inf input: STF_ENUMERIC; or an FHT overflow), or some
-     * v = rT(R) infinite (exactly when rT(a) is). */
-    if (abits >= 0x7F800000u || (stf__f32_bits(stf__round_t(a, t)) & 0x7F800000u) == 0x7F800000u)
+    float s, d;
+    if (stf__int8_row_prepare(&s, &d, abits, mode, &t))
         return stf__kernels_scalar.int8_row(q, scale, src, src_dtype, k, g, mode, t, scratch);
-
-    /* Eager takes max|rT(R)|; rT is monotone and odd, so that is rT(max|R|). */
-    float d, s = stf__int8_row_scale(&d, mode == STF_QMODE_EAGER ? stf__round_t(a, t) : a, mode, t);
 
     /* d is a normal float between the scale floor and maxT/127, so 1/d is
      * finite and normal: G = 256 rows always take the reciprocal. */

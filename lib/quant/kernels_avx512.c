@@ -533,20 +533,9 @@ INL int int8_row_x(int8_t *q, float *scale, const void *src, stf_dtype src_dtype
     else if (src_dtype == STF_F16) abits = pass1_f16(scratch, src, k, g);
     else abits = pass1_f32(scratch, src, k, g);
 
-    if (mode == STF_QMODE_FP32 || (t != STF_BF16 && t != STF_F16)) t = STF_F32;
-    float a = stf__f32_from_bits(abits);
-    /*
-     * Rare rows go to the scalar table, whose answer is the reference by
-     * definition: R not finite (a NaN/Inf input, which it rejects with
-     * STF_ENUMERIC, or an FHT overflow of huge finite inputs), and rows
-     * where some v = rT(R) is Inf (rT is monotone, so exactly when rT(a)
-     * is), whose clamp of +-Inf the fast conversion does not give.
-     */
-    if (abits >= 0x7F800000u || (stf__f32_bits(stf__round_t(a, t)) & 0x7F800000u) == 0x7F800000u)
+    float s, d;
+    if (stf__int8_row_prepare(&s, &d, abits, mode, &t))
         return stf__kernels_scalar.int8_row(q, scale, src, src_dtype, k, g, mode, t, scratch);
-
-    /* Eager takes max|rT(R)|; rT is monotone and odd, so that is rT(max|R|). */
-    float d, s = stf__int8_row_scale(&d, mode == STF_QMODE_EAGER ? stf__round_t(a, t) : a, mode, t);
 
     if (hw_bf16 && t == STF_BF16 && d >= 0x1p-125f && d <= 0x1p125f && stf__avx512_bf16_usable())
         stf__int8_codes_bf16(q, scratch, k, 1.0f / d);
