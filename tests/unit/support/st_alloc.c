@@ -1,8 +1,13 @@
 /* Test helper: the counting, failing allocation hook (see st_alloc.h). */
 #include "support/st_alloc.h"
 
+#include <setjmp.h>
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <cmocka.h>
 
 #include "stfix.h"
 
@@ -59,4 +64,23 @@ long st_alloc_calls(void)
 long st_alloc_live(void)
 {
     return atomic_load(&g_live);
+}
+
+void st_alloc_sweep(int (*fn)(void *ud, stf_err *err), void *ud, void (*after_fail)(void *ud))
+{
+    for (long n = 1; n < 10000; n++) {
+        st_alloc_arm(n);
+        st_alloc_install();
+        stf_err err;
+        int rc = fn(ud, &err);
+        st_alloc_uninstall();
+        assert_int_equal(st_alloc_live(), 0);
+        if (rc == 0) {
+            assert_true(st_alloc_calls() < n);
+            return;
+        }
+        assert_int_equal(rc, STF_ENOMEM);
+        if (after_fail) after_fail(ud);
+    }
+    fail_msg("st_alloc_sweep: still failing after 10000 allocations");
 }

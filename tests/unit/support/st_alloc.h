@@ -26,4 +26,15 @@ long st_alloc_calls(void);
 /* Blocks the hook handed out and has not seen freed since the last arm. */
 long st_alloc_live(void);
 
+/*
+ * The usual sweep: run fn with allocation N failing for N = 1, 2, ... until
+ * it succeeds (cmocka-fails after 10000 tries). Asserts that every failure
+ * returns STF_ENOMEM and leaves no block alive, that the success needed fewer
+ * calls than the last armed N, and runs after_fail(ud) (may be NULL) after
+ * each failure for the caller's own checks (e.g. nothing left on disk).
+ */
+struct stf_err;
+void st_alloc_sweep(int (*fn)(void *ud, struct stf_err *err), void *ud,
+                    void (*after_fail)(void *ud));
+
 #endif
