@@ -35,6 +35,22 @@ int stf__int8_row_bf16_g256(int8_t *q, float *scale, const uint16_t *src, size_t
                             stf_quant_mode mode, float *scratch);
 
 /*
+ * Whether this CPU's vdpbf16ps rounds as the instruction is defined (two
+ * roundings, odd word first), so pass 1 may run stage 1 on it (asked once;
+ * 0 where AVX512-BF16/VBMI are missing).
+ */
+int stf__avx512_dp_exact(void);
+
+/*
+ * Pass 1 of stf__int8_row_bf16_g256 on its own, for tests: z = rT(16 R) as
+ * BF16 in the kernel's block order, *abits = max |16 R| as bits. dp = 0:
+ * the shuffle version; dp = 1: stage 1 on vdpbf16ps, which returns 1 (z
+ * undefined) when the CPU lacks it or some input is nonzero and below
+ * 2^-119 in magnitude.
+ */
+int stf__bf16_g256_pass1(uint16_t *z, uint32_t *abits, const uint16_t *src, size_t k, int dp);
+
+/*
  * q[k] = the codes of x[k] (R as F32, natural order) for T = BF16, by
  * AVX512-BF16 and VBMI, with r = fl32(1/d) normal and every rT(x[i])
  * finite (the caller checks both). Only where stf__avx512_bf16_usable().

@@ -146,6 +146,215 @@ TGT static uint32_t pass1_eo(uint16_t *z, const uint16_t *src, size_t k)
     return _mm512_reduce_max_epu32(amax);
 }
 
+/* ------------------------------------------- stage 1 on vdpbf16ps */
+
+/*
+ * vdpbf16ps computes, per F32 lane i, acc = fl(acc + a[2i+1] * b[2i+1])
+ * and then acc = fl(acc + a[2i] * b[2i]): two roundings, odd word first,
+ * with BF16 inputs read as zero when subnormal (DAZ) and subnormal results
+ * flushed (FTZ). With b = +-1 the products are exact, so each step is
+ * one IEEE addition, and stage 1 of §2 (stride 1, on the BF16 inputs)
+ * becomes: P1 = the pair (x0, x1) of each 4-tuple, P2 = (x3, x2) (swapped,
+ * so x2 is added first), and
+ *   s01 = dp(0, P1, (1, 1))      = fl(x0 + x1)
+ *   d01 = dp(0, P1, (1, -1))     = fl(x0 - x1)
+ *   n01 = dp(0, P1, (-1, 1))     = fl(-x0 + x1)
+ *   y0 = dp(s01, P2, (-1, 1))    = fl(fl(s01 + x2) - x3)
+ *   y1 = dp(s01, P2, (1, -1))    = fl(fl(s01 - x2) + x3)
+ *   y2 = dp(d01, P2, (1, 1)),  y3 = dp(n01, P2, (1, 1))
+ * term for term the §2 expressions (unscaled, as pass1_eo). The zero
+ * accumulator can turn a -0 sum into +0, which int8_row allows (see
+ * fht_quad_x). DAZ/FTZ cannot bite when every input has |x| >= 2^-119
+ * (exponent field >= 8): all such sums are multiples of 2^-126, so nonzero
+ * ones are normal. The loads test that with one vptestmw each, which
+ * flags zeros too; a flagged row is rescanned exactly (has_tiny) and only
+ * a row with a really tiny input is redone by pass1_eo.
+ * The two-rounding, odd-first order is the architectural definition;
+ * dp_exact() checks this CPU follows it before the path is used.
+ */
+
+/* The BF16 pair (even word e, odd word o) of one dword. */
+#define BF_PAIR(e, o) ((int)(((uint32_t)(o) << 16) | (uint32_t)(e)))
+#define BF_ONE 0x3F80u
+#define BF_MONE 0xBF80u
+
+/*
+ * P2 from the two loads a (words 0..31) and b (32..63): dword lane l of
+ * P1 = vshufps(a, b, 2,0,2,0) holds the (x0, x1) dword D = 4(l/4) + 2(l%2)
+ * of a (l%4 < 2) or b; P2 lane l takes (x3, x2) of the same tuple, the
+ * words 2D + 3 and 2D + 2 of that load.
+ */
+static const uint16_t k_p2_words[32] __attribute__((aligned(64))) = {
+    3,  2,  7,  6,  35, 34, 39, 38, 11, 10, 15, 14, 43, 42, 47, 46,
+    19, 18, 23, 22, 51, 50, 55, 54, 27, 26, 31, 30, 59, 58, 63, 62,
+};
+
+TGT INL __m512 dp1(__m512 acc, __m512i a, int pair)
+{
+    return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)_mm512_set1_epi32(pair));
+}
+
+/* 0: not asked yet; else 1 + answer. */
+static atomic_int g_dp_exact;
+
+/*
+ * Whether vdpbf16ps rounds twice, odd word first, as defined. Case 1:
+ * 1 + 2^-24 rounds to 1 (tie to even) twice, so two roundings give 1
+ * while one rounding of 1 + 2^-23 gives 1 + 2^-23. Case 2: 1 + 2^-24 *
+ * (1 + 2^-7) first gives 1 + 2^-23, minus 2^-23 is 1; the other order
+ * gives 1 - 2^-24 (and one rounding gives that too).
+ */
+TGT static int dp_exact_probe(void)
+{
+    const __m512 one = _mm512_set1_ps(1.0f);
+    __m512i p1 = _mm512_set1_epi32(BF_PAIR(0x3380u, 0x3380u)); /* 2^-24, 2^-24 */
+    __m512i p2 = _mm512_set1_epi32(BF_PAIR(0xB400u, 0x3381u)); /* -2^-23, 2^-24 (1 + 2^-7) */
+    float r1 = _mm512_cvtss_f32(dp1(one, p1, BF_PAIR(BF_ONE, BF_ONE)));
+    float r2 = _mm512_cvtss_f32(dp1(one, p2, BF_PAIR(BF_ONE, BF_ONE)));
+    return r1 == 1.0f && r2 == 1.0f;
+}
+
+int stf__avx512_dp_exact(void)
+{
+    int v = atomic_load_explicit(&g_dp_exact, memory_order_relaxed);
+    if (v == 0) {
+        v = 1 + (stf__avx512_bf16_usable() && dp_exact_probe());
+        atomic_store_explicit(&g_dp_exact, v, memory_order_relaxed);
+    }
+    return v - 1;
+}
+
+/*
+ * Load one 256-group, screen it, and run stage 1: v[d + 4p] = output d of
+ * the tuples of loads 2p, 2p + 1 (index bits b0..b7: vector index
+ * (b0, b1, b6, b7), lanes (b2, b5, b3, b4)).
+ */
+TGT INL void dp_stage1(__m512 *v, const uint16_t *s, __m512i p2w, __mmask32 *ok)
+{
+    const __m512i tst = _mm512_set1_epi16(0x7C00);
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; p++) {
+        const uint16_t *at = s + 64 * (size_t)p;
+        /* 4 KiB ahead, as pass1_eo; never faults. */
+        _mm_prefetch((const char *)((uintptr_t)at + 4096), _MM_HINT_T0);
+        _mm_prefetch((const char *)((uintptr_t)at + 4096 + 64), _MM_HINT_T0);
+        __m512i a = _mm512_loadu_si512((const void *)at);
+        __m512i b = _mm512_loadu_si512((const void *)(at + 32));
+        *ok = _mm512_mask_test_epi16_mask(*ok, a, tst);
+        *ok = _mm512_mask_test_epi16_mask(*ok, b, tst);
+        __m512i p1 = _mm512_castps_si512(_mm512_shuffle_ps(
+            _mm512_castsi512_ps(a), _mm512_castsi512_ps(b), _MM_SHUFFLE(2, 0, 2, 0)));
+        __m512i p2 = _mm512_permutex2var_epi16(a, p2w, b);
+        __m512 z = _mm512_setzero_ps();
+        __m512 s01 = dp1(z, p1, BF_PAIR(BF_ONE, BF_ONE));
+        __m512 d01 = dp1(z, p1, BF_PAIR(BF_ONE, BF_MONE));
+        __m512 n01 = dp1(z, p1, BF_PAIR(BF_MONE, BF_ONE));
+        v[4 * p + 0] = dp1(s01, p2, BF_PAIR(BF_MONE, BF_ONE));
+        v[4 * p + 1] = dp1(s01, p2, BF_PAIR(BF_ONE, BF_MONE));
+        v[4 * p + 2] = dp1(d01, p2, BF_PAIR(BF_ONE, BF_ONE));
+        v[4 * p + 3] = dp1(n01, p2, BF_PAIR(BF_ONE, BF_ONE));
+    }
+}
+
+/* Stages 2-4 after dp_stage1: four lane moves (the least: b2..b5 start
+ * in lanes), ending in fht256_eo's order. */
+INL void dp_rest_a(__m512 *v)
+{
+    swap_all(v, 0, 0); /* vb = (b2, b1, b6, b7), l = (b5, b0, b3, b4) */
+    swap_all(v, 2, 1); /* vb = (b2, b3, ..), l = (b5, b0, b4, b1) */
+#pragma GCC unroll 4
+    for (int m = 0; m < 16; m += 4) fht_quad_x(&v[m], &v[m + 1], &v[m + 2], &v[m + 3], 0, 1);
+}
+
+INL void dp_rest_b(__m512 *v)
+{
+    swap_all(v, 2, 0); /* vb = (b4, b3, ..), l = (b5, b0, b1, b2) */
+    swap_all(v, 0, 1); /* vb = (b4, b5, b6, b7), l = (b0, b3, b1, b2) */
+#pragma GCC unroll 4
+    for (int m = 0; m < 16; m += 4) fht_quad_x(&v[m], &v[m + 1], &v[m + 2], &v[m + 3], 0, 1);
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; m++) fht_quad_x(&v[m], &v[m + 4], &v[m + 8], &v[m + 12], 0, 1);
+}
+
+/* Absmax and the BF16 store of one finished group. */
+TGT INL void group_out(uint16_t *z, const __m512 *v, __m512i *amax)
+{
+    *amax = _mm512_max_epu32(*amax, _mm512_castps_si512(group_maxabs(v)));
+#pragma GCC unroll 8
+    for (int m = 0; m < 8; m++)
+        _mm512_storeu_si512((void *)(z + 32 * (size_t)m),
+                            (__m512i)_mm512_cvtne2ps_pbh(v[2 * m + 1], v[2 * m]));
+}
+
+/*
+ * The exact form of the screen, for rows the one-instruction test flagged
+ * (it flags zeros too, which are harmless): whether some input is nonzero
+ * with |x| < 2^-119, i.e. 0 < (bits & 0x7FFF) < 0x0400.
+ */
+TGT static int has_tiny(const uint16_t *src, size_t k)
+{
+    const __m512i mag = _mm512_set1_epi16(0x7FFF), one = _mm512_set1_epi16(1),
+                  lim = _mm512_set1_epi16(0x03FF);
+    __mmask32 bad = 0;
+    for (size_t i = 0; i < k; i += 32) {
+        __m512i t = _mm512_sub_epi16(
+            _mm512_and_si512(_mm512_loadu_si512((const void *)(src + i)), mag), one);
+        bad |= _mm512_cmplt_epu16_mask(t, lim);
+    }
+    return bad != 0;
+}
+
+/*
+ * Pass 1 as pass1_eo (same z, same result), two groups per iteration so
+ * the core has two independent dependency chains: one group alone is
+ * latency-bound. qw (NULL: none) is the row pass 2 will write: its lines
+ * are prefetched for writing here, so pass 2's stores do not wait for
+ * their read-for-ownership from memory. Returns 1 (z undefined) for a row
+ * with a nonzero input below 2^-119.
+ */
+TGT static int pass1_dp(uint16_t *z, uint32_t *abits, const uint16_t *src, size_t k,
+                        const int8_t *qw)
+{
+    __m512i p2w = _mm512_load_si512((const void *)k_p2_words);
+    __m512i amax = _mm512_setzero_si512();
+    __mmask32 ok = 0xFFFFFFFFu;
+    size_t i = 0;
+    for (; i + 512 <= k; i += 512) {
+        __m512 a[16], b[16];
+        dp_stage1(a, src + i, p2w, &ok);
+        dp_stage1(b, src + i + 256, p2w, &ok);
+        if (qw)
+            for (int j = 0; j < 8; j++)
+                _mm_prefetch((const char *)(qw + i + 64 * (size_t)j), _MM_HINT_ET0);
+        dp_rest_a(a);
+        dp_rest_a(b);
+        dp_rest_b(a);
+        dp_rest_b(b);
+        group_out(z + i, a, &amax);
+        group_out(z + i + 256, b, &amax);
+    }
+    if (i < k) {
+        __m512 a[16];
+        dp_stage1(a, src + i, p2w, &ok);
+        if (qw)
+            for (int j = 0; j < 4; j++)
+                _mm_prefetch((const char *)(qw + i + 64 * (size_t)j), _MM_HINT_ET0);
+        dp_rest_a(a);
+        dp_rest_b(a);
+        group_out(z + i, a, &amax);
+    }
+    if (ok != 0xFFFFFFFFu && has_tiny(src, k)) return 1;
+    *abits = _mm512_reduce_max_epu32(amax);
+    return 0;
+}
+
+int stf__bf16_g256_pass1(uint16_t *z, uint32_t *abits, const uint16_t *src, size_t k, int dp)
+{
+    if (dp) return stf__avx512_dp_exact() ? pass1_dp(z, abits, src, k, NULL) : 1;
+    *abits = pass1_eo(z, src, k);
+    return 0;
+}
+
 /*
  * Where each code of a 64-value block sits after pass 2's packs: entry o
  * is the byte holding value o. Follows from fht256_eo's lane order
@@ -238,7 +447,8 @@ int stf__int8_row_bf16_g256(int8_t *q, float *scale, const uint16_t *src, size_t
                             stf_quant_mode mode, float *scratch)
 {
     uint16_t *z = (uint16_t *)(void *)scratch;
-    uint32_t ubits = pass1_eo(z, src, k);
+    uint32_t ubits;
+    if (!stf__avx512_dp_exact() || pass1_dp(z, &ubits, src, k, q)) ubits = pass1_eo(z, src, k);
     if (ubits >= 0x7F800000u) return 1;
     /* rT(U) must stay finite for the scaled copy to be exact. */
     if ((stf__f32_to_bf16(stf__f32_from_bits(ubits)) & 0x7F80u) == 0x7F80u) return 1;
