@@ -2,7 +2,10 @@
  * Kernel benchmark: on the same buffers, in one run, memcpy bandwidth (the
  * yardstick), then every kernel in every available variant with 1 thread
  * and with all threads. Prints input GB/s and the ratio to memcpy with the
- * same thread count; BENCH_JSON=FILE also writes a JSON array.
+ * same thread count, the memcpy being re-timed right before each of the
+ * case's repetitions (the machine's bandwidth drifts; a yardstick from a
+ * minute earlier does not measure the same machine); BENCH_JSON=FILE
+ * also writes a JSON array.
  *
  * STFIX_SIMD=scalar|avx2|avx512 restricts the run to one variant.
  * BENCH_QUICK=1 shrinks the buffers 16x (a smoke run, not a measurement).
@@ -163,21 +166,38 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Best-of-REPS seconds for one job on pool p (NULL: inline); slow cases
- * (the scalar reference) stop after 2 repetitions once 2 s are spent. */
-static double time_job(job *j, stf_pool *p)
+/* Seconds for one run of a job on pool p (NULL: inline). */
+static double time_once(job *j, stf_pool *p)
 {
     size_t grain = j->k >= (1u << 18) ? 1 : (1u << 18) / j->k;
+    double t0 = now_s();
+    int rc = stf_pool_run(p, j->n, grain, run_rows, j);
+    double t = now_s() - t0;
+    if (rc) {
+        fprintf(stderr, "bench: kernel failed (%d)\n", rc);
+        exit(2);
+    }
+    return t;
+}
+
+/*
+ * Best-of-REPS seconds for job j and, when y is given, for the yardstick
+ * y run right before each repetition of j (*ybest): the two bests come
+ * from the same stretch of time, so a machine whose memory bandwidth
+ * drifts between cases (a VM) moves both alike. Slow cases (the scalar
+ * reference) stop after 2 repetitions once 2 s are spent.
+ */
+static double time_job(job *j, stf_pool *p, job *y, double *ybest)
+{
     double best = 1e30, spent = 0.0;
+    if (ybest) *ybest = 1e30;
     for (int rep = 0; rep < REPS && !(rep >= 2 && spent > 2.0); rep++) {
-        double t0 = now_s();
-        int rc = stf_pool_run(p, j->n, grain, run_rows, j);
-        double t = now_s() - t0;
-        spent += t;
-        if (rc) {
-            fprintf(stderr, "bench: kernel failed (%d)\n", rc);
-            exit(2);
+        if (y) {
+            double ty = time_once(y, p);
+            if (ty < *ybest) *ybest = ty;
         }
+        double t = time_once(j, p);
+        spent += t;
         if (t < best) best = t;
     }
     return best;
@@ -195,6 +215,7 @@ typedef struct result {
 static result g_res[512];
 static size_t g_nres;
 static const char *g_filter; /* BENCH_FILTER, NULL: every case */
+static double g_yard_bytes; /* bytes the yardstick copies */
 
 static int wanted(const char *name)
 {
@@ -216,21 +237,26 @@ static void record(const char *name, const char *variant, unsigned threads, doub
     fflush(stdout);
 }
 
-/* Time and record one case, unless BENCH_FILTER leaves it out. */
+/* The yardstick job (memcpy of the BF16 input, row by row). */
+static job g_yard;
+
+/* Time and record one case against the yardstick run alongside it,
+ * unless BENCH_FILTER leaves it out. */
 static void measure(const char *name, const char *variant, unsigned threads, double bytes, job *j,
-                    stf_pool *p, double memcpy_gbps)
+                    stf_pool *p)
 {
     if (!wanted(name)) return;
-    record(name, variant, threads, bytes, time_job(j, p), memcpy_gbps);
+    double ty, t = time_job(j, p, &g_yard, &ty);
+    record(name, variant, threads, bytes, t, g_yard_bytes / ty * 1e-9);
 }
 
-static double find(const char *name, const char *variant, unsigned threads)
+static const result *find(const char *name, const char *variant, unsigned threads)
 {
     for (size_t i = 0; i < g_nres; i++)
         if (strcmp(g_res[i].name, name) == 0 && strcmp(g_res[i].variant, variant) == 0 &&
             g_res[i].threads == threads)
-            return g_res[i].gbps;
-    return 0.0;
+            return &g_res[i];
+    return NULL;
 }
 
 static int write_json(const char *path)
@@ -303,11 +329,15 @@ int main(void)
     printf("bench_kernels: %u threads online; buffers %zux%zu (BF16 input %.1f MB)%s\n", nthr,
            N, K, (double)elems * 2 / 1e6, div > 1 ? " [BENCH_QUICK: not a measurement]" : "");
 
-    /* Yardstick: memcpy of the BF16 input size, 1 thread and all threads. */
+    /* Yardstick: memcpy of the BF16 input size, 1 thread and all threads;
+     * every case below runs it again alongside (measure) and is divided by
+     * that figure. */
+    g_yard = (job){ J_MEMCPY, NULL, N, K * 2, 0, bf16, copy, NULL, NULL, NULL };
+    g_yard_bytes = (double)elems * 2;
     double mgbps[2] = { 0, 0 };
     for (int ti = 0; ti < nthr_list; ti++) {
         job j = { J_MEMCPY, NULL, N, K * 2, 0, bf16, copy, NULL, NULL, NULL };
-        double t = time_job(&j, ti == 0 ? NULL : pool);
+        double t = time_job(&j, ti == 0 ? NULL : pool, NULL, NULL);
         mgbps[ti] = (double)elems * 2 / t * 1e-9;
         record("memcpy", "libc", thr_list[ti], (double)elems * 2, t, mgbps[ti]);
     }
@@ -329,35 +359,35 @@ int main(void)
                     job j = { J_INT8_ROW, kt, n, k, gs[gi], bf16, q, sc2, NULL, NULL };
                     snprintf(name, sizeof name, "int8_bf16_g%u_%zux%zu", gs[gi], shape ? K : N * div,
                              k);
-                    measure(name, vn, th, (double)elems * 2, &j, p, mgbps[ti]);
+                    measure(name, vn, th, (double)elems * 2, &j, p);
                 }
             }
             {
                 memcpy(f32b, f32, elems * 4);
                 job j = { J_FHT, kt, N, K, 256, NULL, f32b, NULL, NULL, NULL };
-                measure("fht_f32_g256", vn, th, (double)elems * 4, &j, p, mgbps[ti]);
+                measure("fht_f32_g256", vn, th, (double)elems * 4, &j, p);
             }
             {
                 job j = { J_BF16_F32, kt, N, K, 0, bf16, f32b, NULL, NULL, NULL };
-                measure("bf16_to_f32", vn, th, (double)elems * 2, &j, p, mgbps[ti]);
+                measure("bf16_to_f32", vn, th, (double)elems * 2, &j, p);
                 j.kind = J_F16_F32;
                 j.src = f16;
-                measure("f16_to_f32", vn, th, (double)elems * 2, &j, p, mgbps[ti]);
+                measure("f16_to_f32", vn, th, (double)elems * 2, &j, p);
                 j.kind = J_F32_BF16;
                 j.src = f32;
                 j.dst = copy;
-                measure("f32_to_bf16", vn, th, (double)elems * 4, &j, p, mgbps[ti]);
+                measure("f32_to_bf16", vn, th, (double)elems * 4, &j, p);
                 j.kind = J_DEQUANT;
                 j.src = i8;
                 j.dst = f32b;
                 j.scale = sc;
-                measure("int8_dequant", vn, th, (double)elems, &j, p, mgbps[ti]);
+                measure("int8_dequant", vn, th, (double)elems, &j, p);
             }
             {
                 job j = { J_FP8_REQ, kt, N, K, 256, fp8, q, sc2, NULL, NULL };
-                measure("fp8_e4m3_to_int8_g256", vn, th, (double)elems, &j, p, mgbps[ti]);
+                measure("fp8_e4m3_to_int8_g256", vn, th, (double)elems, &j, p);
                 job j2 = { J_INT8_REQ, kt, N, K, 256, i8, NULL, sc, sc2, q2 };
-                measure("int8_g256_requant_g256", vn, th, (double)elems, &j2, p, mgbps[ti]);
+                measure("int8_g256_requant_g256", vn, th, (double)elems, &j2, p);
             }
         }
     }
@@ -367,14 +397,15 @@ int main(void)
     char n1[64], n2[64];
     snprintf(n1, sizeof n1, "int8_bf16_g256_%zux%zu", N * div, K);
     snprintf(n2, sizeof n2, "int8_bf16_g256_%zux%d", K, 3072);
-    double a1 = find(n1, best, 1), an = find(n1, best, nthr);
-    double b1 = find(n2, best, 1), bn = find(n2, best, nthr);
-    printf("summary (%s): G=256 1-thread ratio to memcpy: %.2f (%s), %.2f (%s)\n", best,
-           a1 / mgbps[0], n1, b1 / mgbps[0], n2);
-    if (nthr > 1)
+    const result *a1 = find(n1, best, 1), *an = find(n1, best, nthr);
+    const result *b1 = find(n2, best, 1), *bn = find(n2, best, nthr);
+    if (a1 && b1)
+        printf("summary (%s): G=256 1-thread ratio to memcpy: %.2f (%s), %.2f (%s)\n", best,
+               a1->gbps / a1->memcpy_gbps, n1, b1->gbps / b1->memcpy_gbps, n2);
+    if (nthr > 1 && a1 && an && b1 && bn)
         printf("summary (%s): %u-thread / 1-thread speedup: %.2f (%s), %.2f (%s); "
                "memcpy %.2f\n",
-               best, nthr, a1 > 0 ? an / a1 : 0.0, n1, b1 > 0 ? bn / b1 : 0.0, n2,
+               best, nthr, an->gbps / a1->gbps, n1, bn->gbps / b1->gbps, n2,
                mgbps[1] / mgbps[0]);
     printf("summary: target >= 0.80 on 1 thread (below 0.60 is not done); >= 1.70x on 2 "
            "threads\n");
