@@ -3,8 +3,14 @@
  * T = BF16 (spec §5, modes cuda and eager), on CPUs with AVX512-BF16 and
  * AVX512-VBMI. Bit-identical to kernels_scalar.c; why, step by step:
  *
- * - Load: 32 BF16 values per 64-byte load, widened without a shuffle:
- *   bits << 16 gives the even elements, bits & 0xFFFF0000 the odd ones.
+ * - Load and stage 1 (pass1_dp, the usual form): the first FHT stage
+ *   runs on vdpbf16ps straight from the BF16 pairs, which also widens
+ *   them (why that is exact: the block above dp_stage1). Rows with an
+ *   input below 2^-119, and CPUs whose vdpbf16ps does not round as
+ *   defined, take pass1_eo: 32 BF16 values per 64-byte load, widened
+ *   without a shuffle (bits << 16 gives the even elements,
+ *   bits & 0xFFFF0000 the odd ones), all four stages on vaddps/vfmadd.
+ *   Both forms give the same bytes.
  * - FHT: the §2 stages without their 0.5 factors (U = 16 R exactly, see
  *   group256 in kernels_avx512.c: every BF16 input is a multiple of
  *   2^-133, so only an overflow can break it, and an overflow makes the
