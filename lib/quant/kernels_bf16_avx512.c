@@ -123,6 +123,16 @@ INL void fht256_eo(__m512 *v)
     for (int m = 0; m < 4; m++) fht_quad_x(&v[m], &v[m + 4], &v[m + 8], &v[m + 12], 0, 1);
 }
 
+/* Absmax and the BF16 store of one finished group. */
+TGT INL void group_out(uint16_t *z, const __m512 *v, __m512i *amax)
+{
+    *amax = _mm512_max_epu32(*amax, _mm512_castps_si512(group_maxabs(v)));
+#pragma GCC unroll 8
+    for (int m = 0; m < 8; m++)
+        _mm512_storeu_si512((void *)(z + 32 * (size_t)m),
+                            (__m512i)_mm512_cvtne2ps_pbh(v[2 * m + 1], v[2 * m]));
+}
+
 /*
  * Pass 1: src (k BF16, k % 256 == 0) -> z = rT(U) as BF16, 64-value
  * blocks in the order fht256_eo leaves them; returns max |U| as bits
@@ -143,11 +153,7 @@ TGT static uint32_t pass1_eo(uint16_t *z, const uint16_t *src, size_t k)
             v[2 * c + 1] = _mm512_castsi512_ps(_mm512_and_si512(w, hi));
         }
         fht256_eo(v);
-        amax = _mm512_max_epu32(amax, _mm512_castps_si512(group_maxabs(v)));
-#pragma GCC unroll 8
-        for (int m = 0; m < 8; m++)
-            _mm512_storeu_si512((void *)(z + i + 32 * (size_t)m),
-                                (__m512i)_mm512_cvtne2ps_pbh(v[2 * m + 1], v[2 * m]));
+        group_out(z + i, v, &amax);
     }
     return _mm512_reduce_max_epu32(amax);
 }
@@ -280,16 +286,6 @@ INL void dp_rest_b(__m512 *v)
     for (int m = 0; m < 16; m += 4) fht_quad_x(&v[m], &v[m + 1], &v[m + 2], &v[m + 3], 0, 1);
 #pragma GCC unroll 4
     for (int m = 0; m < 4; m++) fht_quad_x(&v[m], &v[m + 4], &v[m + 8], &v[m + 12], 0, 1);
-}
-
-/* Absmax and the BF16 store of one finished group. */
-TGT INL void group_out(uint16_t *z, const __m512 *v, __m512i *amax)
-{
-    *amax = _mm512_max_epu32(*amax, _mm512_castps_si512(group_maxabs(v)));
-#pragma GCC unroll 8
-    for (int m = 0; m < 8; m++)
-        _mm512_storeu_si512((void *)(z + 32 * (size_t)m),
-                            (__m512i)_mm512_cvtne2ps_pbh(v[2 * m + 1], v[2 * m]));
 }
 
 /*
