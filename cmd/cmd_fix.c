@@ -272,7 +272,11 @@ static void print_human(FILE *o, const fix_args *a, const char *out, const stf_r
     for (size_t i = 0; i < nl; i++) {
         const stf_plan_layer *l = stf_plan_get_layer(p, i);
         if (!l->nactions) continue;
-        fprintf(o, "  %s:", l->out_prefix ? l->out_prefix : l->prefix);
+        /* A renamed layer shows both names, as `stfix plan` does; otherwise a
+         * layer merged into another would be listed under the target's name. */
+        if (l->out_prefix && strcmp(l->out_prefix, l->prefix))
+            fprintf(o, "  %s -> %s:", l->prefix, l->out_prefix);
+        else fprintf(o, "  %s:", l->prefix);
         for (size_t k = 0; k < l->nrules; k++) fprintf(o, "%s%s", k ? ", " : " ", l->rules[k]);
         fprintf(o, " -> %s\n", l->summary ? l->summary : "");
     }

@@ -347,7 +347,7 @@ for tg in sglang comfyui; do
     o="$D/m5-$tg.safetensors"
     t_run "M5 re-key $tg" 0 "$STFIX" fix "$F/c15_meta_prefix.safetensors" \
         -r "rules/$tg-int8-convrot.yaml" -o "$o"
-    t_stdout_has "M5 re-key $tg" "rekey-metadata-prefix -> rename -> 'blocks.0.attn.qkv'; marker merged into that layer"
+    t_stdout_has "M5 re-key $tg" "  model.diffusion_model.blocks.0.attn.qkv -> blocks.0.attn.qkv: rekey-metadata-prefix -> rename -> 'blocks.0.attn.qkv'; marker merged into that layer"
     t_check "M5 re-key $tg" "$o" "$tg"
     t_true "M5 re-key $tg: metadata and marker" python3 -c '
 import json, struct, sys
