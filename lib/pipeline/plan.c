@@ -252,18 +252,12 @@ static int plan_other(stf__pb *b, size_t ti, stf__pact **acts, size_t *cap, stf_
             stf__free(name);
             return stf__pb_drop(b, t->name, err);
         }
-        if (a->kind != STF_ACT_RENAME || !a->rename.from) continue;
-        size_t fl = strlen(a->rename.from);
-        if (strncmp(name, a->rename.from, fl)) continue;
-        size_t tl = a->rename.to ? strlen(a->rename.to) : 0, rl = strlen(name + fl);
-        char *nn = stf__malloc(tl + rl + 1);
-        if (!nn) {
-            stf__free(name);
-            return stf__err(err, STF_ENOMEM, "plan: out of memory");
-        }
-        if (tl) memcpy(nn, a->rename.to, tl);
-        memcpy(nn + tl, name + fl, rl + 1);
+        if (a->kind != STF_ACT_RENAME) continue;
+        int hit;
+        char *nn = stf__rename_apply(a, name, &hit);
+        if (!hit) continue;
         stf__free(name);
+        if (!nn) return stf__err(err, STF_ENOMEM, "plan: out of memory");
         name = nn;
     }
     size_t oi;
@@ -285,22 +279,30 @@ static int plan_other(stf__pb *b, size_t ti, stf__pact **acts, size_t *cap, stf_
 }
 
 /* The prefix after the rename actions among acts[0..n), in order; NULL when out of memory. */
+char *stf__rename_apply(const stf_action *a, const char *name, int *hit)
+{
+    const char *from = a->rename.from ? a->rename.from : "";
+    const char *to = a->rename.to ? a->rename.to : "";
+    size_t fl = strlen(from), tl = strlen(to), rl;
+    *hit = strncmp(name, from, fl) == 0;
+    if (!*hit) return NULL;
+    rl = strlen(name + fl);
+    char *nn = stf__malloc(tl + rl + 1);
+    if (nn) {
+        memcpy(nn, to, tl);
+        memcpy(nn + tl, name + fl, rl + 1);
+    }
+    return nn;
+}
+
 static char *renamed_prefix(const char *prefix, const stf__pact *acts, size_t n)
 {
     char *name = stf__strdup(prefix);
     for (size_t i = 0; name && i < n; i++) {
-        const stf_action *a = acts[i].a;
-        if (a->kind != STF_ACT_RENAME) continue;
-        const char *from = a->rename.from ? a->rename.from : "";
-        const char *to = a->rename.to ? a->rename.to : "";
-        size_t fl = strlen(from), tl = strlen(to), rl;
-        if (strncmp(name, from, fl)) continue;
-        rl = strlen(name + fl);
-        char *nn = stf__malloc(tl + rl + 1);
-        if (nn) {
-            memcpy(nn, to, tl);
-            memcpy(nn + tl, name + fl, rl + 1);
-        }
+        if (acts[i].a->kind != STF_ACT_RENAME) continue;
+        int hit;
+        char *nn = stf__rename_apply(acts[i].a, name, &hit);
+        if (!hit) continue;
         stf__free(name);
         name = nn;
     }

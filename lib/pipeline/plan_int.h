@@ -147,6 +147,12 @@ int stf__pb_add_job(stf__pb *b, size_t *out, stf_err *err);
 int stf__pb_drop(stf__pb *b, const char *name, stf_err *err);
 /* Record the output marker text of an output layer for _quantization_metadata (copied). */
 int stf__pb_qmeta(stf__pb *b, const char *prefix, const char *text, stf_err *err);
+/*
+ * A rename action applied to one name: a new string with the leading `from`
+ * replaced by `to` (an empty `from` prepends `to`). NULL with *hit = 0 when
+ * the name does not start with `from`; NULL with *hit = 1 when out of memory.
+ */
+char *stf__rename_apply(const stf_action *a, const char *name, int *hit);
 
 /*
  * The stf_layer_view of model layer `l`, as the input holds it. Marker

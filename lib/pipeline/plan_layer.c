@@ -270,19 +270,10 @@ static int do_drop(stf__pw *w, const stf_action *a)
 
 static int do_rename(stf__pw *w, const stf_action *a, stf_err *err)
 {
-    const char *from = a->rename.from ? a->rename.from : "";
-    const char *to = a->rename.to ? a->rename.to : "";
-    size_t fl = strlen(from);
-    if (strncmp(w->out_prefix, from, fl)) return 0;
-    stf_buf nb;
-    stf__buf_init(&nb);
-    stf__buf_puts(&nb, to);
-    stf__buf_puts(&nb, w->out_prefix + fl);
-    char *np = nb.oom ? NULL : nb.data ? nb.data : stf__strdup("");
-    if (!np) {
-        stf__buf_free(&nb);
-        return stf__err(err, STF_ENOMEM, "layer '%s': out of memory", w->l->prefix);
-    }
+    int hit;
+    char *np = stf__rename_apply(a, w->out_prefix, &hit);
+    if (!hit) return 0;
+    if (!np) return stf__err(err, STF_ENOMEM, "layer '%s': out of memory", w->l->prefix);
     stf__free(w->out_prefix);
     w->out_prefix = np;
     if (w->l->nmarkers) w->b->markers_changed = 1;
