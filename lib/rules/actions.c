@@ -368,8 +368,10 @@ static int check_action(const stf_action *a, const stf__ynode *at, const char *p
                                  format_names[a->rewrite_format.to]);
         return 0;
     case STF_ACT_RENAME:
-        if (a->rename.from && !a->rename.from[0])
-            return stf__diag_add(d, at->line, at->col, "%s.from: must not be empty", path);
+        if (a->rename.from && !a->rename.from[0] && a->rename.to && !a->rename.to[0])
+            return stf__diag_add(d, at->line, at->col,
+                                 "%s: from and to are both empty: the rename changes nothing",
+                                 path);
         return 0;
     case STF_ACT_REQUANTIZE:
         if (a->requantize.int8_activations && a->requantize.format != STF_QFMT_CONVROT_W4A4)

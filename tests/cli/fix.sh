@@ -360,6 +360,29 @@ t = h["blocks.0.attn.qkv.comfy_quant"]
 raw = b[8 + n + t["data_offsets"][0]:8 + n + t["data_offsets"][1]]
 sys.exit(0 if q["layers"] == {"blocks.0.attn.qkv": mk} and json.loads(raw) == mk else 1)' "$o"
 done
+# M5 the other way (c15_meta_bare): the bare metadata key P is merged into
+# the all-in-one layer model.diffusion_model.P; the output's marker and
+# _quantization_metadata are keyed by the tensor prefix.
+for tg in sglang comfyui; do
+    o="$D/m5b-$tg.safetensors"
+    t_run "M5 bare re-key $tg" 0 "$STFIX" fix "$F/c15_meta_bare.safetensors" \
+        -r "rules/$tg-int8-convrot.yaml" -o "$o"
+    t_stdout_has "M5 bare re-key $tg" "  blocks.0.attn.qkv -> model.diffusion_model.blocks.0.attn.qkv: rekey-metadata-bare -> rename -> 'model.diffusion_model.blocks.0.attn.qkv'; marker merged into that layer"
+    t_check "M5 bare re-key $tg" "$o" "$tg"
+    t_true "M5 bare re-key $tg: metadata and marker" python3 -c '
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+P = "model.diffusion_model.blocks.0.attn.qkv"
+mk = {"format": "int8_tensorwise", "convrot": True, "convrot_groupsize": 256}
+q = json.loads(h["__metadata__"]["_quantization_metadata"])
+t = h[P + ".comfy_quant"]
+raw = b[8 + n + t["data_offsets"][0]:8 + n + t["data_offsets"][1]]
+names = sorted(k for k in h if k != "__metadata__")
+sys.exit(0 if q["layers"] == {P: mk} and json.loads(raw) == mk and
+         names == [P + ".comfy_quant", P + ".weight", P + ".weight_scale"] else 1)' "$o"
+done
 # Grouped [N,g] scales (§6) are requantized by their own rule for both targets
 # (the exact values: test_job's test_grouped_requant_equals_kernels).
 for tg in sglang comfyui; do

@@ -39,7 +39,7 @@ t_stdout_has "exclude" "dropped: blocks.0.conv.comfy_quant"
 
 # A layer stfix cannot decode: exit 2, the layer, rule and recipe line named.
 t_run "refusal" 2 "$STFIX" plan $F/r44_w4a8_group2.safetensors -r rules/sglang-int8-convrot.yaml
-t_stderr_is "refusal" "stfix: plan: layer 'blocks.0.attn.qkv': rule 'requantize-other-formats' (recipe line 92): requantize: format 'asym_w4a8_int8' cannot be decoded (stfix reads float, FP8, INT8 and convrot_w4a4 layers); exclude needs the original weights"
+t_stderr_is "refusal" "stfix: plan: layer 'blocks.0.attn.qkv': rule 'requantize-other-formats' (recipe line 100): requantize: format 'asym_w4a8_int8' cannot be decoded (stfix reads float, FP8, INT8 and convrot_w4a4 layers); exclude needs the original weights"
 
 # Invalid recipe and unreadable input: exit 2.
 printf 'stfix: 1\ntarget: nowhere\nrules: []\n' >"$T_TMP/bad.yaml"

@@ -354,6 +354,11 @@ def fixtures():
     md = dict(fmt_pt)
     md["_quantization_metadata"] = qmeta({"model.diffusion_model." + A: INT8_256})
     yield "c15_meta_prefix.safetensors", int8_layer(A, 16, 256, with_marker=False), md, ["C15", "R10"]
+    # ... and the other way: bare metadata keys, all-in-one (prefixed) tensors.
+    md = dict(fmt_pt)
+    md["_quantization_metadata"] = qmeta({A: INT8_256})
+    yield ("c15_meta_bare.safetensors", int8_layer("model.diffusion_model." + A, 16, 256, with_marker=False),
+           md, ["C15", "R10"])
 
     # --- numeric probes (stfix check --numeric)
     bad = [0.001] * 16

@@ -188,6 +188,12 @@ static void test_single_forms(void **state)
     expect_ok(&p, 1);
     assert_int_equal(p.v[0].kind, STF_ACT_FLATTEN_CONV);
     parsed_free(&p);
+    /* An empty `from` prepends `to` (the bare-metadata M5 case). */
+    p = parse_do("{rename: {from: '', to: model.diffusion_model.}}");
+    expect_ok(&p, 1);
+    assert_string_equal(p.v[0].rename.from, "");
+    assert_string_equal(p.v[0].rename.to, "model.diffusion_model.");
+    parsed_free(&p);
 }
 
 static void test_problems(void **state)
@@ -251,8 +257,9 @@ static void test_problems(void **state)
                    "U8 are same-bytes relabels");
     expect_problem("{rename: {to: x}}",
                    "a.yaml:1:2: rules[0].do.rename: missing required parameter 'from'");
-    expect_problem("{rename: {from: '', to: x}}",
-                   "a.yaml:1:2: rules[0].do.rename.from: must not be empty");
+    expect_problem("{rename: {from: '', to: ''}}",
+                   "a.yaml:1:2: rules[0].do.rename: from and to are both empty: the rename "
+                   "changes nothing");
     expect_problem("{rename: {from: 12, to: x}}",
                    "a.yaml:1:17: rules[0].do.rename.from: expected a string, got '12'");
     expect_problem("{rewrite-format: {from: [a]}}",

@@ -71,6 +71,9 @@ static const expect CASES[] = {
     { "c15_meta_prefix.safetensors", "C15", STF_SEV_ERROR,
       "_quantization_metadata names layer model.diffusion_model." L ", which has no tensors: ComfyUI "
       "attaches the marker to missing keys and loads the real layer unquantized" },
+    { "c15_meta_bare.safetensors", "C15", STF_SEV_ERROR,
+      "_quantization_metadata names layer " L ", which has no tensors: ComfyUI attaches the marker "
+      "to missing keys and loads the real layer unquantized" },
     { "r04_meta_layer_string.safetensors", "C15", STF_SEV_ERROR,
       "_quantization_metadata entry for layer " L " is 'int8_tensorwise', not an object: ComfyUI "
       "crashes calling .get on it" },

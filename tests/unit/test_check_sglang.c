@@ -133,6 +133,9 @@ static const expect CASES[] = {
       "Serialized W4A8 layer 'blocks.0.attn.qkv' must set convrot=true" },
     { "c15_meta_prefix.safetensors", "R10",
       "Quantized weights are missing comfy_quant metadata: ['blocks.0.attn.qkv.weight']" },
+    { "c15_meta_bare.safetensors", "R10",
+      "Quantized weights are missing comfy_quant metadata: "
+      "['model.diffusion_model.blocks.0.attn.qkv.weight']" },
 };
 
 static void test_exact_messages(void **state)

@@ -383,13 +383,13 @@ static void test_refusals_name_layer_and_rule(void **state)
     assert_int_equal(plan_file("rules/sglang-int8-convrot.yaml",
                                FIX "r44_w4a8_group2.safetensors", &err), STF_EFORMAT);
     assert_string_equal(err.msg, "layer 'blocks.0.attn.qkv': rule 'requantize-other-formats' "
-                                 "(recipe line 92): requantize: format 'asym_w4a8_int8' cannot "
+                                 "(recipe line 100): requantize: format 'asym_w4a8_int8' cannot "
                                  "be decoded (stfix reads float, FP8, INT8 and convrot_w4a4 "
                                  "layers); exclude needs the original weights");
     assert_int_equal(plan_file("rules/sglang-int8-convrot.yaml",
                                FIX "r07_marker_not_object.safetensors", &err), STF_EFORMAT);
     assert_string_equal(err.msg, "layer 'blocks.0.attn.qkv': rule 'normalise-markers' (recipe "
-                                 "line 114): set-marker: the layer has no usable marker (not a "
+                                 "line 122): set-marker: the layer has no usable marker (not a "
                                  "JSON object) and the action names no format; give set-marker "
                                  "a format");
 }
