@@ -215,7 +215,6 @@ typedef struct result {
 static result g_res[512];
 static size_t g_nres;
 static const char *g_filter; /* BENCH_FILTER, NULL: every case */
-static double g_yard_bytes; /* bytes the yardstick copies */
 
 static int wanted(const char *name)
 {
@@ -247,7 +246,8 @@ static void measure(const char *name, const char *variant, unsigned threads, dou
 {
     if (!wanted(name)) return;
     double ty, t = time_job(j, p, &g_yard, &ty);
-    record(name, variant, threads, bytes, t, g_yard_bytes / ty * 1e-9);
+    /* J_MEMCPY rows are k bytes each. */
+    record(name, variant, threads, bytes, t, (double)g_yard.n * (double)g_yard.k / ty * 1e-9);
 }
 
 static const result *find(const char *name, const char *variant, unsigned threads)
@@ -333,7 +333,6 @@ int main(void)
      * every case below runs it again alongside (measure) and is divided by
      * that figure. */
     g_yard = (job){ J_MEMCPY, NULL, N, K * 2, 0, bf16, copy, NULL, NULL, NULL };
-    g_yard_bytes = (double)elems * 2;
     double mgbps[2] = { 0, 0 };
     for (int ti = 0; ti < nthr_list; ti++) {
         job j = { J_MEMCPY, NULL, N, K * 2, 0, bf16, copy, NULL, NULL, NULL };
