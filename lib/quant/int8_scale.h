@@ -63,6 +63,34 @@ static inline float stf__int8_row_scale(float *d_out, float a, stf_quant_mode mo
 }
 
 /*
+ * Whether pass 2 may divide by d as a product with r = fl32(1/d): r must be
+ * finite and normal. The scale rules keep d far inside this range (see
+ * near_half_integer in kernels_avx512.c); the test keeps the reciprocal
+ * form safe even if they ever change.
+ */
+static inline int stf__int8_recip_ok(float d) { return d >= 0x1p-125f && d <= 0x1p125f; }
+
+/*
+ * Calls PASS2(q, x, k, d, T, RECIP) of a SIMD variant with T and RECIP
+ * (stf__int8_recip_ok(d)) as compile-time constants, so each of the six
+ * forms is its own specialised loop.
+ */
+#define STF__INT8_PASS2_DISPATCH(PASS2, q, x, k, d, t)                                             \
+    do {                                                                                           \
+        int recip_ = stf__int8_recip_ok(d);                                                        \
+        if ((t) == STF_BF16) {                                                                     \
+            if (recip_) PASS2(q, x, k, d, STF_BF16, 1);                                            \
+            else PASS2(q, x, k, d, STF_BF16, 0);                                                   \
+        } else if ((t) == STF_F16) {                                                               \
+            if (recip_) PASS2(q, x, k, d, STF_F16, 1);                                             \
+            else PASS2(q, x, k, d, STF_F16, 0);                                                    \
+        } else {                                                                                   \
+            if (recip_) PASS2(q, x, k, d, STF_F32, 1);                                             \
+            else PASS2(q, x, k, d, STF_F32, 0);                                                    \
+        }                                                                                          \
+    } while (0)
+
+/*
  * The shared step of the SIMD int8_row variants after pass 1: from the bits
  * of max|R| decide whether the fast quantize pass applies, and compute the
  * scale and divisor. *t is normalised (fp32 mode, or a T other than BF16/F16,

@@ -474,18 +474,7 @@ static void pass2_t(int8_t *q, const float *x, size_t k, float d, stf_dtype t, u
         else pass2_perm(q, x, k, d, STF_F32, 1);
         return;
     }
-    /* d is always in range (kernels_avx512.c); the test keeps r finite and normal. */
-    int rc = d >= 0x1p-125f && d <= 0x1p125f;
-    if (t == STF_BF16) {
-        if (rc) pass2(q, x, k, d, STF_BF16, 1);
-        else pass2(q, x, k, d, STF_BF16, 0);
-    } else if (t == STF_F16) {
-        if (rc) pass2(q, x, k, d, STF_F16, 1);
-        else pass2(q, x, k, d, STF_F16, 0);
-    } else {
-        if (rc) pass2(q, x, k, d, STF_F32, 1);
-        else pass2(q, x, k, d, STF_F32, 0);
-    }
+    STF__INT8_PASS2_DISPATCH(pass2, q, x, k, d, t);
 }
 
 

@@ -499,19 +499,7 @@ static uint32_t pass1_f32(float *x, const void *s, size_t k, unsigned g)
 
 static void pass2_t(int8_t *q, const float *x, size_t k, float d, stf_dtype t)
 {
-    /* d is always in range (see near_half_integer); the test keeps r finite
-     * and normal even if the scale rules ever change. */
-    int recip = d >= 0x1p-125f && d <= 0x1p125f;
-    if (t == STF_BF16) {
-        if (recip) pass2(q, x, k, d, STF_BF16, 1);
-        else pass2(q, x, k, d, STF_BF16, 0);
-    } else if (t == STF_F16) {
-        if (recip) pass2(q, x, k, d, STF_F16, 1);
-        else pass2(q, x, k, d, STF_F16, 0);
-    } else {
-        if (recip) pass2(q, x, k, d, STF_F32, 1);
-        else pass2(q, x, k, d, STF_F32, 0);
-    }
+    STF__INT8_PASS2_DISPATCH(pass2, q, x, k, d, t);
 }
 
 
@@ -537,7 +525,7 @@ INL int int8_row_x(int8_t *q, float *scale, const void *src, stf_dtype src_dtype
     if (stf__int8_row_prepare(&s, &d, abits, mode, &t))
         return stf__kernels_scalar.int8_row(q, scale, src, src_dtype, k, g, mode, t, scratch);
 
-    if (hw_bf16 && t == STF_BF16 && d >= 0x1p-125f && d <= 0x1p125f && stf__avx512_bf16_usable())
+    if (hw_bf16 && t == STF_BF16 && stf__int8_recip_ok(d) && stf__avx512_bf16_usable())
         stf__int8_codes_bf16(q, scratch, k, 1.0f / d);
     else pass2_t(q, scratch, k, d, t);
     *scale = s;
