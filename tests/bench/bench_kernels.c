@@ -24,6 +24,10 @@
 
 #include "quant/kernels.h"
 #include "stfix.h"
+#if defined(__x86_64__) || defined(__i386__)
+#include "quant/kernels_avx512.h"
+#define HAVE_PASS1 1 /* the first pass of the AVX512-BF16 G=256 row, on its own */
+#endif
 
 #define REPS 5
 
@@ -84,7 +88,7 @@ static float *scratch(void)
 
 typedef enum job_kind {
     J_MEMCPY, J_INT8_ROW, J_FHT, J_BF16_F32, J_F16_F32, J_F32_BF16, J_DEQUANT, J_FP8_REQ,
-    J_INT8_REQ
+    J_INT8_REQ, J_PASS1
 } job_kind;
 
 typedef struct job {
@@ -119,6 +123,17 @@ static int run_rows(void *ud, size_t b, size_t e)
                                   STF_QMODE_CUDA, STF_BF16, x);
             if (rc) return rc;
             break;
+        }
+        case J_PASS1: { /* rotate + absmax into the scratch row; no codes */
+#ifdef HAVE_PASS1
+            uint32_t abits;
+            if (stf__bf16_g256_pass1((uint16_t *)(void *)x, &abits,
+                                     (const uint16_t *)j->src + r * k, k, 1))
+                return 1;
+            break;
+#else
+            return 1;
+#endif
         }
         case J_FHT: /* in place on F32 rows */
             kt->fht_regular((float *)j->dst + r * k, k, j->g);
@@ -373,6 +388,18 @@ int main(void)
                              shape ? K : N * div, k);
                     measure(name, vn, th, (double)elems * 2, &j, p);
                 }
+#ifdef HAVE_PASS1
+                if (ti == 0 && variants[vi] == STF_SIMD_AVX512 && stf__avx512_dp_exact()) {
+                    /* The row's first pass alone, streaming: everything
+                     * that reads the input (load, rotate, absmax, the BF16
+                     * scratch row), none of the second pass, which cannot
+                     * start before the row's absmax is known. */
+                    job j = { J_PASS1, kt, n, k, 256, bf16, NULL, NULL, NULL, NULL, 0 };
+                    snprintf(name, sizeof name, "int8_bf16_g256_%zux%zu_pass1",
+                             shape ? K : N * div, k);
+                    measure(name, vn, th, (double)elems * 2, &j, p);
+                }
+#endif
             }
             {
                 memcpy(f32b, f32, elems * 4);
@@ -423,6 +450,15 @@ int main(void)
                "%.2f GB/s = %.2f x memcpy; streaming keeps %.0f%% and %.0f%% of it\n",
                best, ac->gbps, ac->gbps / ac->memcpy_gbps, bc->gbps, bc->gbps / bc->memcpy_gbps,
                100.0 * a1->gbps / ac->gbps, 100.0 * b1->gbps / bc->gbps);
+    snprintf(c1, sizeof c1, "%s_pass1", n1);
+    snprintf(c2, sizeof c2, "%s_pass1", n2);
+    const result *ap = find(c1, best, 1), *bp = find(c2, best, 1);
+    if (a1 && b1 && ap && bp)
+        printf("summary (%s): the first pass alone (read, rotate, absmax; no codes): "
+               "%.2f GB/s = %.2f x memcpy, %.2f GB/s = %.2f x memcpy; the whole row runs at "
+               "%.0f%% and %.0f%% of it\n",
+               best, ap->gbps, ap->gbps / ap->memcpy_gbps, bp->gbps, bp->gbps / bp->memcpy_gbps,
+               100.0 * a1->gbps / ap->gbps, 100.0 * b1->gbps / bp->gbps);
     if (nthr > 1 && a1 && an && b1 && bn)
         printf("summary (%s): %u-thread / 1-thread speedup: %.2f (%s), %.2f (%s); "
                "memcpy %.2f\n",
