@@ -277,6 +277,24 @@ static const result *find(const char *name, const char *variant, unsigned thread
     return NULL;
 }
 
+/*
+ * Summary line for the 1-thread companion cases of the two target rows
+ * (names n1, n2 plus suffix), each beside the streaming row (a1, b1).
+ */
+static void beside(const char *best, const char *n1, const char *n2, const result *a1,
+                   const result *b1, const char *suffix, const char *what)
+{
+    char c1[80], c2[80];
+    snprintf(c1, sizeof c1, "%s%s", n1, suffix);
+    snprintf(c2, sizeof c2, "%s%s", n2, suffix);
+    const result *ac = find(c1, best, 1), *bc = find(c2, best, 1);
+    if (!a1 || !b1 || !ac || !bc) return;
+    printf("summary (%s): %s: %.2f GB/s = %.2f x memcpy, %.2f GB/s = %.2f x memcpy; "
+           "the streaming row runs at %.0f%% and %.0f%% of it\n",
+           best, what, ac->gbps, ac->gbps / ac->memcpy_gbps, bc->gbps, bc->gbps / bc->memcpy_gbps,
+           100.0 * a1->gbps / ac->gbps, 100.0 * b1->gbps / bc->gbps);
+}
+
 static int write_json(const char *path)
 {
     FILE *f = fopen(path, "w");
@@ -441,24 +459,8 @@ int main(void)
     if (a1 && b1)
         printf("summary (%s): G=256 1-thread ratio to memcpy: %.2f (%s), %.2f (%s)\n", best,
                a1->gbps / a1->memcpy_gbps, n1, b1->gbps / b1->memcpy_gbps, n2);
-    char c1[80], c2[80];
-    snprintf(c1, sizeof c1, "%s_cached", n1);
-    snprintf(c2, sizeof c2, "%s_cached", n2);
-    const result *ac = find(c1, best, 1), *bc = find(c2, best, 1);
-    if (a1 && b1 && ac && bc)
-        printf("summary (%s): the same rows in L2 (compute only): %.2f GB/s = %.2f x memcpy, "
-               "%.2f GB/s = %.2f x memcpy; streaming keeps %.0f%% and %.0f%% of it\n",
-               best, ac->gbps, ac->gbps / ac->memcpy_gbps, bc->gbps, bc->gbps / bc->memcpy_gbps,
-               100.0 * a1->gbps / ac->gbps, 100.0 * b1->gbps / bc->gbps);
-    snprintf(c1, sizeof c1, "%s_pass1", n1);
-    snprintf(c2, sizeof c2, "%s_pass1", n2);
-    const result *ap = find(c1, best, 1), *bp = find(c2, best, 1);
-    if (a1 && b1 && ap && bp)
-        printf("summary (%s): the first pass alone (read, rotate, absmax; no codes): "
-               "%.2f GB/s = %.2f x memcpy, %.2f GB/s = %.2f x memcpy; the whole row runs at "
-               "%.0f%% and %.0f%% of it\n",
-               best, ap->gbps, ap->gbps / ap->memcpy_gbps, bp->gbps, bp->gbps / bp->memcpy_gbps,
-               100.0 * a1->gbps / ap->gbps, 100.0 * b1->gbps / bp->gbps);
+    beside(best, n1, n2, a1, b1, "_cached", "the same rows in L2 (compute only)");
+    beside(best, n1, n2, a1, b1, "_pass1", "the first pass alone (read, rotate, absmax; no codes)");
     if (nthr > 1 && a1 && an && b1 && bn)
         printf("summary (%s): %u-thread / 1-thread speedup: %.2f (%s), %.2f (%s); "
                "memcpy %.2f\n",
