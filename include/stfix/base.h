@@ -28,7 +28,8 @@ enum {
     STF_ELIMIT = -5,       /* a configurable resource cap was exceeded */
     STF_EUNSUPPORTED = -6, /* valid input that stfix does not handle */
     STF_ENOTFOUND = -7,    /* a named tensor, layer or file does not exist */
-    STF_ENUMERIC = -8      /* non-finite or otherwise unusable numeric data */
+    STF_ENUMERIC = -8,     /* non-finite or otherwise unusable numeric data */
+    STF_EBUSY = -9         /* the output is locked by another writer (no-wait mode) */
 };
 
 /*

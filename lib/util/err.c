@@ -16,6 +16,7 @@ const char *stf_strerror(int code)
     case STF_EUNSUPPORTED: return "unsupported";
     case STF_ENOTFOUND: return "not found";
     case STF_ENUMERIC: return "unusable numeric data";
+    case STF_EBUSY: return "output locked by another writer";
     default: return "unknown error";
     }
 }
