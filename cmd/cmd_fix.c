@@ -1,7 +1,7 @@
 /*
  * stfix fix IN -r RECIPE (-o OUT | --in-place) [-j N] [--quant-mode MODE]
  *           [--error-report] [--allow-noncompliant] [--max-shard-size SIZE]
- *           [--max-mem SIZE] [--json]
+ *           [--max-mem SIZE] [--no-wait] [--json]
  *
  * Loads the recipe, plans the conversion of IN, runs it into OUT and lets
  * the library verify the result against the recipe's targets before it
@@ -19,7 +19,7 @@
 
 typedef struct fix_args {
     const char *in, *recipe, *out;
-    int in_place, json, error_report, allow_noncompliant;
+    int in_place, json, error_report, allow_noncompliant, no_wait;
     unsigned threads; /* 0: one per online core */
     int quant_mode_set;
     stf_quant_mode quant_mode;
@@ -43,6 +43,8 @@ static void usage(FILE *to)
             "  --allow-noncompliant  keep the output even if it fails the recipe's targets\n"
             "  --max-shard-size SIZE split the output into shards (e.g. 5GB, 500MB, 4GiB)\n"
             "  --max-mem SIZE        working set for requantization (default 2GiB)\n"
+            "  --no-wait             fail at once if another stfix run is writing OUT\n"
+            "                        (default: wait for it)\n"
             "  --json                one JSON document on stdout instead of the summary\n"
             "Exit codes: 0 ok, 1 output failed verification (nothing written),\n"
             "2 invalid input or recipe, 3 usage error, 4 operation failed.\n");
@@ -87,6 +89,8 @@ static int parse_args(fix_args *a, int argc, char **argv)
             a->error_report = 1;
         } else if (!strcmp(s, "--allow-noncompliant")) {
             a->allow_noncompliant = 1;
+        } else if (!strcmp(s, "--no-wait")) {
+            a->no_wait = 1;
         } else if (cli_opt_is(s, "-r", "--recipe")) {
             if (!(a->recipe = cli_opt_value(argc, argv, &i, "--recipe"))) goto missing;
         } else if (cli_opt_is(s, "-o", "--output")) {
@@ -152,23 +156,6 @@ static int parse_args(fix_args *a, int argc, char **argv)
         return EXIT_USAGE;
     }
     return -1;
-}
-
-/* The input file OUT would overwrite (OUT, or OUT.index.json when sharding). */
-static const char *clobbered_input(const stf_ckpt *c, const char *out, int sharded)
-{
-    char idx[4096];
-    snprintf(idx, sizeof idx, "%s.index.json", out);
-    struct stat so, si, sx;
-    int have_out = stat(out, &so) == 0, have_idx = sharded && stat(idx, &sx) == 0;
-    size_t ns = stf_ckpt_shard_count(c);
-    for (size_t k = 0; k <= ns; k++) {
-        const char *in = k < ns ? stf_ckpt_shard_path(c, k) : stf_ckpt_index_path(c);
-        if (!in || stat(in, &si) != 0) continue;
-        if (have_out && so.st_dev == si.st_dev && so.st_ino == si.st_ino) return in;
-        if (have_idx && sx.st_dev == si.st_dev && sx.st_ino == si.st_ino) return in;
-    }
-    return NULL;
 }
 
 /* JSON has no infinity: an exact layer's SNR is written as null. */
@@ -427,14 +414,17 @@ int cmd_fix(int argc, char **argv)
         /* Rename over the real file, so a symlink to it stays valid. */
         in_real = realpath(a.in, NULL);
         out = in_real ? in_real : a.in;
-    } else {
-        const char *hit = clobbered_input(c, a.out, a.max_shard_size != 0);
-        if (hit) {
-            cli_errorf("fix", "%s: the output would overwrite the input '%s'; use --in-place",
-                       a.out, hit);
-            ex = EXIT_USAGE;
-            goto done;
-        }
+    }
+    stf_run_opts ro;
+    stf_run_opts_init(&ro);
+    ro.write.input = c;
+    ro.write.replace_input = a.in_place;
+    ro.write.no_wait = a.no_wait;
+    ro.write.max_shard_size = a.max_shard_size;
+    /* Every output path is judged before minutes of work, not after. */
+    if (stf_output_check(out, &ro.write, &err)) {
+        ex = cli_report("fix", &err);
+        goto done;
     }
     if (stf_pool_new(&pool, a.threads, &err)) {
         ex = fail(&err);
@@ -451,12 +441,9 @@ int cmd_fix(int argc, char **argv)
         goto done;
     }
 
-    stf_run_opts ro;
-    stf_run_opts_init(&ro);
     ro.pool = pool;
     if (a.max_mem_set) ro.max_mem = a.max_mem;
     ro.max_shard_size = a.max_shard_size;
-    ro.write.max_shard_size = a.max_shard_size;
     ro.allow_noncompliant = a.allow_noncompliant;
     ro.error_metrics = a.error_report;
     int run = stf_plan_run(&rep, p, out, &ro, &err);

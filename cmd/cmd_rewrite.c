@@ -1,10 +1,11 @@
 /*
- * stfix rewrite IN -o OUT [--max-shard-size SIZE] [--strict]
+ * stfix rewrite IN -o OUT [--max-shard-size SIZE] [--strict] [--no-wait]
  *
  * Writes IN (a file or an index with shards) in canonical form: same
  * tensors, bytes and metadata, canonical header and data order, optionally
- * re-sharded or joined. The output is verified by reading it back. OUT may
- * not name an input file. Exit 0 ok, 2 invalid input, 3 usage, 4 failed.
+ * re-sharded or joined. The output is verified by reading it back. The
+ * library's output guard refuses an OUT that would replace an input file
+ * or anything but a regular file. Exit 0 ok, 2 invalid input, 3 usage, 4 failed.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -17,60 +18,16 @@
 static void usage(FILE *to)
 {
     fprintf(to,
-            "usage: stfix rewrite IN -o OUT [--max-shard-size SIZE] [--strict]\n"
+            "usage: stfix rewrite IN -o OUT [--max-shard-size SIZE] [--strict] [--no-wait]\n"
             "  IN                   a .safetensors file or a *.safetensors.index.json\n"
             "  -o, --output OUT     output file (with --max-shard-size: OUT must end in\n"
             "                       .safetensors; shards are OUT-STEM-0000i-of-0000N and an\n"
             "                       index OUT.index.json, unless everything fits one file)\n"
             "  --max-shard-size SIZE  split into shards of at most SIZE tensor bytes\n"
             "                       (e.g. 5GB, 500MB, 4GiB, 1000000)\n"
-            "  --strict             refuse input that breaks stfix's stricter rules\n");
-}
-
-static int same_file(const struct stat *a, const char *path)
-{
-    struct stat b;
-    return stat(path, &b) == 0 && a->st_dev == b.st_dev && a->st_ino == b.st_ino;
-}
-
-static const char *base_of(const char *p)
-{
-    const char *s = strrchr(p, '/');
-    return s ? s + 1 : p;
-}
-
-/* Same directory, judged by the directories' inodes. */
-static int same_dir(const char *a, const char *b)
-{
-    char da[4096], db[4096];
-    snprintf(da, sizeof da, "%.*s", (int)(base_of(a) - a), a);
-    snprintf(db, sizeof db, "%.*s", (int)(base_of(b) - b), b);
-    struct stat sa, sb;
-    if (stat(*da ? da : ".", &sa) || stat(*db ? db : ".", &sb)) return 0;
-    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
-/*
- * Would the output overwrite an input? OUT itself, OUT.index.json, or (when
- * sharding) any STEM-*.safetensors next to OUT.
- */
-static const char *clobbered_input(const stf_ckpt *c, const char *out, int sharded)
-{
-    char idx[4096];
-    snprintf(idx, sizeof idx, "%s.index.json", out);
-    size_t ns = stf_ckpt_shard_count(c);
-    const char *stem = base_of(out);
-    size_t stem_len = strlen(stem) > 12 ? strlen(stem) - 12 : 0;
-    for (size_t k = 0; k <= ns; k++) {
-        const char *in = k < ns ? stf_ckpt_shard_path(c, k) : stf_ckpt_index_path(c);
-        struct stat st;
-        if (!in || stat(in, &st) != 0) continue;
-        if (same_file(&st, out) || (sharded && same_file(&st, idx))) return in;
-        if (sharded && same_dir(in, out) && !strncmp(base_of(in), stem, stem_len) &&
-            base_of(in)[stem_len] == '-')
-            return in;
-    }
-    return NULL;
+            "  --strict             refuse input that breaks stfix's stricter rules\n"
+            "  --no-wait            fail at once if another stfix run is writing OUT\n"
+            "                       (default: wait for it)\n");
 }
 
 static int verify(const char *out, int sharded, stf_err *err)
@@ -100,13 +57,14 @@ static int verify(const char *out, int sharded, stf_err *err)
 int cmd_rewrite(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL, *size_arg = NULL;
-    int strict = 0;
+    int strict = 0, no_wait = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (cli_is_help(a)) {
             usage(stdout);
             return EXIT_OK_;
         } else if (!strcmp(a, "--strict")) strict = 1;
+        else if (!strcmp(a, "--no-wait")) no_wait = 1;
         else if (cli_opt_is(a, "-o", "--output") || cli_opt_is(a, NULL, "--max-shard-size")) {
             int size = a[2] == 'm';
             const char *v = cli_opt_value(argc, argv, &i, size ? "--max-shard-size" : "--output");
@@ -153,24 +111,16 @@ int cmd_rewrite(int argc, char **argv)
     int ex = cli_ckpt_open(&c, "rewrite", in, &o);
     if (ex >= 0) return ex;
     cli_findings_print("rewrite", c, STF_SEV_WARNING);
-    const char *hit = clobbered_input(c, out, max != 0);
-    if (hit) {
-        cli_errorf("rewrite", "%s: the output would overwrite the input file %s; choose "
-                              "another output path", out, hit);
-        stf_ckpt_free(c);
-        return EXIT_USAGE;
-    }
     stf_write_opts wo;
     stf_write_opts_init(&wo);
     wo.max_shard_size = max;
+    wo.input = c;
+    wo.no_wait = no_wait;
     stf_err err;
     stf_err_clear(&err);
     int rc = stf_ckpt_rewrite(c, out, &wo, &err);
     stf_ckpt_free(c);
-    if (rc) {
-        cli_errorf("rewrite", "%s", err.msg[0] ? err.msg : stf_strerror(rc));
-        return EXIT_FAILED;
-    }
+    if (rc) return cli_report("rewrite", &err);
     stf_err_clear(&err);
     if ((rc = verify(out, max != 0, &err))) {
         cli_errorf("rewrite", "verifying the output: %s", err.msg);

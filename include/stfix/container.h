@@ -224,9 +224,31 @@ typedef struct stf_write_opts {
     int (*write_hook)(void *ud, uint64_t file_off, size_t len);
     void *write_hook_ud;
     int no_tmpfile;           /* tests only: named temp files even where O_TMPFILE works */
+    /* The output guard (stf_output_check). stf_ckpt_rewrite and
+     * stf_plan_run fill `input` themselves when it is NULL. */
+    const stf_ckpt *input;    /* none of its files may be replaced (may be NULL) */
+    int replace_input;        /* in place: the output may be input's single file itself */
+    int no_wait;              /* fail with STF_EBUSY instead of waiting for the lock */
 } stf_write_opts;
 
 void stf_write_opts_init(stf_write_opts *o);
+
+/*
+ * The output guard, which every writer goes through: may a writer with
+ * options `o` write `path`? Checks, without creating anything, the names
+ * the output may take (path; with o->max_shard_size also path.index.json
+ * and every existing STEM-N-of-M.safetensors beside it):
+ *  - the directory exists and is writable (else STF_EIO);
+ *  - nothing there is a directory, device, FIFO or socket, directly or
+ *    through a symlink (STF_EINVAL): only regular files are replaced, and a
+ *    symlink at the output path is replaced itself, never its target;
+ *  - nothing there is a file of o->input (its file, shards or index), by
+ *    device and inode, so links and ".." are seen through (STF_EINVAL);
+ *    with o->replace_input the input's single file, named directly, may be.
+ * stf_writer_new runs it again, and commit re-checks the exact names right
+ * before renaming; callers run it first to fail before any work.
+ */
+int stf_output_check(const char *path, const stf_write_opts *o, stf_err *err);
 
 typedef struct stf_writer stf_writer;
 
@@ -237,6 +259,12 @@ typedef struct stf_writer stf_writer;
  * STEM.safetensors.index.json — unless everything fits in one shard, in
  * which case `path` itself is written and no index. Nothing appears at the
  * final paths before stf_writer_commit succeeds.
+ *
+ * Runs stf_output_check (its errors come back unchanged) and then takes an
+ * exclusive advisory lock on the output (flock on ".NAME.stfix-lock" in its
+ * directory), held until commit or free: a second writer of the same output
+ * waits, or fails with STF_EBUSY under opts->no_wait. Commit renames the
+ * shards before the index, so an index is only ever seen with its shards.
  */
 int stf_writer_new(stf_writer **out, const char *path, const stf_write_opts *opts,
                    stf_err *err);

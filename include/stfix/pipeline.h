@@ -122,9 +122,11 @@ typedef struct stf_layer_metrics {
 typedef struct stf_run_report stf_run_report;
 
 /*
- * Execute the plan into `out_path` (which may be the input path for an
- * in-place fix of a single file: the input is replaced only after full
- * success). The output is verified before it becomes visible: it is
+ * Execute the plan into `out_path` through the writer and its output guard
+ * (stf_output_check; o->write.input defaults to the plan's checkpoint). For
+ * an in-place fix of a single file, out_path is the input's real path and
+ * o->write.replace_input is set: the input is replaced only after full
+ * success. The output is verified before it becomes visible: it is
  * re-opened and checked with the plan's target profiles; an error-severity
  * diagnostic fails the run with STF_EFORMAT and leaves nothing at out_path,
  * unless allow_noncompliant. *out (may be NULL) receives the report even on

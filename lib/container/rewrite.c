@@ -26,7 +26,11 @@ int stf_ckpt_rewrite(const stf_ckpt *c, const char *out_path, const stf_write_op
 {
     if (!c || !out_path) return stf__err(err, STF_EINVAL, "rewrite: NULL checkpoint or path");
     stf_writer *w = NULL;
-    int rc = stf_writer_new(&w, out_path, opts, err);
+    stf_write_opts o;
+    stf_write_opts_init(&o);
+    if (opts) o = *opts;
+    if (!o.input) o.input = c; /* the guard never lets the output replace c's files */
+    int rc = stf_writer_new(&w, out_path, &o, err);
     if (rc) return rc;
     for (size_t k = 0; k < stf_ckpt_shard_count(c); k++) {
         if (stf_ckpt_shard_has_meta(c, k)) stf_writer_keep_empty_meta(w);

@@ -125,6 +125,28 @@ static int open_unnamed(stf__sink *s, stf_buf *name, const char *dir)
 #endif
 }
 
+/*
+ * A regular file being replaced hands its owner, group and permission bits
+ * to the new file, as `sed -i` and editors do, so an in-place fix run as
+ * root does not take the checkpoint away from its owner. The owner and
+ * group are kept where this process may set them (else the group alone,
+ * else neither: not an error). Set-uid, set-gid and sticky bits are never
+ * carried. A symlink at the path is replaced itself, so what it points at
+ * lends nothing: the new file gets the default mode.
+ */
+static int keep_owner_and_mode(stf__sink *s, stf_err *err)
+{
+    struct stat st;
+    if (lstat(s->final_path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+    if ((st.st_uid != geteuid() || st.st_gid != getegid()) &&
+        fchown(s->fd, st.st_uid, st.st_gid) != 0)
+        (void)!fchown(s->fd, (uid_t)-1, st.st_gid);
+    if (fchmod(s->fd, st.st_mode & 0777) != 0)
+        return stf__err(err, STF_EIO, "%s: cannot set permissions of '%s': %s", s->final_path,
+                        s->tmp_path, strerror(errno));
+    return 0;
+}
+
 /* Create the temp file for final_path (contract in sink.h). */
 int stf__sink_open(stf__sink *s, const char *final_path, const stf_write_opts *opts,
                    stf_err *err)
@@ -156,15 +178,7 @@ int stf__sink_open(stf__sink *s, const char *final_path, const stf_write_opts *o
         goto done;
     }
     if (!got && (rc = open_named(s, &tmp, dir, err))) goto done;
-    /* A replaced output keeps its permissions (an in-place fix must not
-     * change who can read the checkpoint). */
-    struct stat st;
-    if (stat(final_path, &st) == 0 && S_ISREG(st.st_mode) &&
-        fchmod(s->fd, st.st_mode & 07777) != 0) {
-        rc = stf__err(err, STF_EIO, "%s: cannot set permissions of '%s': %s", final_path,
-                      s->tmp_path, strerror(errno));
-        goto done;
-    }
+    if ((rc = keep_owner_and_mode(s, err))) goto done;
 done:
     stf__buf_free(&tmp);
     stf__free(dir);

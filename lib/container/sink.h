@@ -35,7 +35,9 @@ typedef struct stf__sink {
  * Create the temp file for `final_path` in its directory: an unnamed
  * O_TMPFILE inode when the file system supports it and /proc is mounted
  * (and opts->no_tmpfile is 0), else a named ".NAME.stfix-XXXXXX" file. The
- * mode is 0644 less the umask, or that of the regular file being replaced.
+ * mode is 0644 less the umask; a regular file being replaced (not a symlink)
+ * lends its permission bits, never set-uid, set-gid or sticky, and its owner
+ * and group where this process may set them.
  * `opts` may be NULL; its no_fsync, write_hook and no_tmpfile are honoured.
  * STF_EIO when no temp file can be created. On failure the sink is closed.
  */

@@ -33,24 +33,24 @@ int stf_writer_new(stf_writer **out, const char *path, const stf_write_opts *opt
                    stf_err *err)
 {
     *out = NULL;
-    if (!path || !*path) return stf__err(err, STF_EINVAL, "writer: empty output path");
     stf_write_opts o;
     stf_write_opts_init(&o);
     if (opts) o = *opts;
-    size_t len = strlen(path);
-    if (o.max_shard_size && (len < 12 || strcmp(path + len - 12, ".safetensors")))
-        return stf__err(err, STF_EINVAL,
-                        "%s: a sharded output path must end in \".safetensors\"", path);
-    if (path[len - 1] == '/')
-        return stf__err(err, STF_EINVAL, "%s: output path names a directory", path);
+    int rc = stf_output_check(path, &o, err);
+    if (rc) return rc;
     stf_writer *w = stf__calloc(1, sizeof *w);
     if (!w) return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
+    w->lock.fd = -1;
     w->path = stf__strdup(path);
     if (!w->path) {
         stf__free(w);
         return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
     }
     w->opts = o;
+    if ((rc = stf__out_lock_take(&w->lock, path, o.no_wait, err))) {
+        stf_writer_free(w);
+        return rc;
+    }
     *out = w;
     return 0;
 }
@@ -314,6 +314,8 @@ void stf_writer_free(stf_writer *w)
     }
     stf__free(w->sinks);
     stf__free(w->finals);
+    /* After the temp files are gone, so a waiting writer finds none. */
+    stf__out_lock_release(&w->lock);
     stf__free((void *)w->filled);
     for (size_t i = 0; i < w->n; i++) {
         stf__free((void *)w->t[i].info.name);

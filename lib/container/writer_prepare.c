@@ -367,11 +367,16 @@ int stf_writer_commit(stf_writer *w, stf_err *err)
     }
     for (size_t s = 0; s < w->nshards; s++)
         if ((rc = stf__sink_finish(&w->sinks[s], err))) goto done;
+    /* The guard again, on the exact names and as late as possible: what is
+     * at a final path may have changed since stf_writer_new. */
+    for (size_t s = 0; s < w->nfiles; s++)
+        if ((rc = stf__out_check_name(w->finals[s], &w->opts, err))) goto done;
     for (size_t s = 0; s < w->nfiles; s++)
         if ((rc = stf__sink_publish(&w->sinks[s], err))) goto done;
 done:
     /* Published sinks have no temp file left; the rest are unlinked. */
     for (size_t s = 0; s < w->nfiles; s++) stf__sink_abort(&w->sinks[s]);
+    stf__out_lock_release(&w->lock);
     return rc;
 }
 

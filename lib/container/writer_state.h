@@ -8,6 +8,7 @@
 
 #include <stdatomic.h>
 
+#include "container/out_guard.h"
 #include "container/sink.h"
 #include "container/writer_internal.h"
 
@@ -44,6 +45,7 @@ struct stf_writer {
     char **finals;                 /* final paths, kept after commit */
     _Atomic uint64_t *filled;      /* bytes filled per deferred tensor (add order) */
     atomic_int fill_failed;        /* a fill failed: commit must refuse */
+    stf__out_lock lock;            /* held from new until commit or free */
 };
 
 #endif

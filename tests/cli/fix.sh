@@ -68,7 +68,7 @@ t_run "--in-place on an index" 3 "$STFIX" fix "$F/healthy_sharded.safetensors.in
     -r "$R/cast-scale.yaml" --in-place
 cp "$F/r14_scale_bf16.safetensors" "$D/same.safetensors"
 t_run "output is the input" 3 "$STFIX" fix "$D/same.safetensors" -r "$R/cast-scale.yaml" -o "$D/same.safetensors"
-t_stderr_has "output is the input" "use --in-place"
+t_stderr_has "output is the input" "the output would overwrite the input file"
 t_true "output is the input: untouched" cmp "$F/r14_scale_bf16.safetensors" "$D/same.safetensors"
 
 # ------------------------------------------------------------- bad input

@@ -46,7 +46,8 @@ static unsigned char *image(const char *hdr, size_t n, const void *data, size_t 
     return b.p;
 }
 
-static int rewrite(const char *in, const char *out, uint64_t max_shard, stf_err *err)
+static int rewrite_opt(const char *in, const char *out, uint64_t max_shard, int replace,
+                       stf_err *err)
 {
     stf_ckpt *c = NULL;
     int rc = stf_ckpt_open(&c, in, NULL, err);
@@ -55,6 +56,7 @@ static int rewrite(const char *in, const char *out, uint64_t max_shard, stf_err 
     stf_write_opts_init(&o);
     o.no_fsync = 1;
     o.max_shard_size = max_shard;
+    o.replace_input = replace;
     rc = stf_ckpt_rewrite(c, out, &o, err);
     stf_ckpt_free(c);
     return rc;
@@ -64,6 +66,11 @@ static int rewrite(const char *in, const char *out, uint64_t max_shard, stf_err 
 static unsigned char *canon_image(const char *hdr, const void *data, size_t dlen, size_t *len)
 {
     return image(hdr, (strlen(hdr) + 7) / 8 * 8, data, dlen, len);
+}
+
+static int rewrite(const char *in, const char *out, uint64_t max_shard, stf_err *err)
+{
+    return rewrite_opt(in, out, max_shard, 0, err);
 }
 
 static void rewrite_ok(const char *in, const char *out, uint64_t max_shard)
@@ -157,8 +164,19 @@ static void test_in_place(void **state)
     size_t len;
     unsigned char *b = image(hdr, strlen(hdr), data, 6, &len);
     put_file("ip.safetensors", b, len);
+    /* The guard refuses the input as output unless told it is in place. */
+    stf_err err;
+    assert_int_equal(rewrite(path_of("ip.safetensors"), path_of("ip.safetensors"), 0, &err),
+                     STF_EINVAL);
+    char msg[1200];
+    snprintf(msg, sizeof msg,
+             "%s: the output would overwrite the input file '%s'; choose another output path",
+             path_of("ip.safetensors"), path_of("ip.safetensors"));
+    assert_string_equal(err.msg, msg);
+    expect_file("ip.safetensors", b, len);
     free(b);
-    rewrite_ok("ip.safetensors", "ip.safetensors", 0);
+    if (rewrite_opt(path_of("ip.safetensors"), path_of("ip.safetensors"), 0, 1, &err))
+        fail_msg("%s", err.msg);
     static const char want_hdr[] =
         "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
         "\"b\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[4,6]}}";

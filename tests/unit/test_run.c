@@ -348,6 +348,10 @@ static void test_in_place(void **state)
     unsigned char *before = st_read_file(f->in, &lin);
     stf_run_opts o = opts(NULL);
     stf_err err;
+    /* Not said to be in place: the guard refuses the input as output. */
+    assert_int_equal(stf_plan_run(NULL, &f->t.p, f->in, &o, &err), STF_EINVAL);
+    assert_non_null(strstr(err.msg, "the output would overwrite the input file"));
+    o.write.replace_input = 1;
     assert_int_equal(stf_plan_run(NULL, &f->t.p, f->in, &o, &err), STF_EFORMAT);
     size_t l2;
     unsigned char *after = st_read_file(f->in, &l2);

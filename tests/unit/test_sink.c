@@ -284,6 +284,55 @@ static void test_modes(void **state)
     assert_int_equal(st_dir_entries(st_dir), 4);
 }
 
+static void expect_text(const char *path, const char *text);
+
+/* No set-uid, set-gid or sticky bit is ever carried; a symlink at the path
+ * is replaced itself and lends nothing of its target. */
+static void test_modes_special(void **state)
+{
+    (void)state;
+    for (int named = 0; named < 2; named++) {
+        write_file(p_of("s"), "old");
+        assert_int_equal(chmod(p_of("s"), 06755), 0);
+        publish_text("s", named, "new");
+        assert_int_equal(mode_of(p_of("s")), 0755);
+        expect_text(p_of("s"), "new");
+
+        write_file(p_of("target"), "target");
+        assert_int_equal(chmod(p_of("target"), 04750), 0);
+        unlink(p_of("link"));
+        assert_int_equal(symlink(p_of("target"), p_of("link")), 0);
+        publish_text("link", named, "via link");
+        struct stat st;
+        assert_int_equal(lstat(p_of("link"), &st), 0);
+        assert_true(S_ISREG(st.st_mode));
+        assert_int_equal(st.st_mode & 07777, 0644);
+        expect_text(p_of("link"), "via link");
+        assert_int_equal(mode_of(p_of("target")), 04750);
+        expect_text(p_of("target"), "target");
+    }
+}
+
+/* A replaced file keeps its owner and group (as root, the only user that can
+ * hand a file to someone else). */
+static void test_owner_kept(void **state)
+{
+    (void)state;
+    if (geteuid() != 0) skip();
+    for (int named = 0; named < 2; named++) {
+        write_file(p_of("o"), "old");
+        assert_int_equal(chown(p_of("o"), 12345, 23456), 0);
+        assert_int_equal(chmod(p_of("o"), 0640), 0);
+        publish_text("o", named, "new");
+        struct stat st;
+        assert_int_equal(stat(p_of("o"), &st), 0);
+        assert_int_equal(st.st_uid, 12345);
+        assert_int_equal(st.st_gid, 23456);
+        assert_int_equal(st.st_mode & 07777, 0640);
+        expect_text(p_of("o"), "new");
+    }
+}
+
 /* Abort of an unnamed sink, finished or not: the directory never saw it. */
 static void test_abort_unnamed(void **state)
 {
@@ -547,6 +596,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_publish, setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_publish_unnamed, setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_modes, setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_modes_special, setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_owner_kept, setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_abort_unnamed, setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_publish_fails, setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_abort_and_short_source, setup, st_dir_teardown),

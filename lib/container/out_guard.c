@@ -1,0 +1,282 @@
+/*
+ * The output guard: the one place that decides what a writer may replace.
+ *
+ * Every file a writer would create or replace (the output, each shard name
+ * the output could take, the index) is checked against three things before
+ * any work and again just before the renames:
+ *   - an existing entry must be a regular file, or a symlink to one, or a
+ *     dangling symlink (the rename replaces the link itself, never what it
+ *     points at); a directory, device, FIFO or socket is refused, so that
+ *     `-o /dev/null` can never destroy /dev/null;
+ *   - it must not be any file of the input checkpoint (its single file, its
+ *     shards or its index), compared by device and inode, so symlinks, hard
+ *     links and ".." spellings are all caught; the one exception is an
+ *     in-place fix, where replacing the input's single file is the point;
+ *   - the directory must exist and be writable.
+ * Temporary files are created with O_EXCL (or have no name at all), so they
+ * can never replace anything.
+ *
+ * The lock: a writer holds an exclusive lock on its output from
+ * stf_writer_new until commit or free, so two runs writing the same output
+ * (a sharded set above all) cannot interleave their renames. It is an
+ * abstract-namespace socket bound to a name made from the output directory
+ * (device, inode) and the output's file name: the kernel lets one socket at
+ * a time have a name, and drops it when its holder exits however it exits,
+ * so no lock file can be left behind, not even by SIGKILL (which the temp
+ * files already guarantee for the data). Its reach is the kernel's network
+ * namespace: runs on one machine (or in one container) exclude each other.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "container/out_guard.h"
+#include "util/sha256.h"
+#include "util/util.h"
+
+#define SUFFIX ".safetensors"
+#define SUFFIX_LEN (sizeof SUFFIX - 1)
+
+static const char *base_of(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+static char *dir_of(const char *path)
+{
+    const char *b = base_of(path);
+    if (b == path) return stf__strdup(".");
+    if (b == path + 1) return stf__strdup("/");
+    return stf__strndup(path, (size_t)(b - path - 1));
+}
+
+static const char *kind_of(mode_t m)
+{
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISSOCK(m)) return "a socket";
+    return "not a regular file";
+}
+
+/* Whether (dev, ino) is one of the input checkpoint's files; its path in
+ * *which. Files that cannot be stat'ed any more cannot be replaced by us
+ * through another name either. */
+static int is_input(const stf_ckpt *in, const struct stat *st, const char **which)
+{
+    if (!in) return 0;
+    size_t ns = stf_ckpt_shard_count(in);
+    for (size_t k = 0; k <= ns; k++) {
+        const char *p = k < ns ? stf_ckpt_shard_path(in, k) : stf_ckpt_index_path(in);
+        struct stat si;
+        if (!p || stat(p, &si) != 0) continue;
+        if (si.st_dev == st->st_dev && si.st_ino == st->st_ino) {
+            *which = p;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* See out_guard.h. */
+int stf__out_check_name(const char *path, const stf_write_opts *o, stf_err *err)
+{
+    struct stat ls, st;
+    if (lstat(path, &ls) != 0) {
+        if (errno == ENOENT) return 0;
+        return stf__err(err, STF_EIO, "%s: cannot examine the output path: %s", path,
+                        strerror(errno));
+    }
+    if (stat(path, &st) != 0) {
+        /* A dangling symlink: the rename replaces the link, nothing else. */
+        if (S_ISLNK(ls.st_mode) && errno == ENOENT) return 0;
+        return stf__err(err, STF_EIO, "%s: cannot examine the output path: %s", path,
+                        strerror(errno));
+    }
+    if (!S_ISREG(st.st_mode))
+        return stf__err(err, STF_EINVAL,
+                        "%s: the output path exists and is %s%s; stfix only replaces regular "
+                        "files: choose another output path",
+                        path, kind_of(st.st_mode), S_ISLNK(ls.st_mode) ? " (through a symlink)" : "");
+    const char *which = NULL;
+    if (!is_input(o ? o->input : NULL, &st, &which)) return 0;
+    /* In place: the output is the input's single file itself, named
+     * directly (not through a link, which the rename would replace). */
+    if (o->replace_input && stf_ckpt_shard_count(o->input) == 1 &&
+        !stf_ckpt_index_path(o->input) && !S_ISLNK(ls.st_mode))
+        return 0;
+    return stf__err(err, STF_EINVAL,
+                    "%s: the output would overwrite the input file '%s'; choose another "
+                    "output path",
+                    path, which);
+}
+
+/* STEM-<digits>-of-<digits>.safetensors: a name a sharded output of STEM
+ * may take, whatever its shard count. */
+static int is_shard_name(const char *name, const char *stem, size_t stem_len)
+{
+    if (strncmp(name, stem, stem_len) || name[stem_len] != '-') return 0;
+    const char *p = name + stem_len + 1;
+    size_t d = strspn(p, "0123456789");
+    if (!d || strncmp(p + d, "-of-", 4)) return 0;
+    p += d + 4;
+    d = strspn(p, "0123456789");
+    return d && !strcmp(p + d, SUFFIX);
+}
+
+/* Check every existing entry of `dir` that a sharded output of `path` could
+ * be renamed over. One pass over the directory. */
+static int check_shard_names(const char *dir, const char *path, const stf_write_opts *o,
+                             stf_err *err)
+{
+    const char *base = base_of(path);
+    size_t stem_len = strlen(base) - SUFFIX_LEN;
+    DIR *d = opendir(dir);
+    if (!d)
+        return stf__err(err, STF_EIO, "%s: cannot list the output directory '%s': %s", path,
+                        dir, strerror(errno));
+    int rc = 0;
+    stf_buf full;
+    stf__buf_init(&full);
+    struct dirent *e;
+    while (!rc && (e = readdir(d))) {
+        if (!is_shard_name(e->d_name, base, stem_len)) continue;
+        full.len = 0;
+        if (stf__buf_printf(&full, "%s/%s", dir, e->d_name)) {
+            rc = stf__err(err, STF_ENOMEM, "%s: out of memory", path);
+            break;
+        }
+        rc = stf__out_check_name(full.data, o, err);
+    }
+    closedir(d);
+    stf__buf_free(&full);
+    return rc;
+}
+
+/* See container.h. */
+int stf_output_check(const char *path, const stf_write_opts *o, stf_err *err)
+{
+    if (!path || !*path) return stf__err(err, STF_EINVAL, "empty output path");
+    size_t len = strlen(path);
+    int sharded = o && o->max_shard_size;
+    if (path[len - 1] == '/')
+        return stf__err(err, STF_EINVAL, "%s: the output path names a directory", path);
+    if (sharded && (len < SUFFIX_LEN || strcmp(path + len - SUFFIX_LEN, SUFFIX)))
+        return stf__err(err, STF_EINVAL,
+                        "%s: a sharded output path must end in \".safetensors\"", path);
+    char *dir = dir_of(path);
+    if (!dir) return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
+    int rc = 0;
+    struct stat ds;
+    if (stat(dir, &ds) != 0)
+        rc = stf__err(err, STF_EIO, "%s: the output directory '%s' cannot be used: %s", path,
+                      dir, strerror(errno));
+    else if (!S_ISDIR(ds.st_mode))
+        rc = stf__err(err, STF_EIO, "%s: '%s' is not a directory", path, dir);
+    else if (access(dir, W_OK | X_OK) != 0)
+        rc = stf__err(err, STF_EIO, "%s: the output directory '%s' is not writable: %s", path,
+                      dir, strerror(errno));
+    if (!rc) rc = stf__out_check_name(path, o, err);
+    if (!rc && sharded) {
+        stf_buf idx;
+        stf__buf_init(&idx);
+        if (stf__buf_printf(&idx, "%s.index.json", path))
+            rc = stf__err(err, STF_ENOMEM, "%s: out of memory", path);
+        else rc = stf__out_check_name(idx.data, o, err);
+        stf__buf_free(&idx);
+        if (!rc) rc = check_shard_names(dir, path, o, err);
+    }
+    stf__free(dir);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ lock */
+
+/* Waits between attempts on a held lock: short at first, then at most this. */
+#define LOCK_WAIT_MAX_NS 200000000L
+
+/*
+ * The lock's name: the output directory's device and inode and the
+ * output's file name, hashed to a fixed length (a socket name holds at most
+ * 107 bytes; a file name alone may be 255). Device and inode make every
+ * spelling of the directory (symlinks, "..") name the same lock.
+ */
+static int lock_name(char out[80], const char *path, stf_err *err)
+{
+    char *dir = dir_of(path);
+    if (!dir) return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
+    struct stat ds;
+    int r = stat(dir, &ds);
+    int e = errno;
+    stf__free(dir);
+    if (r != 0)
+        return stf__err(err, STF_EIO, "%s: cannot examine the output directory: %s", path,
+                        strerror(e));
+    stf__sha256 h;
+    unsigned char d[32];
+    uint64_t id[2] = { (uint64_t)ds.st_dev, (uint64_t)ds.st_ino };
+    stf__sha256_init(&h);
+    stf__sha256_update(&h, id, sizeof id);
+    stf__sha256_update(&h, base_of(path), strlen(base_of(path)));
+    stf__sha256_final(&h, d);
+    int n = snprintf(out, 80, "stfix-output-lock/");
+    for (int i = 0; i < 16; i++) n += snprintf(out + n, (size_t)(80 - n), "%02x", d[i]);
+    return 0;
+}
+
+/* See out_guard.h. */
+int stf__out_lock_take(stf__out_lock *l, const char *path, int no_wait, stf_err *err)
+{
+    l->fd = -1;
+    char name[80];
+    int rc = lock_name(name, path, err);
+    if (rc) return rc;
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    size_t n = strlen(name);
+    memcpy(a.sun_path + 1, name, n); /* sun_path[0] == 0: the abstract namespace */
+    socklen_t alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return stf__err(err, STF_EIO, "%s: cannot create the output lock: %s", path,
+                        strerror(errno));
+    long wait_ns = 1000000L;
+    while (bind(fd, (struct sockaddr *)&a, alen) != 0) {
+        if (errno != EADDRINUSE) {
+            rc = stf__err(err, STF_EIO, "%s: cannot take the output lock: %s", path,
+                          strerror(errno));
+            break;
+        }
+        if (no_wait) {
+            rc = stf__err(err, STF_EBUSY,
+                          "%s: another stfix run is writing this output; try again when it has "
+                          "finished (or leave out --no-wait to wait for it)",
+                          path);
+            break;
+        }
+        struct timespec ts = { 0, wait_ns };
+        nanosleep(&ts, NULL);
+        if (wait_ns < LOCK_WAIT_MAX_NS) wait_ns *= 2;
+    }
+    if (rc) close(fd);
+    else l->fd = fd;
+    return rc;
+}
+
+/* See out_guard.h. */
+void stf__out_lock_release(stf__out_lock *l)
+{
+    if (l->fd >= 0) close(l->fd);
+    l->fd = -1;
+}
