@@ -7,8 +7,11 @@
  * pwrite, never the whole checkpoint in memory.
  */
 #include <assert.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "container/source.h"
 #include "container/writer_state.h"
@@ -336,6 +339,25 @@ int stf_writer_fill(stf_writer *w, size_t id, uint64_t off, const void *data, si
 }
 
 /*
+ * A sharded output replaces its shards one rename at a time, so an old
+ * index at the index path would, for a moment (or for good, after a
+ * crash), describe a mix of old and new shards. When any shard name is
+ * taken, the old index goes first: a reader then sees the old set whole,
+ * no index, or the new set whole.
+ */
+static int retire_old_index(const stf_writer *w, stf_err *err)
+{
+    if (w->nfiles == w->nshards) return 0; /* one file, no index */
+    const char *ipath = w->finals[w->nshards];
+    struct stat st;
+    int taken = 0;
+    for (size_t s = 0; s < w->nshards && !taken; s++) taken = lstat(w->finals[s], &st) == 0;
+    if (!taken || unlink(ipath) == 0 || errno == ENOENT) return 0;
+    return stf__err(err, STF_EIO, "%s: cannot remove the old index before replacing its shards: %s",
+                    ipath, strerror(errno));
+}
+
+/*
  * Prepare if needed, refuse unfilled deferred tensors, then fsync every
  * shard and rename: shards before the index, so a reader never sees an
  * index naming missing shards. Any failure before the renames removes
@@ -371,6 +393,7 @@ int stf_writer_commit(stf_writer *w, stf_err *err)
      * at a final path may have changed since stf_writer_new. */
     for (size_t s = 0; s < w->nfiles; s++)
         if ((rc = stf__out_check_name(w->finals[s], &w->opts, err))) goto done;
+    if ((rc = retire_old_index(w, err))) goto done;
     for (size_t s = 0; s < w->nfiles; s++)
         if ((rc = stf__sink_publish(&w->sinks[s], err))) goto done;
 done:

@@ -1,0 +1,156 @@
+#!/bin/sh
+# The output guard, as fix and rewrite meet it: an output that would replace
+# an input (its shards, through links), a special file or a directory is
+# refused with exit 3 before any work; owner, group and mode of a replaced
+# file survive, set-uid/set-gid never do; concurrent writers of one output
+# take turns (--no-wait refuses at once), so a sharded set is never mixed.
+. tests/cli/lib.sh
+D=$T_TMP
+Q=rules/quantize-int8-convrot.yaml
+sum() { sha256sum "$@" | cut -c1-64; }
+t_same_sum() { # NAME FILE SUM
+    if [ "$(sum "$2")" = "$3" ]; then t_ok "$1: $2 unchanged"; else t_notok "$1: $2 unchanged"; fi
+}
+t_no_temp() {
+    _left=$(ls -A "$2" | grep '\.stfix-' | head -3)
+    if [ -z "$_left" ]; then t_ok "$1: no temp file"; else t_notok "$1: no temp file" "left: $_left"; fi
+}
+
+# ------------------------------------------------ inputs: shards and index
+# The reported case: fix an index into the stem of its own shards.
+mkdir -p "$D/sh"
+for f in healthy_sharded-00001-of-00002.safetensors healthy_sharded-00002-of-00002.safetensors \
+         healthy_sharded.safetensors.index.json; do cp "fixtures/comfy/$f" "$D/sh/"; done
+# Named as in the report: the index is not called healthy_sharded.*, only its shards.
+mv "$D/sh/healthy_sharded.safetensors.index.json" "$D/sh/a.index.json"
+s1=$(sum "$D/sh/healthy_sharded-00001-of-00002.safetensors")
+s2=$(sum "$D/sh/healthy_sharded-00002-of-00002.safetensors")
+si=$(sum "$D/sh/a.index.json")
+idx=$D/sh/a.index.json
+for cmd in fix rewrite; do
+    set -- "$STFIX" "$cmd" "$idx" -o "$D/sh/healthy_sharded.safetensors" --max-shard-size 4536B
+    [ "$cmd" = fix ] && set -- "$@" -r tests/recipes/cast-scale.yaml
+    t_run "$cmd onto its own shards" 3 "$@"
+    t_stderr_has "$cmd onto its own shards" "the output would overwrite the input file '$D/sh/healthy_sharded-0000"
+    t_same_sum "$cmd onto its own shards" "$D/sh/healthy_sharded-00001-of-00002.safetensors" "$s1"
+    t_same_sum "$cmd onto its own shards" "$D/sh/healthy_sharded-00002-of-00002.safetensors" "$s2"
+    t_same_sum "$cmd onto its own shards" "$idx" "$si"
+    t_no_temp "$cmd onto its own shards" "$D/sh"
+done
+# The index itself, through a symlink, a hard link and "..".
+ln -s healthy_sharded-00001-of-00002.safetensors "$D/sh/sym.safetensors"
+ln "$D/sh/healthy_sharded-00002-of-00002.safetensors" "$D/sh/hard.safetensors"
+mkdir -p "$D/sh/sub"
+for o in "$D/sh/sym.safetensors" "$D/sh/hard.safetensors" "$D/sh/sub/../a.index.json"; do
+    t_run "fix onto an input as $o" 3 "$STFIX" fix "$idx" -r tests/recipes/cast-scale.yaml -o "$o"
+    t_stderr_has "fix onto an input as $o" "the output would overwrite the input file"
+done
+t_same_sum "links" "$D/sh/healthy_sharded-00002-of-00002.safetensors" "$s2"
+t_true "links: the symlink is still a symlink" test -L "$D/sh/sym.safetensors"
+
+# ------------------------------------------------ special files, directories
+demo=fixtures/demo/demo.safetensors
+mkfifo "$D/fifo"
+t_run "-o FIFO" 3 "$STFIX" fix "$demo" -r rules/sglang-int8-convrot.yaml -o "$D/fifo"
+t_stderr_has "-o FIFO" "$D/fifo: the output path exists and is a FIFO; stfix only replaces regular files"
+t_true "-o FIFO: still a FIFO" test -p "$D/fifo"
+t_run "rewrite -o FIFO" 3 "$STFIX" rewrite "$demo" -o "$D/fifo"
+t_true "rewrite -o FIFO: still a FIFO" test -p "$D/fifo"
+ln -s /dev/null "$D/null-link"
+t_run "-o symlink to /dev/null" 3 "$STFIX" rewrite "$demo" -o "$D/null-link"
+t_stderr_has "-o symlink to /dev/null" "is a character device (through a symlink)"
+t_true "/dev/null is still a character device" test -c /dev/null
+if [ "$(id -u)" = 0 ] && mknod "$D/null" c 1 3 2>/dev/null; then
+    t_run "-o device" 3 "$STFIX" fix "$demo" -r rules/sglang-int8-convrot.yaml -o "$D/null"
+    t_stderr_has "-o device" "exists and is a character device"
+    t_true "-o device: still a device" test -c "$D/null"
+else
+    echo "# skipped: -o device (mknod needs root)"
+fi
+# An existing directory is refused before any work: the recipe would fail
+# at plan time (exit 2), so exit 3 shows the guard ran first.
+mkdir -p "$D/adir"
+python3 tests/gen/gen_bf16_ckpt.py "$D/bf.safetensors" 1MiB 64
+t_run "-o directory" 3 "$STFIX" fix "$D/bf.safetensors" -r tests/recipes/requantize-fail-indivisible.yaml -o "$D/adir"
+t_stderr_has "-o directory" "$D/adir: the output path exists and is a directory"
+t_run "-o directory/" 3 "$STFIX" rewrite "$demo" -o "$D/adir/"
+t_true "-o directory: empty" test -z "$(ls -A "$D/adir")"
+
+# ------------------------------------------------ permissions
+cp "$demo" "$D/suid-target"
+chmod 4755 "$D/suid-target"
+ln -s suid-target "$D/suid-link"
+t_run "-o symlink to a set-uid file" 0 "$STFIX" rewrite "$demo" -o "$D/suid-link"
+t_true "-o symlink: the link became the output" test -f "$D/suid-link" -a ! -L "$D/suid-link"
+t_true "-o symlink: no set-uid bit" test ! -u "$D/suid-link" -a ! -g "$D/suid-link"
+t_true "-o symlink: target untouched" cmp "$demo" "$D/suid-target"
+t_true "-o symlink: target keeps its mode" test -u "$D/suid-target"
+cp "$demo" "$D/sgid.safetensors"
+chmod 2750 "$D/sgid.safetensors"
+t_run "replacing a set-gid file" 0 "$STFIX" rewrite "$demo" -o "$D/sgid.safetensors"
+t_true "replacing a set-gid file: mode 0750" test "$(stat -c %a "$D/sgid.safetensors")" = 750
+if [ "$(id -u)" = 0 ]; then
+    cp "$demo" "$D/owned.safetensors"
+    chown 12345:23456 "$D/owned.safetensors"
+    chmod 640 "$D/owned.safetensors"
+    t_run "--in-place as root" 0 "$STFIX" fix "$D/owned.safetensors" -r rules/sglang-int8-convrot.yaml --in-place
+    t_true "--in-place as root: owner and group kept" test "$(stat -c %u:%g:%a "$D/owned.safetensors")" = 12345:23456:640
+    t_true "--in-place as root: rewritten" sh -c "! cmp -s '$demo' '$D/owned.safetensors'"
+else
+    echo "# skipped: --in-place owner (only root can hand a file to another user)"
+fi
+
+# ------------------------------------------------ one writer per output
+# A run that holds the output lock shows as a socket named
+# stfix-output-lock/... in /proc/net/unix; wait (bounded) until it does.
+locked() { grep -q '@stfix-output-lock/' /proc/net/unix 2>/dev/null; }
+python3 tests/gen/gen_bf16_ckpt.py "$D/big.safetensors" 96MiB 1024
+"$STFIX" fix "$D/big.safetensors" -r "$Q" -o "$D/ref.safetensors" -j 1 >/dev/null 2>&1
+if [ -r /proc/net/unix ]; then
+    "$STFIX" fix "$D/big.safetensors" -r "$Q" -o "$D/one.safetensors" -j 1 >/dev/null 2>"$D/first.err" &
+    pid=$!
+    i=0
+    while ! locked && [ $i -lt 400 ]; do sleep 0.01; i=$((i + 1)); done
+    if locked; then
+        t_run "--no-wait while another run writes" 4 "$STFIX" fix "$D/big.safetensors" -r "$Q" \
+            -o "$D/one.safetensors" --no-wait
+        t_stderr_has "--no-wait while another run writes" "another stfix run is writing this output"
+        t_run "waiting for another run" 0 "$STFIX" fix "$D/big.safetensors" -r "$Q" -o "$D/one.safetensors"
+        wait "$pid"
+        t_true "the first run succeeded" test $? -eq 0
+        t_true "waiting: the output is complete" cmp "$D/one.safetensors" "$D/ref.safetensors"
+    else
+        wait "$pid"
+        echo "# skipped: --no-wait (the first run finished before it could be seen holding the lock)"
+    fi
+else
+    echo "# skipped: --no-wait (no /proc/net/unix)"
+fi
+t_no_temp "one writer per output" "$D"
+
+# Two different writers of one sharded output at once: whichever ends last,
+# the index names a complete set of its own shards, never a mix.
+"$STFIX" rewrite "$D/big.safetensors" -o "$D/ra.safetensors" --max-shard-size 32MiB >/dev/null
+"$STFIX" fix "$D/big.safetensors" -r "$Q" -o "$D/rb.safetensors" --max-shard-size 32MiB -j 1 >/dev/null
+mixed=0
+for trial in 1 2 3 4 5; do
+    rm -f "$D"/mix*
+    "$STFIX" rewrite "$D/big.safetensors" -o "$D/mix.safetensors" --max-shard-size 32MiB >/dev/null 2>&1 &
+    a=$!
+    "$STFIX" fix "$D/big.safetensors" -r "$Q" -o "$D/mix.safetensors" --max-shard-size 32MiB -j 1 >/dev/null 2>&1
+    wait "$a"
+    ok=0
+    for r in ra rb; do
+        set -- "$D/$r"-*-of-*.safetensors
+        all=1
+        for s in "$@"; do
+            m=$D/mix-${s#"$D/$r"-}
+            cmp -s "$s" "$m" || all=0
+        done
+        [ -n "$(sed "s/$r-/mix-/g" "$D/$r.safetensors.index.json" | cmp - "$D/mix.safetensors.index.json" 2>&1)" ] && all=0
+        [ $all = 1 ] && ok=1
+    done
+    [ $ok = 1 ] || mixed=$((mixed + 1))
+done
+t_true "concurrent sharded writers: no mixed set in 5 trials ($mixed mixed)" test $mixed -eq 0
+t_no_temp "concurrent sharded writers" "$D"
