@@ -20,25 +20,16 @@
 #include "support/st_ckptfile.h"
 #include "support/st_tmp.h"
 
-static char *p_of(const char *name)
-{
-    static char p[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(p[k], sizeof p[k], "%s/%s", st_dir, name);
-    return p[k];
-}
-
 static const unsigned char DATA[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 
 /* a single-file checkpoint "in.safetensors" with two tensors, opened. */
 static stf_ckpt *input_file(void)
 {
     st_tensor t[2] = { { "a", STF_U8, 1, { 4 }, DATA, 4 }, { "b", STF_U8, 1, { 4 }, DATA + 4, 4 } };
-    assert_int_equal(st_write_ckpt(p_of("in.safetensors"), t, 2, NULL), 0);
+    assert_int_equal(st_write_ckpt(st_in_dir("in.safetensors"), t, 2, NULL), 0);
     stf_ckpt *c = NULL;
     stf_err err;
-    assert_int_equal(stf_ckpt_open(&c, p_of("in.safetensors"), NULL, &err), 0);
+    assert_int_equal(stf_ckpt_open(&c, st_in_dir("in.safetensors"), NULL, &err), 0);
     return c;
 }
 
@@ -51,10 +42,10 @@ static stf_ckpt *input_sharded(void)
     o.no_fsync = 1;
     o.max_shard_size = 4;
     stf_err err;
-    assert_int_equal(stf_ckpt_rewrite(c, p_of("h.safetensors"), &o, &err), 0);
+    assert_int_equal(stf_ckpt_rewrite(c, st_in_dir("h.safetensors"), &o, &err), 0);
     stf_ckpt_free(c);
-    assert_int_equal(unlink(p_of("in.safetensors")), 0);
-    assert_int_equal(stf_ckpt_open(&c, p_of("h.safetensors.index.json"), NULL, &err), 0);
+    assert_int_equal(unlink(st_in_dir("in.safetensors")), 0);
+    assert_int_equal(stf_ckpt_open(&c, st_in_dir("h.safetensors.index.json"), NULL, &err), 0);
     assert_int_equal(stf_ckpt_shard_count(c), 2);
     return c;
 }
@@ -88,39 +79,39 @@ static void test_special_files(void **state)
     (void)state;
     stf_write_opts o = guard_opts(NULL, 0);
     struct stat st;
-    assert_int_equal(mkfifo(p_of("fifo"), 0644), 0);
-    refused(p_of("fifo"), &o, STF_EINVAL, "exists and is a FIFO; stfix only replaces regular files");
-    assert_int_equal(mkdir(p_of("dir"), 0755), 0);
-    refused(p_of("dir"), &o, STF_EINVAL, "exists and is a directory");
-    refused(p_of("dir/"), &o, STF_EINVAL, "the output path names a directory");
-    assert_int_equal(symlink(p_of("fifo"), p_of("to-fifo")), 0);
-    refused(p_of("to-fifo"), &o, STF_EINVAL, "is a FIFO (through a symlink)");
-    assert_int_equal(symlink("/dev/null", p_of("to-null")), 0);
-    refused(p_of("to-null"), &o, STF_EINVAL, "is a character device (through a symlink)");
+    assert_int_equal(mkfifo(st_in_dir("fifo"), 0644), 0);
+    refused(st_in_dir("fifo"), &o, STF_EINVAL, "exists and is a FIFO; stfix only replaces regular files");
+    assert_int_equal(mkdir(st_in_dir("dir"), 0755), 0);
+    refused(st_in_dir("dir"), &o, STF_EINVAL, "exists and is a directory");
+    refused(st_in_dir("dir/"), &o, STF_EINVAL, "the output path names a directory");
+    assert_int_equal(symlink(st_in_dir("fifo"), st_in_dir("to-fifo")), 0);
+    refused(st_in_dir("to-fifo"), &o, STF_EINVAL, "is a FIFO (through a symlink)");
+    assert_int_equal(symlink("/dev/null", st_in_dir("to-null")), 0);
+    refused(st_in_dir("to-null"), &o, STF_EINVAL, "is a character device (through a symlink)");
     if (geteuid() == 0) {
-        assert_int_equal(mknod(p_of("null"), S_IFCHR | 0666, makedev(1, 3)), 0);
-        refused(p_of("null"), &o, STF_EINVAL, "is a character device");
-        assert_int_equal(stat(p_of("null"), &st), 0);
+        assert_int_equal(mknod(st_in_dir("null"), S_IFCHR | 0666, makedev(1, 3)), 0);
+        refused(st_in_dir("null"), &o, STF_EINVAL, "is a character device");
+        assert_int_equal(stat(st_in_dir("null"), &st), 0);
         assert_true(S_ISCHR(st.st_mode));
     }
     /* Each is still what it was. */
-    assert_int_equal(stat(p_of("fifo"), &st), 0);
+    assert_int_equal(stat(st_in_dir("fifo"), &st), 0);
     assert_true(S_ISFIFO(st.st_mode));
     assert_int_equal(stat("/dev/null", &st), 0);
     assert_true(S_ISCHR(st.st_mode));
     /* Sharded: the index name is checked too. */
-    assert_int_equal(mkfifo(p_of("s.safetensors.index.json"), 0644), 0);
+    assert_int_equal(mkfifo(st_in_dir("s.safetensors.index.json"), 0644), 0);
     stf_write_opts so = guard_opts(NULL, 100);
-    refused(p_of("s.safetensors"), &so, STF_EINVAL, "s.safetensors.index.json: the output path exists and is a FIFO");
+    refused(st_in_dir("s.safetensors"), &so, STF_EINVAL, "s.safetensors.index.json: the output path exists and is a FIFO");
     /* A missing directory is this run's failure, found before any work. */
-    refused(p_of("no/such/x.safetensors"), &o, STF_EIO, "cannot be used: No such file or directory");
+    refused(st_in_dir("no/such/x.safetensors"), &o, STF_EIO, "cannot be used: No such file or directory");
     /* Plain files, absent names and dangling links are fine. */
     stf_err err;
-    assert_int_equal(st_write_file(p_of("reg"), "x", 1), 0);
-    assert_int_equal(stf_output_check(p_of("reg"), &o, &err), 0);
-    assert_int_equal(stf_output_check(p_of("absent"), &o, &err), 0);
-    assert_int_equal(symlink(p_of("nowhere"), p_of("dangling")), 0);
-    assert_int_equal(stf_output_check(p_of("dangling"), &o, &err), 0);
+    assert_int_equal(st_write_file(st_in_dir("reg"), "x", 1), 0);
+    assert_int_equal(stf_output_check(st_in_dir("reg"), &o, &err), 0);
+    assert_int_equal(stf_output_check(st_in_dir("absent"), &o, &err), 0);
+    assert_int_equal(symlink(st_in_dir("nowhere"), st_in_dir("dangling")), 0);
+    assert_int_equal(stf_output_check(st_in_dir("dangling"), &o, &err), 0);
 }
 
 /* Every spelling of the input file: itself, a symlink, a hard link, "..". */
@@ -131,20 +122,20 @@ static void test_input_spellings(void **state)
     stf_write_opts o = guard_opts(c, 0);
     char msg[1200];
     snprintf(msg, sizeof msg, "the output would overwrite the input file '%s'",
-             p_of("in.safetensors"));
-    refused(p_of("in.safetensors"), &o, STF_EINVAL, msg);
-    assert_int_equal(symlink("in.safetensors", p_of("sym")), 0);
-    refused(p_of("sym"), &o, STF_EINVAL, msg);
-    assert_int_equal(link(p_of("in.safetensors"), p_of("hard")), 0);
-    refused(p_of("hard"), &o, STF_EINVAL, msg);
-    assert_int_equal(mkdir(p_of("sub"), 0755), 0);
-    refused(p_of("sub/../in.safetensors"), &o, STF_EINVAL, msg);
+             st_in_dir("in.safetensors"));
+    refused(st_in_dir("in.safetensors"), &o, STF_EINVAL, msg);
+    assert_int_equal(symlink("in.safetensors", st_in_dir("sym")), 0);
+    refused(st_in_dir("sym"), &o, STF_EINVAL, msg);
+    assert_int_equal(link(st_in_dir("in.safetensors"), st_in_dir("hard")), 0);
+    refused(st_in_dir("hard"), &o, STF_EINVAL, msg);
+    assert_int_equal(mkdir(st_in_dir("sub"), 0755), 0);
+    refused(st_in_dir("sub/../in.safetensors"), &o, STF_EINVAL, msg);
     /* In place: the input's own name is allowed, a link to it is not (the
      * rename would replace the link, not the input). */
     o.replace_input = 1;
     stf_err err;
-    assert_int_equal(stf_output_check(p_of("in.safetensors"), &o, &err), 0);
-    refused(p_of("sym"), &o, STF_EINVAL, msg);
+    assert_int_equal(stf_output_check(st_in_dir("in.safetensors"), &o, &err), 0);
+    refused(st_in_dir("sym"), &o, STF_EINVAL, msg);
     stf_ckpt_free(c);
 }
 
@@ -154,21 +145,21 @@ static void test_sharded_names(void **state)
     (void)state;
     stf_ckpt *c = input_sharded();
     size_t len0;
-    unsigned char *before = st_read_file(p_of("h-00001-of-00002.safetensors"), &len0);
+    unsigned char *before = st_read_file(st_in_dir("h-00001-of-00002.safetensors"), &len0);
     stf_write_opts o = guard_opts(c, 4536);
     /* Whatever the shard count the output ends up with. */
-    refused(p_of("h.safetensors"), &o, STF_EINVAL, "the output would overwrite the input file");
+    refused(st_in_dir("h.safetensors"), &o, STF_EINVAL, "the output would overwrite the input file");
     /* The index itself, sharded or not. */
     stf_write_opts one = guard_opts(c, 0);
-    refused(p_of("h.safetensors.index.json"), &one, STF_EINVAL, "would overwrite the input file");
+    refused(st_in_dir("h.safetensors.index.json"), &one, STF_EINVAL, "would overwrite the input file");
     /* Not sharded, the shard names are not the output's. */
     stf_err err;
-    assert_int_equal(stf_output_check(p_of("h.safetensors"), &one, &err), 0);
+    assert_int_equal(stf_output_check(st_in_dir("h.safetensors"), &one, &err), 0);
     /* Another stem sharing the prefix is not a shard name of h. */
-    assert_int_equal(stf_output_check(p_of("h-00001.safetensors"), &o, &err), 0);
+    assert_int_equal(stf_output_check(st_in_dir("h-00001.safetensors"), &o, &err), 0);
     /* Nothing was touched. */
     size_t len1;
-    unsigned char *after = st_read_file(p_of("h-00001-of-00002.safetensors"), &len1);
+    unsigned char *after = st_read_file(st_in_dir("h-00001-of-00002.safetensors"), &len1);
     assert_int_equal(len0, len1);
     assert_memory_equal(before, after, len0);
     free(before);
@@ -186,15 +177,15 @@ static void test_recheck_at_commit(void **state)
     stf_err err;
     uint64_t s4[] = { 4 };
     stf_tensor_src src = { STF_SRC_MEM, DATA, NULL, 0, NULL, NULL };
-    assert_int_equal(stf_writer_new(&w, p_of("late.safetensors"), &o, &err), 0);
+    assert_int_equal(stf_writer_new(&w, st_in_dir("late.safetensors"), &o, &err), 0);
     assert_int_equal(stf_writer_add(w, "a", STF_U8, 1, s4, &src, &err), 0);
     assert_int_equal(stf_writer_prepare(w, &err), 0);
-    assert_int_equal(mkfifo(p_of("late.safetensors"), 0644), 0);
+    assert_int_equal(mkfifo(st_in_dir("late.safetensors"), 0644), 0);
     assert_int_equal(stf_writer_commit(w, &err), STF_EINVAL);
     assert_non_null(strstr(err.msg, "exists and is a FIFO"));
     stf_writer_free(w);
     struct stat st;
-    assert_int_equal(stat(p_of("late.safetensors"), &st), 0);
+    assert_int_equal(stat(st_in_dir("late.safetensors"), &st), 0);
     assert_true(S_ISFIFO(st.st_mode));
     assert_int_equal(st_dir_entries(st_dir), 1);
 }
@@ -225,7 +216,7 @@ static void test_lock(void **state)
     int ready[2], go[2];
     assert_int_equal(pipe(ready), 0);
     assert_int_equal(pipe(go), 0);
-    const char *path = p_of("locked.safetensors");
+    const char *path = st_in_dir("locked.safetensors");
     pid_t pid = holder(path, ready[1], go[0]);
     char b;
     assert_int_equal(read(ready[0], &b, 1), 1);
@@ -239,7 +230,7 @@ static void test_lock(void **state)
     assert_non_null(strstr(err.msg, "another stfix run is writing this output"));
     assert_non_null(strstr(err.msg, path));
     /* Another output in the same directory is not held up. */
-    assert_int_equal(stf_writer_new(&w, p_of("other.safetensors"), &o, &err), 0);
+    assert_int_equal(stf_writer_new(&w, st_in_dir("other.safetensors"), &o, &err), 0);
     stf_writer_free(w);
     /* So is the same directory spelled otherwise. */
     char alias[600];

@@ -17,18 +17,9 @@
 #include "support/st_bytes.h"
 #include "support/st_tmp.h"
 
-static char *path_of(const char *name)
-{
-    static char p[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(p[k], sizeof p[k], "%s/%s", st_dir, name);
-    return p[k];
-}
-
 static void put_file(const char *name, const void *b, size_t n)
 {
-    assert_int_equal(st_write_file(path_of(name), b, n), 0);
+    assert_int_equal(st_write_file(st_in_dir(name), b, n), 0);
 }
 
 static unsigned char *slurp(const char *path, size_t *len)
@@ -76,14 +67,14 @@ static int rewrite(const char *in, const char *out, uint64_t max_shard, stf_err 
 static void rewrite_ok(const char *in, const char *out, uint64_t max_shard)
 {
     stf_err err;
-    if (rewrite(path_of(in), path_of(out), max_shard, &err)) fail_msg("%s", err.msg);
+    if (rewrite(st_in_dir(in), st_in_dir(out), max_shard, &err)) fail_msg("%s", err.msg);
 }
 
 /* The file `name` holds exactly want[0..len). */
 static void expect_file(const char *name, const unsigned char *want, size_t len)
 {
     size_t got_len;
-    unsigned char *got = slurp(path_of(name), &got_len);
+    unsigned char *got = slurp(st_in_dir(name), &got_len);
     assert_int_equal(got_len, len);
     assert_memory_equal(got, want, len);
     free(got);
@@ -166,16 +157,16 @@ static void test_in_place(void **state)
     put_file("ip.safetensors", b, len);
     /* The guard refuses the input as output unless told it is in place. */
     stf_err err;
-    assert_int_equal(rewrite(path_of("ip.safetensors"), path_of("ip.safetensors"), 0, &err),
+    assert_int_equal(rewrite(st_in_dir("ip.safetensors"), st_in_dir("ip.safetensors"), 0, &err),
                      STF_EINVAL);
     char msg[1200];
     snprintf(msg, sizeof msg,
              "%s: the output would overwrite the input file '%s'; choose another output path",
-             path_of("ip.safetensors"), path_of("ip.safetensors"));
+             st_in_dir("ip.safetensors"), st_in_dir("ip.safetensors"));
     assert_string_equal(err.msg, msg);
     expect_file("ip.safetensors", b, len);
     free(b);
-    if (rewrite_opt(path_of("ip.safetensors"), path_of("ip.safetensors"), 0, 1, &err))
+    if (rewrite_opt(st_in_dir("ip.safetensors"), st_in_dir("ip.safetensors"), 0, 1, &err))
         fail_msg("%s", err.msg);
     static const char want_hdr[] =
         "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"

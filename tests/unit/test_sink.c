@@ -29,15 +29,6 @@ static int setup(void **state)
     return st_dir_setup(state);
 }
 
-static char *p_of(const char *name)
-{
-    static char p[2][512];
-    static int k;
-    k ^= 1;
-    snprintf(p[k], sizeof p[k], "%s/%s", st_dir, name);
-    return p[k];
-}
-
 static stf_write_opts named_opts(void)
 {
     stf_write_opts o;
@@ -52,7 +43,7 @@ static void publish_case(int named)
     stf__sink s;
     stf_err err;
     stf_write_opts o = named_opts();
-    assert_int_equal(stf__sink_open(&s, p_of("out"), named ? &o : NULL, &err), 0);
+    assert_int_equal(stf__sink_open(&s, st_in_dir("out"), named ? &o : NULL, &err), 0);
     assert_int_equal(s.unnamed, !named);
     if (named) {
         assert_int_equal(st_dir_entries(st_dir), 1); /* the temp file */
@@ -67,10 +58,10 @@ static void publish_case(int named)
     }
     assert_int_equal(stf__sink_write(&s, "hello ", 6, &err), 0);
     /* copy 5 bytes from offset 2 of a source file */
-    FILE *f = fopen(p_of("src"), "wb");
+    FILE *f = fopen(st_in_dir("src"), "wb");
     fputs("xxworldyy", f);
     fclose(f);
-    int fd = open(p_of("src"), O_RDONLY);
+    int fd = open(st_in_dir("src"), O_RDONLY);
     assert_int_equal(stf__sink_copy_fd(&s, fd, 2, 5, "src", &err), 0);
     assert_int_equal(s.off, 11);
     /* The temp file can be opened by its path before publish. */
@@ -87,11 +78,11 @@ static void publish_case(int named)
     stf__sink_abort(&s); /* frees; must not remove the published file */
     close(fd);
     char buf[32] = { 0 };
-    f = fopen(p_of("out"), "rb");
+    f = fopen(st_in_dir("out"), "rb");
     assert_int_equal(fread(buf, 1, sizeof buf, f), 11);
     fclose(f);
     assert_string_equal(buf, "hello world");
-    assert_int_equal(stat(p_of("out"), &st), 0);
+    assert_int_equal(stat(st_in_dir("out"), &st), 0);
     assert_int_equal(st.st_mode & 0777, 0644);
     assert_int_equal(st_dir_entries(st_dir), 2);
 }
@@ -113,11 +104,11 @@ static void test_abort_and_short_source(void **state)
     (void)state;
     stf__sink s;
     stf_err err;
-    FILE *f = fopen(p_of("src"), "wb");
+    FILE *f = fopen(st_in_dir("src"), "wb");
     fputs("abc", f);
     fclose(f);
-    int fd = open(p_of("src"), O_RDONLY);
-    assert_int_equal(stf__sink_open(&s, p_of("out"), NULL, &err), 0);
+    int fd = open(st_in_dir("src"), O_RDONLY);
+    assert_int_equal(stf__sink_open(&s, st_in_dir("out"), NULL, &err), 0);
     /* 10 bytes from a 3-byte file: copy_file_range stops at EOF, the
      * read fallback reports it. */
     assert_int_equal(stf__sink_copy_fd(&s, fd, 0, 10, "src", &err), STF_EIO);
@@ -125,7 +116,7 @@ static void test_abort_and_short_source(void **state)
     stf__sink_abort(&s);
     close(fd);
     assert_int_equal(st_dir_entries(st_dir), 1);
-    assert_int_equal(access(p_of("out"), F_OK), -1);
+    assert_int_equal(access(st_in_dir("out"), F_OK), -1);
 }
 
 static int hook_calls;
@@ -146,15 +137,15 @@ static void test_hook(void **state)
     stf__sink s;
     stf_err err;
     hook_calls = 0;
-    FILE *f = fopen(p_of("src"), "wb");
+    FILE *f = fopen(st_in_dir("src"), "wb");
     fputs("abcdef", f);
     fclose(f);
-    int fd = open(p_of("src"), O_RDONLY);
-    assert_int_equal(stf__sink_open(&s, p_of("out"), &o, &err), 0);
+    int fd = open(st_in_dir("src"), O_RDONLY);
+    assert_int_equal(stf__sink_open(&s, st_in_dir("out"), &o, &err), 0);
     assert_int_equal(stf__sink_write(&s, "12", 2, &err), 0);
     assert_int_equal(stf__sink_copy_fd(&s, fd, 0, 6, "src", &err), STF_EIO);
     char want[400];
-    snprintf(want, sizeof want, "%s: write failed at byte 2: No space left on device", p_of("out"));
+    snprintf(want, sizeof want, "%s: write failed at byte 2: No space left on device", st_in_dir("out"));
     assert_string_equal(err.msg, want);
     assert_int_equal(err.offset, 2);
     stf__sink_abort(&s);
@@ -167,7 +158,7 @@ static void test_no_dir(void **state)
     (void)state;
     stf__sink s;
     stf_err err;
-    assert_int_equal(stf__sink_open(&s, p_of("nodir/out"), NULL, &err), STF_EIO);
+    assert_int_equal(stf__sink_open(&s, st_in_dir("nodir/out"), NULL, &err), STF_EIO);
     assert_non_null(strstr(err.msg, "cannot create a temporary file in"));
     stf__sink_abort(&s); /* safe after a failed open */
     assert_int_equal(st_dir_entries(st_dir), 0);
@@ -192,7 +183,7 @@ static void test_reserve_pwrite(void **state)
     o.write_hook_ud = &calls;
     stf__sink s;
     stf_err err;
-    assert_int_equal(stf__sink_open(&s, p_of("out"), &o, &err), 0);
+    assert_int_equal(stf__sink_open(&s, st_in_dir("out"), &o, &err), 0);
     assert_int_equal(stf__sink_write(&s, "ab", 2, &err), 0);
     assert_int_equal(stf__sink_reserve(&s, 3, &err), 0);
     assert_int_equal(s.off, 5);
@@ -213,13 +204,13 @@ static void test_reserve_pwrite(void **state)
     assert_int_equal(stf__sink_pwrite(&s, 100, "q", 1, "w.0", &err), STF_EIO);
     char want[400];
     snprintf(want, sizeof want,
-             "%s: tensor 'w.0': write failed at byte 100: No space left on device", p_of("out"));
+             "%s: tensor 'w.0': write failed at byte 100: No space left on device", st_in_dir("out"));
     assert_string_equal(err.msg, want);
     assert_int_equal(err.has_offset, 1);
     assert_int_equal(err.offset, 100);
     assert_int_equal(stf__sink_pwrite(&s, 100, "q", 1, NULL, &err), STF_EIO);
     snprintf(want, sizeof want, "%s: write failed at byte 100: No space left on device",
-             p_of("out"));
+             st_in_dir("out"));
     assert_string_equal(err.msg, want);
     assert_int_equal(stf__sink_reserve(&s, UINT64_MAX, &err), STF_EINVAL);
     assert_int_equal(stf__sink_pwrite(&s, UINT64_MAX - 1, "q", 1, NULL, &err), STF_EINVAL);
@@ -228,7 +219,7 @@ static void test_reserve_pwrite(void **state)
     assert_int_equal(stf__sink_publish(&s, &err), 0);
     stf__sink_abort(&s);
     char buf[16] = { 0 };
-    FILE *f = fopen(p_of("out"), "rb");
+    FILE *f = fopen(st_in_dir("out"), "rb");
     assert_int_equal(fread(buf, 1, sizeof buf, f), 11);
     fclose(f);
     assert_memory_equal(buf, "ab123cdWXYZ", 11);
@@ -252,7 +243,7 @@ static void publish_text(const char *name, int named, const char *text)
     stf_err err;
     stf_write_opts o = named_opts();
     o.no_tmpfile = named;
-    assert_int_equal(stf__sink_open(&s, p_of(name), &o, &err), 0);
+    assert_int_equal(stf__sink_open(&s, st_in_dir(name), &o, &err), 0);
     assert_int_equal(s.unnamed, !named);
     assert_int_equal(stf__sink_write(&s, text, strlen(text), &err), 0);
     assert_int_equal(stf__sink_finish(&s, &err), 0);
@@ -270,13 +261,13 @@ static void test_modes(void **state)
         umask(027);
         publish_text(a, named, "x");
         umask(022);
-        assert_int_equal(mode_of(p_of(a)), 0640);
-        write_file(p_of(b), "old");
-        assert_int_equal(chmod(p_of(b), 0604), 0);
+        assert_int_equal(mode_of(st_in_dir(a)), 0640);
+        write_file(st_in_dir(b), "old");
+        assert_int_equal(chmod(st_in_dir(b), 0604), 0);
         publish_text(b, named, "new");
-        assert_int_equal(mode_of(p_of(b)), 0604);
+        assert_int_equal(mode_of(st_in_dir(b)), 0604);
         char buf[8] = { 0 };
-        FILE *f = fopen(p_of(b), "rb");
+        FILE *f = fopen(st_in_dir(b), "rb");
         assert_int_equal(fread(buf, 1, sizeof buf, f), 3);
         fclose(f);
         assert_string_equal(buf, "new");
@@ -292,24 +283,24 @@ static void test_modes_special(void **state)
 {
     (void)state;
     for (int named = 0; named < 2; named++) {
-        write_file(p_of("s"), "old");
-        assert_int_equal(chmod(p_of("s"), 06755), 0);
+        write_file(st_in_dir("s"), "old");
+        assert_int_equal(chmod(st_in_dir("s"), 06755), 0);
         publish_text("s", named, "new");
-        assert_int_equal(mode_of(p_of("s")), 0755);
-        expect_text(p_of("s"), "new");
+        assert_int_equal(mode_of(st_in_dir("s")), 0755);
+        expect_text(st_in_dir("s"), "new");
 
-        write_file(p_of("target"), "target");
-        assert_int_equal(chmod(p_of("target"), 04750), 0);
-        unlink(p_of("link"));
-        assert_int_equal(symlink(p_of("target"), p_of("link")), 0);
+        write_file(st_in_dir("target"), "target");
+        assert_int_equal(chmod(st_in_dir("target"), 04750), 0);
+        unlink(st_in_dir("link"));
+        assert_int_equal(symlink(st_in_dir("target"), st_in_dir("link")), 0);
         publish_text("link", named, "via link");
         struct stat st;
-        assert_int_equal(lstat(p_of("link"), &st), 0);
+        assert_int_equal(lstat(st_in_dir("link"), &st), 0);
         assert_true(S_ISREG(st.st_mode));
         assert_int_equal(st.st_mode & 07777, 0644);
-        expect_text(p_of("link"), "via link");
-        assert_int_equal(mode_of(p_of("target")), 04750);
-        expect_text(p_of("target"), "target");
+        expect_text(st_in_dir("link"), "via link");
+        assert_int_equal(mode_of(st_in_dir("target")), 04750);
+        expect_text(st_in_dir("target"), "target");
     }
 }
 
@@ -320,16 +311,16 @@ static void test_owner_kept(void **state)
     (void)state;
     if (geteuid() != 0) skip();
     for (int named = 0; named < 2; named++) {
-        write_file(p_of("o"), "old");
-        assert_int_equal(chown(p_of("o"), 12345, 23456), 0);
-        assert_int_equal(chmod(p_of("o"), 0640), 0);
+        write_file(st_in_dir("o"), "old");
+        assert_int_equal(chown(st_in_dir("o"), 12345, 23456), 0);
+        assert_int_equal(chmod(st_in_dir("o"), 0640), 0);
         publish_text("o", named, "new");
         struct stat st;
-        assert_int_equal(stat(p_of("o"), &st), 0);
+        assert_int_equal(stat(st_in_dir("o"), &st), 0);
         assert_int_equal(st.st_uid, 12345);
         assert_int_equal(st.st_gid, 23456);
         assert_int_equal(st.st_mode & 07777, 0640);
-        expect_text(p_of("o"), "new");
+        expect_text(st_in_dir("o"), "new");
     }
 }
 
@@ -340,7 +331,7 @@ static void test_abort_unnamed(void **state)
     stf__sink s;
     stf_err err;
     for (int finish = 0; finish < 2; finish++) {
-        assert_int_equal(stf__sink_open(&s, p_of("out"), NULL, &err), 0);
+        assert_int_equal(stf__sink_open(&s, st_in_dir("out"), NULL, &err), 0);
         assert_int_equal(s.unnamed, 1);
         assert_int_equal(stf__sink_write(&s, "abc", 3, &err), 0);
         if (finish) assert_int_equal(stf__sink_finish(&s, &err), 0);
@@ -358,28 +349,28 @@ static void test_abort_unnamed(void **state)
 static void test_publish_fails(void **state)
 {
     (void)state;
-    assert_int_equal(mkdir(p_of("out"), 0700), 0);
-    write_file(p_of("out/f"), "f");
+    assert_int_equal(mkdir(st_in_dir("out"), 0700), 0);
+    write_file(st_in_dir("out/f"), "f");
     for (int named = 0; named < 2; named++) {
         stf__sink s;
         stf_err err;
         stf_write_opts o = named_opts();
         o.no_tmpfile = named;
-        assert_int_equal(stf__sink_open(&s, p_of("out"), &o, &err), 0);
+        assert_int_equal(stf__sink_open(&s, st_in_dir("out"), &o, &err), 0);
         assert_int_equal(s.unnamed, !named);
         assert_int_equal(stf__sink_write(&s, "abc", 3, &err), 0);
         assert_int_equal(stf__sink_finish(&s, &err), 0);
         assert_int_equal(stf__sink_publish(&s, &err), STF_EIO);
         char want[300];
-        snprintf(want, sizeof want, "%s: cannot rename '%s/.out.stfix-", p_of("out"), st_dir);
+        snprintf(want, sizeof want, "%s: cannot rename '%s/.out.stfix-", st_in_dir("out"), st_dir);
         assert_int_equal(strncmp(err.msg, want, strlen(want)), 0);
         assert_non_null(strstr(err.msg, "' over it: "));
         assert_int_equal(st_dir_entries(st_dir), named ? 2 : 1);
         stf__sink_abort(&s);
         assert_int_equal(st_dir_entries(st_dir), 1);
     }
-    assert_int_equal(unlink(p_of("out/f")), 0);
-    assert_int_equal(rmdir(p_of("out")), 0);
+    assert_int_equal(unlink(st_in_dir("out/f")), 0);
+    assert_int_equal(rmdir(st_in_dir("out")), 0);
 }
 
 /* ------------------------------- through the writer, entry by entry */
@@ -452,9 +443,9 @@ static void expect_text(const char *path, const char *text)
 /* Pre-existing files: an unrelated one and the outputs about to be replaced. */
 static char *seed_dir(void)
 {
-    write_file(p_of("keep.txt"), "k");
-    write_file(p_of("d.safetensors"), "old");
-    write_file(p_of("d.safetensors.index.json"), "old index");
+    write_file(st_in_dir("keep.txt"), "k");
+    write_file(st_in_dir("d.safetensors"), "old");
+    write_file(st_in_dir("d.safetensors.index.json"), "old index");
     return listing();
 }
 
@@ -472,7 +463,7 @@ static stf_writer *deferred_writer(int named, int sharded)
     stf_writer *w;
     stf_err err;
     uint64_t sh[] = { 1024 };
-    if (stf_writer_new(&w, p_of("d.safetensors"), &o, &err)) return NULL;
+    if (stf_writer_new(&w, st_in_dir("d.safetensors"), &o, &err)) return NULL;
     for (int i = 0; i < 3; i++) {
         char name[16];
         snprintf(name, sizeof name, "t%d", i);
@@ -519,8 +510,8 @@ static void test_writer_dir_entries(void **state)
             now = listing();
             assert_string_equal(now, before);
             free(now);
-            expect_text(p_of("d.safetensors"), "old");
-            expect_text(p_of("d.safetensors.index.json"), "old index");
+            expect_text(st_in_dir("d.safetensors"), "old");
+            expect_text(st_in_dir("d.safetensors.index.json"), "old index");
 
             w = deferred_writer(named, sharded);
             assert_non_null(w);
@@ -541,7 +532,7 @@ static void test_writer_dir_entries(void **state)
             free(now);
             free(before);
             stf_ckpt *c;
-            assert_int_equal(stf_ckpt_open(&c, p_of(sharded ? "d.safetensors.index.json"
+            assert_int_equal(stf_ckpt_open(&c, st_in_dir(sharded ? "d.safetensors.index.json"
                                                             : "d.safetensors"),
                                            NULL, &err),
                              0);
@@ -549,7 +540,7 @@ static void test_writer_dir_entries(void **state)
             assert_int_equal(stf_ckpt_shard_count(c), sharded ? 3 : 1);
             stf_ckpt_free(c);
             /* The sharded output is the index: the old single file stays. */
-            if (sharded) expect_text(p_of("d.safetensors"), "old");
+            if (sharded) expect_text(st_in_dir("d.safetensors"), "old");
             st_dir_teardown(NULL);
             setup(NULL);
         }
@@ -583,8 +574,8 @@ static void test_writer_sigkill(void **state)
             else assert_string_equal(now, before);
             free(now);
             free(before);
-            expect_text(p_of("d.safetensors"), "old");
-            expect_text(p_of("d.safetensors.index.json"), "old index");
+            expect_text(st_in_dir("d.safetensors"), "old");
+            expect_text(st_in_dir("d.safetensors.index.json"), "old index");
             st_dir_teardown(NULL);
             setup(NULL);
         }

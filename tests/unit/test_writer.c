@@ -36,13 +36,6 @@ static int teardown_named(void **state)
     return st_dir_teardown(state);
 }
 
-static const char *out_path(const char *name)
-{
-    static char p[512];
-    snprintf(p, sizeof p, "%s/%s", st_dir, name);
-    return p;
-}
-
 /* Expected file: N (LE) + header text + pad + data. */
 static void expect_file(const char *path, const char *hdr, size_t padded, const void *data,
                         size_t dlen)
@@ -81,10 +74,10 @@ static void test_serialization(void **state)
     stf_writer *w;
     stf_err err;
     uint64_t sh[] = { 1, 2, 3 };
-    assert_int_equal(stf_writer_new(&w, out_path("a.safetensors"), NULL, &err), 0);
+    assert_int_equal(stf_writer_new(&w, st_in_dir("a.safetensors"), NULL, &err), 0);
     add_mem(w, "attn.0", STF_F32, 3, sh, F32_0_5);
     commit_ok(w);
-    expect_file(out_path("a.safetensors"),
+    expect_file(st_in_dir("a.safetensors"),
                 "{\"attn.0\":{\"dtype\":\"F32\",\"shape\":[1,2,3],\"data_offsets\":[0,24]}}", 64,
                 F32_0_5, 24);
 }
@@ -95,10 +88,10 @@ static void test_forced_alignment(void **state)
     stf_writer *w;
     stf_err err;
     uint64_t sh[] = { 1, 1, 2, 3 };
-    assert_int_equal(stf_writer_new(&w, out_path("b.safetensors"), NULL, &err), 0);
+    assert_int_equal(stf_writer_new(&w, st_in_dir("b.safetensors"), NULL, &err), 0);
     add_mem(w, "attn0", STF_F32, 4, sh, F32_0_5);
     commit_ok(w);
-    expect_file(out_path("b.safetensors"),
+    expect_file(st_in_dir("b.safetensors"),
                 "{\"attn0\":{\"dtype\":\"F32\",\"shape\":[1,1,2,3],\"data_offsets\":[0,24]}}", 72,
                 F32_0_5, 24);
 }
@@ -110,10 +103,10 @@ static void test_fp4(void **state)
     stf_err err;
     uint64_t sh[] = { 1, 2 };
     unsigned char z = 0;
-    assert_int_equal(stf_writer_new(&w, out_path("c.safetensors"), NULL, &err), 0);
+    assert_int_equal(stf_writer_new(&w, st_in_dir("c.safetensors"), NULL, &err), 0);
     add_mem(w, "attn.0", STF_F4, 2, sh, &z);
     commit_ok(w);
-    expect_file(out_path("c.safetensors"),
+    expect_file(st_in_dir("c.safetensors"),
                 "{\"attn.0\":{\"dtype\":\"F4\",\"shape\":[1,2],\"data_offsets\":[0,1]}}", 64, &z, 1);
 }
 
@@ -123,24 +116,24 @@ static void test_empty(void **state)
     stf_writer *w;
     stf_err err;
     static const unsigned char want[16] = { 8, 0, 0, 0, 0, 0, 0, 0, '{', '}', ' ', ' ', ' ', ' ', ' ', ' ' };
-    assert_int_equal(stf_writer_new(&w, out_path("e.safetensors"), NULL, &err), 0);
+    assert_int_equal(stf_writer_new(&w, st_in_dir("e.safetensors"), NULL, &err), 0);
     commit_ok(w);
     size_t len;
-    unsigned char *got = st_read_file(out_path("e.safetensors"), &len);
+    unsigned char *got = st_read_file(st_in_dir("e.safetensors"), &len);
     assert_int_equal(len, 16);
     assert_memory_equal(got, want, 16);
     free(got);
 
-    assert_int_equal(stf_writer_new(&w, out_path("f.safetensors"), NULL, &err), 0);
+    assert_int_equal(stf_writer_new(&w, st_in_dir("f.safetensors"), NULL, &err), 0);
     assert_int_equal(stf_writer_set_meta(w, "framework", "pt", &err), 0);
     commit_ok(w);
-    expect_file(out_path("f.safetensors"), "{\"__metadata__\":{\"framework\":\"pt\"}}", 40, NULL, 0);
+    expect_file(st_in_dir("f.safetensors"), "{\"__metadata__\":{\"framework\":\"pt\"}}", 40, NULL, 0);
 
     /* The source had an empty __metadata__: it survives as {} (spec §5.1 step 7). */
-    assert_int_equal(stf_writer_new(&w, out_path("g.safetensors"), NULL, &err), 0);
+    assert_int_equal(stf_writer_new(&w, st_in_dir("g.safetensors"), NULL, &err), 0);
     stf_writer_keep_empty_meta(w);
     commit_ok(w);
-    expect_file(out_path("g.safetensors"), "{\"__metadata__\":{}}", 24, NULL, 0);
+    expect_file(st_in_dir("g.safetensors"), "{\"__metadata__\":{}}", 24, NULL, 0);
 }
 
 static void test_header_too_large(void **state)
@@ -151,7 +144,7 @@ static void test_header_too_large(void **state)
     char *v = malloc(100000001);
     memset(v, 'a', 100000000);
     v[100000000] = '\0';
-    assert_int_equal(stf_writer_new(&w, out_path("big.safetensors"), NULL, &err), 0);
+    assert_int_equal(stf_writer_new(&w, st_in_dir("big.safetensors"), NULL, &err), 0);
     assert_int_equal(stf_writer_set_meta(w, "k", v, &err), 0);
     free(v);
     assert_int_equal(stf_writer_commit(w, &err), STF_ELIMIT);
@@ -173,7 +166,7 @@ static void test_order_and_meta(void **state)
     unsigned char u8[2] = { 1, 2 };
     unsigned char f32[4] = { 0, 0, 0x80, 0x3f };
     unsigned char bf[4] = { 0x80, 0x3f, 0, 0 };
-    assert_int_equal(stf_writer_new(&w, out_path("o.safetensors"), NULL, &err), 0);
+    assert_int_equal(stf_writer_new(&w, st_in_dir("o.safetensors"), NULL, &err), 0);
     add_mem(w, "b", STF_U8, 1, s2, u8);
     add_mem(w, "a\"\n", STF_BF16, 1, s2, bf);
     add_mem(w, "z", STF_F32, 1, s1, f32);
@@ -196,7 +189,7 @@ static void test_order_and_meta(void **state)
     memcpy(data, f32, 4);
     memcpy(data + 4, bf, 4);
     memcpy(data + 8, u8, 2);
-    expect_file(out_path("o.safetensors"), hdr, padded, data, 10);
+    expect_file(st_in_dir("o.safetensors"), hdr, padded, data, 10);
 }
 
 static void test_refusals(void **state)
@@ -207,7 +200,7 @@ static void test_refusals(void **state)
     uint64_t s1[] = { 1 }, s3[] = { 3 };
     unsigned char b[4] = { 0 };
     stf_tensor_src src = { STF_SRC_MEM, b, NULL, 0, NULL, NULL };
-    assert_int_equal(stf_writer_new(&w, out_path("r.safetensors"), NULL, &err), 0);
+    assert_int_equal(stf_writer_new(&w, st_in_dir("r.safetensors"), NULL, &err), 0);
     assert_int_equal(stf_writer_add(w, "__metadata__", STF_U8, 1, s1, &src, &err), STF_EINVAL);
     assert_string_equal(err.rule, "S14");
     assert_int_equal(stf_writer_add(w, "x", STF_U8, 1, s1, &src, &err), 0);
@@ -225,7 +218,7 @@ static void test_refusals(void **state)
     stf_write_opts o;
     stf_write_opts_init(&o);
     o.max_shard_size = 10;
-    assert_int_equal(stf_writer_new(&w, out_path("x.bin"), &o, &err), STF_EINVAL);
+    assert_int_equal(stf_writer_new(&w, st_in_dir("x.bin"), &o, &err), STF_EINVAL);
     assert_null(w);
     assert_int_equal(st_dir_entries(st_dir), 0);
 }
@@ -239,7 +232,7 @@ static void test_many_names(void **state)
     uint64_t s0[] = { 0 };
     char name[32];
     stf_tensor_src src = { STF_SRC_MEM, NULL, NULL, 0, NULL, NULL };
-    assert_int_equal(stf_writer_new(&w, out_path("m.safetensors"), NULL, &err), 0);
+    assert_int_equal(stf_writer_new(&w, st_in_dir("m.safetensors"), NULL, &err), 0);
     for (int i = 0; i < 1000; i++) {
         snprintf(name, sizeof name, "t.%d", i);
         assert_int_equal(stf_writer_add(w, name, STF_U8, 1, s0, &src, &err), 0);
@@ -285,13 +278,13 @@ static void test_producer(void **state)
     uint64_t sh[] = { 5 << 20 };
     prod p = { 0, 0 };
     stf_tensor_src src = { STF_SRC_FN, NULL, NULL, 0, produce, &p };
-    assert_int_equal(stf_writer_new(&w, out_path("p.safetensors"), NULL, &err), 0);
+    assert_int_equal(stf_writer_new(&w, st_in_dir("p.safetensors"), NULL, &err), 0);
     assert_int_equal(stf_writer_add(w, "big", STF_U16, 1, sh, &src, &err), 0); /* 10 MiB */
     commit_ok(w);
     assert_int_equal(p.next, 10u << 20);
     assert_int_equal(p.calls, 2); /* 8 MiB chunks */
     size_t len;
-    unsigned char *got = st_read_file(out_path("p.safetensors"), &len);
+    unsigned char *got = st_read_file(st_in_dir("p.safetensors"), &len);
     uint64_t n = 0;
     for (int i = 0; i < 8; i++) n |= (uint64_t)got[i] << (8 * i);
     assert_int_equal(len, 8 + n + (10u << 20));
@@ -300,7 +293,7 @@ static void test_producer(void **state)
     free(got);
 
     /* A failing producer: its error, prefixed with the output and tensor. */
-    assert_int_equal(stf_writer_new(&w, out_path("q.safetensors"), NULL, &err), 0);
+    assert_int_equal(stf_writer_new(&w, st_in_dir("q.safetensors"), NULL, &err), 0);
     stf_tensor_src bad = { STF_SRC_FN, NULL, NULL, 0, produce_fail, NULL };
     assert_int_equal(stf_writer_add(w, "big", STF_U16, 1, sh, &bad, &err), 0);
     assert_int_equal(stf_writer_commit(w, &err), STF_ENUMERIC);
@@ -337,7 +330,7 @@ static void test_atomic(void **state)
         o.write_hook_ud = &h;
         stf_writer *w;
         stf_err err;
-        assert_int_equal(stf_writer_new(&w, out_path("at.safetensors"), &o, &err), 0);
+        assert_int_equal(stf_writer_new(&w, st_in_dir("at.safetensors"), &o, &err), 0);
         add_mem(w, "attn.0", STF_F32, 3, sh, F32_0_5);
         assert_int_equal(stf_writer_commit(w, &err), STF_EIO);
         stf_writer_free(w);
@@ -345,7 +338,7 @@ static void test_atomic(void **state)
         /* writes: 8 bytes of N, then the 64-byte header, then the data. */
         uint64_t off = fail_at == 1 ? 0 : fail_at == 2 ? 8 : 72;
         snprintf(want, sizeof want, "%s: write failed at byte %llu: No space left on device",
-                 out_path("at.safetensors"), (unsigned long long)off);
+                 st_in_dir("at.safetensors"), (unsigned long long)off);
         assert_string_equal(err.msg, want);
         assert_int_equal(err.has_offset, 1);
         assert_int_equal(err.offset, off);
@@ -358,7 +351,7 @@ static void test_replace(void **state)
 {
     (void)state;
     uint64_t sh[] = { 1, 2, 3 };
-    FILE *f = fopen(out_path("old.safetensors"), "wb");
+    FILE *f = fopen(st_in_dir("old.safetensors"), "wb");
     fputs("old", f);
     fclose(f);
     hook_state h = { 0, 3, 0 };
@@ -369,19 +362,19 @@ static void test_replace(void **state)
     o.write_hook_ud = &h;
     stf_writer *w;
     stf_err err;
-    assert_int_equal(stf_writer_new(&w, out_path("old.safetensors"), &o, &err), 0);
+    assert_int_equal(stf_writer_new(&w, st_in_dir("old.safetensors"), &o, &err), 0);
     add_mem(w, "attn.0", STF_F32, 3, sh, F32_0_5);
     assert_int_equal(stf_writer_commit(w, &err), STF_EIO);
     stf_writer_free(w);
     size_t len;
-    unsigned char *got = st_read_file(out_path("old.safetensors"), &len);
+    unsigned char *got = st_read_file(st_in_dir("old.safetensors"), &len);
     assert_int_equal(len, 3);
     free(got);
     assert_int_equal(st_dir_entries(st_dir), 1);
-    assert_int_equal(stf_writer_new(&w, out_path("old.safetensors"), NULL, &err), 0);
+    assert_int_equal(stf_writer_new(&w, st_in_dir("old.safetensors"), NULL, &err), 0);
     add_mem(w, "attn.0", STF_F32, 3, sh, F32_0_5);
     commit_ok(w);
-    got = st_read_file(out_path("old.safetensors"), &len);
+    got = st_read_file(st_in_dir("old.safetensors"), &len);
     assert_int_equal(len, 96);
     free(got);
 }
@@ -399,7 +392,7 @@ static void test_sharded(void **state)
     uint64_t s1[] = { 1 }, s4[] = { 4 };
     unsigned char a[4] = { 1, 2, 3, 4 }, b[4] = { 5, 6, 7, 8 }, c[16] = { 9 };
     unsigned char ab[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
-    assert_int_equal(stf_writer_new(&w, out_path("model.safetensors"), &o, &err), 0);
+    assert_int_equal(stf_writer_new(&w, st_in_dir("model.safetensors"), &o, &err), 0);
     add_mem(w, "x.a", STF_F32, 1, s1, a);
     add_mem(w, "x.b", STF_F32, 1, s1, b);
     add_mem(w, "y", STF_F32, 1, s4, c);
@@ -407,17 +400,17 @@ static void test_sharded(void **state)
     assert_int_equal(stf_writer_set_index_meta(w, "note", "\"h\\u00e9\"", &err), 0);
     commit_ok(w);
     assert_int_equal(st_dir_entries(st_dir), 3);
-    expect_file(out_path("model-00001-of-00002.safetensors"),
+    expect_file(st_in_dir("model-00001-of-00002.safetensors"),
                 "{\"__metadata__\":{\"format\":\"pt\"},"
                 "\"x.a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
                 "\"x.b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
                 144, ab, 8);
-    expect_file(out_path("model-00002-of-00002.safetensors"),
+    expect_file(st_in_dir("model-00002-of-00002.safetensors"),
                 "{\"__metadata__\":{\"format\":\"pt\"},"
                 "\"y\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}",
                 88, c, 16);
     size_t len;
-    unsigned char *idx = st_read_file(out_path("model.safetensors.index.json"), &len);
+    unsigned char *idx = st_read_file(st_in_dir("model.safetensors.index.json"), &len);
     static const char want[] = "{\n"
                                "  \"metadata\": {\n"
                                "    \"note\": \"h\\u00e9\",\n"
@@ -435,11 +428,11 @@ static void test_sharded(void **state)
 
     /* Everything fits one shard: the path itself, no index. */
     o.max_shard_size = 1000;
-    assert_int_equal(stf_writer_new(&w, out_path("one.safetensors"), &o, &err), 0);
+    assert_int_equal(stf_writer_new(&w, st_in_dir("one.safetensors"), &o, &err), 0);
     add_mem(w, "y", STF_F32, 1, s4, c);
     commit_ok(w);
     assert_int_equal(st_dir_entries(st_dir), 4);
-    expect_file(out_path("one.safetensors"),
+    expect_file(st_in_dir("one.safetensors"),
                 "{\"y\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", 56, c, 16);
 }
 
@@ -460,7 +453,7 @@ static void test_sharded_atomic(void **state)
         o.write_hook_ud = &h;
         stf_writer *w;
         stf_err err;
-        assert_int_equal(stf_writer_new(&w, out_path("s.safetensors"), &o, &err), 0);
+        assert_int_equal(stf_writer_new(&w, st_in_dir("s.safetensors"), &o, &err), 0);
         add_mem(w, "a", STF_F32, 1, s1, a);
         add_mem(w, "b", STF_F32, 1, s1, a);
         assert_int_equal(stf_writer_commit(w, &err), STF_EIO);
@@ -503,7 +496,7 @@ static int write_small(stf_err *err, const char *path, uint64_t max_shard)
 /* st_alloc_sweep bodies: ud points at the `sharded` flag. */
 static int sweep_write_small(void *ud, stf_err *err)
 {
-    return write_small(err, out_path("al.safetensors"), *(int *)ud ? 16 : 0);
+    return write_small(err, st_in_dir("al.safetensors"), *(int *)ud ? 16 : 0);
 }
 
 static void nothing_on_disk(void *ud)

@@ -25,6 +25,15 @@ char *st_tmpdir(void)
     return r;
 }
 
+char *st_in_dir(const char *name)
+{
+    static char p[8][512];
+    static int k;
+    k = (k + 1) % 8;
+    snprintf(p[k], sizeof p[k], "%s/%s", st_dir, name);
+    return p[k];
+}
+
 char *st_path(const char *dir, const char *name)
 {
     size_t n = strlen(dir) + strlen(name) + 2;

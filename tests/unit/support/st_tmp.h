@@ -26,6 +26,10 @@ int st_dir_teardown(void **state);
 /* Remove a directory and everything below it (links are not followed). */
 void st_rmtree(const char *dir);
 
+/* st_dir + "/" + name in one of 8 static buffers used in turn, so up to
+ * 8 results can be alive at once (e.g. the arguments of one call). */
+char *st_in_dir(const char *name);
+
 /* dir + "/" + name, malloc'd. */
 char *st_path(const char *dir, const char *name);
 
