@@ -50,7 +50,8 @@ int stf_dtype_nbytes(uint64_t *out, stf_dtype d, uint64_t nelem, stf_err *err);
  */
 typedef struct stf_open_opts {
     int strict;                 /* STRICT findings become errors (default 0) */
-    int no_mmap;                /* force the pread source (default 0) */
+    int no_mmap;                /* ignored, kept for source compatibility: files are
+                                 * always read with pread, never memory-mapped */
     uint64_t max_header;        /* header N cap (default 100,000,000; never above it) */
     uint64_t max_tensors;       /* per file (default 1,000,000) */
     unsigned max_rank;          /* default 8, at most STF_MAX_RANK_HARD */
@@ -167,12 +168,19 @@ int stf_ckpt_find(const stf_ckpt *c, const char *name, size_t *idx);
 
 /*
  * Copy `len` bytes of tensor i starting at byte `off` within the tensor into
- * dst. Bounds are checked (STF_EINVAL). Reads through the map or pread.
+ * dst. Bounds are checked (STF_EINVAL). Files are read with pread (never
+ * memory-mapped), so a file that shrank after open is STF_EIO naming the
+ * file and the byte offset where it ended, never a signal. Safe to call
+ * from several threads at once.
  */
 int stf_ckpt_read(const stf_ckpt *c, size_t i, uint64_t off, void *dst, size_t len,
                   stf_err *err);
 
-/* Pointer to tensor i's bytes when the shard is memory-mapped (or in memory), else NULL. */
+/*
+ * Pointer to tensor i's bytes for a checkpoint opened with
+ * stf_ckpt_open_mem (into the caller's buffer); NULL for a checkpoint
+ * opened from a file, whose bytes are read with stf_ckpt_read.
+ */
 const void *stf_ckpt_tensor_data(const stf_ckpt *c, size_t i);
 
 /* Findings recorded while opening (warnings and canonical-form notes). */

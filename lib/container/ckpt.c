@@ -2,7 +2,7 @@
  * A logical checkpoint: one safetensors file, or an index with its shards,
  * opened read-only and validated (S1-S20 per file, I1-I6 for an index).
  * The tensor table spans all shards in (shard, begin, end) order, and reads
- * go through each shard's source (mmap or pread).
+ * go through each shard's source (pread, or the caller's buffer).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,10 +35,10 @@ static int oom(stf_err *err, const char *path)
 }
 
 /*
- * Framing, header, mapping for one shard whose source is open. The order
+ * Framing and header for one shard whose source is open. The order
  * matters: nothing is allocated from N until stf__frame_check has tied it
- * to the real file size (S3), and the file is mapped only once it is known
- * to be a plausible safetensors file.
+ * to the real file size (S3). A file's header is read into a copy (at most
+ * max_header bytes); a memory source is parsed in place.
  */
 static int shard_load(ckpt_shard *sh, const stf_open_opts *o, stf__findings *f, stf_err *err)
 {
@@ -52,8 +52,6 @@ static int shard_load(ckpt_shard *sh, const stf_open_opts *o, stf__findings *f, 
     rc = stf__source_read(sh->src, 0, first, size < 8 ? (size_t)size : 8, err);
     if (rc) goto done;
     rc = stf__frame_check(&n, first, size, path, o, err);
-    if (rc) goto done;
-    rc = stf__source_map(sh->src, err);
     if (rc) goto done;
     if (stf__source_data(sh->src)) {
         hdr = stf__source_data(sh->src) + 8;
@@ -157,7 +155,7 @@ static int open_index(stf_ckpt *c, const char *path, const stf_open_opts *o, stf
         const char *file = c->ix->files[k];
         char *sp = join_dir(path, file);
         if (!sp) return oom(err, path);
-        rc = stf__source_open(&c->shards[k].src, sp, o->no_mmap, err);
+        rc = stf__source_open(&c->shards[k].src, sp, err);
         stf__free(sp);
         c->nshards = k + 1; /* shard k is ours to free from here on */
         if (rc == STF_ENOMEM) return rc;
@@ -198,7 +196,7 @@ static int open_single(stf_ckpt *c, const char *name, int in_mem, const void *bu
     c->shards = stf__calloc(1, sizeof *c->shards);
     if (!c->shards) return oom(err, name);
     int rc = in_mem ? stf__source_open_mem(&c->shards[0].src, buf, len, name, err)
-                    : stf__source_open(&c->shards[0].src, name, opts->no_mmap, err);
+                    : stf__source_open(&c->shards[0].src, name, err);
     if (rc) return rc;
     c->nshards = 1;
     rc = shard_load(&c->shards[0], opts, &c->findings, err);
@@ -431,7 +429,7 @@ int stf_ckpt_read(const stf_ckpt *c, size_t i, uint64_t off, void *dst, size_t l
     return rc;
 }
 
-/* Pointer into the map (or memory buffer) for tensor i; NULL with no_mmap. */
+/* Pointer into the memory buffer for tensor i; NULL for a file checkpoint. */
 const void *stf_ckpt_tensor_data(const stf_ckpt *c, size_t i)
 {
     uint64_t abs;

@@ -1,10 +1,15 @@
-/* Read-only byte sources: mmap with a pread fallback, or a memory buffer. */
+/*
+ * Read-only byte sources: a file read with pread, or a memory buffer.
+ * Files are never memory-mapped: touching a mapped page of a file that
+ * another process truncated raises SIGBUS, and a library must not raise a
+ * signal in its host. pread reports the same event as a short read, which
+ * becomes an error naming the file and the offset.
+ */
 /* 64-bit off_t even on 32-bit hosts: shards are routinely over 4 GiB. */
 #define _FILE_OFFSET_BITS 64
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,10 +25,8 @@ _Static_assert(sizeof(off_t) >= 8, "off_t must be 64-bit to address files over 4
 struct stf__source {
     char *path;
     int fd;              /* -1 for memory sources */
-    int no_mmap;
     uint64_t size;
-    const uint8_t *data; /* map or borrowed buffer; NULL when reading by pread */
-    size_t map_len;      /* non-zero when we own a mapping */
+    const uint8_t *data; /* the borrowed buffer of a memory source; NULL for files */
 };
 
 /* strerror_r has two incompatible prototypes; _GNU_SOURCE selects the one
@@ -61,7 +64,7 @@ static stf__source *source_new(const char *name, stf_err *err)
  * forever for a writer when the path is a FIFO; it has no effect on the
  * regular files we go on to accept.
  */
-int stf__source_open(stf__source **out, const char *path, int no_mmap, stf_err *err)
+int stf__source_open(stf__source **out, const char *path, stf_err *err)
 {
     int rc = 0;
     stf__source *s = NULL;
@@ -71,7 +74,6 @@ int stf__source_open(stf__source **out, const char *path, int no_mmap, stf_err *
     *out = NULL;
     s = source_new(path, err);
     if (!s) return STF_ENOMEM;
-    s->no_mmap = no_mmap;
     do {
         s->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     } while (s->fd < 0 && errno == EINTR);
@@ -117,19 +119,6 @@ int stf__source_open_mem(stf__source **out, const void *buf, size_t len, const c
     return 0;
 }
 
-/* Map the whole file if we may; see source.h for why failure is not an error. */
-int stf__source_map(stf__source *s, stf_err *err)
-{
-    (void)err;
-    if (!s || s->data || s->fd < 0 || s->no_mmap) return 0;
-    if (s->size == 0 || s->size > (uint64_t)SIZE_MAX) return 0;
-    void *p = mmap(NULL, (size_t)s->size, PROT_READ, MAP_PRIVATE, s->fd, 0);
-    if (p == MAP_FAILED) return 0;
-    s->data = p;
-    s->map_len = (size_t)s->size;
-    return 0;
-}
-
 /* Accessors; contracts in source.h. NULL sources give 0, NULL or -1. */
 uint64_t stf__source_size(const stf__source *s) { return s ? s->size : 0; }
 
@@ -149,7 +138,7 @@ int stf__source_read(const stf__source *s, uint64_t off, void *dst, size_t len, 
                         "%s: read of %zu bytes at offset %llu is past the end (%llu bytes)",
                         s->path, len, (unsigned long long)off, (unsigned long long)s->size);
     if (len == 0) return 0;
-    if (s->data) {
+    if (s->data) { /* a memory source: the caller's buffer, never a file */
         memcpy(dst, s->data + off, len);
         return 0;
     }
@@ -177,11 +166,10 @@ int stf__source_read(const stf__source *s, uint64_t off, void *dst, size_t len, 
     return 0;
 }
 
-/* Unmap, close, free; see source.h. */
+/* Close, free; see source.h. */
 void stf__source_free(stf__source *s)
 {
     if (!s) return;
-    if (s->map_len) munmap((void *)(uintptr_t)s->data, s->map_len);
     if (s->fd >= 0) close(s->fd);
     stf__free(s->path);
     stf__free(s);
