@@ -119,6 +119,14 @@ typedef struct stf_ckpt stf_ckpt;
  * Open `path` (a .safetensors file, or a name ending in ".index.json").
  * `opts` may be NULL for defaults. On failure *out is NULL and err says why,
  * with the rule id and byte offset. Free with stf_ckpt_free.
+ *
+ * An index's shards are opened and checked one at a time; afterwards their
+ * descriptors live in a small cache (a few dozen at most while none is
+ * being read) and are reopened on demand, so the shard count is not bounded
+ * by the open-file limit. A shard that is missing or unreadable as named is
+ * I3 (STF_EFORMAT); failing to open one for lack of descriptors or memory is
+ * STF_EIO. A reopened shard must still be the file checked at open (same
+ * device, inode and size), else the read fails with STF_EIO naming it.
  */
 int stf_ckpt_open(stf_ckpt **out, const char *path, const stf_open_opts *opts,
                   stf_err *err);

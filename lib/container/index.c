@@ -532,7 +532,7 @@ int stf__index_load(stf__index **out, const char *path, const stf_open_opts *o, 
         stf_open_opts_init(&defaults);
         o = &defaults;
     }
-    rc = stf__source_open(&src, path, err);
+    rc = stf__source_open(&src, path, NULL, NULL, err);
     if (rc) goto done;
     uint64_t size = stf__source_size(src);
     if (size > o->max_index_size || size > SIZE_MAX - 1) {

@@ -2,8 +2,11 @@
  * Read-only byte sources for the reader: a regular file, always read with
  * pread into the caller's buffer (never memory-mapped, so a file truncated
  * by another process is an STF_EIO, not a SIGBUS), or a caller's memory
- * buffer. Offsets are absolute file offsets in uint64_t, so files over
- * 4 GiB work on every build. Internal to the container layer.
+ * buffer. A file's descriptor is held through an fd cache (fdcache.h):
+ * closed when the cache evicts it, reopened on the next read, which then
+ * checks the file is still the one opened. Reads are thread-safe.
+ * Offsets are absolute file offsets in uint64_t, so files over 4 GiB work
+ * on every build. Internal to the container layer.
  */
 #ifndef STF_CONTAINER_SOURCE_H
 #define STF_CONTAINER_SOURCE_H
@@ -11,17 +14,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "container/fdcache.h"
 #include "stfix.h"
 
 typedef struct stf__source stf__source;
 
 /*
- * Open `path` read-only (O_RDONLY, never written) and fstat it. Only regular
+ * Open `path` read-only (O_RDONLY, never written) and fstat it, through
+ * `cache` (NULL: a private cache holding just this file's descriptor,
+ * which then stays open). The cache must outlive the source. Only regular
  * files are accepted (symlinks are followed); a directory, FIFO or device
- * fails with STF_EIO naming the path and the errno text. Nothing is read
- * yet. The path is copied. Free with stf__source_free.
+ * fails with STF_EIO naming the path and the errno text. *sys_errno (may be
+ * NULL) tells failures apart as stf__fdfile_open does (ENOENT, EACCES,
+ * EMFILE, ..., 0 for a file that is not regular). Nothing is read yet. The
+ * path is copied. Free with stf__source_free.
  */
-int stf__source_open(stf__source **out, const char *path, stf_err *err);
+int stf__source_open(stf__source **out, const char *path, stf__fdcache *cache, int *sys_errno,
+                     stf_err *err);
 
 /*
  * A source over `len` bytes at `buf` (borrowed; must outlive the source).
@@ -37,8 +46,16 @@ const char *stf__source_path(const stf__source *s);
 /* The buffer of a memory source; NULL for a file source (read it with
  * stf__source_read). */
 const uint8_t *stf__source_data(const stf__source *s);
-/* The file descriptor (for copy_file_range), or -1 for a memory source. */
-int stf__source_fd(const stf__source *s);
+/*
+ * A file source's descriptor, for a kernel-side copy (copy_file_range),
+ * open until the matching stf__source_fd_release; use it only with calls
+ * that take an explicit offset. Errors as for stf__fdfile_acquire (the file
+ * was replaced, shrank, or cannot be reopened: STF_EIO); STF_EINVAL for a
+ * memory source.
+ */
+int stf__source_fd_acquire(const stf__source *s, int *fd, stf_err *err);
+/* Give back the descriptor of stf__source_fd_acquire. No-op on NULL. */
+void stf__source_fd_release(const stf__source *s);
 
 /*
  * Copy `len` bytes at absolute offset `off` into dst. A range past the size
@@ -49,13 +66,14 @@ int stf__source_fd(const stf__source *s);
  */
 int stf__source_read(const stf__source *s, uint64_t off, void *dst, size_t len, stf_err *err);
 
-/* Close, free. No-op on NULL. */
+/* Close, free (the cache it was opened through stays). No-op on NULL. */
 void stf__source_free(stf__source *s);
 
 /*
  * Where tensor i of checkpoint c lives: its shard's source and the absolute
  * file offset of the tensor's first byte. For the writer's verbatim copy
- * (copy_file_range from stf__source_fd). STF_EINVAL when i is out of range.
+ * (copy_file_range from stf__source_fd_acquire). STF_EINVAL when i is out
+ * of range.
  * Implemented in ckpt.c.
  */
 int stf__ckpt_tensor_source(const stf_ckpt *c, size_t i, const stf__source **src,

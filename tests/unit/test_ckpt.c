@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -17,6 +18,7 @@
 #include "stfix.h"
 #include "support/st_alloc.h"
 #include "support/st_bytes.h"
+#include "support/st_ckptfile.h"
 #include "support/st_tmp.h"
 
 /* N (u64 LE) + header text + `data` (data_len bytes; zeros when NULL). */
@@ -350,6 +352,116 @@ static void test_over_4gib_sparse(void **state)
     free(h);
 }
 
+/* ---- an index with more shards than open descriptors ---- */
+
+/* n shards s-NNNN.safetensors in dir, shard k holding tensor tNNNN, 8 bytes
+ * of value k; the index is written to `ipath`. */
+static void write_sharded(const char *dir, size_t n, char *ipath, size_t cap)
+{
+    size_t jcap = 64 + n * 48, jl = 0;
+    char *j = malloc(jcap);
+    assert_non_null(j);
+    jl += (size_t)snprintf(j + jl, jcap - jl, "{\"weight_map\":{");
+    for (size_t k = 0; k < n; k++) {
+        char name[32], file[48], path[300];
+        uint8_t v[8];
+        memset(v, (int)(k & 0xff), sizeof v);
+        snprintf(name, sizeof name, "t%04zu", k);
+        snprintf(file, sizeof file, "s-%04zu.safetensors", k);
+        snprintf(path, sizeof path, "%s/%s", dir, file);
+        st_tensor t = { name, STF_U8, 1, { 8 }, v, sizeof v };
+        assert_int_equal(st_write_ckpt(path, &t, 1, NULL), 0);
+        jl += (size_t)snprintf(j + jl, jcap - jl, "%s\"%s\":\"%s\"", k ? "," : "", name, file);
+    }
+    jl += (size_t)snprintf(j + jl, jcap - jl, "}}");
+    snprintf(ipath, cap, "%s/m.safetensors.index.json", dir);
+    assert_int_equal(st_write_file(ipath, j, jl), 0);
+    free(j);
+}
+
+/* Tensor k of write_sharded's index reads back as eight bytes of k. */
+static void expect_shard_tensor(const stf_ckpt *c, size_t k)
+{
+    char name[32];
+    size_t i;
+    uint8_t got[8], want[8];
+    stf_err e;
+    snprintf(name, sizeof name, "t%04zu", k);
+    assert_int_equal(stf_ckpt_find(c, name, &i), 0);
+    if (stf_ckpt_read(c, i, 0, got, sizeof got, &e)) fail_msg("%s: %s", name, e.msg);
+    memset(want, (int)(k & 0xff), sizeof want);
+    assert_memory_equal(got, want, sizeof want);
+}
+
+/* 200 shards under an open-file limit of 48 free descriptors: the index
+ * opens and every tensor reads, in any order (once I3 MissingShard, from
+ * EMFILE, when every shard kept its descriptor). */
+static void test_index_more_shards_than_descriptors(void **state)
+{
+    (void)state;
+    enum { N = 200 };
+    char ip[300];
+    write_sharded(st_dir, N, ip, sizeof ip);
+    int t = dup(0);
+    assert_true(t >= 0);
+    close(t);
+    struct rlimit old, lim;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+    lim = old;
+    lim.rlim_cur = (rlim_t)t + 48;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &lim), 0);
+    stf_ckpt *c = NULL;
+    stf_err e;
+    int rc = stf_ckpt_open(&c, ip, NULL, &e);
+    if (rc) {
+        setrlimit(RLIMIT_NOFILE, &old);
+        fail_msg("open: %s", e.msg);
+    }
+    for (size_t k = 0; k < N; k++) expect_shard_tensor(c, (k * 7) % N);
+    for (size_t k = N; k-- > 0;) expect_shard_tensor(c, k);
+    setrlimit(RLIMIT_NOFILE, &old);
+    assert_int_equal(stf_ckpt_shard_count(c), N);
+    assert_int_equal(stf_ckpt_tensor_count(c), N);
+    stf_ckpt_free(c);
+}
+
+/* A shard whose descriptor was evicted and whose name now points at another
+ * file: reading it, or copying it verbatim, is STF_EIO naming the shard. */
+static void test_shard_replaced_while_closed(void **state)
+{
+    (void)state;
+    enum { N = 40 }; /* more than the checkpoint keeps open */
+    char ip[300], sp[300], tmp[320], out[300];
+    write_sharded(st_dir, N, ip, sizeof ip);
+    stf_ckpt *c = NULL;
+    stf_err e;
+    assert_int_equal(stf_ckpt_open(&c, ip, NULL, &e), 0);
+    snprintf(sp, sizeof sp, "%s/s-0000.safetensors", st_dir);
+    snprintf(tmp, sizeof tmp, "%s.new", sp);
+    uint8_t v[8] = { 0 };
+    st_tensor t = { "t0000", STF_U8, 1, { 8 }, v, sizeof v };
+    assert_int_equal(st_write_ckpt(tmp, &t, 1, NULL), 0);
+    assert_int_equal(rename(tmp, sp), 0);
+    size_t i;
+    uint8_t got[8];
+    assert_int_equal(stf_ckpt_find(c, "t0000", &i), 0);
+    char want[600];
+    snprintf(want, sizeof want,
+             "tensor 't0000': %s: the file was replaced by another since it was opened (device "
+             "or inode changed); open the checkpoint again", sp);
+    assert_int_equal(stf_ckpt_read(c, i, 0, got, sizeof got, &e), STF_EIO);
+    assert_string_equal(e.msg, want);
+    expect_shard_tensor(c, 1); /* the others still read */
+    snprintf(out, sizeof out, "%s/joined.safetensors", st_dir);
+    stf_write_opts wo;
+    stf_write_opts_init(&wo);
+    wo.no_fsync = 1;
+    assert_int_equal(stf_ckpt_rewrite(c, out, &wo, &e), STF_EIO);
+    assert_non_null(strstr(e.msg, want));
+    assert_int_equal(access(out, F_OK), -1);
+    stf_ckpt_free(c);
+}
+
 /* ---- allocation failure: fail the Nth allocation ---- */
 
 static void alloc_loop(const char *path)
@@ -408,6 +520,8 @@ int main(void)
         cmocka_unit_test(test_strict_turns_warnings_into_errors),
         cmocka_unit_test(test_truncated_while_open),
         cmocka_unit_test(test_over_4gib_sparse),
+        cmocka_unit_test(test_index_more_shards_than_descriptors),
+        cmocka_unit_test(test_shard_replaced_while_closed),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, st_dir_setup, st_dir_teardown);

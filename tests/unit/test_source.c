@@ -33,7 +33,7 @@ static void test_missing_file(void **state)
     stf__source *s = (stf__source *)1;
     stf_err e;
     stf_err_clear(&e);
-    assert_int_equal(stf__source_open(&s, p, &e), STF_EIO);
+    assert_int_equal(stf__source_open(&s, p, NULL, NULL, &e), STF_EIO);
     assert_null(s);
     assert_int_equal(e.code, STF_EIO);
     assert_non_null(strstr(e.msg, p));
@@ -45,7 +45,7 @@ static void test_directory(void **state)
     (void)state;
     stf__source *s = NULL;
     stf_err e;
-    assert_int_equal(stf__source_open(&s, st_dir, &e), STF_EIO);
+    assert_int_equal(stf__source_open(&s, st_dir, NULL, NULL, &e), STF_EIO);
     assert_null(s);
     assert_non_null(strstr(e.msg, st_dir));
     assert_non_null(strstr(e.msg, strerror(EISDIR)));
@@ -60,7 +60,7 @@ static void test_fifo_refused(void **state)
     assert_int_equal(mkfifo(p, 0600), 0);
     stf__source *s = NULL;
     stf_err e;
-    assert_int_equal(stf__source_open(&s, p, &e), STF_EIO);
+    assert_int_equal(stf__source_open(&s, p, NULL, NULL, &e), STF_EIO);
     assert_null(s);
     assert_non_null(strstr(e.msg, "not a regular file"));
     unlink(p);
@@ -76,7 +76,7 @@ static void test_permission_denied(void **state)
     assert_int_equal(chmod(p, 0), 0);
     stf__source *s = NULL;
     stf_err e;
-    assert_int_equal(stf__source_open(&s, p, &e), STF_EIO);
+    assert_int_equal(stf__source_open(&s, p, NULL, NULL, &e), STF_EIO);
     assert_non_null(strstr(e.msg, strerror(EACCES)));
     unlink(p);
 }
@@ -110,9 +110,12 @@ static void test_file_reads(void **state)
     stf_err e;
 
     stf__source *m = NULL;
-    assert_int_equal(stf__source_open(&m, p, &e), 0);
+    assert_int_equal(stf__source_open(&m, p, NULL, NULL, &e), 0);
     assert_null(stf__source_data(m));
-    assert_true(stf__source_fd(m) >= 0);
+    int fd = -1;
+    assert_int_equal(stf__source_fd_acquire(m, &fd, &e), 0);
+    assert_true(fd >= 0);
+    stf__source_fd_release(m);
     assert_string_equal(stf__source_path(m), p);
     check_reads(m, bytes, n);
     stf__source_free(m);
@@ -127,7 +130,9 @@ static void test_memory_source(void **state)
     stf_err e;
     assert_int_equal(stf__source_open_mem(&s, bytes, 12, "mem.st", &e), 0);
     assert_ptr_equal(stf__source_data(s), bytes);
-    assert_int_equal(stf__source_fd(s), -1);
+    int fd = -1;
+    assert_int_equal(stf__source_fd_acquire(s, &fd, &e), STF_EINVAL);
+    assert_non_null(strstr(e.msg, "mem.st: a memory source has no file descriptor"));
     assert_string_equal(stf__source_path(s), "mem.st");
     check_reads(s, bytes, 12);
     stf__source_free(s);
@@ -143,7 +148,7 @@ static void test_truncated_after_open(void **state)
     assert_int_equal(st_write_file(p, "0123456789abcdef", 16), 0);
     stf__source *s = NULL;
     stf_err e;
-    assert_int_equal(stf__source_open(&s, p, &e), 0);
+    assert_int_equal(stf__source_open(&s, p, NULL, NULL, &e), 0);
     assert_int_equal(truncate(p, 10), 0);
     uint8_t buf[16];
     assert_int_equal(stf__source_read(s, 4, buf, 6, &e), 0);
@@ -179,7 +184,7 @@ static void test_sparse_over_4gib(void **state)
     stf__source *s = NULL;
     stf_err e;
     uint8_t buf[8];
-    assert_int_equal(stf__source_open(&s, p, &e), 0);
+    assert_int_equal(stf__source_open(&s, p, NULL, NULL, &e), 0);
     assert_int_equal(stf__source_size(s), size);
     assert_int_equal(stf__source_read(s, at - 2, buf, 8, &e), 0);
     assert_memory_equal(buf, "\0\0HIGH\0\0", 8);
@@ -292,7 +297,7 @@ static void test_alloc_failures(void **state)
         st_alloc_arm(n);
         stf__source *s = NULL;
         stf_err e;
-        int rc = stf__source_open(&s, p, &e);
+        int rc = stf__source_open(&s, p, NULL, NULL, &e);
         if (rc == 0) {
             ok = 1;
             stf__source_free(s);
