@@ -1,7 +1,7 @@
 #!/bin/sh
-# An index with far more shards than the open-file limit: 2,000 shards under
-# `ulimit -n 256`. Shards are opened one at a time and their descriptors
-# kept in a small cache, so inspect, check and rewrite all work.
+# Indexes with many shards. 2,000 shards under `ulimit -n 256`: shards are
+# opened one at a time and their descriptors kept in a small cache, so
+# inspect, check and rewrite all work. Then the shard-count cap, L7.
 . tests/cli/lib.sh
 d="$T_TMP/many"
 idx="$d/m.safetensors.index.json"
@@ -28,3 +28,11 @@ printf 'wrote %s: 2000 tensors in 1 file\n' "$T_TMP/one.safetensors" >"$T_TMP/re
 t_stdout_is "rewrite" "$T_TMP/rewrite.want"
 t_true "rewrite: every tensor's bytes" python3 tests/gen/gen_many_shards.py --check "$T_TMP/one.safetensors" 2000
 
+# The shard-count cap (10,000 per index) is rule L7, checked before any shard
+# is opened: an index naming 10,001 files is refused as invalid input (2).
+python3 -c '
+import json, sys
+json.dump({"weight_map": {"t.%d" % k: "x-%05d.safetensors" % k for k in range(10001)}},
+          open(sys.argv[1], "w"))' "$T_TMP/cap.safetensors.index.json"
+t_run "L7" 2 "$STFIX" inspect "$T_TMP/cap.safetensors.index.json"
+t_stderr_has "L7" "$T_TMP/cap.safetensors.index.json: L7 LimitExceeded: the index names 10001 shard files, more than the cap of 10000"

@@ -363,7 +363,7 @@ static void write_sharded(const char *dir, size_t n, char *ipath, size_t cap)
     assert_non_null(j);
     jl += (size_t)snprintf(j + jl, jcap - jl, "{\"weight_map\":{");
     for (size_t k = 0; k < n; k++) {
-        char name[32], file[48], path[300];
+        char name[32], file[48], path[320];
         uint8_t v[8];
         memset(v, (int)(k & 0xff), sizeof v);
         snprintf(name, sizeof name, "t%04zu", k);
@@ -462,6 +462,30 @@ static void test_shard_replaced_while_closed(void **state)
     stf_ckpt_free(c);
 }
 
+/* max_shards caps the shard files an index names: L7, before any is opened. */
+static void test_index_shard_cap(void **state)
+{
+    (void)state;
+    char ip[300], want[400];
+    write_sharded(st_dir, 5, ip, sizeof ip);
+    stf_open_opts o;
+    stf_open_opts_init(&o);
+    o.max_shards = 4;
+    stf_ckpt *c = (stf_ckpt *)1;
+    stf_err e;
+    assert_int_equal(stf_ckpt_open(&c, ip, &o, &e), STF_ELIMIT);
+    assert_null(c);
+    assert_int_equal(e.code, STF_ELIMIT);
+    assert_string_equal(e.rule, "L7");
+    snprintf(want, sizeof want,
+             "%s: L7 LimitExceeded: the index names 5 shard files, more than the cap of 4", ip);
+    assert_string_equal(e.msg, want);
+    o.max_shards = 5;
+    assert_int_equal(stf_ckpt_open(&c, ip, &o, &e), 0);
+    assert_int_equal(stf_ckpt_shard_count(c), 5);
+    stf_ckpt_free(c);
+}
+
 /* ---- allocation failure: fail the Nth allocation ---- */
 
 static void alloc_loop(const char *path)
@@ -522,6 +546,7 @@ int main(void)
         cmocka_unit_test(test_over_4gib_sparse),
         cmocka_unit_test(test_index_more_shards_than_descriptors),
         cmocka_unit_test(test_shard_replaced_while_closed),
+        cmocka_unit_test(test_index_shard_cap),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, st_dir_setup, st_dir_teardown);
