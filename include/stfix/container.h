@@ -50,7 +50,8 @@ int stf_dtype_nbytes(uint64_t *out, stf_dtype d, uint64_t nelem, stf_err *err);
  */
 typedef struct stf_open_opts {
     int strict;                 /* STRICT findings become errors (default 0) */
-    int no_mmap;                /* force the pread source (default 0) */
+    int no_mmap;                /* ignored, kept for source compatibility: files are
+                                 * always read with pread, never memory-mapped */
     uint64_t max_header;        /* header N cap (default 100,000,000; never above it) */
     uint64_t max_tensors;       /* per file (default 1,000,000) */
     unsigned max_rank;          /* default 8, at most STF_MAX_RANK_HARD */
@@ -118,6 +119,14 @@ typedef struct stf_ckpt stf_ckpt;
  * Open `path` (a .safetensors file, or a name ending in ".index.json").
  * `opts` may be NULL for defaults. On failure *out is NULL and err says why,
  * with the rule id and byte offset. Free with stf_ckpt_free.
+ *
+ * An index's shards are opened and checked one at a time; afterwards their
+ * descriptors live in a small cache (a few dozen at most while none is
+ * being read) and are reopened on demand, so the shard count is not bounded
+ * by the open-file limit. A shard that is missing or unreadable as named is
+ * I3 (STF_EFORMAT); failing to open one for lack of descriptors or memory is
+ * STF_EIO. A reopened shard must still be the file checked at open (same
+ * device, inode and size), else the read fails with STF_EIO naming it.
  */
 int stf_ckpt_open(stf_ckpt **out, const char *path, const stf_open_opts *opts,
                   stf_err *err);
@@ -167,12 +176,19 @@ int stf_ckpt_find(const stf_ckpt *c, const char *name, size_t *idx);
 
 /*
  * Copy `len` bytes of tensor i starting at byte `off` within the tensor into
- * dst. Bounds are checked (STF_EINVAL). Reads through the map or pread.
+ * dst. Bounds are checked (STF_EINVAL). Files are read with pread (never
+ * memory-mapped), so a file that shrank after open is STF_EIO naming the
+ * file and the byte offset where it ended, never a signal. Safe to call
+ * from several threads at once.
  */
 int stf_ckpt_read(const stf_ckpt *c, size_t i, uint64_t off, void *dst, size_t len,
                   stf_err *err);
 
-/* Pointer to tensor i's bytes when the shard is memory-mapped (or in memory), else NULL. */
+/*
+ * Pointer to tensor i's bytes for a checkpoint opened with
+ * stf_ckpt_open_mem (into the caller's buffer); NULL for a checkpoint
+ * opened from a file, whose bytes are read with stf_ckpt_read.
+ */
 const void *stf_ckpt_tensor_data(const stf_ckpt *c, size_t i);
 
 /* Findings recorded while opening (warnings and canonical-form notes). */

@@ -2,16 +2,27 @@
  * A logical checkpoint: one safetensors file, or an index with its shards,
  * opened read-only and validated (S1-S20 per file, I1-I6 for an index).
  * The tensor table spans all shards in (shard, begin, end) order, and reads
- * go through each shard's source (mmap or pread).
+ * go through each shard's source (pread, or the caller's buffer). An
+ * index's shards share one small fd cache, so the number of shards is not
+ * bounded by the open-file limit.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "container/fdcache.h"
 #include "container/index.h"
 #include "container/writer_internal.h"
 #include "container/source.h"
 #include "container/st_internal.h"
+
+/*
+ * Descriptors an index keeps open at most while none is being read: enough
+ * for a reader per core to find its shard open, far below the usual
+ * open-file limit of 1024 even with other files open.
+ */
+#define SHARD_FDS 32
 
 typedef struct ckpt_shard {
     stf__source *src;
@@ -21,6 +32,7 @@ typedef struct ckpt_shard {
 struct stf_ckpt {
     ckpt_shard *shards;
     size_t nshards;
+    stf__fdcache *fds;      /* the shards' descriptors (an index only) */
     char *index_path;       /* NULL for a single file */
     stf__index *ix;         /* NULL for a single file */
     stf_tensor_info *tensors;
@@ -35,10 +47,10 @@ static int oom(stf_err *err, const char *path)
 }
 
 /*
- * Framing, header, mapping for one shard whose source is open. The order
+ * Framing and header for one shard whose source is open. The order
  * matters: nothing is allocated from N until stf__frame_check has tied it
- * to the real file size (S3), and the file is mapped only once it is known
- * to be a plausible safetensors file.
+ * to the real file size (S3). A file's header is read into a copy (at most
+ * max_header bytes); a memory source is parsed in place.
  */
 static int shard_load(ckpt_shard *sh, const stf_open_opts *o, stf__findings *f, stf_err *err)
 {
@@ -52,8 +64,6 @@ static int shard_load(ckpt_shard *sh, const stf_open_opts *o, stf__findings *f, 
     rc = stf__source_read(sh->src, 0, first, size < 8 ? (size_t)size : 8, err);
     if (rc) goto done;
     rc = stf__frame_check(&n, first, size, path, o, err);
-    if (rc) goto done;
-    rc = stf__source_map(sh->src, err);
     if (rc) goto done;
     if (stf__source_data(sh->src)) {
         hdr = stf__source_data(sh->src) + 8;
@@ -146,9 +156,41 @@ static char *join_dir(const char *index_path, const char *file)
     return p;
 }
 
+/*
+ * Whether a shard's failed open (errno e; 0: not a regular file) means the
+ * shard is missing or unreadable as named, which is the index's fault (I3).
+ * Anything else, running out of descriptors or memory above all, is the
+ * environment's, and is no finding about the checkpoint.
+ */
+static int shard_is_missing(int e)
+{
+    switch (e) {
+    case 0:
+    case ENOENT:
+    case ENOTDIR:
+    case EACCES:
+    case EPERM:
+    case EISDIR:
+    case ELOOP:
+    case ENAMETOOLONG:
+    case ENXIO:
+    case ENODEV:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/*
+ * Every shard is opened, identified and its header checked in turn; the
+ * fd cache closes the least recently used descriptors as it goes, and
+ * reads reopen them on demand.
+ */
 static int open_index(stf_ckpt *c, const char *path, const stf_open_opts *o, stf_err *err)
 {
     int rc = stf__index_load(&c->ix, path, o, err);
+    if (rc) return rc;
+    rc = stf__fdcache_new(&c->fds, SHARD_FDS, err);
     if (rc) return rc;
     c->index_path = stf__strdup(path);
     c->shards = stf__calloc(c->ix->nfiles, sizeof *c->shards);
@@ -157,10 +199,13 @@ static int open_index(stf_ckpt *c, const char *path, const stf_open_opts *o, stf
         const char *file = c->ix->files[k];
         char *sp = join_dir(path, file);
         if (!sp) return oom(err, path);
-        rc = stf__source_open(&c->shards[k].src, sp, o->no_mmap, err);
+        int e = 0;
+        rc = stf__source_open(&c->shards[k].src, sp, c->fds, &e, err);
         stf__free(sp);
         c->nshards = k + 1; /* shard k is ours to free from here on */
         if (rc == STF_ENOMEM) return rc;
+        if (rc && !shard_is_missing(e))
+            return stf__err_prefix(err, "%s: shard '%s': ", path, file);
         if (rc) {
             char why[sizeof err->msg];
             snprintf(why, sizeof why, "%s", err ? err->msg : "");
@@ -198,7 +243,7 @@ static int open_single(stf_ckpt *c, const char *name, int in_mem, const void *bu
     c->shards = stf__calloc(1, sizeof *c->shards);
     if (!c->shards) return oom(err, name);
     int rc = in_mem ? stf__source_open_mem(&c->shards[0].src, buf, len, name, err)
-                    : stf__source_open(&c->shards[0].src, name, opts->no_mmap, err);
+                    : stf__source_open(&c->shards[0].src, name, NULL, NULL, err);
     if (rc) return rc;
     c->nshards = 1;
     rc = shard_load(&c->shards[0], opts, &c->findings, err);
@@ -267,6 +312,7 @@ void stf_ckpt_free(stf_ckpt *c)
         stf__header_free(c->shards[k].hdr);
         stf__source_free(c->shards[k].src);
     }
+    stf__fdcache_free(c->fds);
     stf__free(c->shards);
     stf__index_free(c->ix);
     stf__free(c->index_path);
@@ -431,7 +477,7 @@ int stf_ckpt_read(const stf_ckpt *c, size_t i, uint64_t off, void *dst, size_t l
     return rc;
 }
 
-/* Pointer into the map (or memory buffer) for tensor i; NULL with no_mmap. */
+/* Pointer into the memory buffer for tensor i; NULL for a file checkpoint. */
 const void *stf_ckpt_tensor_data(const stf_ckpt *c, size_t i)
 {
     uint64_t abs;

@@ -180,8 +180,8 @@ static int meta_member(ictx *c, stf__index *ix, meta_acc *acc, const stf__jtok *
     }
     if (ix->nmeta >= o->max_meta_entries)
         return stf__err_rule(c->err, STF_ELIMIT, "L5", 1, k->pos,
-                             "%s: index metadata has more than %zu entries (byte %zu)", c->path,
-                             o->max_meta_entries, k->pos);
+                             "%s: L5 LimitExceeded (byte %zu): index metadata has more than %zu "
+                             "entries", c->path, k->pos, o->max_meta_entries);
     if (grow((void **)&ix->meta, &acc->mcap, ix->nmeta, sizeof *ix->meta) ||
         grow((void **)&acc->offs, &acc->ocap, ix->nmeta, sizeof *acc->offs))
         return oom(c->err, c->path);
@@ -379,8 +379,8 @@ static int assign_files(ictx *c, stf__index *ix, wm_tmp *tmp, const stf_open_opt
         if (i == 0 || stf__name_cmp(refs[i - 1].s, refs[i - 1].n, refs[i].s, refs[i].n) != 0) nf++;
     if (nf > o->max_shards) {
         rc = stf__err_rule(c->err, STF_ELIMIT, "L7", 0, 0,
-                           "%s: the index names %zu shard files, more than the cap of %zu",
-                           c->path, nf, o->max_shards);
+                           "%s: L7 LimitExceeded: the index names %zu shard files, more than "
+                           "the cap of %zu", c->path, nf, o->max_shards);
         goto done;
     }
     ix->files = stf__calloc(nf, sizeof *ix->files);
@@ -532,13 +532,14 @@ int stf__index_load(stf__index **out, const char *path, const stf_open_opts *o, 
         stf_open_opts_init(&defaults);
         o = &defaults;
     }
-    rc = stf__source_open(&src, path, 1, err);
+    rc = stf__source_open(&src, path, NULL, NULL, err);
     if (rc) goto done;
     uint64_t size = stf__source_size(src);
     if (size > o->max_index_size || size > SIZE_MAX - 1) {
         rc = stf__err_rule(err, STF_ELIMIT, "L8", 0, 0,
-                           "%s: the index is %llu bytes, more than the cap of %llu", path,
-                           (unsigned long long)size, (unsigned long long)o->max_index_size);
+                           "%s: L8 LimitExceeded: the index is %llu bytes, more than the cap "
+                           "of %llu", path, (unsigned long long)size,
+                           (unsigned long long)o->max_index_size);
         goto done;
     }
     buf = stf__malloc((size_t)size + 1);

@@ -1,11 +1,17 @@
-/* Read-only byte sources: mmap with a pread fallback, or a memory buffer. */
+/*
+ * Read-only byte sources: a file read with pread, or a memory buffer.
+ * Files are never memory-mapped: touching a mapped page of a file that
+ * another process truncated raises SIGBUS, and a library must not raise a
+ * signal in its host. pread reports the same event as a short read, which
+ * becomes an error naming the file and the offset. A file's descriptor
+ * comes from an fd cache (fdcache.h), so a checkpoint with many shards
+ * holds only a few open.
+ */
 /* 64-bit off_t even on 32-bit hosts: shards are routinely over 4 GiB. */
 #define _FILE_OFFSET_BITS 64
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "container/source.h"
@@ -19,25 +25,11 @@ _Static_assert(sizeof(off_t) >= 8, "off_t must be 64-bit to address files over 4
 
 struct stf__source {
     char *path;
-    int fd;              /* -1 for memory sources */
-    int no_mmap;
     uint64_t size;
-    const uint8_t *data; /* map or borrowed buffer; NULL when reading by pread */
-    size_t map_len;      /* non-zero when we own a mapping */
+    const uint8_t *data;  /* the borrowed buffer of a memory source; NULL for files */
+    stf__fdfile *file;    /* a file source's descriptor, through a cache */
+    stf__fdcache *own;    /* the private cache of a file opened without one */
 };
-
-/* strerror_r has two incompatible prototypes; _GNU_SOURCE selects the one
- * returning a pointer that may or may not be `buf`. */
-static const char *errno_text(int e, char *buf, size_t n)
-{
-    return strerror_r(e, buf, n);
-}
-
-static int io_err(stf_err *err, const char *path, const char *what, int e)
-{
-    char eb[128];
-    return stf__err(err, STF_EIO, "%s: %s: %s", path, what, errno_text(e, eb, sizeof eb));
-}
 
 static stf__source *source_new(const char *name, stf_err *err)
 {
@@ -46,7 +38,6 @@ static stf__source *source_new(const char *name, stf_err *err)
         stf__err(err, STF_ENOMEM, "%s: out of memory", name);
         return NULL;
     }
-    s->fd = -1;
     s->path = stf__strdup(name);
     if (!s->path) {
         stf__free(s);
@@ -56,46 +47,31 @@ static stf__source *source_new(const char *name, stf_err *err)
     return s;
 }
 
-/*
- * Open a file source; see source.h. O_NONBLOCK keeps open() from waiting
- * forever for a writer when the path is a FIFO; it has no effect on the
- * regular files we go on to accept.
- */
-int stf__source_open(stf__source **out, const char *path, int no_mmap, stf_err *err)
+/* Open a file source; see source.h. */
+int stf__source_open(stf__source **out, const char *path, stf__fdcache *cache, int *sys_errno,
+                     stf_err *err)
 {
     int rc = 0;
     stf__source *s = NULL;
-    struct stat st;
 
+    if (sys_errno) *sys_errno = 0;
     if (!out || !path) return stf__err(err, STF_EINVAL, "stf__source_open: NULL argument");
     *out = NULL;
     s = source_new(path, err);
-    if (!s) return STF_ENOMEM;
-    s->no_mmap = no_mmap;
-    do {
-        s->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    } while (s->fd < 0 && errno == EINTR);
-    if (s->fd < 0) {
-        rc = io_err(err, path, "cannot open", errno);
-        goto done;
+    if (!s) {
+        if (sys_errno) *sys_errno = ENOMEM;
+        return STF_ENOMEM;
     }
-    if (fstat(s->fd, &st) != 0) {
-        rc = io_err(err, path, "cannot stat", errno);
-        goto done;
+    if (!cache) {
+        rc = stf__fdcache_new(&s->own, 1, err);
+        if (rc) {
+            if (sys_errno) *sys_errno = ENOMEM;
+            goto done;
+        }
+        cache = s->own;
     }
-    if (S_ISDIR(st.st_mode)) {
-        rc = io_err(err, path, "cannot read", EISDIR);
-        goto done;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        rc = stf__err(err, STF_EIO, "%s: cannot read: not a regular file", path);
-        goto done;
-    }
-    if (st.st_size < 0) {
-        rc = stf__err(err, STF_EIO, "%s: cannot read: negative file size", path);
-        goto done;
-    }
-    s->size = (uint64_t)st.st_size;
+    rc = stf__fdfile_open(&s->file, cache, path, &s->size, sys_errno, err);
+    if (rc) goto done;
     *out = s;
     s = NULL;
 done:
@@ -117,55 +93,44 @@ int stf__source_open_mem(stf__source **out, const void *buf, size_t len, const c
     return 0;
 }
 
-/* Map the whole file if we may; see source.h for why failure is not an error. */
-int stf__source_map(stf__source *s, stf_err *err)
-{
-    (void)err;
-    if (!s || s->data || s->fd < 0 || s->no_mmap) return 0;
-    if (s->size == 0 || s->size > (uint64_t)SIZE_MAX) return 0;
-    void *p = mmap(NULL, (size_t)s->size, PROT_READ, MAP_PRIVATE, s->fd, 0);
-    if (p == MAP_FAILED) return 0;
-    s->data = p;
-    s->map_len = (size_t)s->size;
-    return 0;
-}
-
-/* Accessors; contracts in source.h. NULL sources give 0, NULL or -1. */
+/* Accessors; contracts in source.h. NULL sources give 0 or NULL. */
 uint64_t stf__source_size(const stf__source *s) { return s ? s->size : 0; }
 
 const char *stf__source_path(const stf__source *s) { return s ? s->path : NULL; }
 
 const uint8_t *stf__source_data(const stf__source *s) { return s ? s->data : NULL; }
 
-int stf__source_fd(const stf__source *s) { return s ? s->fd : -1; }
-
-/* Bounds-checked copy; see source.h. */
-int stf__source_read(const stf__source *s, uint64_t off, void *dst, size_t len, stf_err *err)
+/* Borrow a file source's descriptor; see source.h. */
+int stf__source_fd_acquire(const stf__source *s, int *fd, stf_err *err)
 {
-    uint64_t end;
-    if (!s || (!dst && len)) return stf__err(err, STF_EINVAL, "stf__source_read: NULL argument");
-    if (stf__add_u64(&end, off, (uint64_t)len) || end > s->size)
-        return stf__err(err, STF_EINVAL,
-                        "%s: read of %zu bytes at offset %llu is past the end (%llu bytes)",
-                        s->path, len, (unsigned long long)off, (unsigned long long)s->size);
-    if (len == 0) return 0;
-    if (s->data) {
-        memcpy(dst, s->data + off, len);
-        return 0;
-    }
-    uint8_t *d = dst;
+    if (!s || !fd) return stf__err(err, STF_EINVAL, "stf__source_fd_acquire: NULL argument");
+    if (!s->file)
+        return stf__err(err, STF_EINVAL, "%s: a memory source has no file descriptor", s->path);
+    return stf__fdfile_acquire(s->file, fd, err);
+}
+
+/* Give it back; see source.h. */
+void stf__source_fd_release(const stf__source *s)
+{
+    if (s) stf__fdfile_release(s->file);
+}
+
+/* pread until len bytes are in, retrying short reads and EINTR. */
+static int pread_all(const stf__source *s, int fd, uint64_t off, uint8_t *d, size_t len,
+                     stf_err *err)
+{
     size_t done = 0;
     while (done < len) {
         size_t want = len - done;
         if (want > PREAD_CHUNK) want = PREAD_CHUNK;
         uint64_t at = off + done;
-        ssize_t got = pread(s->fd, d + done, want, (off_t)at);
+        ssize_t got = pread(fd, d + done, want, (off_t)at);
         if (got < 0) {
             if (errno == EINTR) continue;
             char eb[128];
             return stf__err_rule(err, STF_EIO, "", 1, at, "%s: read failed at offset %llu: %s",
                                  s->path, (unsigned long long)at,
-                                 errno_text(errno, eb, sizeof eb));
+                                 stf__errno_text(errno, eb, sizeof eb));
         }
         if (got == 0)
             return stf__err_rule(err, STF_EIO, "", 1, at,
@@ -177,12 +142,34 @@ int stf__source_read(const stf__source *s, uint64_t off, void *dst, size_t len, 
     return 0;
 }
 
-/* Unmap, close, free; see source.h. */
+/* Bounds-checked copy; see source.h. */
+int stf__source_read(const stf__source *s, uint64_t off, void *dst, size_t len, stf_err *err)
+{
+    uint64_t end;
+    if (!s || (!dst && len)) return stf__err(err, STF_EINVAL, "stf__source_read: NULL argument");
+    if (stf__add_u64(&end, off, (uint64_t)len) || end > s->size)
+        return stf__err(err, STF_EINVAL,
+                        "%s: read of %zu bytes at offset %llu is past the end (%llu bytes)",
+                        s->path, len, (unsigned long long)off, (unsigned long long)s->size);
+    if (len == 0) return 0;
+    if (s->data) { /* a memory source: the caller's buffer, never a file */
+        memcpy(dst, s->data + off, len);
+        return 0;
+    }
+    int fd;
+    int rc = stf__fdfile_acquire(s->file, &fd, err);
+    if (rc) return rc;
+    rc = pread_all(s, fd, off, dst, len, err);
+    stf__fdfile_release(s->file);
+    return rc;
+}
+
+/* Close, free; see source.h. */
 void stf__source_free(stf__source *s)
 {
     if (!s) return;
-    if (s->map_len) munmap((void *)(uintptr_t)s->data, s->map_len);
-    if (s->fd >= 0) close(s->fd);
+    stf__fdfile_close(s->file);
+    stf__fdcache_free(s->own);
     stf__free(s->path);
     stf__free(s);
 }

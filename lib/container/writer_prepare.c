@@ -58,9 +58,16 @@ static int write_tensor(stf__sink *sk, const stf__wtensor *t, stage *st, stf_err
          * (or a reflinking file system) move the bytes without our pages. */
         const stf__source *s = NULL;
         uint64_t foff = 0;
+        int fd = -1;
         if (!stf__ckpt_tensor_source(src->ckpt, src->idx, &s, &foff, NULL) && s &&
-            stf__source_fd(s) >= 0)
-            return stf__sink_copy_fd(sk, stf__source_fd(s), foff, len, stf__source_path(s), err);
+            !stf__source_data(s)) {
+            /* The descriptor may be a cached one reopened: hold it for the copy. */
+            if ((rc = stf__source_fd_acquire(s, &fd, err)))
+                return stf__err_prefix(err, "tensor '%s': ", t->info.name);
+            rc = stf__sink_copy_fd(sk, fd, foff, len, stf__source_path(s), err);
+            stf__source_fd_release(s);
+            return rc;
+        }
         const void *p = stf_ckpt_tensor_data(src->ckpt, src->idx);
         if (p) return stf__sink_write(sk, p, (size_t)len, err);
     }

@@ -105,7 +105,7 @@ static int read_scales(stf__decoder *dc, stf_err *err)
     size_t esz = stf_dtype_bits(d->s_dtype) / 8u;
     const void *p = stf_ckpt_tensor_data(dc->c, si);
     if (p) return stf_convert_to_f32(dc->scales, p, d->s_dtype, dc->nscales, err);
-    /* Not mapped: read in small pieces through a stack buffer. */
+    /* A file: read in small pieces through a stack buffer. */
     unsigned char tmp[4096];
     size_t per = sizeof tmp / esz;
     for (size_t i = 0; i < dc->nscales; i += per) {
@@ -151,7 +151,7 @@ int stf__decoder_open(stf__decoder *dc, const stf_ckpt *c, const stf__decode *d,
         goto done;
     }
     dc->row_bytes = (size_t)rb;
-    dc->map = stf_ckpt_tensor_data(c, d->w_idx);
+    dc->mem = stf_ckpt_tensor_data(c, d->w_idx);
     rc = check_rotation(d, err);
     if (rc) goto done;
     rc = read_scales(dc, err);
@@ -175,8 +175,8 @@ int stf__decoder_raw(const stf__decoder *dc, const void **out, uint64_t r0, uint
 {
     if (r1 < r0 || r1 > dc->d.n) return stf__err(err, STF_EINVAL, "decode: rows out of range");
     uint64_t off = r0 * dc->row_bytes;
-    if (dc->map) {
-        *out = dc->map + off;
+    if (dc->mem) {
+        *out = dc->mem + off;
         return 0;
     }
     int rc = stf_ckpt_read(dc->c, dc->d.w_idx, off, scratch, (size_t)((r1 - r0) * dc->row_bytes),

@@ -253,7 +253,7 @@ int stf__job_exec(stf__jobrun *jr, const stf__job *job, stf_metrics_result *m, s
     int have_scale = job->kind != STF__JOB_DEQUANT;
     int want_ref = m != NULL || !direct_source(job);
     /* Sizes below cannot overflow: block_rows keeps b * per-row bytes under BLOCK_CAP. */
-    if ((rc = grow((void **)&jr->raw, &jr->raw_cap, dc.map ? 0 : b * dc.row_bytes, err)) ||
+    if ((rc = grow((void **)&jr->raw, &jr->raw_cap, dc.mem ? 0 : b * dc.row_bytes, err)) ||
         (rc = grow((void **)&jr->ref, &jr->ref_cap, want_ref ? b * k * 4 : 0, err)) ||
         (rc = grow((void **)&jr->test, &jr->test_cap, m ? b * k * 4 : 0, err)) ||
         (rc = grow((void **)&jr->out, &jr->out_cap, b * out_row_bytes(job), err)) ||
@@ -276,7 +276,7 @@ int stf__job_exec(stf__jobrun *jr, const stf__job *job, stf_metrics_result *m, s
     unsigned char *raw_keep = jr->raw;
     if (!want_ref) jr->ref = NULL;
     if (!have_scale) jr->scale = NULL;
-    if (dc.map) jr->raw = NULL;
+    if (dc.mem) jr->raw = NULL;
     size_t grain = chunk_grain(job);
     for (uint64_t r0 = 0; r0 < n && rc == 0; r0 += b) {
         size_t rows = (size_t)(n - r0 < b ? n - r0 : b);

@@ -23,7 +23,7 @@ typedef struct stf__decoder {
     stf__decode d;
     const char *wname;          /* the weight's input name (borrowed from c) */
     size_t row_bytes;           /* input bytes of one logical row */
-    const unsigned char *map;   /* weight bytes when mapped, else NULL (read) */
+    const unsigned char *mem;   /* weight bytes of an in-memory checkpoint, else NULL (read) */
     float *scales;              /* nscales values, owned */
     size_t nscales;
 } stf__decoder;
@@ -42,8 +42,9 @@ int stf__decoder_open(stf__decoder *dc, const stf_ckpt *c, const stf__decode *d,
 void stf__decoder_close(stf__decoder *dc);
 
 /*
- * Input bytes of rows [r0, r1): a pointer into the map, or the bytes read
- * into `scratch` (row_bytes * (r1 - r0) bytes, may be NULL when mapped).
+ * Input bytes of rows [r0, r1): a pointer into an in-memory checkpoint's
+ * buffer, or the bytes read into `scratch` (row_bytes * (r1 - r0) bytes;
+ * may be NULL only for an in-memory checkpoint).
  * Errors: STF_EIO/STF_EINVAL from the read.
  */
 int stf__decoder_raw(const stf__decoder *dc, const void **out, uint64_t r0, uint64_t r1,

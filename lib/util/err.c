@@ -88,3 +88,10 @@ int stf__err_prefix(stf_err *err, const char *fmt, ...)
     err->msg[hl + ol] = '\0';
     return err->code;
 }
+
+/* strerror_r has two incompatible prototypes; _GNU_SOURCE selects the one
+ * returning a pointer that may or may not be `buf`. */
+const char *stf__errno_text(int e, char *buf, size_t n)
+{
+    return strerror_r(e, buf, n);
+}

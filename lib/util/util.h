@@ -38,6 +38,9 @@ int stf__err_rule(stf_err *err, int code, const char *rule, int has_off, uint64_
 /* Like stf__err but keeps the existing message and prefixes `fmt` to it. */
 int stf__err_prefix(stf_err *err, const char *fmt, ...) STF_PRINTF(2, 3);
 
+/* strerror(e), thread-safe: the text, in `buf` (n bytes) or static storage. */
+const char *stf__errno_text(int e, char *buf, size_t n);
+
 /* Overflow-checked u64 arithmetic: return 0 on success, -1 on overflow. */
 static inline int stf__add_u64(uint64_t *r, uint64_t a, uint64_t b)
 {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -17,6 +18,7 @@
 #include "stfix.h"
 #include "support/st_alloc.h"
 #include "support/st_bytes.h"
+#include "support/st_ckptfile.h"
 #include "support/st_tmp.h"
 
 /* N (u64 LE) + header text + `data` (data_len bytes; zeros when NULL). */
@@ -117,7 +119,9 @@ static void check_two_tensors(const stf_ckpt *c, const char *path, uint64_t size
     assert_int_equal(stf_ckpt_finding_count(c), 0);
 }
 
-static void test_open_file_mmap_and_pread(void **state)
+/* A file is read with pread whatever no_mmap says: there is no pointer to
+ * its bytes, only stf_ckpt_read. */
+static void test_open_file_reads_with_pread(void **state)
 {
     (void)state;
     size_t len;
@@ -133,13 +137,8 @@ static void test_open_file_mmap_and_pread(void **state)
         o.no_mmap = no_mmap;
         assert_int_equal(stf_ckpt_open(&c, p, &o, &e), 0);
         check_two_tensors(c, p, len);
-        const uint8_t *d = stf_ckpt_tensor_data(c, 1);
-        if (no_mmap) {
-            assert_null(d);
-        } else {
-            assert_non_null(d);
-            assert_memory_equal(d, "WXYZ", 4);
-        }
+        assert_null(stf_ckpt_tensor_data(c, 0));
+        assert_null(stf_ckpt_tensor_data(c, 1));
         assert_null(stf_ckpt_tensor_data(c, 2));
         stf_ckpt_free(c);
     }
@@ -234,7 +233,6 @@ static void test_huge_n_small_file(void **state)
     stf_err e;
     stf_open_opts o;
     stf_open_opts_init(&o);
-    o.no_mmap = 1; /* the path that would have to copy the header */
     char p[300];
     snprintf(p, sizeof p, "%s/bign.safetensors", st_dir);
     assert_int_equal(st_write_file(p, b, sizeof b), 0);
@@ -283,7 +281,8 @@ static void test_strict_turns_warnings_into_errors(void **state)
     free(b);
 }
 
-/* The pread path reports a file that shrank after open, naming the tensor. */
+/* A file that shrank after open is an error naming the tensor, not a signal
+ * (default options: this raised SIGBUS while files were memory-mapped). */
 static void test_truncated_while_open(void **state)
 {
     (void)state;
@@ -292,12 +291,9 @@ static void test_truncated_while_open(void **state)
     char p[300];
     snprintf(p, sizeof p, "%s/shrink.safetensors", st_dir);
     assert_int_equal(st_write_file(p, b, len), 0);
-    stf_open_opts o;
-    stf_open_opts_init(&o);
-    o.no_mmap = 1;
     stf_ckpt *c = NULL;
     stf_err e;
-    assert_int_equal(stf_ckpt_open(&c, p, &o, &e), 0);
+    assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), 0);
     assert_int_equal(truncate(p, (off_t)(len - 2)), 0);
     uint8_t buf[4];
     assert_int_equal(stf_ckpt_read(c, 1, 0, buf, 4, &e), STF_EIO);
@@ -337,41 +333,163 @@ static void test_over_4gib_sparse(void **state)
     assert_int_equal(pwrite(fd, "near", 4, (off_t)(hl + 3)), 4);
     close(fd);
 
-    stf_open_opts o;
-    stf_open_opts_init(&o);
-    for (int no_mmap = 0; no_mmap <= 1; no_mmap++) {
-        stf_ckpt *c = NULL;
-        stf_err e;
-        uint8_t buf[6];
-        o.no_mmap = no_mmap;
-        assert_int_equal(stf_ckpt_open(&c, p, &o, &e), 0);
-        assert_int_equal(stf_ckpt_shard_file_size(c, 0), hl + nb);
-        const stf_tensor_info *t = stf_ckpt_tensor(c, 0);
-        assert_int_equal(t->nbytes, nb);
-        assert_int_equal(t->shape[0], nb);
-        assert_int_equal(stf_ckpt_read(c, 0, toff - 1, buf, 6, &e), 0);
-        assert_memory_equal(buf, "\0FAR!\0", 6);
-        assert_int_equal(stf_ckpt_read(c, 0, 3, buf, 4, &e), 0);
-        assert_memory_equal(buf, "near", 4);
-        assert_int_equal(stf_ckpt_read(c, 0, nb - 6, buf, 6, &e), 0);
-        assert_int_equal(stf_ckpt_read(c, 0, nb - 5, buf, 6, &e), STF_EINVAL);
-        if (!no_mmap && stf_ckpt_tensor_data(c, 0)) {
-            const uint8_t *d = stf_ckpt_tensor_data(c, 0);
-            assert_memory_equal(d + toff, "FAR!", 4);
-        }
-        stf_ckpt_free(c);
-    }
+    stf_ckpt *c = NULL;
+    stf_err e;
+    uint8_t buf[6];
+    assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), 0);
+    assert_int_equal(stf_ckpt_shard_file_size(c, 0), hl + nb);
+    const stf_tensor_info *t = stf_ckpt_tensor(c, 0);
+    assert_int_equal(t->nbytes, nb);
+    assert_int_equal(t->shape[0], nb);
+    assert_int_equal(stf_ckpt_read(c, 0, toff - 1, buf, 6, &e), 0);
+    assert_memory_equal(buf, "\0FAR!\0", 6);
+    assert_int_equal(stf_ckpt_read(c, 0, 3, buf, 4, &e), 0);
+    assert_memory_equal(buf, "near", 4);
+    assert_int_equal(stf_ckpt_read(c, 0, nb - 6, buf, 6, &e), 0);
+    assert_int_equal(stf_ckpt_read(c, 0, nb - 5, buf, 6, &e), STF_EINVAL);
+    stf_ckpt_free(c);
     unlink(p);
     free(h);
 }
 
-/* ---- allocation failure: fail the Nth allocation ---- */
+/* ---- an index with more shards than open descriptors ---- */
 
-static void alloc_loop(const char *path, int no_mmap)
+/* n shards s-NNNN.safetensors in dir, shard k holding tensor tNNNN, 8 bytes
+ * of value k; the index is written to `ipath`. */
+static void write_sharded(const char *dir, size_t n, char *ipath, size_t cap)
 {
+    size_t jcap = 64 + n * 48, jl = 0;
+    char *j = malloc(jcap);
+    assert_non_null(j);
+    jl += (size_t)snprintf(j + jl, jcap - jl, "{\"weight_map\":{");
+    for (size_t k = 0; k < n; k++) {
+        char name[32], file[48], path[320];
+        uint8_t v[8];
+        memset(v, (int)(k & 0xff), sizeof v);
+        snprintf(name, sizeof name, "t%04zu", k);
+        snprintf(file, sizeof file, "s-%04zu.safetensors", k);
+        snprintf(path, sizeof path, "%s/%s", dir, file);
+        st_tensor t = { name, STF_U8, 1, { 8 }, v, sizeof v };
+        assert_int_equal(st_write_ckpt(path, &t, 1, NULL), 0);
+        jl += (size_t)snprintf(j + jl, jcap - jl, "%s\"%s\":\"%s\"", k ? "," : "", name, file);
+    }
+    jl += (size_t)snprintf(j + jl, jcap - jl, "}}");
+    snprintf(ipath, cap, "%s/m.safetensors.index.json", dir);
+    assert_int_equal(st_write_file(ipath, j, jl), 0);
+    free(j);
+}
+
+/* Tensor k of write_sharded's index reads back as eight bytes of k. */
+static void expect_shard_tensor(const stf_ckpt *c, size_t k)
+{
+    char name[32];
+    size_t i;
+    uint8_t got[8], want[8];
+    stf_err e;
+    snprintf(name, sizeof name, "t%04zu", k);
+    assert_int_equal(stf_ckpt_find(c, name, &i), 0);
+    if (stf_ckpt_read(c, i, 0, got, sizeof got, &e)) fail_msg("%s: %s", name, e.msg);
+    memset(want, (int)(k & 0xff), sizeof want);
+    assert_memory_equal(got, want, sizeof want);
+}
+
+/* 200 shards under an open-file limit of 48 free descriptors: the index
+ * opens and every tensor reads, in any order (once I3 MissingShard, from
+ * EMFILE, when every shard kept its descriptor). */
+static void test_index_more_shards_than_descriptors(void **state)
+{
+    (void)state;
+    enum { N = 200 };
+    char ip[300];
+    write_sharded(st_dir, N, ip, sizeof ip);
+    int t = dup(0);
+    assert_true(t >= 0);
+    close(t);
+    struct rlimit old, lim;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+    lim = old;
+    lim.rlim_cur = (rlim_t)t + 48;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &lim), 0);
+    stf_ckpt *c = NULL;
+    stf_err e;
+    int rc = stf_ckpt_open(&c, ip, NULL, &e);
+    if (rc) {
+        setrlimit(RLIMIT_NOFILE, &old);
+        fail_msg("open: %s", e.msg);
+    }
+    for (size_t k = 0; k < N; k++) expect_shard_tensor(c, (k * 7) % N);
+    for (size_t k = N; k-- > 0;) expect_shard_tensor(c, k);
+    setrlimit(RLIMIT_NOFILE, &old);
+    assert_int_equal(stf_ckpt_shard_count(c), N);
+    assert_int_equal(stf_ckpt_tensor_count(c), N);
+    stf_ckpt_free(c);
+}
+
+/* A shard whose descriptor was evicted and whose name now points at another
+ * file: reading it, or copying it verbatim, is STF_EIO naming the shard. */
+static void test_shard_replaced_while_closed(void **state)
+{
+    (void)state;
+    enum { N = 40 }; /* more than the checkpoint keeps open */
+    char ip[300], sp[300], tmp[320], out[300];
+    write_sharded(st_dir, N, ip, sizeof ip);
+    stf_ckpt *c = NULL;
+    stf_err e;
+    assert_int_equal(stf_ckpt_open(&c, ip, NULL, &e), 0);
+    snprintf(sp, sizeof sp, "%s/s-0000.safetensors", st_dir);
+    snprintf(tmp, sizeof tmp, "%s.new", sp);
+    uint8_t v[8] = { 0 };
+    st_tensor t = { "t0000", STF_U8, 1, { 8 }, v, sizeof v };
+    assert_int_equal(st_write_ckpt(tmp, &t, 1, NULL), 0);
+    assert_int_equal(rename(tmp, sp), 0);
+    size_t i;
+    uint8_t got[8];
+    assert_int_equal(stf_ckpt_find(c, "t0000", &i), 0);
+    char want[600];
+    snprintf(want, sizeof want,
+             "tensor 't0000': %s: the file was replaced by another since it was opened (device "
+             "or inode changed); open the checkpoint again", sp);
+    assert_int_equal(stf_ckpt_read(c, i, 0, got, sizeof got, &e), STF_EIO);
+    assert_string_equal(e.msg, want);
+    expect_shard_tensor(c, 1); /* the others still read */
+    snprintf(out, sizeof out, "%s/joined.safetensors", st_dir);
+    stf_write_opts wo;
+    stf_write_opts_init(&wo);
+    wo.no_fsync = 1;
+    assert_int_equal(stf_ckpt_rewrite(c, out, &wo, &e), STF_EIO);
+    assert_non_null(strstr(e.msg, want));
+    assert_int_equal(access(out, F_OK), -1);
+    stf_ckpt_free(c);
+}
+
+/* max_shards caps the shard files an index names: L7, before any is opened. */
+static void test_index_shard_cap(void **state)
+{
+    (void)state;
+    char ip[300], want[400];
+    write_sharded(st_dir, 5, ip, sizeof ip);
     stf_open_opts o;
     stf_open_opts_init(&o);
-    o.no_mmap = no_mmap;
+    o.max_shards = 4;
+    stf_ckpt *c = (stf_ckpt *)1;
+    stf_err e;
+    assert_int_equal(stf_ckpt_open(&c, ip, &o, &e), STF_ELIMIT);
+    assert_null(c);
+    assert_int_equal(e.code, STF_ELIMIT);
+    assert_string_equal(e.rule, "L7");
+    snprintf(want, sizeof want,
+             "%s: L7 LimitExceeded: the index names 5 shard files, more than the cap of 4", ip);
+    assert_string_equal(e.msg, want);
+    o.max_shards = 5;
+    assert_int_equal(stf_ckpt_open(&c, ip, &o, &e), 0);
+    assert_int_equal(stf_ckpt_shard_count(c), 5);
+    stf_ckpt_free(c);
+}
+
+/* ---- allocation failure: fail the Nth allocation ---- */
+
+static void alloc_loop(const char *path)
+{
     int ok = 0;
     long failures = 0;
     st_alloc_install();
@@ -379,7 +497,7 @@ static void alloc_loop(const char *path, int no_mmap)
         st_alloc_arm(n);
         stf_ckpt *c = NULL;
         stf_err e;
-        int rc = stf_ckpt_open(&c, path, &o, &e);
+        int rc = stf_ckpt_open(&c, path, NULL, &e);
         if (rc == 0) {
             ok = 1;
             assert_int_equal(stf_ckpt_tensor_count(c), 2);
@@ -410,8 +528,7 @@ static void test_alloc_failures(void **state)
     char p[300];
     snprintf(p, sizeof p, "%s/alloc.safetensors", st_dir);
     assert_int_equal(st_write_file(p, b, len), 0);
-    alloc_loop(p, 0);
-    alloc_loop(p, 1);
+    alloc_loop(p);
     unlink(p);
     free(b);
 }
@@ -419,7 +536,7 @@ static void test_alloc_failures(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_open_file_mmap_and_pread),
+        cmocka_unit_test(test_open_file_reads_with_pread),
         cmocka_unit_test(test_open_mem),
         cmocka_unit_test(test_empty_checkpoint),
         cmocka_unit_test(test_open_errors_name_the_path),
@@ -427,6 +544,9 @@ int main(void)
         cmocka_unit_test(test_strict_turns_warnings_into_errors),
         cmocka_unit_test(test_truncated_while_open),
         cmocka_unit_test(test_over_4gib_sparse),
+        cmocka_unit_test(test_index_more_shards_than_descriptors),
+        cmocka_unit_test(test_shard_replaced_while_closed),
+        cmocka_unit_test(test_index_shard_cap),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, st_dir_setup, st_dir_teardown);

@@ -55,29 +55,31 @@ static void expect_rows(const stf_ckpt *c, const stf__decode *d, size_t r0, size
     stf__decoder dc;
     stf_err err;
     float out[16];
+    unsigned char scratch[256];
     assert_true(nwant <= 16);
     assert_int_equal(stf__decoder_open(&dc, c, d, &err), 0);
-    assert_int_equal(stf__decoder_rows(&dc, out, r0, r1, NULL, NULL, &err), 0);
+    assert_true(dc.row_bytes * (r1 - r0) <= sizeof scratch);
+    assert_int_equal(stf__decoder_rows(&dc, out, r0, r1, scratch, NULL, &err), 0);
     assert_memory_equal(out, want, nwant * sizeof(float));
     stf__decoder_close(&dc);
 }
 
-/* BF16 rows come back bit-exact, for any row range, mapped or read. */
+/* BF16 rows come back bit-exact, for any row range, read from a file or in memory. */
 static void test_float_bf16_exact(void **state)
 {
     (void)state;
     uint16_t w[3 * 4] = { 0x3F80, 0xBF80, 0x0001, 0x7F7F, 0x4000, 0xC040, 0x0000, 0x8000,
                           0x3E80, 0x4120, 0xC2C8, 0x3C00 };
     st_tensor t[] = { { "a.weight", STF_BF16, 2, { 3, 4 }, w, sizeof w } };
-    for (int nm = 0; nm < 2; nm++) {
+    for (int in_mem = 0; in_mem < 2; in_mem++) {
         st_ckfx f;
-        st_ckfx_open(&f, t, 1, nm);
+        st_ckfx_open(&f, t, 1, in_mem);
         stf__decode d = dec_float(f.c, "a.weight", STF_BF16, 3, 4);
         stf__decoder dc;
         stf_err err;
         assert_int_equal(stf__decoder_open(&dc, f.c, &d, &err), 0);
         assert_int_equal(dc.row_bytes, 8);
-        assert_true(nm ? dc.map == NULL : dc.map != NULL);
+        assert_true(in_mem ? dc.mem != NULL : dc.mem == NULL);
         float out[8];
         uint16_t scratch[8];
         assert_int_equal(stf__decoder_rows(&dc, out, 1, 3, scratch, NULL, &err), 0);
@@ -98,7 +100,7 @@ static void test_int8_row_convrot(void **state)
     st_tensor t[] = { { "l.weight", STF_I8, 2, { 2, 16 }, q, sizeof q },
                       { "l.weight_scale", STF_BF16, 2, { 2, 1 }, s, sizeof s } };
     st_ckfx f;
-    st_ckfx_open(&f, t, 2, 0);
+    st_ckfx_open(&f, t, 2, 1);
     stf__decode d = dec_scaled(f.c, STF__DEC_INT8, "l.weight", STF_I8, "l.weight_scale", STF_BF16,
                                STF_SCALE_ROW, 2, 16);
     d.rot_group = 16;
@@ -131,7 +133,7 @@ static void test_int8_tensor_sylvester_matches_kernel(void **state)
     st_tensor t[] = { { "m.weight", STF_U8, 2, { N, K }, q, sizeof q },
                       { "m.scale_weight", STF_F16, 0, { 0 }, &s, 2 } };
     st_ckfx f;
-    st_ckfx_open(&f, t, 2, 1);
+    st_ckfx_open(&f, t, 2, 0);
     stf__decode d = dec_scaled(f.c, STF__DEC_INT8, "m.weight", STF_U8, "m.scale_weight", STF_F16,
                                STF_SCALE_TENSOR, N, K);
     d.rot_group = 8;
@@ -197,7 +199,7 @@ static void test_w4a4_matches_kernel(void **state)
     st_tensor t[] = { { "w.weight", STF_I8, 2, { N, K / 2 }, p, sizeof p },
                       { "w.weight_scale", STF_F32, 1, { N }, s, sizeof s } };
     st_ckfx f;
-    st_ckfx_open(&f, t, 2, 0);
+    st_ckfx_open(&f, t, 2, 1);
     stf__decode d = dec_scaled(f.c, STF__DEC_W4A4, "w.weight", STF_I8, "w.weight_scale", STF_F32,
                                STF_SCALE_ROW, N, K);
     d.rot_group = 16;
@@ -243,7 +245,7 @@ static void test_w4a4_fallback(void **state)
         st_tensor t[] = { { "w.weight", STF_I8, 2, { 3, k / 2 }, p, n * k / 2 },
                           { "w.weight_scale", STF_F32, 1, { 3 }, s, sizeof s } };
         st_ckfx f;
-        st_ckfx_open(&f, t, 2, 0);
+        st_ckfx_open(&f, t, 2, 1);
         stf__decode d = dec_scaled(f.c, STF__DEC_W4A4, "w.weight", STF_I8, "w.weight_scale",
                                    STF_F32, STF_SCALE_ROW, n, k);
         d.rot_group = cases[ci].g;
@@ -264,7 +266,7 @@ static void test_w4a4_fallback(void **state)
 }
 
 /* Grouped scales [N,2] on unrotated codes (spec §6 `(N,g)`): column x of row
- * n uses s[n, x / (K/2)]; any row range, mapped or read. */
+ * n uses s[n, x / (K/2)]; any row range, read from a file or in memory. */
 static void test_int8_grouped_scale(void **state)
 {
     (void)state;
@@ -273,9 +275,9 @@ static void test_int8_grouped_scale(void **state)
     st_tensor t[] = { { "g.weight", STF_I8, 2, { 3, 4 }, q, sizeof q },
                       { "g.weight_scale", STF_F32, 2, { 3, 2 }, s, sizeof s } };
     const float want[12] = { 1, 2, 1.5f, 2, -0.25f, -0.5f, -6, -8, 0.625f, -0.625f, 21, -21 };
-    for (int nm = 0; nm < 2; nm++) {
+    for (int in_mem = 0; in_mem < 2; in_mem++) {
         st_ckfx f;
-        st_ckfx_open(&f, t, 2, nm);
+        st_ckfx_open(&f, t, 2, in_mem);
         stf__decode d = dec_scaled(f.c, STF__DEC_INT8, "g.weight", STF_I8, "g.weight_scale",
                                    STF_F32, STF_SCALE_ROW, 3, 4);
         d.groups = 2;
@@ -311,7 +313,7 @@ static void test_int8_grouped_convrot(void **state)
     st_tensor t[] = { { "h.weight", STF_I8, 2, { N, K }, q, sizeof q },
                       { "h.weight_scale", STF_F32, 2, { N, GR }, s, sizeof s } };
     st_ckfx f;
-    st_ckfx_open(&f, t, 2, 0);
+    st_ckfx_open(&f, t, 2, 1);
     stf__decode d = dec_scaled(f.c, STF__DEC_INT8, "h.weight", STF_I8, "h.weight_scale", STF_F32,
                                STF_SCALE_ROW, N, K);
     d.groups = GR;

@@ -174,7 +174,10 @@ static void test_caps(void **state)
     stf_err e;
     const char *three = "{\"weight_map\":{\"a\":\"f1\",\"b\":\"f2\",\"c\":\"f3\",\"d\":\"f1\"}}";
     assert_int_equal(parse(&ix, three, &o, &e), STF_ELIMIT);
+    assert_int_equal(e.code, STF_ELIMIT);
     assert_string_equal(e.rule, "L7");
+    assert_string_equal(e.msg, "m.index.json: L7 LimitExceeded: the index names 3 shard files, "
+                               "more than the cap of 2");
     assert_null(ix);
     o.max_shards = 3;
     assert_int_equal(parse(&ix, three, &o, &e), 0);
@@ -186,6 +189,9 @@ static void test_caps(void **state)
                            &o, &e),
                      STF_ELIMIT);
     assert_string_equal(e.rule, "L5");
+    assert_int_equal(e.offset, 36);
+    assert_string_equal(e.msg, "m.index.json: L5 LimitExceeded (byte 36): index metadata has "
+                               "more than 1 entries");
 
     char p[300];
     snprintf(p, sizeof p, "%s/cap.safetensors.index.json", st_dir);
@@ -197,7 +203,10 @@ static void test_caps(void **state)
     o.max_index_size = strlen(three) - 1;
     assert_int_equal(stf__index_load(&ix, p, &o, &e), STF_ELIMIT);
     assert_string_equal(e.rule, "L8");
-    assert_non_null(strstr(e.msg, p));
+    char want[400];
+    snprintf(want, sizeof want, "%s: L8 LimitExceeded: the index is %zu bytes, more than the cap "
+             "of %zu", p, strlen(three), strlen(three) - 1);
+    assert_string_equal(e.msg, want);
     o.max_index_size = strlen(three);
     assert_int_equal(stf__index_load(&ix, p, &o, &e), 0);
     assert_int_equal(ix->nmap, 4);

@@ -112,9 +112,9 @@ static void test_golden_bf16_v1_v2_zero(void **state)
         w[64 + k] = 0;
     }
     st_tensor t[] = { { "l.weight", STF_BF16, 2, { 3, 32 }, w, sizeof w } };
-    for (int nm = 0; nm < 2; nm++) { /* mapped source, then read into the block buffer */
+    for (int in_mem = 0; in_mem < 2; in_mem++) { /* read into the block buffer, then in place */
         st_ckfx f;
-        st_ckfx_open(&f, t, 1, nm);
+        st_ckfx_open(&f, t, 1, in_mem);
         stf__job j = float_job(f.c, STF__JOB_REQUANT_INT8, STF_BF16, 3, 32, 16, STF_QMODE_CUDA);
         uint64_t caps[2] = { 0, 1 }; /* default cap; 1 byte: one row per block */
         for (int ci = 0; ci < 2; ci++) {
@@ -266,7 +266,7 @@ static void test_rowwise_requant_equals_kernels(void **state)
     st_tensor t[] = { { "l.weight", STF_I8, 2, { RN, RK }, q, sizeof q },
                       { "l.weight_scale", STF_F32, 2, { RN, 1 }, s, sizeof s } };
     st_ckfx f;
-    st_ckfx_open(&f, t, 2, 1);
+    st_ckfx_open(&f, t, 2, 0);
     stf_err err;
     stf_dequant_opts dqo = { STF_SCALE_ROW, 0, 0 };
     assert_int_equal(stf_int8_dequantize(deq, q, s, RN, RK, &dqo, NULL, &err), 0);
@@ -300,7 +300,7 @@ static void test_grouped_requant_equals_kernels(void **state)
     st_tensor t[] = { { "l.weight", STF_I8, 2, { RN, RK }, q, sizeof q },
                       { "l.weight_scale", STF_F32, 2, { RN, GR }, gs, sizeof gs } };
     st_ckfx f;
-    st_ckfx_open(&f, t, 2, 1);
+    st_ckfx_open(&f, t, 2, 0);
     stf_err err;
     for (size_t n = 0; n < RN; n++) {
         for (size_t x = 0; x < RK; x++)
@@ -419,7 +419,7 @@ static void test_chunks_across_threads(void **state)
     for (size_t i = 0; i < (size_t)N * K; i++) w[i] = stf_f32_to_bf16((float)qt_randn(&r));
     st_tensor t[] = { { "l.weight", STF_BF16, 2, { N, K }, w, (size_t)N * K * 2 } };
     st_ckfx f;
-    st_ckfx_open(&f, t, 1, 1);
+    st_ckfx_open(&f, t, 1, 0);
     stf_pool *pool;
     stf_err err;
     assert_int_equal(stf_pool_new(&pool, 2, &err), 0);

@@ -1,4 +1,4 @@
-/* Tests for lib/container/source.c: file and memory sources, mmap vs pread. */
+/* Tests for lib/container/source.c: file sources (pread) and memory sources. */
 #define _FILE_OFFSET_BITS 64
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +15,9 @@
 #include <cmocka.h>
 
 #include "container/source.h"
+#include "container/writer_internal.h"
 #include "support/st_alloc.h"
+#include "support/st_ckptfile.h"
 #include "support/st_tmp.h"
 
 static void path_in(char *buf, size_t n, const char *name)
@@ -31,7 +33,7 @@ static void test_missing_file(void **state)
     stf__source *s = (stf__source *)1;
     stf_err e;
     stf_err_clear(&e);
-    assert_int_equal(stf__source_open(&s, p, 0, &e), STF_EIO);
+    assert_int_equal(stf__source_open(&s, p, NULL, NULL, &e), STF_EIO);
     assert_null(s);
     assert_int_equal(e.code, STF_EIO);
     assert_non_null(strstr(e.msg, p));
@@ -43,7 +45,7 @@ static void test_directory(void **state)
     (void)state;
     stf__source *s = NULL;
     stf_err e;
-    assert_int_equal(stf__source_open(&s, st_dir, 0, &e), STF_EIO);
+    assert_int_equal(stf__source_open(&s, st_dir, NULL, NULL, &e), STF_EIO);
     assert_null(s);
     assert_non_null(strstr(e.msg, st_dir));
     assert_non_null(strstr(e.msg, strerror(EISDIR)));
@@ -58,7 +60,7 @@ static void test_fifo_refused(void **state)
     assert_int_equal(mkfifo(p, 0600), 0);
     stf__source *s = NULL;
     stf_err e;
-    assert_int_equal(stf__source_open(&s, p, 0, &e), STF_EIO);
+    assert_int_equal(stf__source_open(&s, p, NULL, NULL, &e), STF_EIO);
     assert_null(s);
     assert_non_null(strstr(e.msg, "not a regular file"));
     unlink(p);
@@ -74,7 +76,7 @@ static void test_permission_denied(void **state)
     assert_int_equal(chmod(p, 0), 0);
     stf__source *s = NULL;
     stf_err e;
-    assert_int_equal(stf__source_open(&s, p, 0, &e), STF_EIO);
+    assert_int_equal(stf__source_open(&s, p, NULL, NULL, &e), STF_EIO);
     assert_non_null(strstr(e.msg, strerror(EACCES)));
     unlink(p);
 }
@@ -95,7 +97,9 @@ static void check_reads(stf__source *s, const uint8_t *want, size_t n)
     assert_int_equal(stf__source_read(s, UINT64_MAX, buf, 2, &e), STF_EINVAL);
 }
 
-static void test_map_and_pread_agree(void **state)
+/* A file source has no pointer to its bytes (it is never mapped): reads
+ * go through pread. */
+static void test_file_reads(void **state)
 {
     (void)state;
     static const uint8_t bytes[] = "0123456789abcdefghijklmnop";
@@ -106,22 +110,15 @@ static void test_map_and_pread_agree(void **state)
     stf_err e;
 
     stf__source *m = NULL;
-    assert_int_equal(stf__source_open(&m, p, 0, &e), 0);
-    assert_null(stf__source_data(m)); /* nothing mapped before asked */
-    assert_int_equal(stf__source_map(m, &e), 0);
-    assert_non_null(stf__source_data(m));
-    assert_memory_equal(stf__source_data(m), bytes, n);
-    assert_true(stf__source_fd(m) >= 0);
+    assert_int_equal(stf__source_open(&m, p, NULL, NULL, &e), 0);
+    assert_null(stf__source_data(m));
+    int fd = -1;
+    assert_int_equal(stf__source_fd_acquire(m, &fd, &e), 0);
+    assert_true(fd >= 0);
+    stf__source_fd_release(m);
     assert_string_equal(stf__source_path(m), p);
     check_reads(m, bytes, n);
     stf__source_free(m);
-
-    stf__source *r = NULL;
-    assert_int_equal(stf__source_open(&r, p, 1, &e), 0);
-    assert_int_equal(stf__source_map(r, &e), 0);
-    assert_null(stf__source_data(r)); /* no_mmap */
-    check_reads(r, bytes, n);
-    stf__source_free(r);
     unlink(p);
 }
 
@@ -133,7 +130,9 @@ static void test_memory_source(void **state)
     stf_err e;
     assert_int_equal(stf__source_open_mem(&s, bytes, 12, "mem.st", &e), 0);
     assert_ptr_equal(stf__source_data(s), bytes);
-    assert_int_equal(stf__source_fd(s), -1);
+    int fd = -1;
+    assert_int_equal(stf__source_fd_acquire(s, &fd, &e), STF_EINVAL);
+    assert_non_null(strstr(e.msg, "mem.st: a memory source has no file descriptor"));
     assert_string_equal(stf__source_path(s), "mem.st");
     check_reads(s, bytes, 12);
     stf__source_free(s);
@@ -149,7 +148,7 @@ static void test_truncated_after_open(void **state)
     assert_int_equal(st_write_file(p, "0123456789abcdef", 16), 0);
     stf__source *s = NULL;
     stf_err e;
-    assert_int_equal(stf__source_open(&s, p, 1, &e), 0);
+    assert_int_equal(stf__source_open(&s, p, NULL, NULL, &e), 0);
     assert_int_equal(truncate(p, 10), 0);
     uint8_t buf[16];
     assert_int_equal(stf__source_read(s, 4, buf, 6, &e), 0);
@@ -163,7 +162,7 @@ static void test_truncated_after_open(void **state)
     unlink(p);
 }
 
-/* Offsets above 2^32 through both paths, without writing 4 GiB. */
+/* Offsets above 2^32, without writing 4 GiB. */
 static void test_sparse_over_4gib(void **state)
 {
     (void)state;
@@ -182,24 +181,104 @@ static void test_sparse_over_4gib(void **state)
     assert_int_equal(pwrite(fd, "LOW", 3, 7), 3);
     close(fd);
 
-    for (int no_mmap = 0; no_mmap <= 1; no_mmap++) {
-        stf__source *s = NULL;
-        stf_err e;
-        uint8_t buf[8];
-        assert_int_equal(stf__source_open(&s, p, no_mmap, &e), 0);
-        assert_int_equal(stf__source_map(s, &e), 0);
-        assert_int_equal(stf__source_size(s), size);
-        assert_int_equal(stf__source_read(s, at - 2, buf, 8, &e), 0);
-        assert_memory_equal(buf, "\0\0HIGH\0\0", 8);
-        assert_int_equal(stf__source_read(s, 7, buf, 3, &e), 0);
-        assert_memory_equal(buf, "LOW", 3);
-        /* the same low offset plus 2^32 must not alias it */
-        assert_int_equal(stf__source_read(s, ((uint64_t)1 << 32) + 7, buf, 3, &e), 0);
-        assert_memory_equal(buf, "\0\0\0", 3);
-        assert_int_equal(stf__source_read(s, size - 4, buf, 4, &e), 0);
-        assert_int_equal(stf__source_read(s, size - 4, buf, 5, &e), STF_EINVAL);
-        stf__source_free(s);
-    }
+    stf__source *s = NULL;
+    stf_err e;
+    uint8_t buf[8];
+    assert_int_equal(stf__source_open(&s, p, NULL, NULL, &e), 0);
+    assert_int_equal(stf__source_size(s), size);
+    assert_int_equal(stf__source_read(s, at - 2, buf, 8, &e), 0);
+    assert_memory_equal(buf, "\0\0HIGH\0\0", 8);
+    assert_int_equal(stf__source_read(s, 7, buf, 3, &e), 0);
+    assert_memory_equal(buf, "LOW", 3);
+    /* the same low offset plus 2^32 must not alias it */
+    assert_int_equal(stf__source_read(s, ((uint64_t)1 << 32) + 7, buf, 3, &e), 0);
+    assert_memory_equal(buf, "\0\0\0", 3);
+    assert_int_equal(stf__source_read(s, size - 4, buf, 4, &e), 0);
+    assert_int_equal(stf__source_read(s, size - 4, buf, 5, &e), STF_EINVAL);
+    stf__source_free(s);
+    unlink(p);
+}
+
+/* err says STF_EIO at byte `at` of `path`, naming both. */
+static void expect_eio_at(int rc, const stf_err *e, const char *path, uint64_t at)
+{
+    char off[32];
+    snprintf(off, sizeof off, " %llu", (unsigned long long)at);
+    if (rc != STF_EIO || !strstr(e->msg, path) || !strstr(e->msg, off))
+        fail_msg("want STF_EIO naming %s and byte%s; got rc %d: %s", path, off, rc, e->msg);
+    assert_true(e->has_offset);
+    assert_int_equal(e->offset, at);
+}
+
+/*
+ * Every reader of a checkpoint's bytes, on a file another process cut short
+ * after it was opened (as `cp new model.safetensors` over it would): each
+ * one fails with STF_EIO naming the file and the byte where it ended. While
+ * files were memory-mapped, the first read past the cut raised SIGBUS.
+ * Data order: marker, scale, weight; the file is cut three times, each cut
+ * reaching further back: into the weight, the marker, then the header.
+ */
+static void test_truncated_checkpoint_every_reader(void **state)
+{
+    (void)state;
+    enum { R = 16, K = 256 };
+    static const char marker[] = "{\"format\": \"int8_tensorwise\"}";
+    float scale[R];
+    static int8_t w[R * K];
+    for (size_t i = 0; i < R; i++) scale[i] = 1.0f;
+    for (size_t i = 0; i < R * K; i++) w[i] = (int8_t)(i % 251);
+    st_tensor t[] = {
+        { "x.comfy_quant", STF_U8, 1, { sizeof marker - 1 }, marker, sizeof marker - 1 },
+        { "x.weight_scale", STF_F32, 2, { R, 1 }, scale, sizeof scale },
+        { "x.weight", STF_I8, 2, { R, K }, w, sizeof w },
+    };
+    char p[300], out[300];
+    path_in(p, sizeof p, "cut.safetensors");
+    path_in(out, sizeof out, "cut-out.safetensors");
+    assert_int_equal(st_write_ckpt(p, t, 3, NULL), 0);
+    stf_ckpt *c = NULL;
+    stf_err e;
+    assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), 0);
+    const uint64_t data = 8 + stf_ckpt_shard_header_len(c, 0);
+    size_t wi = 0;
+    assert_int_equal(stf_ckpt_find(c, "x.weight", &wi), 0);
+
+    /* 1. Into the weight: its readers fail, the marker still reads. */
+    const uint64_t cut1 = data + (sizeof marker - 1) + sizeof scale + 3 * K + 5;
+    assert_int_equal(truncate(p, (off_t)cut1), 0);
+    static int8_t buf[R * K];
+    stf_err_clear(&e);
+    expect_eio_at(stf_ckpt_read(c, wi, 0, buf, sizeof buf, &e), &e, p, cut1);
+    assert_non_null(strstr(e.msg, "tensor 'x.weight'"));
+    stf_check_opts co;
+    stf_check_opts_init(&co);
+    co.profiles = STF_CHECK_ALL | STF_CHECK_NUMERIC;
+    stf_check_report *r = NULL;
+    stf_err_clear(&e);
+    expect_eio_at(stf_check_run(&r, c, &co, &e), &e, p, cut1);
+    assert_null(r);
+    stf_write_opts wo;
+    stf_write_opts_init(&wo);
+    wo.no_fsync = 1;
+    stf_err_clear(&e);
+    expect_eio_at(stf_ckpt_rewrite(c, out, &wo, &e), &e, p, cut1);
+    assert_int_equal(access(out, F_OK), -1); /* nothing at the output path */
+
+    /* 2. Into the marker tensor: the marker reader. */
+    const uint64_t cut2 = data + 10;
+    assert_int_equal(truncate(p, (off_t)cut2), 0);
+    stf_model *m = NULL;
+    stf_err_clear(&e);
+    expect_eio_at(stf_model_build(&m, c, &e), &e, p, cut2);
+    assert_null(m);
+
+    /* 3. Into the header: the canonical-form check re-reads it. */
+    const uint64_t cut3 = 8 + 12;
+    assert_int_equal(truncate(p, (off_t)cut3), 0);
+    stf_err_clear(&e);
+    expect_eio_at(stf__ckpt_canon_findings(c, &e), &e, p, cut3);
+    assert_int_equal(stf_ckpt_shard_is_canonical(c, 0), 0);
+    stf_ckpt_free(c);
     unlink(p);
 }
 
@@ -218,7 +297,7 @@ static void test_alloc_failures(void **state)
         st_alloc_arm(n);
         stf__source *s = NULL;
         stf_err e;
-        int rc = stf__source_open(&s, p, 0, &e);
+        int rc = stf__source_open(&s, p, NULL, NULL, &e);
         if (rc == 0) {
             ok = 1;
             stf__source_free(s);
@@ -241,9 +320,10 @@ int main(void)
         cmocka_unit_test(test_directory),
         cmocka_unit_test(test_fifo_refused),
         cmocka_unit_test(test_permission_denied),
-        cmocka_unit_test(test_map_and_pread_agree),
+        cmocka_unit_test(test_file_reads),
         cmocka_unit_test(test_memory_source),
         cmocka_unit_test(test_truncated_after_open),
+        cmocka_unit_test(test_truncated_checkpoint_every_reader),
         cmocka_unit_test(test_sparse_over_4gib),
         cmocka_unit_test(test_alloc_failures),
     };

@@ -51,22 +51,29 @@ done:
 }
 
 
-void st_ckfx_open(st_ckfx *f, const st_tensor *t, size_t n, int no_mmap)
+void st_ckfx_open(st_ckfx *f, const st_tensor *t, size_t n, int in_mem)
 {
     f->dir = st_tmpdir();
     f->path = st_path(f->dir, "in.safetensors");
+    f->mem = NULL;
     assert_int_equal(st_write_ckpt(f->path, t, n, NULL), 0);
-    stf_open_opts o;
-    stf_open_opts_init(&o);
-    o.no_mmap = no_mmap;
     stf_err err;
-    int rc = stf_ckpt_open(&f->c, f->path, &o, &err);
+    int rc;
+    if (in_mem) {
+        size_t len = 0;
+        f->mem = st_read_file(f->path, &len);
+        assert_non_null(f->mem);
+        rc = stf_ckpt_open_mem(&f->c, f->mem, len, f->path, NULL, &err);
+    } else {
+        rc = stf_ckpt_open(&f->c, f->path, NULL, &err);
+    }
     if (rc) fail_msg("%s", err.msg);
 }
 
 void st_ckfx_close(st_ckfx *f)
 {
     stf_ckpt_free(f->c);
+    free(f->mem);
     st_rmtree(f->dir);
     free(f->path);
     free(f->dir);

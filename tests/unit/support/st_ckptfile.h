@@ -26,15 +26,19 @@ typedef struct st_tensor {
  * object, e.g. "{\"a\":\"b\"}". Returns 0, or -1 on an I/O error. */
 int st_write_ckpt(const char *path, const st_tensor *t, size_t n, const char *meta_json);
 
-/* A checkpoint on disk and open: `path` (in.safetensors) in a fresh `dir`. */
+/* A checkpoint on disk and open: `path` (in.safetensors) in a fresh `dir`;
+ * `mem` holds the file's bytes when it was opened in memory. */
 typedef struct st_ckfx {
     char *dir, *path;
+    unsigned char *mem;
     stf_ckpt *c;
 } st_ckfx;
 
-/* Write t[0..n) to a fresh directory and open it (no_mmap: read with
- * pread). Failing to write or open fails the test. */
-void st_ckfx_open(st_ckfx *f, const st_tensor *t, size_t n, int no_mmap);
+/* Write t[0..n) to a fresh directory and open it: the file (read with
+ * pread), or with in_mem its bytes through stf_ckpt_open_mem (so
+ * stf_ckpt_tensor_data gives pointers). Failing to write or open fails the
+ * test. */
+void st_ckfx_open(st_ckfx *f, const st_tensor *t, size_t n, int in_mem);
 
 /* Close the checkpoint and remove its directory. */
 void st_ckfx_close(st_ckfx *f);
