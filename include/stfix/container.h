@@ -118,7 +118,9 @@ typedef struct stf_ckpt stf_ckpt;
 /*
  * Open `path` (a .safetensors file, or a name ending in ".index.json").
  * `opts` may be NULL for defaults. On failure *out is NULL and err says why,
- * with the rule id and byte offset. Free with stf_ckpt_free.
+ * with the rule id and byte offset. Free with stf_ckpt_free. A `path` that
+ * does not exist is STF_ENOTFOUND; one that exists but cannot be read (a
+ * directory, a FIFO, no permission) is STF_EIO.
  *
  * An index's shards are opened and checked one at a time; afterwards their
  * descriptors live in a small cache (a few dozen at most while none is

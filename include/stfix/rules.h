@@ -211,7 +211,8 @@ typedef struct stf_recipe_diags stf_recipe_diags;
  * err->msg holds the first problem ("FILE:LINE:COL: message") and, when
  * `diags` is not NULL, *diags receives every problem in document order
  * (free with stf_recipe_diags_free; NULL when there is none to report).
- * Other errors: STF_EIO, STF_ENOMEM, STF_ELIMIT (file over 1 MiB).
+ * Other errors: STF_ENOTFOUND (no file at `path`), STF_EIO (any other open
+ * or read failure), STF_ENOMEM, STF_ELIMIT (file over 1 MiB).
  */
 int stf_recipe_load_file(stf_recipe **out, stf_recipe_diags **diags, const char *path,
                          stf_err *err);

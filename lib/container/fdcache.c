@@ -195,10 +195,18 @@ int stf__fdfile_open(stf__fdfile **out, stf__fdcache *c, const char *path, uint6
     f->fd = -1;
     struct stat st;
     int fd;
+    int e = 0;
     pthread_mutex_lock(&c->mu);
-    int rc = open_regular(c, path, "open", &fd, &st, sys_errno, err);
+    int rc = open_regular(c, path, "open", &fd, &st, &e, err);
     if (!rc) adopt(c, f, fd);
     pthread_mutex_unlock(&c->mu);
+    if (sys_errno) *sys_errno = e;
+    /* A path that does not exist is the caller's to correct; a file that
+     * vanishes later, at a reopen, is an I/O failure like any other. */
+    if (rc && e == ENOENT) {
+        rc = STF_ENOTFOUND;
+        if (err) err->code = rc;
+    }
     if (rc) {
         stf__free(p);
         stf__free(f);

@@ -37,9 +37,10 @@ void stf__fdcache_free(stf__fdcache *c);
  * Open `path` read-only through cache `c` and record what it is: only a
  * regular file is accepted (symlinks are followed). *size is its size.
  * The descriptor stays in the cache (it may evict another file's idle one)
- * until evicted itself. Errors are STF_EIO naming the path and the errno
- * text, with *sys_errno (may be NULL) set to the failed call's errno, or 0
- * when the file exists but is not a regular file; STF_ENOMEM. When the
+ * until evicted itself. Errors are STF_ENOTFOUND when `path` does not exist
+ * and otherwise STF_EIO, naming the path and the errno text, with
+ * *sys_errno (may be NULL) set to the failed call's errno, or 0 when the
+ * file exists but is not a regular file; STF_ENOMEM. When the
  * process is out of descriptors (EMFILE, ENFILE) the cache first closes
  * its idle ones and retries once, and the message says which limit was
  * reached. The path is copied.

@@ -24,7 +24,8 @@ typedef struct stf__source stf__source;
  * `cache` (NULL: a private cache holding just this file's descriptor,
  * which then stays open). The cache must outlive the source. Only regular
  * files are accepted (symlinks are followed); a directory, FIFO or device
- * fails with STF_EIO naming the path and the errno text. *sys_errno (may be
+ * fails with STF_EIO naming the path and the errno text, a path that does
+ * not exist with STF_ENOTFOUND. *sys_errno (may be
  * NULL) tells failures apart as stf__fdfile_open does (ENOENT, EACCES,
  * EMFILE, ..., 0 for a file that is not regular). Nothing is read yet. The
  * path is copied. Free with stf__source_free.

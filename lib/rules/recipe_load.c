@@ -314,7 +314,11 @@ int stf_recipe_load_file(stf_recipe **out, stf_recipe_diags **diags, const char 
     if (diags) *diags = NULL;
     if (!path) return stf__err(err, STF_EINVAL, "recipe path is NULL");
     FILE *f = fopen(path, "rb");
-    if (!f) return stf__err(err, STF_EIO, "%s: cannot open: %s", path, strerror(errno));
+    if (!f) {
+        int e = errno;
+        return stf__err(err, e == ENOENT ? STF_ENOTFOUND : STF_EIO, "%s: cannot open: %s", path,
+                        strerror(e));
+    }
     char *buf = stf__malloc(RECIPE_MAX_BYTES + 1);
     int rc;
     if (!buf) {

@@ -185,7 +185,7 @@ static void test_open_errors_name_the_path(void **state)
     stf_ckpt *c = (stf_ckpt *)1;
     stf_err e;
     snprintf(p, sizeof p, "%s/absent.safetensors", st_dir);
-    assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), STF_EIO);
+    assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), STF_ENOTFOUND);
     assert_null(c);
     assert_non_null(strstr(e.msg, p));
     assert_non_null(strstr(e.msg, strerror(ENOENT)));

@@ -182,7 +182,7 @@ static void test_file_errors(void **state)
     stf_recipe *r = (stf_recipe *)1;
     stf_recipe_diags *d = (stf_recipe_diags *)1;
     stf_err err;
-    assert_int_equal(stf_recipe_load_file(&r, &d, "/nonexistent/x.yaml", &err), STF_EIO);
+    assert_int_equal(stf_recipe_load_file(&r, &d, "/nonexistent/x.yaml", &err), STF_ENOTFOUND);
     assert_null(r);
     assert_null(d);
     assert_string_equal(err.msg, "/nonexistent/x.yaml: cannot open: No such file or directory");

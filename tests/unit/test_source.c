@@ -33,9 +33,11 @@ static void test_missing_file(void **state)
     stf__source *s = (stf__source *)1;
     stf_err e;
     stf_err_clear(&e);
-    assert_int_equal(stf__source_open(&s, p, NULL, NULL, &e), STF_EIO);
+    int sys = 0;
+    assert_int_equal(stf__source_open(&s, p, NULL, &sys, &e), STF_ENOTFOUND);
     assert_null(s);
-    assert_int_equal(e.code, STF_EIO);
+    assert_int_equal(e.code, STF_ENOTFOUND);
+    assert_int_equal(sys, ENOENT);
     assert_non_null(strstr(e.msg, p));
     assert_non_null(strstr(e.msg, strerror(ENOENT)));
 }
