@@ -299,8 +299,9 @@ int stf_writer_set_index_meta(stf_writer *w, const char *key, const char *json_v
 
 /*
  * Add a tensor. `name` and `shape` are copied; `src` is copied but what it
- * points to is borrowed until commit. Duplicate names and "__metadata__" are
- * refused (STF_EINVAL).
+ * points to is borrowed until commit. A name the format forbids is refused
+ * with STF_EFORMAT and its rule: a duplicate (S13), an empty name or
+ * "__metadata__" (S14). Other bad arguments are STF_EINVAL.
  */
 int stf_writer_add(stf_writer *w, const char *name, stf_dtype dtype, unsigned rank,
                    const uint64_t *shape, const stf_tensor_src *src, stf_err *err);

@@ -211,9 +211,12 @@ int stf_writer_add(stf_writer *w, const char *name, stf_dtype dtype, unsigned ra
     if (!w || !name) return stf__err(err, STF_EINVAL, "writer: NULL tensor name");
     if (w->state != STF__W_OPEN) return refuse_changes(w, err);
     size_t len = strlen(name);
-    if (!len) return stf__err(err, STF_EINVAL, "%s: empty tensor name", w->path);
+    /* A name the format forbids comes from the data being written (an
+     * input's tensor, a recipe's rename), so it is a format error. */
+    if (!len)
+        return stf__err_rule(err, STF_EFORMAT, "S14", 0, 0, "%s: empty tensor name", w->path);
     if (!strcmp(name, "__metadata__"))
-        return stf__err_rule(err, STF_EINVAL, "S14", 0, 0,
+        return stf__err_rule(err, STF_EFORMAT, "S14", 0, 0,
                              "%s: a tensor cannot be named '__metadata__' (upstream #849)",
                              w->path);
     if (!stf__utf8_valid(name, len))
@@ -238,7 +241,7 @@ int stf_writer_add(stf_writer *w, const char *name, stf_dtype dtype, unsigned ra
     }
     if ((rc = src_check(w, name, nbytes, src, err))) return rc;
     if (w->nslots && w->slots[slot_find(w, name, len)])
-        return stf__err_rule(err, STF_EINVAL, "S13", 0, 0, "%s: duplicate tensor name '%s'",
+        return stf__err_rule(err, STF_EFORMAT, "S13", 0, 0, "%s: duplicate tensor name '%s'",
                              w->path, name);
     if (w->n == w->cap) {
         size_t nc = w->cap ? w->cap * 2 : 16;

@@ -201,13 +201,14 @@ static void test_refusals(void **state)
     unsigned char b[4] = { 0 };
     stf_tensor_src src = { STF_SRC_MEM, b, NULL, 0, NULL, NULL };
     assert_int_equal(stf_writer_new(&w, st_in_dir("r.safetensors"), NULL, &err), 0);
-    assert_int_equal(stf_writer_add(w, "__metadata__", STF_U8, 1, s1, &src, &err), STF_EINVAL);
+    assert_int_equal(stf_writer_add(w, "__metadata__", STF_U8, 1, s1, &src, &err), STF_EFORMAT);
     assert_string_equal(err.rule, "S14");
     assert_int_equal(stf_writer_add(w, "x", STF_U8, 1, s1, &src, &err), 0);
-    assert_int_equal(stf_writer_add(w, "x", STF_F32, 1, s1, &src, &err), STF_EINVAL);
+    assert_int_equal(stf_writer_add(w, "x", STF_F32, 1, s1, &src, &err), STF_EFORMAT);
     assert_string_equal(err.rule, "S13");
     assert_non_null(strstr(err.msg, "'x'"));
-    assert_int_equal(stf_writer_add(w, "", STF_U8, 1, s1, &src, &err), STF_EINVAL);
+    assert_int_equal(stf_writer_add(w, "", STF_U8, 1, s1, &src, &err), STF_EFORMAT);
+    assert_string_equal(err.rule, "S14");
     assert_int_equal(stf_writer_add(w, "\xff", STF_U8, 1, s1, &src, &err), STF_EINVAL);
     assert_int_equal(stf_writer_add(w, "f4", STF_F4, 1, s3, &src, &err), STF_EINVAL);
     assert_int_equal(stf_writer_add(w, "d", (stf_dtype)STF_DTYPE_COUNT, 1, s1, &src, &err),
@@ -239,7 +240,7 @@ static void test_many_names(void **state)
     }
     for (int i = 0; i < 1000; i += 97) {
         snprintf(name, sizeof name, "t.%d", i);
-        assert_int_equal(stf_writer_add(w, name, STF_I8, 1, s0, &src, &err), STF_EINVAL);
+        assert_int_equal(stf_writer_add(w, name, STF_I8, 1, s0, &src, &err), STF_EFORMAT);
     }
     stf_writer_free(w);
 }
