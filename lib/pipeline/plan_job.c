@@ -158,6 +158,7 @@ static void drop_companions(stf__pw *w)
 int stf__pw_exclude(stf__pw *w, stf_dtype want, stf_err *err)
 {
     stf__pslot *W = &w->s[STF_SFX_WEIGHT];
+    const char *format = w->format;
     drop_companions(w);
     w->s[STF_SFX_COMFY_QUANT].dropped = 1;
     w->mk = MK_NONE;
@@ -173,8 +174,12 @@ int stf__pw_exclude(stf__pw *w, stf_dtype want, stf_err *err)
         stf__pw_note(w, "exclude: weight kept as %s, marker and scales dropped", stf_dtype_name(out), "");
         return 0;
     }
+    /* The codes are read as the layer's format says (W4A4 packs two per
+     * byte; a format stfix cannot read is refused by name). */
     stf__decode d;
+    w->format = format;
     int rc = make_decode(w, &d, err);
+    w->format = NULL;
     if (rc) return rc;
     memset(&w->job, 0, sizeof w->job);
     w->job.kind = STF__JOB_DEQUANT;

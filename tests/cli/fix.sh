@@ -165,6 +165,12 @@ t_true "exclude F32: values are codes x scale" $TOOL dequant "$o" "$nr" blocks.0
 t_run "exclude BF16 values" 0 "$STFIX" fix "$nr" -r "$R/exclude-bf16.yaml" -o "$D/ex16.safetensors"
 t_true "exclude BF16: values are codes x scale, rounded" $TOOL dequant "$D/ex16.safetensors" "$nr" blocks.0.attn.qkv
 t_check "exclude F32" "$o" comfyui
+# A W4A4 weight (N, K/2) packs two codes per byte: it unpacks to (N, K).
+o=$D/exclude_w4a4.safetensors
+t_run "exclude W4A4" 0 "$STFIX" fix "$F/healthy_w4a4.safetensors" -r "$R/exclude-f32.yaml" -o "$o"
+t_tensor "exclude W4A4" "$o" blocks.0.attn.qkv.weight F32 "[16, 256]"
+t_no_tensor "exclude W4A4" "$o" blocks.0.attn.qkv.weight_scale
+t_check "exclude W4A4" "$o" sglang
 
 # set-marker: add a missing format and drop per_row (M1); hoist params (M3).
 o=$D/setm.safetensors

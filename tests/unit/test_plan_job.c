@@ -47,6 +47,42 @@ static void test_exclude_drops_scales_and_marker(void **state)
     pt_free(&k);
 }
 
+/* Exclude reads the codes as the layer's format says: a W4A4 weight (N, K/2)
+ * unpacks to (N, K); a format stfix cannot decode is refused by name. */
+static void test_exclude_decodes_by_format(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    PT_ADD(&k, "w.weight", "I8", NULL, 16, 128);
+    PT_ADD(&k, "w.weight_scale", "F32", g_s16, 16);
+    pt_marker(&k, "w.comfy_quant", W4M);
+    pt_open(&k);
+    pt_recipe1(&k, "{marker: present}", "{exclude: {dtype: F32}}");
+    pt_plan_ok(&k);
+    const stf_plan_tensor *t = pt_out(&k, "w.weight");
+    assert_int_equal(t->op, STF_OUT_DEQUANT);
+    pt_shape_is(t, 2, PT_SHAPE(16, 256));
+    assert_int_equal(t->nbytes, 16 * 256 * 4);
+    const stf__job *j = pt_job_of(&k, "w.weight");
+    assert_int_equal(j->kind, STF__JOB_DEQUANT);
+    assert_int_equal(j->dec.kind, STF__DEC_W4A4);
+    assert_int_equal(j->dec.k, 256);
+    assert_int_equal(j->dec.rot_group, 256);
+    assert_null(stf_plan_get_layer(k.p, 0)->format);
+    pt_free(&k);
+
+    memset(&k, 0, sizeof k);
+    PT_ADD(&k, L ".weight", "I8", NULL, 16, 128);
+    PT_ADD(&k, L ".weight_scale", "F32", g_s16, 16);
+    pt_marker(&k, L ".comfy_quant", "{\"format\": \"asym_w4a8_int8\"}");
+    pt_open(&k);
+    pt_recipe1(&k, "{marker: present}", "exclude");
+    pt_expect_err(&k, "layer '" L "': rule 'r' (recipe line 6): exclude: format 'asym_w4a8_int8' "
+                   "cannot be decoded (stfix reads float, FP8, INT8 and convrot_w4a4 layers); "
+                   "exclude needs the original weights");
+    pt_free(&k);
+}
+
 static void test_set_marker_adds_format_and_hoists(void **state)
 {
     (void)state;
@@ -487,6 +523,7 @@ int main(void)
     for (int i = 0; i < 256; i++) g_s16[i] = 0.01f * (float)(i + 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exclude_drops_scales_and_marker),
+        cmocka_unit_test(test_exclude_decodes_by_format),
         cmocka_unit_test(test_set_marker_adds_format_and_hoists),
         cmocka_unit_test(test_set_marker_canonical_input_is_copied),
         cmocka_unit_test(test_set_marker_m1_needs_f32_scale),
