@@ -88,7 +88,7 @@ $(BUILD)/obj/%_avx512.o: %_avx512.c
 
 $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(CMOCKA_CFLAGS) -Itests/unit -MMD -MP -c $< -o $@
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(CMOCKA_CFLAGS) -Itests/unit -Icmd -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -109,6 +109,13 @@ $(STFIX_BIN): $(CMD_OBJ) $(LIBA)
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TSUP_OBJ) $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< $(TSUP_OBJ) $(LIBA) $(CMOCKA_LIBS) $(LDLIBS)
+
+# A test of the program's own cmd/cli_NAME.c (tests/unit/test_cli_NAME.c)
+# links that file too.
+$(BUILD)/tests/test_cli_%: $(BUILD)/obj/tests/unit/test_cli_%.o $(BUILD)/obj/cmd/cli_%.o \
+                           $(TSUP_OBJ) $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)
 
 $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIBA)
 	@mkdir -p $(@D)

@@ -9,13 +9,14 @@
 
 #include "stfix.h"
 
-/* Exit codes, documented in stfix(1). */
+/* Exit statuses, documented in stfix(1) and by cli_exit_help. A library
+ * error becomes one through cli_exit_for, never case by case. */
 enum {
-    EXIT_OK_ = 0,        /* success; check: no error-severity finding */
-    EXIT_FINDINGS = 1,   /* check: at least one error-severity finding */
-    EXIT_INVALID = 2,    /* an input is unreadable or invalid */
-    EXIT_USAGE = 3,      /* bad command line */
-    EXIT_FAILED = 4      /* the operation failed (I/O, memory, output rejected) */
+    EXIT_OK_ = 0,      /* success; check: no error-severity finding */
+    EXIT_FINDINGS = 1, /* check: an error-severity finding; fix: output failed verification */
+    EXIT_INVALID = 2,  /* an input or the recipe is invalid, over a cap, missing, unsupported */
+    EXIT_USAGE = 3,    /* bad command line, or an argument the library refused */
+    EXIT_FAILED = 4    /* the operation failed (I/O, memory, output locked, unknown) */
 };
 
 /* One subcommand: argv[0] is the verb. Returns the exit code. */
@@ -26,22 +27,63 @@ int cmd_rules(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_fix(int argc, char **argv);
 
-/* Print "stfix: <verb>: <msg>\n" to stderr. */
+/* cli_exit.c: the one table from library error code to exit status. */
+/* The exit status for `code`: 0 for STF_OK, the table's entry, else
+ * EXIT_FAILED (a code the table does not know is a failed operation). */
+int cli_exit_for(int code);
+/* The code's name ("STF_EFORMAT"), NULL when the table does not list it. */
+const char *cli_exit_code_name(int code);
+/* The exit-status lines every --help ends with. */
+void cli_exit_help(FILE *to);
+/* For --help: usage(stdout), then the exit-status lines; returns EXIT_OK_. */
+int cli_help(void (*usage)(FILE *to));
+
+/* cli_report.c: errors, and the one run they belong to. */
+/* Print "stfix: <verb>: <msg>\n" to stderr. The first error of the run is
+ * also kept (without rule, offset or code) for cli_run_end. */
 void cli_errorf(const char *verb, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
 
-/* Print an stf_err ("stfix: <verb>: <msg>") and map its code to an exit code. */
+/* As cli_errorf, for a message that does not end the run (a finding, a
+ * warning): nothing is kept. */
+void cli_notef(const char *verb, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Print an stf_err ("stfix: <verb>: <msg>"), keep it as cli_errorf does
+ * (with its rule, offset and code) and return cli_exit_for(err->code). */
 int cli_report(const char *verb, const stf_err *err);
 
-/* Parse a size like "5000000000", "5GB", "500MB", "4GiB" into bytes. 0 or -1. */
+/* cli_report for an error whose text is already on stderr: keep it and
+ * return its exit status, printing nothing. */
+int cli_report_silent(const stf_err *err);
+
+/* main: start the run of `verb`; with `json`, a failing run ends with one
+ * JSON error document on stdout (cli_run_end). */
+void cli_run_begin(const char *verb, int json);
+
+/* The command's input path as given, for the JSON error ("file"); borrowed
+ * (argv). Not called: "file" is null. */
+void cli_run_input(const char *path);
+
+/* main: end the run with `status` and return it. When the run asked for
+ * JSON and status is 2, 3 or 4, print the JSON error document of the
+ * first error kept (cli_json_error) on stdout, unless stdout has failed. */
+int cli_run_end(int status);
+
+/* The error's message, or the code's generic text when it has none. */
+const char *cli_err_text(const stf_err *err);
+
+/* main.c. Parse a size like "5000000000", "5GB", "500MB", "4GiB" into
+ * bytes. 0 or -1. */
 int cli_parse_size(const char *s, unsigned long long *out);
 
-/* cli_args.c. The error's message, or the code's generic text when it has
- * none. */
-const char *cli_err_text(const stf_err *err);
+/* cli_args.c. */
 
 /* "--help" or "-h". */
 int cli_is_help(const char *a);
@@ -54,17 +96,23 @@ int cli_opt_is(const char *a, const char *shortname, const char *longname);
 const char *cli_opt_value(int argc, char **argv, int *i, const char *longname);
 
 /* Open the checkpoint at `path` (o may be NULL). -1 when it is open in
- * *out; otherwise the error is printed for `verb` and the exit code comes
- * back: EXIT_FAILED when out of memory, else EXIT_INVALID. */
+ * *out; otherwise the error is reported for `verb` (cli_report) and its
+ * exit status comes back. */
 int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_open_opts *o);
 
-/* Print the reader's findings of severity `min` and above to stderr, one
- * "stfix: VERB: SEVERITY RULE: message" line each. */
-void cli_findings_print(const char *verb, const stf_ckpt *c, stf_severity min);
+/* Load the recipe at `path`. -1 when it is loaded in *out; otherwise every
+ * problem is printed (FILE:LINE:COL: message, one a line, or the error for
+ * `verb`), the first is kept as the run's error, and its exit status comes
+ * back. */
+int cli_recipe_load(stf_recipe **out, const char *verb, const char *path);
 
-/* Print a recipe's diagnostics (FILE:LINE:COL: message) to stderr, one a
- * line, and free them. */
-void cli_recipe_diags_print(stf_recipe_diags *d);
+/* Flush stdout: -1 when everything written reached it, else the failure is
+ * reported for `verb` as an STF_EIO error and its exit status comes back. */
+int cli_stdout_flush(const char *verb);
+
+/* Print the reader's findings of severity `min` and above to stderr, one
+ * "stfix: VERB: SEVERITY RULE: message" line each (cli_notef). */
+void cli_findings_print(const char *verb, const stf_ckpt *c, stf_severity min);
 
 /* cli_json.c: pieces of the --json documents, written to `o`. */
 /* A JSON string literal of s[0..n) through stf_json_quote. */
@@ -82,5 +130,11 @@ void cli_json_targets(FILE *o, unsigned targets);
 /* One entry of a diagnostics array, on its own line ("\n  {" first, else
  * ",\n  {"): rule, severity, layer, message, and fix when with_fix. */
 void cli_json_diag(FILE *o, const stf_diag *d, int first, int with_fix);
+/* The document a --json command prints instead of its own when it fails:
+ * {"file": PATH|null, "command": VERB, "exit": status,
+ *  "error": {"rule": RULE|null, "message": MSG, "offset": N|null,
+ *            "code": "STF_E..."|null}} and a newline. `file` may be NULL;
+ * rule, offset and code are null when `err` has none. */
+void cli_json_error(FILE *o, const char *verb, const char *file, int status, const stf_err *err);
 
 #endif

@@ -4,6 +4,7 @@
  * the command line names with the same messages and exit codes everywhere
  * (recipe diagnostics, checkpoint open errors, reader findings).
  */
+#include <errno.h>
 #include <string.h>
 
 #include "cli.h"
@@ -30,24 +31,41 @@ const char *cli_opt_value(int argc, char **argv, int *i, const char *longname)
     return *i + 1 < argc ? argv[++*i] : NULL;
 }
 
-/* Print and free a recipe's diagnostics; see cli.h. */
-void cli_recipe_diags_print(stf_recipe_diags *d)
-{
-    for (size_t i = 0; i < stf_recipe_diags_count(d); i++)
-        fprintf(stderr, "%s\n", stf_recipe_diags_text(d, i));
-    stf_recipe_diags_free(d);
-}
-
-/* Open a checkpoint or print why not: -1 or the exit code; see cli.h. */
+/* Open a checkpoint or report why not: -1 or the exit status; see cli.h. */
 int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_open_opts *o)
 {
     stf_err err;
     stf_err_clear(&err);
-    int rc = stf_ckpt_open(out, path, o, &err);
-    if (!rc) return -1;
-    cli_errorf(verb, "%s", err.msg[0] ? err.msg : stf_strerror(rc));
-    /* Out of memory is this run's failure; anything else is the input's. */
-    return rc == STF_ENOMEM ? EXIT_FAILED : EXIT_INVALID;
+    if (!stf_ckpt_open(out, path, o, &err)) return -1;
+    return cli_report(verb, &err);
+}
+
+/* Load a recipe or report why not: -1 or the exit status; see cli.h. */
+int cli_recipe_load(stf_recipe **out, const char *verb, const char *path)
+{
+    stf_recipe_diags *d = NULL;
+    stf_err err;
+    stf_err_clear(&err);
+    if (!stf_recipe_load_file(out, &d, path, &err)) return -1;
+    if (!d) return cli_report(verb, &err);
+    /* Each problem as FILE:LINE:COL: message; err holds the first. */
+    for (size_t i = 0; i < stf_recipe_diags_count(d); i++)
+        fprintf(stderr, "%s\n", stf_recipe_diags_text(d, i));
+    stf_recipe_diags_free(d);
+    return cli_report_silent(&err);
+}
+
+/* Flush stdout or report the write error: -1 or the exit status; see cli.h. */
+int cli_stdout_flush(const char *verb)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return -1;
+    stf_err err;
+    stf_err_clear(&err);
+    err.code = STF_EIO;
+    snprintf(err.msg, sizeof err.msg, "cannot write to standard output: %s",
+             errno ? strerror(errno) : "write error");
+    return cli_report(verb, &err);
 }
 
 /* The reader's findings at `min` and above, to stderr; see cli.h. */
@@ -56,12 +74,6 @@ void cli_findings_print(const char *verb, const stf_ckpt *c, stf_severity min)
     for (size_t i = 0; i < stf_ckpt_finding_count(c); i++) {
         const stf_finding *f = stf_ckpt_finding(c, i);
         if (f->severity >= min)
-            cli_errorf(verb, "%s %s: %s", stf_severity_name(f->severity), f->rule, f->message);
+            cli_notef(verb, "%s %s: %s", stf_severity_name(f->severity), f->rule, f->message);
     }
-}
-
-/* The error's message, or its code's text; see cli.h. */
-const char *cli_err_text(const stf_err *err)
-{
-    return err->msg[0] ? err->msg : stf_strerror(err->code);
 }

@@ -86,3 +86,21 @@ void cli_json_diag(FILE *o, const stf_diag *d, int first, int with_fix)
     }
     fputc('}', o);
 }
+
+/* The document a --json command prints when it fails; see cli.h. */
+void cli_json_error(FILE *o, const char *verb, const char *file, int status, const stf_err *err)
+{
+    fputs("{\"file\": ", o);
+    cli_json_str_or_null(o, file);
+    fputs(", \"command\": ", o);
+    cli_json_str_or_null(o, verb);
+    fprintf(o, ", \"exit\": %d, \"error\": {\"rule\": ", status);
+    cli_json_str_or_null(o, err->rule[0] ? err->rule : NULL);
+    fputs(", \"message\": ", o);
+    cli_json_str(o, cli_err_text(err));
+    if (err->has_offset) fprintf(o, ", \"offset\": %" PRIu64, err->offset);
+    else fputs(", \"offset\": null", o);
+    fputs(", \"code\": ", o);
+    cli_json_str_or_null(o, cli_exit_code_name(err->code));
+    fputs("}}\n", o);
+}

@@ -4,7 +4,7 @@
  * Runs the acceptance profiles and prints the findings: grouped by layer in
  * human form, or one JSON document whose field names are a stable interface
  * (stfix(1)). Exit 0: nothing at error severity; 1: some error finding;
- * 2: the container is unreadable or invalid; 3: usage.
+ * otherwise the status of the error (cli_exit.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,7 +75,7 @@ static void print_human(FILE *o, const char *file, const char *target, const stf
 
 /*
  * stfix check: parse options, open, run the profiles, print; returns the
- * exit code (0 clean, 1 error findings, 2 invalid input, 3 usage, 4 failure).
+ * exit status (0 clean, 1 error findings, else the error's, cli_exit.c).
  */
 int cmd_check(int argc, char **argv)
 {
@@ -85,8 +85,7 @@ int cmd_check(int argc, char **argv)
     stf_check_opts_init(&o);
     for (int i = 1; i < argc; i++) {
         if (cli_is_help(argv[i])) {
-            usage(stdout);
-            return EXIT_OK_;
+            return cli_help(usage);
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
         } else if (!strcmp(argv[i], "--numeric")) {
@@ -103,13 +102,14 @@ int cmd_check(int argc, char **argv)
             usage(stderr);
             return EXIT_USAGE;
         } else if (!file) {
-            file = argv[i];
+            cli_run_input(file = argv[i]);
         } else {
             cli_errorf("check", "only one checkpoint per run");
             return EXIT_USAGE;
         }
     }
     if (!file) {
+        cli_errorf("check", "missing FILE");
         usage(stderr);
         return EXIT_USAGE;
     }
@@ -122,21 +122,17 @@ int cmd_check(int argc, char **argv)
     stf_err_clear(&err);
     stf_ckpt *c = NULL;
     stf_check_report *r = NULL;
-    if (stf_ckpt_open(&c, file, NULL, &err)) {
-        cli_errorf("check", "%s", cli_err_text(&err));
-        return EXIT_INVALID;
-    }
-    int rc = stf_check_run(&r, c, &o, &err);
-    if (rc) {
-        int ex = cli_report("check", &err);
+    int ex = cli_ckpt_open(&c, "check", file, NULL);
+    if (ex >= 0) return ex;
+    if (stf_check_run(&r, c, &o, &err)) {
         stf_ckpt_free(c);
-        return ex == EXIT_USAGE ? EXIT_FAILED : ex;
+        return cli_report("check", &err);
     }
     if (json) print_json(stdout, file, target, r);
     else print_human(stdout, file, target, r);
-    int ex = stf_check_count_severity(r, STF_SEV_ERROR) ? EXIT_FINDINGS : EXIT_OK_;
+    ex = stf_check_count_severity(r, STF_SEV_ERROR) ? EXIT_FINDINGS : EXIT_OK_;
     stf_check_report_free(r);
     stf_ckpt_free(c);
-    if (fflush(stdout)) return EXIT_FAILED;
-    return ex;
+    int flush = cli_stdout_flush("check");
+    return flush >= 0 ? flush : ex;
 }

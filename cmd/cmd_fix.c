@@ -6,8 +6,7 @@
  * Loads the recipe, plans the conversion of IN, runs it into OUT and lets
  * the library verify the result against the recipe's targets before it
  * becomes visible. Exit 0 ok; 1 the output failed verification (nothing
- * written); 2 invalid input or recipe (or the recipe cannot apply);
- * 3 usage; 4 the operation failed (I/O, memory).
+ * written); otherwise the status of the error (cli_exit.c).
  */
 #include <math.h>
 #include <stdio.h>
@@ -45,31 +44,7 @@ static void usage(FILE *to)
             "  --max-mem SIZE        working set for requantization (default 2GiB)\n"
             "  --no-wait             fail at once if another stfix run is writing OUT\n"
             "                        (default: wait for it)\n"
-            "  --json                one JSON document on stdout instead of the summary\n"
-            "Exit codes: 0 ok, 1 output failed verification (nothing written),\n"
-            "2 invalid input or recipe, 3 usage error, 4 operation failed.\n");
-}
-
-/* Error codes of the library as exit codes: what the user must change. */
-static int exit_for(int code)
-{
-    switch (code) {
-    case STF_EFORMAT:
-    case STF_ELIMIT:
-    case STF_ENOTFOUND:
-    case STF_EUNSUPPORTED:
-    case STF_ENUMERIC:
-    case STF_EINVAL:
-        return EXIT_INVALID;
-    default:
-        return EXIT_FAILED;
-    }
-}
-
-static int fail(const stf_err *err)
-{
-    cli_errorf("fix", "%s", cli_err_text(err));
-    return exit_for(err->code);
+            "  --json                one JSON document on stdout instead of the summary\n");
 }
 
 /* Returns -1 to go on, else the exit code (help or usage error). */
@@ -79,8 +54,7 @@ static int parse_args(fix_args *a, int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i], *v;
         if (cli_is_help(s)) {
-            usage(stdout);
-            return EXIT_OK_;
+            return cli_help(usage);
         } else if (!strcmp(s, "--json")) {
             a->json = 1;
         } else if (!strcmp(s, "--in-place")) {
@@ -128,7 +102,7 @@ static int parse_args(fix_args *a, int argc, char **argv)
             usage(stderr);
             return EXIT_USAGE;
         } else if (!a->in) {
-            a->in = s;
+            cli_run_input(a->in = s);
         } else {
             cli_errorf("fix", "only one input checkpoint per run (got '%s' and '%s')", a->in, s);
             return EXIT_USAGE;
@@ -367,21 +341,6 @@ static void print_json(FILE *o, const fix_args *a, const char *out, const stf_re
     fputs("]}\n", o);
 }
 
-static int load_recipe(stf_recipe **out, const char *path)
-{
-    stf_recipe_diags *d = NULL;
-    stf_err err;
-    stf_err_clear(&err);
-    if (stf_recipe_load_file(out, &d, path, &err) == 0) return -1;
-    if (d) {
-        cli_recipe_diags_print(d);
-        return EXIT_INVALID;
-    }
-    cli_errorf("fix", "%s", cli_err_text(&err));
-    /* An unreadable recipe is bad input, not a failed operation. */
-    return err.code == STF_ENOMEM ? EXIT_FAILED : EXIT_INVALID;
-}
-
 /*
  * stfix fix: parse options, load the recipe, open IN, plan, run (which
  * verifies before publishing), print the summary; returns the exit code.
@@ -402,7 +361,7 @@ int cmd_fix(int argc, char **argv)
     stf_err err;
     stf_err_clear(&err);
 
-    if ((ex = load_recipe(&rc, a.recipe)) >= 0) goto done;
+    if ((ex = cli_recipe_load(&rc, "fix", a.recipe)) >= 0) goto done;
     /* Read the input with pread into the run's reused row buffers rather
      * than mapping it: mapped pages count toward RSS, so a mapped 4 GiB input
      * would make fix's footprint the size of the checkpoint. */
@@ -427,7 +386,7 @@ int cmd_fix(int argc, char **argv)
         goto done;
     }
     if (stf_pool_new(&pool, a.threads, &err)) {
-        ex = fail(&err);
+        ex = cli_report("fix", &err);
         goto done;
     }
 
@@ -437,7 +396,7 @@ int cmd_fix(int argc, char **argv)
     po.quant_mode_set = a.quant_mode_set;
     po.quant_mode = a.quant_mode;
     if (stf_plan_build(&p, c, rc, &po, &err)) {
-        ex = fail(&err);
+        ex = cli_report("fix", &err);
         goto done;
     }
 
@@ -450,15 +409,12 @@ int cmd_fix(int argc, char **argv)
     const stf_check_report *cr = rep ? stf_run_report_check(rep) : NULL;
     int rejected = run != 0 && cr && stf_check_count_severity(cr, STF_SEV_ERROR) > 0;
     if (run && !rejected) {
-        ex = fail(&err);
+        ex = cli_report("fix", &err);
         goto done;
     }
     if (a.json) print_json(stdout, &a, a.in_place ? a.in : out, rc, p, rep, !run);
     else print_human(stdout, &a, a.in_place ? a.in : out, rc, p, rep, !run);
-    if (fflush(stdout)) {
-        ex = EXIT_FAILED;
-        goto done;
-    }
+    if ((ex = cli_stdout_flush("fix")) >= 0) goto done;
     if (rejected) {
         cli_errorf("fix", "the output fails verification for %s; nothing was written "
                           "(--allow-noncompliant keeps it): %s",
@@ -466,8 +422,8 @@ int cmd_fix(int argc, char **argv)
         ex = EXIT_FINDINGS;
     } else {
         if (cr && stf_check_count_severity(cr, STF_SEV_ERROR))
-            cli_errorf("fix", "warning: the output fails verification for %s and was kept "
-                              "(--allow-noncompliant)", targets_text(stf_plan_targets(p)));
+            cli_notef("fix", "warning: the output fails verification for %s and was kept "
+                             "(--allow-noncompliant)", targets_text(stf_plan_targets(p)));
         ex = EXIT_OK_;
     }
 

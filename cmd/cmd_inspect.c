@@ -4,7 +4,7 @@
  * Lists the metadata and every tensor of a checkpoint, then a summary per
  * dtype. Findings the reader reports without failing go to stderr with
  * their rule id. --json prints one document whose schema is in stfix(1).
- * Exit 0: valid; 2: unreadable or invalid; 3: usage; 4: out of memory.
+ * Exit 0: valid; otherwise the status of the error (cli_exit.c).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -214,6 +214,7 @@ static void print_human(FILE *o, const char *path, const stf_ckpt *c)
     else fprintf(o, "canonical: %zu of %zu shards\n", canon, ns);
 }
 
+/* stfix inspect: parse options, open, print; returns the exit status. */
 int cmd_inspect(int argc, char **argv)
 {
     const char *path = NULL;
@@ -221,12 +222,11 @@ int cmd_inspect(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (cli_is_help(a)) {
-            usage(stdout);
-            return EXIT_OK_;
+            return cli_help(usage);
         } else if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "--strict")) strict = 1;
         else if (!strcmp(a, "--")) {
-            if (i + 1 < argc && !path) path = argv[++i];
+            if (i + 1 < argc && !path) cli_run_input(path = argv[++i]);
             if (i + 1 < argc) {
                 cli_errorf("inspect", "unexpected argument '%s'", argv[i + 1]);
                 usage(stderr);
@@ -236,7 +236,7 @@ int cmd_inspect(int argc, char **argv)
             cli_errorf("inspect", "unknown option '%s'", a);
             usage(stderr);
             return EXIT_USAGE;
-        } else if (!path) path = a;
+        } else if (!path) cli_run_input(path = a);
         else {
             cli_errorf("inspect", "unexpected argument '%s'", a);
             usage(stderr);
@@ -259,9 +259,6 @@ int cmd_inspect(int argc, char **argv)
     if (json) print_json(stdout, path, c);
     else print_human(stdout, path, c);
     stf_ckpt_free(c);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        cli_errorf("inspect", "cannot write the output");
-        return EXIT_FAILED;
-    }
-    return EXIT_OK_;
+    ex = cli_stdout_flush("inspect");
+    return ex >= 0 ? ex : EXIT_OK_;
 }

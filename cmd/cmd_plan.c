@@ -4,6 +4,7 @@
  * Shows what `stfix fix` would do: per layer the rules that matched, their
  * actions, a summary, and every output tensor with its op, dtype, shape and
  * size; then the totals. Writes nothing. The --json schema is in stfix(1).
+ * Exit 0 planned; otherwise the status of the error (cli_exit.c).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -16,9 +17,7 @@ static void usage(FILE *to)
     fprintf(to, "usage: stfix plan FILE|INDEX.json -r RECIPE [--json] [--quant-mode MODE]\n"
                 "  -r, --recipe FILE   the recipe (stfix-rules(5))\n"
                 "  --quant-mode MODE   cuda, fp32 or eager: overrides the recipe's mode\n"
-                "  --json              one JSON document instead of the listing\n\n"
-                "Exit codes: 0 planned, 2 invalid input or the recipe cannot apply,\n"
-                "3 usage error, 4 failure.\n");
+                "  --json              one JSON document instead of the listing\n");
 }
 
 /* Python's tuple form, as the user sees shapes in PyTorch: (4,) and (2, 3). */
@@ -173,7 +172,8 @@ static void print_json(FILE *o, const char *file, const char *recipe, const stf_
             stf_plan_bytes_total(p), stf_plan_bytes_copied(p));
 }
 
-/* stfix plan: returns 0 planned, 2 invalid input / recipe cannot apply, 3 usage, 4 failure. */
+/* stfix plan: parse options, load the recipe, open, plan, print; returns
+ * the exit status (0 planned, else the error's, cli_exit.c). */
 int cmd_plan(int argc, char **argv)
 {
     const char *file = NULL, *recipe = NULL;
@@ -183,8 +183,7 @@ int cmd_plan(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (cli_is_help(a)) {
-            usage(stdout);
-            return EXIT_OK_;
+            return cli_help(usage);
         } else if (!strcmp(a, "--json")) {
             json = 1;
         } else if (cli_opt_is(a, "-r", "--recipe")) {
@@ -206,42 +205,33 @@ int cmd_plan(int argc, char **argv)
             usage(stderr);
             return EXIT_USAGE;
         } else if (!file) {
-            file = a;
+            cli_run_input(file = a);
         } else {
             cli_errorf("plan", "only one checkpoint per run");
             return EXIT_USAGE;
         }
     }
     if (!file || !recipe) {
-        if (file) cli_errorf("plan", "no recipe given (-r RECIPE)");
+        cli_errorf("plan", "%s", file ? "no recipe given (-r RECIPE)" : "missing FILE");
         usage(stderr);
         return EXIT_USAGE;
     }
     stf_err err;
     stf_err_clear(&err);
     stf_recipe *r = NULL;
-    stf_recipe_diags *d = NULL;
     stf_ckpt *c = NULL;
     stf_plan *p = NULL;
-    int ex = EXIT_OK_;
-    if (stf_recipe_load_file(&r, &d, recipe, &err)) {
-        if (d) cli_recipe_diags_print(d);
-        else cli_errorf("plan", "%s", cli_err_text(&err));
-        return EXIT_INVALID;
-    }
-    if (stf_ckpt_open(&c, file, NULL, &err)) {
-        cli_errorf("plan", "%s", cli_err_text(&err));
-        ex = EXIT_INVALID;
-        goto done;
-    }
+    int ex = cli_recipe_load(&r, "plan", recipe);
+    if (ex >= 0) return ex;
+    if ((ex = cli_ckpt_open(&c, "plan", file, NULL)) >= 0) goto done;
     if (stf_plan_build(&p, c, r, &po, &err)) {
-        cli_errorf("plan", "%s", cli_err_text(&err));
-        ex = err.code == STF_EFORMAT || err.code == STF_EUNSUPPORTED ? EXIT_INVALID : EXIT_FAILED;
+        ex = cli_report("plan", &err);
         goto done;
     }
     if (json) print_json(stdout, file, recipe, r, c, p);
     else print_human(stdout, file, recipe, c, p);
-    if (fflush(stdout)) ex = EXIT_FAILED;
+    ex = cli_stdout_flush("plan");
+    if (ex < 0) ex = EXIT_OK_;
 done:
     stf_plan_free(p);
     stf_ckpt_free(c);

@@ -5,7 +5,8 @@
  * tensors, bytes and metadata, canonical header and data order, optionally
  * re-sharded or joined. The output is verified by reading it back. The
  * library's output guard refuses an OUT that would replace an input file
- * or anything but a regular file. Exit 0 ok, 2 invalid input, 3 usage, 4 failed.
+ * or anything but a regular file. Exit 0 ok, otherwise the status of the
+ * error (cli_exit.c); an output that does not read back is 4.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -54,6 +55,8 @@ static int verify(const char *out, int sharded, stf_err *err)
     return rc;
 }
 
+/* stfix rewrite: parse options, open, write, read back; returns the exit
+ * status. */
 int cmd_rewrite(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL, *size_arg = NULL;
@@ -61,8 +64,7 @@ int cmd_rewrite(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (cli_is_help(a)) {
-            usage(stdout);
-            return EXIT_OK_;
+            return cli_help(usage);
         } else if (!strcmp(a, "--strict")) strict = 1;
         else if (!strcmp(a, "--no-wait")) no_wait = 1;
         else if (cli_opt_is(a, "-o", "--output") || cli_opt_is(a, NULL, "--max-shard-size")) {
@@ -79,7 +81,7 @@ int cmd_rewrite(int argc, char **argv)
             cli_errorf("rewrite", "unknown option '%s'", a);
             usage(stderr);
             return EXIT_USAGE;
-        } else if (!in) in = a;
+        } else if (!in) cli_run_input(in = a);
         else {
             cli_errorf("rewrite", "unexpected argument '%s'", a);
             usage(stderr);
@@ -123,8 +125,11 @@ int cmd_rewrite(int argc, char **argv)
     if (rc) return cli_report("rewrite", &err);
     stf_err_clear(&err);
     if ((rc = verify(out, max != 0, &err))) {
-        cli_errorf("rewrite", "verifying the output: %s", err.msg);
+        /* Our own output failed to read back: whatever the code says about
+         * that file, this run failed; it is not the input's fault. */
+        cli_errorf("rewrite", "verifying the output: %s", cli_err_text(&err));
         return EXIT_FAILED;
     }
-    return EXIT_OK_;
+    ex = cli_stdout_flush("rewrite");
+    return ex >= 0 ? ex : EXIT_OK_;
 }

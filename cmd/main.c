@@ -1,5 +1,4 @@
 /* stfix: entry point and subcommand dispatch. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,15 +9,16 @@ typedef struct command {
     const char *name;
     int (*run)(int argc, char **argv);
     const char *summary;
+    int json; /* takes --json */
 } command;
 
 static const command commands[] = {
-    { "inspect", cmd_inspect, "list the metadata and tensors of a checkpoint" },
-    { "check", cmd_check, "validate against the SGLang/ComfyUI acceptance rules" },
-    { "rewrite", cmd_rewrite, "rewrite a checkpoint canonically, optionally re-sharded" },
-    { "rules", cmd_rules, "check repair recipes (stfix rules lint FILE...)" },
-    { "plan", cmd_plan, "show what a recipe would change (stfix plan FILE -r RECIPE)" },
-    { "fix", cmd_fix, "repair or convert a checkpoint with a recipe" },
+    { "inspect", cmd_inspect, "list the metadata and tensors of a checkpoint", 1 },
+    { "check", cmd_check, "validate against the SGLang/ComfyUI acceptance rules", 1 },
+    { "rewrite", cmd_rewrite, "rewrite a checkpoint canonically, optionally re-sharded", 0 },
+    { "rules", cmd_rules, "check repair recipes (stfix rules lint FILE...)", 0 },
+    { "plan", cmd_plan, "show what a recipe would change (stfix plan FILE -r RECIPE)", 1 },
+    { "fix", cmd_fix, "repair or convert a checkpoint with a recipe", 1 },
 };
 
 static void usage(FILE *to)
@@ -28,35 +28,17 @@ static void usage(FILE *to)
         fprintf(to, "  %-9s %s\n", commands[i].name, commands[i].summary);
     fprintf(to,
             "\nstfix <command> --help shows a command's options.\n"
-            "Environment: STFIX_SIMD=scalar|avx2|avx512 forces a kernel variant.\n"
-            "Exit codes: 0 ok, 1 findings at error severity, 2 invalid input,\n"
-            "3 usage error, 4 operation failed. See stfix(1).\n");
+            "Environment: STFIX_SIMD=scalar|avx2|avx512 forces a kernel variant.\n");
+    cli_exit_help(to);
 }
 
-void cli_errorf(const char *verb, const char *fmt, ...)
+/* --json among the arguments (before a "--"): the command answers in JSON,
+ * also when it fails before or while reading its options. */
+static int wants_json(int argc, char **argv)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "stfix: %s%s", verb ? verb : "", verb ? ": " : "");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-int cli_report(const char *verb, const stf_err *err)
-{
-    cli_errorf(verb, "%s", err->msg[0] ? err->msg : stf_strerror(err->code));
-    switch (err->code) {
-    case STF_EFORMAT:
-    case STF_ELIMIT:
-    case STF_ENOTFOUND:
-    case STF_EUNSUPPORTED:
-        return EXIT_INVALID;
-    case STF_EINVAL:
-        return EXIT_USAGE;
-    default:
-        return EXIT_FAILED;
-    }
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "--json")) return 1;
+    return 0;
 }
 
 int cli_parse_size(const char *s, unsigned long long *out)
@@ -93,6 +75,15 @@ int main(int argc, char **argv)
         printf("stfix %s\n", STF_VERSION_STRING);
         return 0;
     }
+    const command *cmd = NULL;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0] && !cmd; i++)
+        if (!strcmp(argv[1], commands[i].name)) cmd = &commands[i];
+    if (!cmd) {
+        cli_errorf(NULL, "unknown command '%s'", argv[1]);
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    cli_run_begin(cmd->name, cmd->json && wants_json(argc - 1, argv + 1));
     const char *simd = getenv("STFIX_SIMD");
     if (simd && *simd) {
         stf_simd s;
@@ -101,12 +92,8 @@ int main(int argc, char **argv)
         if (stf_simd_from_name(&s, simd) || stf_simd_select(s, &err)) {
             cli_errorf(NULL, "STFIX_SIMD=%s: not a usable kernel variant on this CPU "
                              "(scalar, avx2, avx512)", simd);
-            return EXIT_USAGE;
+            return cli_run_end(EXIT_USAGE);
         }
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
-    cli_errorf(NULL, "unknown command '%s'", argv[1]);
-    usage(stderr);
-    return EXIT_USAGE;
+    return cli_run_end(cmd->run(argc - 1, argv + 1));
 }

@@ -1,0 +1,115 @@
+/*
+ * How a run reports failure. Every error goes to stderr as
+ * "stfix: VERB: message"; the first one is also kept, so that a command
+ * run with --json can end with one JSON document on stdout saying why it
+ * failed (cli_run_end), whatever path the failure took. The exit status of
+ * a library error comes from the table in cli_exit.c.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* The run: its verb, whether it answers in JSON, its input, and the first
+ * error it reported. One per process. */
+static struct {
+    const char *verb;
+    const char *input;
+    int json;
+    int failed;
+    stf_err err;
+} run;
+
+static void vprint(const char *verb, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "stfix: %s%s", verb ? verb : "", verb ? ": " : "");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+static void keep(const stf_err *err)
+{
+    if (run.failed) return;
+    run.failed = 1;
+    run.err = *err;
+}
+
+/* Print an error and keep it as the run's; see cli.h. */
+void cli_errorf(const char *verb, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vprint(verb, fmt, ap);
+    va_end(ap);
+    if (run.failed) return;
+    stf_err e;
+    stf_err_clear(&e);
+    va_start(ap, fmt);
+    vsnprintf(e.msg, sizeof e.msg, fmt, ap);
+    va_end(ap);
+    keep(&e);
+}
+
+/* Print a message that does not end the run; see cli.h. */
+void cli_notef(const char *verb, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vprint(verb, fmt, ap);
+    va_end(ap);
+}
+
+/* Print a library error, keep it, and map its code; see cli.h. */
+int cli_report(const char *verb, const stf_err *err)
+{
+    cli_notef(verb, "%s", cli_err_text(err));
+    return cli_report_silent(err);
+}
+
+/* Keep a library error already printed, and map its code; see cli.h. */
+int cli_report_silent(const stf_err *err)
+{
+    stf_err e = *err;
+    if (!e.msg[0]) snprintf(e.msg, sizeof e.msg, "%s", stf_strerror(e.code));
+    keep(&e);
+    return cli_exit_for(err->code);
+}
+
+/* The error's message, or its code's text; see cli.h. */
+const char *cli_err_text(const stf_err *err)
+{
+    return err->msg[0] ? err->msg : stf_strerror(err->code);
+}
+
+/* Start the run of `verb`; see cli.h. */
+void cli_run_begin(const char *verb, int json)
+{
+    memset(&run, 0, sizeof run);
+    run.verb = verb;
+    run.json = json;
+}
+
+/* The input path the JSON error names; see cli.h. */
+void cli_run_input(const char *path)
+{
+    run.input = path;
+}
+
+/* End the run: the JSON error document when one is due; see cli.h. */
+int cli_run_end(int status)
+{
+    if (!run.json || status == EXIT_OK_ || status == EXIT_FINDINGS || ferror(stdout))
+        return status;
+    if (!run.failed) {
+        /* Every failing path reports an error first; this only keeps the
+         * document well-formed if one does not. */
+        stf_err e;
+        stf_err_clear(&e);
+        snprintf(e.msg, sizeof e.msg, "failed with exit status %d", status);
+        keep(&e);
+    }
+    cli_json_error(stdout, run.verb, run.input, status, &run.err);
+    fflush(stdout);
+    return status;
+}
