@@ -362,13 +362,7 @@ int cmd_fix(int argc, char **argv)
     stf_err_clear(&err);
 
     if ((ex = cli_recipe_load(&rc, "fix", a.recipe)) >= 0) goto done;
-    /* Read the input with pread into the run's reused row buffers rather
-     * than mapping it: mapped pages count toward RSS, so a mapped 4 GiB input
-     * would make fix's footprint the size of the checkpoint. */
-    stf_open_opts oo;
-    stf_open_opts_init(&oo);
-    oo.no_mmap = 1;
-    if ((ex = cli_ckpt_open(&c, "fix", a.in, &oo)) >= 0) goto done;
+    if ((ex = cli_ckpt_open(&c, "fix", a.in, NULL)) >= 0) goto done;
     if (a.in_place) {
         /* Rename over the real file, so a symlink to it stays valid. */
         in_real = realpath(a.in, NULL);
