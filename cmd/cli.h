@@ -59,6 +59,10 @@ void cli_notef(const char *verb, const char *fmt, ...)
  * (with its rule, offset and code) and return cli_exit_for(err->code). */
 int cli_report(const char *verb, const stf_err *err);
 
+/* cli_report of a bare library code (its stf_strerror text), for cmd/'s
+ * own failures such as running out of memory while rendering. */
+int cli_report_code(const char *verb, int code);
+
 /* cli_report for an error whose text is already on stderr: keep it and
  * return its exit status, printing nothing. */
 int cli_report_silent(const stf_err *err);

@@ -67,6 +67,15 @@ int cli_report(const char *verb, const stf_err *err)
     return cli_report_silent(err);
 }
 
+/* Report a bare code; see cli.h. */
+int cli_report_code(const char *verb, int code)
+{
+    stf_err e;
+    stf_err_clear(&e);
+    e.code = code;
+    return cli_report(verb, &e);
+}
+
 /* Keep a library error already printed, and map its code; see cli.h. */
 int cli_report_silent(const stf_err *err)
 {

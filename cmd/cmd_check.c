@@ -38,39 +38,78 @@ static void print_json(FILE *o, const char *file, const char *target, const stf_
             n);
 }
 
-static void print_human(FILE *o, const char *file, const char *target, const stf_check_report *r)
+/* One diagnostic's place in the human listing. */
+typedef struct slot {
+    const char *layer;
+    size_t i;     /* index in the report */
+    size_t first; /* index of its layer's first diagnostic */
+} slot;
+
+static int by_layer(const void *a, const void *b)
+{
+    const slot *x = a, *y = b;
+    int c = strcmp(x->layer, y->layer);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* File-level findings first, then layers in order of first appearance,
+ * each layer's findings in report order. */
+static int by_listing(const void *a, const void *b)
+{
+    const slot *x = a, *y = b;
+    int fx = x->layer[0] != '\0', fy = y->layer[0] != '\0';
+    if (fx != fy) return fx - fy;
+    if (x->first != y->first) return (x->first > y->first) - (x->first < y->first);
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+/*
+ * The human listing, grouped by layer. Two sorts and one pass: linear
+ * enough for a file with hundreds of thousands of layers (the grouping used
+ * to rescan the report for every layer). Returns -1 when out of memory.
+ */
+static int print_human(FILE *o, const char *file, const char *target, const stf_check_report *r)
 {
     size_t n = stf_check_count(r);
-    char *done = calloc(n ? n : 1, 1);
-    fprintf(o, "check %s (target %s)\n", file, target);
-    /* Group by layer in order of first appearance; file-level findings first. */
-    for (int pass = 0; pass < 2; pass++) {
-        for (size_t i = 0; i < n; i++) {
-            const stf_diag *d = stf_check_diag(r, i);
-            if ((done && done[i]) || (pass == 0) != (d->layer[0] == '\0')) continue;
-            fprintf(o, "%s:\n", d->layer[0] ? d->layer : "(file)");
-            for (size_t j = i; j < n; j++) {
-                const stf_diag *e = stf_check_diag(r, j);
-                if (strcmp(e->layer, d->layer) || (done && done[j])) continue;
-                if (done) done[j] = 1;
-                fprintf(o, "  %-7s %-4s %s: %s\n", stf_severity_name(e->severity), e->rule,
-                        e->layer[0] ? e->layer : "-", e->message);
-            }
-        }
+    slot *s = calloc(n ? n : 1, sizeof *s);
+    const char **rules = calloc(n ? n : 1, sizeof *rules);
+    if (!s || !rules) {
+        free(s);
+        free(rules);
+        return -1;
     }
+    for (size_t i = 0; i < n; i++) s[i] = (slot){ stf_check_diag(r, i)->layer, i, i };
+    qsort(s, n, sizeof *s, by_layer);
+    for (size_t i = 1; i < n; i++)
+        if (!strcmp(s[i].layer, s[i - 1].layer)) s[i].first = s[i - 1].first;
+    qsort(s, n, sizeof *s, by_listing);
+    fprintf(o, "check %s (target %s)\n", file, target);
+    for (size_t k = 0; k < n; k++) {
+        const stf_diag *e = stf_check_diag(r, s[k].i);
+        if (!k || strcmp(s[k].layer, s[k - 1].layer))
+            fprintf(o, "%s:\n", e->layer[0] ? e->layer : "(file)");
+        fprintf(o, "  %-7s %-4s %s: %s\n", stf_severity_name(e->severity), e->rule,
+                e->layer[0] ? e->layer : "-", e->message);
+    }
+    /* One suggested fix per rule, in report order; rule ids are few. */
+    size_t nrules = 0;
     int header = 0;
     for (size_t i = 0; i < n; i++) {
         const stf_diag *d = stf_check_diag(r, i);
-        int seen = 0;
-        for (size_t j = 0; j < i && !seen; j++) seen = !strcmp(stf_check_diag(r, j)->rule, d->rule);
-        if (seen || !d->fix[0]) continue;
+        size_t k = 0;
+        while (k < nrules && strcmp(rules[k], d->rule)) k++;
+        if (k < nrules) continue;
+        rules[nrules++] = d->rule;
+        if (!d->fix[0]) continue;
         if (!header++) fputs("suggested fixes:\n", o);
         fprintf(o, "  %-4s %s\n", d->rule, d->fix);
     }
     fprintf(o, "summary: %zu error(s), %zu warning(s), %zu info\n",
             stf_check_count_severity(r, STF_SEV_ERROR), stf_check_count_severity(r, STF_SEV_WARNING),
             stf_check_count_severity(r, STF_SEV_INFO));
-    free(done);
+    free(s);
+    free(rules);
+    return 0;
 }
 
 /*
@@ -129,7 +168,11 @@ int cmd_check(int argc, char **argv)
         return cli_report("check", &err);
     }
     if (json) print_json(stdout, file, target, r);
-    else print_human(stdout, file, target, r);
+    else if (print_human(stdout, file, target, r)) {
+        stf_check_report_free(r);
+        stf_ckpt_free(c);
+        return cli_report_code("check", STF_ENOMEM);
+    }
     ex = stf_check_count_severity(r, STF_SEV_ERROR) ? EXIT_FINDINGS : EXIT_OK_;
     stf_check_report_free(r);
     stf_ckpt_free(c);

@@ -1,0 +1,27 @@
+#!/bin/sh
+# The human listings stay linear in the number of layers: `check` on 100,000
+# metadata-only layers and `plan` on 64,000 layers finish well inside the
+# time limit below (they took minutes when the listing rescanned the report
+# for each layer), and say the same as the JSON documents.
+. tests/cli/lib.sh
+D=$T_TMP
+LIMIT=120
+python3 tests/gen/gen_many_layers.py "$D/meta.safetensors" meta 100000
+python3 tests/gen/gen_many_layers.py "$D/int8.safetensors" int8 64000
+
+t_run "check, 100,000 layers" 1 timeout "$LIMIT" "$STFIX" check "$D/meta.safetensors"
+t_stdout_has "check, 100,000 layers" "summary: 400000 error(s), 0 warning(s), 0 info"
+t_true "check, 100,000 layers: one group per layer" \
+    test "$(grep -c '^blocks\.[0-9]*\.attn\.qkv:$' "$T_OUT")" -eq 100000
+t_true "check, 100,000 layers: in order of first appearance" \
+    test "$(grep -m 3 '^blocks' "$T_OUT" | tr '\n' ' ')" = "blocks.0.attn.qkv: blocks.1.attn.qkv: blocks.2.attn.qkv: "
+t_run "check --json, 100,000 layers" 1 timeout "$LIMIT" "$STFIX" check "$D/meta.safetensors" --json
+t_true "check --json, 100,000 layers: same count" \
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d["summary"]["errors"] != 400000)' "$T_OUT"
+
+t_run "plan, 64,000 layers" 0 timeout "$LIMIT" "$STFIX" plan "$D/int8.safetensors" -r rules/sglang-int8-convrot.yaml
+t_true "plan, 64,000 layers: every layer listed" test "$(grep -c '^layer ' "$T_OUT")" -eq 64000
+t_true "plan, 64,000 layers: every tensor under its layer" \
+    test "$(grep -c '^    [a-z-]* *blocks\.' "$T_OUT")" -ge 128000
+t_true "plan, 64,000 layers: the last layer's tensors follow it" \
+    sh -c "grep -A6 '^layer blocks.63999.lin\$' '$T_OUT' | grep -q 'blocks.63999.lin.weight '"
