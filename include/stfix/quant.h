@@ -106,8 +106,8 @@ int stf_hadamard_sylvester_undo(float *x, size_t k, unsigned g, stf_err *err);
 
 typedef enum stf_quant_mode {
     STF_QMODE_CUDA = 0,   /* default: comfy-kitchen CUDA convention */
-    STF_QMODE_FP32 = 1,
-    STF_QMODE_EAGER = 2
+    STF_QMODE_FP32 = 1,   /* CUDA convention with T = F32 (INT8; W4A4 as CUDA) */
+    STF_QMODE_EAGER = 2   /* comfy-kitchen PyTorch (eager) quantizers, scales from T */
 } stf_quant_mode;
 
 const char *stf_quant_mode_name(stf_quant_mode m);  /* "cuda", "fp32", "eager" */
@@ -156,13 +156,18 @@ int stf_int8_dequantize(float *dst, const int8_t *q, const float *scale, size_t 
 /* ---------------------------------------------------------- W4A4 */
 
 /*
- * convrot_w4a4 (spec §8): rotate with g, per-row scale over the T-rounded
- * values, codes in [-7,7], packed low nibble = even column. packed has n*k/2
- * bytes, scale n floats. k % 64 == 0 and k % g == 0.
+ * convrot_w4a4: rotate each group of g with the regular FHT, round to the
+ * rounding dtype t (T), one scale per row, codes in [-7,7] packed two per
+ * byte (low nibble = even column). packed has n*k/2 bytes, scale n floats;
+ * k % 64 == 0 and k % g == 0, g one of 16, 64, 256. `mode` picks the scale
+ * and code rule: STF_QMODE_EAGER follows comfy-kitchen's PyTorch quantizer
+ * (scale computed in T, codes from quotients rounded to T); STF_QMODE_CUDA
+ * and STF_QMODE_FP32 follow its CUDA kernel (fp32 scale, codes by the
+ * reciprocal). Rows run on the pool (may be NULL).
  */
 int stf_w4a4_quantize_rows(int8_t *packed, float *scale, const void *src, stf_dtype src_dtype,
-                           size_t n, size_t k, unsigned g, stf_dtype t, stf_pool *pool,
-                           stf_err *err);
+                           size_t n, size_t k, unsigned g, stf_quant_mode mode, stf_dtype t,
+                           stf_pool *pool, stf_err *err);
 /* Unpack and dequantize (then un-rotate with g) to f32. */
 int stf_w4a4_dequantize(float *dst, const int8_t *packed, const float *scale, size_t n,
                         size_t k, unsigned g, stf_pool *pool, stf_err *err);

@@ -180,7 +180,7 @@ static int chunk_rows(blk *b, size_t i0, size_t i1, stf_err *err)
     }
     case STF__JOB_REQUANT_W4A4:
         rc = stf_w4a4_quantize_rows((int8_t *)out, scale, src, src_dtype, rows, k, job->group,
-                                    job->t, NULL, err);
+                                    job->mode, job->t, NULL, err);
         break;
     case STF__JOB_DEQUANT:
         rc = stf_convert_from_f32(out, job->out_dtype, ref, rows * k, err);

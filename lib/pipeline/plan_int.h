@@ -51,7 +51,7 @@ typedef struct stf__job {
     stf__job_kind kind;
     stf__decode dec;
     unsigned group;          /* output rotation group (REQUANT_*) */
-    stf_quant_mode mode;     /* REQUANT_INT8 */
+    stf_quant_mode mode;     /* REQUANT_INT8 and REQUANT_W4A4 */
     stf_dtype t;             /* rounding dtype T: the source float dtype, else compute_dtype */
     stf_dtype out_dtype;     /* DEQUANT */
     size_t out_weight;       /* index in plan->tensors of the produced weight */

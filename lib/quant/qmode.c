@@ -1,4 +1,4 @@
-/* Names of the INT8 quantization conventions (spec/convrot.md §4). */
+/* Names of the quantization conventions (INT8 and W4A4 requantization). */
 #include <string.h>
 
 #include "util/util.h"

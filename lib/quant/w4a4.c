@@ -1,7 +1,17 @@
 /*
- * convrot_w4a4 (spec/convrot.md §8): regular rotation, one scale per row
- * over the T-rounded values, signed 4-bit codes in [-7, 7] packed two per
- * byte with the even column in the low nibble.
+ * convrot_w4a4: regular rotation, one scale per row over the T-rounded
+ * rotated values, signed 4-bit codes in [-7, 7] packed two per byte with the
+ * even column in the low nibble, stored as the int8 of the byte.
+ *
+ * Two scale/code rules, both after the same fp32 FHT and rounding to T:
+ *  - cuda (also fp32): comfy-kitchen's CUDA kernel in IEEE arithmetic,
+ *    s = max(fl32(min(a, maxT) * fl32(1/7)), 1e-10) in fp32, codes
+ *    rint(v * fl32(1/s));
+ *  - eager: comfy-kitchen's PyTorch quantizer, where every tensor op runs
+ *    in T: a = max(a, rT(1e-10)), s = rT(fl32(a / 7)), codes
+ *    rint(rT(fl32(v / s))); s (a T value) is stored widened to F32.
+ * rT rounds RNE to T; the fl32 steps are PyTorch's fp32 arithmetic for
+ * 16-bit tensors.
  */
 #include <float.h>
 #include <math.h>
@@ -11,6 +21,9 @@
 #include "int8_scale.h"
 #include "kernels.h"
 #include "util/util.h"
+
+/* fl32(1e-10), the scale floor of both rules, given as bits. */
+#define W4_FLOOR_BITS 0x2EDBE6FFu
 
 static int check_shape(size_t k, unsigned g, const char *what, stf_err *err)
 {
@@ -29,39 +42,74 @@ typedef struct w4_job {
     float *scale;
     const unsigned char *src;
     stf_dtype src_dtype, t;
+    stf_quant_mode mode;
     size_t k;
     unsigned g;
     const stf__kernels *kt;
 } w4_job;
 
+/*
+ * The eager scale from a = max|rT(R)|. PyTorch clamps with the floor
+ * converted to T, and divides in fp32 before rounding to T. Two guards where
+ * PyTorch's answer is unusable, neither reachable on ordinary rows: a is
+ * clamped to maxT (an F16 row whose rotation overflows would give s = Inf
+ * and NaN codes), and a zero s, which only F16 reaches (rT(1e-10) is 0 there,
+ * so rows with max|v| <= 3 * 2^-24 get s = 0 and 0/0 codes), becomes T's
+ * smallest normal: every code is then 0 and the row still dequantizes to
+ * the zeros PyTorch's 0 scale gives, with a positive scale.
+ */
+static float eager_scale(float a, stf_dtype t)
+{
+    float lo = stf__round_t(stf__f32_from_bits(W4_FLOOR_BITS), t);
+    a = fminf(a, stf__max_of_t(t));
+    if (a < lo) a = lo;
+    float s = stf__round_t(a / 7.0f, t);
+    return s == 0.0f ? stf__tiny_of_t(t) : s;
+}
+
+/* One code as its nibble: clamp to [-7, 7]; NaN (an Inf - Inf of the
+ * rotation, see int8) becomes 0, as x86's truncating convert gives. */
+static unsigned nibble(float c)
+{
+    if (c > 7.0f) c = 7.0f;
+    if (c < -7.0f) c = -7.0f;
+    if (c != c) c = 0.0f;
+    return (unsigned)(int)c & 0xFu;
+}
+
 static int w4_row(const w4_job *j, size_t r, float *x)
 {
     size_t k = j->k, esz = j->src_dtype == STF_F32 ? 4 : 2;
+    stf_dtype t = j->t;
     if (stf_convert_to_f32(x, j->src + r * k * esz, j->src_dtype, k, NULL) != 0)
         return STF_EUNSUPPORTED;
     for (size_t i = 0; i < k; i++)
         if (((stf__f32_bits(x[i]) >> 23) & 0xFFu) == 0xFFu) return STF_ENUMERIC;
     j->kt->fht_regular(x, k, j->g);
-    (void)stf_round_to_dtype(x, k, j->t, NULL);
+    (void)stf_round_to_dtype(x, k, t, NULL);
 
     float a = 0.0f;
     for (size_t i = 0; i < k; i++) {
         float v = fabsf(x[i]);
         if (v > a) a = v;
     }
-    /* kitchen CUDA's rule in IEEE arithmetic: multiply by fl32(1/7), then
-     * by fl32(1/s) per element rather than divide. */
-    float s = fmaxf(fminf(a, stf__max_of_t(j->t)) * (1.0f / 7.0f), 1e-10f);
-    float inv = 1.0f / s;
+    int eager = j->mode == STF_QMODE_EAGER;
+    float s, inv = 0.0f;
+    if (eager) {
+        s = eager_scale(a, t);
+    } else {
+        /* Multiply by fl32(1/7), then by fl32(1/s) per element, as the
+         * CUDA kernel does, rather than divide. */
+        s = fmaxf(fminf(a, stf__max_of_t(t)) * (1.0f / 7.0f),
+                  stf__f32_from_bits(W4_FLOOR_BITS));
+        inv = 1.0f / s;
+    }
     int8_t *out = j->packed + r * (k / 2);
     for (size_t i = 0; i < k; i += 2) {
         unsigned nib[2];
         for (size_t h = 0; h < 2; h++) {
-            float c = rintf(x[i + h] * inv);
-            if (c > 7.0f) c = 7.0f;
-            if (c < -7.0f) c = -7.0f;
-            if (c != c) c = 0.0f; /* rotation overflow (Inf - Inf); see int8 */
-            nib[h] = (unsigned)(int)c & 0xFu;
+            float v = x[i + h];
+            nib[h] = nibble(rintf(eager ? stf__round_t(v / s, t) : v * inv));
         }
         /* Stored as the int8 of the byte's bit pattern. */
         unsigned byte = nib[0] | (nib[1] << 4);
@@ -107,14 +155,15 @@ static int first_nonfinite_row(const w4_job *j, size_t n, size_t *row, size_t *c
 }
 
 /*
- * n rows -> packed[n*k/2] and scale[n] per spec §8 (stfix default path).
- * STF_EINVAL for a bad shape/group/dtype t or NULL buffer,
- * STF_EUNSUPPORTED for the src dtype, STF_ENOMEM, STF_ENUMERIC naming the
- * first non-finite element.
+ * n rows -> packed[n*k/2] and scale[n] by the rule of `mode` (eager, or
+ * cuda for modes cuda and fp32), rounding to T = t (BF16, F16 or F32).
+ * STF_EINVAL for a bad shape, group, mode or dtype t, or a NULL buffer;
+ * STF_EUNSUPPORTED for the src dtype; STF_ELIMIT, STF_ENOMEM; STF_ENUMERIC
+ * naming the first non-finite element.
  */
 int stf_w4a4_quantize_rows(int8_t *packed, float *scale, const void *src, stf_dtype src_dtype,
-                           size_t n, size_t k, unsigned g, stf_dtype t, stf_pool *pool,
-                           stf_err *err)
+                           size_t n, size_t k, unsigned g, stf_quant_mode mode, stf_dtype t,
+                           stf_pool *pool, stf_err *err)
 {
     uint64_t total;
     int rc = check_shape(k, g, "quantize", err);
@@ -125,12 +174,14 @@ int stf_w4a4_quantize_rows(int8_t *packed, float *scale, const void *src, stf_dt
     if (t != STF_BF16 && t != STF_F16 && t != STF_F32)
         return stf__err(err, STF_EINVAL, "w4a4 quantize: rounding dtype %d is not BF16, F16 or F32",
                         (int)t);
+    if (mode != STF_QMODE_CUDA && mode != STF_QMODE_FP32 && mode != STF_QMODE_EAGER)
+        return stf__err(err, STF_EINVAL, "w4a4 quantize: unknown mode %d", (int)mode);
     if (stf__mul_u64(&total, n, k) != 0 || total > SIZE_MAX / 4)
         return stf__err(err, STF_ELIMIT, "w4a4 quantize: %zu x %zu elements overflow", n, k);
     if (total == 0) return 0;
     if (!packed || !scale || !src) return stf__err(err, STF_EINVAL, "w4a4 quantize: NULL buffer");
 
-    w4_job j = { packed, scale, src, src_dtype, t, k, g, stf__kernels_active() };
+    w4_job j = { packed, scale, src, src_dtype, t, mode, k, g, stf__kernels_active() };
     size_t grain = k >= ((size_t)1 << 18) ? 1 : ((size_t)1 << 18) / k;
     rc = stf_pool_run(pool, n, grain, w4_chunk, &j);
     if (rc == 0) return 0;
@@ -171,7 +222,7 @@ static int w4dq_chunk(void *ud, size_t begin, size_t end)
     return 0;
 }
 
-/* packed codes -> dst[n*k] = FHT(fl32(q*s_n)) (spec §6); errors as above. */
+/* packed codes -> dst[n*k] = FHT(fl32(q*s_n)); errors as above. */
 int stf_w4a4_dequantize(float *dst, const int8_t *packed, const float *scale, size_t n,
                         size_t k, unsigned g, stf_pool *pool, stf_err *err)
 {

@@ -255,6 +255,35 @@ for m in cuda fp32 eager; do
         -o "$D/q-$m.safetensors" --quant-mode "$m"
 done
 t_true "--quant-mode cuda is the recipe's mode" cmp "$o" "$D/q-cuda.safetensors"
+
+# --quant-mode into convrot_w4a4 (G = 16) on one BF16 [2, 64] weight: row 0
+# is W4A4-1, w[k] = 0.5 * ((37k mod 11) - 5); row 1 the BF16 row derived by
+# hand in tests/unit/test_w4a4.c (w[17g] = 4, 183/128, -255/128, 201/64).
+# eager computes each scale in BF16 and rounds each quotient to BF16 before
+# rint; cuda keeps fp32 scales and multiplies by their reciprocal.
+t_hex() { # NAME FILE TENSOR HEX: the tensor's bytes are HEX
+    _h=$($TOOL tensor "$2" "$3" | od -An -v -tx1 | tr -d ' \n')
+    if [ "$_h" = "$4" ]; then t_ok "$1: $3 bytes"; else t_notok "$1: $3 bytes" "got $_h"; fi
+}
+w4in=$D/w4a4-in.safetensors
+$TOOL new "$w4in" blk.lin.weight BF16 "[2, 64]" "$(python3 -c '
+w = [0.5 * ((37 * k) % 11 - 5) for k in range(64)] + [0.0] * 64
+for g, c in enumerate((4, 183 / 128, -255 / 128, 201 / 64)): w[64 + 17 * g] = c
+print(w)')"
+W4ROW0=d3f01e3bc2ef51ef4cd3f11ef017f01d3f019f012ff1d34c12fb12e45d2f01d3
+for m in eager cuda; do
+    t_run "w4a4 --quant-mode $m" 0 "$STFIX" fix "$w4in" -r "$R/requantize-w4a4.yaml" \
+        -o "$D/w4-$m.safetensors" --quant-mode "$m"
+    t_tensor "w4a4 --quant-mode $m" "$D/w4-$m.safetensors" blk.lin.weight I8 "[2, 32]"
+    t_tensor "w4a4 --quant-mode $m" "$D/w4-$m.safetensors" blk.lin.weight_scale F32 "[2]"
+done
+t_hex "w4a4 eager" "$D/w4-eager.safetensors" blk.lin.weight \
+    ${W4ROW0}7797779777979979222e222e222eeee24ccc4ccc4cccc4446a666a666a66a6aa
+t_hex "w4a4 eager" "$D/w4-eager.safetensors" blk.lin.weight_scale 0000173f0000123e
+t_hex "w4a4 cuda" "$D/w4-cuda.safetensors" blk.lin.weight \
+    ${W4ROW0}7797779777979979333d333d333dddd33ddd3ddd3dddd3335b555b555b55b5bb
+t_hex "w4a4 cuda" "$D/w4-cuda.safetensors" blk.lin.weight_scale 6edb163f2549123e
+t_check "w4a4 eager" "$D/w4-eager.safetensors" comfyui
 t_run "requantize on_indivisible: fail" 2 "$STFIX" fix "$bf" -r "$R/requantize-fail-indivisible.yaml" \
     -o "$D/nodiv.safetensors"
 t_stderr_has "requantize on_indivisible: fail" "img_in"

@@ -12,6 +12,10 @@
   fix_tool.py dequant OUT IN PREFIX       exit 0 iff OUT's PREFIX.weight (F32 or BF16)
                                           equals IN's I8 codes x F32 row scale (no
                                           rotation), rounded to that dtype (RNE)
+  fix_tool.py new OUT NAME DTYPE SHAPE V  write a file holding one tensor NAME of
+                                          DTYPE (BF16, F16 or F32) and JSON list
+                                          SHAPE, from the JSON list of numbers V
+                                          (rounded to DTYPE, RNE)
 Output files are written canonically (dtype index descending, then name).
 """
 import json
@@ -112,6 +116,13 @@ def main():
             sys.exit("dequant: unexpected dtype %s" % out[0])
         if out[2] != want:
             sys.exit("dequant: %s.weight differs from codes x scale" % p)
+    elif cmd == "new":
+        vals = json.loads(a[5])
+        if a[3] == "BF16":
+            raw = struct.pack("<%dH" % len(vals), *[bf16_bits(f32_round(v)) for v in vals])
+        else:
+            raw = struct.pack("<%d%s" % (len(vals), {"F16": "e", "F32": "f"}[a[3]]), *vals)
+        save(a[1], None, {a[2]: [a[3], json.loads(a[4]), raw]})
     else:
         sys.exit("unknown command " + cmd)
 
