@@ -42,6 +42,12 @@ static void inspect_files(stf__chk *k)
             stf__chk_add(k, "R1", STF_SEV_ERROR, NULL, FIX_QMETA,
                          "Invalid _quantization_metadata in %s", path);
             break;
+        case STF_QMETA_TOO_DEEP:
+            stf__chk_add(k, "R1", STF_SEV_ERROR, NULL, FIX_QMETA,
+                         "_quantization_metadata in %s nests deeper than Python's json.loads "
+                         "decodes (%d levels): SGLang fails with an uncaught RecursionError",
+                         path, STF_PYJSON_MAX_DEPTH);
+            break;
         case STF_QMETA_NOT_OBJECT:
             stf__chk_add(k, "R2", STF_SEV_ERROR, NULL, FIX_QMETA,
                          "_quantization_metadata in %s must contain an object", path);
@@ -74,6 +80,12 @@ static void inspect_files(stf__chk *k)
                     stf__chk_add(k, "R6", STF_SEV_ERROR, l->prefix, FIX_MARKER,
                                  "Invalid Comfy quantization marker %s in %s",
                                  stf__chk_repr(k, mk->key), path);
+                else if (mk->status == STF_MARKER_TOO_DEEP)
+                    stf__chk_add(k, "R6", STF_SEV_ERROR, l->prefix, FIX_MARKER,
+                                 "Comfy quantization marker %s in %s nests deeper than Python's "
+                                 "json.loads decodes (%d levels): SGLang fails with an uncaught "
+                                 "RecursionError",
+                                 stf__chk_repr(k, mk->key), path, STF_PYJSON_MAX_DEPTH);
                 else if (mk->status == STF_MARKER_NOT_OBJECT)
                     stf__chk_add(k, "R7", STF_SEV_ERROR, l->prefix, FIX_MARKER,
                                  "Comfy quantization marker %s must contain a JSON object",
