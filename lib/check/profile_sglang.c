@@ -152,7 +152,9 @@ static void check_mxfp8(stf__chk *k, const stf_layer *l)
 }
 
 /* R9 over every quantized weight when quant_format says mxfp8; marks the
- * layers SGLang synthesises a marker for in synth[]. Then R10. */
+ * layers SGLang synthesises a marker for in synth[] (raw_markers.setdefault:
+ * only those without a marker of their own). Then R10, which lists layer
+ * prefixes as SGLang's sorted(missing_markers)[:5] does, not weight names. */
 static void check_unmarked(stf__chk *k, unsigned char *synth)
 {
     size_t nl = stf_model_layer_count(k->m);
@@ -165,14 +167,14 @@ static void check_unmarked(stf__chk *k, unsigned char *synth)
         if (!w || !quantized_weight_dtype(w->dtype)) continue;
         if (mx) {
             check_mxfp8(k, l);
-            synth[i] = 1;
+            synth[i] = l->nmarkers == 0;
         } else if (l->nmarkers == 0) {
             if (!missing) missing = stf__calloc(nl, sizeof *missing);
             if (!missing) {
                 stf__chk_fail(k, STF_ENOMEM);
                 break;
             }
-            missing[nmissing++] = w->name;
+            missing[nmissing++] = l->prefix;
         }
     }
     if (nmissing && !k->rc)

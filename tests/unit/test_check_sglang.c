@@ -54,7 +54,7 @@ static const expect CASES[] = {
       "MXFP8 layer 'blocks.0.attn.qkv' has incompatible weight/scale metadata: ('F8_E4M3', (8, 64)) "
       "and ('U8', (8, 4))" },
     { "r10_no_marker.safetensors", "R10",
-      "Quantized weights are missing comfy_quant metadata: ['blocks.0.attn.qkv.weight']" },
+      "Quantized weights are missing comfy_quant metadata: ['blocks.0.attn.qkv']" },
     { "r12_missing_scale.safetensors", "R12",
       "Comfy layer 'blocks.0.attn.qkv' is missing checkpoint tensors: ['blocks.0.attn.qkv.weight_scale']" },
     { "r12_missing_weight.safetensors", "R12",
@@ -134,10 +134,10 @@ static const expect CASES[] = {
     { "r61_w4a8_no_convrot.safetensors", "R61",
       "Serialized W4A8 layer 'blocks.0.attn.qkv' must set convrot=true" },
     { "c15_meta_prefix.safetensors", "R10",
-      "Quantized weights are missing comfy_quant metadata: ['blocks.0.attn.qkv.weight']" },
+      "Quantized weights are missing comfy_quant metadata: ['blocks.0.attn.qkv']" },
     { "c15_meta_bare.safetensors", "R10",
       "Quantized weights are missing comfy_quant metadata: "
-      "['model.diffusion_model.blocks.0.attn.qkv.weight']" },
+      "['model.diffusion_model.blocks.0.attn.qkv']" },
 };
 
 static void test_exact_messages(void **state)
@@ -170,6 +170,61 @@ static stf_check_report *check_written(const st_tensor *t, size_t n, const char 
     free(path);
     free(dir);
     return r;
+}
+
+/*
+ * R10 lists layer prefixes, sorted, at most five, exactly as SGLang's
+ * f"{sorted(missing_markers)[:5]}" prints the set of
+ * key.removesuffix(".weight"). Weight names would sort differently
+ * ("a.b.weight" < "a.weight", but "a" < "a.b").
+ */
+static void test_r10_prefixes_first_five(void **state)
+{
+    (void)state;
+    static const char *const names[] = { "d.weight", "a.weight", "b.x.weight", "a.c.weight",
+                                          "c.weight", "b.weight", "a.b.weight" };
+    static const stf_dtype dt[] = { STF_I8, STF_U8, STF_F8_E4M3, STF_I8, STF_I8, STF_I8, STF_I8 };
+    static const unsigned char zero[8];
+    st_tensor t[9];
+    for (size_t i = 0; i < 7; i++)
+        t[i] = (st_tensor){ names[i], dt[i], 2, { 2, 4 }, zero, 8 };
+    /* Neither an F8_E5M2 nor a float weight needs a marker. */
+    t[7] = (st_tensor){ "0.weight", STF_F8_E5M2, 2, { 2, 4 }, zero, 8 };
+    t[8] = (st_tensor){ "1.weight", STF_BF16, 2, { 2, 2 }, zero, 8 };
+    stf_check_report *r = check_written(t, 9, NULL);
+    const char *want = "Quantized weights are missing comfy_quant metadata: "
+                       "['a', 'a.b', 'a.c', 'b', 'b.x']";
+    if (!has(r, "R10", want)) {
+        st_check_dump(r);
+        fail_msg("expected R10 \"%s\"", want);
+    }
+    stf_check_report_free(r);
+}
+
+/*
+ * quant_format=mxfp8 gives {"format": "mxfp8"} only to weights without a
+ * marker (raw_markers.setdefault): a layer with its own float8_e4m3fn
+ * marker keeps it, and the format set is then rejected.
+ */
+static void test_mxfp8_keeps_own_marker(void **state)
+{
+    (void)state;
+    static const unsigned char zero[8 * 64];
+    static const char fp8[] = "{\"format\": \"float8_e4m3fn\"}";
+    st_tensor t[] = {
+        { "a.weight", STF_F8_E4M3, 2, { 8, 64 }, zero, 512 },
+        { "a.weight_scale", STF_U8, 2, { 8, 2 }, zero, 16 },
+        { "a.comfy_quant", STF_U8, 1, { sizeof fp8 - 1 }, fp8, sizeof fp8 - 1 },
+        { "b.weight", STF_F8_E4M3, 2, { 8, 64 }, zero, 512 },
+        { "b.weight_scale", STF_U8, 2, { 8, 2 }, zero, 16 },
+    };
+    stf_check_report *r = check_written(t, 5, "{\"quant_format\":\"MXFP8\"}");
+    const char *want = "Unsupported Comfy quantization format(s): float8_e4m3fn, mxfp8";
+    if (!has(r, "R30", want) || has(r, "R9", NULL)) {
+        st_check_dump(r);
+        fail_msg("expected R30 \"%s\" and no R9", want);
+    }
+    stf_check_report_free(r);
 }
 
 /* `depth` nested arrays ("[[...]]") appended to b at *n; b must have room. */
@@ -409,6 +464,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exact_messages),
+        cmocka_unit_test(test_r10_prefixes_first_five),
+        cmocka_unit_test(test_mxfp8_keeps_own_marker),
         cmocka_unit_test(test_json_nesting_depth),
         cmocka_unit_test(test_fields),
         cmocka_unit_test(test_profile_selection),
