@@ -50,6 +50,8 @@ typedef struct stf_pyval stf_pyval;
  * raw_decode called from a script's top level hold 4, leaving 995 levels;
  * every further caller frame leaves one less. One level more raises
  * RecursionError, which the consumers do not catch: the file is refused.
+ * (Later interpreters count C recursion apart from Python frames and
+ * allow more: 1497 levels in 3.12.1, 9998 in 3.13.0.)
  */
 #define STF_PYJSON_MAX_DEPTH 995
 
