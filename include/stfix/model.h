@@ -42,7 +42,18 @@ typedef enum stf_pytype {
 /* An immutable node of a parsed value tree. Owned by its root. */
 typedef struct stf_pyval stf_pyval;
 
-#define STF_PYJSON_MAX_DEPTH 16 /* nesting deeper than this fails (STF_ELIMIT) */
+/*
+ * The deepest nesting of arrays and objects json.loads decodes. CPython's
+ * C scanner (3.10, 3.11) counts each open container against the
+ * interpreter's recursion limit (1000 by default), next to the Python
+ * frames already on the stack: json.loads, JSONDecoder.decode and
+ * raw_decode called from a script's top level hold 4, leaving 995 levels;
+ * every further caller frame leaves one less. One level more raises
+ * RecursionError, which the consumers do not catch: the file is refused.
+ * (Later interpreters count C recursion apart from Python frames and
+ * allow more: 1497 levels in 3.12.1, 9998 in 3.13.0.)
+ */
+#define STF_PYJSON_MAX_DEPTH 995
 
 /*
  * Parse `len` bytes exactly as Python `json.loads(bytes)` would: UTF-8/16/32
@@ -50,11 +61,14 @@ typedef struct stf_pyval stf_pyval;
  * unbounded ints, duplicate keys last-wins, raw control characters in strings
  * rejected, anything after the value rejected ("Extra data"). On success *out
  * is the root (free with stf_pyval_free). On failure *out is NULL, the code
- * is STF_EFORMAT (STF_ELIMIT for depth > STF_PYJSON_MAX_DEPTH, STF_ENOMEM),
- * err->msg holds Python's message ("Expecting value: line 1 column 1 (char
- * 0)", "Extra data: ...", or a decode error) and err->offset (has_offset set)
- * the byte offset within `bytes` where the problem was found; callers add
- * the tensor's file offset and name.
+ * is STF_EFORMAT, STF_ELIMIT for nesting deeper than STF_PYJSON_MAX_DEPTH
+ * (Python's RecursionError: "maximum recursion depth exceeded while decoding
+ * a JSON array from a unicode string", at the bracket that opens one level
+ * too many), or STF_ENOMEM; err->msg holds Python's message ("Expecting
+ * value: line 1 column 1 (char 0)", "Extra data: ...", or a decode error)
+ * and err->offset (has_offset set) the byte offset within `bytes` where the
+ * problem was found; callers add the tensor's file offset and name. Stack
+ * use is bounded by STF_PYJSON_MAX_DEPTH, memory by the input's size.
  */
 int stf_pyjson_parse(stf_pyval **out, const void *bytes, size_t len, stf_err *err);
 
@@ -270,7 +284,9 @@ typedef enum stf_marker_status {
     STF_MARKER_OK = 0,          /* parsed and a JSON object */
     STF_MARKER_NOT_JSON = 1,    /* R6: bytes are not JSON / not decodable */
     STF_MARKER_NOT_OBJECT = 2,  /* R7 (tensor) / R4 (metadata layers value) */
-    STF_MARKER_BAD_DTYPE = 3    /* R8: tensor dtype numpy cannot convert (BF16, F8_*, F4, F6_*) */
+    STF_MARKER_BAD_DTYPE = 3,   /* R8: tensor dtype numpy cannot convert (BF16, F8_*, F4, F6_*) */
+    STF_MARKER_TOO_DEEP = 4     /* R6: nested deeper than STF_PYJSON_MAX_DEPTH; json.loads
+                                   raises RecursionError, which SGLang does not catch */
 } stf_marker_status;
 
 /* One marker as found. Strings and value owned by the model. */
@@ -282,8 +298,8 @@ typedef struct stf_marker {
     const char *key;             /* tensor name (tensor channel) or layers key (metadata) */
     int64_t tensor;              /* ckpt tensor index for the tensor channel, else -1 */
     const stf_pyval *value;      /* parsed JSON (OK, NOT_OBJECT); NULL otherwise */
-    const char *error;           /* NOT_JSON: Python's decode message; else NULL */
-    uint64_t error_offset;       /* NOT_JSON: byte offset within the marker bytes */
+    const char *error;           /* NOT_JSON, TOO_DEEP: Python's message; else NULL */
+    uint64_t error_offset;       /* NOT_JSON, TOO_DEEP: byte offset within the marker bytes */
 } stf_marker;
 
 /* Status of one file's _quantization_metadata (R1-R3). */
@@ -292,7 +308,8 @@ typedef enum stf_qmeta_status {
     STF_QMETA_OK = 1,          /* an object with a "layers" object */
     STF_QMETA_NOT_JSON = 2,    /* R1 */
     STF_QMETA_NOT_OBJECT = 3,  /* R2 */
-    STF_QMETA_NO_LAYERS = 4    /* R3: "layers" missing or not an object */
+    STF_QMETA_NO_LAYERS = 4,   /* R3: "layers" missing or not an object */
+    STF_QMETA_TOO_DEEP = 5     /* R1: nested deeper than STF_PYJSON_MAX_DEPTH (RecursionError) */
 } stf_qmeta_status;
 
 /*
@@ -396,9 +413,9 @@ size_t stf_model_other(const stf_model *m, size_t i); /* ckpt tensor index; SIZE
 
 /* Status of shard i's _quantization_metadata (R1-R3). */
 stf_qmeta_status stf_model_qmeta_status(const stf_model *m, size_t shard);
-/* Its parsed value (NULL for ABSENT / NOT_JSON), e.g. to read format_version. */
+/* Its parsed value (NULL for ABSENT / NOT_JSON / TOO_DEEP), e.g. to read format_version. */
 const stf_pyval *stf_model_qmeta_value(const stf_model *m, size_t shard);
-/* NOT_JSON: Python's decode message and the byte offset within the value; else NULL. */
+/* NOT_JSON, TOO_DEEP: Python's message and the byte offset within the value; else NULL. */
 const char *stf_model_qmeta_error(const stf_model *m, size_t shard, uint64_t *offset);
 
 /* Number of markers with status OK anywhere (0 = R29, no quantization). */

@@ -42,6 +42,12 @@ static void inspect_files(stf__chk *k)
             stf__chk_add(k, "R1", STF_SEV_ERROR, NULL, FIX_QMETA,
                          "Invalid _quantization_metadata in %s", path);
             break;
+        case STF_QMETA_TOO_DEEP:
+            stf__chk_add(k, "R1", STF_SEV_ERROR, NULL, FIX_QMETA,
+                         "_quantization_metadata in %s nests deeper than Python's json.loads "
+                         "decodes (%d levels): SGLang fails with an uncaught RecursionError",
+                         path, STF_PYJSON_MAX_DEPTH);
+            break;
         case STF_QMETA_NOT_OBJECT:
             stf__chk_add(k, "R2", STF_SEV_ERROR, NULL, FIX_QMETA,
                          "_quantization_metadata in %s must contain an object", path);
@@ -74,6 +80,12 @@ static void inspect_files(stf__chk *k)
                     stf__chk_add(k, "R6", STF_SEV_ERROR, l->prefix, FIX_MARKER,
                                  "Invalid Comfy quantization marker %s in %s",
                                  stf__chk_repr(k, mk->key), path);
+                else if (mk->status == STF_MARKER_TOO_DEEP)
+                    stf__chk_add(k, "R6", STF_SEV_ERROR, l->prefix, FIX_MARKER,
+                                 "Comfy quantization marker %s in %s nests deeper than Python's "
+                                 "json.loads decodes (%d levels): SGLang fails with an uncaught "
+                                 "RecursionError",
+                                 stf__chk_repr(k, mk->key), path, STF_PYJSON_MAX_DEPTH);
                 else if (mk->status == STF_MARKER_NOT_OBJECT)
                     stf__chk_add(k, "R7", STF_SEV_ERROR, l->prefix, FIX_MARKER,
                                  "Comfy quantization marker %s must contain a JSON object",
@@ -140,7 +152,9 @@ static void check_mxfp8(stf__chk *k, const stf_layer *l)
 }
 
 /* R9 over every quantized weight when quant_format says mxfp8; marks the
- * layers SGLang synthesises a marker for in synth[]. Then R10. */
+ * layers SGLang synthesises a marker for in synth[] (raw_markers.setdefault:
+ * only those without a marker of their own). Then R10, which lists layer
+ * prefixes as SGLang's sorted(missing_markers)[:5] does, not weight names. */
 static void check_unmarked(stf__chk *k, unsigned char *synth)
 {
     size_t nl = stf_model_layer_count(k->m);
@@ -153,14 +167,14 @@ static void check_unmarked(stf__chk *k, unsigned char *synth)
         if (!w || !quantized_weight_dtype(w->dtype)) continue;
         if (mx) {
             check_mxfp8(k, l);
-            synth[i] = 1;
+            synth[i] = l->nmarkers == 0;
         } else if (l->nmarkers == 0) {
             if (!missing) missing = stf__calloc(nl, sizeof *missing);
             if (!missing) {
                 stf__chk_fail(k, STF_ENOMEM);
                 break;
             }
-            missing[nmissing++] = w->name;
+            missing[nmissing++] = l->prefix;
         }
     }
     if (nmissing && !k->rc)

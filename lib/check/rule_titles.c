@@ -7,12 +7,12 @@
 #include "check/check_internal.h"
 
 static const struct { const char *id, *title; } TITLES[] = {
-    { "R1", "SGLang: _quantization_metadata is not JSON" },
+    { "R1", "SGLang: _quantization_metadata is not JSON, or nests too deep for json.loads" },
     { "R2", "SGLang: _quantization_metadata is not an object" },
     { "R3", "SGLang: _quantization_metadata lacks a layers object" },
     { "R4", "SGLang: a metadata layers value is not an object" },
     { "R5", "SGLang: markers for one prefix differ across channels or shards" },
-    { "R6", "SGLang: marker bytes are not JSON" },
+    { "R6", "SGLang: marker bytes are not JSON, or nest too deep for json.loads" },
     { "R7", "SGLang: marker JSON is not an object" },
     { "R8", "SGLang: marker dtype numpy cannot convert (uncaught TypeError)" },
     { "R9", "SGLang: quant_format=mxfp8 with incompatible weight/scale" },

@@ -260,17 +260,14 @@ static int parse_dim(pstate *ps, const stf__jtok *t, const char *field, const ch
                             name_len, 1, ABS(t->pos),
                             "%s value '%.*s%s' is not a plain decimal integer", field, shown,
                             (const char *)lex, more);
-    if (t->flags & STF__JN_MINUS) {
-        int rc;
-        if (t->len != 2 || lex[1] != '0')
-            return stf__hreport(c, STF__LV_REF, "S11", "InvalidHeaderDeserialization", name,
-                                name_len, 1, ABS(t->pos), "%s value '%.*s%s' is negative",
-                                field, shown, (const char *)lex, more);
-        rc = stf__hreport(c, STF__LV_STRICT, "S11", "NegativeZero", name, name_len, 1,
-                          ABS(t->pos), "%s value '-0' carries a minus sign (read as 0)", field);
-        *out = 0;
-        return rc;
-    }
+    /* Even -0: serde_json reads it as the float -0.0, and usize refuses a float. */
+    if (t->flags & STF__JN_MINUS)
+        return stf__hreport(c, STF__LV_REF, "S11", "InvalidHeaderDeserialization", name,
+                            name_len, 1, ABS(t->pos), "%s value '%.*s%s' is %s", field, shown,
+                            (const char *)lex, more,
+                            t->len == 2 && lex[1] == '0'
+                                ? "negative zero, a float to the reference reader"
+                                : "negative");
     if (stf__json_u64(out, lex, t->len))
         return stf__hreport(c, STF__LV_REF, "S11", "InvalidHeaderDeserialization", name,
                             name_len, 1, ABS(t->pos),

@@ -38,13 +38,15 @@ void stf__marker_clear(stf_marker *m)
     m->error = NULL;
 }
 
-/* Record a decode failure from err into m (NOT_JSON). */
-static int set_not_json(stf_marker *m, const stf_err *perr, const char *fallback, stf_err *err)
+/* Record a decode failure from err into m: NOT_JSON, or TOO_DEEP for the
+ * parser's STF_ELIMIT (Python's RecursionError). */
+static int set_not_json(stf_marker *m, int rc, const stf_err *perr, const char *fallback,
+                        stf_err *err)
 {
     const char *msg = perr ? perr->msg : fallback;
     char *e = stf__strdup(msg);
     if (!e) return stf__err(err, STF_ENOMEM, "out of memory reading marker %s", m->key);
-    m->status = STF_MARKER_NOT_JSON;
+    m->status = rc == STF_ELIMIT ? STF_MARKER_TOO_DEEP : STF_MARKER_NOT_JSON;
     m->error = e;
     m->error_offset = perr && perr->has_offset ? perr->offset : 0;
     return 0;
@@ -65,7 +67,8 @@ int stf__marker_from_tensor(stf_marker *m, const stf_ckpt *c, size_t idx, stf_er
         return 0;
     }
     if (t->nbytes > STF_MARKER_MAX_BYTES)
-        return set_not_json(m, NULL, "marker tensor larger than 16 MiB; not parsed", err);
+        return set_not_json(m, STF_EFORMAT, NULL, "marker tensor larger than 16 MiB; not parsed",
+                            err);
     size_t n = (size_t)t->nbytes;
     const void *data = stf_ckpt_tensor_data(c, idx);
     void *copy = NULL;
@@ -85,7 +88,7 @@ int stf__marker_from_tensor(stf_marker *m, const stf_ckpt *c, size_t idx, stf_er
     int rc = stf_pyjson_parse(&v, data, n, &perr);
     stf__free(copy);
     if (rc == STF_ENOMEM) return stf__err(err, STF_ENOMEM, "out of memory parsing marker %s", t->name);
-    if (rc) return set_not_json(m, &perr, NULL, err);
+    if (rc) return set_not_json(m, rc, &perr, NULL, err);
     m->value = v;
     m->status = stf_pyval_type(v) == STF_PY_DICT ? STF_MARKER_OK : STF_MARKER_NOT_OBJECT;
     return 0;
@@ -110,7 +113,7 @@ int stf__qmeta_parse(stf_qmeta_status *status, stf_pyval **root, char **error,
         *error = stf__strdup(perr.msg);
         if (!*error) return stf__err(err, STF_ENOMEM, "out of memory parsing _quantization_metadata");
         *error_off = perr.offset;
-        *status = STF_QMETA_NOT_JSON;
+        *status = rc == STF_ELIMIT ? STF_QMETA_TOO_DEEP : STF_QMETA_NOT_JSON;
         return 0;
     }
     *root = v;

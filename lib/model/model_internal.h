@@ -89,15 +89,16 @@ int stf__unicode_printable(uint32_t cp);
 
 /*
  * Fill *m from tensor `idx` of c (a P.comfy_quant tensor): dtype check
- * (R8), read, json.loads (R6), object check (R7). m->value is an owned root
- * for this channel. Fails only with STF_ENOMEM / STF_EIO.
+ * (R8), read, json.loads (R6; TOO_DEEP past Python's nesting depth), object
+ * check (R7). m->value is an owned root for this channel. Fails only with
+ * STF_ENOMEM / STF_EIO.
  */
 int stf__marker_from_tensor(stf_marker *m, const stf_ckpt *c, size_t idx, stf_err *err);
 
 /*
  * Parse shard `shard`'s _quantization_metadata value text: *status (R1-R3),
- * *root (owned; NULL for ABSENT/NOT_JSON), *error (owned message for
- * NOT_JSON) and *error_off. Fails only with STF_ENOMEM.
+ * *root (owned; NULL for ABSENT/NOT_JSON/TOO_DEEP), *error (owned message
+ * for NOT_JSON/TOO_DEEP) and *error_off. Fails only with STF_ENOMEM.
  */
 int stf__qmeta_parse(stf_qmeta_status *status, stf_pyval **root, char **error,
                      uint64_t *error_off, const stf_ckpt *c, size_t shard, stf_err *err);

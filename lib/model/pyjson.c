@@ -578,10 +578,12 @@ static int scan_value(parser *p, size_t i, unsigned depth, stf_pyval **out, size
     case '{':
     case '[':
         if (depth >= STF_PYJSON_MAX_DEPTH) {
+            /* Where CPython's scanner runs out of recursion depth: the
+             * bound also keeps this recursion's stack use fixed. */
             p->failed = 1;
             return stf__err_rule(p->err, STF_ELIMIT, "", 1, i,
-                                 "JSON nested deeper than %d levels (stfix limit)",
-                                 STF_PYJSON_MAX_DEPTH);
+                                 "maximum recursion depth exceeded while decoding a JSON %s "
+                                 "from a unicode string", c == '{' ? "object" : "array");
         }
         return c == '{' ? scan_object(p, i + 1, depth + 1, out, next)
                         : scan_array(p, i + 1, depth + 1, out, next);

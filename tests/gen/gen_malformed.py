@@ -92,7 +92,9 @@ add("s11_exponent.safetensors", st('{"t":{"dtype":"U8","shape":[4e0],"data_offse
 add("s11_offsets_three.safetensors", st('{"t":{"dtype":"U8","shape":[4],"data_offsets":[0,4,4]}}',
                                         b"\0" * 4), "S11", "error")
 add("s11_minus_zero.safetensors", st('{"t":{"dtype":"U8","shape":[-0],"data_offsets":[0,0]}}'),
-    "S11", "warning")
+    "S11", "error")
+add("s11_minus_zero_offset.safetensors",
+    st('{"t":{"dtype":"U8","shape":[0],"data_offsets":[0,-0]}}'), "S11", "error")
 add("s12_dim_over_2p48.safetensors", st(obj(tensor("t", "U8", [281474976710656, 0], 0, 0))),
     "S12", "warning")
 add("s13_duplicate_name.safetensors",

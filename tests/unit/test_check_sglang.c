@@ -18,6 +18,8 @@
 #include "stfix.h"
 #include "support/st_alloc.h"
 #include "support/st_check.h"
+#include "support/st_ckptfile.h"
+#include "support/st_tmp.h"
 
 #define FIX "fixtures/comfy/"
 
@@ -52,7 +54,7 @@ static const expect CASES[] = {
       "MXFP8 layer 'blocks.0.attn.qkv' has incompatible weight/scale metadata: ('F8_E4M3', (8, 64)) "
       "and ('U8', (8, 4))" },
     { "r10_no_marker.safetensors", "R10",
-      "Quantized weights are missing comfy_quant metadata: ['blocks.0.attn.qkv.weight']" },
+      "Quantized weights are missing comfy_quant metadata: ['blocks.0.attn.qkv']" },
     { "r12_missing_scale.safetensors", "R12",
       "Comfy layer 'blocks.0.attn.qkv' is missing checkpoint tensors: ['blocks.0.attn.qkv.weight_scale']" },
     { "r12_missing_weight.safetensors", "R12",
@@ -132,10 +134,10 @@ static const expect CASES[] = {
     { "r61_w4a8_no_convrot.safetensors", "R61",
       "Serialized W4A8 layer 'blocks.0.attn.qkv' must set convrot=true" },
     { "c15_meta_prefix.safetensors", "R10",
-      "Quantized weights are missing comfy_quant metadata: ['blocks.0.attn.qkv.weight']" },
+      "Quantized weights are missing comfy_quant metadata: ['blocks.0.attn.qkv']" },
     { "c15_meta_bare.safetensors", "R10",
       "Quantized weights are missing comfy_quant metadata: "
-      "['model.diffusion_model.blocks.0.attn.qkv.weight']" },
+      "['model.diffusion_model.blocks.0.attn.qkv']" },
 };
 
 static void test_exact_messages(void **state)
@@ -154,6 +156,150 @@ static void test_exact_messages(void **state)
         stf_check_report_free(r);
     }
     assert_int_equal(bad, 0);
+}
+
+/* Write t[0..n) (and the __metadata__ object text meta, may be NULL) to a
+ * fresh directory and run the container and sglang profiles over it. */
+static stf_check_report *check_written(const st_tensor *t, size_t n, const char *meta)
+{
+    char *dir = st_tmpdir();
+    char *path = st_path(dir, "in.safetensors");
+    assert_int_equal(st_write_ckpt(path, t, n, meta), 0);
+    stf_check_report *r = st_check_file(path, STF_CHECK_CONTAINER | STF_CHECK_SGLANG);
+    st_rmtree(dir);
+    free(path);
+    free(dir);
+    return r;
+}
+
+/*
+ * R10 lists layer prefixes, sorted, at most five, exactly as SGLang's
+ * f"{sorted(missing_markers)[:5]}" prints the set of
+ * key.removesuffix(".weight"). Weight names would sort differently
+ * ("a.b.weight" < "a.weight", but "a" < "a.b").
+ */
+static void test_r10_prefixes_first_five(void **state)
+{
+    (void)state;
+    static const char *const names[] = { "d.weight", "a.weight", "b.x.weight", "a.c.weight",
+                                          "c.weight", "b.weight", "a.b.weight" };
+    static const stf_dtype dt[] = { STF_I8, STF_U8, STF_F8_E4M3, STF_I8, STF_I8, STF_I8, STF_I8 };
+    static const unsigned char zero[8];
+    st_tensor t[9];
+    for (size_t i = 0; i < 7; i++)
+        t[i] = (st_tensor){ names[i], dt[i], 2, { 2, 4 }, zero, 8 };
+    /* Neither an F8_E5M2 nor a float weight needs a marker. */
+    t[7] = (st_tensor){ "0.weight", STF_F8_E5M2, 2, { 2, 4 }, zero, 8 };
+    t[8] = (st_tensor){ "1.weight", STF_BF16, 2, { 2, 2 }, zero, 8 };
+    stf_check_report *r = check_written(t, 9, NULL);
+    const char *want = "Quantized weights are missing comfy_quant metadata: "
+                       "['a', 'a.b', 'a.c', 'b', 'b.x']";
+    if (!has(r, "R10", want)) {
+        st_check_dump(r);
+        fail_msg("expected R10 \"%s\"", want);
+    }
+    stf_check_report_free(r);
+}
+
+/*
+ * quant_format=mxfp8 gives {"format": "mxfp8"} only to weights without a
+ * marker (raw_markers.setdefault): a layer with its own float8_e4m3fn
+ * marker keeps it, and the format set is then rejected.
+ */
+static void test_mxfp8_keeps_own_marker(void **state)
+{
+    (void)state;
+    static const unsigned char zero[8 * 64];
+    static const char fp8[] = "{\"format\": \"float8_e4m3fn\"}";
+    st_tensor t[] = {
+        { "a.weight", STF_F8_E4M3, 2, { 8, 64 }, zero, 512 },
+        { "a.weight_scale", STF_U8, 2, { 8, 2 }, zero, 16 },
+        { "a.comfy_quant", STF_U8, 1, { sizeof fp8 - 1 }, fp8, sizeof fp8 - 1 },
+        { "b.weight", STF_F8_E4M3, 2, { 8, 64 }, zero, 512 },
+        { "b.weight_scale", STF_U8, 2, { 8, 2 }, zero, 16 },
+    };
+    stf_check_report *r = check_written(t, 5, "{\"quant_format\":\"MXFP8\"}");
+    const char *want = "Unsupported Comfy quantization format(s): float8_e4m3fn, mxfp8";
+    if (!has(r, "R30", want) || has(r, "R9", NULL)) {
+        st_check_dump(r);
+        fail_msg("expected R30 \"%s\" and no R9", want);
+    }
+    stf_check_report_free(r);
+}
+
+/* `depth` nested arrays ("[[...]]") appended to b at *n; b must have room. */
+static void put_nested(char *b, size_t *n, unsigned depth)
+{
+    memset(b + *n, '[', depth);
+    memset(b + *n + depth, ']', depth);
+    *n += 2 * (size_t)depth;
+    b[*n] = '\0';
+}
+
+/*
+ * Nesting: json.loads decodes what the old 16-level cap refused (R6 at 17,
+ * R1 at 51 were false), and past Python's depth the file is refused with
+ * an uncaught RecursionError, reported under R6 (marker) and R1 (metadata).
+ */
+static void test_json_nesting_depth(void **state)
+{
+    (void)state;
+    static const unsigned char zero[8 * 256];
+    static const float ones[8] = { 1, 1, 1, 1, 1, 1, 1, 1 };
+    static const char *const base =
+        "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 256, \"x\": ";
+    for (int deep = 0; deep < 2; deep++) {
+        /* marker depth 1 + 50 (accepted), or 1 + 995 (RecursionError) */
+        unsigned inner = deep ? 995 : 50;
+        char *mk = malloc(strlen(base) + 2 * inner + 2);
+        assert_non_null(mk);
+        strcpy(mk, base);
+        size_t n = strlen(mk);
+        put_nested(mk, &n, inner);
+        mk[n++] = '}';
+        /* the same marker in the metadata channel, as a JSON string value */
+        size_t cap = 2 * n + 128, m = 0;
+        char *meta = malloc(cap);
+        assert_non_null(meta);
+        m += (size_t)snprintf(meta, cap, "{\"_quantization_metadata\":\"{\\\"layers\\\": {\\\"L\\\": ");
+        for (size_t i = 0; i < n; i++) {
+            if (mk[i] == '"') meta[m++] = '\\';
+            meta[m++] = mk[i];
+        }
+        m += (size_t)snprintf(meta + m, cap - m, "}}\"}");
+        st_tensor t[] = {
+            { "L.weight", STF_I8, 2, { 8, 256 }, zero, sizeof zero },
+            { "L.weight_scale", STF_F32, 2, { 8, 1 }, ones, sizeof ones },
+            { "L.comfy_quant", STF_U8, 1, { n }, mk, n },
+        };
+        stf_check_report *r = check_written(t, 3, meta);
+        if (!deep) {
+            st_check_dump(r);
+            assert_int_equal(stf_check_count(r), 0);
+        } else {
+            const char *r6 = "Comfy quantization marker 'L.comfy_quant' in ";
+            const char *tail = " nests deeper than Python's json.loads decodes (995 levels): "
+                               "SGLang fails with an uncaught RecursionError";
+            int got6 = 0, got1 = 0;
+            for (size_t i = 0; i < stf_check_count(r); i++) {
+                const stf_diag *d = stf_check_diag(r, i);
+                size_t ml = strlen(d->message), tl = strlen(tail);
+                int ends = ml > tl && !strcmp(d->message + ml - tl, tail);
+                if (!strcmp(d->rule, "R6") && ends && !strncmp(d->message, r6, strlen(r6)))
+                    got6 = 1;
+                if (!strcmp(d->rule, "R1") && ends &&
+                    !strncmp(d->message, "_quantization_metadata in ", 26))
+                    got1 = 1;
+            }
+            if (!got6 || !got1) {
+                st_check_dump(r);
+                fail_msg("expected R1 and R6 for RecursionError");
+            }
+        }
+        stf_check_report_free(r);
+        free(meta);
+        free(mk);
+    }
 }
 
 /* Findings carry the layer, the severity, the profile and a repair. */
@@ -318,6 +464,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exact_messages),
+        cmocka_unit_test(test_r10_prefixes_first_five),
+        cmocka_unit_test(test_mxfp8_keeps_own_marker),
+        cmocka_unit_test(test_json_nesting_depth),
         cmocka_unit_test(test_fields),
         cmocka_unit_test(test_profile_selection),
         cmocka_unit_test(test_manifest),

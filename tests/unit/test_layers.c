@@ -296,6 +296,71 @@ static void test_qmeta_statuses(void **state)
                     "Unexpected UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)", 0);
 }
 
+/* `head`, `depth` copies of `open`, `tail` (the closers are left to the caller's tail). */
+static char *repeat(const char *head, const char *open, unsigned depth, const char *tail)
+{
+    size_t n = strlen(head) + depth * strlen(open) + strlen(tail) + 1;
+    char *s = malloc(n);
+    assert_non_null(s);
+    strcpy(s, head);
+    for (unsigned i = 0; i < depth; i++) strcat(s, open);
+    strcat(s, tail);
+    return s;
+}
+
+/* Python's json.loads nests 995 containers deep and raises RecursionError at
+ * the 996th: both channels read that as TOO_DEEP, with Python's message. */
+static void test_nesting_depth(void **state)
+{
+    (void)state;
+    const char *head = "{\"layers\": {}, \"x\": ";
+    size_t at = strlen(head) + 994; /* the 996th container: 1 + 995 arrays */
+    char *ok = repeat(head, "[", 994, "");
+    char *ok_all = malloc(strlen(ok) + 996);
+    assert_non_null(ok_all);
+    strcpy(ok_all, ok);
+    for (int i = 0; i < 994; i++) strcat(ok_all, "]");
+    strcat(ok_all, "}");
+    qmeta_status_is(ok_all, STF_QMETA_OK, NULL, 0);
+    char *deep = repeat(head, "[", 995, "");
+    qmeta_status_is(deep, STF_QMETA_TOO_DEEP,
+                    "maximum recursion depth exceeded while decoding a JSON array from a "
+                    "unicode string", at);
+    free(ok);
+    free(ok_all);
+    free(deep);
+
+    for (unsigned depth = 995; depth <= 996; depth++) {
+        char *mk = repeat("", "{\"a\": ", depth, "1");
+        size_t len = strlen(mk);
+        char *full = realloc(mk, len + depth + 1);
+        assert_non_null(full);
+        memset(full + len, '}', depth);
+        len += depth;
+        char shape[32];
+        snprintf(shape, sizeof shape, "[%zu]", len);
+        const tdef t[] = { { "a.comfy_quant", "U8", shape, full, len } };
+        file f = build(t, 1, NULL);
+        stf_ckpt *c = open_mem(&f);
+        stf_model *m = build_model(c);
+        const stf_marker *k = &layer(m, "a")->markers[0];
+        if (depth == 995) {
+            assert_int_equal(k->status, STF_MARKER_OK);
+            assert_null(k->error);
+        } else {
+            assert_int_equal(k->status, STF_MARKER_TOO_DEEP);
+            assert_null(k->value);
+            assert_string_equal(k->error, "maximum recursion depth exceeded while decoding a "
+                                          "JSON object from a unicode string");
+            assert_int_equal(k->error_offset, 995 * strlen("{\"a\": "));
+        }
+        stf_model_free(m);
+        stf_ckpt_free(c);
+        free(f.buf);
+        free(full);
+    }
+}
+
 static void test_sharded(void **state)
 {
     (void)state;
@@ -395,6 +460,7 @@ int main(void)
         cmocka_unit_test(test_single_file),
         cmocka_unit_test(test_conflict_and_pick),
         cmocka_unit_test(test_qmeta_statuses),
+        cmocka_unit_test(test_nesting_depth),
         cmocka_unit_test(test_sharded),
         cmocka_unit_test(test_allocation_failures),
     };

@@ -253,22 +253,82 @@ static void test_string_escapes(void **state)
     stf_pyval_free(v);
 }
 
-static void test_depth_cap(void **state)
+/* `depth` containers, level i opened by kind(i) ("[" or "{\"a\": "), around
+ * `inner`; malloc'd, *n its length. */
+static char *nested(unsigned depth, const char *(*kind)(unsigned), const char *inner, size_t *n)
+{
+    size_t cap = (size_t)depth * 7 + strlen(inner) + 1, k = 0;
+    char *b = malloc(cap);
+    assert_non_null(b);
+    for (unsigned i = 0; i < depth; i++) {
+        const char *o = kind(i);
+        memcpy(b + k, o, strlen(o));
+        k += strlen(o);
+    }
+    memcpy(b + k, inner, strlen(inner));
+    k += strlen(inner);
+    for (unsigned i = depth; i-- > 0;) b[k++] = kind(i)[0] == '[' ? ']' : '}';
+    *n = k;
+    return b;
+}
+
+static const char *arrays(unsigned i) { (void)i; return "["; }
+static const char *objects(unsigned i) { (void)i; return "{\"a\": "; }
+static const char *mixed(unsigned i) { return i % 2 ? "{\"a\": " : "["; }
+
+static void expect_too_deep(const char *s, size_t n, const char *what, uint64_t off)
+{
+    char msg[128];
+    snprintf(msg, sizeof msg,
+             "maximum recursion depth exceeded while decoding a JSON %s from a unicode string",
+             what);
+    expect_err(s, n, STF_ELIMIT, msg, off);
+}
+
+/*
+ * CPython 3.11's json.loads decodes 995 nested containers when called from
+ * a script's top level and raises RecursionError at the 996th, naming the
+ * kind of that container; the check comes when the container opens, before
+ * anything after it is read.
+ */
+static void test_depth_limit(void **state)
 {
     (void)state;
-    char buf[64];
-    memset(buf, '[', 16);
-    memset(buf + 16, ']', 16);
-    stf_pyval *v = st_pyjson_ok(buf, 32);
-    stf_pyval_free(v);
-    memset(buf, '[', 17);
-    memset(buf + 17, ']', 17);
-    stf_err err;
-    v = NULL;
-    assert_int_equal(stf_pyjson_parse(&v, buf, 34, &err), STF_ELIMIT);
-    assert_null(v);
-    assert_int_equal(err.offset, 16);
-    assert_string_equal(err.msg, "JSON nested deeper than 16 levels (stfix limit)");
+    assert_int_equal(STF_PYJSON_MAX_DEPTH, 995);
+    const char *(*kinds[3])(unsigned) = { arrays, objects, mixed };
+    for (int k = 0; k < 3; k++) {
+        size_t n;
+        char *ok = nested(995, kinds[k], "1", &n);
+        stf_pyval *v = st_pyjson_ok(ok, n);
+        /* The deepest tree is compared, printed and freed within bounded stack. */
+        stf_pyval *w = st_pyjson_ok(ok, n);
+        assert_true(stf_pyval_equal(v, w));
+        char *d = NULL;
+        assert_int_equal(stf_pyjson_dumps(&d, NULL, v, NULL), 0);
+        char *r = NULL;
+        assert_int_equal(stf_pyrepr_value(&r, v, NULL), 0);
+        assert_true(strlen(d) >= n && strlen(r) >= 2 * 995);
+        stf_model_str_free(d);
+        stf_model_str_free(r);
+        stf_pyval_free(w);
+        stf_pyval_free(v);
+        free(ok);
+        char *deep = nested(996, kinds[k], "1", &n);
+        const char *last = kinds[k](995);
+        uint64_t off = (uint64_t)(strstr(deep, "1") - deep) - strlen(last);
+        expect_too_deep(deep, n, last[0] == '[' ? "array" : "object", off);
+        free(deep);
+    }
+    /* RecursionError wins over the missing brackets that follow. */
+    char open[996];
+    memset(open, '[', sizeof open);
+    expect_too_deep(open, 996, "array", 995);
+    expect_err(open, 995, STF_EFORMAT, "Expecting value: line 1 column 996 (char 995)", 995);
+    /* The limit counts open containers, not brackets read: siblings do not add up. */
+    size_t n;
+    char *wide = nested(994, arrays, "[], [], {}", &n);
+    stf_pyval_free(st_pyjson_ok(wide, n));
+    free(wide);
 }
 
 /* ------------------------------------------------------- allocation failure */
@@ -311,7 +371,7 @@ int main(void)
         cmocka_unit_test(test_decode_error_messages),
         cmocka_unit_test(test_encodings_and_bom),
         cmocka_unit_test(test_string_escapes),
-        cmocka_unit_test(test_depth_cap),
+        cmocka_unit_test(test_depth_limit),
         cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
