@@ -47,7 +47,7 @@ typedef struct stf_marker_field {
 
 /*
  * What a selector sees of one layer. The pipeline fills it; every pointer is
- * borrowed for the duration of one stf_rule_matches call. Nothing here
+ * borrowed for the duration of one stf_rules_match call. Nothing here
  * depends on the model layer, so recipes can be checked without a checkpoint.
  */
 typedef struct stf_layer_view {
@@ -240,8 +240,17 @@ unsigned stf_rule_line(const stf_rule *rule);
 size_t stf_rule_action_count(const stf_rule *rule);
 const stf_action *stf_rule_action(const stf_rule *rule, size_t i);
 
-/* 1 when every key of the rule's `match` holds for `layer`, else 0. */
-int stf_rules_match(const stf_rule *rule, const stf_layer_view *layer);
+/*
+ * *matched is 1 when every key of the rule's `match` holds for `layer`, else
+ * 0 (also for a NULL rule or layer). Fails only when a `regex` search reaches
+ * one of its limits (STF_ELIMIT; stfix-rules(5)), when PCRE2 fails otherwise
+ * (STF_EFORMAT) or when out of memory (STF_ENOMEM): err->msg then starts with
+ * the regex's position "FILE:LINE:COL: rules[i].match.regex" and names the
+ * layer prefix searched, and *matched is 0. Safe to call from several threads
+ * on one recipe.
+ */
+int stf_rules_match(int *matched, const stf_rule *rule, const stf_layer_view *layer,
+                    stf_err *err);
 
 size_t stf_recipe_diags_count(const stf_recipe_diags *d);
 /* "FILE:LINE:COL: message" of problem i. */

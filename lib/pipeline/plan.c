@@ -152,24 +152,25 @@ void stf_plan_free(stf_plan *p)
     stf__free(p);
 }
 
-/* Whether some rule's verdict on this view depends on the H1 probe. */
-static int rules_need_probe(const stf_recipe *r, stf_layer_view *v)
+/* *need: whether some rule's verdict on this view depends on the H1 probe. */
+static int rules_need_probe(int *need, const stf_recipe *r, stf_layer_view *v, stf_err *err)
 {
+    *need = 0;
+    int rc = 0;
     size_t nr = stf_recipe_rule_count(r);
-    for (size_t i = 0; i < nr; i++) {
+    for (size_t i = 0; i < nr && !rc && !*need; i++) {
         const stf_rule *rule = stf_recipe_rule(r, i);
+        int base, m;
         v->probe = STF_PROBE_UNKNOWN;
-        int base = stf_rules_match(rule, v);
-        for (int pv = STF_PROBE_ROW; pv <= STF_PROBE_AMBIGUOUS; pv++) {
+        rc = stf_rules_match(&base, rule, v, err);
+        for (int pv = STF_PROBE_ROW; pv <= STF_PROBE_AMBIGUOUS && !rc && !*need; pv++) {
             v->probe = (stf_probe_verdict)pv;
-            if (stf_rules_match(rule, v) != base) {
-                v->probe = STF_PROBE_UNKNOWN;
-                return 1;
-            }
+            rc = stf_rules_match(&m, rule, v, err);
+            *need = !rc && m != base;
         }
     }
     v->probe = STF_PROBE_UNKNOWN;
-    return 0;
+    return rc;
 }
 
 /* Matched actions of every rule in order, up to and including the first terminal one. */
@@ -180,7 +181,10 @@ static int collect(stf__pact **acts, size_t *nacts, size_t *cap, const stf_recip
     size_t nr = stf_recipe_rule_count(r);
     for (size_t i = 0; i < nr; i++) {
         const stf_rule *rule = stf_recipe_rule(r, i);
-        if (!stf_rules_match(rule, v)) continue;
+        int hit;
+        int rc = stf_rules_match(&hit, rule, v, err);
+        if (rc) return rc;
+        if (!hit) continue;
         size_t na = stf_rule_action_count(rule);
         int term = 0;
         for (size_t j = 0; j < na; j++) {
@@ -505,8 +509,9 @@ int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
         }
         if ((rc = stf__plan_view(&v, &store, p->model, l, err))) goto done;
         v.rotation = stf__plan_rotation(l);
-        int probed = 0;
-        if (rules_need_probe(r, &v)) {
+        int probed = 0, need;
+        if ((rc = rules_need_probe(&need, r, &v, err))) goto done;
+        if (need) {
             if ((rc = stf__plan_probe(&v.probe, o, p->model, l, err))) goto done;
             probed = 1;
         }

@@ -6,7 +6,6 @@
 #ifndef STF_RULES_INT_H
 #define STF_RULES_INT_H
 
-#include <regex.h>
 #include <stdarg.h>
 
 #include "util/util.h"
@@ -124,6 +123,35 @@ int stf__glob_check(const char *pattern, size_t *pos, const char **why);
 /* 1 when `name` matches the whole glob `pattern`, else 0. */
 int stf__glob_match(const char *pattern, const char *name);
 
+/* -------------------------------------------------------------- regexes */
+
+typedef struct stf__regex stf__regex;
+
+/* Longest pattern the `regex` key accepts, in bytes. */
+#define STF__REGEX_MAX_LEN 1024u
+/* A position that means "the pattern as a whole". */
+#define STF__REGEX_WHOLE ((size_t)-1)
+
+/*
+ * Compile the `len` bytes at `pattern` (PCRE2 syntax, stfix-rules(5)) under
+ * the load-time limits. STF_EFORMAT with a message in msg and in *pos the
+ * 0-based byte offset of the problem, or STF__REGEX_WHOLE when it concerns
+ * the whole pattern (length, size, back-references); STF_ENOMEM.
+ */
+int stf__regex_compile(stf__regex **out, const char *pattern, size_t len, size_t *pos, char *msg,
+                       size_t msg_size);
+
+/*
+ * Search subject[0..len) for a match anywhere (*found 1 or 0). A search
+ * that reaches a match-time limit returns STF_ELIMIT, another PCRE2 failure
+ * STF_EFORMAT, both with the reason in msg; STF_ENOMEM. Safe to call from
+ * several threads on one regex.
+ */
+int stf__regex_search(int *found, const stf__regex *re, const char *subject, size_t len,
+                      char *msg, size_t msg_size);
+
+void stf__regex_free(stf__regex *re);
+
 /* ------------------------------------------------------------ selectors */
 
 typedef struct stf__selector stf__selector;
@@ -136,7 +164,14 @@ typedef struct stf__selector stf__selector;
 int stf__selector_compile(stf__selector **out, const stf__ynode *match, const char *path,
                           stf_recipe_diags *d);
 
-int stf__selector_eval(const stf__selector *s, const stf_layer_view *layer);
+/*
+ * *selected is 1 when every key of the selector holds for the layer, else 0.
+ * A regex search that reaches its limit is an error (STF_ELIMIT, or
+ * STF_EFORMAT, STF_ENOMEM) whose message starts with the regex's position
+ * "FILE:LINE:COL: PATH" and names the layer prefix searched.
+ */
+int stf__selector_eval(int *selected, const stf__selector *s, const stf_layer_view *layer,
+                       stf_err *err);
 
 void stf__selector_free(stf__selector *s);
 

@@ -45,8 +45,8 @@ typedef struct field_cond {
 struct stf__selector {
     size_t nglobs;
     char *globs[SEL_MAX];
-    int has_regex;
-    regex_t re;
+    stf__regex *re;
+    char *re_where; /* "FILE:LINE:COL: PATH" of the regex, for match-time errors */
     size_t nwdtypes;
     stf_dtype wdtypes[SEL_MAX];
     size_t nexprs;
@@ -82,7 +82,8 @@ void stf__selector_free(stf__selector *s)
 {
     if (!s) return;
     for (size_t i = 0; i < s->nglobs; i++) stf__free(s->globs[i]);
-    if (s->has_regex) regfree(&s->re);
+    stf__regex_free(s->re);
+    stf__free(s->re_where);
     for (size_t i = 0; i < s->nexprs; i++) stf__expr_free(s->exprs[i]);
     for (size_t i = 0; i < s->nfields; i++) {
         stf__free(s->fields[i].key);
@@ -158,6 +159,17 @@ static int add_sdtype(stf__selector *s, const stf__ynode *it, const char *path, 
     return add_dtype(s->sdtypes, &s->nsdtypes, it, path, d);
 }
 
+/*
+ * The file column of byte `pos` of a scalar's text: a one-line scalar maps
+ * offsets onto columns, and quoted styles start one column after the opening
+ * quote. Multi-line scalars and STF__REGEX_WHOLE give the scalar's own column.
+ */
+static unsigned text_col(const stf__ynode *it, size_t pos)
+{
+    if (pos == STF__REGEX_WHOLE || pos > it->len || memchr(it->text, '\n', it->len)) return it->col;
+    return it->col + (unsigned)pos + (it->plain ? 0u : 1u);
+}
+
 static int add_expr(stf__selector *s, const stf__ynode *it, const char *path, stf_recipe_diags *d)
 {
     char msg[256], clip[STF__CLIP_SIZE];
@@ -165,16 +177,32 @@ static int add_expr(stf__selector *s, const stf__ynode *it, const char *path, st
     if (!stf__y_is_string(it)) return bad(d, it, path, "a shape predicate string such as 'K % 16 == 0'");
     int rc = stf__expr_compile(&s->exprs[s->nexprs], it->text, &pos, msg, sizeof msg);
     if (rc == STF_ENOMEM) return rc;
-    if (rc) {
-        /* A one-line scalar maps expression offsets onto file columns; quoted
-         * styles start one column after the opening quote. */
-        unsigned col = it->col + (unsigned)pos + (it->plain ? 0u : 1u);
-        if (strchr(it->text, '\n')) col = it->col;
-        return stf__diag_add(d, it->line, col, "%s: invalid predicate '%s': %s", path,
-                             stf__clip(clip, it->text),
-                             msg);
-    }
+    if (rc)
+        return stf__diag_add(d, it->line, text_col(it, pos), "%s: invalid predicate '%s': %s",
+                             path, stf__clip(clip, it->text), msg);
     s->nexprs++;
+    return 0;
+}
+
+static int add_regex(stf__selector *s, const stf__ynode *v, const char *path, stf_recipe_diags *d)
+{
+    char msg[256], clip[STF__CLIP_SIZE];
+    size_t pos;
+    if (!stf__y_is_string(v) || v->len == 0)
+        return bad(d, v, path, "a regular expression (PCRE2 syntax)");
+    int rc = stf__regex_compile(&s->re, v->text, v->len, &pos, msg, sizeof msg);
+    if (rc == STF_ENOMEM) return rc;
+    if (rc)
+        return stf__diag_add(d, v->line, text_col(v, pos), "%s: invalid regex '%s': %s", path,
+                             stf__clip(clip, v->text), msg);
+    stf_buf w;
+    stf__buf_init(&w);
+    stf__buf_printf(&w, "%s:%u:%u: %s", d->name, v->line, v->col, path);
+    if (w.oom) {
+        stf__buf_free(&w);
+        return STF_ENOMEM;
+    }
+    s->re_where = w.data;
     return 0;
 }
 
@@ -337,30 +365,8 @@ static int compile_key(stf__selector *s, const stf__ynode *key, const stf__ynode
                        const char *path, stf_recipe_diags *d)
 {
     const char *k = key->text;
-    char clip[STF__CLIP_SIZE];
     if (!strcmp(k, "prefix")) return each(s, v, path, d, "a glob or a list of globs", add_glob);
-    if (!strcmp(k, "regex")) {
-        if (!stf__y_is_string(v) || v->len == 0) return bad(d, v, path, "a POSIX extended regex");
-        /* glibc accepts back-references in EREs, and they can take exponential
-         * time; a layer selector never needs them. */
-        for (size_t i = 0; i + 1 < v->len; i++) {
-            if (v->text[i] == '\\' && v->text[i + 1] >= '1' && v->text[i + 1] <= '9')
-                return stf__diag_add(d, v->line, v->col,
-                                     "%s: invalid regex '%s': back-references are not supported",
-                                     path, stf__clip(clip, v->text));
-            if (v->text[i] == '\\') i++;
-        }
-        int rc = regcomp(&s->re, v->text, REG_EXTENDED | REG_NOSUB);
-        if (rc) {
-            char msg[200];
-            regerror(rc, &s->re, msg, sizeof msg);
-            return stf__diag_add(d, v->line, v->col, "%s: invalid regex '%s': %s", path,
-                                 stf__clip(clip, v->text),
-                                 msg);
-        }
-        s->has_regex = 1;
-        return 0;
-    }
+    if (!strcmp(k, "regex")) return add_regex(s, v, path, d);
     if (!strcmp(k, "weight_dtype"))
         return each(s, v, path, d, "a dtype or a list of dtypes", add_wdtype);
     if (!strcmp(k, "shape"))
@@ -562,17 +568,61 @@ static const char *field_json(const stf_layer_view *l, const char *key)
     return NULL;
 }
 
-/* 1 when every key of the selector holds for the layer, else 0. */
-int stf__selector_eval(const stf__selector *s, const stf_layer_view *l)
+/* Appends s[0..n) to buf at *at, control characters as \xNN. */
+static void put_escaped(char *buf, size_t size, size_t *at, const char *s, size_t n)
 {
-    if (!s || !l) return 0;
-    const char *prefix = l->prefix ? l->prefix : "";
+    for (size_t i = 0; i < n && *at + 5 < size; i++) {
+        unsigned char u = (unsigned char)s[i];
+        if (u < 0x20 || u == 0x7f) *at += (size_t)snprintf(buf + *at, size - *at, "\\x%02x", u);
+        else buf[(*at)++] = s[i];
+    }
+    buf[*at] = '\0';
+}
+
+/*
+ * A layer name for a message: whole when short, else its first and last 30
+ * bytes around "..." (the end of a name is what tells layers apart), with
+ * control characters written as \xNN so that the message stays on one line.
+ */
+static const char *name_for_msg(char *buf, size_t size, const char *name)
+{
+    size_t len = strlen(name), head = len, tail = 0, at = 0;
+    if (len > STF__CLIP_LEN) {
+        head = STF__CLIP_LEN / 2;
+        while (head > 0 && ((unsigned char)name[head] & 0xC0) == 0x80) head--;
+        tail = STF__CLIP_LEN / 2;
+        while (tail > 0 && ((unsigned char)name[len - tail] & 0xC0) == 0x80) tail--;
+    }
+    put_escaped(buf, size, &at, name, head);
+    if (len > STF__CLIP_LEN) {
+        put_escaped(buf, size, &at, "...", 3);
+        put_escaped(buf, size, &at, name + len - tail, tail);
+    }
+    return buf;
+}
+
+static int regex_holds(int *holds, const stf__selector *s, const char *prefix, stf_err *err)
+{
+    char why[160], shown[4 * STF__CLIP_SIZE];
+    int rc = stf__regex_search(holds, s->re, prefix, strlen(prefix), why, sizeof why);
+    if (!rc) return 0;
+    name_for_msg(shown, sizeof shown, prefix);
+    if (rc == STF_ELIMIT)
+        return stf__err(err, rc, "%s: matching '%s' needed %s; simplify the regex",
+                        s->re_where, shown, why);
+    if (rc == STF_ENOMEM)
+        return stf__err(err, rc, "%s: matching '%s': out of memory", s->re_where, shown);
+    return stf__err(err, rc, "%s: matching '%s' failed: %s", s->re_where, shown, why);
+}
+
+/* Whether every key but `regex` and `not` holds: the cheap checks. */
+static int plain_keys_hold(const stf__selector *s, const stf_layer_view *l, const char *prefix)
+{
     if (s->nglobs) {
         size_t i = 0;
         while (i < s->nglobs && !stf__glob_match(s->globs[i], prefix)) i++;
         if (i == s->nglobs) return 0;
     }
-    if (s->has_regex && regexec(&s->re, prefix, 0, NULL, 0)) return 0;
     if (s->weight == REQ_PRESENT && !l->has_weight) return 0;
     if (s->weight == REQ_ABSENT && l->has_weight) return 0;
     if (s->nwdtypes && (!l->has_weight || !dtype_in(s->wdtypes, s->nwdtypes, l->weight_dtype)))
@@ -604,12 +654,35 @@ int stf__selector_eval(const stf__selector *s, const stf_layer_view *l)
     if (s->rotation_mask && ((unsigned)l->rotation > STF_ROTATION_SYLVESTER ||
                              !((s->rotation_mask >> (unsigned)l->rotation) & 1u)))
         return 0;
-    if (s->negated && stf__selector_eval(s->negated, l)) return 0;
     return 1;
 }
 
-/* 1 when the rule selects the layer; 0 otherwise or for NULL arguments. */
-int stf_rules_match(const stf_rule *rule, const stf_layer_view *layer)
+/*
+ * *selected: whether every key holds. The regex runs only when the cheap
+ * keys hold, so a costly pattern is searched no more often than needed.
+ */
+int stf__selector_eval(int *selected, const stf__selector *s, const stf_layer_view *l,
+                       stf_err *err)
 {
-    return rule ? stf__selector_eval(rule->sel, layer) : 0;
+    *selected = 0;
+    if (!s || !l) return 0;
+    const char *prefix = l->prefix ? l->prefix : "";
+    if (!plain_keys_hold(s, l, prefix)) return 0;
+    int holds = 1, rc;
+    if (s->re && (rc = regex_holds(&holds, s, prefix, err))) return rc;
+    if (!holds) return 0;
+    if (s->negated) {
+        if ((rc = stf__selector_eval(&holds, s->negated, l, err))) return rc;
+        if (holds) return 0;
+    }
+    *selected = 1;
+    return 0;
+}
+
+/* *matched: whether the rule selects the layer (0 for NULL arguments). */
+int stf_rules_match(int *matched, const stf_rule *rule, const stf_layer_view *layer,
+                    stf_err *err)
+{
+    *matched = 0;
+    return rule ? stf__selector_eval(matched, rule->sel, layer, err) : 0;
 }

@@ -6,6 +6,11 @@
 #   t_stderr_has NAME TEXT    stderr contains TEXT (fixed string)
 #   t_stderr_is NAME TEXT     stderr equals TEXT plus a newline
 #   t_true NAME cmd...        cmd exits 0
+#   t_capped cmd...           run cmd under `timeout 10` and a 64 MiB address-space
+#                             cap (`ulimit -v`), for hostile inputs: a hang or a
+#                             runaway allocation becomes a failure, not a stuck or
+#                             swapping machine. The cap is left out for
+#                             AddressSanitizer builds, which reserve terabytes.
 # $STFIX is the binary under test, $T_TMP a scratch directory (created here).
 : "${STFIX:?STFIX must name the stfix binary}"
 T_TMP=${T_TMP:-$(mktemp -d)}
@@ -55,4 +60,11 @@ t_stderr_is() {
 t_true() {
     _n=$1; shift
     if "$@"; then t_ok "$_n"; else t_notok "$_n" "command failed: $*"; fi
+}
+
+if grep -q __asan_init "$STFIX" 2>/dev/null; then T_ASAN=1; else T_ASAN=; fi
+
+t_capped() {
+    if [ -n "$T_ASAN" ]; then timeout 10 "$@"
+    else (ulimit -v 65536 && exec timeout 10 "$@"); fi
 }

@@ -1,0 +1,222 @@
+/*
+ * The `regex` selector key: PCRE2 patterns compiled and searched under
+ * explicit limits, so that a hostile recipe costs bounded time and memory
+ * both when it is loaded and when it is matched against layer names.
+ *
+ * Load time: the pattern is at most REGEX_MAX_LEN bytes with parentheses
+ * nested at most REGEX_MAX_NEST deep; compiling may allocate at most
+ * REGEX_COMPILE_BUDGET bytes and the compiled form may be at most
+ * REGEX_MAX_CODE bytes. PCRE2 copies a repeated group once per repetition,
+ * so the compiled size is what grows with counted repeats of groups.
+ *
+ * Match time: at most REGEX_MATCH_LIMIT backtracking steps, backtracking
+ * REGEX_DEPTH_LIMIT deep and REGEX_HEAP_LIMIT_KIB KiB of backtracking
+ * memory per search. A search that reaches a limit is an error, never a
+ * silent non-match. A pattern may lower these limits with (*LIMIT_MATCH=n)
+ * and its kind but never raise them; messages quote the limit in force.
+ *
+ * Options keep what the POSIX ERE selector promised: subjects are bytes
+ * (no UTF, no Unicode properties), `.` matches every byte including a
+ * newline, and `$` matches only at the very end of the name.
+ * Back-references are refused (a layer selector never needs them), and
+ * `{,N}` is refused because PCRE2 releases disagree on whether it is a
+ * repeat or literal text.
+ */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rules/rules_int.h"
+
+#define REGEX_MAX_NEST 32
+#define REGEX_MAX_CODE (16u << 10)
+#define REGEX_COMPILE_BUDGET (1u << 20)
+#define REGEX_MATCH_LIMIT 1000000u
+#define REGEX_DEPTH_LIMIT 10000u
+#define REGEX_HEAP_LIMIT_KIB 8192u
+
+#define REGEX_OPTIONS (PCRE2_DOTALL | PCRE2_DOLLAR_ENDONLY | PCRE2_NEVER_UTF | PCRE2_NEVER_UCP)
+
+/* What compiling may still allocate, and why an allocation failed. */
+typedef struct re_mem {
+    size_t used, cap;
+    int over; /* the budget said no */
+    int oom;  /* the allocation hook said no */
+} re_mem;
+
+struct stf__regex {
+    re_mem mem;                  /* the compiled code's allocator data: lives as long */
+    pcre2_code *code;
+    pcre2_general_context *gctx; /* plain allocation, for match data */
+    pcre2_match_context *mctx;
+    uint32_t match_limit, depth_limit, heap_limit_kib; /* in force, for messages */
+};
+
+/* PCRE2's allocator: the library's hook, within a budget when `ud` has one. */
+static void *re_malloc(size_t n, void *ud)
+{
+    re_mem *m = ud;
+    if (m && n > m->cap - m->used) {
+        m->over = 1;
+        return NULL;
+    }
+    void *p = stf__malloc(n);
+    if (m && !p) m->oom = 1;
+    if (m && p) m->used += n;
+    return p;
+}
+
+static void re_free(void *p, void *ud)
+{
+    (void)ud;
+    stf__free(p);
+}
+
+/* Frees a compiled regex; no-op on NULL. */
+void stf__regex_free(stf__regex *re)
+{
+    if (!re) return;
+    pcre2_match_context_free(re->mctx);
+    pcre2_general_context_free(re->gctx);
+    pcre2_code_free(re->code);
+    stf__free(re);
+}
+
+static int refuse(size_t *pos, size_t at, char *msg, size_t msg_size, const char *fmt, ...)
+    STF_PRINTF(5, 6);
+
+static int refuse(size_t *pos, size_t at, char *msg, size_t msg_size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, msg_size, fmt, ap);
+    va_end(ap);
+    *pos = at;
+    return STF_EFORMAT;
+}
+
+/* PCRE2's text for an error code. */
+static void error_text(char *buf, size_t size, int code)
+{
+    if (pcre2_get_error_message(code, (PCRE2_UCHAR *)buf, size) < 0)
+        snprintf(buf, size, "PCRE2 error %d", code);
+}
+
+/* The limit a pattern set with (*LIMIT_...=n), when lower than ours. */
+static uint32_t effective(const pcre2_code *code, uint32_t what, uint32_t ours)
+{
+    uint32_t v = 0;
+    if (pcre2_pattern_info(code, what, &v) == 0 && v < ours) return v;
+    return ours;
+}
+
+/* Compiles the pattern under the load-time limits. Everything it allocates
+ * is released on failure; *out is NULL then. */
+int stf__regex_compile(stf__regex **out, const char *pattern, size_t len, size_t *pos, char *msg,
+                       size_t msg_size)
+{
+    *out = NULL;
+    *pos = STF__REGEX_WHOLE;
+    if (len > STF__REGEX_MAX_LEN)
+        return refuse(pos, STF__REGEX_WHOLE, msg, msg_size, "longer than %u bytes",
+                      STF__REGEX_MAX_LEN);
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (pattern[i] == '\\') i++;
+        else if (pattern[i] == '{' && pattern[i + 1] == ',')
+            return refuse(pos, i, msg, msg_size,
+                          "'{,N}' is ambiguous (a repeat or literal text, depending on the "
+                          "PCRE2 release): write '{0,N}', or '\\{' for a brace");
+    }
+    int rc = STF_ENOMEM;
+    pcre2_general_context *cg = NULL;
+    pcre2_compile_context *cc = NULL;
+    stf__regex *re = stf__calloc(1, sizeof *re);
+    if (!re) goto done;
+    re->mem.cap = REGEX_COMPILE_BUDGET;
+    cg = pcre2_general_context_create(re_malloc, re_free, &re->mem);
+    re->gctx = pcre2_general_context_create(re_malloc, re_free, NULL);
+    if (!cg || !re->gctx) goto done;
+    cc = pcre2_compile_context_create(cg);
+    re->mctx = pcre2_match_context_create(re->gctx);
+    if (!cc || !re->mctx) goto done;
+    pcre2_set_max_pattern_length(cc, STF__REGEX_MAX_LEN);
+    pcre2_set_parens_nest_limit(cc, REGEX_MAX_NEST);
+    int ec = 0;
+    PCRE2_SIZE eo = 0;
+    re->code = pcre2_compile((PCRE2_SPTR)pattern, len, REGEX_OPTIONS, &ec, &eo, cc);
+    if (!re->code) {
+        if (re->mem.oom) goto done;
+        if (re->mem.over) {
+            rc = refuse(pos, STF__REGEX_WHOLE, msg, msg_size,
+                        "needs more than %u bytes of memory to compile", REGEX_COMPILE_BUDGET);
+            goto done;
+        }
+        char text[256];
+        error_text(text, sizeof text, ec);
+        rc = refuse(pos, eo <= len ? (size_t)eo : STF__REGEX_WHOLE, msg, msg_size, "%s", text);
+        goto done;
+    }
+    size_t size = 0;
+    uint32_t backrefs = 0;
+    pcre2_pattern_info(re->code, PCRE2_INFO_SIZE, &size);
+    pcre2_pattern_info(re->code, PCRE2_INFO_BACKREFMAX, &backrefs);
+    if (backrefs) {
+        rc = refuse(pos, STF__REGEX_WHOLE, msg, msg_size, "back-references are not supported");
+        goto done;
+    }
+    if (size > REGEX_MAX_CODE) {
+        rc = refuse(pos, STF__REGEX_WHOLE, msg, msg_size,
+                    "compiles to more than %u bytes (a repeated group is copied once per "
+                    "repetition)", REGEX_MAX_CODE);
+        goto done;
+    }
+    re->match_limit = effective(re->code, PCRE2_INFO_MATCHLIMIT, REGEX_MATCH_LIMIT);
+    re->depth_limit = effective(re->code, PCRE2_INFO_DEPTHLIMIT, REGEX_DEPTH_LIMIT);
+    re->heap_limit_kib = effective(re->code, PCRE2_INFO_HEAPLIMIT, REGEX_HEAP_LIMIT_KIB);
+    pcre2_set_match_limit(re->mctx, REGEX_MATCH_LIMIT);
+    pcre2_set_depth_limit(re->mctx, REGEX_DEPTH_LIMIT);
+    pcre2_set_heap_limit(re->mctx, REGEX_HEAP_LIMIT_KIB);
+    *out = re;
+    re = NULL;
+    rc = 0;
+done:
+    pcre2_compile_context_free(cc);
+    pcre2_general_context_free(cg);
+    stf__regex_free(re);
+    return rc;
+}
+
+/* Searches subject[0..len) for the pattern: *found is 1 or 0, or an error
+ * with its explanation in msg. */
+int stf__regex_search(int *found, const stf__regex *re, const char *subject, size_t len,
+                      char *msg, size_t msg_size)
+{
+    *found = 0;
+    pcre2_match_data *md = pcre2_match_data_create(1, re->gctx);
+    if (!md) return STF_ENOMEM;
+    int rc = pcre2_match(re->code, (PCRE2_SPTR)subject, len, 0, 0, md, re->mctx);
+    pcre2_match_data_free(md);
+    if (rc >= 0) {
+        *found = 1;
+        return 0;
+    }
+    switch (rc) {
+    case PCRE2_ERROR_NOMATCH: return 0;
+    case PCRE2_ERROR_NOMEMORY: return STF_ENOMEM;
+    case PCRE2_ERROR_MATCHLIMIT:
+        snprintf(msg, msg_size, "more than %u backtracking steps (the match limit)",
+                 re->match_limit);
+        return STF_ELIMIT;
+    case PCRE2_ERROR_DEPTHLIMIT:
+        snprintf(msg, msg_size, "backtracking more than %u deep (the depth limit)",
+                 re->depth_limit);
+        return STF_ELIMIT;
+    case PCRE2_ERROR_HEAPLIMIT:
+        snprintf(msg, msg_size, "more than %u KiB of backtracking memory (the heap limit)",
+                 re->heap_limit_kib);
+        return STF_ELIMIT;
+    default: error_text(msg, msg_size, rc); return STF_EFORMAT;
+    }
+}
