@@ -23,18 +23,8 @@ cp $F/healthy_sharded.safetensors.index.json $F/healthy_sharded-00001-of-00002.s
 mkdir -p "$D/us/healthy_sharded-00002-of-00002.safetensors"
 us=$D/us/healthy_sharded.safetensors.index.json
 us_msg="$us: I3 MissingShard: shard 'healthy_sharded-00002-of-00002.safetensors' (holding 'blocks.0.mlp.fc1.comfy_quant' per weight_map) cannot be read: $D/us/healthy_sharded-00002-of-00002.safetensors: cannot read: Is a directory"
-# Runs a command while holding the output lock of $1, as another stfix run
-# writing that output would: the abstract socket the library binds, named
-# from the output directory's device and inode and the file name.
-cat >"$D/hold_lock.py" <<'EOF'
-import hashlib, os, socket, struct, subprocess, sys
-out = sys.argv[1]
-st = os.stat(os.path.dirname(out) or ".")
-h = hashlib.sha256(struct.pack("=QQ", st.st_dev, st.st_ino) + os.path.basename(out).encode())
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.bind("\0stfix-output-lock/" + h.hexdigest()[:32])
-sys.exit(subprocess.call(sys.argv[2:]))
-EOF
+# Runs a command while holding the output lock of $1, as another run would.
+HOLD="python3 tests/cli/hold_lock.py"
 # A recipe over the 1 MiB cap (STF_ELIMIT).
 { printf 'stfix: 1\ntarget: sglang\n'; head -c 1048577 /dev/zero | tr '\0' '#'; } >"$D/big.yaml"
 # A BF16 weight holding a NaN: requantizing it fails (STF_ENUMERIC).
@@ -139,7 +129,7 @@ t_run "rewrite onto the input" 3 "$STFIX" rewrite "$D/rw.safetensors" -o "$D/rw.
 t_run "rewrite output names a directory" 3 "$STFIX" rewrite "$ok_in" -o "$D/outdir/"
 t_stderr_is "rewrite output names a directory" "stfix: rewrite: $D/outdir/: the output path names a directory"
 t_run "rewrite unwritable output directory" 4 "$STFIX" rewrite "$ok_in" -o "$D/no/such/dir/o.safetensors"
-t_run "rewrite output locked" 4 python3 "$D/hold_lock.py" "$D/rw2.safetensors" \
+t_run "rewrite output locked" 4 $HOLD "$D/rw2.safetensors" \
     "$STFIX" rewrite "$ok_in" -o "$D/rw2.safetensors" --no-wait
 t_stderr_has "rewrite output locked" "another stfix run is writing this output"
 t_true "rewrite failures wrote nothing" test ! -e "$D/rw2.safetensors"
@@ -188,7 +178,7 @@ t_run "fix onto the input" 3 "$STFIX" fix "$o" -r $R/cast-scale.yaml -o "$o"
 t_run "fix output names a directory" 3 "$STFIX" fix "$ok_in" -r $R/cast-scale.yaml -o "$D/outdir/"
 t_run "fix unwritable output directory" 4 "$STFIX" fix "$ok_in" -r $R/cast-scale.yaml -o "$D/no/such/dir/o.safetensors"
 t_stderr_is "fix unwritable output directory" "stfix: fix: $D/no/such/dir/o.safetensors: the output directory '$D/no/such/dir' cannot be used: No such file or directory"
-t_run "fix output locked" 4 python3 "$D/hold_lock.py" "$D/f2.safetensors" \
+t_run "fix output locked" 4 $HOLD "$D/f2.safetensors" \
     "$STFIX" fix "$ok_in" -r $R/cast-scale.yaml -o "$D/f2.safetensors" --no-wait
 t_run "fix shard not a file (I3)" 2 "$STFIX" fix "$us" -r $R/cast-scale.yaml -o "$D/f2.safetensors"
 t_true "fix failures wrote nothing" test ! -e "$D/f2.safetensors"
@@ -233,7 +223,7 @@ t_json_error "inspect --json unreadable input" "$D/adir" inspect 4 null null STF
 t_run "fix --json unwritable output directory" 4 "$STFIX" fix "$ok_in" -r $R/cast-scale.yaml -o "$D/no/dir/o.safetensors" --json
 t_json_error "fix --json unwritable output directory" "$ok_in" fix 4 null null STF_EIO \
     "$D/no/dir/o.safetensors: the output directory '$D/no/dir' cannot be used: No such file or directory"
-t_run "fix --json output locked" 4 python3 "$D/hold_lock.py" "$D/f2.safetensors" \
+t_run "fix --json output locked" 4 $HOLD "$D/f2.safetensors" \
     "$STFIX" fix "$ok_in" -r $R/cast-scale.yaml -o "$D/f2.safetensors" --no-wait --json
 t_json_error "fix --json output locked" "$ok_in" fix 4 null null STF_EBUSY \
     "$D/f2.safetensors: another stfix run is writing this output; try again when it has finished (or leave out --no-wait to wait for it)"

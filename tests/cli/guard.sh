@@ -11,6 +11,7 @@ sum() { sha256sum "$@" | cut -c1-64; }
 t_same_sum() { # NAME FILE SUM
     if [ "$(sum "$2")" = "$3" ]; then t_ok "$1: $2 unchanged"; else t_notok "$1: $2 unchanged"; fi
 }
+t_absent() { if [ -e "$2" ]; then t_notok "$1: no $2"; else t_ok "$1: no $2"; fi; }
 t_no_temp() {
     _left=$(ls -A "$2" | grep '\.stfix-' | head -3)
     if [ -z "$_left" ]; then t_ok "$1: no temp file"; else t_notok "$1: no temp file" "left: $_left"; fi
@@ -101,31 +102,30 @@ else
 fi
 
 # ------------------------------------------------ one writer per output
-# A run that holds the output lock shows as a socket named
-# stfix-output-lock/... in /proc/net/unix; wait (bounded) until it does.
-locked() { grep -q '@stfix-output-lock/' /proc/net/unix 2>/dev/null; }
+# tests/cli/hold_lock.py holds OUT's lock as another run writing OUT would.
 python3 tests/gen/gen_bf16_ckpt.py "$D/big.safetensors" 96MiB 1024
-"$STFIX" fix "$D/big.safetensors" -r "$Q" -o "$D/ref.safetensors" -j 1 >/dev/null 2>&1
-if [ -r /proc/net/unix ]; then
-    "$STFIX" fix "$D/big.safetensors" -r "$Q" -o "$D/one.safetensors" -j 1 >/dev/null 2>"$D/first.err" &
-    pid=$!
-    i=0
-    while ! locked && [ $i -lt 400 ]; do sleep 0.01; i=$((i + 1)); done
-    if locked; then
-        t_run "--no-wait while another run writes" 4 "$STFIX" fix "$D/big.safetensors" -r "$Q" \
-            -o "$D/one.safetensors" --no-wait
-        t_stderr_has "--no-wait while another run writes" "another stfix run is writing this output"
-        t_run "waiting for another run" 0 "$STFIX" fix "$D/big.safetensors" -r "$Q" -o "$D/one.safetensors"
-        wait "$pid"
-        t_true "the first run succeeded" test $? -eq 0
-        t_true "waiting: the output is complete" cmp "$D/one.safetensors" "$D/ref.safetensors"
-    else
-        wait "$pid"
-        echo "# skipped: --no-wait (the first run finished before it could be seen holding the lock)"
-    fi
-else
-    echo "# skipped: --no-wait (no /proc/net/unix)"
-fi
+small=$D/bf.safetensors
+"$STFIX" fix "$small" -r "$Q" -o "$D/ref.safetensors" -j 1 >/dev/null 2>&1
+t_run "--no-wait while another run writes" 4 python3 tests/cli/hold_lock.py "$D/one.safetensors" \
+    "$STFIX" fix "$small" -r "$Q" -o "$D/one.safetensors" --no-wait
+t_stderr_has "--no-wait while another run writes" "another stfix run is writing this output"
+t_absent "--no-wait while another run writes" "$D/one.safetensors"
+# Without --no-wait the run waits: still running, nothing written, while the
+# lock is held; complete once it is let go.
+python3 tests/cli/hold_lock.py "$D/one.safetensors" --until "$D/go" &
+holder=$!
+i=0
+while [ ! -e "$D/go.held" ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i + 1)); done
+"$STFIX" fix "$small" -r "$Q" -o "$D/one.safetensors" -j 1 >/dev/null 2>&1 &
+pid=$!
+sleep 0.5
+t_true "waiting: still running while the lock is held" kill -0 "$pid"
+t_absent "waiting" "$D/one.safetensors"
+touch "$D/go"
+wait "$holder"
+wait "$pid"
+t_true "waiting: succeeded once the lock was let go" test $? -eq 0
+t_true "waiting: the output is complete" cmp "$D/one.safetensors" "$D/ref.safetensors"
 t_no_temp "one writer per output" "$D"
 
 # Two different writers of one sharded output at once: whichever ends last,
