@@ -83,11 +83,10 @@ int cli_run_end(int status);
 /* The error's message, or the code's generic text when it has none. */
 const char *cli_err_text(const stf_err *err);
 
-/* main.c. Parse a size like "5000000000", "5GB", "500MB", "4GiB" into
- * bytes. 0 or -1. */
-int cli_parse_size(const char *s, unsigned long long *out);
-
 /* cli_args.c. */
+
+/* Parse a size like "5000000000", "5GB", "500MB", "4GiB" into bytes. 0 or -1. */
+int cli_parse_size(const char *s, unsigned long long *out);
 
 /* "--help" or "-h". */
 int cli_is_help(const char *a);

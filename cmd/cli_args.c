@@ -2,9 +2,11 @@
  * Command-line pieces the subcommands share: option spellings
  * ("--opt VALUE", "--opt=VALUE", a short alias), and reading the inputs
  * the command line names with the same messages and exit codes everywhere
- * (recipe diagnostics, checkpoint open errors, reader findings).
+ * (recipe diagnostics, checkpoint open errors, reader findings), and sizes
+ * ("500MB", "4GiB").
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -76,4 +78,25 @@ void cli_findings_print(const char *verb, const stf_ckpt *c, stf_severity min)
         if (f->severity >= min)
             cli_notef(verb, "%s %s: %s", stf_severity_name(f->severity), f->rule, f->message);
     }
+}
+
+/* A byte count with an optional unit suffix; see cli.h. */
+int cli_parse_size(const char *s, unsigned long long *out)
+{
+    char *end = NULL;
+    if (!s || !*s || *s == '-') return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s) return -1;
+    unsigned long long mul = 1;
+    if (!strcmp(end, "") || !strcmp(end, "B")) mul = 1;
+    else if (!strcmp(end, "KB") || !strcmp(end, "kB")) mul = 1000ULL;
+    else if (!strcmp(end, "MB")) mul = 1000000ULL;
+    else if (!strcmp(end, "GB")) mul = 1000000000ULL;
+    else if (!strcmp(end, "KiB")) mul = 1ULL << 10;
+    else if (!strcmp(end, "MiB")) mul = 1ULL << 20;
+    else if (!strcmp(end, "GiB")) mul = 1ULL << 30;
+    else return -1;
+    if (v > ~0ULL / mul) return -1;
+    *out = v * mul;
+    return 0;
 }

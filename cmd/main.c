@@ -41,26 +41,6 @@ static int wants_json(int argc, char **argv)
     return 0;
 }
 
-int cli_parse_size(const char *s, unsigned long long *out)
-{
-    char *end = NULL;
-    if (!s || !*s || *s == '-') return -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (end == s) return -1;
-    unsigned long long mul = 1;
-    if (!strcmp(end, "") || !strcmp(end, "B")) mul = 1;
-    else if (!strcmp(end, "KB") || !strcmp(end, "kB")) mul = 1000ULL;
-    else if (!strcmp(end, "MB")) mul = 1000000ULL;
-    else if (!strcmp(end, "GB")) mul = 1000000000ULL;
-    else if (!strcmp(end, "KiB")) mul = 1ULL << 10;
-    else if (!strcmp(end, "MiB")) mul = 1ULL << 20;
-    else if (!strcmp(end, "GiB")) mul = 1ULL << 30;
-    else return -1;
-    if (v > ~0ULL / mul) return -1;
-    *out = v * mul;
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 2) {
