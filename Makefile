@@ -2,10 +2,14 @@
 #
 #   make            ./stfix, libstfix.a, libstfix.so
 #   make deps       install the Debian build/test dependencies (as root)
-#   make check      every test (unit, CLI scenarios, man-page lint)
+#   make check      every test (unit, CLI scenarios, fuzz corpora replayed, man-page lint)
+#   make replay     only the fuzz corpora, each file through its harness
 #   make demo       the main job on the bundled demo fixture
 #   make asan       the tests under AddressSanitizer + UBSan
-#   make fuzz       libFuzzer harnesses (clang); FUZZ_SECONDS=N runs each
+#   make fuzz       build the libFuzzer harnesses (clang) and run each once over its
+#                   corpus; FUZZ_SECONDS=N fuzzes each for N s, one after the other,
+#                   and prints executions, corpus size and crashes per harness (exit 1
+#                   on any crash); FUZZ_MERGE=1 then minimizes tests/fuzz/corpus/
 #   make bench      benchmarks, as ratios to a yardstick (BENCH_JSON=FILE)
 #   make install    PREFIX=/usr/local DESTDIR=
 #
@@ -58,12 +62,15 @@ CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 TSUP_OBJ := $(TSUP_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_BIN := $(BENCH_SRC:tests/bench/%.c=$(BUILD)/bench/%)
+REPLAY_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz-replay/%)
+REPLAY_OBJ := $(BUILD)/obj/tests/fuzz/driver.o $(BUILD)/obj/tests/fuzz/support.o \
+              $(BUILD)/obj/tests/unit/support/st_tmp.o
 
 STFIX_BIN := $(BUILD)/stfix
 LIBA := $(BUILD)/libstfix.a
 LIBSO := $(BUILD)/libstfix.so
 
-.PHONY: all deps check unit cli lint demo asan fuzz bench install uninstall clean
+.PHONY: all deps check unit cli replay lint demo asan fuzz bench install uninstall clean
 .DEFAULT_GOAL := all
 
 all: $(STFIX_BIN) $(LIBA) $(LIBSO)
@@ -121,11 +128,18 @@ $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
 
-# Keep test and bench objects (pattern-rule intermediates) between runs.
-.SECONDARY: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(TSUP_OBJ) $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
+# A fuzz harness with the replay main(): every corpus file as a regression test.
+$(BUILD)/fuzz-replay/%: $(BUILD)/obj/tests/fuzz/%.o $(REPLAY_OBJ) $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< $(REPLAY_OBJ) $(LIBA) $(LDLIBS)
+
+# Keep test, bench and replay objects (pattern-rule intermediates) between runs.
+.SECONDARY: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(TSUP_OBJ) $(BENCH_SRC:%.c=$(BUILD)/obj/%.o) \
+            $(FUZZ_SRC:%.c=$(BUILD)/obj/%.o) $(REPLAY_OBJ)
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TSUP_OBJ:.o=.d) \
-         $(UNIT_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d)
+         $(UNIT_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d) \
+         $(FUZZ_SRC:%.c=$(BUILD)/obj/%.d) $(REPLAY_OBJ:.o=.d)
 
 # ------------------------------------------------------------------ deps
 deps:
@@ -142,7 +156,7 @@ deps:
 	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(DEB_PKGS)
 
 # ------------------------------------------------------------------ tests
-check: all $(UNIT_BIN)
+check: all $(UNIT_BIN) $(REPLAY_BIN)
 	@STFIX=$(abspath $(STFIX_BIN)) BUILD=$(BUILD) sh tests/run.sh
 
 unit: $(UNIT_BIN)
@@ -150,6 +164,9 @@ unit: $(UNIT_BIN)
 
 cli: all
 	@STFIX=$(abspath $(STFIX_BIN)) BUILD=$(BUILD) ONLY=cli sh tests/run.sh
+
+replay: $(REPLAY_BIN)
+	@BUILD=$(BUILD) ONLY=fuzz sh tests/run.sh
 
 lint:
 	mandoc -Tlint -Wwarning man/stfix.1 man/stfix-rules.5
@@ -161,19 +178,35 @@ demo: all
 	@sh tests/demo.sh $(abspath $(STFIX_BIN))
 
 # ------------------------------------------------------------------ fuzz
+# Each harness is built twice: with clang and libFuzzer here (make fuzz),
+# and with $(CC) and a replay main() for make check (REPLAY_BIN above).
 FUZZ_SECONDS ?= 0
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -O1 -g -ffp-contract=off -Iinclude -Ilib $(PKG_CFLAGS) \
-               -fsanitize=fuzzer,address,undefined
-FUZZ_LIB_SRC := $(filter-out %_avx2.c %_avx512.c,$(LIB_SRC))
-fuzz:
-	@mkdir -p build/fuzz
-	@for h in $(FUZZ_SRC); do n=$$(basename $$h .c); \
-	  echo "clang $$h -> build/fuzz/$$n"; \
-	  clang $(FUZZ_CFLAGS) -DSTF_NO_SIMD -o build/fuzz/$$n $$h $(FUZZ_LIB_SRC) $(LDLIBS) || exit 1; \
-	  if [ "$(FUZZ_SECONDS)" != 0 ]; then mkdir -p tests/fuzz/corpus-work/$$n; \
-	    build/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) tests/fuzz/corpus-work/$$n \
-	      tests/fuzz/corpus/$$n fixtures/malformed fixtures/comfy || exit 1; fi; \
-	done
+FUZZ_CC ?= clang
+FUZZ_BUILD := build/fuzz
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -DSTF_NO_SIMD -O1 -g -ffp-contract=off -fno-omit-frame-pointer \
+               -Iinclude -Ilib -Itests/unit $(PKG_CFLAGS) -fsanitize=address,undefined \
+               -fno-sanitize-recover=undefined
+FUZZ_SUP_SRC := $(filter-out %_avx2.c %_avx512.c,$(LIB_SRC)) tests/fuzz/support.c \
+                tests/unit/support/st_tmp.c
+FUZZ_SUP_OBJ := $(FUZZ_SUP_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
+
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(FUZZ_BUILD)/libfuzzsup.a: $(FUZZ_SUP_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_BUILD)/%: tests/fuzz/%.c $(FUZZ_BUILD)/libfuzzsup.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -MMD -MP -o $@ $< $(FUZZ_BUILD)/libfuzzsup.a $(LDLIBS)
+
+.SECONDARY: $(FUZZ_SUP_OBJ)
+-include $(FUZZ_SUP_OBJ:.o=.d) $(FUZZ_BIN:=.d)
+
+fuzz: $(FUZZ_BIN)
+	@sh tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
 
 # ------------------------------------------------------------------ bench
 BENCH_JSON ?=

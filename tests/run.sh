@@ -2,8 +2,10 @@
 # Runs every test and prints one closing line "check: N passed, M failed".
 #   unit: each cmocka binary in $BUILD/tests (one per lib file it tests)
 #   cli:  each tests/cli/*.sh scenario script (prints "ok - ..." / "not ok - ...")
+#   fuzz: each fuzz harness in $BUILD/fuzz-replay over its corpus
+#         tests/fuzz/corpus/<harness>/ (one passed test per file)
 #   lint: mandoc -Tlint over the man pages
-# ONLY=unit|cli|lint restricts the run. Exit status is non-zero on any failure.
+# ONLY=unit|cli|fuzz|lint restricts the run. Exit status is non-zero on any failure.
 BUILD=${BUILD:-build}
 ONLY=${ONLY:-}
 STFIX=${STFIX:-$(pwd)/build/stfix}
@@ -55,6 +57,24 @@ if [ -z "$ONLY" ] || [ "$ONLY" = cli ]; then
         p=$(grep -c '^ok - ' "$out")
         f=$(grep -c '^not ok - ' "$out")
         tally "cli/$name" "$rc" "$p" "$f" "$out" cases
+    done
+fi
+
+if [ -z "$ONLY" ] || [ "$ONLY" = fuzz ]; then
+    for h in "$BUILD"/fuzz-replay/*; do
+        [ -x "$h" ] || continue
+        name=$(basename "$h")
+        [ -d "tests/fuzz/corpus/$name" ] || continue
+        raw="$tmp/fuzz-$name.raw"
+        "$h" "tests/fuzz/corpus/$name" >"$raw" 2>&1
+        rc=$?
+        p=$(grep -c '^run ' "$raw")
+        f=0
+        if [ "$rc" -ne 0 ]; then f=1; [ "$p" -gt 0 ] && p=$((p - 1)); fi
+        # On failure show the input that failed, not the whole list.
+        awk '/^run /{held=$0; next} {if (held != "") print held; held=""; print}
+             END {if (held != "") print held}' "$raw" >"$tmp/fuzz-$name.log"
+        tally "fuzz/$name" "$rc" "$p" "$f" "$tmp/fuzz-$name.log" inputs
     done
 fi
 

@@ -11,9 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "stfix.h"
-
-#define CHECK(x) do { if (!(x)) __builtin_trap(); } while (0)
 
 static stf_recipe *g_recipe;
 

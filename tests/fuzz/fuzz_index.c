@@ -9,10 +9,7 @@
 #include <string.h>
 
 #include "container/index.h"
-
-#define CHECK(x) do { if (!(x)) __builtin_trap(); } while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -9,9 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "stfix.h"
-
-#define CHECK(x) do { if (!(x)) __builtin_trap(); } while (0)
 
 static void walk(const stf_ckpt *c, const uint8_t *data, size_t size)
 {
@@ -49,8 +48,6 @@ static void walk(const stf_ckpt *c, const uint8_t *data, size_t size)
         CHECK(f && f->message && f->rule[0]);
     }
 }
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -9,9 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "stfix.h"
-
-#define CHECK(x) do { if (!(x)) __builtin_trap(); } while (0)
 
 static const uint64_t w2[2] = { 64, 256 }, w4[4] = { 8, 4, 3, 3 }, s2[2] = { 64, 1 };
 static const stf_marker_field fields[3] = {

@@ -8,12 +8,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+int st_tmp_setup_in(char *dir, size_t cap, const char *base, const char *tag)
+{
+    int n = snprintf(dir, cap, "%s/%s.XXXXXX", base, tag);
+    if (n < 0 || (size_t)n >= cap) return -1;
+    return mkdtemp(dir) ? 0 : -1;
+}
+
 int st_tmp_setup(char *dir, size_t cap, const char *tag)
 {
     const char *base = getenv("TMPDIR");
-    int n = snprintf(dir, cap, "%s/%s.XXXXXX", base && *base ? base : "/tmp", tag);
-    if (n < 0 || (size_t)n >= cap) return -1;
-    return mkdtemp(dir) ? 0 : -1;
+    return st_tmp_setup_in(dir, cap, base && *base ? base : "/tmp", tag);
 }
 
 char *st_tmpdir(void)

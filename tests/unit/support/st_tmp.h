@@ -16,6 +16,9 @@ char *st_tmpdir(void);
  * setups: 0, or -1 when it cannot be made or does not fit in cap. */
 int st_tmp_setup(char *dir, size_t cap, const char *tag);
 
+/* The same under the directory `base` instead of $TMPDIR. */
+int st_tmp_setup_in(char *dir, size_t cap, const char *base, const char *tag);
+
 /* cmocka setup/teardown pair (group or per test): st_dir_setup makes a
  * fresh directory and leaves its path in st_dir; st_dir_teardown removes it
  * with everything in it. */
