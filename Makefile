@@ -63,8 +63,10 @@ TSUP_OBJ := $(TSUP_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_BIN := $(BENCH_SRC:tests/bench/%.c=$(BUILD)/bench/%)
 REPLAY_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz-replay/%)
+# The program's shared helpers (cmd/cli_*.c, no main()), for fuzz_cli_args.
+CLI_SRC := $(filter cmd/cli_%.c,$(CMD_SRC))
 REPLAY_OBJ := $(BUILD)/obj/tests/fuzz/driver.o $(BUILD)/obj/tests/fuzz/support.o \
-              $(BUILD)/obj/tests/unit/support/st_tmp.o
+              $(BUILD)/obj/tests/unit/support/st_tmp.o $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 
 STFIX_BIN := $(BUILD)/stfix
 LIBA := $(BUILD)/libstfix.a
@@ -184,10 +186,10 @@ FUZZ_SECONDS ?= 0
 FUZZ_CC ?= clang
 FUZZ_BUILD := build/fuzz
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -DSTF_NO_SIMD -O1 -g -ffp-contract=off -fno-omit-frame-pointer \
-               -Iinclude -Ilib -Itests/unit $(PKG_CFLAGS) -fsanitize=address,undefined \
+               -Iinclude -Ilib -Itests/unit -Icmd $(PKG_CFLAGS) -fsanitize=address,undefined \
                -fno-sanitize-recover=undefined
 FUZZ_SUP_SRC := $(filter-out %_avx2.c %_avx512.c,$(LIB_SRC)) tests/fuzz/support.c \
-                tests/unit/support/st_tmp.c
+                tests/unit/support/st_tmp.c $(CLI_SRC)
 FUZZ_SUP_OBJ := $(FUZZ_SUP_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
 
