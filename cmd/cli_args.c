@@ -84,9 +84,12 @@ void cli_findings_print(const char *verb, const stf_ckpt *c, stf_severity min)
 int cli_parse_size(const char *s, unsigned long long *out)
 {
     char *end = NULL;
-    if (!s || !*s || *s == '-') return -1;
+    /* Digits first: strtoull alone would skip blanks, take a sign (" -1"
+     * wraps to 2^64-1) and clamp an overflowing number to ULLONG_MAX. */
+    if (!s || *s < '0' || *s > '9') return -1;
+    errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (end == s) return -1;
+    if (errno == ERANGE) return -1;
     unsigned long long mul = 1;
     if (!strcmp(end, "") || !strcmp(end, "B")) mul = 1;
     else if (!strcmp(end, "KB") || !strcmp(end, "kB")) mul = 1000ULL;
