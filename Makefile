@@ -198,8 +198,8 @@ $(FUZZ_BUILD)/obj/%.o: %.c
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
 
 $(FUZZ_BUILD)/libfuzzsup.a: $(FUZZ_SUP_OBJ)
-	rm -f $@
-	ar rcs $@ $^
+	@echo "ar $@"
+	@rm -f $@ && ar rcs $@ $^
 
 $(FUZZ_BUILD)/%: tests/fuzz/%.c $(FUZZ_BUILD)/libfuzzsup.a
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -MMD -MP -o $@ $< $(FUZZ_BUILD)/libfuzzsup.a $(LDLIBS)

@@ -6,7 +6,7 @@
 # keeps what it finds; the fixtures seed the harnesses that read whole
 # checkpoints. A crash, leak, timeout or out-of-memory input is saved under
 # build/fuzz/artifacts/<harness>/ and the next harness still runs.
-# tests/fuzz/<harness>.dict, when present, is passed as -dict.
+# The harnesses that read recipes get tests/fuzz/recipe.dict as -dict.
 # FUZZ_MERGE=1 then minimizes tests/fuzz/corpus/<harness>/ with -merge=1
 # over both corpora. Exit status 1 when any harness crashed.
 secs=${1:-0}
@@ -22,11 +22,11 @@ for bin in "$@"; do
     log=$work/$name.log
     mkdir -p "$corpus" "$found" "$art"
     seeds=""
+    set -- -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$art/"
     case $name in
     fuzz_reader | fuzz_check | fuzz_file) seeds="fixtures/malformed fixtures/comfy fixtures/demo" ;;
+    fuzz_recipe | fuzz_write) set -- "$@" -dict=tests/fuzz/recipe.dict ;;
     esac
-    set -- -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$art/"
-    [ -f "tests/fuzz/$name.dict" ] && set -- "$@" -dict="tests/fuzz/$name.dict"
     before=$(ls "$art" | wc -l)
     if [ "$secs" -gt 0 ]; then
         echo "fuzz: $name for ${secs}s"
