@@ -8,7 +8,10 @@
 # build/fuzz/artifacts/<harness>/ and the next harness still runs.
 # The harnesses that read recipes get tests/fuzz/recipe.dict as -dict.
 # FUZZ_MERGE=1 then minimizes tests/fuzz/corpus/<harness>/ with -merge=1
-# over both corpora. Exit status 1 when any harness crashed.
+# over both corpora: files with names of their own (seeds, reproducers of
+# past findings) always stay; the rest (named by SHA-1) are replaced by
+# what adds coverage edges (hit counts ignored, to keep the corpus small).
+# Exit status 1 when any harness crashed.
 secs=${1:-0}
 shift
 work=build/fuzz
@@ -47,8 +50,13 @@ for bin in "$@"; do
     fi
     if [ "${FUZZ_MERGE:-0}" = 1 ] && [ "$new" -eq 0 ]; then
         rm -rf "$work/merge" && mkdir -p "$work/merge"
-        if "$bin" -merge=1 -timeout=10 -rss_limit_mb=2048 "$work/merge" "$corpus" "$found" \
-            >"$work/$name.merge.log" 2>&1; then
+        for f in "$corpus"/*; do
+            b=$(basename "$f")
+            [ ${#b} -eq 40 ] && [ -z "$(printf %s "$b" | tr -d 0-9a-f)" ] && continue
+            cp "$f" "$work/merge/"
+        done
+        if "$bin" -merge=1 -use_counters=0 -timeout=10 -rss_limit_mb=2048 "$work/merge" \
+            "$corpus" "$found" >"$work/$name.merge.log" 2>&1; then
             rm -f "$corpus"/* && cp "$work/merge"/* "$corpus"/
         else
             echo "fuzz: $name: merge failed, see $work/$name.merge.log"
