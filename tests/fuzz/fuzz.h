@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "stfix.h"
+
 /* A broken property: trap, so libFuzzer and the replay driver both stop
  * there with a stack. */
 #define CHECK(x) do { if (!(x)) __builtin_trap(); } while (0)
@@ -41,6 +43,11 @@ void fuzz_dir_end(void);
 
 /* Write p[0..n) to st_dir/name: 0, or -1 (a name the file system refuses). */
 int fuzz_put(const char *name, const void *p, size_t n);
+
+/* Index in `c` of the tensor `name`, which must be there with this dtype,
+ * shape and size (CHECK). */
+size_t fuzz_find_same(const stf_ckpt *c, const char *name, stf_dtype dtype, unsigned rank,
+                      const uint64_t *shape, uint64_t nbytes);
 
 /* Whether the file at `path` holds exactly p[0..n). */
 int fuzz_same_bytes(const char *path, const void *p, size_t n);

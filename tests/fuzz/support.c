@@ -53,6 +53,17 @@ int fuzz_put(const char *name, const void *p, size_t n)
     return st_write_file(st_in_dir(name), p, n);
 }
 
+size_t fuzz_find_same(const stf_ckpt *c, const char *name, stf_dtype dtype, unsigned rank,
+                      const uint64_t *shape, uint64_t nbytes)
+{
+    size_t j = 0;
+    CHECK(stf_ckpt_find(c, name, &j) == 0);
+    const stf_tensor_info *u = stf_ckpt_tensor(c, j);
+    CHECK(u->dtype == dtype && u->rank == rank && u->nbytes == nbytes);
+    CHECK(!rank || !memcmp(u->shape, shape, rank * sizeof *shape));
+    return j;
+}
+
 int fuzz_same_bytes(const char *path, const void *p, size_t n)
 {
     size_t len = 0;
