@@ -364,6 +364,14 @@ int stf__job_exec(stf__jobrun *jr, const stf__job *job, stf_metrics_result *m, s
                         stf_dtype_name(job->out_dtype) ? stf_dtype_name(job->out_dtype) : "?");
     rc = stf__decoder_open(&dc, jr->c, &job->dec, err);
     if (rc) goto done;
+    if (job->dec.n == 0 || job->dec.k == 0) {
+        /* The plan copies such a weight instead: the dimension that is not 0
+         * has no data behind it and must not size the output or a loop. */
+        rc = stf__err(err, STF_EINVAL, "run: weight '%s' has no elements (%llu x %llu): "
+                      "nothing to requantize or dequantize", dc.wname,
+                      (unsigned long long)job->dec.n, (unsigned long long)job->dec.k);
+        goto done;
+    }
     size_t pc = stf__job_piece_cols(jr, job);
     rc = pc ? stf__job_wide(jr, job, &dc, pc, m ? &total : NULL, err)
             : run_blocks(jr, job, &dc, m ? &total : NULL, err);

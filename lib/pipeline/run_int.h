@@ -173,7 +173,8 @@ int stf__job_wide(stf__jobrun *jr, const stf__job *job, const stf__decoder *dc, 
  * fill *m with the error metrics against the decoded source rows (merged
  * row by row, so identical for any block size and pool). Errors from
  * decoding (STF_EFORMAT naming the tensor), quantization (STF_ENUMERIC
- * naming the row and column), emission, STF_ENOMEM.
+ * naming the row and column), emission, STF_ENOMEM; STF_EINVAL for a
+ * weight with no elements (the plan copies those).
  */
 int stf__job_exec(stf__jobrun *jr, const stf__job *job, stf_metrics_result *m, stf_err *err);
 

@@ -3,7 +3,7 @@
  * and give the bytes, scales, metrics and errors of the blocks of whole
  * rows, for every job kind and decode, inline or on a pool, in memory or read,
  * while the runner's buffers stay within the cap. Also the row a NaN is
- * reported at, and when rows go in pieces.
+ * reported at, and the refusal of a weight with no elements.
  */
 #include "job_testutil.h"
 #include "quant_testutil.h"
@@ -220,6 +220,38 @@ static void test_nonfinite_named_by_layer_row(void **state)
     free(w);
 }
 
+/* The plan copies a weight with no elements; a job over one is refused before any work. */
+static void test_empty_weight_refused(void **state)
+{
+    (void)state;
+    const uint64_t shapes[2][2] = { { (uint64_t)1 << 40, 0 }, { 0, (uint64_t)1 << 47 } };
+    const char *msgs[2] = {
+        "run: weight 'l.weight' has no elements (1099511627776 x 0): nothing to requantize or "
+        "dequantize",
+        "run: weight 'l.weight' has no elements (0 x 140737488355328): nothing to requantize or "
+        "dequantize",
+    };
+    for (int i = 0; i < 2; i++) {
+        st_tensor t[] = { { "l.weight", STF_BF16, 2, { shapes[i][0], shapes[i][1] }, NULL, 0 } };
+        st_ckfx f;
+        st_ckfx_open(&f, t, 1, 1);
+        stf__job j = float_job(f.c, STF__JOB_REQUANT_INT8, STF_BF16, shapes[i][0], shapes[i][1],
+                               256, STF_QMODE_CUDA);
+        sink s;
+        sink_init(&s, 0, 0);
+        stf_err err;
+        stf__jobrun jr;
+        stf__jobrun_init(&jr, f.c, NULL, 0, sink_emit, &s);
+        assert_int_equal(stf__job_exec(&jr, &j, NULL, &err), STF_EINVAL);
+        assert_string_equal(err.msg, msgs[i]);
+        assert_int_equal(s.calls, 0);
+        assert_int_equal(jr.raw_cap + jr.out_cap + jr.scale_cap, 0);
+        stf__jobrun_fini(&jr);
+        sink_free(&s);
+        st_ckfx_close(&f);
+    }
+}
+
 /* When rows go in pieces: only a row that does not fit (with the quantizers' scratch per thread). */
 static void test_piece_decision(void **state)
 {
@@ -269,6 +301,7 @@ int main(void)
         cmocka_unit_test(test_int8_decodes),
         cmocka_unit_test(test_w4a4_and_fp8_decodes),
         cmocka_unit_test(test_nonfinite_named_by_layer_row),
+        cmocka_unit_test(test_empty_weight_refused),
         cmocka_unit_test(test_piece_decision),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
