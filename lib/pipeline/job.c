@@ -7,8 +7,8 @@
  * still in cache: writing into the page cache costs about as much as the
  * quantization, so it must be spread over the threads like the compute.
  * A block holds as many rows as fit the cap next to the quantizers' scratch
- * of every thread; a row that does not fit alone goes in column pieces
- * (job_wide.c). Rows are independent, metrics are merged row by row and a
+ * of every thread; a row that, with that scratch, does not fit max_mem goes
+ * in column pieces (job_wide.c). Rows are independent, metrics are merged row by row and a
  * NaN is named by its row in the layer, so the bytes, the metrics and the
  * error reported depend neither on the block size nor on the thread count.
  */
@@ -100,34 +100,40 @@ static uint64_t in_row_bytes(const stf__job *job)
     return d->k;
 }
 
-/* The cap a job's buffers stay within: max_mem, but never over BLOCK_CAP. */
+/* The memory a job may use: max_mem, or BLOCK_CAP when it is 0. */
+static uint64_t limit_of(const stf__jobrun *jr) { return jr->max_mem ? jr->max_mem : BLOCK_CAP; }
+
+/* The buffers of a block or a piece: within the limit, and never over BLOCK_CAP. */
 static uint64_t cap_of(const stf__jobrun *jr)
 {
-    return jr->max_mem && jr->max_mem < BLOCK_CAP ? jr->max_mem : BLOCK_CAP;
+    uint64_t lim = limit_of(jr);
+    return lim < BLOCK_CAP ? lim : BLOCK_CAP;
 }
 
-/* raw + f32 ref + f32 test (metrics) + output + scale + per-row metrics */
+/*
+ * raw + f32 ref + f32 test (metrics) + output + scale + per-row metrics:
+ * at most 16 bytes a column, so an absurd row saturates instead of wrapping.
+ */
 static uint64_t row_bytes(const stf__job *job)
 {
+    if (job->dec.k > (UINT64_MAX - 4096) / 16) return UINT64_MAX;
     return in_row_bytes(job) + 8 * job->dec.k + stf__job_out_row_bytes(job) + 4 +
            sizeof(stf_metrics);
 }
 
-/* The quantizers' own scratch: one f32 row for each thread at work. */
+/* The quantizers' own scratch: one f32 row for each thread at work (saturating). */
 static uint64_t thread_bytes(const stf__jobrun *jr, const stf__job *job)
 {
+    uint64_t t = stf_pool_threads(jr->pool);
     if (job->kind == STF__JOB_DEQUANT) return 0;
-    return 4 * job->dec.k * stf_pool_threads(jr->pool);
+    return job->dec.k > UINT64_MAX / 4 / t ? UINT64_MAX : 4 * job->dec.k * t;
 }
 
 /* Rows per block (contract in run_int.h). */
 uint64_t stf__job_block_rows(const stf__jobrun *jr, const stf__job *job)
 {
-    uint64_t n = job->dec.n, cap = cap_of(jr);
-    /* A row of more columns than the cap has bytes never fits (and its
-     * byte counts could overflow): those rows go in pieces instead. */
-    if (n == 0 || job->dec.k > cap) return 1;
-    uint64_t tb = thread_bytes(jr, job);
+    uint64_t n = job->dec.n, cap = cap_of(jr), tb = thread_bytes(jr, job);
+    if (n == 0) return 1;
     uint64_t b = cap > tb ? (cap - tb) / row_bytes(job) : 0;
     if (b < 1) b = 1;
     if (b > n) b = n;
@@ -137,10 +143,9 @@ uint64_t stf__job_block_rows(const stf__jobrun *jr, const stf__job *job)
 /* Whether rows go in column pieces (contract in run_int.h). */
 size_t stf__job_piece_cols(const stf__jobrun *jr, const stf__job *job)
 {
-    uint64_t k = job->dec.k, cap = cap_of(jr);
-    if (k <= STF__WIDE_UNIT || (k <= cap && row_bytes(job) + thread_bytes(jr, job) <= cap))
-        return 0;
-    uint64_t c = cap / STF__JOB_COL_BYTES / STF__WIDE_UNIT * STF__WIDE_UNIT;
+    uint64_t k = job->dec.k, rb = row_bytes(job), tb = thread_bytes(jr, job);
+    if (k <= STF__WIDE_UNIT || (rb <= limit_of(jr) && tb <= limit_of(jr) - rb)) return 0;
+    uint64_t c = cap_of(jr) / STF__JOB_COL_BYTES / STF__WIDE_UNIT * STF__WIDE_UNIT;
     if (c < STF__WIDE_UNIT) c = STF__WIDE_UNIT;
     return (size_t)(c < k ? c : k);
 }

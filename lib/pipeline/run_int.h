@@ -130,8 +130,9 @@ void stf__jobrun_fini(stf__jobrun *jr);
 /*
  * The rows of one block for a job of n rows of k values: at least 1, at
  * most n, sized so the block's buffers and the quantizers' per-thread
- * scratch stay within the runner's cap. It depends on the pool's thread
- * count; the bytes, metrics and errors a job gives never do.
+ * scratch stay within the runner's cap (max_mem, at most 32 MiB; 32 MiB
+ * when max_mem is 0). It depends on the pool's thread count; the bytes,
+ * metrics and errors a job gives never do.
  */
 uint64_t stf__job_block_rows(const stf__jobrun *jr, const stf__job *job);
 
@@ -143,10 +144,10 @@ uint64_t stf__job_block_rows(const stf__jobrun *jr, const stf__job *job);
 #define STF__JOB_COL_BYTES 20u
 
 /*
- * Columns per piece when one row does not fit the cap (with the
- * quantizers' scratch) and is wider than STF__WIDE_UNIT: a multiple of
- * STF__WIDE_UNIT (at least one) whose buffers stay within the cap. 0 when
- * the job runs in blocks of whole rows.
+ * Columns per piece when one row with the quantizers' scratch of every
+ * thread does not fit max_mem (32 MiB when 0) and is wider than
+ * STF__WIDE_UNIT: a multiple of STF__WIDE_UNIT (at least one) whose
+ * buffers stay within the cap. 0 when the job runs in blocks of whole rows.
  */
 size_t stf__job_piece_cols(const stf__jobrun *jr, const stf__job *job);
 

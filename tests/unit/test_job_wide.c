@@ -252,7 +252,8 @@ static void test_empty_weight_refused(void **state)
     }
 }
 
-/* When rows go in pieces: only a row that does not fit (with the quantizers' scratch per thread). */
+/* When rows go in pieces: only a row that, with the quantizers' scratch of
+ * every thread, does not fit max_mem (32 MiB when 0). */
 static void test_piece_decision(void **state)
 {
     (void)state;
@@ -276,7 +277,15 @@ static void test_piece_decision(void **state)
     assert_int_equal(stf__job_piece_cols(&jr, &j), (size_t)1 << 20);
     j.dec.k = (uint64_t)1 << 22;
     assert_int_equal(stf__job_piece_cols(&jr, &j), ((size_t)32 << 20) / 20 / 4096 * 4096);
-    /* A row no wider than one unit never goes in pieces, whatever the cap. */
+    /* Under --max-mem 2GiB (the default) both rows fit the limit: whole rows,
+     * one a block, since the threads' scratch fills the 32 MiB block cap. */
+    jr.max_mem = (uint64_t)2 << 30;
+    assert_int_equal(stf__job_piece_cols(&jr, &j), 0);
+    assert_int_equal(stf__job_block_rows(&jr, &j), 1);
+    j.dec.k = (uint64_t)1 << 20;
+    assert_int_equal(stf__job_piece_cols(&jr, &j), 0);
+    assert_int_equal(stf__job_block_rows(&jr, &j), 1);
+    /* A row no wider than one unit never goes in pieces, whatever the limit. */
     jr.max_mem = 1;
     j.dec.k = STF__WIDE_UNIT;
     jr.pool = NULL;
