@@ -172,6 +172,40 @@ int stf_w4a4_quantize_rows(int8_t *packed, float *scale, const void *src, stf_dt
 int stf_w4a4_dequantize(float *dst, const int8_t *packed, const float *scale, size_t n,
                         size_t k, unsigned g, stf_pool *pool, stf_err *err);
 
+/* ------------------------------------------------- one row in pieces */
+
+/*
+ * A row too wide to hold at once, quantized in column pieces to exactly the
+ * bytes stf_int8_quantize_rows (w4a4 == 0, options o) or
+ * stf_w4a4_quantize_rows (w4a4 != 0, with o->group, o->mode and o->t)
+ * give for the whole row of k values. The scale needs the whole row's
+ * absmax, so each piece is seen twice: stf_wide_row_absmax folds every
+ * piece into the row's absmax (pieces in any order), stf_wide_row_scale is
+ * then the scale to store, and stf_wide_row_codes turns every piece into
+ * codes (INT8: cols bytes; W4A4: cols/2 packed bytes, at q).
+ *
+ * A piece is `cols` values of src_dtype (BF16, F16 or F32) at column col0 of
+ * the row; col0 and cols are multiples of the group size. `scratch` holds
+ * cols floats. Each call spreads its piece over the pool (may be NULL); the
+ * result does not depend on it. Errors: STF_EINVAL (options, a piece that is
+ * not whole groups of the row, NULL buffer), STF_EUNSUPPORTED (src dtype),
+ * STF_ENUMERIC with "column C: ..." naming the first NaN or Inf.
+ */
+typedef struct stf_wide_row {
+    int w4a4;
+    stf_int8_opts o;
+    uint64_t k;            /* the whole row's length */
+    float amax;            /* the absmax of the pieces folded so far */
+} stf_wide_row;
+
+void stf_wide_row_init(stf_wide_row *r, int w4a4, const stf_int8_opts *o, uint64_t k);
+int stf_wide_row_absmax(stf_wide_row *r, const void *src, stf_dtype src_dtype, uint64_t col0,
+                        size_t cols, float *scratch, stf_pool *pool, stf_err *err);
+float stf_wide_row_scale(const stf_wide_row *r);
+int stf_wide_row_codes(const stf_wide_row *r, int8_t *q, const void *src, stf_dtype src_dtype,
+                       uint64_t col0, size_t cols, float *scratch, stf_pool *pool,
+                       stf_err *err);
+
 /* ----------------------------------------------------------- FP8 */
 
 /* dst = fl32(decode(src) * scale) for n values. dtype: F8_E4M3 or F8_E5M2. */

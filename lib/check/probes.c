@@ -3,7 +3,8 @@
  * data beyond the markers. Each probe is a diagnostic:
  *   N1  non-finite scale values, N2  zero or negative scales;
  *   H1  row- versus column-quantization by the max|q| test (spec §9);
- *   H2  a Sylvester rather than a regular rotation on a ConvRot layer.
+ *   H2  a Sylvester rather than a regular rotation on a ConvRot layer;
+ *   N3  a weight with no elements (nothing to probe).
  * Weights are streamed row by row, so memory stays O(K) per layer.
  */
 #include <math.h>
@@ -162,7 +163,9 @@ int stf_probe_h1(stf_h1_result *out, const stf_ckpt *c, const stf_model *m, cons
     out->verdict = STF_H1_UNKNOWN;
     const stf_tensor_info *w = stf_layer_tensor_info(m, l, STF_SFX_WEIGHT);
     const stf_tensor_info *s = stf_layer_tensor_info(m, l, STF_SFX_WEIGHT_SCALE);
-    if (!w || w->dtype != STF_I8 || w->rank != 2 || !s) return 0;
+    /* A weight with no elements has no data to probe (and its other
+     * dimension, with nothing behind it, must not size a loop). */
+    if (!w || w->dtype != STF_I8 || w->rank != 2 || !s || w->nelem == 0) return 0;
     h1_stat st;
     unsigned sat = w4 ? 7 : 126;
     int rc = h1_scan(c, (size_t)l->tensor[STF_SFX_WEIGHT], w, w4, sat, &st, err);
@@ -259,7 +262,9 @@ int stf_probe_h2(stf_h2_result *out, const stf_ckpt *c, const stf_model *m, cons
         out->declared_sylvester = 1;
         return 0;
     }
-    if (!w || w->dtype != STF_I8 || w->rank != 2 || w->shape[1] % (uint64_t)g || g > 4096) return 0;
+    if (!w || w->dtype != STF_I8 || w->rank != 2 || w->nelem == 0 || w->shape[1] % (uint64_t)g ||
+        g > 4096)
+        return 0;
     uint64_t n = w->shape[0], kk = w->shape[1];
     double *e = stf__calloc((size_t)g, sizeof *e);
     signed char *row = stf__malloc((size_t)kk ? (size_t)kk : 1);
@@ -323,9 +328,28 @@ static void probe_h2(stf__chk *k, const stf_layer *l)
                      l->prefix, h.ratio);
 }
 
+/* ------------------------------------------------------------------ N3 */
+
+/*
+ * A weight with no elements: N or K is 0, so the other dimension is only a
+ * number in the header. Nothing is probed, and fix copies such a layer
+ * unchanged instead of requantizing or dequantizing it. Returns 1 then.
+ */
+static int probe_empty(stf__chk *k, const stf_layer *l)
+{
+    const stf_tensor_info *w = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT);
+    if (!w || w->nelem) return 0;
+    stf__chk_add(k, "N3", STF_SEV_WARNING, l->prefix,
+                 "re-export the layer with its weights, or drop it",
+                 "%s %s %s has no elements: nothing to probe, and fix copies the layer "
+                 "unchanged", w->name, stf_dtype_name(w->dtype), stf__chk_shape(k, w));
+    return 1;
+}
+
 /*
  * The numeric profile: N1/N2 over every scale tensor, H1 on INT8 and W4A4
- * layers, H2 on INT8 ConvRot layers. Returns 0 or the sticky k->rc.
+ * layers, H2 on INT8 ConvRot layers, N3 instead of H1/H2 on a layer whose
+ * weight has no elements. Returns 0 or the sticky k->rc.
  */
 int stf__check_numeric(stf__chk *k)
 {
@@ -338,9 +362,10 @@ int stf__check_numeric(stf__chk *k)
         for (size_t j = 0; j < sizeof scales / sizeof scales[0] && !k->rc; j++) {
             if (l->tensor[scales[j]] >= 0) probe_scale(k, l, (size_t)l->tensor[scales[j]]);
         }
+        if (k->rc || probe_empty(k, l)) continue;
         const stf_pyval *mk = stf__chk_marker(l);
         const char *fmt = stf__chk_format(mk);
-        if (!fmt || k->rc) continue;
+        if (!fmt) continue;
         if (!strcmp(fmt, "int8_tensorwise")) {
             probe_h1(k, l, 0);
             if (!k->rc) probe_h2(k, l);

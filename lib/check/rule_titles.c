@@ -65,6 +65,7 @@ static const struct { const char *id, *title; } TITLES[] = {
     { "C19", "ComfyUI accepts what SGLang rejects (truthy convrot, default G)" },
     { "N1", "numeric: non-finite scale values" },
     { "N2", "numeric: zero or negative scale values" },
+    { "N3", "numeric: weight with no elements (not probed; fix copies the layer unchanged)" },
     { "H1", "numeric: row versus column quantization (max|q| test)" },
     { "H2", "numeric: Sylvester rather than regular ConvRot rotation" },
 };

@@ -186,58 +186,82 @@ int stf__decoder_raw(const stf__decoder *dc, const void **out, uint64_t r0, uint
     return 0;
 }
 
-/* Per-row work for the decodes the kernels do not split themselves. */
-typedef struct rows_job {
+/*
+ * Columns [c0, c0 + n) of row `row` from their input bytes, for the decodes
+ * the kernels do not split themselves. c0 and n are whole rotation groups
+ * (and even for W4A4), so the rotation of a part is the rotation of the row.
+ */
+static int decode_span(const stf__decoder *dc, float *out, const unsigned char *src, uint64_t row,
+                       uint64_t c0, size_t n)
+{
+    const stf__decode *d = &dc->d;
+    int rc = 0;
+    if (d->kind == STF__DEC_FLOAT) {
+        rc = stf_convert_to_f32(out, src, d->w_dtype, n, NULL);
+    } else if (d->kind == STF__DEC_W4A4) {
+        /* Layers the kernel refuses (K % 64 != 0, Sylvester G) still hold
+         * exact codes: unpack (low nibble = even column), x = fl32(q * s_n). */
+        float s = dc->scales[row];
+        for (size_t x = 0; x < n; x++) {
+            unsigned b = src[x / 2], v = x % 2 ? (b >> 4) & 0xFu : b & 0xFu;
+            int qv = v >= 8 ? (int)v - 16 : (int)v;
+            out[x] = (float)qv * s;
+        }
+    } else if (d->kind == STF__DEC_INT8) {
+        /* Grouped scales: x = fl32(q * s[row, column / (k / groups)]), the
+         * same single product the per-row kernel forms. */
+        uint64_t g = d->groups, span = d->k / g;
+        const float *s = dc->scales + row * g;
+        for (size_t x = 0; x < n; x++) out[x] = (float)(int8_t)src[x] * s[(c0 + x) / span];
+    } else {
+        /* Column scales: decode with 1 (exact), then one fl32 product each. */
+        float s = d->axis == STF_SCALE_COL   ? 1.0f
+                  : d->axis == STF_SCALE_ROW ? dc->scales[row]
+                                             : dc->scales[0];
+        rc = stf_fp8_dequantize(out, src, d->w_dtype, n, s, NULL);
+        if (rc == 0 && d->axis == STF_SCALE_COL)
+            for (size_t x = 0; x < n; x++) out[x] = out[x] * dc->scales[c0 + x];
+    }
+    if (rc) return rc;
+    if (d->rot_group)
+        rc = d->sylvester ? stf_hadamard_sylvester_undo(out, n, d->rot_group, NULL)
+                          : stf_hadamard_regular(out, n, d->rot_group, NULL);
+    return rc;
+}
+
+/* Input bytes of `cols` columns (a whole number of bytes: cols even for W4A4). */
+static uint64_t span_bytes(const stf__decoder *dc, uint64_t cols)
+{
+    return dc->d.kind == STF__DEC_W4A4 ? cols / 2 : dc->d.k ? cols * (dc->row_bytes / dc->d.k) : 0;
+}
+
+/* Pool work over rows, or over the STF__WIDE_UNIT column units of one row. */
+typedef struct span_job {
     const stf__decoder *dc;
     const unsigned char *raw;
     float *dst;
-    uint64_t r0;
-} rows_job;
+    uint64_t r0;   /* rows: first row; columns: the row */
+    uint64_t c0;   /* columns: first column */
+    size_t cols;   /* columns: how many */
+} span_job;
 
 static int rows_chunk(void *ud, size_t begin, size_t end)
 {
-    const rows_job *j = ud;
-    const stf__decode *d = &j->dc->d;
-    size_t k = (size_t)d->k;
+    const span_job *j = ud;
+    size_t k = (size_t)j->dc->d.k;
     for (size_t i = begin; i < end; i++) {
-        float *row = j->dst + i * k;
-        const unsigned char *src = j->raw + i * j->dc->row_bytes;
-        int rc;
-        if (d->kind == STF__DEC_FLOAT) {
-            rc = stf_convert_to_f32(row, src, d->w_dtype, k, NULL);
-        } else if (d->kind == STF__DEC_W4A4) {
-            /* Layers the kernel refuses (K % 64 != 0, Sylvester G) still hold
-             * exact codes: unpack (low nibble = even column), x = fl32(q * s_n). */
-            float s = j->dc->scales[j->r0 + i];
-            for (size_t x = 0; x < k; x++) {
-                unsigned b = src[x / 2], v = x % 2 ? (b >> 4) & 0xFu : b & 0xFu;
-                int qv = v >= 8 ? (int)v - 16 : (int)v;
-                row[x] = (float)qv * s;
-            }
-            rc = 0;
-        } else if (d->kind == STF__DEC_INT8) {
-            /* Grouped scales: x = fl32(q * s[row, column / (k / groups)]), the
-             * same single product the per-row kernel forms. */
-            size_t g = (size_t)d->groups, span = k / g;
-            const float *s = j->dc->scales + (size_t)(j->r0 + i) * g;
-            for (size_t x = 0; x < k; x++) row[x] = (float)(int8_t)src[x] * s[x / span];
-            rc = 0;
-        } else {
-            /* Column scales: decode with 1 (exact), then one fl32 product each. */
-            float s = d->axis == STF_SCALE_COL   ? 1.0f
-                      : d->axis == STF_SCALE_ROW ? j->dc->scales[j->r0 + i]
-                                                 : j->dc->scales[0];
-            rc = stf_fp8_dequantize(row, src, d->w_dtype, k, s, NULL);
-            if (rc == 0 && d->axis == STF_SCALE_COL)
-                for (size_t x = 0; x < k; x++) row[x] = row[x] * j->dc->scales[x];
-        }
-        if (rc) return rc;
-        if (d->rot_group)
-            rc = d->sylvester ? stf_hadamard_sylvester_undo(row, k, d->rot_group, NULL)
-                              : stf_hadamard_regular(row, k, d->rot_group, NULL);
+        int rc = decode_span(j->dc, j->dst + i * k, j->raw + i * j->dc->row_bytes, j->r0 + i, 0, k);
         if (rc) return rc;
     }
     return 0;
+}
+
+static int cols_chunk(void *ud, size_t begin, size_t end)
+{
+    const span_job *j = ud;
+    size_t b = begin * STF__WIDE_UNIT, e = end * STF__WIDE_UNIT;
+    if (e > j->cols) e = j->cols;
+    return decode_span(j->dc, j->dst + b, j->raw + span_bytes(j->dc, b), j->r0, j->c0 + b, e - b);
 }
 
 /* Decode rows [r0, r1) to f32 (contract in run_int.h). */
@@ -257,12 +281,63 @@ int stf__decoder_rows(const stf__decoder *dc, float *dst, uint64_t r0, uint64_t 
     } else if (d->kind == STF__DEC_W4A4 && !d->sylvester && k % 64 == 0) {
         rc = stf_w4a4_dequantize(dst, raw, dc->scales + r0, rows, k, d->rot_group, pool, err);
     } else {
-        rows_job j = { dc, raw, dst, r0 };
+        span_job j = { dc, raw, dst, r0, 0, 0 };
         size_t grain = k >= 16384 ? 1 : 16384 / k;
         rc = stf_pool_run(pool, rows, grain, rows_chunk, &j);
         if (rc)
             return stf__err(err, rc, "decode: weight '%s': rows %llu..%llu failed to decode",
                             dc->wname, (unsigned long long)r0, (unsigned long long)r1);
+        return 0;
+    }
+    if (rc) stf__err_prefix(err, "decode '%s': ", dc->wname);
+    return rc;
+}
+
+/* Bytes of columns [c0, c0 + cols) of one row (contract in run_int.h). */
+int stf__decoder_raw_cols(const stf__decoder *dc, const void **out, uint64_t row, uint64_t c0,
+                          size_t cols, void *scratch, stf_err *err)
+{
+    const stf__decode *d = &dc->d;
+    if (row >= d->n || c0 > d->k || cols > d->k - c0 ||
+        (d->kind == STF__DEC_W4A4 && (c0 % 2 || cols % 2)))
+        return stf__err(err, STF_EINVAL, "decode: columns out of range");
+    uint64_t off = row * dc->row_bytes + span_bytes(dc, c0);
+    if (dc->mem) {
+        *out = dc->mem + off;
+        return 0;
+    }
+    int rc = stf_ckpt_read(dc->c, d->w_idx, off, scratch, (size_t)span_bytes(dc, cols), err);
+    if (rc) return rc;
+    *out = scratch;
+    return 0;
+}
+
+/* Decode columns [c0, c0 + cols) of one row (contract in run_int.h). */
+int stf__decoder_cols(const stf__decoder *dc, float *dst, uint64_t row, uint64_t c0, size_t cols,
+                      void *scratch, stf_pool *pool, stf_err *err)
+{
+    const stf__decode *d = &dc->d;
+    if (c0 % STF__WIDE_UNIT || (cols % STF__WIDE_UNIT && c0 + cols != d->k))
+        return stf__err(err, STF_EINVAL, "decode: columns %llu..%llu are not whole units of %u",
+                        (unsigned long long)c0, (unsigned long long)(c0 + cols), STF__WIDE_UNIT);
+    const void *raw = NULL;
+    int rc = stf__decoder_raw_cols(dc, &raw, row, c0, cols, scratch, err);
+    if (rc || cols == 0) return rc;
+    if (d->kind == STF__DEC_INT8 && !grouped(d)) {
+        stf_dequant_opts o = { d->axis, d->rot_group, d->sylvester };
+        const float *s = d->axis == STF_SCALE_ROW   ? dc->scales + row
+                         : d->axis == STF_SCALE_COL ? dc->scales + c0
+                                                    : dc->scales;
+        rc = stf_int8_dequantize(dst, raw, s, 1, cols, &o, pool, err);
+    } else if (d->kind == STF__DEC_W4A4 && !d->sylvester && d->k % 64 == 0) {
+        rc = stf_w4a4_dequantize(dst, raw, dc->scales + row, 1, cols, d->rot_group, pool, err);
+    } else {
+        span_job j = { dc, raw, dst, row, c0, cols };
+        rc = stf_pool_run(pool, (cols + STF__WIDE_UNIT - 1) / STF__WIDE_UNIT, 1, cols_chunk, &j);
+        if (rc)
+            return stf__err(err, rc, "decode: weight '%s': row %llu, columns %llu..%llu failed "
+                            "to decode", dc->wname, (unsigned long long)row,
+                            (unsigned long long)c0, (unsigned long long)(c0 + cols));
         return 0;
     }
     if (rc) stf__err_prefix(err, "decode '%s': ", dc->wname);

@@ -6,16 +6,20 @@
  * (stf_writer_fill) by the thread that computed it, while its bytes are
  * still in cache: writing into the page cache costs about as much as the
  * quantization, so it must be spread over the threads like the compute.
- * Chunk boundaries depend only on the shapes, so the bytes, the metrics and
- * the error reported never depend on the thread count.
+ * A block holds as many rows as fit the cap next to the quantizers' scratch
+ * of every thread; a row that, with that scratch, does not fit max_mem goes
+ * in column pieces (job_wide.c). Rows are independent, metrics are merged row by row and a
+ * NaN is named by its row in the layer, so the bytes, the metrics and the
+ * error reported depend neither on the block size nor on the thread count.
  */
+#include <math.h>
 #include <pthread.h>
 #include <string.h>
 
 #include "pipeline/run_int.h"
 
 /*
- * A block's working set never exceeds this, whatever max_mem says: larger
+ * A job's buffers never exceed this, whatever max_mem says: larger
  * blocks gain nothing once the kernels have enough rows to share out, and
  * the run's peak RSS target (256 MiB on a 4 GiB input) leaves room for the
  * writer and the page cache's mapped pages.
@@ -44,6 +48,9 @@ void stf__jobrun_fini(stf__jobrun *jr)
     stf__free(jr->out);
     stf__free(jr->scale);
     stf__free(jr->rowm);
+    stf__free(jr->wide);
+    jr->wide = NULL;
+    jr->wide_cap = 0;
     jr->raw = NULL;
     jr->ref = jr->test = jr->scale = NULL;
     jr->out = NULL;
@@ -53,15 +60,15 @@ void stf__jobrun_fini(stf__jobrun *jr)
 
 static int is_float(stf_dtype d) { return d == STF_BF16 || d == STF_F16 || d == STF_F32; }
 
-/* Quantize straight from the source bytes: no decode, T is the source dtype. */
-static int direct_source(const stf__job *job)
+/* Quantize straight from the source bytes (contract in run_int.h). */
+int stf__job_direct(const stf__job *job)
 {
     return job->kind != STF__JOB_DEQUANT && job->dec.kind == STF__DEC_FLOAT &&
            is_float(job->dec.w_dtype) && job->t == job->dec.w_dtype && job->dec.rot_group == 0;
 }
 
-/* Output bytes of one row. */
-static uint64_t out_row_bytes(const stf__job *job)
+/* Output bytes of one row (contract in run_int.h). */
+uint64_t stf__job_out_row_bytes(const stf__job *job)
 {
     uint64_t k = job->dec.k;
     switch (job->kind) {
@@ -93,22 +100,58 @@ static uint64_t in_row_bytes(const stf__job *job)
     return d->k;
 }
 
+/* The memory a job may use: max_mem, or BLOCK_CAP when it is 0. */
+static uint64_t limit_of(const stf__jobrun *jr) { return jr->max_mem ? jr->max_mem : BLOCK_CAP; }
+
+/* The buffers of a block or a piece: within the limit, and never over BLOCK_CAP. */
+static uint64_t cap_of(const stf__jobrun *jr)
+{
+    uint64_t lim = limit_of(jr);
+    return lim < BLOCK_CAP ? lim : BLOCK_CAP;
+}
+
+/*
+ * raw + f32 ref + f32 test (metrics) + output + scale + per-row metrics:
+ * at most 16 bytes a column, so an absurd row saturates instead of wrapping.
+ */
+static uint64_t row_bytes(const stf__job *job)
+{
+    if (job->dec.k > (UINT64_MAX - 4096) / 16) return UINT64_MAX;
+    return in_row_bytes(job) + 8 * job->dec.k + stf__job_out_row_bytes(job) + 4 +
+           sizeof(stf_metrics);
+}
+
+/* The quantizers' own scratch: one f32 row for each thread at work (saturating). */
+static uint64_t thread_bytes(const stf__jobrun *jr, const stf__job *job)
+{
+    uint64_t t = stf_pool_threads(jr->pool);
+    if (job->kind == STF__JOB_DEQUANT) return 0;
+    return job->dec.k > UINT64_MAX / 4 / t ? UINT64_MAX : 4 * job->dec.k * t;
+}
+
 /* Rows per block (contract in run_int.h). */
 uint64_t stf__job_block_rows(const stf__jobrun *jr, const stf__job *job)
 {
-    uint64_t k = job->dec.k, n = job->dec.n;
+    uint64_t n = job->dec.n, cap = cap_of(jr), tb = thread_bytes(jr, job);
     if (n == 0) return 1;
-    /* raw + f32 ref + f32 test (metrics) + output + scale + per-row metrics */
-    uint64_t per = in_row_bytes(job) + 8 * k + out_row_bytes(job) + 4 + sizeof(stf_metrics);
-    uint64_t cap = jr->max_mem && jr->max_mem < BLOCK_CAP ? jr->max_mem : BLOCK_CAP;
-    uint64_t b = cap / per;
+    uint64_t b = cap > tb ? (cap - tb) / row_bytes(job) : 0;
     if (b < 1) b = 1;
     if (b > n) b = n;
     return b;
 }
 
-/* Grow *p to at least `need` bytes (contents not kept). */
-static int grow(void **p, size_t *cap, uint64_t need, stf_err *err)
+/* Whether rows go in column pieces (contract in run_int.h). */
+size_t stf__job_piece_cols(const stf__jobrun *jr, const stf__job *job)
+{
+    uint64_t k = job->dec.k, rb = row_bytes(job), tb = thread_bytes(jr, job);
+    if (k <= STF__WIDE_UNIT || (rb <= limit_of(jr) && tb <= limit_of(jr) - rb)) return 0;
+    uint64_t c = cap_of(jr) / STF__JOB_COL_BYTES / STF__WIDE_UNIT * STF__WIDE_UNIT;
+    if (c < STF__WIDE_UNIT) c = STF__WIDE_UNIT;
+    return (size_t)(c < k ? c : k);
+}
+
+/* Grow a reused buffer (contract in run_int.h). */
+int stf__job_grow(void **p, size_t *cap, uint64_t need, stf_err *err)
 {
     if (need <= *cap) return 0;
     if (need > SIZE_MAX) return stf__err(err, STF_ELIMIT, "run: block of %llu bytes too large",
@@ -146,13 +189,36 @@ static int chunk_fail(blk *b, size_t row, int rc, const stf_err *e)
     return rc;
 }
 
+/*
+ * The quantizers number rows from the start of what they were given, a
+ * chunk of the block; name the layer's row instead. Both stop at the first
+ * NaN or Inf of their source in row-major order, so that is the one named.
+ */
+static void nonfinite_msg(stf_err *err, const void *src, stf_dtype dt, size_t rows, size_t k,
+                          uint64_t row0)
+{
+    float v[256];
+    size_t esz = stf_dtype_bits(dt) / 8u, total = rows * k;
+    for (size_t at = 0; at < total; at += 256) {
+        size_t cnt = total - at < 256 ? total - at : 256;
+        if (stf_convert_to_f32(v, (const unsigned char *)src + at * esz, dt, cnt, NULL)) return;
+        for (size_t i = 0; i < cnt; i++)
+            if (!isfinite(v[i])) {
+                stf__err(err, STF_ENUMERIC, "row %llu, column %llu: non-finite value (NaN or Inf) "
+                         "cannot be quantized", (unsigned long long)(row0 + (at + i) / k),
+                         (unsigned long long)((at + i) % k));
+                return;
+            }
+    }
+}
+
 /* Rows [i0, i1) of the block: produce, measure, emit. */
 static int chunk_rows(blk *b, size_t i0, size_t i1, stf_err *err)
 {
     stf__jobrun *jr = b->jr;
     const stf__job *job = b->job;
     size_t k = (size_t)job->dec.k, rows = i1 - i0;
-    uint64_t row0 = b->r0 + i0, orb = out_row_bytes(job);
+    uint64_t row0 = b->r0 + i0, orb = stf__job_out_row_bytes(job);
     unsigned char *out = jr->out + i0 * orb;
     float *scale = jr->scale ? jr->scale + i0 : NULL;
     float *ref = jr->ref ? jr->ref + i0 * k : NULL;
@@ -160,7 +226,7 @@ static int chunk_rows(blk *b, size_t i0, size_t i1, stf_err *err)
     const void *src;
     stf_dtype src_dtype;
     int rc;
-    if (direct_source(job)) {
+    if (stf__job_direct(job)) {
         rc = stf__decoder_raw(b->dc, &src, row0, row0 + rows, raw, err);
         if (rc) return rc;
         src_dtype = job->dec.w_dtype;
@@ -189,8 +255,9 @@ static int chunk_rows(blk *b, size_t i0, size_t i1, stf_err *err)
         rc = stf__err(err, STF_EINVAL, "run: job of unknown kind");
         break;
     }
+    if (rc == STF_ENUMERIC) nonfinite_msg(err, src, src_dtype, rows, k, row0);
     if (rc) return stf__err_prefix(err, "requantize '%s': ", b->dc->wname);
-    if (b->metrics && k > 0) {
+    if (b->metrics) {
         float *test = jr->test + i0 * k;
         if (job->kind == STF__JOB_REQUANT_INT8) {
             stf_dequant_opts o = { STF_SCALE_ROW, job->group, 0 };
@@ -233,6 +300,61 @@ static size_t chunk_grain(const stf__job *job)
     return g ? (size_t)g : 1;
 }
 
+/* Every row of the job in blocks of rows; metrics (when non-NULL) merged in row order. */
+static int run_blocks(stf__jobrun *jr, const stf__job *job, const stf__decoder *dc,
+                      stf_metrics *total, stf_err *err)
+{
+    uint64_t n = job->dec.n, k = job->dec.k;
+    uint64_t b = stf__job_block_rows(jr, job);
+    int have_scale = job->kind != STF__JOB_DEQUANT;
+    int want_ref = total != NULL || !stf__job_direct(job);
+    int rc;
+    /* Sizes below cannot overflow: block_rows keeps b * per-row bytes under BLOCK_CAP. */
+    if ((rc = stf__job_grow((void **)&jr->raw, &jr->raw_cap, dc->mem ? 0 : b * dc->row_bytes,
+                            err)) ||
+        (rc = stf__job_grow((void **)&jr->ref, &jr->ref_cap, want_ref ? b * k * 4 : 0, err)) ||
+        (rc = stf__job_grow((void **)&jr->test, &jr->test_cap, total ? b * k * 4 : 0, err)) ||
+        (rc = stf__job_grow((void **)&jr->out, &jr->out_cap, b * stf__job_out_row_bytes(job),
+                            err)) ||
+        (rc = stf__job_grow((void **)&jr->scale, &jr->scale_cap, have_scale ? b * 4 : 0, err)) ||
+        (rc = stf__job_grow((void **)&jr->rowm, &jr->rowm_cap,
+                            total ? b * sizeof(stf_metrics) : 0, err)))
+        return rc;
+
+    blk bk;
+    memset(&bk, 0, sizeof bk);
+    bk.jr = jr;
+    bk.job = job;
+    bk.dc = dc;
+    bk.metrics = total != NULL;
+    if (pthread_mutex_init(&bk.mu, NULL) != 0)
+        return stf__err(err, STF_ENOMEM, "run: cannot create a mutex");
+    /* The buffers' owners change per job: a NULL here means "not used". */
+    float *ref_keep = jr->ref, *scale_keep = jr->scale;
+    unsigned char *raw_keep = jr->raw;
+    if (!want_ref) jr->ref = NULL;
+    if (!have_scale) jr->scale = NULL;
+    if (dc->mem) jr->raw = NULL;
+    size_t grain = chunk_grain(job);
+    for (uint64_t r0 = 0; r0 < n && rc == 0; r0 += b) {
+        size_t rows = (size_t)(n - r0 < b ? n - r0 : b);
+        bk.r0 = r0;
+        bk.err_row = SIZE_MAX;
+        rc = stf_pool_run(jr->pool, rows, grain, chunk_fn, &bk);
+        if (rc) {
+            if (err) *err = bk.err;
+            break;
+        }
+        if (total)
+            for (size_t i = 0; i < rows; i++) stf_metrics_merge(total, &jr->rowm[i]);
+    }
+    jr->ref = ref_keep;
+    jr->scale = scale_keep;
+    jr->raw = raw_keep;
+    pthread_mutex_destroy(&bk.mu);
+    return rc;
+}
+
 /* Execute one job (contract in run_int.h). */
 int stf__job_exec(stf__jobrun *jr, const stf__job *job, stf_metrics_result *m, stf_err *err)
 {
@@ -247,53 +369,17 @@ int stf__job_exec(stf__jobrun *jr, const stf__job *job, stf_metrics_result *m, s
                         stf_dtype_name(job->out_dtype) ? stf_dtype_name(job->out_dtype) : "?");
     rc = stf__decoder_open(&dc, jr->c, &job->dec, err);
     if (rc) goto done;
-
-    uint64_t n = job->dec.n, k = job->dec.k;
-    uint64_t b = stf__job_block_rows(jr, job);
-    int have_scale = job->kind != STF__JOB_DEQUANT;
-    int want_ref = m != NULL || !direct_source(job);
-    /* Sizes below cannot overflow: block_rows keeps b * per-row bytes under BLOCK_CAP. */
-    if ((rc = grow((void **)&jr->raw, &jr->raw_cap, dc.mem ? 0 : b * dc.row_bytes, err)) ||
-        (rc = grow((void **)&jr->ref, &jr->ref_cap, want_ref ? b * k * 4 : 0, err)) ||
-        (rc = grow((void **)&jr->test, &jr->test_cap, m ? b * k * 4 : 0, err)) ||
-        (rc = grow((void **)&jr->out, &jr->out_cap, b * out_row_bytes(job), err)) ||
-        (rc = grow((void **)&jr->scale, &jr->scale_cap, have_scale ? b * 4 : 0, err)) ||
-        (rc = grow((void **)&jr->rowm, &jr->rowm_cap, m ? b * sizeof(stf_metrics) : 0, err)))
-        goto done;
-
-    blk bk;
-    memset(&bk, 0, sizeof bk);
-    bk.jr = jr;
-    bk.job = job;
-    bk.dc = &dc;
-    bk.metrics = m != NULL;
-    if (pthread_mutex_init(&bk.mu, NULL) != 0) {
-        rc = stf__err(err, STF_ENOMEM, "run: cannot create a mutex");
+    if (job->dec.n == 0 || job->dec.k == 0) {
+        /* The plan copies such a weight instead: the dimension that is not 0
+         * has no data behind it and must not size the output or a loop. */
+        rc = stf__err(err, STF_EINVAL, "run: weight '%s' has no elements (%llu x %llu): "
+                      "nothing to requantize or dequantize", dc.wname,
+                      (unsigned long long)job->dec.n, (unsigned long long)job->dec.k);
         goto done;
     }
-    /* The buffers' owners change per job: a NULL here means "not used". */
-    float *ref_keep = jr->ref, *scale_keep = jr->scale;
-    unsigned char *raw_keep = jr->raw;
-    if (!want_ref) jr->ref = NULL;
-    if (!have_scale) jr->scale = NULL;
-    if (dc.mem) jr->raw = NULL;
-    size_t grain = chunk_grain(job);
-    for (uint64_t r0 = 0; r0 < n && rc == 0; r0 += b) {
-        size_t rows = (size_t)(n - r0 < b ? n - r0 : b);
-        bk.r0 = r0;
-        bk.err_row = SIZE_MAX;
-        rc = stf_pool_run(jr->pool, rows, grain, chunk_fn, &bk);
-        if (rc) {
-            if (err) *err = bk.err;
-            break;
-        }
-        if (m && k > 0)
-            for (size_t i = 0; i < rows; i++) stf_metrics_merge(&total, &jr->rowm[i]);
-    }
-    jr->ref = ref_keep;
-    jr->scale = scale_keep;
-    jr->raw = raw_keep;
-    pthread_mutex_destroy(&bk.mu);
+    size_t pc = stf__job_piece_cols(jr, job);
+    rc = pc ? stf__job_wide(jr, job, &dc, pc, m ? &total : NULL, err)
+            : run_blocks(jr, job, &dc, m ? &total : NULL, err);
     if (rc == 0 && m) stf_metrics_finish(&total, m);
 done:
     stf__decoder_close(&dc);

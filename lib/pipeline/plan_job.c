@@ -151,13 +151,33 @@ static void drop_companions(stf__pw *w)
 }
 
 /*
+ * A weight with no elements has nothing to requantize or dequantize, and
+ * its other dimension is only a number in the header: [2^40, 0] holds no
+ * byte, yet would plan 2^40 scales. Such a weight is never decoded; the
+ * action leaves the layer as it is (the weight, its scales and marker are
+ * copied unchanged) and says so in the summary. Returns 1 when it did.
+ */
+static int keep_empty_weight(stf__pw *w, const char *instead)
+{
+    stf__pslot *W = &w->s[STF_SFX_WEIGHT];
+    if (!W->present || W->dropped || W->nelem) return 0;
+    char sh[96];
+    stf__pw_note(w, "weight %s has no elements: copied unchanged, not %s",
+                 stf__pw_shape_text(sh, sizeof sh, W->rank, W->shape), instead);
+    w->done = 1;
+    return 1;
+}
+
+/*
  * Dequantize the weight to `want` (STF_DTYPE_SOURCE: the float source dtype,
  * BF16 for quantized data) and drop the marker and every companion. A float
- * weight already in that dtype is copied. Terminal.
+ * weight already in that dtype is copied; a weight with no elements leaves
+ * the layer unchanged. Terminal.
  */
 int stf__pw_exclude(stf__pw *w, stf_dtype want, stf_err *err)
 {
     stf__pslot *W = &w->s[STF_SFX_WEIGHT];
+    if (keep_empty_weight(w, "dequantized")) return 0;
     const char *format = w->format;
     drop_companions(w);
     w->s[STF_SFX_COMFY_QUANT].dropped = 1;
@@ -210,12 +230,16 @@ static int pick_group(const stf_action *a, uint64_t k, unsigned *g)
     return 0;
 }
 
-/* Requantize to int8_tensorwise+ConvRot or convrot_w4a4 (a = the requantize parameters). */
+/*
+ * Requantize to int8_tensorwise+ConvRot or convrot_w4a4 (a = the requantize
+ * parameters); a weight with no elements leaves the layer unchanged.
+ */
 int stf__pw_requantize(stf__pw *w, const stf_action *a, stf_quant_format to, stf_err *err)
 {
     stf__pslot *W = &w->s[STF_SFX_WEIGHT];
     char msg[320];
     if (!W->present || W->dropped) return stf__pw_refuse(w, err, "the layer has no weight");
+    if (keep_empty_weight(w, "requantized")) return 0;
     /* A MoE bank [E,out,in] is requantized as [E*out, in] and keeps its 3-D form (§3). */
     int moe = W->rank == 3 && !w->flattened && w->n == W->shape[0] * W->shape[1] &&
               w->k == W->shape[2];

@@ -61,6 +61,32 @@ int stf__decoder_rows(const stf__decoder *dc, float *dst, uint64_t r0, uint64_t 
                       void *scratch, stf_pool *pool, stf_err *err);
 
 /*
+ * A row too wide for the block cap is handled in pieces of whole multiples
+ * of this many columns: every rotation group (at most 4096), a W4A4 byte
+ * pair and the 64 columns the W4A4 kernel needs all divide it.
+ */
+#define STF__WIDE_UNIT 4096u
+
+/*
+ * Input bytes of columns [c0, c0 + cols) of one row, as stf__decoder_raw
+ * (scratch: those bytes, unless the checkpoint is in memory). W4A4 needs c0
+ * and cols even.
+ * Errors: STF_EINVAL out of range; the read's.
+ */
+int stf__decoder_raw_cols(const stf__decoder *dc, const void **out, uint64_t row, uint64_t c0,
+                          size_t cols, void *scratch, stf_err *err);
+
+/*
+ * Decode columns [c0, c0 + cols) of row `row` to f32 into dst (cols floats),
+ * exactly the values stf__decoder_rows gives for them: c0 is a multiple of
+ * STF__WIDE_UNIT and so is cols unless the span ends the row. Parts run on
+ * `pool`; the result does not depend on it. Errors as stf__decoder_rows,
+ * STF_EINVAL for a misaligned span.
+ */
+int stf__decoder_cols(const stf__decoder *dc, float *dst, uint64_t row, uint64_t c0, size_t cols,
+                      void *scratch, stf_pool *pool, stf_err *err);
+
+/*
  * Where a job's bytes go: `len` bytes at byte `off` of plan output `out`
  * (index into plan->outs). run.c sends them to stf_writer_fill; tests
  * collect them in memory. Called from the pool's threads at once, for
@@ -91,6 +117,8 @@ typedef struct stf__jobrun {
     size_t scale_cap;
     stf_metrics *rowm;
     size_t rowm_cap;
+    float *wide;                /* a wide row's quantizer scratch (job_wide.c) */
+    size_t wide_cap;
 } stf__jobrun;
 
 /* Zero the runner and set its inputs. Never fails. */
@@ -101,18 +129,53 @@ void stf__jobrun_fini(stf__jobrun *jr);
 
 /*
  * The rows of one block for a job of n rows of k values: at least 1, at
- * most n, sized so the block's buffers stay within the runner's cap.
- * Independent of the pool's thread count (so are the results).
+ * most n, sized so the block's buffers and the quantizers' per-thread
+ * scratch stay within the runner's cap (max_mem, at most 32 MiB; 32 MiB
+ * when max_mem is 0). It depends on the pool's thread count; the bytes,
+ * metrics and errors a job gives never do.
  */
 uint64_t stf__job_block_rows(const stf__jobrun *jr, const stf__job *job);
 
 /*
- * Execute `job`: produce its weight (and scale) rows block by block and
- * emit them. When `m` is non-NULL, also dequantize what was produced and
+ * Bytes per column a wide row's piece needs at most: the input (F32: 4),
+ * the decoded or reference f32 values, the dequantized ones the metrics
+ * compare, the output (F32: 4) and the quantizer's f32 scratch.
+ */
+#define STF__JOB_COL_BYTES 20u
+
+/*
+ * Columns per piece when one row with the quantizers' scratch of every
+ * thread does not fit max_mem (32 MiB when 0) and is wider than
+ * STF__WIDE_UNIT: a multiple of STF__WIDE_UNIT (at least one) whose
+ * buffers stay within the cap. 0 when the job runs in blocks of whole rows.
+ */
+size_t stf__job_piece_cols(const stf__jobrun *jr, const stf__job *job);
+
+/* Whether the job quantizes straight from the weight's bytes (float, T = its dtype). */
+int stf__job_direct(const stf__job *job);
+/* Output bytes of one row of the job. */
+uint64_t stf__job_out_row_bytes(const stf__job *job);
+/* Grow a reused buffer *p to at least `need` bytes (contents not kept); STF_ENOMEM/ELIMIT. */
+int stf__job_grow(void **p, size_t *cap, uint64_t need, stf_err *err);
+
+/*
+ * Every row of the opened job in column pieces of `pc` columns (job_wide.c):
+ * for a requantize, pass 1 reads each piece for the row's absmax and pass 2
+ * again for its codes; a dequantize reads each piece once. The bytes, the
+ * metrics (merged into *total when non-NULL, row by row and piece by piece
+ * in column order) and the errors are those of the blocks of whole rows.
+ */
+int stf__job_wide(stf__jobrun *jr, const stf__job *job, const stf__decoder *dc, size_t pc,
+                  stf_metrics *total, stf_err *err);
+
+/*
+ * Execute `job`: produce its weight (and scale) rows block by block (or a
+ * row too wide for the cap piece by piece) and emit them. When `m` is non-NULL, also dequantize what was produced and
  * fill *m with the error metrics against the decoded source rows (merged
  * row by row, so identical for any block size and pool). Errors from
  * decoding (STF_EFORMAT naming the tensor), quantization (STF_ENUMERIC
- * naming the row), emission, STF_ENOMEM.
+ * naming the row and column), emission, STF_ENOMEM; STF_EINVAL for a
+ * weight with no elements (the plan copies those).
  */
 int stf__job_exec(stf__jobrun *jr, const stf__job *job, stf_metrics_result *m, stf_err *err);
 

@@ -36,12 +36,20 @@ static float *align64(void *raw)
     return (float *)(void *)((p + 63u) & ~(uintptr_t)63u);
 }
 
-/* Whether element i of a float row of dtype d is NaN or Inf. */
-static int nonfinite_at(const void *src, stf_dtype d, size_t i)
+/* Index of the first NaN or Inf among n values of dtype d, n if none (kernels.h). */
+size_t stf__first_nonfinite(const void *src, stf_dtype d, size_t n)
 {
-    if (d == STF_F32) return ((stf__f32_bits(((const float *)src)[i]) >> 23) & 0xFFu) == 0xFFu;
-    uint16_t h = ((const uint16_t *)src)[i];
-    return d == STF_BF16 ? (h & 0x7F80u) == 0x7F80u : (h & 0x7C00u) == 0x7C00u;
+    for (size_t i = 0; i < n; i++) {
+        int bad;
+        if (d == STF_F32) {
+            bad = ((stf__f32_bits(((const float *)src)[i]) >> 23) & 0xFFu) == 0xFFu;
+        } else {
+            uint16_t h = ((const uint16_t *)src)[i];
+            bad = d == STF_BF16 ? (h & 0x7F80u) == 0x7F80u : (h & 0x7C00u) == 0x7C00u;
+        }
+        if (bad) return i;
+    }
+    return n;
 }
 
 typedef struct q_job {
@@ -128,9 +136,9 @@ int stf_int8_quantize_rows(int8_t *q, float *scale, const void *src, stf_dtype s
     if (rc == 0) return 0;
     if (rc == STF_ENOMEM) return stf__err(err, rc, "int8 quantize: out of memory");
     if (rc == STF_ENUMERIC) {
-        size_t row = atomic_load(&j.bad_row), col = 0;
-        const unsigned char *rowp = j.src + row * k * dtype_size(src_dtype);
-        while (col + 1 < k && !nonfinite_at(rowp, src_dtype, col)) col++;
+        size_t row = atomic_load(&j.bad_row);
+        size_t col = stf__first_nonfinite(j.src + row * k * dtype_size(src_dtype), src_dtype, k);
+        if (col == k) col = k - 1;
         return stf__err(err, rc, "row %zu, column %zu: non-finite value (NaN or Inf) cannot be "
                                  "quantized", row, col);
     }

@@ -44,6 +44,32 @@ typedef struct stf__kernels {
 } stf__kernels;
 
 extern const stf__kernels stf__kernels_scalar;
+
+/*
+ * The steps of the scalar int8_row, for code that quantizes a row in pieces
+ * (wide_row.c) and must give its bytes: load n values as F32 (-1 when one
+ * is NaN or Inf), fold max|x| (max|rT(x)| for eager) of n rotated values
+ * into a, and turn n rotated values into codes for the divisor d of
+ * stf__int8_row_scale. t is F32 for fp32 mode. Defined in kernels_scalar.c.
+ */
+int stf__int8_ref_load(float *dst, const void *src, stf_dtype dt, size_t n);
+float stf__int8_ref_absmax(float a, const float *x, size_t n, stf_quant_mode mode, stf_dtype t);
+void stf__int8_ref_codes(int8_t *q, const float *x, size_t n, float d, stf_dtype t);
+
+/* Index of the first NaN or Inf among n BF16/F16/F32 values, n if none (int8.c). */
+size_t stf__first_nonfinite(const void *src, stf_dtype d, size_t n);
+
+/*
+ * The steps of one W4A4 row (w4a4.c), shared with wide_row.c the same way:
+ * load n values as F32, rotate per group g and round to t (STF_ENUMERIC
+ * when one is NaN or Inf, STF_EUNSUPPORTED for the dtype); the scale by the
+ * rule of `mode` (eager, else cuda) from the absmax of those values; the
+ * packed codes (n/2 bytes, n even) for it.
+ */
+int stf__w4a4_prep(float *x, const void *src, stf_dtype dt, size_t n, unsigned g, stf_dtype t);
+float stf__w4a4_scale(float a, stf_quant_mode mode, stf_dtype t);
+void stf__w4a4_pack(int8_t *out, const float *x, size_t n, float s, stf_quant_mode mode,
+                    stf_dtype t);
 #if defined(__x86_64__) || defined(__i386__)
 extern const stf__kernels stf__kernels_avx2;
 extern const stf__kernels stf__kernels_avx512;

@@ -69,62 +69,57 @@ static void int8_dequant_row_cols_scalar(float *dst, const int8_t *q, const floa
 
 
 /*
- * Load one row into scratch as F32 and report whether every value is
- * finite. Testing exponent bits keeps the check exact and cheap.
+ * Load n values of one row into dst as F32 and report whether every value
+ * is finite (0) or not (-1). Testing exponent bits keeps the check exact
+ * and cheap. (Contract in kernels.h.)
  */
-static int load_row(float *dst, const void *src, stf_dtype dt, size_t k)
+int stf__int8_ref_load(float *dst, const void *src, stf_dtype dt, size_t n)
 {
     uint32_t bad = 0;
     size_t i;
     if (dt == STF_BF16) {
         const uint16_t *s = src;
-        for (i = 0; i < k; i++) {
+        for (i = 0; i < n; i++) {
             bad |= (uint32_t)((s[i] & 0x7F80u) == 0x7F80u);
             dst[i] = stf__bf16_to_f32(s[i]);
         }
     } else if (dt == STF_F16) {
         const uint16_t *s = src;
-        for (i = 0; i < k; i++) {
+        for (i = 0; i < n; i++) {
             bad |= (uint32_t)((s[i] & 0x7C00u) == 0x7C00u);
             dst[i] = stf__f16_to_f32(s[i]);
         }
     } else {
-        memcpy(dst, src, k * sizeof(float));
-        for (i = 0; i < k; i++)
+        memcpy(dst, src, n * sizeof(float));
+        for (i = 0; i < n; i++)
             bad |= (uint32_t)((stf__f32_bits(dst[i]) & 0x7F800000u) == 0x7F800000u);
     }
     return bad ? -1 : 0;
 }
 
-static int int8_row_scalar(int8_t *q, float *scale, const void *src, stf_dtype src_dtype,
-                           size_t k, unsigned g, stf_quant_mode mode, stf_dtype t,
-                           float *scratch)
+/* max|R| (cuda, fp32) or max|rT(R)| (eager) folded into a (contract in kernels.h). */
+float stf__int8_ref_absmax(float a, const float *x, size_t n, stf_quant_mode mode, stf_dtype t)
 {
-    if (src_dtype != STF_BF16 && src_dtype != STF_F16 && src_dtype != STF_F32)
-        return STF_EUNSUPPORTED;
-    if (load_row(scratch, src, src_dtype, k) != 0) return STF_ENUMERIC;
-    if (g) fht_regular_scalar(scratch, k, g);
-
-    /* fp32 mode is the cuda rule with T = F32 (spec §4). */
-    if (mode == STF_QMODE_FP32) t = STF_F32;
-
-    float a = 0.0f, s;
     size_t i;
     if (mode == STF_QMODE_EAGER) {
-        for (i = 0; i < k; i++) {
-            float v = fabsf(stf__round_t(scratch[i], t));
+        for (i = 0; i < n; i++) {
+            float v = fabsf(stf__round_t(x[i], t));
             if (v > a) a = v;
         }
     } else {
-        for (i = 0; i < k; i++) {
-            float v = fabsf(scratch[i]);
+        for (i = 0; i < n; i++) {
+            float v = fabsf(x[i]);
             if (v > a) a = v;
         }
     }
-    float d;
-    s = stf__int8_row_scale(&d, a, mode, t);
-    for (i = 0; i < k; i++) {
-        float v = stf__round_t(scratch[i], t);
+    return a;
+}
+
+/* q[i] = the code of x[i] for divisor d (contract in kernels.h). */
+void stf__int8_ref_codes(int8_t *q, const float *x, size_t n, float d, stf_dtype t)
+{
+    for (size_t i = 0; i < n; i++) {
+        float v = stf__round_t(x[i], t);
         float r = rintf(stf__round_t(v / d, t));
         if (r > 127.0f) r = 127.0f;
         if (r < -128.0f) r = -128.0f;
@@ -134,6 +129,23 @@ static int int8_row_scalar(int8_t *q, float *scale, const void *src, stf_dtype s
         if (r != r) r = 0.0f;
         q[i] = (int8_t)r;
     }
+}
+
+static int int8_row_scalar(int8_t *q, float *scale, const void *src, stf_dtype src_dtype,
+                           size_t k, unsigned g, stf_quant_mode mode, stf_dtype t,
+                           float *scratch)
+{
+    if (src_dtype != STF_BF16 && src_dtype != STF_F16 && src_dtype != STF_F32)
+        return STF_EUNSUPPORTED;
+    if (stf__int8_ref_load(scratch, src, src_dtype, k) != 0) return STF_ENUMERIC;
+    if (g) fht_regular_scalar(scratch, k, g);
+
+    /* fp32 mode is the cuda rule with T = F32. */
+    if (mode == STF_QMODE_FP32) t = STF_F32;
+
+    float d;
+    float s = stf__int8_row_scale(&d, stf__int8_ref_absmax(0.0f, scratch, k, mode, t), mode, t);
+    stf__int8_ref_codes(q, scratch, k, d, t);
     *scale = s;
     return 0;
 }

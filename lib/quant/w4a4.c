@@ -45,7 +45,6 @@ typedef struct w4_job {
     stf_quant_mode mode;
     size_t k;
     unsigned g;
-    const stf__kernels *kt;
 } w4_job;
 
 /*
@@ -77,35 +76,33 @@ static unsigned nibble(float c)
     return (unsigned)(int)c & 0xFu;
 }
 
-static int w4_row(const w4_job *j, size_t r, float *x)
+/* Load, check, rotate and round n values (contract in kernels.h). */
+int stf__w4a4_prep(float *x, const void *src, stf_dtype dt, size_t n, unsigned g, stf_dtype t)
 {
-    size_t k = j->k, esz = j->src_dtype == STF_F32 ? 4 : 2;
-    stf_dtype t = j->t;
-    if (stf_convert_to_f32(x, j->src + r * k * esz, j->src_dtype, k, NULL) != 0)
-        return STF_EUNSUPPORTED;
-    for (size_t i = 0; i < k; i++)
+    if (stf_convert_to_f32(x, src, dt, n, NULL) != 0) return STF_EUNSUPPORTED;
+    for (size_t i = 0; i < n; i++)
         if (((stf__f32_bits(x[i]) >> 23) & 0xFFu) == 0xFFu) return STF_ENUMERIC;
-    j->kt->fht_regular(x, k, j->g);
-    (void)stf_round_to_dtype(x, k, t, NULL);
+    stf__kernels_active()->fht_regular(x, n, g);
+    (void)stf_round_to_dtype(x, n, t, NULL);
+    return 0;
+}
 
-    float a = 0.0f;
-    for (size_t i = 0; i < k; i++) {
-        float v = fabsf(x[i]);
-        if (v > a) a = v;
-    }
-    int eager = j->mode == STF_QMODE_EAGER;
-    float s, inv = 0.0f;
-    if (eager) {
-        s = eager_scale(a, t);
-    } else {
-        /* Multiply by fl32(1/7), then by fl32(1/s) per element, as the
-         * CUDA kernel does, rather than divide. */
-        s = fmaxf(fminf(a, stf__max_of_t(t)) * (1.0f / 7.0f),
-                  stf__f32_from_bits(W4_FLOOR_BITS));
-        inv = 1.0f / s;
-    }
-    int8_t *out = j->packed + r * (k / 2);
-    for (size_t i = 0; i < k; i += 2) {
+/* The row scale from a = max|x| by the rule of `mode` (contract in kernels.h). */
+float stf__w4a4_scale(float a, stf_quant_mode mode, stf_dtype t)
+{
+    if (mode == STF_QMODE_EAGER) return eager_scale(a, t);
+    /* Multiply by fl32(1/7), then by fl32(1/s) per element, as the
+     * CUDA kernel does, rather than divide. */
+    return fmaxf(fminf(a, stf__max_of_t(t)) * (1.0f / 7.0f), stf__f32_from_bits(W4_FLOOR_BITS));
+}
+
+/* Packed codes of n values for scale s (contract in kernels.h). */
+void stf__w4a4_pack(int8_t *out, const float *x, size_t n, float s, stf_quant_mode mode,
+                    stf_dtype t)
+{
+    int eager = mode == STF_QMODE_EAGER;
+    float inv = eager ? 0.0f : 1.0f / s;
+    for (size_t i = 0; i < n; i += 2) {
         unsigned nib[2];
         for (size_t h = 0; h < 2; h++) {
             float v = x[i + h];
@@ -115,6 +112,17 @@ static int w4_row(const w4_job *j, size_t r, float *x)
         unsigned byte = nib[0] | (nib[1] << 4);
         out[i / 2] = (int8_t)(byte >= 128u ? (int)byte - 256 : (int)byte);
     }
+}
+
+static int w4_row(const w4_job *j, size_t r, float *x)
+{
+    size_t k = j->k, esz = j->src_dtype == STF_F32 ? 4 : 2;
+    int rc = stf__w4a4_prep(x, j->src + r * k * esz, j->src_dtype, k, j->g, j->t);
+    if (rc) return rc;
+    /* The plain max|x| (the cuda rule's absmax) of the rotated, rounded values. */
+    float a = stf__int8_ref_absmax(0.0f, x, k, STF_QMODE_CUDA, j->t);
+    float s = stf__w4a4_scale(a, j->mode, j->t);
+    stf__w4a4_pack(j->packed + r * (k / 2), x, k, s, j->mode, j->t);
     j->scale[r] = s;
     return 0;
 }
@@ -134,21 +142,11 @@ static int first_nonfinite_row(const w4_job *j, size_t n, size_t *row, size_t *c
 {
     size_t esz = j->src_dtype == STF_F32 ? 4 : 2;
     for (size_t r = 0; r < n; r++) {
-        for (size_t i = 0; i < j->k; i++) {
-            const unsigned char *p = j->src + (r * j->k + i) * esz;
-            int bad;
-            if (esz == 4) bad = ((stf__f32_bits(*(const float *)(const void *)p) >> 23) & 0xFFu)
-                                == 0xFFu;
-            else {
-                uint16_t h = *(const uint16_t *)(const void *)p;
-                bad = j->src_dtype == STF_BF16 ? (h & 0x7F80u) == 0x7F80u
-                                               : (h & 0x7C00u) == 0x7C00u;
-            }
-            if (bad) {
-                *row = r;
-                *col = i;
-                return 1;
-            }
+        size_t i = stf__first_nonfinite(j->src + r * j->k * esz, j->src_dtype, j->k);
+        if (i < j->k) {
+            *row = r;
+            *col = i;
+            return 1;
         }
     }
     return 0;
@@ -181,7 +179,7 @@ int stf_w4a4_quantize_rows(int8_t *packed, float *scale, const void *src, stf_dt
     if (total == 0) return 0;
     if (!packed || !scale || !src) return stf__err(err, STF_EINVAL, "w4a4 quantize: NULL buffer");
 
-    w4_job j = { packed, scale, src, src_dtype, t, mode, k, g, stf__kernels_active() };
+    w4_job j = { packed, scale, src, src_dtype, t, mode, k, g };
     size_t grain = k >= ((size_t)1 << 18) ? 1 : ((size_t)1 << 18) / k;
     rc = stf_pool_run(pool, n, grain, w4_chunk, &j);
     if (rc == 0) return 0;

@@ -396,6 +396,69 @@ static void test_scale_mismatch(void **state)
     st_ckfx_close(&f);
 }
 
+/*
+ * Columns of one row, piece by piece, equal that part of the decoded row:
+ * rotated INT8 with column scales, FP8 (the per-element path) and W4A4
+ * (kernel and fallback), in memory or read; spans that cut a unit are refused.
+ */
+static void test_cols_equal_rows(void **state)
+{
+    (void)state;
+    enum { N = 2, K = 2 * 4096 + 512 };
+    static int8_t q[N * K], p[N * K / 2];
+    static float sc[K], sr[N] = { 0.25f, 3.0f }, row[N * K], part[K];
+    for (size_t i = 0; i < N * K; i++) q[i] = (int8_t)(int)((i * 37u) % 251u - 125u);
+    for (size_t i = 0; i < N * K / 2; i++) p[i] = (int8_t)(uint8_t)((i * 29u + 3u) & 0x77u);
+    for (size_t i = 0; i < K; i++) sc[i] = 0.001f * (float)(1 + i % 13);
+    st_tensor t[] = { { "i.weight", STF_I8, 2, { N, K }, q, sizeof q },
+                      { "i.weight_scale", STF_F32, 1, { K }, sc, sizeof sc },
+                      { "f.weight", STF_F8_E4M3, 2, { N, K }, q, sizeof q },
+                      { "f.weight_scale", STF_F32, 0, { 0 }, sr, 4 },
+                      { "w.weight", STF_I8, 2, { N, K / 2 }, p, sizeof p },
+                      { "w.weight_scale", STF_F32, 1, { N }, sr, sizeof sr } };
+    for (int nm = 0; nm < 2; nm++) {
+        st_ckfx f;
+        st_ckfx_open(&f, t, 6, nm);
+        stf__decode ds[4];
+        ds[0] = dec_scaled(f.c, STF__DEC_INT8, "i.weight", STF_I8, "i.weight_scale", STF_F32,
+                           STF_SCALE_COL, N, K);
+        ds[0].rot_group = 256;
+        ds[1] = dec_scaled(f.c, STF__DEC_FP8, "f.weight", STF_F8_E4M3, "f.weight_scale", STF_F32,
+                           STF_SCALE_TENSOR, N, K);
+        ds[2] = dec_scaled(f.c, STF__DEC_W4A4, "w.weight", STF_I8, "w.weight_scale", STF_F32,
+                           STF_SCALE_ROW, N, K);
+        ds[2].rot_group = 64;
+        ds[3] = ds[2];
+        ds[3].rot_group = 128;
+        ds[3].sylvester = 1;
+        for (int di = 0; di < 4; di++) {
+            stf__decoder dc;
+            stf_err err;
+            static unsigned char scratch[N * K];
+            assert_int_equal(stf__decoder_open(&dc, f.c, &ds[di], &err), 0);
+            assert_int_equal(stf__decoder_rows(&dc, row, 0, N, scratch, NULL, &err), 0);
+            for (uint64_t r = 0; r < N; r++)
+                for (uint64_t c0 = 0; c0 < K; c0 += 4096) {
+                    size_t cols = K - c0 < 4096 ? (size_t)(K - c0) : 4096;
+                    memset(part, 0xFF, sizeof part);
+                    assert_int_equal(stf__decoder_cols(&dc, part, r, c0, cols, scratch, NULL, &err),
+                                     0);
+                    assert_memory_equal(part, row + r * K + c0, cols * sizeof(float));
+                }
+            assert_int_equal(stf__decoder_cols(&dc, part, 0, 2048, 4096, scratch, NULL, &err),
+                             STF_EINVAL);
+            assert_string_equal(err.msg, "decode: columns 2048..6144 are not whole units of 4096");
+            assert_int_equal(stf__decoder_cols(&dc, part, 0, 4096, 512, scratch, NULL, &err),
+                             STF_EINVAL);
+            assert_int_equal(stf__decoder_cols(&dc, part, N, 0, 4096, scratch, NULL, &err),
+                             STF_EINVAL);
+            assert_string_equal(err.msg, "decode: columns out of range");
+            stf__decoder_close(&dc);
+        }
+        st_ckfx_close(&f);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -410,6 +473,7 @@ int main(void)
         cmocka_unit_test(test_w4a4_fallback),
         cmocka_unit_test(test_size_mismatch),
         cmocka_unit_test(test_scale_mismatch),
+        cmocka_unit_test(test_cols_equal_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

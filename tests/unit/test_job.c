@@ -13,86 +13,9 @@
 
 #include <cmocka.h>
 
-#include "pipeline/run_int.h"
+#include "job_testutil.h"
 #include "quant_testutil.h"
 #include "support/st_ckptfile.h"
-
-/* Collects emitted bytes per plan output (two outputs: 0 weight, 1 scale). */
-/* Called from pool threads at once (disjoint ranges), hence the lock. Bad
- * ranges are counted, not asserted: cmocka cannot fail from another thread. */
-typedef struct sink {
-    unsigned char *buf[2];
-    size_t cap[2];
-    size_t calls, bad;
-    int fail_at; /* fail the Nth call (1-based), 0 never */
-    pthread_mutex_t mu;
-} sink;
-
-static int sink_emit(void *ud, size_t out, uint64_t off, const void *data, size_t len,
-                     stf_err *err)
-{
-    sink *s = ud;
-    pthread_mutex_lock(&s->mu);
-    size_t call = ++s->calls;
-    int ok = out < 2 && off + len <= s->cap[out < 2 ? out : 0];
-    if (!ok) s->bad++;
-    pthread_mutex_unlock(&s->mu);
-    if (s->fail_at && call == (size_t)s->fail_at)
-        return stf__err(err, STF_EIO, "test sink: write failed");
-    if (ok) memcpy(s->buf[out] + off, data, len);
-    return 0;
-}
-
-static void sink_init(sink *s, size_t wbytes, size_t sbytes)
-{
-    memset(s, 0, sizeof *s);
-    pthread_mutex_init(&s->mu, NULL);
-    s->cap[0] = wbytes;
-    s->cap[1] = sbytes;
-    s->buf[0] = calloc(1, wbytes ? wbytes : 1);
-    s->buf[1] = calloc(1, sbytes ? sbytes : 1);
-    memset(s->buf[0], 0xAB, wbytes);
-    memset(s->buf[1], 0xAB, sbytes);
-}
-
-static void sink_free(sink *s)
-{
-    assert_int_equal(s->bad, 0);
-    pthread_mutex_destroy(&s->mu);
-    free(s->buf[0]);
-    free(s->buf[1]);
-}
-
-static stf__job float_job(const stf_ckpt *c, stf__job_kind kind, stf_dtype dt, uint64_t n,
-                          uint64_t k, unsigned g, stf_quant_mode mode)
-{
-    stf__job j;
-    memset(&j, 0, sizeof j);
-    j.kind = kind;
-    j.dec.kind = STF__DEC_FLOAT;
-    assert_int_equal(stf_ckpt_find(c, "l.weight", &j.dec.w_idx), 0);
-    j.dec.w_dtype = dt;
-    j.dec.s_idx = -1;
-    j.dec.n = n;
-    j.dec.k = k;
-    j.group = g;
-    j.mode = mode;
-    j.t = dt;
-    j.out_weight = 0;
-    j.out_scale = 1;
-    return j;
-}
-
-/* Run a job into a fresh sink with a given block cap and pool. */
-static int run_job(sink *s, const stf_ckpt *c, const stf__job *j, uint64_t max_mem,
-                   stf_pool *pool, stf_metrics_result *m, stf_err *err)
-{
-    stf__jobrun jr;
-    stf__jobrun_init(&jr, c, pool, max_mem, sink_emit, s);
-    int rc = stf__job_exec(&jr, j, m, err);
-    stf__jobrun_fini(&jr);
-    return rc;
-}
 
 static const int8_t V1_Q[32] = { 127, 127, 127, -127, 127, 127, 127, -127, 127, 127, 127,
                                  -127, -127, -127, -127, 127 };
@@ -235,26 +158,7 @@ static void make_rowwise(int8_t *q, float *s)
 
 static stf__job rowwise_job(const stf_ckpt *c, stf__job_kind kind)
 {
-    stf__job j;
-    memset(&j, 0, sizeof j);
-    j.kind = kind;
-    j.dec.kind = STF__DEC_INT8;
-    assert_int_equal(stf_ckpt_find(c, "l.weight", &j.dec.w_idx), 0);
-    size_t si;
-    assert_int_equal(stf_ckpt_find(c, "l.weight_scale", &si), 0);
-    j.dec.w_dtype = STF_I8;
-    j.dec.s_idx = (int64_t)si;
-    j.dec.s_dtype = STF_F32;
-    j.dec.axis = STF_SCALE_ROW;
-    j.dec.n = RN;
-    j.dec.k = RK;
-    j.group = 16;
-    j.mode = STF_QMODE_CUDA;
-    j.t = STF_BF16;
-    j.out_dtype = STF_BF16;
-    j.out_weight = 0;
-    j.out_scale = 1;
-    return j;
+    return scaled_job(c, kind, STF__DEC_INT8, STF_I8, STF_SCALE_ROW, RN, RK, 16);
 }
 
 static void test_rowwise_requant_equals_kernels(void **state)

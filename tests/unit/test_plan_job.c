@@ -518,6 +518,73 @@ static void test_fp8_scales(void **state)
     pt_free(&k);
 }
 
+/*
+ * A weight with no elements is never requantized, dequantized or probed:
+ * the layer is copied unchanged (the dimension that is not 0 has no byte
+ * behind it, so it may not size scales), and the summary says so. Plain
+ * requantize, exclude, requantize through rewrite-format, and [0, 2^47].
+ */
+static void test_empty_weight_copied(void **state)
+{
+    (void)state;
+    const uint64_t big = (uint64_t)1 << 40, wide = (uint64_t)1 << 47;
+    pt_ckpt k = { 0 };
+    PT_ADD(&k, L ".weight", "BF16", NULL, big, 0);
+    pt_open(&k);
+    pt_recipe1(&k, "{weight_dtype: BF16, shape: \"rank == 2\"}", "requantize");
+    pt_plan_ok(&k);
+    assert_int_equal(stf_plan_tensor_count(k.p), 1);
+    const stf_plan_tensor *w = pt_out(&k, L ".weight");
+    assert_int_equal(w->op, STF_OUT_COPY);
+    assert_int_equal(w->dtype, STF_BF16);
+    pt_shape_is(w, 2, PT_SHAPE(big, 0));
+    assert_int_equal(k.p->njobs, 0);
+    assert_int_equal(stf_plan_bytes_total(k.p), 0);
+    const stf_plan_layer *pl = stf_plan_get_layer(k.p, 0);
+    assert_string_equal(pl->summary, "weight (1099511627776, 0) has no elements: copied unchanged, "
+                                     "not requantized");
+    assert_int_equal(pl->requantize, 0);
+    assert_null(pl->format);
+    pt_free(&k);
+
+    /* An INT8 layer: exclude keeps the codes, the scale and the marker. */
+    memset(&k, 0, sizeof k);
+    PT_ADD(&k, L ".weight", "I8", NULL, 0, wide);
+    PT_ADD(&k, L ".weight_scale", "F32", g_s16, 1);
+    pt_marker(&k, L ".comfy_quant", M256);
+    pt_open(&k);
+    pt_recipe1(&k, "{marker: present}", "{exclude: {dtype: BF16}}");
+    pt_plan_ok(&k);
+    assert_int_equal(stf_plan_tensor_count(k.p), 3);
+    assert_int_equal(pt_out(&k, L ".weight")->op, STF_OUT_COPY);
+    assert_int_equal(pt_out(&k, L ".weight")->dtype, STF_I8);
+    assert_int_equal(pt_out(&k, L ".weight_scale")->op, STF_OUT_COPY);
+    assert_int_equal(pt_out(&k, L ".comfy_quant")->op, STF_OUT_COPY);
+    assert_int_equal(stf_plan_dropped_count(k.p), 0);
+    assert_int_equal(k.p->njobs, 0);
+    pl = stf_plan_get_layer(k.p, 0);
+    assert_string_equal(pl->summary, "weight (0, 140737488355328) has no elements: copied "
+                                     "unchanged, not dequantized");
+    assert_string_equal(pl->format, "int8_tensorwise");
+    pt_free(&k);
+
+    /* rewrite-format falls back to requantize when the layout differs: copied too. */
+    memset(&k, 0, sizeof k);
+    PT_ADD(&k, L ".weight", "I8", NULL, big, 0);
+    PT_ADD(&k, L ".weight_scale", "F32", g_s16, 1);
+    pt_marker(&k, L ".comfy_quant", "{\"format\": \"int8_perrow\"}");
+    pt_open(&k);
+    pt_recipe1(&k, "{marker: present}",
+               "{rewrite-format: {from: [int8_perrow], to: convrot_w4a4, mismatch: requantize}}");
+    pt_plan_ok(&k);
+    assert_int_equal(k.p->njobs, 0);
+    assert_int_equal(pt_out(&k, L ".weight")->op, STF_OUT_COPY);
+    assert_string_equal(stf_plan_get_layer(k.p, 0)->summary,
+                        "weight (1099511627776, 0) has no elements: copied unchanged, not "
+                        "requantized");
+    pt_free(&k);
+}
+
 int main(void)
 {
     for (int i = 0; i < 256; i++) g_s16[i] = 0.01f * (float)(i + 1);
@@ -539,6 +606,7 @@ int main(void)
         cmocka_unit_test(test_set_marker_drop_keys),
         cmocka_unit_test(test_set_marker_no_hoist),
         cmocka_unit_test(test_fp8_scales),
+        cmocka_unit_test(test_empty_weight_copied),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

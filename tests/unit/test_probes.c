@@ -8,12 +8,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "stfix.h"
 #include "support/st_check.h"
+#include "support/st_ckptfile.h"
 
 #define FIX "fixtures/comfy/"
 #define L "blocks.0.attn.qkv"
@@ -246,6 +248,61 @@ static void test_manifest(void **state)
     assert_int_equal(n, 6);
 }
 
+/*
+ * A weight with no elements is not probed (N3 instead): an I8 (2^31, 0)
+ * layer once took half a minute of empty reads and 64 MiB for the H1
+ * block table, sized by a dimension with no data behind it.
+ */
+static void test_empty_weight(void **state)
+{
+    (void)state;
+    static const char mk[] = "{\"format\": \"int8_tensorwise\", \"convrot\": true, "
+                             "\"convrot_groupsize\": 256}";
+    float s = 0.5f;
+    st_tensor t[] = { { L ".comfy_quant", STF_U8, 1, { sizeof mk - 1 }, mk, sizeof mk - 1 },
+                      { L ".weight_scale", STF_F32, 0, { 0 }, &s, 4 },
+                      { L ".weight", STF_I8, 2, { (uint64_t)1 << 31, 0 }, NULL, 0 },
+                      { "e.weight", STF_BF16, 2, { 0, (uint64_t)1 << 47 }, NULL, 0 } };
+    char *dir = st_tmpdir(), *path = st_path(dir, "e.safetensors");
+    assert_int_equal(st_write_ckpt(path, t, 4, NULL), 0);
+    stf_check_report *r = run(path, STF_CHECK_NUMERIC);
+    const stf_diag *d = st_check_find(r, "N3", NULL);
+    assert_non_null(d);
+    assert_string_equal(d->layer, L);
+    assert_int_equal(d->severity, STF_SEV_WARNING);
+    assert_string_equal(d->message, L ".weight I8 (2147483648, 0) has no elements: nothing to "
+                                    "probe, and fix copies the layer unchanged");
+    assert_non_null(st_check_find(r, "N3", "e.weight BF16 (0, 140737488355328) has no elements: "
+                                           "nothing to probe, and fix copies the layer unchanged"));
+    assert_null(st_check_find(r, "H1", NULL));
+    assert_null(st_check_find(r, "H2", NULL));
+    assert_string_equal(stf_check_rule_title("N3"),
+                        "numeric: weight with no elements (not probed; fix copies the layer "
+                        "unchanged)");
+    stf_check_report_free(r);
+    /* The probes themselves decline it, for the plan as well. */
+    stf_model *m = NULL;
+    stf_err err;
+    assert_int_equal(stf_model_build(&m, g_ckpt, &err), 0);
+    size_t li;
+    assert_int_equal(stf_model_find_layer(m, L, strlen(L), &li), 0);
+    stf_h1_result h1;
+    assert_int_equal(stf_probe_h1(&h1, g_ckpt, m, stf_model_layer(m, li), 0, 0.99, &err), 0);
+    assert_int_equal(h1.probed, 0);
+    assert_int_equal(h1.verdict, STF_H1_UNKNOWN);
+    stf_h2_result h2;
+    assert_int_equal(stf_probe_h2(&h2, g_ckpt, m, stf_model_layer(m, li), &err), 0);
+    assert_int_equal(h2.probed, 0);
+    stf_model_free(m);
+    /* Not a finding of the plain profiles: only the probes skip it. */
+    r = run(path, STF_CHECK_ALL);
+    assert_null(st_check_find(r, "N3", NULL));
+    stf_check_report_free(r);
+    st_rmtree(dir);
+    free(path);
+    free(dir);
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -258,6 +315,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_scales),
+        cmocka_unit_test(test_empty_weight),
         cmocka_unit_test(test_h1_column_on_square_layer),
         cmocka_unit_test(test_h1_row_with_flat_scale),
         cmocka_unit_test(test_probe_h1_api),
