@@ -76,6 +76,43 @@ typedef enum stf_severity {
 /* "info", "warning", "error". */
 const char *stf_severity_name(stf_severity s);
 
+/* ---------------------------------------------------------------- text */
+
+/*
+ * Names (tensor names, layer prefixes, metadata keys) are byte strings with
+ * a length: they may hold U+0000 and anything else JSON can escape. The
+ * three functions below turn such a string into output text that is always
+ * valid UTF-8. Each writes at most cap bytes into dst, cut after a whole
+ * character or escape and NUL-terminated when cap > 0, and returns the full
+ * length (without the NUL), snprintf-style: call with cap 0 to size a
+ * buffer. In all three a byte sequence that is not UTF-8 is escaped, never
+ * copied: an encoded surrogate (as Python-parsed JSON can hold) as \udxxx,
+ * and any other such byte b as \udcxx with xx = b (Python's surrogateescape).
+ */
+
+/*
+ * A JSON string literal of s[0..n), quotes included, with serde_json's
+ * escaping (the canonical header's): \" \\ \b \f \n \r \t, other bytes
+ * below 0x20 as \u00xx in lowercase hex, all other UTF-8 raw.
+ */
+size_t stf_json_quote(char *dst, size_t cap, const char *s, size_t n);
+
+/*
+ * The form stfix prints a name in on a terminal, without quotes: printable
+ * characters (CPython's str.isprintable(); space is printable) pass raw, a
+ * backslash and a single quote get a backslash (\\, \'), and every other
+ * character becomes \uxxxx in lowercase hex (a surrogate pair above
+ * U+FFFF). So U+0000 prints as \u0000, and two different names never print
+ * alike.
+ */
+size_t stf_name_escape(char *dst, size_t cap, const char *s, size_t n);
+
+/*
+ * As stf_name_escape, for free text such as a message that already holds
+ * escaped names: backslashes and quotes pass raw.
+ */
+size_t stf_text_escape(char *dst, size_t cap, const char *s, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -75,7 +75,9 @@ void stf_open_opts_init(stf_open_opts *o);
 typedef struct stf_finding {
     char rule[8];           /* "S7", "S21", "I6", ... */
     stf_severity severity;
-    const char *tensor;     /* NULL when no tensor applies */
+    const char *tensor;     /* NULL when no tensor applies; NUL-terminated, but the
+                             * name is tensor_len bytes and may hold U+0000 */
+    size_t tensor_len;
     const char *path;       /* file the finding is about */
     int has_offset;
     uint64_t offset;        /* absolute byte offset in `path` */
@@ -86,7 +88,8 @@ typedef struct stf_finding {
 
 /* One tensor as the header declares it (after validation). */
 typedef struct stf_tensor_info {
-    const char *name;       /* NUL-terminated, unescaped UTF-8 (S14 forbids NUL inside) */
+    const char *name;       /* unescaped UTF-8, name_len bytes; may hold U+0000 (an S14
+                             * warning), so use the length: a NUL follows the name */
     size_t name_len;
     stf_dtype dtype;
     unsigned rank;
@@ -155,7 +158,10 @@ int stf_ckpt_shard_has_meta(const stf_ckpt *c, size_t shard);
 /* __metadata__ of shard i, entries in file order. */
 size_t stf_ckpt_meta_count(const stf_ckpt *c, size_t shard);
 const stf_meta_entry *stf_ckpt_meta(const stf_ckpt *c, size_t shard, size_t i);
-/* Look up a metadata value by key in shard i; NULL when absent. */
+/* Look up a metadata value by key (len bytes) in shard i; NULL when absent. */
+const stf_meta_entry *stf_ckpt_meta_find_n(const stf_ckpt *c, size_t shard, const char *key,
+                                           size_t len);
+/* stf_ckpt_meta_find_n of the NUL-terminated `key`. */
 const stf_meta_entry *stf_ckpt_meta_find(const stf_ckpt *c, size_t shard, const char *key);
 
 /* Path of the index file, or NULL for a single file. */
@@ -173,7 +179,12 @@ const stf_meta_entry *stf_ckpt_index_meta(const stf_ckpt *c, size_t i);
  */
 size_t stf_ckpt_tensor_count(const stf_ckpt *c);
 const stf_tensor_info *stf_ckpt_tensor(const stf_ckpt *c, size_t i);
-/* Find by exact name; 0 and *idx set, or STF_ENOTFOUND. */
+/*
+ * Find by exact name, the len bytes at `name` (which may hold U+0000); 0 and
+ * *idx set, or STF_ENOTFOUND.
+ */
+int stf_ckpt_find_n(const stf_ckpt *c, const char *name, size_t len, size_t *idx);
+/* stf_ckpt_find_n of the NUL-terminated `name`. */
 int stf_ckpt_find(const stf_ckpt *c, const char *name, size_t *idx);
 
 /*
@@ -298,11 +309,19 @@ int stf_writer_set_index_meta(stf_writer *w, const char *key, const char *json_v
                               stf_err *err);
 
 /*
- * Add a tensor. `name` and `shape` are copied; `src` is copied but what it
- * points to is borrowed until commit. A name the format forbids is refused
- * with STF_EFORMAT and its rule: a duplicate (S13), an empty name or
- * "__metadata__" (S14). Other bad arguments are STF_EINVAL.
+ * Add a tensor named by the len bytes at `name`. A name is any UTF-8 byte
+ * string, "" and U+0000 included (the header escapes it as \u0000), except
+ * "__metadata__"; names are compared, sorted and written by their bytes.
+ * `name` and `shape` are copied; `src` is copied but what it points to is
+ * borrowed until commit. A name the format forbids is refused with
+ * STF_EFORMAT and its rule: a duplicate (S13) or "__metadata__" (S14). A
+ * name that is not valid UTF-8, and other bad arguments, are STF_EINVAL.
  */
+int stf_writer_add_n(stf_writer *w, const char *name, size_t len, stf_dtype dtype,
+                     unsigned rank, const uint64_t *shape, const stf_tensor_src *src,
+                     stf_err *err);
+
+/* stf_writer_add_n of the NUL-terminated `name`. */
 int stf_writer_add(stf_writer *w, const char *name, stf_dtype dtype, unsigned rank,
                    const uint64_t *shape, const stf_tensor_src *src, stf_err *err);
 
@@ -322,6 +341,10 @@ int stf_writer_commit(stf_writer *w, stf_err *err);
  * tensors stay in canonical order. Only before prepare; NULL clears.
  */
 int stf_writer_set_group(stf_writer *w, const char *name, const char *group, stf_err *err);
+/* stf_writer_set_group with explicit lengths: the tensor named by the len
+ * bytes at `name`, the group by glen bytes (ignored when group is NULL). */
+int stf_writer_set_group_n(stf_writer *w, const char *name, size_t len, const char *group,
+                           size_t glen, stf_err *err);
 
 /*
  * Two-phase writing. stf_writer_prepare fixes the layout, creates the temp
@@ -337,6 +360,8 @@ int stf_writer_set_group(stf_writer *w, const char *name, const char *group, stf
 int stf_writer_prepare(stf_writer *w, stf_err *err);
 /* Index of `name` among the added tensors (for stf_writer_fill), or STF_ENOTFOUND. */
 int stf_writer_tensor_id(const stf_writer *w, const char *name, size_t *id);
+/* stf_writer_tensor_id of the tensor named by the len bytes at `name`. */
+int stf_writer_tensor_id_n(const stf_writer *w, const char *name, size_t len, size_t *id);
 /* Write len bytes at byte `off` of deferred tensor `id` (bounds checked:
  * STF_EINVAL). The write_hook applies. Overlapping fills are the caller's
  * error (commit then refuses the tensor); a failed fill makes commit fail
@@ -365,14 +390,6 @@ void stf_writer_free(stf_writer *w);
  */
 int stf_ckpt_rewrite(const stf_ckpt *c, const char *out_path, const stf_write_opts *opts,
                      stf_err *err);
-
-/*
- * Quote s[0..n) as a JSON string literal with the canonical writer's serde
- * escaping (spec §5.2; UTF-8 passes raw). Writes at most cap bytes into dst,
- * always NUL-terminated when cap > 0, and returns the literal's full length
- * (without the NUL), snprintf-style: call with cap 0 to size a buffer.
- */
-size_t stf_json_quote(char *dst, size_t cap, const char *s, size_t n);
 
 #ifdef __cplusplus
 }

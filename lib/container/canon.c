@@ -123,10 +123,11 @@ static void scan_header(scan *sc, const uint8_t *s, size_t n)
     sc->je = i;
 }
 
-static int add(stf__findings *f, const char *rule, const char *path, const char *tensor,
-               uint64_t off, const char *what, stf_err *err)
+static int add(stf__findings *f, const char *rule, const char *path,
+               const stf_tensor_info *tensor, uint64_t off, const char *what, stf_err *err)
 {
-    if (stf__findings_add(f, rule, STF_SEV_INFO, path, tensor, 1, off,
+    if (stf__findings_add(f, rule, STF_SEV_INFO, path, tensor ? tensor->name : NULL,
+                          tensor ? tensor->name_len : 0, 1, off,
                           "%s: %s not canonical: %s (byte %llu)", path, rule, what,
                           (unsigned long long)off))
         return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
@@ -172,7 +173,7 @@ int stf__canon_check(int *is_canonical, const uint8_t *hdr, uint64_t n,
     /* S22: compact, __metadata__ first, tensors in offset order, field order. */
     const char *s22 = NULL;
     uint64_t s22_off = 0;
-    const char *s22_tensor = NULL;
+    const stf_tensor_info *s22_tensor = NULL;
     if (sc.ws) { s22 = "whitespace inside the JSON"; s22_off = 8 + sc.ws_pos; }
     else if (sc.meta_late) { s22 = "__metadata__ is not the first member"; s22_off = 8 + sc.meta_pos; }
     else if (sc.fields) { s22 = "tensor fields are not in the order dtype, shape, data_offsets"; s22_off = 8 + sc.fields_pos; }
@@ -181,7 +182,7 @@ int stf__canon_check(int *is_canonical, const uint8_t *hdr, uint64_t n,
             if (t[i].header_offset < t[i - 1].header_offset) {
                 s22 = "tensor members are not in data-offset order";
                 s22_off = t[i].header_offset;
-                s22_tensor = t[i].name;
+                s22_tensor = &t[i];
                 break;
             }
     if (s22) {
@@ -191,7 +192,7 @@ int stf__canon_check(int *is_canonical, const uint8_t *hdr, uint64_t n,
     /* S23: offset order equals writer order. */
     for (size_t i = 0; i < nt; i++)
         if (t[i].name_len != w[i].name_len || memcmp(t[i].name, w[i].name, t[i].name_len)) {
-            if ((rc = add(f, "S23", path, t[i].name, t[i].header_offset,
+            if ((rc = add(f, "S23", path, &t[i], t[i].header_offset,
                           "data order is not dtype descending, then name", err)))
                 goto done;
             any = 1;

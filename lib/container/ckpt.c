@@ -134,12 +134,14 @@ static stf_ckpt *ckpt_new(void)
     return c;
 }
 
-/* Name of the first weight_map entry stored in file k, for messages. */
-static const char *example_entry(const stf__index *ix, size_t k)
+/* Name of the first weight_map entry stored in file k, escaped for messages. */
+static const char *example_entry(char shown[STF__NAME_SHOWN], const stf__index *ix, size_t k)
 {
+    shown[0] = '\0';
     for (size_t i = 0; i < ix->nmap; i++)
-        if (ix->map[i].file == k) return ix->map[i].name;
-    return "";
+        if (ix->map[i].file == k)
+            return stf__name_render(shown, STF__NAME_SHOWN, ix->map[i].name, ix->map[i].name_len);
+    return shown;
 }
 
 /* Index path's directory plus file name; a bare index path means ".". */
@@ -207,12 +209,12 @@ static int open_index(stf_ckpt *c, const char *path, const stf_open_opts *o, stf
         if (rc && !shard_is_missing(e))
             return stf__err_prefix(err, "%s: shard '%s': ", path, file);
         if (rc) {
-            char why[sizeof err->msg];
+            char why[sizeof err->msg], held[STF__NAME_SHOWN];
             snprintf(why, sizeof why, "%s", err ? err->msg : "");
             return stf__err_rule(err, STF_EFORMAT, "I3", 0, 0,
-                                 "%s: I3 MissingShard: shard '%s' (holding '%.200s' per "
+                                 "%s: I3 MissingShard: shard '%s' (holding '%s' per "
                                  "weight_map) cannot be read: %s",
-                                 path, file, example_entry(c->ix, k), why);
+                                 path, file, example_entry(held, c->ix, k), why);
         }
         rc = shard_load(&c->shards[k], o, &c->findings, err);
         if (rc == STF_ENOMEM) return rc;
@@ -381,16 +383,22 @@ const stf_meta_entry *stf_ckpt_meta(const stf_ckpt *c, size_t shard, size_t i)
  * With a duplicated key (an S13 warning when not strict) the last entry
  * wins, as in Python and serde, so we report what consumers will see.
  */
-const stf_meta_entry *stf_ckpt_meta_find(const stf_ckpt *c, size_t shard, const char *key)
+const stf_meta_entry *stf_ckpt_meta_find_n(const stf_ckpt *c, size_t shard, const char *key,
+                                           size_t n)
 {
     const ckpt_shard *s = shard_at(c, shard);
     if (!s || !key) return NULL;
-    size_t n = strlen(key);
     for (size_t i = s->hdr->nmeta; i-- > 0;) {
         const stf_meta_entry *m = &s->hdr->meta[i];
         if (m->key_len == n && memcmp(m->key, key, n) == 0) return m;
     }
     return NULL;
+}
+
+/* The C-string form of stf_ckpt_meta_find_n. */
+const stf_meta_entry *stf_ckpt_meta_find(const stf_ckpt *c, size_t shard, const char *key)
+{
+    return key ? stf_ckpt_meta_find_n(c, shard, key, strlen(key)) : NULL;
 }
 
 /* Shard k's source for the writer and canon.c; see source.h. */
@@ -424,10 +432,10 @@ const stf_tensor_info *stf_ckpt_tensor(const stf_ckpt *c, size_t i)
 }
 
 /* Binary search over the name order; the first of equal names wins. */
-int stf_ckpt_find(const stf_ckpt *c, const char *name, size_t *idx)
+int stf_ckpt_find_n(const stf_ckpt *c, const char *name, size_t n, size_t *idx)
 {
     if (!c || !name) return STF_ENOTFOUND;
-    size_t n = strlen(name), lo = 0, hi = c->ntensors;
+    size_t lo = 0, hi = c->ntensors;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const stf_tensor_info *t = &c->tensors[c->by_name[mid]];
@@ -439,6 +447,12 @@ int stf_ckpt_find(const stf_ckpt *c, const char *name, size_t *idx)
     if (stf__name_cmp(t->name, t->name_len, name, n) != 0) return STF_ENOTFOUND;
     if (idx) *idx = c->by_name[lo];
     return 0;
+}
+
+/* The C-string form of stf_ckpt_find_n. */
+int stf_ckpt_find(const stf_ckpt *c, const char *name, size_t *idx)
+{
+    return name ? stf_ckpt_find_n(c, name, strlen(name), idx) : STF_ENOTFOUND;
 }
 
 /* Absolute file offset of byte `off` of tensor t (validated geometry, so

@@ -36,7 +36,8 @@ void stf__findings_free(stf__findings *l)
  * holds the same findings as before. A NULL list drops the finding.
  */
 int stf__findings_add(stf__findings *l, const char *rule, stf_severity sev, const char *path,
-                      const char *tensor, int has_off, uint64_t off, const char *fmt, ...)
+                      const char *tensor, size_t tensor_len, int has_off, uint64_t off,
+                      const char *fmt, ...)
 {
     stf_finding f;
     va_list ap, aq;
@@ -63,49 +64,16 @@ int stf__findings_add(stf__findings *l, const char *rule, stf_severity sev, cons
     va_end(aq);
     f.message = msg;
     if (path) f.path = stf__strdup(path);
-    if (tensor) f.tensor = stf__strdup(tensor);
+    if (tensor) {
+        f.tensor = stf__strndup(tensor, tensor_len);
+        f.tensor_len = tensor_len;
+    }
     if (!msg || (path && !f.path) || (tensor && !f.tensor)) {
         finding_clear(&f);
         return STF_ENOMEM;
     }
     l->v[l->n++] = f;
     return 0;
-}
-
-static int render_plain(unsigned char ch)
-{
-    return ch >= 0x20 && ch != 0x7F && ch != '\'' && ch != '\\';
-}
-
-/* Printable, bounded rendering of a name; contract in header_priv.h. */
-char *stf__name_render(char *dst, size_t cap, const char *name, size_t len)
-{
-    static const char hex[] = "0123456789abcdef";
-    size_t o = 0, total = 0, limit;
-    if (cap == 0) return dst;
-    for (size_t i = 0; i < len && total < cap; i++)
-        total += render_plain((unsigned char)name[i]) ? 1 : 4;
-    /* Cut only when it does not all fit, leaving room for a visible "...". */
-    limit = total < cap ? cap - 1 : (cap > 4 ? cap - 4 : 0);
-    for (size_t i = 0; i < len; i++) {
-        unsigned char ch = (unsigned char)name[i];
-        size_t need = render_plain(ch) ? 1 : 4;
-        if (o + need > limit) break;
-        if (need == 1) {
-            dst[o++] = (char)ch;
-        } else {
-            dst[o++] = '\\';
-            dst[o++] = 'x';
-            dst[o++] = hex[ch >> 4];
-            dst[o++] = hex[ch & 15];
-        }
-    }
-    if (total >= cap && o + 4 <= cap) {
-        memcpy(dst + o, "...", 3);
-        o += 3;
-    }
-    dst[o] = '\0';
-    return dst;
 }
 
 /* Count a warning of `rule`; true when it should not be listed. */
@@ -131,7 +99,7 @@ int stf__hreport_flush(stf__hctx *c)
     for (size_t i = 0; i < c->ncounts; i++) {
         const stf__hcount *k = &c->counts[i];
         if (k->count <= STF__FINDINGS_PER_RULE) continue;
-        if (stf__findings_add(c->findings, k->rule, STF_SEV_WARNING, c->path, NULL, 0, 0,
+        if (stf__findings_add(c->findings, k->rule, STF_SEV_WARNING, c->path, NULL, 0, 0, 0,
                               "%s: %s %s: %llu more findings like this were not listed",
                               c->path, k->rule, k->variant,
                               (unsigned long long)(k->count - STF__FINDINGS_PER_RULE)))
@@ -147,7 +115,7 @@ int stf__hreport(stf__hctx *c, int level, const char *rule, const char *variant,
                  const char *fmt, ...)
 {
     char msg[sizeof ((stf_err *)0)->msg];
-    char name[256], where[48];
+    char name[STF__NAME_SHOWN], where[48];
     size_t o;
     va_list ap;
 
@@ -178,16 +146,8 @@ int stf__hreport(stf__hctx *c, int level, const char *rule, const char *variant,
     }
     if (!c->findings) return 0;
     if (over_cap(c, rule, variant)) return 0;
-    /* The finding's tensor field is a C string; a name with an embedded NUL
-     * (itself an S14 finding) is cut there, the message shows all of it. */
-    char *tcopy = NULL;
-    if (tensor) {
-        tcopy = stf__strndup(tensor, tensor_len);
-        if (!tcopy) return stf__err(c->err, STF_ENOMEM, "%s: out of memory", c->path);
-    }
-    int rc = stf__findings_add(c->findings, rule, STF_SEV_WARNING, c->path, tcopy, has_off, off,
-                               "%s", msg);
-    stf__free(tcopy);
+    int rc = stf__findings_add(c->findings, rule, STF_SEV_WARNING, c->path, tensor, tensor_len,
+                               has_off, off, "%s", msg);
     if (rc) return stf__err(c->err, STF_ENOMEM, "%s: out of memory", c->path);
     return 0;
 }

@@ -64,13 +64,6 @@ int stf__hreport(stf__hctx *c, int level, const char *rule, const char *variant,
  */
 int stf__hreport_flush(stf__hctx *c);
 
-/*
- * Write a printable rendering of name[0..len) into dst (cap bytes, always
- * NUL-terminated): control bytes and '\'' become \xNN, long names are cut
- * with "...". Returns dst.
- */
-char *stf__name_render(char *dst, size_t cap, const char *name, size_t len);
-
 /* A tensor while the table is being built; offsets are absolute. */
 typedef struct stf__trec {
     stf_tensor_info ti;

@@ -10,74 +10,19 @@
 
 #include "container/writer_internal.h"
 
-static const char hexdig[] = "0123456789abcdef";
-
-/* Length of the serde escape of byte c, and the escape text in out[]. */
-static size_t escape_byte(unsigned char c, char out[6])
-{
-    switch (c) {
-    case '"': out[0] = '\\'; out[1] = '"'; return 2;
-    case '\\': out[0] = '\\'; out[1] = '\\'; return 2;
-    case 0x08: out[0] = '\\'; out[1] = 'b'; return 2;
-    case 0x0C: out[0] = '\\'; out[1] = 'f'; return 2;
-    case 0x0A: out[0] = '\\'; out[1] = 'n'; return 2;
-    case 0x0D: out[0] = '\\'; out[1] = 'r'; return 2;
-    case 0x09: out[0] = '\\'; out[1] = 't'; return 2;
-    default: break;
-    }
-    if (c < 0x20) {
-        memcpy(out, "\\u00", 4);
-        out[4] = hexdig[c >> 4];
-        out[5] = hexdig[c & 15];
-        return 6;
-    }
-    out[0] = (char)c;
-    return 1;
-}
-
 /*
  * Append `s` (n bytes) as a JSON string literal with serde_json's escaping
- * (spec §5.2). Bytes >= 0x20 other than '"' and '\\' go out raw, so
- * non-ASCII names are never re-encoded. Returns 0 or STF_ENOMEM.
+ * through stf_json_quote, so the header and the program's JSON
+ * share one escaper. Names and metadata reach the writer as checked UTF-8,
+ * which that escaper copies raw. Returns 0 or STF_ENOMEM.
  */
 int stf__json_put_string(stf_buf *b, const char *s, size_t n)
 {
-    if (stf__buf_putc(b, '"')) return STF_ENOMEM;
-    size_t run = 0; /* raw bytes not yet copied, ending at i */
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            run++;
-            continue;
-        }
-        char esc[6];
-        size_t k = escape_byte(c, esc);
-        if (stf__buf_put(b, s + i - run, run) || stf__buf_put(b, esc, k)) return STF_ENOMEM;
-        run = 0;
-    }
-    if (stf__buf_put(b, s + n - run, run) || stf__buf_putc(b, '"')) return STF_ENOMEM;
+    size_t need = stf_json_quote(NULL, 0, s, n);
+    if (stf__buf_reserve(b, need)) return STF_ENOMEM;
+    stf_json_quote(b->data + b->len, need + 1, s, n);
+    b->len += need;
     return 0;
-}
-
-/*
- * Public wrapper of the escaper for programs that print JSON: writes the
- * quoted literal of s[0..n) into dst (cap bytes, NUL-terminated when cap > 0)
- * and returns the full length the literal needs, excluding the NUL.
- */
-size_t stf_json_quote(char *dst, size_t cap, const char *s, size_t n)
-{
-    size_t len = 0;
-    char esc[6];
-    esc[0] = '"';
-    for (size_t i = 0; i <= n + 1; i++) {
-        size_t k = 1;
-        if (i > 0 && i <= n) k = escape_byte((unsigned char)s[i - 1], esc);
-        else esc[0] = '"';
-        for (size_t j = 0; j < k; j++, len++)
-            if (len + 1 < cap) dst[len] = esc[j];
-    }
-    if (cap) dst[len < cap ? len : cap - 1] = '\0';
-    return len;
 }
 
 /*
@@ -141,9 +86,11 @@ int stf__canon_order(stf_tensor_info *t, size_t n, stf_err *err)
     uint64_t cur = 0;
     for (size_t i = 0; i < n; i++) {
         t[i].begin = cur;
-        if (stf__add_u64(&cur, cur, t[i].nbytes))
+        if (stf__add_u64(&cur, cur, t[i].nbytes)) {
+            char shown[STF__NAME_SHOWN];
             return stf__err(err, STF_EINVAL, "tensor '%s': data section size overflows u64",
-                            t[i].name);
+                            stf__name_render(shown, sizeof shown, t[i].name, t[i].name_len));
+        }
         t[i].end = cur;
     }
     return 0;

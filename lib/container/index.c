@@ -29,10 +29,14 @@ typedef struct ictx {
     stf_err *err;
 } ictx;
 
-/* Names longer than this are cut in messages; the offset still locates them. */
-#define MSG_NAME 200
+/* A name or shard file name in a message: escaped, and cut when long (the
+ * offset still locates it). */
+typedef char shown[STF__NAME_SHOWN];
 
-static int cut(size_t n) { return (int)(n < MSG_NAME ? n : MSG_NAME); }
+static const char *show(shown buf, const char *s, size_t n)
+{
+    return stf__name_render(buf, sizeof(shown), s, n);
+}
 
 static int i1_fail(ictx *c, size_t at, const char *fmt, ...) STF_PRINTF(3, 4);
 static int i1_fail(ictx *c, size_t at, const char *fmt, ...)
@@ -223,8 +227,9 @@ static int dup_check(ictx *c, keyref *v, size_t n, const char *where)
     qsort(v, n, sizeof *v, keyref_cmp);
     for (size_t i = 1; i < n; i++)
         if (stf__name_cmp(v[i - 1].s, v[i - 1].n, v[i].s, v[i].n) == 0) {
-            return i1_fail(c, (size_t)v[i].off, "duplicate key '%.*s' in %s", cut(v[i].n),
-                           v[i].s, where);
+            shown k;
+            return i1_fail(c, (size_t)v[i].off, "duplicate key '%s' in %s",
+                           show(k, v[i].s, v[i].n), where);
         }
     return 0;
 }
@@ -314,20 +319,22 @@ static int parse_wmap(ictx *c, stf__index *ix, wm_tmp **tmp_out)
         rc = next(c, &v);
         if (rc) goto done;
         if (v.type != STF__J_STRING) {
-            rc = i1_fail(c, v.pos, "weight_map value of '%.*s' is not a string",
-                         cut(e->name_len), e->name);
+            shown nm;
+            rc = i1_fail(c, v.pos, "weight_map value of '%s' is not a string",
+                         show(nm, e->name, e->name_len));
             goto done;
         }
         rc = tok_string(c, &v, &w->file, &w->file_len);
         if (rc) goto done;
         const char *why = bare_name_problem(w->file, w->file_len);
         if (why) {
+            shown nm, fk;
             rc = stf__err_rule(c->err, STF_EFORMAT, "I2", 1, v.pos,
-                               "%s: I2 ShardPathNotBare (byte %zu): weight_map['%.*s'] names "
-                               "shard file '%.*s', which %s; shards must be bare file names in "
+                               "%s: I2 ShardPathNotBare (byte %zu): weight_map['%s'] names "
+                               "shard file '%s', which %s; shards must be bare file names in "
                                "the index's directory",
-                               c->path, v.pos, cut(e->name_len), e->name, cut(w->file_len),
-                               w->file, why);
+                               c->path, v.pos, show(nm, e->name, e->name_len),
+                               show(fk, w->file, w->file_len), why);
             goto done;
         }
         rc = member_end(c);
@@ -503,8 +510,9 @@ int stf__index_parse(stf__index **out, const uint8_t *buf, size_t len, const cha
     for (size_t i = 1; i < ix->nmap; i++) {
         const stf__index_entry *a = &ix->map[i - 1], *b = &ix->map[i];
         if (stf__name_cmp(a->name, a->name_len, b->name, b->name_len) == 0) {
-            rc = i1_fail(&c, (size_t)b->off, "duplicate key '%.*s' in weight_map",
-                         cut(b->name_len), b->name);
+            shown k;
+            rc = i1_fail(&c, (size_t)b->off, "duplicate key '%s' in weight_map",
+                         show(k, b->name, b->name_len));
             goto done;
         }
     }
@@ -574,6 +582,12 @@ void stf__index_free(stf__index *ix)
 
 /* ---------------------------------------------------------- I4-I6 */
 
+/* Shard file i's name for a message. */
+static const char *file_shown(shown buf, const stf__index *ix, size_t i)
+{
+    return show(buf, ix->files[i], strlen(ix->files[i]));
+}
+
 /* Cross-check the index against the shards' tensors; see index.h. */
 int stf__index_check(const stf__index *ix, const char *path, const stf_tensor_info *t, size_t nt,
                      const size_t *by_name, stf__findings *f, stf_err *err)
@@ -587,12 +601,13 @@ int stf__index_check(const stf__index *ix, const char *path, const stf_tensor_in
         const stf_tensor_info *a = &t[by_name[k - 1]], *b = &t[by_name[k]];
         if (a->shard == b->shard || stf__name_cmp(a->name, a->name_len, b->name, b->name_len))
             continue;
+        shown nm, fa, fb;
         return stf__err_rule(err, STF_EFORMAT, "I5", 1, b->header_offset,
-                             "%s: I5 DuplicateAcrossShards: tensor '%.*s' is in shard '%s' "
+                             "%s: I5 DuplicateAcrossShards: tensor '%s' is in shard '%s' "
                              "(byte %llu) and in shard '%s' (byte %llu); SGLang would silently "
                              "keep the later one",
-                             path, cut(a->name_len), a->name, ix->files[a->shard],
-                             (unsigned long long)a->header_offset, ix->files[b->shard],
+                             path, show(nm, a->name, a->name_len), file_shown(fa, ix, a->shard),
+                             (unsigned long long)a->header_offset, file_shown(fb, ix, b->shard),
                              (unsigned long long)b->header_offset);
     }
 
@@ -603,24 +618,26 @@ int stf__index_check(const stf__index *ix, const char *path, const stf_tensor_in
         const stf_tensor_info *a = i < nt ? &t[by_name[i]] : NULL;
         const stf__index_entry *e = j < ix->nmap ? &ix->map[j] : NULL;
         int r = !a ? 1 : !e ? -1 : stf__name_cmp(a->name, a->name_len, e->name, e->name_len);
+        shown k, f1, f2;
         if (r < 0)
             return stf__err_rule(err, STF_EFORMAT, "I4", 1, a->header_offset,
-                                 "%s: I4 WeightMapMismatch: tensor '%.*s' of shard '%s' "
+                                 "%s: I4 WeightMapMismatch: tensor '%s' of shard '%s' "
                                  "(byte %llu) is not in weight_map",
-                                 path, cut(a->name_len), a->name, ix->files[a->shard],
+                                 path, show(k, a->name, a->name_len),
+                                 file_shown(f1, ix, a->shard),
                                  (unsigned long long)a->header_offset);
         if (r > 0)
             return stf__err_rule(err, STF_EFORMAT, "I4", 1, e->off,
-                                 "%s: I4 WeightMapMismatch (byte %llu): weight_map lists '%.*s' "
+                                 "%s: I4 WeightMapMismatch (byte %llu): weight_map lists '%s' "
                                  "in shard '%s', but no shard holds it",
-                                 path, (unsigned long long)e->off, cut(e->name_len), e->name,
-                                 ix->files[e->file]);
+                                 path, (unsigned long long)e->off, show(k, e->name, e->name_len),
+                                 file_shown(f1, ix, e->file));
         if (a->shard != e->file)
             return stf__err_rule(err, STF_EFORMAT, "I4", 1, e->off,
-                                 "%s: I4 WeightMapMismatch (byte %llu): weight_map puts '%.*s' "
+                                 "%s: I4 WeightMapMismatch (byte %llu): weight_map puts '%s' "
                                  "in shard '%s', but it is in shard '%s'",
-                                 path, (unsigned long long)e->off, cut(e->name_len), e->name,
-                                 ix->files[e->file], ix->files[a->shard]);
+                                 path, (unsigned long long)e->off, show(k, e->name, e->name_len),
+                                 file_shown(f1, ix, e->file), file_shown(f2, ix, a->shard));
         i++;
         j++;
     }
@@ -632,12 +649,12 @@ int stf__index_check(const stf__index *ix, const char *path, const stf_tensor_in
             if (stf__add_u64(&sum, sum, t[k].nbytes)) over = 1;
         int rc = 0;
         if (!ix->total_ok)
-            rc = stf__findings_add(f, "I6", STF_SEV_WARNING, path, NULL, 1, ix->total_off,
+            rc = stf__findings_add(f, "I6", STF_SEV_WARNING, path, NULL, 0, 1, ix->total_off,
                                    "%s: I6 TotalSizeMismatch (byte %llu): metadata.total_size is "
                                    "not an unsigned integer; it is recomputed on write",
                                    path, (unsigned long long)ix->total_off);
         else if (over || sum != ix->total_size)
-            rc = stf__findings_add(f, "I6", STF_SEV_WARNING, path, NULL, 1, ix->total_off,
+            rc = stf__findings_add(f, "I6", STF_SEV_WARNING, path, NULL, 0, 1, ix->total_off,
                                    "%s: I6 TotalSizeMismatch (byte %llu): metadata.total_size is "
                                    "%llu but the tensors hold %llu bytes; it is recomputed on write",
                                    path, (unsigned long long)ix->total_off,

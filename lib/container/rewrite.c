@@ -8,10 +8,10 @@
 #include "container/writer_internal.h"
 
 /* Is `key` set in a shard before `shard`? Those keys were already taken. */
-static int seen_earlier(const stf_ckpt *c, size_t shard, const char *key)
+static int seen_earlier(const stf_ckpt *c, size_t shard, const stf_meta_entry *m)
 {
     for (size_t k = 0; k < shard; k++)
-        if (stf_ckpt_meta_find(c, k, key)) return 1;
+        if (stf_ckpt_meta_find_n(c, k, m->key, m->key_len)) return 1;
     return 0;
 }
 
@@ -36,7 +36,7 @@ int stf_ckpt_rewrite(const stf_ckpt *c, const char *out_path, const stf_write_op
         if (stf_ckpt_shard_has_meta(c, k)) stf_writer_keep_empty_meta(w);
         for (size_t i = 0; i < stf_ckpt_meta_count(c, k); i++) {
             const stf_meta_entry *m = stf_ckpt_meta(c, k, i);
-            if (k && seen_earlier(c, k, m->key)) continue;
+            if (k && seen_earlier(c, k, m)) continue;
             if ((rc = stf__writer_set_meta_n(w, m->key, m->key_len, m->value, m->value_len, err)))
                 goto done;
         }
@@ -49,7 +49,9 @@ int stf_ckpt_rewrite(const stf_ckpt *c, const char *out_path, const stf_write_op
     for (size_t i = 0; i < stf_ckpt_tensor_count(c); i++) {
         const stf_tensor_info *t = stf_ckpt_tensor(c, i);
         stf_tensor_src src = { STF_SRC_CKPT, NULL, c, i, NULL, NULL };
-        if ((rc = stf_writer_add(w, t->name, t->dtype, t->rank, t->shape, &src, err))) goto done;
+        if ((rc = stf_writer_add_n(w, t->name, t->name_len, t->dtype, t->rank, t->shape, &src,
+                                   err)))
+            goto done;
     }
     rc = stf_writer_commit(w, err);
 done:

@@ -24,12 +24,13 @@ typedef struct stf__findings {
 void stf__findings_init(stf__findings *l);
 void stf__findings_free(stf__findings *l);
 /*
- * Append a finding; path/tensor are copied (either may be NULL), the message
- * is formatted. Returns 0 or STF_ENOMEM.
+ * Append a finding; path and the tensor name (tensor_len bytes, which may
+ * hold U+0000) are copied (either may be NULL), the message is formatted.
+ * Returns 0 or STF_ENOMEM.
  */
 int stf__findings_add(stf__findings *l, const char *rule, stf_severity sev, const char *path,
-                      const char *tensor, int has_off, uint64_t off, const char *fmt, ...)
-    STF_PRINTF(8, 9);
+                      const char *tensor, size_t tensor_len, int has_off, uint64_t off,
+                      const char *fmt, ...) STF_PRINTF(9, 10);
 
 /* ------------------------------------------------------------ header */
 

@@ -167,6 +167,7 @@ static int slots_grow(stf_writer *w)
     return 0;
 }
 
+/* `name` is the tensor's rendered name (stf__name_render). */
 static int src_check(const stf_writer *w, const char *name, uint64_t nbytes,
                      const stf_tensor_src *src, stf_err *err)
 {
@@ -182,12 +183,13 @@ static int src_check(const stf_writer *w, const char *name, uint64_t nbytes,
             return stf__err(err, STF_EINVAL, "%s: tensor '%s': bad checkpoint source", w->path,
                             name);
         const stf_tensor_info *s = stf_ckpt_tensor(src->ckpt, src->idx);
+        char from[STF__NAME_SHOWN];
         if (s->nbytes != nbytes)
             return stf__err(err, STF_EINVAL,
                             "%s: tensor '%s': source tensor '%s' has %llu bytes, the declared "
                             "dtype and shape need %llu",
-                            w->path, name, s->name, (unsigned long long)s->nbytes,
-                            (unsigned long long)nbytes);
+                            w->path, name, stf__name_render(from, sizeof from, s->name, s->name_len),
+                            (unsigned long long)s->nbytes, (unsigned long long)nbytes);
         return 0;
     }
     case STF_SRC_FN:
@@ -201,48 +203,59 @@ static int src_check(const stf_writer *w, const char *name, uint64_t nbytes,
     }
 }
 
-/*
- * Add a tensor (contract in container.h): size from dtype and shape, name
- * unique, UTF-8 and not "__metadata__", source checked against the size.
- */
+/* The C-string form of stf_writer_add_n (contract in container.h). */
 int stf_writer_add(stf_writer *w, const char *name, stf_dtype dtype, unsigned rank,
                    const uint64_t *shape, const stf_tensor_src *src, stf_err *err)
 {
     if (!w || !name) return stf__err(err, STF_EINVAL, "writer: NULL tensor name");
+    return stf_writer_add_n(w, name, strlen(name), dtype, rank, shape, src, err);
+}
+
+/*
+ * Add a tensor (contract in container.h): size from dtype and shape, name
+ * unique by its bytes, UTF-8 and not "__metadata__", source checked against
+ * the size. Any other name, "" and names holding U+0000 included, is
+ * written as given, as the reference writer does.
+ */
+int stf_writer_add_n(stf_writer *w, const char *name, size_t len, stf_dtype dtype,
+                     unsigned rank, const uint64_t *shape, const stf_tensor_src *src,
+                     stf_err *err)
+{
+    char shown[STF__NAME_SHOWN];
+    if (!w || !name) return stf__err(err, STF_EINVAL, "writer: NULL tensor name");
     if (w->state != STF__W_OPEN) return refuse_changes(w, err);
-    size_t len = strlen(name);
     /* A name the format forbids comes from the data being written (an
      * input's tensor, a recipe's rename), so it is a format error. */
-    if (!len)
-        return stf__err_rule(err, STF_EFORMAT, "S14", 0, 0, "%s: empty tensor name", w->path);
-    if (!strcmp(name, "__metadata__"))
+    if (len == 12 && !memcmp(name, "__metadata__", 12))
         return stf__err_rule(err, STF_EFORMAT, "S14", 0, 0,
                              "%s: a tensor cannot be named '__metadata__' (upstream #849)",
                              w->path);
+    stf__name_render(shown, sizeof shown, name, len);
     if (!stf__utf8_valid(name, len))
-        return stf__err(err, STF_EINVAL, "%s: tensor name is not valid UTF-8", w->path);
+        return stf__err(err, STF_EINVAL, "%s: tensor name '%s' is not valid UTF-8", w->path,
+                        shown);
     if ((unsigned)dtype >= STF_DTYPE_COUNT)
-        return stf__err(err, STF_EINVAL, "%s: tensor '%s': invalid dtype %d", w->path, name,
+        return stf__err(err, STF_EINVAL, "%s: tensor '%s': invalid dtype %d", w->path, shown,
                         (int)dtype);
     if (rank > STF_MAX_RANK_HARD || (rank && !shape))
-        return stf__err(err, STF_EINVAL, "%s: tensor '%s': invalid rank %u", w->path, name,
+        return stf__err(err, STF_EINVAL, "%s: tensor '%s': invalid rank %u", w->path, shown,
                         rank);
     uint64_t nelem = 1, nbytes = 0;
     for (unsigned d = 0; d < rank; d++)
         if (stf__mul_u64(&nelem, nelem, shape[d]))
             return stf__err_rule(err, STF_EINVAL, "S16", 0, 0,
-                                 "%s: tensor '%s': element count overflows u64", w->path, name);
+                                 "%s: tensor '%s': element count overflows u64", w->path, shown);
     int rc = stf_dtype_nbytes(&nbytes, dtype, nelem, err);
     if (rc) {
         /* A size the dtype cannot express is the caller's mistake here. */
-        stf__err_prefix(err, "%s: tensor '%s': ", w->path, name);
+        stf__err_prefix(err, "%s: tensor '%s': ", w->path, shown);
         if (err) err->code = STF_EINVAL;
         return STF_EINVAL;
     }
-    if ((rc = src_check(w, name, nbytes, src, err))) return rc;
+    if ((rc = src_check(w, shown, nbytes, src, err))) return rc;
     if (w->nslots && w->slots[slot_find(w, name, len)])
         return stf__err_rule(err, STF_EFORMAT, "S13", 0, 0, "%s: duplicate tensor name '%s'",
-                             w->path, name);
+                             w->path, shown);
     if (w->n == w->cap) {
         size_t nc = w->cap ? w->cap * 2 : 16;
         wtensor *nt = stf__realloc(w->t, nc * sizeof *nt);
@@ -275,33 +288,46 @@ int stf_writer_add(stf_writer *w, const char *name, stf_dtype dtype, unsigned ra
     return 0;
 }
 
-/* Record the I7 group of an added tensor (contract in container.h). */
+/* The C-string form of stf_writer_set_group_n (contract in container.h). */
 int stf_writer_set_group(stf_writer *w, const char *name, const char *group, stf_err *err)
+{
+    if (!w || !name) return stf__err(err, STF_EINVAL, "writer: NULL tensor name");
+    return stf_writer_set_group_n(w, name, strlen(name), group, group ? strlen(group) : 0, err);
+}
+
+/* Record the I7 group of an added tensor (contract in container.h). */
+int stf_writer_set_group_n(stf_writer *w, const char *name, size_t len, const char *group,
+                           size_t glen, stf_err *err)
 {
     if (!w || !name) return stf__err(err, STF_EINVAL, "writer: NULL tensor name");
     if (w->state != STF__W_OPEN) return refuse_changes(w, err);
     size_t id;
-    if (stf_writer_tensor_id(w, name, &id))
+    if (stf_writer_tensor_id_n(w, name, len, &id)) {
+        char shown[STF__NAME_SHOWN];
         return stf__err(err, STF_EINVAL, "%s: set_group: no tensor named '%s' was added",
-                        w->path, name);
-    char *g = NULL;
-    size_t glen = 0;
-    if (group) {
-        glen = strlen(group);
-        if (!(g = stf__strndup(group, glen)))
-            return stf__err(err, STF_ENOMEM, "%s: out of memory", w->path);
+                        w->path, stf__name_render(shown, sizeof shown, name, len));
     }
+    char *g = NULL;
+    if (!group) glen = 0;
+    else if (!(g = stf__strndup(group, glen)))
+        return stf__err(err, STF_ENOMEM, "%s: out of memory", w->path);
     stf__free(w->t[id].group);
     w->t[id].group = g;
     w->t[id].group_len = glen;
     return 0;
 }
 
-/* Position in add order, which prepare never changes (contract in container.h). */
+/* The C-string form of stf_writer_tensor_id_n (contract in container.h). */
 int stf_writer_tensor_id(const stf_writer *w, const char *name, size_t *id)
 {
+    return name ? stf_writer_tensor_id_n(w, name, strlen(name), id) : STF_ENOTFOUND;
+}
+
+/* Position in add order, which prepare never changes (contract in container.h). */
+int stf_writer_tensor_id_n(const stf_writer *w, const char *name, size_t len, size_t *id)
+{
     if (!w || !name || !w->nslots) return STF_ENOTFOUND;
-    size_t slot = slot_find(w, name, strlen(name));
+    size_t slot = slot_find(w, name, len);
     if (!w->slots[slot]) return STF_ENOTFOUND;
     *id = w->slots[slot] - 1;
     return 0;

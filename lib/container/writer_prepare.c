@@ -76,8 +76,13 @@ static int write_tensor(stf__sink *sk, const stf__wtensor *t, stage *st, stf_err
         size_t k = len - off < st->cap ? (size_t)(len - off) : st->cap;
         if (src->kind == STF_SRC_CKPT) rc = stf_ckpt_read(src->ckpt, src->idx, off, st->buf, k, err);
         else rc = src->fn(src->ud, st->buf, off, k, err);
-        if (rc) return stf__err_prefix(err, "%s: tensor '%s' at byte %llu: ", sk->final_path,
-                                       t->info.name, (unsigned long long)off);
+        if (rc) {
+            char shown[STF__NAME_SHOWN];
+            return stf__err_prefix(err, "%s: tensor '%s' at byte %llu: ", sk->final_path,
+                                   stf__name_render(shown, sizeof shown, t->info.name,
+                                                    t->info.name_len),
+                                   (unsigned long long)off);
+        }
         if ((rc = stf__sink_write(sk, st->buf, k, err))) return rc;
         off += k;
     }
@@ -323,20 +328,20 @@ int stf_writer_fill(stf_writer *w, size_t id, uint64_t off, const void *data, si
                         w->path);
     if (id >= w->n) return stf__err(err, STF_EINVAL, "%s: no tensor with id %zu", w->path, id);
     const stf__wtensor *t = &w->t[id];
+    char shown[STF__NAME_SHOWN];
+    stf__name_render(shown, sizeof shown, t->info.name, t->info.name_len);
     if (t->src.kind != STF_SRC_DEFERRED)
-        return stf__err(err, STF_EINVAL, "%s: tensor '%s' is not deferred", w->path,
-                        t->info.name);
+        return stf__err(err, STF_EINVAL, "%s: tensor '%s' is not deferred", w->path, shown);
     if (len && !data)
-        return stf__err(err, STF_EINVAL, "%s: tensor '%s': NULL fill data", w->path,
-                        t->info.name);
+        return stf__err(err, STF_EINVAL, "%s: tensor '%s': NULL fill data", w->path, shown);
     if (off > t->info.nbytes || len > t->info.nbytes - off)
         return stf__err(err, STF_EINVAL,
                         "%s: tensor '%s': fill of %zu bytes at byte %llu is outside its %llu "
                         "bytes",
-                        w->path, t->info.name, len, (unsigned long long)off,
+                        w->path, shown, len, (unsigned long long)off,
                         (unsigned long long)t->info.nbytes);
-    int rc = stf__sink_pwrite(&w->sinks[t->info.shard], t->file_off + off, data, len,
-                              t->info.name, err);
+    int rc = stf__sink_pwrite(&w->sinks[t->info.shard], t->file_off + off, data, len, shown,
+                              err);
     if (rc) {
         atomic_store(&w->fill_failed, 1);
         return rc;
@@ -386,11 +391,13 @@ int stf_writer_commit(stf_writer *w, stf_err *err)
         const stf__wtensor *t = &w->t[i];
         uint64_t got = atomic_load(&w->filled[i]);
         if (t->src.kind != STF_SRC_DEFERRED || got == t->info.nbytes) continue;
+        char shown[STF__NAME_SHOWN];
+        stf__name_render(shown, sizeof shown, t->info.name, t->info.name_len);
         rc = stf__err(err, STF_EINVAL,
                       got < t->info.nbytes
                           ? "%s: tensor '%s': deferred bytes never filled (%llu of %llu filled)"
                           : "%s: tensor '%s': overlapping fills (%llu bytes filled for %llu)",
-                      w->finals[t->info.shard], t->info.name, (unsigned long long)got,
+                      w->finals[t->info.shard], shown, (unsigned long long)got,
                       (unsigned long long)t->info.nbytes);
         goto done;
     }

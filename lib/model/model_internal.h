@@ -69,19 +69,6 @@ int stf__pyrepr_str_put(stf_buf *b, const char *s, size_t n);
 /* Append json.dumps-style (ensure_ascii) string literal of s[0..n) to b. */
 int stf__pyjson_str_put(stf_buf *b, const char *s, size_t n);
 
-/*
- * Decode one code point of generalized UTF-8 (surrogates allowed, as
- * Python's 'surrogatepass') at s[i..n). Returns the sequence length (1-4)
- * and *cp, or 0 when the bytes are not a valid sequence there.
- */
-size_t stf__utf8_decode(const unsigned char *s, size_t n, size_t i, uint32_t *cp);
-
-/* Append cp as generalized UTF-8 (surrogates encoded as 3 bytes). */
-int stf__utf8_put(stf_buf *b, uint32_t cp);
-
-/* Whether Python repr() prints code point cp as-is (str.isprintable). */
-int stf__unicode_printable(uint32_t cp);
-
 /* ------------------------------------------------------------ markers */
 
 /* Largest marker tensor parsed; bigger ones are recorded as NOT_JSON. */

@@ -70,4 +70,30 @@ int stf__buf_puts(stf_buf *b, const char *s);
 int stf__buf_putc(stf_buf *b, char c);
 int stf__buf_printf(stf_buf *b, const char *fmt, ...) STF_PRINTF(2, 3);
 
+/* ------------------------------------------------------------ text */
+
+/*
+ * Decode one code point of generalized UTF-8 (surrogates allowed, as
+ * Python's 'surrogatepass') at s[i..n). Returns the sequence length (1-4)
+ * and *cp, or 0 when the bytes are not a valid sequence there. utf8.c
+ */
+size_t stf__utf8_decode(const unsigned char *s, size_t n, size_t i, uint32_t *cp);
+
+/* Append cp as generalized UTF-8 (surrogates encoded as 3 bytes). utf8.c */
+int stf__utf8_put(stf_buf *b, uint32_t cp);
+
+/* Whether Python repr() prints code point cp as-is (str.isprintable). unicode_print.c */
+int stf__unicode_printable(uint32_t cp);
+
+/*
+ * stf_name_escape of name[0..len) into dst (cap bytes, always NUL-terminated
+ * when cap > 0), for a name inside a message: a name whose escaped form does
+ * not fit is cut at a whole character or escape and ends in "...".
+ * Returns dst. text_escape.c
+ */
+char *stf__name_render(char *dst, size_t cap, const char *name, size_t len);
+
+/* Room for a rendered name in a message (see stf__name_render). */
+#define STF__NAME_SHOWN 256
+
 #endif

@@ -533,6 +533,63 @@ static void test_alloc_failures(void **state)
     free(b);
 }
 
+/* Names are byte strings with a length: "a", "a\0", "a\0b" and "" are four
+ * tensors, and a metadata key with U+0000 is its own key too. */
+#define NUL_NAMES                                                                         \
+    "{\"__metadata__\":{\"k\":\"1\",\"k\\u0000x\":\"2\"},"                                \
+    "\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"                      \
+    "\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[1,2]},"              \
+    "\"\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[2,3]},"                       \
+    "\"a\\u0000\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[3,4]}}"
+
+static void test_names_are_bytes(void **state)
+{
+    (void)state;
+    size_t len, idx = 99;
+    stf_err e;
+    stf_ckpt *c = NULL;
+    uint8_t *b = image(NUL_NAMES, "ABCD", 4, &len);
+    assert_int_equal(stf_ckpt_open_mem(&c, b, len, "nul.safetensors", NULL, &e), 0);
+    assert_int_equal(stf_ckpt_tensor_count(c), 4);
+    static const struct { const char *name; size_t len; size_t at; } want[] = {
+        { "a", 1, 0 }, { "a\0b", 3, 1 }, { "", 0, 2 }, { "a\0", 2, 3 },
+    };
+    for (size_t i = 0; i < 4; i++) {
+        const stf_tensor_info *t = stf_ckpt_tensor(c, want[i].at);
+        assert_int_equal(t->name_len, want[i].len);
+        assert_memory_equal(t->name, want[i].name, want[i].len + 1);
+        assert_int_equal(stf_ckpt_find_n(c, want[i].name, want[i].len, &idx), 0);
+        assert_int_equal(idx, want[i].at);
+    }
+    assert_int_equal(stf_ckpt_find_n(c, "a\0bc", 4, &idx), STF_ENOTFOUND);
+    assert_int_equal(stf_ckpt_find_n(c, "a\0c", 3, &idx), STF_ENOTFOUND);
+    /* The C-string form reaches exactly the names without U+0000. */
+    assert_int_equal(stf_ckpt_find(c, "a", &idx), 0);
+    assert_int_equal(idx, 0);
+    assert_int_equal(stf_ckpt_find(c, "", &idx), 0);
+    assert_int_equal(idx, 2);
+    assert_string_equal(stf_ckpt_meta_find_n(c, 0, "k\0x", 3)->value, "2");
+    assert_string_equal(stf_ckpt_meta_find(c, 0, "k")->value, "1");
+    assert_null(stf_ckpt_meta_find_n(c, 0, "k\0", 2));
+    /* S14 warnings name the tensor with all its bytes. */
+    size_t s14 = 0;
+    for (size_t i = 0; i < stf_ckpt_finding_count(c); i++) {
+        const stf_finding *f = stf_ckpt_finding(c, i);
+        if (strcmp(f->rule, "S14")) continue;
+        assert_non_null(f->tensor);
+        if (s14 == 0) {
+            assert_int_equal(f->tensor_len, 3);
+            assert_memory_equal(f->tensor, "a\0b", 4);
+        }
+        if (s14 == 1) assert_int_equal(f->tensor_len, 0);
+        if (s14 == 2) assert_int_equal(f->tensor_len, 2);
+        s14++;
+    }
+    assert_int_equal(s14, 3);
+    stf_ckpt_free(c);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -548,6 +605,7 @@ int main(void)
         cmocka_unit_test(test_shard_replaced_while_closed),
         cmocka_unit_test(test_index_shard_cap),
         cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_names_are_bytes),
     };
     return cmocka_run_group_tests(tests, st_dir_setup, st_dir_teardown);
 }

@@ -162,7 +162,9 @@ static void test_nul_escape_in_name(void **state)
     stf__header *h = st_strict_only(&b, 0, "S14", 9, "a", &f);
     assert_int_equal(h->tensors[0].name_len, 3);
     assert_memory_equal(h->tensors[0].name, "a\0b", 4);
-    assert_non_null(strstr(f.v[0].message, "tensor 'a\\x00b' (byte 9)"));
+    assert_non_null(strstr(f.v[0].message, "tensor 'a\\u0000b' (byte 9)"));
+    assert_int_equal(f.v[0].tensor_len, 3);
+    assert_memory_equal(f.v[0].tensor, "a\0b", 4);
     stf__header_free(h);
     stf__findings_free(&f);
     st_bytes_free(&b);

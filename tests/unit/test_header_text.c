@@ -1,5 +1,5 @@
-/* Tests for lib/container/header_text.c: serde escaping (spec §5.2), the
- * public quoting helper, strict UTF-8, writer order and the header text. */
+/* Tests for lib/container/header_text.c: serde escaping (spec §5.2), strict
+ * UTF-8, writer order and the header text. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -50,21 +50,6 @@ static void test_escapes(void **state)
         }
     }
     stf__buf_free(&b);
-}
-
-static void test_quote(void **state)
-{
-    (void)state;
-    char buf[32];
-    assert_int_equal(stf_json_quote(NULL, 0, "a\"b", 3), 6);
-    assert_int_equal(stf_json_quote(buf, sizeof buf, "a\"b", 3), 6);
-    assert_string_equal(buf, "\"a\\\"b\"");
-    assert_int_equal(stf_json_quote(buf, 4, "abcdef", 6), 8);
-    assert_string_equal(buf, "\"ab");
-    assert_int_equal(stf_json_quote(buf, 1, "abc", 3), 5);
-    assert_string_equal(buf, "");
-    assert_int_equal(stf_json_quote(buf, sizeof buf, "\x01", 1), 8);
-    assert_string_equal(buf, "\"\\u0001\"");
 }
 
 static void test_utf8(void **state)
@@ -195,7 +180,7 @@ static void test_header_limit(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_escapes),  cmocka_unit_test(test_quote),
+        cmocka_unit_test(test_escapes),
         cmocka_unit_test(test_utf8),     cmocka_unit_test(test_bytes_cmp),
         cmocka_unit_test(test_order),    cmocka_unit_test(test_header),
         cmocka_unit_test(test_header_limit),

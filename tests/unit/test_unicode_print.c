@@ -1,5 +1,5 @@
 /*
- * Tests for lib/model/unicode_print.c: the printability table must agree
+ * Tests for lib/util/unicode_print.c: the printability table must agree
  * with CPython 3.11's str.isprintable() (which repr() uses) everywhere; the
  * total and the spot values below were printed by CPython 3.11.
  */

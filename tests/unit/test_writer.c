@@ -207,9 +207,16 @@ static void test_refusals(void **state)
     assert_int_equal(stf_writer_add(w, "x", STF_F32, 1, s1, &src, &err), STF_EFORMAT);
     assert_string_equal(err.rule, "S13");
     assert_non_null(strstr(err.msg, "'x'"));
-    assert_int_equal(stf_writer_add(w, "", STF_U8, 1, s1, &src, &err), STF_EFORMAT);
-    assert_string_equal(err.rule, "S14");
     assert_int_equal(stf_writer_add(w, "\xff", STF_U8, 1, s1, &src, &err), STF_EINVAL);
+    assert_int_equal(stf_writer_add_n(w, "a\0\xed\xa0\x80", 5, STF_U8, 1, s1, &src, &err),
+                     STF_EINVAL);
+    assert_non_null(strstr(err.msg, "tensor name 'a\\u0000\\ud800' is not valid UTF-8"));
+    /* A name with U+0000 is refused as a duplicate by all its bytes. */
+    assert_int_equal(stf_writer_add_n(w, "x\0", 2, STF_U8, 1, s1, &src, &err), 0);
+    assert_int_equal(stf_writer_add_n(w, "x\0", 2, STF_U8, 1, s1, &src, &err), STF_EFORMAT);
+    assert_string_equal(err.rule, "S13");
+    assert_non_null(strstr(err.msg, "duplicate tensor name 'x\\u0000'"));
+    assert_int_equal(stf_writer_add_n(w, "__metadata__\0", 13, STF_U8, 1, s1, &src, &err), 0);
     assert_int_equal(stf_writer_add(w, "f4", STF_F4, 1, s3, &src, &err), STF_EINVAL);
     assert_int_equal(stf_writer_add(w, "d", (stf_dtype)STF_DTYPE_COUNT, 1, s1, &src, &err),
                      STF_EINVAL);
@@ -222,6 +229,53 @@ static void test_refusals(void **state)
     assert_int_equal(stf_writer_new(&w, st_in_dir("x.bin"), &o, &err), STF_EINVAL);
     assert_null(w);
     assert_int_equal(st_dir_entries(st_dir), 0);
+}
+
+/*
+ * Names are written by their bytes, as the reference writer does: "" and
+ * names holding U+0000 are distinct tensors, sorted bytewise ("" < "a" <
+ * "a\0" < "a\0b"), escaped as \u0000 in the header, and read back unchanged.
+ */
+static void test_names_by_bytes(void **state)
+{
+    (void)state;
+    stf_writer *w;
+    stf_err err;
+    uint64_t s1[] = { 1 };
+    static const struct { const char *name; size_t len; const char *data; } t[] = {
+        { "a\0b", 3, "D" }, { "a", 1, "B" }, { "", 0, "A" }, { "a\0", 2, "C" },
+    };
+    assert_int_equal(stf_writer_new(&w, st_in_dir("nul.safetensors"), NULL, &err), 0);
+    for (size_t i = 0; i < 4; i++) {
+        stf_tensor_src src = { STF_SRC_MEM, t[i].data, NULL, 0, NULL, NULL };
+        assert_int_equal(stf_writer_add_n(w, t[i].name, t[i].len, STF_U8, 1, s1, &src, &err), 0);
+    }
+    size_t id = 99;
+    assert_int_equal(stf_writer_tensor_id_n(w, "a\0", 2, &id), 0);
+    assert_int_equal(id, 3);
+    assert_int_equal(stf_writer_tensor_id(w, "a", &id), 0);
+    assert_int_equal(id, 1);
+    assert_int_equal(stf_writer_tensor_id_n(w, "a\0c", 3, &id), STF_ENOTFOUND);
+    assert_int_equal(stf_writer_set_group_n(w, "a\0b", 3, "g\0h", 3, &err), 0);
+    assert_int_equal(stf_writer_set_group_n(w, "a\0x", 3, "g", 1, &err), STF_EINVAL);
+    assert_non_null(strstr(err.msg, "no tensor named 'a\\u0000x' was added"));
+    commit_ok(w);
+    expect_file(st_in_dir("nul.safetensors"),
+                "{\"\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
+                "\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[1,2]},"
+                "\"a\\u0000\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[2,3]},"
+                "\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[3,4]}}",
+                224, "ABCD", 4);
+    stf_ckpt *c = NULL;
+    assert_int_equal(stf_ckpt_open(&c, st_in_dir("nul.safetensors"), NULL, &err), 0);
+    for (size_t i = 0; i < 4; i++) {
+        size_t idx;
+        assert_int_equal(stf_ckpt_find_n(c, t[i].name, t[i].len, &idx), 0);
+        unsigned char got = 0;
+        assert_int_equal(stf_ckpt_read(c, idx, 0, &got, 1, &err), 0);
+        assert_int_equal(got, (unsigned char)t[i].data[0]);
+    }
+    stf_ckpt_free(c);
 }
 
 /* Many names: the duplicate check must work across hash-table growth. */
@@ -528,6 +582,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_header_too_large, st_dir_setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_order_and_meta, st_dir_setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_refusals, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_names_by_bytes, st_dir_setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_many_names, st_dir_setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_producer, st_dir_setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_atomic, st_dir_setup, st_dir_teardown),

@@ -8,9 +8,10 @@
  *   [c for c in range(0x80, 0x110000) if not chr(c).isprintable()]
  *
  * collapsed into inclusive ranges. Newer Pythons assign a few more code
- * points; those print escaped here and raw there.
+ * points; those print escaped here and raw there. The same table decides
+ * what stfix's own printers escape in names (text_escape.c).
  */
-#include "model_internal.h"
+#include "util.h"
 
 static const uint32_t nonprint[][2] = {
     {0x80, 0xa0}, {0xad, 0xad}, {0x378, 0x379}, {0x380, 0x383}, {0x38b, 0x38b},
@@ -155,7 +156,7 @@ static const uint32_t nonprint[][2] = {
     {0x2cea2, 0x2ceaf}, {0x2ebe1, 0x2f7ff}, {0x2fa1e, 0x2ffff}, {0x3134b, 0xe00ff}, {0xe01f0, 0x10ffff},
 };
 
-/* CPython str.isprintable() for one code point (model_internal.h). */
+/* CPython str.isprintable() for one code point (util.h). */
 int stf__unicode_printable(uint32_t cp)
 {
     if (cp < 0x80) return cp >= 0x20 && cp < 0x7f;
