@@ -5,6 +5,7 @@
 #ifndef STFIX_CLI_H
 #define STFIX_CLI_H
 
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "stfix.h"
@@ -116,6 +117,26 @@ int cli_stdout_flush(const char *verb);
 /* Print the reader's findings of severity `min` and above to stderr, one
  * "stfix: VERB: SEVERITY RULE: message" line each (cli_notef). */
 void cli_findings_print(const char *verb, const stf_ckpt *c, stf_severity min);
+
+/* cli_text.c: text from the input, escaped on its way out (valid UTF-8,
+ * nothing raw a terminal would act on). An escaper is one of the library's
+ * stf_json_quote, stf_name_escape, stf_text_escape. */
+typedef size_t (*cli_escaper)(char *dst, size_t cap, const char *s, size_t n);
+/* Write s[0..n) through `esc`. */
+void cli_put(FILE *o, cli_escaper esc, const char *s, size_t n);
+/* A name (tensor, layer prefix, metadata key) of n bytes, as stf_name_escape
+ * shows it: U+0000 as \u0000, a backslash as \\. */
+void cli_name(FILE *o, const char *s, size_t n);
+/* Free text such as a message or a path (NULL prints nothing). */
+void cli_text(FILE *o, const char *s);
+/* printf into free text (a final newline is kept as the line's end);
+ * cli_vtextf takes a va_list. */
+void cli_vtextf(FILE *o, const char *fmt, va_list ap);
+void cli_textf(FILE *o, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 /* cli_json.c: pieces of the --json documents, written to `o`. */
 /* A JSON string literal of s[0..n) through stf_json_quote. */

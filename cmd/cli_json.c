@@ -1,7 +1,8 @@
 /*
  * JSON pieces the subcommands' --json documents share. Strings go through
  * the library's stf_json_quote, so the program has one escaper and it is
- * the one the canonical writer uses (serde escaping, UTF-8 raw).
+ * the one the canonical writer uses (serde escaping, UTF-8 raw, bytes that
+ * are not UTF-8 escaped).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -12,22 +13,7 @@
 /* s[0..n) as a JSON string literal; see cli.h. */
 void cli_json_strn(FILE *o, const char *s, size_t n)
 {
-    char small[256];
-    size_t need = stf_json_quote(small, sizeof small, s, n);
-    if (need < sizeof small) {
-        fwrite(small, 1, need, o);
-        return;
-    }
-    /* cmd/ allocates with plain malloc; on failure an empty literal keeps
-     * the document parseable. */
-    char *big = malloc(need + 1);
-    if (!big) {
-        fputs("\"\"", o);
-        return;
-    }
-    stf_json_quote(big, need + 1, s, n);
-    fwrite(big, 1, need, o);
-    free(big);
+    cli_put(o, stf_json_quote, s, n);
 }
 
 /* s as a JSON string literal, NULL as ""; see cli.h. */

@@ -21,10 +21,13 @@ static struct {
     stf_err err;
 } run;
 
+/* The message is escaped as free text (cli_vtextf): it may quote input,
+ * such as a path or a name, that holds control characters or bytes that
+ * are not UTF-8. */
 static void vprint(const char *verb, const char *fmt, va_list ap)
 {
     fprintf(stderr, "stfix: %s%s", verb ? verb : "", verb ? ": " : "");
-    vfprintf(stderr, fmt, ap);
+    cli_vtextf(stderr, fmt, ap);
     fputc('\n', stderr);
 }
 

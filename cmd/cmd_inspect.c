@@ -20,29 +20,18 @@ static void usage(FILE *to)
                 "  --strict   treat stfix's stricter-than-reference rules as errors\n");
 }
 
-/* Human text: raw when printable, else the JSON-quoted form, so control
- * bytes in names never reach the terminal. */
-static void text_str(FILE *o, const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c == 0x7f) {
-            cli_json_strn(o, s, n);
-            return;
-        }
-    }
-    fwrite(s, 1, n, o);
-}
-
 /* Metadata as stfix rewrite would write it: every shard's keys, the first
- * shard holding a key giving its value; last duplicate within a shard. */
+ * shard holding a key giving its value; last duplicate within a shard. Keys
+ * are compared by all their bytes. */
 static int meta_taken(const stf_ckpt *c, size_t shard, size_t i)
 {
     const stf_meta_entry *m = stf_ckpt_meta(c, shard, i);
     for (size_t k = 0; k < shard; k++)
-        if (stf_ckpt_meta_find(c, k, m->key)) return 1;
-    for (size_t j = i + 1; j < stf_ckpt_meta_count(c, shard); j++)
-        if (!strcmp(stf_ckpt_meta(c, shard, j)->key, m->key)) return 1;
+        if (stf_ckpt_meta_find_n(c, k, m->key, m->key_len)) return 1;
+    for (size_t j = i + 1; j < stf_ckpt_meta_count(c, shard); j++) {
+        const stf_meta_entry *e = stf_ckpt_meta(c, shard, j);
+        if (e->key_len == m->key_len && !memcmp(e->key, m->key, m->key_len)) return 1;
+    }
     return 0;
 }
 
@@ -149,7 +138,8 @@ static void print_json(FILE *o, const char *path, const stf_ckpt *c)
         fputs(", \"path\": ", o);
         cli_json_str_or_null(o, f->path);
         fputs(", \"tensor\": ", o);
-        cli_json_str_or_null(o, f->tensor);
+        if (f->tensor) cli_json_strn(o, f->tensor, f->tensor_len);
+        else fputs("null", o);
         if (f->has_offset) fprintf(o, ", \"offset\": %" PRIu64, f->offset);
         else fputs(", \"offset\": null", o);
         fputs(", \"message\": ", o);
@@ -163,14 +153,14 @@ static void print_human(FILE *o, const char *path, const stf_ckpt *c)
 {
     size_t ns = stf_ckpt_shard_count(c), nt = stf_ckpt_tensor_count(c);
     if (stf_ckpt_index_path(c)) {
-        fprintf(o, "index: %s (%zu shards)\n", path, ns);
+        cli_textf(o, "index: %s (%zu shards)\n", path, ns);
         for (size_t k = 0; k < ns; k++)
-            fprintf(o, "  shard %zu: %s (header %" PRIu64 " bytes, file %" PRIu64 " bytes)\n", k,
-                    stf_ckpt_shard_path(c, k), stf_ckpt_shard_header_len(c, k),
-                    stf_ckpt_shard_file_size(c, k));
+            cli_textf(o, "  shard %zu: %s (header %" PRIu64 " bytes, file %" PRIu64 " bytes)\n",
+                      k, stf_ckpt_shard_path(c, k), stf_ckpt_shard_header_len(c, k),
+                      stf_ckpt_shard_file_size(c, k));
     } else {
-        fprintf(o, "file: %s (header %" PRIu64 " bytes, file %" PRIu64 " bytes)\n", path,
-                stf_ckpt_shard_header_len(c, 0), stf_ckpt_shard_file_size(c, 0));
+        cli_textf(o, "file: %s (header %" PRIu64 " bytes, file %" PRIu64 " bytes)\n", path,
+                  stf_ckpt_shard_header_len(c, 0), stf_ckpt_shard_file_size(c, 0));
     }
     if (!any_meta(c)) fputs("metadata: none\n", o);
     else {
@@ -183,9 +173,9 @@ static void print_human(FILE *o, const char *path, const stf_ckpt *c)
                 if (meta_taken(c, k, i)) continue;
                 const stf_meta_entry *m = stf_ckpt_meta(c, k, i);
                 fputs("  ", o);
-                text_str(o, m->key, m->key_len);
+                cli_name(o, m->key, m->key_len);
                 fputs(": ", o);
-                text_str(o, m->value, m->value_len);
+                cli_put(o, stf_text_escape, m->value, m->value_len);
                 fputc('\n', o);
             }
     }
@@ -193,7 +183,7 @@ static void print_human(FILE *o, const char *path, const stf_ckpt *c)
     for (size_t i = 0; i < nt; i++) {
         const stf_tensor_info *t = stf_ckpt_tensor(c, i);
         fputs("  ", o);
-        text_str(o, t->name, t->name_len);
+        cli_name(o, t->name, t->name_len);
         fprintf(o, "  %s  ", stf_dtype_name(t->dtype));
         cli_json_shape(o, t->shape, t->rank);
         fprintf(o, "  %" PRIu64 " bytes  [%" PRIu64 ", %" PRIu64 ")", t->nbytes, t->begin, t->end);

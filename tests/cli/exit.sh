@@ -119,10 +119,12 @@ t_run "check shard not a file (I3)" 2 "$STFIX" check "$us"
 t_run "rewrite ok" 0 "$STFIX" rewrite "$ok_in" -o "$D/rw.safetensors"
 t_run "rewrite malformed" 2 "$STFIX" rewrite "$s5" -o "$D/rw2.safetensors"
 t_run "rewrite over a cap (L3)" 2 "$STFIX" rewrite $M/l3_rank_9.safetensors -o "$D/rw2.safetensors"
-# The reader accepts an empty tensor name (S14 is a warning); the writer
-# cannot write it, and that is the input's problem, not the command line's.
-t_run "rewrite empty tensor name (S14)" 2 "$STFIX" rewrite $M/s14_empty_name.safetensors -o "$D/rw2.safetensors"
-t_stderr_has "rewrite empty tensor name (S14)" "stfix: rewrite: $D/rw2.safetensors: empty tensor name"
+# An empty tensor name is read and written as the reference does (S14 is a
+# warning); --strict refuses it, and that is the input's problem, not the
+# command line's.
+t_run "rewrite empty tensor name (S14)" 0 "$STFIX" rewrite $M/s14_empty_name.safetensors -o "$D/rw3.safetensors"
+t_run "rewrite --strict empty tensor name (S14)" 2 "$STFIX" rewrite --strict $M/s14_empty_name.safetensors -o "$D/rw2.safetensors"
+t_stderr_has "rewrite --strict empty tensor name (S14)" "S14 InvalidTensorName: tensor '' (byte 9): the tensor name is empty"
 t_run "rewrite bad flag" 3 "$STFIX" rewrite "$ok_in" -o "$D/rw2.safetensors" --frobnicate
 t_run "rewrite onto the input" 3 "$STFIX" rewrite "$D/rw.safetensors" -o "$D/rw.safetensors"
 # An output path the library refuses (STF_EINVAL) is a usage error.
@@ -171,7 +173,7 @@ t_run "fix recipe over the cap" 2 "$STFIX" fix "$ok_in" -r "$D/big.yaml" -o "$D/
 t_run "fix recipe cannot apply" 2 "$STFIX" fix $F/r44_w4a8_group2.safetensors -r rules/sglang-int8-convrot.yaml -o "$D/f2.safetensors"
 t_run "fix non-finite weights" 2 "$STFIX" fix "$D/nan.safetensors" -r rules/quantize-int8-convrot.yaml -o "$D/f2.safetensors"
 t_stderr_is "fix non-finite weights" "stfix: fix: requantize 'blocks.0.attn.qkv.weight': row 5, column 7: non-finite value (NaN or Inf) cannot be quantized"
-t_run "fix empty tensor name (S14)" 2 "$STFIX" fix $M/s14_empty_name.safetensors -r $R/cast-scale.yaml -o "$D/f2.safetensors"
+t_run "fix empty tensor name (S14)" 0 "$STFIX" fix $M/s14_empty_name.safetensors -r $R/cast-scale.yaml -o "$D/f3.safetensors"
 t_run "fix missing input" 2 "$STFIX" fix "$D/none.safetensors" -r $R/cast-scale.yaml -o "$D/f2.safetensors"
 t_run "fix bad flag" 3 "$STFIX" fix "$ok_in" -r $R/cast-scale.yaml -o "$D/f2.safetensors" --frobnicate
 t_run "fix onto the input" 3 "$STFIX" fix "$o" -r $R/cast-scale.yaml -o "$o"

@@ -34,13 +34,63 @@ t_stdout_has "leading whitespace" "canonical: no"
 t_run "leading whitespace --strict" 2 "$STFIX" inspect --strict "$T_TMP/lead.safetensors"
 t_stderr_has "leading whitespace --strict" "S7"
 
-# A name with a control byte is printed JSON-quoted, never raw.
+# A name with a control byte is printed escaped, never raw.
 printf '\074\000\000\000\000\000\000\000{"a\\u0001b":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}\377' \
     >"$T_TMP/ctl.safetensors"
 t_run "control byte in name" 0 "$STFIX" inspect "$T_TMP/ctl.safetensors"
-t_stdout_has "control byte in name" '  "a\u0001b"  U8  [1]  1 bytes  [0, 1)'
+t_stdout_has "control byte in name" '  a\u0001b  U8  [1]  1 bytes  [0, 1)'
+t_stderr_has "control byte in name" "tensor 'a\u0001b' (byte 9): the tensor name contains a control character"
 t_run "control byte in name --json" 0 "$STFIX" inspect --json "$T_TMP/ctl.safetensors"
 t_stdout_has "control byte in name --json" '{"name": "a\u0001b", "dtype": "U8", "shape": [1], "data_offsets": [0, 1], "bytes": 1, "shard": 0}'
+
+# Names are byte strings with a length: U+0000 is part of the name, shown
+# as \u0000 in the listing and every message, and kept in --json.
+nul=fixtures/malformed/s14_nul_in_name.safetensors
+t_run "U+0000 in name" 0 "$STFIX" inspect "$nul"
+t_stdout_has "U+0000 in name" '  a\u0000b  U8  [4]  4 bytes  [0, 4)'
+t_stderr_has "U+0000 in name" "stfix: inspect: warning S14: $nul: S14 InvalidTensorName: tensor 'a\u0000b' (byte 9): the tensor name contains U+0000"
+t_utf8 "U+0000 in name"
+t_run "U+0000 in name --json" 0 "$STFIX" inspect --json "$nul"
+t_stdout_is "U+0000 in name --json" tests/cli/expected/inspect-nul-name.json
+t_utf8 "U+0000 in name --json"
+t_run "U+0000 in name --strict" 2 "$STFIX" inspect --strict "$nul"
+t_stderr_is "U+0000 in name --strict" "stfix: inspect: $nul: S14 InvalidTensorName: tensor 'a\u0000b' (byte 9): the tensor name contains U+0000"
+
+# "a" and "a\u0000b" are two tensors, not one name twice.
+printf '\160\000\000\000\000\000\000\000{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a\\u0000b":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}XY' \
+    >"$T_TMP/two.safetensors"
+t_run "a and a-NUL-b" 0 "$STFIX" inspect "$T_TMP/two.safetensors"
+t_stdout_has "a and a-NUL-b" '  a  U8  [1]  1 bytes  [0, 1)'
+t_stdout_has "a and a-NUL-b" '  a\u0000b  U8  [1]  1 bytes  [1, 2)'
+t_run "a and a-NUL-b --json" 0 "$STFIX" inspect --json "$T_TMP/two.safetensors"
+t_stdout_has "a and a-NUL-b --json" '{"name": "a", "dtype": "U8", "shape": [1], "data_offsets": [0, 1], "bytes": 1, "shard": 0}'
+t_stdout_has "a and a-NUL-b --json" '{"name": "a\u0000b", "dtype": "U8", "shape": [1], "data_offsets": [1, 2], "bytes": 1, "shard": 0}'
+t_stdout_has "a and a-NUL-b --json" '"tensor": "a\u0000b", "offset": 61'
+
+# The empty name is a tensor too (an S14 warning, an error with --strict).
+t_run "empty name" 0 "$STFIX" inspect fixtures/malformed/s14_empty_name.safetensors
+t_stdout_has "empty name" "tensors: 1"
+t_stderr_has "empty name" "tensor '' (byte 9): the tensor name is empty"
+t_run "empty name --json" 0 "$STFIX" inspect --json fixtures/malformed/s14_empty_name.safetensors
+t_stdout_has "empty name --json" '{"name": "", "dtype": "U8", "shape": [4], "data_offsets": [0, 4], "bytes": 4, "shard": 0}'
+t_stdout_has "empty name --json" '"tensor": "", "offset": 9'
+
+# Printed text is UTF-8 whatever the input: a path with ESC and a byte
+# that is not UTF-8, names and metadata with controls and format characters.
+odd=$(printf '%s/e\033[31mx\377.safetensors' "$T_TMP")
+cp "$T_TMP/two.safetensors" "$odd"
+t_run "odd path" 0 "$STFIX" inspect "$odd"
+t_stdout_has "odd path" "file: $T_TMP/e\u001b[31mx\udcff.safetensors (header 112 bytes, file 122 bytes)"
+t_utf8 "odd path"
+t_run "odd path --json" 0 "$STFIX" inspect --json "$odd"
+t_stdout_has "odd path --json" "{\"file\": \"$T_TMP/e\u001b[31mx\udcff.safetensors\", \"index\": null,"
+t_utf8 "odd path --json"
+printf '\150\000\000\000\000\000\000\000{"__metadata__":{"k\\u0000":"v\\n\\u202e"},"x\\u202e\\\\y":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}   Z' \
+    >"$T_TMP/fmt.safetensors"
+t_run "format characters" 0 "$STFIX" inspect "$T_TMP/fmt.safetensors"
+t_stdout_has "format characters" '  k\u0000: v\u000a\u202e'
+t_stdout_has "format characters" '  x\u202e\\y  U8  [1]  1 bytes  [0, 1)'
+t_utf8 "format characters"
 
 # A sharded checkpoint through its index.
 "$STFIX" rewrite "$demo" -o "$T_TMP/sh.safetensors" --max-shard-size 8KB >/dev/null

@@ -11,6 +11,7 @@
 #                             runaway allocation becomes a failure, not a stuck or
 #                             swapping machine. The cap is left out for
 #                             AddressSanitizer builds, which reserve terabytes.
+#   t_utf8 NAME               stdout and stderr of the last t_run are strict UTF-8
 # $STFIX is the binary under test, $T_TMP a scratch directory (created here).
 : "${STFIX:?STFIX must name the stfix binary}"
 T_TMP=${T_TMP:-$(mktemp -d)}
@@ -67,4 +68,11 @@ if grep -q __asan_init "$STFIX" 2>/dev/null; then T_ASAN=1; else T_ASAN=; fi
 t_capped() {
     if [ -n "$T_ASAN" ]; then timeout 10 "$@"
     else (ulimit -v 65536 && exec timeout 10 "$@"); fi
+}
+
+t_utf8() {
+    if python3 -c 'import sys
+for p in sys.argv[1:]: open(p, "rb").read().decode("utf-8", "strict")' "$T_OUT" "$T_ERR" 2>/dev/null
+    then t_ok "$1: output is UTF-8"
+    else t_notok "$1: output is UTF-8" "stdout: $(head -c 400 "$T_OUT"); stderr: $(head -c 400 "$T_ERR")"; fi
 }

@@ -59,3 +59,43 @@ t_stderr_has "not strict" "warning S7"
 # Output directory missing: the operation fails (4) and leaves nothing.
 t_run "missing output dir" 4 "$STFIX" rewrite "$demo" -o "$T_TMP/no/such/dir/o.safetensors"
 t_stderr_has "missing output dir" "cannot be used: No such file or directory"
+
+# Names are byte strings with a length and go through unchanged, as the
+# reference reads and writes them: "a\u0000b" is not renamed "a", and next
+# to "a" it is a second tensor, not a duplicate.
+nul=fixtures/malformed/s14_nul_in_name.safetensors
+printf '\100\000\000\000\000\000\000\000{"a\\u0000b":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}    ' \
+    >"$T_TMP/nul.want"
+printf '\000\000\000\000' >>"$T_TMP/nul.want"
+t_run "U+0000 in name" 0 "$STFIX" rewrite "$nul" -o "$T_TMP/nul.out"
+t_stdout_has "U+0000 in name" "wrote $T_TMP/nul.out: 1 tensor in 1 file"
+t_stderr_is "U+0000 in name" "stfix: rewrite: warning S14: $nul: S14 InvalidTensorName: tensor 'a\\u0000b' (byte 9): the tensor name contains U+0000"
+t_true "U+0000 in name: canonical bytes" cmp "$T_TMP/nul.want" "$T_TMP/nul.out"
+t_run "U+0000 in name: read back" 0 "$STFIX" inspect --json "$T_TMP/nul.out"
+t_stdout_has "U+0000 in name: read back" '{"name": "a\u0000b", "dtype": "U8", "shape": [4], "data_offsets": [0, 4], "bytes": 4, "shard": 0}'
+t_run "U+0000 in name --strict" 2 "$STFIX" rewrite --strict "$nul" -o "$T_TMP/nul.strict"
+t_stderr_has "U+0000 in name --strict" "S14 InvalidTensorName: tensor 'a\\u0000b' (byte 9)"
+t_true "U+0000 in name --strict: no output" test ! -e "$T_TMP/nul.strict"
+
+printf '\160\000\000\000\000\000\000\000{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a\\u0000b":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}XY' \
+    >"$T_TMP/two.safetensors"
+t_run "a and a-NUL-b" 0 "$STFIX" rewrite "$T_TMP/two.safetensors" -o "$T_TMP/two.out"
+t_stdout_has "a and a-NUL-b" "wrote $T_TMP/two.out: 2 tensors in 1 file"
+t_true "a and a-NUL-b: canonical input, same bytes" cmp "$T_TMP/two.safetensors" "$T_TMP/two.out"
+t_run "a and a-NUL-b: sharded" 0 "$STFIX" rewrite "$T_TMP/two.safetensors" -o "$T_TMP/two-s.safetensors" --max-shard-size 1
+t_true "a and a-NUL-b: index keys" grep -qF '"a\u0000b": "two-s-00002-of-00002.safetensors"' "$T_TMP/two-s.safetensors.index.json"
+t_run "a and a-NUL-b: join" 0 "$STFIX" rewrite "$T_TMP/two-s.safetensors.index.json" -o "$T_TMP/two-j.safetensors"
+t_true "a and a-NUL-b: join bytes" cmp "$T_TMP/two.safetensors" "$T_TMP/two-j.safetensors"
+
+# The empty name is written faithfully too (the reference writes and reads
+# it); only --strict refuses it, as invalid input.
+empty=fixtures/malformed/s14_empty_name.safetensors
+printf '\070\000\000\000\000\000\000\000{"":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}    ' \
+    >"$T_TMP/empty.want"
+printf '\000\000\000\000' >>"$T_TMP/empty.want"
+t_run "empty name" 0 "$STFIX" rewrite "$empty" -o "$T_TMP/empty.out"
+t_stderr_has "empty name" "warning S14: $empty: S14 InvalidTensorName: tensor '' (byte 9): the tensor name is empty"
+t_true "empty name: canonical bytes" cmp "$T_TMP/empty.want" "$T_TMP/empty.out"
+t_run "empty name --strict" 2 "$STFIX" rewrite --strict "$empty" -o "$T_TMP/empty.strict"
+t_stderr_is "empty name --strict" "stfix: rewrite: $empty: S14 InvalidTensorName: tensor '' (byte 9): the tensor name is empty"
+t_true "empty name --strict: no output" test ! -e "$T_TMP/empty.strict"

@@ -1,0 +1,80 @@
+/*
+ * Text from the input on its way to the terminal or a JSON document. Names
+ * and messages may hold U+0000, control characters or bytes that are not
+ * UTF-8; every string the program prints from an input goes through one of
+ * the library's escapers (stf_json_quote, stf_name_escape, stf_text_escape),
+ * so the output is always valid UTF-8 with nothing raw that a terminal
+ * would act on.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* s[0..n) through `esc`; see cli.h. */
+void cli_put(FILE *o, cli_escaper esc, const char *s, size_t n)
+{
+    char small[256];
+    size_t need = esc(small, sizeof small, s, n);
+    if (need < sizeof small) {
+        fwrite(small, 1, need, o);
+        return;
+    }
+    /* cmd/ allocates with plain malloc; on failure the text is left out
+     * rather than printed raw. */
+    char *big = malloc(need + 1);
+    if (!big) return;
+    esc(big, need + 1, s, n);
+    fwrite(big, 1, need, o);
+    free(big);
+}
+
+/* A name in human text; see cli.h. */
+void cli_name(FILE *o, const char *s, size_t n)
+{
+    cli_put(o, stf_name_escape, s, n);
+}
+
+/* Free text (a message, a path) in human text; NULL prints nothing; see cli.h. */
+void cli_text(FILE *o, const char *s)
+{
+    if (s) cli_put(o, stf_text_escape, s, strlen(s));
+}
+
+/* Free text of n bytes; a final newline is the line's end, not text. */
+static void put_line(FILE *o, const char *s, size_t n)
+{
+    int nl = n && s[n - 1] == '\n';
+    cli_put(o, stf_text_escape, s, n - (size_t)nl);
+    if (nl) fputc('\n', o);
+}
+
+/* vprintf, escaped as free text; see cli.h. */
+void cli_vtextf(FILE *o, const char *fmt, va_list ap)
+{
+    char small[1024];
+    va_list aq;
+    va_copy(aq, ap);
+    int len = vsnprintf(small, sizeof small, fmt, ap);
+    if (len >= 0 && (size_t)len < sizeof small) {
+        put_line(o, small, (size_t)len);
+    } else if (len >= 0) {
+        char *big = malloc((size_t)len + 1);
+        if (big) {
+            vsnprintf(big, (size_t)len + 1, fmt, aq);
+            put_line(o, big, (size_t)len);
+            free(big);
+        }
+    }
+    va_end(aq);
+}
+
+/* printf, escaped as free text; see cli.h. */
+void cli_textf(FILE *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cli_vtextf(o, fmt, ap);
+    va_end(ap);
+}
