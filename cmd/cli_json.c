@@ -63,7 +63,7 @@ void cli_json_diag(FILE *o, const stf_diag *d, int first, int with_fix)
     fputs(", \"severity\": ", o);
     cli_json_str(o, stf_severity_name(d->severity));
     fputs(", \"layer\": ", o);
-    cli_json_str(o, d->layer);
+    cli_json_strn(o, d->layer, d->layer_len);
     fputs(", \"message\": ", o);
     cli_json_str(o, d->message);
     if (with_fix) {

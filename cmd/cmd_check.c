@@ -41,14 +41,23 @@ static void print_json(FILE *o, const char *file, const char *target, const stf_
 /* One diagnostic's place in the human listing. */
 typedef struct slot {
     const char *layer;
+    size_t layer_len;
     size_t i;     /* index in the report */
     size_t first; /* index of its layer's first diagnostic */
 } slot;
 
+/* Layers are compared by all their bytes: a prefix may hold U+0000. */
+static int layer_cmp(const slot *x, const slot *y)
+{
+    size_t m = x->layer_len < y->layer_len ? x->layer_len : y->layer_len;
+    int c = m ? memcmp(x->layer, y->layer, m) : 0;
+    return c ? c : (x->layer_len > y->layer_len) - (x->layer_len < y->layer_len);
+}
+
 static int by_layer(const void *a, const void *b)
 {
     const slot *x = a, *y = b;
-    int c = strcmp(x->layer, y->layer);
+    int c = layer_cmp(x, y);
     return c ? c : (x->i > y->i) - (x->i < y->i);
 }
 
@@ -57,7 +66,7 @@ static int by_layer(const void *a, const void *b)
 static int by_listing(const void *a, const void *b)
 {
     const slot *x = a, *y = b;
-    int fx = x->layer[0] != '\0', fy = y->layer[0] != '\0';
+    int fx = x->layer_len != 0, fy = y->layer_len != 0;
     if (fx != fy) return fx - fy;
     if (x->first != y->first) return (x->first > y->first) - (x->first < y->first);
     return (x->i > y->i) - (x->i < y->i);
@@ -78,18 +87,28 @@ static int print_human(FILE *o, const char *file, const char *target, const stf_
         free(rules);
         return -1;
     }
-    for (size_t i = 0; i < n; i++) s[i] = (slot){ stf_check_diag(r, i)->layer, i, i };
+    for (size_t i = 0; i < n; i++) {
+        const stf_diag *d = stf_check_diag(r, i);
+        s[i] = (slot){ d->layer, d->layer_len, i, i };
+    }
     qsort(s, n, sizeof *s, by_layer);
     for (size_t i = 1; i < n; i++)
-        if (!strcmp(s[i].layer, s[i - 1].layer)) s[i].first = s[i - 1].first;
+        if (!layer_cmp(&s[i], &s[i - 1])) s[i].first = s[i - 1].first;
     qsort(s, n, sizeof *s, by_listing);
-    fprintf(o, "check %s (target %s)\n", file, target);
+    cli_textf(o, "check %s (target %s)\n", file, target);
     for (size_t k = 0; k < n; k++) {
         const stf_diag *e = stf_check_diag(r, s[k].i);
-        if (!k || strcmp(s[k].layer, s[k - 1].layer))
-            fprintf(o, "%s:\n", e->layer[0] ? e->layer : "(file)");
-        fprintf(o, "  %-7s %-4s %s: %s\n", stf_severity_name(e->severity), e->rule,
-                e->layer[0] ? e->layer : "-", e->message);
+        if (!k || layer_cmp(&s[k], &s[k - 1])) {
+            if (e->layer_len) cli_name(o, e->layer, e->layer_len);
+            else fputs("(file)", o);
+            fputs(":\n", o);
+        }
+        fprintf(o, "  %-7s %-4s ", stf_severity_name(e->severity), e->rule);
+        if (e->layer_len) cli_name(o, e->layer, e->layer_len);
+        else fputc('-', o);
+        fputs(": ", o);
+        cli_text(o, e->message);
+        fputc('\n', o);
     }
     /* One suggested fix per rule, in report order; rule ids are few. */
     size_t nrules = 0;

@@ -42,7 +42,8 @@ typedef struct stf_diag {
     char rule[8];
     stf_severity severity;
     const char *profile;
-    const char *layer;
+    const char *layer;       /* layer_len bytes (a prefix may hold U+0000), then a NUL */
+    size_t layer_len;
     const char *message;
     const char *fix;
 } stf_diag;

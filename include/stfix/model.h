@@ -296,6 +296,7 @@ typedef struct stf_marker {
     size_t shard;                /* file it came from */
     const char *path;            /* that file's path as opened */
     const char *key;             /* tensor name (tensor channel) or layers key (metadata) */
+    size_t key_len;              /* bytes of key (it may hold U+0000) */
     int64_t tensor;              /* ckpt tensor index for the tensor channel, else -1 */
     const stf_pyval *value;      /* parsed JSON (OK, NOT_OBJECT); NULL otherwise */
     const char *error;           /* NOT_JSON, TOO_DEEP: Python's message; else NULL */

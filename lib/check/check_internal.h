@@ -36,12 +36,18 @@ typedef struct stf__chk {
     stf_err *err;
 } stf__chk;
 
-/* Append a finding; message formatted from fmt. Layer NULL means "". */
+/* Append a finding; message formatted from fmt. The layer is layer_len
+ * bytes (it may hold U+0000); NULL means "". */
 void stf__chk_add(stf__chk *k, const char *rule, stf_severity sev, const char *layer,
-                  const char *fix, const char *fmt, ...) STF_PRINTF(6, 7);
+                  size_t layer_len, const char *fix, const char *fmt, ...) STF_PRINTF(7, 8);
 
-/* Python repr of a NUL-terminated str: 'blocks.0.fc1'. */
-const char *stf__chk_repr(stf__chk *k, const char *s);
+/* Python repr of the str s[0..n): 'blocks.0.fc1', 'a\x00b'. */
+const char *stf__chk_repr(stf__chk *k, const char *s, size_t n);
+/* A name (n bytes) as stf_name_escape prints it, for stfix's own messages:
+ * blocks.0.fc1, a\u0000b. */
+const char *stf__chk_name(stf__chk *k, const char *s, size_t n);
+/* stf__chk_name of a layer's prefix. */
+const char *stf__chk_layer(stf__chk *k, const stf_layer *l);
 /* Python tuple of a tensor's shape, or "None" for NULL. */
 const char *stf__chk_shape(stf__chk *k, const stf_tensor_info *t);
 /* Python tuple of explicit dims. */
@@ -51,8 +57,9 @@ const char *stf__chk_pyrepr(stf__chk *k, const stf_pyval *v);
 const char *stf__chk_pystr(stf__chk *k, const stf_pyval *v);
 /* ('I8', (2, 256)) or None. */
 const char *stf__chk_meta(stf__chk *k, const stf_tensor_info *t);
-/* repr(sorted(names)[:limit]). */
-const char *stf__chk_sorted(stf__chk *k, const char *const *names, size_t n, size_t limit);
+/* repr(sorted(names)[:limit]); lens[i] is the length of names[i]. */
+const char *stf__chk_sorted(stf__chk *k, const char *const *names, const size_t *lens, size_t n,
+                            size_t limit);
 /* Keep a string returned by the model layer until the run ends. */
 const char *stf__chk_keep(stf__chk *k, char *s);
 /* Record a failure code from a model/container call (first one wins). */

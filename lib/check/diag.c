@@ -72,7 +72,7 @@ static int report_push(stf_check_report *r, const stf_diag *d)
  * allocation failure the run turns sticky STF_ENOMEM and nothing is added.
  */
 void stf__chk_add(stf__chk *k, const char *rule, stf_severity sev, const char *layer,
-                  const char *fix, const char *fmt, ...)
+                  size_t layer_len, const char *fix, const char *fmt, ...)
 {
     if (k->rc) return;
     va_list ap;
@@ -91,7 +91,8 @@ void stf__chk_add(stf__chk *k, const char *rule, stf_severity sev, const char *l
         va_end(ap);
     }
     d.message = msg;
-    d.layer = stf__strdup(layer ? layer : "");
+    d.layer = stf__strndup(layer ? layer : "", layer ? layer_len : 0);
+    d.layer_len = layer ? layer_len : 0;
     d.fix = stf__strdup(fix ? fix : "");
     if (!msg || !d.layer || !d.fix || report_push(k->r, &d)) {
         stf__free(msg);
@@ -137,13 +138,29 @@ static const char *kept(stf__chk *k, int rc, char *s)
     return stf__chk_keep(k, s);
 }
 
-/* Python repr of s, pooled; "" after a failure. */
-const char *stf__chk_repr(stf__chk *k, const char *s)
+/* Python repr of s[0..n), pooled; "" after a failure. */
+const char *stf__chk_repr(stf__chk *k, const char *s, size_t n)
 {
     char *o = NULL;
     if (k->rc) return "";
-    int rc = stf_pyrepr_str(&o, s, strlen(s), k->err);
+    int rc = stf_pyrepr_str(&o, s, n, k->err);
     return kept(k, rc, o);
+}
+
+/* The escaped form of the name s[0..n), pooled; "" after a failure. */
+const char *stf__chk_name(stf__chk *k, const char *s, size_t n)
+{
+    if (k->rc) return "";
+    size_t len = stf_name_escape(NULL, 0, s, n);
+    char *o = len < SIZE_MAX ? stf__malloc(len + 1) : NULL;
+    if (o) stf_name_escape(o, len + 1, s, n);
+    return stf__chk_keep(k, o);
+}
+
+/* The escaped form of l's prefix, pooled; "" after a failure. */
+const char *stf__chk_layer(stf__chk *k, const stf_layer *l)
+{
+    return stf__chk_name(k, l->prefix, l->prefix_len);
 }
 
 /* Python tuple of dims, pooled; "" after a failure. */
@@ -191,12 +208,13 @@ const char *stf__chk_meta(stf__chk *k, const stf_tensor_info *t)
     return kept(k, rc, o);
 }
 
-/* repr(sorted(names)[:limit]); pooled. names are borrowed. */
-const char *stf__chk_sorted(stf__chk *k, const char *const *names, size_t n, size_t limit)
+/* repr(sorted(names)[:limit]); pooled. names and lens are borrowed. */
+const char *stf__chk_sorted(stf__chk *k, const char *const *names, const size_t *lens, size_t n,
+                            size_t limit)
 {
     char *o = NULL;
     if (k->rc) return "";
-    int rc = stf_pyrepr_sorted(&o, names, NULL, n, limit, k->err);
+    int rc = stf_pyrepr_sorted(&o, names, lens, n, limit, k->err);
     return kept(k, rc, o);
 }
 
@@ -258,7 +276,8 @@ static int check_container(stf__chk *k)
     for (size_t i = 0; i < n && !k->rc; i++) {
         const stf_finding *f = stf_ckpt_finding(k->c, i);
         if (!f) continue;
-        stf__chk_add(k, f->rule, f->severity, f->tensor, container_fix(f->rule), "%s",
+        stf__chk_add(k, f->rule, f->severity, f->tensor, f->tensor_len, container_fix(f->rule),
+                     "%s",
                      f->message ? f->message : "");
     }
     return k->rc;

@@ -47,18 +47,20 @@ static void probe_scale(stf__chk *k, const stf_layer *l, size_t idx)
         }
     }
     if (nonfinite)
-        stf__chk_add(k, "N1", STF_SEV_ERROR, l->prefix,
+        stf__chk_add(k, "N1", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "requantize the layer from its source weights",
                      "%s: %llu non-finite scale value(s), first %g at element %llu (byte offset "
-                     "%llu of %s)", t->name, (unsigned long long)nonfinite, (double)nf_val,
+                     "%llu of %s)", stf__chk_name(k, t->name, t->name_len),
+                     (unsigned long long)nonfinite, (double)nf_val,
                      (unsigned long long)first_nf,
                      (unsigned long long)abs_offset(k, t, first_nf * isz),
                      stf_ckpt_shard_path(k->c, t->shard));
     if (nonpos)
-        stf__chk_add(k, "N2", STF_SEV_ERROR, l->prefix,
+        stf__chk_add(k, "N2", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "requantize the layer; a scale must be positive (kitchen clamps to 1e-10)",
                      "%s: %llu zero or negative scale value(s), first %g at element %llu (byte "
-                     "offset %llu of %s)", t->name, (unsigned long long)nonpos, (double)np_val,
+                     "offset %llu of %s)", stf__chk_name(k, t->name, t->name_len),
+                     (unsigned long long)nonpos, (double)np_val,
                      (unsigned long long)first_np,
                      (unsigned long long)abs_offset(k, t, first_np * isz),
                      stf_ckpt_shard_path(k->c, t->shard));
@@ -84,7 +86,9 @@ static int h1_scan(const stf_ckpt *c, size_t wi, const stf_tensor_info *w, int w
     int rc = 0;
     memset(st, 0, sizeof *st);
     if (!row || !mc || !blkall) {
-        rc = stf__err(err, STF_ENOMEM, "H1 probe of %s: out of memory", w->name);
+        char shown[STF__NAME_SHOWN];
+        rc = stf__err(err, STF_ENOMEM, "H1 probe of %s: out of memory",
+                      stf__name_render(shown, sizeof shown, w->name, w->name_len));
         goto done;
     }
     for (uint64_t r = 0; r < n; r++) {
@@ -229,9 +233,10 @@ static void probe_h1(stf__chk *k, const stf_layer *l, int w4)
         sev = STF_SEV_INFO;
         fix = "none for ComfyUI; requantize rowwise for SGLang";
     }
-    stf__chk_add(k, "H1", sev, l->prefix, fix,
+    stf__chk_add(k, "H1", sev, l->prefix, l->prefix_len, fix,
                  "%s quantization in %s: %.1f%% of %llu non-empty rows and %.1f%% of %llu "
-                 "non-empty columns reach |q| >= %u; weight %s, scale %s", verdict, w->name,
+                 "non-empty columns reach |q| >= %u; weight %s, scale %s", verdict,
+                 stf__chk_name(k, w->name, w->name_len),
                  100.0 * h.fr, (unsigned long long)h.rows_ne, 100.0 * h.fc,
                  (unsigned long long)h.cols_ne, h.sat, stf__chk_shape(k, w), stf__chk_shape(k, s));
 }
@@ -270,7 +275,9 @@ int stf_probe_h2(stf_h2_result *out, const stf_ckpt *c, const stf_model *m, cons
     signed char *row = stf__malloc((size_t)kk ? (size_t)kk : 1);
     int rc = 0;
     if (!e || !row) {
-        rc = stf__err(err, STF_ENOMEM, "H2 probe of %s: out of memory", w->name);
+        char shown[STF__NAME_SHOWN];
+        rc = stf__err(err, STF_ENOMEM, "H2 probe of %s: out of memory",
+                      stf__name_render(shown, sizeof shown, w->name, w->name_len));
         goto done;
     }
     for (uint64_t r = 0; r < n; r++) {
@@ -315,17 +322,17 @@ static void probe_h2(stf__chk *k, const stf_layer *l)
         return;
     }
     if (h.declared_sylvester)
-        stf__chk_add(k, "H2", STF_SEV_WARNING, l->prefix,
+        stf__chk_add(k, "H2", STF_SEV_WARNING, l->prefix, l->prefix_len,
                      "undo with the Sylvester matrix (convrot.md §7) and requantize with a regular G",
                      "Layer %s declares convrot_groupsize %lld, a power of 2 but not of 4: the "
-                     "exporter's fallback rotated it with a Sylvester matrix", l->prefix,
+                     "exporter's fallback rotated it with a Sylvester matrix", stf__chk_layer(k, l),
                      (long long)h.group);
     else if (h.evidence)
-        stf__chk_add(k, "H2", STF_SEV_WARNING, l->prefix,
+        stf__chk_add(k, "H2", STF_SEV_WARNING, l->prefix, l->prefix_len,
                      "confirm with the producer; if Sylvester, undo it (convrot.md §7) and requantize",
                      "Layer %s: position 0 of each ConvRot group holds %.1fx the mean energy of the "
                      "other positions, evidence of a Sylvester rather than a regular rotation",
-                     l->prefix, h.ratio);
+                     stf__chk_layer(k, l), h.ratio);
 }
 
 /* ------------------------------------------------------------------ N3 */
@@ -339,10 +346,11 @@ static int probe_empty(stf__chk *k, const stf_layer *l)
 {
     const stf_tensor_info *w = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT);
     if (!w || w->nelem) return 0;
-    stf__chk_add(k, "N3", STF_SEV_WARNING, l->prefix,
+    stf__chk_add(k, "N3", STF_SEV_WARNING, l->prefix, l->prefix_len,
                  "re-export the layer with its weights, or drop it",
                  "%s %s %s has no elements: nothing to probe, and fix copies the layer "
-                 "unchanged", w->name, stf_dtype_name(w->dtype), stf__chk_shape(k, w));
+                 "unchanged", stf__chk_name(k, w->name, w->name_len), stf_dtype_name(w->dtype),
+                 stf__chk_shape(k, w));
     return 1;
 }
 

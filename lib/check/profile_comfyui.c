@@ -76,7 +76,7 @@ static int missing_scales(stf__chk *k, const stf_layer *l, const stf_format_info
     for (size_t i = 0; i < fi->ntensors; i++) {
         if (!fi->tensors[i].required || l->tensor[fi->tensors[i].suffix] >= 0) continue;
         if (names.len) stf__buf_puts(&names, ", ");
-        stf__buf_put(&names, l->prefix, l->prefix_len);
+        stf__buf_puts(&names, stf__chk_layer(k, l));
         stf__buf_puts(&names, stf_suffix_name(fi->tensors[i].suffix));
     }
     if (names.oom) stf__chk_fail(k, STF_ENOMEM);
@@ -92,11 +92,13 @@ static int missing_scales(stf__chk *k, const stf_layer *l, const stf_format_info
         default: break;
         }
         if (what)
-            stf__chk_add(k, "C4", STF_SEV_ERROR, l->prefix, fix, "Missing %s for layer %s", what,
-                         l->prefix);
+            stf__chk_add(k, "C4", STF_SEV_ERROR, l->prefix, l->prefix_len, fix,
+                         "Missing %s for layer %s", what,
+                         stf__chk_layer(k, l));
         else
-            stf__chk_add(k, "C4", STF_SEV_ERROR, l->prefix, fix,
-                         "Missing %s scales for layer %s (%s)", fi->name, l->prefix, names.data);
+            stf__chk_add(k, "C4", STF_SEV_ERROR, l->prefix, l->prefix_len, fix,
+                         "Missing %s scales for layer %s (%s)", fi->name, stf__chk_layer(k, l),
+                         names.data);
     }
     stf__buf_free(&names);
     return missing;
@@ -107,21 +109,23 @@ static void convrot_group_rules(stf__chk *k, const stf_layer *l, int64_t g, uint
                                 const char *rule_k)
 {
     if (g < 0) {
-        stf__chk_add(k, "C6", STF_SEV_ERROR, l->prefix, "write convrot_groupsize as a JSON integer",
+        stf__chk_add(k, "C6", STF_SEV_ERROR, l->prefix, l->prefix_len,
+                     "write convrot_groupsize as a JSON integer",
                      "convrot_groupsize of layer %s is not an integer: ComfyUI's int() raises at load",
-                     l->prefix);
+                     stf__chk_layer(k, l));
         return;
     }
     if (!is_pow4(g)) {
-        stf__chk_add(k, "C6", STF_SEV_ERROR, l->prefix,
+        stf__chk_add(k, "C6", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "undo the rotation with the producer's matrix and requantize with G in "
                      "{16, 64, 256} (M8)",
                      "Regular Hadamard size must be a power of 4, got %lld (layer %s loads, then "
-                     "fails at the first forward or dequantization)", (long long)g, l->prefix);
+                     "fails at the first forward or dequantization)", (long long)g,
+                     stf__chk_layer(k, l));
         return;
     }
     if (kk % (uint64_t)g)
-        stf__chk_add(k, rule_k, STF_SEV_ERROR, l->prefix,
+        stf__chk_add(k, rule_k, STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "requantize with a group size that divides the input size, or keep BF16 (M9)",
                      "ConvRot group size %lld does not divide input features %llu", (long long)g,
                      (unsigned long long)kk);
@@ -136,21 +140,23 @@ static void int8_rules(stf__chk *k, const stf_layer *l, const stf_pyval *mk,
     const stf_pyval *cr = get_param(mk, "convrot");
     int convrot = cr && stf_pyval_truthy(cr);
     if (cr && convrot && !stf_pyval_is_true(cr))
-        stf__chk_add(k, "C19", STF_SEV_WARNING, l->prefix, "write \"convrot\": true",
+        stf__chk_add(k, "C19", STF_SEV_WARNING, l->prefix, l->prefix_len, "write \"convrot\": true",
                      "ComfyUI takes convrot=%s of layer %s as true by Python truthiness; SGLang "
-                     "requires the literal true (R23)", stf__chk_pyrepr(k, cr), l->prefix);
+                     "requires the literal true (R23)", stf__chk_pyrepr(k, cr),
+                     stf__chk_layer(k, l));
     if (convrot && !get_param(mk, "convrot_groupsize"))
-        stf__chk_add(k, "C19", STF_SEV_WARNING, l->prefix,
+        stf__chk_add(k, "C19", STF_SEV_WARNING, l->prefix, l->prefix_len,
                      "write the group size actually used as convrot_groupsize",
                      "Layer %s declares no convrot_groupsize: ComfyUI assumes 256, SGLang rejects "
-                     "the layer (R24)", l->prefix);
+                     "the layer (R24)", stf__chk_layer(k, l));
     if (convrot) convrot_group_rules(k, l, comfy_groupsize(mk), kk, "C7");
     if (!s) return;
     if (s->nelem != 1 && s->nelem != n) {
-        stf__chk_add(k, "C8", STF_SEV_ERROR, l->prefix,
+        stf__chk_add(k, "C8", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "requantize rowwise (grouped or input-axis scales cannot be reshaped)",
                      "INT8 weight scale must be scalar or per-output-channel, got %s for weight %s "
-                     "(layer %s)", stf__chk_shape(k, s), stf__chk_shape(k, w), l->prefix);
+                     "(layer %s)", stf__chk_shape(k, s), stf__chk_shape(k, w),
+                     stf__chk_layer(k, l));
         return;
     }
     uint64_t want2[2] = { n, 1 }, want3[3] = { w->shape[0], w->rank == 3 ? w->shape[1] : 0, 1 };
@@ -159,11 +165,12 @@ static void int8_rules(stf__chk *k, const stf_layer *l, const stf_pyval *mk,
              (w->rank == 3 && stf__chk_shape_is(s, 3, want3));
     if (!ok) {
         int square = w->rank == 2 && n == kk;
-        stf__chk_add(k, "C9", STF_SEV_ERROR, l->prefix,
+        stf__chk_add(k, "C9", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "reshape the scale to (N, 1), header-only, once H1 (--numeric) confirms rows (M6)",
                      "INT8 weight scale of layer %s has shape %s, not (N, 1): the int8 GEMM accepts "
                      "it, but ComfyUI's dequantize paths (LoRA, full_precision_matrix_mult, "
-                     "fallback) broadcast it over columns%s", l->prefix, stf__chk_shape(k, s),
+                     "fallback) broadcast it over columns%s", stf__chk_layer(k, l),
+                     stf__chk_shape(k, s),
                      square ? ", silently wrong on this square layer" : " and fail");
     }
 }
@@ -174,25 +181,27 @@ static void w4a4_rules(stf__chk *k, const stf_layer *l, const stf_pyval *mk,
     const stf_tensor_info *s = T(k, l, STF_SFX_WEIGHT_SCALE);
     uint64_t n = w->shape[0], kk = 2 * w->shape[w->rank - 1];
     if (s && s->nelem == n && !stf__chk_shape_is(s, 1, &n))
-        stf__chk_add(k, "C9", STF_SEV_ERROR, l->prefix, "reshape the scale to (N,) (header-only)",
+        stf__chk_add(k, "C9", STF_SEV_ERROR, l->prefix, l->prefix_len,
+                     "reshape the scale to (N,) (header-only)",
                      "ConvRot W4A4 weight scale of layer %s has shape %s, not (N,): ComfyUI's "
-                     "dequantize paths broadcast it wrongly", l->prefix, stf__chk_shape(k, s));
+                     "dequantize paths broadcast it wrongly", stf__chk_layer(k, l),
+                     stf__chk_shape(k, s));
     int64_t g = comfy_groupsize(mk);
     if (g > 0 && !is_pow4(g)) convrot_group_rules(k, l, g, kk, "C16");
     else if (kk % 64 || (g > 0 && kk % (uint64_t)g))
-        stf__chk_add(k, "C16", STF_SEV_ERROR, l->prefix,
+        stf__chk_add(k, "C16", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "W4A4 needs K % 64 == 0 and K % G == 0: requantize as INT8 or keep BF16",
                      "W4A4 layer %s has input size %llu, which comfy-kitchen rejects (needs a "
-                     "multiple of 64 and of convrot_groupsize %lld)", l->prefix,
+                     "multiple of 64 and of convrot_groupsize %lld)", stf__chk_layer(k, l),
                      (unsigned long long)kk, (long long)g);
     const stf_pyval *ld = get_param(mk, "linear_dtype");
     if (ld) {
         const char *v = stf__chk_pystr(k, ld);
         if (strcmp(v, "int4") && strcmp(v, "int8"))
-            stf__chk_add(k, "C16", STF_SEV_ERROR, l->prefix,
+            stf__chk_add(k, "C16", STF_SEV_ERROR, l->prefix, l->prefix_len,
                          "set linear_dtype to \"int4\" (omit it) or \"int8\"",
                          "W4A4 layer %s has linear_dtype %s; comfy-kitchen accepts int4 or int8",
-                         l->prefix, stf__chk_repr(k, v));
+                         stf__chk_layer(k, l), stf__chk_repr(k, v, strlen(v)));
     }
 }
 
@@ -209,13 +218,15 @@ static void scale_dtype_rules(stf__chk *k, const stf_layer *l, const stf_format_
         const stf_tensor_info *s = T(k, l, sfx);
         if (!s || s->dtype == STF_F32) continue;
         if (fi->id == STF_FMT_FLOAT8_E4M3FN || fi->id == STF_FMT_FLOAT8_E5M2)
-            stf__chk_add(k, "C11", STF_SEV_ERROR, l->prefix, "cast the scale to F32 (exact, M11)",
+            stf__chk_add(k, "C11", STF_SEV_ERROR, l->prefix, l->prefix_len,
+                         "cast the scale to F32 (exact, M11)",
                          "No backend can handle 'dequantize_per_tensor_fp8': eager: scale: dtype "
                          "%s not in {torch.float32}", torch_dtype(s->dtype));
         else
-            stf__chk_add(k, "C11", STF_SEV_ERROR, l->prefix, "cast the scale to F32 (exact, M11)",
+            stf__chk_add(k, "C11", STF_SEV_ERROR, l->prefix, l->prefix_len,
+                         "cast the scale to F32 (exact, M11)",
                          "Scale %s is %s, not F32: older comfy-kitchen backends refuse it",
-                         s->name, stf__chk_dtype(s));
+                         stf__chk_name(k, s->name, s->name_len), stf__chk_dtype(s));
     }
 }
 
@@ -225,75 +236,84 @@ static void check_layer(stf__chk *k, const stf_layer *l)
     const stf_marker *cm = l->comfy;
     if (!cm) {
         if (w && quantized_dtype(w->dtype) && l->tensor[STF_SFX_SCALE_WEIGHT] < 0)
-            stf__chk_add(k, "C1", STF_SEV_ERROR, l->prefix,
+            stf__chk_add(k, "C1", STF_SEV_ERROR, l->prefix, l->prefix_len,
                          "add a comfy_quant marker, or dequantize the weight to BF16 (M14)",
                          "Layer %s has a quantized %s weight %s but no comfy_quant marker: ComfyUI "
-                         "value-casts the codes to the compute dtype (silently garbage)", l->prefix,
+                         "value-casts the codes to the compute dtype (silently garbage)",
+                         stf__chk_layer(k, l),
                          stf__chk_dtype(w), stf__chk_shape(k, w));
         return;
     }
     if (cm->status == STF_MARKER_NOT_OBJECT && cm->channel == STF_CHAN_METADATA) {
-        stf__chk_add(k, "C15", STF_SEV_ERROR, l->prefix, "wrap the value as {\"format\": value} (M4)",
+        stf__chk_add(k, "C15", STF_SEV_ERROR, l->prefix, l->prefix_len,
+                     "wrap the value as {\"format\": value} (M4)",
                      "_quantization_metadata entry for layer %s is %s, not an object: ComfyUI "
-                     "crashes calling .get on it", l->prefix, stf__chk_pyrepr(k, cm->value));
+                     "crashes calling .get on it", stf__chk_layer(k, l),
+                     stf__chk_pyrepr(k, cm->value));
         return;
     }
     if (cm->status != STF_MARKER_OK || !cm->value || stf_pyval_type(cm->value) != STF_PY_DICT)
         return;
     const stf_pyval *mk = cm->value;
     if (!has_tensors(l)) {
-        stf__chk_add(k, "C15", STF_SEV_ERROR, l->prefix,
+        stf__chk_add(k, "C15", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "rewrite the metadata keys to the tensor prefixes, or drop the metadata and "
                      "keep tensor markers (M5)",
                      "_quantization_metadata names layer %s, which has no tensors: ComfyUI attaches "
-                     "the marker to missing keys and loads the real layer unquantized", l->prefix);
+                     "the marker to missing keys and loads the real layer unquantized",
+                     stf__chk_layer(k, l));
         return;
     }
     if (l->conflict && cm->channel == STF_CHAN_METADATA)
-        stf__chk_add(k, "C15", STF_SEV_WARNING, l->prefix,
+        stf__chk_add(k, "C15", STF_SEV_WARNING, l->prefix, l->prefix_len,
                      "regenerate both channels from one canonical marker",
                      "_quantization_metadata entry for layer %s differs from its comfy_quant tensor; "
-                     "ComfyUI uses the metadata entry", l->prefix);
+                     "ComfyUI uses the metadata entry", stf__chk_layer(k, l));
     const stf_pyval *params = stf_pyval_get(mk, "params");
     if (params && stf_pyval_type(params) == STF_PY_DICT)
-        stf__chk_add(k, "C14", STF_SEV_WARNING, l->prefix, "hoist the params keys to the top level (M3)",
+        stf__chk_add(k, "C14", STF_SEV_WARNING, l->prefix, l->prefix_len,
+                     "hoist the params keys to the top level (M3)",
                      "Marker of layer %s nests keys under params: ComfyUI's Linear reads them as a "
-                     "fallback, its Embedding and SGLang ignore them", l->prefix);
+                     "fallback, its Embedding and SGLang ignore them", stf__chk_layer(k, l));
     const stf_pyval *fv = stf_pyval_get(mk, "format");
     if (!fv) {
-        stf__chk_add(k, "C2", STF_SEV_ERROR, l->prefix,
+        stf__chk_add(k, "C2", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "add the format (\"int8_tensorwise\" when W is I8 and the scale F32, M1)",
-                     "Unknown quantization format for layer %s", l->prefix);
+                     "Unknown quantization format for layer %s", stf__chk_layer(k, l));
         return;
     }
     size_t flen = 0;
     const char *fs = stf_pyval_str(fv, &flen);
     const stf_format_info *fi = fs ? stf_format_find(fs, flen) : NULL;
     if (!fi || !(fi->consumers & STF_CONSUMER_COMFYUI)) {
-        stf__chk_add(k, "C3", STF_SEV_ERROR, l->prefix,
+        stf__chk_add(k, "C3", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "rename only when the layout is identical, otherwise dequantize and requantize (M2)",
                      "Unsupported quantization format: %s", stf__chk_pystr(k, fv));
         return;
     }
     if (!w) {
-        stf__chk_add(k, "C5", STF_SEV_ERROR, l->prefix, "add the weight, or drop the orphan marker (M15)",
+        stf__chk_add(k, "C5", STF_SEV_ERROR, l->prefix, l->prefix_len,
+                     "add the weight, or drop the orphan marker (M15)",
                      "Layer %s has a comfy_quant marker but no %s.weight: ComfyUI leaves the module "
-                     "weight None (\"Missing weight for layer %s\")", l->prefix, l->prefix, l->prefix);
+                     "weight None (\"Missing weight for layer %s\")", stf__chk_layer(k, l),
+                     stf__chk_layer(k, l), stf__chk_layer(k, l));
         return;
     }
     if (w->rank != 2 && w->rank != 3) {
-        stf__chk_add(k, "C12", STF_SEV_ERROR, l->prefix, FIX_DEQ,
+        stf__chk_add(k, "C12", STF_SEV_ERROR, l->prefix, l->prefix_len, FIX_DEQ,
                      "Layer %s has a %u-D weight %s with a comfy_quant marker: only Linear, "
                      "MoEExperts and Embedding understand markers, so the marker and scales become "
-                     "unexpected keys and the raw codes are fed to the module", l->prefix, w->rank,
+                     "unexpected keys and the raw codes are fed to the module",
+                     stf__chk_layer(k, l), w->rank,
                      stf__chk_shape(k, w));
         return;
     }
     if (w->dtype != fi->weight_dtype)
-        stf__chk_add(k, "C10", STF_SEV_ERROR, l->prefix,
+        stf__chk_add(k, "C10", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "store the weight in the format's dtype (relabel only on a recipe assertion, M12)",
                      "Weight of layer %s is %s, but %s stores %s: ComfyUI value-casts it instead of "
-                     "viewing the bits (silently wrong)", l->prefix, stf__chk_dtype(w), fi->name,
+                     "viewing the bits (silently wrong)", stf__chk_layer(k, l), stf__chk_dtype(w),
+                     fi->name,
                      stf_dtype_name(fi->weight_dtype));
     if (missing_scales(k, l, fi)) return;
     scale_dtype_rules(k, l, fi);

@@ -27,6 +27,23 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* A layer prefix as SGLang maps it, by its bytes. */
+typedef struct mapped_name {
+    const char *s;
+    size_t n;
+} mapped_name;
+
+static int mapped_cmp(const void *pa, const void *pb)
+{
+    const mapped_name *a = pa, *b = pb;
+    return stf__bytes_cmp(a->s, a->n, b->s, b->n);
+}
+
+static int mapped_eq(const mapped_name *a, const mapped_name *b)
+{
+    return !stf__bytes_cmp(a->s, a->n, b->s, b->n);
+}
+
 static int is_fmt(const char *f, const char *name) { return f && !strcmp(f, name); }
 
 /* ------------------------------------------------------- R1-R8 and R5 */
@@ -39,21 +56,21 @@ static void inspect_files(stf__chk *k)
         const char *path = stf_ckpt_shard_path(k->c, s);
         switch (stf_model_qmeta_status(k->m, s)) {
         case STF_QMETA_NOT_JSON:
-            stf__chk_add(k, "R1", STF_SEV_ERROR, NULL, FIX_QMETA,
+            stf__chk_add(k, "R1", STF_SEV_ERROR, NULL, 0, FIX_QMETA,
                          "Invalid _quantization_metadata in %s", path);
             break;
         case STF_QMETA_TOO_DEEP:
-            stf__chk_add(k, "R1", STF_SEV_ERROR, NULL, FIX_QMETA,
+            stf__chk_add(k, "R1", STF_SEV_ERROR, NULL, 0, FIX_QMETA,
                          "_quantization_metadata in %s nests deeper than Python's json.loads "
                          "decodes (%d levels): SGLang fails with an uncaught RecursionError",
                          path, STF_PYJSON_MAX_DEPTH);
             break;
         case STF_QMETA_NOT_OBJECT:
-            stf__chk_add(k, "R2", STF_SEV_ERROR, NULL, FIX_QMETA,
+            stf__chk_add(k, "R2", STF_SEV_ERROR, NULL, 0, FIX_QMETA,
                          "_quantization_metadata in %s must contain an object", path);
             break;
         case STF_QMETA_NO_LAYERS:
-            stf__chk_add(k, "R3", STF_SEV_ERROR, NULL, FIX_QMETA,
+            stf__chk_add(k, "R3", STF_SEV_ERROR, NULL, 0, FIX_QMETA,
                          "_quantization_metadata in %s must contain a layers object", path);
             break;
         default:
@@ -65,10 +82,10 @@ static void inspect_files(stf__chk *k)
                 const stf_marker *mk = &l->markers[j];
                 if (mk->shard != s || mk->channel != STF_CHAN_METADATA) continue;
                 if (mk->status == STF_MARKER_NOT_OBJECT)
-                    stf__chk_add(k, "R4", STF_SEV_ERROR, l->prefix,
+                    stf__chk_add(k, "R4", STF_SEV_ERROR, l->prefix, l->prefix_len,
                                  "wrap the value as {\"format\": value} (M4), or drop the entry",
                                  "Comfy quantization metadata for %s must be an object",
-                                 stf__chk_repr(k, mk->key));
+                                 stf__chk_repr(k, mk->key, mk->key_len));
             }
         }
         for (size_t i = 0; i < nl; i++) {
@@ -77,26 +94,28 @@ static void inspect_files(stf__chk *k)
                 const stf_marker *mk = &l->markers[j];
                 if (mk->shard != s || mk->channel != STF_CHAN_TENSOR) continue;
                 if (mk->status == STF_MARKER_NOT_JSON)
-                    stf__chk_add(k, "R6", STF_SEV_ERROR, l->prefix, FIX_MARKER,
+                    stf__chk_add(k, "R6", STF_SEV_ERROR, l->prefix, l->prefix_len, FIX_MARKER,
                                  "Invalid Comfy quantization marker %s in %s",
-                                 stf__chk_repr(k, mk->key), path);
+                                 stf__chk_repr(k, mk->key, mk->key_len), path);
                 else if (mk->status == STF_MARKER_TOO_DEEP)
-                    stf__chk_add(k, "R6", STF_SEV_ERROR, l->prefix, FIX_MARKER,
+                    stf__chk_add(k, "R6", STF_SEV_ERROR, l->prefix, l->prefix_len, FIX_MARKER,
                                  "Comfy quantization marker %s in %s nests deeper than Python's "
                                  "json.loads decodes (%d levels): SGLang fails with an uncaught "
                                  "RecursionError",
-                                 stf__chk_repr(k, mk->key), path, STF_PYJSON_MAX_DEPTH);
+                                 stf__chk_repr(k, mk->key, mk->key_len), path,
+                                 STF_PYJSON_MAX_DEPTH);
                 else if (mk->status == STF_MARKER_NOT_OBJECT)
-                    stf__chk_add(k, "R7", STF_SEV_ERROR, l->prefix, FIX_MARKER,
+                    stf__chk_add(k, "R7", STF_SEV_ERROR, l->prefix, l->prefix_len, FIX_MARKER,
                                  "Comfy quantization marker %s must contain a JSON object",
-                                 stf__chk_repr(k, mk->key));
+                                 stf__chk_repr(k, mk->key, mk->key_len));
                 else if (mk->status == STF_MARKER_BAD_DTYPE) {
                     const stf_tensor_info *t =
                         mk->tensor >= 0 ? stf_ckpt_tensor(k->c, (size_t)mk->tensor) : NULL;
-                    stf__chk_add(k, "R8", STF_SEV_ERROR, l->prefix, "store the marker as U8",
+                    stf__chk_add(k, "R8", STF_SEV_ERROR, l->prefix, l->prefix_len,
+                                 "store the marker as U8",
                                  "Comfy quantization marker %s has dtype %s, which numpy cannot "
                                  "convert: SGLang fails with an uncaught TypeError",
-                                 stf__chk_repr(k, mk->key), stf__chk_dtype(t));
+                                 stf__chk_repr(k, mk->key, mk->key_len), stf__chk_dtype(t));
                 }
             }
         }
@@ -104,9 +123,10 @@ static void inspect_files(stf__chk *k)
     for (size_t i = 0; i < nl && !k->rc; i++) {
         const stf_layer *l = stf_model_layer(k->m, i);
         if (l->conflict)
-            stf__chk_add(k, "R5", STF_SEV_ERROR, l->prefix,
+            stf__chk_add(k, "R5", STF_SEV_ERROR, l->prefix, l->prefix_len,
                          "regenerate the tensor marker and the metadata entry from one canonical dict",
-                         "Conflicting Comfy quantization markers for %s", stf__chk_repr(k, l->prefix));
+                         "Conflicting Comfy quantization markers for %s",
+                         stf__chk_repr(k, l->prefix, l->prefix_len));
     }
 }
 
@@ -145,10 +165,11 @@ static void check_mxfp8(stf__chk *k, const stf_layer *l)
         ok = s && s->dtype == STF_U8 && stf__chk_shape_is(s, 2, d);
     }
     if (!ok)
-        stf__chk_add(k, "R9", STF_SEV_ERROR, l->prefix,
+        stf__chk_add(k, "R9", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "never write quant_format; give the layer a comfy_quant marker instead",
                      "MXFP8 layer %s has incompatible weight/scale metadata: %s and %s",
-                     stf__chk_repr(k, l->prefix), stf__chk_meta(k, w), stf__chk_meta(k, s));
+                     stf__chk_repr(k, l->prefix, l->prefix_len), stf__chk_meta(k, w),
+                     stf__chk_meta(k, s));
 }
 
 /* R9 over every quantized weight when quant_format says mxfp8; marks the
@@ -160,7 +181,7 @@ static void check_unmarked(stf__chk *k, unsigned char *synth)
     size_t nl = stf_model_layer_count(k->m);
     int mx = mxfp8_declared(k);
     const char **missing = NULL;
-    size_t nmissing = 0;
+    size_t *lens = NULL, nmissing = 0;
     for (size_t i = 0; i < nl && !k->rc; i++) {
         const stf_layer *l = stf_model_layer(k->m, i);
         const stf_tensor_info *w = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT);
@@ -169,20 +190,25 @@ static void check_unmarked(stf__chk *k, unsigned char *synth)
             check_mxfp8(k, l);
             synth[i] = l->nmarkers == 0;
         } else if (l->nmarkers == 0) {
-            if (!missing) missing = stf__calloc(nl, sizeof *missing);
             if (!missing) {
+                missing = stf__calloc(nl, sizeof *missing);
+                lens = stf__calloc(nl, sizeof *lens);
+            }
+            if (!missing || !lens) {
                 stf__chk_fail(k, STF_ENOMEM);
                 break;
             }
+            lens[nmissing] = l->prefix_len;
             missing[nmissing++] = l->prefix;
         }
     }
     if (nmissing && !k->rc)
-        stf__chk_add(k, "R10", STF_SEV_ERROR, NULL,
+        stf__chk_add(k, "R10", STF_SEV_ERROR, NULL, 0,
                      "add a comfy_quant marker to each layer, or dequantize those weights to BF16",
                      "Quantized weights are missing comfy_quant metadata: %s",
-                     stf__chk_sorted(k, missing, nmissing, 5));
+                     stf__chk_sorted(k, missing, lens, nmissing, 5));
     stf__free(missing);
+    stf__free(lens);
 }
 
 /* ------------------------------------------------------------ R12, R20 */
@@ -210,7 +236,7 @@ static void check_required(stf__chk *k, const stf_layer *l, const stf_pyval *mk,
         return; /* R11: unknown formats are skipped here and fail R30 */
     }
     const char *names[3];
-    size_t n = 0;
+    size_t lens[3], n = 0;
     for (size_t i = 0; i < nreq; i++) {
         if (l->tensor[req[i]] >= 0) continue;
         stf_buf b;
@@ -222,13 +248,15 @@ static void check_required(stf__chk *k, const stf_layer *l, const stf_pyval *mk,
             stf__chk_fail(k, STF_ENOMEM);
             return;
         }
+        lens[n] = b.len;
         names[n++] = stf__chk_keep(k, b.data);
     }
     if (n) {
-        stf__chk_add(k, "R12", STF_SEV_ERROR, l->prefix,
+        stf__chk_add(k, "R12", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "add the missing tensors, or drop the orphan marker (M15)",
                      "Comfy layer %s is missing checkpoint tensors: %s",
-                     stf__chk_repr(k, l->prefix), stf__chk_sorted(k, names, n, (size_t)-1));
+                     stf__chk_repr(k, l->prefix, l->prefix_len), stf__chk_sorted(k, names, lens, n,
+                     (size_t)-1));
         return;
     }
     stf__check_sglang_layer_formats(k, l, mk, fmt);
@@ -240,24 +268,27 @@ static void check_collisions(stf__chk *k, const unsigned char *has)
 {
     size_t nl = stf_model_layer_count(k->m), n = 0;
     size_t plen = strlen(DIT_PREFIX);
-    const char **mapped = stf__calloc(nl ? nl : 1, sizeof *mapped);
+    mapped_name *mapped = stf__calloc(nl ? nl : 1, sizeof *mapped);
     if (!mapped) {
         stf__chk_fail(k, STF_ENOMEM);
         return;
     }
     for (size_t i = 0; i < nl; i++) {
         if (!has[i]) continue;
-        const char *p = stf_model_layer(k->m, i)->prefix;
-        mapped[n++] = strncmp(p, DIT_PREFIX, plen) ? p : p + plen;
+        const stf_layer *l = stf_model_layer(k->m, i);
+        int dit = l->prefix_len >= plen && !memcmp(l->prefix, DIT_PREFIX, plen);
+        mapped[n].s = dit ? l->prefix + plen : l->prefix;
+        mapped[n++].n = dit ? l->prefix_len - plen : l->prefix_len;
     }
-    qsort(mapped, n, sizeof *mapped, cmp_str);
+    qsort(mapped, n, sizeof *mapped, mapped_cmp);
     for (size_t i = 1; i < n && !k->rc; i++) {
-        if (strcmp(mapped[i - 1], mapped[i]) || (i >= 2 && !strcmp(mapped[i - 2], mapped[i])))
+        if (!mapped_eq(&mapped[i - 1], &mapped[i]) ||
+            (i >= 2 && mapped_eq(&mapped[i - 2], &mapped[i])))
             continue;
-        stf__chk_add(k, "R20", STF_SEV_ERROR, mapped[i],
+        stf__chk_add(k, "R20", STF_SEV_ERROR, mapped[i].s, mapped[i].n,
                      "keep one spelling of the layer (fuse or drop the duplicate, M21)",
                      "Comfy markers collide after parameter mapping at %s",
-                     stf__chk_repr(k, mapped[i]));
+                     stf__chk_repr(k, mapped[i].s, mapped[i].n));
     }
     stf__free(mapped);
 }
@@ -316,7 +347,7 @@ static cfg_kind resolve(stf__chk *k, const unsigned char *has, const unsigned ch
         }
         if (b.oom) stf__chk_fail(k, STF_ENOMEM);
         else
-            stf__chk_add(k, "R30", STF_SEV_ERROR, NULL,
+            stf__chk_add(k, "R30", STF_SEV_ERROR, NULL, 0,
                          "convert every layer to one supported set (e.g. INT8 ConvRot: "
                          "requantize, or rename aliases with an identical layout, M1/M2)",
                          "Unsupported Comfy quantization format(s): %s", b.data ? b.data : "");
@@ -338,16 +369,16 @@ static int g_allowed(const stf_pyval *v)
 /* KitchenInt8Config rules for one int8_tensorwise layer (R23, R24, R27, R40). */
 static void config_int8(stf__chk *k, const stf_layer *l, const stf_pyval *mk)
 {
-    const char *p = stf__chk_repr(k, l->prefix);
+    const char *p = stf__chk_repr(k, l->prefix, l->prefix_len);
     const stf_tensor_info *w = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT);
     const stf_tensor_info *s = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT_SCALE);
     const stf_pyval *g = stf_pyval_get(mk, "convrot_groupsize");
     if (!stf_pyval_is_true(stf_pyval_get(mk, "convrot")))
-        stf__chk_add(k, "R23", STF_SEV_ERROR, l->prefix,
+        stf__chk_add(k, "R23", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "requantize with ConvRot (stfix repair), or store the layer in BF16 without a marker",
                      "Serialized kitchen_int8 layer %s must set convrot=true", p);
     if (!g_allowed(g))
-        stf__chk_add(k, "R24", STF_SEV_ERROR, l->prefix,
+        stf__chk_add(k, "R24", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "write the group size actually used as a JSON integer; requantize when it is "
                      "not 16, 64 or 256",
                      "Serialized kitchen_int8 layer %s must declare convrot_groupsize in (16, 64, "
@@ -355,14 +386,14 @@ static void config_int8(stf__chk *k, const stf_layer *l, const stf_pyval *mk)
     else if (w && w->rank == 2) {
         int64_t gv = 0;
         if (!stf_pyval_pyint(&gv, g, NULL) && (gv == 16 || w->shape[0] % 8))
-            stf__chk_add(k, "R28", STF_SEV_INFO, l->prefix,
+            stf__chk_add(k, "R28", STF_SEV_INFO, l->prefix, l->prefix_len,
                          "prefer G in {64, 256} with N % 8 == 0 so sgl_kernel can serve the layer",
                          "Serialized convrot_int8 layer %s (ConvRot group %lld, %llu outputs) runs "
                          "only on the comfy_kitchen backend in newer SGLang trees; sgl_kernel serves "
                          "groups 64, 128, 256, 512 with outputs divisible by 8", p, (long long)gv,
                          (unsigned long long)w->shape[0]);
         if (!stf_pyval_pyint(&gv, g, NULL) && gv > 0 && w->shape[1] % (uint64_t)gv)
-            stf__chk_add(k, "R27", STF_SEV_ERROR, l->prefix,
+            stf__chk_add(k, "R27", STF_SEV_ERROR, l->prefix, l->prefix_len,
                          "requantize with a group size that divides the input size, or keep the "
                          "layer in BF16",
                          "Serialized kitchen_int8 layer %s has input size %llu, which is not "
@@ -370,7 +401,7 @@ static void config_int8(stf__chk *k, const stf_layer *l, const stf_pyval *mk)
                          (unsigned long long)w->shape[1], stf__chk_pystr(k, g));
     }
     if (w && w->rank == 2 && s && s->rank == 0)
-        stf__chk_add(k, "R40", STF_SEV_ERROR, l->prefix,
+        stf__chk_add(k, "R40", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "requantize rowwise: SGLang allocates a (N, 1) weight_scale",
                      "Tried to load weights of size torch.Size([1])to a parameter of size "
                      "torch.Size([%llu, 1])", (unsigned long long)w->shape[0]);
@@ -379,31 +410,32 @@ static void config_int8(stf__chk *k, const stf_layer *l, const stf_pyval *mk)
 static void config_layer(stf__chk *k, cfg_kind kind, const stf_layer *l, const stf_pyval *mk,
                          const char *fmt)
 {
-    const char *p = stf__chk_repr(k, l->prefix);
+    const char *p = stf__chk_repr(k, l->prefix, l->prefix_len);
     if (is_fmt(fmt, "int8_tensorwise")) {
         if (kind == CFG_INT8 || kind == CFG_W4A4) config_int8(k, l, mk);
         if (kind == CFG_W4A8) {
             const stf_tensor_info *s = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT_SCALE);
             if (s && s->nelem != 1)
-                stf__chk_add(k, "R60", STF_SEV_ERROR, l->prefix,
+                stf__chk_add(k, "R60", STF_SEV_ERROR, l->prefix, l->prefix_len,
                              "W4A8 checkpoints take INT8 layers only as scalar-scale companions: "
                              "convert the layer to asym_w4a8_int8 or drop it to BF16",
                              "Unsupported Comfy W4A8 format for %s: %s", p,
-                             stf__chk_repr(k, fmt));
+                             stf__chk_repr(k, fmt, strlen(fmt)));
         }
     } else if (is_fmt(fmt, "convrot_w4a4") && kind == CFG_W4A4) {
         const stf_pyval *ld = stf_pyval_get(mk, "linear_dtype");
         if (ld) {
             const char *v = stf__chk_pystr(k, ld);
             if (strcmp(v, "int4") && strcmp(v, "int8"))
-                stf__chk_add(k, "R57", STF_SEV_ERROR, l->prefix,
+                stf__chk_add(k, "R57", STF_SEV_ERROR, l->prefix, l->prefix_len,
                              "set linear_dtype to \"int4\" (omit it) or \"int8\"",
                              "Serialized W4A4 layer %s has unsupported linear_dtype=%s; expected "
-                             "one of ('int4', 'int8')", p, stf__chk_repr(k, v));
+                             "one of ('int4', 'int8')", p, stf__chk_repr(k, v, strlen(v)));
         }
     } else if (is_fmt(fmt, "asym_w4a8_int8") && kind == CFG_W4A8) {
         if (!stf_pyval_is_true(stf_pyval_get(mk, "convrot")))
-            stf__chk_add(k, "R61", STF_SEV_ERROR, l->prefix, "add \"convrot\": true (M18)",
+            stf__chk_add(k, "R61", STF_SEV_ERROR, l->prefix, l->prefix_len,
+                         "add \"convrot\": true (M18)",
                          "Serialized W4A8 layer %s must set convrot=true", p);
     }
 }
@@ -413,12 +445,12 @@ static void check_selection(stf__chk *k, const stf_layer *l)
 {
     const stf_tensor_info *w = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT);
     if (!w || w->rank < 3) return;
-    stf__chk_add(k, "R25", STF_SEV_ERROR, l->prefix,
+    stf__chk_add(k, "R25", STF_SEV_ERROR, l->prefix, l->prefix_len,
                  "dequantize the layer to BF16 and drop its marker and scales",
                  "Comfy layer %s has a %u-D weight %s: SGLang gives non-Linear modules no quant "
                  "method and copy_-casts the quantized codes into a float parameter (silent "
                  "corruption)",
-                 stf__chk_repr(k, l->prefix), w->rank, stf__chk_shape(k, w));
+                 stf__chk_repr(k, l->prefix, l->prefix_len), w->rank, stf__chk_shape(k, w));
 }
 
 /*

@@ -60,15 +60,6 @@ int stf__utf8_valid(const char *str, size_t n)
     return 1;
 }
 
-/* Compare two byte strings: memcmp over the common prefix, shorter first. */
-int stf__bytes_cmp(const char *a, size_t alen, const char *b, size_t blen)
-{
-    size_t m = alen < blen ? alen : blen;
-    int r = m ? memcmp(a, b, m) : 0;
-    if (r) return r;
-    return alen < blen ? -1 : alen > blen ? 1 : 0;
-}
-
 static int writer_cmp(const void *pa, const void *pb)
 {
     const stf_tensor_info *a = pa, *b = pb;

@@ -35,9 +35,6 @@ int stf__canon_order(stf_tensor_info *t, size_t n, stf_err *err);
 int stf__canon_header(stf_buf *out, const stf_tensor_info *t, size_t n,
                       const stf_meta_entry *meta, size_t nmeta, int emit_meta, stf_err *err);
 
-/* Byte comparison of two strings with lengths: memcmp, shorter prefix first. */
-int stf__bytes_cmp(const char *a, size_t alen, const char *b, size_t blen);
-
 /*
  * S21-S25 for one file: compare the N header bytes `hdr` of the file at
  * `path` with the canonical header of its tensors `t` (file order, as the

@@ -172,6 +172,7 @@ static int add_meta_markers(stf_model *m, size_t shard, stf_err *err)
         mk.shard = shard;
         mk.path = stf_ckpt_shard_path(m->c, shard);
         mk.key = key;
+        mk.key_len = klen;
         mk.tensor = -1;
         mk.value = v;
         if (push_marker(l, &mk) != 0) return oom(err);

@@ -61,6 +61,7 @@ int stf__marker_from_tensor(stf_marker *m, const stf_ckpt *c, size_t idx, stf_er
     m->shard = t->shard;
     m->path = stf_ckpt_shard_path(c, t->shard);
     m->key = t->name;
+    m->key_len = t->name_len;
     m->tensor = (int64_t)idx;
     if (!dtype_numpy_ok(t->dtype)) {
         m->status = STF_MARKER_BAD_DTYPE;

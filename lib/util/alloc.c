@@ -58,6 +58,15 @@ char *stf__strndup(const char *s, size_t n)
 
 char *stf__strdup(const char *s) { return stf__strndup(s, strlen(s)); }
 
+/* Compare two byte strings: memcmp over the common prefix, shorter first. */
+int stf__bytes_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+    size_t m = alen < blen ? alen : blen;
+    int r = m ? memcmp(a, b, m) : 0;
+    if (r) return r;
+    return alen < blen ? -1 : alen > blen ? 1 : 0;
+}
+
 void stf__buf_init(stf_buf *b) { memset(b, 0, sizeof *b); }
 
 void stf__buf_free(stf_buf *b)

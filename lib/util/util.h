@@ -24,6 +24,9 @@ void *stf__realloc(void *p, size_t n);
 void stf__free(void *p);
 char *stf__strndup(const char *s, size_t n); /* copies n bytes, adds NUL */
 char *stf__strdup(const char *s);
+/* Order of two byte strings (names may hold U+0000): memcmp over the common
+ * prefix, then the shorter first. <0, 0 or >0. */
+int stf__bytes_cmp(const char *a, size_t alen, const char *b, size_t blen);
 
 /*
  * Fill err (may be NULL) and return `code`, so callers can write

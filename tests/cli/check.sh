@@ -49,6 +49,23 @@ t_stdout_has "numeric" "error   H1   blocks.0.attn.qkv: COLUMN quantization in b
 t_run "numeric healthy" 0 "$STFIX" check --numeric $F/healthy_int8_g64.safetensors
 t_stdout_has "numeric healthy" "info    H1   blocks.0.attn.qkv: ROW quantization in"
 
+# Names are shown escaped and the output is UTF-8 whatever the input: a
+# tensor name with U+0000, and a _quantization_metadata layer that is a lone
+# surrogate (Python's json accepts "\ud800"; its UTF-8 bytes are not valid).
+python3 -c 'import struct,sys
+h=(r"""{"__metadata__":{"_quantization_metadata":"{\"format_version\":\"1.0\",\"layers\":{\"\\ud800\":{\"format\":\"float8_e4m3fn\"}}}"},"x\u0000y.weight":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}""").encode()
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + bytes(4))' "$T_TMP/names.safetensors"
+t_run "escaped names" 1 "$STFIX" check "$T_TMP/names.safetensors"
+t_stdout_has "escaped names" 'x\u0000y.weight:'
+t_stdout_has "escaped names" "  warning S14  x\u0000y.weight: $T_TMP/names.safetensors: S14 InvalidTensorName: tensor 'x\u0000y.weight' (byte 138): the tensor name contains U+0000"
+t_stdout_has "escaped names" '\ud800:'
+t_stdout_has "escaped names" "  error   R12  \ud800: Comfy layer '\ud800' is missing checkpoint tensors: ['\ud800.weight', '\ud800.weight_scale']"
+t_stdout_has "escaped names" "  error   C15  \ud800: _quantization_metadata names layer \ud800, which has no tensors"
+t_utf8 "escaped names"
+t_run "escaped names --json" 1 "$STFIX" check --json "$T_TMP/names.safetensors"
+t_utf8 "escaped names --json"
+t_true "escaped names --json: layers" python3 -c 'import json,sys; d=json.load(open(sys.argv[1], encoding="utf-8")); assert [x["layer"] for x in d["diagnostics"]] == ["x\0y.weight", "\ud800", "\ud800"], d' "$T_OUT"
+
 # Exit 2: unreadable or invalid container.
 t_run "missing file" 2 "$STFIX" check "$T_TMP/does-not-exist.safetensors"
 printf 'not a safetensors file' >"$T_TMP/garbage.safetensors"

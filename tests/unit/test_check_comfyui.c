@@ -170,6 +170,27 @@ static void test_healthy(void **state)
     }
 }
 
+/* stfix's own messages show a layer prefix escaped: U+0000 as \\u0000, a
+ * lone surrogate (Python's JSON accepts one) as \\udc00, never raw bytes. */
+static void test_escaped_prefix(void **state)
+{
+    (void)state;
+    stf_check_report *r = st_check_header(
+        "{\"__metadata__\":{\"_quantization_metadata\":\"{\\\"format_version\\\":\\\"1.0\\\","
+        "\\\"layers\\\":{\\\"x\\\\u0000\\\\udc00\\\":{\\\"format\\\":\\\"int8_tensorwise\\\"}}}\"}}",
+        STF_CHECK_COMFYUI);
+    st_check_dump(r);
+    const stf_diag *d =
+        st_check_find(r, "C15",
+                      "_quantization_metadata names layer x\\u0000\\udc00, which has no tensors: "
+                      "ComfyUI attaches the marker to missing keys and loads the real layer "
+                      "unquantized");
+    assert_non_null(d);
+    assert_int_equal(d->layer_len, 5);
+    assert_memory_equal(d->layer, "x\0\xed\xb0\x80", 6);
+    stf_check_report_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +198,7 @@ int main(void)
         cmocka_unit_test(test_comfy_accepts_unrotated),
         cmocka_unit_test(test_manifest),
         cmocka_unit_test(test_healthy),
+        cmocka_unit_test(test_escaped_prefix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -460,6 +460,35 @@ static void test_alloc_failures(void **state)
     stf_ckpt_free(c);
 }
 
+/*
+ * Layer prefixes are byte strings with a length: "a" and
+ * "model.diffusion_model.a\0b" are two layers that SGLang maps to "a" and
+ * "a\0b", which do not collide (R20), and findings carry the whole prefix.
+ */
+#define NUL_LAYERS                                                                        \
+    "{\"__metadata__\":{\"_quantization_metadata\":\"{\\\"format_version\\\":\\\"1.0\\\","  \
+    "\\\"layers\\\":{\\\"a\\\":{\\\"format\\\":\\\"int8_tensorwise\\\"},"              \
+    "\\\"model.diffusion_model.a\\\\u0000b\\\":{\\\"format\\\":\\\"int8_tensorwise\\\"}}}\"}}"
+
+static void test_nul_in_prefix(void **state)
+{
+    (void)state;
+    stf_check_report *r = st_check_header(NUL_LAYERS, STF_CHECK_ALL);
+    st_check_dump(r);
+    assert_null(st_check_find(r, "R20", NULL));
+    const stf_diag *d = st_check_find(
+        r, "R12",
+        "Comfy layer 'model.diffusion_model.a\\x00b' is missing checkpoint tensors: "
+        "['model.diffusion_model.a\\x00b.weight', 'model.diffusion_model.a\\x00b.weight_scale']");
+    assert_non_null(d);
+    assert_int_equal(d->layer_len, 25);
+    assert_memory_equal(d->layer, "model.diffusion_model.a\0b", 26);
+    assert_non_null(st_check_find(r, "R12",
+                                  "Comfy layer 'a' is missing checkpoint tensors: ['a.weight', "
+                                  "'a.weight_scale']"));
+    stf_check_report_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -474,6 +503,7 @@ int main(void)
         cmocka_unit_test(test_container_findings),
         cmocka_unit_test(test_r28_info),
         cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_nul_in_prefix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,11 +3,25 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "support/st_check.h"
+
+static stf_check_report *run(stf_ckpt *c, const char *path, unsigned profiles)
+{
+    stf_err err;
+    stf_err_clear(&err);
+    stf_check_opts o;
+    stf_check_opts_init(&o);
+    o.profiles = profiles;
+    stf_check_report *r = NULL;
+    if (stf_check_run(&r, c, &o, &err)) fail_msg("check %s: %s", path, err.msg);
+    stf_ckpt_free(c);
+    return r;
+}
 
 stf_check_report *st_check_file(const char *path, unsigned profiles)
 {
@@ -15,12 +29,23 @@ stf_check_report *st_check_file(const char *path, unsigned profiles)
     stf_err_clear(&err);
     stf_ckpt *c = NULL;
     if (stf_ckpt_open(&c, path, NULL, &err)) fail_msg("open %s: %s", path, err.msg);
-    stf_check_opts o;
-    stf_check_opts_init(&o);
-    o.profiles = profiles;
-    stf_check_report *r = NULL;
-    if (stf_check_run(&r, c, &o, &err)) fail_msg("check %s: %s", path, err.msg);
-    stf_ckpt_free(c);
+    return run(c, path, profiles);
+}
+
+stf_check_report *st_check_header(const char *hdr, unsigned profiles)
+{
+    stf_err err;
+    stf_err_clear(&err);
+    size_t n = strlen(hdr);
+    unsigned char *buf = malloc(8 + n);
+    assert_non_null(buf);
+    for (int i = 0; i < 8; i++) buf[i] = (unsigned char)((uint64_t)n >> (8 * i));
+    memcpy(buf + 8, hdr, n);
+    stf_ckpt *c = NULL;
+    if (stf_ckpt_open_mem(&c, buf, 8 + n, "mem.safetensors", NULL, &err))
+        fail_msg("open: %s", err.msg);
+    stf_check_report *r = run(c, "mem.safetensors", profiles);
+    free(buf);
     return r;
 }
 

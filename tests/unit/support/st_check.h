@@ -11,6 +11,10 @@
  * caller frees the report. Failing to open or to run fails the test. */
 stf_check_report *st_check_file(const char *path, unsigned profiles);
 
+/* The same over a file of no tensor data whose header is the text `hdr`
+ * (N = its length), opened from memory. */
+stf_check_report *st_check_header(const char *hdr, unsigned profiles);
+
 /* Print every finding (rule, severity, layer, message) through cmocka, so
  * a failing test shows what the report held. */
 void st_check_dump(const stf_check_report *r);
