@@ -129,6 +129,11 @@ void cli_put(FILE *o, cli_escaper esc, const char *s, size_t n);
 void cli_name(FILE *o, const char *s, size_t n);
 /* Free text such as a message or a path (NULL prints nothing). */
 void cli_text(FILE *o, const char *s);
+/* A name padded with spaces to `width` bytes (a table column). */
+void cli_name_col(FILE *o, const char *s, size_t n, size_t width);
+/* One diagnostic as "  SEVERITY RULE LAYER: MESSAGE\n" ("-" for no layer),
+ * the layer and message escaped. */
+void cli_diag_line(FILE *o, const stf_diag *d);
 /* printf into free text (a final newline is kept as the line's end);
  * cli_vtextf takes a va_list. */
 void cli_vtextf(FILE *o, const char *fmt, va_list ap);

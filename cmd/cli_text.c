@@ -78,3 +78,22 @@ void cli_textf(FILE *o, const char *fmt, ...)
     cli_vtextf(o, fmt, ap);
     va_end(ap);
 }
+
+/* One diagnostic as a human line; see cli.h. */
+void cli_diag_line(FILE *o, const stf_diag *d)
+{
+    fprintf(o, "  %-7s %-4s ", stf_severity_name(d->severity), d->rule);
+    if (d->layer_len) cli_name(o, d->layer, d->layer_len);
+    else fputc('-', o);
+    fputs(": ", o);
+    cli_text(o, d->message);
+    fputc('\n', o);
+}
+
+/* A name left-aligned in a column of `width` bytes; see cli.h. */
+void cli_name_col(FILE *o, const char *s, size_t n, size_t width)
+{
+    size_t w = stf_name_escape(NULL, 0, s, n);
+    cli_name(o, s, n);
+    for (; w < width; w++) fputc(' ', o);
+}

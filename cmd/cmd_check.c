@@ -103,12 +103,7 @@ static int print_human(FILE *o, const char *file, const char *target, const stf_
             else fputs("(file)", o);
             fputs(":\n", o);
         }
-        fprintf(o, "  %-7s %-4s ", stf_severity_name(e->severity), e->rule);
-        if (e->layer_len) cli_name(o, e->layer, e->layer_len);
-        else fputc('-', o);
-        fputs(": ", o);
-        cli_text(o, e->message);
-        fputc('\n', o);
+        cli_diag_line(o, e);
     }
     /* One suggested fix per rule, in report order; rule ids are few. */
     size_t nrules = 0;

@@ -187,8 +187,10 @@ static size_t worst_by_snr(const stf_run_report *r, size_t *idx, size_t k)
 
 static void print_metrics_row(FILE *o, const stf_layer_metrics *m)
 {
-    fprintf(o, "  %-40s %11.4e %12.9f %9.2f %11.4e\n", m->prefix, m->m.rel_l2, m->m.cosine,
-            m->m.snr_db, m->m.max_abs);
+    fputs("  ", o);
+    cli_name_col(o, m->prefix, m->prefix_len, 40);
+    fprintf(o, " %11.4e %12.9f %9.2f %11.4e\n", m->m.rel_l2, m->m.cosine, m->m.snr_db,
+            m->m.max_abs);
 }
 
 static void print_error_report(FILE *o, const stf_run_report *r)
@@ -206,11 +208,7 @@ static void print_error_report(FILE *o, const stf_run_report *r)
 
 static void print_diags_human(FILE *o, const stf_check_report *cr)
 {
-    for (size_t i = 0; i < stf_check_count(cr); i++) {
-        const stf_diag *d = stf_check_diag(cr, i);
-        fprintf(o, "  %-7s %-4s %s: %s\n", stf_severity_name(d->severity), d->rule,
-                d->layer[0] ? d->layer : "-", d->message);
-    }
+    for (size_t i = 0; i < stf_check_count(cr); i++) cli_diag_line(o, stf_check_diag(cr, i));
 }
 
 static const char *targets_text(unsigned t)
@@ -227,19 +225,24 @@ static void print_human(FILE *o, const fix_args *a, const char *out, const stf_r
                         const stf_plan *p, const stf_run_report *r, int ok)
 {
     size_t nl = stf_plan_layer_count(p), nch = layers_changed(p);
-    fprintf(o, "fix %s -> %s\n", a->in, out);
-    fprintf(o, "recipe %s (sha256 %.16s..., target %s)\n", a->recipe, stf_recipe_sha256(rc),
-            targets_text(stf_plan_targets(p)));
+    cli_textf(o, "fix %s -> %s\n", a->in, out);
+    cli_textf(o, "recipe %s (sha256 %.16s..., target %s)\n", a->recipe, stf_recipe_sha256(rc),
+              targets_text(stf_plan_targets(p)));
     for (size_t i = 0; i < nl; i++) {
         const stf_plan_layer *l = stf_plan_get_layer(p, i);
         if (!l->nactions) continue;
         /* A renamed layer shows both names, as `stfix plan` does; otherwise a
          * layer merged into another would be listed under the target's name. */
-        if (l->out_prefix && strcmp(l->out_prefix, l->prefix))
-            fprintf(o, "  %s -> %s:", l->prefix, l->out_prefix);
-        else fprintf(o, "  %s:", l->prefix);
+        fputs("  ", o);
+        cli_name(o, l->prefix, l->prefix_len);
+        if (l->out_prefix && (l->out_prefix_len != l->prefix_len ||
+                              memcmp(l->out_prefix, l->prefix, l->prefix_len))) {
+            fputs(" -> ", o);
+            cli_name(o, l->out_prefix, l->out_prefix_len);
+        }
+        fputc(':', o);
         for (size_t k = 0; k < l->nrules; k++) fprintf(o, "%s%s", k ? ", " : " ", l->rules[k]);
-        fprintf(o, " -> %s\n", l->summary ? l->summary : "");
+        cli_textf(o, " -> %s\n", l->summary ? l->summary : "");
     }
     fprintf(o, "layers: %zu changed, %zu unchanged\n", nch, nl - nch);
     fprintf(o, "tensors: %zu written, %zu copied unchanged, %zu dropped\n",
@@ -261,7 +264,7 @@ static void print_human(FILE *o, const fix_args *a, const char *out, const stf_r
         fprintf(o, "files: %zu\n", nf);
         for (size_t i = 0; i < nf; i++) {
             const char *f = stf_run_report_file(r, i);
-            fprintf(o, "  %s (%llu bytes)\n", f, file_size(f));
+            cli_textf(o, "  %s (%llu bytes)\n", f, file_size(f));
         }
     } else {
         fprintf(o, "files: 0 (nothing written)\n");
@@ -291,9 +294,10 @@ static void print_json(FILE *o, const fix_args *a, const char *out, const stf_re
         if (!l->nactions) continue;
         fputs(first ? "\n  {\"prefix\": " : ",\n  {\"prefix\": ", o);
         first = 0;
-        cli_json_str(o, l->prefix);
+        cli_json_strn(o, l->prefix, l->prefix_len);
         fputs(", \"out_prefix\": ", o);
-        cli_json_str(o, l->out_prefix ? l->out_prefix : l->prefix);
+        if (l->out_prefix) cli_json_strn(o, l->out_prefix, l->out_prefix_len);
+        else cli_json_strn(o, l->prefix, l->prefix_len);
         fputs(", \"rules\": ", o);
         cli_json_strv(o, l->rules, l->nrules);
         fputs(", \"summary\": ", o);
@@ -327,7 +331,7 @@ static void print_json(FILE *o, const fix_args *a, const char *out, const stf_re
     for (size_t i = 0; ok && r && a->error_report && i < stf_run_report_metrics_count(r); i++) {
         const stf_layer_metrics *m = stf_run_report_metrics(r, i);
         fputs(i ? ",\n  {\"layer\": " : "\n  {\"layer\": ", o);
-        cli_json_str(o, m->prefix);
+        cli_json_strn(o, m->prefix, m->prefix_len);
         fputs(", \"rel_l2\": ", o);
         json_num(o, m->m.rel_l2);
         fputs(", \"cosine\": ", o);

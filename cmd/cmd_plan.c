@@ -31,9 +31,15 @@ static void shape_tuple(FILE *o, const stf_plan_tensor *t)
     fputc(')', o);
 }
 
-static const char *src_name(const stf_ckpt *c, const stf_plan_tensor *t)
+/* The input tensor an output is made from, or NULL. */
+static const stf_tensor_info *src_of(const stf_ckpt *c, const stf_plan_tensor *t)
 {
-    return t->src >= 0 ? stf_ckpt_tensor(c, (size_t)t->src)->name : NULL;
+    return t->src >= 0 ? stf_ckpt_tensor(c, (size_t)t->src) : NULL;
+}
+
+static int same_name(const char *a, size_t alen, const char *b, size_t blen)
+{
+    return alen == blen && !memcmp(a, b, alen);
 }
 
 static void count(const stf_plan *p, size_t *changed, size_t *copied)
@@ -47,11 +53,17 @@ static void count(const stf_plan *p, size_t *changed, size_t *copied)
 
 static void print_tensor_line(FILE *o, const stf_ckpt *c, const stf_plan_tensor *t)
 {
-    fprintf(o, "    %-12s %s %s ", stf_out_op_name(t->op), t->name, stf_dtype_name(t->dtype));
+    fprintf(o, "    %-12s ", stf_out_op_name(t->op));
+    cli_name(o, t->name, t->name_len);
+    fprintf(o, " %s ", stf_dtype_name(t->dtype));
     shape_tuple(o, t);
     fprintf(o, " %" PRIu64 " bytes", t->nbytes);
-    const char *s = src_name(c, t);
-    if (s && strcmp(s, t->name)) fprintf(o, " (from %s)", s);
+    const stf_tensor_info *s = src_of(c, t);
+    if (s && !same_name(s->name, s->name_len, t->name, t->name_len)) {
+        fputs(" (from ", o);
+        cli_name(o, s->name, s->name_len);
+        fputc(')', o);
+    }
     fputc('\n', o);
 }
 
@@ -89,11 +101,15 @@ static int print_human(FILE *o, const char *file, const char *recipe, const stf_
 {
     size_t nt = stf_plan_tensor_count(p), *order, *first;
     if (by_layer(p, &order, &first)) return -1;
-    fprintf(o, "plan: %s with %s\n", file, recipe);
+    cli_textf(o, "plan: %s with %s\n", file, recipe);
     for (size_t i = 0; i < stf_plan_layer_count(p); i++) {
         const stf_plan_layer *l = stf_plan_get_layer(p, i);
-        fprintf(o, "layer %s", l->prefix);
-        if (strcmp(l->prefix, l->out_prefix)) fprintf(o, " -> %s", l->out_prefix);
+        fputs("layer ", o);
+        cli_name(o, l->prefix, l->prefix_len);
+        if (!same_name(l->prefix, l->prefix_len, l->out_prefix, l->out_prefix_len)) {
+            fputs(" -> ", o);
+            cli_name(o, l->out_prefix, l->out_prefix_len);
+        }
         fputc('\n', o);
         fputs("  rules:", o);
         if (!l->nrules) fputs(" (none)", o);
@@ -102,7 +118,8 @@ static int print_human(FILE *o, const char *file, const char *recipe, const stf_
         if (!l->nactions) fputs(" (none)", o);
         for (size_t j = 0; j < l->nactions; j++)
             fprintf(o, "%s %s", j ? "," : "", stf_action_name(l->actions[j]->kind));
-        fprintf(o, "\n  summary: %s\n", l->summary);
+        fputc('\n', o);
+        cli_textf(o, "  summary: %s\n", l->summary);
         for (size_t k = first[i]; k < first[i + 1]; k++)
             print_tensor_line(o, c, stf_plan_get_tensor(p, order[k]));
     }
@@ -115,11 +132,20 @@ static int print_human(FILE *o, const char *file, const char *recipe, const stf_
         if (!any++) fputs("other tensors:\n", o);
         print_tensor_line(o, c, x);
     }
-    for (size_t i = 0; i < stf_plan_dropped_count(p); i++)
-        fprintf(o, "dropped: %s\n", stf_plan_dropped(p, i));
+    for (size_t i = 0; i < stf_plan_dropped_count(p); i++) {
+        size_t len = 0;
+        const char *d = stf_plan_dropped_n(p, i, &len);
+        fputs("dropped: ", o);
+        cli_name(o, d, len);
+        fputc('\n', o);
+    }
     for (size_t i = 0; i < stf_plan_meta_count(p); i++) {
         const stf_meta_entry *e = stf_plan_meta(p, i);
-        fprintf(o, "metadata: %s = %s\n", e->key, e->value);
+        fputs("metadata: ", o);
+        cli_name(o, e->key, e->key_len);
+        fputs(" = ", o);
+        cli_put(o, stf_text_escape, e->value, e->value_len);
+        fputc('\n', o);
     }
     size_t changed, copied;
     count(p, &changed, &copied);
@@ -145,9 +171,9 @@ static void print_json(FILE *o, const char *file, const char *recipe, const stf_
     for (size_t i = 0; i < stf_plan_layer_count(p); i++) {
         const stf_plan_layer *l = stf_plan_get_layer(p, i);
         fputs(i ? ", {\"prefix\": " : "{\"prefix\": ", o);
-        cli_json_str(o, l->prefix);
+        cli_json_strn(o, l->prefix, l->prefix_len);
         fputs(", \"out_prefix\": ", o);
-        cli_json_str(o, l->out_prefix);
+        cli_json_strn(o, l->out_prefix, l->out_prefix_len);
         fputs(", \"rules\": ", o);
         cli_json_strv(o, l->rules, l->nrules);
         fputs(", \"actions\": [", o);
@@ -168,7 +194,7 @@ static void print_json(FILE *o, const char *file, const char *recipe, const stf_
     for (size_t t = 0; t < stf_plan_tensor_count(p); t++) {
         const stf_plan_tensor *x = stf_plan_get_tensor(p, t);
         fputs(t ? ", {\"name\": " : "{\"name\": ", o);
-        cli_json_str(o, x->name);
+        cli_json_strn(o, x->name, x->name_len);
         fputs(", \"op\": ", o);
         cli_json_str(o, stf_out_op_name(x->op));
         fputs(", \"dtype\": ", o);
@@ -176,24 +202,29 @@ static void print_json(FILE *o, const char *file, const char *recipe, const stf_
         fputs(", \"shape\": ", o);
         cli_json_shape(o, x->shape, x->rank);
         fprintf(o, ", \"bytes\": %" PRIu64 ", \"src\": ", x->nbytes);
-        cli_json_str_or_null(o, src_name(c, x));
+        const stf_tensor_info *s = src_of(c, x);
+        if (s) cli_json_strn(o, s->name, s->name_len);
+        else fputs("null", o);
         fputs(", \"layer\": ", o);
-        if (x->layer != SIZE_MAX) cli_json_str(o, stf_plan_get_layer(p, x->layer)->prefix);
+        const stf_plan_layer *l = x->layer != SIZE_MAX ? stf_plan_get_layer(p, x->layer) : NULL;
+        if (l) cli_json_strn(o, l->prefix, l->prefix_len);
         else fputs("null", o);
         fputc('}', o);
     }
     fputs("], \"dropped\": [", o);
     for (size_t i = 0; i < stf_plan_dropped_count(p); i++) {
+        size_t len = 0;
+        const char *d = stf_plan_dropped_n(p, i, &len);
         if (i) fputs(", ", o);
-        cli_json_str(o, stf_plan_dropped(p, i));
+        cli_json_strn(o, d, len);
     }
     fputs("], \"metadata\": {", o);
     for (size_t i = 0; i < stf_plan_meta_count(p); i++) {
         const stf_meta_entry *e = stf_plan_meta(p, i);
         if (i) fputs(", ", o);
-        cli_json_str(o, e->key);
+        cli_json_strn(o, e->key, e->key_len);
         fputs(": ", o);
-        cli_json_str(o, e->value);
+        cli_json_strn(o, e->value, e->value_len);
     }
     size_t changed, copied;
     count(p, &changed, &copied);

@@ -303,6 +303,10 @@ void stf_writer_keep_empty_meta(stf_writer *w);
 
 /* Set (or replace) a __metadata__ entry; strings are copied. */
 int stf_writer_set_meta(stf_writer *w, const char *key, const char *value, stf_err *err);
+/* The same with the key of klen and the value of vlen bytes (either may hold
+ * U+0000). STF_EINVAL when one is not valid UTF-8. */
+int stf_writer_set_meta_n(stf_writer *w, const char *key, size_t klen, const char *value,
+                          size_t vlen, stf_err *err);
 
 /* Set an index "metadata" entry other than total_size (raw JSON value text). */
 int stf_writer_set_index_meta(stf_writer *w, const char *key, const char *json_value,

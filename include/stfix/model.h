@@ -358,9 +358,11 @@ int stf_marker_normalize(stf_marker_spec *out, const stf_pyval *marker, unsigned
  * Canonical _quantization_metadata value (§1.2): json.dumps({"format_version":
  * "1.0", "layers": {...}}) with the n prefixes sorted bytewise, each mapped to
  * its canonical marker text markers[i] (a JSON object as produced by
- * stf_marker_canonical, inserted verbatim). STF_EINVAL on duplicate prefixes.
+ * stf_marker_canonical, inserted verbatim). plens[i] is the length of
+ * prefixes[i] (a prefix may hold U+0000); plens NULL means NUL-terminated
+ * prefixes. STF_EINVAL on duplicate prefixes.
  */
-int stf_qmeta_canonical(char **out, size_t *len, const char *const *prefixes,
+int stf_qmeta_canonical(char **out, size_t *len, const char *const *prefixes, const size_t *plens,
                         const char *const *markers, size_t n, stf_err *err);
 
 /* ============================================================ the model */

@@ -45,7 +45,8 @@ const char *stf_out_op_name(stf_out_op op);
 
 /* One tensor of the output. Strings and shape owned by the plan. */
 typedef struct stf_plan_tensor {
-    const char *name;        /* output name */
+    const char *name;        /* output name: name_len bytes (may hold U+0000), then a NUL */
+    size_t name_len;
     stf_dtype dtype;
     unsigned rank;
     const uint64_t *shape;
@@ -57,8 +58,9 @@ typedef struct stf_plan_tensor {
 
 /* The plan for one layer (a prefix with a weight and/or markers). */
 typedef struct stf_plan_layer {
-    const char *prefix;      /* input prefix */
-    const char *out_prefix;  /* output prefix (after rename) */
+    const char *prefix;      /* input prefix: prefix_len bytes (may hold U+0000), then a NUL */
+    const char *out_prefix;  /* output prefix (after rename), likewise out_prefix_len bytes */
+    size_t prefix_len, out_prefix_len;
     size_t nrules;
     const char *const *rules;          /* names of the rules that applied, in order */
     size_t nactions;
@@ -90,6 +92,10 @@ size_t stf_plan_tensor_count(const stf_plan *p);
 const stf_plan_tensor *stf_plan_get_tensor(const stf_plan *p, size_t i);
 /* Input tensors that are not written (dropped scales, markers, ...). */
 size_t stf_plan_dropped_count(const stf_plan *p);
+/* Dropped name i (NUL-terminated) and, when len is not NULL, its length in
+ * bytes (a name may hold U+0000). NULL when i is out of range. */
+const char *stf_plan_dropped_n(const stf_plan *p, size_t i, size_t *len);
+/* stf_plan_dropped_n without the length. */
 const char *stf_plan_dropped(const stf_plan *p, size_t i);
 /* The output __metadata__, keys sorted. */
 size_t stf_plan_meta_count(const stf_plan *p);
@@ -115,7 +121,8 @@ void stf_run_opts_init(stf_run_opts *o);
 
 /* Error metrics of one requantized or dequantized layer. */
 typedef struct stf_layer_metrics {
-    const char *prefix;          /* output prefix */
+    const char *prefix;          /* output prefix: prefix_len bytes, then a NUL */
+    size_t prefix_len;
     stf_metrics_result m;
 } stf_layer_metrics;
 

@@ -52,6 +52,7 @@ typedef struct stf_marker_field {
  */
 typedef struct stf_layer_view {
     const char *prefix;            /* layer prefix P (NUL-terminated) */
+    size_t prefix_len;             /* its bytes when it holds U+0000; 0: strlen(prefix) */
     int has_weight;                /* P.weight exists */
     stf_dtype weight_dtype;
     unsigned weight_rank;

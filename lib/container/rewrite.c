@@ -37,7 +37,7 @@ int stf_ckpt_rewrite(const stf_ckpt *c, const char *out_path, const stf_write_op
         for (size_t i = 0; i < stf_ckpt_meta_count(c, k); i++) {
             const stf_meta_entry *m = stf_ckpt_meta(c, k, i);
             if (k && seen_earlier(c, k, m)) continue;
-            if ((rc = stf__writer_set_meta_n(w, m->key, m->key_len, m->value, m->value_len, err)))
+            if ((rc = stf_writer_set_meta_n(w, m->key, m->key_len, m->value, m->value_len, err)))
                 goto done;
         }
     }

@@ -98,12 +98,12 @@ static void meta_free(meta_list *l)
 int stf_writer_set_meta(stf_writer *w, const char *key, const char *value, stf_err *err)
 {
     if (!w || !key || !value) return stf__err(err, STF_EINVAL, "writer: NULL metadata key/value");
-    return stf__writer_set_meta_n(w, key, strlen(key), value, strlen(value), err);
+    return stf_writer_set_meta_n(w, key, strlen(key), value, strlen(value), err);
 }
 
-/* As stf_writer_set_meta with explicit lengths, so values holding U+0000
- * (legal after unescaping) survive a rewrite. */
-int stf__writer_set_meta_n(stf_writer *w, const char *key, size_t klen, const char *value,
+/* As stf_writer_set_meta with explicit lengths, so keys and values holding
+ * U+0000 (legal after unescaping) survive a rewrite (contract in container.h). */
+int stf_writer_set_meta_n(stf_writer *w, const char *key, size_t klen, const char *value,
                            size_t vlen, stf_err *err)
 {
     if (!w || !key || !value) return stf__err(err, STF_EINVAL, "writer: NULL metadata key/value");

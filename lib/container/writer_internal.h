@@ -55,10 +55,6 @@ int stf__canon_check(int *is_canonical, const uint8_t *hdr, uint64_t n,
  */
 int stf__ckpt_canon_findings(stf_ckpt *c, stf_err *err);
 
-/* stf_writer_set_meta with byte lengths (values may hold NUL). writer.c */
-int stf__writer_set_meta_n(stf_writer *w, const char *key, size_t klen, const char *value,
-                           size_t vlen, stf_err *err);
-
 /* ------------------------------------------------------------ sharding */
 
 /* Shard plan: shard_of[i] for each tensor in writer order, and the count. */

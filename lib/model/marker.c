@@ -247,14 +247,11 @@ typedef struct qentry {
 static int qentry_cmp(const void *pa, const void *pb)
 {
     const qentry *a = pa, *b = pb;
-    size_t m = a->plen < b->plen ? a->plen : b->plen;
-    int c = memcmp(a->prefix, b->prefix, m);
-    if (c) return c;
-    return a->plen < b->plen ? -1 : a->plen > b->plen;
+    return stf__bytes_cmp(a->prefix, a->plen, b->prefix, b->plen);
 }
 
 /* §1.2 value; *out owned by the caller. STF_EINVAL on NULL or duplicate prefixes. */
-int stf_qmeta_canonical(char **out, size_t *len, const char *const *prefixes,
+int stf_qmeta_canonical(char **out, size_t *len, const char *const *prefixes, const size_t *plens,
                         const char *const *markers, size_t n, stf_err *err)
 {
     *out = NULL;
@@ -270,13 +267,15 @@ int stf_qmeta_canonical(char **out, size_t *len, const char *const *prefixes,
             return stf__err(err, STF_EINVAL, "NULL layer prefix or marker");
         }
         v[i].prefix = prefixes[i];
-        v[i].plen = strlen(prefixes[i]);
+        v[i].plen = plens ? plens[i] : strlen(prefixes[i]);
         v[i].marker = markers[i];
     }
     if (n > 1) qsort(v, n, sizeof *v, qentry_cmp);
     for (size_t i = 1; i < n; i++)
         if (qentry_cmp(&v[i - 1], &v[i]) == 0) {
-            int rc = stf__err(err, STF_EINVAL, "layer %s listed twice", v[i].prefix);
+            char shown[STF__NAME_SHOWN];
+            int rc = stf__err(err, STF_EINVAL, "layer %s listed twice",
+                              stf__name_render(shown, sizeof shown, v[i].prefix, v[i].plen));
             stf__free(v);
             return rc;
         }

@@ -14,9 +14,11 @@ static int tensor_err(stf_err *err, int code, const stf_ckpt *c, size_t idx, con
 {
     const stf_tensor_info *t = stf_ckpt_tensor(c, idx);
     const char *path = stf_ckpt_shard_path(c, t->shard);
+    char shown[STF__NAME_SHOWN];
     return stf__err_rule(err, code, "", 1, t->header_offset,
                          "%s: tensor '%s' at byte %llu: %s (%llu vs %llu)", path ? path : "?",
-                         t->name, (unsigned long long)t->header_offset, what,
+                         stf__name_render(shown, sizeof shown, t->name, t->name_len),
+                         (unsigned long long)t->header_offset, what,
                          (unsigned long long)a, (unsigned long long)b);
 }
 
@@ -129,11 +131,11 @@ int stf__decoder_open(stf__decoder *dc, const stf_ckpt *c, const stf__decode *d,
     dc->c = c;
     dc->d = *d;
     const stf_tensor_info *wt = stf_ckpt_tensor(c, d->w_idx);
-    dc->wname = wt->name;
+    stf__name_render(dc->wname, sizeof dc->wname, wt->name, wt->name_len);
     uint64_t rb = row_bytes_of(d), total;
     if (rb == 0 && d->k != 0) {
         rc = stf__err(err, STF_EUNSUPPORTED, "decode: weight '%s': cannot decode %s as %s",
-                      wt->name, stf_dtype_name(d->w_dtype),
+                      dc->wname, stf_dtype_name(d->w_dtype),
                       d->kind == STF__DEC_FLOAT  ? "float"
                       : d->kind == STF__DEC_INT8 ? "int8"
                       : d->kind == STF__DEC_FP8  ? "fp8"

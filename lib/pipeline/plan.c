@@ -57,49 +57,52 @@ int stf__pb_add_job(stf__pb *b, size_t *out, stf_err *err)
     return 0;
 }
 
-/* Record a dropped input tensor name (copied). */
-int stf__pb_drop(stf__pb *b, const char *name, stf_err *err)
+/* Record a dropped input tensor name (copied with its length). */
+int stf__pb_drop(stf__pb *b, const char *name, size_t len, stf_err *err)
 {
     if (grow((void **)&b->p->dropped, &b->dropped_cap, b->p->ndropped + 1,
-             sizeof *b->p->dropped))
+             sizeof *b->p->dropped) ||
+        grow((void **)&b->p->dropped_len, &b->dropped_len_cap, b->p->ndropped + 1,
+             sizeof *b->p->dropped_len))
         return stf__err(err, STF_ENOMEM, "plan: out of memory");
-    char *s = stf__strdup(name);
+    char *s = stf__strndup(name, len);
     if (!s) return stf__err(err, STF_ENOMEM, "plan: out of memory");
+    b->p->dropped_len[b->p->ndropped] = len;
     b->p->dropped[b->p->ndropped++] = s;
     return 0;
 }
 
 /* Record an output layer's marker text for _quantization_metadata (copied). */
-int stf__pb_qmeta(stf__pb *b, const char *prefix, const char *text, stf_err *err)
+int stf__pb_qmeta(stf__pb *b, const char *prefix, size_t plen, const char *text, stf_err *err)
 {
-    if (grow((void **)&b->qm_prefix, &b->qm_cap, b->nqm + 1, sizeof *b->qm_prefix))
+    if (grow((void **)&b->qm_prefix, &b->qm_cap, b->nqm + 1, sizeof *b->qm_prefix) ||
+        grow((void **)&b->qm_prefix_len, &b->qml_cap, b->nqm + 1, sizeof *b->qm_prefix_len))
         return stf__err(err, STF_ENOMEM, "plan: out of memory");
     if (grow((void **)&b->qm_text, &b->qmt_cap, b->nqm + 1, sizeof *b->qm_text))
         return stf__err(err, STF_ENOMEM, "plan: out of memory");
-    char *p = stf__strdup(prefix), *t = stf__strdup(text);
+    char *p = stf__strndup(prefix, plen), *t = stf__strdup(text);
     if (!p || !t) {
         stf__free(p);
         stf__free(t);
         return stf__err(err, STF_ENOMEM, "plan: out of memory");
     }
     b->qm_prefix[b->nqm] = p;
+    b->qm_prefix_len[b->nqm] = plen;
     b->qm_text[b->nqm] = t;
     b->nqm++;
     return 0;
 }
 
-static int name_cmp(const char *a, const char *b)
+static int name_cmp(const stf_plan_tensor *a, const stf_plan_tensor *b)
 {
-    size_t la = strlen(a), lb = strlen(b);
-    int c = memcmp(a, b, la < lb ? la : lb);
-    return c ? c : (la > lb) - (la < lb);
+    return stf__bytes_cmp(a->name, a->name_len, b->name, b->name_len);
 }
 
 /* Canonical writer order: dtype index descending, then name bytes. */
 int stf__plan_out_cmp(const stf__out *a, const stf__out *b)
 {
     if (a->pub.dtype != b->pub.dtype) return a->pub.dtype > b->pub.dtype ? -1 : 1;
-    return name_cmp(a->pub.name, b->pub.name);
+    return name_cmp(&a->pub, &b->pub);
 }
 
 static int out_qcmp(const void *x, const void *y)
@@ -111,7 +114,7 @@ static int out_qcmp(const void *x, const void *y)
 static int name_qcmp(const void *x, const void *y)
 {
     const stf__out *a = *(const stf__out *const *)x, *b = *(const stf__out *const *)y;
-    int c = name_cmp(a->pub.name, b->pub.name);
+    int c = name_cmp(&a->pub, &b->pub);
     if (c) return c;
     return (a->pub.src > b->pub.src) - (a->pub.src < b->pub.src);
 }
@@ -137,6 +140,7 @@ void stf_plan_free(stf_plan *p)
     stf__free(p->jobs);
     for (size_t i = 0; i < p->ndropped; i++) stf__free(p->dropped[i]);
     stf__free(p->dropped);
+    stf__free(p->dropped_len);
     for (size_t i = 0; i < p->nmeta; i++) {
         stf__free((char *)p->meta[i].key);
         stf__free((char *)p->meta[i].value);
@@ -147,6 +151,7 @@ void stf_plan_free(stf_plan *p)
         stf__free(p->qmeta_text[i]);
     }
     stf__free(p->qmeta_prefix);
+    stf__free(p->qmeta_prefix_len);
     stf__free(p->qmeta_text);
     stf_model_free(p->model);
     stf__free(p);
@@ -245,24 +250,27 @@ static int plan_other(stf__pb *b, size_t ti, stf__pact **acts, size_t *cap, stf_
     stf_layer_view v;
     memset(&v, 0, sizeof v);
     v.prefix = t->name;
-    size_t n = 0;
+    v.prefix_len = t->name_len;
+    size_t n = 0, len = t->name_len;
     int rc = collect(acts, &n, cap, b->p->r, &v, err);
     if (rc) return rc;
-    char *name = stf__strdup(t->name);
+    char *name = stf__strndup(t->name, t->name_len);
     if (!name) return stf__err(err, STF_ENOMEM, "plan: out of memory");
     for (size_t i = 0; i < n; i++) {
         const stf_action *a = (*acts)[i].a;
         if (a->kind == STF_ACT_DROP) {
             stf__free(name);
-            return stf__pb_drop(b, t->name, err);
+            return stf__pb_drop(b, t->name, t->name_len, err);
         }
         if (a->kind != STF_ACT_RENAME) continue;
         int hit;
-        char *nn = stf__rename_apply(a, name, &hit);
+        size_t nlen = 0;
+        char *nn = stf__rename_apply(a, name, len, &nlen, &hit);
         if (!hit) continue;
         stf__free(name);
         if (!nn) return stf__err(err, STF_ENOMEM, "plan: out of memory");
         name = nn;
+        len = nlen;
     }
     size_t oi;
     if ((rc = stf__pb_add_out(b, &oi, err))) {
@@ -271,6 +279,7 @@ static int plan_other(stf__pb *b, size_t ti, stf__pact **acts, size_t *cap, stf_
     }
     stf__out *o = &b->p->outs[oi];
     o->pub.name = name;
+    o->pub.name_len = len;
     o->pub.dtype = t->dtype;
     o->pub.rank = t->rank;
     for (unsigned r = 0; r < t->rank && r < STF_MAX_RANK_HARD; r++) o->shape_store[r] = t->shape[r];
@@ -282,30 +291,36 @@ static int plan_other(stf__pb *b, size_t ti, stf__pact **acts, size_t *cap, stf_
     return 0;
 }
 
-/* The prefix after the rename actions among acts[0..n), in order; NULL when out of memory. */
-char *stf__rename_apply(const stf_action *a, const char *name, int *hit)
+/* One rename action on a name of len bytes (contract in plan_int.h). */
+char *stf__rename_apply(const stf_action *a, const char *name, size_t len, size_t *out_len,
+                        int *hit)
 {
     const char *from = a->rename.from ? a->rename.from : "";
     const char *to = a->rename.to ? a->rename.to : "";
     size_t fl = strlen(from), tl = strlen(to), rl;
-    *hit = strncmp(name, from, fl) == 0;
+    *hit = fl <= len && memcmp(name, from, fl) == 0;
     if (!*hit) return NULL;
-    rl = strlen(name + fl);
+    rl = len - fl;
     char *nn = stf__malloc(tl + rl + 1);
     if (nn) {
         memcpy(nn, to, tl);
-        memcpy(nn + tl, name + fl, rl + 1);
+        memcpy(nn + tl, name + fl, rl);
+        nn[tl + rl] = '\0';
+        *out_len = tl + rl;
     }
     return nn;
 }
 
-static char *renamed_prefix(const char *prefix, const stf__pact *acts, size_t n)
+/* The prefix after the rename actions among acts[0..n), in order, and its
+ * length in *out_len; NULL when out of memory. */
+static char *renamed_prefix(const stf_layer *l, const stf__pact *acts, size_t n, size_t *out_len)
 {
-    char *name = stf__strdup(prefix);
+    char *name = stf__strndup(l->prefix, l->prefix_len);
+    *out_len = l->prefix_len;
     for (size_t i = 0; name && i < n; i++) {
         if (acts[i].a->kind != STF_ACT_RENAME) continue;
         int hit;
-        char *nn = stf__rename_apply(acts[i].a, name, &hit);
+        char *nn = stf__rename_apply(acts[i].a, name, *out_len, out_len, &hit);
         if (!hit) continue;
         stf__free(name);
         name = nn;
@@ -347,12 +362,14 @@ static int find_merges(size_t *into, size_t *from, stf__pb *b, stf__pact **acts,
         rc = collect(acts, &n, cap, b->p->r, &v, err);
         stf__view_store_free(&store);
         if (rc) break;
-        char *np = renamed_prefix(l->prefix, *acts, n);
+        size_t nplen = 0;
+        char *np = renamed_prefix(l, *acts, n, &nplen);
         if (!np) {
             rc = stf__err(err, STF_ENOMEM, "plan: out of memory");
             break;
         }
-        if (strcmp(np, l->prefix) && stf_model_find_layer(m, np, strlen(np), &t) == 0 &&
+        if (stf__bytes_cmp(np, nplen, l->prefix, l->prefix_len) &&
+            stf_model_find_layer(m, np, nplen, &t) == 0 &&
             t != i && from[t] == SIZE_MAX && stf_model_layer(m, t)->nmarkers == 0) {
             into[i] = t;
             from[t] = i;
@@ -378,19 +395,32 @@ static int record_merged(stf__pb *b, size_t li, const stf_layer *l, const stf_la
     int rc = record_rules(pl, acts, keep, err);
     if (rc) return rc;
     stf_buf sum;
+    char shown[STF__NAME_SHOWN];
     stf__buf_init(&sum);
-    stf__buf_printf(&sum, "rename -> '%s'; marker merged into that layer", target->prefix);
-    pl->prefix_store = stf__strdup(l->prefix);
-    pl->out_prefix_store = stf__strdup(target->prefix);
+    stf__buf_printf(&sum, "rename -> '%s'; marker merged into that layer",
+                    stf__name_render(shown, sizeof shown, target->prefix, target->prefix_len));
+    pl->prefix_store = stf__strndup(l->prefix, l->prefix_len);
+    pl->out_prefix_store = stf__strndup(target->prefix, target->prefix_len);
     pl->summary_store = sum.oom ? NULL : sum.data;
     if (!pl->summary_store) stf__buf_free(&sum);
     if (!pl->prefix_store || !pl->out_prefix_store || !pl->summary_store)
-        return stf__err(err, STF_ENOMEM, "layer '%s': out of memory", l->prefix);
+        return stf__err(err, STF_ENOMEM, "layer '%s': out of memory",
+                        stf__name_render(shown, sizeof shown, l->prefix, l->prefix_len));
     pl->pub.prefix = pl->prefix_store;
+    pl->pub.prefix_len = l->prefix_len;
     pl->pub.out_prefix = pl->out_prefix_store;
+    pl->pub.out_prefix_len = target->prefix_len;
     pl->pub.summary = pl->summary_store;
     b->markers_changed = 1;
     return 0;
+}
+
+/* The input name an output is made from, escaped, or "(new)". */
+static const char *src_shown(char buf[STF__NAME_SHOWN], const stf_plan *p, const stf__out *o)
+{
+    if (o->pub.src < 0) return "(new)";
+    const stf_tensor_info *t = stf_ckpt_tensor(p->c, (size_t)o->pub.src);
+    return stf__name_render(buf, STF__NAME_SHOWN, t->name, t->name_len);
 }
 
 /* Two outputs with one name: the rename (or an action) collided. */
@@ -403,13 +433,11 @@ static int check_collisions(stf_plan *p, stf_err *err)
     for (size_t i = 0; i < p->nouts; i++) v[i] = &p->outs[i];
     qsort(v, p->nouts, sizeof *v, name_qcmp);
     for (size_t i = 1; i < p->nouts; i++) {
-        if (strcmp(v[i - 1]->pub.name, v[i]->pub.name)) continue;
-        const char *a = v[i - 1]->pub.src >= 0
-                            ? stf_ckpt_tensor(p->c, (size_t)v[i - 1]->pub.src)->name : "(new)";
-        const char *b2 = v[i]->pub.src >= 0
-                             ? stf_ckpt_tensor(p->c, (size_t)v[i]->pub.src)->name : "(new)";
+        if (name_cmp(&v[i - 1]->pub, &v[i]->pub)) continue;
+        char a[STF__NAME_SHOWN], b2[STF__NAME_SHOWN], to[STF__NAME_SHOWN];
         rc = stf__err(err, STF_EFORMAT, "output name collision: '%s' and '%s' both become '%s'",
-                      a, b2, v[i]->pub.name);
+                      src_shown(a, p, v[i - 1]), src_shown(b2, p, v[i]),
+                      stf__name_render(to, sizeof to, v[i]->pub.name, v[i]->pub.name_len));
         break;
     }
     stf__free(v);
@@ -553,6 +581,7 @@ done:
         stf__free(b.qm_text[i]);
     }
     stf__free(b.qm_prefix);
+    stf__free(b.qm_prefix_len);
     stf__free(b.qm_text);
     if (rc) {
         stf_plan_free(p);

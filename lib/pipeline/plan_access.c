@@ -31,10 +31,14 @@ const stf_plan_tensor *stf_plan_get_tensor(const stf_plan *p, size_t i)
 /* Input tensor names that are not written. */
 size_t stf_plan_dropped_count(const stf_plan *p) { return p ? p->ndropped : 0; }
 
-const char *stf_plan_dropped(const stf_plan *p, size_t i)
+const char *stf_plan_dropped_n(const stf_plan *p, size_t i, size_t *len)
 {
-    return p && i < p->ndropped ? p->dropped[i] : NULL;
+    if (!p || i >= p->ndropped) return NULL;
+    if (len) *len = p->dropped_len[i];
+    return p->dropped[i];
 }
+
+const char *stf_plan_dropped(const stf_plan *p, size_t i) { return stf_plan_dropped_n(p, i, NULL); }
 
 /* Output __metadata__ entries, sorted by key bytes. */
 size_t stf_plan_meta_count(const stf_plan *p) { return p ? p->nmeta : 0; }

@@ -70,6 +70,7 @@ typedef struct stf__out {
     unsigned char *bytes;
     size_t job;              /* index into plan->jobs, SIZE_MAX when none */
     char *group;             /* I7 shard group (output layer prefix) or NULL */
+    size_t group_len;
 } stf__out;
 
 typedef struct stf__player {
@@ -89,7 +90,8 @@ struct stf_plan {
     size_t nouts;
     stf__job *jobs;
     size_t njobs;
-    char **dropped;
+    char **dropped;          /* input names, dropped_len[i] bytes each */
+    size_t *dropped_len;
     size_t ndropped;
     stf_meta_entry *meta;    /* sorted by key bytes; strings owned */
     size_t nmeta;
@@ -100,6 +102,7 @@ struct stf_plan {
      * output and must rebuild it per file (spec §1.2): the output prefix and its
      * marker text, sorted by prefix bytes; qmeta_mode says what meta[] holds. */
     char **qmeta_prefix, **qmeta_text;
+    size_t *qmeta_prefix_len;
     size_t nqmeta;
     int qmeta_mode;          /* STF__QMETA_* */
 };
@@ -121,12 +124,13 @@ typedef struct stf__pb {
     stf_plan *p;
     const stf_model *m;
     const stf_plan_opts *o;
-    size_t outs_cap, jobs_cap, dropped_cap, layers_cap;
+    size_t outs_cap, jobs_cap, dropped_cap, dropped_len_cap, layers_cap;
     /* _quantization_metadata of the output: one entry per output layer that
      * keeps a marker (prefix after rename, canonical marker text, both owned). */
     char **qm_prefix;
+    size_t *qm_prefix_len;
     char **qm_text;
-    size_t nqm, qm_cap, qmt_cap;
+    size_t nqm, qm_cap, qml_cap, qmt_cap;
     int markers_changed;   /* some layer's marker was rewritten, dropped or renamed */
     int meta_drop;         /* an applied action asked to drop _quantization_metadata */
 } stf__pb;
@@ -143,16 +147,20 @@ typedef struct stf__pact {
 int stf__pb_add_out(stf__pb *b, size_t *out, stf_err *err);
 /* Append a job; *out its index. */
 int stf__pb_add_job(stf__pb *b, size_t *out, stf_err *err);
-/* Record an input tensor name that is not written (copied). */
-int stf__pb_drop(stf__pb *b, const char *name, stf_err *err);
-/* Record the output marker text of an output layer for _quantization_metadata (copied). */
-int stf__pb_qmeta(stf__pb *b, const char *prefix, const char *text, stf_err *err);
+/* Record an input tensor name (len bytes) that is not written (copied). */
+int stf__pb_drop(stf__pb *b, const char *name, size_t len, stf_err *err);
+/* Record the output marker text of an output layer (prefix of plen bytes)
+ * for _quantization_metadata (both copied). */
+int stf__pb_qmeta(stf__pb *b, const char *prefix, size_t plen, const char *text, stf_err *err);
 /*
- * A rename action applied to one name: a new string with the leading `from`
- * replaced by `to` (an empty `from` prepends `to`). NULL with *hit = 0 when
- * the name does not start with `from`; NULL with *hit = 1 when out of memory.
+ * A rename action applied to one name of len bytes (which may hold
+ * U+0000): a new NUL-terminated string of *out_len bytes with the leading
+ * `from` replaced by `to` (an empty `from` prepends `to`). NULL with
+ * *hit = 0 when the name does not start with `from`; NULL with *hit = 1
+ * when out of memory.
  */
-char *stf__rename_apply(const stf_action *a, const char *name, int *hit);
+char *stf__rename_apply(const stf_action *a, const char *name, size_t len, size_t *out_len,
+                        int *hit);
 
 /*
  * The stf_layer_view of model layer `l`, as the input holds it. Marker

@@ -30,7 +30,7 @@ static int make_decode(stf__pw *w, stf__decode *d, stf_err *err)
     }
     const char *fmt = w->format ? w->format : "";
     const stf_pyval *mk = stf__pw_marker(w, STF_PREFER_METADATA);
-    if (w->salv_rc) return stf__err(err, w->salv_rc, "layer '%s': out of memory", w->l->prefix);
+    if (w->salv_rc) return stf__err(err, w->salv_rc, "layer '%s': out of memory", w->shown);
     stf_marker_spec sp;
     memset(&sp, 0, sizeof sp);
     if (mk && stf_pyval_type(mk) == STF_PY_DICT &&
@@ -277,7 +277,7 @@ int stf__pw_requantize(stf__pw *w, const stf_action *a, stf_quant_format to, stf
     int fpmm = 0;
     int64_t nexp = 0;
     const stf_pyval *mk = stf__pw_marker(w, STF_PREFER_METADATA);
-    if (w->salv_rc) return stf__err(err, w->salv_rc, "layer '%s': out of memory", w->l->prefix);
+    if (w->salv_rc) return stf__err(err, w->salv_rc, "layer '%s': out of memory", w->shown);
     if (mk && stf_pyval_type(mk) == STF_PY_DICT) {
         fpmm = stf_pyval_truthy(stf_pyval_get(mk, "full_precision_matrix_mult"));
         if (stf_pyval_pyint(&nexp, stf_pyval_get(mk, "num_experts"), NULL)) nexp = 0;
@@ -369,7 +369,7 @@ int stf__pw_set_marker(stf__pw *w, const stf_action *a, stf_err *err)
         return 0;
     }
     const stf_pyval *mk = stf__pw_marker(w, a->set_marker.prefer);
-    if (w->salv_rc) return stf__err(err, w->salv_rc, "layer '%s': out of memory", w->l->prefix);
+    if (w->salv_rc) return stf__err(err, w->salv_rc, "layer '%s': out of memory", w->shown);
     stf__pslot *W = &w->s[STF_SFX_WEIGHT], *S = &w->s[STF_SFX_WEIGHT_SCALE];
     unsigned flags = STF_NORM_WRAP_STRING;
     int m1 = W->present && W->dtype == STF_I8 && S->present && S->dtype == STF_F32;

@@ -14,7 +14,7 @@ int stf__pw_refuse(stf__pw *w, stf_err *err, const char *what)
 {
     const stf__pact *pa = w->cur;
     return stf__err(err, STF_EFORMAT, "layer '%s': rule '%s' (recipe line %u): %s: %s",
-                    w->l->prefix, pa ? stf_rule_name(pa->rule) : "?",
+                    w->shown, pa ? stf_rule_name(pa->rule) : "?",
                     pa ? pa->a->line : 0u, pa ? stf_action_name(pa->a->kind) : "?", what);
 }
 
@@ -271,13 +271,16 @@ static int do_drop(stf__pw *w, const stf_action *a)
 static int do_rename(stf__pw *w, const stf_action *a, stf_err *err)
 {
     int hit;
-    char *np = stf__rename_apply(a, w->out_prefix, &hit);
+    size_t nlen = 0;
+    char *np = stf__rename_apply(a, w->out_prefix, w->out_prefix_len, &nlen, &hit);
     if (!hit) return 0;
-    if (!np) return stf__err(err, STF_ENOMEM, "layer '%s': out of memory", w->l->prefix);
+    if (!np) return stf__err(err, STF_ENOMEM, "layer '%s': out of memory", w->shown);
     stf__free(w->out_prefix);
     w->out_prefix = np;
+    w->out_prefix_len = nlen;
     if (w->l->nmarkers) w->b->markers_changed = 1;
-    stf__pw_note(w, "rename -> '%s'%s", w->out_prefix, "");
+    char to[STF__NAME_SHOWN];
+    stf__pw_note(w, "rename -> '%s'%s", stf__name_render(to, sizeof to, np, nlen), "");
     return 0;
 }
 
@@ -311,14 +314,16 @@ static int emit(stf__pw *w, size_t li, stf_suffix sx, stf__pslot *sl, size_t *oi
     stf__out *o = &b->p->outs[i];
     stf_buf nm;
     stf__buf_init(&nm);
-    stf__buf_puts(&nm, w->out_prefix);
+    stf__buf_put(&nm, w->out_prefix, w->out_prefix_len);
     stf__buf_puts(&nm, stf_suffix_name(sx));
-    o->group = stf__strdup(w->out_prefix);
+    o->group = stf__strndup(w->out_prefix, w->out_prefix_len);
+    o->group_len = w->out_prefix_len;
     if (nm.oom || !o->group) {
         stf__buf_free(&nm);
-        return stf__err(err, STF_ENOMEM, "layer '%s': out of memory", w->l->prefix);
+        return stf__err(err, STF_ENOMEM, "layer '%s': out of memory", w->shown);
     }
     o->pub.name = nm.data;
+    o->pub.name_len = nm.len;
     o->pub.dtype = sl->dtype;
     o->pub.rank = sl->rank;
     for (unsigned r = 0; r < sl->rank; r++) o->shape_store[r] = sl->shape[r];
@@ -330,9 +335,9 @@ static int emit(stf__pw *w, size_t li, stf_suffix sx, stf__pslot *sl, size_t *oi
     uint64_t ne = 1;
     for (unsigned r = 0; r < sl->rank; r++)
         if (stf__mul_u64(&ne, ne, sl->shape[r]))
-            return stf__err(err, STF_EFORMAT, "layer '%s': output shape overflows", w->l->prefix);
+            return stf__err(err, STF_EFORMAT, "layer '%s': output shape overflows", w->shown);
     rc = stf_dtype_nbytes(&o->pub.nbytes, sl->dtype, ne, err);
-    if (rc) return stf__err_prefix(err, "layer '%s': ", w->l->prefix);
+    if (rc) return stf__err_prefix(err, "layer '%s': ", w->shown);
     if (oi) *oi = i;
     return 0;
 }
@@ -390,7 +395,7 @@ static int emit_all(stf__pw *w, size_t li, stf_err *err)
     }
     if (w->mk == MK_NEW) {
         rc = stf_marker_canonical(&text, &tlen, &w->spec, err);
-        if (rc) return stf__err_prefix(err, "layer '%s': ", w->l->prefix);
+        if (rc) return stf__err_prefix(err, "layer '%s': ", w->shown);
     }
     for (int sx = 0; sx < STF_SFX_COUNT; sx++) {
         stf__pslot *sl = &w->s[sx];
@@ -398,7 +403,7 @@ static int emit_all(stf__pw *w, size_t li, stf_err *err)
         if (sx == STF_SFX_COMFY_QUANT && w->mk == MK_NEW) continue; /* replaced below */
         if (sl->dropped || (sx == STF_SFX_COMFY_QUANT && w->mk == MK_NONE)) {
             const stf_tensor_info *t = stf_ckpt_tensor(b->p->c, sl->src);
-            if ((rc = stf__pb_drop(b, t->name, err))) goto done;
+            if ((rc = stf__pb_drop(b, t->name, t->name_len, err))) goto done;
             continue;
         }
         size_t oi;
@@ -437,13 +442,13 @@ static int emit_all(stf__pw *w, size_t li, stf_err *err)
         int agrees = 0;
         if ((rc = meta_agrees(&agrees, w->l, w->b, mt, err))) goto done;
         if (!same || !agrees) b->markers_changed = 1;
-        rc = stf__pb_qmeta(b, w->out_prefix, mt, err);
+        rc = stf__pb_qmeta(b, w->out_prefix, w->out_prefix_len, mt, err);
     } else if (w->mk == MK_KEEP) {
         const stf_marker *c = w->l->comfy;
         if (c && c->value && c->status == STF_MARKER_OK) {
             char *t = NULL;
             rc = stf_pyjson_dumps(&t, NULL, c->value, err);
-            if (!rc) rc = stf__pb_qmeta(b, w->out_prefix, t, err);
+            if (!rc) rc = stf__pb_qmeta(b, w->out_prefix, w->out_prefix_len, t, err);
             stf_model_str_free(t);
         }
     } else if (w->l->nmarkers) {
@@ -467,12 +472,17 @@ int stf__plan_layer(stf__pb *b, size_t li, const stf_layer *l, const stf_layer_v
     w.n = v->n;
     w.k = v->k;
     w.format = v->format;
+    stf__name_render(w.shown, sizeof w.shown, l->prefix, l->prefix_len);
     stf__buf_init(&w.sum);
     for (int sx = 0; sx < STF_SFX_COUNT; sx++) {
         if (l->tensor[sx] < 0) continue;
         const stf_tensor_info *t = stf_ckpt_tensor(b->p->c, (size_t)l->tensor[sx]);
         stf__pslot *sl = &w.s[sx];
-        if (t->rank > MAXR) return stf__err(err, STF_EUNSUPPORTED, "%s: rank %u", t->name, t->rank);
+        if (t->rank > MAXR) {
+            char tn[STF__NAME_SHOWN];
+            return stf__err(err, STF_EUNSUPPORTED, "%s: rank %u",
+                            stf__name_render(tn, sizeof tn, t->name, t->name_len), t->rank);
+        }
         sl->present = 1;
         sl->src = (size_t)l->tensor[sx];
         sl->in_dtype = sl->dtype = t->dtype;
@@ -480,8 +490,9 @@ int stf__plan_layer(stf__pb *b, size_t li, const stf_layer *l, const stf_layer_v
         sl->nelem = t->nelem;
         sl->op = STF_OUT_COPY;
     }
-    w.out_prefix = stf__strdup(l->prefix);
-    if (!w.out_prefix) return stf__err(err, STF_ENOMEM, "layer '%s': out of memory", l->prefix);
+    w.out_prefix = stf__strndup(l->prefix, l->prefix_len);
+    w.out_prefix_len = l->prefix_len;
+    if (!w.out_prefix) return stf__err(err, STF_ENOMEM, "layer '%s': out of memory", w.shown);
     for (size_t i = 0; i < n; i++) {
         w.cur = &acts[i];
         if ((rc = apply(&w, acts[i].a, err))) goto done;
@@ -490,16 +501,18 @@ int stf__plan_layer(stf__pb *b, size_t li, const stf_layer *l, const stf_layer_v
     if ((rc = emit_all(&w, li, err))) goto done;
 
     stf__player *pl = &b->p->layers[li];
-    pl->prefix_store = stf__strdup(l->prefix);
+    pl->prefix_store = stf__strndup(l->prefix, l->prefix_len);
     pl->out_prefix_store = w.out_prefix;
     w.out_prefix = NULL;
     pl->summary_store = stf__strdup(w.sum.len ? w.sum.data : "unchanged");
     if (!pl->prefix_store || !pl->summary_store || w.sum.oom) {
-        rc = stf__err(err, STF_ENOMEM, "layer '%s': out of memory", l->prefix);
+        rc = stf__err(err, STF_ENOMEM, "layer '%s': out of memory", w.shown);
         goto done;
     }
     pl->pub.prefix = pl->prefix_store;
+    pl->pub.prefix_len = l->prefix_len;
     pl->pub.out_prefix = pl->out_prefix_store;
+    pl->pub.out_prefix_len = w.out_prefix_len;
     pl->pub.summary = pl->summary_store;
     pl->pub.requantize = w.requant;
     /* Format strings point into the model (kept by the plan) or are static names. */

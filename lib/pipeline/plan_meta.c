@@ -52,23 +52,27 @@ static int meta_cmp(const void *x, const void *y)
 
 typedef struct qpair {
     char *prefix, *text;
+    size_t plen;
 } qpair;
 
 static int qpair_cmp(const void *x, const void *y)
 {
-    return strcmp(((const qpair *)x)->prefix, ((const qpair *)y)->prefix);
+    const qpair *a = x, *b = y;
+    return stf__bytes_cmp(a->prefix, a->plen, b->prefix, b->plen);
 }
 
-/* Sort the collected (prefix, text) pairs by prefix bytes (strcmp compares unsigned bytes). */
+/* Sort the collected (prefix, text) pairs by all the prefix bytes. */
 static int sort_qmeta(stf__pb *b, stf_err *err)
 {
     if (b->nqm < 2) return 0;
     qpair *v = stf__calloc(b->nqm, sizeof *v);
     if (!v) return stf__err(err, STF_ENOMEM, "plan: out of memory");
-    for (size_t i = 0; i < b->nqm; i++) v[i] = (qpair){ b->qm_prefix[i], b->qm_text[i] };
+    for (size_t i = 0; i < b->nqm; i++)
+        v[i] = (qpair){ b->qm_prefix[i], b->qm_text[i], b->qm_prefix_len[i] };
     qsort(v, b->nqm, sizeof *v, qpair_cmp);
     for (size_t i = 0; i < b->nqm; i++) {
         b->qm_prefix[i] = v[i].prefix;
+        b->qm_prefix_len[i] = v[i].plen;
         b->qm_text[i] = v[i].text;
     }
     stf__free(v);
@@ -80,7 +84,7 @@ static int rebuild(char **out, size_t *len, stf__pb *b, stf_err *err)
 {
     *out = NULL;
     if (!b->nqm) return 0;
-    int rc = stf_qmeta_canonical(out, len, (const char *const *)b->qm_prefix,
+    int rc = stf_qmeta_canonical(out, len, (const char *const *)b->qm_prefix, b->qm_prefix_len,
                                  (const char *const *)b->qm_text, b->nqm, err);
     if (rc == STF_EINVAL)
         return stf__err(err, STF_EFORMAT, "_quantization_metadata: two layers end with one "
@@ -134,6 +138,7 @@ int stf__plan_meta(stf__pb *b, stf_err *err)
     if (p->qmeta_mode != STF__QMETA_ABSENT && (rc = sort_qmeta(b, err))) return rc;
     /* Hand the per-layer texts to the plan (the run rebuilds per shard from them). */
     p->qmeta_prefix = b->qm_prefix;
+    p->qmeta_prefix_len = b->qm_prefix_len;
     p->qmeta_text = b->qm_text;
     p->nqmeta = p->qmeta_mode != STF__QMETA_ABSENT ? b->nqm : 0;
     if (!p->nqmeta) {
@@ -142,10 +147,13 @@ int stf__plan_meta(stf__pb *b, stf_err *err)
             stf__free(b->qm_text[i]);
         }
         stf__free(b->qm_prefix);
+        stf__free(b->qm_prefix_len);
         stf__free(b->qm_text);
         p->qmeta_prefix = p->qmeta_text = NULL;
+        p->qmeta_prefix_len = NULL;
     }
     b->qm_prefix = b->qm_text = NULL;
+    b->qm_prefix_len = NULL;
     b->nqm = 0;
     qsort(p->meta, p->nmeta, sizeof *p->meta, meta_cmp);
     p->emit_meta = 1;

@@ -46,6 +46,7 @@ int stf__plan_view(stf_layer_view *v, stf__view_store *store, const stf_model *m
     memset(v, 0, sizeof *v);
     memset(store, 0, sizeof *store);
     v->prefix = l->prefix;
+    v->prefix_len = l->prefix_len;
     v->has_marker = l->nmarkers > 0;
     const stf_pyval *mk = layer_marker(l);
     if (mk) {
@@ -56,7 +57,9 @@ int stf__plan_view(stf_layer_view *v, stf__view_store *store, const stf_model *m
             store->fields = stf__calloc(nf, sizeof *store->fields);
             store->texts = stf__calloc(nf, sizeof *store->texts);
             if (!store->fields || !store->texts) {
-                rc = stf__err(err, STF_ENOMEM, "layer '%s': out of memory", l->prefix);
+                char shown[STF__NAME_SHOWN];
+                rc = stf__err(err, STF_ENOMEM, "layer '%s': out of memory",
+                              stf__name_render(shown, sizeof shown, l->prefix, l->prefix_len));
                 goto done;
             }
             for (size_t i = 0; i < nf; i++) {
@@ -118,7 +121,11 @@ int stf__plan_probe(stf_probe_verdict *out, const stf_plan_opts *o, const stf_mo
     int w4 = fmt && !strcmp(fmt, "convrot_w4a4");
     stf_h1_result h;
     int rc = stf_probe_h1(&h, stf_model_ckpt(m), m, l, w4, o ? o->tau : 0.99, err);
-    if (rc) return stf__err_prefix(err, "probe of layer '%s': ", l->prefix);
+    if (rc) {
+        char shown[STF__NAME_SHOWN];
+        return stf__err_prefix(err, "probe of layer '%s': ",
+                               stf__name_render(shown, sizeof shown, l->prefix, l->prefix_len));
+    }
     /* stf_h1_verdict and stf_probe_verdict share their values by design. */
     *out = (stf_probe_verdict)h.verdict;
     return 0;

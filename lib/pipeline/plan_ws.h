@@ -34,7 +34,9 @@ typedef struct stf__pw {
     stf_marker_spec spec;    /* MK_NEW */
     int flattened, done, requant;
     stf__job job;
-    char *out_prefix;
+    char *out_prefix;        /* out_prefix_len bytes (may hold U+0000) */
+    size_t out_prefix_len;
+    char shown[STF__NAME_SHOWN]; /* the input prefix, escaped for messages */
     stf_buf sum;
     const stf__pact *cur;    /* the action being applied (error messages) */
     stf_pyval *salv;         /* marker recovered from unusable tensor-marker bytes */

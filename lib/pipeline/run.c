@@ -125,6 +125,8 @@ static int add_output(stf_writer *w, const stf_plan *p, size_t i, cast_src *cast
     const stf__out *o = &p->outs[i];
     const stf_plan_tensor *t = &o->pub;
     stf_tensor_src src;
+    char shown[STF__NAME_SHOWN], from[STF__NAME_SHOWN];
+    stf__name_render(shown, sizeof shown, t->name, t->name_len);
     memset(&src, 0, sizeof src);
     switch (t->op) {
     case STF_OUT_COPY:
@@ -132,14 +134,15 @@ static int add_output(stf_writer *w, const stf_plan *p, size_t i, cast_src *cast
     case STF_OUT_RELABEL:
     case STF_OUT_CAST: {
         if (t->src < 0 || (uint64_t)t->src >= stf_ckpt_tensor_count(p->c))
-            return stf__err(err, STF_EINVAL, "run: output '%s' has no input tensor", t->name);
+            return stf__err(err, STF_EINVAL, "run: output '%s' has no input tensor", shown);
         const stf_tensor_info *in = stf_ckpt_tensor(p->c, (size_t)t->src);
+        stf__name_render(from, sizeof from, in->name, in->name_len);
         if (t->op != STF_OUT_CAST) {
             if (in->nbytes != t->nbytes)
                 return stf__err(err, STF_EINVAL,
                                 "run: output '%s' (%llu bytes) cannot be a verbatim copy of "
                                 "'%s' (%llu bytes)",
-                                t->name, (unsigned long long)t->nbytes, in->name,
+                                shown, (unsigned long long)t->nbytes, from,
                                 (unsigned long long)in->nbytes);
             src.kind = STF_SRC_CKPT;
             src.ckpt = p->c;
@@ -150,8 +153,8 @@ static int add_output(stf_writer *w, const stf_plan *p, size_t i, cast_src *cast
         if (stf_dtype_bits(o->cast_from) % 8 || stf_dtype_bits(t->dtype) % 8 ||
             in->dtype != o->cast_from ||
             stf__mul_u64(&want, in->nelem, stf_dtype_bits(t->dtype) / 8u) || want != t->nbytes)
-            return stf__err(err, STF_EINVAL, "run: output '%s' is not a cast of '%s'", t->name,
-                            in->name);
+            return stf__err(err, STF_EINVAL, "run: output '%s' is not a cast of '%s'", shown,
+                            from);
         cast_src *cs = &casts[(*ncasts)++];
         cs->c = p->c;
         cs->idx = (size_t)t->src;
@@ -164,7 +167,7 @@ static int add_output(stf_writer *w, const stf_plan *p, size_t i, cast_src *cast
     }
     case STF_OUT_NEW:
         if (!o->bytes && t->nbytes)
-            return stf__err(err, STF_EINVAL, "run: new output '%s' has no bytes", t->name);
+            return stf__err(err, STF_EINVAL, "run: new output '%s' has no bytes", shown);
         src.kind = STF_SRC_MEM;
         src.mem = o->bytes;
         break;
@@ -172,14 +175,14 @@ static int add_output(stf_writer *w, const stf_plan *p, size_t i, cast_src *cast
     case STF_OUT_QUANT_SCALE:
     case STF_OUT_DEQUANT:
         if (o->job >= p->njobs)
-            return stf__err(err, STF_EINVAL, "run: output '%s' has no job", t->name);
+            return stf__err(err, STF_EINVAL, "run: output '%s' has no job", shown);
         src.kind = STF_SRC_DEFERRED;
         break;
     default:
-        return stf__err(err, STF_EINVAL, "run: output '%s' has unknown op %d", t->name,
+        return stf__err(err, STF_EINVAL, "run: output '%s' has unknown op %d", shown,
                         (int)t->op);
     }
-    return stf_writer_add(w, t->name, t->dtype, t->rank, t->shape, &src, err);
+    return stf_writer_add_n(w, t->name, t->name_len, t->dtype, t->rank, t->shape, &src, err);
 }
 
 /* A job's output sizes must be what the job will emit, or fills would fail late. */
@@ -192,15 +195,19 @@ static int check_job(const stf_plan *p, const stf__job *j, stf_err *err)
     if (stf__mul_u64(&nk, j->dec.n, j->dec.k))
         return stf__err(err, STF_ELIMIT, "run: job size overflows");
     const stf_plan_tensor *w = &p->outs[j->out_weight].pub;
+    char shown[STF__NAME_SHOWN];
     wbytes = j->kind == STF__JOB_REQUANT_INT8   ? nk
              : j->kind == STF__JOB_REQUANT_W4A4 ? nk / 2
                                                  : nk * (stf_dtype_bits(j->out_dtype) / 8u);
     if (w->nbytes != wbytes)
         return stf__err(err, STF_EINVAL, "run: output '%s' has %llu bytes, its job makes %llu",
-                        w->name, (unsigned long long)w->nbytes, (unsigned long long)wbytes);
+                        stf__name_render(shown, sizeof shown, w->name, w->name_len),
+                        (unsigned long long)w->nbytes, (unsigned long long)wbytes);
     if (j->kind != STF__JOB_DEQUANT && p->outs[j->out_scale].pub.nbytes != j->dec.n * 4)
         return stf__err(err, STF_EINVAL, "run: scale '%s' is not %llu F32 values",
-                        p->outs[j->out_scale].pub.name, (unsigned long long)j->dec.n);
+                        stf__name_render(shown, sizeof shown, p->outs[j->out_scale].pub.name,
+                                         p->outs[j->out_scale].pub.name_len),
+                        (unsigned long long)j->dec.n);
     return 0;
 }
 
@@ -245,12 +252,14 @@ static int run_jobs(stf_run_report *rep, const stf_plan *p, run_ctx *ctx,
         rc = stf__job_exec(&jr, job, rep->metrics ? &mr : NULL, err);
         if (rc) goto done;
         if (rep->metrics) {
-            size_t li = p->outs[job->out_weight].pub.layer;
-            const char *pre = li < p->nlayers && p->layers[li].pub.out_prefix
-                                  ? p->layers[li].pub.out_prefix
-                                  : p->outs[job->out_weight].pub.name;
+            const stf_plan_tensor *wt = &p->outs[job->out_weight].pub;
+            size_t li = wt->layer;
+            int by_layer = li < p->nlayers && p->layers[li].pub.out_prefix;
+            const char *pre = by_layer ? p->layers[li].pub.out_prefix : wt->name;
+            size_t plen = by_layer ? p->layers[li].pub.out_prefix_len : wt->name_len;
             stf_layer_metrics *lm = &rep->metrics[rep->nmetrics];
-            lm->prefix = stf__strdup(pre);
+            lm->prefix = stf__strndup(pre, plen);
+            lm->prefix_len = plen;
             if (!lm->prefix) {
                 rc = stf__err(err, STF_ENOMEM, "run: out of memory");
                 goto done;
@@ -305,8 +314,10 @@ int stf_plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
          * layers, and every shard gets the same __metadata__ here; so a
          * sharded output omits the key (comfy-quant §1.2 allows it) and the
          * tensor markers, which both consumers read, carry the same dicts. */
-        if (wo.max_shard_size && !strcmp(p->meta[i].key, "_quantization_metadata")) continue;
-        if ((rc = stf_writer_set_meta(w, p->meta[i].key, p->meta[i].value, err))) goto done;
+        const stf_meta_entry *e = &p->meta[i];
+        if (wo.max_shard_size && !strcmp(e->key, "_quantization_metadata")) continue;
+        if ((rc = stf_writer_set_meta_n(w, e->key, e->key_len, e->value, e->value_len, err)))
+            goto done;
     }
     for (size_t i = 0; i < stf_ckpt_index_meta_count(p->c); i++) {
         const stf_meta_entry *e = stf_ckpt_index_meta(p->c, i);
@@ -314,18 +325,23 @@ int stf_plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
     }
     for (size_t i = 0; i < p->nouts; i++)
         if ((rc = add_output(w, p, i, casts, &ncasts, err))) goto done;
-    for (size_t i = 0; i < p->nouts; i++)
-        if (p->outs[i].group &&
-            (rc = stf_writer_set_group(w, p->outs[i].pub.name, p->outs[i].group, err)))
+    for (size_t i = 0; i < p->nouts; i++) {
+        const stf__out *x = &p->outs[i];
+        if (x->group && (rc = stf_writer_set_group_n(w, x->pub.name, x->pub.name_len, x->group,
+                                                     x->group_len, err)))
             goto done;
+    }
     rc = stf_writer_prepare(w, err);
     if (rc) goto done;
-    for (size_t i = 0; i < p->nouts; i++)
-        if ((rc = stf_writer_tensor_id(w, p->outs[i].pub.name, &ctx.ids[i]))) {
+    for (size_t i = 0; i < p->nouts; i++) {
+        const stf_plan_tensor *t = &p->outs[i].pub;
+        if ((rc = stf_writer_tensor_id_n(w, t->name, t->name_len, &ctx.ids[i]))) {
+            char shown[STF__NAME_SHOWN];
             rc = stf__err(err, STF_EINVAL, "run: output '%s' missing from the writer",
-                          p->outs[i].pub.name);
+                          stf__name_render(shown, sizeof shown, t->name, t->name_len));
             goto done;
         }
+    }
     rc = record_files(rep, w, err);
     if (rc) goto done;
     rc = run_jobs(rep, p, &ctx, o, err);

@@ -21,7 +21,7 @@
 typedef struct stf__decoder {
     const stf_ckpt *c;
     stf__decode d;
-    const char *wname;          /* the weight's input name (borrowed from c) */
+    char wname[STF__NAME_SHOWN]; /* the weight's input name, escaped for messages */
     size_t row_bytes;           /* input bytes of one logical row */
     const unsigned char *mem;   /* weight bytes of an in-memory checkpoint, else NULL (read) */
     float *scales;              /* nscales values, owned */

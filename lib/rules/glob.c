@@ -88,16 +88,21 @@ static size_t tokenize(const char *p, tok *out)
     return k;
 }
 
-/*
- * 1 when the whole name matches; 0 otherwise, also for invalid patterns and
- * names longer than 4096 bytes.
- */
+/* stf__glob_match_n of a NUL-terminated name. */
 int stf__glob_match(const char *pattern, const char *name)
+{
+    return name ? stf__glob_match_n(pattern, name, strlen(name)) : 0;
+}
+
+/*
+ * 1 when the whole name (m bytes, which may hold U+0000) matches; 0
+ * otherwise, also for invalid patterns and names longer than 4096 bytes.
+ */
+int stf__glob_match_n(const char *pattern, const char *name, size_t m)
 {
     size_t pos;
     const char *why;
     if (!pattern || !name || stf__glob_check(pattern, &pos, &why)) return 0;
-    size_t m = strlen(name);
     if (m > GLOB_MAX_NAME) return 0;
     tok toks[GLOB_MAX_PATTERN];
     size_t nt = tokenize(pattern, toks);

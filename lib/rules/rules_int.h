@@ -122,6 +122,8 @@ int stf__glob_check(const char *pattern, size_t *pos, const char **why);
 
 /* 1 when `name` matches the whole glob `pattern`, else 0. */
 int stf__glob_match(const char *pattern, const char *name);
+/* The same for a name of len bytes, which may hold U+0000. */
+int stf__glob_match_n(const char *pattern, const char *name, size_t len);
 
 /* -------------------------------------------------------------- regexes */
 

@@ -568,45 +568,40 @@ static const char *field_json(const stf_layer_view *l, const char *key)
     return NULL;
 }
 
-/* Appends s[0..n) to buf at *at, control characters as \xNN. */
-static void put_escaped(char *buf, size_t size, size_t *at, const char *s, size_t n)
-{
-    for (size_t i = 0; i < n && *at + 5 < size; i++) {
-        unsigned char u = (unsigned char)s[i];
-        if (u < 0x20 || u == 0x7f) *at += (size_t)snprintf(buf + *at, size - *at, "\\x%02x", u);
-        else buf[(*at)++] = s[i];
-    }
-    buf[*at] = '\0';
-}
-
 /*
- * A layer name for a message: whole when short, else its first and last 30
- * bytes around "..." (the end of a name is what tells layers apart), with
- * control characters written as \xNN so that the message stays on one line.
+ * A layer name (len bytes) for a message: whole when short, else its first
+ * and last 30 bytes around "..." (the end of a name is what tells layers
+ * apart), escaped as stfix prints names (stf_name_escape), so that the
+ * message stays on one line and a U+0000 does not end the name.
  */
-static const char *name_for_msg(char *buf, size_t size, const char *name)
+static const char *name_for_msg(char *buf, size_t size, const char *name, size_t len)
 {
-    size_t len = strlen(name), head = len, tail = 0, at = 0;
+    size_t head = len, tail = 0, at;
     if (len > STF__CLIP_LEN) {
         head = STF__CLIP_LEN / 2;
         while (head > 0 && ((unsigned char)name[head] & 0xC0) == 0x80) head--;
         tail = STF__CLIP_LEN / 2;
         while (tail > 0 && ((unsigned char)name[len - tail] & 0xC0) == 0x80) tail--;
     }
-    put_escaped(buf, size, &at, name, head);
+    stf_name_escape(buf, size, name, head);
     if (len > STF__CLIP_LEN) {
-        put_escaped(buf, size, &at, "...", 3);
-        put_escaped(buf, size, &at, name + len - tail, tail);
+        at = strlen(buf);
+        if (at + 3 < size) {
+            memcpy(buf + at, "...", 4);
+            at += 3;
+            stf_name_escape(buf + at, size - at, name + len - tail, tail);
+        }
     }
     return buf;
 }
 
-static int regex_holds(int *holds, const stf__selector *s, const char *prefix, stf_err *err)
+static int regex_holds(int *holds, const stf__selector *s, const char *prefix, size_t plen,
+                       stf_err *err)
 {
-    char why[160], shown[4 * STF__CLIP_SIZE];
-    int rc = stf__regex_search(holds, s->re, prefix, strlen(prefix), why, sizeof why);
+    char why[160], shown[16 * STF__CLIP_SIZE];
+    int rc = stf__regex_search(holds, s->re, prefix, plen, why, sizeof why);
     if (!rc) return 0;
-    name_for_msg(shown, sizeof shown, prefix);
+    name_for_msg(shown, sizeof shown, prefix, plen);
     if (rc == STF_ELIMIT)
         return stf__err(err, rc, "%s: matching '%s' needed %s; simplify the regex",
                         s->re_where, shown, why);
@@ -616,11 +611,12 @@ static int regex_holds(int *holds, const stf__selector *s, const char *prefix, s
 }
 
 /* Whether every key but `regex` and `not` holds: the cheap checks. */
-static int plain_keys_hold(const stf__selector *s, const stf_layer_view *l, const char *prefix)
+static int plain_keys_hold(const stf__selector *s, const stf_layer_view *l, const char *prefix,
+                           size_t plen)
 {
     if (s->nglobs) {
         size_t i = 0;
-        while (i < s->nglobs && !stf__glob_match(s->globs[i], prefix)) i++;
+        while (i < s->nglobs && !stf__glob_match_n(s->globs[i], prefix, plen)) i++;
         if (i == s->nglobs) return 0;
     }
     if (s->weight == REQ_PRESENT && !l->has_weight) return 0;
@@ -667,9 +663,10 @@ int stf__selector_eval(int *selected, const stf__selector *s, const stf_layer_vi
     *selected = 0;
     if (!s || !l) return 0;
     const char *prefix = l->prefix ? l->prefix : "";
-    if (!plain_keys_hold(s, l, prefix)) return 0;
+    size_t plen = l->prefix_len ? l->prefix_len : strlen(prefix);
+    if (!plain_keys_hold(s, l, prefix, plen)) return 0;
     int holds = 1, rc;
-    if (s->re && (rc = regex_holds(&holds, s, prefix, err))) return rc;
+    if (s->re && (rc = regex_holds(&holds, s, prefix, plen, err))) return rc;
     if (!holds) return 0;
     if (s->negated) {
         if ((rc = stf__selector_eval(&holds, s->negated, l, err))) return rc;

@@ -304,6 +304,49 @@ t_run "rename collision" 2 "$STFIX" fix fixtures/demo/healthy.safetensors -r "$R
 t_stderr_has "rename collision" "blocks.0.attn.out"
 t_absent "rename collision" "$D/collide.safetensors"
 
+# Names are byte strings with a length: a rename keeps what follows a
+# U+0000, "blocks.a\u0000b" and "other\u0000" stay apart from "blocks.a" and
+# "other", and a quantized layer keeps its name in the tensors and in the
+# rebuilt _quantization_metadata.
+python3 -c 'import struct,sys
+parts = []
+for i, n in enumerate(["blocks.a\\u0000b.weight", "blocks.a.weight", "other\\u0000", "other"]):
+    parts.append("\"%s\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[%d,%d]}" % (n, 4 * i, 4 * i + 4))
+h = ("{" + ",".join(parts) + "}").encode()
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + bytes(range(16)))' "$D/nul.safetensors"
+o=$D/nul-renamed.safetensors
+t_run "rename U+0000" 0 "$STFIX" fix "$D/nul.safetensors" -r "$R/rename.yaml" -o "$o"
+t_stdout_has "rename U+0000" "  blocks.a\u0000b -> model.diffusion_model.blocks.a\u0000b: prefix -> rename -> 'model.diffusion_model.blocks.a\u0000b'"
+t_utf8 "rename U+0000"
+t_run "rename U+0000: names" 0 "$STFIX" inspect --json "$o"
+for n in 'model.diffusion_model.blocks.a\u0000b.weight' model.diffusion_model.blocks.a.weight 'other\u0000' other; do
+    t_stdout_has "rename U+0000: names" "{\"name\": \"$n\", \"dtype\": \"F32\""
+done
+t_run "plan U+0000 --json" 0 "$STFIX" plan --json "$D/nul.safetensors" -r "$R/rename.yaml"
+t_stdout_has "plan U+0000 --json" '{"name": "other\u0000", "op": "copy", "dtype": "F32", "shape": [1], "bytes": 4, "src": "other\u0000", "layer": null}'
+t_stdout_has "plan U+0000 --json" '{"prefix": "blocks.a\u0000b", "out_prefix": "model.diffusion_model.blocks.a\u0000b", "rules": ["prefix"]'
+python3 -c 'import json,struct,sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+old, new = "blocks.0.attn.qkv", "blocks.0.attn\0qkv"
+m = h["__metadata__"]
+q = json.loads(m["_quantization_metadata"])
+q["layers"] = {new if k == old else k: v for k, v in q["layers"].items()}
+m["_quantization_metadata"] = json.dumps(q)
+h = {k.replace(old, new): v for k, v in h.items()}
+t = json.dumps(h, separators=(",", ":")).encode()
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])' \
+    fixtures/demo/healthy.safetensors "$D/nul-layer.safetensors"
+o=$D/nul-layer-renamed.safetensors
+t_run "rename U+0000 layer" 0 "$STFIX" fix "$D/nul-layer.safetensors" -r "$R/rename.yaml" -o "$o"
+t_tensor "rename U+0000 layer" "$o" 'model.diffusion_model.blocks.0.attn\u0000qkv.weight' I8 "[24, 256]"
+t_tensor "rename U+0000 layer" "$o" 'model.diffusion_model.blocks.0.attn\u0000qkv.comfy_quant' U8 "[72]"
+t_no_tensor "rename U+0000 layer" "$o" model.diffusion_model.blocks.0.attn.weight
+t_true "rename U+0000 layer: metadata keys" sh -c "$TOOL meta '$o' _quantization_metadata | grep -qF '\"model.diffusion_model.blocks.0.attn\\u0000qkv\": '"
+t_check "rename U+0000 layer" "$o" sglang
+t_check "rename U+0000 layer" "$o" comfyui
+
 # drop: a marker and scale without a weight (M15).
 o=$D/drop.safetensors
 t_run "drop" 0 "$STFIX" fix "$F/r12_missing_weight.safetensors" -r "$R/drop.yaml" -o "$o"

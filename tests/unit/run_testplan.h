@@ -53,6 +53,7 @@ static inline size_t tp_out(tplan *t, const char *name, stf_dtype dt, unsigned r
         nel *= shape[r];
     }
     o->pub.name = name;
+    o->pub.name_len = strlen(name);
     o->pub.dtype = dt;
     o->pub.rank = rank;
     o->pub.shape = o->shape_store;
@@ -72,6 +73,7 @@ static inline size_t tp_layer(tplan *t, const char *prefix)
     size_t i = t->p.nlayers++;
     t->layers[i].pub.prefix = prefix;
     t->layers[i].pub.out_prefix = prefix;
+    t->layers[i].pub.prefix_len = t->layers[i].pub.out_prefix_len = strlen(prefix);
     return i;
 }
 

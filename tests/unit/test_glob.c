@@ -79,12 +79,25 @@ static void test_no_blowup(void **state)
     assert_int_equal(stf__glob_match("**a**a**a**a**a**a**a**a**a**a**a**a", name), 1);
 }
 
+/* A name is all its bytes: U+0000 is an ordinary character, not the end. */
+static void test_name_with_nul(void **state)
+{
+    (void)state;
+    assert_int_equal(stf__glob_match_n("a", "a\0b", 3), 0);
+    assert_int_equal(stf__glob_match_n("a", "a\0b", 1), 1);
+    assert_int_equal(stf__glob_match_n("a*", "a\0b", 3), 1);
+    assert_int_equal(stf__glob_match_n("a?b", "a\0b", 3), 1);
+    assert_int_equal(stf__glob_match_n("a.*", "a.\0", 3), 1);
+    assert_int_equal(stf__glob_match_n("*.b", "a\0.b", 4), 1);
+    assert_int_equal(stf__glob_match_n("a", "", 0), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_literal), cmocka_unit_test(test_star_stays_in_segment),
         cmocka_unit_test(test_double_star), cmocka_unit_test(test_check),
-        cmocka_unit_test(test_no_blowup),
+        cmocka_unit_test(test_no_blowup), cmocka_unit_test(test_name_with_nul),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -176,7 +176,7 @@ static void test_qmeta_canonical(void **state)
     const char *m1[] = { "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 256}" };
     char *out = NULL;
     size_t len = 0;
-    assert_int_equal(stf_qmeta_canonical(&out, &len, p1, m1, 1, NULL), 0);
+    assert_int_equal(stf_qmeta_canonical(&out, &len, p1, NULL, m1, 1, NULL), 0);
     assert_string_equal(out, "{\"format_version\": \"1.0\", \"layers\": {\"blocks.0.attn.qkv\": "
                              "{\"format\": \"int8_tensorwise\", \"convrot\": true, "
                              "\"convrot_groupsize\": 256}}}");
@@ -185,20 +185,33 @@ static void test_qmeta_canonical(void **state)
 
     const char *p3[] = { "b", "a\xc3\xa9", "B" };
     const char *m3[] = { "{\"format\": \"float8_e4m3fn\"}", "{\"x\": 1}", "{}" };
-    assert_int_equal(stf_qmeta_canonical(&out, NULL, p3, m3, 3, NULL), 0);
+    assert_int_equal(stf_qmeta_canonical(&out, NULL, p3, NULL, m3, 3, NULL), 0);
     assert_string_equal(out, "{\"format_version\": \"1.0\", \"layers\": {\"B\": {}, "
                              "\"a\\u00e9\": {\"x\": 1}, \"b\": {\"format\": \"float8_e4m3fn\"}}}");
     stf_model_str_free(out);
 
-    assert_int_equal(stf_qmeta_canonical(&out, &len, NULL, NULL, 0, NULL), 0);
+    assert_int_equal(stf_qmeta_canonical(&out, &len, NULL, NULL, NULL, 0, NULL), 0);
     assert_string_equal(out, "{\"format_version\": \"1.0\", \"layers\": {}}");
     stf_model_str_free(out);
 
     const char *dup[] = { "a", "a" };
     stf_err err;
-    assert_int_equal(stf_qmeta_canonical(&out, NULL, dup, m3, 2, &err), STF_EINVAL);
+    assert_int_equal(stf_qmeta_canonical(&out, NULL, dup, NULL, m3, 2, &err), STF_EINVAL);
     assert_null(out);
     assert_string_equal(err.msg, "layer a listed twice");
+
+    /* Prefixes with lengths: "a" and "a\0b" are two layers, sorted by bytes,
+     * and U+0000 is written as Python's json.dumps writes it. */
+    const char *pn[] = { "a\0b", "a" };
+    const size_t ln[] = { 3, 1 };
+    assert_int_equal(stf_qmeta_canonical(&out, NULL, pn, ln, m3, 2, &err), 0);
+    assert_string_equal(out, "{\"format_version\": \"1.0\", \"layers\": {\"a\": {\"x\": 1}, "
+                             "\"a\\u0000b\": {\"format\": \"float8_e4m3fn\"}}}");
+    stf_model_str_free(out);
+    const char *pd[] = { "a\0b", "a\0b" };
+    const size_t ld[] = { 3, 3 };
+    assert_int_equal(stf_qmeta_canonical(&out, NULL, pd, ld, m3, 2, &err), STF_EINVAL);
+    assert_string_equal(err.msg, "layer a\\u0000b listed twice");
 }
 
 int main(void)

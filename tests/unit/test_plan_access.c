@@ -54,11 +54,53 @@ static void test_null_and_out_of_range(void **state)
     pt_free(&k);
 }
 
+/* Names keep their length through the plan: the rule for layer "a" does not
+ * select layer "a\0b", and every name it reports has all its bytes. */
+static void test_names_with_nul(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    float s[2] = { 1, 2 };
+    PT_ADD(&k, "a.weight", "BF16", NULL, 2, 4);
+    PT_ADD(&k, "a.weight_scale", "F32", s, 2);
+    PT_ADD(&k, "a\\u0000b.weight", "BF16", NULL, 2, 4);
+    PT_ADD(&k, "a\\u0000b.weight_scale", "F32", s, 2);
+    pt_open(&k);
+    pt_recipe(&k, "stfix: 1\ntarget: comfyui\nrules:\n  - name: d\n    match: {prefix: a}\n"
+                  "    do: {drop: {scales: true}}\n");
+    pt_plan_ok(&k);
+    size_t len = 0;
+    assert_int_equal(stf_plan_dropped_count(k.p), 1);
+    assert_string_equal(stf_plan_dropped_n(k.p, 0, &len), "a.weight_scale");
+    assert_int_equal(len, 14);
+    assert_null(stf_plan_dropped_n(k.p, 1, &len));
+    assert_int_equal(stf_plan_tensor_count(k.p), 3);
+    int seen = 0;
+    for (size_t i = 0; i < stf_plan_tensor_count(k.p); i++) {
+        const stf_plan_tensor *t = stf_plan_get_tensor(k.p, i);
+        if (t->name_len == 16 && !memcmp(t->name, "a\0b.weight_scale", 17)) seen |= 1;
+        if (t->name_len == 10 && !memcmp(t->name, "a\0b.weight", 11)) seen |= 2;
+        if (t->name_len == 8 && !strcmp(t->name, "a.weight")) seen |= 4;
+    }
+    assert_int_equal(seen, 7);
+    int layers = 0;
+    for (size_t i = 0; i < stf_plan_layer_count(k.p); i++) {
+        const stf_plan_layer *l = stf_plan_get_layer(k.p, i);
+        if (l->prefix_len == 3 && !memcmp(l->prefix, "a\0b", 4) && l->out_prefix_len == 3 &&
+            !memcmp(l->out_prefix, "a\0b", 4) && l->nrules == 0)
+            layers |= 1;
+        if (l->prefix_len == 1 && !strcmp(l->prefix, "a") && l->nrules == 1) layers |= 2;
+    }
+    assert_int_equal(layers, 3);
+    pt_free(&k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_op_names),
         cmocka_unit_test(test_null_and_out_of_range),
+        cmocka_unit_test(test_names_with_nul),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

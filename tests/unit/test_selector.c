@@ -474,20 +474,29 @@ static void test_regex_match_limits(void **state)
     v.prefix = shortname;
     expect_match_error("{regex: '(*LIMIT_DEPTH=10)(a|b)+c'}", &v, STF_ELIMIT,
                        "m.yaml:1:9: match.regex: matching "
-                       "'\\x09aaaaaaaaaaaaaaaaaaaaaaaaaaaaa...aaaaaaaaaaaaaaaaaaaaaaaaaaaaxc' "
+                       "'\\u0009aaaaaaaaaaaaaaaaaaaaaaaaaaaaa...aaaaaaaaaaaaaaaaaaaaaaaaaaaaxc' "
                        "needed backtracking more than 10 deep (the depth limit); simplify the "
                        "regex");
     expect_match_error("{regex: '(*LIMIT_HEAP=1)(a|b)+c'}", &v, STF_ELIMIT,
                        "m.yaml:1:9: match.regex: matching "
-                       "'\\x09aaaaaaaaaaaaaaaaaaaaaaaaaaaaa...aaaaaaaaaaaaaaaaaaaaaaaaaaaaxc' "
+                       "'\\u0009aaaaaaaaaaaaaaaaaaaaaaaaaaaaa...aaaaaaaaaaaaaaaaaaaaaaaaaaaaxc' "
                        "needed more than 1 KiB of backtracking memory (the heap limit); "
                        "simplify the regex");
     expect_match_error("{regex: '(*LIMIT_MATCH=1000)(a|aa)+c'}", &v, STF_ELIMIT,
                        "m.yaml:1:9: match.regex: matching "
-                       "'\\x09aaaaaaaaaaaaaaaaaaaaaaaaaaaaa...aaaaaaaaaaaaaaaaaaaaaaaaaaaaxc' "
+                       "'\\u0009aaaaaaaaaaaaaaaaaaaaaaaaaaaaa...aaaaaaaaaaaaaaaaaaaaaaaaaaaaxc' "
                        "needed more than 1000 backtracking steps (the match limit); simplify "
                        "the regex");
     assert_int_equal(sel("{regex: '(a|b)+c'}", &v), 0);
+    /* The name searched and shown is all prefix_len bytes, U+0000 included. */
+    shortname[0] = '\0';
+    v.prefix_len = sizeof shortname - 1;
+    expect_match_error("{regex: '(*LIMIT_DEPTH=10)(a|b)+c'}", &v, STF_ELIMIT,
+                       "m.yaml:1:9: match.regex: matching "
+                       "'\\u0000aaaaaaaaaaaaaaaaaaaaaaaaaaaaa...aaaaaaaaaaaaaaaaaaaaaaaaaaaaxc' "
+                       "needed backtracking more than 10 deep (the depth limit); simplify the "
+                       "regex");
+    v.prefix_len = 0;
     st_limits_end();
 }
 
@@ -520,6 +529,29 @@ static void test_regex_alloc_failures(void **state)
     st_alloc_uninstall();
 }
 
+/* The prefix is all its bytes (prefix_len): "a" and "a\0b" are different
+ * layers for globs and regexes alike. */
+static void test_prefix_with_nul(void **state)
+{
+    (void)state;
+    stf_layer_view v = int8_layer();
+    v.prefix = "a\0b";
+    v.prefix_len = 3;
+    static const sel_case cs[] = {
+        { "{prefix: a}", 0 },
+        { "{prefix: \"a*\"}", 1 },
+        { "{prefix: \"a?b\"}", 1 },
+        { "{regex: \"^a$\"}", 0 },
+        { "{regex: \"b$\"}", 1 },
+        { NULL, 0 },
+    };
+    expect_sels(&v, cs);
+    /* prefix_len 0 means a NUL-terminated prefix, as before. */
+    v.prefix_len = 0;
+    static const sel_case c0[] = { { "{prefix: a}", 1 }, { "{regex: \"^a$\"}", 1 }, { NULL, 0 } };
+    expect_sels(&v, c0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -531,6 +563,7 @@ int main(void)
         cmocka_unit_test_teardown(test_regex_load_limits, st_limits_teardown),
         cmocka_unit_test_teardown(test_regex_match_limits, st_limits_teardown),
         cmocka_unit_test(test_regex_alloc_failures),
+        cmocka_unit_test(test_prefix_with_nul),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
