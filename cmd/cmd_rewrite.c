@@ -48,9 +48,9 @@ static int verify(const char *out, int sharded, stf_err *err)
             break;
         }
     if (!rc)
-        printf("wrote %s: %zu tensor%s in %zu file%s\n", p, stf_ckpt_tensor_count(c),
-               stf_ckpt_tensor_count(c) == 1 ? "" : "s", stf_ckpt_shard_count(c),
-               stf_ckpt_shard_count(c) == 1 ? "" : "s");
+        cli_textf(stdout, "wrote %s: %zu tensor%s in %zu file%s\n", p,
+                  stf_ckpt_tensor_count(c), stf_ckpt_tensor_count(c) == 1 ? "" : "s",
+                  stf_ckpt_shard_count(c), stf_ckpt_shard_count(c) == 1 ? "" : "s");
     stf_ckpt_free(c);
     return rc;
 }

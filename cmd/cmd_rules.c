@@ -19,7 +19,7 @@ static int lint_one(const char *path)
     int ex = cli_recipe_load(&r, "rules", path);
     if (ex >= 0) return ex;
     /* Always "rules": the output format is fixed for scripts. */
-    printf("%s: ok (%zu rules)\n", path, stf_recipe_rule_count(r));
+    cli_textf(stdout, "%s: ok (%zu rules)\n", path, stf_recipe_rule_count(r));
     stf_recipe_free(r);
     return EXIT_OK_;
 }

@@ -479,15 +479,18 @@ int stf_ckpt_read(const stf_ckpt *c, size_t i, uint64_t off, void *dst, size_t l
                         i, c->ntensors);
     const stf_tensor_info *t = &c->tensors[i];
     const char *path = stf__source_path(c->shards[t->shard].src);
+    char tn[STF__NAME_SHOWN];
     if (off > t->nbytes || (uint64_t)len > t->nbytes - off)
         return stf__err(err, STF_EINVAL,
-                        "%s: tensor '%.200s': read of %zu bytes at %llu is outside its %llu bytes",
-                        path, t->name, len, (unsigned long long)off,
-                        (unsigned long long)t->nbytes);
+                        "%s: tensor '%s': read of %zu bytes at %llu is outside its %llu bytes",
+                        path, stf__name_render(tn, sizeof tn, t->name, t->name_len), len,
+                        (unsigned long long)off, (unsigned long long)t->nbytes);
     if (tensor_file_off(c, t, off, &abs))
-        return stf__err(err, STF_EINVAL, "%s: tensor '%.200s': offset overflow", path, t->name);
+        return stf__err(err, STF_EINVAL, "%s: tensor '%s': offset overflow", path,
+                        stf__name_render(tn, sizeof tn, t->name, t->name_len));
     int rc = stf__source_read(c->shards[t->shard].src, abs, dst, len, err);
-    if (rc) stf__err_prefix(err, "tensor '%.200s': ", t->name);
+    if (rc)
+        stf__err_prefix(err, "tensor '%s': ", stf__name_render(tn, sizeof tn, t->name, t->name_len));
     return rc;
 }
 

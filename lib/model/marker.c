@@ -75,7 +75,10 @@ int stf__marker_from_tensor(stf_marker *m, const stf_ckpt *c, size_t idx, stf_er
     void *copy = NULL;
     if (!data && n) {
         copy = stf__malloc(n);
-        if (!copy) return stf__err(err, STF_ENOMEM, "out of memory reading marker %s", t->name);
+        char tn[STF__NAME_SHOWN];
+        if (!copy)
+            return stf__err(err, STF_ENOMEM, "out of memory reading marker %s",
+                            stf__name_render(tn, sizeof tn, t->name, t->name_len));
         int rc = stf_ckpt_read(c, idx, 0, copy, n, err);
         if (rc) {
             stf__free(copy);
@@ -88,7 +91,11 @@ int stf__marker_from_tensor(stf_marker *m, const stf_ckpt *c, size_t idx, stf_er
     stf_err_clear(&perr);
     int rc = stf_pyjson_parse(&v, data, n, &perr);
     stf__free(copy);
-    if (rc == STF_ENOMEM) return stf__err(err, STF_ENOMEM, "out of memory parsing marker %s", t->name);
+    if (rc == STF_ENOMEM) {
+        char tn[STF__NAME_SHOWN];
+        return stf__err(err, STF_ENOMEM, "out of memory parsing marker %s",
+                        stf__name_render(tn, sizeof tn, t->name, t->name_len));
+    }
     if (rc) return set_not_json(m, rc, &perr, NULL, err);
     m->value = v;
     m->status = stf_pyval_type(v) == STF_PY_DICT ? STF_MARKER_OK : STF_MARKER_NOT_OBJECT;
