@@ -369,7 +369,7 @@ int stf_qmeta_canonical(char **out, size_t *len, const char *const *prefixes, co
 
 /* A layer: every tensor sharing prefix P plus every marker for P. Read-only. */
 typedef struct stf_layer {
-    const char *prefix;          /* P (may be ""), NUL-terminated */
+    const char *prefix;          /* P (may be ""): prefix_len bytes (may hold U+0000), then a NUL */
     size_t prefix_len;
     int64_t tensor[STF_SFX_COUNT]; /* ckpt tensor index per suffix, -1 when absent
                                       (a name in two shards: the later file's) */

@@ -454,6 +454,44 @@ static void test_allocation_failures(void **state)
     free(f.buf);
 }
 
+/* Prefixes are byte strings: "a\0b" is its own layer, not "a", and a
+ * metadata marker keyed "a\0b" lands on it with its key's length. */
+static void test_prefix_with_nul(void **state)
+{
+    (void)state;
+    static const char hdr[] =
+        "{\"__metadata__\":{\"_quantization_metadata\":\"{\\\"format_version\\\":\\\"1.0\\\","
+        "\\\"layers\\\":{\\\"a\\\\u0000b\\\":{\\\"format\\\":\\\"int8_tensorwise\\\"}}}\"},"
+        "\"a.weight\":{\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[0,1]},"
+        "\"a\\u0000b.weight\":{\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[1,2]}}";
+    file f;
+    size_t n = sizeof hdr - 1;
+    f.len = 8 + n + 2;
+    f.buf = calloc(1, f.len);
+    assert_non_null(f.buf);
+    for (int k = 0; k < 8; k++) f.buf[k] = (unsigned char)((uint64_t)n >> (8 * k));
+    memcpy(f.buf + 8, hdr, n);
+    stf_ckpt *c = open_mem(&f);
+    stf_model *m = build_model(c);
+    assert_int_equal(stf_model_layer_count(m), 2);
+    size_t ia = 9, inul = 9;
+    assert_int_equal(stf_model_find_layer(m, "a", 1, &ia), 0);
+    assert_int_equal(stf_model_find_layer(m, "a\0b", 3, &inul), 0);
+    assert_int_not_equal(ia, inul);
+    const stf_layer *la = stf_model_layer(m, ia), *lb = stf_model_layer(m, inul);
+    assert_int_equal(lb->prefix_len, 3);
+    assert_memory_equal(lb->prefix, "a\0b", 4);
+    assert_int_equal(la->nmarkers, 0);
+    assert_int_equal(lb->nmarkers, 1);
+    assert_int_equal(lb->markers[0].key_len, 3);
+    assert_memory_equal(lb->markers[0].key, "a\0b", 3);
+    assert_int_equal(stf_layer_tensor_info(m, lb, STF_SFX_WEIGHT)->name_len, 10);
+    assert_int_equal(stf_model_find_layer(m, "a\0", 2, &ia), STF_ENOTFOUND);
+    stf_model_free(m);
+    stf_ckpt_free(c);
+    free(f.buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -463,6 +501,7 @@ int main(void)
         cmocka_unit_test(test_nesting_depth),
         cmocka_unit_test(test_sharded),
         cmocka_unit_test(test_allocation_failures),
+        cmocka_unit_test(test_prefix_with_nul),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
