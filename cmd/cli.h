@@ -122,8 +122,9 @@ void cli_findings_print(const char *verb, const stf_ckpt *c, stf_severity min);
  * nothing raw a terminal would act on). An escaper is one of the library's
  * stf_json_quote, stf_name_escape, stf_text_escape. */
 typedef size_t (*cli_escaper)(char *dst, size_t cap, const char *s, size_t n);
-/* Write s[0..n) through `esc`. */
-void cli_put(FILE *o, cli_escaper esc, const char *s, size_t n);
+/* Write s[0..n) through `esc`: 0, or -1 (nothing written) when the
+ * escaped text needs memory that cannot be had. */
+int cli_put(FILE *o, cli_escaper esc, const char *s, size_t n);
 /* A name (tensor, layer prefix, metadata key) of n bytes, as stf_name_escape
  * shows it: U+0000 as \u0000, a backslash as \\. */
 void cli_name(FILE *o, const char *s, size_t n);

@@ -5,7 +5,6 @@
  * are not UTF-8 escaped).
  */
 #include <inttypes.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -13,7 +12,8 @@
 /* s[0..n) as a JSON string literal; see cli.h. */
 void cli_json_strn(FILE *o, const char *s, size_t n)
 {
-    cli_put(o, stf_json_quote, s, n);
+    /* Out of memory: an empty literal keeps the document parseable. */
+    if (cli_put(o, stf_json_quote, s, n)) fputs("\"\"", o);
 }
 
 /* s as a JSON string literal, NULL as ""; see cli.h. */

@@ -13,21 +13,22 @@
 #include "cli.h"
 
 /* s[0..n) through `esc`; see cli.h. */
-void cli_put(FILE *o, cli_escaper esc, const char *s, size_t n)
+int cli_put(FILE *o, cli_escaper esc, const char *s, size_t n)
 {
     char small[256];
     size_t need = esc(small, sizeof small, s, n);
     if (need < sizeof small) {
         fwrite(small, 1, need, o);
-        return;
+        return 0;
     }
     /* cmd/ allocates with plain malloc; on failure the text is left out
      * rather than printed raw. */
     char *big = malloc(need + 1);
-    if (!big) return;
+    if (!big) return -1;
     esc(big, need + 1, s, n);
     fwrite(big, 1, need, o);
     free(big);
+    return 0;
 }
 
 /* A name in human text; see cli.h. */
