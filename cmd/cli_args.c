@@ -52,7 +52,7 @@ int cli_recipe_load(stf_recipe **out, const char *verb, const char *path)
     if (!d) return cli_report(verb, &err);
     /* Each problem as FILE:LINE:COL: message; err holds the first. */
     for (size_t i = 0; i < stf_recipe_diags_count(d); i++)
-        fprintf(stderr, "%s\n", stf_recipe_diags_text(d, i));
+        cli_textf(stderr, "%s\n", stf_recipe_diags_text(d, i));
     stf_recipe_diags_free(d);
     return cli_report_silent(&err);
 }

@@ -241,7 +241,7 @@ static void print_human(FILE *o, const fix_args *a, const char *out, const stf_r
             cli_name(o, l->out_prefix, l->out_prefix_len);
         }
         fputc(':', o);
-        for (size_t k = 0; k < l->nrules; k++) fprintf(o, "%s%s", k ? ", " : " ", l->rules[k]);
+        for (size_t k = 0; k < l->nrules; k++) cli_textf(o, "%s%s", k ? ", " : " ", l->rules[k]);
         cli_textf(o, " -> %s\n", l->summary ? l->summary : "");
     }
     fprintf(o, "layers: %zu changed, %zu unchanged\n", nch, nl - nch);

@@ -113,7 +113,7 @@ static int print_human(FILE *o, const char *file, const char *recipe, const stf_
         fputc('\n', o);
         fputs("  rules:", o);
         if (!l->nrules) fputs(" (none)", o);
-        for (size_t j = 0; j < l->nrules; j++) fprintf(o, "%s %s", j ? "," : "", l->rules[j]);
+        for (size_t j = 0; j < l->nrules; j++) cli_textf(o, "%s %s", j ? "," : "", l->rules[j]);
         fputs("\n  actions:", o);
         if (!l->nactions) fputs(" (none)", o);
         for (size_t j = 0; j < l->nactions; j++)
