@@ -159,6 +159,16 @@ static int int_field(int *set, int64_t *out, const stf_pyval *marker, const char
     return 0;
 }
 
+/* A ConvRot marker (convrot true, or convrot_w4a4) without a group size
+ * means ComfyUI's default, 256; the canonical form spells it out, whoever
+ * built the spec (a set-marker that forced convrot or dropped the key). */
+static void default_groupsize(stf_marker_spec *s)
+{
+    if (!s->convrot_groupsize_set && (s->convrot || !strcmp(s->format, "convrot_w4a4"))) {
+        s->convrot_groupsize_set = 1;
+        s->convrot_groupsize = 256;
+    }
+}
 /*
  * ComfyUI-style field read into *out (contract in model.h); strings in *out
  * are borrowed from marker. STF_EFORMAT names the offending key.
@@ -185,18 +195,13 @@ int stf_marker_normalize(stf_marker_spec *out, const stf_pyval *marker, unsigned
     }
     out->full_precision_matrix_mult = stf_pyval_truthy(field(marker, "full_precision_matrix_mult", 0));
     out->convrot = stf_pyval_truthy(field(marker, "convrot", 0));
-    int is_w4a4 = strcmp(out->format, "convrot_w4a4") == 0;
     int is_w4a8 = strcmp(out->format, "asym_w4a8_int8") == 0;
     int is_awq = strcmp(out->format, "awq_w4a16") == 0;
     if (is_w4a8 && (flags & STF_NORM_ADD_W4A8_CONVROT)) out->convrot = 1; /* M18 */
     int rc = int_field(&out->convrot_groupsize_set, &out->convrot_groupsize, marker,
                        "convrot_groupsize", 0, err);
     if (rc) return rc;
-    if (!out->convrot_groupsize_set && (out->convrot || is_w4a4)) {
-        /* ComfyUI's default; the canonical form spells it out */
-        out->convrot_groupsize_set = 1;
-        out->convrot_groupsize = 256;
-    }
+    default_groupsize(out);
     /* awq reads group_size at the top level only (C14) */
     rc = int_field(&out->group_size_set, &out->group_size, marker, "group_size", is_awq, err);
     if (rc) return rc;
@@ -227,6 +232,9 @@ int stf_marker_canonical(char **out, size_t *len, const stf_marker_spec *s, stf_
 {
     *out = NULL;
     if (!s || !s->format) return stf__err(err, STF_EINVAL, "canonical marker needs a format");
+    stf_marker_spec full = *s;
+    default_groupsize(&full);
+    s = &full;
     stf_buf b;
     stf__buf_init(&b);
     stf__buf_puts(&b, "{\"format\": ");

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs libFuzzer harnesses one after the other and prints a summary:
 #   sh tests/fuzz/run.sh SECONDS build/fuzz/fuzz_x ...
-# Each harness runs SECONDS seconds (0: once over its corpus) on
+# Each harness runs SECONDS seconds (0: once over its corpus; FUZZ_RUNS=N
+# in the environment: N executions instead) on
 # tests/fuzz/corpus/<harness>/ plus build/fuzz/corpus/<harness>/, where it
 # keeps what it finds; the fixtures seed the harnesses that read whole
 # checkpoints. A crash, leak, timeout or out-of-memory input is saved under
@@ -31,7 +32,10 @@ for bin in "$@"; do
     fuzz_recipe | fuzz_write) set -- "$@" -dict=tests/fuzz/recipe.dict ;;
     esac
     before=$(ls "$art" | wc -l)
-    if [ "$secs" -gt 0 ]; then
+    if [ -n "${FUZZ_RUNS:-}" ]; then
+        echo "fuzz: $name for $FUZZ_RUNS executions"
+        "$bin" "$@" -runs="$FUZZ_RUNS" "$found" "$corpus" $seeds >"$log" 2>&1
+    elif [ "$secs" -gt 0 ]; then
         echo "fuzz: $name for ${secs}s"
         "$bin" "$@" -max_total_time="$secs" "$found" "$corpus" $seeds >"$log" 2>&1
     else

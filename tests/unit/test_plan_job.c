@@ -492,6 +492,37 @@ static void test_set_marker_drop_keys(void **state)
     pt_free(&k);
 }
 
+/* Whatever set-marker forces or drops, a ConvRot marker it writes spells out
+ * the group size, as the canonical form does (found by fuzz_write: a forced
+ * convrot on asym_w4a8_int8, and a dropped convrot_groupsize, left it out). */
+static void test_set_marker_convrot_groupsize(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    char b[256];
+    pt_marker(&k, "w.comfy_quant", "{\"format\": \"asym_w4a8_int8\", \"group_size\": 2}");
+    pt_open(&k);
+    pt_recipe1(&k, "{marker: present}", "set-marker");
+    pt_plan_ok(&k);
+    assert_string_equal(pt_new_bytes(&k, "w.comfy_quant", b, sizeof b),
+                        "{\"format\": \"asym_w4a8_int8\", \"group_size\": 2, \"convrot\": true, "
+                        "\"convrot_groupsize\": 256}");
+    pt_free(&k);
+
+    memset(&k, 0, sizeof k);
+    PT_ADD(&k, "a.weight", "I8", NULL, 4, 256);
+    PT_ADD(&k, "a.weight_scale", "F32", g_s16, 4, 1);
+    pt_marker(&k, "a.comfy_quant", "{\"format\": \"int8_tensorwise\", \"convrot\": true, "
+                                   "\"convrot_groupsize\": 256}");
+    pt_open(&k);
+    pt_recipe1(&k, "{marker: present}", "{set-marker: {drop_keys: [convrot_groupsize]}}");
+    pt_plan_ok(&k);
+    /* The canonical bytes are the input's own: the marker is copied. */
+    assert_int_equal(stf_plan_get_tensor(k.p, pt_out_index(&k, "a.comfy_quant"))->op,
+                     STF_OUT_COPY);
+    pt_free(&k);
+}
+
 static void test_fp8_scales(void **state)
 {
     (void)state;
@@ -604,6 +635,7 @@ int main(void)
         cmocka_unit_test(test_requantize_refusals),
         cmocka_unit_test(test_requantize_moe_bank),
         cmocka_unit_test(test_set_marker_drop_keys),
+        cmocka_unit_test(test_set_marker_convrot_groupsize),
         cmocka_unit_test(test_set_marker_no_hoist),
         cmocka_unit_test(test_fp8_scales),
         cmocka_unit_test(test_empty_weight_copied),
