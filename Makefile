@@ -7,7 +7,8 @@
 #   make demo       the main job on the bundled demo fixture
 #   make asan       the tests under AddressSanitizer + UBSan
 #   make fuzz       build the libFuzzer harnesses (clang) and run each once over its
-#                   corpus; FUZZ_SECONDS=N fuzzes each for N s, one after the other,
+#                   corpus; FUZZ_SECONDS=N fuzzes each for N s (FUZZ_RUNS=N: N
+#                   executions), one after the other,
 #                   and prints executions, corpus size and crashes per harness (exit 1
 #                   on any crash); FUZZ_MERGE=1 then minimizes tests/fuzz/corpus/
 #   make bench      benchmarks, as ratios to a yardstick (BENCH_JSON=FILE)
@@ -183,6 +184,7 @@ demo: all
 # Each harness is built twice: with clang and libFuzzer here (make fuzz),
 # and with $(CC) and a replay main() for make check (REPLAY_BIN above).
 FUZZ_SECONDS ?= 0
+FUZZ_RUNS ?=
 FUZZ_CC ?= clang
 FUZZ_BUILD := build/fuzz
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -DSTF_NO_SIMD -O1 -g -ffp-contract=off -fno-omit-frame-pointer \
@@ -208,7 +210,7 @@ $(FUZZ_BUILD)/%: tests/fuzz/%.c $(FUZZ_BUILD)/libfuzzsup.a
 -include $(FUZZ_SUP_OBJ:.o=.d) $(FUZZ_BIN:=.d)
 
 fuzz: $(FUZZ_BIN)
-	@sh tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
+	@FUZZ_RUNS=$(FUZZ_RUNS) sh tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
 
 # ------------------------------------------------------------------ bench
 BENCH_JSON ?=
