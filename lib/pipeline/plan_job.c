@@ -390,8 +390,15 @@ int stf__pw_set_marker(stf__pw *w, const stf_action *a, stf_err *err)
         if (fmt) sp.format = fmt;
         /* Point at the format table's name, which outlives a recovered marker. */
         const stf_format_info *fi = stf_format_find(sp.format, strlen(sp.format));
-        if (fi) sp.format = fi->name;
-        else if (mk == w->salv) return stf__pw_refuse(w, err, "the recovered marker names an unknown format");
+        /* Normalising keeps only the keys of known formats: a format stfix
+         * does not know would lose keys it may need. */
+        if (!fi) {
+            snprintf(msg, sizeof msg, "the %smarker names format '%.100s', which stfix does not "
+                     "know; give set-marker a format", mk == w->salv ? "recovered " : "",
+                     sp.format);
+            return stf__pw_refuse(w, err, msg);
+        }
+        sp.format = fi->name;
         if (!strcmp(sp.format, "asym_w4a8_int8") && !sp.convrot) sp.convrot = 1;
     } else if (fmt) {
         sp.format = fmt;

@@ -523,6 +523,20 @@ static void test_set_marker_convrot_groupsize(void **state)
     pt_free(&k);
 }
 
+/* A format stfix does not know keeps its marker: normalising would drop the
+ * keys it may need (found by fuzz_write). */
+static void test_set_marker_unknown_format(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    pt_marker(&k, "w.comfy_quant", "{\"format\": \"asym_w2a8_int8\", \"group_size\": 2}");
+    pt_open(&k);
+    pt_recipe1(&k, "{marker: present}", "set-marker");
+    pt_expect_err(&k, "layer 'w': rule 'r' (recipe line 6): set-marker: the marker names format "
+                      "'asym_w2a8_int8', which stfix does not know; give set-marker a format");
+    pt_free(&k);
+}
+
 static void test_fp8_scales(void **state)
 {
     (void)state;
@@ -636,6 +650,7 @@ int main(void)
         cmocka_unit_test(test_requantize_moe_bank),
         cmocka_unit_test(test_set_marker_drop_keys),
         cmocka_unit_test(test_set_marker_convrot_groupsize),
+        cmocka_unit_test(test_set_marker_unknown_format),
         cmocka_unit_test(test_set_marker_no_hoist),
         cmocka_unit_test(test_fp8_scales),
         cmocka_unit_test(test_empty_weight_copied),
