@@ -23,8 +23,8 @@ CC ?= cc
 WERROR ?= 0
 SAN ?= 0
 
-PKGS := yaml-0.1 libcjson libzstd libpcre2-8
-DEB_PKGS := build-essential pkg-config libyaml-dev libcjson-dev libzstd-dev libpcre2-dev libcmocka-dev \
+PKGS := yaml-0.1 libcjson libzstd libpcre2-8 libcrypto
+DEB_PKGS := build-essential pkg-config libyaml-dev libcjson-dev libzstd-dev libpcre2-dev libssl-dev libcmocka-dev \
             clang libclang-rt-14-dev mandoc python3
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)

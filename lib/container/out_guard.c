@@ -222,15 +222,17 @@ static int lock_name(char out[80], const char *path, stf_err *err)
     if (r != 0)
         return stf__err(err, STF_EIO, "%s: cannot examine the output directory: %s", path,
                         strerror(e));
-    stf__sha256 h;
-    unsigned char d[32];
     uint64_t id[2] = { (uint64_t)ds.st_dev, (uint64_t)ds.st_ino };
-    stf__sha256_init(&h);
-    stf__sha256_update(&h, id, sizeof id);
-    stf__sha256_update(&h, base_of(path), strlen(base_of(path)));
-    stf__sha256_final(&h, d);
-    int n = snprintf(out, 80, "stfix-output-lock/");
-    for (int i = 0; i < 16; i++) n += snprintf(out + n, (size_t)(80 - n), "%02x", d[i]);
+    stf_buf key;
+    stf__buf_init(&key);
+    if (stf__buf_put(&key, id, sizeof id) || stf__buf_puts(&key, base_of(path))) {
+        stf__buf_free(&key);
+        return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
+    }
+    char hex[65];
+    stf__sha256_hex(hex, key.data, key.len);
+    stf__buf_free(&key);
+    snprintf(out, 80, "stfix-output-lock/%.32s", hex);
     return 0;
 }
 

@@ -1,126 +1,23 @@
 /*
- * SHA-256 as specified in FIPS 180-4 §6.2, written from the standard.
- * Byte-at-a-time buffering keeps it simple; recipes are a few kilobytes.
+ * SHA-256 from libcrypto. The one-shot SHA256() keeps its context on the
+ * stack: nothing is allocated outside the library's allocation hook, and it
+ * cannot fail.
  */
-#include <string.h>
+#include <openssl/sha.h>
 
 #include "util/sha256.h"
 
-static const uint32_t K256[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
-    0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-    0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
-    0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-    0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
-    0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
-    0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-    0xc67178f2
-};
-
-static uint32_t rotr(uint32_t x, unsigned n)
+void stf__sha256(unsigned char out[32], const void *data, size_t n)
 {
-    return (x >> n) | (x << (32 - n));
+    SHA256(n ? data : (const void *)"", n, out);
 }
 
-static void block(stf__sha256 *c, const unsigned char *p)
-{
-    uint32_t w[64];
-    for (unsigned t = 0; t < 16; t++)
-        w[t] = (uint32_t)p[4 * t] << 24 | (uint32_t)p[4 * t + 1] << 16 |
-               (uint32_t)p[4 * t + 2] << 8 | (uint32_t)p[4 * t + 3];
-    for (unsigned t = 16; t < 64; t++) {
-        uint32_t s0 = rotr(w[t - 15], 7) ^ rotr(w[t - 15], 18) ^ (w[t - 15] >> 3);
-        uint32_t s1 = rotr(w[t - 2], 17) ^ rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);
-        w[t] = w[t - 16] + s0 + w[t - 7] + s1;
-    }
-    uint32_t a = c->h[0], b = c->h[1], cc = c->h[2], d = c->h[3];
-    uint32_t e = c->h[4], f = c->h[5], g = c->h[6], h = c->h[7];
-    for (unsigned t = 0; t < 64; t++) {
-        uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) +
-                      K256[t] + w[t];
-        uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & cc) ^ (b & cc));
-        h = g;
-        g = f;
-        f = e;
-        e = d + t1;
-        d = cc;
-        cc = b;
-        b = a;
-        a = t1 + t2;
-    }
-    c->h[0] += a;
-    c->h[1] += b;
-    c->h[2] += cc;
-    c->h[3] += d;
-    c->h[4] += e;
-    c->h[5] += f;
-    c->h[6] += g;
-    c->h[7] += h;
-}
-
-/* Starts a new digest. */
-void stf__sha256_init(stf__sha256 *c)
-{
-    static const uint32_t iv[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
-    memcpy(c->h, iv, sizeof iv);
-    c->len = 0;
-    c->fill = 0;
-}
-
-/* Hashes n more bytes. */
-void stf__sha256_update(stf__sha256 *c, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    c->len += n;
-    if (c->fill) {
-        size_t take = 64 - c->fill < n ? 64 - c->fill : n;
-        memcpy(c->buf + c->fill, p, take);
-        c->fill += take;
-        p += take;
-        n -= take;
-        if (c->fill < 64) return;
-        block(c, c->buf);
-        c->fill = 0;
-    }
-    for (; n >= 64; p += 64, n -= 64) block(c, p);
-    memcpy(c->buf, p, n);
-    c->fill = n;
-}
-
-/* Pads, writes the 32-byte digest; re-init before reuse. */
-void stf__sha256_final(stf__sha256 *c, unsigned char out[32])
-{
-    uint64_t bits = c->len * 8;
-    unsigned char pad[72];
-    /* 0x80, zeros up to 56 mod 64, then the bit length big-endian. */
-    size_t padlen = (c->fill < 56 ? 56 - c->fill : 120 - c->fill);
-    memset(pad, 0, sizeof pad);
-    pad[0] = 0x80;
-    for (unsigned i = 0; i < 8; i++) pad[padlen + i] = (unsigned char)(bits >> (56 - 8 * i));
-    uint64_t len = c->len;
-    stf__sha256_update(c, pad, padlen + 8);
-    c->len = len;
-    for (unsigned i = 0; i < 8; i++) {
-        out[4 * i] = (unsigned char)(c->h[i] >> 24);
-        out[4 * i + 1] = (unsigned char)(c->h[i] >> 16);
-        out[4 * i + 2] = (unsigned char)(c->h[i] >> 8);
-        out[4 * i + 3] = (unsigned char)c->h[i];
-    }
-}
-
-/* One-shot digest as 64 lower-case hex characters and a NUL. */
 void stf__sha256_hex(char out[65], const void *data, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
-    stf__sha256 c;
     unsigned char d[32];
-    stf__sha256_init(&c);
-    stf__sha256_update(&c, data, n);
-    stf__sha256_final(&c, d);
-    for (unsigned i = 0; i < 32; i++) {
+    stf__sha256(d, data, n);
+    for (int i = 0; i < 32; i++) {
         out[2 * i] = hex[d[i] >> 4];
         out[2 * i + 1] = hex[d[i] & 15];
     }

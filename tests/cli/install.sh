@@ -24,7 +24,7 @@ C
 PC="$D$P/lib/pkgconfig"
 t_run "compile against installed" 0 sh -c "cc -std=c11 -o '$T_TMP/use' '$T_TMP/use.c' \
     -I'$D$P/include' \$(PKG_CONFIG_PATH='$PC' pkg-config --cflags stfix) \
-    '$D$P/lib/libstfix.a' \$(pkg-config --libs yaml-0.1 libcjson libzstd libpcre2-8) -lpthread -lm"
+    '$D$P/lib/libstfix.a' \$(pkg-config --libs yaml-0.1 libcjson libzstd libpcre2-8 libcrypto) -lpthread -lm"
 t_run "run linked program" 0 "$T_TMP/use"
 t_stdout_has "run linked program" "BF16 4"
 t_run "uninstall" 0 env -u BUILD -u SAN make -s uninstall PREFIX=$P DESTDIR="$D"
