@@ -34,6 +34,10 @@ int cmd_fix(int argc, char **argv);
 int cli_exit_for(int code);
 /* The code's name ("STF_EFORMAT"), NULL when the table does not list it. */
 const char *cli_exit_code_name(int code);
+/* The worse of two exit statuses, for a command with several inputs: the
+ * higher number, 4 > 3 > 2 > 1 > 0 (a failed run outranks a refused
+ * argument, which outranks an invalid input, which outranks a finding). */
+int cli_exit_worst(int a, int b);
 /* The exit-status lines every --help ends with. */
 void cli_exit_help(FILE *to);
 /* For --help: usage(stdout), then the exit-status lines; returns EXIT_OK_. */
@@ -80,6 +84,15 @@ void cli_run_input(const char *path);
  * JSON and status is 2, 3 or 4, print the JSON error document of the
  * first error kept (cli_json_error) on stdout, unless stdout has failed. */
 int cli_run_end(int status);
+
+/* For a command with several inputs, each reported on its own: copy the
+ * run's kept error into *out and forget it, so that the next input's first
+ * error is kept in turn. 1 when there was one, else 0 (*out cleared). */
+int cli_run_error_take(stf_err *out);
+
+/* The command has written its own JSON documents, errors included (one
+ * per input): cli_run_end adds none from now on. */
+void cli_run_json_handled(void);
 
 /* The error's message, or the code's generic text when it has none. */
 const char *cli_err_text(const stf_err *err);

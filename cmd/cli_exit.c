@@ -45,6 +45,12 @@ const char *cli_exit_code_name(int code)
     return NULL;
 }
 
+/* The worse of two statuses: the higher; see cli.h. */
+int cli_exit_worst(int a, int b)
+{
+    return a > b ? a : b;
+}
+
 /* The closing lines of every --help; see cli.h. */
 void cli_exit_help(FILE *to)
 {
@@ -56,7 +62,8 @@ void cli_exit_help(FILE *to)
           "     or unusable numbers\n"
           "  3  usage error: a bad command line, or an argument stfix refused (such as\n"
           "     an output path that would replace an input)\n"
-          "  4  the operation failed: I/O, memory, output locked by another writer\n",
+          "  4  the operation failed: I/O, memory, output locked by another writer\n"
+          "  check with several inputs exits with the worst of theirs (4 > 3 > 2 > 1 > 0)\n",
           to);
 }
 

@@ -88,6 +88,23 @@ int cli_report_silent(const stf_err *err)
     return cli_exit_for(err->code);
 }
 
+/* Hand over the kept error and forget it; see cli.h. */
+int cli_run_error_take(stf_err *out)
+{
+    int had = run.failed;
+    if (had) *out = run.err;
+    else stf_err_clear(out);
+    run.failed = 0;
+    stf_err_clear(&run.err);
+    return had;
+}
+
+/* The command wrote its own JSON error documents; see cli.h. */
+void cli_run_json_handled(void)
+{
+    run.json = 0;
+}
+
 /* The error's message, or its code's text; see cli.h. */
 const char *cli_err_text(const stf_err *err)
 {

@@ -1,10 +1,14 @@
 /*
- * stfix check FILE|INDEX.json [--target sglang|comfyui|all] [--numeric] [--json]
+ * stfix check FILE|INDEX.json... [--target sglang|comfyui|all] [--numeric] [--json]
  *
  * Runs the acceptance profiles and prints the findings: grouped by layer in
  * human form, or one JSON document whose field names are a stable interface
  * (stfix(1)). Exit 0: nothing at error severity; 1: some error finding;
- * otherwise the status of the error (cli_exit.c).
+ * otherwise the status of the error (cli_exit.c). Several inputs: one
+ * report per input in the order given (human reports separated by a blank
+ * line; --json one document a line, JSON Lines), an input that cannot be
+ * checked reports its error and the others go on; the exit status is the
+ * worst of the inputs' (cli_exit_worst).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,12 +18,15 @@
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: stfix check FILE|INDEX.json [--target sglang|comfyui|all] [--numeric] "
+    fprintf(to, "usage: stfix check FILE|INDEX.json... [--target sglang|comfyui|all] [--numeric] "
                 "[--json]\n"
+                "  FILE...    one report per input, in order; the exit status is the worst\n"
+                "             of theirs; an unreadable input reports its error, the rest go on\n"
                 "  --target   acceptance profile(s) besides the container rules (default all)\n"
                 "  --numeric  also read tensor data: NaN/Inf/zero/negative scales, row versus\n"
                 "             column quantization (H1), Sylvester rotations (H2)\n"
-                "  --json     one JSON document instead of the human listing\n");
+                "  --json     one JSON document per input (one a line) instead of the human\n"
+                "             listing; an input that fails gives its JSON error document\n");
 }
 
 static void print_json(FILE *o, const char *file, const char *target, const stf_check_report *r)
@@ -36,6 +43,29 @@ static void print_json(FILE *o, const char *file, const char *target, const stf_
             n ? "\n" : "", stf_check_count_severity(r, STF_SEV_ERROR),
             stf_check_count_severity(r, STF_SEV_WARNING), stf_check_count_severity(r, STF_SEV_INFO),
             n);
+}
+
+/* The JSON document on one line, for JSON Lines (several inputs): the
+ * document's only raw newlines are layout (strings escape theirs), so it
+ * is rendered and written without them. -1 when out of memory. */
+static int print_json_line(FILE *o, const char *file, const char *target,
+                           const stf_check_report *r)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m) return -1;
+    print_json(m, file, target, r);
+    int bad = ferror(m);
+    if (fclose(m) || bad) {
+        free(buf);
+        return -1;
+    }
+    for (size_t i = 0; i < len; i++)
+        if (buf[i] != '\n') fputc(buf[i], o);
+    fputc('\n', o);
+    free(buf);
+    return 0;
 }
 
 /* One diagnostic's place in the human listing. */
@@ -126,19 +156,54 @@ static int print_human(FILE *o, const char *file, const char *target, const stf_
     return 0;
 }
 
+/* Check one input and print its report; returns its exit status. An error
+ * is printed to stderr (and kept as the run's) as with a single input. */
+static int check_one(const char *file, const char *target, const stf_check_opts *o, int json,
+                     int lines)
+{
+    stf_err err;
+    stf_err_clear(&err);
+    stf_ckpt *c = NULL;
+    stf_check_report *r = NULL;
+    cli_run_input(file);
+    int ex = cli_ckpt_open(&c, "check", file, NULL);
+    if (ex >= 0) return ex;
+    if (stf_check_run(&r, c, o, &err)) {
+        stf_ckpt_free(c);
+        return cli_report("check", &err);
+    }
+    int oom = 0;
+    if (json && lines) oom = print_json_line(stdout, file, target, r);
+    else if (json) print_json(stdout, file, target, r);
+    else oom = print_human(stdout, file, target, r);
+    if (oom) {
+        stf_check_report_free(r);
+        stf_ckpt_free(c);
+        return cli_report_code("check", STF_ENOMEM);
+    }
+    ex = stf_check_count_severity(r, STF_SEV_ERROR) ? EXIT_FINDINGS : EXIT_OK_;
+    stf_check_report_free(r);
+    stf_ckpt_free(c);
+    return ex;
+}
+
 /*
- * stfix check: parse options, open, run the profiles, print; returns the
- * exit status (0 clean, 1 error findings, else the error's, cli_exit.c).
+ * stfix check: parse options, then for each input open, run the profiles,
+ * print; returns the worst exit status (0 clean, 1 error findings, else
+ * the error's, cli_exit.c).
  */
 int cmd_check(int argc, char **argv)
 {
-    const char *file = NULL, *target = "all";
-    int json = 0;
+    const char *target = "all";
+    int json = 0, nfiles = 0;
+    const char **files = calloc((size_t)(argc > 0 ? argc : 1), sizeof *files);
+    if (!files) return cli_report_code("check", STF_ENOMEM);
     stf_check_opts o;
     stf_check_opts_init(&o);
-    for (int i = 1; i < argc; i++) {
+    int ex = -1;
+    for (int i = 1; i < argc && ex < 0; i++) {
         if (cli_is_help(argv[i])) {
-            return cli_help(usage);
+            ex = cli_help(usage);
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
         } else if (!strcmp(argv[i], "--numeric")) {
@@ -147,49 +212,57 @@ int cmd_check(int argc, char **argv)
             const char *v = cli_opt_value(argc, argv, &i, "--target");
             if (!v || (strcmp(v, "sglang") && strcmp(v, "comfyui") && strcmp(v, "all"))) {
                 cli_errorf("check", "--target takes sglang, comfyui or all");
-                return EXIT_USAGE;
+                ex = EXIT_USAGE;
+            } else {
+                target = v;
             }
-            target = v;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_errorf("check", "unknown option '%s'", argv[i]);
             usage(stderr);
-            return EXIT_USAGE;
-        } else if (!file) {
-            cli_run_input(file = argv[i]);
+            ex = EXIT_USAGE;
         } else {
-            cli_errorf("check", "only one checkpoint per run");
-            return EXIT_USAGE;
+            if (!nfiles) cli_run_input(argv[i]);
+            files[nfiles++] = argv[i];
         }
     }
-    if (!file) {
+    if (ex < 0 && !nfiles) {
         cli_errorf("check", "missing FILE");
         usage(stderr);
-        return EXIT_USAGE;
+        ex = EXIT_USAGE;
+    }
+    if (ex >= 0) {
+        free(files);
+        return ex;
     }
     unsigned numeric = o.profiles & STF_CHECK_NUMERIC;
     o.profiles = STF_CHECK_CONTAINER | numeric;
     if (!strcmp(target, "sglang") || !strcmp(target, "all")) o.profiles |= STF_CHECK_SGLANG;
     if (!strcmp(target, "comfyui") || !strcmp(target, "all")) o.profiles |= STF_CHECK_COMFYUI;
 
-    stf_err err;
-    stf_err_clear(&err);
-    stf_ckpt *c = NULL;
-    stf_check_report *r = NULL;
-    int ex = cli_ckpt_open(&c, "check", file, NULL);
-    if (ex >= 0) return ex;
-    if (stf_check_run(&r, c, &o, &err)) {
-        stf_ckpt_free(c);
-        return cli_report("check", &err);
+    /* Each input's error document is written here, in its place among the
+     * reports; the run adds none at its end. */
+    if (json) cli_run_json_handled();
+    int worst = EXIT_OK_;
+    for (int k = 0; k < nfiles; k++) {
+        if (!json && k) fputc('\n', stdout);
+        int st = check_one(files[k], target, &o, json, nfiles > 1);
+        if (st != EXIT_OK_ && st != EXIT_FINDINGS) {
+            stf_err err;
+            cli_run_error_take(&err);
+            if (json) cli_json_error(stdout, "check", files[k], st, &err);
+            else if (nfiles > 1)
+            {
+                cli_textf(stdout, "check %s (target %s)\n", files[k], target);
+                cli_textf(stdout, "failed (exit %d): %s\n", st, cli_err_text(&err));
+            }
+        }
+        worst = cli_exit_worst(worst, st);
+        int flush = cli_stdout_flush("check");
+        if (flush >= 0) {
+            worst = cli_exit_worst(worst, flush);
+            break;
+        }
     }
-    if (json) print_json(stdout, file, target, r);
-    else if (print_human(stdout, file, target, r)) {
-        stf_check_report_free(r);
-        stf_ckpt_free(c);
-        return cli_report_code("check", STF_ENOMEM);
-    }
-    ex = stf_check_count_severity(r, STF_SEV_ERROR) ? EXIT_FINDINGS : EXIT_OK_;
-    stf_check_report_free(r);
-    stf_ckpt_free(c);
-    int flush = cli_stdout_flush("check");
-    return flush >= 0 ? flush : ex;
+    free(files);
+    return worst;
 }

@@ -1,12 +1,14 @@
 /*
  * stfix fix IN -r RECIPE (-o OUT | --in-place) [-j N] [--quant-mode MODE]
  *           [--error-report] [--allow-noncompliant] [--max-shard-size SIZE]
- *           [--max-mem SIZE] [--no-wait] [--json]
+ *           [--max-mem SIZE] [--no-wait] [--fail-if-unchanged] [--json]
  *
  * Loads the recipe, plans the conversion of IN, runs it into OUT and lets
  * the library verify the result against the recipe's targets before it
  * becomes visible. Exit 0 ok; 1 the output failed verification (nothing
- * written); otherwise the status of the error (cli_exit.c).
+ * written); otherwise the status of the error (cli_exit.c). A recipe that
+ * changes no layer still writes the canonical copy and says so on stderr;
+ * with --fail-if-unchanged it writes nothing and exits 1.
  */
 #include <math.h>
 #include <stdio.h>
@@ -18,7 +20,7 @@
 
 typedef struct fix_args {
     const char *in, *recipe, *out;
-    int in_place, json, error_report, allow_noncompliant, no_wait;
+    int in_place, json, error_report, allow_noncompliant, no_wait, fail_if_unchanged;
     unsigned threads; /* 0: one per online core */
     int quant_mode_set;
     stf_quant_mode quant_mode;
@@ -44,6 +46,8 @@ static void usage(FILE *to)
             "  --max-mem SIZE        working set for requantization (default 2GiB)\n"
             "  --no-wait             fail at once if another stfix run is writing OUT\n"
             "                        (default: wait for it)\n"
+            "  --fail-if-unchanged   when the recipe changes no layer, write nothing and\n"
+            "                        exit 1 (default: write the canonical copy, exit 0)\n"
             "  --json                one JSON document on stdout instead of the summary\n");
 }
 
@@ -65,6 +69,8 @@ static int parse_args(fix_args *a, int argc, char **argv)
             a->allow_noncompliant = 1;
         } else if (!strcmp(s, "--no-wait")) {
             a->no_wait = 1;
+        } else if (!strcmp(s, "--fail-if-unchanged")) {
+            a->fail_if_unchanged = 1;
         } else if (cli_opt_is(s, "-r", "--recipe")) {
             if (!(a->recipe = cli_opt_value(argc, argv, &i, "--recipe"))) goto missing;
         } else if (cli_opt_is(s, "-o", "--output")) {
@@ -273,7 +279,7 @@ static void print_human(FILE *o, const fix_args *a, const char *out, const stf_r
 }
 
 static void print_json(FILE *o, const fix_args *a, const char *out, const stf_recipe *rc,
-                       const stf_plan *p, const stf_run_report *r, int ok)
+                       const stf_plan *p, const stf_run_report *r, int ok, const char *status)
 {
     fputs("{\"input\": ", o);
     cli_json_str(o, a->in);
@@ -285,8 +291,8 @@ static void print_json(FILE *o, const fix_args *a, const char *out, const stf_re
     cli_json_str(o, stf_recipe_sha256(rc));
     fputs(", \"targets\": ", o);
     cli_json_targets(o, stf_plan_targets(p));
-    fprintf(o, ", \"status\": \"%s\"", ok ? "ok" : "rejected");
     size_t nl = stf_plan_layer_count(p);
+    fprintf(o, ", \"status\": \"%s\", \"changed_layers\": %zu", status, layers_changed(p));
     fprintf(o, ",\n \"layers\": {\"total\": %zu, \"changed\": %zu, \"list\": [", nl,
             layers_changed(p));
     for (size_t i = 0, first = 1; i < nl; i++) {
@@ -398,6 +404,19 @@ int cmd_fix(int argc, char **argv)
         goto done;
     }
 
+    size_t nch = layers_changed(p);
+    if (!nch && a.fail_if_unchanged) {
+        /* Nothing to repair: the summary says what would have been copied,
+         * and no file is written. */
+        if (a.json) print_json(stdout, &a, a.in_place ? a.in : out, rc, p, NULL, 0, "unchanged");
+        else print_human(stdout, &a, a.in_place ? a.in : out, rc, p, NULL, 0);
+        if ((ex = cli_stdout_flush("fix")) >= 0) goto done;
+        cli_errorf("fix", "the recipe changes no layer of %s; nothing written "
+                          "(--fail-if-unchanged)", a.in);
+        ex = EXIT_FINDINGS;
+        goto done;
+    }
+
     ro.pool = pool;
     if (a.max_mem_set) ro.max_mem = a.max_mem;
     ro.max_shard_size = a.max_shard_size;
@@ -410,7 +429,8 @@ int cmd_fix(int argc, char **argv)
         ex = cli_report("fix", &err);
         goto done;
     }
-    if (a.json) print_json(stdout, &a, a.in_place ? a.in : out, rc, p, rep, !run);
+    if (a.json) print_json(stdout, &a, a.in_place ? a.in : out, rc, p, rep, !run,
+                           run ? "rejected" : "ok");
     else print_human(stdout, &a, a.in_place ? a.in : out, rc, p, rep, !run);
     if ((ex = cli_stdout_flush("fix")) >= 0) goto done;
     if (rejected) {
@@ -422,6 +442,9 @@ int cmd_fix(int argc, char **argv)
         if (cr && stf_check_count_severity(cr, STF_SEV_ERROR))
             cli_notef("fix", "warning: the output fails verification for %s and was kept "
                              "(--allow-noncompliant)", targets_text(stf_plan_targets(p)));
+        if (!nch)
+            cli_notef("fix", "the recipe changed no layer of %s; the output is a canonical copy "
+                             "(--fail-if-unchanged refuses this)", a.in);
         ex = EXIT_OK_;
     }
 

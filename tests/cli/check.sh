@@ -79,3 +79,62 @@ t_stderr_is "bad target" "stfix: check: --target takes sglang, comfyui or all"
 t_run "unknown option" 3 "$STFIX" check --fast $F/healthy_fp8.safetensors
 t_run "help" 0 "$STFIX" check --help
 t_stdout_has "help" "usage: stfix check FILE|INDEX.json"
+
+# Several inputs: one report each, in the order given; the exit status is the
+# worst of theirs (4 > 3 > 2 > 1 > 0); an unreadable input reports its error
+# and the others are still checked.
+t_run "multi healthy" 0 "$STFIX" check $F/healthy_int8_g256.safetensors $F/healthy_fp8.safetensors
+t_run "multi findings" 1 "$STFIX" check $F/healthy_int8_g256.safetensors \
+    $F/r23_no_convrot.safetensors --target sglang
+{
+    "$STFIX" check $F/healthy_int8_g256.safetensors --target sglang
+    echo
+    cat "$T_TMP/r23.txt"
+} >"$T_TMP/multi.txt" 2>/dev/null
+t_stdout_is "multi findings" "$T_TMP/multi.txt"
+t_run "multi mixed" 2 "$STFIX" check $F/healthy_int8_g256.safetensors "$T_TMP/garbage.safetensors" \
+    $F/r23_no_convrot.safetensors --target sglang
+{
+    "$STFIX" check $F/healthy_int8_g256.safetensors --target sglang
+    echo
+    echo "check $T_TMP/garbage.safetensors (target sglang)"
+    "$STFIX" check "$T_TMP/garbage.safetensors" 2>&1 | sed 's/^stfix: check: /failed (exit 2): /'
+    echo
+    cat "$T_TMP/r23.txt"
+} >"$T_TMP/mixed.txt" 2>/dev/null
+t_stdout_is "multi mixed" "$T_TMP/mixed.txt"
+t_stderr_is "multi mixed" "$("$STFIX" check "$T_TMP/garbage.safetensors" 2>&1)"
+# The order given, and the worst status whichever input has it.
+t_run "multi mixed, missing last" 2 "$STFIX" check $F/r23_no_convrot.safetensors \
+    "$T_TMP/does-not-exist.safetensors"
+t_stdout_has "multi mixed, missing last" "failed (exit 2): $T_TMP/does-not-exist.safetensors: cannot open"
+t_run "multi usage still refuses" 3 "$STFIX" check --fast $F/healthy_fp8.safetensors $F/healthy_fp8.safetensors
+
+# --json with several inputs: JSON Lines, one complete document a line: the
+# report, or the error document of an input that failed.
+t_run "multi json" 2 "$STFIX" check --json $F/healthy_int8_g256.safetensors \
+    "$T_TMP/garbage.safetensors" $F/r15_flat_scale_square.safetensors "$T_TMP/does-not-exist.safetensors"
+t_true "multi json: JSON Lines" python3 - "$T_OUT" "$T_TMP" <<'PY'
+import json, sys
+out, tmp = sys.argv[1:]
+lines = open(out, encoding="utf-8").read().split("\n")
+assert lines[-1] == "", lines[-1]
+docs = [json.loads(l) for l in lines[:-1]]
+assert len(docs) == 4, docs
+a, b, c, d = docs
+assert a["file"] == "fixtures/comfy/healthy_int8_g256.safetensors" and a["summary"]["total"] == 0, a
+assert b == {"file": tmp + "/garbage.safetensors", "command": "check", "exit": 2,
+             "error": {"rule": "S2", "message": b["error"]["message"], "offset": 0,
+                       "code": "STF_EFORMAT"}}, b
+assert c["file"] == "fixtures/comfy/r15_flat_scale_square.safetensors", c
+assert [x["rule"] for x in c["diagnostics"]] == ["R15", "C9"], c
+assert c["summary"] == {"errors": 2, "warnings": 0, "info": 0, "total": 2}, c
+assert d["exit"] == 2 and d["error"]["code"] == "STF_ENOTFOUND", d
+assert d["file"] == tmp + "/does-not-exist.safetensors", d
+PY
+t_run "multi json findings" 1 "$STFIX" check --json $F/r15_flat_scale_square.safetensors \
+    $F/healthy_int8_g256.safetensors
+t_true "multi json findings: two lines" python3 -c 'import json,sys; l=open(sys.argv[1]).read().splitlines(); assert len(l) == 2 and [json.loads(x)["summary"]["errors"] for x in l] == [2, 0], l' "$T_OUT"
+# One input keeps its one (multi-line) document, error or report, as before.
+t_run "single json error" 2 "$STFIX" check --json "$T_TMP/garbage.safetensors"
+t_true "single json error: one document" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["exit"] == 2 and d["command"] == "check", d' "$T_OUT"
