@@ -250,8 +250,7 @@ int cmd_check(int argc, char **argv)
             stf_err err;
             cli_run_error_take(&err);
             if (json) cli_json_error(stdout, "check", files[k], st, &err);
-            else if (nfiles > 1)
-            {
+            else if (nfiles > 1) {
                 cli_textf(stdout, "check %s (target %s)\n", files[k], target);
                 cli_textf(stdout, "failed (exit %d): %s\n", st, cli_err_text(&err));
             }
