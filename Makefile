@@ -12,7 +12,7 @@
 #                   and prints executions, corpus size and crashes per harness (exit 1
 #                   on any crash); FUZZ_MERGE=1 then minimizes tests/fuzz/corpus/
 #   make bench      benchmarks, as ratios to a yardstick (BENCH_JSON=FILE)
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR= (recipes in $(PREFIX)/share/stfix/rules)
 #
 # WERROR=1 turns warnings into errors (CI does).
 
@@ -73,12 +73,12 @@ STFIX_BIN := $(BUILD)/stfix
 LIBA := $(BUILD)/libstfix.a
 LIBSO := $(BUILD)/libstfix.so
 
-.PHONY: all deps check unit cli replay lint demo asan fuzz bench install uninstall clean
+.PHONY: FORCE all deps check unit cli replay lint demo asan fuzz bench install uninstall clean
 .DEFAULT_GOAL := all
 
 all: $(STFIX_BIN) $(LIBA) $(LIBSO)
 ifeq ($(BUILD),build)
-# The default build also leaves copies at the top level (what `make install` takes).
+# The default build also leaves copies at the top level.
 all: stfix libstfix.a libstfix.so
 stfix: $(STFIX_BIN)
 	cp -f $< $@
@@ -103,6 +103,17 @@ $(BUILD)/obj/tests/%.o: tests/%.c
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# The installed recipes' directory is compiled into the lookup of -r NAME
+# (cmd/cli_recipes.c); $(BUILD)/prefix holds the PREFIX it was built for, so
+# that a different PREFIX rebuilds it.
+RULES_DIR := $(PREFIX)/share/stfix/rules
+$(BUILD)/prefix: FORCE
+	@mkdir -p $(@D)
+	@echo '$(RULES_DIR)' | cmp -s - $@ || echo '$(RULES_DIR)' >$@
+$(BUILD)/obj/cmd/cli_recipes.o: BASE_CFLAGS += -DSTFIX_RULES_DIR='"$(RULES_DIR)"'
+$(BUILD)/obj/cmd/cli_recipes.o: $(BUILD)/prefix
+FORCE:
 
 $(LIBA): $(LIB_OBJ)
 	@mkdir -p $(@D)
@@ -220,10 +231,11 @@ bench: all $(BENCH_BIN)
 # ------------------------------------------------------------------ install
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/stfix \
-	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5
-	install -m 755 stfix $(DESTDIR)$(PREFIX)/bin/stfix
-	install -m 644 libstfix.a $(DESTDIR)$(PREFIX)/lib/libstfix.a
-	install -m 755 libstfix.so $(DESTDIR)$(PREFIX)/lib/libstfix.so.0
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
+	  $(DESTDIR)$(RULES_DIR)
+	install -m 755 $(STFIX_BIN) $(DESTDIR)$(PREFIX)/bin/stfix
+	install -m 644 $(LIBA) $(DESTDIR)$(PREFIX)/lib/libstfix.a
+	install -m 755 $(LIBSO) $(DESTDIR)$(PREFIX)/lib/libstfix.so.0
 	ln -sf libstfix.so.0 $(DESTDIR)$(PREFIX)/lib/libstfix.so
 	install -m 644 include/stfix.h $(DESTDIR)$(PREFIX)/include/stfix.h
 	install -m 644 include/stfix/*.h $(DESTDIR)$(PREFIX)/include/stfix/
@@ -231,6 +243,7 @@ install: all
 	  lib/stfix.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/stfix.pc
 	install -m 644 man/stfix.1 $(DESTDIR)$(PREFIX)/share/man/man1/stfix.1
 	install -m 644 man/stfix-rules.5 $(DESTDIR)$(PREFIX)/share/man/man5/stfix-rules.5
+	install -m 644 rules/*.yaml $(DESTDIR)$(RULES_DIR)/
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/stfix $(DESTDIR)$(PREFIX)/lib/libstfix.a \
@@ -238,6 +251,8 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/include/stfix.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/stfix.pc \
 	  $(DESTDIR)$(PREFIX)/share/man/man1/stfix.1 $(DESTDIR)$(PREFIX)/share/man/man5/stfix-rules.5
 	rm -rf $(DESTDIR)$(PREFIX)/include/stfix
+	for f in rules/*.yaml; do rm -f "$(DESTDIR)$(RULES_DIR)/$${f#rules/}"; done
+	-rmdir $(DESTDIR)$(RULES_DIR) $(DESTDIR)$(PREFIX)/share/stfix 2>/dev/null
 
 clean:
 	rm -rf build stfix libstfix.a libstfix.so

@@ -123,6 +123,35 @@ int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_
  * back. */
 int cli_recipe_load(stf_recipe **out, const char *verb, const char *path);
 
+/* cli_recipes.c: recipes by name, on the search path: each directory of
+ * $STFIX_RULES_PATH (colon-separated, in order), the installed directory
+ * ($(PREFIX)/share/stfix/rules), then ./rules (the source tree). */
+typedef struct {
+    char **dirs;
+    size_t n;
+} cli_rules_path;
+/* The search path into *p (free with cli_rules_path_free): 0, or -1 when
+ * out of memory (*p empty). */
+int cli_rules_path_get(cli_rules_path *p);
+void cli_rules_path_free(cli_rules_path *p);
+/* Whether `arg` of -r is a NAME to look up: no '/', and not ending in
+ * ".yaml" or ".yml". */
+int cli_recipe_is_name(const char *arg);
+/* As cli_recipe_load for the argument of -r: a file, or NAME.yaml from the
+ * first directory of the search path that has it. A miss is an
+ * STF_ENOTFOUND error naming every directory searched (exit 2). */
+int cli_recipe_load_arg(stf_recipe **out, const char *verb, const char *arg);
+/* One recipe of `stfix rules list`. */
+typedef struct {
+    char *name; /* NAME of NAME.yaml */
+    char *path; /* DIR/NAME.yaml */
+} cli_recipe_entry;
+/* Every NAME.yaml in the directories of `p`, the first one per NAME,
+ * sorted by name: 0, or -1 when out of memory. Free with
+ * cli_recipe_list_free. */
+int cli_recipe_list(const cli_rules_path *p, cli_recipe_entry **out, size_t *count);
+void cli_recipe_list_free(cli_recipe_entry *v, size_t n);
+
 /* Flush stdout: -1 when everything written reached it, else the failure is
  * reported for `verb` as an STF_EIO error and its exit status comes back. */
 int cli_stdout_flush(const char *verb);

@@ -33,7 +33,8 @@ static void usage(FILE *to)
     fprintf(to,
             "usage: stfix fix IN -r RECIPE (-o OUT | --in-place) [options]\n"
             "  IN                    a .safetensors file or a *.safetensors.index.json\n"
-            "  -r, --recipe RECIPE   the repair recipe (stfix-rules(5)), e.g. rules/*.yaml\n"
+            "  -r, --recipe RECIPE   the repair recipe (stfix-rules(5)): a file, or the NAME\n"
+            "                        of one on the search path (see `stfix rules list`)\n"
             "  -o, --output OUT      the output file (must not be an input file)\n"
             "  --in-place            replace IN (a single file) only after full success\n"
             "  -j, --jobs N          worker threads (default: one per online core);\n"
@@ -371,7 +372,7 @@ int cmd_fix(int argc, char **argv)
     stf_err err;
     stf_err_clear(&err);
 
-    if ((ex = cli_recipe_load(&rc, "fix", a.recipe)) >= 0) goto done;
+    if ((ex = cli_recipe_load_arg(&rc, "fix", a.recipe)) >= 0) goto done;
     if ((ex = cli_ckpt_open(&c, "fix", a.in, NULL)) >= 0) goto done;
     if (a.in_place) {
         /* Rename over the real file, so a symlink to it stays valid. */

@@ -16,7 +16,8 @@
 static void usage(FILE *to)
 {
     fprintf(to, "usage: stfix plan FILE|INDEX.json -r RECIPE [--json] [--quant-mode MODE]\n"
-                "  -r, --recipe FILE   the recipe (stfix-rules(5))\n"
+                "  -r, --recipe RECIPE a recipe file (stfix-rules(5)), or the NAME of one on\n"
+                "                      the search path (see `stfix rules list`)\n"
                 "  --quant-mode MODE   cuda, fp32 or eager: overrides the recipe's mode\n"
                 "  --json              one JSON document instead of the listing\n");
 }
@@ -284,7 +285,7 @@ int cmd_plan(int argc, char **argv)
     stf_recipe *r = NULL;
     stf_ckpt *c = NULL;
     stf_plan *p = NULL;
-    int ex = cli_recipe_load(&r, "plan", recipe);
+    int ex = cli_recipe_load_arg(&r, "plan", recipe);
     if (ex >= 0) return ex;
     if ((ex = cli_ckpt_open(&c, "plan", file, NULL)) >= 0) goto done;
     if (stf_plan_build(&p, c, r, &po, &err)) {

@@ -1,0 +1,196 @@
+/*
+ * Recipes by name: the search path (STFIX_RULES_PATH, the installed
+ * directory, ./rules of the source tree), the lookup of `-r NAME` on it, and
+ * the listing `stfix rules list` prints. The library never reads the
+ * environment; this is the one place that does it for recipes.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+/* The installed recipes, from the Makefile's PREFIX. */
+#ifndef STFIX_RULES_DIR
+#define STFIX_RULES_DIR "/usr/local/share/stfix/rules"
+#endif
+
+/* The source tree's recipes, relative to the current directory. */
+#define SOURCE_RULES_DIR "./rules"
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/* Whether `arg` names a recipe rather than a file; see cli.h. */
+int cli_recipe_is_name(const char *arg)
+{
+    return arg[0] && !strchr(arg, '/') && !ends_with(arg, ".yaml") && !ends_with(arg, ".yml");
+}
+
+/* Frees a search path; see cli.h. */
+void cli_rules_path_free(cli_rules_path *p)
+{
+    if (!p) return;
+    for (size_t i = 0; i < p->n; i++) free(p->dirs[i]);
+    free(p->dirs);
+    p->dirs = NULL;
+    p->n = 0;
+}
+
+static int push(cli_rules_path *p, const char *s, size_t n)
+{
+    char **d = realloc(p->dirs, (p->n + 1) * sizeof *d);
+    if (!d) return -1;
+    p->dirs = d;
+    if (!(d[p->n] = strndup(s, n))) return -1;
+    p->n++;
+    return 0;
+}
+
+/* The directories searched, in order; see cli.h. */
+int cli_rules_path_get(cli_rules_path *p)
+{
+    p->dirs = NULL;
+    p->n = 0;
+    const char *env = getenv("STFIX_RULES_PATH");
+    while (env && *env) {
+        const char *colon = strchr(env, ':');
+        size_t n = colon ? (size_t)(colon - env) : strlen(env);
+        /* An empty entry ("a::b", a leading or trailing colon) adds nothing. */
+        if (n && push(p, env, n)) goto nomem;
+        env = colon ? colon + 1 : NULL;
+    }
+    if (push(p, STFIX_RULES_DIR, strlen(STFIX_RULES_DIR))) goto nomem;
+    if (push(p, SOURCE_RULES_DIR, strlen(SOURCE_RULES_DIR))) goto nomem;
+    return 0;
+nomem:
+    cli_rules_path_free(p);
+    return -1;
+}
+
+/* DIR/NAME.yaml, malloc'd; NULL when out of memory. */
+static char *join(const char *dir, const char *name, size_t name_len)
+{
+    size_t n = strlen(dir) + 1 + name_len + sizeof ".yaml";
+    char *s = malloc(n);
+    if (s) snprintf(s, n, "%s/%.*s.yaml", dir, (int)name_len, name);
+    return s;
+}
+
+static int is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Load the recipe `arg` names: a file, or NAME on the search path; see cli.h. */
+int cli_recipe_load_arg(stf_recipe **out, const char *verb, const char *arg)
+{
+    if (!cli_recipe_is_name(arg)) return cli_recipe_load(out, verb, arg);
+    cli_rules_path p;
+    if (cli_rules_path_get(&p)) return cli_report_code(verb, STF_ENOMEM);
+    for (size_t i = 0; i < p.n; i++) {
+        char *path = join(p.dirs[i], arg, strlen(arg));
+        if (!path) {
+            cli_rules_path_free(&p);
+            return cli_report_code(verb, STF_ENOMEM);
+        }
+        if (is_file(path)) {
+            cli_rules_path_free(&p);
+            int ex = cli_recipe_load(out, verb, path);
+            free(path);
+            return ex;
+        }
+        free(path);
+    }
+    /* The miss names every directory searched, in order. */
+    size_t len = 0;
+    for (size_t i = 0; i < p.n; i++) len += strlen(p.dirs[i]) + 2;
+    char *list = malloc(len + 1);
+    if (!list) {
+        cli_rules_path_free(&p);
+        return cli_report_code(verb, STF_ENOMEM);
+    }
+    list[0] = '\0';
+    for (size_t i = 0; i < p.n; i++) {
+        if (i) strcat(list, ", ");
+        strcat(list, p.dirs[i]);
+    }
+    stf_err err;
+    stf_err_clear(&err);
+    err.code = STF_ENOTFOUND;
+    snprintf(err.msg, sizeof err.msg, "recipe '%s' not found (searched %s.yaml in: %s)", arg,
+             arg, list);
+    free(list);
+    cli_rules_path_free(&p);
+    return cli_report(verb, &err);
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const cli_recipe_entry *)a)->name, ((const cli_recipe_entry *)b)->name);
+}
+
+/* Frees a listing; see cli.h. */
+void cli_recipe_list_free(cli_recipe_entry *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].name);
+        free(v[i].path);
+    }
+    free(v);
+}
+
+/* Every NAME.yaml on the search path, first one per name; see cli.h. */
+int cli_recipe_list(const cli_rules_path *p, cli_recipe_entry **out, size_t *count)
+{
+    cli_recipe_entry *v = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        DIR *d = opendir(p->dirs[i]);
+        if (!d) continue;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            const char *nm = e->d_name;
+            if (nm[0] == '.' || !ends_with(nm, ".yaml")) continue;
+            size_t nl = strlen(nm) - 5;
+            int seen = 0;
+            for (size_t k = 0; k < n && !seen; k++)
+                seen = strlen(v[k].name) == nl && !strncmp(v[k].name, nm, nl);
+            if (seen) continue;
+            char *path = join(p->dirs[i], nm, nl);
+            if (!path) goto nomem;
+            if (!is_file(path)) {
+                free(path);
+                continue;
+            }
+            cli_recipe_entry *nv = realloc(v, (n + 1) * sizeof *nv);
+            if (!nv) {
+                free(path);
+                goto nomem;
+            }
+            v = nv;
+            v[n].path = path;
+            if (!(v[n].name = strndup(nm, nl))) {
+                free(path);
+                goto nomem;
+            }
+            n++;
+            continue;
+        nomem:
+            closedir(d);
+            cli_recipe_list_free(v, n);
+            return -1;
+        }
+        closedir(d);
+    }
+    if (n) qsort(v, n, sizeof *v, by_name);
+    *out = v;
+    *count = n;
+    return 0;
+}
