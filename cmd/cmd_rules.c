@@ -25,7 +25,8 @@ static int lint_one(const char *path)
     int ex = cli_recipe_load(&r, "rules", path);
     if (ex >= 0) return ex;
     /* Always "rules": the output format is fixed for scripts. */
-    cli_textf(stdout, "%s: ok (%zu rules)\n", path, stf_recipe_rule_count(r));
+    size_t n = stf_recipe_rule_count(r);
+    cli_textf(stdout, "%s: ok (%zu rule%s)\n", path, n, n == 1 ? "" : "s");
     stf_recipe_free(r);
     return EXIT_OK_;
 }

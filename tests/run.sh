@@ -29,7 +29,8 @@ tally() {
         note_fail "$1" "$t_f"
         echo "FAIL $1 (exit $2):"; sed 's/^/    /' "$5"
     else
-        echo "ok   $1 ($3 $6)"
+        # "1 test", "2 tests": the noun comes plural; drop its s for one.
+        if [ "$3" -eq 1 ]; then echo "ok   $1 ($3 ${6%s})"; else echo "ok   $1 ($3 $6)"; fi
     fi
 }
 

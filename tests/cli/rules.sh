@@ -51,7 +51,7 @@ else t_ok "broken recipe: no stdout"; fi
 # The count is always written "N rules", also for one.
 printf 'stfix: 1\ntarget: comfyui\nrules:\n  - {name: a, match: {}, do: cast-scale}\n' >"$T_TMP/one.yaml"
 t_run "one rule" 0 "$STFIX" rules lint "$T_TMP/one.yaml"
-printf '%s: ok (1 rules)\n' "$T_TMP/one.yaml" >"$T_TMP/one.txt"
+printf '%s: ok (1 rule)\n' "$T_TMP/one.yaml" >"$T_TMP/one.txt"
 t_stdout_is "one rule" "$T_TMP/one.txt"
 
 # A valid file next to a broken one: the valid one is still reported, exit 2.
