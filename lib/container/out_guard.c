@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -69,27 +70,58 @@ static const char *kind_of(mode_t m)
     return "not a regular file";
 }
 
-/* Whether (dev, ino) is one of the input checkpoint's files; its path in
- * *which. Files that cannot be stat'ed any more cannot be replaced by us
- * through another name either. */
-static int is_input(const stf_ckpt *in, const struct stat *st, const char **which)
+/* One input file by device and inode; path borrowed from the checkpoint. */
+struct stf__out_in {
+    uint64_t dev, ino;
+    const char *path;
+};
+
+static int in_cmp(const void *a, const void *b)
 {
+    const struct stf__out_in *x = a, *y = b;
+    if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+    return (x->ino > y->ino) - (x->ino < y->ino);
+}
+
+/* See out_guard.h. Files that cannot be stat'ed any more cannot be
+ * replaced by us through another name either, so they are left out. */
+int stf__out_inputs_make(stf__out_inputs *ids, const stf_ckpt *in, stf_err *err)
+{
+    memset(ids, 0, sizeof *ids);
+    ids->ckpt = in;
     if (!in) return 0;
     size_t ns = stf_ckpt_shard_count(in);
+    ids->v = stf__calloc(ns + 1, sizeof *ids->v);
+    if (!ids->v) return stf__err(err, STF_ENOMEM, "output check: out of memory");
     for (size_t k = 0; k <= ns; k++) {
         const char *p = k < ns ? stf_ckpt_shard_path(in, k) : stf_ckpt_index_path(in);
         struct stat si;
         if (!p || stat(p, &si) != 0) continue;
-        if (si.st_dev == st->st_dev && si.st_ino == st->st_ino) {
-            *which = p;
-            return 1;
-        }
+        ids->v[ids->n++] = (struct stf__out_in){ (uint64_t)si.st_dev, (uint64_t)si.st_ino, p };
     }
+    qsort(ids->v, ids->n, sizeof *ids->v, in_cmp);
     return 0;
 }
 
 /* See out_guard.h. */
-int stf__out_check_name(const char *path, const stf_write_opts *o, stf_err *err)
+void stf__out_inputs_free(stf__out_inputs *ids)
+{
+    stf__free(ids->v);
+    memset(ids, 0, sizeof *ids);
+}
+
+/* The input file that is (dev, ino), or NULL: a binary search. */
+static const char *input_path(const stf__out_inputs *ids, const struct stat *st)
+{
+    if (!ids || !ids->n) return NULL;
+    struct stf__out_in key = { (uint64_t)st->st_dev, (uint64_t)st->st_ino, NULL };
+    const struct stf__out_in *hit = bsearch(&key, ids->v, ids->n, sizeof key, in_cmp);
+    return hit ? hit->path : NULL;
+}
+
+/* See out_guard.h. */
+int stf__out_check_name(const char *path, const stf_write_opts *o, const stf__out_inputs *ids,
+                        stf_err *err)
 {
     struct stat ls, st;
     if (lstat(path, &ls) != 0) {
@@ -108,12 +140,12 @@ int stf__out_check_name(const char *path, const stf_write_opts *o, stf_err *err)
                         "%s: the output path exists and is %s%s; stfix only replaces regular "
                         "files: choose another output path",
                         path, kind_of(st.st_mode), S_ISLNK(ls.st_mode) ? " (through a symlink)" : "");
-    const char *which = NULL;
-    if (!is_input(o ? o->input : NULL, &st, &which)) return 0;
+    const char *which = input_path(ids, &st);
+    if (!which) return 0;
     /* In place: the output is the input's single file itself, named
      * directly (not through a link, which the rename would replace). */
-    if (o->replace_input && stf_ckpt_shard_count(o->input) == 1 &&
-        !stf_ckpt_index_path(o->input) && !S_ISLNK(ls.st_mode))
+    if (o && o->replace_input && stf_ckpt_shard_count(ids->ckpt) == 1 &&
+        !stf_ckpt_index_path(ids->ckpt) && !S_ISLNK(ls.st_mode))
         return 0;
     return stf__err(err, STF_EINVAL,
                     "%s: the output would overwrite the input file '%s'; choose another "
@@ -137,7 +169,7 @@ static int is_shard_name(const char *name, const char *stem, size_t stem_len)
 /* Check every existing entry of `dir` that a sharded output of `path` could
  * be renamed over. One pass over the directory. */
 static int check_shard_names(const char *dir, const char *path, const stf_write_opts *o,
-                             stf_err *err)
+                             const stf__out_inputs *ids, stf_err *err)
 {
     const char *base = base_of(path);
     size_t stem_len = strlen(base) - SUFFIX_LEN;
@@ -156,11 +188,25 @@ static int check_shard_names(const char *dir, const char *path, const stf_write_
             rc = stf__err(err, STF_ENOMEM, "%s: out of memory", path);
             break;
         }
-        rc = stf__out_check_name(full.data, o, err);
+        rc = stf__out_check_name(full.data, o, ids, err);
     }
     closedir(d);
     stf__buf_free(&full);
     return rc;
+}
+
+/* The output directory exists, is a directory, and may be written. */
+static int check_dir(const char *path, const char *dir, stf_err *err)
+{
+    struct stat ds;
+    if (stat(dir, &ds) != 0)
+        return stf__err(err, STF_EIO, "%s: the output directory '%s' cannot be used: %s", path,
+                        dir, strerror(errno));
+    if (!S_ISDIR(ds.st_mode)) return stf__err(err, STF_EIO, "%s: '%s' is not a directory", path, dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return stf__err(err, STF_EIO, "%s: the output directory '%s' is not writable: %s", path,
+                        dir, strerror(errno));
+    return 0;
 }
 
 /* See container.h. */
@@ -176,26 +222,20 @@ int stf_output_check(const char *path, const stf_write_opts *o, stf_err *err)
                         "%s: a sharded output path must end in \".safetensors\"", path);
     char *dir = dir_of(path);
     if (!dir) return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
-    int rc = 0;
-    struct stat ds;
-    if (stat(dir, &ds) != 0)
-        rc = stf__err(err, STF_EIO, "%s: the output directory '%s' cannot be used: %s", path,
-                      dir, strerror(errno));
-    else if (!S_ISDIR(ds.st_mode))
-        rc = stf__err(err, STF_EIO, "%s: '%s' is not a directory", path, dir);
-    else if (access(dir, W_OK | X_OK) != 0)
-        rc = stf__err(err, STF_EIO, "%s: the output directory '%s' is not writable: %s", path,
-                      dir, strerror(errno));
-    if (!rc) rc = stf__out_check_name(path, o, err);
+    stf__out_inputs ids;
+    int rc = stf__out_inputs_make(&ids, o ? o->input : NULL, err);
+    if (!rc) rc = check_dir(path, dir, err);
+    if (!rc) rc = stf__out_check_name(path, o, &ids, err);
     if (!rc && sharded) {
         stf_buf idx;
         stf__buf_init(&idx);
         if (stf__buf_printf(&idx, "%s.index.json", path))
             rc = stf__err(err, STF_ENOMEM, "%s: out of memory", path);
-        else rc = stf__out_check_name(idx.data, o, err);
+        else rc = stf__out_check_name(idx.data, o, &ids, err);
         stf__buf_free(&idx);
-        if (!rc) rc = check_shard_names(dir, path, o, err);
+        if (!rc) rc = check_shard_names(dir, path, o, &ids, err);
     }
+    stf__out_inputs_free(&ids);
     stf__free(dir);
     return rc;
 }

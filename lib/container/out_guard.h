@@ -9,13 +9,29 @@
 #include "stfix.h"
 
 /*
+ * The input checkpoint's files (shards and index) by device and inode,
+ * sorted: made once per check, so that each output name costs one binary
+ * search rather than a stat of every input file. `in` may be NULL (no
+ * inputs). Only STF_ENOMEM can fail. Free with stf__out_inputs_free.
+ */
+typedef struct stf__out_inputs {
+    struct stf__out_in *v;
+    size_t n;
+    const stf_ckpt *ckpt;
+} stf__out_inputs;
+
+int stf__out_inputs_make(stf__out_inputs *ids, const stf_ckpt *in, stf_err *err);
+void stf__out_inputs_free(stf__out_inputs *ids);
+
+/*
  * May a writer rename a finished file over `path`? 0 when nothing is there,
  * a dangling symlink is there, or a regular file (or a symlink to one) that
- * is not a file of o->input (the in-place exception aside: o->replace_input
- * with a single-file input named directly). STF_EINVAL naming the path and
- * what is there otherwise; STF_EIO when the path cannot be examined.
+ * is not one of `ids` (the in-place exception aside: o->replace_input with a
+ * single-file input named directly). STF_EINVAL naming the path and what is
+ * there otherwise; STF_EIO when the path cannot be examined.
  */
-int stf__out_check_name(const char *path, const stf_write_opts *o, stf_err *err);
+int stf__out_check_name(const char *path, const stf_write_opts *o, const stf__out_inputs *ids,
+                        stf_err *err);
 
 /* An exclusive lock on one output path; fd -1 when not held. */
 typedef struct stf__out_lock {

@@ -47,7 +47,8 @@ int stf_writer_new(stf_writer **out, const char *path, const stf_write_opts *opt
         return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
     }
     w->opts = o;
-    if ((rc = stf__out_lock_take(&w->lock, path, o.no_wait, err))) {
+    if ((rc = stf__out_inputs_make(&w->inputs, o.input, err)) ||
+        (rc = stf__out_lock_take(&w->lock, path, o.no_wait, err))) {
         stf_writer_free(w);
         return rc;
     }
@@ -345,6 +346,7 @@ void stf_writer_free(stf_writer *w)
     stf__free(w->finals);
     /* After the temp files are gone, so a waiting writer finds none. */
     stf__out_lock_release(&w->lock);
+    stf__out_inputs_free(&w->inputs);
     stf__free((void *)w->filled);
     for (size_t i = 0; i < w->n; i++) {
         stf__free((void *)w->t[i].info.name);

@@ -46,6 +46,7 @@ struct stf_writer {
     _Atomic uint64_t *filled;      /* bytes filled per deferred tensor (add order) */
     atomic_int fill_failed;        /* a fill failed: commit must refuse */
     stf__out_lock lock;            /* held from new until commit or free */
+    stf__out_inputs inputs;        /* opts.input's files, for commit's re-check */
 };
 
 #endif
