@@ -39,12 +39,6 @@ t_check() { # NAME FILE TARGET: stfix check passes (exit 0)
     if [ "$_c" -eq 0 ]; then t_ok "$1: check --target $3"
     else t_notok "$1: check --target $3" "exit $_c: $(grep -E 'error|summary' "$D/check.txt" | head -4)"; fi
 }
-t_absent() { if [ -e "$2" ]; then t_notok "$1: no $2"; else t_ok "$1: no $2"; fi; }
-# No stfix temp file (.NAME.stfix-XXXXXX) left in directory $2.
-t_no_temp() {
-    _left=$(ls -A "$2" | grep '\.stfix-' | head -3)
-    if [ -z "$_left" ]; then t_ok "$1: no temp file"; else t_notok "$1: no temp file" "left: $_left"; fi
-}
 
 # ------------------------------------------------------------- usage
 t_run "--help" 0 "$STFIX" fix --help

@@ -7,14 +7,8 @@
 . tests/cli/lib.sh
 D=$T_TMP
 Q=rules/quantize-int8-convrot.yaml
-sum() { sha256sum "$@" | cut -c1-64; }
 t_same_sum() { # NAME FILE SUM
-    if [ "$(sum "$2")" = "$3" ]; then t_ok "$1: $2 unchanged"; else t_notok "$1: $2 unchanged"; fi
-}
-t_absent() { if [ -e "$2" ]; then t_notok "$1: no $2"; else t_ok "$1: no $2"; fi; }
-t_no_temp() {
-    _left=$(ls -A "$2" | grep '\.stfix-' | head -3)
-    if [ -z "$_left" ]; then t_ok "$1: no temp file"; else t_notok "$1: no temp file" "left: $_left"; fi
+    if [ "$(t_sha256 "$2")" = "$3" ]; then t_ok "$1: $2 unchanged"; else t_notok "$1: $2 unchanged"; fi
 }
 
 # ------------------------------------------------ inputs: shards and index
@@ -24,9 +18,9 @@ for f in healthy_sharded-00001-of-00002.safetensors healthy_sharded-00002-of-000
          healthy_sharded.safetensors.index.json; do cp "fixtures/comfy/$f" "$D/sh/"; done
 # Named as in the report: the index is not called healthy_sharded.*, only its shards.
 mv "$D/sh/healthy_sharded.safetensors.index.json" "$D/sh/a.index.json"
-s1=$(sum "$D/sh/healthy_sharded-00001-of-00002.safetensors")
-s2=$(sum "$D/sh/healthy_sharded-00002-of-00002.safetensors")
-si=$(sum "$D/sh/a.index.json")
+s1=$(t_sha256 "$D/sh/healthy_sharded-00001-of-00002.safetensors")
+s2=$(t_sha256 "$D/sh/healthy_sharded-00002-of-00002.safetensors")
+si=$(t_sha256 "$D/sh/a.index.json")
 idx=$D/sh/a.index.json
 for cmd in fix rewrite; do
     set -- "$STFIX" "$cmd" "$idx" -o "$D/sh/healthy_sharded.safetensors" --max-shard-size 4536B

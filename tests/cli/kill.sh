@@ -11,15 +11,10 @@
 D=$T_TMP/kill
 mkdir -p "$D"
 Q=rules/quantize-int8-convrot.yaml
-sum() { sha256sum "$1" | cut -c1-64; }
-t_no_temp() {
-    _left=$(ls -A "$2" | grep '\.stfix-' | head -3)
-    if [ -z "$_left" ]; then t_ok "$1: no temp file"; else t_notok "$1: no temp file" "left: $_left"; fi
-}
 
 big=$D/big.safetensors
 python3 tests/gen/gen_bf16_ckpt.py "$big" 192MiB 1024
-in_sum=$(sum "$big")
+in_sum=$(t_sha256 "$big")
 # The complete outputs, and the older outputs each trial starts from.
 "$STFIX" fix "$big" -r "$Q" -o "$T_TMP/ref.safetensors" -j 2 >/dev/null 2>&1
 "$STFIX" fix "$big" -r "$Q" -o "$T_TMP/old.safetensors" -j 2 --quant-mode fp32 >/dev/null 2>&1
@@ -79,7 +74,7 @@ for mode in out in-place sharded; do
         esac
         t_no_temp "$n" "$D/w"
         t_no_temp "$n (input's directory)" "$D"
-        t_true "$n: input sha256 unchanged" test "$(sum "$big")" = "$in_sum"
+        t_true "$n: input sha256 unchanged" test "$(t_sha256 "$big")" = "$in_sum"
     done
     t_true "$mode: at least one run killed ($killed)" test "$killed" -gt 0
 done

@@ -6,6 +6,9 @@
 #   t_stderr_has NAME TEXT    stderr contains TEXT (fixed string)
 #   t_stderr_is NAME TEXT     stderr equals TEXT plus a newline
 #   t_true NAME cmd...        cmd exits 0
+#   t_absent NAME PATH        nothing exists at PATH
+#   t_no_temp NAME DIR        no .NAME.stfix-XXXXXX temp file in DIR
+#   t_sha256 FILE             prints FILE's sha256 (64 hex characters)
 #   t_capped cmd...           run cmd under `timeout 10` and a 64 MiB address-space
 #                             cap (`ulimit -v`), for hostile inputs: a hang or a
 #                             runaway allocation becomes a failure, not a stuck or
@@ -62,6 +65,18 @@ t_true() {
     _n=$1; shift
     if "$@"; then t_ok "$_n"; else t_notok "$_n" "command failed: $*"; fi
 }
+
+# Nothing exists at path $2.
+t_absent() { if [ -e "$2" ]; then t_notok "$1: no $2"; else t_ok "$1: no $2"; fi; }
+
+# No stfix temp file (.NAME.stfix-XXXXXX) left in directory $2.
+t_no_temp() {
+    _left=$(ls -A "$2" | grep '\.stfix-' | head -3)
+    if [ -z "$_left" ]; then t_ok "$1: no temp file"; else t_notok "$1: no temp file" "left: $_left"; fi
+}
+
+# The sha256 of file $1, as 64 hex characters.
+t_sha256() { sha256sum "$1" | cut -c1-64; }
 
 if grep -q __asan_init "$STFIX" 2>/dev/null; then T_ASAN=1; else T_ASAN=; fi
 
