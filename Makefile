@@ -36,8 +36,8 @@ WARN := -Wall -Wextra -Wpedantic -Wshadow -Wconversion
 ifeq ($(WERROR),1)
 WARN += -Werror
 endif
-# -ffp-contract=off: the kernels' rounding is normative (spec/convrot.md §2);
-# no FMA contraction, no fast-math, ever.
+# -ffp-contract=off: the kernels' rounding is part of their contract (every SIMD
+# variant bit-identical to the scalar one); no FMA contraction, no fast-math, ever.
 CFLAGS ?= -O2 -g
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -ffp-contract=off -fno-fast-math \
                -Iinclude -Ilib $(WARN) $(PKG_CFLAGS)
