@@ -87,6 +87,31 @@ size_t stf_check_count_severity(const stf_check_report *r, stf_severity s);
  */
 const char *stf_check_rule_title(const char *rule);
 
+/*
+ * The rule catalogue: one entry per rule id any layer can report (S, I, L,
+ * R, C, N and H families), the single source of `stfix explain`, of
+ * stfix-checks(7) and of the rule list in stfix(1). Entries are static and
+ * in catalogue order (family, then number). Every text field is one
+ * paragraph of plain ASCII without a final newline.
+ */
+typedef struct stf_rule_doc {
+    const char *id;       /* "R15" */
+    const char *severity; /* "error", "warning", "info", "warning; error with --strict", ... */
+    const char *title;    /* one line, no final period */
+    const char *checks;   /* what the rule checks */
+    const char *why;      /* why a consumer (SGLang, ComfyUI, the reader) cares */
+    const char *ignored;  /* what happens when the finding is ignored */
+    const char *fix;      /* how to fix it */
+    const char *action;   /* the recipe action(s) that fix it, or NULL when none does */
+} stf_rule_doc;
+
+/* Number of catalogue entries. */
+size_t stf_rule_doc_count(void);
+/* Entry i in catalogue order; NULL when out of range. */
+const stf_rule_doc *stf_rule_doc_at(size_t i);
+/* The entry of a rule id (exact, case-sensitive); NULL if unknown. */
+const stf_rule_doc *stf_rule_doc_find(const char *id);
+
 
 /* ------------------------------------------------------------ probes */
 
