@@ -1,7 +1,355 @@
-/* Rule catalogue entries; see rule_doc_int.h. (Being written.) */
+/*
+ * Rule catalogue entries of the ComfyUI profile (C rules,
+ * profile_comfyui.c) and of the numeric probes (N and H rules, probes.c),
+ * in catalogue order; see rule_doc_int.h. Each title is the one
+ * stf_check_rule_title gives; the defect names are those of
+ * stfix-defects(7), DEFECTS, the actions those of stfix-rules(5), ACTIONS.
+ */
 #include "check/rule_doc_int.h"
 
 const stf_rule_doc stf__rule_docs_comfyui[] = {
-    { 0 },
+    {
+        .id = "C1",
+        .severity = "error",
+        .title = "ComfyUI: quantized weight without a marker (silently value-cast)",
+        .checks = "A layer whose weight has a quantized dtype (I8, U8, F8_E4M3 or F8_E5M2) has no "
+                  "comfy_quant marker in either channel. A layer with a legacy scale_weight "
+                  "tensor is left out: ComfyUI converts those itself.",
+        .why = "Without a marker ComfyUI loads the weight as a plain tensor and value-casts the "
+               "codes to the compute dtype, so integer codes become large floats. The model "
+               "loads and runs, and its output is silently garbage.",
+        .ignored = "No error is ever raised: images or text come out wrong, and only the outputs "
+                   "show it. stfix check exits 1.",
+        .fix = "The markers were never written (missing-markers): synthesise one from the "
+               "tensor set with set-marker and a format, or dequantize the weight to BF16 with "
+               "exclude when its scale is present but the format cannot be told.",
+        .action = "set-marker, exclude",
+    },
+    {
+        .id = "C2",
+        .severity = "error",
+        .title = "ComfyUI: marker without format",
+        .checks = "The layer's marker, once parsed, is an object without a format key (the top "
+                  "level only).",
+        .why = "ComfyUI cannot pick a loader and raises \"Unknown quantization format for layer "
+               "L\" while loading the checkpoint.",
+        .ignored = "The checkpoint does not load in ComfyUI at all.",
+        .fix = "The format was never written (missing-format): set-marker adds int8_tensorwise "
+               "when the weight is I8 and its scale F32; for any other layout give set-marker "
+               "the format explicitly.",
+        .action = "set-marker",
+    },
+    {
+        .id = "C3",
+        .severity = "error",
+        .title = "ComfyUI: unknown format",
+        .checks = "The marker's format is not a string naming one of the formats ComfyUI loads: "
+                  "int8_tensorwise, convrot_w4a4, asym_w4a8_int8, float8_e4m3fn, float8_e5m2, "
+                  "nvfp4, mxfp8 and awq_w4a16.",
+        .why = "The lookup fails with a KeyError or \"Unsupported quantization format: F\" while "
+               "the checkpoint loads.",
+        .ignored = "The checkpoint does not load in ComfyUI.",
+        .fix = "The exporter used a private name (nonstandard-format-name): rename it with "
+               "rewrite-format when the tensors already have the upstream layout, otherwise "
+               "dequantize and requantize with requantize.",
+        .action = "rewrite-format, requantize",
+    },
+    {
+        .id = "C4",
+        .severity = "error",
+        .title = "ComfyUI: required scales missing",
+        .checks = "A tensor the layer's format requires beside the weight is absent: "
+                  "weight_scale (int8_tensorwise, convrot_w4a4, the float8 formats, mxfp8), "
+                  "weight_scale and weight_scale_2 (nvfp4), weight_s_rel and weight_s_channel "
+                  "(asym_w4a8_int8), weight_scale and weight_zeros (awq_w4a16).",
+        .why = "ComfyUI raises \"Missing INT8 weight scale for layer L\" (or the NVFP4, MXFP8 or "
+               "W4A4 variant) while loading.",
+        .ignored = "The checkpoint does not load in ComfyUI; the codes cannot be dequantized by "
+                   "anyone, stfix included.",
+        .fix = "Re-export the layer with its scales. If the weight is really a float weight "
+               "carrying a stray marker (orphan-tensors), drop the marker with drop.",
+        .action = "drop",
+    },
+    {
+        .id = "C5",
+        .severity = "error",
+        .title = "ComfyUI: marker without weight",
+        .checks = "A layer has a marker and other tensors (such as its scales) but no P.weight.",
+        .why = "ComfyUI leaves the module's weight None, silently; when the marker was meant "
+               "for a layer under another name it reports \"Missing weight for layer L\". The "
+               "layer fails when it is first used.",
+        .ignored = "The model loads with a layer that has no weight and breaks at its first "
+                   "forward; stfix check exits 1.",
+        .fix = "The marker and scales are leftovers (orphan-tensors): drop them with drop, or "
+               "add the missing weight. A marker keyed under the wrong prefix "
+               "(metadata-prefix-mismatch) is moved with rename.",
+        .action = "drop, rename",
+    },
+    {
+        .id = "C6",
+        .severity = "error",
+        .title = "ComfyUI: ConvRot group size not a power of 4 (fails at first forward)",
+        .checks = "A ConvRot layer (int8_tensorwise with a truthy convrot, or convrot_w4a4) "
+                  "declares a convrot_groupsize that is not a power of 4 (4, 16, 64, 256, ...), "
+                  "or an int8_tensorwise one that Python's int() cannot convert. A missing "
+                  "group size counts as 256, as ComfyUI reads it.",
+        .why = "A non-integer group size raises in int() while the checkpoint loads. A "
+               "non-power-of-4 size loads, then the first forward or dequantization raises "
+               "\"Regular Hadamard size must be a power of 4, got G\".",
+        .ignored = "The model appears to load and then fails at its first use of the layer.",
+        .fix = "Group sizes such as 128 or 512 come from exporters that fell back to a "
+               "Sylvester matrix (sylvester-rotation): requantize undoes that rotation and "
+               "quantizes again with a regular G from 256, 64 and 16. A group size written as "
+               "a string must be rewritten as the integer the producer used.",
+        .action = "requantize",
+    },
+    {
+        .id = "C7",
+        .severity = "error",
+        .title = "ComfyUI: ConvRot group size does not divide the input size",
+        .checks = "An int8_tensorwise layer with a truthy convrot has an input size K (the "
+                  "weight's last dimension) that its power-of-4 convrot_groupsize G does not "
+                  "divide.",
+        .why = "comfy-kitchen cannot rotate the activations in whole groups and raises "
+               "\"ConvRot group size G does not divide input features K\" when the layer runs.",
+        .ignored = "ComfyUI fails as soon as the layer is used.",
+        .fix = "The group is too large for the layer (indivisible-group): requantize picks the "
+               "largest of 256, 64 and 16 that divides K and keeps the layer in BF16 when none "
+               "does.",
+        .action = "requantize",
+    },
+    {
+        .id = "C8",
+        .severity = "error",
+        .title = "ComfyUI: INT8 scale neither scalar nor per output channel",
+        .checks = "An int8_tensorwise weight_scale holds neither one element nor N elements, N "
+                  "being the number of output rows (the first dimension, or the first two of a "
+                  "3-D experts weight): grouped, blockwise or input-axis scales.",
+        .why = "ComfyUI refuses the layer with \"INT8 weight scale must be scalar or "
+               "per-output-channel\".",
+        .ignored = "The checkpoint does not load in ComfyUI.",
+        .fix = "Such scales cannot be reshaped into the per-row form: requantize decodes "
+               "per-column (column-scales) and (N, g) grouped scales exactly and quantizes "
+               "rowwise. Blockwise scales cannot be decoded and need the original weights.",
+        .action = "requantize",
+    },
+    {
+        .id = "C9",
+        .severity = "error",
+        .title = "ComfyUI: scale shape breaks the dequantize paths",
+        .checks = "An int8_tensorwise scale with N elements is not shaped (N, 1) (or (E, N, 1) "
+                  "for experts) nor scalar, for instance (N) or (1, N); a convrot_w4a4 scale "
+                  "with N elements is not shaped (N).",
+        .why = "The int8 GEMM accepts the shape, but the dequantize paths (LoRA, "
+               "full_precision_matrix_mult, the fallback without int8 support) broadcast the "
+               "scale over columns: an error when N differs from K, silently wrong output on a "
+               "square layer such as an attention projection.",
+        .ignored = "Generation works on the fast path and breaks, or silently goes wrong, as "
+                   "soon as a LoRA is applied or the fallback is taken.",
+        .fix = "The scales were flattened (flattened-scales): once the H1 probe says ROW, "
+               "reshape-scale to rows is a header-only repair, and W4A4 scales reshape to a "
+               "vector. When H1 says COLUMN the scales run along the input axis "
+               "(column-scales) and the layer must be requantized.",
+        .action = "reshape-scale, requantize",
+    },
+    {
+        .id = "C10",
+        .severity = "error",
+        .title = "ComfyUI: weight dtype differs from the format's storage dtype",
+        .checks = "The weight's dtype is not the one its format stores: I8 for int8_tensorwise, "
+                  "convrot_w4a4, asym_w4a8_int8 and awq_w4a16, F8_E4M3 for float8_e4m3fn and "
+                  "mxfp8, F8_E5M2 for float8_e5m2, U8 for nvfp4.",
+        .why = "ComfyUI value-casts the weight to the storage dtype instead of viewing its "
+               "bits, so every code changes value; nothing is raised and the output is silently "
+               "wrong.",
+        .ignored = "Wrong output without any error.",
+        .fix = "The dtype label does not match the data (storage-dtype-mismatch): when the "
+               "bytes are already the right codes, relabel the weight (U8 to I8) in a recipe "
+               "rule that asserts it; otherwise re-export the layer.",
+        .action = "relabel",
+    },
+    {
+        .id = "C11",
+        .severity = "error",
+        .title = "ComfyUI: scale not F32",
+        .checks = "A weight_scale, input_scale, weight_scale_2 or weight_s_channel tensor is "
+                  "not F32. The fp8 and e8m0 block scales of nvfp4 and mxfp8 and the awq_w4a16 "
+                  "scales are exempt.",
+        .why = "Older comfy-kitchen backends refuse a BF16 or F16 scale at the first "
+               "dequantization, for example \"No backend can handle "
+               "'dequantize_per_tensor_fp8': eager: scale: dtype torch.bfloat16 not in "
+               "{torch.float32}\".",
+        .ignored = "The layer fails on older ComfyUI installations and works on newer ones.",
+        .fix = "The scales were stored in half precision (low-precision-scales): cast-scale "
+               "widens them to F32, which is exact.",
+        .action = "cast-scale",
+    },
+    {
+        .id = "C12",
+        .severity = "error",
+        .title = "ComfyUI: marker on a non-Linear (conv) layer",
+        .checks = "A marked layer whose format ComfyUI knows has a weight of rank other than 2 "
+                  "or 3: a conv kernel of rank 4 or 5, or a 1-D weight.",
+        .why = "Only Linear, MoEExperts and Embedding modules understand markers; Conv1d, "
+               "Conv2d and Conv3d have no quantized path. The marker and scales become "
+               "unexpected keys and the raw codes are fed to the conv: silently wrong output.",
+        .ignored = "The model loads, with the marker and scales left over as unexpected keys, "
+                   "and produces garbage.",
+        .fix = "A conv layer was quantized (quantized-conv): exclude dequantizes it to BF16 "
+               "and drops its marker and scales. Use flatten-conv only when a recipe rule "
+               "declares the consumer a Linear over unfolded patches.",
+        .action = "exclude, flatten-conv",
+    },
+    {
+        .id = "C14",
+        .severity = "warning",
+        .title = "ComfyUI: keys nested under params",
+        .checks = "The marker holds a params object, with keys such as convrot or "
+                  "convrot_groupsize nested inside it instead of at the top level.",
+        .why = "ComfyUI's Linear reads params as a fallback, but its Embedding does not, nor "
+               "does the AWQ loader for group_size, and SGLang ignores params: the same marker "
+               "then means different things to different modules, silently.",
+        .ignored = "Linear layers load correctly; an Embedding or an SGLang load reads the "
+                   "layer without the nested settings and computes wrong values.",
+        .fix = "The exporter nested the keys (nested-params): set-marker hoists them to the "
+               "top level and writes the canonical marker.",
+        .action = "set-marker",
+    },
+    {
+        .id = "C15",
+        .severity = "error; warning when the metadata entry only differs from the tensor marker",
+        .title = "ComfyUI: metadata keys or values misplaced, or overriding tensor markers",
+        .checks = "A _quantization_metadata entry is not an object, or names a layer that has "
+                  "no tensors, or differs from the layer's comfy_quant tensor marker (the last "
+                  "case is a warning).",
+        .why = "A non-object entry makes ComfyUI crash calling .get on it while loading. An "
+               "entry under a name with no tensors attaches the marker to missing keys, so the "
+               "real layer loads unquantized with its codes value-cast. When both channels "
+               "exist ComfyUI silently uses the metadata entry.",
+        .ignored = "A load failure, silently garbage output, or a layer read with settings "
+                   "other than its tensor marker states.",
+        .fix = "Wrap a string value as {\"format\": value} with set-marker "
+               "(string-metadata-value); re-key entries whose prefix differs from the tensors' "
+               "with rename (metadata-prefix-mismatch); regenerate both channels from one "
+               "marker with set-marker.",
+        .action = "set-marker, rename",
+    },
+    {
+        .id = "C16",
+        .severity = "error",
+        .title = "ComfyUI: W4A4 layout constraints",
+        .checks = "A convrot_w4a4 layer's input size K (twice the packed weight's last "
+                  "dimension) is a multiple of 64 and of its convrot_groupsize, and its "
+                  "linear_dtype, when present, is int4 or int8.",
+        .why = "comfy-kitchen's W4A4 kernels raise a ValueError for any other input size or "
+               "linear_dtype.",
+        .ignored = "The checkpoint does not run in ComfyUI.",
+        .fix = "An input size that the kernel cannot tile (indivisible-group) needs requantize "
+               "to int8_tensorwise, or BF16 through exclude; a wrong linear_dtype is dropped "
+               "with set-marker and its drop_keys, which leaves int4.",
+        .action = "requantize, exclude, set-marker",
+    },
+    {
+        .id = "C19",
+        .severity = "warning",
+        .title = "ComfyUI accepts what SGLang rejects (truthy convrot, default G)",
+        .checks = "An int8_tensorwise marker sets convrot to a truthy value other than the "
+                  "literal true (1, \"yes\"), or sets convrot without a convrot_groupsize.",
+        .why = "ComfyUI takes convrot by Python truthiness and assumes a group size of 256, so "
+               "it loads the layer; SGLang requires the literal true and an explicit group size "
+               "and rejects it. If the producer used another group size, ComfyUI's output is "
+               "silently wrong.",
+        .ignored = "The file works in ComfyUI (given a group size of 256) and fails to load in "
+                   "SGLang.",
+        .fix = "set-marker writes convrot as true and spells out convrot_groupsize (256 when "
+               "absent); state the group size the producer actually used if it was not 256.",
+        .action = "set-marker",
+    },
+    {
+        .id = "N1",
+        .severity = "error",
+        .title = "numeric: non-finite scale values",
+        .checks = "With --numeric, every F32, F16 or BF16 weight_scale, input_scale, "
+                  "weight_scale_2 and weight_s_channel tensor is read; a NaN or infinite value "
+                  "is reported with its count, first element and byte offset.",
+        .why = "Every value dequantized or computed with such a scale becomes NaN or infinite; "
+               "ComfyUI raises nothing and the output is black or noise.",
+        .ignored = "Silently broken output wherever the layer contributes.",
+        .fix = "The scales are corrupt and cannot be repaired from the file: requantize the "
+               "layer from its source weights with the producer, or re-export it.",
+        .action = NULL,
+    },
+    {
+        .id = "N2",
+        .severity = "error",
+        .title = "numeric: zero or negative scale values",
+        .checks = "With --numeric, the same scale tensors as N1 are read; a finite value that "
+                  "is zero or negative is reported with its count, first element and byte "
+                  "offset.",
+        .why = "Absmax quantization never writes such a scale (comfy-kitchen clamps its "
+               "scales to at least 1e-10). A zero scale erases the values it scales and a "
+               "negative one flips their sign; ComfyUI raises nothing.",
+        .ignored = "Silently wrong output from the affected rows.",
+        .fix = "Requantize the layer from its source weights with the producer; stfix cannot "
+               "recover the lost magnitudes from the codes.",
+        .action = NULL,
+    },
+    {
+        .id = "N3",
+        .severity = "warning",
+        .title = "numeric: weight with no elements (not probed; fix copies the layer unchanged)",
+        .checks = "With --numeric, a layer's weight has a zero dimension, so it has no "
+                  "elements; H1 and H2 skip the layer (its scales are still probed by N1 and "
+                  "N2).",
+        .why = "There is nothing to quantize or compute, and the other dimension is only a "
+               "number in the header; such a layer is usually an export accident.",
+        .ignored = "stfix fix copies the layer unchanged where a recipe would requantize or "
+                   "exclude it, so its marker and scales stay as they are.",
+        .fix = "Re-export the layer with its weights, or remove it from the checkpoint.",
+        .action = NULL,
+    },
+    {
+        .id = "H1",
+        .severity = "info for rows with canonical scales and for tensorwise layers; warning for "
+                    "rows needing a reshape, blocks, ambiguous and unknown verdicts; error for "
+                    "columns",
+        .title = "numeric: row versus column quantization (max|q| test)",
+        .checks = "With --numeric, the codes of each int8_tensorwise and convrot_w4a4 layer are "
+                  "scanned: a row or column is saturated when its largest |q| reaches 126 (7 "
+                  "for W4A4). Nearly all rows saturated means ROW, nearly all columns COLUMN "
+                  "(threshold tau, 0.99 by default), otherwise TENSOR, BLOCK, AMBIGUOUS or "
+                  "UNKNOWN.",
+        .why = "Scale shapes cannot tell rows from columns on a square layer, and ComfyUI "
+               "applies scales along the output axis: column-quantized codes there give "
+               "silently wrong output, and a flattened scale can only be reshaped safely when "
+               "the rows are confirmed.",
+        .ignored = "A column-quantized layer keeps producing wrong output without any error; a "
+                   "flattened row scale is left for the dequantize paths to misread.",
+        .fix = "ROW with a flattened scale (flattened-scales): reshape-scale, header-only. "
+               "COLUMN (column-scales): requantize rowwise. Other verdicts are reported only; "
+               "a recipe rule can match them with probe. Clamped or learned-rounding codes "
+               "(clamped-codes) are tolerated.",
+        .action = "reshape-scale, requantize",
+    },
+    {
+        .id = "H2",
+        .severity = "warning",
+        .title = "numeric: Sylvester rather than regular ConvRot rotation",
+        .checks = "With --numeric, an int8_tensorwise ConvRot layer declares a group size that "
+                  "is a power of 2 but not of 4, or, for a power-of-4 group size, position 0 of "
+                  "each group holds at least 8 times the mean energy of the other positions "
+                  "over 4 or more rows.",
+        .why = "Some exporters fall back to a Sylvester matrix for group sizes such as 128; "
+               "ComfyUI only implements the regular matrix, so it fails at the first forward "
+               "or, when the declared size is a power of 4, silently un-rotates with the wrong "
+               "matrix.",
+        .ignored = "A declared Sylvester size fails at the first forward (C6); a mislabelled "
+                   "rotation gives silently wrong output.",
+        .fix = "Sylvester-rotated weights (sylvester-rotation): requantize undoes the rotation "
+               "when the declared size says Sylvester. The energy evidence alone is a report: "
+               "confirm with the producer before writing a rule for it.",
+        .action = "requantize",
+    },
 };
-const size_t stf__rule_docs_comfyui_n = 0;
+const size_t stf__rule_docs_comfyui_n =
+    sizeof stf__rule_docs_comfyui / sizeof stf__rule_docs_comfyui[0];
