@@ -132,8 +132,9 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TSUP_OBJ) $(LIBA)
 	$(CC) $(LDFLAGS) -o $@ $< $(TSUP_OBJ) $(LIBA) $(CMOCKA_LIBS) $(LDLIBS)
 
 # A test of the program's own cmd/cli_NAME.c (tests/unit/test_cli_NAME.c)
-# links that file too.
-$(BUILD)/tests/test_cli_%: $(BUILD)/obj/tests/unit/test_cli_%.o $(BUILD)/obj/cmd/cli_%.o \
+# links the program's shared helpers too (cmd/cli_*.c, no main()), which
+# call each other.
+$(BUILD)/tests/test_cli_%: $(BUILD)/obj/tests/unit/test_cli_%.o $(CLI_SRC:%.c=$(BUILD)/obj/%.o) \
                            $(TSUP_OBJ) $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)

@@ -40,8 +40,6 @@ const char *cli_exit_code_name(int code);
 int cli_exit_worst(int a, int b);
 /* The exit-status lines every --help ends with. */
 void cli_exit_help(FILE *to);
-/* For --help: usage(stdout), then the exit-status lines; returns EXIT_OK_. */
-int cli_help(void (*usage)(FILE *to));
 
 /* cli_report.c: errors, and the one run they belong to. */
 /* Print "stfix: <verb>: <msg>\n" to stderr. The first error of the run is
@@ -97,20 +95,93 @@ void cli_run_json_handled(void);
 /* The error's message, or the code's generic text when it has none. */
 const char *cli_err_text(const stf_err *err);
 
+/* cli_opts.c: one declarative table of options per command, which drives
+ * both the parsing (getopt_long underneath) and the --help text. */
+
+/* What an entry of the table does with its option. */
+typedef enum cli_opt_kind {
+    CLI_ARG,  /* no option: a positional argument's line in --help (metavar, help) */
+    CLI_FLAG, /* int *target = 1 */
+    CLI_STR,  /* const char **target = VALUE */
+    CLI_SIZE, /* unsigned long long *target = VALUE as cli_parse_size reads it, >= min */
+    CLI_INT,  /* int *target = VALUE, decimal digits, from min to max */
+    CLI_CALL  /* call(verb, VALUE, target): 0, or -1 once it printed its error */
+} cli_opt_kind;
+
+/* One entry of a command's table. -h/--help, -V/--version and -- are in
+ * every table without being listed; the letters h and V are theirs. */
+typedef struct cli_opt {
+    const char *name;    /* long name without "--"; NULL for CLI_ARG */
+    char letter;         /* short alias ('r' for -r), 0 for none */
+    const char *metavar; /* the value's name in --help; NULL: the option takes no value */
+    const char *help;    /* its --help text; '\n' starts a continuation line */
+    cli_opt_kind kind;
+    void *target;
+    long long min, max; /* CLI_INT: the range; CLI_SIZE: min */
+    int (*call)(const char *verb, const char *value, void *target); /* CLI_CALL */
+} cli_opt;
+
+/* A command's command line. */
+typedef struct cli_cmd {
+    const char *verb;     /* "fix": messages are "stfix: fix: ..."; NULL for stfix itself */
+    const char *synopsis; /* after "usage: stfix "; '\n' starts another usage line */
+    const cli_opt *opts;
+    size_t nopts;
+    const char *epilog; /* text after the options in --help, or NULL */
+    int stop_at_arg;    /* options end at the first argument (a subcommand follows) */
+    int input_arg;      /* the first argument is the run's input (cli_run_input) */
+} cli_cmd;
+
+/*
+ * Parse argv[1..argc) against cmd's table, in order: "--name VALUE",
+ * "--name=VALUE", "-x VALUE", "-xVALUE", clustered short flags; every long
+ * name is spelt in full (no abbreviations); "--" ends the options. The
+ * arguments that are not options, in order, are moved to argv[1..*nargs]
+ * (with stop_at_arg, everything from the first one on). Returns -1 to go on,
+ * else the exit status to end with: 0 after -h (the --help text on stdout)
+ * or -V ("stfix VERSION"); EXIT_USAGE after an unknown option (naming it,
+ * and the nearest valid one when there is one), a missing or unwanted
+ * value (naming the option) or a value the entry refuses; EXIT_FAILED when
+ * out of memory. The first problem in argv order is the one reported.
+ */
+int cli_opts_parse(const cli_cmd *cmd, int argc, char **argv, int *nargs);
+
+/* The usage lines and the aligned table (--help without the exit-status
+ * lines), e.g. to stderr after a usage error. */
+void cli_opts_usage(FILE *to, const cli_cmd *cmd);
+
+/* The whole --help text: cli_opts_usage, the epilog, cli_exit_help. */
+void cli_opts_help(FILE *to, const cli_cmd *cmd);
+
+/* A usage error the command finds itself (a missing argument, two options
+ * that exclude each other): the message as cli_errorf prints it, then
+ * cli_opts_usage on stderr. Returns EXIT_USAGE. */
+int cli_usage_error(const cli_cmd *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* The edit distance between a and b (insertions, deletions, substitutions
+ * and swaps of two neighbours, letters compared without case), or any
+ * number above `limit` when it is more than `limit`. A string of more than
+ * 64 bytes is taken to be farther than `limit` from any other. */
+size_t cli_edit_distance(const char *a, const char *b, size_t limit);
+
+/* The candidate `typed` most likely meant: the nearest by cli_edit_distance
+ * (a `typed` of two or more characters that begins a candidate counts as 1),
+ * the first of equals, and only when it is near enough (at most 1 for a
+ * `typed` of up to 3 characters, 2 up to 6, else 3). NULL when none is. */
+const char *cli_suggest(const char *typed, const char *const *cand, size_t n);
+
 /* cli_args.c. */
 
 /* Parse a size like "5000000000", "5GB", "500MB", "4GiB" into bytes. 0 or -1. */
 int cli_parse_size(const char *s, unsigned long long *out);
 
-/* "--help" or "-h". */
-int cli_is_help(const char *a);
-
-/* `a` is `shortname` (may be NULL), `longname`, or "longname=VALUE". */
-int cli_opt_is(const char *a, const char *shortname, const char *longname);
-
-/* The value of the option at argv[*i]: after '=' in "longname=VALUE", else
- * the next argument (advancing *i); NULL when there is none. */
-const char *cli_opt_value(int argc, char **argv, int *i, const char *longname);
+/* The CLI_CALL of --quant-mode: cuda, fp32 or eager into the
+ * stf_plan_opts at `target` (quant_mode, quant_mode_set). */
+int cli_opt_quant_mode(const char *verb, const char *value, void *target);
 
 /* Open the checkpoint at `path` (o may be NULL). -1 when it is open in
  * *out; otherwise the error is reported for `verb` (cli_report) and its

@@ -1,37 +1,14 @@
 /*
- * Command-line pieces the subcommands share: option spellings
- * ("--opt VALUE", "--opt=VALUE", a short alias), and reading the inputs
- * the command line names with the same messages and exit codes everywhere
+ * Command-line pieces the subcommands share: reading the inputs the
+ * command line names with the same messages and exit codes everywhere
  * (recipe diagnostics, checkpoint open errors, reader findings), and sizes
- * ("500MB", "4GiB").
+ * ("500MB", "4GiB"). The options themselves are parsed in cli_opts.c.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-
-/* "--help" or "-h"; see cli.h. */
-int cli_is_help(const char *a)
-{
-    return !strcmp(a, "--help") || !strcmp(a, "-h");
-}
-
-/* Whether `a` spells the option; see cli.h. */
-int cli_opt_is(const char *a, const char *shortname, const char *longname)
-{
-    size_t n = strlen(longname);
-    return (shortname && !strcmp(a, shortname)) || !strcmp(a, longname) ||
-           (!strncmp(a, longname, n) && a[n] == '=');
-}
-
-/* The option's value, advancing *i past a separate one; NULL if none. */
-const char *cli_opt_value(int argc, char **argv, int *i, const char *longname)
-{
-    size_t n = strlen(longname);
-    if (!strncmp(argv[*i], longname, n) && argv[*i][n] == '=') return argv[*i] + n + 1;
-    return *i + 1 < argc ? argv[++*i] : NULL;
-}
 
 /* Open a checkpoint or report why not: -1 or the exit status; see cli.h. */
 int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_open_opts *o)
@@ -78,6 +55,18 @@ void cli_findings_print(const char *verb, const stf_ckpt *c, stf_severity min)
         if (f->severity >= min)
             cli_notef(verb, "%s %s: %s", stf_severity_name(f->severity), f->rule, f->message);
     }
+}
+
+/* --quant-mode into a stf_plan_opts; see cli.h. */
+int cli_opt_quant_mode(const char *verb, const char *value, void *target)
+{
+    stf_plan_opts *po = target;
+    if (stf_quant_mode_from_name(&po->quant_mode, value)) {
+        cli_errorf(verb, "--quant-mode takes cuda, fp32 or eager, not '%s'", value);
+        return -1;
+    }
+    po->quant_mode_set = 1;
+    return 0;
 }
 
 /* A byte count with an optional unit suffix; see cli.h. */

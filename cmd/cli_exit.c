@@ -66,11 +66,3 @@ void cli_exit_help(FILE *to)
           "  check with several inputs exits with the worst of theirs (4 > 3 > 2 > 1 > 0)\n",
           to);
 }
-
-/* --help: usage and the exit lines on stdout; see cli.h. */
-int cli_help(void (*usage)(FILE *to))
-{
-    usage(stdout);
-    cli_exit_help(stdout);
-    return EXIT_OK_;
-}

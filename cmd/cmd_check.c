@@ -16,17 +16,15 @@
 
 #include "cli.h"
 
-static void usage(FILE *to)
+/* --target: one of the three names. */
+static int set_target(const char *verb, const char *v, void *target)
 {
-    fprintf(to, "usage: stfix check FILE|INDEX.json... [--target sglang|comfyui|all] [--numeric] "
-                "[--json]\n"
-                "  FILE...    one report per input, in order; the exit status is the worst\n"
-                "             of theirs; an unreadable input reports its error, the rest go on\n"
-                "  --target   acceptance profile(s) besides the container rules (default all)\n"
-                "  --numeric  also read tensor data: NaN/Inf/zero/negative scales, row versus\n"
-                "             column quantization (H1), Sylvester rotations (H2)\n"
-                "  --json     one JSON document per input (one a line) instead of the human\n"
-                "             listing; an input that fails gives its JSON error document\n");
+    if (strcmp(v, "sglang") && strcmp(v, "comfyui") && strcmp(v, "all")) {
+        cli_errorf(verb, "--target takes sglang, comfyui or all");
+        return -1;
+    }
+    *(const char **)target = v;
+    return 0;
 }
 
 static void print_json(FILE *o, const char *file, const char *target, const stf_check_report *r)
@@ -195,47 +193,36 @@ static int check_one(const char *file, const char *target, const stf_check_opts 
 int cmd_check(int argc, char **argv)
 {
     const char *target = "all";
-    int json = 0, nfiles = 0;
-    const char **files = calloc((size_t)(argc > 0 ? argc : 1), sizeof *files);
-    if (!files) return cli_report_code("check", STF_ENOMEM);
+    int json = 0, numeric = 0, nfiles = 0;
+    const cli_opt opts[] = {
+        { .kind = CLI_ARG, .metavar = "FILE...",
+          .help = "one report per input, in order; the exit status is the\n"
+                  "worst of theirs; an unreadable input reports its error,\n"
+                  "the rest go on" },
+        { .name = "target", .metavar = "TARGET", .kind = CLI_CALL, .call = set_target,
+          .target = &target,
+          .help = "sglang, comfyui or all: the acceptance profile(s) besides\n"
+                  "the container rules (default all)" },
+        { .name = "numeric", .kind = CLI_FLAG, .target = &numeric,
+          .help = "also read tensor data: NaN/Inf/zero/negative scales, row\n"
+                  "versus column quantization (H1), Sylvester rotations (H2)" },
+        { .name = "json", .kind = CLI_FLAG, .target = &json,
+          .help = "one JSON document per input (one a line) instead of the\n"
+                  "human listing; an input that fails gives its JSON error\n"
+                  "document" },
+    };
+    const cli_cmd cmd = {
+        .verb = "check",
+        .synopsis = "check FILE|INDEX.json... [--target TARGET] [--numeric] [--json]",
+        .opts = opts, .nopts = sizeof opts / sizeof opts[0], .input_arg = 1
+    };
+    int ex = cli_opts_parse(&cmd, argc, argv, &nfiles);
+    if (ex >= 0) return ex;
+    if (!nfiles) return cli_usage_error(&cmd, "missing FILE");
+    char **files = argv + 1;
     stf_check_opts o;
     stf_check_opts_init(&o);
-    int ex = -1;
-    for (int i = 1; i < argc && ex < 0; i++) {
-        if (cli_is_help(argv[i])) {
-            ex = cli_help(usage);
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else if (!strcmp(argv[i], "--numeric")) {
-            o.profiles |= STF_CHECK_NUMERIC;
-        } else if (cli_opt_is(argv[i], NULL, "--target")) {
-            const char *v = cli_opt_value(argc, argv, &i, "--target");
-            if (!v || (strcmp(v, "sglang") && strcmp(v, "comfyui") && strcmp(v, "all"))) {
-                cli_errorf("check", "--target takes sglang, comfyui or all");
-                ex = EXIT_USAGE;
-            } else {
-                target = v;
-            }
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            cli_errorf("check", "unknown option '%s'", argv[i]);
-            usage(stderr);
-            ex = EXIT_USAGE;
-        } else {
-            if (!nfiles) cli_run_input(argv[i]);
-            files[nfiles++] = argv[i];
-        }
-    }
-    if (ex < 0 && !nfiles) {
-        cli_errorf("check", "missing FILE");
-        usage(stderr);
-        ex = EXIT_USAGE;
-    }
-    if (ex >= 0) {
-        free(files);
-        return ex;
-    }
-    unsigned numeric = o.profiles & STF_CHECK_NUMERIC;
-    o.profiles = STF_CHECK_CONTAINER | numeric;
+    o.profiles = STF_CHECK_CONTAINER | (numeric ? STF_CHECK_NUMERIC : 0);
     if (!strcmp(target, "sglang") || !strcmp(target, "all")) o.profiles |= STF_CHECK_SGLANG;
     if (!strcmp(target, "comfyui") || !strcmp(target, "all")) o.profiles |= STF_CHECK_COMFYUI;
 
@@ -262,6 +249,5 @@ int cmd_check(int argc, char **argv)
             break;
         }
     }
-    free(files);
     return worst;
 }

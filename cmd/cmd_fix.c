@@ -21,109 +21,66 @@
 typedef struct fix_args {
     const char *in, *recipe, *out;
     int in_place, json, error_report, allow_noncompliant, no_wait, fail_if_unchanged;
-    unsigned threads; /* 0: one per online core */
-    int quant_mode_set;
-    stf_quant_mode quant_mode;
-    unsigned long long max_shard_size, max_mem;
-    int max_mem_set;
+    int threads;        /* 0: one per online core */
+    stf_plan_opts po;   /* --quant-mode */
+    unsigned long long max_shard_size, max_mem; /* 0: not given */
 } fix_args;
-
-static void usage(FILE *to)
-{
-    fprintf(to,
-            "usage: stfix fix IN -r RECIPE (-o OUT | --in-place) [options]\n"
-            "  IN                    a .safetensors file or a *.safetensors.index.json\n"
-            "  -r, --recipe RECIPE   the repair recipe (stfix-rules(5)): a file, or the NAME\n"
-            "                        of one on the search path (see `stfix rules list`)\n"
-            "  -o, --output OUT      the output file (must not be an input file)\n"
-            "  --in-place            replace IN (a single file) only after full success\n"
-            "  -j, --jobs N          worker threads (default: one per online core);\n"
-            "                        the output bytes do not depend on N\n"
-            "  --quant-mode MODE     cuda, fp32 or eager: overrides every recipe rule\n"
-            "  --error-report        rel-L2, cosine, SNR and max |error| per requantized or\n"
-            "                        dequantized layer, and the 10 worst layers by SNR\n"
-            "  --allow-noncompliant  keep the output even if it fails the recipe's targets\n"
-            "  --max-shard-size SIZE split the output into shards (e.g. 5GB, 500MB, 4GiB)\n"
-            "  --max-mem SIZE        working set for requantization (default 2GiB)\n"
-            "  --no-wait             fail at once if another stfix run is writing OUT\n"
-            "                        (default: wait for it)\n"
-            "  --fail-if-unchanged   when the recipe changes no layer, write nothing and\n"
-            "                        exit 1 (default: write the canonical copy, exit 0)\n"
-            "  --json                one JSON document on stdout instead of the summary\n");
-}
 
 /* Returns -1 to go on, else the exit code (help or usage error). */
 static int parse_args(fix_args *a, int argc, char **argv)
 {
     memset(a, 0, sizeof *a);
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i], *v;
-        if (cli_is_help(s)) {
-            return cli_help(usage);
-        } else if (!strcmp(s, "--json")) {
-            a->json = 1;
-        } else if (!strcmp(s, "--in-place")) {
-            a->in_place = 1;
-        } else if (!strcmp(s, "--error-report")) {
-            a->error_report = 1;
-        } else if (!strcmp(s, "--allow-noncompliant")) {
-            a->allow_noncompliant = 1;
-        } else if (!strcmp(s, "--no-wait")) {
-            a->no_wait = 1;
-        } else if (!strcmp(s, "--fail-if-unchanged")) {
-            a->fail_if_unchanged = 1;
-        } else if (cli_opt_is(s, "-r", "--recipe")) {
-            if (!(a->recipe = cli_opt_value(argc, argv, &i, "--recipe"))) goto missing;
-        } else if (cli_opt_is(s, "-o", "--output")) {
-            if (!(a->out = cli_opt_value(argc, argv, &i, "--output"))) goto missing;
-        } else if (cli_opt_is(s, "-j", "--jobs")) {
-            char *end = NULL;
-            if (!(v = cli_opt_value(argc, argv, &i, "--jobs"))) goto missing;
-            unsigned long n = strtoul(v, &end, 10);
-            if (!*v || *end || *v == '-' || n < 1 || n > 1024) {
-                cli_errorf("fix", "-j takes a thread count from 1 to 1024, not '%s'", v);
-                return EXIT_USAGE;
-            }
-            a->threads = (unsigned)n;
-        } else if (cli_opt_is(s, NULL, "--quant-mode")) {
-            if (!(v = cli_opt_value(argc, argv, &i, "--quant-mode"))) goto missing;
-            if (stf_quant_mode_from_name(&a->quant_mode, v)) {
-                cli_errorf("fix", "--quant-mode takes cuda, fp32 or eager, not '%s'", v);
-                return EXIT_USAGE;
-            }
-            a->quant_mode_set = 1;
-        } else if (cli_opt_is(s, NULL, "--max-shard-size") || cli_opt_is(s, NULL, "--max-mem")) {
-            int shard = s[6] == 's';
-            if (!(v = cli_opt_value(argc, argv, &i, shard ? "--max-shard-size" : "--max-mem")))
-                goto missing;
-            unsigned long long n = 0;
-            if (cli_parse_size(v, &n) || n == 0) {
-                cli_errorf("fix", "%s: not a size: '%s' (e.g. 5GB, 500MB, 4GiB)",
-                           shard ? "--max-shard-size" : "--max-mem", v);
-                return EXIT_USAGE;
-            }
-            if (shard) a->max_shard_size = n;
-            else a->max_mem = n, a->max_mem_set = 1;
-        } else if (s[0] == '-' && s[1]) {
-            cli_errorf("fix", "unknown option '%s'", s);
-            usage(stderr);
-            return EXIT_USAGE;
-        } else if (!a->in) {
-            cli_run_input(a->in = s);
-        } else {
-            cli_errorf("fix", "only one input checkpoint per run (got '%s' and '%s')", a->in, s);
-            return EXIT_USAGE;
-        }
-        continue;
-    missing:
-        cli_errorf("fix", "%s needs a value", s);
+    stf_plan_opts_init(&a->po);
+    const cli_opt opts[] = {
+        { .kind = CLI_ARG, .metavar = "IN",
+          .help = "a .safetensors file or a *.safetensors.index.json" },
+        { .name = "recipe", .letter = 'r', .metavar = "RECIPE", .kind = CLI_STR,
+          .target = &a->recipe,
+          .help = "the repair recipe (stfix-rules(5)): a file, or the NAME\n"
+                  "of one on the search path (see `stfix rules list`)" },
+        { .name = "output", .letter = 'o', .metavar = "OUT", .kind = CLI_STR, .target = &a->out,
+          .help = "the output file (must not be an input file)" },
+        { .name = "in-place", .kind = CLI_FLAG, .target = &a->in_place,
+          .help = "replace IN (a single file) only after full success" },
+        { .name = "jobs", .letter = 'j', .metavar = "N", .kind = CLI_INT, .target = &a->threads,
+          .min = 1, .max = 1024,
+          .help = "worker threads (default: one per online core);\n"
+                  "the output bytes do not depend on N" },
+        { .name = "quant-mode", .metavar = "MODE", .kind = CLI_CALL,
+          .call = cli_opt_quant_mode, .target = &a->po,
+          .help = "cuda, fp32 or eager: overrides every recipe rule" },
+        { .name = "error-report", .kind = CLI_FLAG, .target = &a->error_report,
+          .help = "rel-L2, cosine, SNR and max |error| per requantized or\n"
+                  "dequantized layer, and the 10 worst layers by SNR" },
+        { .name = "allow-noncompliant", .kind = CLI_FLAG, .target = &a->allow_noncompliant,
+          .help = "keep the output even if it fails the recipe's targets" },
+        { .name = "max-shard-size", .metavar = "SIZE", .kind = CLI_SIZE,
+          .target = &a->max_shard_size, .min = 1,
+          .help = "split the output into shards (e.g. 5GB, 500MB, 4GiB)" },
+        { .name = "max-mem", .metavar = "SIZE", .kind = CLI_SIZE, .target = &a->max_mem,
+          .min = 1, .help = "working set for requantization (default 2GiB)" },
+        { .name = "no-wait", .kind = CLI_FLAG, .target = &a->no_wait,
+          .help = "fail at once if another stfix run is writing OUT\n"
+                  "(default: wait for it)" },
+        { .name = "fail-if-unchanged", .kind = CLI_FLAG, .target = &a->fail_if_unchanged,
+          .help = "when the recipe changes no layer, write nothing and\n"
+                  "exit 1 (default: write the canonical copy, exit 0)" },
+        { .name = "json", .kind = CLI_FLAG, .target = &a->json,
+          .help = "one JSON document on stdout instead of the summary" },
+    };
+    const cli_cmd cmd = { .verb = "fix",
+                          .synopsis = "fix IN -r RECIPE (-o OUT | --in-place) [options]",
+                          .opts = opts, .nopts = sizeof opts / sizeof opts[0], .input_arg = 1 };
+    int nargs = 0, ex = cli_opts_parse(&cmd, argc, argv, &nargs);
+    if (ex >= 0) return ex;
+    if (nargs > 1) {
+        cli_errorf("fix", "only one input checkpoint per run (got '%s' and '%s')", argv[1],
+                   argv[2]);
         return EXIT_USAGE;
     }
-    if (!a->in || !a->recipe) {
-        cli_errorf("fix", "%s", !a->in ? "no input checkpoint given" : "no recipe given (-r RECIPE)");
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+    if (!nargs) return cli_usage_error(&cmd, "no input checkpoint given");
+    a->in = argv[1];
+    if (!a->recipe) return cli_usage_error(&cmd, "no recipe given (-r RECIPE)");
     if (!!a->out == a->in_place) {
         cli_errorf("fix", "give exactly one of -o OUT and --in-place");
         return EXIT_USAGE;
@@ -390,16 +347,13 @@ int cmd_fix(int argc, char **argv)
         ex = cli_report("fix", &err);
         goto done;
     }
-    if (stf_pool_new(&pool, a.threads, &err)) {
+    if (stf_pool_new(&pool, (unsigned)a.threads, &err)) {
         ex = cli_report("fix", &err);
         goto done;
     }
 
-    stf_plan_opts po;
-    stf_plan_opts_init(&po);
+    stf_plan_opts po = a.po;
     po.pool = pool;
-    po.quant_mode_set = a.quant_mode_set;
-    po.quant_mode = a.quant_mode;
     if (stf_plan_build(&p, c, rc, &po, &err)) {
         ex = cli_report("fix", &err);
         goto done;
@@ -419,7 +373,7 @@ int cmd_fix(int argc, char **argv)
     }
 
     ro.pool = pool;
-    if (a.max_mem_set) ro.max_mem = a.max_mem;
+    if (a.max_mem) ro.max_mem = a.max_mem;
     ro.max_shard_size = a.max_shard_size;
     ro.allow_noncompliant = a.allow_noncompliant;
     ro.error_metrics = a.error_report;

@@ -13,13 +13,6 @@
 
 #include "cli.h"
 
-static void usage(FILE *to)
-{
-    fprintf(to, "usage: stfix inspect FILE|INDEX.json [--json] [--strict]\n"
-                "  --json     one JSON document (schema in stfix(1)) instead of the listing\n"
-                "  --strict   treat stfix's stricter-than-reference rules as errors\n");
-}
-
 /* Metadata as stfix rewrite would write it: every shard's keys, the first
  * shard holding a key giving its value; last duplicate within a shard. Keys
  * are compared by all their bytes. */
@@ -207,43 +200,30 @@ static void print_human(FILE *o, const char *path, const stf_ckpt *c)
 /* stfix inspect: parse options, open, print; returns the exit status. */
 int cmd_inspect(int argc, char **argv)
 {
-    const char *path = NULL;
-    int json = 0, strict = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (cli_is_help(a)) {
-            return cli_help(usage);
-        } else if (!strcmp(a, "--json")) json = 1;
-        else if (!strcmp(a, "--strict")) strict = 1;
-        else if (!strcmp(a, "--")) {
-            if (i + 1 < argc && !path) cli_run_input(path = argv[++i]);
-            if (i + 1 < argc) {
-                cli_errorf("inspect", "unexpected argument '%s'", argv[i + 1]);
-                usage(stderr);
-                return EXIT_USAGE;
-            }
-        } else if (a[0] == '-' && a[1]) {
-            cli_errorf("inspect", "unknown option '%s'", a);
-            usage(stderr);
-            return EXIT_USAGE;
-        } else if (!path) cli_run_input(path = a);
-        else {
-            cli_errorf("inspect", "unexpected argument '%s'", a);
-            usage(stderr);
-            return EXIT_USAGE;
-        }
-    }
-    if (!path) {
-        cli_errorf("inspect", "missing FILE");
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+    int json = 0, strict = 0, nargs = 0;
+    const cli_opt opts[] = {
+        { .kind = CLI_ARG, .metavar = "FILE|INDEX.json",
+          .help = "a .safetensors file or a *.safetensors.index.json" },
+        { .name = "json", .kind = CLI_FLAG, .target = &json,
+          .help = "one JSON document (schema in stfix(1)) instead of the listing" },
+        { .name = "strict", .kind = CLI_FLAG, .target = &strict,
+          .help = "treat stfix's stricter-than-reference rules as errors" },
+    };
+    const cli_cmd cmd = { .verb = "inspect",
+                          .synopsis = "inspect FILE|INDEX.json [--json] [--strict]",
+                          .opts = opts, .nopts = sizeof opts / sizeof opts[0], .input_arg = 1 };
+    int ex = cli_opts_parse(&cmd, argc, argv, &nargs);
+    if (ex >= 0) return ex;
+    if (nargs != 1)
+        return nargs ? cli_usage_error(&cmd, "unexpected argument '%s'", argv[2])
+                     : cli_usage_error(&cmd, "missing FILE");
+    const char *path = argv[1];
     stf_open_opts o;
     stf_open_opts_init(&o);
     o.canon_findings = 1;
     o.strict = strict;
     stf_ckpt *c = NULL;
-    int ex = cli_ckpt_open(&c, "inspect", path, &o);
+    ex = cli_ckpt_open(&c, "inspect", path, &o);
     if (ex >= 0) return ex;
     cli_findings_print("inspect", c, STF_SEV_INFO);
     if (json) print_json(stdout, path, c);

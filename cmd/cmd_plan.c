@@ -13,15 +13,6 @@
 
 #include "cli.h"
 
-static void usage(FILE *to)
-{
-    fprintf(to, "usage: stfix plan FILE|INDEX.json -r RECIPE [--json] [--quant-mode MODE]\n"
-                "  -r, --recipe RECIPE a recipe file (stfix-rules(5)), or the NAME of one on\n"
-                "                      the search path (see `stfix rules list`)\n"
-                "  --quant-mode MODE   cuda, fp32 or eager: overrides the recipe's mode\n"
-                "  --json              one JSON document instead of the listing\n");
-}
-
 /* Python's tuple form, as the user sees shapes in PyTorch: (4,) and (2, 3). */
 static void shape_tuple(FILE *o, const stf_plan_tensor *t)
 {
@@ -240,52 +231,40 @@ static void print_json(FILE *o, const char *file, const char *recipe, const stf_
  * the exit status (0 planned, else the error's, cli_exit.c). */
 int cmd_plan(int argc, char **argv)
 {
-    const char *file = NULL, *recipe = NULL;
-    int json = 0;
+    const char *recipe = NULL;
+    int json = 0, nargs = 0;
     stf_plan_opts po;
     stf_plan_opts_init(&po);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (cli_is_help(a)) {
-            return cli_help(usage);
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (cli_opt_is(a, "-r", "--recipe")) {
-            const char *v = cli_opt_value(argc, argv, &i, "--recipe");
-            if (!v) {
-                cli_errorf("plan", "%s needs a recipe file", a);
-                return EXIT_USAGE;
-            }
-            recipe = v;
-        } else if (cli_opt_is(a, NULL, "--quant-mode")) {
-            const char *v = cli_opt_value(argc, argv, &i, "--quant-mode");
-            if (!v || stf_quant_mode_from_name(&po.quant_mode, v)) {
-                cli_errorf("plan", "--quant-mode takes cuda, fp32 or eager");
-                return EXIT_USAGE;
-            }
-            po.quant_mode_set = 1;
-        } else if (a[0] == '-' && a[1]) {
-            cli_errorf("plan", "unknown option '%s'", a);
-            usage(stderr);
-            return EXIT_USAGE;
-        } else if (!file) {
-            cli_run_input(file = a);
-        } else {
-            cli_errorf("plan", "only one checkpoint per run");
-            return EXIT_USAGE;
-        }
-    }
-    if (!file || !recipe) {
-        cli_errorf("plan", "%s", file ? "no recipe given (-r RECIPE)" : "missing FILE");
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+    const cli_opt opts[] = {
+        { .kind = CLI_ARG, .metavar = "FILE|INDEX.json",
+          .help = "a .safetensors file or a *.safetensors.index.json" },
+        { .name = "recipe", .letter = 'r', .metavar = "RECIPE", .kind = CLI_STR,
+          .target = &recipe,
+          .help = "a recipe file (stfix-rules(5)), or the NAME of one on\n"
+                  "the search path (see `stfix rules list`)" },
+        { .name = "quant-mode", .metavar = "MODE", .kind = CLI_CALL,
+          .call = cli_opt_quant_mode, .target = &po,
+          .help = "cuda, fp32 or eager: overrides the recipe's mode" },
+        { .name = "json", .kind = CLI_FLAG, .target = &json,
+          .help = "one JSON document instead of the listing" },
+    };
+    const cli_cmd cmd = {
+        .verb = "plan",
+        .synopsis = "plan FILE|INDEX.json -r RECIPE [--json] [--quant-mode MODE]",
+        .opts = opts, .nopts = sizeof opts / sizeof opts[0], .input_arg = 1
+    };
+    int ex = cli_opts_parse(&cmd, argc, argv, &nargs);
+    if (ex >= 0) return ex;
+    if (nargs > 1) return cli_usage_error(&cmd, "only one checkpoint per run");
+    if (!nargs) return cli_usage_error(&cmd, "missing FILE");
+    if (!recipe) return cli_usage_error(&cmd, "no recipe given (-r RECIPE)");
+    const char *file = argv[1];
     stf_err err;
     stf_err_clear(&err);
     stf_recipe *r = NULL;
     stf_ckpt *c = NULL;
     stf_plan *p = NULL;
-    int ex = cli_recipe_load_arg(&r, "plan", recipe);
+    ex = cli_recipe_load_arg(&r, "plan", recipe);
     if (ex >= 0) return ex;
     if ((ex = cli_ckpt_open(&c, "plan", file, NULL)) >= 0) goto done;
     if (stf_plan_build(&p, c, r, &po, &err)) {

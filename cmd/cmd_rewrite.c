@@ -16,21 +16,6 @@
 
 #include "cli.h"
 
-static void usage(FILE *to)
-{
-    fprintf(to,
-            "usage: stfix rewrite IN -o OUT [--max-shard-size SIZE] [--strict] [--no-wait]\n"
-            "  IN                   a .safetensors file or a *.safetensors.index.json\n"
-            "  -o, --output OUT     output file (with --max-shard-size: OUT must end in\n"
-            "                       .safetensors; shards are OUT-STEM-0000i-of-0000N and an\n"
-            "                       index OUT.index.json, unless everything fits one file)\n"
-            "  --max-shard-size SIZE  split into shards of at most SIZE tensor bytes\n"
-            "                       (e.g. 5GB, 500MB, 4GiB, 1000000)\n"
-            "  --strict             refuse input that breaks stfix's stricter rules\n"
-            "  --no-wait            fail at once if another stfix run is writing OUT\n"
-            "                       (default: wait for it)\n");
-}
-
 static int verify(const char *out, int sharded, stf_err *err)
 {
     char idx[4096];
@@ -59,46 +44,36 @@ static int verify(const char *out, int sharded, stf_err *err)
  * status. */
 int cmd_rewrite(int argc, char **argv)
 {
-    const char *in = NULL, *out = NULL, *size_arg = NULL;
-    int strict = 0, no_wait = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (cli_is_help(a)) {
-            return cli_help(usage);
-        } else if (!strcmp(a, "--strict")) strict = 1;
-        else if (!strcmp(a, "--no-wait")) no_wait = 1;
-        else if (cli_opt_is(a, "-o", "--output") || cli_opt_is(a, NULL, "--max-shard-size")) {
-            int size = a[2] == 'm';
-            const char *v = cli_opt_value(argc, argv, &i, size ? "--max-shard-size" : "--output");
-            if (!v) {
-                cli_errorf("rewrite", "option '%s' needs a value", a);
-                usage(stderr);
-                return EXIT_USAGE;
-            }
-            if (size) size_arg = v;
-            else out = v;
-        } else if (a[0] == '-' && a[1]) {
-            cli_errorf("rewrite", "unknown option '%s'", a);
-            usage(stderr);
-            return EXIT_USAGE;
-        } else if (!in) cli_run_input(in = a);
-        else {
-            cli_errorf("rewrite", "unexpected argument '%s'", a);
-            usage(stderr);
-            return EXIT_USAGE;
-        }
-    }
-    if (!in || !out || !*out) {
-        cli_errorf("rewrite", "%s", !in ? "missing IN" : "missing -o OUT");
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+    const char *out = NULL;
     unsigned long long max = 0;
-    if (size_arg && cli_parse_size(size_arg, &max)) {
-        cli_errorf("rewrite", "--max-shard-size: '%s' is not a size (e.g. 5GB, 500MB, 4GiB)",
-                   size_arg);
-        return EXIT_USAGE;
-    }
+    int strict = 0, no_wait = 0, nargs = 0;
+    const cli_opt opts[] = {
+        { .kind = CLI_ARG, .metavar = "IN",
+          .help = "a .safetensors file or a *.safetensors.index.json" },
+        { .name = "output", .letter = 'o', .metavar = "OUT", .kind = CLI_STR, .target = &out,
+          .help = "output file (with --max-shard-size: OUT must end in\n"
+                  ".safetensors; shards are OUT-STEM-0000i-of-0000N and an\n"
+                  "index OUT.index.json, unless everything fits one file)" },
+        { .name = "max-shard-size", .metavar = "SIZE", .kind = CLI_SIZE, .target = &max,
+          .help = "split into shards of at most SIZE tensor bytes\n"
+                  "(e.g. 5GB, 500MB, 4GiB, 1000000)" },
+        { .name = "strict", .kind = CLI_FLAG, .target = &strict,
+          .help = "refuse input that breaks stfix's stricter rules" },
+        { .name = "no-wait", .kind = CLI_FLAG, .target = &no_wait,
+          .help = "fail at once if another stfix run is writing OUT\n"
+                  "(default: wait for it)" },
+    };
+    const cli_cmd cmd = {
+        .verb = "rewrite",
+        .synopsis = "rewrite IN -o OUT [--max-shard-size SIZE] [--strict] [--no-wait]",
+        .opts = opts, .nopts = sizeof opts / sizeof opts[0], .input_arg = 1
+    };
+    int ex = cli_opts_parse(&cmd, argc, argv, &nargs);
+    if (ex >= 0) return ex;
+    if (nargs > 1) return cli_usage_error(&cmd, "unexpected argument '%s'", argv[2]);
+    if (!nargs) return cli_usage_error(&cmd, "missing IN");
+    if (!out || !*out) return cli_usage_error(&cmd, "missing -o OUT");
+    const char *in = argv[1];
     size_t ol = strlen(out);
     if (max && (ol < 12 || strcmp(out + ol - 12, ".safetensors"))) {
         cli_errorf("rewrite", "%s: with --max-shard-size the output must end in .safetensors",
@@ -110,7 +85,7 @@ int cmd_rewrite(int argc, char **argv)
     stf_open_opts_init(&o);
     o.strict = strict;
     stf_ckpt *c = NULL;
-    int ex = cli_ckpt_open(&c, "rewrite", in, &o);
+    ex = cli_ckpt_open(&c, "rewrite", in, &o);
     if (ex >= 0) return ex;
     cli_findings_print("rewrite", c, STF_SEV_WARNING);
     stf_write_opts wo;

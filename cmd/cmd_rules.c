@@ -5,18 +5,24 @@
 
 #include "cli.h"
 
-static void rules_usage(FILE *to)
-{
-    fprintf(to, "usage: stfix rules lint FILE...\n"
-                "       stfix rules list [--json]\n\n"
-                "  lint   check recipe files against the recipe format (stfix-rules(5));\n"
-                "         prints \"FILE: ok (N rules)\" for each valid file and every\n"
-                "         problem as FILE:LINE:COL: message on stderr\n"
-                "  list   the recipes -r NAME finds, one \"NAME  PATH  DESCRIPTION\" a line,\n"
-                "         sorted by name (--json: a JSON array); searched in order:\n"
-                "         each directory of $STFIX_RULES_PATH (colon-separated), the\n"
-                "         installed directory, ./rules; the first NAME.yaml wins\n");
-}
+/* What `stfix rules --help` lists: the subcommands. */
+static const cli_opt rules_opts[] = {
+    { .kind = CLI_ARG, .metavar = "lint",
+      .help = "check recipe files against the recipe format (stfix-rules(5));\n"
+              "prints \"FILE: ok (N rules)\" for each valid file and every\n"
+              "problem as FILE:LINE:COL: message on stderr" },
+    { .kind = CLI_ARG, .metavar = "list",
+      .help = "the recipes -r NAME finds, one \"NAME  PATH  DESCRIPTION\"\n"
+              "a line, sorted by name (--json: a JSON array); searched\n"
+              "in order: each directory of $STFIX_RULES_PATH\n"
+              "(colon-separated), the installed directory, ./rules;\n"
+              "the first NAME.yaml wins" },
+};
+static const cli_cmd rules_cmd = { .verb = "rules",
+                                   .synopsis = "rules lint FILE...\nrules list [--json]",
+                                   .opts = rules_opts,
+                                   .nopts = sizeof rules_opts / sizeof rules_opts[0],
+                                   .stop_at_arg = 1 };
 
 /* Lints one file; returns the exit status for it. */
 static int lint_one(const char *path)
@@ -50,18 +56,19 @@ static char *describe(const char *path)
     return s;
 }
 
-/* `stfix rules list [--json]`; see rules_usage. */
+/* `stfix rules list [--json]`; see rules_opts. argv[0] is "list". */
 static int list(int argc, char **argv)
 {
-    int json = 0;
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = 1;
-        else if (cli_is_help(argv[i])) return cli_help(rules_usage);
-        else {
-            cli_errorf("rules", "list: unexpected argument '%s'", argv[i]);
-            return EXIT_USAGE;
-        }
-    }
+    int json = 0, nargs = 0;
+    const cli_opt opts[] = {
+        { .name = "json", .kind = CLI_FLAG, .target = &json,
+          .help = "a JSON array of {name, path, description} instead" },
+    };
+    const cli_cmd cmd = { .verb = "rules", .synopsis = "rules list [--json]", .opts = opts,
+                          .nopts = sizeof opts / sizeof opts[0] };
+    int ex = cli_opts_parse(&cmd, argc, argv, &nargs);
+    if (ex >= 0) return ex;
+    if (nargs) return cli_usage_error(&cmd, "list: unexpected argument '%s'", argv[1]);
     cli_rules_path p;
     cli_recipe_entry *v = NULL;
     size_t n = 0;
@@ -106,30 +113,29 @@ static int list(int argc, char **argv)
  */
 int cmd_rules(int argc, char **argv)
 {
-    if (argc < 2) {
-        cli_errorf("rules", "missing subcommand (expected: lint, list)");
-        rules_usage(stderr);
-        return EXIT_USAGE;
-    }
-    if (cli_is_help(argv[1])) return cli_help(rules_usage);
-    if (!strcmp(argv[1], "list")) return list(argc, argv);
+    int nargs = 0;
+    int ex = cli_opts_parse(&rules_cmd, argc, argv, &nargs);
+    if (ex >= 0) return ex;
+    if (!nargs) return cli_usage_error(&rules_cmd, "missing subcommand (expected: lint, list)");
+    /* argv[1] is the subcommand, its arguments follow. */
+    if (!strcmp(argv[1], "list")) return list(nargs, argv + 1);
     if (strcmp(argv[1], "lint")) {
         cli_errorf("rules", "unknown subcommand '%s' (expected: lint, list)", argv[1]);
         return EXIT_USAGE;
     }
-    int first = 2;
-    if (argc > 2 && !strcmp(argv[2], "--")) first = 3;
-    else if (argc > 2 && argv[2][0] == '-' && argv[2][1]) {
-        if (cli_is_help(argv[2])) return cli_help(rules_usage);
-        cli_errorf("rules", "unknown option '%s'", argv[2]);
-        return EXIT_USAGE;
-    }
-    if (first >= argc) {
+    const cli_opt lint_opts[] = {
+        { .kind = CLI_ARG, .metavar = "FILE...", .help = rules_opts[0].help },
+    };
+    const cli_cmd lint = { .verb = "rules", .synopsis = "rules lint FILE...", .opts = lint_opts,
+                           .nopts = 1 };
+    argv++; /* argv[0] is "lint" */
+    if ((ex = cli_opts_parse(&lint, nargs, argv, &nargs)) >= 0) return ex;
+    if (!nargs) {
         cli_errorf("rules", "lint: no recipe file given");
         return EXIT_USAGE;
     }
     int worst = EXIT_OK_;
-    for (int i = first; i < argc; i++) {
+    for (int i = 1; i <= nargs; i++) {
         int code = lint_one(argv[i]);
         if (code > worst) worst = code;
     }

@@ -21,16 +21,7 @@ static const command commands[] = {
     { "fix", cmd_fix, "repair or convert a checkpoint with a recipe", 1 },
 };
 
-static void usage(FILE *to)
-{
-    fprintf(to, "usage: stfix <command> [options] ...\n\ncommands:\n");
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(to, "  %-9s %s\n", commands[i].name, commands[i].summary);
-    fprintf(to,
-            "\nstfix <command> --help shows a command's options.\n"
-            "Environment: STFIX_SIMD=scalar|avx2|avx512 forces a kernel variant.\n");
-    cli_exit_help(to);
-}
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 /* --json among the arguments (before a "--"): the command answers in JSON,
  * also when it fails before or while reading its options. */
@@ -43,24 +34,37 @@ static int wants_json(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage(stderr);
-        return EXIT_USAGE;
+    /* stfix's own table lists the commands; its options are the built-in
+     * -h, -V and --, and the first argument is the command. */
+    cli_opt list[NCOMMANDS];
+    const char *names[NCOMMANDS];
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        list[i] = (cli_opt){ .kind = CLI_ARG, .metavar = commands[i].name,
+                             .help = commands[i].summary };
+        names[i] = commands[i].name;
     }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-        usage(stdout);
-        return 0;
-    }
-    if (!strcmp(argv[1], "--version")) {
-        printf("stfix %s\n", STF_VERSION_STRING);
-        return 0;
+    const cli_cmd top = {
+        .synopsis = "<command> [options] ...", .opts = list, .nopts = NCOMMANDS,
+        .epilog = "stfix <command> --help shows a command's options.\n"
+                  "Environment: STFIX_SIMD=scalar|avx2|avx512 forces a kernel variant.\n",
+        .stop_at_arg = 1
+    };
+    int nargs = 0, ex = cli_opts_parse(&top, argc, argv, &nargs);
+    if (ex >= 0) return ex;
+    if (!nargs) return cli_usage_error(&top, "missing command");
+    /* argv[1] is the command, its arguments follow. */
+    argc = nargs + 1;
+    if (!strcmp(argv[1], "help")) {
+        cli_opts_help(stdout, &top);
+        return EXIT_OK_;
     }
     const command *cmd = NULL;
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0] && !cmd; i++)
+    for (size_t i = 0; i < NCOMMANDS && !cmd; i++)
         if (!strcmp(argv[1], commands[i].name)) cmd = &commands[i];
     if (!cmd) {
-        cli_errorf(NULL, "unknown command '%s'", argv[1]);
-        usage(stderr);
+        const char *sug = cli_suggest(argv[1], names, NCOMMANDS);
+        if (sug) cli_errorf(NULL, "unknown command '%s'; did you mean %s?", argv[1], sug);
+        else return cli_usage_error(&top, "unknown command '%s'", argv[1]);
         return EXIT_USAGE;
     }
     cli_run_begin(cmd->name, cmd->json && wants_json(argc - 1, argv + 1));

@@ -1,17 +1,26 @@
 /*
- * libFuzzer harness for the program's argument helpers (cmd/cli_args.c,
- * linked with the rest of cmd/cli_*.c): sizes ("500MB", "4GiB"), option
- * spellings ("--opt VALUE", "--opt=VALUE", a short alias), --help, and an
- * error's text. The input is an argument vector: strings
- * separated by NUL bytes (at most 16).
+ * libFuzzer harness for the program's command-line helpers (cmd/cli_opts.c
+ * and cmd/cli_args.c, linked with the rest of cmd/cli_*.c): the option
+ * table parser, the "did you mean" suggestion, sizes ("500MB", "4GiB") and
+ * an error's text. The input is an argument vector: strings separated by
+ * NUL bytes (at most 16), the first one standing for the verb.
  *
- * Each helper is held against a plain restatement of its contract: a size
- * is decimal digits and nothing else before an optional unit (B, KB/kB, MB,
- * GB, KiB, MiB, GiB), and it is refused when the byte count does not fit in
- * 64 bits; an option's value is the text after '=' or the next argument.
+ * Each helper is held against a plain restatement of its contract. The
+ * parser: in argv order, "--" ends the options; "--name" must be a name of
+ * the table spelt in full, its value after '=' or in the next argument, a
+ * flag takes none; "-abc" is a cluster of short options, a valued one
+ * taking the rest of the cluster or the next argument; -h and -V end the
+ * parse with 0, any problem with 3; everything else is an argument, kept in
+ * order. It is run twice on each input, so that getopt's state left by one
+ * run cannot change the next. A size is decimal digits and nothing else
+ * before an optional unit (B, KB/kB, MB, GB, KiB, MiB, GiB), refused when
+ * the byte count does not fit in 64 bits.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "fuzz.h"
@@ -37,30 +46,200 @@ static int ref_size(const char *s, unsigned long long *out)
     return -1;
 }
 
-static int ref_opt_is(const char *a, const char *shortname, const char *longname)
+/* What one parse produced. */
+typedef struct result {
+    int status; /* -1 go on, 0 help/version, 3 usage */
+    int json, strict, jobs;
+    const char *out, *mode;
+    unsigned long long size;
+    int nargs;
+    const char *args[MAX_ARGS];
+} result;
+
+static int set_mode(const char *verb, const char *v, void *target)
 {
-    size_t n = strlen(longname);
-    if (shortname && !strcmp(a, shortname)) return 1;
-    return !strncmp(a, longname, n) && (a[n] == '\0' || a[n] == '=');
+    if (strcmp(v, "a") && strcmp(v, "b")) {
+        cli_errorf(verb, "--mode takes a or b");
+        return -1;
+    }
+    *(const char **)target = v;
+    return 0;
 }
 
-static void check_options(int argc, char **argv, const char *shortname, const char *longname)
+/* The parser under test, on a copy of argv. */
+static void parse(int argc, char **argv, result *r)
 {
-    size_t n = strlen(longname);
-    for (int i = 0; i < argc; i++) {
-        int is = cli_opt_is(argv[i], shortname, longname);
-        CHECK(!!is == ref_opt_is(argv[i], shortname, longname));
-        if (!is) continue;
-        int j = i;
-        const char *v = cli_opt_value(argc, argv, &j, longname);
-        if (!strncmp(argv[i], longname, n) && argv[i][n] == '=') {
-            CHECK(v == argv[i] + n + 1 && j == i);
-        } else if (i + 1 < argc) {
-            CHECK(v == argv[i + 1] && j == i + 1);
-        } else {
-            CHECK(v == NULL && j == i);
-        }
+    memset(r, 0, sizeof *r);
+    const cli_opt opts[] = {
+        { .kind = CLI_ARG, .metavar = "FILE...", .help = "inputs" },
+        { .name = "json", .kind = CLI_FLAG, .target = &r->json, .help = "JSON" },
+        { .name = "strict", .letter = 's', .kind = CLI_FLAG, .target = &r->strict, .help = "x" },
+        { .name = "output", .letter = 'o', .metavar = "OUT", .kind = CLI_STR, .target = &r->out,
+          .help = "the output" },
+        { .name = "max-shard-size", .metavar = "SIZE", .kind = CLI_SIZE, .target = &r->size,
+          .help = "a size" },
+        { .name = "jobs", .letter = 'j', .metavar = "N", .kind = CLI_INT, .target = &r->jobs,
+          .min = 1, .max = 1024, .help = "threads" },
+        { .name = "mode", .metavar = "M", .kind = CLI_CALL, .call = set_mode, .target = &r->mode,
+          .help = "a or b" },
+    };
+    const cli_cmd cmd = { .verb = "fuzz", .synopsis = "fuzz FILE...", .opts = opts,
+                          .nopts = sizeof opts / sizeof opts[0] };
+    char *v[MAX_ARGS + 1];
+    memcpy(v, argv, sizeof(char *) * (size_t)(argc + 1));
+    cli_run_begin("fuzz", 0);
+    r->status = cli_opts_parse(&cmd, argc, v, &r->nargs);
+    for (int i = 0; r->status < 0 && i < r->nargs; i++) r->args[i] = v[i + 1];
+}
+
+/* A CLI_INT value: digits only, 1..1024. */
+static int ref_jobs(const char *s, int *out)
+{
+    int v = 0;
+    if (!*s) return -1;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9') return -1;
+        v = v * 10 + (*s - '0');
+        if (v > 1024) return -1;
     }
+    if (v < 1) return -1;
+    *out = v;
+    return 0;
+}
+
+/* Store a value for the option named `name`: 0, or 3. */
+static int ref_apply(result *r, const char *name, const char *v)
+{
+    if (!strcmp(name, "output")) r->out = v;
+    else if (!strcmp(name, "max-shard-size")) return ref_size(v, &r->size) ? 3 : 0;
+    else if (!strcmp(name, "jobs")) return ref_jobs(v, &r->jobs) ? 3 : 0;
+    else if (!strcmp(name, "mode")) {
+        if (strcmp(v, "a") && strcmp(v, "b")) return 3;
+        r->mode = v;
+    }
+    return 0;
+}
+
+/* The contract, restated. */
+static void ref_parse(int argc, char **argv, result *r)
+{
+    static const char *const flags[] = { "json", "strict" };
+    static const char *const valued[] = { "output", "max-shard-size", "jobs", "mode" };
+    memset(r, 0, sizeof *r);
+    r->status = -1;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--")) {
+            i++;
+            break;
+        }
+        if (a[0] == '-' && a[1] == '-') {
+            size_t len = strcspn(a + 2, "=");
+            int eq = a[2 + len] == '=';
+            const char *name = NULL;
+            int takes = 0;
+            for (size_t k = 0; k < 2; k++)
+                if (strlen(flags[k]) == len && !strncmp(a + 2, flags[k], len)) name = flags[k];
+            for (size_t k = 0; k < 4; k++)
+                if (strlen(valued[k]) == len && !strncmp(a + 2, valued[k], len))
+                    name = valued[k], takes = 1;
+            int help = len == 4 && !strncmp(a + 2, "help", 4);
+            int version = len == 7 && !strncmp(a + 2, "version", 7);
+            if ((help || version) && !eq) {
+                r->status = 0;
+                return;
+            }
+            if (!name || (eq && !takes)) {
+                r->status = 3;
+                return;
+            }
+            if (!takes) {
+                if (!strcmp(name, "json")) r->json = 1;
+                else r->strict = 1;
+                continue;
+            }
+            const char *v = eq ? a + 3 + len : i + 1 < argc ? argv[++i] : NULL;
+            if (!v || (r->status = ref_apply(r, name, v)) == 3) {
+                r->status = 3;
+                return;
+            }
+            r->status = -1;
+            continue;
+        }
+        if (a[0] == '-' && a[1]) {
+            for (size_t k = 1; a[k]; k++) {
+                char c = a[k];
+                if (c == 'h' || c == 'V') {
+                    r->status = 0;
+                    return;
+                }
+                if (c == 's') {
+                    r->strict = 1;
+                    continue;
+                }
+                if (c != 'o' && c != 'j') {
+                    r->status = 3;
+                    return;
+                }
+                const char *v = a[k + 1] ? a + k + 1 : i + 1 < argc ? argv[++i] : NULL;
+                if (!v || ref_apply(r, c == 'o' ? "output" : "jobs", v)) {
+                    r->status = 3;
+                    return;
+                }
+                break;
+            }
+            continue;
+        }
+        r->args[r->nargs++] = a;
+    }
+    for (; i < argc; i++) r->args[r->nargs++] = argv[i];
+}
+
+static void same(const result *x, const result *y)
+{
+    CHECK(x->status == y->status);
+    if (x->status >= 0) return;
+    CHECK(x->json == y->json && x->strict == y->strict && x->jobs == y->jobs);
+    CHECK(x->out == y->out && x->mode == y->mode && x->size == y->size);
+    CHECK(x->nargs == y->nargs);
+    for (int i = 0; i < x->nargs; i++) CHECK(x->args[i] == y->args[i]);
+}
+
+/* The suggestion's contract: the first nearest candidate, a beginning of
+ * one counting as 1, and only when it is near enough. */
+static void check_suggest(const char *typed, const char *const *cand, size_t n)
+{
+    size_t len = strlen(typed), limit = len <= 3 ? 1 : len <= 6 ? 2 : 3, best = limit + 1;
+    const char *want = NULL;
+    for (size_t i = 0; i < n && len; i++) {
+        size_t d = cli_edit_distance(typed, cand[i], 64);
+        CHECK(d == cli_edit_distance(cand[i], typed, 64));
+        CHECK((d == 0) == !strcasecmp(typed, cand[i]));
+        if (len >= 2 && d > 1 && !strncasecmp(typed, cand[i], len)) d = 1;
+        if (d < best) best = d, want = cand[i];
+    }
+    CHECK(cli_suggest(typed, cand, n) == want);
+}
+
+/* Run f with stdout and stderr sent to /dev/null: the parser prints help
+ * and messages, which say nothing here. */
+static void quietly(int argc, char **argv, result *r)
+{
+    fflush(stdout);
+    fflush(stderr);
+    int o = dup(1), e = dup(2), nul = open("/dev/null", O_WRONLY);
+    CHECK(o >= 0 && e >= 0 && nul >= 0);
+    dup2(nul, 1);
+    dup2(nul, 2);
+    parse(argc, argv, r);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(o, 1);
+    dup2(e, 2);
+    close(o);
+    close(e);
+    close(nul);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -80,13 +259,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int rc = cli_parse_size(argv[i], &got), ref = ref_size(argv[i], &want);
         CHECK(rc == ref);
         if (rc == 0) CHECK(got == want);
-        CHECK(!!cli_is_help(argv[i]) == (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")));
     }
-    check_options(argc, argv, "-r", "--recipe");
-    check_options(argc, argv, NULL, "--max-shard-size");
-    check_options(argc, argv, "-o", "--output");
-    /* Spellings taken from the input itself: "-", "--", "" included. */
-    if (argc >= 2) check_options(argc, argv, argv[0], argv[1]);
+
+    result r1, r2, ref;
+    quietly(argc, argv, &r1);
+    quietly(argc, argv, &r2);
+    ref_parse(argc, argv, &ref);
+    same(&r1, &ref);
+    same(&r2, &ref);
+
+    /* Suggestions among the input's own strings, and among option names. */
+    static const char *const names[] = { "json", "strict", "output", "max-shard-size",
+                                         "jobs", "help", "version" };
+    for (int i = 0; i < argc; i++) {
+        check_suggest(argv[i], names, sizeof names / sizeof names[0]);
+        check_suggest(argv[i], (const char *const *)argv, (size_t)argc);
+    }
 
     stf_err e;
     stf_err_clear(&e);
