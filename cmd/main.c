@@ -28,6 +28,8 @@ static void usage(FILE *to)
         fprintf(to, "  %-9s %s\n", commands[i].name, commands[i].summary);
     fprintf(to,
             "\nstfix <command> --help shows a command's options.\n"
+            "Every command takes --color[=auto|always|never]: colour for severities in\n"
+            "human text (auto: on a terminal, unless NO_COLOR is set).\n"
             "Environment: STFIX_SIMD=scalar|avx2|avx512 forces a kernel variant.\n");
     cli_exit_help(to);
 }
@@ -75,5 +77,9 @@ int main(int argc, char **argv)
             return cli_run_end(EXIT_USAGE);
         }
     }
-    return cli_run_end(cmd->run(argc - 1, argv + 1));
+    /* --color is every command's: taken out here, before the command reads
+     * its own options. */
+    int cargc = argc - 1;
+    if (cli_color_take(cmd->name, &cargc, argv + 1)) return cli_run_end(EXIT_USAGE);
+    return cli_run_end(cmd->run(cargc, argv + 1));
 }
