@@ -228,7 +228,7 @@ void cli_recipe_list_free(cli_recipe_entry *v, size_t n);
 int cli_stdout_flush(const char *verb);
 
 /* Print the reader's findings of severity `min` and above to stderr, one
- * "stfix: VERB: SEVERITY RULE: message" line each (cli_notef). */
+ * "stfix: VERB: SEVERITY RULE: message" line each (cli_finding_line). */
 void cli_findings_print(const char *verb, const stf_ckpt *c, stf_severity min);
 
 /* cli_text.c: text from the input, escaped on its way out (valid UTF-8,
@@ -243,11 +243,12 @@ int cli_put(FILE *o, cli_escaper esc, const char *s, size_t n);
 void cli_name(FILE *o, const char *s, size_t n);
 /* Free text such as a message or a path (NULL prints nothing). */
 void cli_text(FILE *o, const char *s);
-/* A name padded with spaces to `width` bytes (a table column). */
+/* The display columns of a name once escaped (its code points; a wide
+ * character counts one). */
+size_t cli_name_width(const char *s, size_t n);
+/* A name padded with spaces to `width` display columns (a table column);
+ * a wider name is printed whole. */
 void cli_name_col(FILE *o, const char *s, size_t n, size_t width);
-/* One diagnostic as "  SEVERITY RULE LAYER: MESSAGE\n" ("-" for no layer),
- * the layer and message escaped. */
-void cli_diag_line(FILE *o, const stf_diag *d);
 /* printf into free text (a final newline is kept as the line's end);
  * cli_vtextf takes a va_list. */
 void cli_vtextf(FILE *o, const char *fmt, va_list ap);
@@ -256,6 +257,42 @@ void cli_textf(FILE *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* cli_color.c: colour in human text (never in JSON). */
+typedef enum { CLI_COLOR_AUTO, CLI_COLOR_ALWAYS, CLI_COLOR_NEVER } cli_color_mode;
+/* auto: colour on a terminal, unless NO_COLOR is set and not empty or TERM
+ * is "dumb"; always; never. The default is auto. */
+void cli_color_set(cli_color_mode m);
+/* "auto", "always" or "never" into *out: 0, else -1. */
+int cli_color_parse(const char *when, cli_color_mode *out);
+/* Take every --color[=WHEN] (a bare --color is always) before a "--" out
+ * of argv[0..*argc), setting the mode; the last one wins. 0, or -1 after
+ * reporting a WHEN that is not auto, always or never for `verb` (a usage
+ * error). */
+int cli_color_take(const char *verb, int *argc, char **argv);
+/* Whether text written to `o` gets colour (decided once per stream). */
+int cli_color_on(FILE *o);
+/* The severity's name, coloured where `o` takes colour, then spaces up
+ * to `width` columns. */
+void cli_severity(FILE *o, stf_severity s, int width);
+/* A rule id, bold where `o` takes colour. */
+void cli_rule_id(FILE *o, const char *rule);
+
+/* cli_diags.c: findings in human text, "SEVERITY RULE: MESSAGE". */
+/* A message with the first repeat of `rule` left out ("F: S23 not
+ * canonical" is shown as "F: not canonical"), escaped as free text. */
+void cli_message(FILE *o, const char *msg, const char *rule);
+/* One diagnostic as "INDENT SEVERITY RULE: MESSAGE\n": the severity padded
+ * to 7 columns, the rule and its colon to 4, the message as cli_message. */
+void cli_diag_line(FILE *o, const stf_diag *d, const char *indent);
+/* One reader finding on stderr: "stfix: VERB: SEVERITY RULE: MESSAGE". */
+void cli_finding_line(const char *verb, stf_severity s, const char *rule, const char *msg);
+/* The report's diagnostics grouped by layer: file-level findings first
+ * under "INDENT file-level:", then each layer in order of first appearance
+ * under "INDENT layer NAME:", its findings (cli_diag_line, indented two
+ * more) in report order. *first (may be NULL) gets the rule id of the
+ * first line, NULL when there is none. 0, or -1 when out of memory. */
+int cli_diags_listing(FILE *o, const stf_check_report *r, const char *indent, const char **first);
 
 /* cli_json.c: pieces of the --json documents, written to `o`. */
 /* A JSON string literal of s[0..n) through stf_json_quote. */

@@ -53,7 +53,7 @@ void cli_findings_print(const char *verb, const stf_ckpt *c, stf_severity min)
     for (size_t i = 0; i < stf_ckpt_finding_count(c); i++) {
         const stf_finding *f = stf_ckpt_finding(c, i);
         if (f->severity >= min)
-            cli_notef(verb, "%s %s: %s", stf_severity_name(f->severity), f->rule, f->message);
+            cli_finding_line(verb, f->severity, f->rule, f->message);
     }
 }
 

@@ -80,21 +80,32 @@ void cli_textf(FILE *o, const char *fmt, ...)
     va_end(ap);
 }
 
-/* One diagnostic as a human line; see cli.h. */
-void cli_diag_line(FILE *o, const stf_diag *d)
+/* Display columns of text that is valid UTF-8: its code points. */
+static size_t columns(const char *s, size_t n)
 {
-    fprintf(o, "  %-7s %-4s ", stf_severity_name(d->severity), d->rule);
-    if (d->layer_len) cli_name(o, d->layer, d->layer_len);
-    else fputc('-', o);
-    fputs(": ", o);
-    cli_text(o, d->message);
-    fputc('\n', o);
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) w += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return w;
 }
 
-/* A name left-aligned in a column of `width` bytes; see cli.h. */
+/* The columns a name takes once escaped; see cli.h. */
+size_t cli_name_width(const char *s, size_t n)
+{
+    char small[256];
+    size_t need = stf_name_escape(small, sizeof small, s, n);
+    if (need < sizeof small) return columns(small, need);
+    char *big = malloc(need + 1);
+    if (!big) return need; /* bytes: at least the columns */
+    stf_name_escape(big, need + 1, s, n);
+    size_t w = columns(big, need);
+    free(big);
+    return w;
+}
+
+/* A name left-aligned in a column of `width` display columns; see cli.h. */
 void cli_name_col(FILE *o, const char *s, size_t n, size_t width)
 {
-    size_t w = stf_name_escape(NULL, 0, s, n);
+    size_t w = cli_name_width(s, n);
     cli_name(o, s, n);
     for (; w < width; w++) fputc(' ', o);
 }

@@ -66,72 +66,22 @@ static int print_json_line(FILE *o, const char *file, const char *target,
     return 0;
 }
 
-/* One diagnostic's place in the human listing. */
-typedef struct slot {
-    const char *layer;
-    size_t layer_len;
-    size_t i;     /* index in the report */
-    size_t first; /* index of its layer's first diagnostic */
-} slot;
-
-/* Layers are compared by all their bytes: a prefix may hold U+0000. */
-static int layer_cmp(const slot *x, const slot *y)
-{
-    size_t m = x->layer_len < y->layer_len ? x->layer_len : y->layer_len;
-    int c = m ? memcmp(x->layer, y->layer, m) : 0;
-    return c ? c : (x->layer_len > y->layer_len) - (x->layer_len < y->layer_len);
-}
-
-static int by_layer(const void *a, const void *b)
-{
-    const slot *x = a, *y = b;
-    int c = layer_cmp(x, y);
-    return c ? c : (x->i > y->i) - (x->i < y->i);
-}
-
-/* File-level findings first, then layers in order of first appearance,
- * each layer's findings in report order. */
-static int by_listing(const void *a, const void *b)
-{
-    const slot *x = a, *y = b;
-    int fx = x->layer_len != 0, fy = y->layer_len != 0;
-    if (fx != fy) return fx - fy;
-    if (x->first != y->first) return (x->first > y->first) - (x->first < y->first);
-    return (x->i > y->i) - (x->i < y->i);
-}
-
 /*
- * The human listing, grouped by layer. Two sorts and one pass: linear
- * enough for a file with hundreds of thousands of layers (the grouping used
- * to rescan the report for every layer). Returns -1 when out of memory.
+ * The human listing: grouped by layer (cli_diags_listing), one suggested
+ * fix per rule, the counts. *first gets the rule id of the first finding
+ * listed (NULL when none), for the hint that ends the output. Returns -1
+ * when out of memory.
  */
-static int print_human(FILE *o, const char *file, const char *target, const stf_check_report *r)
+static int print_human(FILE *o, const char *file, const char *target, const stf_check_report *r,
+                       const char **first)
 {
     size_t n = stf_check_count(r);
-    slot *s = calloc(n ? n : 1, sizeof *s);
     const char **rules = calloc(n ? n : 1, sizeof *rules);
-    if (!s || !rules) {
-        free(s);
+    if (!rules) return -1;
+    cli_textf(o, "check %s (target %s)\n", file, target);
+    if (cli_diags_listing(o, r, "", first)) {
         free(rules);
         return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const stf_diag *d = stf_check_diag(r, i);
-        s[i] = (slot){ d->layer, d->layer_len, i, i };
-    }
-    qsort(s, n, sizeof *s, by_layer);
-    for (size_t i = 1; i < n; i++)
-        if (!layer_cmp(&s[i], &s[i - 1])) s[i].first = s[i - 1].first;
-    qsort(s, n, sizeof *s, by_listing);
-    cli_textf(o, "check %s (target %s)\n", file, target);
-    for (size_t k = 0; k < n; k++) {
-        const stf_diag *e = stf_check_diag(r, s[k].i);
-        if (!k || layer_cmp(&s[k], &s[k - 1])) {
-            if (e->layer_len) cli_name(o, e->layer, e->layer_len);
-            else fputs("(file)", o);
-            fputs(":\n", o);
-        }
-        cli_diag_line(o, e);
     }
     /* One suggested fix per rule, in report order; rule ids are few. */
     size_t nrules = 0;
@@ -144,12 +94,15 @@ static int print_human(FILE *o, const char *file, const char *target, const stf_
         rules[nrules++] = d->rule;
         if (!d->fix[0]) continue;
         if (!header++) fputs("suggested fixes:\n", o);
-        fprintf(o, "  %-4s %s\n", d->rule, d->fix);
+        fputs("  ", o);
+        cli_rule_id(o, d->rule);
+        for (size_t w = strlen(d->rule); w < 5; w++) fputc(' ', o);
+        cli_text(o, d->fix);
+        fputc('\n', o);
     }
     fprintf(o, "summary: %zu error(s), %zu warning(s), %zu info\n",
             stf_check_count_severity(r, STF_SEV_ERROR), stf_check_count_severity(r, STF_SEV_WARNING),
             stf_check_count_severity(r, STF_SEV_INFO));
-    free(s);
     free(rules);
     return 0;
 }
@@ -157,7 +110,7 @@ static int print_human(FILE *o, const char *file, const char *target, const stf_
 /* Check one input and print its report; returns its exit status. An error
  * is printed to stderr (and kept as the run's) as with a single input. */
 static int check_one(const char *file, const char *target, const stf_check_opts *o, int json,
-                     int lines)
+                     int lines, char *hint, size_t hint_cap)
 {
     stf_err err;
     stf_err_clear(&err);
@@ -173,7 +126,11 @@ static int check_one(const char *file, const char *target, const stf_check_opts 
     int oom = 0;
     if (json && lines) oom = print_json_line(stdout, file, target, r);
     else if (json) print_json(stdout, file, target, r);
-    else oom = print_human(stdout, file, target, r);
+    else {
+        const char *first = NULL;
+        oom = print_human(stdout, file, target, r, &first);
+        if (first && !hint[0]) snprintf(hint, hint_cap, "%s", first);
+    }
     if (oom) {
         stf_check_report_free(r);
         stf_ckpt_free(c);
@@ -229,10 +186,11 @@ int cmd_check(int argc, char **argv)
     /* Each input's error document is written here, in its place among the
      * reports; the run adds none at its end. */
     if (json) cli_run_json_handled();
-    int worst = EXIT_OK_;
-    for (int k = 0; k < nfiles; k++) {
+    int worst = EXIT_OK_, stopped = 0;
+    char hint[sizeof ((stf_diag *)0)->rule] = "";
+    for (int k = 0; k < nfiles && !stopped; k++) {
         if (!json && k) fputc('\n', stdout);
-        int st = check_one(files[k], target, &o, json, nfiles > 1);
+        int st = check_one(files[k], target, &o, json, nfiles > 1, hint, sizeof hint);
         if (st != EXIT_OK_ && st != EXIT_FINDINGS) {
             stf_err err;
             cli_run_error_take(&err);
@@ -246,8 +204,16 @@ int cmd_check(int argc, char **argv)
         int flush = cli_stdout_flush("check");
         if (flush >= 0) {
             worst = cli_exit_worst(worst, flush);
-            break;
+            stopped = 1;
         }
+    }
+    /* Once, after every report: where to read about the rules found. */
+    if (hint[0] && !stopped) {
+        fputs("hint: stfix explain ", stdout);
+        cli_rule_id(stdout, hint);
+        fputs(" shows what a rule checks and how to fix it\n", stdout);
+        int flush = cli_stdout_flush("check");
+        if (flush >= 0) worst = cli_exit_worst(worst, flush);
     }
     return worst;
 }

@@ -170,11 +170,6 @@ static void print_error_report(FILE *o, const stf_run_report *r)
     for (size_t i = 0; i < w; i++) print_metrics_row(o, stf_run_report_metrics(r, worst[i]));
 }
 
-static void print_diags_human(FILE *o, const stf_check_report *cr)
-{
-    for (size_t i = 0; i < stf_check_count(cr); i++) cli_diag_line(o, stf_check_diag(cr, i));
-}
-
 static const char *targets_text(unsigned t)
 {
     switch (t & (STF_TARGET_SGLANG | STF_TARGET_COMFYUI)) {
@@ -185,7 +180,8 @@ static const char *targets_text(unsigned t)
     }
 }
 
-static void print_human(FILE *o, const fix_args *a, const char *out, const stf_recipe *rc,
+/* Returns -1 when out of memory (the verification listing), else 0. */
+static int print_human(FILE *o, const fix_args *a, const char *out, const stf_recipe *rc,
                         const stf_plan *p, const stf_run_report *r, int ok)
 {
     size_t nl = stf_plan_layer_count(p), nch = layers_changed(p);
@@ -221,7 +217,7 @@ static void print_human(FILE *o, const fix_args *a, const char *out, const stf_r
                 targets_text(stf_plan_targets(p)), ne ? "FAILED" : "passed", ne,
                 stf_check_count_severity(cr, STF_SEV_WARNING),
                 stf_check_count_severity(cr, STF_SEV_INFO));
-        print_diags_human(o, cr);
+        if (cli_diags_listing(o, cr, "  ", NULL)) return -1;
     }
     if (ok && r) {
         size_t nf = stf_run_report_file_count(r);
@@ -234,6 +230,7 @@ static void print_human(FILE *o, const fix_args *a, const char *out, const stf_r
         fprintf(o, "files: 0 (nothing written)\n");
     }
     if (ok && r && a->error_report) print_error_report(o, r);
+    return 0;
 }
 
 static void print_json(FILE *o, const fix_args *a, const char *out, const stf_recipe *rc,
@@ -364,7 +361,10 @@ int cmd_fix(int argc, char **argv)
         /* Nothing to repair: the summary says what would have been copied,
          * and no file is written. */
         if (a.json) print_json(stdout, &a, a.in_place ? a.in : out, rc, p, NULL, 0, "unchanged");
-        else print_human(stdout, &a, a.in_place ? a.in : out, rc, p, NULL, 0);
+        else if (print_human(stdout, &a, a.in_place ? a.in : out, rc, p, NULL, 0)) {
+            ex = cli_report_code("fix", STF_ENOMEM);
+            goto done;
+        }
         if ((ex = cli_stdout_flush("fix")) >= 0) goto done;
         cli_errorf("fix", "the recipe changes no layer of %s; nothing written "
                           "(--fail-if-unchanged)", a.in);
@@ -386,12 +386,15 @@ int cmd_fix(int argc, char **argv)
     }
     if (a.json) print_json(stdout, &a, a.in_place ? a.in : out, rc, p, rep, !run,
                            run ? "rejected" : "ok");
-    else print_human(stdout, &a, a.in_place ? a.in : out, rc, p, rep, !run);
+    else if (print_human(stdout, &a, a.in_place ? a.in : out, rc, p, rep, !run)) {
+        ex = cli_report_code("fix", STF_ENOMEM);
+        goto done;
+    }
     if ((ex = cli_stdout_flush("fix")) >= 0) goto done;
     if (rejected) {
-        cli_errorf("fix", "the output fails verification for %s; nothing was written "
-                          "(--allow-noncompliant keeps it): %s",
-                   targets_text(stf_plan_targets(p)), err.msg);
+        /* The library's message names the file, profile, rule and layer and
+         * already says that nothing was written and how to keep it. */
+        cli_report("fix", &err);
         ex = EXIT_FINDINGS;
     } else {
         if (cr && stf_check_count_severity(cr, STF_SEV_ERROR))

@@ -142,6 +142,81 @@ static void print_json(FILE *o, const char *path, const stf_ckpt *c)
     fputs("]}\n", o);
 }
 
+/* A name wider than this many columns is printed whole but does not widen
+ * the name column for the others. */
+enum { NAME_COL_MAX = 60 };
+
+/* The shape as "[d0, d1, ...]" into buf (rank is at most 8, so 256 bytes
+ * hold any); returns its length. */
+static size_t shape_text(char *buf, size_t cap, const stf_tensor_info *t)
+{
+    size_t n = 0;
+    buf[n++] = '[';
+    for (unsigned k = 0; k < t->rank && n < cap; k++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%" PRIu64, k ? ", " : "", t->shape[k]);
+    if (n + 2 > cap) n = cap - 2;
+    buf[n++] = ']';
+    buf[n] = 0;
+    return n;
+}
+
+/* The digits of v. */
+static int digits(uint64_t v)
+{
+    int d = 1;
+    while (v >= 10) v /= 10, d++;
+    return d;
+}
+
+/* The column widths of the tensor table, from the data. */
+typedef struct widths {
+    size_t name, dtype, shape, range;
+    int bytes;
+} widths;
+
+static widths measure(const stf_ckpt *c)
+{
+    widths w = { 0, 0, 0, 0, 1 };
+    char shape[256];
+    for (size_t i = 0; i < stf_ckpt_tensor_count(c); i++) {
+        const stf_tensor_info *t = stf_ckpt_tensor(c, i);
+        size_t nw = cli_name_width(t->name, t->name_len);
+        if (nw <= NAME_COL_MAX && nw > w.name) w.name = nw;
+        size_t dw = strlen(stf_dtype_name(t->dtype));
+        if (dw > w.dtype) w.dtype = dw;
+        size_t sw = shape_text(shape, sizeof shape, t);
+        if (sw > w.shape) w.shape = sw;
+        if (digits(t->nbytes) > w.bytes) w.bytes = digits(t->nbytes);
+        size_t rw = (size_t)(digits(t->begin) + digits(t->end)) + 4; /* "[b, e)" */
+        if (rw > w.range) w.range = rw;
+    }
+    return w;
+}
+
+/*
+ * One line per tensor, in columns: name, dtype, shape, byte count (right
+ * aligned), data offsets, and the shard when there are several. Widths come
+ * from the data; a name over NAME_COL_MAX columns overflows its own line
+ * only. No line ends in spaces.
+ */
+static void print_tensors(FILE *o, const stf_ckpt *c, int shards)
+{
+    widths w = measure(c);
+    char shape[256], range[48];
+    for (size_t i = 0; i < stf_ckpt_tensor_count(c); i++) {
+        const stf_tensor_info *t = stf_ckpt_tensor(c, i);
+        fputs("  ", o);
+        cli_name_col(o, t->name, t->name_len, w.name);
+        fprintf(o, "  %-*s", (int)w.dtype, stf_dtype_name(t->dtype));
+        shape_text(shape, sizeof shape, t);
+        fprintf(o, "  %-*s", (int)w.shape, shape);
+        fprintf(o, "  %*" PRIu64 " bytes", w.bytes, t->nbytes);
+        snprintf(range, sizeof range, "[%" PRIu64 ", %" PRIu64 ")", t->begin, t->end);
+        if (shards) fprintf(o, "  %-*s  shard %u\n", (int)w.range, range, t->shard);
+        else fprintf(o, "  %s\n", range);
+    }
+}
+
 static void print_human(FILE *o, const char *path, const stf_ckpt *c)
 {
     size_t ns = stf_ckpt_shard_count(c), nt = stf_ckpt_tensor_count(c);
@@ -173,16 +248,7 @@ static void print_human(FILE *o, const char *path, const stf_ckpt *c)
             }
     }
     fprintf(o, "tensors: %zu\n", nt);
-    for (size_t i = 0; i < nt; i++) {
-        const stf_tensor_info *t = stf_ckpt_tensor(c, i);
-        fputs("  ", o);
-        cli_name(o, t->name, t->name_len);
-        fprintf(o, "  %s  ", stf_dtype_name(t->dtype));
-        cli_json_shape(o, t->shape, t->rank);
-        fprintf(o, "  %" PRIu64 " bytes  [%" PRIu64 ", %" PRIu64 ")", t->nbytes, t->begin, t->end);
-        if (ns > 1) fprintf(o, "  shard %u", t->shard);
-        fputc('\n', o);
-    }
+    print_tensors(o, c, ns > 1);
     dtype_sum by[STF_DTYPE_COUNT];
     uint64_t total = summarize(c, by);
     fprintf(o, "summary: %zu %s, %" PRIu64 " bytes of tensor data\n", nt,

@@ -67,9 +67,9 @@ t_stdout_has "fix [0, 2^47]" "  x: quantize-linear -> weight (0, 140737488355328
 t_run "fix I8 [2^40, 0]" 1 t_capped "$STFIX" fix "$D/i8_nc.safetensors" \
     -r rules/sglang-int8-convrot.yaml -o "$D/i8.out.safetensors" -j 2
 t_stdout_has "fix I8 [2^40, 0]" "  x: requantize-without-convrot -> weight (1099511627776, 0) has no elements: copied unchanged, not requantized"
-t_stdout_has "fix I8 [2^40, 0]" "error   R23  x: Serialized kitchen_int8 layer 'x' must set convrot=true"
+t_stdout_has "fix I8 [2^40, 0]" "error   R23: Serialized kitchen_int8 layer 'x' must set convrot=true"
 t_run "check --numeric I8 [2^31, 0]" 0 t_capped "$STFIX" check --numeric --target comfyui "$D/i8_big0.safetensors"
-t_stdout_has "check --numeric I8 [2^31, 0]" "warning N3   x: x.weight I8 (2147483648, 0) has no elements: nothing to probe, and fix copies the layer unchanged"
+t_stdout_has "check --numeric I8 [2^31, 0]" "warning N3:  x.weight I8 (2147483648, 0) has no elements: nothing to probe, and fix copies the layer unchanged"
 t_run "check --numeric I8 [2^31, 0] --json" 0 t_capped "$STFIX" check --numeric --target comfyui --json "$D/i8_big0.safetensors"
 t_stdout_has "check --numeric I8 [2^31, 0] --json" '"rule": "N3", "severity": "warning", "layer": "x"'
 

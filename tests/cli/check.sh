@@ -10,16 +10,19 @@ t_stdout_has "healthy int8" "summary: 0 error(s), 0 warning(s), 0 info"
 t_run "healthy sharded index" 0 "$STFIX" check $F/healthy_sharded.safetensors.index.json
 t_run "healthy meta-only" 0 "$STFIX" check $F/healthy_meta_only.safetensors --target all
 
-# The human listing, byte for byte: grouped by layer, fixes, summary.
+# The human listing, byte for byte: grouped by layer (named once, in the
+# group's header), one "SEVERITY RULE: MESSAGE" line per finding, fixes,
+# summary, and the hint naming the first rule listed.
 cat >"$T_TMP/r23.txt" <<'EOF'
 check fixtures/comfy/r23_no_convrot.safetensors (target sglang)
-blocks.0.attn.qkv:
-  error   R23  blocks.0.attn.qkv: Serialized kitchen_int8 layer 'blocks.0.attn.qkv' must set convrot=true
-  error   R24  blocks.0.attn.qkv: Serialized kitchen_int8 layer 'blocks.0.attn.qkv' must declare convrot_groupsize in (16, 64, 256), got None
+layer blocks.0.attn.qkv:
+  error   R23: Serialized kitchen_int8 layer 'blocks.0.attn.qkv' must set convrot=true
+  error   R24: Serialized kitchen_int8 layer 'blocks.0.attn.qkv' must declare convrot_groupsize in (16, 64, 256), got None
 suggested fixes:
   R23  requantize with ConvRot (stfix repair), or store the layer in BF16 without a marker
   R24  write the group size actually used as a JSON integer; requantize when it is not 16, 64 or 256
 summary: 2 error(s), 0 warning(s), 0 info
+hint: stfix explain R23 shows what a rule checks and how to fix it
 EOF
 t_run "human sglang" 1 "$STFIX" check $F/r23_no_convrot.safetensors --target sglang
 t_stdout_is "human sglang" "$T_TMP/r23.txt"
@@ -27,10 +30,14 @@ t_stdout_is "human sglang" "$T_TMP/r23.txt"
 # ComfyUI accepts an unrotated rowwise INT8 layer: clean for that target.
 t_run "comfyui accepts unrotated" 0 "$STFIX" check --target comfyui $F/r23_no_convrot.safetensors
 
-# File-level findings come first, under "(file)".
+# File-level findings come first, under "file-level:"; the hint names the
+# first rule listed, R30.
 t_run "file-level" 1 "$STFIX" check $F/r30_int8_plus_fp8.safetensors
-t_stdout_has "file-level" "(file):"
-t_stdout_has "file-level" "  error   R30  -: Unsupported Comfy quantization format(s): float8_e4m3fn, int8_tensorwise"
+t_true "file-level: header, then its line" test "$(sed -n 2,3p "$T_OUT")" = "file-level:
+  error   R30: Unsupported Comfy quantization format(s): float8_e4m3fn, int8_tensorwise"
+t_true "file-level: ends with the hint" test "$(tail -n 1 "$T_OUT")" = \
+    "hint: stfix explain R30 shows what a rule checks and how to fix it"
+t_true "file-level: one hint" test "$(grep -c '^hint: ' "$T_OUT")" -eq 1
 
 # JSON: one document with the stable field names; valid JSON.
 t_run "json" 1 "$STFIX" check --json $F/r15_flat_scale_square.safetensors
@@ -45,9 +52,9 @@ t_stdout_has "json healthy" '"target": "sglang", "diagnostics": [], "summary": {
 
 # --numeric reads the data: H1 says the square layer is column-quantized.
 t_run "numeric" 1 "$STFIX" check --numeric --target comfyui $F/probe_colquant_square.safetensors
-t_stdout_has "numeric" "error   H1   blocks.0.attn.qkv: COLUMN quantization in blocks.0.attn.qkv.weight"
+t_stdout_has "numeric" "error   H1:  COLUMN quantization in blocks.0.attn.qkv.weight"
 t_run "numeric healthy" 0 "$STFIX" check --numeric $F/healthy_int8_g64.safetensors
-t_stdout_has "numeric healthy" "info    H1   blocks.0.attn.qkv: ROW quantization in"
+t_stdout_has "numeric healthy" "info    H1:  ROW quantization in"
 
 # Names are shown escaped and the output is UTF-8 whatever the input: a
 # tensor name with U+0000, and a _quantization_metadata layer that is a lone
@@ -56,11 +63,11 @@ python3 -c 'import struct,sys
 h=(r"""{"__metadata__":{"_quantization_metadata":"{\"format_version\":\"1.0\",\"layers\":{\"\\ud800\":{\"format\":\"float8_e4m3fn\"}}}"},"x\u0000y.weight":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}""").encode()
 open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + bytes(4))' "$T_TMP/names.safetensors"
 t_run "escaped names" 1 "$STFIX" check "$T_TMP/names.safetensors"
-t_stdout_has "escaped names" 'x\u0000y.weight:'
-t_stdout_has "escaped names" "  warning S14  x\u0000y.weight: $T_TMP/names.safetensors: S14 InvalidTensorName: tensor 'x\u0000y.weight' (byte 138): the tensor name contains U+0000"
-t_stdout_has "escaped names" '\ud800:'
-t_stdout_has "escaped names" "  error   R12  \ud800: Comfy layer '\ud800' is missing checkpoint tensors: ['\ud800.weight', '\ud800.weight_scale']"
-t_stdout_has "escaped names" "  error   C15  \ud800: _quantization_metadata names layer \ud800, which has no tensors"
+t_stdout_has "escaped names" 'layer x\u0000y.weight:'
+t_stdout_has "escaped names" "  warning S14: $T_TMP/names.safetensors: InvalidTensorName: tensor 'x\u0000y.weight' (byte 138): the tensor name contains U+0000"
+t_stdout_has "escaped names" 'layer \ud800:'
+t_stdout_has "escaped names" "  error   R12: Comfy layer '\ud800' is missing checkpoint tensors: ['\ud800.weight', '\ud800.weight_scale']"
+t_stdout_has "escaped names" "  error   C15: _quantization_metadata names layer \ud800, which has no tensors"
 t_utf8 "escaped names"
 t_run "escaped names --json" 1 "$STFIX" check --json "$T_TMP/names.safetensors"
 t_utf8 "escaped names --json"
@@ -138,3 +145,30 @@ t_true "multi json findings: two lines" python3 -c 'import json,sys; l=open(sys.
 # One input keeps its one (multi-line) document, error or report, as before.
 t_run "single json error" 2 "$STFIX" check --json "$T_TMP/garbage.safetensors"
 t_true "single json error: one document" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["exit"] == 2 and d["command"] == "check", d' "$T_OUT"
+
+# The hint ends the output once, after every report, naming the first rule
+# of the first report with findings; none without findings, none in JSON.
+t_run "hint after all reports" 1 "$STFIX" check --target sglang $F/r23_no_convrot.safetensors \
+    $F/r15_flat_scale_square.safetensors $F/healthy_int8_g256.safetensors
+t_true "hint after all reports: last line" test "$(tail -n 1 "$T_OUT")" = \
+    "hint: stfix explain R23 shows what a rule checks and how to fix it"
+t_true "hint after all reports: once" test "$(grep -c '^hint: ' "$T_OUT")" -eq 1
+t_run "no finding, no hint" 0 "$STFIX" check $F/healthy_int8_g256.safetensors
+t_true "no finding, no hint: last line" test "$(tail -n 1 "$T_OUT")" = "summary: 0 error(s), 0 warning(s), 0 info"
+t_run "json, no hint" 1 "$STFIX" check --json $F/r23_no_convrot.safetensors
+t_true "json, no hint" test "$(grep -c 'hint' "$T_OUT")" -eq 0
+
+# A layer is named once per line: in its group's header, never again as a
+# line's prefix; file-level findings have no "-" in its place; the rule id
+# is said once on a line (the reader's "FILE: S7 LeadingWhitespace" is shown
+# as "FILE: LeadingWhitespace").
+t_run "layer once" 1 "$STFIX" check fixtures/demo/demo.safetensors
+t_true "layer once: no finding line starts with its layer" \
+    test "$(grep -c '^  [a-z]* *[A-Z][0-9]*: *blocks\.' "$T_OUT")" -eq 0
+t_true "layer once: no '-' layer" test "$(grep -c ' -: ' "$T_OUT")" -eq 0
+t_true "layer once: every finding line is SEVERITY RULE: MESSAGE" test \
+    "$(sed -n '/^  \(error\|warning\|info\) /p' "$T_OUT" | grep -cv '^  \(error  \|warning\|info   \) [A-Z][0-9]\{1,2\}: \{1,2\}[^ ]')" -eq 0
+t_true "layer once: headers" test "$(grep -c '^\(file-level\|layer .*\):$' "$T_OUT")" -eq 6
+t_run "rule once" 0 "$STFIX" check fixtures/malformed/s07_leading_whitespace.safetensors
+t_stdout_has "rule once" "  warning S7:  fixtures/malformed/s07_leading_whitespace.safetensors: LeadingWhitespace (byte 8): the header starts with whitespace, not '{'"
+t_true "rule once: S7 said once on its line" test "$(grep -c 'S7.*S7' "$T_OUT")" -eq 0

@@ -12,13 +12,14 @@ CANON256='{"format": "int8_tensorwise", "convrot": true, "convrot_groupsize": 25
 
 # Bytes of tensor $2 of file $1 into $3.
 tbytes() { $TOOL tensor "$1" "$2" >"$3"; }
-# The inspect line of tensor $2 in $1 starts with "  $2  $3" (dtype and shape).
+# The inspect line of tensor $3 in $2 starts with "$3 $4" (dtype and shape)
+# once the table's runs of spaces are squeezed to one.
 t_tensor() {
-    if "$STFIX" inspect "$2" 2>/dev/null | grep -qF -- "  $3  $4  "; then t_ok "$1: $3 $4"
-    else t_notok "$1: $3 $4" "$("$STFIX" inspect "$2" 2>&1 | grep -F -- "  $3  " | head -3)"; fi
+    if "$STFIX" inspect "$2" 2>/dev/null | tr -s ' ' | grep -qF -- " $3 $4 "; then t_ok "$1: $3 $4"
+    else t_notok "$1: $3 $4" "$("$STFIX" inspect "$2" 2>&1 | tr -s ' ' | grep -F -- " $3 " | head -3)"; fi
 }
 t_no_tensor() {
-    if "$STFIX" inspect "$2" 2>/dev/null | grep -qF -- "  $3  "; then t_notok "$1: no $3"
+    if "$STFIX" inspect "$2" 2>/dev/null | tr -s ' ' | grep -qF -- " $3 "; then t_notok "$1: no $3"
     else t_ok "$1: no $3"; fi
 }
 # Same bytes of tensor $3 in $2 as in input $4 (name $5, default $3).
@@ -117,6 +118,10 @@ t_stdout_has "transpose-scale: H1 on the output" "ROW quantization"
 o=$D/flat.safetensors
 t_run "flatten-conv rejected" 1 "$STFIX" fix "$F/r25_conv_marker.safetensors" -r "$R/flatten-conv.yaml" -o "$o"
 t_stderr_has "flatten-conv rejected" "nothing was written"
+# Said once, in one line naming the file, profile, rule and layer.
+t_stderr_is "flatten-conv rejected" "stfix: fix: $o: the output would not pass the sglang profile: R27 (layer 'blocks.0.conv'): Serialized kitchen_int8 layer 'blocks.0.conv' has input size 36, which is not divisible by its ConvRot group size 256; fix: requantize with a group size that divides the input size, or keep the layer in BF16 (nothing was written; --allow-noncompliant keeps it)"
+t_true "flatten-conv rejected: verification grouped by layer" \
+    test "$(grep -A1 -x '  layer blocks.0.conv:' "$T_OUT" | sed -n 2p | cut -d: -f1)" = "    error   R27"
 t_stdout_has "flatten-conv rejected" "verification (sglang): FAILED"
 t_absent "flatten-conv rejected" "$o"
 t_no_temp "flatten-conv rejected" "$D"

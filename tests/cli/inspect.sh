@@ -48,7 +48,7 @@ t_stdout_has "control byte in name --json" '{"name": "a\u0001b", "dtype": "U8", 
 nul=fixtures/malformed/s14_nul_in_name.safetensors
 t_run "U+0000 in name" 0 "$STFIX" inspect "$nul"
 t_stdout_has "U+0000 in name" '  a\u0000b  U8  [4]  4 bytes  [0, 4)'
-t_stderr_has "U+0000 in name" "stfix: inspect: warning S14: $nul: S14 InvalidTensorName: tensor 'a\u0000b' (byte 9): the tensor name contains U+0000"
+t_stderr_has "U+0000 in name" "stfix: inspect: warning S14: $nul: InvalidTensorName: tensor 'a\u0000b' (byte 9): the tensor name contains U+0000"
 t_utf8 "U+0000 in name"
 t_run "U+0000 in name --json" 0 "$STFIX" inspect --json "$nul"
 t_stdout_is "U+0000 in name --json" tests/cli/expected/inspect-nul-name.json
@@ -60,7 +60,7 @@ t_stderr_is "U+0000 in name --strict" "stfix: inspect: $nul: S14 InvalidTensorNa
 printf '\160\000\000\000\000\000\000\000{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a\\u0000b":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}XY' \
     >"$T_TMP/two.safetensors"
 t_run "a and a-NUL-b" 0 "$STFIX" inspect "$T_TMP/two.safetensors"
-t_stdout_has "a and a-NUL-b" '  a  U8  [1]  1 bytes  [0, 1)'
+t_stdout_has "a and a-NUL-b" '  a         U8  [1]  1 bytes  [0, 1)'
 t_stdout_has "a and a-NUL-b" '  a\u0000b  U8  [1]  1 bytes  [1, 2)'
 t_run "a and a-NUL-b --json" 0 "$STFIX" inspect --json "$T_TMP/two.safetensors"
 t_stdout_has "a and a-NUL-b --json" '{"name": "a", "dtype": "U8", "shape": [1], "data_offsets": [0, 1], "bytes": 1, "shard": 0}'
@@ -96,12 +96,44 @@ t_utf8 "format characters"
 "$STFIX" rewrite "$demo" -o "$T_TMP/sh.safetensors" --max-shard-size 8KB >/dev/null
 t_run "index" 0 "$STFIX" inspect "$T_TMP/sh.safetensors.index.json"
 t_stdout_has "index" "index: $T_TMP/sh.safetensors.index.json (3 shards)"
-t_stdout_has "index" "  blocks.0.mlp.fc1.weight  I8  [16, 256]  4096 bytes  [0, 4096)  shard 2"
+t_stdout_has "index" "  blocks.0.mlp.fc1.weight         I8    [16, 256]  4096 bytes  [0, 4096)     shard 2"
 t_stdout_has "index" "canonical: 3 of 3 shards"
 t_run "index --json" 0 "$STFIX" inspect --json "$T_TMP/sh.safetensors.index.json"
 t_stdout_has "index --json" '"index_metadata": {}'
 
 # Canonical-form notes (S21-S25) are reported by inspect as info, never as errors.
 t_run canon-notes 0 "$STFIX" inspect fixtures/malformed/s07_leading_whitespace.safetensors
-t_stderr_has canon-notes "info S21: fixtures/malformed/s07_leading_whitespace.safetensors: S21 not canonical"
+t_stderr_has canon-notes "info S21: fixtures/malformed/s07_leading_whitespace.safetensors: not canonical"
 t_stdout_has canon-notes "canonical: no"
+t_stderr_has canon-notes "stfix: inspect: info S21: fixtures/malformed/s07_leading_whitespace.safetensors: not canonical: padding must be trailing spaces up to a multiple of 8 (byte 8)"
+
+# The tensor table is in columns whose widths come from the data: names as
+# escaped (U+0000 as \u0000, six columns), "été" three columns for its five
+# bytes, the byte counts right-aligned. A name over 60 columns is printed
+# whole on its own line and does not widen the column for the others.
+python3 -c 'import json,struct,sys
+long = "blocks.0." + "x" * 61 + ".weight"
+t = {"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]},
+     long: {"dtype": "F32", "shape": [1], "data_offsets": [1, 5]},
+     "c\0d.weight_scale": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [5, 17]},
+     "bb": {"dtype": "I8", "shape": [100], "data_offsets": [17, 117]},
+     "\u00e9t\u00e9": {"dtype": "U8", "shape": [1], "data_offsets": [117, 118]}}
+h = json.dumps(t, separators=(",", ":"), ensure_ascii=False).encode()
+h += b" " * (-len(h) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + bytes(118))' "$T_TMP/cols.safetensors"
+cat >"$T_TMP/cols.txt" <<'EOF2'
+tensors: 5
+  a                      U8    [1]       1 bytes  [0, 1)
+  blocks.0.xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx.weight  F32   [1]       4 bytes  [1, 5)
+  c\u0000d.weight_scale  BF16  [2, 3]   12 bytes  [5, 17)
+  bb                     I8    [100]   100 bytes  [17, 117)
+  été                    U8    [1]       1 bytes  [117, 118)
+EOF2
+t_run "columns" 0 "$STFIX" inspect "$T_TMP/cols.safetensors"
+sed -n '/^tensors: /,/^summary: /p' "$T_OUT" | sed '$d' >"$T_TMP/cols.got"
+t_true "columns: the table, line for line" cmp "$T_TMP/cols.txt" "$T_TMP/cols.got"
+t_true "columns: no line ends in a space" test "$(grep -c ' $' "$T_OUT")" -eq 0
+# The reader's findings name their rule once: "info S23: FILE: not
+# canonical", not "info S23: FILE: S23 not canonical".
+t_stderr_has "columns" "stfix: inspect: info S23: $T_TMP/cols.safetensors: not canonical: data order is not dtype descending, then name (byte 9)"
+t_true "columns: no repeated rule id" test "$(grep -c ': S[0-9]* ' "$T_ERR")" -eq 0

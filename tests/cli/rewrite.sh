@@ -76,7 +76,7 @@ printf '\100\000\000\000\000\000\000\000{"a\\u0000b":{"dtype":"U8","shape":[4],"
 printf '\000\000\000\000' >>"$T_TMP/nul.want"
 t_run "U+0000 in name" 0 "$STFIX" rewrite "$nul" -o "$T_TMP/nul.out"
 t_stdout_has "U+0000 in name" "wrote $T_TMP/nul.out: 1 tensor in 1 file"
-t_stderr_is "U+0000 in name" "stfix: rewrite: warning S14: $nul: S14 InvalidTensorName: tensor 'a\\u0000b' (byte 9): the tensor name contains U+0000"
+t_stderr_is "U+0000 in name" "stfix: rewrite: warning S14: $nul: InvalidTensorName: tensor 'a\\u0000b' (byte 9): the tensor name contains U+0000"
 t_true "U+0000 in name: canonical bytes" cmp "$T_TMP/nul.want" "$T_TMP/nul.out"
 t_run "U+0000 in name: read back" 0 "$STFIX" inspect --json "$T_TMP/nul.out"
 t_stdout_has "U+0000 in name: read back" '{"name": "a\u0000b", "dtype": "U8", "shape": [4], "data_offsets": [0, 4], "bytes": 4, "shard": 0}'
@@ -99,6 +99,6 @@ printf '\070\000\000\000\000\000\000\000{"":{"dtype":"U8","shape":[4],"data_offs
     >"$T_TMP/empty.want"
 printf '\000\000\000\000' >>"$T_TMP/empty.want"
 t_run "empty name" 0 "$STFIX" rewrite "$empty" -o "$T_TMP/empty.out"
-t_stderr_has "empty name" "warning S14: $empty: S14 InvalidTensorName: tensor '' (byte 9): the tensor name is empty"
+t_stderr_has "empty name" "warning S14: $empty: InvalidTensorName: tensor '' (byte 9): the tensor name is empty"
 t_true "empty name: canonical bytes" cmp "$T_TMP/empty.want" "$T_TMP/empty.out"
 t_strict_s14 "empty name" "$empty" ''

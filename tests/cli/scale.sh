@@ -12,9 +12,9 @@ python3 tests/gen/gen_many_layers.py "$D/int8.safetensors" int8 64000
 t_run "check, 100,000 layers" 1 timeout "$LIMIT" "$STFIX" check "$D/meta.safetensors"
 t_stdout_has "check, 100,000 layers" "summary: 400000 error(s), 0 warning(s), 0 info"
 t_true "check, 100,000 layers: one group per layer" \
-    test "$(grep -c '^blocks\.[0-9]*\.attn\.qkv:$' "$T_OUT")" -eq 100000
+    test "$(grep -c '^layer blocks\.[0-9]*\.attn\.qkv:$' "$T_OUT")" -eq 100000
 t_true "check, 100,000 layers: in order of first appearance" \
-    test "$(grep -m 3 '^blocks' "$T_OUT" | tr '\n' ' ')" = "blocks.0.attn.qkv: blocks.1.attn.qkv: blocks.2.attn.qkv: "
+    test "$(grep -m 3 '^layer blocks' "$T_OUT" | tr '\n' ' ')" = "layer blocks.0.attn.qkv: layer blocks.1.attn.qkv: layer blocks.2.attn.qkv: "
 t_run "check --json, 100,000 layers" 1 timeout "$LIMIT" "$STFIX" check "$D/meta.safetensors" --json
 t_true "check --json, 100,000 layers: same count" \
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d["summary"]["errors"] != 400000)' "$T_OUT"
