@@ -265,11 +265,6 @@ typedef enum { CLI_COLOR_AUTO, CLI_COLOR_ALWAYS, CLI_COLOR_NEVER } cli_color_mod
 void cli_color_set(cli_color_mode m);
 /* "auto", "always" or "never" into *out: 0, else -1. */
 int cli_color_parse(const char *when, cli_color_mode *out);
-/* Take every --color[=WHEN] (a bare --color is always) before a "--" out
- * of argv[0..*argc), setting the mode; the last one wins. 0, or -1 after
- * reporting a WHEN that is not auto, always or never for `verb` (a usage
- * error). */
-int cli_color_take(const char *verb, int *argc, char **argv);
 /* Whether text written to `o` gets colour (decided once per stream). */
 int cli_color_on(FILE *o);
 /* The severity's name, coloured where `o` takes colour, then spaces up

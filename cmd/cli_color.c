@@ -34,33 +34,6 @@ int cli_color_parse(const char *when, cli_color_mode *out)
     return 0;
 }
 
-/* Take --color[=WHEN] out of argv; see cli.h. */
-int cli_color_take(const char *verb, int *argc, char **argv)
-{
-    int n = 0;
-    for (int i = 0; i < *argc; i++) {
-        const char *a = argv[i];
-        int past = !strcmp(a, "--");
-        if (!past && (!strcmp(a, "--color") || !strncmp(a, "--color=", 8))) {
-            cli_color_mode m = CLI_COLOR_ALWAYS; /* a bare --color, as ls(1) takes it */
-            if (a[7] == '=' && cli_color_parse(a + 8, &m)) {
-                cli_errorf(verb, "--color takes auto, always or never, not '%s'", a + 8);
-                return -1;
-            }
-            cli_color_set(m);
-            continue;
-        }
-        argv[n++] = argv[i];
-        if (past) {
-            while (++i < *argc) argv[n++] = argv[i];
-            break;
-        }
-    }
-    *argc = n;
-    argv[n] = NULL;
-    return 0;
-}
-
 static int decide(FILE *o)
 {
     if (mode != CLI_COLOR_AUTO) return mode == CLI_COLOR_ALWAYS;

@@ -26,6 +26,10 @@ static const cli_opt builtin[] = {
     { .name = "help", .letter = 'h', .kind = CLI_FLAG, .help = "show this help and exit" },
     { .name = "version", .letter = 'V', .kind = CLI_FLAG,
       .help = "print \"stfix VERSION\" and exit" },
+    /* The one option with an optional value: --color alone means always. */
+    { .name = "color", .kind = CLI_FLAG, .metavar = "WHEN",
+      .help = "colour severities in human text: auto (the default:\n"
+              "on a terminal, unless NO_COLOR is set), always, never" },
 };
 enum { NBUILTIN = sizeof builtin / sizeof builtin[0], VAL_BASE = 256 };
 
@@ -36,6 +40,10 @@ static void lhs(char *buf, size_t cap, const cli_opt *o)
 {
     if (o->kind == CLI_ARG && !o->name) {
         snprintf(buf, cap, "%s", o->metavar ? o->metavar : "");
+        return;
+    }
+    if (o == &builtin[2]) {
+        snprintf(buf, cap, "--%s[=%s]", o->name, o->metavar);
         return;
     }
     char sh[8] = "";
@@ -310,7 +318,10 @@ static int build(const cli_cmd *cmd, char **optstring, struct option **longopts,
             s[k++] = o->letter;
             if (o->metavar) s[k++] = ':';
         }
-        lo[m] = (struct option){ o->name, o->metavar ? required_argument : no_argument, NULL,
+        int has = o == &builtin[2] ? optional_argument
+                  : o->metavar   ? required_argument
+                                 : no_argument;
+        lo[m] = (struct option){ o->name, has, NULL,
                                  o->letter ? o->letter : VAL_BASE + (int)i };
         nm[m++] = o->name;
     }
@@ -368,6 +379,15 @@ static int run(const parse *ps, const char *optstring, const struct option *long
         if (o == &builtin[1]) {
             printf("stfix %s\n", STF_VERSION_STRING);
             return EXIT_OK_;
+        }
+        if (o == &builtin[2]) {
+            cli_color_mode mode = CLI_COLOR_ALWAYS; /* a bare --color, as ls(1) takes it */
+            if (optarg && cli_color_parse(optarg, &mode)) {
+                cli_errorf(ps->verb, "--color takes auto, always or never, not '%s'", optarg);
+                return EXIT_USAGE;
+            }
+            cli_color_set(mode);
+            continue;
         }
         int ex = apply(ps, o, o->metavar ? optarg : NULL);
         if (ex) return ex;

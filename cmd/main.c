@@ -46,8 +46,6 @@ int main(int argc, char **argv)
     const cli_cmd top = {
         .synopsis = "<command> [options] ...", .opts = list, .nopts = NCOMMANDS,
         .epilog = "stfix <command> --help shows a command's options.\n"
-                  "Every command takes --color[=auto|always|never]: colour for severities in\n"
-                  "human text (auto: on a terminal, unless NO_COLOR is set).\n"
                   "Environment: STFIX_SIMD=scalar|avx2|avx512 forces a kernel variant.\n",
         .stop_at_arg = 1
     };
@@ -81,9 +79,5 @@ int main(int argc, char **argv)
             return cli_run_end(EXIT_USAGE);
         }
     }
-    /* --color is every command's: taken out here, before the command reads
-     * its own options. */
-    int cargc = argc - 1;
-    if (cli_color_take(cmd->name, &cargc, argv + 1)) return cli_run_end(EXIT_USAGE);
-    return cli_run_end(cmd->run(cargc, argv + 1));
+    return cli_run_end(cmd->run(argc - 1, argv + 1));
 }

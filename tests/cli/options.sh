@@ -39,7 +39,7 @@ t_help_lists() {
     opt_lines $_c | awk '{ sub(/^  /, ""); sub(/  .*$/, ""); print "  " $0 }' >"$D/help_got"
     : >"$D/help_want"
     for _l in "$@"; do printf '  %s\n' "$_l" >>"$D/help_want"; done
-    printf '  %s\n' "-h, --help" "-V, --version" "--" >>"$D/help_want"
+    printf '  %s\n' "-h, --help" "-V, --version" "--color[=WHEN]" "--" >>"$D/help_want"
     if cmp -s "$D/help_got" "$D/help_want"; then t_ok "$_n: lists the table"
     else t_notok "$_n: lists the table" "$(diff "$D/help_want" "$D/help_got" | tr '\n' '|')"; fi
 }
@@ -74,6 +74,8 @@ usage: stfix inspect FILE|INDEX.json [--json] [--strict]
   --strict         treat stfix's stricter-than-reference rules as errors
   -h, --help       show this help and exit
   -V, --version    print "stfix VERSION" and exit
+  --color[=WHEN]   colour severities in human text: auto (the default:
+                   on a terminal, unless NO_COLOR is set), always, never
   --               end of the options: what follows is an argument,
                    also when it starts with '-'
 

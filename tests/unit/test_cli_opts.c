@@ -250,6 +250,8 @@ static void test_usage_text(void **state)
                         "                    a size\n"
                         "  -h, --help        show this help and exit\n"
                         "  -V, --version     print \"stfix VERSION\" and exit\n"
+                        "  --color[=WHEN]    colour severities in human text: auto (the default:\n"
+                        "                    on a terminal, unless NO_COLOR is set), always, never\n"
                         "  --                end of the options: what follows is an argument,\n"
                         "                    also when it starts with '-'\n");
     free(buf);
