@@ -81,9 +81,8 @@ const stf_diag *stf_check_diag(const stf_check_report *r, size_t i);
 size_t stf_check_count_severity(const stf_check_report *r, stf_severity s);
 
 /*
- * One line describing what a rule id means ("SGLang: INT8 weight/scale
- * shapes (N, K) and (N, 1)"), for listings and the man page; NULL for an
- * unknown id.
+ * One line describing what a rule id means: the title of its catalogue
+ * entry (stf_rule_doc_find below); NULL for an id the catalogue lacks.
  */
 const char *stf_check_rule_title(const char *rule);
 

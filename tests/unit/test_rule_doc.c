@@ -1,0 +1,137 @@
+/*
+ * The rule catalogue (lib/check/rule_doc.c and its tables): lookups, the
+ * order `stfix explain --list` and stfix-checks(7) rely on, the shape of
+ * every entry (one paragraph of plain ASCII per field), and the container
+ * entries' exact titles, which stf_check_rule_title answers with.
+ */
+#include <ctype.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "stfix.h"
+
+/* The families in catalogue order. */
+static const char FAMILIES[] = "SILRCNH";
+
+static void test_lookup(void **state)
+{
+    (void)state;
+    const stf_rule_doc *d = stf_rule_doc_find("S1");
+    assert_non_null(d);
+    assert_ptr_equal(d, stf_rule_doc_at(0));
+    assert_string_equal(d->title, "File shorter than the 8-byte header length");
+    assert_string_equal(d->severity, "error");
+    assert_null(d->action);
+    d = stf_rule_doc_find("S7");
+    assert_non_null(d);
+    assert_string_equal(d->severity, "warning; error with --strict");
+    d = stf_rule_doc_find("I6");
+    assert_non_null(d);
+    assert_string_equal(d->title, "total_size does not match the tensors");
+    assert_string_equal(d->severity, "warning");
+    assert_non_null(stf_rule_doc_find("L8"));
+    /* Exact and case-sensitive; no prefix matches. */
+    assert_null(stf_rule_doc_find("s1"));
+    assert_null(stf_rule_doc_find("S"));
+    assert_null(stf_rule_doc_find("S1 "));
+    assert_null(stf_rule_doc_find("S26"));
+    assert_null(stf_rule_doc_find(""));
+    assert_null(stf_rule_doc_find(NULL));
+    assert_null(stf_rule_doc_at(stf_rule_doc_count()));
+    assert_null(stf_rule_doc_at((size_t)-1));
+}
+
+/* stf_check_rule_title is the catalogue's title, the same string. */
+static void test_title(void **state)
+{
+    (void)state;
+    assert_string_equal(stf_check_rule_title("S23"), "Tensor data not in writer order");
+    assert_ptr_equal(stf_check_rule_title("I5"), stf_rule_doc_find("I5")->title);
+    assert_string_equal(stf_check_rule_title("L6"), "Header JSON nested too deep");
+    assert_null(stf_check_rule_title("S0"));
+    assert_null(stf_check_rule_title("X1"));
+    assert_null(stf_check_rule_title(NULL));
+}
+
+/* The container part: S1-S25, I1-I7, L1-L8, in that order, nothing else. */
+static void test_container_ids(void **state)
+{
+    (void)state;
+    static const struct { char fam; int n; } parts[] = { { 'S', 25 }, { 'I', 7 }, { 'L', 8 } };
+    size_t i = 0;
+    for (size_t p = 0; p < 3; p++)
+        for (int k = 1; k <= parts[p].n; k++, i++) {
+            char want[16];
+            snprintf(want, sizeof want, "%c%d", parts[p].fam, k);
+            const stf_rule_doc *d = stf_rule_doc_at(i);
+            assert_non_null(d);
+            assert_string_equal(d->id, want);
+        }
+    const stf_rule_doc *next = stf_rule_doc_at(i);
+    if (next) assert_true(strchr("RCNH", next->id[0]) != NULL);
+}
+
+/* Plain ASCII, printable, one paragraph, no leading/trailing blank. */
+static void assert_paragraph(const char *id, const char *field, const char *s)
+{
+    if (!s || !*s) fail_msg("%s: %s is empty", id, field);
+    for (const char *p = s; *p; p++)
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+            fail_msg("%s: %s has byte 0x%02x", id, field, (unsigned char)*p);
+    if (s[0] == ' ' || s[strlen(s) - 1] == ' ' || strstr(s, "  "))
+        fail_msg("%s: %s has stray spaces", id, field);
+}
+
+/* Every entry: a unique id of a known family, in family then number order,
+ * and every text field a paragraph; titles without a final period. */
+static void test_entries(void **state)
+{
+    (void)state;
+    size_t n = stf_rule_doc_count();
+    assert_true(n >= 40);
+    int last_fam = -1;
+    long last_num = 0;
+    for (size_t i = 0; i < n; i++) {
+        const stf_rule_doc *d = stf_rule_doc_at(i);
+        assert_non_null(d);
+        assert_non_null(d->id);
+        const char *f = d->id[0] ? strchr(FAMILIES, d->id[0]) : NULL;
+        if (!f) fail_msg("%s: unknown family", d->id);
+        char *end;
+        long num = strtol(d->id + 1, &end, 10);
+        if (!isdigit((unsigned char)d->id[1]) || *end || num < 1)
+            fail_msg("%s: not a family letter and a number", d->id);
+        int fam = (int)(f - FAMILIES);
+        if (fam < last_fam || (fam == last_fam && num <= last_num))
+            fail_msg("%s: out of catalogue order", d->id);
+        last_fam = fam;
+        last_num = num;
+        assert_ptr_equal(stf_rule_doc_find(d->id), d);
+        assert_paragraph(d->id, "severity", d->severity);
+        assert_paragraph(d->id, "title", d->title);
+        if (d->title[strlen(d->title) - 1] == '.') fail_msg("%s: title ends in a period", d->id);
+        assert_paragraph(d->id, "checks", d->checks);
+        assert_paragraph(d->id, "why", d->why);
+        assert_paragraph(d->id, "ignored", d->ignored);
+        assert_paragraph(d->id, "fix", d->fix);
+        if (d->action) assert_paragraph(d->id, "action", d->action);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lookup),
+        cmocka_unit_test(test_title),
+        cmocka_unit_test(test_container_ids),
+        cmocka_unit_test(test_entries),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
