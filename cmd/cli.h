@@ -27,6 +27,7 @@ int cmd_check(int argc, char **argv);
 int cmd_rules(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_fix(int argc, char **argv);
+int cmd_explain(int argc, char **argv);
 
 /* cli_exit.c: the one table from library error code to exit status. */
 /* The exit status for `code`: 0 for STF_OK, the table's entry, else

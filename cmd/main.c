@@ -19,6 +19,7 @@ static const command commands[] = {
     { "rules", cmd_rules, "check repair recipes (stfix rules lint FILE...)", 0 },
     { "plan", cmd_plan, "show what a recipe would change (stfix plan FILE -r RECIPE)", 1 },
     { "fix", cmd_fix, "repair or convert a checkpoint with a recipe", 1 },
+    { "explain", cmd_explain, "describe a rule id (stfix explain R15; --list: all)", 1 },
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

@@ -14,7 +14,7 @@ version="stfix $(sed -n 's/^#define STF_VERSION_STRING "\(.*\)"$/\1/p' include/s
 
 # ------------------------------------------------------------- -V, --version
 printf '%s\n' "$version" >"$D/version"
-for c in "" inspect check rewrite plan fix rules "rules lint" "rules list"; do
+for c in "" inspect check rewrite plan fix rules "rules lint" "rules list" explain; do
     for v in -V --version; do
         # shellcheck disable=SC2086
         t_run "stfix $c $v" 0 "$STFIX" $c $v
@@ -54,10 +54,11 @@ t_help_lists "fix --help" fix "-r, --recipe RECIPE" "-o, --output OUT" "--in-pla
     "--max-mem SIZE" "--no-wait" "--fail-if-unchanged" "--json"
 t_help_lists "rules list --help" "rules list" "--json"
 t_help_lists "rules lint --help" "rules lint"
+t_help_lists "explain --help" explain "--list" "--json"
 t_help_lists "stfix --help" ""
 
 # -h is --help, in every command; the whole text of one, exactly.
-for c in "" inspect check rewrite plan fix rules "rules lint" "rules list"; do
+for c in "" inspect check rewrite plan fix rules "rules lint" "rules list" explain; do
     # shellcheck disable=SC2086
     "$STFIX" $c --help >"$D/long_help"
     # shellcheck disable=SC2086
