@@ -13,6 +13,8 @@
 #                   on any crash); FUZZ_MERGE=1 then minimizes tests/fuzz/corpus/
 #   make bench      benchmarks, as ratios to a yardstick (BENCH_JSON=FILE)
 #   make install    PREFIX=/usr/local DESTDIR= (recipes in $(PREFIX)/share/stfix/rules)
+#   make man        regenerate man/stfix-checks.7 and the rule list of man/stfix.1
+#                   from the rule catalogue (stfix explain --list --json)
 #
 # WERROR=1 turns warnings into errors (CI does).
 
@@ -73,7 +75,7 @@ STFIX_BIN := $(BUILD)/stfix
 LIBA := $(BUILD)/libstfix.a
 LIBSO := $(BUILD)/libstfix.so
 
-.PHONY: FORCE all deps check unit cli replay lint demo asan fuzz bench install uninstall clean
+.PHONY: FORCE all deps check unit cli replay lint man demo asan fuzz bench install uninstall clean
 .DEFAULT_GOAL := all
 
 all: $(STFIX_BIN) $(LIBA) $(LIBSO)
@@ -184,7 +186,13 @@ replay: $(REPLAY_BIN)
 	@BUILD=$(BUILD) ONLY=fuzz sh tests/run.sh
 
 lint:
-	mandoc -Tlint -Wwarning man/stfix.1 man/stfix-rules.5
+	mandoc -Tlint -Wwarning man/stfix.1 man/stfix-rules.5 man/stfix-checks.7
+
+# The rule documentation is generated from the catalogue the program carries;
+# make check (tests/cli/catalogue.sh) fails when the committed pages differ.
+man: $(STFIX_BIN)
+	$(STFIX_BIN) explain --list --json >$(BUILD)/catalogue.json
+	python3 man/mkchecks.py $(BUILD)/catalogue.json man/stfix.1 man
 
 asan:
 	$(MAKE) BUILD=build/asan SAN=1 CFLAGS="-O1 -g" check
@@ -233,7 +241,7 @@ bench: all $(BENCH_BIN)
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/stfix \
 	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
-	  $(DESTDIR)$(RULES_DIR)
+	  $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(RULES_DIR)
 	install -m 755 $(STFIX_BIN) $(DESTDIR)$(PREFIX)/bin/stfix
 	install -m 644 $(LIBA) $(DESTDIR)$(PREFIX)/lib/libstfix.a
 	install -m 755 $(LIBSO) $(DESTDIR)$(PREFIX)/lib/libstfix.so.0
@@ -244,13 +252,15 @@ install: all
 	  lib/stfix.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/stfix.pc
 	install -m 644 man/stfix.1 $(DESTDIR)$(PREFIX)/share/man/man1/stfix.1
 	install -m 644 man/stfix-rules.5 $(DESTDIR)$(PREFIX)/share/man/man5/stfix-rules.5
+	install -m 644 man/stfix-checks.7 $(DESTDIR)$(PREFIX)/share/man/man7/stfix-checks.7
 	install -m 644 rules/*.yaml $(DESTDIR)$(RULES_DIR)/
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/stfix $(DESTDIR)$(PREFIX)/lib/libstfix.a \
 	  $(DESTDIR)$(PREFIX)/lib/libstfix.so $(DESTDIR)$(PREFIX)/lib/libstfix.so.0 \
 	  $(DESTDIR)$(PREFIX)/include/stfix.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/stfix.pc \
-	  $(DESTDIR)$(PREFIX)/share/man/man1/stfix.1 $(DESTDIR)$(PREFIX)/share/man/man5/stfix-rules.5
+	  $(DESTDIR)$(PREFIX)/share/man/man1/stfix.1 $(DESTDIR)$(PREFIX)/share/man/man5/stfix-rules.5 \
+	  $(DESTDIR)$(PREFIX)/share/man/man7/stfix-checks.7
 	rm -rf $(DESTDIR)$(PREFIX)/include/stfix
 	for f in rules/*.yaml; do rm -f "$(DESTDIR)$(RULES_DIR)/$${f#rules/}"; done
 	-rmdir $(DESTDIR)$(RULES_DIR) $(DESTDIR)$(PREFIX)/share/stfix 2>/dev/null

@@ -80,7 +80,7 @@ if [ -z "$ONLY" ] || [ "$ONLY" = fuzz ]; then
 fi
 
 if [ -z "$ONLY" ] || [ "$ONLY" = lint ]; then
-    for m in man/*.[15]; do
+    for m in man/*.[157]; do
         [ -f "$m" ] || continue
         if mandoc -Tlint -Wwarning "$m" >"$tmp/lint.log" 2>&1; then
             pass=$((pass + 1)); echo "ok   lint $m"

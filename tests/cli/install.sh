@@ -11,7 +11,8 @@ P=/usr/local
 t_run "install" 0 env -u BUILD -u SAN -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s install PREFIX=$P DESTDIR="$D"
 for f in bin/stfix lib/libstfix.a lib/libstfix.so.0 lib/libstfix.so include/stfix.h \
          include/stfix/container.h lib/pkgconfig/stfix.pc share/man/man1/stfix.1 \
-         share/man/man5/stfix-rules.5 share/stfix/rules/repair-scales.yaml \
+         share/man/man5/stfix-rules.5 share/man/man7/stfix-checks.7 \
+         share/stfix/rules/repair-scales.yaml \
          share/stfix/rules/sglang-int8-convrot.yaml; do
     t_true "installed $f" test -e "$D$P/$f"
 done
