@@ -4,6 +4,7 @@
 #   make deps       install the Debian build/test dependencies (as root)
 #   make check      every test (unit, CLI scenarios, fuzz corpora replayed, man-page lint)
 #   make replay     only the fuzz corpora, each file through its harness
+#   make lint       mandoc -Tlint -Wstyle over every man page (also in make check)
 #   make demo       the main job on the bundled demo fixture
 #   make asan       the tests under AddressSanitizer + UBSan
 #   make fuzz       build the libFuzzer harnesses (clang) and run each once over its
@@ -185,8 +186,9 @@ cli: all
 replay: $(REPLAY_BIN)
 	@BUILD=$(BUILD) ONLY=fuzz sh tests/run.sh
 
+# Every page in man/, style level included (tests/lint_man.sh); also part of check.
 lint:
-	mandoc -Tlint -Wwarning man/stfix.1 man/stfix-rules.5 man/stfix-checks.7
+	@sh tests/lint_man.sh
 
 # The rule documentation is generated from the catalogue the program carries;
 # make check (tests/cli/catalogue.sh) fails when the committed pages differ.
@@ -238,10 +240,13 @@ bench: all $(BENCH_BIN)
 	@STFIX=$(abspath $(STFIX_BIN)) BENCH_JSON=$(BENCH_JSON) sh tests/bench/run.sh $(BENCH_BIN)
 
 # ------------------------------------------------------------------ install
+# Every page of man/ goes to the section directory its suffix names (man1,
+# man5, man7).
+MAN_DIR := $(PREFIX)/share/man
+MAN_PAGES := $(sort $(wildcard man/*.[1-9]))
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/stfix \
-	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
-	  $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(RULES_DIR)
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(RULES_DIR)
 	install -m 755 $(STFIX_BIN) $(DESTDIR)$(PREFIX)/bin/stfix
 	install -m 644 $(LIBA) $(DESTDIR)$(PREFIX)/lib/libstfix.a
 	install -m 755 $(LIBSO) $(DESTDIR)$(PREFIX)/lib/libstfix.so.0
@@ -250,17 +255,17 @@ install: all
 	install -m 644 include/stfix/*.h $(DESTDIR)$(PREFIX)/include/stfix/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/.*STF_VERSION_STRING "\(.*\)"/\1/p' include/stfix/base.h)|g' \
 	  lib/stfix.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/stfix.pc
-	install -m 644 man/stfix.1 $(DESTDIR)$(PREFIX)/share/man/man1/stfix.1
-	install -m 644 man/stfix-rules.5 $(DESTDIR)$(PREFIX)/share/man/man5/stfix-rules.5
-	install -m 644 man/stfix-checks.7 $(DESTDIR)$(PREFIX)/share/man/man7/stfix-checks.7
+	for f in $(MAN_PAGES); do \
+	  install -d "$(DESTDIR)$(MAN_DIR)/man$${f##*.}" && \
+	  install -m 644 "$$f" "$(DESTDIR)$(MAN_DIR)/man$${f##*.}/" || exit 1; \
+	done
 	install -m 644 rules/*.yaml $(DESTDIR)$(RULES_DIR)/
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/stfix $(DESTDIR)$(PREFIX)/lib/libstfix.a \
 	  $(DESTDIR)$(PREFIX)/lib/libstfix.so $(DESTDIR)$(PREFIX)/lib/libstfix.so.0 \
-	  $(DESTDIR)$(PREFIX)/include/stfix.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/stfix.pc \
-	  $(DESTDIR)$(PREFIX)/share/man/man1/stfix.1 $(DESTDIR)$(PREFIX)/share/man/man5/stfix-rules.5 \
-	  $(DESTDIR)$(PREFIX)/share/man/man7/stfix-checks.7
+	  $(DESTDIR)$(PREFIX)/include/stfix.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/stfix.pc
+	for f in $(MAN_PAGES); do rm -f "$(DESTDIR)$(MAN_DIR)/man$${f##*.}/$${f#man/}"; done
 	rm -rf $(DESTDIR)$(PREFIX)/include/stfix
 	for f in rules/*.yaml; do rm -f "$(DESTDIR)$(RULES_DIR)/$${f#rules/}"; done
 	-rmdir $(DESTDIR)$(RULES_DIR) $(DESTDIR)$(PREFIX)/share/stfix 2>/dev/null

@@ -4,7 +4,7 @@
 #   cli:  each tests/cli/*.sh scenario script (prints "ok - ..." / "not ok - ...")
 #   fuzz: each fuzz harness in $BUILD/fuzz-replay over its corpus
 #         tests/fuzz/corpus/<harness>/ (one passed test per file)
-#   lint: mandoc -Tlint over the man pages
+#   lint: tests/lint_man.sh (mandoc -Tlint -Wstyle) over each man page
 # ONLY=unit|cli|fuzz|lint restricts the run. Exit status is non-zero on any failure.
 BUILD=${BUILD:-build}
 ONLY=${ONLY:-}
@@ -80,9 +80,9 @@ if [ -z "$ONLY" ] || [ "$ONLY" = fuzz ]; then
 fi
 
 if [ -z "$ONLY" ] || [ "$ONLY" = lint ]; then
-    for m in man/*.[157]; do
+    for m in man/*.[1-9]; do
         [ -f "$m" ] || continue
-        if mandoc -Tlint -Wwarning "$m" >"$tmp/lint.log" 2>&1; then
+        if sh tests/lint_man.sh "$m" >"$tmp/lint.log" 2>&1; then
             pass=$((pass + 1)); echo "ok   lint $m"
         else
             note_fail "lint:$m" 1; echo "FAIL lint $m:"; sed 's/^/    /' "$tmp/lint.log"

@@ -12,9 +12,12 @@ t_run "install" 0 env -u BUILD -u SAN -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -
 for f in bin/stfix lib/libstfix.a lib/libstfix.so.0 lib/libstfix.so include/stfix.h \
          include/stfix/container.h lib/pkgconfig/stfix.pc share/man/man1/stfix.1 \
          share/man/man5/stfix-rules.5 share/man/man7/stfix-checks.7 \
-         share/stfix/rules/repair-scales.yaml \
-         share/stfix/rules/sglang-int8-convrot.yaml; do
+         share/man/man7/stfix-defects.7 share/man/man7/stfix-convrot.7 \
+         share/stfix/rules/repair-scales.yaml share/stfix/rules/sglang-int8-convrot.yaml; do
     t_true "installed $f" test -e "$D$P/$f"
+done
+for f in man/*.[1-9]; do
+    t_true "installed $f" cmp "$f" "$D$P/share/man/man${f##*.}/${f#man/}"
 done
 t_run "installed binary" 0 "$D$P/bin/stfix" --version
 t_stdout_has "installed binary" "stfix "
