@@ -3,7 +3,7 @@
  * profile_comfyui.c) and of the numeric probes (N and H rules, probes.c),
  * in catalogue order; see rule_doc_int.h. Each title is the one
  * stf_check_rule_title gives; the defect names are those of
- * stfix-defects(7), DEFECTS, the actions those of stfix-rules(5), ACTIONS.
+ * stfix-defects(7), DEFECTS, the actions those of stfix-rules(5), ACTIONS AND PARAMETERS.
  */
 #include "check/rule_doc_int.h"
 
