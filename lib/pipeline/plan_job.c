@@ -135,15 +135,6 @@ static int make_decode(stf__pw *w, stf__decode *d, stf_err *err)
 
 /* ------------------------------------------------------------ jobs */
 
-/* Every tensor that only means something next to a quantized weight. */
-const stf_suffix stf__pw_companions[] = {
-    STF_SFX_WEIGHT_SCALE, STF_SFX_INPUT_SCALE, STF_SFX_WEIGHT_SCALE_2, STF_SFX_WEIGHT_S_REL,
-    STF_SFX_WEIGHT_S_CHANNEL, STF_SFX_WEIGHT_CODEBOOK, STF_SFX_WEIGHT_CORRECTION,
-    STF_SFX_PRE_QUANT_SCALE, STF_SFX_WEIGHT_ZEROS, STF_SFX_WEIGHT_ZERO, STF_SFX_SCALE_WEIGHT,
-    STF_SFX_SCALE_INPUT
-};
-const size_t stf__pw_ncompanions = sizeof stf__pw_companions / sizeof stf__pw_companions[0];
-
 static void drop_companions(stf__pw *w)
 {
     for (size_t i = 0; i < stf__pw_ncompanions; i++)

@@ -9,114 +9,12 @@
 
 #include "pipeline/plan_ws.h"
 
-/* STF_EFORMAT naming the layer, the rule and its recipe line. */
-int stf__pw_refuse(stf__pw *w, stf_err *err, const char *what)
-{
-    const stf__pact *pa = w->cur;
-    return stf__err(err, STF_EFORMAT, "layer '%s': rule '%s' (recipe line %u): %s: %s",
-                    w->shown, pa ? stf_rule_name(pa->rule) : "?",
-                    pa ? pa->a->line : 0u, pa ? stf_action_name(pa->a->kind) : "?", what);
-}
-
-/* Add a phrase to the summary line ("; "-separated). */
-void stf__pw_note(stf__pw *w, const char *fmt, const char *a, const char *b2)
-{
-    if (w->sum.len) stf__buf_puts(&w->sum, "; ");
-    stf__buf_printf(&w->sum, fmt, a, b2);
-}
-
-/* "(16, 1)", "(16,)", "()" into buf (cap bytes); returns buf. */
-const char *stf__pw_shape_text(char *buf, size_t cap, unsigned rank, const uint64_t *shape)
-{
-    size_t at = 0;
-    at += (size_t)snprintf(buf + at, cap - at, "(");
-    for (unsigned i = 0; i < rank && at < cap; i++)
-        at += (size_t)snprintf(buf + at, cap - at, i ? ", %llu" : "%llu",
-                               (unsigned long long)shape[i]);
-    if (at < cap) at += (size_t)snprintf(buf + at, cap - at, rank == 1 ? ",)" : ")");
-    return buf;
-}
-
-/* Set a slot's shape (rank <= MAXR). */
-void stf__pw_set_shape(stf__pslot *sl, unsigned rank, const uint64_t *shape)
-{
-    sl->rank = rank;
-    for (unsigned i = 0; i < rank; i++) sl->shape[i] = shape[i];
-}
-
 /* Header-only change of a kept tensor: the op says what the run must do. */
 static void retag(stf__pslot *sl)
 {
     if (sl->op == STF_OUT_CAST) return;
     if (sl->dtype != sl->in_dtype) sl->op = STF_OUT_RELABEL;
     else sl->op = STF_OUT_RESHAPE;
-}
-
-static const stf_pyval *marker_value(const stf_layer *l, stf_channel_pref pref)
-{
-    const stf_pyval *best = NULL;
-    stf_marker_channel want = pref == STF_PREFER_TENSOR ? STF_CHAN_TENSOR : STF_CHAN_METADATA;
-    for (size_t i = 0; i < l->nmarkers; i++)
-        if (l->markers[i].status == STF_MARKER_OK && l->markers[i].channel == want)
-            best = l->markers[i].value;
-    if (best) return best;
-    for (size_t i = 0; i < l->nmarkers; i++)
-        if (l->markers[i].value && (l->markers[i].status == STF_MARKER_OK ||
-                                    stf_pyval_type(l->markers[i].value) == STF_PY_STR))
-            best = l->markers[i].value;
-    return best;
-}
-
-/*
- * A tensor marker numpy or json.loads rejects can still hold the marker:
- * a C writer's trailing NUL (R6) or JSON bytes under a BF16 label (R8).
- * Parse the raw bytes without the trailing NULs; only a dict counts.
- */
-static void salvage(stf__pw *w)
-{
-    w->salv_tried = 1;
-    int64_t ti = w->l->tensor[STF_SFX_COMFY_QUANT];
-    if (ti < 0) return;
-    const stf_tensor_info *t = stf_ckpt_tensor(w->b->p->c, (size_t)ti);
-    if (t->nbytes == 0 || t->nbytes > 65536) return;
-    unsigned char *buf = stf__malloc((size_t)t->nbytes);
-    if (!buf) {
-        w->salv_rc = STF_ENOMEM;
-        return;
-    }
-    size_t n = (size_t)t->nbytes;
-    int rc = stf_ckpt_read(w->b->p->c, (size_t)ti, 0, buf, n, NULL);
-    if (!rc) {
-        while (n && buf[n - 1] == 0) n--;
-        stf_pyval *v = NULL;
-        rc = stf_pyjson_parse(&v, buf, n, NULL);
-        if (!rc && stf_pyval_type(v) == STF_PY_DICT) w->salv = v;
-        else stf_pyval_free(v);
-    }
-    /* Unparseable bytes just mean "no marker"; running out of memory must not. */
-    if (rc == STF_ENOMEM) w->salv_rc = rc;
-    stf__free(buf);
-}
-
-/* The marker an action reads: the preferred channel's, else one recovered from raw bytes. */
-const stf_pyval *stf__pw_marker(stf__pw *w, stf_channel_pref pref)
-{
-    const stf_pyval *v = marker_value(w->l, pref);
-    if (v) return v;
-    if (!w->salv_tried) salvage(w);
-    return w->salv;
-}
-
-/* BF16, F16 or F32. */
-int stf__pw_is_float(stf_dtype d) { return d == STF_BF16 || d == STF_F16 || d == STF_F32; }
-
-/* 1: power of 4; 2: power of 2 but not of 4; 0: neither. */
-int stf__pw_pow_kind(int64_t g)
-{
-    if (g < 2 || (g & (g - 1))) return 0;
-    unsigned lg = 0;
-    while (((int64_t)1 << lg) < g) lg++;
-    return lg % 2 ? 2 : 1;
 }
 
 /* ------------------------------------------------------------ header-only actions */

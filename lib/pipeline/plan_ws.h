@@ -1,8 +1,11 @@
 /*
- * Internal to plan_layer.c and plan_job.c: the working state of one layer
- * while its matched actions are applied (names, dtypes, shapes, marker,
- * job). Header-only actions live in plan_layer.c; the ones that decode
- * data (exclude, requantize) or rewrite markers live in plan_job.c.
+ * Internal to plan_layer.c, plan_job.c and plan_work.c: the working state
+ * of one layer while its matched actions are applied (names, dtypes,
+ * shapes, marker, job). Header-only actions live in plan_layer.c; the ones
+ * that decode data (exclude, requantize) or rewrite markers live in
+ * plan_job.c; the helpers both use live in plan_work.c, so that
+ * plan_layer.c calls plan_job.c and plan_work.c, and plan_job.c calls only
+ * plan_work.c.
  */
 #ifndef STF_PIPELINE_PLAN_WS_H
 #define STF_PIPELINE_PLAN_WS_H
@@ -43,6 +46,9 @@ typedef struct stf__pw {
     int salv_tried;
     int salv_rc;             /* STF_ENOMEM when recovering the marker ran out of memory */
 } stf__pw;
+
+/* ---------------------------------------------------- shared helpers (plan_work.c) */
+
 /* STF_EFORMAT naming the layer, the rule being applied and its recipe line. */
 int stf__pw_refuse(stf__pw *w, stf_err *err, const char *what);
 /* Append "fmt" (two %s arguments) to the layer's summary line. */
@@ -59,6 +65,8 @@ int stf__pw_pow_kind(int64_t g);
 /* Scale-like companions of a weight (dropped by exclude, requantize, drop scales). */
 extern const stf_suffix stf__pw_companions[];
 extern const size_t stf__pw_ncompanions;
+
+/* ------------------------------------------ data and marker actions (plan_job.c) */
 
 /* The actions of plan_job.c; 0 or STF_EFORMAT (via stf__pw_refuse). */
 int stf__pw_exclude(stf__pw *w, stf_dtype want, stf_err *err);
