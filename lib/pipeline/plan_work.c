@@ -10,23 +10,23 @@
 #include "pipeline/plan_ws.h"
 
 /* STF_EFORMAT naming the layer, the rule and its recipe line. */
-int stf__pw_refuse(stf__pw *w, stf_err *err, const char *what)
+int stf__work_refuse(stf__layer_work *w, stf_err *err, const char *what)
 {
-    const stf__pact *pa = w->cur;
+    const stf__matched_action *pa = w->cur;
     return stf__err(err, STF_EFORMAT, "layer '%s': rule '%s' (recipe line %u): %s: %s",
                     w->shown, pa ? stf_rule_name(pa->rule) : "?",
                     pa ? pa->a->line : 0u, pa ? stf_action_name(pa->a->kind) : "?", what);
 }
 
 /* Add a phrase to the summary line ("; "-separated). */
-void stf__pw_note(stf__pw *w, const char *fmt, const char *a, const char *b2)
+void stf__work_note(stf__layer_work *w, const char *fmt, const char *a, const char *b2)
 {
     if (w->sum.len) stf__buf_puts(&w->sum, "; ");
     stf__buf_printf(&w->sum, fmt, a, b2);
 }
 
 /* "(16, 1)", "(16,)", "()" into buf (cap bytes); returns buf. */
-const char *stf__pw_shape_text(char *buf, size_t cap, unsigned rank, const uint64_t *shape)
+const char *stf__shape_text(char *buf, size_t cap, unsigned rank, const uint64_t *shape)
 {
     size_t at = 0;
     at += (size_t)snprintf(buf + at, cap - at, "(");
@@ -37,8 +37,8 @@ const char *stf__pw_shape_text(char *buf, size_t cap, unsigned rank, const uint6
     return buf;
 }
 
-/* Set a slot's shape (rank <= MAXR). */
-void stf__pw_set_shape(stf__pslot *sl, unsigned rank, const uint64_t *shape)
+/* Set a slot's shape (rank <= SLOT_MAX_RANK). */
+void stf__slot_set_shape(stf__tensor_slot *sl, unsigned rank, const uint64_t *shape)
 {
     sl->rank = rank;
     for (unsigned i = 0; i < rank; i++) sl->shape[i] = shape[i];
@@ -64,16 +64,16 @@ static const stf_pyval *marker_value(const stf_layer *l, stf_channel_pref pref)
  * a C writer's trailing NUL (R6) or JSON bytes under a BF16 label (R8).
  * Parse the raw bytes without the trailing NULs; only a dict counts.
  */
-static void salvage(stf__pw *w)
+static void recover_marker(stf__layer_work *w)
 {
-    w->salv_tried = 1;
+    w->recover_tried = 1;
     int64_t ti = w->l->tensor[STF_SFX_COMFY_QUANT];
     if (ti < 0) return;
     const stf_tensor_info *t = stf_ckpt_tensor(w->b->p->c, (size_t)ti);
     if (t->nbytes == 0 || t->nbytes > 65536) return;
     unsigned char *buf = stf__malloc((size_t)t->nbytes);
     if (!buf) {
-        w->salv_rc = STF_ENOMEM;
+        w->recover_rc = STF_ENOMEM;
         return;
     }
     size_t n = (size_t)t->nbytes;
@@ -82,28 +82,28 @@ static void salvage(stf__pw *w)
         while (n && buf[n - 1] == 0) n--;
         stf_pyval *v = NULL;
         rc = stf_pyjson_parse(&v, buf, n, NULL);
-        if (!rc && stf_pyval_type(v) == STF_PY_DICT) w->salv = v;
+        if (!rc && stf_pyval_type(v) == STF_PY_DICT) w->recovered = v;
         else stf_pyval_free(v);
     }
     /* Unparseable bytes just mean "no marker"; running out of memory must not. */
-    if (rc == STF_ENOMEM) w->salv_rc = rc;
+    if (rc == STF_ENOMEM) w->recover_rc = rc;
     stf__free(buf);
 }
 
 /* The marker an action reads: the preferred channel's, else one recovered from raw bytes. */
-const stf_pyval *stf__pw_marker(stf__pw *w, stf_channel_pref pref)
+const stf_pyval *stf__work_marker(stf__layer_work *w, stf_channel_pref pref)
 {
     const stf_pyval *v = marker_value(w->l, pref);
     if (v) return v;
-    if (!w->salv_tried) salvage(w);
-    return w->salv;
+    if (!w->recover_tried) recover_marker(w);
+    return w->recovered;
 }
 
 /* BF16, F16 or F32. */
-int stf__pw_is_float(stf_dtype d) { return d == STF_BF16 || d == STF_F16 || d == STF_F32; }
+int stf__dtype_is_float(stf_dtype d) { return d == STF_BF16 || d == STF_F16 || d == STF_F32; }
 
 /* 1: power of 4; 2: power of 2 but not of 4; 0: neither. */
-int stf__pw_pow_kind(int64_t g)
+int stf__power_kind(int64_t g)
 {
     if (g < 2 || (g & (g - 1))) return 0;
     unsigned lg = 0;
@@ -112,10 +112,11 @@ int stf__pw_pow_kind(int64_t g)
 }
 
 /* Every tensor that only means something next to a quantized weight. */
-const stf_suffix stf__pw_companions[] = {
+const stf_suffix stf__weight_companions[] = {
     STF_SFX_WEIGHT_SCALE, STF_SFX_INPUT_SCALE, STF_SFX_WEIGHT_SCALE_2, STF_SFX_WEIGHT_S_REL,
     STF_SFX_WEIGHT_S_CHANNEL, STF_SFX_WEIGHT_CODEBOOK, STF_SFX_WEIGHT_CORRECTION,
     STF_SFX_PRE_QUANT_SCALE, STF_SFX_WEIGHT_ZEROS, STF_SFX_WEIGHT_ZERO, STF_SFX_SCALE_WEIGHT,
     STF_SFX_SCALE_INPUT
 };
-const size_t stf__pw_ncompanions = sizeof stf__pw_companions / sizeof stf__pw_companions[0];
+const size_t stf__weight_ncompanions =
+    sizeof stf__weight_companions / sizeof stf__weight_companions[0];
