@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "container/header_priv.h"
+#include "container/header_internal.h"
 
-/* Empty list; contract in st_internal.h. */
+/* Empty list; contract in container_internal.h. */
 void stf__findings_init(stf__findings *l)
 {
     if (l) memset(l, 0, sizeof *l);
@@ -32,7 +32,7 @@ void stf__findings_free(stf__findings *l)
 }
 
 /*
- * Append a finding (contract in st_internal.h). On STF_ENOMEM the list
+ * Append a finding (contract in container_internal.h). On STF_ENOMEM the list
  * holds the same findings as before. A NULL list drops the finding.
  */
 int stf__findings_add(stf__findings *l, const char *rule, stf_severity sev, const char *path,
@@ -92,7 +92,7 @@ static int over_cap(stf__header_ctx *c, const char *rule, const char *variant)
     return ++c->counts[i].count > STF__FINDINGS_PER_RULE;
 }
 
-/* Summaries of capped warnings; contract in header_priv.h. */
+/* Summaries of capped warnings; contract in header_internal.h. */
 int stf__hreport_flush(stf__header_ctx *c)
 {
     if (!c->findings) return 0;
@@ -109,7 +109,7 @@ int stf__hreport_flush(stf__header_ctx *c)
     return 0;
 }
 
-/* Error, deferred strict error or warning; contract in header_priv.h. */
+/* Error, deferred strict error or warning; contract in header_internal.h. */
 int stf__hreport(stf__header_ctx *c, int level, const char *rule, const char *variant,
                  const char *tensor, size_t tensor_len, int has_off, uint64_t off,
                  const char *fmt, ...)

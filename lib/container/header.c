@@ -30,7 +30,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "container/header_priv.h"
+#include "container/header_internal.h"
 #include "container/json_lex.h"
 
 #define HEADER_REF_MAX UINT64_C(100000000) /* S2: the reference's limit, 10^8 */
@@ -107,7 +107,7 @@ static const stf_open_opts *opts_or_default(const stf_open_opts *o, stf_open_opt
     return tmp;
 }
 
-/* S1-S3 and the L1 cap on the first 8 bytes; contract in st_internal.h. */
+/* S1-S3 and the L1 cap on the first 8 bytes; contract in container_internal.h. */
 int stf__frame_check(uint64_t *n_out, const uint8_t *first, uint64_t file_size,
                      const char *path, const stf_open_opts *o, stf_err *err)
 {
@@ -597,7 +597,7 @@ static int lexical_pass(stf__header_ctx *c, const uint8_t *hdr, size_t n, size_t
 }
 
 /*
- * S4-S20 over the N header bytes; contract in st_internal.h. Nothing in
+ * S4-S20 over the N header bytes; contract in container_internal.h. Nothing in
  * the result points into `hdr`, so the caller may free it afterwards.
  */
 int stf__header_parse(stf__header **out, const uint8_t *hdr, uint64_t n, uint64_t file_size,

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "container/header_priv.h"
+#include "container/header_internal.h"
 
 static int name_cmp(const char *a, size_t al, const char *b, size_t bl)
 {
@@ -35,7 +35,7 @@ static int meta_ptr_cmp(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-/* S13 keep-last for tensor names; contract in header_priv.h. */
+/* S13 keep-last for tensor names; contract in header_internal.h. */
 int stf__validate_dup_tensors(stf__tensor_record *t, size_t *n, stf__header_ctx *c)
 {
     size_t cnt = *n, out = 0;
@@ -83,7 +83,7 @@ done:
     return rc;
 }
 
-/* S13 for __metadata__ keys; contract in header_priv.h. */
+/* S13 for __metadata__ keys; contract in header_internal.h. */
 int stf__validate_dup_meta(stf_meta_entry *m, uint64_t *key_off, size_t *n, stf__header_ctx *c)
 {
     size_t cnt = *n, out = 0;
@@ -152,7 +152,7 @@ static const char *shape_text(char *buf, size_t cap, const stf_tensor_info *ti)
     return buf;
 }
 
-/* S15-S20 in the reference order; contract in header_priv.h. */
+/* S15-S20 in the reference order; contract in header_internal.h. */
 int stf__validate_geometry(stf__tensor_record *t, size_t n, uint64_t hdr_n, uint64_t file_size,
                            uint64_t *data_size, stf__header_ctx *c)
 {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline/plan_int.h"
+#include "pipeline/plan_internal.h"
 
 /* Defaults: quant mode from the recipe, tau 0.99, probes inline. */
 void stf_plan_opts_init(stf_plan_opts *o)
@@ -293,7 +293,7 @@ static int plan_other(stf__plan_builder *b, size_t ti, stf__matched_action **act
     return 0;
 }
 
-/* One rename action on a name of len bytes (contract in plan_int.h). */
+/* One rename action on a name of len bytes (contract in plan_internal.h). */
 char *stf__rename_apply(const stf_action *a, const char *name, size_t len, size_t *out_len,
                         int *hit)
 {

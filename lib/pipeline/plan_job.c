@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "pipeline/plan_ws.h"
+#include "pipeline/plan_work.h"
 
 /*
  * How to read f32 rows of what the layer holds now (convrot.md §6-§7).

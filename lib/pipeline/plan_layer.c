@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "pipeline/plan_ws.h"
+#include "pipeline/plan_work.h"
 
 /* Header-only change of a kept tensor: the op says what the run must do. */
 static void retag(stf__tensor_slot *sl)
@@ -364,7 +364,7 @@ done:
     return rc;
 }
 
-/* Apply a layer's matched actions and append its outputs (see plan_int.h). */
+/* Apply a layer's matched actions and append its outputs (see plan_internal.h). */
 int stf__plan_layer(stf__plan_builder *b, size_t li, const stf_layer *l, const stf_layer_view *v,
                     const stf__matched_action *acts, size_t n, stf_err *err)
 {

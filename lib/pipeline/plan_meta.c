@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline/plan_int.h"
+#include "pipeline/plan_internal.h"
 
 #define QMETA_KEY "_quantization_metadata"
 #define QFORMAT_KEY "quant_format"
@@ -92,7 +92,7 @@ static int rebuild(char **out, size_t *len, stf__plan_builder *b, stf_err *err)
     return rc;
 }
 
-/* Build b->p->meta (see plan_int.h). */
+/* Build b->p->meta (see plan_internal.h). */
 int stf__plan_meta(stf__plan_builder *b, stf_err *err)
 {
     stf_plan *p = b->p;

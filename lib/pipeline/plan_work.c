@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "pipeline/plan_ws.h"
+#include "pipeline/plan_work.h"
 
 /* STF_EFORMAT naming the layer, the rule and its recipe line. */
 int stf__work_refuse(stf__layer_work *w, stf_err *err, const char *what)

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "container/header_priv.h"
+#include "container/header_internal.h"
 
 static void test_findings_list(void **state)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "container/header_priv.h"
+#include "container/header_internal.h"
 
 typedef struct fx {
     stf_open_opts o;

@@ -3,8 +3,8 @@
  * executes it; the public accessors of include/stfix/pipeline.h read it.
  * Not part of the public API.
  */
-#ifndef STF_PIPELINE_PLAN_INT_H
-#define STF_PIPELINE_PLAN_INT_H
+#ifndef STF_PIPELINE_PLAN_INTERNAL_H
+#define STF_PIPELINE_PLAN_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -3,10 +3,10 @@
  * findings.c): the parse context that decides what a rule violation becomes,
  * and the per-tensor record used before the table is final.
  */
-#ifndef STF_HEADER_PRIV_H
-#define STF_HEADER_PRIV_H
+#ifndef STF_HEADER_INTERNAL_H
+#define STF_HEADER_INTERNAL_H
 
-#include "container/st_internal.h"
+#include "container/container_internal.h"
 
 /* What a violation becomes (the tags of spec/safetensors.md §3). */
 enum stf__level {

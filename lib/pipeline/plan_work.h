@@ -7,10 +7,10 @@
  * plan_layer.c calls plan_job.c and plan_work.c, and plan_job.c calls only
  * plan_work.c.
  */
-#ifndef STF_PIPELINE_PLAN_WS_H
-#define STF_PIPELINE_PLAN_WS_H
+#ifndef STF_PIPELINE_PLAN_WORK_H
+#define STF_PIPELINE_PLAN_WORK_H
 
-#include "pipeline/plan_int.h"
+#include "pipeline/plan_internal.h"
 
 #define SLOT_MAX_RANK 8
 
