@@ -53,9 +53,11 @@ const char *stf_strerror(int code);
 void stf_err_clear(stf_err *err);
 
 /*
- * Allocation hook. Every allocation the library makes goes through it, so
- * tests can fail the Nth one. Process-global: set it once before any other
- * call, or not at all. Passing NULL restores malloc/realloc/free.
+ * Allocation hook. Every allocation the library makes for itself, and
+ * PCRE2's, goes through it, so tests can fail the Nth one; libyaml's and
+ * the C library's own do not (README.md, "Library"). Process-global: set
+ * it once before any other call, or not at all. Passing NULL restores
+ * malloc/realloc/free.
  * realloc(ud, NULL, n) must behave like malloc; free(ud, NULL) must be a no-op.
  */
 typedef struct stf_allocator {

@@ -1,8 +1,9 @@
 /*
- * Internal interfaces of the check layer, shared between the report and
- * dispatch code (diag.c), the profiles (profile_sglang.c,
- * profile_sglang_formats.c, profile_comfyui.c) and the numeric probes
- * (probes.c). Not public.
+ * Internal interfaces of the check layer, shared between the report
+ * (report.c), the message helpers (report_text.c, layer_facts.c), the
+ * driver (check_run.c), the profiles (profile_container.c,
+ * profile_sglang.c, profile_sglang_formats.c, profile_comfyui.c) and the
+ * numeric probes (probes.c). Not public.
  */
 #ifndef STF_CHECK_INTERNAL_H
 #define STF_CHECK_INTERNAL_H
@@ -76,6 +77,7 @@ const char *stf__chk_dtype(const stf_tensor_info *t);
 int stf__chk_shape_is(const stf_tensor_info *t, unsigned rank, const uint64_t *dims);
 
 /* Profiles. Each appends findings to k->r and returns 0 or k->rc. */
+int stf__check_container(stf__chk *k);
 int stf__check_sglang(stf__chk *k);
 /* The per-format inspection rules (R13-R19, R44-R54) of one layer. */
 void stf__check_sglang_layer_formats(stf__chk *k, const stf_layer *l, const stf_pyval *marker,

@@ -1,7 +1,7 @@
 /* The rule catalogue in one order: container, SGLang, ComfyUI and numeric. */
 #include <string.h>
 
-#include "check/rule_doc_int.h"
+#include "check/rule_doc_internal.h"
 
 static const struct { const stf_rule_doc *t; const size_t *n; } PARTS[] = {
     { stf__rule_docs_container, &stf__rule_docs_container_n },

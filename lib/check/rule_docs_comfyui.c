@@ -1,11 +1,11 @@
 /*
  * Rule catalogue entries of the ComfyUI profile (C rules,
  * profile_comfyui.c) and of the numeric probes (N and H rules, probes.c),
- * in catalogue order; see rule_doc_int.h. Each title is the one
+ * in catalogue order; see rule_doc_internal.h. Each title is the one
  * stf_check_rule_title gives; the defect names are those of
  * stfix-defects(7), DEFECTS, the actions those of stfix-rules(5), ACTIONS AND PARAMETERS.
  */
-#include "check/rule_doc_int.h"
+#include "check/rule_doc_internal.h"
 
 const stf_rule_doc stf__rule_docs_comfyui[] = {
     {

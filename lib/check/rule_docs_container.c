@@ -1,12 +1,12 @@
 /*
- * Rule catalogue, container part (see rule_doc_int.h): the strict reader's
- * S rules, the sharded index's I rules and the resource caps' L rules, in
- * that order. `stfix explain`, stfix-checks(7) and the rule list of stfix(1)
+ * Rule catalogue, container part (see rule_doc_internal.h): the strict
+ * reader's S rules, the sharded index's I rules and the resource caps' L
+ * rules, in that order. `stfix explain`, stfix-checks(7) and the rule list of stfix(1)
  * are generated from these entries (man/mkchecks.py), so the text here is
  * what users read: plain ASCII, one paragraph per field, no final newline,
  * sentences that end in a period and no abbreviations ending in one.
  */
-#include "check/rule_doc_int.h"
+#include "check/rule_doc_internal.h"
 
 /* Paragraphs several rules share. */
 static const char REF_IGNORED[] =

@@ -4,7 +4,7 @@
  * such a file, and how to repair it. One entry per rule id the profile can
  * report, in numeric order; titles are those of rule_titles.c.
  */
-#include "check/rule_doc_int.h"
+#include "check/rule_doc_internal.h"
 
 /* SGLang raises at its first failing rule, before it reads any weight. */
 #define STOPS                                                                                 \

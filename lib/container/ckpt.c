@@ -15,7 +15,7 @@
 #include "container/index.h"
 #include "container/writer_internal.h"
 #include "container/source.h"
-#include "container/st_internal.h"
+#include "container/container_internal.h"
 
 /*
  * Descriptors an index keeps open at most while none is being read: enough

@@ -4,7 +4,7 @@
  */
 #include <string.h>
 
-#include "container/st_internal.h"
+#include "container/container_internal.h"
 
 /* Indexed by stf_dtype; the order is the reference's `Dtype` declaration
  * order, which the canonical writer sorts by, so it must never change. */

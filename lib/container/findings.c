@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "container/header_priv.h"
+#include "container/header_internal.h"
 
-/* Empty list; contract in st_internal.h. */
+/* Empty list; contract in container_internal.h. */
 void stf__findings_init(stf__findings *l)
 {
     if (l) memset(l, 0, sizeof *l);
@@ -32,7 +32,7 @@ void stf__findings_free(stf__findings *l)
 }
 
 /*
- * Append a finding (contract in st_internal.h). On STF_ENOMEM the list
+ * Append a finding (contract in container_internal.h). On STF_ENOMEM the list
  * holds the same findings as before. A NULL list drops the finding.
  */
 int stf__findings_add(stf__findings *l, const char *rule, stf_severity sev, const char *path,
@@ -77,13 +77,13 @@ int stf__findings_add(stf__findings *l, const char *rule, stf_severity sev, cons
 }
 
 /* Count a warning of `rule`; true when it should not be listed. */
-static int over_cap(stf__hctx *c, const char *rule, const char *variant)
+static int over_cap(stf__header_ctx *c, const char *rule, const char *variant)
 {
     size_t i;
     for (i = 0; i < c->ncounts; i++)
         if (strcmp(c->counts[i].rule, rule) == 0) break;
     if (i == c->ncounts) {
-        if (i == STF__HCOUNT_MAX) return 0; /* more rule ids than exist: list all */
+        if (i == STF__TALLY_MAX) return 0; /* more rule ids than exist: list all */
         snprintf(c->counts[i].rule, sizeof c->counts[i].rule, "%s", rule);
         c->counts[i].variant = variant;
         c->counts[i].count = 0;
@@ -92,12 +92,12 @@ static int over_cap(stf__hctx *c, const char *rule, const char *variant)
     return ++c->counts[i].count > STF__FINDINGS_PER_RULE;
 }
 
-/* Summaries of capped warnings; contract in header_priv.h. */
-int stf__hreport_flush(stf__hctx *c)
+/* Summaries of capped warnings; contract in header_internal.h. */
+int stf__hreport_flush(stf__header_ctx *c)
 {
     if (!c->findings) return 0;
     for (size_t i = 0; i < c->ncounts; i++) {
-        const stf__hcount *k = &c->counts[i];
+        const stf__finding_tally *k = &c->counts[i];
         if (k->count <= STF__FINDINGS_PER_RULE) continue;
         if (stf__findings_add(c->findings, k->rule, STF_SEV_WARNING, c->path, NULL, 0, 0, 0,
                               "%s: %s %s: %llu more findings like this were not listed",
@@ -109,8 +109,8 @@ int stf__hreport_flush(stf__hctx *c)
     return 0;
 }
 
-/* Error, deferred strict error or warning; contract in header_priv.h. */
-int stf__hreport(stf__hctx *c, int level, const char *rule, const char *variant,
+/* Error, deferred strict error or warning; contract in header_internal.h. */
+int stf__hreport(stf__header_ctx *c, int level, const char *rule, const char *variant,
                  const char *tensor, size_t tensor_len, int has_off, uint64_t off,
                  const char *fmt, ...)
 {

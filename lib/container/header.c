@@ -30,7 +30,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "container/header_priv.h"
+#include "container/header_internal.h"
 #include "container/json_lex.h"
 
 #define HEADER_REF_MAX UINT64_C(100000000) /* S2: the reference's limit, 10^8 */
@@ -107,12 +107,12 @@ static const stf_open_opts *opts_or_default(const stf_open_opts *o, stf_open_opt
     return tmp;
 }
 
-/* S1-S3 and the L1 cap on the first 8 bytes; contract in st_internal.h. */
+/* S1-S3 and the L1 cap on the first 8 bytes; contract in container_internal.h. */
 int stf__frame_check(uint64_t *n_out, const uint8_t *first, uint64_t file_size,
                      const char *path, const stf_open_opts *o, stf_err *err)
 {
     stf_open_opts dflt;
-    stf__hctx c;
+    stf__header_ctx c;
     uint64_t n = 0;
     memset(&c, 0, sizeof c);
     c.path = path ? path : "(input)";
@@ -142,12 +142,12 @@ int stf__frame_check(uint64_t *n_out, const uint8_t *first, uint64_t file_size,
 /* ------------------------------------------------------------ the walk */
 
 typedef struct pstate {
-    stf__hctx *c;
+    stf__header_ctx *c;
     const uint8_t *hdr;
-    stf__jlex lx;
+    stf__json_lexer lx;
     arena *ar;
     unsigned max_rank;
-    stf__trec *recs;
+    stf__tensor_record *recs;
     size_t nrec, caprec;
     stf_meta_entry *meta;
     uint64_t *meta_off;
@@ -172,12 +172,12 @@ static const char *tok_what(int type)
     }
 }
 
-static int next_tok(pstate *ps, stf__jtok *t)
+static int next_tok(pstate *ps, stf__json_token *t)
 {
-    stf__jerr e;
+    stf__json_error e;
     /* The grammar pass already accepted these bytes; failing here means
      * the two passes disagree, which is still reported, never trusted. */
-    if (stf__jlex_next(&ps->lx, t, &e))
+    if (stf__json_lexer_next(&ps->lx, t, &e))
         return stf__hreport(ps->c, STF__LV_REF, "S5", "InvalidHeaderDeserialization", NULL, 0,
                             1, ABS(e.pos), "%s", e.why);
     return 0;
@@ -186,7 +186,7 @@ static int next_tok(pstate *ps, stf__jtok *t)
 /* Expect punctuation of `type` next (guaranteed by the grammar pass). */
 static int expect(pstate *ps, int type)
 {
-    stf__jtok t;
+    stf__json_token t;
     int rc = next_tok(ps, &t);
     if (rc) return rc;
     if (t.type != type)
@@ -196,7 +196,7 @@ static int expect(pstate *ps, int type)
 }
 
 /* Unescape string token t into the arena, NUL-terminated. */
-static int str_dup(pstate *ps, const stf__jtok *t, char **out, size_t *len)
+static int str_dup(pstate *ps, const stf__json_token *t, char **out, size_t *len)
 {
     size_t body = t->len - 2;
     char *d = arena_alloc(ps->ar, body + 1);
@@ -213,7 +213,7 @@ static int str_dup(pstate *ps, const stf__jtok *t, char **out, size_t *len)
 }
 
 /* Unescape a short string token into buf (cap bytes); 0 if it does not fit. */
-static size_t str_small(pstate *ps, const stf__jtok *t, char *buf, size_t cap)
+static size_t str_small(pstate *ps, const stf__json_token *t, char *buf, size_t cap)
 {
     size_t body = t->len - 2;
     if (body >= cap) return 0;
@@ -227,7 +227,7 @@ static size_t str_small(pstate *ps, const stf__jtok *t, char *buf, size_t cap)
  * Skip one value whose first token is t (an ignored extra field). serde
  * still parses it, so a leading-zero number in it is S5.
  */
-static int skip_value(pstate *ps, stf__jtok t)
+static int skip_value(pstate *ps, stf__json_token t)
 {
     int depth = 0;
     for (;;) {
@@ -244,10 +244,10 @@ static int skip_value(pstate *ps, stf__jtok t)
 }
 
 /* One element of shape or data_offsets: S11 lexically, then S12. */
-static int parse_dim(pstate *ps, const stf__jtok *t, const char *field, const char *name,
+static int parse_dim(pstate *ps, const stf__json_token *t, const char *field, const char *name,
                      size_t name_len, uint64_t *out)
 {
-    stf__hctx *c = ps->c;
+    stf__header_ctx *c = ps->c;
     const uint8_t *lex = ps->hdr + t->pos;
     int shown = t->len > 40 ? 40 : (int)t->len;
     const char *more = t->len > 40 ? "..." : "";
@@ -281,11 +281,11 @@ static int parse_dim(pstate *ps, const stf__jtok *t, const char *field, const ch
 }
 
 /* The shape array (t is its first token). */
-static int parse_shape(pstate *ps, const stf__jtok *t, stf__trec *r)
+static int parse_shape(pstate *ps, const stf__json_token *t, stf__tensor_record *r)
 {
     uint64_t dims[STF_MAX_RANK_HARD];
     unsigned rank = 0;
-    stf__jtok e;
+    stf__json_token e;
     int rc;
     const char *name = r->ti.name;
     if (t->type != STF__J_LBRACKET)
@@ -315,11 +315,11 @@ static int parse_shape(pstate *ps, const stf__jtok *t, stf__trec *r)
     return 0;
 }
 
-static int parse_offsets(pstate *ps, const stf__jtok *t, stf__trec *r)
+static int parse_offsets(pstate *ps, const stf__json_token *t, stf__tensor_record *r)
 {
     uint64_t v[2] = { 0, 0 };
     unsigned k = 0;
-    stf__jtok e;
+    stf__json_token e;
     int rc;
     const char *name = r->ti.name;
     if (t->type != STF__J_LBRACKET)
@@ -347,7 +347,7 @@ static int parse_offsets(pstate *ps, const stf__jtok *t, stf__trec *r)
     return 0;
 }
 
-static int parse_dtype(pstate *ps, const stf__jtok *t, stf__trec *r)
+static int parse_dtype(pstate *ps, const stf__json_token *t, stf__tensor_record *r)
 {
     char buf[80];
     size_t len = 0;
@@ -373,7 +373,7 @@ static int parse_dtype(pstate *ps, const stf__jtok *t, stf__trec *r)
  * C1), no U+0000. */
 static int check_name(pstate *ps, const char *name, size_t len, uint64_t off)
 {
-    stf__hctx *c = ps->c;
+    stf__header_ctx *c = ps->c;
     if (len == 0)
         return stf__hreport(c, STF__LV_STRICT, "S14", "InvalidTensorName", name, len, 1, off,
                             "the tensor name is empty");
@@ -398,11 +398,11 @@ static int check_name(pstate *ps, const char *name, size_t len, uint64_t off)
 enum { F_DTYPE = 1, F_SHAPE = 2, F_OFFSETS = 4 };
 
 /* A top-level member other than __metadata__; the key is already read. */
-static int parse_tensor(pstate *ps, const stf__jtok *key)
+static int parse_tensor(pstate *ps, const stf__json_token *key)
 {
-    stf__hctx *c = ps->c;
-    stf__trec *r;
-    stf__jtok t;
+    stf__header_ctx *c = ps->c;
+    stf__tensor_record *r;
+    stf__json_token t;
     unsigned seen = 0;
     int rc;
     char *name;
@@ -422,7 +422,8 @@ static int parse_tensor(pstate *ps, const stf__jtok *key)
                             (unsigned long long)c->o->max_tensors);
     if (ps->nrec == ps->caprec) {
         size_t cap = ps->caprec ? ps->caprec * 2 : 16;
-        stf__trec *v = cap > SIZE_MAX / sizeof *v ? NULL : stf__realloc(ps->recs, cap * sizeof *v);
+        stf__tensor_record *v =
+            cap > SIZE_MAX / sizeof *v ? NULL : stf__realloc(ps->recs, cap * sizeof *v);
         if (!v) return stf__err(c->err, STF_ENOMEM, "%s: out of memory", c->path);
         ps->recs = v;
         ps->caprec = cap;
@@ -440,7 +441,7 @@ static int parse_tensor(pstate *ps, const stf__jtok *key)
                             tok_what(t.type));
     if ((rc = next_tok(ps, &t))) return rc;
     while (t.type != STF__J_RBRACE) {
-        stf__jtok v;
+        stf__json_token v;
         char fbuf[80];
         size_t flen = 0;
         unsigned f = 0;
@@ -482,10 +483,10 @@ static int parse_tensor(pstate *ps, const stf__jtok *key)
     return 0;
 }
 
-static int parse_meta(pstate *ps, const stf__jtok *key)
+static int parse_meta(pstate *ps, const stf__json_token *key)
 {
-    stf__hctx *c = ps->c;
-    stf__jtok t, v;
+    stf__header_ctx *c = ps->c;
+    stf__json_token t, v;
     int rc;
     /* serde's derived struct refuses a second __metadata__ outright, unlike
      * duplicate tensor names which its flattened map silently merges. */
@@ -546,7 +547,7 @@ static int parse_meta(pstate *ps, const stf__jtok *key)
 
 static int parse_root(pstate *ps)
 {
-    stf__jtok t;
+    stf__json_token t;
     int rc;
     if ((rc = expect(ps, STF__J_LBRACE))) return rc;
     if ((rc = next_tok(ps, &t))) return rc;
@@ -567,10 +568,10 @@ static int parse_root(pstate *ps)
 }
 
 /* S4-S7 and the nesting cap, over all N bytes, before anything is built. */
-static int lexical_pass(stf__hctx *c, const uint8_t *hdr, size_t n, size_t *members)
+static int lexical_pass(stf__header_ctx *c, const uint8_t *hdr, size_t n, size_t *members)
 {
-    stf__jcheck jc;
-    stf__jerr e;
+    stf__json_root jc;
+    stf__json_error e;
     size_t good = stf__utf8_valid_prefix(hdr, n);
     int rc;
     if (good != n)
@@ -596,7 +597,7 @@ static int lexical_pass(stf__hctx *c, const uint8_t *hdr, size_t n, size_t *memb
 }
 
 /*
- * S4-S20 over the N header bytes; contract in st_internal.h. Nothing in
+ * S4-S20 over the N header bytes; contract in container_internal.h. Nothing in
  * the result points into `hdr`, so the caller may free it afterwards.
  */
 int stf__header_parse(stf__header **out, const uint8_t *hdr, uint64_t n, uint64_t file_size,
@@ -604,7 +605,7 @@ int stf__header_parse(stf__header **out, const uint8_t *hdr, uint64_t n, uint64_
                       stf_err *err)
 {
     stf_open_opts dflt;
-    stf__hctx c;
+    stf__header_ctx c;
     pstate ps;
     stf__header *h = NULL;
     size_t members = 0;
@@ -626,7 +627,7 @@ int stf__header_parse(stf__header **out, const uint8_t *hdr, uint64_t n, uint64_
     ps.c = &c;
     ps.hdr = hdr;
     ps.max_rank = c.o->max_rank > STF_MAX_RANK_HARD ? STF_MAX_RANK_HARD : c.o->max_rank;
-    stf__jlex_init(&ps.lx, hdr, (size_t)n);
+    stf__json_lexer_init(&ps.lx, hdr, (size_t)n);
     ps.ar = stf__calloc(1, sizeof *ps.ar);
     if (!ps.ar) {
         rc = stf__err(err, STF_ENOMEM, "%s: out of memory", c.path);

@@ -23,7 +23,7 @@
 #define INDEX_MAX_DEPTH 16u
 
 typedef struct ictx {
-    stf__jlex lx;
+    stf__json_lexer lx;
     const uint8_t *p;
     const char *path;
     stf_err *err;
@@ -63,15 +63,15 @@ int stf__name_cmp(const char *a, size_t alen, const char *b, size_t blen)
     return alen < blen ? -1 : alen > blen;
 }
 
-static int next(ictx *c, stf__jtok *t)
+static int next(ictx *c, stf__json_token *t)
 {
-    stf__jerr e;
-    if (stf__jlex_next(&c->lx, t, &e) != 0) return i1_fail(c, e.pos, "%s", e.why);
+    stf__json_error e;
+    if (stf__json_lexer_next(&c->lx, t, &e) != 0) return i1_fail(c, e.pos, "%s", e.why);
     return 0;
 }
 
 /* Unescape a string token into a fresh NUL-terminated copy. */
-static int tok_string(ictx *c, const stf__jtok *t, char **out, size_t *len)
+static int tok_string(ictx *c, const stf__json_token *t, char **out, size_t *len)
 {
     size_t body = t->len - 2;
     char *s = stf__malloc(body + 1);
@@ -88,7 +88,7 @@ static int tok_string(ictx *c, const stf__jtok *t, char **out, size_t *len)
  * count as weight_map, or a second, escaped copy would be ignored here while
  * Python's json keeps it (last wins) and the two readers would disagree.
  */
-static int tok_is(const ictx *c, const stf__jtok *t, const char *lit)
+static int tok_is(const ictx *c, const stf__json_token *t, const char *lit)
 {
     size_t n = strlen(lit), body = t->len - 2;
     if (t->type != STF__J_STRING) return 0;
@@ -102,9 +102,9 @@ static int tok_is(const ictx *c, const stf__jtok *t, const char *lit)
 }
 
 /* Skip the value starting with token `first`; *end is one past its last byte. */
-static int skip_value(ictx *c, const stf__jtok *first, size_t *end)
+static int skip_value(ictx *c, const stf__json_token *first, size_t *end)
 {
-    stf__jtok t = *first;
+    stf__json_token t = *first;
     size_t depth = 0;
     for (;;) {
         if (t.type == STF__J_LBRACE || t.type == STF__J_LBRACKET) depth++;
@@ -123,7 +123,7 @@ static int skip_value(ictx *c, const stf__jtok *first, size_t *end)
 /* After a member's value: a ',' (returns 0) or the closing '}' (returns 1). */
 static int member_end(ictx *c)
 {
-    stf__jtok t;
+    stf__json_token t;
     int rc = next(c, &t);
     if (rc) return rc;
     if (t.type == STF__J_COMMA) return 0;
@@ -135,13 +135,13 @@ static int member_end(ictx *c)
  * Read `"key":` at the start of an object member, or the closing '}' of an
  * empty object (returns 1). The key token is left in *k.
  */
-static int member_key(ictx *c, stf__jtok *k, int first)
+static int member_key(ictx *c, stf__json_token *k, int first)
 {
     int rc = next(c, k);
     if (rc) return rc;
     if (first && k->type == STF__J_RBRACE) return 1;
     if (k->type != STF__J_STRING) return i1_fail(c, k->pos, "expected a key");
-    stf__jtok colon;
+    stf__json_token colon;
     rc = next(c, &colon);
     if (rc) return rc;
     if (colon.type != STF__J_COLON) return i1_fail(c, colon.pos, "expected ':'");
@@ -167,10 +167,10 @@ typedef struct meta_acc {
     uint64_t *offs; /* key offset of each entry, for the duplicate check */
 } meta_acc;
 
-static int meta_member(ictx *c, stf__index *ix, meta_acc *acc, const stf__jtok *k,
+static int meta_member(ictx *c, stf__index *ix, meta_acc *acc, const stf__json_token *k,
                        const stf_open_opts *o)
 {
-    stf__jtok v;
+    stf__json_token v;
     size_t end;
     int rc = next(c, &v);
     if (rc) return rc;
@@ -236,14 +236,14 @@ static int dup_check(ictx *c, keyref *v, size_t n, const char *where)
 
 static int parse_meta(ictx *c, stf__index *ix, const stf_open_opts *o)
 {
-    stf__jtok t;
+    stf__json_token t;
     meta_acc acc = { 0, 0, NULL };
     keyref *refs = NULL;
     int rc = next(c, &t);
     if (rc) return rc;
     if (t.type != STF__J_LBRACE) return i1_fail(c, t.pos, "\"metadata\" is not an object");
     for (int first = 1;; first = 0) {
-        stf__jtok k;
+        stf__json_token k;
         rc = member_key(c, &k, first);
         if (rc == 1) break;
         if (rc) goto done;
@@ -292,14 +292,14 @@ typedef struct wm_tmp {
 
 static int parse_wmap(ictx *c, stf__index *ix, wm_tmp **tmp_out)
 {
-    stf__jtok t;
+    stf__json_token t;
     size_t cap = 0, tcap = 0;
     wm_tmp *tmp = NULL;
     int rc = next(c, &t);
     if (rc) return rc;
     if (t.type != STF__J_LBRACE) return i1_fail(c, t.pos, "\"weight_map\" is not an object");
     for (int first = 1;; first = 0) {
-        stf__jtok k, v;
+        stf__json_token k, v;
         rc = member_key(c, &k, first);
         if (rc == 1) break;
         if (rc) goto done;
@@ -412,14 +412,14 @@ done:
 
 static int parse_root(ictx *c, stf__index *ix, const stf_open_opts *o, wm_tmp **tmp)
 {
-    stf__jtok t;
+    stf__json_token t;
     int rc = next(c, &t), seen_meta = 0, seen_wmap = 0;
     size_t nother = 0, ocap = 0;
     keyref *other = NULL;
     if (rc) return rc;
     if (t.type != STF__J_LBRACE) return i1_fail(c, t.pos, "the index is not a JSON object");
     for (int first = 1;; first = 0) {
-        stf__jtok k;
+        stf__json_token k;
         rc = member_key(c, &k, first);
         if (rc == 1) break;
         if (rc) goto done;
@@ -438,7 +438,7 @@ static int parse_root(ictx *c, stf__index *ix, const stf_open_opts *o, wm_tmp **
         } else {
             /* Unknown root keys are ignored, but only once each: keep the
              * raw key bytes for the duplicate check. */
-            stf__jtok v;
+            stf__json_token v;
             size_t end;
             if (grow((void **)&other, &ocap, nother, sizeof *other)) {
                 rc = oom(c->err, c->path);
@@ -488,15 +488,15 @@ int stf__index_parse(stf__index **out, const uint8_t *buf, size_t len, const cha
 
     size_t good = stf__utf8_valid_prefix(buf, len);
     if (good != len) return i1_fail(&c, good, "invalid UTF-8");
-    stf__jcheck chk;
-    stf__jerr je;
+    stf__json_root chk;
+    stf__json_error je;
     int jrc = stf__json_check(&chk, buf, len, INDEX_MAX_DEPTH, &je);
     if (jrc == -2) return i1_fail(&c, je.pos, "JSON nested more than 16 deep");
     if (jrc != 0) return i1_fail(&c, je.pos, "not valid JSON: %s", je.why);
 
     ix = stf__calloc(1, sizeof *ix);
     if (!ix) return oom(err, path);
-    stf__jlex_init(&c.lx, buf, len);
+    stf__json_lexer_init(&c.lx, buf, len);
     rc = parse_root(&c, ix, o, &tmp);
     ntmp = ix->nmap;
     if (rc) goto done;

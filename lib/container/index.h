@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "container/st_internal.h"
+#include "container/container_internal.h"
 
 /* One weight_map member. */
 typedef struct stf__index_entry {

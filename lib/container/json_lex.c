@@ -39,14 +39,14 @@ size_t stf__utf8_valid_prefix(const uint8_t *p, size_t n)
 }
 
 /* Start a lexer over a borrowed buffer; contract in json_lex.h. */
-void stf__jlex_init(stf__jlex *lx, const uint8_t *p, size_t n)
+void stf__json_lexer_init(stf__json_lexer *lx, const uint8_t *p, size_t n)
 {
     lx->p = p;
     lx->n = n;
     lx->pos = 0;
 }
 
-static int lex_fail(stf__jerr *e, size_t pos, const char *why)
+static int lex_fail(stf__json_error *e, size_t pos, const char *why)
 {
     if (e) {
         e->pos = pos;
@@ -77,7 +77,7 @@ static int hex4(const uint8_t *p, size_t n, size_t i, unsigned *cp)
     return 0;
 }
 
-static int lex_string(stf__jlex *lx, stf__jtok *t, stf__jerr *e)
+static int lex_string(stf__json_lexer *lx, stf__json_token *t, stf__json_error *e)
 {
     const uint8_t *p = lx->p;
     size_t n = lx->n, i = lx->pos + 1;
@@ -123,7 +123,7 @@ static int lex_string(stf__jlex *lx, stf__jtok *t, stf__jerr *e)
 
 static int is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
 
-static int lex_number(stf__jlex *lx, stf__jtok *t, stf__jerr *e)
+static int lex_number(stf__json_lexer *lx, stf__json_token *t, stf__json_error *e)
 {
     const uint8_t *p = lx->p;
     size_t n = lx->n, i = lx->pos;
@@ -155,7 +155,8 @@ static int lex_number(stf__jlex *lx, stf__jtok *t, stf__jerr *e)
     return 0;
 }
 
-static int lex_word(stf__jlex *lx, stf__jtok *t, stf__jerr *e, const char *w, int type)
+static int lex_word(stf__json_lexer *lx, stf__json_token *t, stf__json_error *e, const char *w,
+                    int type)
 {
     size_t len = strlen(w);
     if (lx->n - lx->pos < len || memcmp(lx->p + lx->pos, w, len) != 0)
@@ -169,7 +170,7 @@ static int lex_word(stf__jlex *lx, stf__jtok *t, stf__jerr *e, const char *w, in
 }
 
 /* One serde-exact token with its offset; contract in json_lex.h. */
-int stf__jlex_next(stf__jlex *lx, stf__jtok *t, stf__jerr *e)
+int stf__json_lexer_next(stf__json_lexer *lx, stf__json_token *t, stf__json_error *e)
 {
     const uint8_t *p = lx->p;
     /* serde_json's whitespace is exactly these four; cJSON skips every byte
@@ -214,19 +215,19 @@ enum { ST_VALUE, ST_VALUE_OR_END, ST_KEY_OR_END, ST_KEY, ST_COLON, ST_AFTER };
 #define JCHECK_MAX_DEPTH 64
 
 /* Allocation-free grammar check (S5, S6, nesting); contract in json_lex.h. */
-int stf__json_check(stf__jcheck *out, const uint8_t *p, size_t n, unsigned max_depth,
-                    stf__jerr *e)
+int stf__json_check(stf__json_root *out, const uint8_t *p, size_t n, unsigned max_depth,
+                    stf__json_error *e)
 {
-    stf__jlex lx;
-    stf__jtok t;
+    stf__json_lexer lx;
+    stf__json_token t;
     uint8_t stack[JCHECK_MAX_DEPTH]; /* '{' or '[' per open container */
     unsigned depth = 0;
     int state = ST_VALUE, first = 1;
     if (max_depth > JCHECK_MAX_DEPTH) max_depth = JCHECK_MAX_DEPTH;
     if (out) memset(out, 0, sizeof *out);
-    stf__jlex_init(&lx, p, n);
+    stf__json_lexer_init(&lx, p, n);
     for (;;) {
-        if (stf__jlex_next(&lx, &t, e)) return -1;
+        if (stf__json_lexer_next(&lx, &t, e)) return -1;
         if (first) {
             if (out) {
                 out->root_type = t.type;

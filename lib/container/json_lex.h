@@ -34,24 +34,24 @@ enum stf__jtype {
 
 /* A token: `pos` is its first byte within the lexed buffer, `len` its byte
  * length (strings include both quotes). */
-typedef struct stf__jtok {
+typedef struct stf__json_token {
     int type;
     size_t pos;
     size_t len;
     unsigned flags;
-} stf__jtok;
+} stf__json_token;
 
-typedef struct stf__jlex {
+typedef struct stf__json_lexer {
     const uint8_t *p;
     size_t n;
     size_t pos;
-} stf__jlex;
+} stf__json_lexer;
 
 /* Where and why lexing or the grammar failed; `why` is static text. */
-typedef struct stf__jerr {
+typedef struct stf__json_error {
     size_t pos;
     const char *why;
-} stf__jerr;
+} stf__json_error;
 
 /*
  * Length of the longest prefix of p[0..n) that is valid UTF-8 in the sense
@@ -62,7 +62,7 @@ typedef struct stf__jerr {
 size_t stf__utf8_valid_prefix(const uint8_t *p, size_t n);
 
 /* Start lexing p[0..n). The buffer is borrowed. */
-void stf__jlex_init(stf__jlex *lx, const uint8_t *p, size_t n);
+void stf__json_lexer_init(stf__json_lexer *lx, const uint8_t *p, size_t n);
 
 /*
  * Next token, skipping the four JSON whitespace bytes only. Returns 0, or -1
@@ -72,14 +72,14 @@ void stf__jlex_init(stf__jlex *lx, const uint8_t *p, size_t n);
  * caller can say which rule they break. Non-ASCII bytes inside strings are
  * passed through: run stf__utf8_valid_prefix over the buffer first.
  */
-int stf__jlex_next(stf__jlex *lx, stf__jtok *t, stf__jerr *e);
+int stf__json_lexer_next(stf__json_lexer *lx, stf__json_token *t, stf__json_error *e);
 
 /* The result of a grammar check. */
-typedef struct stf__jcheck {
+typedef struct stf__json_root {
     int root_type;     /* STF__J_LBRACE for an object, ... */
     size_t root_pos;   /* offset of the root value's first byte */
     size_t root_members; /* members of the root object (0 otherwise) */
-} stf__jcheck;
+} stf__json_root;
 
 /*
  * Check that p[0..n) is exactly one JSON value surrounded only by JSON
@@ -87,14 +87,14 @@ typedef struct stf__jcheck {
  * container is depth 1; max_depth is clamped to 64). No allocation.
  * Returns 0; -1 with `e` set for a syntax error; -2 with `e` at the opening
  * bracket when nesting exceeds max_depth. Leading-zero numbers pass here
- * (see stf__jlex_next).
+ * (see stf__json_lexer_next).
  */
-int stf__json_check(stf__jcheck *out, const uint8_t *p, size_t n, unsigned max_depth,
-                    stf__jerr *e);
+int stf__json_check(stf__json_root *out, const uint8_t *p, size_t n, unsigned max_depth,
+                    stf__json_error *e);
 
 /*
  * Unescape the body of a string token (the bytes between the quotes, as
- * validated by stf__jlex_next) into dst, which must hold `len` bytes: the
+ * validated by stf__json_lexer_next) into dst, which must hold `len` bytes: the
  * result is never longer than the source. Returns the unescaped length. No
  * NUL is appended.
  */

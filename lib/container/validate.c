@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "container/header_priv.h"
+#include "container/header_internal.h"
 
 static int name_cmp(const char *a, size_t al, const char *b, size_t bl)
 {
@@ -19,8 +19,8 @@ static int name_cmp(const char *a, size_t al, const char *b, size_t bl)
 /* Sort by name, then by position in the array (= header order). */
 static int trec_ptr_cmp(const void *x, const void *y)
 {
-    const stf__trec *a = *(const stf__trec *const *)x;
-    const stf__trec *b = *(const stf__trec *const *)y;
+    const stf__tensor_record *a = *(const stf__tensor_record *const *)x;
+    const stf__tensor_record *b = *(const stf__tensor_record *const *)y;
     int r = name_cmp(a->ti.name, a->ti.name_len, b->ti.name, b->ti.name_len);
     if (r) return r;
     return a < b ? -1 : a > b;
@@ -35,11 +35,11 @@ static int meta_ptr_cmp(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-/* S13 keep-last for tensor names; contract in header_priv.h. */
-int stf__validate_dup_tensors(stf__trec *t, size_t *n, stf__hctx *c)
+/* S13 keep-last for tensor names; contract in header_internal.h. */
+int stf__validate_dup_tensors(stf__tensor_record *t, size_t *n, stf__header_ctx *c)
 {
     size_t cnt = *n, out = 0;
-    const stf__trec **p = NULL;
+    const stf__tensor_record **p = NULL;
     size_t *prev = NULL; /* index of the previous record of the same name */
     int rc = 0;
     if (cnt < 2) return 0;
@@ -62,7 +62,7 @@ int stf__validate_dup_tensors(stf__trec *t, size_t *n, stf__hctx *c)
      * duplicate a reader of the file would meet. */
     for (size_t i = 0; i < cnt; i++) {
         if (prev[i] == SIZE_MAX) continue;
-        const stf__trec *a = &t[prev[i]];
+        const stf__tensor_record *a = &t[prev[i]];
         rc = stf__hreport(c, STF__LV_STRICT, "S13", "DuplicateKey", t[i].ti.name,
                           t[i].ti.name_len, 1, t[i].ti.header_offset,
                           "duplicate tensor name (also at byte %llu); the reference keeps "
@@ -83,8 +83,8 @@ done:
     return rc;
 }
 
-/* S13 for __metadata__ keys; contract in header_priv.h. */
-int stf__validate_dup_meta(stf_meta_entry *m, uint64_t *key_off, size_t *n, stf__hctx *c)
+/* S13 for __metadata__ keys; contract in header_internal.h. */
+int stf__validate_dup_meta(stf_meta_entry *m, uint64_t *key_off, size_t *n, stf__header_ctx *c)
 {
     size_t cnt = *n, out = 0;
     const stf_meta_entry **p = NULL;
@@ -135,7 +135,7 @@ done:
 /* (begin, end) as the reference sorts; name bytes make ties deterministic. */
 static int geom_cmp(const void *x, const void *y)
 {
-    const stf__trec *a = x, *b = y;
+    const stf__tensor_record *a = x, *b = y;
     if (a->ti.begin != b->ti.begin) return a->ti.begin < b->ti.begin ? -1 : 1;
     if (a->ti.end != b->ti.end) return a->ti.end < b->ti.end ? -1 : 1;
     return name_cmp(a->ti.name, a->ti.name_len, b->ti.name, b->ti.name_len);
@@ -152,9 +152,9 @@ static const char *shape_text(char *buf, size_t cap, const stf_tensor_info *ti)
     return buf;
 }
 
-/* S15-S20 in the reference order; contract in header_priv.h. */
-int stf__validate_geometry(stf__trec *t, size_t n, uint64_t hdr_n, uint64_t file_size,
-                           uint64_t *data_size, stf__hctx *c)
+/* S15-S20 in the reference order; contract in header_internal.h. */
+int stf__validate_geometry(stf__tensor_record *t, size_t n, uint64_t hdr_n, uint64_t file_size,
+                           uint64_t *data_size, stf__header_ctx *c)
 {
     uint64_t cursor = 0, end_abs = 0;
     char sh[200];

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "container/st_internal.h"
+#include "container/container_internal.h"
 
 /* The reference writer's header limit (spec §5.1 step 5, S2). */
 #define STF__MAX_HEADER 100000000ULL

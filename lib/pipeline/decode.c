@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "pipeline/run_int.h"
+#include "pipeline/run_internal.h"
 
 /* Fill err with a message naming the file, tensor and its header offset. */
 static int tensor_err(stf_err *err, int code, const stf_ckpt *c, size_t idx, const char *what,
@@ -120,7 +120,7 @@ static int read_scales(stf__decoder *dc, stf_err *err)
     return 0;
 }
 
-/* Open and validate a decode (contract in run_int.h). */
+/* Open and validate a decode (contract in run_internal.h). */
 int stf__decoder_open(stf__decoder *dc, const stf_ckpt *c, const stf__decode *d, stf_err *err)
 {
     int rc = 0;
@@ -162,7 +162,7 @@ done:
     return rc;
 }
 
-/* Free the scales (contract in run_int.h). */
+/* Free the scales (contract in run_internal.h). */
 void stf__decoder_close(stf__decoder *dc)
 {
     if (!dc) return;
@@ -171,7 +171,7 @@ void stf__decoder_close(stf__decoder *dc)
     dc->nscales = 0;
 }
 
-/* Bytes of rows [r0, r1) (contract in run_int.h). */
+/* Bytes of rows [r0, r1) (contract in run_internal.h). */
 int stf__decoder_raw(const stf__decoder *dc, const void **out, uint64_t r0, uint64_t r1,
                      void *scratch, stf_err *err)
 {
@@ -266,7 +266,7 @@ static int cols_chunk(void *ud, size_t begin, size_t end)
     return decode_span(j->dc, j->dst + b, j->raw + span_bytes(j->dc, b), j->r0, j->c0 + b, e - b);
 }
 
-/* Decode rows [r0, r1) to f32 (contract in run_int.h). */
+/* Decode rows [r0, r1) to f32 (contract in run_internal.h). */
 int stf__decoder_rows(const stf__decoder *dc, float *dst, uint64_t r0, uint64_t r1,
                       void *scratch, stf_pool *pool, stf_err *err)
 {
@@ -295,7 +295,7 @@ int stf__decoder_rows(const stf__decoder *dc, float *dst, uint64_t r0, uint64_t 
     return rc;
 }
 
-/* Bytes of columns [c0, c0 + cols) of one row (contract in run_int.h). */
+/* Bytes of columns [c0, c0 + cols) of one row (contract in run_internal.h). */
 int stf__decoder_raw_cols(const stf__decoder *dc, const void **out, uint64_t row, uint64_t c0,
                           size_t cols, void *scratch, stf_err *err)
 {
@@ -314,7 +314,7 @@ int stf__decoder_raw_cols(const stf__decoder *dc, const void **out, uint64_t row
     return 0;
 }
 
-/* Decode columns [c0, c0 + cols) of one row (contract in run_int.h). */
+/* Decode columns [c0, c0 + cols) of one row (contract in run_internal.h). */
 int stf__decoder_cols(const stf__decoder *dc, float *dst, uint64_t row, uint64_t c0, size_t cols,
                       void *scratch, stf_pool *pool, stf_err *err)
 {

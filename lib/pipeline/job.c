@@ -16,7 +16,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "pipeline/run_int.h"
+#include "pipeline/run_internal.h"
 
 /*
  * A job's buffers never exceed this, whatever max_mem says: larger
@@ -26,7 +26,7 @@
  */
 #define BLOCK_CAP ((uint64_t)32 << 20)
 
-/* Zero the runner and set its inputs (contract in run_int.h). */
+/* Zero the runner and set its inputs (contract in run_internal.h). */
 void stf__jobrun_init(stf__jobrun *jr, const stf_ckpt *c, stf_pool *pool, uint64_t max_mem,
                       stf__emit_fn emit, void *emit_ud)
 {
@@ -38,7 +38,7 @@ void stf__jobrun_init(stf__jobrun *jr, const stf_ckpt *c, stf_pool *pool, uint64
     jr->emit_ud = emit_ud;
 }
 
-/* Free the buffers (contract in run_int.h). */
+/* Free the buffers (contract in run_internal.h). */
 void stf__jobrun_fini(stf__jobrun *jr)
 {
     if (!jr) return;
@@ -60,14 +60,14 @@ void stf__jobrun_fini(stf__jobrun *jr)
 
 static int is_float(stf_dtype d) { return d == STF_BF16 || d == STF_F16 || d == STF_F32; }
 
-/* Quantize straight from the source bytes (contract in run_int.h). */
+/* Quantize straight from the source bytes (contract in run_internal.h). */
 int stf__job_direct(const stf__job *job)
 {
     return job->kind != STF__JOB_DEQUANT && job->dec.kind == STF__DEC_FLOAT &&
            is_float(job->dec.w_dtype) && job->t == job->dec.w_dtype && job->dec.rot_group == 0;
 }
 
-/* Output bytes of one row (contract in run_int.h). */
+/* Output bytes of one row (contract in run_internal.h). */
 uint64_t stf__job_out_row_bytes(const stf__job *job)
 {
     uint64_t k = job->dec.k;
@@ -129,7 +129,7 @@ static uint64_t thread_bytes(const stf__jobrun *jr, const stf__job *job)
     return job->dec.k > UINT64_MAX / 4 / t ? UINT64_MAX : 4 * job->dec.k * t;
 }
 
-/* Rows per block (contract in run_int.h). */
+/* Rows per block (contract in run_internal.h). */
 uint64_t stf__job_block_rows(const stf__jobrun *jr, const stf__job *job)
 {
     uint64_t n = job->dec.n, cap = cap_of(jr), tb = thread_bytes(jr, job);
@@ -140,7 +140,7 @@ uint64_t stf__job_block_rows(const stf__jobrun *jr, const stf__job *job)
     return b;
 }
 
-/* Whether rows go in column pieces (contract in run_int.h). */
+/* Whether rows go in column pieces (contract in run_internal.h). */
 size_t stf__job_piece_cols(const stf__jobrun *jr, const stf__job *job)
 {
     uint64_t k = job->dec.k, rb = row_bytes(job), tb = thread_bytes(jr, job);
@@ -150,7 +150,7 @@ size_t stf__job_piece_cols(const stf__jobrun *jr, const stf__job *job)
     return (size_t)(c < k ? c : k);
 }
 
-/* Grow a reused buffer (contract in run_int.h). */
+/* Grow a reused buffer (contract in run_internal.h). */
 int stf__job_grow(void **p, size_t *cap, uint64_t need, stf_err *err)
 {
     if (need <= *cap) return 0;
@@ -355,7 +355,7 @@ static int run_blocks(stf__jobrun *jr, const stf__job *job, const stf__decoder *
     return rc;
 }
 
-/* Execute one job (contract in run_int.h). */
+/* Execute one job (contract in run_internal.h). */
 int stf__job_exec(stf__jobrun *jr, const stf__job *job, stf_metrics_result *m, stf_err *err)
 {
     stf__decoder dc;

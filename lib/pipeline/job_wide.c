@@ -9,7 +9,7 @@
  */
 #include <string.h>
 
-#include "pipeline/run_int.h"
+#include "pipeline/run_internal.h"
 
 /* Output bytes of `cols` columns of a row. */
 static uint64_t out_span(const stf__job *job, uint64_t cols)
@@ -105,7 +105,7 @@ static int wide_one(stf__jobrun *jr, const stf__job *job, const stf__decoder *dc
     return quant ? jr->emit(jr->emit_ud, job->out_scale, row * 4, &s, 4, err) : 0;
 }
 
-/* Every row in pieces (contract in run_int.h). */
+/* Every row in pieces (contract in run_internal.h). */
 int stf__job_wide(stf__jobrun *jr, const stf__job *job, const stf__decoder *dc, size_t pc,
                   stf_metrics *total, stf_err *err)
 {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline/plan_int.h"
+#include "pipeline/plan_internal.h"
 
 /* Defaults: quant mode from the recipe, tau 0.99, probes inline. */
 void stf_plan_opts_init(stf_plan_opts *o)
@@ -34,7 +34,7 @@ static int grow(void **v, size_t *cap, size_t need, size_t elem)
 }
 
 /* Append a zeroed output tensor (job and layer SIZE_MAX, src -1). */
-int stf__pb_add_out(stf__pb *b, size_t *out, stf_err *err)
+int stf__builder_add_out(stf__plan_builder *b, size_t *out, stf_err *err)
 {
     if (grow((void **)&b->p->outs, &b->outs_cap, b->p->nouts + 1, sizeof *b->p->outs))
         return stf__err(err, STF_ENOMEM, "plan: out of memory");
@@ -48,7 +48,7 @@ int stf__pb_add_out(stf__pb *b, size_t *out, stf_err *err)
 }
 
 /* Append a zeroed job. */
-int stf__pb_add_job(stf__pb *b, size_t *out, stf_err *err)
+int stf__builder_add_job(stf__plan_builder *b, size_t *out, stf_err *err)
 {
     if (grow((void **)&b->p->jobs, &b->jobs_cap, b->p->njobs + 1, sizeof *b->p->jobs))
         return stf__err(err, STF_ENOMEM, "plan: out of memory");
@@ -58,7 +58,7 @@ int stf__pb_add_job(stf__pb *b, size_t *out, stf_err *err)
 }
 
 /* Record a dropped input tensor name (copied with its length). */
-int stf__pb_drop(stf__pb *b, const char *name, size_t len, stf_err *err)
+int stf__builder_drop(stf__plan_builder *b, const char *name, size_t len, stf_err *err)
 {
     if (grow((void **)&b->p->dropped, &b->dropped_cap, b->p->ndropped + 1,
              sizeof *b->p->dropped) ||
@@ -73,7 +73,8 @@ int stf__pb_drop(stf__pb *b, const char *name, size_t len, stf_err *err)
 }
 
 /* Record an output layer's marker text for _quantization_metadata (copied). */
-int stf__pb_qmeta(stf__pb *b, const char *prefix, size_t plen, const char *text, stf_err *err)
+int stf__builder_add_qmeta(stf__plan_builder *b, const char *prefix, size_t plen, const char *text,
+                           stf_err *err)
 {
     if (grow((void **)&b->qm_prefix, &b->qm_cap, b->nqm + 1, sizeof *b->qm_prefix) ||
         grow((void **)&b->qm_prefix_len, &b->qml_cap, b->nqm + 1, sizeof *b->qm_prefix_len))
@@ -179,7 +180,7 @@ static int rules_need_probe(int *need, const stf_recipe *r, stf_layer_view *v, s
 }
 
 /* Matched actions of every rule in order, up to and including the first terminal one. */
-static int collect(stf__pact **acts, size_t *nacts, size_t *cap, const stf_recipe *r,
+static int collect(stf__matched_action **acts, size_t *nacts, size_t *cap, const stf_recipe *r,
                    const stf_layer_view *v, stf_err *err)
 {
     *nacts = 0;
@@ -208,7 +209,7 @@ static int collect(stf__pact **acts, size_t *nacts, size_t *cap, const stf_recip
     return 0;
 }
 
-static int needs_probe_action(const stf__pact *acts, size_t n, const stf_layer_view *v)
+static int needs_probe_action(const stf__matched_action *acts, size_t n, const stf_layer_view *v)
 {
     for (size_t i = 0; i < n; i++) {
         const stf_action *a = acts[i].a;
@@ -224,7 +225,7 @@ static int needs_probe_action(const stf__pact *acts, size_t n, const stf_layer_v
 }
 
 /* Fill the public layer record's rule and action lists. */
-static int record_rules(stf__player *pl, const stf__pact *acts, size_t n, stf_err *err)
+static int record_rules(stf__player *pl, const stf__matched_action *acts, size_t n, stf_err *err)
 {
     if (!n) return 0;
     pl->acts = stf__calloc(n, sizeof *pl->acts);
@@ -244,7 +245,8 @@ static int record_rules(stf__player *pl, const stf__pact *acts, size_t n, stf_er
 }
 
 /* A tensor no layer owns: copied, renamed or dropped by the rules selecting its name. */
-static int plan_other(stf__pb *b, size_t ti, stf__pact **acts, size_t *cap, stf_err *err)
+static int plan_other(stf__plan_builder *b, size_t ti, stf__matched_action **acts, size_t *cap,
+                      stf_err *err)
 {
     const stf_tensor_info *t = stf_ckpt_tensor(b->p->c, ti);
     stf_layer_view v;
@@ -260,7 +262,7 @@ static int plan_other(stf__pb *b, size_t ti, stf__pact **acts, size_t *cap, stf_
         const stf_action *a = (*acts)[i].a;
         if (a->kind == STF_ACT_DROP) {
             stf__free(name);
-            return stf__pb_drop(b, t->name, t->name_len, err);
+            return stf__builder_drop(b, t->name, t->name_len, err);
         }
         if (a->kind != STF_ACT_RENAME) continue;
         int hit;
@@ -273,7 +275,7 @@ static int plan_other(stf__pb *b, size_t ti, stf__pact **acts, size_t *cap, stf_
         len = nlen;
     }
     size_t oi;
-    if ((rc = stf__pb_add_out(b, &oi, err))) {
+    if ((rc = stf__builder_add_out(b, &oi, err))) {
         stf__free(name);
         return rc;
     }
@@ -291,7 +293,7 @@ static int plan_other(stf__pb *b, size_t ti, stf__pact **acts, size_t *cap, stf_
     return 0;
 }
 
-/* One rename action on a name of len bytes (contract in plan_int.h). */
+/* One rename action on a name of len bytes (contract in plan_internal.h). */
 char *stf__rename_apply(const stf_action *a, const char *name, size_t len, size_t *out_len,
                         int *hit)
 {
@@ -313,7 +315,8 @@ char *stf__rename_apply(const stf_action *a, const char *name, size_t len, size_
 
 /* The prefix after the rename actions among acts[0..n), in order, and its
  * length in *out_len; NULL when out of memory. */
-static char *renamed_prefix(const stf_layer *l, const stf__pact *acts, size_t n, size_t *out_len)
+static char *renamed_prefix(const stf_layer *l, const stf__matched_action *acts, size_t n,
+                            size_t *out_len)
 {
     char *name = stf__strndup(l->prefix, l->prefix_len);
     *out_len = l->prefix_len;
@@ -343,8 +346,8 @@ static int has_tensors(const stf_layer *l)
  * = source, SIZE_MAX elsewhere. Found before any rule sees the target, so
  * that every rule evaluates the target with the marker (stfix-rules(5)).
  */
-static int find_merges(size_t *into, size_t *from, stf__pb *b, stf__pact **acts, size_t *cap,
-                       stf_err *err)
+static int find_merges(size_t *into, size_t *from, stf__plan_builder *b, stf__matched_action **acts,
+                       size_t *cap, stf_err *err)
 {
     const stf_model *m = b->m;
     size_t nl = stf_model_layer_count(m);
@@ -385,8 +388,9 @@ static int find_merges(size_t *into, size_t *from, stf__pb *b, stf__pact **acts,
  * moved it (the later ones, such as the drop of orphan markers, do not apply:
  * the layer no longer exists on its own) and no outputs of its own.
  */
-static int record_merged(stf__pb *b, size_t li, const stf_layer *l, const stf_layer *target,
-                         const stf__pact *acts, size_t n, stf_err *err)
+static int record_merged(stf__plan_builder *b, size_t li, const stf_layer *l,
+                         const stf_layer *target, const stf__matched_action *acts, size_t n,
+                         stf_err *err)
 {
     size_t keep = 0;
     for (size_t i = 0; i < n; i++)
@@ -481,8 +485,8 @@ int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
 {
     int rc = 0;
     stf_plan_opts defo;
-    stf__pb b;
-    stf__pact *acts = NULL;
+    stf__plan_builder b;
+    stf__matched_action *acts = NULL;
     size_t acap = 0;
     stf__view_store store;
     size_t *into = NULL, *from = NULL;

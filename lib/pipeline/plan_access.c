@@ -2,7 +2,7 @@
  * Read-only accessors of a plan (include/stfix/pipeline.h, plan section).
  * Out-of-range indices give NULL (or 0), never a crash.
  */
-#include "pipeline/plan_int.h"
+#include "pipeline/plan_internal.h"
 
 /* Name of an output op ("copy", ...); "?" when out of range. */
 const char *stf_out_op_name(stf_out_op op)

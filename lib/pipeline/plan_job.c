@@ -8,29 +8,30 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "pipeline/plan_ws.h"
+#include "pipeline/plan_work.h"
 
 /*
  * How to read f32 rows of what the layer holds now (convrot.md §6-§7).
  */
-static int make_decode(stf__pw *w, stf__decode *d, stf_err *err)
+static int make_decode(stf__layer_work *w, stf__decode *d, stf_err *err)
 {
-    stf__pslot *W = &w->s[STF_SFX_WEIGHT], *S = &w->s[STF_SFX_WEIGHT_SCALE];
+    stf__tensor_slot *W = &w->s[STF_SFX_WEIGHT], *S = &w->s[STF_SFX_WEIGHT_SCALE];
     char msg[320];
     memset(d, 0, sizeof *d);
     d->s_idx = -1;
-    if (!W->present || W->dropped) return stf__pw_refuse(w, err, "the layer has no weight to decode");
+    if (!W->present || W->dropped)
+        return stf__work_refuse(w, err, "the layer has no weight to decode");
     d->w_idx = W->src;
     d->w_dtype = W->dtype;
     d->n = w->n;
     d->k = w->k;
-    if (stf__pw_is_float(W->dtype)) {
+    if (stf__dtype_is_float(W->dtype)) {
         d->kind = STF__DEC_FLOAT;
         return 0;
     }
     const char *fmt = w->format ? w->format : "";
-    const stf_pyval *mk = stf__pw_marker(w, STF_PREFER_METADATA);
-    if (w->salv_rc) return stf__err(err, w->salv_rc, "layer '%s': out of memory", w->shown);
+    const stf_pyval *mk = stf__work_marker(w, STF_PREFER_METADATA);
+    if (w->recover_rc) return stf__err(err, w->recover_rc, "layer '%s': out of memory", w->shown);
     stf_marker_spec sp;
     memset(&sp, 0, sizeof sp);
     if (mk && stf_pyval_type(mk) == STF_PY_DICT &&
@@ -45,30 +46,30 @@ static int make_decode(stf__pw *w, stf__decode *d, stf_err *err)
         if (!decodable[i]) {
             snprintf(msg, sizeof msg, "format '%s' cannot be decoded (stfix reads float, FP8, "
                      "INT8 and convrot_w4a4 layers); exclude needs the original weights", fmt);
-            return stf__pw_refuse(w, err, msg);
+            return stf__work_refuse(w, err, msg);
         }
     }
     if (S->present) {
         d->s_idx = (int64_t)S->src;
         d->s_dtype = S->in_dtype;
-        if (!stf__pw_is_float(S->in_dtype)) {
+        if (!stf__dtype_is_float(S->in_dtype)) {
             snprintf(msg, sizeof msg, "scale dtype %s cannot be decoded (F32, BF16 or F16)",
                      stf_dtype_name(S->in_dtype));
-            return stf__pw_refuse(w, err, msg);
+            return stf__work_refuse(w, err, msg);
         }
     }
     if (W->dtype == STF_F8_E4M3 || W->dtype == STF_F8_E5M2) {
         /* Legacy scaled FP8 keeps its scale in P.scale_weight (§1.4). */
-        stf__pslot *LS = &w->s[STF_SFX_SCALE_WEIGHT];
-        if (!S->present && LS->present && stf__pw_is_float(LS->in_dtype)) {
+        stf__tensor_slot *LS = &w->s[STF_SFX_SCALE_WEIGHT];
+        if (!S->present && LS->present && stf__dtype_is_float(LS->in_dtype)) {
             d->s_idx = (int64_t)LS->src;
             d->s_dtype = LS->in_dtype;
             S = LS;
         }
         if (!S->present)
-            return stf__pw_refuse(w, err, "FP8 weight without weight_scale cannot be decoded");
+            return stf__work_refuse(w, err, "FP8 weight without weight_scale cannot be decoded");
         if (S->nelem != 1)
-            return stf__pw_refuse(w, err, "FP8 weight with a non-scalar scale cannot be decoded");
+            return stf__work_refuse(w, err, "FP8 weight with a non-scalar scale cannot be decoded");
         d->kind = STF__DEC_FP8;
         d->axis = STF_SCALE_TENSOR;
         return 0;
@@ -77,16 +78,19 @@ static int make_decode(stf__pw *w, stf__decode *d, stf_err *err)
         snprintf(msg, sizeof msg,
                  "weight dtype %s cannot be decoded (relabel U8 holding int8 to I8 first)",
                  stf_dtype_name(W->dtype));
-        return stf__pw_refuse(w, err, msg);
+        return stf__work_refuse(w, err, msg);
     }
-    if (!S->present) return stf__pw_refuse(w, err, "INT8 weight without weight_scale cannot be decoded");
+    if (!S->present)
+        return stf__work_refuse(w, err, "INT8 weight without weight_scale cannot be decoded");
     int64_t g = sp.convrot_groupsize_set ? sp.convrot_groupsize : 256;
     if (!strcmp(fmt, "convrot_w4a4") || !strcmp(fmt, "int4_convrot_w4a4")) {
         uint64_t kk = 2 * W->shape[1];
-        if (W->rank != 2 || S->nelem != W->shape[0]) return stf__pw_refuse(w, err, "W4A4 weight/scale shapes cannot be decoded");
-        int kind = stf__pw_pow_kind(g);
+        if (W->rank != 2 || S->nelem != W->shape[0])
+            return stf__work_refuse(w, err, "W4A4 weight/scale shapes cannot be decoded");
+        int kind = stf__power_kind(g);
         if (!kind || g > 4096 || kk % (uint64_t)g)
-            return stf__pw_refuse(w, err, "W4A4 convrot_groupsize is not a power of 2 dividing K");
+            return stf__work_refuse(w, err,
+                                    "W4A4 convrot_groupsize is not a power of 2 dividing K");
         d->kind = STF__DEC_W4A4;
         d->n = W->shape[0];
         d->k = kk;
@@ -106,25 +110,26 @@ static int make_decode(stf__pw *w, stf__decode *d, stf_err *err)
     else if (S->nelem == w->k) d->axis = STF_SCALE_COL;
     else {
         char sh[96];
-        snprintf(msg, sizeof msg, "scale %s is neither scalar, per row (N=%llu) nor per column "
+        snprintf(msg, sizeof msg,
+                 "scale %s is neither scalar, per row (N=%llu) nor per column "
                  "(K=%llu): grouped/blockwise scales cannot be decoded",
-                 stf__pw_shape_text(sh, sizeof sh, S->rank, S->shape), (unsigned long long)w->n,
+                 stf__shape_text(sh, sizeof sh, S->rank, S->shape), (unsigned long long)w->n,
                  (unsigned long long)w->k);
-        return stf__pw_refuse(w, err, msg);
+        return stf__work_refuse(w, err, msg);
     }
     if (sp.convrot) {
-        int kind = stf__pw_pow_kind(g);
+        int kind = stf__power_kind(g);
         if (!kind || g > 4096) {
             snprintf(msg, sizeof msg, "convrot_groupsize %lld is not a power of 2: the rotation "
                      "cannot be undone", (long long)g);
-            return stf__pw_refuse(w, err, msg);
+            return stf__work_refuse(w, err, msg);
         }
         if (w->k % (uint64_t)g) {
             /* M9: no exporter can rotate such a row (the FHT needs G | K), so the
              * codes were quantized unrotated under a marker that claims otherwise. */
             char gb[24];
             snprintf(gb, sizeof gb, "%lld", (long long)g);
-            stf__pw_note(w, "G=%s does not divide K: read as unrotated%s", gb, "");
+            stf__work_note(w, "G=%s does not divide K: read as unrotated%s", gb, "");
             return 0;
         }
         d->rot_group = (unsigned)g;
@@ -135,19 +140,10 @@ static int make_decode(stf__pw *w, stf__decode *d, stf_err *err)
 
 /* ------------------------------------------------------------ jobs */
 
-/* Every tensor that only means something next to a quantized weight. */
-const stf_suffix stf__pw_companions[] = {
-    STF_SFX_WEIGHT_SCALE, STF_SFX_INPUT_SCALE, STF_SFX_WEIGHT_SCALE_2, STF_SFX_WEIGHT_S_REL,
-    STF_SFX_WEIGHT_S_CHANNEL, STF_SFX_WEIGHT_CODEBOOK, STF_SFX_WEIGHT_CORRECTION,
-    STF_SFX_PRE_QUANT_SCALE, STF_SFX_WEIGHT_ZEROS, STF_SFX_WEIGHT_ZERO, STF_SFX_SCALE_WEIGHT,
-    STF_SFX_SCALE_INPUT
-};
-const size_t stf__pw_ncompanions = sizeof stf__pw_companions / sizeof stf__pw_companions[0];
-
-static void drop_companions(stf__pw *w)
+static void drop_companions(stf__layer_work *w)
 {
-    for (size_t i = 0; i < stf__pw_ncompanions; i++)
-        w->s[stf__pw_companions[i]].dropped = 1;
+    for (size_t i = 0; i < stf__weight_ncompanions; i++)
+        w->s[stf__weight_companions[i]].dropped = 1;
 }
 
 /*
@@ -157,13 +153,13 @@ static void drop_companions(stf__pw *w)
  * action leaves the layer as it is (the weight, its scales and marker are
  * copied unchanged) and says so in the summary. Returns 1 when it did.
  */
-static int keep_empty_weight(stf__pw *w, const char *instead)
+static int keep_empty_weight(stf__layer_work *w, const char *instead)
 {
-    stf__pslot *W = &w->s[STF_SFX_WEIGHT];
+    stf__tensor_slot *W = &w->s[STF_SFX_WEIGHT];
     if (!W->present || W->dropped || W->nelem) return 0;
     char sh[96];
-    stf__pw_note(w, "weight %s has no elements: copied unchanged, not %s",
-                 stf__pw_shape_text(sh, sizeof sh, W->rank, W->shape), instead);
+    stf__work_note(w, "weight %s has no elements: copied unchanged, not %s",
+                   stf__shape_text(sh, sizeof sh, W->rank, W->shape), instead);
     w->done = 1;
     return 1;
 }
@@ -174,24 +170,25 @@ static int keep_empty_weight(stf__pw *w, const char *instead)
  * weight already in that dtype is copied; a weight with no elements leaves
  * the layer unchanged. Terminal.
  */
-int stf__pw_exclude(stf__pw *w, stf_dtype want, stf_err *err)
+int stf__work_exclude(stf__layer_work *w, stf_dtype want, stf_err *err)
 {
-    stf__pslot *W = &w->s[STF_SFX_WEIGHT];
+    stf__tensor_slot *W = &w->s[STF_SFX_WEIGHT];
     if (keep_empty_weight(w, "dequantized")) return 0;
     const char *format = w->format;
     drop_companions(w);
     w->s[STF_SFX_COMFY_QUANT].dropped = 1;
-    w->mk = MK_NONE;
+    w->marker_change = MARKER_NONE;
     w->format = NULL;
     w->done = 1;
     if (!W->present) {
-        stf__pw_note(w, "exclude: markers and scales dropped%s%s", "", "");
+        stf__work_note(w, "exclude: markers and scales dropped%s%s", "", "");
         return 0;
     }
-    stf_dtype src_float = stf__pw_is_float(W->dtype) ? W->dtype : STF_BF16;
+    stf_dtype src_float = stf__dtype_is_float(W->dtype) ? W->dtype : STF_BF16;
     stf_dtype out = want == STF_DTYPE_SOURCE ? src_float : want;
-    if (stf__pw_is_float(W->dtype) && W->dtype == out && W->op == STF_OUT_COPY) {
-        stf__pw_note(w, "exclude: weight kept as %s, marker and scales dropped", stf_dtype_name(out), "");
+    if (stf__dtype_is_float(W->dtype) && W->dtype == out && W->op == STF_OUT_COPY) {
+        stf__work_note(w, "exclude: weight kept as %s, marker and scales dropped",
+                       stf_dtype_name(out), "");
         return 0;
     }
     /* The codes are read as the layer's format says (W4A4 packs two per
@@ -212,8 +209,8 @@ int stf__pw_exclude(stf__pw *w, stf_dtype want, stf_err *err)
     }
     W->dtype = out;
     W->op = STF_OUT_DEQUANT;
-    stf__pw_note(w, "exclude: weight dequantized to %s, marker and scales dropped", stf_dtype_name(out),
-         "");
+    stf__work_note(w, "exclude: weight dequantized to %s, marker and scales dropped",
+                   stf_dtype_name(out), "");
     return 0;
 }
 
@@ -234,11 +231,11 @@ static int pick_group(const stf_action *a, uint64_t k, unsigned *g)
  * Requantize to int8_tensorwise+ConvRot or convrot_w4a4 (a = the requantize
  * parameters); a weight with no elements leaves the layer unchanged.
  */
-int stf__pw_requantize(stf__pw *w, const stf_action *a, stf_quant_format to, stf_err *err)
+int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_quant_format to, stf_err *err)
 {
-    stf__pslot *W = &w->s[STF_SFX_WEIGHT];
+    stf__tensor_slot *W = &w->s[STF_SFX_WEIGHT];
     char msg[320];
-    if (!W->present || W->dropped) return stf__pw_refuse(w, err, "the layer has no weight");
+    if (!W->present || W->dropped) return stf__work_refuse(w, err, "the layer has no weight");
     if (keep_empty_weight(w, "requantized")) return 0;
     /* A MoE bank [E,out,in] is requantized as [E*out, in] and keeps its 3-D form (§3). */
     int moe = W->rank == 3 && !w->flattened && w->n == W->shape[0] * W->shape[1] &&
@@ -247,12 +244,12 @@ int stf__pw_requantize(stf__pw *w, const stf_action *a, stf_quant_format to, stf
     if (W->rank != 2 && !w->flattened && !(moe && to == STF_QFMT_INT8_TENSORWISE)) {
         snprintf(msg, sizeof msg, "weight has rank %u; requantize needs a Linear weight "
                  "(flatten-conv first, or exclude it)", W->rank);
-        return stf__pw_refuse(w, err, msg);
+        return stf__work_refuse(w, err, msg);
     }
     if (to != STF_QFMT_INT8_TENSORWISE && to != STF_QFMT_CONVROT_W4A4) {
         snprintf(msg, sizeof msg, "stfix quantizes only to int8_tensorwise and convrot_w4a4, "
                  "not %s", stf_quant_format_name(to));
-        return stf__pw_refuse(w, err, msg);
+        return stf__work_refuse(w, err, msg);
     }
     stf__decode d;
     int rc = make_decode(w, &d, err);
@@ -262,10 +259,10 @@ int stf__pw_requantize(stf__pw *w, const stf_action *a, stf_quant_format to, stf
         if (a->requantize.on_indivisible == STF_INDIVISIBLE_FAIL) {
             snprintf(msg, sizeof msg, "no allowed group size divides K=%llu (on_indivisible: "
                      "fail)", (unsigned long long)d.k);
-            return stf__pw_refuse(w, err, msg);
+            return stf__work_refuse(w, err, msg);
         }
-        stf__pw_note(w, "no group size divides K%s%s", "", "");
-        return stf__pw_exclude(w, a->requantize.fallback_dtype, err);
+        stf__work_note(w, "no group size divides K%s%s", "", "");
+        return stf__work_exclude(w, a->requantize.fallback_dtype, err);
     }
     memset(&w->job, 0, sizeof w->job);
     w->job.dec = d;
@@ -276,14 +273,14 @@ int stf__pw_requantize(stf__pw *w, const stf_action *a, stf_quant_format to, stf
     /* The old marker's fp-matmul flag survives (§4 canonical row). */
     int fpmm = 0;
     int64_t nexp = 0;
-    const stf_pyval *mk = stf__pw_marker(w, STF_PREFER_METADATA);
-    if (w->salv_rc) return stf__err(err, w->salv_rc, "layer '%s': out of memory", w->shown);
+    const stf_pyval *mk = stf__work_marker(w, STF_PREFER_METADATA);
+    if (w->recover_rc) return stf__err(err, w->recover_rc, "layer '%s': out of memory", w->shown);
     if (mk && stf_pyval_type(mk) == STF_PY_DICT) {
         fpmm = stf_pyval_truthy(stf_pyval_get(mk, "full_precision_matrix_mult"));
         if (stf_pyval_pyint(&nexp, stf_pyval_get(mk, "num_experts"), NULL)) nexp = 0;
     }
     drop_companions(w);
-    stf__pslot *S = &w->s[STF_SFX_WEIGHT_SCALE];
+    stf__tensor_slot *S = &w->s[STF_SFX_WEIGHT_SCALE];
     int had_scale = S->present;
     size_t s_src = had_scale ? S->src : W->src;
     S->present = 1;
@@ -310,15 +307,15 @@ int stf__pw_requantize(stf__pw *w, const stf_action *a, stf_quant_format to, stf
         w->spec.full_precision_matrix_mult = fpmm;
         if (moe) {
             uint64_t ws3[3] = { experts, per, d.k }, ss3[3] = { experts, per, 1 };
-            stf__pw_set_shape(W, 3, ws3);
-            stf__pw_set_shape(S, 3, ss3);
+            stf__slot_set_shape(W, 3, ws3);
+            stf__slot_set_shape(S, 3, ss3);
         }
         if (nexp > 0) {
             w->spec.num_experts_set = 1;
             w->spec.num_experts = nexp;
         }
     } else {
-        if (d.k % 2) return stf__pw_refuse(w, err, "K is odd: W4A4 packs two columns per byte");
+        if (d.k % 2) return stf__work_refuse(w, err, "K is odd: W4A4 packs two columns per byte");
         w->job.kind = STF__JOB_REQUANT_W4A4;
         W->shape[1] = d.k / 2;
         S->rank = 1;
@@ -329,18 +326,18 @@ int stf__pw_requantize(stf__pw *w, const stf_action *a, stf_quant_format to, stf
     S->nelem = d.n;
     w->n = d.n;
     w->k = d.k;
-    w->mk = MK_NEW;
+    w->marker_change = MARKER_NEW;
     w->format = w->spec.format;
     w->requant = 1;
     w->done = 1;
     char gb[16];
     snprintf(gb, sizeof gb, "%u", g);
-    stf__pw_note(w, "requantize to %s, G=%s", w->spec.format, gb);
+    stf__work_note(w, "requantize to %s, G=%s", w->spec.format, gb);
     return 0;
 }
 
 /* The requantize action with every default (transpose-scale, rewrite-format mismatch). */
-void stf__pw_default_requant(stf_action *a)
+void stf__requantize_defaults(stf_action *a)
 {
     memset(a, 0, sizeof *a);
     a->kind = STF_ACT_REQUANTIZE;
@@ -361,16 +358,16 @@ void stf__pw_default_requant(stf_action *a)
  * W I8 + S F32), or from the action's format. STF_EFORMAT when no marker is
  * usable and no format is given.
  */
-int stf__pw_set_marker(stf__pw *w, const stf_action *a, stf_err *err)
+int stf__work_set_marker(stf__layer_work *w, const stf_action *a, stf_err *err)
 {
     char msg[600];
-    if (w->mk == MK_NEW && !a->set_marker.has_format) {
-        stf__pw_note(w, "marker canonical%s%s", "", "");
+    if (w->marker_change == MARKER_NEW && !a->set_marker.has_format) {
+        stf__work_note(w, "marker canonical%s%s", "", "");
         return 0;
     }
-    const stf_pyval *mk = stf__pw_marker(w, a->set_marker.prefer);
-    if (w->salv_rc) return stf__err(err, w->salv_rc, "layer '%s': out of memory", w->shown);
-    stf__pslot *W = &w->s[STF_SFX_WEIGHT], *S = &w->s[STF_SFX_WEIGHT_SCALE];
+    const stf_pyval *mk = stf__work_marker(w, a->set_marker.prefer);
+    if (w->recover_rc) return stf__err(err, w->recover_rc, "layer '%s': out of memory", w->shown);
+    stf__tensor_slot *W = &w->s[STF_SFX_WEIGHT], *S = &w->s[STF_SFX_WEIGHT_SCALE];
     unsigned flags = STF_NORM_WRAP_STRING;
     int m1 = W->present && W->dtype == STF_I8 && S->present && S->dtype == STF_F32;
     if (a->set_marker.has_format || m1) flags |= STF_NORM_ADD_INT8_FORMAT;
@@ -385,7 +382,7 @@ int stf__pw_set_marker(stf__pw *w, const stf_action *a, stf_err *err)
         if (stf_marker_normalize(&sp, mk, flags, &e2)) {
             snprintf(msg, sizeof msg, "marker cannot be normalised: %.300s%s", e2.msg,
                      m1 ? "" : " (a missing format is added only when W is I8 and S is F32)");
-            return stf__pw_refuse(w, err, msg);
+            return stf__work_refuse(w, err, msg);
         }
         if (fmt) sp.format = fmt;
         /* Point at the format table's name, which outlives a recovered marker. */
@@ -393,18 +390,20 @@ int stf__pw_set_marker(stf__pw *w, const stf_action *a, stf_err *err)
         /* Normalising keeps only the keys of known formats: a format stfix
          * does not know would lose keys it may need. */
         if (!fi) {
-            snprintf(msg, sizeof msg, "the %smarker names format '%.100s', which stfix does not "
-                     "know; give set-marker a format", mk == w->salv ? "recovered " : "",
-                     sp.format);
-            return stf__pw_refuse(w, err, msg);
+            snprintf(msg, sizeof msg,
+                     "the %smarker names format '%.100s', which stfix does not "
+                     "know; give set-marker a format",
+                     mk == w->recovered ? "recovered " : "", sp.format);
+            return stf__work_refuse(w, err, msg);
         }
         sp.format = fi->name;
         if (!strcmp(sp.format, "asym_w4a8_int8") && !sp.convrot) sp.convrot = 1;
     } else if (fmt) {
         sp.format = fmt;
     } else {
-        return stf__pw_refuse(w, err, "the layer has no usable marker (not a JSON object) and "
-                                      "the action names no format; give set-marker a format");
+        return stf__work_refuse(w, err,
+                                "the layer has no usable marker (not a JSON object) and "
+                                "the action names no format; give set-marker a format");
     }
     /* hoist_params: false keeps only what the top level says (params ignored, as
      * SGLang and ComfyUI's Embedding read it). */
@@ -430,23 +429,23 @@ int stf__pw_set_marker(stf__pw *w, const stf_action *a, stf_err *err)
     }
     if (a->set_marker.metadata == STF_META_DROP) w->b->meta_drop = 1;
     if (w->l->conflict)
-        stf__pw_note(w, "marker channels disagreed (R5): the %s marker wins%s",
-                     a->set_marker.prefer == STF_PREFER_TENSOR ? "tensor" : "metadata", "");
+        stf__work_note(w, "marker channels disagreed (R5): the %s marker wins%s",
+                       a->set_marker.prefer == STF_PREFER_TENSOR ? "tensor" : "metadata", "");
     w->spec = sp;
-    w->mk = MK_NEW;
+    w->marker_change = MARKER_NEW;
     w->format = sp.format;
-    stf__pw_note(w, "marker canonical (%s)%s", sp.format, "");
+    stf__work_note(w, "marker canonical (%s)%s", sp.format, "");
     return 0;
 }
 
-static int layout_matches(stf__pw *w, stf_quant_format to)
+static int layout_matches(stf__layer_work *w, stf_quant_format to)
 {
-    stf__pslot *W = &w->s[STF_SFX_WEIGHT], *S = &w->s[STF_SFX_WEIGHT_SCALE];
+    stf__tensor_slot *W = &w->s[STF_SFX_WEIGHT], *S = &w->s[STF_SFX_WEIGHT_SCALE];
     if (!W->present || !S->present || W->rank != 2) return 0;
     if (to == STF_QFMT_INT8_TENSORWISE)
-        return W->dtype == STF_I8 && stf__pw_is_float(S->dtype) &&
-               (S->nelem == 1 || (S->nelem == W->shape[0] &&
-                                  (S->rank == 1 || (S->rank == 2 && S->shape[1] == 1))));
+        return W->dtype == STF_I8 && stf__dtype_is_float(S->dtype) &&
+               (S->nelem == 1 ||
+                (S->nelem == W->shape[0] && (S->rank == 1 || (S->rank == 2 && S->shape[1] == 1))));
     if (to == STF_QFMT_CONVROT_W4A4)
         return W->dtype == STF_I8 && S->dtype == STF_F32 && S->nelem == W->shape[0] &&
                (S->rank == 1 || (S->rank == 2 && S->shape[1] == 1));
@@ -460,7 +459,7 @@ static int layout_matches(stf__pw *w, stf_quant_format to)
  * layout; otherwise requantize (to int8_tensorwise / convrot_w4a4) or fail,
  * per the mismatch parameter (M2).
  */
-int stf__pw_rewrite_format(stf__pw *w, const stf_action *a, stf_err *err)
+int stf__work_rewrite_format(stf__layer_work *w, const stf_action *a, stf_err *err)
 {
     const char *cur = w->format;
     if (!cur) return 0;
@@ -477,11 +476,11 @@ int stf__pw_rewrite_format(stf__pw *w, const stf_action *a, stf_err *err)
             (to != STF_QFMT_INT8_TENSORWISE && to != STF_QFMT_CONVROT_W4A4)) {
             snprintf(msg, sizeof msg, "the data of format '%s' does not have the %s layout "
                      "(mismatch: fail)", cur, stf_quant_format_name(to));
-            return stf__pw_refuse(w, err, msg);
+            return stf__work_refuse(w, err, msg);
         }
         stf_action rq;
-        stf__pw_default_requant(&rq);
-        return stf__pw_requantize(w, &rq, to, err);
+        stf__requantize_defaults(&rq);
+        return stf__work_requantize(w, &rq, to, err);
     }
     stf_action sm;
     memset(&sm, 0, sizeof sm);
@@ -490,20 +489,20 @@ int stf__pw_rewrite_format(stf__pw *w, const stf_action *a, stf_err *err)
     sm.set_marker.hoist_params = 1;
     sm.set_marker.format = to;
     sm.set_marker.metadata = a->rewrite_format.metadata;
-    int rc = stf__pw_set_marker(w, &sm, err);
+    int rc = stf__work_set_marker(w, &sm, err);
     if (rc) return rc;
     if (to == STF_QFMT_CONVROT_W4A4) {
         w->k = 2 * w->s[STF_SFX_WEIGHT].shape[1];
         /* W4A4 wants (N,); (N, 1) holds the same bytes (§6), so the rename carries it along. */
-        stf__pslot *S = &w->s[STF_SFX_WEIGHT_SCALE];
+        stf__tensor_slot *S = &w->s[STF_SFX_WEIGHT_SCALE];
         if (S->rank == 2) {
             uint64_t n1[1] = { S->shape[0] };
-            stf__pw_set_shape(S, 1, n1);
+            stf__slot_set_shape(S, 1, n1);
             if (S->op == STF_OUT_COPY) S->op = STF_OUT_RESHAPE;
-            stf__pw_note(w, "scale (N, 1) -> (N,)%s%s", "", "");
+            stf__work_note(w, "scale (N, 1) -> (N,)%s%s", "", "");
         }
     }
-    stf__pw_note(w, "format %s -> %s", cur, stf_quant_format_name(to));
+    stf__work_note(w, "format %s -> %s", cur, stf_quant_format_name(to));
     return 0;
 }
 

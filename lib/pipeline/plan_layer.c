@@ -7,126 +7,24 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "pipeline/plan_ws.h"
-
-/* STF_EFORMAT naming the layer, the rule and its recipe line. */
-int stf__pw_refuse(stf__pw *w, stf_err *err, const char *what)
-{
-    const stf__pact *pa = w->cur;
-    return stf__err(err, STF_EFORMAT, "layer '%s': rule '%s' (recipe line %u): %s: %s",
-                    w->shown, pa ? stf_rule_name(pa->rule) : "?",
-                    pa ? pa->a->line : 0u, pa ? stf_action_name(pa->a->kind) : "?", what);
-}
-
-/* Add a phrase to the summary line ("; "-separated). */
-void stf__pw_note(stf__pw *w, const char *fmt, const char *a, const char *b2)
-{
-    if (w->sum.len) stf__buf_puts(&w->sum, "; ");
-    stf__buf_printf(&w->sum, fmt, a, b2);
-}
-
-/* "(16, 1)", "(16,)", "()" into buf (cap bytes); returns buf. */
-const char *stf__pw_shape_text(char *buf, size_t cap, unsigned rank, const uint64_t *shape)
-{
-    size_t at = 0;
-    at += (size_t)snprintf(buf + at, cap - at, "(");
-    for (unsigned i = 0; i < rank && at < cap; i++)
-        at += (size_t)snprintf(buf + at, cap - at, i ? ", %llu" : "%llu",
-                               (unsigned long long)shape[i]);
-    if (at < cap) at += (size_t)snprintf(buf + at, cap - at, rank == 1 ? ",)" : ")");
-    return buf;
-}
-
-/* Set a slot's shape (rank <= MAXR). */
-void stf__pw_set_shape(stf__pslot *sl, unsigned rank, const uint64_t *shape)
-{
-    sl->rank = rank;
-    for (unsigned i = 0; i < rank; i++) sl->shape[i] = shape[i];
-}
+#include "pipeline/plan_work.h"
 
 /* Header-only change of a kept tensor: the op says what the run must do. */
-static void retag(stf__pslot *sl)
+static void retag(stf__tensor_slot *sl)
 {
     if (sl->op == STF_OUT_CAST) return;
     if (sl->dtype != sl->in_dtype) sl->op = STF_OUT_RELABEL;
     else sl->op = STF_OUT_RESHAPE;
 }
 
-static const stf_pyval *marker_value(const stf_layer *l, stf_channel_pref pref)
-{
-    const stf_pyval *best = NULL;
-    stf_marker_channel want = pref == STF_PREFER_TENSOR ? STF_CHAN_TENSOR : STF_CHAN_METADATA;
-    for (size_t i = 0; i < l->nmarkers; i++)
-        if (l->markers[i].status == STF_MARKER_OK && l->markers[i].channel == want)
-            best = l->markers[i].value;
-    if (best) return best;
-    for (size_t i = 0; i < l->nmarkers; i++)
-        if (l->markers[i].value && (l->markers[i].status == STF_MARKER_OK ||
-                                    stf_pyval_type(l->markers[i].value) == STF_PY_STR))
-            best = l->markers[i].value;
-    return best;
-}
-
-/*
- * A tensor marker numpy or json.loads rejects can still hold the marker:
- * a C writer's trailing NUL (R6) or JSON bytes under a BF16 label (R8).
- * Parse the raw bytes without the trailing NULs; only a dict counts.
- */
-static void salvage(stf__pw *w)
-{
-    w->salv_tried = 1;
-    int64_t ti = w->l->tensor[STF_SFX_COMFY_QUANT];
-    if (ti < 0) return;
-    const stf_tensor_info *t = stf_ckpt_tensor(w->b->p->c, (size_t)ti);
-    if (t->nbytes == 0 || t->nbytes > 65536) return;
-    unsigned char *buf = stf__malloc((size_t)t->nbytes);
-    if (!buf) {
-        w->salv_rc = STF_ENOMEM;
-        return;
-    }
-    size_t n = (size_t)t->nbytes;
-    int rc = stf_ckpt_read(w->b->p->c, (size_t)ti, 0, buf, n, NULL);
-    if (!rc) {
-        while (n && buf[n - 1] == 0) n--;
-        stf_pyval *v = NULL;
-        rc = stf_pyjson_parse(&v, buf, n, NULL);
-        if (!rc && stf_pyval_type(v) == STF_PY_DICT) w->salv = v;
-        else stf_pyval_free(v);
-    }
-    /* Unparseable bytes just mean "no marker"; running out of memory must not. */
-    if (rc == STF_ENOMEM) w->salv_rc = rc;
-    stf__free(buf);
-}
-
-/* The marker an action reads: the preferred channel's, else one recovered from raw bytes. */
-const stf_pyval *stf__pw_marker(stf__pw *w, stf_channel_pref pref)
-{
-    const stf_pyval *v = marker_value(w->l, pref);
-    if (v) return v;
-    if (!w->salv_tried) salvage(w);
-    return w->salv;
-}
-
-/* BF16, F16 or F32. */
-int stf__pw_is_float(stf_dtype d) { return d == STF_BF16 || d == STF_F16 || d == STF_F32; }
-
-/* 1: power of 4; 2: power of 2 but not of 4; 0: neither. */
-int stf__pw_pow_kind(int64_t g)
-{
-    if (g < 2 || (g & (g - 1))) return 0;
-    unsigned lg = 0;
-    while (((int64_t)1 << lg) < g) lg++;
-    return lg % 2 ? 2 : 1;
-}
-
 /* ------------------------------------------------------------ header-only actions */
 
-static int do_reshape_scale(stf__pw *w, const stf_action *a, stf_err *err)
+static int do_reshape_scale(stf__layer_work *w, const stf_action *a, stf_err *err)
 {
-    stf__pslot *S = &w->s[STF_SFX_WEIGHT_SCALE];
+    stf__tensor_slot *S = &w->s[STF_SFX_WEIGHT_SCALE];
     char msg[320], from[96], tob[96];
-    if (!S->present || S->dropped) return stf__pw_refuse(w, err, "the layer has no weight_scale");
-    stf__pw_shape_text(from, sizeof from, S->rank, S->shape);
+    if (!S->present || S->dropped) return stf__work_refuse(w, err, "the layer has no weight_scale");
+    stf__shape_text(from, sizeof from, S->rank, S->shape);
     uint64_t nr[2] = { w->n, 1 };
     switch (a->reshape_scale.to) {
     case STF_SCALE_ROWS:
@@ -134,141 +32,146 @@ static int do_reshape_scale(stf__pw *w, const stf_action *a, stf_err *err)
         if (S->nelem != w->n || !((S->rank == 1) || (S->rank == 2 && S->shape[0] == 1))) {
             snprintf(msg, sizeof msg, "scale %s is not [N] or [1,N] with N=%llu", from,
                      (unsigned long long)w->n);
-            return stf__pw_refuse(w, err, msg);
+            return stf__work_refuse(w, err, msg);
         }
         if ((a->reshape_scale.require_probe || w->n == w->k) && w->v->probe != STF_PROBE_ROW) {
             snprintf(msg, sizeof msg, "the row/column probe (H1) says %s, not ROW%s; the scale "
                      "is left as %s", stf_h1_verdict_name((stf_h1_verdict)w->v->probe),
                      w->n == w->k ? " (square layer: never without the probe)" : "", from);
-            return stf__pw_refuse(w, err, msg);
+            return stf__work_refuse(w, err, msg);
         }
-        stf__pw_set_shape(S, 2, nr);
+        stf__slot_set_shape(S, 2, nr);
         break;
     case STF_SCALE_VECTOR:
         if (S->rank == 1 && S->shape[0] == w->n) return 0;
         if (!(S->rank == 2 && S->shape[0] == w->n && S->shape[1] == 1)) {
             snprintf(msg, sizeof msg, "scale %s is not [N,1] with N=%llu", from,
                      (unsigned long long)w->n);
-            return stf__pw_refuse(w, err, msg);
+            return stf__work_refuse(w, err, msg);
         }
-        stf__pw_set_shape(S, 1, nr);
+        stf__slot_set_shape(S, 1, nr);
         break;
     default:
         if (S->rank == 0) return 0;
         if (!(S->rank == 1 && S->shape[0] == 1)) {
             snprintf(msg, sizeof msg, "scale %s is not [1]", from);
-            return stf__pw_refuse(w, err, msg);
+            return stf__work_refuse(w, err, msg);
         }
-        stf__pw_set_shape(S, 0, nr);
+        stf__slot_set_shape(S, 0, nr);
         break;
     }
     retag(S);
-    stf__pw_note(w, "scale %s -> %s", from, stf__pw_shape_text(tob, sizeof tob, S->rank, S->shape));
+    stf__work_note(w, "scale %s -> %s", from, stf__shape_text(tob, sizeof tob, S->rank, S->shape));
     return 0;
 }
 
-static int do_transpose_scale(stf__pw *w, stf_err *err)
+static int do_transpose_scale(stf__layer_work *w, stf_err *err)
 {
-    stf__pslot *S = &w->s[STF_SFX_WEIGHT_SCALE];
+    stf__tensor_slot *S = &w->s[STF_SFX_WEIGHT_SCALE];
     char msg[320], from[96];
-    if (!S->present || S->dropped) return stf__pw_refuse(w, err, "the layer has no weight_scale");
-    stf__pw_shape_text(from, sizeof from, S->rank, S->shape);
+    if (!S->present || S->dropped) return stf__work_refuse(w, err, "the layer has no weight_scale");
+    stf__shape_text(from, sizeof from, S->rank, S->shape);
     if (!(S->rank == 2 && S->shape[0] == 1)) {
         snprintf(msg, sizeof msg, "scale %s is not a row vector [1,N]", from);
-        return stf__pw_refuse(w, err, msg);
+        return stf__work_refuse(w, err, msg);
     }
     if (w->v->probe == STF_PROBE_ROW && S->nelem == w->n) {
         uint64_t nr[2] = { w->n, 1 };
-        stf__pw_set_shape(S, 2, nr);
+        stf__slot_set_shape(S, 2, nr);
         retag(S);
-        stf__pw_note(w, "scale %s -> (%s, 1)", from, "N");
+        stf__work_note(w, "scale %s -> (%s, 1)", from, "N");
         return 0;
     }
     if (w->v->probe == STF_PROBE_COLUMN && S->nelem == w->k) {
         stf_action rq;
-        stf__pw_default_requant(&rq);
-        stf__pw_note(w, "column scale %s%s", from, "");
-        return stf__pw_requantize(w, &rq, STF_QFMT_INT8_TENSORWISE, err);
+        stf__requantize_defaults(&rq);
+        stf__work_note(w, "column scale %s%s", from, "");
+        return stf__work_requantize(w, &rq, STF_QFMT_INT8_TENSORWISE, err);
     }
     snprintf(msg, sizeof msg, "the row/column probe (H1) says %s for scale %s; transpose needs "
              "ROW with N values or COLUMN with K values",
              stf_h1_verdict_name((stf_h1_verdict)w->v->probe), from);
-    return stf__pw_refuse(w, err, msg);
+    return stf__work_refuse(w, err, msg);
 }
 
-static int do_flatten_conv(stf__pw *w, stf_err *err)
+static int do_flatten_conv(stf__layer_work *w, stf_err *err)
 {
-    stf__pslot *W = &w->s[STF_SFX_WEIGHT];
+    stf__tensor_slot *W = &w->s[STF_SFX_WEIGHT];
     char msg[320], from[96], tob[96];
-    if (!W->present || W->dropped) return stf__pw_refuse(w, err, "the layer has no weight");
+    if (!W->present || W->dropped) return stf__work_refuse(w, err, "the layer has no weight");
     if (W->rank < 3 || W->rank > 5) {
         snprintf(msg, sizeof msg, "weight has rank %u, not a conv kernel (rank 3-5); use "
                  "exclude to dequantize the layer instead", W->rank);
-        return stf__pw_refuse(w, err, msg);
+        return stf__work_refuse(w, err, msg);
     }
-    stf__pw_shape_text(from, sizeof from, W->rank, W->shape);
+    stf__shape_text(from, sizeof from, W->rank, W->shape);
     uint64_t out = W->shape[0];
     uint64_t two[2] = { out, out ? W->nelem / out : 0 };
-    stf__pw_set_shape(W, 2, two);
+    stf__slot_set_shape(W, 2, two);
     retag(W);
     w->n = two[0];
     w->k = two[1];
     w->flattened = 1;
-    stf__pw_note(w, "weight %s -> %s", from, stf__pw_shape_text(tob, sizeof tob, 2, two));
+    stf__work_note(w, "weight %s -> %s", from, stf__shape_text(tob, sizeof tob, 2, two));
     return 0;
 }
 
-static int do_cast_scale(stf__pw *w, const stf_action *a, stf_err *err)
+static int do_cast_scale(stf__layer_work *w, const stf_action *a, stf_err *err)
 {
-    stf__pslot *S = &w->s[STF_SFX_WEIGHT_SCALE];
-    if (!S->present || S->dropped) return stf__pw_refuse(w, err, "the layer has no weight_scale");
+    stf__tensor_slot *S = &w->s[STF_SFX_WEIGHT_SCALE];
+    if (!S->present || S->dropped) return stf__work_refuse(w, err, "the layer has no weight_scale");
     if (S->dtype == a->cast_scale.to) return 0;
     if (S->dtype != STF_BF16 && S->dtype != STF_F16) {
         char msg[128];
         snprintf(msg, sizeof msg, "scale dtype %s is not BF16 or F16", stf_dtype_name(S->dtype));
-        return stf__pw_refuse(w, err, msg);
+        return stf__work_refuse(w, err, msg);
     }
     const char *from = stf_dtype_name(S->dtype);
     S->dtype = a->cast_scale.to;
     S->op = STF_OUT_CAST;
-    stf__pw_note(w, "scale %s -> %s", from, stf_dtype_name(S->dtype));
+    stf__work_note(w, "scale %s -> %s", from, stf_dtype_name(S->dtype));
     return 0;
 }
 
-static int do_relabel(stf__pw *w, const stf_action *a, stf_err *err)
+static int do_relabel(stf__layer_work *w, const stf_action *a, stf_err *err)
 {
-    stf__pslot *T = &w->s[a->relabel.tensor == STF_RELABEL_SCALE ? STF_SFX_WEIGHT_SCALE : STF_SFX_WEIGHT];
+    stf__tensor_slot *T =
+        &w->s[a->relabel.tensor == STF_RELABEL_SCALE ? STF_SFX_WEIGHT_SCALE : STF_SFX_WEIGHT];
     char msg[200];
-    if (!T->present || T->dropped) return stf__pw_refuse(w, err, "the tensor to relabel is absent");
+    if (!T->present || T->dropped)
+        return stf__work_refuse(w, err, "the tensor to relabel is absent");
     if (T->dtype == a->relabel.to) return 0;
     if (T->dtype != a->relabel.from || stf_dtype_bits(a->relabel.from) != stf_dtype_bits(a->relabel.to)) {
         snprintf(msg, sizeof msg, "tensor is %s, not %s (relabel keeps the bytes of a same-size dtype)",
                  stf_dtype_name(T->dtype), stf_dtype_name(a->relabel.from));
-        return stf__pw_refuse(w, err, msg);
+        return stf__work_refuse(w, err, msg);
     }
     T->dtype = a->relabel.to;
     if (T->op == STF_OUT_COPY || T->op == STF_OUT_RESHAPE) T->op = STF_OUT_RELABEL;
-    stf__pw_note(w, "relabel %s -> %s", stf_dtype_name(a->relabel.from), stf_dtype_name(a->relabel.to));
+    stf__work_note(w, "relabel %s -> %s", stf_dtype_name(a->relabel.from),
+                   stf_dtype_name(a->relabel.to));
     return 0;
 }
 
-static int do_drop(stf__pw *w, const stf_action *a)
+static int do_drop(stf__layer_work *w, const stf_action *a)
 {
     if (a->drop.scales)
-        for (size_t i = 0; i < stf__pw_ncompanions; i++)
-            if (stf__pw_companions[i] != STF_SFX_INPUT_SCALE) w->s[stf__pw_companions[i]].dropped = 1;
+        for (size_t i = 0; i < stf__weight_ncompanions; i++)
+            if (stf__weight_companions[i] != STF_SFX_INPUT_SCALE)
+                w->s[stf__weight_companions[i]].dropped = 1;
     if (a->drop.input_scale) w->s[STF_SFX_INPUT_SCALE].dropped = 1;
     if (a->drop.markers) {
         w->s[STF_SFX_COMFY_QUANT].dropped = 1;
-        w->mk = MK_NONE;
+        w->marker_change = MARKER_NONE;
         w->format = NULL;
     }
     w->done = 1;
-    stf__pw_note(w, "drop%s%s", a->drop.scales ? " scales" : "", a->drop.markers ? " markers" : "");
+    stf__work_note(w, "drop%s%s", a->drop.scales ? " scales" : "",
+                   a->drop.markers ? " markers" : "");
     return 0;
 }
 
-static int do_rename(stf__pw *w, const stf_action *a, stf_err *err)
+static int do_rename(stf__layer_work *w, const stf_action *a, stf_err *err)
 {
     int hit;
     size_t nlen = 0;
@@ -280,36 +183,37 @@ static int do_rename(stf__pw *w, const stf_action *a, stf_err *err)
     w->out_prefix_len = nlen;
     if (w->l->nmarkers) w->b->markers_changed = 1;
     char to[STF__NAME_SHOWN];
-    stf__pw_note(w, "rename -> '%s'%s", stf__name_render(to, sizeof to, np, nlen), "");
+    stf__work_note(w, "rename -> '%s'%s", stf__name_render(to, sizeof to, np, nlen), "");
     return 0;
 }
 
-static int apply(stf__pw *w, const stf_action *a, stf_err *err)
+static int apply(stf__layer_work *w, const stf_action *a, stf_err *err)
 {
     if (w->done && a->kind != STF_ACT_RENAME) return 0;
     switch (a->kind) {
     case STF_ACT_RESHAPE_SCALE: return do_reshape_scale(w, a, err);
     case STF_ACT_TRANSPOSE_SCALE: return do_transpose_scale(w, err);
     case STF_ACT_FLATTEN_CONV: return do_flatten_conv(w, err);
-    case STF_ACT_EXCLUDE: return stf__pw_exclude(w, a->exclude.dtype, err);
-    case STF_ACT_REWRITE_FORMAT: return stf__pw_rewrite_format(w, a, err);
-    case STF_ACT_SET_MARKER: return stf__pw_set_marker(w, a, err);
+    case STF_ACT_EXCLUDE: return stf__work_exclude(w, a->exclude.dtype, err);
+    case STF_ACT_REWRITE_FORMAT: return stf__work_rewrite_format(w, a, err);
+    case STF_ACT_SET_MARKER: return stf__work_set_marker(w, a, err);
     case STF_ACT_CAST_SCALE: return do_cast_scale(w, a, err);
     case STF_ACT_RELABEL: return do_relabel(w, a, err);
-    case STF_ACT_REQUANTIZE: return stf__pw_requantize(w, a, a->requantize.format, err);
+    case STF_ACT_REQUANTIZE: return stf__work_requantize(w, a, a->requantize.format, err);
     case STF_ACT_RENAME: return do_rename(w, a, err);
     case STF_ACT_DROP: return do_drop(w, a);
-    default: return stf__pw_refuse(w, err, "unknown action");
+    default: return stf__work_refuse(w, err, "unknown action");
     }
 }
 
 /* ------------------------------------------------------------ emit */
 
-static int emit(stf__pw *w, size_t li, stf_suffix sx, stf__pslot *sl, size_t *oi, stf_err *err)
+static int emit(stf__layer_work *w, size_t li, stf_suffix sx, stf__tensor_slot *sl, size_t *oi,
+                stf_err *err)
 {
-    stf__pb *b = w->b;
+    stf__plan_builder *b = w->b;
     size_t i;
-    int rc = stf__pb_add_out(b, &i, err);
+    int rc = stf__builder_add_out(b, &i, err);
     if (rc) return rc;
     stf__out *o = &b->p->outs[i];
     stf_buf nm;
@@ -356,8 +260,8 @@ static int tensor_equals(const stf_ckpt *c, size_t i, const char *text, size_t n
  * text of the metadata-channel marker equal to it), or the input has no
  * _quantization_metadata to keep in step.
  */
-static int meta_agrees(int *agrees, const stf_layer *l, const stf__pb *b, const char *text,
-                       stf_err *err)
+static int meta_agrees(int *agrees, const stf_layer *l, const stf__plan_builder *b,
+                       const char *text, stf_err *err)
 {
     const stf_ckpt *c = b->p->c;
     int any_q = 0;
@@ -379,31 +283,32 @@ static int meta_agrees(int *agrees, const stf_layer *l, const stf__pb *b, const 
     return 0;
 }
 
-static int emit_all(stf__pw *w, size_t li, stf_err *err)
+static int emit_all(stf__layer_work *w, size_t li, stf_err *err)
 {
-    stf__pb *b = w->b;
+    stf__plan_builder *b = w->b;
     int rc = 0;
     char *text = NULL;
     size_t tlen = 0;
     size_t job = SIZE_MAX;
     if (w->job.kind != STF__JOB_NONE) {
-        rc = stf__pb_add_job(b, &job, err);
+        rc = stf__builder_add_job(b, &job, err);
         if (rc) return rc;
         b->p->jobs[job] = w->job;
         b->p->jobs[job].out_weight = SIZE_MAX;
         b->p->jobs[job].out_scale = SIZE_MAX;
     }
-    if (w->mk == MK_NEW) {
+    if (w->marker_change == MARKER_NEW) {
         rc = stf_marker_canonical(&text, &tlen, &w->spec, err);
         if (rc) return stf__err_prefix(err, "layer '%s': ", w->shown);
     }
     for (int sx = 0; sx < STF_SFX_COUNT; sx++) {
-        stf__pslot *sl = &w->s[sx];
+        stf__tensor_slot *sl = &w->s[sx];
         if (!sl->present) continue;
-        if (sx == STF_SFX_COMFY_QUANT && w->mk == MK_NEW) continue; /* replaced below */
-        if (sl->dropped || (sx == STF_SFX_COMFY_QUANT && w->mk == MK_NONE)) {
+        if (sx == STF_SFX_COMFY_QUANT && w->marker_change == MARKER_NEW)
+            continue; /* replaced below */
+        if (sl->dropped || (sx == STF_SFX_COMFY_QUANT && w->marker_change == MARKER_NONE)) {
             const stf_tensor_info *t = stf_ckpt_tensor(b->p->c, sl->src);
-            if ((rc = stf__pb_drop(b, t->name, t->name_len, err))) goto done;
+            if ((rc = stf__builder_drop(b, t->name, t->name_len, err))) goto done;
             continue;
         }
         size_t oi;
@@ -418,13 +323,13 @@ static int emit_all(stf__pw *w, size_t li, stf_err *err)
             }
         }
     }
-    if (w->mk == MK_NEW) {
-        stf__pslot *q = &w->s[STF_SFX_COMFY_QUANT];
+    if (w->marker_change == MARKER_NEW) {
+        stf__tensor_slot *q = &w->s[STF_SFX_COMFY_QUANT];
         const char *mt = text; /* stays valid: ownership moves to the output below */
         int same = q->present && q->in_dtype == STF_U8 && q->rank == 1 && q->nelem == tlen &&
                    tensor_equals(b->p->c, q->src, text, tlen);
         if (q->present || (w->s[STF_SFX_WEIGHT].present && !w->s[STF_SFX_WEIGHT].dropped)) {
-            stf__pslot m;
+            stf__tensor_slot m;
             memset(&m, 0, sizeof m);
             m.dtype = m.in_dtype = STF_U8;
             m.rank = 1;
@@ -442,13 +347,13 @@ static int emit_all(stf__pw *w, size_t li, stf_err *err)
         int agrees = 0;
         if ((rc = meta_agrees(&agrees, w->l, w->b, mt, err))) goto done;
         if (!same || !agrees) b->markers_changed = 1;
-        rc = stf__pb_qmeta(b, w->out_prefix, w->out_prefix_len, mt, err);
-    } else if (w->mk == MK_KEEP) {
+        rc = stf__builder_add_qmeta(b, w->out_prefix, w->out_prefix_len, mt, err);
+    } else if (w->marker_change == MARKER_KEEP) {
         const stf_marker *c = w->l->comfy;
         if (c && c->value && c->status == STF_MARKER_OK) {
             char *t = NULL;
             rc = stf_pyjson_dumps(&t, NULL, c->value, err);
-            if (!rc) rc = stf__pb_qmeta(b, w->out_prefix, w->out_prefix_len, t, err);
+            if (!rc) rc = stf__builder_add_qmeta(b, w->out_prefix, w->out_prefix_len, t, err);
             stf_model_str_free(t);
         }
     } else if (w->l->nmarkers) {
@@ -459,11 +364,11 @@ done:
     return rc;
 }
 
-/* Apply a layer's matched actions and append its outputs (see plan_int.h). */
-int stf__plan_layer(stf__pb *b, size_t li, const stf_layer *l, const stf_layer_view *v,
-                    const stf__pact *acts, size_t n, stf_err *err)
+/* Apply a layer's matched actions and append its outputs (see plan_internal.h). */
+int stf__plan_layer(stf__plan_builder *b, size_t li, const stf_layer *l, const stf_layer_view *v,
+                    const stf__matched_action *acts, size_t n, stf_err *err)
 {
-    stf__pw w;
+    stf__layer_work w;
     int rc = 0;
     memset(&w, 0, sizeof w);
     w.b = b;
@@ -477,8 +382,8 @@ int stf__plan_layer(stf__pb *b, size_t li, const stf_layer *l, const stf_layer_v
     for (int sx = 0; sx < STF_SFX_COUNT; sx++) {
         if (l->tensor[sx] < 0) continue;
         const stf_tensor_info *t = stf_ckpt_tensor(b->p->c, (size_t)l->tensor[sx]);
-        stf__pslot *sl = &w.s[sx];
-        if (t->rank > MAXR) {
+        stf__tensor_slot *sl = &w.s[sx];
+        if (t->rank > SLOT_MAX_RANK) {
             char tn[STF__NAME_SHOWN];
             return stf__err(err, STF_EUNSUPPORTED, "%s: rank %u",
                             stf__name_render(tn, sizeof tn, t->name, t->name_len), t->rank);
@@ -486,7 +391,7 @@ int stf__plan_layer(stf__pb *b, size_t li, const stf_layer *l, const stf_layer_v
         sl->present = 1;
         sl->src = (size_t)l->tensor[sx];
         sl->in_dtype = sl->dtype = t->dtype;
-        stf__pw_set_shape(sl, t->rank, t->shape);
+        stf__slot_set_shape(sl, t->rank, t->shape);
         sl->nelem = t->nelem;
         sl->op = STF_OUT_COPY;
     }
@@ -516,12 +421,14 @@ int stf__plan_layer(stf__pb *b, size_t li, const stf_layer *l, const stf_layer_v
     pl->pub.summary = pl->summary_store;
     pl->pub.requantize = w.requant;
     /* Format strings point into the model (kept by the plan) or are static names. */
-    pl->pub.format = w.mk == MK_NONE ? NULL : w.mk == MK_NEW ? w.spec.format : w.format;
+    pl->pub.format = w.marker_change == MARKER_NONE  ? NULL
+                     : w.marker_change == MARKER_NEW ? w.spec.format
+                                                     : w.format;
     pl->pub.group = w.requant ? w.job.group : 0;
     pl->pub.mode = w.job.mode;
 done:
     stf__free(w.out_prefix);
     stf__buf_free(&w.sum);
-    stf_pyval_free(w.salv);
+    stf_pyval_free(w.recovered);
     return rc;
 }

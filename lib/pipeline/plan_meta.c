@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline/plan_int.h"
+#include "pipeline/plan_internal.h"
 
 #define QMETA_KEY "_quantization_metadata"
 #define QFORMAT_KEY "quant_format"
@@ -62,7 +62,7 @@ static int qpair_cmp(const void *x, const void *y)
 }
 
 /* Sort the collected (prefix, text) pairs by all the prefix bytes. */
-static int sort_qmeta(stf__pb *b, stf_err *err)
+static int sort_qmeta(stf__plan_builder *b, stf_err *err)
 {
     if (b->nqm < 2) return 0;
     qpair *v = stf__calloc(b->nqm, sizeof *v);
@@ -80,7 +80,7 @@ static int sort_qmeta(stf__pb *b, stf_err *err)
 }
 
 /* The rebuilt _quantization_metadata, or *out NULL when nothing is left. */
-static int rebuild(char **out, size_t *len, stf__pb *b, stf_err *err)
+static int rebuild(char **out, size_t *len, stf__plan_builder *b, stf_err *err)
 {
     *out = NULL;
     if (!b->nqm) return 0;
@@ -92,8 +92,8 @@ static int rebuild(char **out, size_t *len, stf__pb *b, stf_err *err)
     return rc;
 }
 
-/* Build b->p->meta (see plan_int.h). */
-int stf__plan_meta(stf__pb *b, stf_err *err)
+/* Build b->p->meta (see plan_internal.h). */
+int stf__plan_meta(stf__plan_builder *b, stf_err *err)
 {
     stf_plan *p = b->p;
     size_t cap = 0, nsh = stf_ckpt_shard_count(p->c);

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "pipeline/plan_int.h"
+#include "pipeline/plan_internal.h"
 
 static int is_packed(const char *fmt)
 {

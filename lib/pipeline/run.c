@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "pipeline/run_int.h"
+#include "pipeline/run_internal.h"
 
 struct stf_run_report {
     stf_check_report **checks;   /* one per verified shard */

@@ -5,9 +5,9 @@
  */
 #include <string.h>
 
-#include "pipeline/run_int.h"
+#include "pipeline/run_internal.h"
 
-/* Profiles for the targets (contract in run_int.h). */
+/* Profiles for the targets (contract in run_internal.h). */
 unsigned stf__verify_profiles(unsigned targets)
 {
     unsigned p = STF_CHECK_CONTAINER;
@@ -101,7 +101,7 @@ done:
     return rc;
 }
 
-/* Verify every shard of the prepared output (contract in run_int.h). */
+/* Verify every shard of the prepared output (contract in run_internal.h). */
 int stf__verify_output(stf_check_report ***reports, size_t *nreports, const stf_writer *w,
                        unsigned targets, int allow_noncompliant, stf_err *err)
 {

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rules/rules_int.h"
+#include "rules/rules_internal.h"
 
 typedef enum ptype { P_BOOL, P_ENUM, P_UINT, P_STRING, P_STRLIST, P_UINTLIST } ptype;
 

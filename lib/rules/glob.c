@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "rules/rules_int.h"
+#include "rules/rules_internal.h"
 
 #define GLOB_MAX_PATTERN 512
 #define GLOB_MAX_NAME 4096

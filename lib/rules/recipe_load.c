@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rules/rules_int.h"
+#include "rules/rules_internal.h"
 #include "util/sha256.h"
 
 #define RECIPE_MAX_BYTES (1u << 20)

@@ -28,7 +28,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rules/rules_int.h"
+#include "rules/rules_internal.h"
 
 #define REGEX_MAX_NEST 32
 #define REGEX_MAX_CODE (16u << 10)

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rules/rules_int.h"
+#include "rules/rules_internal.h"
 
 #define SEL_MAX 16
 #define SHAPE_MAX_RANK 8

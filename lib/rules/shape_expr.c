@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rules/rules_int.h"
+#include "rules/rules_internal.h"
 
 #define EXPR_MAX_LEN 1024
 #define EXPR_MAX_DEPTH 64

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "rules/rules_int.h"
+#include "rules/rules_internal.h"
 
 #define YDEPTH_MAX 32
 #define YNODES_MAX 100000
@@ -306,7 +306,7 @@ static int on_event(pstate *ps, stf_recipe_diags *d, const yaml_event_t *ev)
 
 /*
  * Parses one document into a node tree owned by the caller
- * (stf__ynode_free); see rules_int.h for the refused constructs.
+ * (stf__ynode_free); see rules_internal.h for the refused constructs.
  */
 int stf__yaml_parse(stf__ynode **out, stf_recipe_diags *d, const void *buf, size_t len,
                     stf_err *err)

@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 
 #include "fuzz.h"
-#include "pipeline/plan_int.h"
+#include "pipeline/plan_internal.h"
 #include "stfix.h"
 #include "support/st_tmp.h"
 

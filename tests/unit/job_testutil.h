@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "pipeline/run_int.h"
+#include "pipeline/run_internal.h"
 
 /* Collects emitted bytes per plan output (two outputs: 0 weight, 1 scale). */
 /* Called from pool threads at once (disjoint ranges), hence the lock. Bad

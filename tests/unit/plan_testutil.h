@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "pipeline/plan_int.h"
+#include "pipeline/plan_internal.h"
 #include "stfix.h"
 
 #define PT_MAX 32

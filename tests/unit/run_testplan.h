@@ -1,6 +1,6 @@
 /*
  * Helpers for the run-side tests: plans built by hand through
- * lib/pipeline/plan_int.h (the plan builder is tested on its own), over a
+ * lib/pipeline/plan_internal.h (the plan builder is tested on its own), over a
  * small on-disk input. Header-only (static) so each test binary stays
  * self-contained.
  */
@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "pipeline/plan_int.h"
+#include "pipeline/plan_internal.h"
 
 enum { TP_MAX = 16 };
 

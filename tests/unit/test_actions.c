@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "rules/rules_int.h"
+#include "rules/rules_internal.h"
 
 typedef struct parsed {
     stf_action *v;

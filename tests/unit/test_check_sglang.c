@@ -1,9 +1,9 @@
 /*
  * The sglang profile (lib/check/profile_sglang.c, profile_sglang_formats.c)
- * and the report/dispatch code (diag.c) against the committed fixtures in
- * fixtures/comfy/: the exact rule id and SGLang message for each broken
- * fixture, no error for each healthy one, and every R-rule the MANIFEST
- * promises. Run from the repository root.
+ * and the report and driver (lib/check/report.c, check_run.c) against the
+ * committed fixtures in fixtures/comfy/: the exact rule id and SGLang
+ * message for each broken fixture, no error for each healthy one, and every
+ * R-rule the MANIFEST promises. Run from the repository root.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "pipeline/run_int.h"
+#include "pipeline/run_internal.h"
 #include "quant_testutil.h"
 #include "support/st_ckptfile.h"
 

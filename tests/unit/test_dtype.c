@@ -6,7 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "container/st_internal.h"
+#include "container/container_internal.h"
 
 /* The spec §2 table, in enum order: name and bits. */
 static const struct {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "container/header_priv.h"
+#include "container/header_internal.h"
 
 static void test_findings_list(void **state)
 {
@@ -42,7 +42,7 @@ static void test_findings_list(void **state)
     stf__findings_free(NULL);
 }
 
-static void ctx(stf__hctx *c, stf_open_opts *o, stf__findings *f, stf_err *e, int strict)
+static void ctx(stf__header_ctx *c, stf_open_opts *o, stf__findings *f, stf_err *e, int strict)
 {
     memset(c, 0, sizeof *c);
     stf_open_opts_init(o);
@@ -58,7 +58,7 @@ static void ctx(stf__hctx *c, stf_open_opts *o, stf__findings *f, stf_err *e, in
 static void test_hreport_levels(void **state)
 {
     (void)state;
-    stf__hctx c;
+    stf__header_ctx c;
     stf_open_opts o;
     stf__findings f;
     stf_err e;
@@ -132,7 +132,7 @@ static void test_hreport_levels(void **state)
 static void test_findings_cap(void **state)
 {
     (void)state;
-    stf__hctx c;
+    stf__header_ctx c;
     stf_open_opts o;
     stf__findings f;
     stf_err e;

@@ -6,7 +6,7 @@
 
 #include <cmocka.h>
 
-#include "rules/rules_int.h"
+#include "rules/rules_internal.h"
 
 static void test_literal(void **state)
 {

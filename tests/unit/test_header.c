@@ -13,7 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "container/st_internal.h"
+#include "container/container_internal.h"
 #include "support/st_alloc.h"
 #include "support/st_expect.h"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "container/st_internal.h"
+#include "container/container_internal.h"
 #include "support/st_expect.h"
 
 /* ------------------------------------------------------------ §9.3 */

@@ -72,29 +72,29 @@ static void test_tokens_and_offsets(void **state)
         { STF__J_NULL, 49, 4, 0 },       { STF__J_RBRACE, 53, 1, 0 },
         { STF__J_EOF, 55, 0, 0 },
     };
-    stf__jlex lx;
-    stf__jtok t;
-    stf__jerr e;
-    stf__jlex_init(&lx, U8(s), strlen(s));
+    stf__json_lexer lx;
+    stf__json_token t;
+    stf__json_error e;
+    stf__json_lexer_init(&lx, U8(s), strlen(s));
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
-        assert_int_equal(stf__jlex_next(&lx, &t, &e), 0);
+        assert_int_equal(stf__json_lexer_next(&lx, &t, &e), 0);
         assert_int_equal(t.type, want[i].type);
         assert_int_equal(t.pos, want[i].pos);
         assert_int_equal(t.len, want[i].len);
         assert_int_equal(t.flags, want[i].flags);
     }
     /* EOF is sticky. */
-    assert_int_equal(stf__jlex_next(&lx, &t, &e), 0);
+    assert_int_equal(stf__json_lexer_next(&lx, &t, &e), 0);
     assert_int_equal(t.type, STF__J_EOF);
 }
 
 /* Lex one token from s; return 0 or -1 and the error position. */
-static int lex1(const char *s, size_t len, stf__jtok *t, size_t *errpos)
+static int lex1(const char *s, size_t len, stf__json_token *t, size_t *errpos)
 {
-    stf__jlex lx;
-    stf__jerr e = { 0, NULL };
-    stf__jlex_init(&lx, U8(s), len);
-    int rc = stf__jlex_next(&lx, t, &e);
+    stf__json_lexer lx;
+    stf__json_error e = {0, NULL};
+    stf__json_lexer_init(&lx, U8(s), len);
+    int rc = stf__json_lexer_next(&lx, t, &e);
     if (rc) {
         assert_non_null(e.why);
         *errpos = e.pos;
@@ -141,7 +141,7 @@ static void test_lexical_errors(void **state)
         { "\x00", 1, 0 },
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        stf__jtok t;
+        stf__json_token t;
         size_t pos = 999;
         assert_int_equal(lex1(bad[i].s, bad[i].len, &t, &pos), -1);
         assert_int_equal(pos, bad[i].pos);
@@ -170,7 +170,7 @@ static void test_valid_strings_and_numbers(void **state)
         { "123456789012345678901234567890", 30, STF__J_NUMBER, 0 },
     };
     for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
-        stf__jtok t;
+        stf__json_token t;
         size_t pos = 0;
         assert_int_equal(lex1(good[i].s, good[i].len, &t, &pos), 0);
         assert_int_equal(t.type, good[i].type);
@@ -179,7 +179,7 @@ static void test_valid_strings_and_numbers(void **state)
         assert_int_equal(t.flags, good[i].flags);
     }
     /* A number ends at the first byte that cannot continue it. */
-    stf__jtok t;
+    stf__json_token t;
     size_t pos;
     assert_int_equal(lex1("12]", 3, &t, &pos), 0);
     assert_int_equal(t.len, 2);
@@ -187,9 +187,9 @@ static void test_valid_strings_and_numbers(void **state)
     assert_int_equal(t.len, 1);
 }
 
-static int check(const char *s, size_t len, unsigned depth, stf__jcheck *jc, size_t *pos)
+static int check(const char *s, size_t len, unsigned depth, stf__json_root *jc, size_t *pos)
 {
-    stf__jerr e = { 0, NULL };
+    stf__json_error e = {0, NULL};
     int rc = stf__json_check(jc, U8(s), len, depth, &e);
     *pos = e.pos;
     return rc;
@@ -233,7 +233,7 @@ static void test_grammar(void **state)
         { "{\"a\":1]", -1, 6 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        stf__jcheck jc;
+        stf__json_root jc;
         size_t pos = 12345;
         size_t len = strlen(cases[i].s);
         int rc = check(cases[i].s, len, 3, &jc, &pos);
@@ -241,7 +241,7 @@ static void test_grammar(void **state)
         if (rc) assert_int_equal(pos, cases[i].pos);
     }
     /* NUL padding is not whitespace. */
-    stf__jcheck jc;
+    stf__json_root jc;
     size_t pos;
     assert_int_equal(check("{}\0", 3, 3, &jc, &pos), -1);
     assert_int_equal(pos, 2);
@@ -250,7 +250,7 @@ static void test_grammar(void **state)
 static void test_root_info_and_depth(void **state)
 {
     (void)state;
-    stf__jcheck jc;
+    stf__json_root jc;
     size_t pos;
     const char *s = "\n {\"a\":{\"x\":[1]},\"b\":{},\"c\":\"\"}";
     assert_int_equal(check(s, strlen(s), 3, &jc, &pos), 0);

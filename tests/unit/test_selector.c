@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "rules/rules_int.h"
+#include "rules/rules_internal.h"
 #include "support/st_alloc.h"
 #include "support/st_limits.h"
 

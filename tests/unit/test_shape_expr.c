@@ -6,7 +6,7 @@
 
 #include <cmocka.h>
 
-#include "rules/rules_int.h"
+#include "rules/rules_internal.h"
 
 static const uint64_t w2[2] = { 3072, 3072 };
 static const uint64_t w4[4] = { 320, 16, 3, 3 };

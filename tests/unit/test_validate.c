@@ -10,13 +10,13 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "container/header_priv.h"
+#include "container/header_internal.h"
 
 typedef struct fx {
     stf_open_opts o;
     stf__findings f;
     stf_err e;
-    stf__hctx c;
+    stf__header_ctx c;
 } fx;
 
 static void fx_init(fx *x, int strict)
@@ -34,10 +34,10 @@ static void fx_init(fx *x, int strict)
 static void fx_free(fx *x) { stf__findings_free(&x->f); }
 
 /* A record; shape must outlive it. Offsets: key at 100+i, shape 200+i, data_offsets 300+i. */
-static stf__trec rec(unsigned i, const char *name, stf_dtype dt, unsigned rank,
-                     const uint64_t *shape, uint64_t b, uint64_t e)
+static stf__tensor_record rec(unsigned i, const char *name, stf_dtype dt, unsigned rank,
+                              const uint64_t *shape, uint64_t b, uint64_t e)
 {
-    stf__trec r;
+    stf__tensor_record r;
     memset(&r, 0, sizeof r);
     r.ti.name = name;
     r.ti.name_len = strlen(name);
@@ -61,7 +61,7 @@ static void test_geometry_sorts_and_fills(void **state)
     (void)state;
     fx x;
     fx_init(&x, 0);
-    stf__trec t[3] = {
+    stf__tensor_record t[3] = {
         rec(0, "c", STF_F32, 2, S22, 20, 36),
         rec(1, "a", STF_U8, 1, S4, 0, 4),
         rec(2, "b", STF_I32, 0, NULL, 16, 20),
@@ -119,8 +119,8 @@ static void test_geometry_errors(void **state)
         fx x;
         uint64_t ds = 0;
         fx_init(&x, 0);
-        stf__trec t = rec(0, "w", cases[i].dt, cases[i].rank, cases[i].shape, cases[i].b,
-                          cases[i].e);
+        stf__tensor_record t =
+            rec(0, "w", cases[i].dt, cases[i].rank, cases[i].shape, cases[i].b, cases[i].e);
         uint64_t fs = 8 + 10 + (cases[i].e >= cases[i].b ? cases[i].e : 0);
         int rc = stf__validate_geometry(&t, 1, 10, fs, &ds, &x.c);
         if (cases[i].rule[0] == '\0') {
@@ -136,7 +136,7 @@ static void test_geometry_errors(void **state)
     fx x;
     uint64_t ds;
     fx_init(&x, 0);
-    stf__trec t[2] = { rec(0, "a", STF_U8, 1, S4, 0, 4), rec(1, "b", STF_U8, 1, S0, 4, 3) };
+    stf__tensor_record t[2] = {rec(0, "a", STF_U8, 1, S4, 0, 4), rec(1, "b", STF_U8, 1, S0, 4, 3)};
     assert_int_equal(stf__validate_geometry(t, 2, 10, 8 + 10 + 4, &ds, &x.c), STF_EFORMAT);
     assert_string_equal(x.e.rule, "S15");
     fx_free(&x);
@@ -148,7 +148,7 @@ static void test_geometry_file_end(void **state)
     fx x;
     uint64_t ds = 0;
     fx_init(&x, 0);
-    stf__trec t = rec(0, "w", STF_U8, 1, S4, 0, 4);
+    stf__tensor_record t = rec(0, "w", STF_U8, 1, S4, 0, 4);
     assert_int_equal(stf__validate_geometry(&t, 1, 16, 8 + 16 + 5, &ds, &x.c), STF_EFORMAT);
     assert_string_equal(x.e.rule, "S19");
     assert_int_equal(x.e.offset, 24);
@@ -168,7 +168,7 @@ static void test_geometry_file_end(void **state)
     static const uint64_t big[] = { (UINT64_C(1) << 61) - 1 };
     static const uint64_t seven[] = { 7 };
     static const char *const names[9] = { "a", "b", "c", "d", "e", "f", "g", "h", "i" };
-    stf__trec u[9];
+    stf__tensor_record u[9];
     for (unsigned i = 0; i < 9; i++)
         u[i] = rec(i, names[i], STF_U8, 1, i < 8 ? big : seven, i * big[0],
                    i < 8 ? (i + 1) * big[0] : UINT64_MAX);
@@ -184,9 +184,8 @@ static void test_zero_size_alias(void **state)
     fx x;
     uint64_t ds;
     fx_init(&x, 1); /* a warning even under strict */
-    stf__trec t[4] = {
-        rec(0, "w", STF_F32, 1, S4, 0, 16),
-        rec(1, "z1", STF_F32, 1, S0, 0, 0),
+    stf__tensor_record t[4] = {
+        rec(0, "w", STF_F32, 1, S4, 0, 16), rec(1, "z1", STF_F32, 1, S0, 0, 0),
         rec(2, "z2", STF_F32, 1, S0, 0, 0),
         rec(3, "end", STF_F32, 1, S0, 16, 16), /* alone at its offset: fine */
     };
@@ -209,9 +208,9 @@ static void test_dup_tensors(void **state)
     (void)state;
     fx x;
     fx_init(&x, 0);
-    stf__trec t[5] = {
-        rec(0, "a", STF_U8, 1, S4, 0, 4),  rec(1, "b", STF_U8, 1, S4, 4, 8),
-        rec(2, "a", STF_U8, 1, S4, 8, 12), rec(3, "ab", STF_U8, 1, S4, 12, 16),
+    stf__tensor_record t[5] = {
+        rec(0, "a", STF_U8, 1, S4, 0, 4),   rec(1, "b", STF_U8, 1, S4, 4, 8),
+        rec(2, "a", STF_U8, 1, S4, 8, 12),  rec(3, "ab", STF_U8, 1, S4, 12, 16),
         rec(4, "a", STF_F32, 1, S4, 0, 16),
     };
     size_t n = 5;
@@ -233,8 +232,8 @@ static void test_dup_tensors(void **state)
 
     /* Strict: deferred, the first duplicate in header order. */
     fx_init(&x, 1);
-    stf__trec u[3] = { rec(0, "q", STF_U8, 1, S4, 0, 4), rec(1, "p", STF_U8, 1, S4, 0, 4),
-                       rec(2, "p", STF_U8, 1, S4, 0, 4) };
+    stf__tensor_record u[3] = {rec(0, "q", STF_U8, 1, S4, 0, 4), rec(1, "p", STF_U8, 1, S4, 0, 4),
+                               rec(2, "p", STF_U8, 1, S4, 0, 4)};
     n = 3;
     u[0].ti.name = "p";
     assert_int_equal(stf__validate_dup_tensors(u, &n, &x.c), 0);

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "pipeline/run_int.h"
+#include "pipeline/run_internal.h"
 #include "support/st_ckptfile.h"
 
 static const char MARKER16[] =

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "rules/rules_int.h"
+#include "rules/rules_internal.h"
 #include "support/st_alloc.h"
 
 /* Parse `src`; returns the code and the first problem text (or ""). */

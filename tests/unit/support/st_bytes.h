@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "container/st_internal.h"
+#include "container/container_internal.h"
 
 /* A file image owned by the test (plain malloc, outside the library hook). */
 typedef struct st_bytes {

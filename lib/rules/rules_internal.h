@@ -3,8 +3,8 @@
  * model, the problem list, shape predicates, globs, selectors and action
  * parsing. Not part of the public API.
  */
-#ifndef STF_RULES_INT_H
-#define STF_RULES_INT_H
+#ifndef STF_RULES_INTERNAL_H
+#define STF_RULES_INTERNAL_H
 
 #include <stdarg.h>
 

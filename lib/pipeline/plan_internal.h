@@ -3,8 +3,8 @@
  * executes it; the public accessors of include/stfix/pipeline.h read it.
  * Not part of the public API.
  */
-#ifndef STF_PIPELINE_PLAN_INT_H
-#define STF_PIPELINE_PLAN_INT_H
+#ifndef STF_PIPELINE_PLAN_INTERNAL_H
+#define STF_PIPELINE_PLAN_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -120,7 +120,7 @@ enum {
  * layer's outputs, jobs and dropped names; plan_meta.c turns the collected
  * marker texts into the output __metadata__.
  */
-typedef struct stf__pb {
+typedef struct stf__plan_builder {
     stf_plan *p;
     const stf_model *m;
     const stf_plan_opts *o;
@@ -133,25 +133,26 @@ typedef struct stf__pb {
     size_t nqm, qm_cap, qml_cap, qmt_cap;
     int markers_changed;   /* some layer's marker was rewritten, dropped or renamed */
     int meta_drop;         /* an applied action asked to drop _quantization_metadata */
-} stf__pb;
+} stf__plan_builder;
 
 /*
  * One matched action, with the rule it came from (for error messages).
  */
-typedef struct stf__pact {
+typedef struct stf__matched_action {
     const stf_action *a;
     const stf_rule *rule;
-} stf__pact;
+} stf__matched_action;
 
 /* Append an output tensor (zeroed, job/layer SIZE_MAX, src -1); *out its index. */
-int stf__pb_add_out(stf__pb *b, size_t *out, stf_err *err);
+int stf__builder_add_out(stf__plan_builder *b, size_t *out, stf_err *err);
 /* Append a job; *out its index. */
-int stf__pb_add_job(stf__pb *b, size_t *out, stf_err *err);
+int stf__builder_add_job(stf__plan_builder *b, size_t *out, stf_err *err);
 /* Record an input tensor name (len bytes) that is not written (copied). */
-int stf__pb_drop(stf__pb *b, const char *name, size_t len, stf_err *err);
+int stf__builder_drop(stf__plan_builder *b, const char *name, size_t len, stf_err *err);
 /* Record the output marker text of an output layer (prefix of plen bytes)
  * for _quantization_metadata (both copied). */
-int stf__pb_qmeta(stf__pb *b, const char *prefix, size_t plen, const char *text, stf_err *err);
+int stf__builder_add_qmeta(stf__plan_builder *b, const char *prefix, size_t plen, const char *text,
+                           stf_err *err);
 /*
  * A rename action applied to one name of len bytes (which may hold
  * U+0000): a new NUL-terminated string of *out_len bytes with the leading
@@ -187,8 +188,8 @@ stf_rotation_kind stf__plan_rotation(const stf_layer *l);
  * b->p->layers[li]. `v` is the input view (probe verdict included).
  * STF_EFORMAT naming layer and rule when an action cannot apply.
  */
-int stf__plan_layer(stf__pb *b, size_t li, const stf_layer *l, const stf_layer_view *v,
-                    const stf__pact *acts, size_t n, stf_err *err);
+int stf__plan_layer(stf__plan_builder *b, size_t li, const stf_layer *l, const stf_layer_view *v,
+                    const stf__matched_action *acts, size_t n, stf_err *err);
 
 /*
  * Output __metadata__ into b->p->meta (sorted by key bytes): every input key
@@ -197,7 +198,7 @@ int stf__plan_layer(stf__pb *b, size_t li, const stf_layer *l, const stf_layer_v
  * and _quantization_metadata rebuilt from b's entries, kept verbatim when no
  * marker changed, or removed (meta_drop, or no marker left).
  */
-int stf__plan_meta(stf__pb *b, stf_err *err);
+int stf__plan_meta(stf__plan_builder *b, stf_err *err);
 
 /* Canonical writer order of two outputs: dtype index descending, then name bytes. */
 int stf__plan_out_cmp(const stf__out *a, const stf__out *b);

@@ -3,10 +3,10 @@
  * findings.c): the parse context that decides what a rule violation becomes,
  * and the per-tensor record used before the table is final.
  */
-#ifndef STF_HEADER_PRIV_H
-#define STF_HEADER_PRIV_H
+#ifndef STF_HEADER_INTERNAL_H
+#define STF_HEADER_INTERNAL_H
 
-#include "container/st_internal.h"
+#include "container/container_internal.h"
 
 /* What a violation becomes (the tags of spec/safetensors.md §3). */
 enum stf__level {
@@ -22,15 +22,15 @@ enum stf__level {
  * findings. stf__hreport_flush adds one summary finding per capped rule.
  */
 #define STF__FINDINGS_PER_RULE 1000u
-#define STF__HCOUNT_MAX 16
+#define STF__TALLY_MAX 16
 
-typedef struct stf__hcount {
+typedef struct stf__finding_tally {
     char rule[8];
     const char *variant; /* static text */
     uint64_t count;
-} stf__hcount;
+} stf__finding_tally;
 
-typedef struct stf__hctx {
+typedef struct stf__header_ctx {
     const char *path;
     const stf_open_opts *o;
     stf__findings *findings; /* may be NULL: warnings are dropped */
@@ -40,9 +40,9 @@ typedef struct stf__hctx {
      * agree on the primary verdict (spec §9.2, test_validation_overflow). */
     int has_pending;
     stf_err pending;
-    stf__hcount counts[STF__HCOUNT_MAX];
+    stf__finding_tally counts[STF__TALLY_MAX];
     size_t ncounts;
-} stf__hctx;
+} stf__header_ctx;
 
 /*
  * Report a violation of `rule` (reference variant or stfix name `variant`)
@@ -53,7 +53,7 @@ typedef struct stf__hctx {
  * the negative code the caller must return (STF_EFORMAT, STF_ELIMIT,
  * STF_ENOMEM), with c->err filled.
  */
-int stf__hreport(stf__hctx *c, int level, const char *rule, const char *variant,
+int stf__hreport(stf__header_ctx *c, int level, const char *rule, const char *variant,
                  const char *tensor, size_t tensor_len, int has_off, uint64_t off,
                  const char *fmt, ...) STF_PRINTF(9, 10);
 
@@ -62,14 +62,14 @@ int stf__hreport(stf__hctx *c, int level, const char *rule, const char *variant,
  * STF__FINDINGS_PER_RULE ("N more findings like this were not listed").
  * Returns 0 or STF_ENOMEM (c->err filled).
  */
-int stf__hreport_flush(stf__hctx *c);
+int stf__hreport_flush(stf__header_ctx *c);
 
 /* A tensor while the table is being built; offsets are absolute. */
-typedef struct stf__trec {
+typedef struct stf__tensor_record {
     stf_tensor_info ti;
     uint64_t shape_off;   /* the shape array's '[' */
     uint64_t offs_off;    /* the data_offsets array's '[' */
-} stf__trec;
+} stf__tensor_record;
 
 /*
  * S13 for top-level names: the reference keeps the last of duplicate names
@@ -77,7 +77,7 @@ typedef struct stf__trec {
  * duplicate is reported as STRICT. Record order is otherwise kept.
  * Returns 0 or a negative code (STF_ENOMEM, or S13 when that is fatal).
  */
-int stf__validate_dup_tensors(stf__trec *t, size_t *n, stf__hctx *c);
+int stf__validate_dup_tensors(stf__tensor_record *t, size_t *n, stf__header_ctx *c);
 
 /*
  * S13 inside __metadata__: duplicates are STRICT; the entry keeps the
@@ -85,7 +85,7 @@ int stf__validate_dup_tensors(stf__trec *t, size_t *n, stf__hctx *c);
  * serde or Python map ends up holding). `key_off` holds the absolute
  * offset of each key and is compacted alongside.
  */
-int stf__validate_dup_meta(stf_meta_entry *m, uint64_t *key_off, size_t *n, stf__hctx *c);
+int stf__validate_dup_meta(stf_meta_entry *m, uint64_t *key_off, size_t *n, stf__header_ctx *c);
 
 /*
  * S15-S20 (the reference's Metadata::validate): sort the records by
@@ -93,7 +93,7 @@ int stf__validate_dup_meta(stf_meta_entry *m, uint64_t *key_off, size_t *n, stf_
  * file exactly. On success *data_size is the data section length. `hdr_n`
  * is N. Returns 0 or a negative code with c->err filled.
  */
-int stf__validate_geometry(stf__trec *t, size_t n, uint64_t hdr_n, uint64_t file_size,
-                           uint64_t *data_size, stf__hctx *c);
+int stf__validate_geometry(stf__tensor_record *t, size_t n, uint64_t hdr_n, uint64_t file_size,
+                           uint64_t *data_size, stf__header_ctx *c);
 
 #endif

@@ -2,8 +2,8 @@
  * The rule catalogue's parts, one per family group, joined in catalogue
  * order by rule_doc.c. Each part is a static table in its own file.
  */
-#ifndef STF_RULE_DOC_INT_H
-#define STF_RULE_DOC_INT_H
+#ifndef STF_RULE_DOC_INTERNAL_H
+#define STF_RULE_DOC_INTERNAL_H
 
 #include <stddef.h>
 

@@ -4,13 +4,13 @@
  * row blocks (job.c) and verifying the written output (verify.c). run.c
  * ties them to the writer. Not part of the public API.
  */
-#ifndef STF_PIPELINE_RUN_INT_H
-#define STF_PIPELINE_RUN_INT_H
+#ifndef STF_PIPELINE_RUN_INTERNAL_H
+#define STF_PIPELINE_RUN_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pipeline/plan_int.h"
+#include "pipeline/plan_internal.h"
 
 /* ------------------------------------------------------------ decode.c */
 

@@ -1,0 +1,61 @@
+/*
+ * stf_check_run, which drives the profiles over a checkpoint, and the
+ * defaults of its options.
+ */
+#include <string.h>
+
+#include "check/check_internal.h"
+
+/* Contract in check.h: defaults (every profile but numeric, tau 0.99); NULL is a no-op. */
+void stf_check_opts_init(stf_check_opts *o)
+{
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->profiles = STF_CHECK_ALL;
+    o->tau = 0.99;
+}
+
+/*
+ * Contract in check.h: runs the selected profiles over c; *out owned by
+ * the caller (stf_check_report_free). Fails with STF_EINVAL, STF_ENOMEM or
+ * the read error of a marker or tensor; findings are never failures.
+ */
+int stf_check_run(stf_check_report **out, const stf_ckpt *c, const stf_check_opts *opts,
+                  stf_err *err)
+{
+    stf_check_opts def;
+    stf__chk k;
+    stf_model *m = NULL;
+    int rc = 0;
+    if (!out || !c) return stf__err(err, STF_EINVAL, "stf_check_run: NULL argument");
+    *out = NULL;
+    if (!opts) {
+        stf_check_opts_init(&def);
+        opts = &def;
+    }
+    memset(&k, 0, sizeof k);
+    k.c = c;
+    k.o = opts;
+    k.err = err;
+    k.r = stf__calloc(1, sizeof *k.r);
+    if (!k.r) return stf__err(err, STF_ENOMEM, "out of memory");
+    rc = stf_model_build(&m, c, err);
+    if (rc) goto done;
+    k.m = m;
+    rc = stf__check_container(&k);
+    if (!rc && (opts->profiles & STF_CHECK_SGLANG)) rc = stf__check_sglang(&k);
+    if (!rc && (opts->profiles & STF_CHECK_COMFYUI)) rc = stf__check_comfyui(&k);
+    if (!rc && (opts->profiles & STF_CHECK_NUMERIC)) rc = stf__check_numeric(&k);
+    if (!rc) rc = k.rc;
+    if (rc == STF_ENOMEM && err && !err->msg[0]) stf__err(err, rc, "out of memory");
+done:
+    for (size_t i = 0; i < k.npool; i++) stf_model_str_free(k.pool[i]);
+    stf__free(k.pool);
+    stf_model_free(m);
+    if (rc) {
+        stf_check_report_free(k.r);
+        return rc;
+    }
+    *out = k.r;
+    return 0;
+}

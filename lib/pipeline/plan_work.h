@@ -1,0 +1,80 @@
+/*
+ * Internal to plan_layer.c, plan_job.c and plan_work.c: the working state
+ * of one layer while its matched actions are applied (names, dtypes,
+ * shapes, marker, job). Header-only actions live in plan_layer.c; the ones
+ * that decode data (exclude, requantize) or rewrite markers live in
+ * plan_job.c; the helpers both use live in plan_work.c, so that
+ * plan_layer.c calls plan_job.c and plan_work.c, and plan_job.c calls only
+ * plan_work.c.
+ */
+#ifndef STF_PIPELINE_PLAN_WORK_H
+#define STF_PIPELINE_PLAN_WORK_H
+
+#include "pipeline/plan_internal.h"
+
+#define SLOT_MAX_RANK 8
+
+typedef struct stf__tensor_slot {
+    int present, dropped;
+    size_t src;
+    stf_dtype in_dtype, dtype;
+    unsigned rank;
+    uint64_t shape[SLOT_MAX_RANK];
+    uint64_t nelem;
+    stf_out_op op;
+} stf__tensor_slot;
+
+enum { MARKER_KEEP = 0, MARKER_NEW, MARKER_NONE };
+
+typedef struct stf__layer_work {
+    stf__plan_builder *b;
+    const stf_layer *l;
+    const stf_layer_view *v;
+    stf__tensor_slot s[STF_SFX_COUNT];
+    uint64_t n, k;
+    const char *format;      /* current format name (borrowed) */
+    int marker_change;       /* MARKER_KEEP the input's, MARKER_NEW (spec), MARKER_NONE */
+    stf_marker_spec spec;    /* MARKER_NEW */
+    int flattened, done, requant;
+    stf__job job;
+    char *out_prefix;        /* out_prefix_len bytes (may hold U+0000) */
+    size_t out_prefix_len;
+    char shown[STF__NAME_SHOWN]; /* the input prefix, escaped for messages */
+    stf_buf sum;
+    const stf__matched_action *cur; /* the action being applied (error messages) */
+    stf_pyval *recovered;    /* marker recovered from unusable tensor-marker bytes */
+    int recover_tried;
+    int recover_rc;          /* STF_ENOMEM when recovering the marker ran out of memory */
+} stf__layer_work;
+
+/* ---------------------------------------------------- shared helpers (plan_work.c) */
+
+/* STF_EFORMAT naming the layer, the rule being applied and its recipe line. */
+int stf__work_refuse(stf__layer_work *w, stf_err *err, const char *what);
+/* Append "fmt" (two %s arguments) to the layer's summary line. */
+void stf__work_note(stf__layer_work *w, const char *fmt, const char *a, const char *b2);
+/* Python tuple text of a shape into buf; returns buf. */
+const char *stf__shape_text(char *buf, size_t cap, unsigned rank, const uint64_t *shape);
+void stf__slot_set_shape(stf__tensor_slot *sl, unsigned rank, const uint64_t *shape);
+/* The marker an action reads (preferred channel, else recovered from raw bytes), or NULL. */
+const stf_pyval *stf__work_marker(stf__layer_work *w, stf_channel_pref pref);
+int stf__dtype_is_float(stf_dtype d);
+/* 1: g a power of 4; 2: a power of 2 but not of 4; 0: neither. */
+int stf__power_kind(int64_t g);
+
+/* Scale-like companions of a weight (dropped by exclude, requantize, drop scales). */
+extern const stf_suffix stf__weight_companions[];
+extern const size_t stf__weight_ncompanions;
+
+/* ------------------------------------------ data and marker actions (plan_job.c) */
+
+/* The actions of plan_job.c; 0 or STF_EFORMAT (via stf__work_refuse). */
+int stf__work_exclude(stf__layer_work *w, stf_dtype want, stf_err *err);
+int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_quant_format to,
+                         stf_err *err);
+/* The requantize action with every default (transpose-scale, rewrite-format mismatch). */
+void stf__requantize_defaults(stf_action *a);
+int stf__work_set_marker(stf__layer_work *w, const stf_action *a, stf_err *err);
+int stf__work_rewrite_format(stf__layer_work *w, const stf_action *a, stf_err *err);
+
+#endif
