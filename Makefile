@@ -53,9 +53,10 @@ SOREAL := libstfix.so.$(VERSION)
 # pkg-config's flags for a set of packages, asked for the first time a rule
 # needs them (so `make deps` and `make clean` work where they are missing);
 # a package pkg-config cannot find stops make, naming it.
-pkg_missing = $(shell for p in $(1); do pkg-config --exists $$p 2>/dev/null || printf '%s ' $$p; done)
-pkg_flags = $(if $(call pkg_missing,$(2)),$(error pkg-config cannot find: $(call pkg_missing,$(2))\
-  (`make deps` installs the build dependencies)),$(shell pkg-config $(1) $(2)))
+pkg_missing = $(strip $(shell for p in $(1); do pkg-config --exists $$p 2>/dev/null || echo $$p; done))
+pkg_flags = $(if $(call pkg_missing,$(2)),$(error $(if $(shell command -v pkg-config),pkg-config\
+  cannot find $(call pkg_missing,$(2)),pkg-config is not installed); `make deps` installs\
+  the build dependencies),$(shell pkg-config $(1) $(2)))
 PKG_CFLAGS = $(eval PKG_CFLAGS := $$(call pkg_flags,--cflags,$$(PKGS)))$(PKG_CFLAGS)
 PKG_LIBS = $(eval PKG_LIBS := $$(call pkg_flags,--libs,$$(PKGS)))$(PKG_LIBS)
 CMOCKA_CFLAGS = $(eval CMOCKA_CFLAGS := $$(call pkg_flags,--cflags,cmocka))$(CMOCKA_CFLAGS)
