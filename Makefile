@@ -17,7 +17,10 @@
 #   make man        regenerate man/stfix-checks.7 and the rule list of man/stfix.1
 #                   from the rule catalogue (stfix explain --list --json)
 #
-# WERROR=1 turns warnings into errors (CI does).
+# WERROR=1 turns warnings into errors (CI does). V=1 shows the commands
+# (otherwise make prints only diagnostics). SIMD=none builds without the
+# AVX2/AVX-512 kernels (the default, SIMD=auto, has them when the compiler
+# targets x86-64).
 
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -25,15 +28,40 @@ BUILD ?= build
 CC ?= cc
 WERROR ?= 0
 SAN ?= 0
+SIMD ?= auto
+V ?= 0
+# Recipes run without being echoed: make prints diagnostics only.
+ifneq ($(V),1)
+.SILENT:
+endif
 
 PKGS := yaml-0.1 libcjson libzstd libpcre2-8 libcrypto
 DEB_PKGS := build-essential pkg-config libyaml-dev libcjson-dev libzstd-dev libpcre2-dev libssl-dev libcmocka-dev \
             clang libclang-rt-14-dev mandoc python3
 
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-CMOCKA_CFLAGS := $(shell pkg-config --cflags cmocka 2>/dev/null)
-CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
+# The version, from the one place it is written (include/stfix/base.h). The
+# shared library's soname is libstfix.so.MAJOR, its real name
+# libstfix.so.MAJOR.MINOR.PATCH.
+VERSION_PARTS := $(shell sed -n 's/^.define STF_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9][0-9]*\)$$/\2/p' \
+                   include/stfix/base.h)
+ifneq ($(words $(VERSION_PARTS)),3)
+$(error include/stfix/base.h: cannot read STF_VERSION_MAJOR/MINOR/PATCH)
+endif
+VERSION := $(word 1,$(VERSION_PARTS)).$(word 2,$(VERSION_PARTS)).$(word 3,$(VERSION_PARTS))
+SONAME := libstfix.so.$(word 1,$(VERSION_PARTS))
+SOREAL := libstfix.so.$(VERSION)
+
+# pkg-config's flags for a set of packages, asked for the first time a rule
+# needs them (so `make deps` and `make clean` work where they are missing);
+# a package pkg-config cannot find stops make, naming it.
+pkg_missing = $(strip $(shell for p in $(1); do pkg-config --exists $$p 2>/dev/null || echo $$p; done))
+pkg_flags = $(if $(call pkg_missing,$(2)),$(error $(if $(shell command -v pkg-config),pkg-config\
+  cannot find $(call pkg_missing,$(2)),pkg-config is not installed); `make deps` installs\
+  the build dependencies),$(shell pkg-config $(1) $(2)))
+PKG_CFLAGS = $(eval PKG_CFLAGS := $$(call pkg_flags,--cflags,$$(PKGS)))$(PKG_CFLAGS)
+PKG_LIBS = $(eval PKG_LIBS := $$(call pkg_flags,--libs,$$(PKGS)))$(PKG_LIBS)
+CMOCKA_CFLAGS = $(eval CMOCKA_CFLAGS := $$(call pkg_flags,--cflags,cmocka))$(CMOCKA_CFLAGS)
+CMOCKA_LIBS = $(eval CMOCKA_LIBS := $$(call pkg_flags,--libs,cmocka))$(CMOCKA_LIBS)
 
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wconversion
 ifeq ($(WERROR),1)
@@ -42,9 +70,9 @@ endif
 # -ffp-contract=off: the kernels' rounding is part of their contract (every SIMD
 # variant bit-identical to the scalar one); no FMA contraction, no fast-math, ever.
 CFLAGS ?= -O2 -g
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -ffp-contract=off -fno-fast-math \
-               -Iinclude -Ilib $(WARN) $(PKG_CFLAGS)
-LDLIBS := $(PKG_LIBS) -lpthread -lm
+BASE_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -ffp-contract=off -fno-fast-math \
+              -Iinclude -Ilib $(WARN) $(PKG_CFLAGS)
+LDLIBS = $(PKG_LIBS) -lpthread -lm
 
 ifeq ($(SAN),1)
 BASE_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -54,7 +82,26 @@ endif
 SIMD_AVX2 := -mavx2 -mf16c -mfma
 SIMD_AVX512 := -mavx2 -mf16c -mfma -mavx512f -mavx512bw -mavx512vl -mavx512dq
 
+# SIMD=auto has the x86 kernels (lib/quant/*_avx2.c, *_avx512.c) when the
+# compiler targets x86-64; SIMD=none (or another target) builds the scalar
+# ones only, with STF_NO_SIMD defined.
+ifeq ($(SIMD),auto)
+ifneq ($(filter x86_64-% amd64-%,$(shell $(CC) -dumpmachine)),)
+SIMD_USE := x86
+else
+SIMD_USE := none
+endif
+else ifeq ($(SIMD),none)
+SIMD_USE := none
+else
+$(error SIMD=$(SIMD): use SIMD=auto or SIMD=none)
+endif
+
 LIB_SRC := $(sort $(wildcard lib/*/*.c))
+ifeq ($(SIMD_USE),none)
+LIB_SRC := $(filter-out %_avx2.c %_avx512.c,$(LIB_SRC))
+BASE_CFLAGS += -DSTF_NO_SIMD
+endif
 CMD_SRC := $(sort $(wildcard cmd/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 TSUP_SRC := $(sort $(wildcard tests/unit/support/*.c))
@@ -75,11 +122,12 @@ REPLAY_OBJ := $(BUILD)/obj/tests/fuzz/driver.o $(BUILD)/obj/tests/fuzz/support.o
 STFIX_BIN := $(BUILD)/stfix
 LIBA := $(BUILD)/libstfix.a
 LIBSO := $(BUILD)/libstfix.so
+LIBSO_FILES := $(BUILD)/$(SOREAL) $(BUILD)/$(SONAME) $(LIBSO)
 
 .PHONY: FORCE all deps check unit cli replay lint man demo asan fuzz bench install uninstall clean
 .DEFAULT_GOAL := all
 
-all: $(STFIX_BIN) $(LIBA) $(LIBSO)
+all: $(STFIX_BIN) $(LIBA) $(LIBSO_FILES)
 ifeq ($(BUILD),build)
 # The default build also leaves copies at the top level.
 all: stfix libstfix.a libstfix.so
@@ -87,25 +135,34 @@ stfix: $(STFIX_BIN)
 	cp -f $< $@
 libstfix.a: $(LIBA)
 	cp -f $< $@
-libstfix.so: $(LIBSO)
+libstfix.so: $(BUILD)/$(SOREAL)
 	cp -f $< $@
 endif
 
-$(BUILD)/obj/%_avx2.o: %_avx2.c
+# The library exports only what include/stfix/ marks STF_API.
+$(LIB_OBJ): BASE_CFLAGS += -fvisibility=hidden
+
+$(BUILD)/obj/%_avx2.o: %_avx2.c $(BUILD)/simd
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(SIMD_AVX2) -MMD -MP -c $< -o $@
 
-$(BUILD)/obj/%_avx512.o: %_avx512.c
+$(BUILD)/obj/%_avx512.o: %_avx512.c $(BUILD)/simd
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(SIMD_AVX512) -MMD -MP -c $< -o $@
 
-$(BUILD)/obj/tests/%.o: tests/%.c
+$(BUILD)/obj/tests/%.o: tests/%.c $(BUILD)/simd
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(CMOCKA_CFLAGS) -Itests/unit -Icmd -MMD -MP -c $< -o $@
 
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c $(BUILD)/simd
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# $(BUILD)/simd holds the SIMD choice the objects were built with, so that
+# switching SIMD rebuilds them.
+$(BUILD)/simd: FORCE
+	@mkdir -p $(@D)
+	@echo '$(SIMD_USE)' | cmp -s - $@ || echo '$(SIMD_USE)' >$@
 
 # The installed recipes' directory is compiled into the lookup of -r NAME
 # (cmd/cli_recipes.c); $(BUILD)/prefix holds the PREFIX it was built for, so
@@ -123,9 +180,14 @@ $(LIBA): $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-$(LIBSO): $(LIB_OBJ)
+# The real name, and the soname and development links to it.
+$(BUILD)/$(SOREAL): $(LIB_OBJ)
 	@mkdir -p $(@D)
-	$(CC) -shared -Wl,-soname,libstfix.so.0 $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) -shared -Wl,-soname,$(SONAME) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/$(SONAME): $(BUILD)/$(SOREAL)
+	ln -sf $(SOREAL) $@
+$(LIBSO): $(BUILD)/$(SONAME)
+	ln -sf $(SONAME) $@
 
 $(STFIX_BIN): $(CMD_OBJ) $(LIBA)
 	$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(LIBA) $(LDLIBS)
@@ -157,7 +219,8 @@ $(BUILD)/fuzz-replay/%: $(BUILD)/obj/tests/fuzz/%.o $(REPLAY_OBJ) $(LIBA)
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TSUP_OBJ:.o=.d) \
          $(UNIT_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d) \
-         $(FUZZ_SRC:%.c=$(BUILD)/obj/%.d) $(REPLAY_OBJ:.o=.d)
+         $(FUZZ_SRC:%.c=$(BUILD)/obj/%.d) $(REPLAY_OBJ:.o=.d) \
+         $(BENCH_SRC:%.c=$(BUILD)/obj/%.d)
 
 # ------------------------------------------------------------------ deps
 deps:
@@ -197,7 +260,7 @@ man: $(STFIX_BIN)
 	python3 man/mkchecks.py $(BUILD)/catalogue.json man/stfix.1 man
 
 asan:
-	$(MAKE) BUILD=build/asan SAN=1 CFLAGS="-O1 -g" check
+	$(MAKE) --no-print-directory BUILD=build/asan SAN=1 CFLAGS="-O1 -g" check
 
 demo: all
 	@sh tests/demo.sh $(abspath $(STFIX_BIN))
@@ -209,7 +272,7 @@ FUZZ_SECONDS ?= 0
 FUZZ_RUNS ?=
 FUZZ_CC ?= clang
 FUZZ_BUILD := build/fuzz
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -DSTF_NO_SIMD -O1 -g -ffp-contract=off -fno-omit-frame-pointer \
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -DSTF_NO_SIMD -O1 -g -ffp-contract=off -fno-omit-frame-pointer \
                -Iinclude -Ilib -Itests/unit -Icmd $(PKG_CFLAGS) -fsanitize=address,undefined \
                -fno-sanitize-recover=undefined
 FUZZ_SUP_SRC := $(filter-out %_avx2.c %_avx512.c,$(LIB_SRC)) tests/fuzz/support.c \
@@ -222,8 +285,7 @@ $(FUZZ_BUILD)/obj/%.o: %.c
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
 
 $(FUZZ_BUILD)/libfuzzsup.a: $(FUZZ_SUP_OBJ)
-	@echo "ar $@"
-	@rm -f $@ && ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 $(FUZZ_BUILD)/%: tests/fuzz/%.c $(FUZZ_BUILD)/libfuzzsup.a
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -MMD -MP -o $@ $< $(FUZZ_BUILD)/libfuzzsup.a $(LDLIBS)
@@ -249,11 +311,12 @@ install: all
 	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(RULES_DIR)
 	install -m 755 $(STFIX_BIN) $(DESTDIR)$(PREFIX)/bin/stfix
 	install -m 644 $(LIBA) $(DESTDIR)$(PREFIX)/lib/libstfix.a
-	install -m 755 $(LIBSO) $(DESTDIR)$(PREFIX)/lib/libstfix.so.0
-	ln -sf libstfix.so.0 $(DESTDIR)$(PREFIX)/lib/libstfix.so
+	install -m 755 $(BUILD)/$(SOREAL) $(DESTDIR)$(PREFIX)/lib/$(SOREAL)
+	ln -sf $(SOREAL) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libstfix.so
 	install -m 644 include/stfix.h $(DESTDIR)$(PREFIX)/include/stfix.h
 	install -m 644 include/stfix/*.h $(DESTDIR)$(PREFIX)/include/stfix/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/.*STF_VERSION_STRING "\(.*\)"/\1/p' include/stfix/base.h)|g' \
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
 	  lib/stfix.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/stfix.pc
 	for f in $(MAN_PAGES); do \
 	  install -d "$(DESTDIR)$(MAN_DIR)/man$${f##*.}" && \
@@ -263,7 +326,8 @@ install: all
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/stfix $(DESTDIR)$(PREFIX)/lib/libstfix.a \
-	  $(DESTDIR)$(PREFIX)/lib/libstfix.so $(DESTDIR)$(PREFIX)/lib/libstfix.so.0 \
+	  $(DESTDIR)$(PREFIX)/lib/libstfix.so $(DESTDIR)$(PREFIX)/lib/$(SONAME) \
+	  $(DESTDIR)$(PREFIX)/lib/$(SOREAL) \
 	  $(DESTDIR)$(PREFIX)/include/stfix.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/stfix.pc
 	for f in $(MAN_PAGES); do rm -f "$(DESTDIR)$(MAN_DIR)/man$${f##*.}/$${f#man/}"; done
 	rm -rf $(DESTDIR)$(PREFIX)/include/stfix

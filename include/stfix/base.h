@@ -13,7 +13,42 @@
 extern "C" {
 #endif
 
-#define STF_VERSION_STRING "0.1.0"
+/*
+ * Version of these headers. STF_VERSION_NUMBER is MAJOR * 10000 +
+ * MINOR * 100 + PATCH (0.1.0 is 100, 1.2.3 would be 10203), so
+ * `#if STF_VERSION_NUMBER >= 200` asks for 0.2.0 or later; MINOR and PATCH
+ * stay below 100. stf_version() and stf_version_number() give the version
+ * of the library actually linked. The shared library's soname is
+ * libstfix.so.MAJOR: within one MAJOR a newer library runs programs built
+ * against an older one without a relink.
+ */
+#define STF_VERSION_MAJOR 0
+#define STF_VERSION_MINOR 1
+#define STF_VERSION_PATCH 0
+#define STF_VERSION_NUMBER \
+    (STF_VERSION_MAJOR * 10000 + STF_VERSION_MINOR * 100 + STF_VERSION_PATCH)
+/* "0.1.0": STF_QUOTE_ spells out the value of the macro it is given. */
+#define STF_QUOTE_(x) STF_QUOTE_TEXT_(x)
+#define STF_QUOTE_TEXT_(x) #x
+#define STF_VERSION_STRING                      \
+    STF_QUOTE_(STF_VERSION_MAJOR) "."           \
+    STF_QUOTE_(STF_VERSION_MINOR) "."           \
+    STF_QUOTE_(STF_VERSION_PATCH)
+
+/*
+ * STF_API marks the functions the shared library exports. The library is
+ * built with -fvisibility=hidden, so everything else in it (the internal
+ * stf__* functions) stays inside libstfix.so.
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define STF_API __attribute__((visibility("default")))
+#else
+#define STF_API
+#endif
+
+/* STF_VERSION_STRING and STF_VERSION_NUMBER of the library linked. */
+STF_API const char *stf_version(void);
+STF_API unsigned stf_version_number(void);
 
 /*
  * Error codes. Every fallible function returns 0 on success or one of these
@@ -47,10 +82,10 @@ typedef struct stf_err {
 } stf_err;
 
 /* Static text for an error code ("I/O error", ...). Never NULL. */
-const char *stf_strerror(int code);
+STF_API const char *stf_strerror(int code);
 
 /* Reset an error context to "no error". `err` may be NULL. */
-void stf_err_clear(stf_err *err);
+STF_API void stf_err_clear(stf_err *err);
 
 /*
  * Allocation hook. Every allocation the library makes for itself, and
@@ -66,7 +101,7 @@ typedef struct stf_allocator {
     void *ud;
 } stf_allocator;
 
-void stf_set_allocator(const stf_allocator *a);
+STF_API void stf_set_allocator(const stf_allocator *a);
 
 /* Severity of a finding (diagnostic). */
 typedef enum stf_severity {
@@ -76,7 +111,7 @@ typedef enum stf_severity {
 } stf_severity;
 
 /* "info", "warning", "error". */
-const char *stf_severity_name(stf_severity s);
+STF_API const char *stf_severity_name(stf_severity s);
 
 /* ---------------------------------------------------------------- text */
 
@@ -97,7 +132,7 @@ const char *stf_severity_name(stf_severity s);
  * escaping (the canonical header's): \" \\ \b \f \n \r \t, other bytes
  * below 0x20 as \u00xx in lowercase hex, all other UTF-8 raw.
  */
-size_t stf_json_quote(char *dst, size_t cap, const char *s, size_t n);
+STF_API size_t stf_json_quote(char *dst, size_t cap, const char *s, size_t n);
 
 /*
  * The form stfix prints a name in on a terminal, without quotes: printable
@@ -107,13 +142,13 @@ size_t stf_json_quote(char *dst, size_t cap, const char *s, size_t n);
  * U+FFFF). So U+0000 prints as \u0000, and two different names never print
  * alike.
  */
-size_t stf_name_escape(char *dst, size_t cap, const char *s, size_t n);
+STF_API size_t stf_name_escape(char *dst, size_t cap, const char *s, size_t n);
 
 /*
  * As stf_name_escape, for free text such as a message that already holds
  * escaped names: backslashes and quotes pass raw.
  */
-size_t stf_text_escape(char *dst, size_t cap, const char *s, size_t n);
+STF_API size_t stf_text_escape(char *dst, size_t cap, const char *s, size_t n);
 
 #ifdef __cplusplus
 }

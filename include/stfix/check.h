@@ -54,7 +54,7 @@ typedef struct stf_check_opts {
 } stf_check_opts;
 
 /* Defaults: every profile but the numeric probes, tau 0.99. */
-void stf_check_opts_init(stf_check_opts *o);
+STF_API void stf_check_opts_init(stf_check_opts *o);
 
 /* The result of a run: an ordered list of diagnostics. */
 typedef struct stf_check_report stf_check_report;
@@ -68,23 +68,23 @@ typedef struct stf_check_report stf_check_report;
  * STF_EIO when tensor bytes cannot be read; findings are never errors.
  * Free with stf_check_report_free.
  */
-int stf_check_run(stf_check_report **out, const stf_ckpt *c, const stf_check_opts *opts,
-                  stf_err *err);
+STF_API int stf_check_run(stf_check_report **out, const stf_ckpt *c, const stf_check_opts *opts,
+                          stf_err *err);
 
 /* No-op on NULL. */
-void stf_check_report_free(stf_check_report *r);
+STF_API void stf_check_report_free(stf_check_report *r);
 
-size_t stf_check_count(const stf_check_report *r);
+STF_API size_t stf_check_count(const stf_check_report *r);
 /* Diagnostic i (NULL when out of range). */
-const stf_diag *stf_check_diag(const stf_check_report *r, size_t i);
+STF_API const stf_diag *stf_check_diag(const stf_check_report *r, size_t i);
 /* How many diagnostics have severity s. */
-size_t stf_check_count_severity(const stf_check_report *r, stf_severity s);
+STF_API size_t stf_check_count_severity(const stf_check_report *r, stf_severity s);
 
 /*
  * One line describing what a rule id means: the title of its catalogue
  * entry (stf_rule_doc_find below); NULL for an id the catalogue lacks.
  */
-const char *stf_check_rule_title(const char *rule);
+STF_API const char *stf_check_rule_title(const char *rule);
 
 /*
  * The rule catalogue: one entry per rule id any layer can report (S, I, L,
@@ -105,11 +105,11 @@ typedef struct stf_rule_doc {
 } stf_rule_doc;
 
 /* Number of catalogue entries. */
-size_t stf_rule_doc_count(void);
+STF_API size_t stf_rule_doc_count(void);
 /* Entry i in catalogue order; NULL when out of range. */
-const stf_rule_doc *stf_rule_doc_at(size_t i);
+STF_API const stf_rule_doc *stf_rule_doc_at(size_t i);
 /* The entry of a rule id (exact, case-sensitive); NULL if unknown. */
-const stf_rule_doc *stf_rule_doc_find(const char *id);
+STF_API const stf_rule_doc *stf_rule_doc_find(const char *id);
 
 
 /* ------------------------------------------------------------ probes */
@@ -125,7 +125,7 @@ typedef enum stf_h1_verdict {
 } stf_h1_verdict;
 
 /* "UNKNOWN", "ROW", "COLUMN", "TENSOR", "BLOCK", "AMBIGUOUS"; NULL out of range. */
-const char *stf_h1_verdict_name(stf_h1_verdict v);
+STF_API const char *stf_h1_verdict_name(stf_h1_verdict v);
 
 typedef struct stf_h1_result {
     int probed;          /* 0: the layer is not I8 rank 2 with a scale (verdict UNKNOWN) */
@@ -142,8 +142,8 @@ typedef struct stf_h1_result {
  * I8 rank-2 weight and a scale gives probed = 0, verdict UNKNOWN, return 0.
  * Errors: STF_ENOMEM, STF_EIO (tensor bytes unreadable).
  */
-int stf_probe_h1(stf_h1_result *out, const stf_ckpt *c, const stf_model *m, const stf_layer *l,
-                 int w4, double tau, stf_err *err);
+STF_API int stf_probe_h1(stf_h1_result *out, const stf_ckpt *c, const stf_model *m,
+                         const stf_layer *l, int w4, double tau, stf_err *err);
 
 typedef struct stf_h2_result {
     int64_t group;          /* declared convrot_groupsize (0: no convrot or unreadable) */
@@ -159,8 +159,8 @@ typedef struct stf_h2_result {
  * the spec decides the rotation by the declared G ("do not guess").
  * Errors: STF_ENOMEM, STF_EIO.
  */
-int stf_probe_h2(stf_h2_result *out, const stf_ckpt *c, const stf_model *m, const stf_layer *l,
-                 stf_err *err);
+STF_API int stf_probe_h2(stf_h2_result *out, const stf_ckpt *c, const stf_model *m,
+                         const stf_layer *l, stf_err *err);
 
 #ifdef __cplusplus
 }

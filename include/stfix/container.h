@@ -25,20 +25,20 @@ typedef enum stf_dtype {
 } stf_dtype;
 
 /* Exact-case name ("F32"); NULL for an out-of-range value. */
-const char *stf_dtype_name(stf_dtype d);
+STF_API const char *stf_dtype_name(stf_dtype d);
 
 /* Parse an exact-case name of `len` bytes. Returns 0, or STF_ENOTFOUND. */
-int stf_dtype_from_name(stf_dtype *out, const char *name, size_t len);
+STF_API int stf_dtype_from_name(stf_dtype *out, const char *name, size_t len);
 
 /* Bits per element: 1..64 (F4 = 4, F6_* = 6, BOOL = 8). 0 if out of range. */
-unsigned stf_dtype_bits(stf_dtype d);
+STF_API unsigned stf_dtype_bits(stf_dtype d);
 
 /*
  * Byte size of `nelem` elements of `d`. Fails with STF_EFORMAT (rule "S16")
  * when the bit count overflows u64 and ("S17") when it is not a whole number
  * of bytes.
  */
-int stf_dtype_nbytes(uint64_t *out, stf_dtype d, uint64_t nelem, stf_err *err);
+STF_API int stf_dtype_nbytes(uint64_t *out, stf_dtype d, uint64_t nelem, stf_err *err);
 
 /* ------------------------------------------------------------- limits */
 
@@ -63,7 +63,7 @@ typedef struct stf_open_opts {
     int canon_findings;         /* add S21-S25 notes (INFO) for non-canonical files (default 0) */
 } stf_open_opts;
 
-void stf_open_opts_init(stf_open_opts *o);
+STF_API void stf_open_opts_init(stf_open_opts *o);
 
 /* ------------------------------------------------------------ findings */
 
@@ -133,59 +133,59 @@ typedef struct stf_ckpt stf_ckpt;
  * STF_EIO. A reopened shard must still be the file checked at open (same
  * device, inode and size), else the read fails with STF_EIO naming it.
  */
-int stf_ckpt_open(stf_ckpt **out, const char *path, const stf_open_opts *opts,
-                  stf_err *err);
+STF_API int stf_ckpt_open(stf_ckpt **out, const char *path, const stf_open_opts *opts,
+                          stf_err *err);
 
 /*
  * Open a single safetensors file held in memory (tests, fuzzing). `buf` is
  * borrowed and must outlive the checkpoint; `name` is used in messages.
  */
-int stf_ckpt_open_mem(stf_ckpt **out, const void *buf, size_t len, const char *name,
-                      const stf_open_opts *opts, stf_err *err);
+STF_API int stf_ckpt_open_mem(stf_ckpt **out, const void *buf, size_t len, const char *name,
+                              const stf_open_opts *opts, stf_err *err);
 
 /* No-op on NULL. */
-void stf_ckpt_free(stf_ckpt *c);
+STF_API void stf_ckpt_free(stf_ckpt *c);
 
 /* 1 for a single file. */
-size_t stf_ckpt_shard_count(const stf_ckpt *c);
+STF_API size_t stf_ckpt_shard_count(const stf_ckpt *c);
 /* Path of shard i as opened (for a single file: the path given). */
-const char *stf_ckpt_shard_path(const stf_ckpt *c, size_t shard);
+STF_API const char *stf_ckpt_shard_path(const stf_ckpt *c, size_t shard);
 /* Header length N of shard i, and total file size. */
-uint64_t stf_ckpt_shard_header_len(const stf_ckpt *c, size_t shard);
-uint64_t stf_ckpt_shard_file_size(const stf_ckpt *c, size_t shard);
+STF_API uint64_t stf_ckpt_shard_header_len(const stf_ckpt *c, size_t shard);
+STF_API uint64_t stf_ckpt_shard_file_size(const stf_ckpt *c, size_t shard);
 /* Whether shard i had a __metadata__ object (even an empty one). */
-int stf_ckpt_shard_has_meta(const stf_ckpt *c, size_t shard);
+STF_API int stf_ckpt_shard_has_meta(const stf_ckpt *c, size_t shard);
 /* __metadata__ of shard i, entries in file order. */
-size_t stf_ckpt_meta_count(const stf_ckpt *c, size_t shard);
-const stf_meta_entry *stf_ckpt_meta(const stf_ckpt *c, size_t shard, size_t i);
+STF_API size_t stf_ckpt_meta_count(const stf_ckpt *c, size_t shard);
+STF_API const stf_meta_entry *stf_ckpt_meta(const stf_ckpt *c, size_t shard, size_t i);
 /* Look up a metadata value by key (len bytes) in shard i; NULL when absent. */
-const stf_meta_entry *stf_ckpt_meta_find_n(const stf_ckpt *c, size_t shard, const char *key,
-                                           size_t len);
+STF_API const stf_meta_entry *stf_ckpt_meta_find_n(const stf_ckpt *c, size_t shard, const char *key,
+                                                   size_t len);
 /* stf_ckpt_meta_find_n of the NUL-terminated `key`. */
-const stf_meta_entry *stf_ckpt_meta_find(const stf_ckpt *c, size_t shard, const char *key);
+STF_API const stf_meta_entry *stf_ckpt_meta_find(const stf_ckpt *c, size_t shard, const char *key);
 
 /* Path of the index file, or NULL for a single file. */
-const char *stf_ckpt_index_path(const stf_ckpt *c);
+STF_API const char *stf_ckpt_index_path(const stf_ckpt *c);
 /*
  * The index's "metadata" object other than total_size, as raw JSON text of
  * each value (so it can be re-emitted). Empty for a single file.
  */
-size_t stf_ckpt_index_meta_count(const stf_ckpt *c);
-const stf_meta_entry *stf_ckpt_index_meta(const stf_ckpt *c, size_t i);
+STF_API size_t stf_ckpt_index_meta_count(const stf_ckpt *c);
+STF_API const stf_meta_entry *stf_ckpt_index_meta(const stf_ckpt *c, size_t i);
 
 /*
  * All tensors of all shards, ordered by (shard, begin, end): i.e. file order.
  * Pointers stay valid until stf_ckpt_free.
  */
-size_t stf_ckpt_tensor_count(const stf_ckpt *c);
-const stf_tensor_info *stf_ckpt_tensor(const stf_ckpt *c, size_t i);
+STF_API size_t stf_ckpt_tensor_count(const stf_ckpt *c);
+STF_API const stf_tensor_info *stf_ckpt_tensor(const stf_ckpt *c, size_t i);
 /*
  * Find by exact name, the len bytes at `name` (which may hold U+0000); 0 and
  * *idx set, or STF_ENOTFOUND.
  */
-int stf_ckpt_find_n(const stf_ckpt *c, const char *name, size_t len, size_t *idx);
+STF_API int stf_ckpt_find_n(const stf_ckpt *c, const char *name, size_t len, size_t *idx);
 /* stf_ckpt_find_n of the NUL-terminated `name`. */
-int stf_ckpt_find(const stf_ckpt *c, const char *name, size_t *idx);
+STF_API int stf_ckpt_find(const stf_ckpt *c, const char *name, size_t *idx);
 
 /*
  * Copy `len` bytes of tensor i starting at byte `off` within the tensor into
@@ -194,25 +194,25 @@ int stf_ckpt_find(const stf_ckpt *c, const char *name, size_t *idx);
  * file and the byte offset where it ended, never a signal. Safe to call
  * from several threads at once.
  */
-int stf_ckpt_read(const stf_ckpt *c, size_t i, uint64_t off, void *dst, size_t len,
-                  stf_err *err);
+STF_API int stf_ckpt_read(const stf_ckpt *c, size_t i, uint64_t off, void *dst, size_t len,
+                          stf_err *err);
 
 /*
  * Pointer to tensor i's bytes for a checkpoint opened with
  * stf_ckpt_open_mem (into the caller's buffer); NULL for a checkpoint
  * opened from a file, whose bytes are read with stf_ckpt_read.
  */
-const void *stf_ckpt_tensor_data(const stf_ckpt *c, size_t i);
+STF_API const void *stf_ckpt_tensor_data(const stf_ckpt *c, size_t i);
 
 /* Findings recorded while opening (warnings and canonical-form notes). */
-size_t stf_ckpt_finding_count(const stf_ckpt *c);
-const stf_finding *stf_ckpt_finding(const stf_ckpt *c, size_t i);
+STF_API size_t stf_ckpt_finding_count(const stf_ckpt *c);
+STF_API const stf_finding *stf_ckpt_finding(const stf_ckpt *c, size_t i);
 
 /*
  * Whether shard i is byte-identical to what the canonical writer would emit
  * (S21-S25 all hold). Findings for each failed rule are in the list above.
  */
-int stf_ckpt_shard_is_canonical(const stf_ckpt *c, size_t shard);
+STF_API int stf_ckpt_shard_is_canonical(const stf_ckpt *c, size_t shard);
 
 /* ------------------------------------------------------------- writer */
 
@@ -260,7 +260,7 @@ typedef struct stf_write_opts {
     int no_wait;              /* fail with STF_EBUSY instead of waiting for the lock */
 } stf_write_opts;
 
-void stf_write_opts_init(stf_write_opts *o);
+STF_API void stf_write_opts_init(stf_write_opts *o);
 
 /*
  * The output guard, which every writer goes through: may a writer with
@@ -277,7 +277,7 @@ void stf_write_opts_init(stf_write_opts *o);
  * stf_writer_new runs it again, and commit re-checks the exact names right
  * before renaming; callers run it first to fail before any work.
  */
-int stf_output_check(const char *path, const stf_write_opts *o, stf_err *err);
+STF_API int stf_output_check(const char *path, const stf_write_opts *o, stf_err *err);
 
 typedef struct stf_writer stf_writer;
 
@@ -295,22 +295,22 @@ typedef struct stf_writer stf_writer;
  * waits, or fails with STF_EBUSY under opts->no_wait. Commit renames the
  * shards before the index, so an index is only ever seen with its shards.
  */
-int stf_writer_new(stf_writer **out, const char *path, const stf_write_opts *opts,
-                   stf_err *err);
+STF_API int stf_writer_new(stf_writer **out, const char *path, const stf_write_opts *opts,
+                           stf_err *err);
 
 /* Emit a __metadata__ object even when no key is set (source had one). */
-void stf_writer_keep_empty_meta(stf_writer *w);
+STF_API void stf_writer_keep_empty_meta(stf_writer *w);
 
 /* Set (or replace) a __metadata__ entry; strings are copied. */
-int stf_writer_set_meta(stf_writer *w, const char *key, const char *value, stf_err *err);
+STF_API int stf_writer_set_meta(stf_writer *w, const char *key, const char *value, stf_err *err);
 /* The same with the key of klen and the value of vlen bytes (either may hold
  * U+0000). STF_EINVAL when one is not valid UTF-8. */
-int stf_writer_set_meta_n(stf_writer *w, const char *key, size_t klen, const char *value,
-                          size_t vlen, stf_err *err);
+STF_API int stf_writer_set_meta_n(stf_writer *w, const char *key, size_t klen, const char *value,
+                                  size_t vlen, stf_err *err);
 
 /* Set an index "metadata" entry other than total_size (raw JSON value text). */
-int stf_writer_set_index_meta(stf_writer *w, const char *key, const char *json_value,
-                              stf_err *err);
+STF_API int stf_writer_set_index_meta(stf_writer *w, const char *key, const char *json_value,
+                                      stf_err *err);
 
 /*
  * Add a tensor named by the len bytes at `name`. A name is any UTF-8 byte
@@ -321,20 +321,20 @@ int stf_writer_set_index_meta(stf_writer *w, const char *key, const char *json_v
  * STF_EFORMAT and its rule: a duplicate (S13) or "__metadata__" (S14). A
  * name that is not valid UTF-8, and other bad arguments, are STF_EINVAL.
  */
-int stf_writer_add_n(stf_writer *w, const char *name, size_t len, stf_dtype dtype,
-                     unsigned rank, const uint64_t *shape, const stf_tensor_src *src,
-                     stf_err *err);
+STF_API int stf_writer_add_n(stf_writer *w, const char *name, size_t len, stf_dtype dtype,
+                             unsigned rank, const uint64_t *shape, const stf_tensor_src *src,
+                             stf_err *err);
 
 /* stf_writer_add_n of the NUL-terminated `name`. */
-int stf_writer_add(stf_writer *w, const char *name, stf_dtype dtype, unsigned rank,
-                   const uint64_t *shape, const stf_tensor_src *src, stf_err *err);
+STF_API int stf_writer_add(stf_writer *w, const char *name, stf_dtype dtype, unsigned rank,
+                           const uint64_t *shape, const stf_tensor_src *src, stf_err *err);
 
 /*
  * Write everything: temp file(s) in the destination directory, fsync, rename
  * over the target(s). On failure every temp file is removed and nothing is
  * left at the output paths.
  */
-int stf_writer_commit(stf_writer *w, stf_err *err);
+STF_API int stf_writer_commit(stf_writer *w, stf_err *err);
 
 /*
  * I7: tensors added with the same non-NULL group (e.g. a layer prefix) are
@@ -344,11 +344,11 @@ int stf_writer_commit(stf_writer *w, stf_err *err);
  * reached; shards are filled greedily over such units, and each shard's
  * tensors stay in canonical order. Only before prepare; NULL clears.
  */
-int stf_writer_set_group(stf_writer *w, const char *name, const char *group, stf_err *err);
+STF_API int stf_writer_set_group(stf_writer *w, const char *name, const char *group, stf_err *err);
 /* stf_writer_set_group with explicit lengths: the tensor named by the len
  * bytes at `name`, the group by glen bytes (ignored when group is NULL). */
-int stf_writer_set_group_n(stf_writer *w, const char *name, size_t len, const char *group,
-                           size_t glen, stf_err *err);
+STF_API int stf_writer_set_group_n(stf_writer *w, const char *name, size_t len, const char *group,
+                                   size_t glen, stf_err *err);
 
 /*
  * Two-phase writing. stf_writer_prepare fixes the layout, creates the temp
@@ -361,17 +361,17 @@ int stf_writer_set_group_n(stf_writer *w, const char *name, size_t len, const ch
  * and commit the temp files can be opened (stf_writer_temp_path) to verify
  * the output before it becomes visible.
  */
-int stf_writer_prepare(stf_writer *w, stf_err *err);
+STF_API int stf_writer_prepare(stf_writer *w, stf_err *err);
 /* Index of `name` among the added tensors (for stf_writer_fill), or STF_ENOTFOUND. */
-int stf_writer_tensor_id(const stf_writer *w, const char *name, size_t *id);
+STF_API int stf_writer_tensor_id(const stf_writer *w, const char *name, size_t *id);
 /* stf_writer_tensor_id of the tensor named by the len bytes at `name`. */
-int stf_writer_tensor_id_n(const stf_writer *w, const char *name, size_t len, size_t *id);
+STF_API int stf_writer_tensor_id_n(const stf_writer *w, const char *name, size_t len, size_t *id);
 /* Write len bytes at byte `off` of deferred tensor `id` (bounds checked:
  * STF_EINVAL). The write_hook applies. Overlapping fills are the caller's
  * error (commit then refuses the tensor); a failed fill makes commit fail
  * with STF_EIO. Every fill must have returned before commit or free. */
-int stf_writer_fill(stf_writer *w, size_t id, uint64_t off, const void *data, size_t len,
-                    stf_err *err);
+STF_API int stf_writer_fill(stf_writer *w, size_t id, uint64_t off, const void *data, size_t len,
+                            stf_err *err);
 /*
  * Files the writer produces, after prepare: shards in order, then the index
  * (when sharded). temp_path is where the bytes are now, final_path where
@@ -380,20 +380,20 @@ int stf_writer_fill(stf_writer *w, size_t id, uint64_t off, const void *data, si
  * (nothing survives a kill) and temp_path is "/proc/self/fd/N": openable by
  * this process only, e.g. with stf_ckpt_open, until commit or free.
  */
-size_t stf_writer_file_count(const stf_writer *w);
-const char *stf_writer_temp_path(const stf_writer *w, size_t i);
-const char *stf_writer_final_path(const stf_writer *w, size_t i);
+STF_API size_t stf_writer_file_count(const stf_writer *w);
+STF_API const char *stf_writer_temp_path(const stf_writer *w, size_t i);
+STF_API const char *stf_writer_final_path(const stf_writer *w, size_t i);
 
 
 /* Frees; removes any temp file of an uncommitted writer. No-op on NULL. */
-void stf_writer_free(stf_writer *w);
+STF_API void stf_writer_free(stf_writer *w);
 
 /*
  * Rewrite a whole checkpoint canonically into `out_path` (tensors, metadata
  * and index metadata unchanged). The implementation of `stfix rewrite`.
  */
-int stf_ckpt_rewrite(const stf_ckpt *c, const char *out_path, const stf_write_opts *opts,
-                     stf_err *err);
+STF_API int stf_ckpt_rewrite(const stf_ckpt *c, const char *out_path, const stf_write_opts *opts,
+                             stf_err *err);
 
 #ifdef __cplusplus
 }

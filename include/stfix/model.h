@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 /* Free a string returned by any function of this header. No-op on NULL. */
-void stf_model_str_free(char *s);
+STF_API void stf_model_str_free(char *s);
 
 /* ============================================================ pyjson */
 
@@ -70,47 +70,47 @@ typedef struct stf_pyval stf_pyval;
  * problem was found; callers add the tensor's file offset and name. Stack
  * use is bounded by STF_PYJSON_MAX_DEPTH, memory by the input's size.
  */
-int stf_pyjson_parse(stf_pyval **out, const void *bytes, size_t len, stf_err *err);
+STF_API int stf_pyjson_parse(stf_pyval **out, const void *bytes, size_t len, stf_err *err);
 
 /* Free a tree returned by stf_pyjson_parse. No-op on NULL. Only for roots. */
-void stf_pyval_free(stf_pyval *v);
+STF_API void stf_pyval_free(stf_pyval *v);
 
 /* Type of v (v must not be NULL). */
-stf_pytype stf_pyval_type(const stf_pyval *v);
+STF_API stf_pytype stf_pyval_type(const stf_pyval *v);
 
 /* 1 when v is the JSON literal `true` (Python `v is True`); 0 otherwise, incl. NULL. */
-int stf_pyval_is_true(const stf_pyval *v);
+STF_API int stf_pyval_is_true(const stf_pyval *v);
 
 /* Python truthiness bool(v): None/False/0/0.0/""/[]/{} are false, NaN is true. */
-int stf_pyval_truthy(const stf_pyval *v);
+STF_API int stf_pyval_truthy(const stf_pyval *v);
 
 /* BOOL: 0 or 1. Other types: 0. */
-int stf_pyval_bool(const stf_pyval *v);
+STF_API int stf_pyval_bool(const stf_pyval *v);
 
 /* INT: decimal text as written, "-0" normalised to "0", leading '-' kept. Else NULL. */
-const char *stf_pyval_int_text(const stf_pyval *v);
+STF_API const char *stf_pyval_int_text(const stf_pyval *v);
 
 /* INT: the value if it fits in int64 (0), else STF_ELIMIT; other types STF_EINVAL. */
-int stf_pyval_int64(int64_t *out, const stf_pyval *v);
+STF_API int stf_pyval_int64(int64_t *out, const stf_pyval *v);
 
 /* FLOAT: the double (as Python float() rounds it; inf/nan included). INT/BOOL:
  * converted (huge ints give +-inf). Other types: 0.0. */
-double stf_pyval_float(const stf_pyval *v);
+STF_API double stf_pyval_float(const stf_pyval *v);
 
 /* STR: the UTF-8 bytes (NUL-terminated) and *len (may be NULL). Else NULL. */
-const char *stf_pyval_str(const stf_pyval *v, size_t *len);
+STF_API const char *stf_pyval_str(const stf_pyval *v, size_t *len);
 
 /* LIST: number of items; DICT: number of entries; else 0. */
-size_t stf_pyval_len(const stf_pyval *v);
+STF_API size_t stf_pyval_len(const stf_pyval *v);
 
 /* LIST item i or DICT value i (insertion order); NULL when out of range. */
-const stf_pyval *stf_pyval_item(const stf_pyval *v, size_t i);
+STF_API const stf_pyval *stf_pyval_item(const stf_pyval *v, size_t i);
 
 /* DICT key i (insertion order) and *len (may be NULL); NULL otherwise. */
-const char *stf_pyval_key(const stf_pyval *v, size_t i, size_t *len);
+STF_API const char *stf_pyval_key(const stf_pyval *v, size_t i, size_t *len);
 
 /* DICT lookup by NUL-terminated key (Python d.get(key)); NULL if absent or v not a dict. */
-const stf_pyval *stf_pyval_get(const stf_pyval *v, const char *key);
+STF_API const stf_pyval *stf_pyval_get(const stf_pyval *v, const char *key);
 
 /*
  * Python `a == b` (1 == 1.0 == True, 0 == False, dicts ignore order). A bare
@@ -118,10 +118,10 @@ const stf_pyval *stf_pyval_get(const stf_pyval *v, const char *key);
  * json.loads returns one shared NaN object and containers compare by
  * identity first.
  */
-int stf_pyval_equal(const stf_pyval *a, const stf_pyval *b);
+STF_API int stf_pyval_equal(const stf_pyval *a, const stf_pyval *b);
 
 /* Python `v == n` for an integer n (so 256, 256.0 and, for n = 1, True match). */
-int stf_pyval_eq_int(const stf_pyval *v, int64_t n);
+STF_API int stf_pyval_eq_int(const stf_pyval *v, int64_t n);
 
 /*
  * Python int(v): INT itself, BOOL 0/1, FLOAT truncated toward zero, STR
@@ -129,14 +129,14 @@ int stf_pyval_eq_int(const stf_pyval *v, int64_t n);
  * STF_EINVAL where Python raises (None, list, dict, nan/inf, "256.0"),
  * STF_ELIMIT when the result does not fit in int64. err may be NULL.
  */
-int stf_pyval_pyint(int64_t *out, const stf_pyval *v, stf_err *err);
+STF_API int stf_pyval_pyint(int64_t *out, const stf_pyval *v, stf_err *err);
 
 /*
  * Python json.dumps(v) with default arguments: separators ", " and ": ",
  * ensure_ascii (\uXXXX, surrogate pairs above U+FFFF), NaN/Infinity,
  * floats as repr. *out is NUL-terminated; *len (may be NULL) its length.
  */
-int stf_pyjson_dumps(char **out, size_t *len, const stf_pyval *v, stf_err *err);
+STF_API int stf_pyjson_dumps(char **out, size_t *len, const stf_pyval *v, stf_err *err);
 
 /* ============================================================ pyrepr */
 
@@ -147,30 +147,30 @@ int stf_pyjson_dumps(char **out, size_t *len, const stf_pyval *v, stf_err *err);
  * Bytes that are not valid UTF-8 print as '\udcNN' (surrogateescape, as
  * Python shows undecodable path bytes).
  */
-int stf_pyrepr_str(char **out, const char *s, size_t n, stf_err *err);
+STF_API int stf_pyrepr_str(char **out, const char *s, size_t n, stf_err *err);
 
 /* Python repr(float(d)): shortest round-trip ("256.0", "1e+16", "inf", "nan", "-0.0"). */
-int stf_pyrepr_double(char **out, double d, stf_err *err);
+STF_API int stf_pyrepr_double(char **out, double d, stf_err *err);
 
 /* Python repr() of a JSON value: None, True, 256, 256.0, 'x', [1, 2], {'a': 1}. */
-int stf_pyrepr_value(char **out, const stf_pyval *v, stf_err *err);
+STF_API int stf_pyrepr_value(char **out, const stf_pyval *v, stf_err *err);
 
 /* Python str() of a JSON value: the text itself for STR, else as repr (str(None) = "None"). */
-int stf_pystr_value(char **out, const stf_pyval *v, stf_err *err);
+STF_API int stf_pystr_value(char **out, const stf_pyval *v, stf_err *err);
 
 /* Python tuple of ints: "(2, 256)", "(2,)", "()". shape may be NULL when rank == 0. */
-int stf_pyrepr_shape(char **out, unsigned rank, const uint64_t *shape, stf_err *err);
+STF_API int stf_pyrepr_shape(char **out, unsigned rank, const uint64_t *shape, stf_err *err);
 
 /* SGLang's weight_meta: "('I8', (2, 256))"; t == NULL prints "None". */
-int stf_pyrepr_tensor_meta(char **out, const stf_tensor_info *t, stf_err *err);
+STF_API int stf_pyrepr_tensor_meta(char **out, const stf_tensor_info *t, stf_err *err);
 
 /*
  * Python repr(sorted(names)[:limit]) of n UTF-8 strings (lens[i] bytes each;
  * lens may be NULL for NUL-terminated names): "['a.weight', 'b']". Sorted by
  * code point (= bytewise). limit = SIZE_MAX for all. Duplicates are kept.
  */
-int stf_pyrepr_sorted(char **out, const char *const *names, const size_t *lens, size_t n,
-                      size_t limit, stf_err *err);
+STF_API int stf_pyrepr_sorted(char **out, const char *const *names, const size_t *lens, size_t n,
+                              size_t limit, stf_err *err);
 
 /* ============================================================ formats */
 
@@ -229,7 +229,7 @@ typedef enum stf_suffix {
 } stf_suffix;
 
 /* ".weight", ...; NULL when out of range. */
-const char *stf_suffix_name(stf_suffix s);
+STF_API const char *stf_suffix_name(stf_suffix s);
 
 /* One companion tensor of a format (the weight is described separately). */
 typedef struct stf_format_tensor {
@@ -260,18 +260,18 @@ typedef struct stf_format_info {
 } stf_format_info;
 
 /* Row for id; NULL when out of range. */
-const stf_format_info *stf_format_get(stf_format_id id);
+STF_API const stf_format_info *stf_format_get(stf_format_id id);
 
 /* Row whose name equals the len bytes at name exactly; NULL when unknown (C3/R30). */
-const stf_format_info *stf_format_find(const char *name, size_t len);
+STF_API const stf_format_info *stf_format_find(const char *name, size_t len);
 
 /*
  * The concrete dims of a shape rule for given N, K, GS. Returns 0 and fills
  * dims[0..*rank) (rank <= 2), or STF_EINVAL for STF_SHAPE_NONE, a division
  * that is not exact, or GS == 0 where needed.
  */
-int stf_shape_rule_dims(uint64_t dims[2], unsigned *rank, stf_shape_rule r, uint64_t n,
-                        uint64_t k, uint64_t gs);
+STF_API int stf_shape_rule_dims(uint64_t dims[2], unsigned *rank, stf_shape_rule r, uint64_t n,
+                                uint64_t k, uint64_t gs);
 
 /* ============================================================ markers */
 
@@ -336,7 +336,8 @@ typedef struct stf_marker_spec {
  * ensure_ascii. *out is NUL-terminated; *len (may be NULL) excludes the NUL.
  * STF_EINVAL when spec->format is NULL.
  */
-int stf_marker_canonical(char **out, size_t *len, const stf_marker_spec *spec, stf_err *err);
+STF_API int stf_marker_canonical(char **out, size_t *len, const stf_marker_spec *spec,
+                                 stf_err *err);
 
 /* Flags for stf_marker_normalize. */
 #define STF_NORM_ADD_INT8_FORMAT 1u  /* M1: missing format -> "int8_tensorwise" (caller checked W I8, S F32) */
@@ -351,8 +352,8 @@ int stf_marker_canonical(char **out, size_t *len, const stf_marker_spec *spec, s
  * Errors (STF_EFORMAT, message naming the key): not a dict, missing format
  * (unless flagged), non-string format/linear_dtype, int() failing.
  */
-int stf_marker_normalize(stf_marker_spec *out, const stf_pyval *marker, unsigned flags,
-                         stf_err *err);
+STF_API int stf_marker_normalize(stf_marker_spec *out, const stf_pyval *marker, unsigned flags,
+                                 stf_err *err);
 
 /*
  * Canonical _quantization_metadata value (§1.2): json.dumps({"format_version":
@@ -362,8 +363,9 @@ int stf_marker_normalize(stf_marker_spec *out, const stf_pyval *marker, unsigned
  * prefixes[i] (a prefix may hold U+0000); plens NULL means NUL-terminated
  * prefixes. STF_EINVAL on duplicate prefixes.
  */
-int stf_qmeta_canonical(char **out, size_t *len, const char *const *prefixes, const size_t *plens,
-                        const char *const *markers, size_t n, stf_err *err);
+STF_API int stf_qmeta_canonical(char **out, size_t *len, const char *const *prefixes,
+                                const size_t *plens, const char *const *markers, size_t n,
+                                stf_err *err);
 
 /* ============================================================ the model */
 
@@ -391,38 +393,39 @@ typedef struct stf_model stf_model;
  * Fails only with STF_ENOMEM (or STF_EIO when marker bytes cannot be read).
  * `c` must outlive the model. Free with stf_model_free.
  */
-int stf_model_build(stf_model **out, const stf_ckpt *c, stf_err *err);
+STF_API int stf_model_build(stf_model **out, const stf_ckpt *c, stf_err *err);
 
 /* No-op on NULL. */
-void stf_model_free(stf_model *m);
+STF_API void stf_model_free(stf_model *m);
 
 /* The checkpoint the model was built from. */
-const stf_ckpt *stf_model_ckpt(const stf_model *m);
+STF_API const stf_ckpt *stf_model_ckpt(const stf_model *m);
 
 /* Layers in order of first appearance: tensors in ckpt order, then metadata-only prefixes. */
-size_t stf_model_layer_count(const stf_model *m);
-const stf_layer *stf_model_layer(const stf_model *m, size_t i);
+STF_API size_t stf_model_layer_count(const stf_model *m);
+STF_API const stf_layer *stf_model_layer(const stf_model *m, size_t i);
 
 /* Find a layer by exact prefix (len bytes). 0 and *idx, or STF_ENOTFOUND. */
-int stf_model_find_layer(const stf_model *m, const char *prefix, size_t len, size_t *idx);
+STF_API int stf_model_find_layer(const stf_model *m, const char *prefix, size_t len, size_t *idx);
 
 /* Tensor info of a layer's suffix, or NULL when absent. */
-const stf_tensor_info *stf_layer_tensor_info(const stf_model *m, const stf_layer *l,
-                                             stf_suffix s);
+STF_API const stf_tensor_info *stf_layer_tensor_info(const stf_model *m, const stf_layer *l,
+                                                     stf_suffix s);
 
 /* Tensors whose names end in no known suffix (norms, embeddings' other keys, ...). */
-size_t stf_model_other_count(const stf_model *m);
-size_t stf_model_other(const stf_model *m, size_t i); /* ckpt tensor index; SIZE_MAX if i is out of range */
+STF_API size_t stf_model_other_count(const stf_model *m);
+/* The i-th one's ckpt tensor index; SIZE_MAX if i is out of range. */
+STF_API size_t stf_model_other(const stf_model *m, size_t i);
 
 /* Status of shard i's _quantization_metadata (R1-R3). */
-stf_qmeta_status stf_model_qmeta_status(const stf_model *m, size_t shard);
+STF_API stf_qmeta_status stf_model_qmeta_status(const stf_model *m, size_t shard);
 /* Its parsed value (NULL for ABSENT / NOT_JSON / TOO_DEEP), e.g. to read format_version. */
-const stf_pyval *stf_model_qmeta_value(const stf_model *m, size_t shard);
+STF_API const stf_pyval *stf_model_qmeta_value(const stf_model *m, size_t shard);
 /* NOT_JSON, TOO_DEEP: Python's message and the byte offset within the value; else NULL. */
-const char *stf_model_qmeta_error(const stf_model *m, size_t shard, uint64_t *offset);
+STF_API const char *stf_model_qmeta_error(const stf_model *m, size_t shard, uint64_t *offset);
 
 /* Number of markers with status OK anywhere (0 = R29, no quantization). */
-size_t stf_model_marker_count(const stf_model *m);
+STF_API size_t stf_model_marker_count(const stf_model *m);
 
 #ifdef __cplusplus
 }

@@ -26,7 +26,7 @@ typedef struct stf_plan_opts {
     stf_pool *pool;            /* for probes; NULL = inline */
 } stf_plan_opts;
 
-void stf_plan_opts_init(stf_plan_opts *o);
+STF_API void stf_plan_opts_init(stf_plan_opts *o);
 
 /* What happens to one output tensor. */
 typedef enum stf_out_op {
@@ -41,7 +41,7 @@ typedef enum stf_out_op {
 } stf_out_op;
 
 /* "copy", "reshape", "relabel", "cast", "new", "quant-weight", "quant-scale", "dequant". */
-const char *stf_out_op_name(stf_out_op op);
+STF_API const char *stf_out_op_name(stf_out_op op);
 
 /* One tensor of the output. Strings and shape owned by the plan. */
 typedef struct stf_plan_tensor {
@@ -81,30 +81,30 @@ typedef struct stf_plan stf_plan;
  * rename collisions, requantize of a layer whose data cannot be decoded),
  * with the layer and rule named in err. `c` and `r` must outlive the plan.
  */
-int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
-                   const stf_plan_opts *o, stf_err *err);
-void stf_plan_free(stf_plan *p);
+STF_API int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
+                           const stf_plan_opts *o, stf_err *err);
+STF_API void stf_plan_free(stf_plan *p);
 
-size_t stf_plan_layer_count(const stf_plan *p);
-const stf_plan_layer *stf_plan_get_layer(const stf_plan *p, size_t i);
+STF_API size_t stf_plan_layer_count(const stf_plan *p);
+STF_API const stf_plan_layer *stf_plan_get_layer(const stf_plan *p, size_t i);
 /* Output tensors, in canonical writer order. */
-size_t stf_plan_tensor_count(const stf_plan *p);
-const stf_plan_tensor *stf_plan_get_tensor(const stf_plan *p, size_t i);
+STF_API size_t stf_plan_tensor_count(const stf_plan *p);
+STF_API const stf_plan_tensor *stf_plan_get_tensor(const stf_plan *p, size_t i);
 /* Input tensors that are not written (dropped scales, markers, ...). */
-size_t stf_plan_dropped_count(const stf_plan *p);
+STF_API size_t stf_plan_dropped_count(const stf_plan *p);
 /* Dropped name i (NUL-terminated) and, when len is not NULL, its length in
  * bytes (a name may hold U+0000). NULL when i is out of range. */
-const char *stf_plan_dropped_n(const stf_plan *p, size_t i, size_t *len);
+STF_API const char *stf_plan_dropped_n(const stf_plan *p, size_t i, size_t *len);
 /* stf_plan_dropped_n without the length. */
-const char *stf_plan_dropped(const stf_plan *p, size_t i);
+STF_API const char *stf_plan_dropped(const stf_plan *p, size_t i);
 /* The output __metadata__, keys sorted. */
-size_t stf_plan_meta_count(const stf_plan *p);
-const stf_meta_entry *stf_plan_meta(const stf_plan *p, size_t i);
+STF_API size_t stf_plan_meta_count(const stf_plan *p);
+STF_API const stf_meta_entry *stf_plan_meta(const stf_plan *p, size_t i);
 /* Data bytes of the output: total, and how many are copied unchanged. */
-uint64_t stf_plan_bytes_total(const stf_plan *p);
-uint64_t stf_plan_bytes_copied(const stf_plan *p);
+STF_API uint64_t stf_plan_bytes_total(const stf_plan *p);
+STF_API uint64_t stf_plan_bytes_copied(const stf_plan *p);
 /* The recipe's targets (STF_TARGET_* bits). */
-unsigned stf_plan_targets(const stf_plan *p);
+STF_API unsigned stf_plan_targets(const stf_plan *p);
 
 /* ------------------------------------------------------------------ run */
 
@@ -117,7 +117,7 @@ typedef struct stf_run_opts {
     stf_write_opts write;        /* passed to the writer (tests: write_hook) */
 } stf_run_opts;
 
-void stf_run_opts_init(stf_run_opts *o);
+STF_API void stf_run_opts_init(stf_run_opts *o);
 
 /* Error metrics of one requantized or dequantized layer. */
 typedef struct stf_layer_metrics {
@@ -140,17 +140,17 @@ typedef struct stf_run_report stf_run_report;
  * a verification failure. Deterministic: same input, recipe and version
  * give the same bytes with any pool size.
  */
-int stf_plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
-                 const stf_run_opts *o, stf_err *err);
+STF_API int stf_plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
+                         const stf_run_opts *o, stf_err *err);
 
-void stf_run_report_free(stf_run_report *r);
+STF_API void stf_run_report_free(stf_run_report *r);
 /* Verification diagnostics (NULL when verification did not run). */
-const stf_check_report *stf_run_report_check(const stf_run_report *r);
-size_t stf_run_report_metrics_count(const stf_run_report *r);
-const stf_layer_metrics *stf_run_report_metrics(const stf_run_report *r, size_t i);
+STF_API const stf_check_report *stf_run_report_check(const stf_run_report *r);
+STF_API size_t stf_run_report_metrics_count(const stf_run_report *r);
+STF_API const stf_layer_metrics *stf_run_report_metrics(const stf_run_report *r, size_t i);
 /* Files written (final paths), shards then index. */
-size_t stf_run_report_file_count(const stf_run_report *r);
-const char *stf_run_report_file(const stf_run_report *r, size_t i);
+STF_API size_t stf_run_report_file_count(const stf_run_report *r);
+STF_API const char *stf_run_report_file(const stf_run_report *r, size_t i);
 
 #ifdef __cplusplus
 }

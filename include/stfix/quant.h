@@ -26,19 +26,19 @@ typedef enum stf_simd {
 } stf_simd;
 
 /* "auto", "scalar", "avx2", "avx512". */
-const char *stf_simd_name(stf_simd s);
+STF_API const char *stf_simd_name(stf_simd s);
 /* Parse one of the names above; STF_EINVAL otherwise. */
-int stf_simd_from_name(stf_simd *out, const char *name);
+STF_API int stf_simd_from_name(stf_simd *out, const char *name);
 /* Whether this CPU (cpuid + OS state) can run variant s. */
-int stf_simd_supported(stf_simd s);
+STF_API int stf_simd_supported(stf_simd s);
 /*
  * Select the kernel variant for the whole process (AUTO: best supported).
  * STF_EUNSUPPORTED if the CPU lacks it. The library never reads
  * STFIX_SIMD itself; the program does and passes it here.
  */
-int stf_simd_select(stf_simd s, stf_err *err);
+STF_API int stf_simd_select(stf_simd s, stf_err *err);
 /* The variant in use (never AUTO). */
-stf_simd stf_simd_active(void);
+STF_API stf_simd stf_simd_active(void);
 
 /* ------------------------------------------------------------- threads */
 
@@ -50,9 +50,9 @@ stf_simd stf_simd_active(void);
 typedef struct stf_pool stf_pool;
 
 /* nthreads == 0: one per online core. nthreads == 1: no threads, run inline. */
-int stf_pool_new(stf_pool **out, unsigned nthreads, stf_err *err);
-void stf_pool_free(stf_pool *p);
-unsigned stf_pool_threads(const stf_pool *p);
+STF_API int stf_pool_new(stf_pool **out, unsigned nthreads, stf_err *err);
+STF_API void stf_pool_free(stf_pool *p);
+STF_API unsigned stf_pool_threads(const stf_pool *p);
 
 /*
  * Call fn(ud, begin, end) over [0, count) in chunks of `grain` indices,
@@ -60,30 +60,30 @@ unsigned stf_pool_threads(const stf_pool *p);
  * non-zero value any call returned (by lowest chunk index), else 0.
  */
 typedef int (*stf_range_fn)(void *ud, size_t begin, size_t end);
-int stf_pool_run(stf_pool *p, size_t count, size_t grain, stf_range_fn fn, void *ud);
+STF_API int stf_pool_run(stf_pool *p, size_t count, size_t grain, stf_range_fn fn, void *ud);
 
 /* --------------------------------------------------------- conversions */
 
 /* Scalar conversions, all round-to-nearest-even (spec/convrot.md §9). */
-float stf_bf16_to_f32(uint16_t h);
-uint16_t stf_f32_to_bf16(float f);   /* NaN -> 0x7FC0 (sign dropped, as torch; spec §9) */
-float stf_f16_to_f32(uint16_t h);
-uint16_t stf_f32_to_f16(float f);
-uint16_t stf_f64_to_f16(double d);   /* direct, no double rounding */
+STF_API float stf_bf16_to_f32(uint16_t h);
+STF_API uint16_t stf_f32_to_bf16(float f);   /* NaN -> 0x7FC0 (sign dropped, as torch; spec §9) */
+STF_API float stf_f16_to_f32(uint16_t h);
+STF_API uint16_t stf_f32_to_f16(float f);
+STF_API uint16_t stf_f64_to_f16(double d);   /* direct, no double rounding */
 /* FP8 decode to f32 (exact). dtype: F8_E4M3, F8_E5M2, F8_E4M3FNUZ, F8_E5M2FNUZ, F8_E8M0. */
-float stf_fp8_to_f32(uint8_t v, stf_dtype dtype);
+STF_API float stf_fp8_to_f32(uint8_t v, stf_dtype dtype);
 
 /*
  * Convert n elements of dtype `src_dtype` (BF16, F16, F32, F64, the F8 types,
  * I8, U8) at src to f32. STF_EUNSUPPORTED for other dtypes.
  */
-int stf_convert_to_f32(float *dst, const void *src, stf_dtype src_dtype, size_t n,
-                       stf_err *err);
+STF_API int stf_convert_to_f32(float *dst, const void *src, stf_dtype src_dtype, size_t n,
+                               stf_err *err);
 /* Convert n f32 values to BF16, F16 or F32 (RNE). */
-int stf_convert_from_f32(void *dst, stf_dtype dst_dtype, const float *src, size_t n,
-                         stf_err *err);
+STF_API int stf_convert_from_f32(void *dst, stf_dtype dst_dtype, const float *src, size_t n,
+                                 stf_err *err);
 /* Round each value to dtype t (BF16, F16 or F32) and back, in place: rT(x). */
-int stf_round_to_dtype(float *x, size_t n, stf_dtype t, stf_err *err);
+STF_API int stf_round_to_dtype(float *x, size_t n, stf_dtype t, stf_err *err);
 
 /* ----------------------------------------------------------- Hadamard */
 
@@ -93,14 +93,14 @@ int stf_round_to_dtype(float *x, size_t n, stf_dtype t, stf_err *err);
  * g must be a power of 4 (4..1024) dividing k. H is involutory, so this
  * both rotates and un-rotates.
  */
-int stf_hadamard_regular(float *x, size_t k, unsigned g, stf_err *err);
+STF_API int stf_hadamard_regular(float *x, size_t k, unsigned g, stf_err *err);
 
 /*
  * Undo a Sylvester (Walsh) rotation per group of g (a power of 2, 2..4096)
  * as exporters did it (spec §7): radix-2 stages, then multiply by
  * fl32(1/fl32(sqrt(g))).
  */
-int stf_hadamard_sylvester_undo(float *x, size_t k, unsigned g, stf_err *err);
+STF_API int stf_hadamard_sylvester_undo(float *x, size_t k, unsigned g, stf_err *err);
 
 /* ---------------------------------------------------------- INT8 */
 
@@ -110,8 +110,8 @@ typedef enum stf_quant_mode {
     STF_QMODE_EAGER = 2   /* comfy-kitchen PyTorch (eager) quantizers, scales from T */
 } stf_quant_mode;
 
-const char *stf_quant_mode_name(stf_quant_mode m);  /* "cuda", "fp32", "eager" */
-int stf_quant_mode_from_name(stf_quant_mode *out, const char *name);
+STF_API const char *stf_quant_mode_name(stf_quant_mode m);  /* "cuda", "fp32", "eager" */
+STF_API int stf_quant_mode_from_name(stf_quant_mode *out, const char *name);
 
 /*
  * INT8 rowwise quantization with ConvRot (spec §5). src holds n rows of k
@@ -128,9 +128,9 @@ typedef struct stf_int8_opts {
     stf_dtype t;           /* BF16, F16 or F32 */
 } stf_int8_opts;
 
-int stf_int8_quantize_rows(int8_t *q, float *scale, const void *src, stf_dtype src_dtype,
-                           size_t n, size_t k, const stf_int8_opts *o, stf_pool *pool,
-                           stf_err *err);
+STF_API int stf_int8_quantize_rows(int8_t *q, float *scale, const void *src, stf_dtype src_dtype,
+                                   size_t n, size_t k, const stf_int8_opts *o, stf_pool *pool,
+                                   stf_err *err);
 
 /* How an INT8 scale tensor applies. */
 typedef enum stf_scale_axis {
@@ -150,8 +150,8 @@ typedef struct stf_dequant_opts {
     int sylvester;
 } stf_dequant_opts;
 
-int stf_int8_dequantize(float *dst, const int8_t *q, const float *scale, size_t n, size_t k,
-                        const stf_dequant_opts *o, stf_pool *pool, stf_err *err);
+STF_API int stf_int8_dequantize(float *dst, const int8_t *q, const float *scale, size_t n, size_t k,
+                                const stf_dequant_opts *o, stf_pool *pool, stf_err *err);
 
 /* ---------------------------------------------------------- W4A4 */
 
@@ -165,12 +165,12 @@ int stf_int8_dequantize(float *dst, const int8_t *q, const float *scale, size_t 
  * and STF_QMODE_FP32 follow its CUDA kernel (fp32 scale, codes by the
  * reciprocal). Rows run on the pool (may be NULL).
  */
-int stf_w4a4_quantize_rows(int8_t *packed, float *scale, const void *src, stf_dtype src_dtype,
-                           size_t n, size_t k, unsigned g, stf_quant_mode mode, stf_dtype t,
-                           stf_pool *pool, stf_err *err);
+STF_API int stf_w4a4_quantize_rows(int8_t *packed, float *scale, const void *src,
+                                   stf_dtype src_dtype, size_t n, size_t k, unsigned g,
+                                   stf_quant_mode mode, stf_dtype t, stf_pool *pool, stf_err *err);
 /* Unpack and dequantize (then un-rotate with g) to f32. */
-int stf_w4a4_dequantize(float *dst, const int8_t *packed, const float *scale, size_t n,
-                        size_t k, unsigned g, stf_pool *pool, stf_err *err);
+STF_API int stf_w4a4_dequantize(float *dst, const int8_t *packed, const float *scale, size_t n,
+                                size_t k, unsigned g, stf_pool *pool, stf_err *err);
 
 /* ------------------------------------------------- one row in pieces */
 
@@ -198,19 +198,20 @@ typedef struct stf_wide_row {
     float amax;            /* the absmax of the pieces folded so far */
 } stf_wide_row;
 
-void stf_wide_row_init(stf_wide_row *r, int w4a4, const stf_int8_opts *o, uint64_t k);
-int stf_wide_row_absmax(stf_wide_row *r, const void *src, stf_dtype src_dtype, uint64_t col0,
-                        size_t cols, float *scratch, stf_pool *pool, stf_err *err);
-float stf_wide_row_scale(const stf_wide_row *r);
-int stf_wide_row_codes(const stf_wide_row *r, int8_t *q, const void *src, stf_dtype src_dtype,
-                       uint64_t col0, size_t cols, float *scratch, stf_pool *pool,
-                       stf_err *err);
+STF_API void stf_wide_row_init(stf_wide_row *r, int w4a4, const stf_int8_opts *o, uint64_t k);
+STF_API int stf_wide_row_absmax(stf_wide_row *r, const void *src, stf_dtype src_dtype,
+                                uint64_t col0, size_t cols, float *scratch, stf_pool *pool,
+                                stf_err *err);
+STF_API float stf_wide_row_scale(const stf_wide_row *r);
+STF_API int stf_wide_row_codes(const stf_wide_row *r, int8_t *q, const void *src,
+                               stf_dtype src_dtype, uint64_t col0, size_t cols, float *scratch,
+                               stf_pool *pool, stf_err *err);
 
 /* ----------------------------------------------------------- FP8 */
 
 /* dst = fl32(decode(src) * scale) for n values. dtype: F8_E4M3 or F8_E5M2. */
-int stf_fp8_dequantize(float *dst, const uint8_t *src, stf_dtype dtype, size_t n, float scale,
-                       stf_err *err);
+STF_API int stf_fp8_dequantize(float *dst, const uint8_t *src, stf_dtype dtype, size_t n,
+                               float scale, stf_err *err);
 
 /* ------------------------------------------------------- error metrics */
 
@@ -231,13 +232,13 @@ typedef struct stf_metrics_result {
     double kitchen;     /* mean|W-Ŵ| / (max|W| + 1e-8) */
 } stf_metrics_result;
 
-void stf_metrics_init(stf_metrics *m);
+STF_API void stf_metrics_init(stf_metrics *m);
 /* Add one row (or a chunk of one row starting at column col0). */
-void stf_metrics_add(stf_metrics *m, const float *ref, const float *test, size_t n,
-                     uint64_t row, uint64_t col0);
+STF_API void stf_metrics_add(stf_metrics *m, const float *ref, const float *test, size_t n,
+                             uint64_t row, uint64_t col0);
 /* Combine two accumulators (for per-thread partials, merged in row order). */
-void stf_metrics_merge(stf_metrics *into, const stf_metrics *from);
-void stf_metrics_finish(const stf_metrics *m, stf_metrics_result *out);
+STF_API void stf_metrics_merge(stf_metrics *into, const stf_metrics *from);
+STF_API void stf_metrics_finish(const stf_metrics *m, stf_metrics_result *out);
 
 #ifdef __cplusplus
 }

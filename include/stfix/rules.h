@@ -188,14 +188,14 @@ typedef struct stf_action {
 } stf_action;
 
 /* Kebab-case name ("reshape-scale"); NULL when out of range. */
-const char *stf_action_name(stf_action_kind k);
+STF_API const char *stf_action_name(stf_action_kind k);
 /* Canonical format name ("int8_tensorwise"); NULL when out of range. */
-const char *stf_quant_format_name(stf_quant_format f);
+STF_API const char *stf_quant_format_name(stf_quant_format f);
 /*
  * Whether an action ends rule processing for the layer it applies to
  * (exclude, requantize, drop): later rules do not see that layer.
  */
-int stf_action_is_terminal(stf_action_kind k);
+STF_API int stf_action_is_terminal(stf_action_kind k);
 
 /* ----------------------------------------------------------------- recipe */
 
@@ -215,31 +215,31 @@ typedef struct stf_recipe_diags stf_recipe_diags;
  * Other errors: STF_ENOTFOUND (no file at `path`), STF_EIO (any other open
  * or read failure), STF_ENOMEM, STF_ELIMIT (file over 1 MiB).
  */
-int stf_recipe_load_file(stf_recipe **out, stf_recipe_diags **diags, const char *path,
-                         stf_err *err);
+STF_API int stf_recipe_load_file(stf_recipe **out, stf_recipe_diags **diags, const char *path,
+                                 stf_err *err);
 
 /* As stf_recipe_load_file on `len` bytes at `buf` (borrowed); `name` is the
  * file name used in messages. */
-int stf_recipe_load_mem(stf_recipe **out, stf_recipe_diags **diags, const void *buf,
-                        size_t len, const char *name, stf_err *err);
+STF_API int stf_recipe_load_mem(stf_recipe **out, stf_recipe_diags **diags, const void *buf,
+                                size_t len, const char *name, stf_err *err);
 
 /* No-op on NULL. */
-void stf_recipe_free(stf_recipe *r);
+STF_API void stf_recipe_free(stf_recipe *r);
 
 /* Bitmask of STF_TARGET_* named by `target`. */
-unsigned stf_recipe_targets(const stf_recipe *r);
+STF_API unsigned stf_recipe_targets(const stf_recipe *r);
 /* The `description` text, or NULL. */
-const char *stf_recipe_description(const stf_recipe *r);
+STF_API const char *stf_recipe_description(const stf_recipe *r);
 /* Lower-case hex SHA-256 of the recipe file bytes (64 characters). */
-const char *stf_recipe_sha256(const stf_recipe *r);
+STF_API const char *stf_recipe_sha256(const stf_recipe *r);
 /* Rules in file order. */
-size_t stf_recipe_rule_count(const stf_recipe *r);
-const stf_rule *stf_recipe_rule(const stf_recipe *r, size_t i);
+STF_API size_t stf_recipe_rule_count(const stf_recipe *r);
+STF_API const stf_rule *stf_recipe_rule(const stf_recipe *r, size_t i);
 
-const char *stf_rule_name(const stf_rule *rule);
-unsigned stf_rule_line(const stf_rule *rule);
-size_t stf_rule_action_count(const stf_rule *rule);
-const stf_action *stf_rule_action(const stf_rule *rule, size_t i);
+STF_API const char *stf_rule_name(const stf_rule *rule);
+STF_API unsigned stf_rule_line(const stf_rule *rule);
+STF_API size_t stf_rule_action_count(const stf_rule *rule);
+STF_API const stf_action *stf_rule_action(const stf_rule *rule, size_t i);
 
 /*
  * *matched is 1 when every key of the rule's `match` holds for `layer`, else
@@ -250,15 +250,15 @@ const stf_action *stf_rule_action(const stf_rule *rule, size_t i);
  * layer prefix searched, and *matched is 0. Safe to call from several threads
  * on one recipe.
  */
-int stf_rules_match(int *matched, const stf_rule *rule, const stf_layer_view *layer,
-                    stf_err *err);
+STF_API int stf_rules_match(int *matched, const stf_rule *rule, const stf_layer_view *layer,
+                            stf_err *err);
 
-size_t stf_recipe_diags_count(const stf_recipe_diags *d);
+STF_API size_t stf_recipe_diags_count(const stf_recipe_diags *d);
 /* "FILE:LINE:COL: message" of problem i. */
-const char *stf_recipe_diags_text(const stf_recipe_diags *d, size_t i);
-unsigned stf_recipe_diags_line(const stf_recipe_diags *d, size_t i);
-unsigned stf_recipe_diags_column(const stf_recipe_diags *d, size_t i);
-void stf_recipe_diags_free(stf_recipe_diags *d);
+STF_API const char *stf_recipe_diags_text(const stf_recipe_diags *d, size_t i);
+STF_API unsigned stf_recipe_diags_line(const stf_recipe_diags *d, size_t i);
+STF_API unsigned stf_recipe_diags_column(const stf_recipe_diags *d, size_t i);
+STF_API void stf_recipe_diags_free(stf_recipe_diags *d);
 
 #ifdef __cplusplus
 }

@@ -10,11 +10,8 @@
 #include "kernels.h"
 #include "util/util.h"
 
-#if (defined(__x86_64__) || defined(__i386__)) && !defined(STF_NO_SIMD)
-#define STF_HAVE_X86_SIMD 1
+#if STF_HAVE_X86_SIMD
 #include <cpuid.h>
-#else
-#define STF_HAVE_X86_SIMD 0
 #endif
 
 enum { HAS_AVX2 = 1, HAS_AVX512 = 2, PROBED = 4 };

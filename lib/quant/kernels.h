@@ -13,6 +13,16 @@
 
 #include "stfix.h"
 
+/*
+ * 1 when the x86 variants (kernels_avx2.c, kernels_avx512.c) are built in:
+ * on x86 unless STF_NO_SIMD (make SIMD=none) leaves them out.
+ */
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(STF_NO_SIMD)
+#define STF_HAVE_X86_SIMD 1
+#else
+#define STF_HAVE_X86_SIMD 0
+#endif
+
 typedef struct stf__kernels {
     stf_simd id;
 
@@ -70,7 +80,7 @@ int stf__w4a4_prep(float *x, const void *src, stf_dtype dt, size_t n, unsigned g
 float stf__w4a4_scale(float a, stf_quant_mode mode, stf_dtype t);
 void stf__w4a4_pack(int8_t *out, const float *x, size_t n, float s, stf_quant_mode mode,
                     stf_dtype t);
-#if defined(__x86_64__) || defined(__i386__)
+#if STF_HAVE_X86_SIMD
 extern const stf__kernels stf__kernels_avx2;
 extern const stf__kernels stf__kernels_avx512;
 #endif

@@ -24,7 +24,7 @@
 
 #include "quant/kernels.h"
 #include "stfix.h"
-#if defined(__x86_64__) || defined(__i386__)
+#if STF_HAVE_X86_SIMD
 #include "quant/kernels_avx512.h"
 #define HAVE_PASS1 1 /* the first pass of the AVX512-BF16 G=256 row, on its own */
 #endif

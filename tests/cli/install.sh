@@ -2,14 +2,15 @@
 # (binary runs, a program builds against the header + pkg-config + static
 # library and links), and uninstall removes every file it installed. Then
 # into a temporary PREFIX (its own build): -r NAME and `rules list` find the
-# installed recipes from any directory.
+# installed recipes from any directory, and programs build against the
+# installed stfix.pc, shared (linked to the soname) and static.
 . tests/cli/lib.sh
 # The sub-makes take nothing from a make around the tests (make asan passes
 # BUILD, SAN and CFLAGS down in MAKEFLAGS).
 D="$T_TMP/dest"
 P=/usr/local
 t_run "install" 0 env -u BUILD -u SAN -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s install PREFIX=$P DESTDIR="$D"
-for f in bin/stfix lib/libstfix.a lib/libstfix.so.0 lib/libstfix.so include/stfix.h \
+for f in bin/stfix lib/libstfix.a include/stfix.h \
          include/stfix/container.h lib/pkgconfig/stfix.pc share/man/man1/stfix.1 \
          share/man/man5/stfix-rules.5 share/man/man7/stfix-checks.7 \
          share/man/man7/stfix-defects.7 share/man/man7/stfix-convrot.7 \
@@ -21,6 +22,17 @@ for f in man/*.[1-9]; do
 done
 t_run "installed binary" 0 "$D$P/bin/stfix" --version
 t_stdout_has "installed binary" "stfix "
+# The shared library: real name libstfix.so.MAJOR.MINOR.PATCH (the version
+# stfix --version prints), soname libstfix.so.MAJOR, links to both.
+V=$(sed -n 's/^stfix //p' "$T_OUT")
+t_true "version $V is MAJOR.MINOR.PATCH" sh -c "echo '$V' | grep -qxE '[0-9]+\.[0-9]+\.[0-9]+'"
+SONAME=libstfix.so.${V%%.*}
+t_true "installed lib/libstfix.so.$V" test -f "$D$P/lib/libstfix.so.$V" -a ! -L "$D$P/lib/libstfix.so.$V"
+t_true "lib/$SONAME -> libstfix.so.$V" test "$(readlink "$D$P/lib/$SONAME")" = "libstfix.so.$V"
+t_true "lib/libstfix.so -> $SONAME" test "$(readlink "$D$P/lib/libstfix.so")" = "$SONAME"
+t_run "readelf -d libstfix.so.$V" 0 readelf -d "$D$P/lib/libstfix.so.$V"
+t_stdout_has "readelf -d libstfix.so.$V" "Library soname: [$SONAME]"
+t_true "stfix.pc: Version $V" grep -qx "Version: $V" "$D$P/lib/pkgconfig/stfix.pc"
 cat >"$T_TMP/use.c" <<'C'
 #include <stdio.h>
 #include <stfix.h>
@@ -54,6 +66,41 @@ t_run "installed: plan -r NAME" 0 sh -c "cd '$T_TMP/elsewhere' && env -u STFIX_R
 t_stdout_has "installed: plan -r NAME" '"recipe_sha256": "'"$(sha256sum rules/repair-scales.yaml | cut -c1-64)"'"'
 t_run "installed: miss" 2 sh -c "cd '$T_TMP/elsewhere' && env -u STFIX_RULES_PATH '$P2/bin/stfix' plan '$F' -r nope"
 t_stderr_is "installed: miss" "stfix: plan: recipe 'nope' not found (searched nope.yaml in: $P2/share/stfix/rules, ./rules)"
+# A program built with the installed stfix.pc: against the shared library
+# (only -lstfix: the dependencies are private) it needs the soname; with
+# --static it gets them all.
+cat >"$T_TMP/ver.c" <<'C'
+#include <stdio.h>
+#include <stfix.h>
+int main(void)
+{
+    printf("%s %u %s\n", stf_version(), stf_version_number(), STF_VERSION_STRING);
+    return 0;
+}
+C
+PCP="PKG_CONFIG_PATH='$P2/lib/pkgconfig'"
+t_stdout_is_text() { printf '%s\n' "$2" >"$T_TMP/want"; t_stdout_is "$1" "$T_TMP/want"; }
+t_run "pkg-config --libs stfix" 0 sh -c "$PCP pkg-config --libs stfix | sed 's/ *\$//'"
+t_stdout_is_text "pkg-config --libs stfix" "-L$P2/lib -lstfix"
+t_run "pkg-config --print-requires-private stfix" 0 \
+    sh -c "$PCP pkg-config --print-requires-private stfix | tr '\n' ' '"
+t_stdout_has "pkg-config --print-requires-private stfix" "yaml-0.1 libcjson libzstd libpcre2-8 libcrypto "
+t_run "pkg-config --print-requires stfix" 0 sh -c "$PCP pkg-config --print-requires stfix"
+t_true "pkg-config --print-requires stfix: none" test ! -s "$T_OUT"
+t_run "link to the shared library" 0 sh -c "cc -std=c11 -o '$T_TMP/ver' '$T_TMP/ver.c' \
+    \$($PCP pkg-config --cflags --libs stfix)"
+t_run "NEEDED $SONAME" 0 readelf -d "$T_TMP/ver"
+t_stdout_has "NEEDED $SONAME" "Shared library: [$SONAME]"
+t_run "run against the shared library" 0 env LD_LIBRARY_PATH="$P2/lib" "$T_TMP/ver"
+NUM=$(echo "$V" | awk -F. '{ print $1 * 10000 + $2 * 100 + $3 }')
+t_stdout_is_text "run against the shared library" "$V $NUM $V"
+t_run "link statically" 0 sh -c "cc -std=c11 -o '$T_TMP/ver_static' '$T_TMP/ver.c' \
+    \$($PCP pkg-config --cflags stfix) '$P2/lib/libstfix.a' \
+    \$($PCP pkg-config --static --libs stfix | sed 's/ -lstfix / /')"
+t_run "run the static program" 0 "$T_TMP/ver_static"
+t_stdout_is_text "run the static program" "$V $NUM $V"
+
 t_run "uninstall from the prefix" 0 env -u SAN -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s uninstall BUILD="$T_TMP/build" PREFIX="$P2"
 t_true "no recipes left" test ! -e "$P2/share/stfix"
+t_true "nothing left in the prefix" test -z "$(find "$P2" -type f -o -type l)"
 t_run "uninstalled: miss" 2 sh -c "cd '$T_TMP/elsewhere' && env -u STFIX_RULES_PATH '$T_TMP/build/stfix' plan '$F' -r repair-scales"

@@ -10,7 +10,8 @@ R=tests/recipes
 D=$T_TMP
 in=$F/r14_scale_bf16.safetensors
 ok=$F/healthy_int8_g256.safetensors
-version="stfix $(sed -n 's/^#define STF_VERSION_STRING "\(.*\)"$/\1/p' include/stfix/base.h)"
+version="stfix $(sed -n 's/^#define STF_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' \
+    include/stfix/base.h | paste -sd.)"
 
 # ------------------------------------------------------------- -V, --version
 printf '%s\n' "$version" >"$D/version"

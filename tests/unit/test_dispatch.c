@@ -34,7 +34,7 @@ static void test_detection_matches_compiler(void **state)
     assert_true(stf_simd_supported(STF_SIMD_SCALAR));
     assert_true(stf_simd_supported(STF_SIMD_AUTO));
     assert_false(stf_simd_supported((stf_simd)9));
-#if (defined(__x86_64__) || defined(__i386__)) && !defined(STF_NO_SIMD)
+#if STF_HAVE_X86_SIMD
     __builtin_cpu_init();
     int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     int avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&

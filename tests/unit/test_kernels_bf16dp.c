@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "quant/kernels.h"
-#if defined(__x86_64__) || defined(__i386__)
+#if STF_HAVE_X86_SIMD
 #include <immintrin.h>
 
 #include "quant/kernels_avx512.h"
@@ -24,7 +24,7 @@
 #include "quant_testutil.h"
 #include "stfix.h"
 
-#if defined(__x86_64__) || defined(__i386__)
+#if STF_HAVE_X86_SIMD
 
 static int have_bf16(void)
 {

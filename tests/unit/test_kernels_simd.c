@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "quant/kernels.h"
-#if defined(__x86_64__) || defined(__i386__)
+#if STF_HAVE_X86_SIMD
 #include "quant/kernels_avx512.h"
 #endif
 #include "stfix.h"
@@ -57,7 +57,7 @@ static const stf__kernels *variant(int i)
     if (!stf_simd_supported(s)) return NULL;
     const stf__kernels *k = stf__kernels_for(s);
     if (k) assert_int_equal(k->id, s);
-#if defined(__x86_64__) || defined(__i386__)
+#if STF_HAVE_X86_SIMD
     if (k && i == 2) return &stf__kernels_avx512_plain;
 #endif
     return k;
@@ -639,7 +639,7 @@ static void test_int8_row_near_boundary(void **state)
 static void test_bf16_g256_path(void **state)
 {
     (void)state;
-#if defined(__x86_64__) || defined(__i386__)
+#if STF_HAVE_X86_SIMD
     if (!stf_simd_supported(STF_SIMD_AVX512) || !stf__avx512_bf16_usable()) skip();
     size_t k = 1024;
     uint16_t *src = xaligned(k * 2);

@@ -1,0 +1,84 @@
+# The shared library's exports are exactly the public API: every function
+# declared in include/stfix.h and include/stfix/*.h, each marked STF_API, and
+# nothing else (the library is built with -fvisibility=hidden, so the
+# internal stf__* functions stay inside it). First the check itself, on a
+# small library made here with one leaked symbol and one unmarked
+# declaration: it must name both.
+. tests/cli/lib.sh
+SO=${BUILD:-build}/libstfix.so
+CC=${CC:-cc}
+
+# Functions declared in the headers under directory $1 reached from $1/stfix.h,
+# one name a line, sorted. The preprocessor's line markers tell which file
+# each line came from; a declaration is a statement at file scope, outside
+# braces, that is not a typedef and has a parameter list: its name is the
+# identifier before the first "(".
+abi_declared() {
+    "$CC" -std=c11 -E -I"$1" "$1/stfix.h" | awk -v dir="$1/" '
+        /^# [0-9]+ "/ { f = $3; gsub(/"/, "", f); ours = index(f, dir) == 1; next }
+        /^#/ || !ours { next }
+        {
+            gsub(/__attribute__ *\(\(visibility *\("default"\)\)\)/, "")
+            for (i = 1; i <= length($0); i++) {
+                c = substr($0, i, 1)
+                if (c == "{") depth++
+                else if (c == "}") depth--
+                else if (c == ";" && depth == 0) { decl(stmt); stmt = ""; continue }
+                stmt = stmt c
+            }
+            stmt = stmt " "
+        }
+        function decl(s) {
+            if (s ~ /^[ \t]*typedef[ \t]/ || index(s, "(") == 0) return
+            s = substr(s, 1, index(s, "(") - 1)
+            sub(/[ \t]+$/, "", s)
+            if (match(s, /[A-Za-z_][A-Za-z_0-9]*$/)) print substr(s, RSTART, RLENGTH)
+        }' | sort -u
+}
+
+# The defined dynamic symbols of shared library $1, sorted.
+abi_exported() { nm -D --defined-only "$1" | awk '{ print $NF }' | sort -u; }
+
+# Compares the two for headers $1 and library $2: prints "leaked: NAME" for
+# each export no header declares and "not exported: NAME" for each
+# declaration the library does not export; fails if it printed anything.
+abi_diff() {
+    abi_declared "$1" >"$T_TMP/declared" && abi_exported "$2" >"$T_TMP/exported" || return 2
+    comm -13 "$T_TMP/declared" "$T_TMP/exported" | sed 's/^/leaked: /' >"$T_TMP/abi_diff"
+    comm -23 "$T_TMP/declared" "$T_TMP/exported" | sed 's/^/not exported: /' >>"$T_TMP/abi_diff"
+    cat "$T_TMP/abi_diff"
+    test ! -s "$T_TMP/abi_diff"
+}
+
+# The check on a library with one function of each kind.
+F="$T_TMP/fake"
+mkdir -p "$F/include/stfix"
+cat >"$F/include/stfix.h" <<'H'
+#include "stfix/api.h"
+H
+cat >"$F/include/stfix/api.h" <<'H'
+#define STF_API __attribute__((visibility("default")))
+typedef struct stf_thing { int (*stf_not_a_function)(void); } stf_thing;
+typedef int (*stf_callback)(void *ud);
+STF_API int stf_public(stf_thing *t,
+                       stf_callback cb);
+int stf_unmarked(void);
+H
+cat >"$F/lib.c" <<'C'
+#include "stfix.h"
+int stf_public(stf_thing *t, stf_callback cb) { return t != 0 && cb != 0; }
+int stf_unmarked(void) { return 1; }
+static int helper(void) { return 2; }
+__attribute__((visibility("default"))) int stf__leaked(void) { return helper(); }
+C
+t_run "build the check's own library" 0 \
+    "$CC" -shared -fPIC -fvisibility=hidden -I"$F/include" -o "$F/libfake.so" "$F/lib.c"
+t_run "the check finds a leak and a missing STF_API" 1 abi_diff "$F/include" "$F/libfake.so"
+printf 'leaked: stf__leaked\nnot exported: stf_unmarked\n' >"$T_TMP/want"
+t_stdout_is "the check finds a leak and a missing STF_API" "$T_TMP/want"
+
+# The library itself.
+t_true "$SO exists" test -e "$SO"
+t_run "exports of $SO are the public API" 0 abi_diff include "$SO"
+t_stdout_is "exports of $SO are the public API" /dev/null
+t_true "the public API has functions" test "$(wc -l <"$T_TMP/declared")" -gt 100
