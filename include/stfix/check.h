@@ -1,16 +1,17 @@
 /*
  * stfix public API: the check layer. Included through <stfix.h>.
  *
- * Acceptance profiles (spec/comfy-quant.md §7, §8; spec/safetensors.md §3)
- * turn an opened checkpoint into a list of diagnostics. Nothing is modified.
+ * Acceptance profiles (stfix-checks(7): CONTAINER RULES, SGLANG RULES,
+ * COMFYUI RULES) turn an opened checkpoint into a list of diagnostics.
+ * Nothing is modified.
  * Unlike SGLang, which stops at its first error, a check run reports every
  * finding it can decide from the file.
  *
  * Rule ids: "S1".."S25", "I1".."I7" (container, reported by the reader),
  * "R1".."R61" (SGLang), "C1".."C19" (ComfyUI), and the numeric probes
  * "N1" (non-finite scale), "N2" (zero or negative scale), "H1" (row versus
- * column quantization, spec §9) and "H2" (Sylvester rather than regular
- * rotation).
+ * column quantization: stfix-defects(7), ROW AND COLUMN DETECTION) and
+ * "H2" (Sylvester rather than regular rotation).
  */
 #ifndef STFIX_CHECK_H
 #define STFIX_CHECK_H
@@ -114,7 +115,7 @@ STF_API const stf_rule_doc *stf_rule_doc_find(const char *id);
 
 /* ------------------------------------------------------------ probes */
 
-/* H1 verdict (spec/comfy-quant.md §9); values equal stf_probe_verdict's. */
+/* H1 verdict (stfix-defects(7), ROW AND COLUMN DETECTION); as stf_probe_verdict. */
 typedef enum stf_h1_verdict {
     STF_H1_UNKNOWN = 0, /* not probed, or no verdict */
     STF_H1_ROW,
@@ -154,9 +155,10 @@ typedef struct stf_h2_result {
 } stf_h2_result;
 
 /*
- * H2 on an INT8 ConvRot layer: the declaration (spec/convrot.md §7) and,
- * for a power-of-4 G, the data evidence. The evidence is a report only:
- * the spec decides the rotation by the declared G ("do not guess").
+ * H2 on an INT8 ConvRot layer: the declaration (stfix-convrot(7),
+ * SYLVESTER ORDER) and, for a power-of-4 G, the data evidence. The
+ * evidence is a report only: the rotation is decided by the declared G
+ * alone ("do not guess").
  * Errors: STF_ENOMEM, STF_EIO.
  */
 STF_API int stf_probe_h2(stf_h2_result *out, const stf_ckpt *c, const stf_model *m,

@@ -1,5 +1,6 @@
 /*
- * stfix public API: the safetensors container (spec/safetensors.md).
+ * stfix public API: the safetensors container (lib/README.md,
+ * The container format).
  *
  * Included through <stfix.h>; do not include directly.
  */
@@ -46,7 +47,7 @@ STF_API int stf_dtype_nbytes(uint64_t *out, stf_dtype d, uint64_t nelem, stf_err
 
 /*
  * Options for opening files. Initialise with stf_open_opts_init(), which
- * sets the documented defaults (spec/safetensors.md §8), then adjust.
+ * sets the documented defaults (lib/README.md, Resource caps), then adjust.
  */
 typedef struct stf_open_opts {
     int strict;                 /* STRICT findings become errors (default 0) */

@@ -1,13 +1,15 @@
 /*
  * stfix public API: the model layer, i.e. the Comfy view of a checkpoint
- * (spec/comfy-quant.md §1-§4, §7 intro). Included through <stfix.h>.
+ * (stfix-defects(7), MARKER CHANNELS to CANONICAL MARKER). Included through
+ * <stfix.h>.
  *
  *  - pyjson: a JSON parser with Python `json.loads(bytes)` semantics and a
  *    small immutable value tree (stf_pyval) with Python equality;
  *  - pyrepr: Python repr()/str() of strings, values, shapes and sorted name
  *    lists, as SGLang's f-string messages print them;
- *  - formats: the §3 table as data;
- *  - markers: both channels parsed, normalisation, canonical bytes (§4);
+ *  - formats: the table of stfix-defects(7), FORMATS, as data;
+ *  - markers: both channels parsed, normalisation, canonical bytes
+ *    (stfix-defects(7), CANONICAL MARKER);
  *  - stf_model: the checkpoint's tensors grouped into layers by prefix.
  *
  * Strings returned through `char **out` are allocated through the library's
@@ -220,7 +222,7 @@ typedef enum stf_suffix {
     STF_SFX_WEIGHT_CORRECTION,   /* ".weight_correction" */
     STF_SFX_PRE_QUANT_SCALE,     /* ".pre_quant_scale" */
     STF_SFX_WEIGHT_ZEROS,        /* ".weight_zeros" */
-    STF_SFX_WEIGHT_ZERO,         /* ".weight_zero" (M16 misspelling) */
+    STF_SFX_WEIGHT_ZERO,         /* ".weight_zero" (zero-point-name misspelling) */
     STF_SFX_BIAS,                /* ".bias" */
     STF_SFX_SCALE_WEIGHT,        /* ".scale_weight" (legacy scaled fp8) */
     STF_SFX_SCALE_INPUT,         /* ".scale_input" (legacy scaled fp8) */
@@ -245,7 +247,7 @@ typedef struct stf_format_tensor {
 #define STF_CONSUMER_COMFYUI 1u
 #define STF_CONSUMER_SGLANG 2u
 
-/* One row of spec §3. */
+/* One row of stfix-defects(7), FORMATS. */
 typedef struct stf_format_info {
     stf_format_id id;
     const char *name;             /* the marker's "format" value */
@@ -253,7 +255,7 @@ typedef struct stf_format_info {
     stf_shape_rule weight_shape;  /* STF_SHAPE_NK or STF_SHAPE_NK2 (packed) */
     unsigned consumers;           /* who loads it (STF_CONSUMER_*) */
     const char *sglang_config;    /* "KitchenInt8Config", ...; NULL when SGLang rejects (R30) */
-    const char *comfy_layout;     /* ComfyUI layout class name; NULL where the spec names none */
+    const char *comfy_layout;     /* ComfyUI layout class name; NULL where none is named */
     const stf_format_tensor *tensors; /* companions: scales, then optional ones */
     size_t ntensors;
     int64_t default_group_size;   /* marker group_size default (W4A8 16, AWQ 64), else 0 */
@@ -314,7 +316,8 @@ typedef enum stf_qmeta_status {
 } stf_qmeta_status;
 
 /*
- * Normalised marker fields (spec §2), as the canonical writer emits them.
+ * Normalised marker fields (stfix-defects(7), MARKER FIELDS), as the
+ * canonical writer emits them.
  * Key order of the canonical bytes: format, full_precision_matrix_mult,
  * group_size, convrot, convrot_groupsize, linear_dtype, num_experts.
  */
@@ -332,23 +335,27 @@ typedef struct stf_marker_spec {
 } stf_marker_spec;
 
 /*
- * Canonical marker bytes (§4): Python json.dumps with default separators,
- * ensure_ascii. *out is NUL-terminated; *len (may be NULL) excludes the NUL.
+ * Canonical marker bytes (stfix-defects(7), CANONICAL MARKER): Python
+ * json.dumps with default separators, ensure_ascii. *out is NUL-terminated;
+ * *len (may be NULL) excludes the NUL.
  * STF_EINVAL when spec->format is NULL.
  */
 STF_API int stf_marker_canonical(char **out, size_t *len, const stf_marker_spec *spec,
                                  stf_err *err);
 
 /* Flags for stf_marker_normalize. */
-#define STF_NORM_ADD_INT8_FORMAT 1u  /* M1: missing format -> "int8_tensorwise" (caller checked W I8, S F32) */
-#define STF_NORM_ADD_W4A8_CONVROT 2u /* M18: asym_w4a8_int8 without convrot gets convrot */
-#define STF_NORM_WRAP_STRING 4u      /* M4: a string marker v reads as {"format": v} */
+/* missing-format: no format -> "int8_tensorwise" (caller checked W I8, S F32) */
+#define STF_NORM_ADD_INT8_FORMAT 1u
+/* w4a8-without-convrot: asym_w4a8_int8 without convrot gets convrot */
+#define STF_NORM_ADD_W4A8_CONVROT 2u
+/* string-metadata-value: a string marker v reads as {"format": v} */
+#define STF_NORM_WRAP_STRING 4u
 
 /*
  * Read a marker object into a spec the way ComfyUI does: top-level keys
- * first, then the nested `params` dict (M3 hoist); `convrot` by Python
- * truthiness; groupsizes through Python int(); per_row, `_*` and unknown
- * keys dropped. The spec's strings point into `marker` (borrowed).
+ * first, then the nested `params` dict (the nested-params hoist);
+ * `convrot` by Python truthiness; groupsizes through Python int(); per_row,
+ * `_*` and unknown keys dropped. The spec's strings point into `marker` (borrowed).
  * Errors (STF_EFORMAT, message naming the key): not a dict, missing format
  * (unless flagged), non-string format/linear_dtype, int() failing.
  */
@@ -356,8 +363,9 @@ STF_API int stf_marker_normalize(stf_marker_spec *out, const stf_pyval *marker, 
                                  stf_err *err);
 
 /*
- * Canonical _quantization_metadata value (§1.2): json.dumps({"format_version":
- * "1.0", "layers": {...}}) with the n prefixes sorted bytewise, each mapped to
+ * Canonical _quantization_metadata value (stfix-defects(7), MARKER
+ * CHANNELS): json.dumps({"format_version": "1.0", "layers": {...}}) with
+ * the n prefixes sorted bytewise, each mapped to
  * its canonical marker text markers[i] (a JSON object as produced by
  * stf_marker_canonical, inserted verbatim). plens[i] is the length of
  * prefixes[i] (a prefix may hold U+0000); plens NULL means NUL-terminated

@@ -1,5 +1,5 @@
 /*
- * stfix public API: numeric kernels (spec/convrot.md) and the thread pool.
+ * stfix public API: numeric kernels (stfix-convrot(7)) and the thread pool.
  *
  * Included through <stfix.h>; do not include directly.
  *
@@ -64,9 +64,9 @@ STF_API int stf_pool_run(stf_pool *p, size_t count, size_t grain, stf_range_fn f
 
 /* --------------------------------------------------------- conversions */
 
-/* Scalar conversions, all round-to-nearest-even (spec/convrot.md §9). */
+/* Scalar conversions, all round-to-nearest-even (stfix-convrot(7), NUMBER FORMATS). */
 STF_API float stf_bf16_to_f32(uint16_t h);
-STF_API uint16_t stf_f32_to_bf16(float f);   /* NaN -> 0x7FC0 (sign dropped, as torch; spec §9) */
+STF_API uint16_t stf_f32_to_bf16(float f);   /* NaN -> 0x7FC0 (sign dropped, as torch) */
 STF_API float stf_f16_to_f32(uint16_t h);
 STF_API uint16_t stf_f32_to_f16(float f);
 STF_API uint16_t stf_f64_to_f16(double d);   /* direct, no double rounding */
@@ -89,16 +89,17 @@ STF_API int stf_round_to_dtype(float *x, size_t n, stf_dtype t, stf_err *err);
 
 /*
  * Regular (ConvRot) Hadamard along rows: x[k] is rotated per group of g
- * consecutive values with the radix-4 FHT of spec §2 (x·H_g, normalised).
- * g must be a power of 4 (4..1024) dividing k. H is involutory, so this
+ * consecutive values with the radix-4 FHT (x·H_g, normalised) of
+ * stfix-convrot(7), FAST TRANSFORM. g must be a power of 4 (4..1024)
+ * dividing k. H is involutory, so this
  * both rotates and un-rotates.
  */
 STF_API int stf_hadamard_regular(float *x, size_t k, unsigned g, stf_err *err);
 
 /*
  * Undo a Sylvester (Walsh) rotation per group of g (a power of 2, 2..4096)
- * as exporters did it (spec §7): radix-2 stages, then multiply by
- * fl32(1/fl32(sqrt(g))).
+ * as exporters did it (stfix-convrot(7), SYLVESTER ORDER): radix-2 stages,
+ * then multiply by fl32(1/fl32(sqrt(g))).
  */
 STF_API int stf_hadamard_sylvester_undo(float *x, size_t k, unsigned g, stf_err *err);
 
@@ -114,8 +115,9 @@ STF_API const char *stf_quant_mode_name(stf_quant_mode m);  /* "cuda", "fp32", "
 STF_API int stf_quant_mode_from_name(stf_quant_mode *out, const char *name);
 
 /*
- * INT8 rowwise quantization with ConvRot (spec §5). src holds n rows of k
- * values of dtype `src_dtype` (BF16, F16 or F32), row-major. `t` is the
+ * INT8 rowwise quantization with ConvRot (stfix-convrot(7), QUANTIZATION).
+ * src holds n rows of k values of dtype `src_dtype` (BF16, F16 or F32),
+ * row-major. `t` is the
  * rounding dtype T (normally src_dtype; for F32 working values from a
  * dequantized layer the recipe's compute dtype). g = group size (a power of
  * 4 dividing k), or 0 for no rotation. Writes q[n*k] and scale[n] (the F32
@@ -142,7 +144,8 @@ typedef enum stf_scale_axis {
 /*
  * Dequantize INT8 codes to f32: x = fl32(q*s), then undo the rotation of
  * the layer: rot_group > 0 with sylvester == 0 is the regular ConvRot; with
- * sylvester != 0, the Sylvester undo of spec §7. rot_group == 0: none.
+ * sylvester != 0, the Sylvester undo (stfix-convrot(7), SYLVESTER ORDER).
+ * rot_group == 0: none.
  */
 typedef struct stf_dequant_opts {
     stf_scale_axis axis;

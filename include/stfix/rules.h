@@ -21,7 +21,7 @@ extern "C" {
 
 /* ------------------------------------------------------------ layer view */
 
-/* Verdict of the row/column detector (spec/comfy-quant.md §9). */
+/* Row/column detector verdict (stfix-defects(7), ROW AND COLUMN DETECTION). */
 typedef enum stf_probe_verdict {
     STF_PROBE_UNKNOWN = 0, /* not probed, or no verdict */
     STF_PROBE_ROW,
@@ -31,7 +31,7 @@ typedef enum stf_probe_verdict {
     STF_PROBE_AMBIGUOUS
 } stf_probe_verdict;
 
-/* Rotation the layer's weights carry (spec/convrot.md §7). */
+/* Rotation the layer's weights carry (stfix-convrot(7), SYLVESTER ORDER). */
 typedef enum stf_rotation_kind {
     STF_ROTATION_UNKNOWN = 0, /* no rotation declared, or not decidable */
     STF_ROTATION_REGULAR,
@@ -161,9 +161,9 @@ typedef struct stf_action {
         stf_meta_policy metadata;
     } rewrite_format;
     struct {
-        int has_format;                           /* 0: infer it from the tensors (M1) */
+        int has_format;                           /* 0: infer from the tensors (missing-format) */
         stf_quant_format format;
-        int hoist_params;                         /* default 1 (M3) */
+        int hoist_params;                         /* default 1 (nested-params) */
         size_t drop_key_count;
         const char *drop_keys[STF_RULES_MAX_LIST]; /* default per_row, quant_group_size */
         stf_meta_policy metadata;
