@@ -1,5 +1,5 @@
 /*
- * Canonical-form checks S21-S25 (spec/safetensors.md §3): is a file
+ * Canonical-form checks S21-S25 (stfix-checks(7), CONTAINER RULES): is a file
  * byte-identical to what the canonical writer would emit, and if not, which
  * rule does it break first. The verdict is a byte comparison with the
  * writer's own header text, so the two can never disagree; the scan below
@@ -28,7 +28,7 @@ typedef struct scan {
 
 static int is_ws(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-/* Is the escape at s[i] (s[i] == '\\') what §5.2 would emit? */
+/* Is the escape at s[i] (s[i] == '\\') what the canonical writer would emit? */
 static int escape_canonical(const uint8_t *s, size_t n, size_t i)
 {
     if (i + 1 >= n) return 0;

@@ -74,7 +74,7 @@ void stf__header_free(stf__header *h);
 
 /*
  * Append a JSON string literal (with quotes) using serde_json escaping
- * (spec §5.2) to b.
+ * (lib/README.md, Canonical form) to b.
  */
 int stf__json_put_string(stf_buf *b, const char *s, size_t n);
 

@@ -1,5 +1,5 @@
 /*
- * The safetensors dtype table (spec/safetensors.md §2): names, bit widths
+ * The safetensors dtype table (lib/README.md, Dtypes): names, bit widths
  * and the byte size of an element count.
  */
 #include <string.h>

@@ -2,12 +2,15 @@
  * The strict safetensors header reader: framing (S1-S3), then a lexical
  * pass over the whole header (S4-S7, nesting cap), then a second walk over
  * the same tokens that builds the tensor table and __metadata__ (S8-S14),
- * then the geometry of validate.c (S15-S20). See spec/safetensors.md §3, §8.
+ * then the geometry of validate.c (S15-S20). See stfix-checks(7), CONTAINER
+ * RULES and RESOURCE LIMITS.
  *
  * cJSON is not used: the token stream already carries every offset, and
- * the table needs exact u64 numbers that cJSON cannot give (spec §7).
+ * the table needs exact u64 numbers that cJSON cannot give (lib/README.md,
+ * cJSON pitfalls).
  *
- * Resource caps (spec §8), all STF_ELIMIT, each with its own rule id:
+ * Resource caps (lib/README.md, Resource caps), all STF_ELIMIT, each with its
+ * own rule id:
  *
  *   id  cap (stf_open_opts field)            default      what is counted
  *   L1  header length   (max_header)         100,000,000  N; above 10^8 is S2
@@ -22,7 +25,8 @@
  *
  * Verdicts: REF rules fail at once (STF_EFORMAT). STRICT rules are warnings
  * unless o->strict, and then the first one is held back until every REF
- * check has passed, so both modes agree on the primary verdict (spec §9.2).
+ * check has passed, so both modes agree on the primary verdict (the
+ * reference's test_validation_overflow fixtures).
  * Duplicates follow what serde ends up holding: the last tensor of a name
  * wins (S13 warns), a metadata key keeps its first position and its last
  * value, and a second "__metadata__" or a repeated tensor field is REF.
@@ -37,7 +41,7 @@
 #define HEADER_MAX_DEPTH 3u
 #define ARENA_BLOCK 65536u
 
-/* Fill `o` with the documented defaults (spec/safetensors.md §8). */
+/* Fill `o` with the documented defaults (lib/README.md, Resource caps). */
 void stf_open_opts_init(stf_open_opts *o)
 {
     if (!o) return;

@@ -8,7 +8,7 @@
 
 #include "container/container_internal.h"
 
-/* What a violation becomes (the tags of spec/safetensors.md §3). */
+/* What a violation becomes (severities: stfix-checks(7), CONTAINER RULES). */
 enum stf__level {
     STF__LV_REF = 0, /* always an error, STF_EFORMAT */
     STF__LV_STRICT,  /* error under o->strict (deferred, see below), else a warning */
@@ -35,9 +35,9 @@ typedef struct stf__header_ctx {
     const stf_open_opts *o;
     stf__findings *findings; /* may be NULL: warnings are dropped */
     stf_err *err;            /* may be NULL */
-    /* Under o->strict the first STRICT violation is held here and only
-     * reported once every REF check has passed, so strict and lenient runs
-     * agree on the primary verdict (spec §9.2, test_validation_overflow). */
+    /* Under o->strict the first STRICT violation is held here and only reported
+     * once every REF check has passed, so strict and lenient runs agree on the
+     * primary verdict (the reference's test_validation_overflow). */
     int has_pending;
     stf_err pending;
     stf__finding_tally counts[STF__TALLY_MAX];

@@ -1,5 +1,5 @@
 /*
- * The canonical header text (spec/safetensors.md §5): serde_json string
+ * The canonical header text (lib/README.md, Canonical form): serde_json string
  * escaping, writer order, compact layout, space padding to a multiple of 8.
  * Everything here is byte-exact because tests compare against the
  * reference writer's output.

@@ -2,7 +2,7 @@
  * The sharded-checkpoint index (*.safetensors.index.json): parse it strictly
  * enough that two readers cannot disagree about it (I1), refuse shard names
  * that reach outside the index's directory (I2), and cross-check it with the
- * shards' own headers (I4-I6). spec/safetensors.md §6.
+ * shards' own headers (I4-I6). See lib/README.md, Sharded checkpoints.
  *
  * The index is Python-written JSON, not a safetensors header, so the grammar
  * is plain JSON (stf__json_check from the header lexer, nesting up to 16

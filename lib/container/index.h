@@ -1,8 +1,8 @@
 /*
- * Sharded checkpoints: the *.safetensors.index.json file (spec/safetensors.md
- * §6, rules I1-I6). index.c parses the index (I1, I2, caps) and cross-checks
- * it against the tensors of the opened shards (I4-I6); ckpt.c opens the
- * shards (I3). Internal to the container layer.
+ * Sharded checkpoints: the *.safetensors.index.json file (lib/README.md,
+ * Sharded checkpoints; rules I1-I6). index.c parses the index (I1, I2, caps)
+ * and cross-checks it against the tensors of the opened shards (I4-I6); ckpt.c
+ * opens the shards (I3). Internal to the container layer.
  *
  * Cap rule ids used here (STF_ELIMIT), continuing the header's L1-L6:
  *   L7  distinct shard files per index  > opts.max_shards

@@ -1,8 +1,8 @@
 /*
  * Strict JSON lexing for the safetensors header. The reference parses the
  * header with serde_json after str::from_utf8, so every byte-level rule
- * here mirrors one of those two (spec/safetensors.md S4, S5); cJSON is far
- * more lenient (§7), which is why this pass exists at all.
+ * here mirrors one of those two (rules S4, S5); cJSON is far more lenient
+ * (lib/README.md, cJSON pitfalls), which is why this pass exists at all.
  */
 #include <string.h>
 

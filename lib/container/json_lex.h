@@ -1,5 +1,6 @@
 /*
- * The strict JSON lexer of the header reader (spec/safetensors.md §3, §7):
+ * The strict JSON lexer of the header reader (stfix-checks(7), CONTAINER
+ * RULES; lib/README.md, cJSON pitfalls):
  * serde_json's grammar exactly, with the byte offset of every token, and
  * no allocation. Internal to the container layer.
  */

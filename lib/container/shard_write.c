@@ -1,7 +1,8 @@
 /*
  * Re-sharding: the greedy split in writer order, shard file names, and the
  * index text in the exact form transformers/accelerate write it
- * (json.dumps(indent=2, sort_keys=True) + "\n", spec §6).
+ * (json.dumps(indent=2, sort_keys=True) + "\n"; lib/README.md, Sharded
+ * checkpoints).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -185,7 +186,8 @@ static int put_indent(stf_buf *b, unsigned level)
 
 /* A recursive-descent reader over raw JSON text that prints the value as
  * Python would after json.loads: keys sorted, last duplicate wins, numbers
- * as Python int or float repr. Depth is capped (spec §8: 16). */
+ * as Python int or float repr. Depth is capped at 16 (lib/README.md,
+ * Resource caps). */
 typedef struct rj {
     const char *s;
     size_t n, i;

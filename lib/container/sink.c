@@ -1,9 +1,9 @@
 /*
- * Temp-file-and-rename output (spec §5.3). The temp file lives in the
- * destination directory because rename(2) is only atomic within one file
- * system; the directory is fsynced after the rename so the new name
- * survives a crash. The temp file is an unnamed O_TMPFILE inode where
- * possible, so a process killed part-way leaves nothing in the directory.
+ * Temp-file-and-rename output (lib/README.md, Canonical form). The temp file
+ * lives in the destination directory because rename(2) is only atomic within
+ * one file system; the directory is fsynced after the rename so the new name
+ * survives a crash. The temp file is an unnamed O_TMPFILE inode where possible,
+ * so a process killed part-way leaves nothing in the directory.
  */
 #include <errno.h>
 #include <fcntl.h>

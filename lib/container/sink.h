@@ -1,7 +1,7 @@
 /*
  * Output sinks: a temp file in the destination directory that becomes the
  * target only by rename, so a failure never leaves a partial file at the
- * output path (DESIGN.md, spec §5.3). Where the kernel and file system
+ * output path (lib/README.md, Canonical form). Where the kernel and file system
  * allow, the temp file is an unnamed O_TMPFILE inode, so not even a process
  * killed by SIGKILL leaves it behind; it gets a name only at publish, for
  * the linkat + rename that put it at the target. Elsewhere it is a named

@@ -1,7 +1,7 @@
 /*
  * Table-level checks of the strict reader: duplicate names (S13) and the
  * geometry walk of the reference's Metadata::validate (S15-S19), plus the
- * S20 aliasing warning. spec/safetensors.md §3.
+ * S20 aliasing warning. See stfix-checks(7), CONTAINER RULES.
  */
 #include <stdio.h>
 #include <stdlib.h>

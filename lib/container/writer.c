@@ -1,5 +1,6 @@
 /*
- * The canonical writer (spec/safetensors.md §5, §6), first half: collecting
+ * The canonical writer (lib/README.md, Canonical form and Sharded
+ * checkpoints), first half: collecting
  * tensors, their I7 groups and metadata. writer_prepare.c lays the files
  * out, writes them through temp files and renames them on commit.
  */

@@ -10,27 +10,27 @@
 
 #include "container/container_internal.h"
 
-/* The reference writer's header limit (spec §5.1 step 5, S2). */
+/* The reference writer's header limit (rule S2). */
 #define STF__MAX_HEADER 100000000ULL
 
 /* 1 when the n bytes at s are valid UTF-8 in the Rust from_utf8 sense. */
 int stf__utf8_valid(const char *s, size_t n);
 
 /*
- * Sort `t` into canonical writer order (dtype index descending, then name
- * bytes ascending, spec §5.1 step 1) and assign contiguous offsets from 0 in
- * that order from each entry's nbytes. Fails with STF_EINVAL when the total
- * overflows u64.
+ * Sort `t` into canonical writer order (dtype index descending, then name bytes
+ * ascending; lib/README.md, Canonical form) and assign contiguous offsets from
+ * 0 in that order from each entry's nbytes. Fails with STF_EINVAL when the
+ * total overflows u64.
  */
 int stf__canon_order(stf_tensor_info *t, size_t n, stf_err *err);
 
 /*
  * Append the canonical header text for tensors `t` (used in the given order
- * with their begin/end) and metadata `meta` to `out`, padded with spaces to
- * a multiple of 8 (spec §5.1 steps 3-5). Metadata keys are sorted bytewise;
- * of equal keys the last one wins. The object is emitted when emit_meta is
- * set. Fails with STF_ELIMIT (rule "S2") when the padded length would exceed
- * 100,000,000, or STF_ENOMEM.
+ * with their begin/end) and metadata `meta` to `out`, padded with spaces to a
+ * multiple of 8 (lib/README.md, Canonical form). Metadata keys are sorted
+ * bytewise; of equal keys the last one wins. The object is emitted when
+ * emit_meta is set. Fails with STF_ELIMIT (rule "S2") when the padded length
+ * would exceed 100,000,000, or STF_ENOMEM.
  */
 int stf__canon_header(stf_buf *out, const stf_tensor_info *t, size_t n,
                       const stf_meta_entry *meta, size_t nmeta, int emit_meta, stf_err *err);

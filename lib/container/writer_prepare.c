@@ -2,7 +2,7 @@
  * The canonical writer, second half: the layout (writer order, I7 groups,
  * shards), the temp files, deferred fills and the commit. Every output file
  * is complete as a temp file before any is renamed, so a failure never
- * leaves a partial file at an output path (spec/safetensors.md §5.3).
+ * leaves a partial file at an output path (lib/README.md, Canonical form).
  * Tensor bytes are streamed in bounded chunks or written in place with
  * pwrite, never the whole checkpoint in memory.
  */
@@ -19,8 +19,8 @@
 /* Staging buffer for ckpt reads and producer callbacks. */
 #define STAGE_MAX ((size_t)8 << 20)
 
-/* Canonical writer order (spec §5.1 step 1) over pointers into w->t, so
- * the tensors keep their add-order ids. Names are unique: no ties. */
+/* Canonical writer order (lib/README.md, Canonical form) over pointers into
+ * w->t, so the tensors keep their add-order ids. Names are unique: no ties. */
 static int wt_cmp(const void *pa, const void *pb)
 {
     const stf__wtensor *a = *(stf__wtensor *const *)pa, *b = *(stf__wtensor *const *)pb;
