@@ -1,5 +1,5 @@
 /*
- * The formats table of spec/comfy-quant.md §3 as data, in one place: what
+ * The formats table of stfix-defects(7), FORMATS, as data, in one place: what
  * each `format` value stores in P.weight, which companion tensors it needs
  * (dtype, shape), and which consumer loads it. The check and plan layers
  * read this table instead of repeating the facts.
@@ -53,7 +53,7 @@ static const stf_format_tensor t_nvfp4[] = {
 };
 
 static const stf_format_tensor t_mxfp8[] = {
-    /* E8M0 exponents stored as U8 (an F8_E8M0 label is M17) */
+    /* E8M0 exponents stored as U8 (an F8_E8M0 label is e8m0-scales) */
     { STF_SFX_WEIGHT_SCALE, 1, { STF_U8 }, 1, STF_SHAPE_N_K32, STF_SHAPE_NONE },
 };
 

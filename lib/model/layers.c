@@ -1,7 +1,8 @@
 /*
  * The Comfy view of a checkpoint: tensors grouped into layers by prefix
  * (P.weight, P.weight_scale, P.comfy_quant, ...), with every marker for P
- * from both channels and all shards (spec/comfy-quant.md §1, §10 step 1).
+ * from both channels and all shards (stfix-defects(7), MARKER CHANNELS and
+ * REPAIR TO INT8 CONVROT).
  *
  * Markers are collected per shard in SGLang's order, metadata layers first
  * and then tensor markers, so the R5 verdict and the "which marker does

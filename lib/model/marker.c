@@ -1,8 +1,9 @@
 /*
- * Comfy quantization markers (spec/comfy-quant.md §1, §2, §4): reading both
- * channels the way SGLang's inspection does (so R1-R8 can be reported
- * exactly), reading a marker's fields the way ComfyUI's loader does (so a
- * repair keeps what ComfyUI understood), and writing the canonical bytes.
+ * Comfy quantization markers (stfix-defects(7), MARKER CHANNELS, MARKER FIELDS
+ * and CANONICAL MARKER): reading both channels the way SGLang's inspection does
+ * (so R1-R8 can be reported exactly), reading a marker's fields the way
+ * ComfyUI's loader does (so a repair keeps what ComfyUI understood), and
+ * writing the canonical bytes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -136,7 +137,8 @@ int stf__qmeta_parse(stf_qmeta_status *status, stf_pyval **root, char **error,
 
 /* ------------------------------------------------------------ normalising */
 
-/* ComfyUI's lookup: the top level, then the legacy nested `params` dict (M3). */
+/* ComfyUI's lookup: the top level, then the legacy nested `params` dict
+ * (nested-params). */
 static const stf_pyval *field(const stf_pyval *marker, const char *key, int top_only)
 {
     const stf_pyval *v = stf_pyval_get(marker, key);
@@ -178,7 +180,7 @@ int stf_marker_normalize(stf_marker_spec *out, const stf_pyval *marker, unsigned
 {
     memset(out, 0, sizeof *out);
     if (marker && stf_pyval_type(marker) == STF_PY_STR && (flags & STF_NORM_WRAP_STRING)) {
-        out->format = stf_pyval_str(marker, NULL); /* M4 */
+        out->format = stf_pyval_str(marker, NULL); /* string-metadata-value */
         return 0;
     }
     if (!marker || stf_pyval_type(marker) != STF_PY_DICT)
@@ -189,7 +191,7 @@ int stf_marker_normalize(stf_marker_spec *out, const stf_pyval *marker, unsigned
             return stf__err(err, STF_EFORMAT, "marker key 'format' is not a string");
         out->format = stf_pyval_str(f, NULL);
     } else if (flags & STF_NORM_ADD_INT8_FORMAT) {
-        out->format = "int8_tensorwise"; /* M1 */
+        out->format = "int8_tensorwise"; /* missing-format */
     } else {
         return stf__err(err, STF_EFORMAT, "marker has no 'format'");
     }
@@ -197,7 +199,8 @@ int stf_marker_normalize(stf_marker_spec *out, const stf_pyval *marker, unsigned
     out->convrot = stf_pyval_truthy(field(marker, "convrot", 0));
     int is_w4a8 = strcmp(out->format, "asym_w4a8_int8") == 0;
     int is_awq = strcmp(out->format, "awq_w4a16") == 0;
-    if (is_w4a8 && (flags & STF_NORM_ADD_W4A8_CONVROT)) out->convrot = 1; /* M18 */
+    /* w4a8-without-convrot */
+    if (is_w4a8 && (flags & STF_NORM_ADD_W4A8_CONVROT)) out->convrot = 1;
     int rc = int_field(&out->convrot_groupsize_set, &out->convrot_groupsize, marker,
                        "convrot_groupsize", 0, err);
     if (rc) return rc;
@@ -227,7 +230,7 @@ static void put_int(stf_buf *b, const char *key, int64_t v)
     stf__buf_printf(b, ", \"%s\": %lld", key, (long long)v);
 }
 
-/* §4 bytes for s; *out is owned by the caller (stf_model_str_free). */
+/* Canonical marker bytes for s; *out is owned by the caller (stf_model_str_free). */
 int stf_marker_canonical(char **out, size_t *len, const stf_marker_spec *s, stf_err *err)
 {
     *out = NULL;
@@ -265,7 +268,8 @@ static int qentry_cmp(const void *pa, const void *pb)
     return stf__bytes_cmp(a->prefix, a->plen, b->prefix, b->plen);
 }
 
-/* §1.2 value; *out owned by the caller. STF_EINVAL on NULL or duplicate prefixes. */
+/* The _quantization_metadata value; *out owned by the caller. STF_EINVAL on
+ * NULL or duplicate prefixes. */
 int stf_qmeta_canonical(char **out, size_t *len, const char *const *prefixes, const size_t *plens,
                         const char *const *markers, size_t n, stf_err *err)
 {

@@ -1,9 +1,9 @@
 /*
- * A JSON parser with the semantics of Python's json.loads (CPython's C
- * scanner in strict mode), because ComfyUI and SGLang decide what a marker
- * means with exactly that function (spec/comfy-quant.md §1.1). Where cJSON
- * or serde differ (duplicate keys, NaN, unbounded ints, BOMs, UTF-16/32
- * input) the Python answer is the one that matters.
+ * A JSON parser with the semantics of Python's json.loads (CPython's C scanner
+ * in strict mode), because ComfyUI and SGLang decide what a marker means with
+ * exactly that function (stfix-defects(7), MARKER CHANNELS). Where cJSON or
+ * serde differ (duplicate keys, NaN, unbounded ints, BOMs, UTF-16/32 input) the
+ * Python answer is the one that matters.
  *
  * Input is first decoded to generalized UTF-8 (surrogates allowed, like
  * Python's 'surrogatepass' error handler that json.loads(bytes) uses), then

@@ -1,8 +1,9 @@
 /*
  * Python's repr(), str() and json.dumps() text for the values SGLang and
- * ComfyUI put in their messages and markers (spec/comfy-quant.md §7 intro,
- * §4). The check layer reproduces upstream messages byte for byte, so every
- * quoting and float-formatting choice here follows CPython.
+ * ComfyUI put in their messages and markers (stfix-checks(7), SGLANG RULES;
+ * stfix-defects(7), CANONICAL MARKER). The check layer reproduces upstream
+ * messages byte for byte, so every quoting and float-formatting choice here
+ * follows CPython.
  */
 #include <math.h>
 #include <stdio.h>

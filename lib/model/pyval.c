@@ -1,7 +1,8 @@
 /*
  * The value tree json.loads produces, with the Python semantics the
  * consumers apply to it: dict assignment order, `==` across int/float/bool,
- * truthiness, and int() conversion (spec/comfy-quant.md §1.1, §2).
+ * truthiness, and int() conversion (stfix-defects(7), MARKER CHANNELS and
+ * MARKER FIELDS).
  */
 #include <math.h>
 #include <stdio.h>
