@@ -1,7 +1,7 @@
 /*
- * Decoding a layer's current weight to f32 rows: the input side of
- * requantize and exclude. Everything here is exact up to the kernels' own
- * fp32 rounding (spec/convrot.md §6): conversions widen, scales are read in
+ * Decoding a layer's current weight to f32 rows: the input side of requantize
+ * and exclude. Everything here is exact up to the kernels' own fp32 rounding
+ * (stfix-convrot(7), DEQUANTIZATION): conversions widen, scales are read in
  * their stored dtype and widened, rotations are undone in fp32.
  */
 #include <string.h>

@@ -2,7 +2,7 @@
  * stf_plan_build: recipe × model × probes → the per-layer plan. Every rule
  * sees the layer as read from the input (rules.h), except that a
  * metadata-only marker renamed onto a layer without a marker is merged into
- * it first (M5, find_merges); a layer gets the actions
+ * it first (metadata-prefix-mismatch, find_merges); a layer gets the actions
  * of every matching rule, in order, up to and including the first terminal
  * one. Tensors no layer owns are copied (renamed or dropped by the rules
  * that select their name). Outputs end in canonical writer order.
@@ -339,12 +339,12 @@ static int has_tensors(const stf_layer *l)
 }
 
 /*
- * M5 (spec comfy-quant.md §1.2): _quantization_metadata keyed by other
- * prefixes than the tensors. A layer that is only a metadata marker (no
- * tensors) and whose rename actions turn its prefix into the prefix of a
- * layer without any marker MERGES into that layer: into[i] = target, from[t]
- * = source, SIZE_MAX elsewhere. Found before any rule sees the target, so
- * that every rule evaluates the target with the marker (stfix-rules(5)).
+ * metadata-prefix-mismatch (stfix-defects(7), DEFECTS): _quantization_metadata
+ * keyed by other prefixes than the tensors. A layer that is only a metadata
+ * marker (no tensors) and whose rename actions turn its prefix into the prefix
+ * of a layer without any marker MERGES into that layer: into[i] = target,
+ * from[t] = source, SIZE_MAX elsewhere. Found before any rule sees the target,
+ * so that every rule evaluates the target with the marker (stfix-rules(5)).
  */
 static int find_merges(size_t *into, size_t *from, stf__plan_builder *b, stf__matched_action **acts,
                        size_t *cap, stf_err *err)

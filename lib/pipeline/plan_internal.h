@@ -32,10 +32,11 @@ typedef struct stf__decode {
     stf_dtype s_dtype;       /* F32, BF16 or F16 (read and widened exactly) */
     stf_scale_axis axis;     /* INT8: tensor / row / column scales */
     uint64_t groups;         /* INT8 with axis ROW: > 1 means scale [n, groups], one per row
-                              * per block of k/groups consecutive columns (spec §6 `(N,g)`);
+                              * per block of k/groups consecutive columns (the `(N,g)`
+                              * shape of stfix-defects(7), SCALE SHAPES);
                               * 0 or 1: one scale per row */
     unsigned rot_group;      /* 0: no rotation to undo */
-    int sylvester;           /* rotation is Sylvester (spec convrot §7) */
+    int sylvester;           /* Sylvester (stfix-convrot(7), SYLVESTER ORDER) */
     uint64_t n, k;           /* logical rows and columns */
 } stf__decode;
 
@@ -98,9 +99,9 @@ struct stf_plan {
     int emit_meta;           /* write __metadata__ even when empty */
     uint64_t bytes_total, bytes_copied;
     stf_model *model;        /* owned: markers and format names point into it */
-    /* _quantization_metadata of the output, per layer, for a run that shards the
-     * output and must rebuild it per file (spec §1.2): the output prefix and its
-     * marker text, sorted by prefix bytes; qmeta_mode says what meta[] holds. */
+    /* _quantization_metadata of the output, per layer, for a run that shards the output and must
+     * rebuild it per file (stfix-defects(7), MARKER CHANNELS): the output prefix and its marker
+     * text, sorted by prefix bytes; qmeta_mode says what meta[] holds. */
     char **qmeta_prefix, **qmeta_text;
     size_t *qmeta_prefix_len;
     size_t nqmeta;

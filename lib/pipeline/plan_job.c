@@ -1,9 +1,10 @@
 /*
  * Plan actions that decode a layer's data or rewrite its marker: exclude
- * (dequantize), requantize (convrot.md §4-§7: the decode descriptor, the
- * group size, the rounding dtype and mode), set-marker and rewrite-format
- * (spec/comfy-quant.md §2, §4, M1-M3, M18). Only decisions: the run
- * produces the bytes.
+ * (dequantize), requantize (stfix-convrot(7), MODES to SYLVESTER ORDER: the
+ * decode descriptor, the group size, the rounding dtype and mode), set-marker
+ * and rewrite-format (stfix-defects(7), MARKER FIELDS and CANONICAL MARKER; the
+ * defects missing-format, nonstandard-format-name, nested-params and
+ * w4a8-without-convrot). Only decisions: the run produces the bytes.
  */
 #include <stdio.h>
 #include <string.h>
@@ -11,7 +12,8 @@
 #include "pipeline/plan_work.h"
 
 /*
- * How to read f32 rows of what the layer holds now (convrot.md §6-§7).
+ * How to read f32 rows of what the layer holds now (stfix-convrot(7),
+ * DEQUANTIZATION and SYLVESTER ORDER).
  */
 static int make_decode(stf__layer_work *w, stf__decode *d, stf_err *err)
 {
@@ -59,7 +61,8 @@ static int make_decode(stf__layer_work *w, stf__decode *d, stf_err *err)
         }
     }
     if (W->dtype == STF_F8_E4M3 || W->dtype == STF_F8_E5M2) {
-        /* Legacy scaled FP8 keeps its scale in P.scale_weight (§1.4). */
+        /* Legacy scaled FP8 keeps its scale in P.scale_weight (stfix-defects(7),
+         * MARKER CHANNELS). */
         stf__tensor_slot *LS = &w->s[STF_SFX_SCALE_WEIGHT];
         if (!S->present && LS->present && stf__dtype_is_float(LS->in_dtype)) {
             d->s_idx = (int64_t)LS->src;
@@ -102,7 +105,8 @@ static int make_decode(stf__layer_work *w, stf__decode *d, stf_err *err)
     if (S->nelem == 1) d->axis = STF_SCALE_TENSOR;
     else if (S->rank == 2 && S->shape[0] == w->n && S->shape[1] > 1 && S->shape[1] != w->k &&
              w->k % S->shape[1] == 0) {
-        /* Spec §6 `(N,g)`: checked before the per-column reading, since N*g may equal K. */
+        /* `(N,g)` of stfix-defects(7), SCALE SHAPES: checked before the per-column reading, since
+         * N*g may equal K. */
         d->axis = STF_SCALE_ROW;
         d->groups = S->shape[1];
     } else if (S->nelem == w->n && (w->n != w->k || w->v->probe != STF_PROBE_COLUMN))
@@ -125,7 +129,7 @@ static int make_decode(stf__layer_work *w, stf__decode *d, stf_err *err)
             return stf__work_refuse(w, err, msg);
         }
         if (w->k % (uint64_t)g) {
-            /* M9: no exporter can rotate such a row (the FHT needs G | K), so the
+            /* indivisible-group: no exporter can rotate such a row (the FHT needs G | K), so the
              * codes were quantized unrotated under a marker that claims otherwise. */
             char gb[24];
             snprintf(gb, sizeof gb, "%lld", (long long)g);
@@ -237,7 +241,8 @@ int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_quant_form
     char msg[320];
     if (!W->present || W->dropped) return stf__work_refuse(w, err, "the layer has no weight");
     if (keep_empty_weight(w, "requantized")) return 0;
-    /* A MoE bank [E,out,in] is requantized as [E*out, in] and keeps its 3-D form (§3). */
+    /* A MoE bank [E,out,in] is requantized as [E*out, in] and keeps its 3-D form
+     * (stfix-defects(7), FORMATS). */
     int moe = W->rank == 3 && !w->flattened && w->n == W->shape[0] * W->shape[1] &&
               w->k == W->shape[2];
     uint64_t experts = moe ? W->shape[0] : 0, per = moe ? W->shape[1] : 0;
@@ -270,7 +275,7 @@ int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_quant_form
     w->job.mode = w->b->o && w->b->o->quant_mode_set ? w->b->o->quant_mode
                                                        : a->requantize.quant_mode;
     w->job.t = d.kind == STF__DEC_FLOAT ? d.w_dtype : a->requantize.compute_dtype;
-    /* The old marker's fp-matmul flag survives (§4 canonical row). */
+    /* The old marker's fp-matmul flag survives (stfix-defects(7), CANONICAL MARKER). */
     int fpmm = 0;
     int64_t nexp = 0;
     const stf_pyval *mk = stf__work_marker(w, STF_PREFER_METADATA);
@@ -353,10 +358,10 @@ void stf__requantize_defaults(stf_action *a)
 /* ------------------------------------------------------------ markers */
 
 /*
- * Canonical marker bytes (spec §4) from the preferred channel, normalised as
- * ComfyUI reads it (params hoisted, per_row/_* dropped; M1 format only for
- * W I8 + S F32), or from the action's format. STF_EFORMAT when no marker is
- * usable and no format is given.
+ * Canonical marker bytes (stfix-defects(7), CANONICAL MARKER) from the
+ * preferred channel, normalised as ComfyUI reads it (params hoisted, per_row/_*
+ * dropped; missing-format's format only for W I8 + S F32), or from the action's
+ * format. STF_EFORMAT when no marker is usable and no format is given.
  */
 int stf__work_set_marker(stf__layer_work *w, const stf_action *a, stf_err *err)
 {
@@ -457,7 +462,7 @@ static int layout_matches(stf__layer_work *w, stf_quant_format to)
 /*
  * Rename a non-upstream format when the data already has the target
  * layout; otherwise requantize (to int8_tensorwise / convrot_w4a4) or fail,
- * per the mismatch parameter (M2).
+ * per the mismatch parameter (nonstandard-format-name).
  */
 int stf__work_rewrite_format(stf__layer_work *w, const stf_action *a, stf_err *err)
 {
@@ -493,7 +498,8 @@ int stf__work_rewrite_format(stf__layer_work *w, const stf_action *a, stf_err *e
     if (rc) return rc;
     if (to == STF_QFMT_CONVROT_W4A4) {
         w->k = 2 * w->s[STF_SFX_WEIGHT].shape[1];
-        /* W4A4 wants (N,); (N, 1) holds the same bytes (§6), so the rename carries it along. */
+        /* W4A4 wants (N,); (N, 1) holds the same bytes (stfix-defects(7), SCALE SHAPES),
+         * so the rename carries it along. */
         stf__tensor_slot *S = &w->s[STF_SFX_WEIGHT_SCALE];
         if (S->rank == 2) {
             uint64_t n1[1] = { S->shape[0] };

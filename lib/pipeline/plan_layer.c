@@ -1,8 +1,9 @@
 /*
- * One layer of the plan: the matched actions applied, in order, to a
- * working copy of the layer (names, dtypes, shapes, marker, job), then
- * emitted as output tensors. Actions only decide; bytes are produced by the
- * run (jobs) or copied. spec/comfy-quant.md §5, §6, §10; convrot.md §4-§7.
+ * One layer of the plan: the matched actions applied, in order, to a working
+ * copy of the layer (names, dtypes, shapes, marker, job), then emitted as
+ * output tensors. Actions only decide; bytes are produced by the run (jobs) or
+ * copied. See stfix-defects(7), DEFECTS, SCALE SHAPES and REPAIR TO INT8
+ * CONVROT; stfix-convrot(7), MODES to SYLVESTER ORDER.
  */
 #include <stdio.h>
 #include <string.h>

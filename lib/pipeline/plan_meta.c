@@ -1,12 +1,12 @@
 /*
- * The output __metadata__ (spec/comfy-quant.md §1.2, §10 step 10): every
- * input key is kept (union over shards, the first shard's value wins), stfix
- * stamps its version and the recipe's SHA-256, and _quantization_metadata
- * either stays byte-identical (no marker changed), is rebuilt from the
- * output markers so both channels agree, or is dropped (recipe parameter,
- * or no marker left). It is never created when the input had none.
- * SGLang's "quant_format" key is not written either (§1.3, §10 step 10):
- * it would make SGLang synthesise markers for layers the recipe changed.
+ * The output __metadata__ (stfix-defects(7), MARKER CHANNELS and REPAIR TO INT8
+ * CONVROT): every input key is kept (union over shards, the first shard's value
+ * wins), stfix stamps its version and the recipe's SHA-256, and
+ * _quantization_metadata either stays byte-identical (no marker changed), is
+ * rebuilt from the output markers so both channels agree, or is dropped (recipe
+ * parameter, or no marker left). It is never created when the input had none.
+ * SGLang's "quant_format" key is not written either (same sections): it would
+ * make SGLang synthesise markers for layers the recipe changed.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -11,7 +11,7 @@
 static int is_packed(const char *fmt)
 {
     if (!fmt) return 0;
-    /* The M2 alias of convrot_w4a4 packs the same way. */
+    /* The nonstandard-format-name alias of convrot_w4a4 packs the same way. */
     if (!strcmp(fmt, "int4_convrot_w4a4")) return 1;
     const stf_format_info *f = stf_format_find(fmt, strlen(fmt));
     return f && f->weight_shape == STF_SHAPE_NK2;
@@ -109,8 +109,9 @@ done:
 }
 
 /*
- * Run H1 on an INT8 or W4A4 layer (spec §9) and map it to the selector's
- * verdict. Layers H1 cannot read give UNKNOWN. Errors: STF_EIO, STF_ENOMEM.
+ * Run H1 on an INT8 or W4A4 layer (stfix-defects(7), ROW AND COLUMN DETECTION)
+ * and map it to the selector's verdict. Layers H1 cannot read give UNKNOWN.
+ * Errors: STF_EIO, STF_ENOMEM.
  */
 int stf__plan_probe(stf_probe_verdict *out, const stf_plan_opts *o, const stf_model *m,
                     const stf_layer *l, stf_err *err)
@@ -132,9 +133,10 @@ int stf__plan_probe(stf_probe_verdict *out, const stf_plan_opts *o, const stf_mo
 }
 
 /*
- * The rotation the marker declares (spec/convrot.md §7): convrot truthy and
- * G (default 256) a power of 4 is the regular matrix; a power of 2 that is
- * not one of 4 is the exporters' Sylvester fallback; anything else unknown.
+ * The rotation the marker declares (stfix-convrot(7), SYLVESTER ORDER): convrot
+ * truthy and G (default 256) a power of 4 is the regular matrix; a power of 2
+ * that is not one of 4 is the exporters' Sylvester fallback; anything else
+ * unknown.
  */
 stf_rotation_kind stf__plan_rotation(const stf_layer *l)
 {

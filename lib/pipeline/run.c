@@ -310,10 +310,10 @@ int stf_plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
     ctx.w = w;
     if (p->emit_meta) stf_writer_keep_empty_meta(w);
     for (size_t i = 0; i < p->nmeta; i++) {
-        /* I7: a shard's _quantization_metadata may list only that shard's
-         * layers, and every shard gets the same __metadata__ here; so a
-         * sharded output omits the key (comfy-quant §1.2 allows it) and the
-         * tensor markers, which both consumers read, carry the same dicts. */
+        /* I7: a shard's _quantization_metadata may list only that shard's layers, and every shard
+         * gets the same __metadata__ here; so a sharded output omits the key (stfix-defects(7),
+         * MARKER CHANNELS: allowed) and the tensor markers, which both consumers read, carry the
+         * same dicts. */
         const stf_meta_entry *e = &p->meta[i];
         if (wo.max_shard_size && !strcmp(e->key, "_quantization_metadata")) continue;
         if ((rc = stf_writer_set_meta_n(w, e->key, e->key_len, e->value, e->value_len, err)))
