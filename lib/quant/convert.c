@@ -1,6 +1,6 @@
 /*
- * Number format conversions (spec/convrot.md §9): BF16, F16, F64 and the
- * FP8 family to and from F32, all round-to-nearest-even. Bulk BF16/F16
+ * Number format conversions (stfix-convrot(7), NUMBER FORMATS): BF16, F16, F64
+ * and the FP8 family to and from F32, all round-to-nearest-even. Bulk BF16/F16
  * work goes through the active kernel table; everything else is here.
  */
 #include <float.h>
@@ -26,8 +26,8 @@ uint16_t stf_f32_to_f16(float f) { return stf__f32_to_f16(f); }
 /*
  * F64 -> F16 bits with one RNE step; same specials as stf_f32_to_f16.
  *
- * From F64 the rounding happens once, on the double: going through F32
- * would round twice and can miss a tie (spec §9).
+ * From F64 the rounding happens once, on the double: going through F32 would
+ * round twice and can miss a tie (stfix-convrot(7), NUMBER FORMATS).
  */
 uint16_t stf_f64_to_f16(double d)
 {
@@ -64,8 +64,8 @@ static float minifloat(uint8_t v, unsigned ebits, unsigned mbits, int bias)
     return (v & 0x80u) ? -mag : mag;
 }
 
-/* Decode one FP8 code of `dtype` exactly (spec §9 table); NaN for a
- * non-FP8 dtype. */
+/* Decode one FP8 code of `dtype` exactly (the table of stfix-convrot(7), NUMBER
+ * FORMATS); NaN for a non-FP8 dtype. */
 float stf_fp8_to_f32(uint8_t v, stf_dtype dtype)
 {
     switch (dtype) {

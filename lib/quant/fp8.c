@@ -1,4 +1,4 @@
-/* FP8 weight dequantization (spec/convrot.md §6, §9). */
+/* FP8 weight dequantization (stfix-convrot(7), DEQUANTIZATION and NUMBER FORMATS). */
 #include <pthread.h>
 
 #include "util/util.h"
@@ -39,8 +39,9 @@ int stf_fp8_dequantize(float *dst, const uint8_t *src, stf_dtype dtype, size_t n
      * pointer aliases anything) and the loop could not overlap iterations. */
     const uint8_t *restrict in = src;
     float *restrict out = dst;
-    /* fp32 product, unlike ComfyUI's compute-dtype product (spec §6):
-     * decoding is exact, so this is the one rounding. NaN codes stay NaN. */
+    /* fp32 product, unlike ComfyUI's compute-dtype product (stfix-convrot(7),
+     * DEQUANTIZATION): decoding is exact, so this is the one rounding. NaN
+     * codes stay NaN. */
     size_t i = 0;
     for (; i + 4 <= n; i += 4) {
         float a = tab[in[i]], b = tab[in[i + 1]], c = tab[in[i + 2]], d = tab[in[i + 3]];

@@ -1,7 +1,7 @@
 /*
  * Internal: bit-level float conversions shared by the quant kernels
- * (spec/convrot.md §9). Header-only so the per-element loops of every
- * kernel variant inline them; convert.c wraps them as the public API.
+ * (stfix-convrot(7), NUMBER FORMATS). Header-only so the per-element loops of
+ * every kernel variant inline them; convert.c wraps them as the public API.
  */
 #ifndef STF_QUANT_FPBITS_H
 #define STF_QUANT_FPBITS_H
@@ -31,9 +31,9 @@ static inline float stf__bf16_to_f32(uint16_t h)
 }
 
 /*
- * RNE by integer carry into the kept half (spec §9). NaN becomes the
- * canonical 0x7FC0 without sign, as torch does; the carry itself turns
- * overflow into Inf and handles subnormals.
+ * RNE by integer carry into the kept half (stfix-convrot(7), NUMBER FORMATS).
+ * NaN becomes the canonical 0x7FC0 without sign, as torch does; the carry
+ * itself turns overflow into Inf and handles subnormals.
  */
 static inline uint16_t stf__f32_to_bf16(float f)
 {

@@ -1,7 +1,8 @@
 /*
- * Whole-tensor Hadamard rotations (spec/convrot.md §1, §2, §7): the
- * regular ConvRot transform through the active kernel table, and the undo
- * of the Sylvester rotation that older exporters applied.
+ * Whole-tensor Hadamard rotations (stfix-convrot(7), THE HADAMARD MATRIX, FAST
+ * TRANSFORM and SYLVESTER ORDER): the regular ConvRot transform through the
+ * active kernel table, and the undo of the Sylvester rotation that older
+ * exporters applied.
  */
 #include <math.h>
 
@@ -14,8 +15,9 @@ static int is_pow2(unsigned g) { return g && (g & (g - 1)) == 0; }
 static int is_pow4(unsigned g) { return is_pow2(g) && (g & 0x55555555u) != 0; }
 
 /*
- * x[0..k) rotated in place by H_g per group (spec §2). STF_EINVAL when g
- * is not a power of 4 in 4..1024, k % g != 0, or x is NULL with k > 0.
+ * x[0..k) rotated in place by H_g per group (stfix-convrot(7), FAST TRANSFORM).
+ * STF_EINVAL when g is not a power of 4 in 4..1024, k % g != 0, or x is NULL
+ * with k > 0.
  */
 int stf_hadamard_regular(float *x, size_t k, unsigned g, stf_err *err)
 {
@@ -32,8 +34,9 @@ int stf_hadamard_regular(float *x, size_t k, unsigned g, stf_err *err)
 }
 
 /*
- * x[0..k) in place: radix-2 Sylvester stages, then times c (spec §7).
- * STF_EINVAL when g is not a power of 2 in 2..4096 or k % g != 0.
+ * x[0..k) in place: radix-2 Sylvester stages, then times c (stfix-convrot(7),
+ * SYLVESTER ORDER). STF_EINVAL when g is not a power of 2 in 2..4096 or k % g
+ * != 0.
  */
 int stf_hadamard_sylvester_undo(float *x, size_t k, unsigned g, stf_err *err)
 {

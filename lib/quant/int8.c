@@ -1,7 +1,8 @@
 /*
  * INT8 rowwise quantization and dequantization over whole tensors
- * (spec/convrot.md §5, §6): argument checks, per-chunk scratch, and the
- * thread pool around the active table's per-row kernels.
+ * (stfix-convrot(7), QUANTIZATION and DEQUANTIZATION): argument checks,
+ * per-chunk scratch, and the thread pool around the active table's per-row
+ * kernels.
  */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -87,11 +88,11 @@ static int q_chunk(void *ud, size_t begin, size_t end)
 
 /*
  * n rows of k src values -> q[n*k] and scale[n] with the active table
- * (spec §5), rows spread over pool (NULL: inline); buffers are the
- * caller's. Errors: STF_EINVAL (bad options or NULL buffer),
+ * (stfix-convrot(7), QUANTIZATION), rows spread over pool (NULL: inline);
+ * buffers are the caller's. Errors: STF_EINVAL (bad options or NULL buffer),
  * STF_EUNSUPPORTED (src dtype), STF_ELIMIT (n*k overflows), STF_ENOMEM,
- * STF_ENUMERIC naming the first non-finite element ("row R, column C");
- * outputs are unspecified after an error.
+ * STF_ENUMERIC naming the first non-finite element ("row R, column C"); outputs
+ * are unspecified after an error.
  */
 int stf_int8_quantize_rows(int8_t *q, float *scale, const void *src, stf_dtype src_dtype,
                            size_t n, size_t k, const stf_int8_opts *o, stf_pool *pool,
@@ -174,9 +175,10 @@ static int dq_chunk(void *ud, size_t begin, size_t end)
 }
 
 /*
- * dst[n*k] = fl32(q*s) per the scale axis (scale holds 1, n or k floats),
- * then the regular FHT or the Sylvester undo per o->rot_group (spec §6,
- * §7). STF_EINVAL for bad options or NULL buffers, STF_ELIMIT on overflow.
+ * dst[n*k] = fl32(q*s) per the scale axis (scale holds 1, n or k floats), then
+ * the regular FHT or the Sylvester undo per o->rot_group (stfix-convrot(7),
+ * DEQUANTIZATION and SYLVESTER ORDER). STF_EINVAL for bad options or NULL
+ * buffers, STF_ELIMIT on overflow.
  */
 int stf_int8_dequantize(float *dst, const int8_t *q, const float *scale, size_t n, size_t k,
                         const stf_dequant_opts *o, stf_pool *pool, stf_err *err)

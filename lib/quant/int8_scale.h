@@ -1,9 +1,9 @@
 /*
- * Internal: the per-row INT8 scale rule of spec/convrot.md §4-§5 and the
- * rounding-dtype helpers it needs, written once for every kernel variant
- * (kernels_scalar.c, kernels_avx2.c, kernels_avx512.c,
- * kernels_bf16_avx512.c) and the W4A4 quantizer, so the constants and the
- * order of the operations cannot drift between them.
+ * Internal: the per-row INT8 scale rule of stfix-convrot(7), MODES to
+ * QUANTIZATION and the rounding-dtype helpers it needs, written once for every
+ * kernel variant (kernels_scalar.c, kernels_avx2.c, kernels_avx512.c,
+ * kernels_bf16_avx512.c) and the W4A4 quantizer, so the constants and the order
+ * of the operations cannot drift between them.
  */
 #ifndef STF_QUANT_INT8_SCALE_H
 #define STF_QUANT_INT8_SCALE_H
@@ -28,7 +28,7 @@ static inline float stf__round_t(float x, stf_dtype t)
     return x;
 }
 
-/* maxT: the largest finite value of T (spec §4). */
+/* maxT: the largest finite value of T (stfix-convrot(7), MODES). */
 static inline float stf__max_of_t(stf_dtype t)
 {
     if (t == STF_BF16) return stf__f32_from_bits(STF__BF16_MAX_BITS);

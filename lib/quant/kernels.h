@@ -27,13 +27,13 @@ typedef struct stf__kernels {
     stf_simd id;
 
     /*
-     * Fused INT8 rowwise quantization of one row (spec/convrot.md §5):
-     * load src (k values of src_dtype: BF16, F16 or F32) -> f32, rotate
-     * each group of g with the §2 FHT (g == 0: no rotation), absmax, scale
-     * per `mode` and rounding dtype t, quantize into q[k], *scale = s.
-     * `scratch` holds at least k floats, 64-byte aligned.
-     * Returns 0, or STF_ENUMERIC when the row holds NaN or Inf (nothing
-     * useful is written then).
+     * Fused INT8 rowwise quantization of one row (stfix-convrot(7),
+     * QUANTIZATION): load src (k values of src_dtype: BF16, F16 or F32) -> f32,
+     * rotate each group of g with the FHT of FAST TRANSFORM (g == 0: no
+     * rotation), absmax, scale per `mode` and rounding dtype t, quantize into
+     * q[k], *scale = s. `scratch` holds at least k floats, 64-byte aligned.
+     * Returns 0, or STF_ENUMERIC when the row holds NaN or Inf (nothing useful
+     * is written then).
      */
     int (*int8_row)(int8_t *q, float *scale, const void *src, stf_dtype src_dtype, size_t k,
                     unsigned g, stf_quant_mode mode, stf_dtype t, float *scratch);
@@ -44,7 +44,8 @@ typedef struct stf__kernels {
     /* Widening conversions (exact). */
     void (*bf16_to_f32)(float *dst, const uint16_t *src, size_t n);
     void (*f16_to_f32)(float *dst, const uint16_t *src, size_t n);
-    /* Narrowing, RNE (NaN -> 0x7FC0, sign dropped: spec §9, torch). */
+    /* Narrowing, RNE (NaN -> 0x7FC0, sign dropped as torch does;
+     * stfix-convrot(7), NUMBER FORMATS). */
     void (*f32_to_bf16)(uint16_t *dst, const float *src, size_t n);
 
     /* dst[i] = fl32(q[i] * s). */

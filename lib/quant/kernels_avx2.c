@@ -76,10 +76,11 @@ INL void fht_s4_x(__m256 *p0, __m256 *p1, int scaled)
 INL void fht_s4(__m256 *p0, __m256 *p1) { fht_s4_x(p0, p1, 1); }
 
 /*
- * A stage whose stride is a whole number of vectors; m multiplies the
- * outputs (0.5: §2; 1: unscaled, or 1/16 to finish a deferred-scaling
- * G = 256 group, see pass1). zs as fht_quad_x in kernels_avx512.h: the
- * sign of an exactly-zero y3 may differ, which int8_row ignores.
+ * A stage whose stride is a whole number of vectors; m multiplies the outputs
+ * (0.5: the FAST TRANSFORM stages; 1: unscaled, or 1/16 to finish a
+ * deferred-scaling G = 256 group, see pass1). zs as fht_quad_x in
+ * kernels_avx512.h: the sign of an exactly-zero y3 may differ, which int8_row
+ * ignores.
  */
 INL void fht_quad_m(__m256 *p0, __m256 *p1, __m256 *p2, __m256 *p3, float m, int zs)
 {

@@ -1,7 +1,7 @@
 /*
  * The AVX-512 (F, BW, VL, DQ) kernel table. Every entry is bit-identical to
  * kernels_scalar.c, which stays the reference; see the notes there and in
- * spec/convrot.md §2, §5, §9.
+ * stfix-convrot(7): FAST TRANSFORM, QUANTIZATION and NUMBER FORMATS.
  *
  * Why these results are exact copies of the scalar ones:
  * - The FHT computes each output with the same three adds in the same
@@ -72,7 +72,8 @@ INL __m512 sign_blocks(int a, int b, int c, int d)
  * For position d of a butterfly the output is 0.5*(((A+B)+C)+D) with
  * d=0: A=x0 B=x1  C=x2  D=-x3      d=1: A=x0 B=x1  C=-x2 D=x3
  * d=2: A=x0 B=-x1 C=x2  D=x3       d=3: A=x1 B=-x0 C=x2  D=x3
- * which are the §2 expressions term for term.
+ * which are the FAST TRANSFORM expressions of stfix-convrot(7) term for
+ * term.
  */
 INL __m512 fht_s1(__m512 v)
 {
@@ -133,8 +134,8 @@ INL void lane_transpose(__m512 *p0, __m512 *p1, __m512 *p2, __m512 *p3)
 
 /*
  * The four stages of a G = 256 group held in v[0..15] (v[j] = values
- * 16j..16j+15), in §2 order: strides 1, 4, 16, 64. With sc == 0 the 0.5
- * factors are left out and the caller multiplies by 1/16 once (valid only
+ * 16j..16j+15), in the FHT's order: strides 1, 4, 16, 64. With sc == 0 the
+ * 0.5 factors are left out and the caller multiplies by 1/16 once (valid only
  * under the guard explained at group256); zs as in fht_quad_x.
  *
  * Base-4 digits d0 and d1 of the index are in-vector (lane in block,
@@ -169,8 +170,8 @@ INL void fht256(__m512 *v, int sc, int zs)
 }
 
 /*
- * All stages over nv consecutive vectors (nv = 1, 4: groups of 16, 64), in
- * §2 order, with the 0.5 factors. For G = 64 the transposes of fht256 cost
+ * All stages over nv consecutive vectors (nv = 1, 4: groups of 16, 64), in the
+ * FHT's order, with the 0.5 factors. For G = 64 the transposes of fht256 cost
  * more than they save (measured), so it keeps fht_s1/s4.
  */
 INL void fht_regs(__m512 *v, int nv)
@@ -245,16 +246,16 @@ static int is_pow4(unsigned g)
 }
 
 /*
- * One G = 256 group at element i of src -> v[0..15] = R, exactly as §2.
+ * One G = 256 group at element i of src -> v[0..15] = R, exactly as the FHT.
  *
  * Deferred scaling: the stages run without their 0.5 factors and the sums
- * are multiplied by 1/16 once. That is bit-identical to §2 when (a) no
+ * are multiplied by 1/16 once. That is bit-identical to the FHT when (a) no
  * unscaled intermediate overflows and (b) every input is a multiple of a
  * quantum Q with Q * 2^-4 >= 2^-149. Proof sketch: by induction every
- * value after stage j is a multiple of Q (unscaled) or Q*2^-j (§2 order):
+ * value after stage j is a multiple of Q (unscaled) or Q*2^-j (FHT order):
  * a sum of such multiples rounds either to a grid that is a coarser power
  * of two or not at all, and in the subnormal range (grid 2^-149 <= Q*2^-j)
- * not at all. So every §2 operation sees its operands scaled by exactly
+ * not at all. So every FHT operation sees its operands scaled by exactly
  * 2^-j, and rounding commutes with a power-of-two scale whenever nothing
  * is lost below 2^-126, which (b) rules out; the final *1/16 is exact for
  * the same reason. (b) holds for every BF16 input (all are multiples of
@@ -400,7 +401,8 @@ INL __m512 round_t(__m512 x, stf_dtype t)
 }
 
 /*
- * Quotients without vdivps (spec §5 step 6: t = rT(fl32(v / d))).
+ * Quotients without vdivps (t = rT(fl32(v / d)), stfix-convrot(7),
+ * QUANTIZATION).
  *
  * r = fl32(1/d) once per row and p = fl32(v * r). With relative rounding
  * errors |e| <= 2^-24: p = (v/d)(1+e1)(1+e2), so p is within
@@ -427,7 +429,7 @@ INL __m512 round_t(__m512 x, stf_dtype t)
  *    is a few lanes in 10^4, so the division almost never runs.
  * rint is vcvtps2dq in the MXCSR mode, as rintf (round to nearest even
  * unless someone changed it; the window assumes the default mode, like
- * every other rounding in the spec). d is a normal float between the
+ * every other rounding here). d is a normal float between the
  * scale floor and maxT/127, so r is finite and normal; int8_row still
  * divides when d is outside [2^-125, 2^125].
  */

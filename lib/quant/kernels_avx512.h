@@ -25,11 +25,11 @@ extern const stf__kernels stf__kernels_avx512_plain;
 int stf__avx512_bf16_usable(void);
 
 /*
- * spec §5 for one BF16 row with G = 256 and T = BF16 (mode cuda or eager),
- * using AVX512-BF16 and VBMI: k is a multiple of 256, scratch holds k
- * floats. Returns 0 with q and *scale written, or 1 for a row it leaves to
- * the caller (R not finite, rT(max|R|) overflowing, an unusual divisor);
- * then nothing useful is written.
+ * QUANTIZATION (stfix-convrot(7)) for one BF16 row with G = 256 and T = BF16
+ * (mode cuda or eager), using AVX512-BF16 and VBMI: k is a multiple of 256,
+ * scratch holds k floats. Returns 0 with q and *scale written, or 1 for a row
+ * it leaves to the caller (R not finite, rT(max|R|) overflowing, an unusual
+ * divisor); then nothing useful is written.
  */
 int stf__int8_row_bf16_g256(int8_t *q, float *scale, const uint16_t *src, size_t k,
                             stf_quant_mode mode, float *scratch);
@@ -67,7 +67,7 @@ INL __m512i abs_bits(__m512 v)
 /*
  * A stage whose stride is a whole number of vectors: x0..x3 are vectors.
  * scaled == 0 leaves out the 0.5 (deferred scaling, see fht256). zs != 0
- * lets the sign of an exactly-zero output differ from §2: x1 - x0 is
+ * lets the sign of an exactly-zero output differ from the FHT: x1 - x0 is
  * -(x0 - x1) exactly except when x0 == x1 (both give +0), so taking
  * y3 = (x2 - d01) + x3 saves a subtraction and changes nothing but the sign
  * of a zero y3 (x0 == x1, x2 == x3 == -0). int8_row allows that (q of

@@ -1,7 +1,8 @@
 /*
  * The int8_row path for the production case, BF16 source, G = 256 and
- * T = BF16 (spec §5, modes cuda and eager), on CPUs with AVX512-BF16 and
- * AVX512-VBMI. Bit-identical to kernels_scalar.c; why, step by step:
+ * T = BF16 (modes cuda and eager; stfix-convrot(7), QUANTIZATION), on CPUs
+ * with AVX512-BF16 and AVX512-VBMI. Bit-identical to kernels_scalar.c; why,
+ * step by step:
  *
  * - Load and stage 1 (pass1_dp, the usual form): the first FHT stage
  *   runs on vdpbf16ps straight from the BF16 pairs, which also widens
@@ -11,7 +12,7 @@
  *   without a shuffle (bits << 16 gives the even elements,
  *   bits & 0xFFFF0000 the odd ones), all four stages on vaddps/vfmadd.
  *   Both forms give the same bytes.
- * - FHT: the §2 stages without their 0.5 factors (U = 16 R exactly, see
+ * - FHT: the stages without their 0.5 factors (U = 16 R exactly, see
  *   group256 in kernels_avx512.c: every BF16 input is a multiple of
  *   2^-133, so only an overflow can break it, and an overflow makes the
  *   row non-finite, which is handed back). Each stage is a whole-vector
@@ -95,7 +96,7 @@ INL void swap_all(__m512 *v, int k, int vb)
 }
 
 /*
- * Unscaled §2 stages of one 256-group. Index bits b0..b7 (digit t is
+ * Unscaled FHT stages of one 256-group. Index bits b0..b7 (digit t is
  * b(2t), b(2t+1)); vector index bits vb0..vb3, lane bits l0..l3.
  * Loaded: v[e + 2c] = even/odd half of load c: vb = (b0, b5, b6, b7),
  * l = (b1, b2, b3, b4). Each stage needs its digit in vb0, vb1 (or vb2,
@@ -165,7 +166,7 @@ TGT static uint32_t pass1_eo(uint16_t *z, const uint16_t *src, size_t k)
  * and then acc = fl(acc + a[2i] * b[2i]): two roundings, odd word first,
  * with BF16 inputs read as zero when subnormal (DAZ) and subnormal results
  * flushed (FTZ). With b = +-1 the products are exact, so each step is
- * one IEEE addition, and stage 1 of §2 (stride 1, on the BF16 inputs)
+ * one IEEE addition, and stage 1 of the FHT (stride 1, on the BF16 inputs)
  * becomes: P1 = the pair (x0, x1) of each 4-tuple, P2 = (x3, x2) (swapped,
  * so x2 is added first), and
  *   s01 = dp(0, P1, (1, 1))      = fl(x0 + x1)
@@ -174,7 +175,7 @@ TGT static uint32_t pass1_eo(uint16_t *z, const uint16_t *src, size_t k)
  *   y0 = dp(s01, P2, (-1, 1))    = fl(fl(s01 + x2) - x3)
  *   y1 = dp(s01, P2, (1, -1))    = fl(fl(s01 - x2) + x3)
  *   y2 = dp(d01, P2, (1, 1)),  y3 = dp(n01, P2, (1, 1))
- * term for term the §2 expressions (unscaled, as pass1_eo). The zero
+ * term for term the FHT's expressions (unscaled, as pass1_eo). The zero
  * accumulator can turn a -0 sum into +0, which int8_row allows (see
  * fht_quad_x). DAZ/FTZ cannot bite when every input has |x| >= 2^-119
  * (exponent field >= 8): all such sums are multiples of 2^-126, so nonzero

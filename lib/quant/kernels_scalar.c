@@ -1,6 +1,7 @@
 /*
- * The scalar kernel table: the reference every SIMD variant must match bit
- * for bit (spec/convrot.md §2, §4, §5), and the fallback off x86.
+ * The scalar kernel table: the reference every SIMD variant must match bit for
+ * bit (stfix-convrot(7), FAST TRANSFORM, MODES and QUANTIZATION), and the
+ * fallback off x86.
  *
  * The operation order in this file is normative. The build forbids FMA
  * contraction and fast-math; nothing here may be reassociated.
@@ -16,8 +17,8 @@
 
 /*
  * One radix-4 stage over a whole group, in place: the four outputs of a
- * butterfly read the same four inputs, so no second buffer is needed and
- * each output is exactly the §2 expression.
+ * butterfly read the same four inputs, so no second buffer is needed and each
+ * output is exactly the FAST TRANSFORM expression.
  */
 static void fht_group(float *p, unsigned g)
 {

@@ -1,6 +1,6 @@
 /*
- * Quantization error metrics (spec/convrot.md §11), accumulated in double
- * so chunked and merged partials give the same result as one pass when
+ * Quantization error metrics (stfix-convrot(7), ERROR METRICS), accumulated in
+ * double so chunked and merged partials give the same result as one pass when
  * merged in row order.
  */
 #include <math.h>
@@ -55,7 +55,8 @@ void stf_metrics_merge(stf_metrics *into, const stf_metrics *from)
     into->count += from->count;
 }
 
-/* Final values per spec §11 with the documented zero-norm edge cases. */
+/* Final values per stfix-convrot(7), ERROR METRICS, with the documented
+ * zero-norm edge cases. */
 void stf_metrics_finish(const stf_metrics *m, stf_metrics_result *out)
 {
     if (!out) return;
