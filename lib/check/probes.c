@@ -2,7 +2,8 @@
  * Numeric probes (`--numeric`): the only part of a check that reads tensor
  * data beyond the markers. Each probe is a diagnostic:
  *   N1  non-finite scale values, N2  zero or negative scales;
- *   H1  row- versus column-quantization by the max|q| test (spec §9);
+ *   H1  row- versus column-quantization by the max|q| test (stfix-defects(7),
+ *       ROW AND COLUMN DETECTION);
  *   H2  a Sylvester rather than a regular rotation on a ConvRot layer;
  *   N3  a weight with no elements (nothing to probe).
  * Weights are streamed row by row, so memory stays O(K) per layer.
@@ -323,13 +324,15 @@ static void probe_h2(stf__chk *k, const stf_layer *l)
     }
     if (h.declared_sylvester)
         stf__chk_add(k, "H2", STF_SEV_WARNING, l->prefix, l->prefix_len,
-                     "undo with the Sylvester matrix (convrot.md §7) and requantize with a regular G",
+                     "undo with the Sylvester matrix (sylvester-rotation) and requantize with a "
+                     "regular G",
                      "Layer %s declares convrot_groupsize %lld, a power of 2 but not of 4: the "
                      "exporter's fallback rotated it with a Sylvester matrix", stf__chk_layer(k, l),
                      (long long)h.group);
     else if (h.evidence)
         stf__chk_add(k, "H2", STF_SEV_WARNING, l->prefix, l->prefix_len,
-                     "confirm with the producer; if Sylvester, undo it (convrot.md §7) and requantize",
+                     "confirm with the producer; if Sylvester, undo it (sylvester-rotation) and "
+                     "requantize",
                      "Layer %s: position 0 of each ConvRot group holds %.1fx the mean energy of the "
                      "other positions, evidence of a Sylvester rather than a regular rotation",
                      stf__chk_layer(k, l), h.ratio);

@@ -1,6 +1,6 @@
 /*
  * The `comfyui` profile: ComfyUI's acceptance rules C1-C19
- * (spec/comfy-quant.md §8). ComfyUI has an exact message for some of them;
+ * (stfix-checks(7), COMFYUI RULES). ComfyUI has an exact message for some of them;
  * most of its failures are silent (codes value-cast to floats, conv layers
  * fed raw codes, scales broadcast over the wrong axis, non-power-of-4 groups
  * that fail only at the first forward), and for those the message states
@@ -82,7 +82,7 @@ static int missing_scales(stf__chk *k, const stf_layer *l, const stf_format_info
     if (names.oom) stf__chk_fail(k, STF_ENOMEM);
     int missing = names.len > 0;
     if (missing && !k->rc) {
-        const char *fix = "add the missing scale tensors, or drop the marker (M15)";
+        const char *fix = "add the missing scale tensors, or drop the marker (orphan-tensors)";
         const char *what = NULL;
         switch (fi->id) {
         case STF_FMT_INT8_TENSORWISE: what = "INT8 weight scale"; break;
@@ -118,7 +118,7 @@ static void convrot_group_rules(stf__chk *k, const stf_layer *l, int64_t g, uint
     if (!is_pow4(g)) {
         stf__chk_add(k, "C6", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "undo the rotation with the producer's matrix and requantize with G in "
-                     "{16, 64, 256} (M8)",
+                     "{16, 64, 256} (sylvester-rotation)",
                      "Regular Hadamard size must be a power of 4, got %lld (layer %s loads, then "
                      "fails at the first forward or dequantization)", (long long)g,
                      stf__chk_layer(k, l));
@@ -126,7 +126,8 @@ static void convrot_group_rules(stf__chk *k, const stf_layer *l, int64_t g, uint
     }
     if (kk % (uint64_t)g)
         stf__chk_add(k, rule_k, STF_SEV_ERROR, l->prefix, l->prefix_len,
-                     "requantize with a group size that divides the input size, or keep BF16 (M9)",
+                     "requantize with a group size that divides the input size, or keep BF16 "
+                     "(indivisible-group)",
                      "ConvRot group size %lld does not divide input features %llu", (long long)g,
                      (unsigned long long)kk);
 }
@@ -166,7 +167,8 @@ static void int8_rules(stf__chk *k, const stf_layer *l, const stf_pyval *mk,
     if (!ok) {
         int square = w->rank == 2 && n == kk;
         stf__chk_add(k, "C9", STF_SEV_ERROR, l->prefix, l->prefix_len,
-                     "reshape the scale to (N, 1), header-only, once H1 (--numeric) confirms rows (M6)",
+                     "reshape the scale to (N, 1), header-only, once H1 (--numeric) confirms rows "
+                     "(flattened-scales)",
                      "INT8 weight scale of layer %s has shape %s, not (N, 1): the int8 GEMM accepts "
                      "it, but ComfyUI's dequantize paths (LoRA, full_precision_matrix_mult, "
                      "fallback) broadcast it over columns%s", stf__chk_layer(k, l),
@@ -219,12 +221,12 @@ static void scale_dtype_rules(stf__chk *k, const stf_layer *l, const stf_format_
         if (!s || s->dtype == STF_F32) continue;
         if (fi->id == STF_FMT_FLOAT8_E4M3FN || fi->id == STF_FMT_FLOAT8_E5M2)
             stf__chk_add(k, "C11", STF_SEV_ERROR, l->prefix, l->prefix_len,
-                         "cast the scale to F32 (exact, M11)",
+                         "cast the scale to F32 (exact, low-precision-scales)",
                          "No backend can handle 'dequantize_per_tensor_fp8': eager: scale: dtype "
                          "%s not in {torch.float32}", torch_dtype(s->dtype));
         else
             stf__chk_add(k, "C11", STF_SEV_ERROR, l->prefix, l->prefix_len,
-                         "cast the scale to F32 (exact, M11)",
+                         "cast the scale to F32 (exact, low-precision-scales)",
                          "Scale %s is %s, not F32: older comfy-kitchen backends refuse it",
                          stf__chk_name(k, s->name, s->name_len), stf__chk_dtype(s));
     }
@@ -237,7 +239,8 @@ static void check_layer(stf__chk *k, const stf_layer *l)
     if (!cm) {
         if (w && quantized_dtype(w->dtype) && l->tensor[STF_SFX_SCALE_WEIGHT] < 0)
             stf__chk_add(k, "C1", STF_SEV_ERROR, l->prefix, l->prefix_len,
-                         "add a comfy_quant marker, or dequantize the weight to BF16 (M14)",
+                         "add a comfy_quant marker, or dequantize the weight to BF16 "
+                         "(missing-markers)",
                          "Layer %s has a quantized %s weight %s but no comfy_quant marker: ComfyUI "
                          "value-casts the codes to the compute dtype (silently garbage)",
                          stf__chk_layer(k, l),
@@ -246,7 +249,7 @@ static void check_layer(stf__chk *k, const stf_layer *l)
     }
     if (cm->status == STF_MARKER_NOT_OBJECT && cm->channel == STF_CHAN_METADATA) {
         stf__chk_add(k, "C15", STF_SEV_ERROR, l->prefix, l->prefix_len,
-                     "wrap the value as {\"format\": value} (M4)",
+                     "wrap the value as {\"format\": value} (string-metadata-value)",
                      "_quantization_metadata entry for layer %s is %s, not an object: ComfyUI "
                      "crashes calling .get on it", stf__chk_layer(k, l),
                      stf__chk_pyrepr(k, cm->value));
@@ -258,7 +261,7 @@ static void check_layer(stf__chk *k, const stf_layer *l)
     if (!has_tensors(l)) {
         stf__chk_add(k, "C15", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "rewrite the metadata keys to the tensor prefixes, or drop the metadata and "
-                     "keep tensor markers (M5)",
+                     "keep tensor markers (metadata-prefix-mismatch)",
                      "_quantization_metadata names layer %s, which has no tensors: ComfyUI attaches "
                      "the marker to missing keys and loads the real layer unquantized",
                      stf__chk_layer(k, l));
@@ -272,13 +275,14 @@ static void check_layer(stf__chk *k, const stf_layer *l)
     const stf_pyval *params = stf_pyval_get(mk, "params");
     if (params && stf_pyval_type(params) == STF_PY_DICT)
         stf__chk_add(k, "C14", STF_SEV_WARNING, l->prefix, l->prefix_len,
-                     "hoist the params keys to the top level (M3)",
+                     "hoist the params keys to the top level (nested-params)",
                      "Marker of layer %s nests keys under params: ComfyUI's Linear reads them as a "
                      "fallback, its Embedding and SGLang ignore them", stf__chk_layer(k, l));
     const stf_pyval *fv = stf_pyval_get(mk, "format");
     if (!fv) {
         stf__chk_add(k, "C2", STF_SEV_ERROR, l->prefix, l->prefix_len,
-                     "add the format (\"int8_tensorwise\" when W is I8 and the scale F32, M1)",
+                     "add the format (\"int8_tensorwise\" when W is I8 and the scale F32, "
+                     "missing-format)",
                      "Unknown quantization format for layer %s", stf__chk_layer(k, l));
         return;
     }
@@ -287,13 +291,15 @@ static void check_layer(stf__chk *k, const stf_layer *l)
     const stf_format_info *fi = fs ? stf_format_find(fs, flen) : NULL;
     if (!fi || !(fi->consumers & STF_CONSUMER_COMFYUI)) {
         stf__chk_add(k, "C3", STF_SEV_ERROR, l->prefix, l->prefix_len,
-                     "rename only when the layout is identical, otherwise dequantize and requantize (M2)",
+                     "rename only when the layout is identical, otherwise dequantize and "
+                     "requantize "
+                     "(nonstandard-format-name)",
                      "Unsupported quantization format: %s", stf__chk_pystr(k, fv));
         return;
     }
     if (!w) {
         stf__chk_add(k, "C5", STF_SEV_ERROR, l->prefix, l->prefix_len,
-                     "add the weight, or drop the orphan marker (M15)",
+                     "add the weight, or drop the orphan marker (orphan-tensors)",
                      "Layer %s has a comfy_quant marker but no %s.weight: ComfyUI leaves the module "
                      "weight None (\"Missing weight for layer %s\")", stf__chk_layer(k, l),
                      stf__chk_layer(k, l), stf__chk_layer(k, l));
@@ -310,7 +316,8 @@ static void check_layer(stf__chk *k, const stf_layer *l)
     }
     if (w->dtype != fi->weight_dtype)
         stf__chk_add(k, "C10", STF_SEV_ERROR, l->prefix, l->prefix_len,
-                     "store the weight in the format's dtype (relabel only on a recipe assertion, M12)",
+                     "store the weight in the format's dtype (relabel only on a recipe assertion, "
+                     "storage-dtype-mismatch)",
                      "Weight of layer %s is %s, but %s stores %s: ComfyUI value-casts it instead of "
                      "viewing the bits (silently wrong)", stf__chk_layer(k, l), stf__chk_dtype(w),
                      fi->name,

@@ -2,7 +2,7 @@
  * The `sglang` profile: SGLang's inspection (inspect_comfy_quant_markers),
  * resolution (resolve_comfy_checkpoint_quantization), config construction,
  * per-layer method selection and weight loading, as far as the file decides
- * them (spec/comfy-quant.md §7). SGLang raises at its first error; this
+ * them (stfix-checks(7), SGLANG RULES). SGLang raises at its first error; this
  * profile keeps going and reports every rule that fails, in SGLang's
  * evaluation order. The per-format shape and dtype rules live in
  * profile_sglang_formats.c.
@@ -83,7 +83,8 @@ static void inspect_files(stf__chk *k)
                 if (mk->shard != s || mk->channel != STF_CHAN_METADATA) continue;
                 if (mk->status == STF_MARKER_NOT_OBJECT)
                     stf__chk_add(k, "R4", STF_SEV_ERROR, l->prefix, l->prefix_len,
-                                 "wrap the value as {\"format\": value} (M4), or drop the entry",
+                                 "wrap the value as {\"format\": value} (string-metadata-value), "
+                                 "or drop the entry",
                                  "Comfy quantization metadata for %s must be an object",
                                  stf__chk_repr(k, mk->key, mk->key_len));
             }
@@ -253,7 +254,7 @@ static void check_required(stf__chk *k, const stf_layer *l, const stf_pyval *mk,
     }
     if (n) {
         stf__chk_add(k, "R12", STF_SEV_ERROR, l->prefix, l->prefix_len,
-                     "add the missing tensors, or drop the orphan marker (M15)",
+                     "add the missing tensors, or drop the orphan marker (orphan-tensors)",
                      "Comfy layer %s is missing checkpoint tensors: %s",
                      stf__chk_repr(k, l->prefix, l->prefix_len), stf__chk_sorted(k, names, lens, n,
                      (size_t)-1));
@@ -286,7 +287,7 @@ static void check_collisions(stf__chk *k, const unsigned char *has)
             (i >= 2 && mapped_eq(&mapped[i - 2], &mapped[i])))
             continue;
         stf__chk_add(k, "R20", STF_SEV_ERROR, mapped[i].s, mapped[i].n,
-                     "keep one spelling of the layer (fuse or drop the duplicate, M21)",
+                     "keep one spelling of the layer (fuse or drop the duplicate, split-qkv)",
                      "Comfy markers collide after parameter mapping at %s",
                      stf__chk_repr(k, mapped[i].s, mapped[i].n));
     }
@@ -349,7 +350,8 @@ static cfg_kind resolve(stf__chk *k, const unsigned char *has, const unsigned ch
         else
             stf__chk_add(k, "R30", STF_SEV_ERROR, NULL, 0,
                          "convert every layer to one supported set (e.g. INT8 ConvRot: "
-                         "requantize, or rename aliases with an identical layout, M1/M2)",
+                         "requantize, or rename aliases with an identical layout: "
+                         "nonstandard-format-name)",
                          "Unsupported Comfy quantization format(s): %s", b.data ? b.data : "");
         stf__buf_free(&b);
     }
@@ -435,7 +437,7 @@ static void config_layer(stf__chk *k, cfg_kind kind, const stf_layer *l, const s
     } else if (is_fmt(fmt, "asym_w4a8_int8") && kind == CFG_W4A8) {
         if (!stf_pyval_is_true(stf_pyval_get(mk, "convrot")))
             stf__chk_add(k, "R61", STF_SEV_ERROR, l->prefix, l->prefix_len,
-                         "add \"convrot\": true (M18)",
+                         "add \"convrot\": true (w4a8-without-convrot)",
                          "Serialized W4A8 layer %s must set convrot=true", p);
     }
 }

@@ -1,5 +1,5 @@
 /*
- * The per-format rules of SGLang's inspection (spec/comfy-quant.md §7.1):
+ * The per-format rules of SGLang's inspection (stfix-checks(7), SGLANG RULES):
  * dtypes and shapes of INT8 (R13-R15), W4A4 (R16-R19), W4A8 (R44-R49) and
  * NVFP4 (R50-R54) layers. Called once per marked layer whose required
  * tensors are all present (R12 passed). SGLang raises at the first failing
@@ -9,7 +9,8 @@
 
 #include "check/check_internal.h"
 
-#define FIX_SHAPES "see spec §6: header-only reshape when H1 confirms rows, else requantize"
+#define FIX_SHAPES \
+    "header-only reshape when H1 confirms rows, else requantize (stfix-defects(7), SCALE SHAPES)"
 
 static const stf_tensor_info *T(stf__chk *k, const stf_layer *l, stf_suffix s)
 {
@@ -40,7 +41,8 @@ static void int8_rules(stf__chk *k, const stf_layer *l, const char *p)
     }
     if (w->dtype != STF_I8 || s->dtype != STF_F32)
         stf__chk_add(k, "R14", STF_SEV_ERROR, l->prefix, l->prefix_len,
-                     "cast the scale to F32 (exact); relabel the weight only on a recipe assertion (M12)",
+                     "cast the scale to F32 (exact); relabel the weight only on a recipe assertion "
+                     "(storage-dtype-mismatch)",
                      "Comfy INT8 layer %s needs I8 weights and F32 scales, got %s and %s", p,
                      stf__chk_dtype(w), stf__chk_dtype(s));
     uint64_t d[2] = { w->rank ? w->shape[0] : 0, 1 };
