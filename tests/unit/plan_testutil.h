@@ -230,9 +230,9 @@ static inline signed char *pt_cols_i8(uint64_t n, uint64_t k)
 
 /* The layer and the canonical markers the plan tests build on. */
 #define L "blocks.0.attn.qkv"
-#define M256 "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 256}"
-#define M64 "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 64}"
-#define M16 "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 16}"
+#define MK_G256 "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 256}"
+#define MK_G64 "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 64}"
+#define MK_G16 "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 16}"
 #define W4M "{\"format\": \"convrot_w4a4\", \"convrot_groupsize\": 256}"
 
 /* One rule "r" whose action text is `act` (line 6 of the recipe). */

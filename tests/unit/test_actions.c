@@ -188,7 +188,8 @@ static void test_single_forms(void **state)
     expect_ok(&p, 1);
     assert_int_equal(p.v[0].kind, STF_ACT_FLATTEN_CONV);
     parsed_free(&p);
-    /* An empty `from` prepends `to` (the bare-metadata M5 case). */
+    /* An empty `from` prepends `to` (the bare-metadata metadata-prefix-mismatch
+     * case). */
     p = parse_do("{rename: {from: '', to: model.diffusion_model.}}");
     expect_ok(&p, 1);
     assert_string_equal(p.v[0].rename.from, "");

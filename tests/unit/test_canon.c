@@ -1,5 +1,6 @@
 /* Tests for lib/container/canon.c: S21-S25 verdicts and findings on
- * hand-built files (spec/safetensors.md §3, §9.2) and on writer output. */
+ * hand-built files (stfix-checks(7), CONTAINER RULES; the reference's reader
+ * fixtures) and on writer output. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -388,7 +388,7 @@ static void test_healthy_is_silent(void **state)
 }
 
 /* The container profile forwards the reader's findings: a header with
- * leading whitespace (spec safetensors.md 9.2
+ * leading whitespace (the reference's reader fixture
  * test_whitespace_leading_padded_header) gives the STRICT warning S7. */
 static void test_container_findings(void **state)
 {

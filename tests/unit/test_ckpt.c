@@ -32,7 +32,7 @@ static uint8_t *image(const char *json, const void *data, size_t data_len, size_
 static const uint8_t k_f32_0_5[24] = { 0, 0, 0, 0, 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40,
                                        0, 0, 0x40, 0x40, 0, 0, 0x80, 0x40, 0, 0, 0xa0, 0x40 };
 
-/* spec §9.1 test_serialization, plus metadata and a second tensor. */
+/* The reference's writer fixture test_serialization, plus metadata and a second tensor. */
 #define TWO_TENSORS                                                                       \
     "{\"__metadata__\":{\"format\":\"pt\",\"k\":\"v\"},"                                  \
     "\"attn.0\":{\"dtype\":\"F32\",\"shape\":[1,2,3],\"data_offsets\":[0,24]},"           \
@@ -164,7 +164,7 @@ static void test_open_mem(void **state)
 static void test_empty_checkpoint(void **state)
 {
     (void)state;
-    /* spec §9.1 test_empty (a): 16 bytes, no tensors, no metadata */
+    /* The reference's writer fixture test_empty (a): 16 bytes, no tensors, no metadata */
     static const uint8_t bytes[16] = { 8, 0, 0, 0, 0, 0, 0, 0, '{', '}', ' ', ' ', ' ', ' ', ' ', ' ' };
     stf_ckpt *c = NULL;
     stf_err e;
@@ -193,7 +193,8 @@ static void test_open_errors_name_the_path(void **state)
     assert_int_equal(stf_ckpt_open(&c, st_dir, NULL, &e), STF_EIO);
     assert_non_null(strstr(e.msg, strerror(EISDIR)));
 
-    /* S1 on an empty file, S3 on a bare length prefix (spec §9.2) */
+    /* S1 on an empty file, S3 on a bare length prefix (reader fixtures
+     * test_header_too_small, test_invalid_header_length) */
     snprintf(p, sizeof p, "%s/zero.safetensors", st_dir);
     assert_int_equal(st_write_file(p, "", 0), 0);
     assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), STF_EFORMAT);

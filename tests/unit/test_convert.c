@@ -1,8 +1,8 @@
 /*
- * Number format conversions (spec/convrot.md §9): F16 exhaustively against
- * an independent double-precision reference, BF16 RNE edge cases, FP8
- * decode tables for all 256 codes, and the bulk converters on every SIMD
- * variant this CPU runs.
+ * Number format conversions (stfix-convrot(7), NUMBER FORMATS): F16
+ * exhaustively against an independent double-precision reference, BF16 RNE edge
+ * cases, FP8 decode tables for all 256 codes, and the bulk converters on every
+ * SIMD variant this CPU runs.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -144,7 +144,8 @@ static void test_bf16_edges(void **state)
     }
 }
 
-/* FP8 by the spec's table, written out per format in double. */
+/* FP8 by the table of stfix-convrot(7), NUMBER FORMATS, written out per format
+ * in double. */
 static double fp8_ref(uint8_t v, stf_dtype d)
 {
     int s = v >> 7;
@@ -189,7 +190,7 @@ static void test_fp8_decode_tables(void **state)
         static const int want_nans[] = { 2, 6, 1, 1, 1 };
         assert_int_equal(nans, want_nans[t]);
     }
-    /* Anchors from the spec table. */
+    /* Anchors from that table. */
     assert_true(stf_fp8_to_f32(0x7E, STF_F8_E4M3) == 448.0f);
     assert_true(stf_fp8_to_f32(0x01, STF_F8_E4M3) == 0x1p-9f);
     assert_true(stf_fp8_to_f32(0x38, STF_F8_E4M3) == 1.0f);

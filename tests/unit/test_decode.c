@@ -265,8 +265,9 @@ static void test_w4a4_fallback(void **state)
     }
 }
 
-/* Grouped scales [N,2] on unrotated codes (spec §6 `(N,g)`): column x of row
- * n uses s[n, x / (K/2)]; any row range, read from a file or in memory. */
+/* Grouped scales [N,2] on unrotated codes (`(N,g)`, stfix-defects(7), SCALE
+ * SHAPES): column x of row n uses s[n, x / (K/2)]; any row range, read from a
+ * file or in memory. */
 static void test_int8_grouped_scale(void **state)
 {
     (void)state;

@@ -1,4 +1,4 @@
-/* Tests for lib/container/dtype.c: the 22-entry table of spec §2. */
+/* Tests for lib/container/dtype.c: the 22-entry table of lib/README.md, Dtypes. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -8,7 +8,7 @@
 
 #include "container/container_internal.h"
 
-/* The spec §2 table, in enum order: name and bits. */
+/* The Dtypes table, in enum order: name and bits. */
 static const struct {
     const char *name;
     unsigned bits;

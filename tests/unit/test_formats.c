@@ -1,4 +1,5 @@
-/* Tests for lib/model/formats.c: the §3 table rows and the shape-rule arithmetic. */
+/* Tests for lib/model/formats.c: the rows of stfix-defects(7), FORMATS and the
+ * shape-rule arithmetic. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

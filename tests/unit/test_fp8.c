@@ -1,4 +1,5 @@
-/* FP8 weight dequantization: fl32(decode(q) · s), spec/convrot.md §6. */
+/* FP8 weight dequantization: fl32(decode(q) · s), stfix-convrot(7),
+ * DEQUANTIZATION. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,6 +1,7 @@
 /*
  * Regular (ConvRot) and Sylvester Hadamard transforms against the dense
- * closed-form matrices of spec/convrot.md §1 and §7, with fixed seeds.
+ * closed-form matrices of stfix-convrot(7), THE HADAMARD MATRIX and SYLVESTER
+ * ORDER, with fixed seeds.
  */
 #include <float.h>
 #include <setjmp.h>

@@ -1,8 +1,9 @@
 /*
- * Tests for lib/container/header.c: framing (S1-S3), the golden reader
- * fixtures of spec/safetensors.md §9.2 built byte by byte, the resource
- * caps (L1-L6), and allocation failure at every step. The §9.3 fixtures
- * are in test_header_rules.c (split for size).
+ * Tests for lib/container/header.c: framing (S1-S3), the golden reader fixtures
+ * of the safetensors reference tests (test_deserialization,
+ * test_header_too_large, test_validation_overflow, ...) built byte by byte, the
+ * resource caps (L1-L6), and allocation failure at every step. The stfix-only
+ * fixtures (one per STRICT rule) are in test_header_rules.c (split for size).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,7 +20,7 @@
 
 #define DESER "{\"test\":{\"dtype\":\"I32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}"
 
-/* ------------------------------------------------------------ §9.2 */
+/* ------------------------------------------ reference reader fixtures */
 
 /* b opens leniently with no findings at all; the caller frees the header. */
 static stf__header *ok_clean(const st_bytes *b)

@@ -1,7 +1,8 @@
 /*
  * Tests for lib/container/header.c, part 2: one hand-built fixture per
- * stfix rule (spec/safetensors.md §9.3) and the content rules S8-S14 around
- * them. Part 1 (§9.2, caps, allocation failure) is test_header.c.
+ * STRICT rule (stfix-checks(7), CONTAINER RULES) and the content rules S8-S14
+ * around them. Part 1 (the reference's reader fixtures, caps, allocation
+ * failure) is test_header.c.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,7 +16,7 @@
 #include "container/container_internal.h"
 #include "support/st_expect.h"
 
-/* ------------------------------------------------------------ §9.3 */
+/* ----------------------------------------------- stfix-only fixtures */
 
 static void test_bom(void **state)
 {

@@ -1,5 +1,5 @@
-/* Tests for lib/container/header_text.c: serde escaping (spec §5.2), strict
- * UTF-8, writer order and the header text. */
+/* Tests for lib/container/header_text.c: serde escaping (lib/README.md,
+ * Canonical form), strict UTF-8, writer order and the header text. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

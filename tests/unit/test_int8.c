@@ -1,7 +1,8 @@
 /*
  * INT8 rowwise quantize/dequantize over whole tensors: error bounds of
- * spec/convrot.md §11 on Gaussian rows, thread-count independence, the
- * Sylvester repair round trip (§7), scale axes, and every error path.
+ * stfix-convrot(7), ERROR METRICS on Gaussian rows, thread-count independence,
+ * the Sylvester repair round trip (SYLVESTER ORDER), scale axes, and every
+ * error path.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -64,7 +65,8 @@ static void test_gaussian_error_bounds(void **state)
             stf_dequant_opts d = { STF_SCALE_ROW, groups[gi], 0 };
             assert_int_equal(stf_int8_dequantize(dq, q, scale, N, K, &d, NULL, &err), 0);
             double rl = rel_l2(w, dq, N * K), km = kitchen(w, dq, N * K);
-            /* spec §11: typical relL2 ≈ 0.008, kitchen metric ≈ 0.0019, bound 0.02 */
+            /* stfix-convrot(7), ERROR METRICS: typical relL2 ≈ 0.008, kitchen metric ≈ 0.0019,
+             * bound 0.02 */
             assert_true(rl < 0.012);
             assert_true(rl > 0.004);
             assert_true(km < 0.02);
@@ -116,8 +118,9 @@ static void test_thread_count_independent(void **state)
     free(q2);
 }
 
-/* A G=128 Sylvester layer (spec §7): dequantize and undo, requantize with
- * the regular G=256, and land within the INT8 error of the original. */
+/* A G=128 Sylvester layer (stfix-convrot(7), SYLVESTER ORDER): dequantize and
+ * undo, requantize with the regular G=256, and land within the INT8 error of
+ * the original. */
 static void test_sylvester_repair_round_trip(void **state)
 {
     (void)state;

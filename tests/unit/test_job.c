@@ -1,7 +1,7 @@
 /*
  * lib/pipeline/job.c: one layer job in row blocks. Golden vectors of
- * spec/convrot.md §10 through the direct BF16/F32 path, requantize of a
- * rowwise INT8 layer, dequantize to BF16, W4A4, metrics, and independence
+ * stfix-convrot(7), GOLDEN VECTORS through the direct BF16/F32 path, requantize
+ * of a rowwise INT8 layer, dequantize to BF16, W4A4, metrics, and independence
  * from block size and thread count.
  */
 #include <pthread.h>
@@ -190,9 +190,10 @@ static void test_rowwise_requant_equals_kernels(void **state)
     st_ckfx_close(&f);
 }
 
-/* Grouped F32 [N,4] scales (spec §6 `(N,g)`) under a G=16 ConvRot marker ->
- * ConvRot G=16 equals stf_int8_quantize_rows of the exact grouped
- * dequantization: fl32(q * s[n, x / 16]), then the rotation undone per row. */
+/* Grouped F32 [N,4] scales (`(N,g)`, stfix-defects(7), SCALE SHAPES) under a
+ * G=16 ConvRot marker -> ConvRot G=16 equals stf_int8_quantize_rows of the
+ * exact grouped dequantization: fl32(q * s[n, x / 16]), then the rotation
+ * undone per row. */
 static void test_grouped_requant_equals_kernels(void **state)
 {
     (void)state;

@@ -1,7 +1,8 @@
 /*
- * Golden vectors V1-V7 and W4A4-1 of spec/convrot.md §10, exact q bytes and
- * scale bits in every named mode, for every SIMD variant this CPU runs (the
- * scalar table is the reference; the others must match it bit for bit).
+ * Golden vectors V1-V7 and W4A4-1 of stfix-convrot(7), GOLDEN VECTORS, exact q
+ * bytes and scale bits in every named mode, for every SIMD variant this CPU
+ * runs (the scalar table is the reference; the others must match it bit for
+ * bit).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -117,7 +118,7 @@ static const char V7_EAGER[] =
     "2831ace57c26a239131cf62faa12ecc6ff66e2eb962d3610ba529e060fe9f22bd6b0187fcba50de7f0ca32dd45"
     "1fc9020be5eef860dbe41dc70009b4bdf6ffd9417a24cf3770bbf45cd7e0eaf32c350fb9f25a";
 
-/* Check every vector in every mode against the spec with the active table. */
+/* Check every vector in every mode against its expected bytes with the active table. */
 static void check_all_vectors(void)
 {
     int8_t q[KMAX], q2[KMAX];

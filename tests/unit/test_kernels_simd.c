@@ -287,7 +287,8 @@ static void test_int8_row_rejects_nonfinite(void **state)
     free(sc);
 }
 
-/* Golden vector V5 (spec §10) through each variant: q = [-128, 0 x 15]. */
+/* Golden vector V5 (stfix-convrot(7), GOLDEN VECTORS) through each variant:
+ * q = [-128, 0 x 15]. */
 static void test_int8_row_golden_v5(void **state)
 {
     (void)state;
@@ -341,13 +342,13 @@ static void test_fht_regular_matches_scalar(void **state)
 }
 
 /*
- * Signed zeros through a 64-group: blocks 2 and 3 are a 16-value pattern
- * whose two inner stages end in -0 at index 0, blocks 0 and 1 are +0, so
- * the stride-16 butterfly at index 48 sees x0 = x1 = +0, x2 = x3 = -0.
- * §2 gives ((-x0 + x1) + x2) + x3 = +0 there; the shortcut
- * (x2 - (x0 - x1)) + x3 (fht_quad_x with zs) would give -0, and so would
- * an FMA form of an addition that signed zeros differently. By §2 every
- * output of this input is +0.
+ * Signed zeros through a 64-group: blocks 2 and 3 are a 16-value pattern whose
+ * two inner stages end in -0 at index 0, blocks 0 and 1 are +0, so the
+ * stride-16 butterfly at index 48 sees x0 = x1 = +0, x2 = x3 = -0. The FHT
+ * gives ((-x0 + x1) + x2) + x3 = +0 there; the shortcut (x2 - (x0 - x1)) + x3
+ * (fht_quad_x with zs) would give -0, and so would an FMA form of an addition
+ * that signed zeros differently. By the FHT (stfix-convrot(7), FAST TRANSFORM)
+ * every output of this input is +0.
  */
 static void test_fht_regular_zero_signs(void **state)
 {

@@ -18,7 +18,8 @@
 
 #define FIXDIR "fixtures/malformed/"
 
-/* Warnings that stay warnings under strict (spec §3 "warn", §6 I6). */
+/* Warnings that stay warnings under strict (stfix-checks(7): the container
+ * warnings and I6). */
 static int always_warning(const char *rule)
 {
     return strcmp(rule, "S20") == 0 || strcmp(rule, "I6") == 0;

@@ -1,7 +1,9 @@
 /*
- * Tests for lib/model/marker.c: canonical marker bytes (spec §4, exact bytes
- * and lengths), ComfyUI-style field reading and normalisation (§2, M1, M3,
- * M18, M19), and the canonical _quantization_metadata value (§1.2). Reading
+ * Tests for lib/model/marker.c: canonical marker bytes (stfix-defects(7),
+ * CANONICAL MARKER; exact bytes and lengths), ComfyUI-style field reading and
+ * normalisation (MARKER FIELDS; missing-format, nested-params,
+ * w4a8-without-convrot, underscore-keys), and the canonical
+ * _quantization_metadata value (MARKER CHANNELS). Reading
  * markers out of a checkpoint is exercised through the model in
  * test_layers.c.
  */
@@ -116,7 +118,8 @@ static void test_normalize(void **state)
     /* canonical input is a fixed point */
     norm_is("{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 256}", 0,
             "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 256}");
-    /* M3: params hoisted; 256.0 through int(); key order fixed; per_row and _* dropped (M19) */
+    /* nested-params: params hoisted; 256.0 through int(); key order fixed; per_row and _* dropped
+     * (underscore-keys) */
     norm_is("{\"per_row\": true, \"_is_rowwise\": true, \"params\": {\"convrot_groupsize\": 64.0,"
             " \"convrot\": 1}, \"format\": \"int8_tensorwise\"}", 0,
             "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 64}");
@@ -124,7 +127,7 @@ static void test_normalize(void **state)
     norm_is("{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": \"16\","
             " \"params\": {\"convrot_groupsize\": 256}}", 0,
             "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 16}");
-    /* M1: the old INT8-Fast marker */
+    /* missing-format: the old INT8-Fast marker */
     norm_is("{\"convrot\": true, \"convrot_groupsize\": 256, \"per_row\": true}",
             STF_NORM_ADD_INT8_FORMAT,
             "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 256}");
@@ -143,7 +146,7 @@ static void test_normalize(void **state)
             "{\"format\": \"convrot_w4a4\", \"convrot_groupsize\": 256}");
     norm_is("{\"linear_dtype\": \"int8\", \"format\": \"convrot_w4a4\", \"convrot_groupsize\": 64}",
             0, "{\"format\": \"convrot_w4a4\", \"convrot_groupsize\": 64, \"linear_dtype\": \"int8\"}");
-    /* M18: ComfyUI's own W4A8 marker gets convrot; group_size default 16 */
+    /* w4a8-without-convrot: ComfyUI's own W4A8 marker gets convrot; group_size default 16 */
     norm_is("{\"format\": \"asym_w4a8_int8\"}", STF_NORM_ADD_W4A8_CONVROT,
             "{\"format\": \"asym_w4a8_int8\", \"group_size\": 16, \"convrot\": true, "
             "\"convrot_groupsize\": 256}");
@@ -157,7 +160,7 @@ static void test_normalize(void **state)
     norm_is("{\"format\": \"float8_e4m3fn\", \"num_experts\": 4}", 0,
             "{\"format\": \"float8_e4m3fn\", \"num_experts\": 4}");
 
-    /* M4: a bare string metadata value */
+    /* string-metadata-value: a bare string metadata value */
     norm_is("\"float8_e4m3fn\"", STF_NORM_WRAP_STRING, "{\"format\": \"float8_e4m3fn\"}");
     norm_fails("\"float8_e4m3fn\"", 0, "marker is not a JSON object");
     norm_fails("{\"convrot\": true}", 0, "marker has no 'format'");

@@ -1,4 +1,5 @@
-/* Error metrics of spec/convrot.md §11, hand-computed cases and edges. */
+/* Error metrics of stfix-convrot(7), ERROR METRICS, hand-computed cases and
+ * edges. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

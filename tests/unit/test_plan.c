@@ -178,15 +178,15 @@ static void test_every_allocation_failure(void **state)
     pt_free(&k);
 }
 
-/* ------------------------------------------------------------ M5 merge */
+/* ------------------------------------- metadata-prefix-mismatch merge */
 
-#define M5_META(key, mk)                                                                         \
+#define PREFIX_META(key, mk)                                                                     \
     "{\"_quantization_metadata\":\"{\\\"format_version\\\": \\\"1.0\\\", \\\"layers\\\": "      \
     "{\\\"" key "\\\": " mk "}}\"}"
-#define M5_MK "{\\\"format\\\": \\\"int8_tensorwise\\\", \\\"convrot\\\": true, "               \
-              "\\\"convrot_groupsize\\\": 256}"
+#define PREFIX_MK "{\\\"format\\\": \\\"int8_tensorwise\\\", \\\"convrot\\\": true, "           \
+                  "\\\"convrot_groupsize\\\": 256}"
 
-static const char m5_yaml[] =
+static const char prefix_yaml[] =
     "stfix: 1\ntarget: sglang\nrules:\n"
     "  - name: rk\n    match: {marker: present, weight: absent, prefix: \"model.diffusion_model.**\"}\n"
     "    do: {rename: {from: model.diffusion_model., to: \"\"}}\n"
@@ -194,19 +194,19 @@ static const char m5_yaml[] =
     "  - name: q\n    match: {marker: present, weight: present}\n"
     "    do: {set-marker: {metadata: mirror}}\n";
 
-/* M5: a metadata-only marker renamed onto a layer without a marker is merged
- * into it before any rule sees that layer: the later rules (here set-marker,
- * which only matches layers with a weight and a marker) plan the merged
- * layer, the orphan's own later actions (drop) do not apply. */
-static void test_m5_merge_before_rules(void **state)
+/* metadata-prefix-mismatch: a metadata-only marker renamed onto a layer without
+ * a marker is merged into it before any rule sees that layer: the later rules
+ * (here set-marker, which only matches layers with a weight and a marker) plan
+ * the merged layer, the orphan's own later actions (drop) do not apply. */
+static void test_prefix_merge_before_rules(void **state)
 {
     (void)state;
     pt_ckpt k = { 0 };
     PT_ADD(&k, L ".weight", "I8", NULL, 16, 256);
     PT_ADD(&k, L ".weight_scale", "F32", g_s, 16, 1);
-    k.meta_json = M5_META("model.diffusion_model." L, M5_MK);
+    k.meta_json = PREFIX_META("model.diffusion_model." L, PREFIX_MK);
     pt_open(&k);
-    pt_recipe(&k, m5_yaml);
+    pt_recipe(&k, prefix_yaml);
     pt_plan_ok(&k);
     assert_int_equal(stf_plan_layer_count(k.p), 2);
     const stf_plan_layer *t = stf_plan_get_layer(k.p, 0), *o = stf_plan_get_layer(k.p, 1);
@@ -223,9 +223,9 @@ static void test_m5_merge_before_rules(void **state)
     assert_string_equal(o->summary, "rename -> '" L "'; marker merged into that layer");
     assert_null(o->format);
     char b[128];
-    assert_string_equal(pt_new_bytes(&k, L ".comfy_quant", b, sizeof b), M256);
+    assert_string_equal(pt_new_bytes(&k, L ".comfy_quant", b, sizeof b), MK_G256);
     assert_string_equal(pt_meta(&k, "_quantization_metadata"),
-                        "{\"format_version\": \"1.0\", \"layers\": {\"" L "\": " M256 "}}");
+                        "{\"format_version\": \"1.0\", \"layers\": {\"" L "\": " MK_G256 "}}");
     assert_int_equal(stf_plan_tensor_count(k.p), 3);
     assert_int_equal(k.p->ndropped, 0);
 
@@ -258,31 +258,31 @@ static void test_m5_merge_before_rules(void **state)
 
 /* No merge when the target has a marker of its own (the orphan is renamed,
  * then dropped by its later rule), nor when the renamed prefix names no layer. */
-static void test_m5_no_merge(void **state)
+static void test_prefix_no_merge(void **state)
 {
     (void)state;
     pt_ckpt k = { 0 };
     PT_ADD(&k, L ".weight", "I8", NULL, 16, 256);
     PT_ADD(&k, L ".weight_scale", "F32", g_s, 16, 1);
-    pt_marker(&k, L ".comfy_quant", M64);
-    k.meta_json = M5_META("model.diffusion_model." L, M5_MK);
+    pt_marker(&k, L ".comfy_quant", MK_G64);
+    k.meta_json = PREFIX_META("model.diffusion_model." L, PREFIX_MK);
     pt_open(&k);
-    pt_recipe(&k, m5_yaml);
+    pt_recipe(&k, prefix_yaml);
     pt_plan_ok(&k);
     const stf_plan_layer *o = stf_plan_get_layer(k.p, 1);
     assert_string_equal(o->prefix, "model.diffusion_model." L);
     assert_int_equal(o->nrules, 2);
     assert_string_equal(o->rules[1], "orphan");
     assert_string_equal(pt_meta(&k, "_quantization_metadata"),
-                        "{\"format_version\": \"1.0\", \"layers\": {\"" L "\": " M64 "}}");
+                        "{\"format_version\": \"1.0\", \"layers\": {\"" L "\": " MK_G64 "}}");
     pt_free(&k);
 
     memset(&k, 0, sizeof k);
     PT_ADD(&k, L ".weight", "I8", NULL, 16, 256);
     PT_ADD(&k, L ".weight_scale", "F32", g_s, 16, 1);
-    k.meta_json = M5_META("model.diffusion_model.other", M5_MK);
+    k.meta_json = PREFIX_META("model.diffusion_model.other", PREFIX_MK);
     pt_open(&k);
-    pt_recipe(&k, m5_yaml);
+    pt_recipe(&k, prefix_yaml);
     pt_plan_ok(&k);
     o = stf_plan_get_layer(k.p, 1);
     assert_int_equal(o->nrules, 2);
@@ -402,8 +402,8 @@ int main(void)
         cmocka_unit_test(test_untouched_checkpoint_is_all_copies),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_every_allocation_failure),
-        cmocka_unit_test(test_m5_merge_before_rules),
-        cmocka_unit_test(test_m5_no_merge),
+        cmocka_unit_test(test_prefix_merge_before_rules),
+        cmocka_unit_test(test_prefix_no_merge),
         cmocka_unit_test(test_bundled_recipes_on_healthy),
         cmocka_unit_test(test_bundled_recipes_on_broken),
         cmocka_unit_test(test_refusals_name_layer_and_rule),

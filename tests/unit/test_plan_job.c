@@ -17,7 +17,7 @@ static void test_exclude_drops_scales_and_marker(void **state)
     PT_ADD(&k, L ".weight_scale", "F32", g_s16, 16, 1);
     PT_ADD(&k, L ".input_scale", "F32", g_s16, 1);
     PT_ADD(&k, L ".bias", "F32", g_s16, 16);
-    pt_marker(&k, L ".comfy_quant", M256);
+    pt_marker(&k, L ".comfy_quant", MK_G256);
     k.meta_json = "{\"_quantization_metadata\":\"{\\\"format_version\\\": \\\"1.0\\\", "
                   "\\\"layers\\\": {\\\"" L "\\\": " "{\\\"format\\\": \\\"int8_tensorwise\\\", "
                   "\\\"convrot\\\": true, \\\"convrot_groupsize\\\": 256}}}\"}";
@@ -98,8 +98,8 @@ static void test_set_marker_adds_format_and_hoists(void **state)
     pt_open(&k);
     pt_recipe1(&k, "{marker: present}", "set-marker");
     pt_plan_ok(&k);
-    assert_string_equal(pt_new_bytes(&k, "a.comfy_quant", b, sizeof b), M256);
-    assert_string_equal(pt_new_bytes(&k, "b.comfy_quant", b, sizeof b), M64);
+    assert_string_equal(pt_new_bytes(&k, "a.comfy_quant", b, sizeof b), MK_G256);
+    assert_string_equal(pt_new_bytes(&k, "b.comfy_quant", b, sizeof b), MK_G64);
     assert_int_equal(pt_out(&k, "a.comfy_quant")->nbytes, 72);
     assert_int_equal(pt_out(&k, "b.comfy_quant")->src, -1);
     assert_string_equal(stf_plan_get_layer(k.p, 0)->format, "int8_tensorwise");
@@ -112,7 +112,7 @@ static void test_set_marker_canonical_input_is_copied(void **state)
     pt_ckpt k = { 0 };
     PT_ADD(&k, "a.weight", "I8", NULL, 4, 256);
     PT_ADD(&k, "a.weight_scale", "F32", g_s16, 4, 1);
-    pt_marker(&k, "a.comfy_quant", M256);
+    pt_marker(&k, "a.comfy_quant", MK_G256);
     pt_open(&k);
     pt_recipe1(&k, "{marker: present}", "set-marker");
     pt_plan_ok(&k);
@@ -201,7 +201,7 @@ static void test_rewrite_format_rename_and_mismatch(void **state)
     assert_int_equal(j->kind, STF__JOB_REQUANT_INT8);
     assert_int_equal(j->dec.kind, STF__DEC_FLOAT);
     assert_int_equal(j->t, STF_BF16);
-    assert_string_equal(pt_new_bytes(&k, L ".comfy_quant", b, sizeof b), M256);
+    assert_string_equal(pt_new_bytes(&k, L ".comfy_quant", b, sizeof b), MK_G256);
     pt_free(&k);
 }
 
@@ -224,7 +224,7 @@ static void test_requantize_float_linear(void **state)
     const stf_plan_tensor *s = pt_out(&k, L ".weight_scale");
     assert_int_equal(s->op, STF_OUT_QUANT_SCALE);
     pt_shape_is(s, 2, PT_SHAPE(16, 1));
-    assert_string_equal(pt_new_bytes(&k, L ".comfy_quant", b, sizeof b), M256);
+    assert_string_equal(pt_new_bytes(&k, L ".comfy_quant", b, sizeof b), MK_G256);
     const stf__job *j = pt_job_of(&k, L ".weight");
     assert_int_equal(j->dec.kind, STF__DEC_FLOAT);
     assert_int_equal(j->dec.w_dtype, STF_BF16);
@@ -353,9 +353,9 @@ static void test_requantize_decodes(void **state)
     pt_free(&k);
 }
 
-/* Spec §6 `(N,g)`: an [N,g] scale with g | K decodes per row per group, also
- * when N*g == K (not a column scale); [N,1] stays per row; g not dividing K
- * is refused with the shapes. */
+/* `(N,g)` (stfix-defects(7), SCALE SHAPES): an [N,g] scale with g | K decodes
+ * per row per group, also when N*g == K (not a column scale); [N,1] stays per
+ * row; g not dividing K is refused with the shapes. */
 static void test_requantize_grouped_scales(void **state)
 {
     (void)state;
@@ -488,7 +488,7 @@ static void test_set_marker_drop_keys(void **state)
     pt_open(&k);
     pt_recipe1(&k, "{marker: present}", "{set-marker: {drop_keys: [full_precision_matrix_mult]}}");
     pt_plan_ok(&k);
-    assert_string_equal(pt_new_bytes(&k, "a.comfy_quant", b, sizeof b), M256);
+    assert_string_equal(pt_new_bytes(&k, "a.comfy_quant", b, sizeof b), MK_G256);
     pt_free(&k);
 }
 
@@ -596,7 +596,7 @@ static void test_empty_weight_copied(void **state)
     memset(&k, 0, sizeof k);
     PT_ADD(&k, L ".weight", "I8", NULL, 0, wide);
     PT_ADD(&k, L ".weight_scale", "F32", g_s16, 1);
-    pt_marker(&k, L ".comfy_quant", M256);
+    pt_marker(&k, L ".comfy_quant", MK_G256);
     pt_open(&k);
     pt_recipe1(&k, "{marker: present}", "{exclude: {dtype: BF16}}");
     pt_plan_ok(&k);

@@ -28,7 +28,7 @@ static void test_reshape_rows_after_probe(void **state)
     (void)state;
     pt_ckpt k = { 0 };
     signed char *w = pt_rows_i8(16, 256);
-    int8_layer(&k, w, 16, 256, 1, PT_SHAPE(16), M256,
+    int8_layer(&k, w, 16, 256, 1, PT_SHAPE(16), MK_G256,
                "{format: int8_tensorwise, scale_shape: [[N]], probe: rowwise}",
                "{reshape-scale: {to: rows, require_probe: true}}");
     pt_plan_ok(&k);
@@ -52,7 +52,7 @@ static void test_reshape_square_needs_row_probe(void **state)
     (void)state;
     pt_ckpt k = { 0 };
     signed char *w = pt_cols_i8(16, 16);
-    int8_layer(&k, w, 16, 16, 1, PT_SHAPE(16), M16, "{format: int8_tensorwise}",
+    int8_layer(&k, w, 16, 16, 1, PT_SHAPE(16), MK_G16, "{format: int8_tensorwise}",
                "{reshape-scale: {to: rows}}");
     pt_expect_err(&k, "layer '" L "': rule 'r' (recipe line 6): reshape-scale: the row/column probe "
                    "(H1) says COLUMN, not ROW (square layer: never without the probe); the scale "
@@ -94,7 +94,7 @@ static void test_transpose_row_is_header_only(void **state)
     (void)state;
     pt_ckpt k = { 0 };
     signed char *w = pt_rows_i8(16, 256);
-    int8_layer(&k, w, 16, 256, 2, PT_SHAPE(1, 16), M256, "{scale_shape: [[1, N]]}",
+    int8_layer(&k, w, 16, 256, 2, PT_SHAPE(1, 16), MK_G256, "{scale_shape: [[1, N]]}",
                "transpose-scale");
     pt_plan_ok(&k);
     const stf_plan_tensor *s = pt_out(&k, L ".weight_scale");
@@ -110,7 +110,7 @@ static void test_transpose_column_requantizes(void **state)
     (void)state;
     pt_ckpt k = { 0 };
     signed char *w = pt_cols_i8(16, 16);
-    int8_layer(&k, w, 16, 16, 2, PT_SHAPE(1, 16), M16, "{scale_shape: [[1, K]]}",
+    int8_layer(&k, w, 16, 16, 2, PT_SHAPE(1, 16), MK_G16, "{scale_shape: [[1, K]]}",
                "transpose-scale");
     pt_plan_ok(&k);
     const stf__job *j = pt_job_of(&k, L ".weight");
@@ -142,7 +142,7 @@ static void test_flatten_conv(void **state)
     pt_ckpt k = { 0 };
     PT_ADD(&k, "c.weight", "I8", NULL, 8, 4, 3, 3);
     PT_ADD(&k, "c.weight_scale", "F32", g_s16, 8, 1);
-    pt_marker(&k, "c.comfy_quant", M256);
+    pt_marker(&k, "c.comfy_quant", MK_G256);
     PT_ADD(&k, L ".weight", "BF16", NULL, 4, 16);
     pt_open(&k);
     pt_recipe1(&k, "{prefix: c}", "flatten-conv");
@@ -172,7 +172,7 @@ static void test_cast_scale_and_relabel(void **state)
     pt_ckpt k = { 0 };
     PT_ADD(&k, L ".weight", "U8", NULL, 16, 256);
     PT_ADD(&k, L ".weight_scale", "BF16", g_s16, 16, 1);
-    pt_marker(&k, L ".comfy_quant", M256);
+    pt_marker(&k, L ".comfy_quant", MK_G256);
     pt_open(&k);
     pt_recipe(&k, "stfix: 1\ntarget: sglang\nrules:\n  - name: c\n    match: {scale_dtype: BF16}\n"
                   "    do: [cast-scale, {relabel: {tensor: weight, from: U8, to: I8}}]\n");
@@ -201,7 +201,7 @@ static void test_drop_orphans(void **state)
 {
     (void)state;
     pt_ckpt k = { 0 };
-    pt_marker(&k, "gone.comfy_quant", M256);
+    pt_marker(&k, "gone.comfy_quant", MK_G256);
     PT_ADD(&k, "f.weight", "BF16", NULL, 4, 16);
     PT_ADD(&k, "f.weight_scale", "F32", g_s16, 4, 1);
     pt_add(&k, "f.input_scale", "F32", 0, NULL, g_s16);

@@ -24,7 +24,7 @@ static void test_keys_kept_and_stamped(void **state)
 {
     (void)state;
     pt_ckpt k = { 0 };
-    layer(&k, M256);
+    layer(&k, MK_G256);
     k.meta_json = "{\"zeta\":\"1\",\"format\":\"pt\",\"stfix.version\":\"0.0.1\","
                   "\"quant_format\":\"mxfp8\"}";
     pt_open(&k);
@@ -40,7 +40,7 @@ static void test_keys_kept_and_stamped(void **state)
     assert_string_equal(stf_plan_meta(k.p, 2)->key, "stfix.version");
     assert_string_equal(stf_plan_meta(k.p, 2)->value, STF_VERSION_STRING);
     assert_string_equal(stf_plan_meta(k.p, 3)->key, "zeta");
-    /* quant_format is never written (spec §1.3). */
+    /* quant_format is never written (stfix-defects(7), MARKER CHANNELS). */
     assert_null(pt_meta(&k, "quant_format"));
     /* No _quantization_metadata in, none out (markers are not invented in metadata). */
     assert_null(pt_meta(&k, "_quantization_metadata"));
@@ -52,7 +52,7 @@ static void test_qmeta_verbatim_when_unchanged(void **state)
 {
     (void)state;
     pt_ckpt k = { 0 };
-    layer(&k, M256);
+    layer(&k, MK_G256);
     /* Compact separators: not canonical, but equal, so it is kept byte for byte. */
     k.meta_json = "{\"_quantization_metadata\":\"{\\\"layers\\\":{\\\"" L "\\\":{\\\"format\\\":"
                   "\\\"int8_tensorwise\\\",\\\"convrot\\\":true,\\\"convrot_groupsize\\\":256}},"
@@ -73,7 +73,7 @@ static void test_qmeta_rebuilt_from_markers(void **state)
     (void)state;
     pt_ckpt k = { 0 };
     /* Tensor marker says 256, metadata 64 (R5): metadata wins, both channels agree after. */
-    layer(&k, M256);
+    layer(&k, MK_G256);
     PT_ADD(&k, "model.x.weight", "BF16", NULL, 4, 16);
     k.meta_json = "{\"_quantization_metadata\":\"{\\\"format_version\\\": \\\"1.0\\\", "
                   "\\\"layers\\\": {\\\"" L "\\\": {\\\"format\\\": \\\"int8_tensorwise\\\", "
@@ -82,17 +82,17 @@ static void test_qmeta_rebuilt_from_markers(void **state)
     pt_recipe(&k, set_marker_yaml);
     pt_plan_ok(&k);
     char b[256];
-    assert_string_equal(pt_new_bytes(&k, L ".comfy_quant", b, sizeof b), M64);
+    assert_string_equal(pt_new_bytes(&k, L ".comfy_quant", b, sizeof b), MK_G64);
     assert_string_equal(stf_plan_get_layer(k.p, 0)->summary,
                         "marker channels disagreed (R5): the metadata marker wins; marker "
                         "canonical (int8_tensorwise)");
     assert_string_equal(pt_meta(&k, "_quantization_metadata"),
-                        "{\"format_version\": \"1.0\", \"layers\": {\"" L "\": " M64 "}}");
+                        "{\"format_version\": \"1.0\", \"layers\": {\"" L "\": " MK_G64 "}}");
     /* The per-layer texts stay with the plan for a run that shards the output. */
     assert_int_equal(k.p->qmeta_mode, STF__QMETA_REBUILT);
     assert_int_equal(k.p->nqmeta, 1);
     assert_string_equal(k.p->qmeta_prefix[0], L);
-    assert_string_equal(k.p->qmeta_text[0], M64);
+    assert_string_equal(k.p->qmeta_text[0], MK_G64);
     pt_free(&k);
 }
 
@@ -102,10 +102,10 @@ static void test_qmeta_follows_rename_and_drop(void **state)
     pt_ckpt k = { 0 };
     PT_ADD(&k, "model.diffusion_model.a.weight", "I8", NULL, 4, 256);
     PT_ADD(&k, "model.diffusion_model.a.weight_scale", "F32", g_s, 4, 1);
-    pt_marker(&k, "model.diffusion_model.a.comfy_quant", M256);
+    pt_marker(&k, "model.diffusion_model.a.comfy_quant", MK_G256);
     PT_ADD(&k, "model.diffusion_model.b.weight", "I8", NULL, 4, 256);
     PT_ADD(&k, "model.diffusion_model.b.weight_scale", "F32", g_s, 4, 1);
-    pt_marker(&k, "model.diffusion_model.b.comfy_quant", M256);
+    pt_marker(&k, "model.diffusion_model.b.comfy_quant", MK_G256);
     k.meta_json = "{\"_quantization_metadata\":\"{\\\"format_version\\\": \\\"1.0\\\", "
                   "\\\"layers\\\": {\\\"model.diffusion_model.a\\\": " "{\\\"format\\\": "
                   "\\\"int8_tensorwise\\\", \\\"convrot\\\": true, \\\"convrot_groupsize\\\": 256}, "
@@ -120,7 +120,7 @@ static void test_qmeta_follows_rename_and_drop(void **state)
     assert_non_null(pt_out(&k, "a.comfy_quant"));
     assert_int_equal(pt_out(&k, "a.comfy_quant")->op, STF_OUT_COPY);
     assert_string_equal(pt_meta(&k, "_quantization_metadata"),
-                        "{\"format_version\": \"1.0\", \"layers\": {\"a\": " M256 "}}");
+                        "{\"format_version\": \"1.0\", \"layers\": {\"a\": " MK_G256 "}}");
     pt_free(&k);
 }
 
@@ -128,7 +128,7 @@ static void test_qmeta_dropped_on_request(void **state)
 {
     (void)state;
     pt_ckpt k = { 0 };
-    layer(&k, M256);
+    layer(&k, MK_G256);
     k.meta_json = "{\"_quantization_metadata\":\"{\\\"format_version\\\": \\\"1.0\\\", "
                   "\\\"layers\\\": {}}\",\"format\":\"pt\"}";
     pt_open(&k);
@@ -143,8 +143,8 @@ static void test_qmeta_dropped_on_request(void **state)
     pt_free(&k);
 }
 
-/* M5: metadata keyed by the prefixed name, tensors bare; renaming the metadata-only layer
- * moves its entry onto the real layer. */
+/* metadata-prefix-mismatch: metadata keyed by the prefixed name, tensors bare;
+ * renaming the metadata-only layer moves its entry onto the real layer. */
 static void test_qmeta_m5_rename(void **state)
 {
     (void)state;
@@ -162,7 +162,7 @@ static void test_qmeta_m5_rename(void **state)
     assert_int_equal(stf_plan_layer_count(k.p), 2);
     assert_string_equal(stf_plan_get_layer(k.p, 1)->out_prefix, L);
     assert_string_equal(pt_meta(&k, "_quantization_metadata"),
-                        "{\"format_version\": \"1.0\", \"layers\": {\"" L "\": " M256 "}}");
+                        "{\"format_version\": \"1.0\", \"layers\": {\"" L "\": " MK_G256 "}}");
     pt_free(&k);
 }
 

@@ -1,7 +1,8 @@
 /*
  * Numeric probes (lib/check/probes.c): bad scale values (N1, N2) with their
- * byte offsets, the H1 row/column verdict of spec §9, and the H2 Sylvester
- * evidence, on the committed fixtures. Run from the repository root.
+ * byte offsets, the H1 row/column verdict (stfix-defects(7), ROW AND COLUMN
+ * DETECTION), and the H2 Sylvester evidence, on the committed fixtures. Run
+ * from the repository root.
  */
 #include <setjmp.h>
 #include <stdarg.h>

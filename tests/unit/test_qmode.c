@@ -1,4 +1,4 @@
-/* Names of the INT8 quantization conventions (spec/convrot.md §4). */
+/* Names of the INT8 quantization conventions (stfix-convrot(7), MODES). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -21,7 +21,7 @@ static const char good[] =
     "    match: {scale_dtype: [BF16, F16]}\n"
     "    do: cast-scale\n"
     "  - name: conv\n"
-    "    description: M10\n"
+    "    description: quantized-conv\n"
     "    match: {marker: present, shape: 'rank != 2'}\n"
     "    do:\n"
     "      - {exclude: {dtype: F16}}\n"
@@ -70,7 +70,7 @@ static void test_good(void **state)
     assert_int_equal(stf_recipe_targets(r), STF_TARGET_SGLANG | STF_TARGET_COMFYUI);
     assert_string_equal(stf_recipe_description(r), "test recipe");
     assert_string_equal(stf_recipe_sha256(r),
-                        "99c59d630a90b01b15a41065bc86ad2dcc7bed7bef57f006e7bd894d7a8aec17");
+                        "4f708b438f1c24350077997d59e395869047bac58b7f974714affdbf80405d41");
     assert_int_equal(stf_recipe_rule_count(r), 2);
     const stf_rule *r0 = stf_recipe_rule(r, 0), *r1 = stf_recipe_rule(r, 1);
     assert_null(stf_recipe_rule(r, 2));

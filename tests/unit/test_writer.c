@@ -1,7 +1,8 @@
-/* Tests for lib/container/writer.c: spec/safetensors.md §9.1 writer fixtures
- * byte for byte, writer order, metadata, refusals, atomicity, sharding and
- * allocation failure; atomicity and allocation failure also with the named
- * temp files forced (the fallback where O_TMPFILE is unsupported). */
+/* Tests for lib/container/writer.c: the safetensors reference's writer fixtures
+ * (test_serialization, test_empty, ...) byte for byte, writer order, metadata,
+ * refusals, atomicity, sharding and allocation failure; atomicity and
+ * allocation failure also with the named temp files forced (the fallback where
+ * O_TMPFILE is unsupported). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -129,7 +130,8 @@ static void test_empty(void **state)
     commit_ok(w);
     expect_file(st_in_dir("f.safetensors"), "{\"__metadata__\":{\"framework\":\"pt\"}}", 40, NULL, 0);
 
-    /* The source had an empty __metadata__: it survives as {} (spec §5.1 step 7). */
+    /* The source had an empty __metadata__: it survives as {} (lib/README.md,
+     * Canonical form). */
     assert_int_equal(stf_writer_new(&w, st_in_dir("g.safetensors"), NULL, &err), 0);
     stf_writer_keep_empty_meta(w);
     commit_ok(w);
