@@ -171,16 +171,17 @@ t_tensor "exclude W4A4" "$o" blocks.0.attn.qkv.weight F32 "[16, 256]"
 t_no_tensor "exclude W4A4" "$o" blocks.0.attn.qkv.weight_scale
 t_check "exclude W4A4" "$o" sglang
 
-# set-marker: add a missing format and drop per_row (M1); hoist params (M3).
+# set-marker: add a missing format and drop per_row (missing-format); hoist
+# params (nested-params).
 o=$D/setm.safetensors
-t_run "set-marker M1" 0 "$STFIX" fix "$F/r30_missing_format.safetensors" -r "$R/set-marker.yaml" -o "$o"
-t_marker_is "set-marker M1" "$o" blocks.0.attn.qkv "$CANON256"
-t_same_bytes "set-marker M1" "$o" blocks.0.attn.qkv.weight "$F/r30_missing_format.safetensors"
-t_check "set-marker M1" "$o" sglang
-t_check "set-marker M1" "$o" comfyui
-t_run "set-marker M3" 0 "$STFIX" fix "$F/r23_params_nested.safetensors" -r "$R/set-marker.yaml" -o "$o"
-t_marker_is "set-marker M3" "$o" blocks.0.attn.qkv "$CANON256"
-t_check "set-marker M3" "$o" sglang
+t_run "set-marker missing-format" 0 "$STFIX" fix "$F/r30_missing_format.safetensors" -r "$R/set-marker.yaml" -o "$o"
+t_marker_is "set-marker missing-format" "$o" blocks.0.attn.qkv "$CANON256"
+t_same_bytes "set-marker missing-format" "$o" blocks.0.attn.qkv.weight "$F/r30_missing_format.safetensors"
+t_check "set-marker missing-format" "$o" sglang
+t_check "set-marker missing-format" "$o" comfyui
+t_run "set-marker nested-params" 0 "$STFIX" fix "$F/r23_params_nested.safetensors" -r "$R/set-marker.yaml" -o "$o"
+t_marker_is "set-marker nested-params" "$o" blocks.0.attn.qkv "$CANON256"
+t_check "set-marker nested-params" "$o" sglang
 # _quantization_metadata mirrors the canonical tensor markers; the rest of
 # __metadata__ is kept and gains stfix.version and stfix.recipe_sha256.
 o=$D/demo-markers.safetensors
@@ -198,7 +199,8 @@ t_run "set-marker drop metadata" 0 "$STFIX" fix fixtures/demo/demo.safetensors -
 t_true "set-marker drop metadata: gone" sh -c "! $TOOL meta '$o' _quantization_metadata"
 t_marker_is "set-marker drop metadata" "$o" blocks.0.mlp.fc2 "$CANON256"
 
-# rewrite-format: a non-upstream name with the int8_tensorwise layout (M2).
+# rewrite-format: a non-upstream name with the int8_tensorwise layout
+# (nonstandard-format-name).
 o=$D/rename-fmt.safetensors
 t_run "rewrite-format" 0 "$STFIX" fix "$F/r30_unknown_format.safetensors" -r "$R/rewrite-format.yaml" -o "$o"
 t_marker_is "rewrite-format" "$o" blocks.0.attn.qkv "$CANON256"
@@ -219,7 +221,8 @@ t_tensor "relabel" "$o" blocks.0.attn.qkv.weight I8 "[16, 256]"
 t_same_bytes "relabel" "$o" blocks.0.attn.qkv.weight "$F/r14_weight_u8.safetensors"
 t_check "relabel" "$o" sglang
 
-# requantize: scalar-scale ConvRot (M20) and Sylvester G=128 (M8).
+# requantize: scalar-scale ConvRot (scalar-scale-convrot) and Sylvester G=128
+# (sylvester-rotation).
 o=$D/requant.safetensors
 t_run "requantize scalar" 0 "$STFIX" fix "$F/r40_scalar_scale_convrot.safetensors" -r "$R/requantize.yaml" \
     -o "$o" --error-report
@@ -346,7 +349,7 @@ t_true "rename U+0000 layer: metadata keys" sh -c "$TOOL meta '$o' _quantization
 t_check "rename U+0000 layer" "$o" sglang
 t_check "rename U+0000 layer" "$o" comfyui
 
-# drop: a marker and scale without a weight (M15).
+# drop: a marker and scale without a weight (orphan-tensors).
 o=$D/drop.safetensors
 t_run "drop" 0 "$STFIX" fix "$F/r12_missing_weight.safetensors" -r "$R/drop.yaml" -o "$o"
 t_no_tensor "drop" "$o" blocks.0.attn.qkv.comfy_quant
@@ -367,7 +370,7 @@ refusal() { # FILE TARGET -> "RC TEXT" when the fix must refuse, else nothing
     r12_missing_scale*:comfyui) echo "1 C4" ;;
     r10_no_marker*:sglang) echo "1 R10" ;;
     r10_no_marker*:comfyui) echo "1 C1" ;;
-    # U8 weights become I8 only on an explicit recipe assertion (M12, relabel).
+    # U8 weights become I8 only on an explicit recipe assertion (storage-dtype-mismatch, relabel).
     r14_weight_u8*:sglang) echo "1 R14" ;;
     r14_weight_u8*:comfyui) echo "1 C10" ;;
     # A marker whose JSON is not an object gives no format to normalise; the
@@ -375,10 +378,10 @@ refusal() { # FILE TARGET -> "RC TEXT" when the fix must refuse, else nothing
     r07_marker_not_object*:*) echo "2 the layer has no usable marker" ;;
     # MXFP8 synthesised from quant_format with a scale of the wrong shape:
     # nothing tells the block layout, so nothing is decoded (R9).
-    # quant_format=mxfp8 is never written (spec §1.3), so its synthesised
+    # quant_format=mxfp8 is never written (stfix-defects(7), MARKER CHANNELS), so its synthesised
     # markers go with it and the incompatible F8 weight is left unmarked.
     r09_mxfp8_shape*:sglang) echo "1 R10" ;;
-    # Two spellings of one layer need model-specific fusion (M21, R20).
+    # Two spellings of one layer need model-specific fusion (split-qkv, R20).
     r20_collision*:sglang) echo "1 R20" ;;
     # W4A8 and NVFP4 payloads are not among the formats requantize decodes
     # (float, FP8 x scale, INT8 tensor/row/column, ConvRot, Sylvester, W4A4).
@@ -417,16 +420,16 @@ while read -r file target; do
         t_check "$n" "$o" "$target"
     fi
 done <"$pairs"
-# M5 (c15): the metadata marker keyed model.diffusion_model.P is merged into
-# the bare layer P (which has none), then normalised: a canonical tensor
-# marker and _quantization_metadata keyed P.
+# metadata-prefix-mismatch (c15): the metadata marker keyed
+# model.diffusion_model.P is merged into the bare layer P (which has none), then
+# normalised: a canonical tensor marker and _quantization_metadata keyed P.
 for tg in sglang comfyui; do
     o="$D/m5-$tg.safetensors"
-    t_run "M5 re-key $tg" 0 "$STFIX" fix "$F/c15_meta_prefix.safetensors" \
+    t_run "prefix re-key $tg" 0 "$STFIX" fix "$F/c15_meta_prefix.safetensors" \
         -r "rules/$tg-int8-convrot.yaml" -o "$o"
-    t_stdout_has "M5 re-key $tg" "  model.diffusion_model.blocks.0.attn.qkv -> blocks.0.attn.qkv: rekey-metadata-prefix -> rename -> 'blocks.0.attn.qkv'; marker merged into that layer"
-    t_check "M5 re-key $tg" "$o" "$tg"
-    t_true "M5 re-key $tg: metadata and marker" python3 -c '
+    t_stdout_has "prefix re-key $tg" "  model.diffusion_model.blocks.0.attn.qkv -> blocks.0.attn.qkv: rekey-metadata-prefix -> rename -> 'blocks.0.attn.qkv'; marker merged into that layer"
+    t_check "prefix re-key $tg" "$o" "$tg"
+    t_true "prefix re-key $tg: metadata and marker" python3 -c '
 import json, struct, sys
 b = open(sys.argv[1], "rb").read()
 n = struct.unpack("<Q", b[:8])[0]
@@ -437,16 +440,16 @@ t = h["blocks.0.attn.qkv.comfy_quant"]
 raw = b[8 + n + t["data_offsets"][0]:8 + n + t["data_offsets"][1]]
 sys.exit(0 if q["layers"] == {"blocks.0.attn.qkv": mk} and json.loads(raw) == mk else 1)' "$o"
 done
-# M5 the other way (c15_meta_bare): the bare metadata key P is merged into
-# the all-in-one layer model.diffusion_model.P; the output's marker and
-# _quantization_metadata are keyed by the tensor prefix.
+# metadata-prefix-mismatch the other way (c15_meta_bare): the bare metadata key
+# P is merged into the all-in-one layer model.diffusion_model.P; the output's
+# marker and _quantization_metadata are keyed by the tensor prefix.
 for tg in sglang comfyui; do
     o="$D/m5b-$tg.safetensors"
-    t_run "M5 bare re-key $tg" 0 "$STFIX" fix "$F/c15_meta_bare.safetensors" \
+    t_run "prefix bare re-key $tg" 0 "$STFIX" fix "$F/c15_meta_bare.safetensors" \
         -r "rules/$tg-int8-convrot.yaml" -o "$o"
-    t_stdout_has "M5 bare re-key $tg" "  blocks.0.attn.qkv -> model.diffusion_model.blocks.0.attn.qkv: rekey-metadata-bare -> rename -> 'model.diffusion_model.blocks.0.attn.qkv'; marker merged into that layer"
-    t_check "M5 bare re-key $tg" "$o" "$tg"
-    t_true "M5 bare re-key $tg: metadata and marker" python3 -c '
+    t_stdout_has "prefix bare re-key $tg" "  blocks.0.attn.qkv -> model.diffusion_model.blocks.0.attn.qkv: rekey-metadata-bare -> rename -> 'model.diffusion_model.blocks.0.attn.qkv'; marker merged into that layer"
+    t_check "prefix bare re-key $tg" "$o" "$tg"
+    t_true "prefix bare re-key $tg: metadata and marker" python3 -c '
 import json, struct, sys
 b = open(sys.argv[1], "rb").read()
 n = struct.unpack("<Q", b[:8])[0]
@@ -460,8 +463,9 @@ names = sorted(k for k in h if k != "__metadata__")
 sys.exit(0 if q["layers"] == {P: mk} and json.loads(raw) == mk and
          names == [P + ".comfy_quant", P + ".weight", P + ".weight_scale"] else 1)' "$o"
 done
-# Grouped [N,g] scales (§6) are requantized by their own rule for both targets
-# (the exact values: test_job's test_grouped_requant_equals_kernels).
+# Grouped [N,g] scales (stfix-defects(7), SCALE SHAPES) are requantized by their
+# own rule for both targets (the exact values: test_job's
+# test_grouped_requant_equals_kernels).
 for tg in sglang comfyui; do
     t_run "grouped scales $tg" 0 "$STFIX" fix "$F/r15_grouped_scale.safetensors" \
         -r "rules/$tg-int8-convrot.yaml" -o "$D/grouped-$tg.safetensors"

@@ -11,7 +11,7 @@ embedder img_in [3072, 64] (K = 64, so G = 64) and a final projection
 The tensor bytes repeat one 1 MiB block of finite BF16 values (|x| between
 about 2^-9 and 0.5, both signs), made from a fixed seed, so a 2 GiB file
 takes seconds and never changes. The file is written canonically (dtype
-index descending, then name bytes; spec/safetensors.md section 5).
+index descending, then name bytes; lib/README.md, Canonical form).
 
 Usage: gen_bf16_ckpt.py OUT SIZE [HIDDEN]
   SIZE    weight bytes to reach, in bytes or with KiB/MiB/GiB

@@ -2,9 +2,9 @@
 """Generate the ComfyUI/SGLang check fixtures under fixtures/comfy/.
 
 Python 3 standard library only. Every file is written in the canonical
-safetensors layout (spec/safetensors.md section 5) straight from struct, so
+safetensors layout (lib/README.md, Canonical form) straight from struct, so
 the output is byte-for-byte deterministic. Each broken fixture is built to
-trip one acceptance rule of spec/comfy-quant.md sections 7 and 8; the
+trip one acceptance rule of stfix-checks(7), SGLANG RULES or COMFYUI RULES; the
 MANIFEST lists "<file> <rule>" for every rule a fixture must trigger (a
 file may carry a SGLang rule and its ComfyUI counterpart) and
 "<file> healthy" for the ones that must pass with no error.
@@ -32,7 +32,7 @@ def numel(shape):
 
 
 def json_str(s):
-    """serde_json escaping (spec/safetensors.md 5.2)."""
+    """serde_json escaping (lib/README.md, Canonical form)."""
     out = ['"']
     for ch in s:
         o = ord(ch)

@@ -2,24 +2,26 @@
 """Generate the demo checkpoint fixtures/demo/demo.safetensors.
 
 A small INT8 ConvRot checkpoint as real exporters get it wrong
-(spec/comfy-quant.md section 5), so that `stfix check --target sglang`
+(stfix-defects(7), DEFECTS), so that `stfix check --target sglang`
 fails on it and `stfix fix -r rules/sglang-int8-convrot.yaml` repairs it:
 
-  blocks.0.attn.qkv   I8 [48,256], F32 scale flattened to [48] (M6, R15);
+  blocks.0.attn.qkv   I8 [48,256], F32 scale flattened to [48] (flattened-scales,
+                      R15);
                       the codes are row-quantized, so the H1 probe says ROW
                       and the repair is a header-only reshape to [48,1]
-  blocks.0.attn.out   marker without "format" and with "per_row" (M1, R30),
+  blocks.0.attn.out   marker without "format" and with "per_row" (missing-format,
+                      R30),
                       as old INT8ModelSave wrote it, in both channels
-  blocks.0.mlp.fc1    BF16 scale (M11, R14): widened to F32 exactly
+  blocks.0.mlp.fc1    BF16 scale (low-precision-scales, R14): widened to F32 exactly
   blocks.0.mlp.fc2    healthy tensor marker, but _quantization_metadata
                       carries "per_row" for it, so the channels disagree (R5)
   blocks.0.conv_in    a 4-D conv kernel I8 [8,4,3,3] with an int8 marker
-                      (M10, R25): dequantized to BF16, marker dropped
+                      (quantized-conv, R25): dequantized to BF16, marker dropped
   blocks.0.norm       BF16 norm weight, and a BF16 bias on qkv: untouched
 
 plus __metadata__ "format": "pt". Python 3 standard library only; the bytes
-are written directly in the canonical layout of spec/safetensors.md
-section 5, and the values come from a fixed linear congruential generator,
+are written directly in the canonical layout (lib/README.md, Canonical
+form), and the values come from a fixed linear congruential generator,
 so the output never changes.
 
 It also writes healthy.safetensors, the earlier canonical demo file (three
@@ -56,7 +58,7 @@ class Lcg:
 
 
 def serde_str(s):
-    """A JSON string literal with serde_json escaping (spec 5.2)."""
+    """A JSON string literal with serde_json escaping (lib/README.md, Canonical form)."""
     out = ['"']
     for ch in s:
         o = ord(ch)

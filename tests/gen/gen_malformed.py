@@ -42,7 +42,8 @@ def obj(*members):
 
 
 ONE_U8 = tensor("t", "U8", [4], 0, 4)
-DEMO_I32 = '{"test":{"dtype":"I32","shape":[2,2],"data_offsets":[0,16]}}'  # spec §9.2, N = 60
+# The reference's reader fixture test_deserialization, N = 60.
+DEMO_I32 = '{"test":{"dtype":"I32","shape":[2,2],"data_offsets":[0,16]}}'
 
 FILES = []  # (name, bytes, rule, severity)
 
@@ -182,7 +183,8 @@ add_dir("i5_cross_shard_duplicate",
 add_dir("i6_total_size_mismatch", two(index(GOOD, total=10)), "I6", "warning")
 
 
-# Seed corpus for tests/fuzz/fuzz_reader.c: valid files (spec §9.1, §9.2).
+# Seed corpus for tests/fuzz/fuzz_reader.c: valid files (the safetensors
+# reference's writer and reader fixtures).
 CORPUS = os.path.join(ROOT, "tests", "fuzz", "corpus", "fuzz_reader")
 F32_0_5 = struct.pack("<6f", 0, 1, 2, 3, 4, 5)
 
