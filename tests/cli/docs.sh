@@ -1,0 +1,56 @@
+# Every reference in the repository resolves inside it (tests/docs_refs.py):
+# no citation of notes outside the repository, no defect numbers, no man
+# page or file that does not exist. First the repository itself, then the
+# checker on a scratch tree with one planted problem of each kind, and the
+# look-alikes it must leave alone.
+. tests/cli/lib.sh
+CHK="python3 tests/docs_refs.py"
+
+t_run "repository" 0 $CHK .
+t_stdout_is "repository" /dev/null
+
+# A scratch tree outside any git work tree, so the checker walks it.
+W="$T_TMP/tree"
+rm -rf "$W"
+mkdir -p "$W/lib/x" "$W/man" "$W/tests/cli" "$W/rules" "$W/build" "$W/tests/fuzz/corpus/h"
+export GIT_CEILING_DIRECTORIES="$T_TMP"
+: >"$W/man/stfix.1"
+: >"$W/rules/a.yaml"
+cat >"$W/lib/x/ok.c" <<'C'
+/*
+ * Reads lib/x/ok.c and rules/a.yaml, any rules/*.yaml, cmd/cli_NAME.c and
+ * $BUILD/tests/none; see stfix(1). F8_E4M3 and E8M0 are dtypes.
+ */
+static const char *p = "lib/x/missing_in_a_string.c";
+C
+t_run "clean tree" 0 $CHK "$W"
+t_stdout_is "clean tree" /dev/null
+
+sec=$(printf '\302\247')
+notes=$(printf '%s.md' convrot)
+cat >"$W/lib/x/bad.c" <<C
+/* Fine so far. */
+/* The golden vectors ($notes $sec 10) and the defect M6. */
+int x; // see lib/x/gone.h
+static const char *q = "no problem: lib/x/gone_too.c";
+C
+printf '# recipe\n# from ../%s/spec\n  # see tests/cli/nothing.sh.\nname: a # stfix-nope(7)\n' shared \
+    >"$W/rules/b.yaml"
+printf '.Sh SEE ALSO\n.Xr stfix 1 ,\n.Xr stfix-gone 7\n' >"$W/man/stfix-x.7"
+printf 'M12 %s\n' "$sec" >"$W/tests/fuzz/corpus/h/input"
+printf 'M12\n\000' >"$W/lib/x/binary.bin"
+cat >"$T_TMP/docs-expect" <<E
+lib/x/bad.c:2: citation of notes outside the repository: '$notes'
+lib/x/bad.c:2: citation of notes outside the repository: '$sec'
+lib/x/bad.c:2: defect number 'M6': name the defect instead
+lib/x/bad.c:3: no file or directory 'lib/x/gone.h' in the repository
+man/stfix-x.7:3: no page stfix-gone(7) in man/
+rules/b.yaml:2: citation of notes outside the repository: '../shared'
+rules/b.yaml:3: no file or directory 'tests/cli/nothing.sh' in the repository
+rules/b.yaml:4: no page stfix-nope(7) in man/
+E
+t_run "planted problems" 1 $CHK "$W"
+t_stdout_is "planted problems" "$T_TMP/docs-expect"
+
+t_run "usage" 2 $CHK a b
+t_stderr_is "usage" "usage: docs_refs.py [ROOT]"
