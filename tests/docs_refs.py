@@ -24,6 +24,15 @@ Rules, over the whole text of every file checked:
   page        a man page reference NAME(N) or ".Xr NAME N" where NAME is
               stfix or starts with "stfix-", and there is no file NAME.N in
               the man directory.
+  section     a section named right after a page, on the same line:
+              "NAME(N), WORDS" or "NAME(N): WORDS", WORDS being capitalised
+              words of two or more characters (not a rule id such as R15),
+              where the page exists but no .Sh or .Ss title of it starts
+              with WORDS; and "lib/README.md, Words" (a capital, then words
+              up to the first punctuation) where lib/README.md exists but
+              none of its "#" headings starts with Words and Words does not
+              start with a heading and a space ("Canonical form and Sharded"
+              cites two headings).
 
 Rule over comments and documentation only (C comments; the text after a
 "#" that starts a comment in shell, Python, Makefiles, YAML and the fuzz
@@ -52,6 +61,9 @@ CITATION = re.compile(SECTION + r"|\.\./shared|\b(?:safetensors|comfy-quant|conv
 DEFECT = re.compile(r"(?<![\w])M[0-9]{1,2}(?![\w])")
 PAGE = re.compile(r"\b(stfix(?:-[A-Za-z0-9]+)*)\(([1-9])\)")
 XR = re.compile(r"^\.Xr\s+(stfix(?:-[A-Za-z0-9]+)*)\s+([1-9])\b")
+SEC_MAN = re.compile(r"\b(stfix(?:-[A-Za-z0-9]+)*)\(([1-9])\)[,:] "
+                     r"((?:(?![A-Z][0-9]+\b)[A-Z][A-Z0-9]+)(?: (?:(?![A-Z][0-9]+\b)[A-Z][A-Z0-9]+))*)")
+SEC_README = re.compile(r"\blib/README\.md, ([A-Z][A-Za-z]*(?: [A-Za-z]+)*)")
 TOPS = ("lib", "include", "cmd", "tests", "man", "rules", "fixtures")
 PATH = re.compile(r"(?<![\w./$-])((?:%s)/[A-Za-z0-9_./-]*)" % "|".join(TOPS))
 PATTERN_NEXT = set("*<${%")
@@ -164,6 +176,25 @@ def prose(name, text):
     return None
 
 
+def man_titles(path):
+    titles = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            m = re.match(r"^\.S[hs]\s+(.*?)\s*$", line)
+            if m:
+                titles.append(m.group(1).replace('"', ""))
+    return titles
+
+
+def md_titles(path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return [m.group(1) for m in re.finditer(r"^#+\s+(.*?)\s*$", f.read(), re.M)]
+
+
+def cites_title(words, titles):
+    return any(t.startswith(words) or words.startswith(t + " ") for t in titles)
+
+
 def main(argv):
     if len(argv) > 2:
         sys.stderr.write("usage: docs_refs.py [ROOT]\n")
@@ -193,6 +224,16 @@ def main(argv):
         for m in PAGE.finditer(text):
             if not os.path.isfile(os.path.join(root, "man", "%s.%s" % (m.group(1), m.group(2)))):
                 report(name, text, m.start(), "no page %s(%s) in man/" % (m.group(1), m.group(2)))
+        for m in SEC_MAN.finditer(text):
+            page = os.path.join(root, "man", "%s.%s" % (m.group(1), m.group(2)))
+            if os.path.isfile(page) and not cites_title(m.group(3), man_titles(page)):
+                report(name, text, m.start(), "no section '%s' in %s(%s)"
+                       % (m.group(3), m.group(1), m.group(2)))
+        readme = os.path.join(root, "lib", "README.md")
+        if os.path.isfile(readme):
+            for m in SEC_README.finditer(text):
+                if not cites_title(m.group(1), md_titles(readme)):
+                    report(name, text, m.start(), "no heading '%s' in lib/README.md" % m.group(1))
         if name.endswith((".1", ".5", ".7")):
             off = 0
             for line in text.split("\n"):

@@ -26,28 +26,39 @@ C
 t_run "clean tree" 0 $CHK "$W"
 t_stdout_is "clean tree" /dev/null
 
+# The planted tokens are assembled here so that this file stays clean.
 sec=$(printf '\302\247')
 notes=$(printf '%s.md' convrot)
+m6=$(printf 'M%d' 6)
+m12=$(printf 'M%d' 12)
+gone=stfix-gone
+nope=stfix-nope
+px=stfix-x
+shared=shared
+printf '.Sh NAME\n.Sh SEE ALSO\n.Xr stfix 1 ,\n.Xr %s 7\n' "$gone" >"$W/man/$px.7"
+printf '# Layers\n## Canonical form\n' >"$W/lib/README.md"
 cat >"$W/lib/x/bad.c" <<C
-/* Fine so far. */
-/* The golden vectors ($notes $sec 10) and the defect M6. */
+/* Fine: $px(7), SEE ALSO; lib/README.md, Canonical form and Layers. */
+/* The golden vectors ($notes $sec 10) and the defect $m6. */
 int x; // see lib/x/gone.h
 static const char *q = "no problem: lib/x/gone_too.c";
+/* $px(7), GOLDEN VECTORS; lib/README.md, Dtypes; $px(7), R15 */
 C
-printf '# recipe\n# from ../%s/spec\n  # see tests/cli/nothing.sh.\nname: a # stfix-nope(7)\n' shared \
+printf '# recipe\n# from ../%s/spec\n  # see tests/cli/nothing.sh.\nname: a # %s(7)\n' "$shared" "$nope" \
     >"$W/rules/b.yaml"
-printf '.Sh SEE ALSO\n.Xr stfix 1 ,\n.Xr stfix-gone 7\n' >"$W/man/stfix-x.7"
-printf 'M12 %s\n' "$sec" >"$W/tests/fuzz/corpus/h/input"
-printf 'M12\n\000' >"$W/lib/x/binary.bin"
+printf '%s %s\n' "$m12" "$sec" >"$W/tests/fuzz/corpus/h/input"
+printf '%s\n\000' "$m12" >"$W/lib/x/binary.bin"
 cat >"$T_TMP/docs-expect" <<E
 lib/x/bad.c:2: citation of notes outside the repository: '$notes'
 lib/x/bad.c:2: citation of notes outside the repository: '$sec'
-lib/x/bad.c:2: defect number 'M6': name the defect instead
+lib/x/bad.c:2: defect number '$m6': name the defect instead
 lib/x/bad.c:3: no file or directory 'lib/x/gone.h' in the repository
-man/stfix-x.7:3: no page stfix-gone(7) in man/
-rules/b.yaml:2: citation of notes outside the repository: '../shared'
+lib/x/bad.c:5: no heading 'Dtypes' in lib/README.md
+lib/x/bad.c:5: no section 'GOLDEN VECTORS' in $px(7)
+man/$px.7:4: no page $gone(7) in man/
+rules/b.yaml:2: citation of notes outside the repository: '../$shared'
 rules/b.yaml:3: no file or directory 'tests/cli/nothing.sh' in the repository
-rules/b.yaml:4: no page stfix-nope(7) in man/
+rules/b.yaml:4: no page $nope(7) in man/
 E
 t_run "planted problems" 1 $CHK "$W"
 t_stdout_is "planted problems" "$T_TMP/docs-expect"
