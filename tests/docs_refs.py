@@ -28,11 +28,11 @@ Rules, over the whole text of every file checked:
               "NAME(N), WORDS" or "NAME(N): WORDS", WORDS being capitalised
               words of two or more characters (not a rule id such as R15),
               where the page exists but no .Sh or .Ss title of it starts
-              with WORDS; and "lib/README.md, Words" (a capital, then words
-              up to the first punctuation) where lib/README.md exists but
-              none of its "#" headings starts with Words and Words does not
-              start with a heading and a space ("Canonical form and Sharded"
-              cites two headings).
+              with WORDS; and the Words after "lib/README.md" and a comma
+              (a capital, then words up to the first punctuation) where
+              lib/README.md exists but none of its "#" headings starts with
+              Words and Words does not start with a heading and a space
+              ("Canonical form and Sharded" cites two headings).
 
 Rule over comments and documentation only (C comments; the text after a
 "#" that starts a comment in shell, Python, Makefiles, YAML and the fuzz
