@@ -7,7 +7,7 @@
  *
  * cJSON is not used: the token stream already carries every offset, and
  * the table needs exact u64 numbers that cJSON cannot give (lib/README.md,
- * cJSON pitfalls).
+ * Why not cJSON).
  *
  * Resource caps (lib/README.md, Resource caps), all STF_ELIMIT, each with its
  * own rule id:

@@ -2,7 +2,7 @@
  * Strict JSON lexing for the safetensors header. The reference parses the
  * header with serde_json after str::from_utf8, so every byte-level rule
  * here mirrors one of those two (rules S4, S5); cJSON is far more lenient
- * (lib/README.md, cJSON pitfalls), which is why this pass exists at all.
+ * (lib/README.md, Why not cJSON), which is why this pass exists at all.
  */
 #include <string.h>
 

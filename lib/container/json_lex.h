@@ -1,6 +1,6 @@
 /*
  * The strict JSON lexer of the header reader (stfix-checks(7), CONTAINER
- * RULES; lib/README.md, cJSON pitfalls):
+ * RULES; lib/README.md, Why not cJSON):
  * serde_json's grammar exactly, with the byte offset of every token, and
  * no allocation. Internal to the container layer.
  */
