@@ -24,12 +24,14 @@ Rules, over the whole text of every file checked:
   page        a man page reference NAME(N) or ".Xr NAME N" where NAME is
               stfix or starts with "stfix-", and there is no file NAME.N in
               the man directory.
-  section     a section named right after a page, on the same line:
+  section     a section named right after a page, on its line or carried
+              on to the next one (whose comment prefix is skipped):
               "NAME(N), WORDS" or "NAME(N): WORDS", WORDS being capitalised
               words of two or more characters (not a rule id such as R15),
               where the page exists but no .Sh or .Ss title of it starts
               with WORDS; and the Words after "lib/README.md" and a comma
-              (a capital, then words up to the first punctuation) where
+              (a word with a capital, such as Canonical or cJSON, then
+              words up to the first punctuation) where
               lib/README.md exists but none of its "#" headings starts with
               Words and Words does not start with a heading and a space
               ("Canonical form and Sharded" cites two headings).
@@ -63,7 +65,8 @@ PAGE = re.compile(r"\b(stfix(?:-[A-Za-z0-9]+)*)\(([1-9])\)")
 XR = re.compile(r"^\.Xr\s+(stfix(?:-[A-Za-z0-9]+)*)\s+([1-9])\b")
 SEC_MAN = re.compile(r"\b(stfix(?:-[A-Za-z0-9]+)*)\(([1-9])\)[,:] "
                      r"((?:(?![A-Z][0-9]+\b)[A-Z][A-Z0-9]+)(?: (?:(?![A-Z][0-9]+\b)[A-Z][A-Z0-9]+))*)")
-SEC_README = re.compile(r"\blib/README\.md, ([A-Z][A-Za-z]*(?: [A-Za-z]+)*)")
+SEC_README = re.compile(r"\blib/README\.md, ([a-z]*[A-Z][A-Za-z]*(?: [A-Za-z]+)*)")
+CONT = re.compile(r"^\s*(?:\*(?!/)|#|//)?\s*")
 TOPS = ("lib", "include", "cmd", "tests", "man", "rules", "fixtures")
 PATH = re.compile(r"(?<![\w./$-])((?:%s)/[A-Za-z0-9_./-]*)" % "|".join(TOPS))
 PATTERN_NEXT = set("*<${%")
@@ -224,16 +227,26 @@ def main(argv):
         for m in PAGE.finditer(text):
             if not os.path.isfile(os.path.join(root, "man", "%s.%s" % (m.group(1), m.group(2)))):
                 report(name, text, m.start(), "no page %s(%s) in man/" % (m.group(1), m.group(2)))
-        for m in SEC_MAN.finditer(text):
-            page = os.path.join(root, "man", "%s.%s" % (m.group(1), m.group(2)))
-            if os.path.isfile(page) and not cites_title(m.group(3), man_titles(page)):
-                report(name, text, m.start(), "no section '%s' in %s(%s)"
-                       % (m.group(3), m.group(1), m.group(2)))
         readme = os.path.join(root, "lib", "README.md")
-        if os.path.isfile(readme):
-            for m in SEC_README.finditer(text):
+        lines = text.split("\n")
+        for i, line in enumerate(lines):
+            # A citation may wrap: the line, a space, the next line without its comment prefix.
+            nxt = lines[i + 1] if i + 1 < len(lines) else ""
+            both = line.rstrip() + " " + nxt[CONT.match(nxt).end():]
+            for m in SEC_MAN.finditer(both):
+                if m.start() >= len(line.rstrip()):
+                    break
+                page = os.path.join(root, "man", "%s.%s" % (m.group(1), m.group(2)))
+                if os.path.isfile(page) and not cites_title(m.group(3), man_titles(page)):
+                    found.append((name, i + 1, "no section '%s' in %s(%s)"
+                                  % (m.group(3), m.group(1), m.group(2))))
+            if not os.path.isfile(readme):
+                continue
+            for m in SEC_README.finditer(both):
+                if m.start() >= len(line.rstrip()):
+                    break
                 if not cites_title(m.group(1), md_titles(readme)):
-                    report(name, text, m.start(), "no heading '%s' in lib/README.md" % m.group(1))
+                    found.append((name, i + 1, "no heading '%s' in lib/README.md" % m.group(1)))
         if name.endswith((".1", ".5", ".7")):
             off = 0
             for line in text.split("\n"):

@@ -34,6 +34,7 @@ m12=$(printf 'M%d' 12)
 gone=stfix-gone
 nope=stfix-nope
 px=stfix-x
+rd=lib/README.md
 shared=shared
 printf '.Sh NAME\n.Sh SEE ALSO\n.Xr stfix 1 ,\n.Xr %s 7\n' "$gone" >"$W/man/$px.7"
 printf '# Layers\n## Canonical form\n' >"$W/lib/README.md"
@@ -43,6 +44,9 @@ cat >"$W/lib/x/bad.c" <<C
 int x; // see lib/x/gone.h
 static const char *q = "no problem: lib/x/gone_too.c";
 /* $px(7), GOLDEN VECTORS; lib/README.md, Dtypes; $px(7), R15 */
+/* A citation that wraps: $rd,
+ * cJSON notes; and one that is fine: $px(7),
+ * SEE ALSO. */
 C
 printf '# recipe\n# from ../%s/spec\n  # see tests/cli/nothing.sh.\nname: a # %s(7)\n' "$shared" "$nope" \
     >"$W/rules/b.yaml"
@@ -55,6 +59,7 @@ lib/x/bad.c:2: defect number '$m6': name the defect instead
 lib/x/bad.c:3: no file or directory 'lib/x/gone.h' in the repository
 lib/x/bad.c:5: no heading 'Dtypes' in lib/README.md
 lib/x/bad.c:5: no section 'GOLDEN VECTORS' in $px(7)
+lib/x/bad.c:6: no heading 'cJSON notes' in lib/README.md
 man/$px.7:4: no page $gone(7) in man/
 rules/b.yaml:2: citation of notes outside the repository: '../$shared'
 rules/b.yaml:3: no file or directory 'tests/cli/nothing.sh' in the repository
