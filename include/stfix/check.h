@@ -114,22 +114,9 @@ STF_API const stf_rule_doc *stf_rule_doc_find(const char *id);
 
 /* ------------------------------------------------------------ probes */
 
-/* H1 verdict (spec/comfy-quant.md §9); values equal stf_probe_verdict's. */
-typedef enum stf_h1_verdict {
-    STF_H1_UNKNOWN = 0, /* not probed, or no verdict */
-    STF_H1_ROW,
-    STF_H1_COLUMN,
-    STF_H1_TENSOR,
-    STF_H1_BLOCK,
-    STF_H1_AMBIGUOUS
-} stf_h1_verdict;
-
-/* "UNKNOWN", "ROW", "COLUMN", "TENSOR", "BLOCK", "AMBIGUOUS"; NULL out of range. */
-STF_API const char *stf_h1_verdict_name(stf_h1_verdict v);
-
 typedef struct stf_h1_result {
     int probed;          /* 0: the layer is not I8 rank 2 with a scale (verdict UNKNOWN) */
-    stf_h1_verdict verdict;
+    stf_probe_verdict verdict;
     double fr, fc;       /* saturated fraction of non-empty rows / columns */
     uint64_t rows_ne, rows_sat, cols_ne, cols_sat;
     unsigned sat;        /* saturation threshold used: 126 (INT8) or 7 (W4A4) */

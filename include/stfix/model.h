@@ -273,6 +273,26 @@ STF_API const stf_format_info *stf_format_find(const char *name, size_t len);
 STF_API int stf_shape_rule_dims(uint64_t dims[2], unsigned *rank, stf_shape_rule r, uint64_t n,
                                 uint64_t k, uint64_t gs);
 
+/* ============================================================ probes */
+
+/*
+ * How a layer's INT8 codes are quantized, as the row/column detector H1
+ * reads them (stfix-defects(7), ROW AND COLUMN DETECTION). The check layer
+ * reports it, recipes select on it (`probe:`), the plan acts on it.
+ */
+typedef enum stf_probe_verdict {
+    STF_PROBE_UNKNOWN = 0, /* not probed, or no verdict */
+    STF_PROBE_ROW,
+    STF_PROBE_COLUMN,
+    STF_PROBE_TENSOR,
+    STF_PROBE_BLOCK,
+    STF_PROBE_AMBIGUOUS,
+    STF_PROBE_COUNT
+} stf_probe_verdict;
+
+/* "UNKNOWN", "ROW", "COLUMN", "TENSOR", "BLOCK", "AMBIGUOUS"; NULL out of range. */
+STF_API const char *stf_probe_verdict_name(stf_probe_verdict v);
+
 /* ============================================================ markers */
 
 typedef enum stf_marker_channel {

@@ -13,6 +13,7 @@
 
 #include "base.h"
 #include "container.h"
+#include "model.h"
 #include "quant.h"
 
 #ifdef __cplusplus
@@ -20,16 +21,6 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------ layer view */
-
-/* Verdict of the row/column detector (spec/comfy-quant.md §9). */
-typedef enum stf_probe_verdict {
-    STF_PROBE_UNKNOWN = 0, /* not probed, or no verdict */
-    STF_PROBE_ROW,
-    STF_PROBE_COLUMN,
-    STF_PROBE_TENSOR,
-    STF_PROBE_BLOCK,
-    STF_PROBE_AMBIGUOUS
-} stf_probe_verdict;
 
 /* Rotation the layer's weights carry (spec/convrot.md §7). */
 typedef enum stf_rotation_kind {

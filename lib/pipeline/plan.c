@@ -169,8 +169,8 @@ static int rules_need_probe(int *need, const stf_recipe *r, stf_layer_view *v, s
         int base, m;
         v->probe = STF_PROBE_UNKNOWN;
         rc = stf_rules_match(&base, rule, v, err);
-        for (int pv = STF_PROBE_ROW; pv <= STF_PROBE_AMBIGUOUS && !rc && !*need; pv++) {
-            v->probe = (stf_probe_verdict)pv;
+        for (stf_probe_verdict pv = STF_PROBE_ROW; pv < STF_PROBE_COUNT && !rc && !*need; pv++) {
+            v->probe = pv;
             rc = stf_rules_match(&m, rule, v, err);
             *need = !rc && m != base;
         }

@@ -36,7 +36,7 @@ static int do_reshape_scale(stf__layer_work *w, const stf_action *a, stf_err *er
         }
         if ((a->reshape_scale.require_probe || w->n == w->k) && w->v->probe != STF_PROBE_ROW) {
             snprintf(msg, sizeof msg, "the row/column probe (H1) says %s, not ROW%s; the scale "
-                     "is left as %s", stf_h1_verdict_name((stf_h1_verdict)w->v->probe),
+                     "is left as %s", stf_probe_verdict_name(w->v->probe),
                      w->n == w->k ? " (square layer: never without the probe)" : "", from);
             return stf__work_refuse(w, err, msg);
         }
@@ -90,7 +90,7 @@ static int do_transpose_scale(stf__layer_work *w, stf_err *err)
     }
     snprintf(msg, sizeof msg, "the row/column probe (H1) says %s for scale %s; transpose needs "
              "ROW with N values or COLUMN with K values",
-             stf_h1_verdict_name((stf_h1_verdict)w->v->probe), from);
+             stf_probe_verdict_name(w->v->probe), from);
     return stf__work_refuse(w, err, msg);
 }
 

@@ -109,7 +109,7 @@ done:
 }
 
 /*
- * Run H1 on an INT8 or W4A4 layer (spec §9) and map it to the selector's
+ * Run H1 on an INT8 or W4A4 layer (spec §9) and give the selector its
  * verdict. Layers H1 cannot read give UNKNOWN. Errors: STF_EIO, STF_ENOMEM.
  */
 int stf__plan_probe(stf_probe_verdict *out, const stf_plan_opts *o, const stf_model *m,
@@ -126,8 +126,7 @@ int stf__plan_probe(stf_probe_verdict *out, const stf_plan_opts *o, const stf_mo
         return stf__err_prefix(err, "probe of layer '%s': ",
                                stf__name_render(shown, sizeof shown, l->prefix, l->prefix_len));
     }
-    /* stf_h1_verdict and stf_probe_verdict share their values by design. */
-    *out = (stf_probe_verdict)h.verdict;
+    *out = h.verdict;
     return 0;
 }
 
