@@ -262,6 +262,9 @@ typedef struct stf_format_info {
 /* Row for id; NULL when out of range. */
 STF_API const stf_format_info *stf_format_get(stf_format_id id);
 
+/* The marker's "format" value of id ("int8_tensorwise"); NULL when out of range. */
+STF_API const char *stf_format_name(stf_format_id id);
+
 /* Row whose name equals the len bytes at name exactly; NULL when unknown (C3/R30). */
 STF_API const stf_format_info *stf_format_find(const char *name, size_t len);
 

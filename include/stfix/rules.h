@@ -109,19 +109,6 @@ typedef enum stf_indivisible_policy {
     STF_INDIVISIBLE_FAIL = 1
 } stf_indivisible_policy;
 
-/* Quantized formats a recipe may name (set-marker, rewrite-format, requantize). */
-typedef enum stf_quant_format {
-    STF_QFMT_INT8_TENSORWISE = 0,
-    STF_QFMT_CONVROT_W4A4,
-    STF_QFMT_ASYM_W4A8_INT8,
-    STF_QFMT_FLOAT8_E4M3FN,
-    STF_QFMT_FLOAT8_E5M2,
-    STF_QFMT_NVFP4,
-    STF_QFMT_MXFP8,
-    STF_QFMT_AWQ_W4A16,
-    STF_QFMT_COUNT
-} stf_quant_format;
-
 /* Which tensor relabel changes. */
 typedef enum stf_relabel_tensor {
     STF_RELABEL_WEIGHT = 0,
@@ -147,13 +134,13 @@ typedef struct stf_action {
     struct {
         size_t from_count;
         const char *from[STF_RULES_MAX_LIST];      /* empty: any non-upstream name */
-        stf_quant_format to;
+        stf_format_id to;
         stf_mismatch_policy mismatch;
         stf_meta_policy metadata;
     } rewrite_format;
     struct {
         int has_format;                           /* 0: infer it from the tensors (M1) */
-        stf_quant_format format;
+        stf_format_id format;
         int hoist_params;                         /* default 1 (M3) */
         size_t drop_key_count;
         const char *drop_keys[STF_RULES_MAX_LIST]; /* default per_row, quant_group_size */
@@ -163,7 +150,7 @@ typedef struct stf_action {
     struct { stf_dtype to; } cast_scale;           /* F32 */
     struct { stf_relabel_tensor tensor; stf_dtype from, to; } relabel;
     struct {
-        stf_quant_format format;                  /* INT8_TENSORWISE or CONVROT_W4A4 */
+        stf_format_id format;                  /* INT8_TENSORWISE or CONVROT_W4A4 */
         size_t group_size_count;
         unsigned group_sizes[STF_RULES_MAX_LIST]; /* preference order; default 256, 64, 16 */
         stf_indivisible_policy on_indivisible;
@@ -180,8 +167,6 @@ typedef struct stf_action {
 
 /* Kebab-case name ("reshape-scale"); NULL when out of range. */
 STF_API const char *stf_action_name(stf_action_kind k);
-/* Canonical format name ("int8_tensorwise"); NULL when out of range. */
-STF_API const char *stf_quant_format_name(stf_quant_format f);
 /*
  * Whether an action ends rule processing for the layer it applies to
  * (exclude, requantize, drop): later rules do not see that layer.

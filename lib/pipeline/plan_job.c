@@ -231,7 +231,7 @@ static int pick_group(const stf_action *a, uint64_t k, unsigned *g)
  * Requantize to int8_tensorwise+ConvRot or convrot_w4a4 (a = the requantize
  * parameters); a weight with no elements leaves the layer unchanged.
  */
-int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_quant_format to, stf_err *err)
+int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_format_id to, stf_err *err)
 {
     stf__tensor_slot *W = &w->s[STF_SFX_WEIGHT];
     char msg[320];
@@ -241,14 +241,14 @@ int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_quant_form
     int moe = W->rank == 3 && !w->flattened && w->n == W->shape[0] * W->shape[1] &&
               w->k == W->shape[2];
     uint64_t experts = moe ? W->shape[0] : 0, per = moe ? W->shape[1] : 0;
-    if (W->rank != 2 && !w->flattened && !(moe && to == STF_QFMT_INT8_TENSORWISE)) {
+    if (W->rank != 2 && !w->flattened && !(moe && to == STF_FMT_INT8_TENSORWISE)) {
         snprintf(msg, sizeof msg, "weight has rank %u; requantize needs a Linear weight "
                  "(flatten-conv first, or exclude it)", W->rank);
         return stf__work_refuse(w, err, msg);
     }
-    if (to != STF_QFMT_INT8_TENSORWISE && to != STF_QFMT_CONVROT_W4A4) {
+    if (to != STF_FMT_INT8_TENSORWISE && to != STF_FMT_CONVROT_W4A4) {
         snprintf(msg, sizeof msg, "stfix quantizes only to int8_tensorwise and convrot_w4a4, "
-                 "not %s", stf_quant_format_name(to));
+                 "not %s", stf_format_name(to));
         return stf__work_refuse(w, err, msg);
     }
     stf__decode d;
@@ -296,7 +296,7 @@ int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_quant_form
     memset(&w->spec, 0, sizeof w->spec);
     w->spec.convrot_groupsize_set = 1;
     w->spec.convrot_groupsize = g;
-    if (to == STF_QFMT_INT8_TENSORWISE) {
+    if (to == STF_FMT_INT8_TENSORWISE) {
         w->job.kind = STF__JOB_REQUANT_INT8;
         W->shape[1] = d.k;
         S->rank = 2;
@@ -371,7 +371,7 @@ int stf__work_set_marker(stf__layer_work *w, const stf_action *a, stf_err *err)
     unsigned flags = STF_NORM_WRAP_STRING;
     int m1 = W->present && W->dtype == STF_I8 && S->present && S->dtype == STF_F32;
     if (a->set_marker.has_format || m1) flags |= STF_NORM_ADD_INT8_FORMAT;
-    const char *fmt = a->set_marker.has_format ? stf_quant_format_name(a->set_marker.format)
+    const char *fmt = a->set_marker.has_format ? stf_format_name(a->set_marker.format)
                                                : NULL;
     if (fmt && !strcmp(fmt, "asym_w4a8_int8")) flags |= STF_NORM_ADD_W4A8_CONVROT;
     stf_marker_spec sp;
@@ -438,19 +438,18 @@ int stf__work_set_marker(stf__layer_work *w, const stf_action *a, stf_err *err)
     return 0;
 }
 
-static int layout_matches(stf__layer_work *w, stf_quant_format to)
+static int layout_matches(stf__layer_work *w, stf_format_id to)
 {
     stf__tensor_slot *W = &w->s[STF_SFX_WEIGHT], *S = &w->s[STF_SFX_WEIGHT_SCALE];
     if (!W->present || !S->present || W->rank != 2) return 0;
-    if (to == STF_QFMT_INT8_TENSORWISE)
+    if (to == STF_FMT_INT8_TENSORWISE)
         return W->dtype == STF_I8 && stf__dtype_is_float(S->dtype) &&
                (S->nelem == 1 ||
                 (S->nelem == W->shape[0] && (S->rank == 1 || (S->rank == 2 && S->shape[1] == 1))));
-    if (to == STF_QFMT_CONVROT_W4A4)
+    if (to == STF_FMT_CONVROT_W4A4)
         return W->dtype == STF_I8 && S->dtype == STF_F32 && S->nelem == W->shape[0] &&
                (S->rank == 1 || (S->rank == 2 && S->shape[1] == 1));
-    const stf_format_info *f = stf_format_find(stf_quant_format_name(to),
-                                               strlen(stf_quant_format_name(to)));
+    const stf_format_info *f = stf_format_get(to);
     return f && W->dtype == f->weight_dtype;
 }
 
@@ -468,14 +467,14 @@ int stf__work_rewrite_format(stf__layer_work *w, const stf_action *a, stf_err *e
     for (size_t i = 0; i < a->rewrite_format.from_count; i++)
         if (!strcmp(cur, a->rewrite_format.from[i])) sel = 1;
     if (!sel) return 0;
-    stf_quant_format to = a->rewrite_format.to;
+    stf_format_id to = a->rewrite_format.to;
     if (a->rewrite_format.metadata == STF_META_DROP) w->b->meta_drop = 1;
     if (!layout_matches(w, to)) {
         char msg[256];
         if (a->rewrite_format.mismatch == STF_MISMATCH_FAIL ||
-            (to != STF_QFMT_INT8_TENSORWISE && to != STF_QFMT_CONVROT_W4A4)) {
+            (to != STF_FMT_INT8_TENSORWISE && to != STF_FMT_CONVROT_W4A4)) {
             snprintf(msg, sizeof msg, "the data of format '%s' does not have the %s layout "
-                     "(mismatch: fail)", cur, stf_quant_format_name(to));
+                     "(mismatch: fail)", cur, stf_format_name(to));
             return stf__work_refuse(w, err, msg);
         }
         stf_action rq;
@@ -491,7 +490,7 @@ int stf__work_rewrite_format(stf__layer_work *w, const stf_action *a, stf_err *e
     sm.set_marker.metadata = a->rewrite_format.metadata;
     int rc = stf__work_set_marker(w, &sm, err);
     if (rc) return rc;
-    if (to == STF_QFMT_CONVROT_W4A4) {
+    if (to == STF_FMT_CONVROT_W4A4) {
         w->k = 2 * w->s[STF_SFX_WEIGHT].shape[1];
         /* W4A4 wants (N,); (N, 1) holds the same bytes (§6), so the rename carries it along. */
         stf__tensor_slot *S = &w->s[STF_SFX_WEIGHT_SCALE];
@@ -502,7 +501,7 @@ int stf__work_rewrite_format(stf__layer_work *w, const stf_action *a, stf_err *e
             stf__work_note(w, "scale (N, 1) -> (N,)%s%s", "", "");
         }
     }
-    stf__work_note(w, "format %s -> %s", cur, stf_quant_format_name(to));
+    stf__work_note(w, "format %s -> %s", cur, stf_format_name(to));
     return 0;
 }
 

@@ -86,7 +86,7 @@ static int do_transpose_scale(stf__layer_work *w, stf_err *err)
         stf_action rq;
         stf__requantize_defaults(&rq);
         stf__work_note(w, "column scale %s%s", from, "");
-        return stf__work_requantize(w, &rq, STF_QFMT_INT8_TENSORWISE, err);
+        return stf__work_requantize(w, &rq, STF_FMT_INT8_TENSORWISE, err);
     }
     snprintf(msg, sizeof msg, "the row/column probe (H1) says %s for scale %s; transpose needs "
              "ROW with N values or COLUMN with K values",

@@ -54,8 +54,8 @@ static void test_names(void **state)
     assert_string_equal(stf_action_name(STF_ACT_SET_MARKER), "set-marker");
     assert_string_equal(stf_action_name(STF_ACT_DROP), "drop");
     assert_null(stf_action_name(STF_ACT_COUNT));
-    assert_string_equal(stf_quant_format_name(STF_QFMT_CONVROT_W4A4), "convrot_w4a4");
-    assert_null(stf_quant_format_name(STF_QFMT_COUNT));
+    assert_string_equal(stf_format_name(STF_FMT_CONVROT_W4A4), "convrot_w4a4");
+    assert_null(stf_format_name(STF_FMT_COUNT));
     assert_int_equal(stf_action_is_terminal(STF_ACT_EXCLUDE), 1);
     assert_int_equal(stf_action_is_terminal(STF_ACT_REQUANTIZE), 1);
     assert_int_equal(stf_action_is_terminal(STF_ACT_DROP), 1);
@@ -76,7 +76,7 @@ static void test_defaults(void **state)
     assert_int_equal(p.v[0].column, 2);
     assert_int_equal(p.v[1].exclude.dtype, STF_BF16);
     const stf_action *rq = &p.v[2];
-    assert_int_equal(rq->requantize.format, STF_QFMT_INT8_TENSORWISE);
+    assert_int_equal(rq->requantize.format, STF_FMT_INT8_TENSORWISE);
     assert_int_equal(rq->requantize.group_size_count, 3);
     assert_int_equal(rq->requantize.group_sizes[0], 256);
     assert_int_equal(rq->requantize.group_sizes[1], 64);
@@ -101,7 +101,7 @@ static void test_defaults(void **state)
     assert_int_equal(p.v[6].drop.scales, 1);
     assert_int_equal(p.v[6].drop.markers, 1);
     assert_int_equal(p.v[6].drop.input_scale, 0);
-    assert_int_equal(p.v[7].rewrite_format.to, STF_QFMT_INT8_TENSORWISE);
+    assert_int_equal(p.v[7].rewrite_format.to, STF_FMT_INT8_TENSORWISE);
     assert_int_equal(p.v[7].rewrite_format.from_count, 0);
     assert_int_equal(p.v[7].rewrite_format.mismatch, STF_MISMATCH_REQUANTIZE);
     parsed_free(&p);
@@ -133,7 +133,7 @@ static void test_parameters(void **state)
     const stf_action *rq = &p.v[0];
     assert_int_equal(rq->line, 1);
     assert_int_equal(rq->column, 3);
-    assert_int_equal(rq->requantize.format, STF_QFMT_CONVROT_W4A4);
+    assert_int_equal(rq->requantize.format, STF_FMT_CONVROT_W4A4);
     assert_int_equal(rq->requantize.group_size_count, 2);
     assert_int_equal(rq->requantize.group_sizes[0], 64);
     assert_int_equal(rq->requantize.group_sizes[1], 16);
@@ -147,7 +147,7 @@ static void test_parameters(void **state)
     const stf_action *sm = &p.v[1];
     assert_int_equal(sm->line, 10);
     assert_int_equal(sm->set_marker.has_format, 1);
-    assert_int_equal(sm->set_marker.format, STF_QFMT_INT8_TENSORWISE);
+    assert_int_equal(sm->set_marker.format, STF_FMT_INT8_TENSORWISE);
     assert_int_equal(sm->set_marker.hoist_params, 0);
     assert_int_equal(sm->set_marker.drop_key_count, 2);
     assert_string_equal(sm->set_marker.drop_keys[0], "per_row");
@@ -164,7 +164,7 @@ static void test_parameters(void **state)
     assert_int_equal(p.v[5].relabel.to, STF_U8);
     assert_int_equal(p.v[6].rewrite_format.from_count, 1);
     assert_string_equal(p.v[6].rewrite_format.from[0], "int4_convrot_w4a4");
-    assert_int_equal(p.v[6].rewrite_format.to, STF_QFMT_CONVROT_W4A4);
+    assert_int_equal(p.v[6].rewrite_format.to, STF_FMT_CONVROT_W4A4);
     assert_int_equal(p.v[6].rewrite_format.mismatch, STF_MISMATCH_FAIL);
     assert_int_equal(p.v[6].rewrite_format.metadata, STF_META_DROP);
     assert_int_equal(p.v[7].drop.scales, 0);
@@ -182,7 +182,7 @@ static void test_single_forms(void **state)
     parsed_free(&p);
     p = parse_do("{rewrite-format: {to: nvfp4, mismatch: fail}}");
     expect_ok(&p, 1);
-    assert_int_equal(p.v[0].rewrite_format.to, STF_QFMT_NVFP4);
+    assert_int_equal(p.v[0].rewrite_format.to, STF_FMT_NVFP4);
     parsed_free(&p);
     p = parse_do("{flatten-conv: {}}");
     expect_ok(&p, 1);
@@ -250,6 +250,9 @@ static void test_problems(void **state)
                    "a.yaml:1:23: rules[0].do.set-marker.format: expected one of "
                    "int8_tensorwise, convrot_w4a4, asym_w4a8_int8, float8_e4m3fn, float8_e5m2, "
                    "nvfp4, mxfp8, awq_w4a16, got 'int8_rowwise'");
+    expect_problem("{requantize: {format: nvfp4}}",
+                   "a.yaml:1:23: rules[0].do.requantize.format: expected one of "
+                   "int8_tensorwise, convrot_w4a4, got 'nvfp4'");
     expect_problem("{cast-scale: {to: F16}}",
                    "a.yaml:1:19: rules[0].do.cast-scale.to: expected one of F32, got 'F16'");
     expect_problem("{relabel: {from: I8, to: U8}}",

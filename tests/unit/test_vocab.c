@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -30,10 +31,56 @@ static void test_verdict_names(void **state)
     assert_int_equal(lv.probe, STF_PROBE_COLUMN);
 }
 
+/*
+ * One format table: every id has a name, names are distinct, and each
+ * name leads back to its own row, the one recipes and markers both use.
+ */
+static void test_format_names(void **state)
+{
+    (void)state;
+    static const char *const want[STF_FMT_COUNT] = {
+        "int8_tensorwise", "convrot_w4a4", "asym_w4a8_int8", "float8_e4m3fn",
+        "float8_e5m2", "nvfp4", "mxfp8", "awq_w4a16"
+    };
+    for (stf_format_id f = 0; f < STF_FMT_COUNT; f++) {
+        const char *name = stf_format_name(f);
+        assert_string_equal(name, want[f]);
+        const stf_format_info *row = stf_format_find(name, strlen(name));
+        assert_non_null(row);
+        assert_int_equal(row->id, f);
+        assert_ptr_equal(row, stf_format_get(f));
+        assert_ptr_equal(row->name, name);
+    }
+    assert_null(stf_format_name(STF_FMT_COUNT));
+    assert_null(stf_format_name((stf_format_id)-1));
+}
+
+/* A recipe's format parameter parses to the table's id, for every format. */
+static void test_recipe_formats(void **state)
+{
+    (void)state;
+    for (stf_format_id f = 0; f < STF_FMT_COUNT; f++) {
+        char src[256];
+        snprintf(src, sizeof src,
+                 "stfix: 1\ntarget: [comfyui]\nrules:\n  - name: r\n    match: {prefix: \"*\"}\n"
+                 "    do: [{set-marker: {format: %s}}]\n", stf_format_name(f));
+        stf_recipe *r = NULL;
+        stf_err err;
+        assert_int_equal(stf_recipe_load_mem(&r, NULL, src, strlen(src), "v.yaml", &err), 0);
+        const stf_action *a = stf_rule_action(stf_recipe_rule(r, 0), 0);
+        assert_int_equal(a->kind, STF_ACT_SET_MARKER);
+        assert_int_equal(a->set_marker.has_format, 1);
+        assert_int_equal(a->set_marker.format, f);
+        stf_recipe_free(r);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_verdict_names),
+        cmocka_unit_test(test_format_names),
+        cmocka_unit_test(test_recipe_formats),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
