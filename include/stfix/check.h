@@ -23,12 +23,15 @@
 extern "C" {
 #endif
 
-/* Profile selection (bit set). The container profile is always on. */
+/*
+ * Profile selection (bit set): the container and numeric profiles below,
+ * and a consumer's profile by its STF_CONSUMER_* bit (STF_CONSUMER_SGLANG:
+ * R-rules, STF_CONSUMER_COMFYUI: C-rules), so a recipe's targets select
+ * their profiles as they are. The container profile is always on.
+ */
 #define STF_CHECK_CONTAINER 1u /* S- and I-rule findings of the reader */
-#define STF_CHECK_SGLANG 2u    /* R-rules */
-#define STF_CHECK_COMFYUI 4u   /* C-rules */
 #define STF_CHECK_NUMERIC 8u   /* read tensor data: N1, N2, H1, H2 */
-#define STF_CHECK_ALL (STF_CHECK_CONTAINER | STF_CHECK_SGLANG | STF_CHECK_COMFYUI)
+#define STF_CHECK_ALL (STF_CHECK_CONTAINER | STF_CONSUMER_ALL)
 
 /*
  * One finding. `rule` is the stable id; `layer` the layer prefix it is about
@@ -49,7 +52,7 @@ typedef struct stf_diag {
 } stf_diag;
 
 typedef struct stf_check_opts {
-    unsigned profiles;   /* STF_CHECK_* bits (default STF_CHECK_ALL) */
+    unsigned profiles;   /* STF_CHECK_* and STF_CONSUMER_* bits (default STF_CHECK_ALL) */
     double tau;          /* H1 saturation fraction threshold (default 0.99) */
 } stf_check_opts;
 

@@ -241,9 +241,16 @@ typedef struct stf_format_tensor {
     stf_shape_rule alt_shape;   /* a second shape ComfyUI accepts, or STF_SHAPE_NONE */
 } stf_format_tensor;
 
-/* Consumers (bit set). */
-#define STF_CONSUMER_COMFYUI 1u
+/*
+ * The consumers stfix checks for, as bits of one set used everywhere: who
+ * loads a format (stf_format_info.consumers), a recipe's targets
+ * (stf_recipe_targets, stf_plan_targets) and the consumer profiles of a
+ * check (stf_check_opts.profiles, next to STF_CHECK_CONTAINER and
+ * STF_CHECK_NUMERIC).
+ */
 #define STF_CONSUMER_SGLANG 2u
+#define STF_CONSUMER_COMFYUI 4u
+#define STF_CONSUMER_ALL (STF_CONSUMER_SGLANG | STF_CONSUMER_COMFYUI)
 
 /* One row of spec §3. */
 typedef struct stf_format_info {

@@ -103,7 +103,7 @@ STF_API const stf_meta_entry *stf_plan_meta(const stf_plan *p, size_t i);
 /* Data bytes of the output: total, and how many are copied unchanged. */
 STF_API uint64_t stf_plan_bytes_total(const stf_plan *p);
 STF_API uint64_t stf_plan_bytes_copied(const stf_plan *p);
-/* The recipe's targets (STF_TARGET_* bits). */
+/* The recipe's targets (STF_CONSUMER_* bits). */
 STF_API unsigned stf_plan_targets(const stf_plan *p);
 
 /* ------------------------------------------------------------------ run */

@@ -175,9 +175,6 @@ STF_API int stf_action_is_terminal(stf_action_kind k);
 
 /* ----------------------------------------------------------------- recipe */
 
-#define STF_TARGET_SGLANG 1u
-#define STF_TARGET_COMFYUI 2u
-
 typedef struct stf_recipe stf_recipe;
 typedef struct stf_rule stf_rule;
 typedef struct stf_recipe_diags stf_recipe_diags;
@@ -202,7 +199,7 @@ STF_API int stf_recipe_load_mem(stf_recipe **out, stf_recipe_diags **diags, cons
 /* No-op on NULL. */
 STF_API void stf_recipe_free(stf_recipe *r);
 
-/* Bitmask of STF_TARGET_* named by `target`. */
+/* Bitmask of STF_CONSUMER_* named by `target`. */
 STF_API unsigned stf_recipe_targets(const stf_recipe *r);
 /* The `description` text, or NULL. */
 STF_API const char *stf_recipe_description(const stf_recipe *r);

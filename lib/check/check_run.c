@@ -43,8 +43,8 @@ int stf_check_run(stf_check_report **out, const stf_ckpt *c, const stf_check_opt
     if (rc) goto done;
     k.m = m;
     rc = stf__check_container(&k);
-    if (!rc && (opts->profiles & STF_CHECK_SGLANG)) rc = stf__check_sglang(&k);
-    if (!rc && (opts->profiles & STF_CHECK_COMFYUI)) rc = stf__check_comfyui(&k);
+    if (!rc && (opts->profiles & STF_CONSUMER_SGLANG)) rc = stf__check_sglang(&k);
+    if (!rc && (opts->profiles & STF_CONSUMER_COMFYUI)) rc = stf__check_comfyui(&k);
     if (!rc && (opts->profiles & STF_CHECK_NUMERIC)) rc = stf__check_numeric(&k);
     if (!rc) rc = k.rc;
     if (rc == STF_ENOMEM && err && !err->msg[0]) stf__err(err, rc, "out of memory");

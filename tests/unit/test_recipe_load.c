@@ -67,7 +67,7 @@ static void test_good(void **state)
     stf_err err;
     assert_int_equal(stf_recipe_load_mem(&r, &d, good, strlen(good), "good.yaml", &err), 0);
     assert_null(d);
-    assert_int_equal(stf_recipe_targets(r), STF_TARGET_SGLANG | STF_TARGET_COMFYUI);
+    assert_int_equal(stf_recipe_targets(r), STF_CONSUMER_SGLANG | STF_CONSUMER_COMFYUI);
     assert_string_equal(stf_recipe_description(r), "test recipe");
     assert_string_equal(stf_recipe_sha256(r),
                         "99c59d630a90b01b15a41065bc86ad2dcc7bed7bef57f006e7bd894d7a8aec17");

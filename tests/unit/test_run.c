@@ -167,7 +167,7 @@ static const int8_t V2_Q[32] = { -102, 76,  0,   -76, -26, -102, 76,  0,   51,  
 static void test_run_exact_outputs(void **state)
 {
     (void)state;
-    fx *f = fx_new(STF_TARGET_SGLANG | STF_TARGET_COMFYUI);
+    fx *f = fx_new(STF_CONSUMER_SGLANG | STF_CONSUMER_COMFYUI);
     stf_run_opts o = opts(NULL);
     o.error_metrics = 1;
     stf_run_report *rep = NULL;
@@ -329,7 +329,7 @@ static void broken_layer(fx *f)
 static void test_verification_failure(void **state)
 {
     (void)state;
-    fx *f = fx_new(STF_TARGET_SGLANG);
+    fx *f = fx_new(STF_CONSUMER_SGLANG);
     broken_layer(f);
     stf_run_opts o = opts(NULL);
     stf_run_report *rep = NULL;
@@ -360,7 +360,7 @@ static void test_verification_failure(void **state)
 static void test_in_place(void **state)
 {
     (void)state;
-    fx *f = fx_new(STF_TARGET_SGLANG);
+    fx *f = fx_new(STF_CONSUMER_SGLANG);
     broken_layer(f);
     size_t lin;
     unsigned char *before = st_read_file(f->in, &lin);
@@ -422,7 +422,7 @@ static void test_plan_mismatch(void **state)
 static void test_sharded(void **state)
 {
     (void)state;
-    fx *f = fx_new(STF_TARGET_SGLANG | STF_TARGET_COMFYUI);
+    fx *f = fx_new(STF_CONSUMER_SGLANG | STF_CONSUMER_COMFYUI);
     for (size_t i = 0; i < f->t.p.nouts; i++)
         if (!strncmp(f->t.outs[i].pub.name, "a.", 2)) f->t.outs[i].group = "a";
     /* A rebuilt _quantization_metadata cannot be right for every shard (I7):
@@ -538,7 +538,7 @@ static void test_wide_layer_threads(void **state)
 static void test_alloc_failures(void **state)
 {
     (void)state;
-    fx *f = fx_new(STF_TARGET_SGLANG);
+    fx *f = fx_new(STF_CONSUMER_SGLANG);
     stf_run_opts o = opts(NULL);
     o.error_metrics = 1;
     int ok = 0, fails = 0;

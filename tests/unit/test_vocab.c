@@ -75,12 +75,41 @@ static void test_recipe_formats(void **state)
     }
 }
 
+/* One consumer bit set: the format table, recipes and check profiles agree. */
+static void test_consumer_bits(void **state)
+{
+    (void)state;
+    assert_int_equal(STF_CONSUMER_SGLANG, 2);
+    assert_int_equal(STF_CONSUMER_COMFYUI, 4);
+    assert_int_equal(STF_CHECK_ALL, STF_CHECK_CONTAINER | STF_CONSUMER_ALL);
+    assert_int_equal(STF_CONSUMER_ALL & (STF_CHECK_CONTAINER | STF_CHECK_NUMERIC), 0);
+    assert_int_equal(stf_format_get(STF_FMT_FLOAT8_E5M2)->consumers, STF_CONSUMER_COMFYUI);
+    assert_int_equal(stf_format_get(STF_FMT_INT8_TENSORWISE)->consumers, STF_CONSUMER_ALL);
+    static const struct { const char *target; unsigned bits; } cases[] = {
+        { "sglang", STF_CONSUMER_SGLANG },
+        { "comfyui", STF_CONSUMER_COMFYUI },
+        { "[comfyui, sglang]", STF_CONSUMER_ALL },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char src[256];
+        snprintf(src, sizeof src,
+                 "stfix: 1\ntarget: %s\nrules:\n  - name: r\n    match: {prefix: \"*\"}\n"
+                 "    do: [cast-scale]\n", cases[i].target);
+        stf_recipe *r = NULL;
+        stf_err err;
+        assert_int_equal(stf_recipe_load_mem(&r, NULL, src, strlen(src), "v.yaml", &err), 0);
+        assert_int_equal(stf_recipe_targets(r), cases[i].bits);
+        stf_recipe_free(r);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_verdict_names),
         cmocka_unit_test(test_format_names),
         cmocka_unit_test(test_recipe_formats),
+        cmocka_unit_test(test_consumer_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
