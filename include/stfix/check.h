@@ -51,13 +51,20 @@ typedef struct stf_diag {
     const char *fix;
 } stf_diag;
 
+/* The layout of stf_check_opts this header describes. */
+#define STF_CHECK_OPTS_VERSION 1u
+
 typedef struct stf_check_opts {
+    unsigned version;    /* STF_CHECK_OPTS_VERSION, set by stf_check_opts_init */
     unsigned profiles;   /* STF_CHECK_* and STF_CONSUMER_* bits (default STF_CHECK_ALL) */
     double tau;          /* H1 saturation fraction threshold (default 0.99) */
 } stf_check_opts;
 
-/* Defaults: every profile but the numeric probes, tau 0.99. */
-STF_API void stf_check_opts_init(stf_check_opts *o);
+/* Defaults of layout `version`: every profile but the numeric probes, tau
+ * 0.99; as stf_open_opts_init_version. Call it through the
+ * stf_check_opts_init macro. */
+STF_API void stf_check_opts_init_version(stf_check_opts *o, unsigned version);
+#define stf_check_opts_init(o) stf_check_opts_init_version((o), STF_CHECK_OPTS_VERSION)
 
 /* The result of a run: an ordered list of diagnostics. */
 typedef struct stf_check_report stf_check_report;

@@ -13,9 +13,15 @@
 #include "pipeline/plan_internal.h"
 
 /* Defaults: quant mode from the recipe, tau 0.99, probes inline. */
-void stf_plan_opts_init(stf_plan_opts *o)
+void stf_plan_opts_init_version(stf_plan_opts *o, unsigned version)
 {
+    if (!o) return;
+    if (version != STF_PLAN_OPTS_VERSION) {
+        o->version = version; /* an unknown layout: the user of `o` refuses it */
+        return;
+    }
     memset(o, 0, sizeof *o);
+    o->version = version;
     o->quant_mode = STF_QMODE_CUDA;
     o->tau = 0.99;
 }
@@ -498,6 +504,8 @@ int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
         stf_plan_opts_init(&defo);
         o = &defo;
     }
+    if ((rc = stf__opts_version(err, o->version, STF_PLAN_OPTS_VERSION, "stf_plan_opts")))
+        return rc;
     stf_plan *p = stf__calloc(1, sizeof *p);
     if (!p) return stf__err(err, STF_ENOMEM, "plan: out of memory");
     p->c = c;

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "container/sink.h"
 #include "quant_testutil.h"
 #include "run_testplan.h"
 #include "support/st_alloc.h"
@@ -129,7 +130,7 @@ static stf_run_opts opts(stf_pool *pool)
     stf_run_opts o;
     stf_run_opts_init(&o);
     o.pool = pool;
-    o.write.no_fsync = 1;
+    stf__write_test_hooks_set(&(stf__write_test_hooks){ .no_fsync = 1 });
     return o;
 }
 
@@ -293,10 +294,11 @@ static void test_enospc_leaves_nothing(void **state)
     stf_ckpt_free(c);
     remove(f->out);
 
-    o.write.write_hook = enospc_hook;
-    o.write.write_hook_ud = &h;
+    stf__write_test_hooks_set(&(stf__write_test_hooks){
+        .no_fsync = 1, .write_hook = enospc_hook, .write_hook_ud = &h });
     stf_run_report *rep = NULL;
     int rc = stf_plan_run(&rep, &f->t.p, f->out, &o, &err);
+    stf__write_test_hooks_set(&(stf__write_test_hooks){ .no_fsync = 1 });
     assert_true(rc == STF_EIO);
     assert_true(h.hits >= 1);
     assert_non_null(rep);

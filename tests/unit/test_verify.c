@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "container/sink.h"
 #include "pipeline/run_internal.h"
 #include "support/st_ckptfile.h"
 
@@ -50,7 +51,7 @@ static fx *fx_new(uint64_t shard_cap, int broken)
     f->out = st_path(f->dir, "model.safetensors");
     stf_write_opts wo;
     stf_write_opts_init(&wo);
-    wo.no_fsync = 1;
+    stf__write_test_hooks_set(&(stf__write_test_hooks){ .no_fsync = 1 });
     wo.max_shard_size = shard_cap;
     stf_err err;
     assert_int_equal(stf_writer_new(&f->w, f->out, &wo, &err), 0);
