@@ -403,8 +403,11 @@ STF_API int stf_qmeta_canonical(char **out, size_t *len, const char *const *pref
 typedef struct stf_layer {
     const char *prefix;          /* P (may be ""): prefix_len bytes (may hold U+0000), then a NUL */
     size_t prefix_len;
-    int64_t tensor[STF_SFX_COUNT]; /* ckpt tensor index per suffix, -1 when absent
-                                      (a name in two shards: the later file's) */
+    /* The layer's tensors by suffix: read them with stf_layer_tensor(). A
+     * count and a pointer, so the struct keeps its layout when suffixes are
+     * added. */
+    const int64_t *tensors;
+    size_t ntensors;
     const stf_marker *markers;   /* all markers, both channels, every shard: per shard the
                                     metadata one first, then the tensor one (SGLang order) */
     size_t nmarkers;
@@ -437,6 +440,13 @@ STF_API const stf_layer *stf_model_layer(const stf_model *m, size_t i);
 
 /* Find a layer by exact prefix (len bytes). 0 and *idx, or STF_ENOTFOUND. */
 STF_API int stf_model_find_layer(const stf_model *m, const char *prefix, size_t len, size_t *idx);
+
+/*
+ * The checkpoint tensor index of the layer's tensor with suffix s, or -1
+ * when the layer has none (or s is a suffix this library does not know).
+ * A name in two shards gives the later file's tensor.
+ */
+STF_API int64_t stf_layer_tensor(const stf_layer *l, stf_suffix s);
 
 /* Tensor info of a layer's suffix, or NULL when absent. */
 STF_API const stf_tensor_info *stf_layer_tensor_info(const stf_model *m, const stf_layer *l,

@@ -164,7 +164,7 @@ int stf_probe_h1(stf_h1_result *out, const stf_ckpt *c, const stf_model *m, cons
     if (!w || w->dtype != STF_I8 || w->rank != 2 || !s || w->nelem == 0) return 0;
     h1_stat st;
     unsigned sat = w4 ? 7 : 126;
-    int rc = h1_scan(c, (size_t)l->tensor[STF_SFX_WEIGHT], w, w4, sat, &st, err);
+    int rc = h1_scan(c, (size_t)stf_layer_tensor(l, STF_SFX_WEIGHT), w, w4, sat, &st, err);
     if (rc) return rc;
     if (tau <= 0) tau = 0.99;
     uint64_t n = w->shape[0], kk = w4 ? 2 * w->shape[1] : w->shape[1];
@@ -273,7 +273,8 @@ int stf_probe_h2(stf_h2_result *out, const stf_ckpt *c, const stf_model *m, cons
         goto done;
     }
     for (uint64_t r = 0; r < n; r++) {
-        rc = stf_ckpt_read(c, (size_t)l->tensor[STF_SFX_WEIGHT], r * kk, row, (size_t)kk, err);
+        rc = stf_ckpt_read(c, (size_t)stf_layer_tensor(l, STF_SFX_WEIGHT), r * kk, row,
+                           (size_t)kk, err);
         if (rc) goto done;
         /* Energy relative to the row's own peak, so per-row scales cancel. */
         int peak = 1;
@@ -360,7 +361,8 @@ int stf__check_numeric(stf__chk *k)
     for (size_t i = 0; i < nl && !k->rc; i++) {
         const stf_layer *l = stf_model_layer(k->m, i);
         for (size_t j = 0; j < sizeof scales / sizeof scales[0] && !k->rc; j++) {
-            if (l->tensor[scales[j]] >= 0) probe_scale(k, l, (size_t)l->tensor[scales[j]]);
+            if (stf_layer_tensor(l, scales[j]) >= 0)
+                probe_scale(k, l, (size_t)stf_layer_tensor(l, scales[j]));
         }
         if (k->rc || probe_empty(k, l)) continue;
         const stf_pyval *mk = stf__chk_marker(l);

@@ -340,7 +340,7 @@ static char *renamed_prefix(const stf_layer *l, const stf__matched_action *acts,
 static int has_tensors(const stf_layer *l)
 {
     for (int sx = 0; sx < STF_SFX_COUNT; sx++)
-        if (l->tensor[sx] >= 0) return 1;
+        if (stf_layer_tensor(l, sx) >= 0) return 1;
     return 0;
 }
 

@@ -380,8 +380,9 @@ int stf__plan_layer(stf__plan_builder *b, size_t li, const stf_layer *l, const s
     stf__name_render(w.shown, sizeof w.shown, l->prefix, l->prefix_len);
     stf__buf_init(&w.sum);
     for (int sx = 0; sx < STF_SFX_COUNT; sx++) {
-        if (l->tensor[sx] < 0) continue;
-        const stf_tensor_info *t = stf_ckpt_tensor(b->p->c, (size_t)l->tensor[sx]);
+        int64_t ti = stf_layer_tensor(l, sx);
+        if (ti < 0) continue;
+        const stf_tensor_info *t = stf_ckpt_tensor(b->p->c, (size_t)ti);
         stf__tensor_slot *sl = &w.s[sx];
         if (t->rank > SLOT_MAX_RANK) {
             char tn[STF__NAME_SHOWN];
@@ -389,7 +390,7 @@ int stf__plan_layer(stf__plan_builder *b, size_t li, const stf_layer *l, const s
                             stf__name_render(tn, sizeof tn, t->name, t->name_len), t->rank);
         }
         sl->present = 1;
-        sl->src = (size_t)l->tensor[sx];
+        sl->src = (size_t)ti;
         sl->in_dtype = sl->dtype = t->dtype;
         stf__slot_set_shape(sl, t->rank, t->shape);
         sl->nelem = t->nelem;
