@@ -121,48 +121,54 @@ typedef enum stf_relabel_tensor {
 #define STF_RULES_MAX_LIST 16
 
 /*
- * One action with every parameter resolved (defaults applied). Only the
- * member named after `kind` is meaningful. Strings are owned by the recipe.
+ * One action with every parameter resolved (defaults applied): a tagged
+ * union. Only the member of `params` named after `kind` is meaningful, and
+ * the union is as large as its largest member, not the sum of all of them.
+ * The library makes actions and hands them out by pointer (stf_rule_action),
+ * so a kind added later may enlarge the union without breaking callers.
+ * Strings are owned by the recipe.
  */
 typedef struct stf_action {
     stf_action_kind kind;
     unsigned line, column; /* where it is written in the recipe (1-based) */
-    struct { stf_scale_layout to; int require_probe; } reshape_scale;
-    struct { int unused; } transpose_scale;
-    struct { int unused; } flatten_conv;
-    struct { stf_dtype dtype; } exclude;           /* BF16 (default), F16, F32, SOURCE */
-    struct {
-        size_t from_count;
-        const char *from[STF_RULES_MAX_LIST];      /* empty: any non-upstream name */
-        stf_format_id to;
-        stf_mismatch_policy mismatch;
-        stf_meta_policy metadata;
-    } rewrite_format;
-    struct {
-        int has_format;                           /* 0: infer it from the tensors (M1) */
-        stf_format_id format;
-        int hoist_params;                         /* default 1 (M3) */
-        size_t drop_key_count;
-        const char *drop_keys[STF_RULES_MAX_LIST]; /* default per_row, quant_group_size */
-        stf_meta_policy metadata;
-        stf_channel_pref prefer;
-    } set_marker;
-    struct { stf_dtype to; } cast_scale;           /* F32 */
-    struct { stf_relabel_tensor tensor; stf_dtype from, to; } relabel;
-    struct {
-        stf_format_id format;                  /* INT8_TENSORWISE or CONVROT_W4A4 */
-        size_t group_size_count;
-        unsigned group_sizes[STF_RULES_MAX_LIST]; /* preference order; default 256, 64, 16 */
-        stf_indivisible_policy on_indivisible;
-        stf_dtype fallback_dtype;                 /* dtype for excluded layers */
-        stf_quant_mode quant_mode;
-        int quant_mode_set;                       /* written in the recipe (--quant-mode wins) */
-        stf_dtype compute_dtype;                  /* BF16 (default), F16, F32 */
-        int int8_activations;                     /* w4a4 linear_dtype int8 */
-        unsigned tp;                              /* tensor-parallel degree (K/tp % G) */
-    } requantize;
-    struct { const char *from; const char *to; } rename;
-    struct { int scales; int markers; int input_scale; } drop;
+    union {
+        struct { stf_scale_layout to; int require_probe; } reshape_scale;
+        struct { int unused; } transpose_scale;
+        struct { int unused; } flatten_conv;
+        struct { stf_dtype dtype; } exclude;           /* BF16 (default), F16, F32, SOURCE */
+        struct {
+            size_t from_count;
+            const char *from[STF_RULES_MAX_LIST];      /* empty: any non-upstream name */
+            stf_format_id to;
+            stf_mismatch_policy mismatch;
+            stf_meta_policy metadata;
+        } rewrite_format;
+        struct {
+            int has_format;                     /* 0: infer it from the tensors (missing-format) */
+            stf_format_id format;
+            int hoist_params;                   /* default 1 (nested-params) */
+            size_t drop_key_count;
+            const char *drop_keys[STF_RULES_MAX_LIST]; /* default per_row, quant_group_size */
+            stf_meta_policy metadata;
+            stf_channel_pref prefer;
+        } set_marker;
+        struct { stf_dtype to; } cast_scale;           /* F32 */
+        struct { stf_relabel_tensor tensor; stf_dtype from, to; } relabel;
+        struct {
+            stf_format_id format;                     /* INT8_TENSORWISE or CONVROT_W4A4 */
+            size_t group_size_count;
+            unsigned group_sizes[STF_RULES_MAX_LIST]; /* preference order; default 256, 64, 16 */
+            stf_indivisible_policy on_indivisible;
+            stf_dtype fallback_dtype;                 /* dtype for excluded layers */
+            stf_quant_mode quant_mode;
+            int quant_mode_set;                 /* written in the recipe (--quant-mode wins) */
+            stf_dtype compute_dtype;                  /* BF16 (default), F16, F32 */
+            int int8_activations;                     /* w4a4 linear_dtype int8 */
+            unsigned tp;                              /* tensor-parallel degree (K/tp % G) */
+        } requantize;
+        struct { const char *from; const char *to; } rename;
+        struct { int scales; int markers; int input_scale; } drop;
+    } params;
 } stf_action;
 
 /* Kebab-case name ("reshape-scale"); NULL when out of range. */

@@ -220,8 +220,8 @@ static int needs_probe_action(const stf__matched_action *acts, size_t n, const s
     for (size_t i = 0; i < n; i++) {
         const stf_action *a = acts[i].a;
         if (a->kind == STF_ACT_TRANSPOSE_SCALE) return 1;
-        if (a->kind == STF_ACT_RESHAPE_SCALE && a->reshape_scale.to == STF_SCALE_ROWS &&
-            (a->reshape_scale.require_probe || v->n == v->k))
+        if (a->kind == STF_ACT_RESHAPE_SCALE && a->params.reshape_scale.to == STF_SCALE_ROWS &&
+            (a->params.reshape_scale.require_probe || v->n == v->k))
             return 1;
         if ((a->kind == STF_ACT_REQUANTIZE || a->kind == STF_ACT_EXCLUDE) && v->n == v->k &&
             v->has_scale && v->weight_dtype == STF_I8)
@@ -303,8 +303,8 @@ static int plan_other(stf__plan_builder *b, size_t ti, stf__matched_action **act
 char *stf__rename_apply(const stf_action *a, const char *name, size_t len, size_t *out_len,
                         int *hit)
 {
-    const char *from = a->rename.from ? a->rename.from : "";
-    const char *to = a->rename.to ? a->rename.to : "";
+    const char *from = a->params.rename.from ? a->params.rename.from : "";
+    const char *to = a->params.rename.to ? a->params.rename.to : "";
     size_t fl = strlen(from), tl = strlen(to), rl;
     *hit = fl <= len && memcmp(name, from, fl) == 0;
     if (!*hit) return NULL;

@@ -216,9 +216,9 @@ int stf__work_exclude(stf__layer_work *w, stf_dtype want, stf_err *err)
 
 static int pick_group(const stf_action *a, uint64_t k, unsigned *g)
 {
-    unsigned tp = a->requantize.tp > 1 ? a->requantize.tp : 1;
-    for (size_t i = 0; i < a->requantize.group_size_count; i++) {
-        uint64_t gi = a->requantize.group_sizes[i];
+    unsigned tp = a->params.requantize.tp > 1 ? a->params.requantize.tp : 1;
+    for (size_t i = 0; i < a->params.requantize.group_size_count; i++) {
+        uint64_t gi = a->params.requantize.group_sizes[i];
         if (!gi || k % gi) continue;
         if (tp > 1 && (k % tp || (k / tp) % gi)) continue;
         *g = (unsigned)gi;
@@ -256,20 +256,20 @@ int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_format_id 
     if (rc) return rc;
     unsigned g = 0;
     if (!pick_group(a, d.k, &g)) {
-        if (a->requantize.on_indivisible == STF_INDIVISIBLE_FAIL) {
+        if (a->params.requantize.on_indivisible == STF_INDIVISIBLE_FAIL) {
             snprintf(msg, sizeof msg, "no allowed group size divides K=%llu (on_indivisible: "
                      "fail)", (unsigned long long)d.k);
             return stf__work_refuse(w, err, msg);
         }
         stf__work_note(w, "no group size divides K%s%s", "", "");
-        return stf__work_exclude(w, a->requantize.fallback_dtype, err);
+        return stf__work_exclude(w, a->params.requantize.fallback_dtype, err);
     }
     memset(&w->job, 0, sizeof w->job);
     w->job.dec = d;
     w->job.group = g;
     w->job.mode = w->b->o && w->b->o->quant_mode_set ? w->b->o->quant_mode
-                                                       : a->requantize.quant_mode;
-    w->job.t = d.kind == STF__DEC_FLOAT ? d.w_dtype : a->requantize.compute_dtype;
+                                                       : a->params.requantize.quant_mode;
+    w->job.t = d.kind == STF__DEC_FLOAT ? d.w_dtype : a->params.requantize.compute_dtype;
     /* The old marker's fp-matmul flag survives (§4 canonical row). */
     int fpmm = 0;
     int64_t nexp = 0;
@@ -321,7 +321,7 @@ int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_format_id 
         S->rank = 1;
         S->shape[0] = d.n;
         w->spec.format = "convrot_w4a4";
-        w->spec.linear_dtype = a->requantize.int8_activations ? "int8" : NULL;
+        w->spec.linear_dtype = a->params.requantize.int8_activations ? "int8" : NULL;
     }
     S->nelem = d.n;
     w->n = d.n;
@@ -341,13 +341,13 @@ void stf__requantize_defaults(stf_action *a)
 {
     memset(a, 0, sizeof *a);
     a->kind = STF_ACT_REQUANTIZE;
-    a->requantize.group_size_count = 3;
-    a->requantize.group_sizes[0] = 256;
-    a->requantize.group_sizes[1] = 64;
-    a->requantize.group_sizes[2] = 16;
-    a->requantize.fallback_dtype = STF_BF16;
-    a->requantize.quant_mode = STF_QMODE_CUDA;
-    a->requantize.compute_dtype = STF_BF16;
+    a->params.requantize.group_size_count = 3;
+    a->params.requantize.group_sizes[0] = 256;
+    a->params.requantize.group_sizes[1] = 64;
+    a->params.requantize.group_sizes[2] = 16;
+    a->params.requantize.fallback_dtype = STF_BF16;
+    a->params.requantize.quant_mode = STF_QMODE_CUDA;
+    a->params.requantize.compute_dtype = STF_BF16;
 }
 
 /* ------------------------------------------------------------ markers */
@@ -361,17 +361,17 @@ void stf__requantize_defaults(stf_action *a)
 int stf__work_set_marker(stf__layer_work *w, const stf_action *a, stf_err *err)
 {
     char msg[600];
-    if (w->marker_change == MARKER_NEW && !a->set_marker.has_format) {
+    if (w->marker_change == MARKER_NEW && !a->params.set_marker.has_format) {
         stf__work_note(w, "marker canonical%s%s", "", "");
         return 0;
     }
-    const stf_pyval *mk = stf__work_marker(w, a->set_marker.prefer);
+    const stf_pyval *mk = stf__work_marker(w, a->params.set_marker.prefer);
     if (w->recover_rc) return stf__err(err, w->recover_rc, "layer '%s': out of memory", w->shown);
     stf__tensor_slot *W = &w->s[STF_SFX_WEIGHT], *S = &w->s[STF_SFX_WEIGHT_SCALE];
     unsigned flags = STF_NORM_WRAP_STRING;
     int m1 = W->present && W->dtype == STF_I8 && S->present && S->dtype == STF_F32;
-    if (a->set_marker.has_format || m1) flags |= STF_NORM_ADD_INT8_FORMAT;
-    const char *fmt = a->set_marker.has_format ? stf_format_name(a->set_marker.format)
+    if (a->params.set_marker.has_format || m1) flags |= STF_NORM_ADD_INT8_FORMAT;
+    const char *fmt = a->params.set_marker.has_format ? stf_format_name(a->params.set_marker.format)
                                                : NULL;
     if (fmt && !strcmp(fmt, "asym_w4a8_int8")) flags |= STF_NORM_ADD_W4A8_CONVROT;
     stf_marker_spec sp;
@@ -407,7 +407,7 @@ int stf__work_set_marker(stf__layer_work *w, const stf_action *a, stf_err *err)
     }
     /* hoist_params: false keeps only what the top level says (params ignored, as
      * SGLang and ComfyUI's Embedding read it). */
-    if (mk && !a->set_marker.hoist_params && stf_pyval_type(mk) == STF_PY_DICT &&
+    if (mk && !a->params.set_marker.hoist_params && stf_pyval_type(mk) == STF_PY_DICT &&
         stf_pyval_get(mk, "params")) {
         if (!stf_pyval_get(mk, "convrot")) sp.convrot = 0;
         if (!stf_pyval_get(mk, "convrot_groupsize")) sp.convrot_groupsize_set = 0;
@@ -418,8 +418,8 @@ int stf__work_set_marker(stf__layer_work *w, const stf_action *a, stf_err *err)
     }
     /* Normalising already drops per_row, quant_group_size, _* and unknown keys;
      * drop_keys may also name canonical ones. */
-    for (size_t i = 0; i < a->set_marker.drop_key_count; i++) {
-        const char *dk = a->set_marker.drop_keys[i];
+    for (size_t i = 0; i < a->params.set_marker.drop_key_count; i++) {
+        const char *dk = a->params.set_marker.drop_keys[i];
         if (!strcmp(dk, "full_precision_matrix_mult")) sp.full_precision_matrix_mult = 0;
         else if (!strcmp(dk, "group_size")) sp.group_size_set = 0;
         else if (!strcmp(dk, "convrot")) sp.convrot = 0;
@@ -427,10 +427,11 @@ int stf__work_set_marker(stf__layer_work *w, const stf_action *a, stf_err *err)
         else if (!strcmp(dk, "linear_dtype")) sp.linear_dtype = NULL;
         else if (!strcmp(dk, "num_experts")) sp.num_experts_set = 0;
     }
-    if (a->set_marker.metadata == STF_META_DROP) w->b->meta_drop = 1;
+    if (a->params.set_marker.metadata == STF_META_DROP) w->b->meta_drop = 1;
     if (w->l->conflict)
         stf__work_note(w, "marker channels disagreed (R5): the %s marker wins%s",
-                       a->set_marker.prefer == STF_PREFER_TENSOR ? "tensor" : "metadata", "");
+                       a->params.set_marker.prefer == STF_PREFER_TENSOR ? "tensor" : "metadata",
+                       "");
     w->spec = sp;
     w->marker_change = MARKER_NEW;
     w->format = sp.format;
@@ -463,15 +464,15 @@ int stf__work_rewrite_format(stf__layer_work *w, const stf_action *a, stf_err *e
     const char *cur = w->format;
     if (!cur) return 0;
     int sel = 0;
-    if (!a->rewrite_format.from_count) sel = stf_format_find(cur, strlen(cur)) == NULL;
-    for (size_t i = 0; i < a->rewrite_format.from_count; i++)
-        if (!strcmp(cur, a->rewrite_format.from[i])) sel = 1;
+    if (!a->params.rewrite_format.from_count) sel = stf_format_find(cur, strlen(cur)) == NULL;
+    for (size_t i = 0; i < a->params.rewrite_format.from_count; i++)
+        if (!strcmp(cur, a->params.rewrite_format.from[i])) sel = 1;
     if (!sel) return 0;
-    stf_format_id to = a->rewrite_format.to;
-    if (a->rewrite_format.metadata == STF_META_DROP) w->b->meta_drop = 1;
+    stf_format_id to = a->params.rewrite_format.to;
+    if (a->params.rewrite_format.metadata == STF_META_DROP) w->b->meta_drop = 1;
     if (!layout_matches(w, to)) {
         char msg[256];
-        if (a->rewrite_format.mismatch == STF_MISMATCH_FAIL ||
+        if (a->params.rewrite_format.mismatch == STF_MISMATCH_FAIL ||
             (to != STF_FMT_INT8_TENSORWISE && to != STF_FMT_CONVROT_W4A4)) {
             snprintf(msg, sizeof msg, "the data of format '%s' does not have the %s layout "
                      "(mismatch: fail)", cur, stf_format_name(to));
@@ -484,10 +485,10 @@ int stf__work_rewrite_format(stf__layer_work *w, const stf_action *a, stf_err *e
     stf_action sm;
     memset(&sm, 0, sizeof sm);
     sm.kind = STF_ACT_SET_MARKER;
-    sm.set_marker.has_format = 1;
-    sm.set_marker.hoist_params = 1;
-    sm.set_marker.format = to;
-    sm.set_marker.metadata = a->rewrite_format.metadata;
+    sm.params.set_marker.has_format = 1;
+    sm.params.set_marker.hoist_params = 1;
+    sm.params.set_marker.format = to;
+    sm.params.set_marker.metadata = a->params.rewrite_format.metadata;
     int rc = stf__work_set_marker(w, &sm, err);
     if (rc) return rc;
     if (to == STF_FMT_CONVROT_W4A4) {

@@ -35,7 +35,7 @@ typedef struct pdesc {
 } pdesc;
 
 #define NO_FLAG ((size_t)-1)
-#define F(m) offsetof(stf_action, m)
+#define F(m) offsetof(stf_action, params.m)
 
 static const penum layouts[] = {
     { "rows", STF_SCALE_ROWS }, { "vector", STF_SCALE_VECTOR }, { "scalar", STF_SCALE_SCALAR },
@@ -169,49 +169,75 @@ int stf_action_is_terminal(stf_action_kind k)
     return (unsigned)k < STF_ACT_COUNT ? actions[k].terminal : 0;
 }
 
+/* A fresh action of kind k with its parameters' defaults; the other members
+ * of the union are never read. */
 static void set_defaults(stf_action *a, stf_action_kind k)
 {
     memset(a, 0, sizeof *a);
     a->kind = k;
-    a->reshape_scale.to = STF_SCALE_ROWS;
-    a->reshape_scale.require_probe = 1;
-    a->exclude.dtype = STF_BF16;
-    a->rewrite_format.mismatch = STF_MISMATCH_REQUANTIZE;
-    a->rewrite_format.metadata = STF_META_MIRROR;
-    a->set_marker.hoist_params = 1;
-    a->set_marker.metadata = STF_META_MIRROR;
-    a->set_marker.prefer = STF_PREFER_METADATA;
-    a->cast_scale.to = STF_F32;
-    a->relabel.tensor = STF_RELABEL_WEIGHT;
-    a->relabel.from = STF_U8;
-    a->relabel.to = STF_I8;
-    a->requantize.format = STF_FMT_INT8_TENSORWISE;
-    a->requantize.group_size_count = 3;
-    a->requantize.group_sizes[0] = 256;
-    a->requantize.group_sizes[1] = 64;
-    a->requantize.group_sizes[2] = 16;
-    a->requantize.on_indivisible = STF_INDIVISIBLE_EXCLUDE;
-    a->requantize.fallback_dtype = STF_BF16;
-    a->requantize.quant_mode = STF_QMODE_CUDA;
-    a->requantize.compute_dtype = STF_BF16;
-    a->requantize.tp = 1;
-    a->drop.scales = 1;
-    a->drop.markers = 1;
+    switch (k) {
+    case STF_ACT_RESHAPE_SCALE:
+        a->params.reshape_scale.to = STF_SCALE_ROWS;
+        a->params.reshape_scale.require_probe = 1;
+        break;
+    case STF_ACT_EXCLUDE: a->params.exclude.dtype = STF_BF16; break;
+    case STF_ACT_REWRITE_FORMAT:
+        a->params.rewrite_format.mismatch = STF_MISMATCH_REQUANTIZE;
+        a->params.rewrite_format.metadata = STF_META_MIRROR;
+        break;
+    case STF_ACT_SET_MARKER:
+        a->params.set_marker.hoist_params = 1;
+        a->params.set_marker.metadata = STF_META_MIRROR;
+        a->params.set_marker.prefer = STF_PREFER_METADATA;
+        break;
+    case STF_ACT_CAST_SCALE: a->params.cast_scale.to = STF_F32; break;
+    case STF_ACT_RELABEL:
+        a->params.relabel.tensor = STF_RELABEL_WEIGHT;
+        a->params.relabel.from = STF_U8;
+        a->params.relabel.to = STF_I8;
+        break;
+    case STF_ACT_REQUANTIZE:
+        a->params.requantize.format = STF_FMT_INT8_TENSORWISE;
+        a->params.requantize.group_size_count = 3;
+        a->params.requantize.group_sizes[0] = 256;
+        a->params.requantize.group_sizes[1] = 64;
+        a->params.requantize.group_sizes[2] = 16;
+        a->params.requantize.on_indivisible = STF_INDIVISIBLE_EXCLUDE;
+        a->params.requantize.fallback_dtype = STF_BF16;
+        a->params.requantize.quant_mode = STF_QMODE_CUDA;
+        a->params.requantize.compute_dtype = STF_BF16;
+        a->params.requantize.tp = 1;
+        break;
+    case STF_ACT_DROP:
+        a->params.drop.scales = 1;
+        a->params.drop.markers = 1;
+        break;
+    default: break; /* transpose-scale, flatten-conv, rename: nothing to default */
+    }
 }
 
 /* Frees the strings an action owns and forgets them; the action itself stays. */
 void stf__action_clear(stf_action *a)
 {
     if (!a) return;
-    for (size_t i = 0; i < a->rewrite_format.from_count; i++)
-        stf__free((char *)a->rewrite_format.from[i]);
-    for (size_t i = 0; i < a->set_marker.drop_key_count; i++)
-        stf__free((char *)a->set_marker.drop_keys[i]);
-    stf__free((char *)a->rename.from);
-    stf__free((char *)a->rename.to);
-    a->rewrite_format.from_count = 0;
-    a->set_marker.drop_key_count = 0;
-    a->rename.from = a->rename.to = NULL;
+    switch (a->kind) {
+    case STF_ACT_REWRITE_FORMAT:
+        for (size_t i = 0; i < a->params.rewrite_format.from_count; i++)
+            stf__free((char *)a->params.rewrite_format.from[i]);
+        a->params.rewrite_format.from_count = 0;
+        break;
+    case STF_ACT_SET_MARKER:
+        for (size_t i = 0; i < a->params.set_marker.drop_key_count; i++)
+            stf__free((char *)a->params.set_marker.drop_keys[i]);
+        a->params.set_marker.drop_key_count = 0;
+        break;
+    case STF_ACT_RENAME:
+        stf__free((char *)a->params.rename.from);
+        stf__free((char *)a->params.rename.to);
+        a->params.rename.from = a->params.rename.to = NULL;
+        break;
+    default: break;
+    }
 }
 
 /* "a, b, c" of an enum's names. */
@@ -358,10 +384,10 @@ static int check_action(const stf_action *a, const stf__ynode *at, const char *p
 {
     switch (a->kind) {
     case STF_ACT_RELABEL: {
-        int weight_ok = a->relabel.tensor == STF_RELABEL_WEIGHT && a->relabel.from == STF_U8 &&
-                        a->relabel.to == STF_I8;
-        int scale_ok = a->relabel.tensor == STF_RELABEL_SCALE && a->relabel.from == STF_F8_E8M0 &&
-                       a->relabel.to == STF_U8;
+        stf_relabel_tensor t = a->params.relabel.tensor;
+        stf_dtype from = a->params.relabel.from, to = a->params.relabel.to;
+        int weight_ok = t == STF_RELABEL_WEIGHT && from == STF_U8 && to == STF_I8;
+        int scale_ok = t == STF_RELABEL_SCALE && from == STF_F8_E8M0 && to == STF_U8;
         if (!weight_ok && !scale_ok)
             return stf__diag_add(d, at->line, at->col,
                                  "%s: only weight U8 -> I8 and scale F8_E8M0 -> U8 are "
@@ -370,22 +396,24 @@ static int check_action(const stf_action *a, const stf__ynode *at, const char *p
     }
     case STF_ACT_REWRITE_FORMAT:
         /* requantize can only produce the formats stfix quantizes to. */
-        if (a->rewrite_format.mismatch == STF_MISMATCH_REQUANTIZE &&
-            a->rewrite_format.to != STF_FMT_INT8_TENSORWISE &&
-            a->rewrite_format.to != STF_FMT_CONVROT_W4A4)
+        if (a->params.rewrite_format.mismatch == STF_MISMATCH_REQUANTIZE &&
+            a->params.rewrite_format.to != STF_FMT_INT8_TENSORWISE &&
+            a->params.rewrite_format.to != STF_FMT_CONVROT_W4A4)
             return stf__diag_add(d, at->line, at->col,
                                  "%s: mismatch: requantize needs 'to' int8_tensorwise or "
                                  "convrot_w4a4 (use mismatch: fail for %s)", path,
-                                 stf_format_name(a->rewrite_format.to));
+                                 stf_format_name(a->params.rewrite_format.to));
         return 0;
     case STF_ACT_RENAME:
-        if (a->rename.from && !a->rename.from[0] && a->rename.to && !a->rename.to[0])
+        if (a->params.rename.from && !a->params.rename.from[0] && a->params.rename.to &&
+            !a->params.rename.to[0])
             return stf__diag_add(d, at->line, at->col,
                                  "%s: from and to are both empty: the rename changes nothing",
                                  path);
         return 0;
     case STF_ACT_REQUANTIZE:
-        if (a->requantize.int8_activations && a->requantize.format != STF_FMT_CONVROT_W4A4)
+        if (a->params.requantize.int8_activations &&
+            a->params.requantize.format != STF_FMT_CONVROT_W4A4)
             return stf__diag_add(d, at->line, at->col,
                                  "%s.linear_dtype: applies only to format convrot_w4a4", path);
         return 0;

@@ -69,8 +69,8 @@ static void test_recipe_formats(void **state)
         assert_int_equal(stf_recipe_load_mem(&r, NULL, src, strlen(src), "v.yaml", &err), 0);
         const stf_action *a = stf_rule_action(stf_recipe_rule(r, 0), 0);
         assert_int_equal(a->kind, STF_ACT_SET_MARKER);
-        assert_int_equal(a->set_marker.has_format, 1);
-        assert_int_equal(a->set_marker.format, f);
+        assert_int_equal(a->params.set_marker.has_format, 1);
+        assert_int_equal(a->params.set_marker.format, f);
         stf_recipe_free(r);
     }
 }
