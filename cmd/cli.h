@@ -301,7 +301,7 @@ void cli_json_str_or_null(FILE *o, const char *s);
 void cli_json_strv(FILE *o, const char *const *v, size_t n);
 /* [d0, d1, ...] */
 void cli_json_shape(FILE *o, const uint64_t *shape, unsigned rank);
-/* ["sglang", "comfyui"], either or both, per the STF_TARGET_* bits. */
+/* ["sglang", "comfyui"], either or both, per the STF_CONSUMER_* bits. */
 void cli_json_targets(FILE *o, unsigned targets);
 /* One entry of a diagnostics array, on its own line ("\n  {" first, else
  * ",\n  {"): rule, severity, layer, message, and fix when with_fix. */

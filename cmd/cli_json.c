@@ -48,10 +48,10 @@ void cli_json_shape(FILE *o, const uint64_t *shape, unsigned rank)
     fputc(']', o);
 }
 
-/* The STF_TARGET_* bits as a JSON array of names; see cli.h. */
+/* The STF_CONSUMER_* bits as a JSON array of names; see cli.h. */
 void cli_json_targets(FILE *o, unsigned targets)
 {
-    int sg = (targets & STF_TARGET_SGLANG) != 0, cf = (targets & STF_TARGET_COMFYUI) != 0;
+    int sg = (targets & STF_CONSUMER_SGLANG) != 0, cf = (targets & STF_CONSUMER_COMFYUI) != 0;
     fprintf(o, "[%s%s%s]", sg ? "\"sglang\"" : "", sg && cf ? ", " : "", cf ? "\"comfyui\"" : "");
 }
 

@@ -180,8 +180,8 @@ int cmd_check(int argc, char **argv)
     stf_check_opts o;
     stf_check_opts_init(&o);
     o.profiles = STF_CHECK_CONTAINER | (numeric ? STF_CHECK_NUMERIC : 0);
-    if (!strcmp(target, "sglang") || !strcmp(target, "all")) o.profiles |= STF_CHECK_SGLANG;
-    if (!strcmp(target, "comfyui") || !strcmp(target, "all")) o.profiles |= STF_CHECK_COMFYUI;
+    if (!strcmp(target, "sglang") || !strcmp(target, "all")) o.profiles |= STF_CONSUMER_SGLANG;
+    if (!strcmp(target, "comfyui") || !strcmp(target, "all")) o.profiles |= STF_CONSUMER_COMFYUI;
 
     /* Each input's error document is written here, in its place among the
      * reports; the run adds none at its end. */

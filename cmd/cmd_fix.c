@@ -172,10 +172,10 @@ static void print_error_report(FILE *o, const stf_run_report *r)
 
 static const char *targets_text(unsigned t)
 {
-    switch (t & (STF_TARGET_SGLANG | STF_TARGET_COMFYUI)) {
-    case STF_TARGET_SGLANG: return "sglang";
-    case STF_TARGET_COMFYUI: return "comfyui";
-    case STF_TARGET_SGLANG | STF_TARGET_COMFYUI: return "sglang, comfyui";
+    switch (t & STF_CONSUMER_ALL) {
+    case STF_CONSUMER_SGLANG: return "sglang";
+    case STF_CONSUMER_COMFYUI: return "comfyui";
+    case STF_CONSUMER_SGLANG | STF_CONSUMER_COMFYUI: return "sglang, comfyui";
     default: return "container only";
     }
 }

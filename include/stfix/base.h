@@ -103,6 +103,16 @@ typedef struct stf_allocator {
 
 STF_API void stf_set_allocator(const stf_allocator *a);
 
+/*
+ * Options structs (stf_open_opts, stf_write_opts, stf_check_opts,
+ * stf_plan_opts, stf_run_opts) grow over releases. Each starts with a
+ * `version` field, the layout its caller was compiled against, and is made
+ * only by its init macro (stf_open_opts_init(&o), ...), which records the
+ * header's STF_..._OPTS_VERSION and fills in the defaults; then set the
+ * fields you need. A function taking such a struct refuses a version the
+ * library does not know with STF_EINVAL, as it does a zeroed struct.
+ */
+
 /* Severity of a finding (diagnostic). */
 typedef enum stf_severity {
     STF_SEV_INFO = 0,

@@ -24,12 +24,15 @@
 extern "C" {
 #endif
 
-/* Profile selection (bit set). The container profile is always on. */
+/*
+ * Profile selection (bit set): the container and numeric profiles below,
+ * and a consumer's profile by its STF_CONSUMER_* bit (STF_CONSUMER_SGLANG:
+ * R-rules, STF_CONSUMER_COMFYUI: C-rules), so a recipe's targets select
+ * their profiles as they are. The container profile is always on.
+ */
 #define STF_CHECK_CONTAINER 1u /* S- and I-rule findings of the reader */
-#define STF_CHECK_SGLANG 2u    /* R-rules */
-#define STF_CHECK_COMFYUI 4u   /* C-rules */
 #define STF_CHECK_NUMERIC 8u   /* read tensor data: N1, N2, H1, H2 */
-#define STF_CHECK_ALL (STF_CHECK_CONTAINER | STF_CHECK_SGLANG | STF_CHECK_COMFYUI)
+#define STF_CHECK_ALL (STF_CHECK_CONTAINER | STF_CONSUMER_ALL)
 
 /*
  * One finding. `rule` is the stable id; `layer` the layer prefix it is about
@@ -49,13 +52,20 @@ typedef struct stf_diag {
     const char *fix;
 } stf_diag;
 
+/* The layout of stf_check_opts this header describes. */
+#define STF_CHECK_OPTS_VERSION 1u
+
 typedef struct stf_check_opts {
-    unsigned profiles;   /* STF_CHECK_* bits (default STF_CHECK_ALL) */
+    unsigned version;    /* STF_CHECK_OPTS_VERSION, set by stf_check_opts_init */
+    unsigned profiles;   /* STF_CHECK_* and STF_CONSUMER_* bits (default STF_CHECK_ALL) */
     double tau;          /* H1 saturation fraction threshold (default 0.99) */
 } stf_check_opts;
 
-/* Defaults: every profile but the numeric probes, tau 0.99. */
-STF_API void stf_check_opts_init(stf_check_opts *o);
+/* Defaults of layout `version`: every profile but the numeric probes, tau
+ * 0.99; as stf_open_opts_init_version. Call it through the
+ * stf_check_opts_init macro. */
+STF_API void stf_check_opts_init_version(stf_check_opts *o, unsigned version);
+#define stf_check_opts_init(o) stf_check_opts_init_version((o), STF_CHECK_OPTS_VERSION)
 
 /* The result of a run: an ordered list of diagnostics. */
 typedef struct stf_check_report stf_check_report;
@@ -115,22 +125,9 @@ STF_API const stf_rule_doc *stf_rule_doc_find(const char *id);
 
 /* ------------------------------------------------------------ probes */
 
-/* H1 verdict (stfix-defects(7), ROW AND COLUMN DETECTION); as stf_probe_verdict. */
-typedef enum stf_h1_verdict {
-    STF_H1_UNKNOWN = 0, /* not probed, or no verdict */
-    STF_H1_ROW,
-    STF_H1_COLUMN,
-    STF_H1_TENSOR,
-    STF_H1_BLOCK,
-    STF_H1_AMBIGUOUS
-} stf_h1_verdict;
-
-/* "UNKNOWN", "ROW", "COLUMN", "TENSOR", "BLOCK", "AMBIGUOUS"; NULL out of range. */
-STF_API const char *stf_h1_verdict_name(stf_h1_verdict v);
-
 typedef struct stf_h1_result {
     int probed;          /* 0: the layer is not I8 rank 2 with a scale (verdict UNKNOWN) */
-    stf_h1_verdict verdict;
+    stf_probe_verdict verdict;
     double fr, fc;       /* saturated fraction of non-empty rows / columns */
     uint64_t rows_ne, rows_sat, cols_ne, cols_sat;
     unsigned sat;        /* saturation threshold used: 126 (INT8) or 7 (W4A4) */

@@ -45,11 +45,15 @@ STF_API int stf_dtype_nbytes(uint64_t *out, stf_dtype d, uint64_t nelem, stf_err
 
 #define STF_MAX_RANK_HARD 64 /* compile-time bound for shape arrays */
 
+/* The layout of stf_open_opts this header describes. */
+#define STF_OPEN_OPTS_VERSION 1u
+
 /*
- * Options for opening files. Initialise with stf_open_opts_init(), which
+ * Options for opening files. Make them with stf_open_opts_init(), which
  * sets the documented defaults (lib/README.md, Resource caps), then adjust.
  */
 typedef struct stf_open_opts {
+    unsigned version;           /* STF_OPEN_OPTS_VERSION, set by stf_open_opts_init */
     int strict;                 /* STRICT findings become errors (default 0) */
     int no_mmap;                /* ignored, kept for source compatibility: files are
                                  * always read with pread, never memory-mapped */
@@ -64,7 +68,14 @@ typedef struct stf_open_opts {
     int canon_findings;         /* add S21-S25 notes (INFO) for non-canonical files (default 0) */
 } stf_open_opts;
 
-STF_API void stf_open_opts_init(stf_open_opts *o);
+/*
+ * Fill *o with the defaults of layout `version`. Call it through the
+ * stf_open_opts_init macro, which passes STF_OPEN_OPTS_VERSION. For a version
+ * the library does not know only o->version is set, and stf_ckpt_open then
+ * refuses the options.
+ */
+STF_API void stf_open_opts_init_version(stf_open_opts *o, unsigned version);
+#define stf_open_opts_init(o) stf_open_opts_init_version((o), STF_OPEN_OPTS_VERSION)
 
 /* ------------------------------------------------------------ findings */
 
@@ -246,14 +257,13 @@ typedef struct stf_tensor_src {
     void *ud;
 } stf_tensor_src;
 
+/* The layout of stf_write_opts this header describes. */
+#define STF_WRITE_OPTS_VERSION 1u
+
+/* Options of a writer. Make them with stf_write_opts_init(), then adjust. */
 typedef struct stf_write_opts {
+    unsigned version;         /* STF_WRITE_OPTS_VERSION, set by stf_write_opts_init */
     uint64_t max_shard_size;  /* 0: one file; else split greedily in writer order */
-    int no_fsync;             /* tests only: skip fsync */
-    /* Test hook: called before each write(2) with the bytes about to go out;
-     * returning non-zero makes the write fail as if with ENOSPC. */
-    int (*write_hook)(void *ud, uint64_t file_off, size_t len);
-    void *write_hook_ud;
-    int no_tmpfile;           /* tests only: named temp files even where O_TMPFILE works */
     /* The output guard (stf_output_check). stf_ckpt_rewrite and
      * stf_plan_run fill `input` themselves when it is NULL. */
     const stf_ckpt *input;    /* none of its files may be replaced (may be NULL) */
@@ -261,7 +271,10 @@ typedef struct stf_write_opts {
     int no_wait;              /* fail with STF_EBUSY instead of waiting for the lock */
 } stf_write_opts;
 
-STF_API void stf_write_opts_init(stf_write_opts *o);
+/* Defaults of layout `version` (one output file, fsync on); as
+ * stf_open_opts_init_version. Call it through the stf_write_opts_init macro. */
+STF_API void stf_write_opts_init_version(stf_write_opts *o, unsigned version);
+#define stf_write_opts_init(o) stf_write_opts_init_version((o), STF_WRITE_OPTS_VERSION)
 
 /*
  * The output guard, which every writer goes through: may a writer with
@@ -368,9 +381,9 @@ STF_API int stf_writer_tensor_id(const stf_writer *w, const char *name, size_t *
 /* stf_writer_tensor_id of the tensor named by the len bytes at `name`. */
 STF_API int stf_writer_tensor_id_n(const stf_writer *w, const char *name, size_t len, size_t *id);
 /* Write len bytes at byte `off` of deferred tensor `id` (bounds checked:
- * STF_EINVAL). The write_hook applies. Overlapping fills are the caller's
- * error (commit then refuses the tensor); a failed fill makes commit fail
- * with STF_EIO. Every fill must have returned before commit or free. */
+ * STF_EINVAL). Overlapping fills are the caller's error (commit then
+ * refuses the tensor); a failed fill makes commit fail with STF_EIO.
+ * Every fill must have returned before commit or free. */
 STF_API int stf_writer_fill(stf_writer *w, size_t id, uint64_t off, const void *data, size_t len,
                             stf_err *err);
 /*

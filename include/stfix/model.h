@@ -243,9 +243,16 @@ typedef struct stf_format_tensor {
     stf_shape_rule alt_shape;   /* a second shape ComfyUI accepts, or STF_SHAPE_NONE */
 } stf_format_tensor;
 
-/* Consumers (bit set). */
-#define STF_CONSUMER_COMFYUI 1u
+/*
+ * The consumers stfix checks for, as bits of one set used everywhere: who
+ * loads a format (stf_format_info.consumers), a recipe's targets
+ * (stf_recipe_targets, stf_plan_targets) and the consumer profiles of a
+ * check (stf_check_opts.profiles, next to STF_CHECK_CONTAINER and
+ * STF_CHECK_NUMERIC).
+ */
 #define STF_CONSUMER_SGLANG 2u
+#define STF_CONSUMER_COMFYUI 4u
+#define STF_CONSUMER_ALL (STF_CONSUMER_SGLANG | STF_CONSUMER_COMFYUI)
 
 /* One row of stfix-defects(7), FORMATS. */
 typedef struct stf_format_info {
@@ -264,6 +271,9 @@ typedef struct stf_format_info {
 /* Row for id; NULL when out of range. */
 STF_API const stf_format_info *stf_format_get(stf_format_id id);
 
+/* The marker's "format" value of id ("int8_tensorwise"); NULL when out of range. */
+STF_API const char *stf_format_name(stf_format_id id);
+
 /* Row whose name equals the len bytes at name exactly; NULL when unknown (C3/R30). */
 STF_API const stf_format_info *stf_format_find(const char *name, size_t len);
 
@@ -274,6 +284,26 @@ STF_API const stf_format_info *stf_format_find(const char *name, size_t len);
  */
 STF_API int stf_shape_rule_dims(uint64_t dims[2], unsigned *rank, stf_shape_rule r, uint64_t n,
                                 uint64_t k, uint64_t gs);
+
+/* ============================================================ probes */
+
+/*
+ * How a layer's INT8 codes are quantized, as the row/column detector H1
+ * reads them (stfix-defects(7), ROW AND COLUMN DETECTION). The check layer
+ * reports it, recipes select on it (`probe:`), the plan acts on it.
+ */
+typedef enum stf_probe_verdict {
+    STF_PROBE_UNKNOWN = 0, /* not probed, or no verdict */
+    STF_PROBE_ROW,
+    STF_PROBE_COLUMN,
+    STF_PROBE_TENSOR,
+    STF_PROBE_BLOCK,
+    STF_PROBE_AMBIGUOUS,
+    STF_PROBE_COUNT
+} stf_probe_verdict;
+
+/* "UNKNOWN", "ROW", "COLUMN", "TENSOR", "BLOCK", "AMBIGUOUS"; NULL out of range. */
+STF_API const char *stf_probe_verdict_name(stf_probe_verdict v);
 
 /* ============================================================ markers */
 
@@ -381,8 +411,11 @@ STF_API int stf_qmeta_canonical(char **out, size_t *len, const char *const *pref
 typedef struct stf_layer {
     const char *prefix;          /* P (may be ""): prefix_len bytes (may hold U+0000), then a NUL */
     size_t prefix_len;
-    int64_t tensor[STF_SFX_COUNT]; /* ckpt tensor index per suffix, -1 when absent
-                                      (a name in two shards: the later file's) */
+    /* The layer's tensors by suffix: read them with stf_layer_tensor(). A
+     * count and a pointer, so the struct keeps its layout when suffixes are
+     * added. */
+    const int64_t *tensors;
+    size_t ntensors;
     const stf_marker *markers;   /* all markers, both channels, every shard: per shard the
                                     metadata one first, then the tensor one (SGLang order) */
     size_t nmarkers;
@@ -415,6 +448,13 @@ STF_API const stf_layer *stf_model_layer(const stf_model *m, size_t i);
 
 /* Find a layer by exact prefix (len bytes). 0 and *idx, or STF_ENOTFOUND. */
 STF_API int stf_model_find_layer(const stf_model *m, const char *prefix, size_t len, size_t *idx);
+
+/*
+ * The checkpoint tensor index of the layer's tensor with suffix s, or -1
+ * when the layer has none (or s is a suffix this library does not know).
+ * A name in two shards gives the later file's tensor.
+ */
+STF_API int64_t stf_layer_tensor(const stf_layer *l, stf_suffix s);
 
 /* Tensor info of a layer's suffix, or NULL when absent. */
 STF_API const stf_tensor_info *stf_layer_tensor_info(const stf_model *m, const stf_layer *l,

@@ -19,14 +19,21 @@ extern "C" {
 
 /* ------------------------------------------------------------------ plan */
 
+/* The layout of stf_plan_opts this header describes. */
+#define STF_PLAN_OPTS_VERSION 1u
+
 typedef struct stf_plan_opts {
+    unsigned version;          /* STF_PLAN_OPTS_VERSION, set by stf_plan_opts_init */
     int quant_mode_set;        /* --quant-mode given: overrides every recipe's mode */
     stf_quant_mode quant_mode;
     double tau;                /* H1 saturation threshold (default 0.99) */
     stf_pool *pool;            /* for probes; NULL = inline */
 } stf_plan_opts;
 
-STF_API void stf_plan_opts_init(stf_plan_opts *o);
+/* Defaults of layout `version` (tau 0.99, the recipes' modes, no pool); as
+ * stf_open_opts_init_version. Call it through the stf_plan_opts_init macro. */
+STF_API void stf_plan_opts_init_version(stf_plan_opts *o, unsigned version);
+#define stf_plan_opts_init(o) stf_plan_opts_init_version((o), STF_PLAN_OPTS_VERSION)
 
 /* What happens to one output tensor. */
 typedef enum stf_out_op {
@@ -103,21 +110,29 @@ STF_API const stf_meta_entry *stf_plan_meta(const stf_plan *p, size_t i);
 /* Data bytes of the output: total, and how many are copied unchanged. */
 STF_API uint64_t stf_plan_bytes_total(const stf_plan *p);
 STF_API uint64_t stf_plan_bytes_copied(const stf_plan *p);
-/* The recipe's targets (STF_TARGET_* bits). */
+/* The recipe's targets (STF_CONSUMER_* bits). */
 STF_API unsigned stf_plan_targets(const stf_plan *p);
 
 /* ------------------------------------------------------------------ run */
 
+/* The layout of stf_run_opts this header describes. */
+#define STF_RUN_OPTS_VERSION 1u
+
 typedef struct stf_run_opts {
+    unsigned version;            /* STF_RUN_OPTS_VERSION, set by stf_run_opts_init */
     stf_pool *pool;              /* rows split over it; NULL = inline */
     uint64_t max_mem;            /* requantization working set (default 2 GiB) */
     uint64_t max_shard_size;     /* 0: one output file */
     int allow_noncompliant;      /* keep the output even if verification fails */
     int error_metrics;           /* compute rel-L2/cosine/SNR per requantized layer */
-    stf_write_opts write;        /* passed to the writer (tests: write_hook) */
+    stf_write_opts write;        /* passed to the writer; made by stf_run_opts_init */
 } stf_run_opts;
 
-STF_API void stf_run_opts_init(stf_run_opts *o);
+/* Defaults of layout `version` (2 GiB working set, one output file; `write`
+ * made as by stf_write_opts_init); as stf_open_opts_init_version. Call it
+ * through the stf_run_opts_init macro. */
+STF_API void stf_run_opts_init_version(stf_run_opts *o, unsigned version);
+#define stf_run_opts_init(o) stf_run_opts_init_version((o), STF_RUN_OPTS_VERSION)
 
 /* Error metrics of one requantized or dequantized layer. */
 typedef struct stf_layer_metrics {

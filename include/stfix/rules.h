@@ -13,6 +13,7 @@
 
 #include "base.h"
 #include "container.h"
+#include "model.h"
 #include "quant.h"
 
 #ifdef __cplusplus
@@ -20,16 +21,6 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------ layer view */
-
-/* Row/column detector verdict (stfix-defects(7), ROW AND COLUMN DETECTION). */
-typedef enum stf_probe_verdict {
-    STF_PROBE_UNKNOWN = 0, /* not probed, or no verdict */
-    STF_PROBE_ROW,
-    STF_PROBE_COLUMN,
-    STF_PROBE_TENSOR,
-    STF_PROBE_BLOCK,
-    STF_PROBE_AMBIGUOUS
-} stf_probe_verdict;
 
 /* Rotation the layer's weights carry (stfix-convrot(7), SYLVESTER ORDER). */
 typedef enum stf_rotation_kind {
@@ -118,19 +109,6 @@ typedef enum stf_indivisible_policy {
     STF_INDIVISIBLE_FAIL = 1
 } stf_indivisible_policy;
 
-/* Quantized formats a recipe may name (set-marker, rewrite-format, requantize). */
-typedef enum stf_quant_format {
-    STF_QFMT_INT8_TENSORWISE = 0,
-    STF_QFMT_CONVROT_W4A4,
-    STF_QFMT_ASYM_W4A8_INT8,
-    STF_QFMT_FLOAT8_E4M3FN,
-    STF_QFMT_FLOAT8_E5M2,
-    STF_QFMT_NVFP4,
-    STF_QFMT_MXFP8,
-    STF_QFMT_AWQ_W4A16,
-    STF_QFMT_COUNT
-} stf_quant_format;
-
 /* Which tensor relabel changes. */
 typedef enum stf_relabel_tensor {
     STF_RELABEL_WEIGHT = 0,
@@ -143,54 +121,58 @@ typedef enum stf_relabel_tensor {
 #define STF_RULES_MAX_LIST 16
 
 /*
- * One action with every parameter resolved (defaults applied). Only the
- * member named after `kind` is meaningful. Strings are owned by the recipe.
+ * One action with every parameter resolved (defaults applied): a tagged
+ * union. Only the member of `params` named after `kind` is meaningful, and
+ * the union is as large as its largest member, not the sum of all of them.
+ * The library makes actions and hands them out by pointer (stf_rule_action),
+ * so a kind added later may enlarge the union without breaking callers.
+ * Strings are owned by the recipe.
  */
 typedef struct stf_action {
     stf_action_kind kind;
     unsigned line, column; /* where it is written in the recipe (1-based) */
-    struct { stf_scale_layout to; int require_probe; } reshape_scale;
-    struct { int unused; } transpose_scale;
-    struct { int unused; } flatten_conv;
-    struct { stf_dtype dtype; } exclude;           /* BF16 (default), F16, F32, SOURCE */
-    struct {
-        size_t from_count;
-        const char *from[STF_RULES_MAX_LIST];      /* empty: any non-upstream name */
-        stf_quant_format to;
-        stf_mismatch_policy mismatch;
-        stf_meta_policy metadata;
-    } rewrite_format;
-    struct {
-        int has_format;                           /* 0: infer from the tensors (missing-format) */
-        stf_quant_format format;
-        int hoist_params;                         /* default 1 (nested-params) */
-        size_t drop_key_count;
-        const char *drop_keys[STF_RULES_MAX_LIST]; /* default per_row, quant_group_size */
-        stf_meta_policy metadata;
-        stf_channel_pref prefer;
-    } set_marker;
-    struct { stf_dtype to; } cast_scale;           /* F32 */
-    struct { stf_relabel_tensor tensor; stf_dtype from, to; } relabel;
-    struct {
-        stf_quant_format format;                  /* INT8_TENSORWISE or CONVROT_W4A4 */
-        size_t group_size_count;
-        unsigned group_sizes[STF_RULES_MAX_LIST]; /* preference order; default 256, 64, 16 */
-        stf_indivisible_policy on_indivisible;
-        stf_dtype fallback_dtype;                 /* dtype for excluded layers */
-        stf_quant_mode quant_mode;
-        int quant_mode_set;                       /* written in the recipe (--quant-mode wins) */
-        stf_dtype compute_dtype;                  /* BF16 (default), F16, F32 */
-        int int8_activations;                     /* w4a4 linear_dtype int8 */
-        unsigned tp;                              /* tensor-parallel degree (K/tp % G) */
-    } requantize;
-    struct { const char *from; const char *to; } rename;
-    struct { int scales; int markers; int input_scale; } drop;
+    union {
+        struct { stf_scale_layout to; int require_probe; } reshape_scale;
+        struct { int unused; } transpose_scale;
+        struct { int unused; } flatten_conv;
+        struct { stf_dtype dtype; } exclude;           /* BF16 (default), F16, F32, SOURCE */
+        struct {
+            size_t from_count;
+            const char *from[STF_RULES_MAX_LIST];      /* empty: any non-upstream name */
+            stf_format_id to;
+            stf_mismatch_policy mismatch;
+            stf_meta_policy metadata;
+        } rewrite_format;
+        struct {
+            int has_format;                     /* 0: infer it from the tensors (missing-format) */
+            stf_format_id format;
+            int hoist_params;                   /* default 1 (nested-params) */
+            size_t drop_key_count;
+            const char *drop_keys[STF_RULES_MAX_LIST]; /* default per_row, quant_group_size */
+            stf_meta_policy metadata;
+            stf_channel_pref prefer;
+        } set_marker;
+        struct { stf_dtype to; } cast_scale;           /* F32 */
+        struct { stf_relabel_tensor tensor; stf_dtype from, to; } relabel;
+        struct {
+            stf_format_id format;                     /* INT8_TENSORWISE or CONVROT_W4A4 */
+            size_t group_size_count;
+            unsigned group_sizes[STF_RULES_MAX_LIST]; /* preference order; default 256, 64, 16 */
+            stf_indivisible_policy on_indivisible;
+            stf_dtype fallback_dtype;                 /* dtype for excluded layers */
+            stf_quant_mode quant_mode;
+            int quant_mode_set;                 /* written in the recipe (--quant-mode wins) */
+            stf_dtype compute_dtype;                  /* BF16 (default), F16, F32 */
+            int int8_activations;                     /* w4a4 linear_dtype int8 */
+            unsigned tp;                              /* tensor-parallel degree (K/tp % G) */
+        } requantize;
+        struct { const char *from; const char *to; } rename;
+        struct { int scales; int markers; int input_scale; } drop;
+    } params;
 } stf_action;
 
 /* Kebab-case name ("reshape-scale"); NULL when out of range. */
 STF_API const char *stf_action_name(stf_action_kind k);
-/* Canonical format name ("int8_tensorwise"); NULL when out of range. */
-STF_API const char *stf_quant_format_name(stf_quant_format f);
 /*
  * Whether an action ends rule processing for the layer it applies to
  * (exclude, requantize, drop): later rules do not see that layer.
@@ -198,9 +180,6 @@ STF_API const char *stf_quant_format_name(stf_quant_format f);
 STF_API int stf_action_is_terminal(stf_action_kind k);
 
 /* ----------------------------------------------------------------- recipe */
-
-#define STF_TARGET_SGLANG 1u
-#define STF_TARGET_COMFYUI 2u
 
 typedef struct stf_recipe stf_recipe;
 typedef struct stf_rule stf_rule;
@@ -226,7 +205,7 @@ STF_API int stf_recipe_load_mem(stf_recipe **out, stf_recipe_diags **diags, cons
 /* No-op on NULL. */
 STF_API void stf_recipe_free(stf_recipe *r);
 
-/* Bitmask of STF_TARGET_* named by `target`. */
+/* Bitmask of STF_CONSUMER_* named by `target`. */
 STF_API unsigned stf_recipe_targets(const stf_recipe *r);
 /* The `description` text, or NULL. */
 STF_API const char *stf_recipe_description(const stf_recipe *r);

@@ -7,10 +7,15 @@
 #include "check/check_internal.h"
 
 /* Contract in check.h: defaults (every profile but numeric, tau 0.99); NULL is a no-op. */
-void stf_check_opts_init(stf_check_opts *o)
+void stf_check_opts_init_version(stf_check_opts *o, unsigned version)
 {
     if (!o) return;
+    if (version != STF_CHECK_OPTS_VERSION) {
+        o->version = version; /* an unknown layout: the user of `o` refuses it */
+        return;
+    }
     memset(o, 0, sizeof *o);
+    o->version = version;
     o->profiles = STF_CHECK_ALL;
     o->tau = 0.99;
 }
@@ -33,6 +38,8 @@ int stf_check_run(stf_check_report **out, const stf_ckpt *c, const stf_check_opt
         stf_check_opts_init(&def);
         opts = &def;
     }
+    if ((rc = stf__opts_version(err, opts->version, STF_CHECK_OPTS_VERSION, "stf_check_opts")))
+        return rc;
     memset(&k, 0, sizeof k);
     k.c = c;
     k.o = opts;
@@ -43,8 +50,8 @@ int stf_check_run(stf_check_report **out, const stf_ckpt *c, const stf_check_opt
     if (rc) goto done;
     k.m = m;
     rc = stf__check_container(&k);
-    if (!rc && (opts->profiles & STF_CHECK_SGLANG)) rc = stf__check_sglang(&k);
-    if (!rc && (opts->profiles & STF_CHECK_COMFYUI)) rc = stf__check_comfyui(&k);
+    if (!rc && (opts->profiles & STF_CONSUMER_SGLANG)) rc = stf__check_sglang(&k);
+    if (!rc && (opts->profiles & STF_CONSUMER_COMFYUI)) rc = stf__check_comfyui(&k);
     if (!rc && (opts->profiles & STF_CHECK_NUMERIC)) rc = stf__check_numeric(&k);
     if (!rc) rc = k.rc;
     if (rc == STF_ENOMEM && err && !err->msg[0]) stf__err(err, rc, "out of memory");

@@ -149,14 +149,6 @@ done:
 
 static double frac(uint64_t a, uint64_t b) { return b ? (double)a / (double)b : 0.0; }
 
-/* Verdict names, indexed by stf_h1_verdict. */
-const char *stf_h1_verdict_name(stf_h1_verdict v)
-{
-    static const char *const names[] = { "UNKNOWN", "ROW", "COLUMN", "TENSOR", "BLOCK",
-                                         "AMBIGUOUS" };
-    return (unsigned)v < sizeof names / sizeof names[0] ? names[v] : NULL;
-}
-
 /*
  * The one H1 implementation: the check profile reports it, the plan acts on
  * it (reshape-scale, transpose-scale, requantize's column decode).
@@ -165,7 +157,7 @@ int stf_probe_h1(stf_h1_result *out, const stf_ckpt *c, const stf_model *m, cons
                  int w4, double tau, stf_err *err)
 {
     memset(out, 0, sizeof *out);
-    out->verdict = STF_H1_UNKNOWN;
+    out->verdict = STF_PROBE_UNKNOWN;
     const stf_tensor_info *w = stf_layer_tensor_info(m, l, STF_SFX_WEIGHT);
     const stf_tensor_info *s = stf_layer_tensor_info(m, l, STF_SFX_WEIGHT_SCALE);
     /* A weight with no elements has no data to probe (and its other
@@ -173,24 +165,24 @@ int stf_probe_h1(stf_h1_result *out, const stf_ckpt *c, const stf_model *m, cons
     if (!w || w->dtype != STF_I8 || w->rank != 2 || !s || w->nelem == 0) return 0;
     h1_stat st;
     unsigned sat = w4 ? 7 : 126;
-    int rc = h1_scan(c, (size_t)l->tensor[STF_SFX_WEIGHT], w, w4, sat, &st, err);
+    int rc = h1_scan(c, (size_t)stf_layer_tensor(l, STF_SFX_WEIGHT), w, w4, sat, &st, err);
     if (rc) return rc;
     if (tau <= 0) tau = 0.99;
     uint64_t n = w->shape[0], kk = w4 ? 2 * w->shape[1] : w->shape[1];
     double fr = frac(st.rows_sat, st.rows_ne), fc = frac(st.cols_sat, st.cols_ne);
-    stf_h1_verdict v;
-    if (fr >= tau && fc < tau) v = STF_H1_ROW;
-    else if (fr < tau && fc >= tau) v = STF_H1_COLUMN;
+    stf_probe_verdict v;
+    if (fr >= tau && fc < tau) v = STF_PROBE_ROW;
+    else if (fr < tau && fc >= tau) v = STF_PROBE_COLUMN;
     else if (fr >= tau && fc >= tau)
-        v = n == kk ? STF_H1_AMBIGUOUS
-            : s->nelem == n ? STF_H1_ROW
-            : s->nelem == kk ? STF_H1_COLUMN : STF_H1_AMBIGUOUS;
-    else if (s->nelem == 1 && st.any_sat) v = STF_H1_TENSOR;
+        v = n == kk ? STF_PROBE_AMBIGUOUS
+            : s->nelem == n ? STF_PROBE_ROW
+            : s->nelem == kk ? STF_PROBE_COLUMN : STF_PROBE_AMBIGUOUS;
+    else if (s->nelem == 1 && st.any_sat) v = STF_PROBE_TENSOR;
     else {
-        v = STF_H1_UNKNOWN;
+        v = STF_PROBE_UNKNOWN;
         for (unsigned j = 0; j < 4; j++)
             if (st.blk_ne[j] && frac(st.blk_sat[j], st.blk_ne[j]) >= tau) {
-                v = STF_H1_BLOCK;
+                v = STF_PROBE_BLOCK;
                 break;
             }
     }
@@ -218,19 +210,19 @@ static void probe_h1(stf__chk *k, const stf_layer *l, int w4)
     }
     if (!h.probed) return;
     uint64_t n = w->shape[0];
-    const char *verdict = stf_h1_verdict_name(h.verdict);
+    const char *verdict = stf_probe_verdict_name(h.verdict);
     uint64_t want2[2] = { n, 1 };
     int canonical = w4 ? stf__chk_shape_is(s, 1, &n) : stf__chk_shape_is(s, 2, want2);
     stf_severity sev = STF_SEV_WARNING;
     const char *fix = "report only; decide with a recipe rule";
-    if (h.verdict == STF_H1_ROW && s->nelem == n) {
+    if (h.verdict == STF_PROBE_ROW && s->nelem == n) {
         sev = canonical ? STF_SEV_INFO : STF_SEV_WARNING;
         fix = canonical ? "none" : w4 ? "header-only reshape of the scale to (N,)"
                                       : "header-only reshape of the scale to (N, 1)";
-    } else if (h.verdict == STF_H1_COLUMN) {
+    } else if (h.verdict == STF_PROBE_COLUMN) {
         sev = STF_SEV_ERROR;
         fix = "requantize rowwise: dequantize with the column scales, un-rotate, quantize per row";
-    } else if (h.verdict == STF_H1_TENSOR) {
+    } else if (h.verdict == STF_PROBE_TENSOR) {
         sev = STF_SEV_INFO;
         fix = "none for ComfyUI; requantize rowwise for SGLang";
     }
@@ -282,7 +274,8 @@ int stf_probe_h2(stf_h2_result *out, const stf_ckpt *c, const stf_model *m, cons
         goto done;
     }
     for (uint64_t r = 0; r < n; r++) {
-        rc = stf_ckpt_read(c, (size_t)l->tensor[STF_SFX_WEIGHT], r * kk, row, (size_t)kk, err);
+        rc = stf_ckpt_read(c, (size_t)stf_layer_tensor(l, STF_SFX_WEIGHT), r * kk, row,
+                           (size_t)kk, err);
         if (rc) goto done;
         /* Energy relative to the row's own peak, so per-row scales cancel. */
         int peak = 1;
@@ -371,7 +364,8 @@ int stf__check_numeric(stf__chk *k)
     for (size_t i = 0; i < nl && !k->rc; i++) {
         const stf_layer *l = stf_model_layer(k->m, i);
         for (size_t j = 0; j < sizeof scales / sizeof scales[0] && !k->rc; j++) {
-            if (l->tensor[scales[j]] >= 0) probe_scale(k, l, (size_t)l->tensor[scales[j]]);
+            if (stf_layer_tensor(l, scales[j]) >= 0)
+                probe_scale(k, l, (size_t)stf_layer_tensor(l, scales[j]));
         }
         if (k->rc || probe_empty(k, l)) continue;
         const stf_pyval *mk = stf__chk_marker(l);

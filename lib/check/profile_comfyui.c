@@ -54,7 +54,7 @@ static int quantized_dtype(stf_dtype d)
 static int has_tensors(const stf_layer *l)
 {
     for (int s = 0; s < STF_SFX_COUNT; s++)
-        if (l->tensor[s] >= 0) return 1;
+        if (stf_layer_tensor(l, s) >= 0) return 1;
     return 0;
 }
 
@@ -74,7 +74,7 @@ static int missing_scales(stf__chk *k, const stf_layer *l, const stf_format_info
     stf_buf names;
     stf__buf_init(&names);
     for (size_t i = 0; i < fi->ntensors; i++) {
-        if (!fi->tensors[i].required || l->tensor[fi->tensors[i].suffix] >= 0) continue;
+        if (!fi->tensors[i].required || stf_layer_tensor(l, fi->tensors[i].suffix) >= 0) continue;
         if (names.len) stf__buf_puts(&names, ", ");
         stf__buf_puts(&names, stf__chk_layer(k, l));
         stf__buf_puts(&names, stf_suffix_name(fi->tensors[i].suffix));
@@ -237,7 +237,7 @@ static void check_layer(stf__chk *k, const stf_layer *l)
     const stf_tensor_info *w = T(k, l, STF_SFX_WEIGHT);
     const stf_marker *cm = l->comfy;
     if (!cm) {
-        if (w && quantized_dtype(w->dtype) && l->tensor[STF_SFX_SCALE_WEIGHT] < 0)
+        if (w && quantized_dtype(w->dtype) && stf_layer_tensor(l, STF_SFX_SCALE_WEIGHT) < 0)
             stf__chk_add(k, "C1", STF_SEV_ERROR, l->prefix, l->prefix_len,
                          "add a comfy_quant marker, or dequantize the weight to BF16 "
                          "(missing-markers)",

@@ -239,7 +239,7 @@ static void check_required(stf__chk *k, const stf_layer *l, const stf_pyval *mk,
     const char *names[3];
     size_t lens[3], n = 0;
     for (size_t i = 0; i < nreq; i++) {
-        if (l->tensor[req[i]] >= 0) continue;
+        if (stf_layer_tensor(l, req[i]) >= 0) continue;
         stf_buf b;
         stf__buf_init(&b);
         stf__buf_put(&b, l->prefix, l->prefix_len);

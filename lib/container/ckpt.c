@@ -280,6 +280,8 @@ int stf_ckpt_open(stf_ckpt **out, const char *path, const stf_open_opts *opts, s
         stf_open_opts_init(&dflt);
         opts = &dflt;
     }
+    if (stf__opts_version(err, opts->version, STF_OPEN_OPTS_VERSION, "stf_open_opts"))
+        return STF_EINVAL;
     c = ckpt_new();
     if (!c) return oom(err, path);
     int rc = ends_with(path, ".index.json") ? open_index(c, path, opts, err)
@@ -301,6 +303,8 @@ int stf_ckpt_open_mem(stf_ckpt **out, const void *buf, size_t len, const char *n
         stf_open_opts_init(&dflt);
         opts = &dflt;
     }
+    if (stf__opts_version(err, opts->version, STF_OPEN_OPTS_VERSION, "stf_open_opts"))
+        return STF_EINVAL;
     c = ckpt_new();
     if (!c) return oom(err, name);
     return open_finish(out, c, open_single(c, name, 1, buf, len, opts, err), opts, err);

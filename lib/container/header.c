@@ -42,10 +42,15 @@
 #define ARENA_BLOCK 65536u
 
 /* Fill `o` with the documented defaults (lib/README.md, Resource caps). */
-void stf_open_opts_init(stf_open_opts *o)
+void stf_open_opts_init_version(stf_open_opts *o, unsigned version)
 {
     if (!o) return;
+    if (version != STF_OPEN_OPTS_VERSION) {
+        o->version = version; /* an unknown layout: the user of `o` refuses it */
+        return;
+    }
     memset(o, 0, sizeof *o);
+    o->version = version;
     o->max_header = HEADER_REF_MAX;
     o->max_tensors = 1000000u;
     o->max_rank = 8;

@@ -212,6 +212,8 @@ static int check_dir(const char *path, const char *dir, stf_err *err)
 /* See container.h. */
 int stf_output_check(const char *path, const stf_write_opts *o, stf_err *err)
 {
+    if (o && stf__opts_version(err, o->version, STF_WRITE_OPTS_VERSION, "stf_write_opts"))
+        return STF_EINVAL;
     if (!path || !*path) return stf__err(err, STF_EINVAL, "empty output path");
     size_t len = strlen(path);
     int sharded = o && o->max_shard_size;

@@ -147,19 +147,24 @@ static int keep_owner_and_mode(stf__sink *s, stf_err *err)
     return 0;
 }
 
+static stf__write_test_hooks test_hooks;
+
+/* Set the tests' switches (contract in sink.h). */
+void stf__write_test_hooks_set(const stf__write_test_hooks *h)
+{
+    if (h) test_hooks = *h;
+    else memset(&test_hooks, 0, sizeof test_hooks);
+}
+
 /* Create the temp file for final_path (contract in sink.h). */
-int stf__sink_open(stf__sink *s, const char *final_path, const stf_write_opts *opts,
-                   stf_err *err)
+int stf__sink_open(stf__sink *s, const char *final_path, stf_err *err)
 {
     memset(s, 0, sizeof *s);
     s->fd = -1;
-    int no_tmpfile = 0;
-    if (opts) {
-        s->no_fsync = opts->no_fsync;
-        s->hook = opts->write_hook;
-        s->hook_ud = opts->write_hook_ud;
-        no_tmpfile = opts->no_tmpfile;
-    }
+    s->no_fsync = test_hooks.no_fsync;
+    s->hook = test_hooks.write_hook;
+    s->hook_ud = test_hooks.write_hook_ud;
+    int no_tmpfile = test_hooks.no_tmpfile;
     int rc = 0;
     char *dir = dir_of(final_path);
     const char *base = strrchr(final_path, '/');

@@ -32,17 +32,34 @@ typedef struct stf__sink {
 } stf__sink;
 
 /*
+ * Switches for tests, never set by the library itself: they apply to every
+ * sink opened after stf__write_test_hooks_set, whichever writer, rewrite or
+ * run opens it, until the next call. Not for use while another thread opens
+ * sinks.
+ */
+typedef struct stf__write_test_hooks {
+    int no_fsync;    /* skip fsync of files and directories */
+    int no_tmpfile;  /* named temp files even where O_TMPFILE works */
+    /* Called before each write(2) with the bytes about to go out; returning
+     * non-zero makes the write fail as if with ENOSPC. NULL: none. */
+    int (*write_hook)(void *ud, uint64_t file_off, size_t len);
+    void *write_hook_ud;
+} stf__write_test_hooks;
+
+/* Copy *h into force; NULL restores the defaults (all off). */
+void stf__write_test_hooks_set(const stf__write_test_hooks *h);
+
+/*
  * Create the temp file for `final_path` in its directory: an unnamed
  * O_TMPFILE inode when the file system supports it and /proc is mounted
- * (and opts->no_tmpfile is 0), else a named ".NAME.stfix-XXXXXX" file. The
+ * (and no test hook asks for named files), else a named ".NAME.stfix-XXXXXX" file. The
  * mode is 0644 less the umask; a regular file being replaced (not a symlink)
  * lends its permission bits, never set-uid, set-gid or sticky, and its owner
  * and group where this process may set them.
- * `opts` may be NULL; its no_fsync, write_hook and no_tmpfile are honoured.
+ * The test hooks in force are honoured.
  * STF_EIO when no temp file can be created. On failure the sink is closed.
  */
-int stf__sink_open(stf__sink *s, const char *final_path, const stf_write_opts *opts,
-                   stf_err *err);
+int stf__sink_open(stf__sink *s, const char *final_path, stf_err *err);
 
 /* Append n bytes (looping on short writes and EINTR). STF_EIO names the
  * output path and byte offset. */

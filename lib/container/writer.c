@@ -20,10 +20,16 @@ static int refuse_changes(const stf_writer *w, stf_err *err)
     return stf__err(err, STF_EINVAL, "%s: writer already committed", w->path);
 }
 
-/* Defaults: one output file, fsync on, no hook. */
-void stf_write_opts_init(stf_write_opts *o)
+/* Defaults: one output file, fsync on (contract in container.h). */
+void stf_write_opts_init_version(stf_write_opts *o, unsigned version)
 {
+    if (!o) return;
+    if (version != STF_WRITE_OPTS_VERSION) {
+        o->version = version; /* an unknown layout: the user of `o` refuses it */
+        return;
+    }
     memset(o, 0, sizeof *o);
+    o->version = version;
 }
 
 /*
@@ -36,6 +42,8 @@ int stf_writer_new(stf_writer **out, const char *path, const stf_write_opts *opt
     *out = NULL;
     stf_write_opts o;
     stf_write_opts_init(&o);
+    if (opts && stf__opts_version(err, opts->version, STF_WRITE_OPTS_VERSION, "stf_write_opts"))
+        return STF_EINVAL;
     if (opts) o = *opts;
     int rc = stf_output_check(path, &o, err);
     if (rc) return rc;

@@ -90,6 +90,12 @@ const stf_format_info *stf_format_get(stf_format_id id)
     return (unsigned)id < STF_FMT_COUNT ? &formats[id] : NULL;
 }
 
+/* The row's name (contract in model.h); NULL out of range. */
+const char *stf_format_name(stf_format_id id)
+{
+    return (unsigned)id < STF_FMT_COUNT ? formats[id].name : NULL;
+}
+
 /* Exact-name lookup (C3/R30 use it); NULL for unknown names or NULL name. */
 const stf_format_info *stf_format_find(const char *name, size_t len)
 {

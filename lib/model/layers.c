@@ -14,6 +14,7 @@
 
 typedef struct layer_int {
     stf_layer pub;
+    int64_t tensor[STF_SFX_COUNT]; /* ckpt index per suffix, -1 when absent; pub.tensors */
     stf_marker *mk;
     size_t nmk, capmk;
 } layer_int;
@@ -102,7 +103,7 @@ static int get_layer(layer_int **out, stf_model *m, const char *p, size_t n)
     memset(l, 0, sizeof *l);
     l->pub.prefix = copy;
     l->pub.prefix_len = n;
-    for (int s = 0; s < STF_SFX_COUNT; s++) l->pub.tensor[s] = -1;
+    for (int s = 0; s < STF_SFX_COUNT; s++) l->tensor[s] = -1;
     hash_put(m->hidx, m->hcap, prefix_hash(p, n), m->nlayers);
     m->nlayers++;
     *out = l;
@@ -185,6 +186,8 @@ static int add_meta_markers(stf_model *m, size_t shard, stf_err *err)
 static void settle_layer(stf_model *m, layer_int *l)
 {
     stf_layer *p = &l->pub;
+    p->tensors = l->tensor; /* the layer array no longer moves */
+    p->ntensors = STF_SFX_COUNT;
     p->markers = l->mk;
     p->nmarkers = l->nmk;
     const stf_marker *first = NULL, *last_meta = NULL, *last_tensor = NULL;
@@ -235,7 +238,7 @@ int stf_model_build(stf_model **out, const stf_ckpt *c, stf_err *err)
             rc = oom(err);
             goto done;
         }
-        l->pub.tensor[s] = (int64_t)i; /* ckpt order is shard order: the later file wins */
+        l->tensor[s] = (int64_t)i; /* ckpt order is shard order: the later file wins */
     }
     size_t ti = 0; /* tensors come in shard order: one pass over them in total */
     for (size_t sh = 0; sh < m->nshards; sh++) {
@@ -313,12 +316,18 @@ int stf_model_find_layer(const stf_model *m, const char *prefix, size_t len, siz
     return 0;
 }
 
+/* Tensor index of a layer suffix, -1 when absent (contract in model.h). */
+int64_t stf_layer_tensor(const stf_layer *l, stf_suffix s)
+{
+    return l && (unsigned)s < l->ntensors ? l->tensors[s] : -1;
+}
+
 /* The checkpoint's info for a layer suffix, or NULL when the layer lacks it. */
 const stf_tensor_info *stf_layer_tensor_info(const stf_model *m, const stf_layer *l,
                                              stf_suffix s)
 {
-    if (!l || (unsigned)s >= STF_SFX_COUNT || l->tensor[s] < 0) return NULL;
-    return stf_ckpt_tensor(m->c, (size_t)l->tensor[s]);
+    int64_t i = stf_layer_tensor(l, s);
+    return i < 0 ? NULL : stf_ckpt_tensor(m->c, (size_t)i);
 }
 
 size_t stf_model_other_count(const stf_model *m) { return m->nother; }

@@ -13,9 +13,15 @@
 #include "pipeline/plan_internal.h"
 
 /* Defaults: quant mode from the recipe, tau 0.99, probes inline. */
-void stf_plan_opts_init(stf_plan_opts *o)
+void stf_plan_opts_init_version(stf_plan_opts *o, unsigned version)
 {
+    if (!o) return;
+    if (version != STF_PLAN_OPTS_VERSION) {
+        o->version = version; /* an unknown layout: the user of `o` refuses it */
+        return;
+    }
     memset(o, 0, sizeof *o);
+    o->version = version;
     o->quant_mode = STF_QMODE_CUDA;
     o->tau = 0.99;
 }
@@ -169,8 +175,8 @@ static int rules_need_probe(int *need, const stf_recipe *r, stf_layer_view *v, s
         int base, m;
         v->probe = STF_PROBE_UNKNOWN;
         rc = stf_rules_match(&base, rule, v, err);
-        for (int pv = STF_PROBE_ROW; pv <= STF_PROBE_AMBIGUOUS && !rc && !*need; pv++) {
-            v->probe = (stf_probe_verdict)pv;
+        for (stf_probe_verdict pv = STF_PROBE_ROW; pv < STF_PROBE_COUNT && !rc && !*need; pv++) {
+            v->probe = pv;
             rc = stf_rules_match(&m, rule, v, err);
             *need = !rc && m != base;
         }
@@ -214,8 +220,8 @@ static int needs_probe_action(const stf__matched_action *acts, size_t n, const s
     for (size_t i = 0; i < n; i++) {
         const stf_action *a = acts[i].a;
         if (a->kind == STF_ACT_TRANSPOSE_SCALE) return 1;
-        if (a->kind == STF_ACT_RESHAPE_SCALE && a->reshape_scale.to == STF_SCALE_ROWS &&
-            (a->reshape_scale.require_probe || v->n == v->k))
+        if (a->kind == STF_ACT_RESHAPE_SCALE && a->params.reshape_scale.to == STF_SCALE_ROWS &&
+            (a->params.reshape_scale.require_probe || v->n == v->k))
             return 1;
         if ((a->kind == STF_ACT_REQUANTIZE || a->kind == STF_ACT_EXCLUDE) && v->n == v->k &&
             v->has_scale && v->weight_dtype == STF_I8)
@@ -297,8 +303,8 @@ static int plan_other(stf__plan_builder *b, size_t ti, stf__matched_action **act
 char *stf__rename_apply(const stf_action *a, const char *name, size_t len, size_t *out_len,
                         int *hit)
 {
-    const char *from = a->rename.from ? a->rename.from : "";
-    const char *to = a->rename.to ? a->rename.to : "";
+    const char *from = a->params.rename.from ? a->params.rename.from : "";
+    const char *to = a->params.rename.to ? a->params.rename.to : "";
     size_t fl = strlen(from), tl = strlen(to), rl;
     *hit = fl <= len && memcmp(name, from, fl) == 0;
     if (!*hit) return NULL;
@@ -334,7 +340,7 @@ static char *renamed_prefix(const stf_layer *l, const stf__matched_action *acts,
 static int has_tensors(const stf_layer *l)
 {
     for (int sx = 0; sx < STF_SFX_COUNT; sx++)
-        if (l->tensor[sx] >= 0) return 1;
+        if (stf_layer_tensor(l, sx) >= 0) return 1;
     return 0;
 }
 
@@ -498,6 +504,8 @@ int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
         stf_plan_opts_init(&defo);
         o = &defo;
     }
+    if ((rc = stf__opts_version(err, o->version, STF_PLAN_OPTS_VERSION, "stf_plan_opts")))
+        return rc;
     stf_plan *p = stf__calloc(1, sizeof *p);
     if (!p) return stf__err(err, STF_ENOMEM, "plan: out of memory");
     p->c = c;

@@ -53,5 +53,5 @@ uint64_t stf_plan_bytes_total(const stf_plan *p) { return p ? p->bytes_total : 0
 
 uint64_t stf_plan_bytes_copied(const stf_plan *p) { return p ? p->bytes_copied : 0; }
 
-/* STF_TARGET_* bits of the recipe. */
+/* STF_CONSUMER_* bits of the recipe. */
 unsigned stf_plan_targets(const stf_plan *p) { return p ? p->targets : 0; }

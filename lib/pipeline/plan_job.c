@@ -220,9 +220,9 @@ int stf__work_exclude(stf__layer_work *w, stf_dtype want, stf_err *err)
 
 static int pick_group(const stf_action *a, uint64_t k, unsigned *g)
 {
-    unsigned tp = a->requantize.tp > 1 ? a->requantize.tp : 1;
-    for (size_t i = 0; i < a->requantize.group_size_count; i++) {
-        uint64_t gi = a->requantize.group_sizes[i];
+    unsigned tp = a->params.requantize.tp > 1 ? a->params.requantize.tp : 1;
+    for (size_t i = 0; i < a->params.requantize.group_size_count; i++) {
+        uint64_t gi = a->params.requantize.group_sizes[i];
         if (!gi || k % gi) continue;
         if (tp > 1 && (k % tp || (k / tp) % gi)) continue;
         *g = (unsigned)gi;
@@ -235,7 +235,7 @@ static int pick_group(const stf_action *a, uint64_t k, unsigned *g)
  * Requantize to int8_tensorwise+ConvRot or convrot_w4a4 (a = the requantize
  * parameters); a weight with no elements leaves the layer unchanged.
  */
-int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_quant_format to, stf_err *err)
+int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_format_id to, stf_err *err)
 {
     stf__tensor_slot *W = &w->s[STF_SFX_WEIGHT];
     char msg[320];
@@ -246,14 +246,14 @@ int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_quant_form
     int moe = W->rank == 3 && !w->flattened && w->n == W->shape[0] * W->shape[1] &&
               w->k == W->shape[2];
     uint64_t experts = moe ? W->shape[0] : 0, per = moe ? W->shape[1] : 0;
-    if (W->rank != 2 && !w->flattened && !(moe && to == STF_QFMT_INT8_TENSORWISE)) {
+    if (W->rank != 2 && !w->flattened && !(moe && to == STF_FMT_INT8_TENSORWISE)) {
         snprintf(msg, sizeof msg, "weight has rank %u; requantize needs a Linear weight "
                  "(flatten-conv first, or exclude it)", W->rank);
         return stf__work_refuse(w, err, msg);
     }
-    if (to != STF_QFMT_INT8_TENSORWISE && to != STF_QFMT_CONVROT_W4A4) {
+    if (to != STF_FMT_INT8_TENSORWISE && to != STF_FMT_CONVROT_W4A4) {
         snprintf(msg, sizeof msg, "stfix quantizes only to int8_tensorwise and convrot_w4a4, "
-                 "not %s", stf_quant_format_name(to));
+                 "not %s", stf_format_name(to));
         return stf__work_refuse(w, err, msg);
     }
     stf__decode d;
@@ -261,20 +261,20 @@ int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_quant_form
     if (rc) return rc;
     unsigned g = 0;
     if (!pick_group(a, d.k, &g)) {
-        if (a->requantize.on_indivisible == STF_INDIVISIBLE_FAIL) {
+        if (a->params.requantize.on_indivisible == STF_INDIVISIBLE_FAIL) {
             snprintf(msg, sizeof msg, "no allowed group size divides K=%llu (on_indivisible: "
                      "fail)", (unsigned long long)d.k);
             return stf__work_refuse(w, err, msg);
         }
         stf__work_note(w, "no group size divides K%s%s", "", "");
-        return stf__work_exclude(w, a->requantize.fallback_dtype, err);
+        return stf__work_exclude(w, a->params.requantize.fallback_dtype, err);
     }
     memset(&w->job, 0, sizeof w->job);
     w->job.dec = d;
     w->job.group = g;
     w->job.mode = w->b->o && w->b->o->quant_mode_set ? w->b->o->quant_mode
-                                                       : a->requantize.quant_mode;
-    w->job.t = d.kind == STF__DEC_FLOAT ? d.w_dtype : a->requantize.compute_dtype;
+                                                       : a->params.requantize.quant_mode;
+    w->job.t = d.kind == STF__DEC_FLOAT ? d.w_dtype : a->params.requantize.compute_dtype;
     /* The old marker's fp-matmul flag survives (stfix-defects(7), CANONICAL MARKER). */
     int fpmm = 0;
     int64_t nexp = 0;
@@ -301,7 +301,7 @@ int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_quant_form
     memset(&w->spec, 0, sizeof w->spec);
     w->spec.convrot_groupsize_set = 1;
     w->spec.convrot_groupsize = g;
-    if (to == STF_QFMT_INT8_TENSORWISE) {
+    if (to == STF_FMT_INT8_TENSORWISE) {
         w->job.kind = STF__JOB_REQUANT_INT8;
         W->shape[1] = d.k;
         S->rank = 2;
@@ -326,7 +326,7 @@ int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_quant_form
         S->rank = 1;
         S->shape[0] = d.n;
         w->spec.format = "convrot_w4a4";
-        w->spec.linear_dtype = a->requantize.int8_activations ? "int8" : NULL;
+        w->spec.linear_dtype = a->params.requantize.int8_activations ? "int8" : NULL;
     }
     S->nelem = d.n;
     w->n = d.n;
@@ -346,13 +346,13 @@ void stf__requantize_defaults(stf_action *a)
 {
     memset(a, 0, sizeof *a);
     a->kind = STF_ACT_REQUANTIZE;
-    a->requantize.group_size_count = 3;
-    a->requantize.group_sizes[0] = 256;
-    a->requantize.group_sizes[1] = 64;
-    a->requantize.group_sizes[2] = 16;
-    a->requantize.fallback_dtype = STF_BF16;
-    a->requantize.quant_mode = STF_QMODE_CUDA;
-    a->requantize.compute_dtype = STF_BF16;
+    a->params.requantize.group_size_count = 3;
+    a->params.requantize.group_sizes[0] = 256;
+    a->params.requantize.group_sizes[1] = 64;
+    a->params.requantize.group_sizes[2] = 16;
+    a->params.requantize.fallback_dtype = STF_BF16;
+    a->params.requantize.quant_mode = STF_QMODE_CUDA;
+    a->params.requantize.compute_dtype = STF_BF16;
 }
 
 /* ------------------------------------------------------------ markers */
@@ -366,17 +366,17 @@ void stf__requantize_defaults(stf_action *a)
 int stf__work_set_marker(stf__layer_work *w, const stf_action *a, stf_err *err)
 {
     char msg[600];
-    if (w->marker_change == MARKER_NEW && !a->set_marker.has_format) {
+    if (w->marker_change == MARKER_NEW && !a->params.set_marker.has_format) {
         stf__work_note(w, "marker canonical%s%s", "", "");
         return 0;
     }
-    const stf_pyval *mk = stf__work_marker(w, a->set_marker.prefer);
+    const stf_pyval *mk = stf__work_marker(w, a->params.set_marker.prefer);
     if (w->recover_rc) return stf__err(err, w->recover_rc, "layer '%s': out of memory", w->shown);
     stf__tensor_slot *W = &w->s[STF_SFX_WEIGHT], *S = &w->s[STF_SFX_WEIGHT_SCALE];
     unsigned flags = STF_NORM_WRAP_STRING;
     int m1 = W->present && W->dtype == STF_I8 && S->present && S->dtype == STF_F32;
-    if (a->set_marker.has_format || m1) flags |= STF_NORM_ADD_INT8_FORMAT;
-    const char *fmt = a->set_marker.has_format ? stf_quant_format_name(a->set_marker.format)
+    if (a->params.set_marker.has_format || m1) flags |= STF_NORM_ADD_INT8_FORMAT;
+    const char *fmt = a->params.set_marker.has_format ? stf_format_name(a->params.set_marker.format)
                                                : NULL;
     if (fmt && !strcmp(fmt, "asym_w4a8_int8")) flags |= STF_NORM_ADD_W4A8_CONVROT;
     stf_marker_spec sp;
@@ -412,7 +412,7 @@ int stf__work_set_marker(stf__layer_work *w, const stf_action *a, stf_err *err)
     }
     /* hoist_params: false keeps only what the top level says (params ignored, as
      * SGLang and ComfyUI's Embedding read it). */
-    if (mk && !a->set_marker.hoist_params && stf_pyval_type(mk) == STF_PY_DICT &&
+    if (mk && !a->params.set_marker.hoist_params && stf_pyval_type(mk) == STF_PY_DICT &&
         stf_pyval_get(mk, "params")) {
         if (!stf_pyval_get(mk, "convrot")) sp.convrot = 0;
         if (!stf_pyval_get(mk, "convrot_groupsize")) sp.convrot_groupsize_set = 0;
@@ -423,8 +423,8 @@ int stf__work_set_marker(stf__layer_work *w, const stf_action *a, stf_err *err)
     }
     /* Normalising already drops per_row, quant_group_size, _* and unknown keys;
      * drop_keys may also name canonical ones. */
-    for (size_t i = 0; i < a->set_marker.drop_key_count; i++) {
-        const char *dk = a->set_marker.drop_keys[i];
+    for (size_t i = 0; i < a->params.set_marker.drop_key_count; i++) {
+        const char *dk = a->params.set_marker.drop_keys[i];
         if (!strcmp(dk, "full_precision_matrix_mult")) sp.full_precision_matrix_mult = 0;
         else if (!strcmp(dk, "group_size")) sp.group_size_set = 0;
         else if (!strcmp(dk, "convrot")) sp.convrot = 0;
@@ -432,10 +432,11 @@ int stf__work_set_marker(stf__layer_work *w, const stf_action *a, stf_err *err)
         else if (!strcmp(dk, "linear_dtype")) sp.linear_dtype = NULL;
         else if (!strcmp(dk, "num_experts")) sp.num_experts_set = 0;
     }
-    if (a->set_marker.metadata == STF_META_DROP) w->b->meta_drop = 1;
+    if (a->params.set_marker.metadata == STF_META_DROP) w->b->meta_drop = 1;
     if (w->l->conflict)
         stf__work_note(w, "marker channels disagreed (R5): the %s marker wins%s",
-                       a->set_marker.prefer == STF_PREFER_TENSOR ? "tensor" : "metadata", "");
+                       a->params.set_marker.prefer == STF_PREFER_TENSOR ? "tensor" : "metadata",
+                       "");
     w->spec = sp;
     w->marker_change = MARKER_NEW;
     w->format = sp.format;
@@ -443,19 +444,18 @@ int stf__work_set_marker(stf__layer_work *w, const stf_action *a, stf_err *err)
     return 0;
 }
 
-static int layout_matches(stf__layer_work *w, stf_quant_format to)
+static int layout_matches(stf__layer_work *w, stf_format_id to)
 {
     stf__tensor_slot *W = &w->s[STF_SFX_WEIGHT], *S = &w->s[STF_SFX_WEIGHT_SCALE];
     if (!W->present || !S->present || W->rank != 2) return 0;
-    if (to == STF_QFMT_INT8_TENSORWISE)
+    if (to == STF_FMT_INT8_TENSORWISE)
         return W->dtype == STF_I8 && stf__dtype_is_float(S->dtype) &&
                (S->nelem == 1 ||
                 (S->nelem == W->shape[0] && (S->rank == 1 || (S->rank == 2 && S->shape[1] == 1))));
-    if (to == STF_QFMT_CONVROT_W4A4)
+    if (to == STF_FMT_CONVROT_W4A4)
         return W->dtype == STF_I8 && S->dtype == STF_F32 && S->nelem == W->shape[0] &&
                (S->rank == 1 || (S->rank == 2 && S->shape[1] == 1));
-    const stf_format_info *f = stf_format_find(stf_quant_format_name(to),
-                                               strlen(stf_quant_format_name(to)));
+    const stf_format_info *f = stf_format_get(to);
     return f && W->dtype == f->weight_dtype;
 }
 
@@ -469,18 +469,18 @@ int stf__work_rewrite_format(stf__layer_work *w, const stf_action *a, stf_err *e
     const char *cur = w->format;
     if (!cur) return 0;
     int sel = 0;
-    if (!a->rewrite_format.from_count) sel = stf_format_find(cur, strlen(cur)) == NULL;
-    for (size_t i = 0; i < a->rewrite_format.from_count; i++)
-        if (!strcmp(cur, a->rewrite_format.from[i])) sel = 1;
+    if (!a->params.rewrite_format.from_count) sel = stf_format_find(cur, strlen(cur)) == NULL;
+    for (size_t i = 0; i < a->params.rewrite_format.from_count; i++)
+        if (!strcmp(cur, a->params.rewrite_format.from[i])) sel = 1;
     if (!sel) return 0;
-    stf_quant_format to = a->rewrite_format.to;
-    if (a->rewrite_format.metadata == STF_META_DROP) w->b->meta_drop = 1;
+    stf_format_id to = a->params.rewrite_format.to;
+    if (a->params.rewrite_format.metadata == STF_META_DROP) w->b->meta_drop = 1;
     if (!layout_matches(w, to)) {
         char msg[256];
-        if (a->rewrite_format.mismatch == STF_MISMATCH_FAIL ||
-            (to != STF_QFMT_INT8_TENSORWISE && to != STF_QFMT_CONVROT_W4A4)) {
+        if (a->params.rewrite_format.mismatch == STF_MISMATCH_FAIL ||
+            (to != STF_FMT_INT8_TENSORWISE && to != STF_FMT_CONVROT_W4A4)) {
             snprintf(msg, sizeof msg, "the data of format '%s' does not have the %s layout "
-                     "(mismatch: fail)", cur, stf_quant_format_name(to));
+                     "(mismatch: fail)", cur, stf_format_name(to));
             return stf__work_refuse(w, err, msg);
         }
         stf_action rq;
@@ -490,13 +490,13 @@ int stf__work_rewrite_format(stf__layer_work *w, const stf_action *a, stf_err *e
     stf_action sm;
     memset(&sm, 0, sizeof sm);
     sm.kind = STF_ACT_SET_MARKER;
-    sm.set_marker.has_format = 1;
-    sm.set_marker.hoist_params = 1;
-    sm.set_marker.format = to;
-    sm.set_marker.metadata = a->rewrite_format.metadata;
+    sm.params.set_marker.has_format = 1;
+    sm.params.set_marker.hoist_params = 1;
+    sm.params.set_marker.format = to;
+    sm.params.set_marker.metadata = a->params.rewrite_format.metadata;
     int rc = stf__work_set_marker(w, &sm, err);
     if (rc) return rc;
-    if (to == STF_QFMT_CONVROT_W4A4) {
+    if (to == STF_FMT_CONVROT_W4A4) {
         w->k = 2 * w->s[STF_SFX_WEIGHT].shape[1];
         /* W4A4 wants (N,); (N, 1) holds the same bytes (stfix-defects(7), SCALE SHAPES),
          * so the rename carries it along. */
@@ -508,7 +508,7 @@ int stf__work_rewrite_format(stf__layer_work *w, const stf_action *a, stf_err *e
             stf__work_note(w, "scale (N, 1) -> (N,)%s%s", "", "");
         }
     }
-    stf__work_note(w, "format %s -> %s", cur, stf_quant_format_name(to));
+    stf__work_note(w, "format %s -> %s", cur, stf_format_name(to));
     return 0;
 }
 

@@ -27,7 +27,7 @@ static int do_reshape_scale(stf__layer_work *w, const stf_action *a, stf_err *er
     if (!S->present || S->dropped) return stf__work_refuse(w, err, "the layer has no weight_scale");
     stf__shape_text(from, sizeof from, S->rank, S->shape);
     uint64_t nr[2] = { w->n, 1 };
-    switch (a->reshape_scale.to) {
+    switch (a->params.reshape_scale.to) {
     case STF_SCALE_ROWS:
         if (S->rank == 2 && S->shape[0] == w->n && S->shape[1] == 1) return 0;
         if (S->nelem != w->n || !((S->rank == 1) || (S->rank == 2 && S->shape[0] == 1))) {
@@ -35,9 +35,10 @@ static int do_reshape_scale(stf__layer_work *w, const stf_action *a, stf_err *er
                      (unsigned long long)w->n);
             return stf__work_refuse(w, err, msg);
         }
-        if ((a->reshape_scale.require_probe || w->n == w->k) && w->v->probe != STF_PROBE_ROW) {
+        if ((a->params.reshape_scale.require_probe || w->n == w->k) &&
+            w->v->probe != STF_PROBE_ROW) {
             snprintf(msg, sizeof msg, "the row/column probe (H1) says %s, not ROW%s; the scale "
-                     "is left as %s", stf_h1_verdict_name((stf_h1_verdict)w->v->probe),
+                     "is left as %s", stf_probe_verdict_name(w->v->probe),
                      w->n == w->k ? " (square layer: never without the probe)" : "", from);
             return stf__work_refuse(w, err, msg);
         }
@@ -87,11 +88,11 @@ static int do_transpose_scale(stf__layer_work *w, stf_err *err)
         stf_action rq;
         stf__requantize_defaults(&rq);
         stf__work_note(w, "column scale %s%s", from, "");
-        return stf__work_requantize(w, &rq, STF_QFMT_INT8_TENSORWISE, err);
+        return stf__work_requantize(w, &rq, STF_FMT_INT8_TENSORWISE, err);
     }
     snprintf(msg, sizeof msg, "the row/column probe (H1) says %s for scale %s; transpose needs "
              "ROW with N values or COLUMN with K values",
-             stf_h1_verdict_name((stf_h1_verdict)w->v->probe), from);
+             stf_probe_verdict_name(w->v->probe), from);
     return stf__work_refuse(w, err, msg);
 }
 
@@ -121,14 +122,14 @@ static int do_cast_scale(stf__layer_work *w, const stf_action *a, stf_err *err)
 {
     stf__tensor_slot *S = &w->s[STF_SFX_WEIGHT_SCALE];
     if (!S->present || S->dropped) return stf__work_refuse(w, err, "the layer has no weight_scale");
-    if (S->dtype == a->cast_scale.to) return 0;
+    if (S->dtype == a->params.cast_scale.to) return 0;
     if (S->dtype != STF_BF16 && S->dtype != STF_F16) {
         char msg[128];
         snprintf(msg, sizeof msg, "scale dtype %s is not BF16 or F16", stf_dtype_name(S->dtype));
         return stf__work_refuse(w, err, msg);
     }
     const char *from = stf_dtype_name(S->dtype);
-    S->dtype = a->cast_scale.to;
+    S->dtype = a->params.cast_scale.to;
     S->op = STF_OUT_CAST;
     stf__work_note(w, "scale %s -> %s", from, stf_dtype_name(S->dtype));
     return 0;
@@ -136,39 +137,39 @@ static int do_cast_scale(stf__layer_work *w, const stf_action *a, stf_err *err)
 
 static int do_relabel(stf__layer_work *w, const stf_action *a, stf_err *err)
 {
+    stf_dtype from = a->params.relabel.from, to = a->params.relabel.to;
     stf__tensor_slot *T =
-        &w->s[a->relabel.tensor == STF_RELABEL_SCALE ? STF_SFX_WEIGHT_SCALE : STF_SFX_WEIGHT];
+        &w->s[a->params.relabel.tensor == STF_RELABEL_SCALE ? STF_SFX_WEIGHT_SCALE : STF_SFX_WEIGHT];
     char msg[200];
     if (!T->present || T->dropped)
         return stf__work_refuse(w, err, "the tensor to relabel is absent");
-    if (T->dtype == a->relabel.to) return 0;
-    if (T->dtype != a->relabel.from || stf_dtype_bits(a->relabel.from) != stf_dtype_bits(a->relabel.to)) {
+    if (T->dtype == to) return 0;
+    if (T->dtype != from || stf_dtype_bits(from) != stf_dtype_bits(to)) {
         snprintf(msg, sizeof msg, "tensor is %s, not %s (relabel keeps the bytes of a same-size dtype)",
-                 stf_dtype_name(T->dtype), stf_dtype_name(a->relabel.from));
+                 stf_dtype_name(T->dtype), stf_dtype_name(from));
         return stf__work_refuse(w, err, msg);
     }
-    T->dtype = a->relabel.to;
+    T->dtype = to;
     if (T->op == STF_OUT_COPY || T->op == STF_OUT_RESHAPE) T->op = STF_OUT_RELABEL;
-    stf__work_note(w, "relabel %s -> %s", stf_dtype_name(a->relabel.from),
-                   stf_dtype_name(a->relabel.to));
+    stf__work_note(w, "relabel %s -> %s", stf_dtype_name(from), stf_dtype_name(to));
     return 0;
 }
 
 static int do_drop(stf__layer_work *w, const stf_action *a)
 {
-    if (a->drop.scales)
+    if (a->params.drop.scales)
         for (size_t i = 0; i < stf__weight_ncompanions; i++)
             if (stf__weight_companions[i] != STF_SFX_INPUT_SCALE)
                 w->s[stf__weight_companions[i]].dropped = 1;
-    if (a->drop.input_scale) w->s[STF_SFX_INPUT_SCALE].dropped = 1;
-    if (a->drop.markers) {
+    if (a->params.drop.input_scale) w->s[STF_SFX_INPUT_SCALE].dropped = 1;
+    if (a->params.drop.markers) {
         w->s[STF_SFX_COMFY_QUANT].dropped = 1;
         w->marker_change = MARKER_NONE;
         w->format = NULL;
     }
     w->done = 1;
-    stf__work_note(w, "drop%s%s", a->drop.scales ? " scales" : "",
-                   a->drop.markers ? " markers" : "");
+    stf__work_note(w, "drop%s%s", a->params.drop.scales ? " scales" : "",
+                   a->params.drop.markers ? " markers" : "");
     return 0;
 }
 
@@ -195,12 +196,12 @@ static int apply(stf__layer_work *w, const stf_action *a, stf_err *err)
     case STF_ACT_RESHAPE_SCALE: return do_reshape_scale(w, a, err);
     case STF_ACT_TRANSPOSE_SCALE: return do_transpose_scale(w, err);
     case STF_ACT_FLATTEN_CONV: return do_flatten_conv(w, err);
-    case STF_ACT_EXCLUDE: return stf__work_exclude(w, a->exclude.dtype, err);
+    case STF_ACT_EXCLUDE: return stf__work_exclude(w, a->params.exclude.dtype, err);
     case STF_ACT_REWRITE_FORMAT: return stf__work_rewrite_format(w, a, err);
     case STF_ACT_SET_MARKER: return stf__work_set_marker(w, a, err);
     case STF_ACT_CAST_SCALE: return do_cast_scale(w, a, err);
     case STF_ACT_RELABEL: return do_relabel(w, a, err);
-    case STF_ACT_REQUANTIZE: return stf__work_requantize(w, a, a->requantize.format, err);
+    case STF_ACT_REQUANTIZE: return stf__work_requantize(w, a, a->params.requantize.format, err);
     case STF_ACT_RENAME: return do_rename(w, a, err);
     case STF_ACT_DROP: return do_drop(w, a);
     default: return stf__work_refuse(w, err, "unknown action");
@@ -381,8 +382,9 @@ int stf__plan_layer(stf__plan_builder *b, size_t li, const stf_layer *l, const s
     stf__name_render(w.shown, sizeof w.shown, l->prefix, l->prefix_len);
     stf__buf_init(&w.sum);
     for (int sx = 0; sx < STF_SFX_COUNT; sx++) {
-        if (l->tensor[sx] < 0) continue;
-        const stf_tensor_info *t = stf_ckpt_tensor(b->p->c, (size_t)l->tensor[sx]);
+        int64_t ti = stf_layer_tensor(l, sx);
+        if (ti < 0) continue;
+        const stf_tensor_info *t = stf_ckpt_tensor(b->p->c, (size_t)ti);
         stf__tensor_slot *sl = &w.s[sx];
         if (t->rank > SLOT_MAX_RANK) {
             char tn[STF__NAME_SHOWN];
@@ -390,7 +392,7 @@ int stf__plan_layer(stf__plan_builder *b, size_t li, const stf_layer *l, const s
                             stf__name_render(tn, sizeof tn, t->name, t->name_len), t->rank);
         }
         sl->present = 1;
-        sl->src = (size_t)l->tensor[sx];
+        sl->src = (size_t)ti;
         sl->in_dtype = sl->dtype = t->dtype;
         stf__slot_set_shape(sl, t->rank, t->shape);
         sl->nelem = t->nelem;

@@ -110,7 +110,7 @@ done:
 
 /*
  * Run H1 on an INT8 or W4A4 layer (stfix-defects(7), ROW AND COLUMN DETECTION)
- * and map it to the selector's verdict. Layers H1 cannot read give UNKNOWN.
+ * and give the selector its verdict. Layers H1 cannot read give UNKNOWN.
  * Errors: STF_EIO, STF_ENOMEM.
  */
 int stf__plan_probe(stf_probe_verdict *out, const stf_plan_opts *o, const stf_model *m,
@@ -127,8 +127,7 @@ int stf__plan_probe(stf_probe_verdict *out, const stf_plan_opts *o, const stf_mo
         return stf__err_prefix(err, "probe of layer '%s': ",
                                stf__name_render(shown, sizeof shown, l->prefix, l->prefix_len));
     }
-    /* stf_h1_verdict and stf_probe_verdict share their values by design. */
-    *out = (stf_probe_verdict)h.verdict;
+    *out = h.verdict;
     return 0;
 }
 

@@ -67,7 +67,7 @@ static const stf_pyval *marker_value(const stf_layer *l, stf_channel_pref pref)
 static void recover_marker(stf__layer_work *w)
 {
     w->recover_tried = 1;
-    int64_t ti = w->l->tensor[STF_SFX_COMFY_QUANT];
+    int64_t ti = stf_layer_tensor(w->l, STF_SFX_COMFY_QUANT);
     if (ti < 0) return;
     const stf_tensor_info *t = stf_ckpt_tensor(w->b->p->c, (size_t)ti);
     if (t->nbytes == 0 || t->nbytes > 65536) return;

@@ -70,7 +70,7 @@ extern const size_t stf__weight_ncompanions;
 
 /* The actions of plan_job.c; 0 or STF_EFORMAT (via stf__work_refuse). */
 int stf__work_exclude(stf__layer_work *w, stf_dtype want, stf_err *err);
-int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_quant_format to,
+int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_format_id to,
                          stf_err *err);
 /* The requantize action with every default (transpose-scale, rewrite-format mismatch). */
 void stf__requantize_defaults(stf_action *a);

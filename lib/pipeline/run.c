@@ -20,9 +20,15 @@ struct stf_run_report {
 };
 
 /* Defaults (contract in pipeline.h). */
-void stf_run_opts_init(stf_run_opts *o)
+void stf_run_opts_init_version(stf_run_opts *o, unsigned version)
 {
+    if (!o) return;
+    if (version != STF_RUN_OPTS_VERSION) {
+        o->version = version; /* an unknown layout: the user of `o` refuses it */
+        return;
+    }
     memset(o, 0, sizeof *o);
+    o->version = version;
     o->max_mem = (uint64_t)2 << 30;
     stf_write_opts_init(&o->write);
 }
@@ -291,6 +297,10 @@ int stf_plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
         stf_run_opts_init(&defaults);
         o = &defaults;
     }
+    if ((rc = stf__opts_version(err, o->version, STF_RUN_OPTS_VERSION, "stf_run_opts")) ||
+        (rc = stf__opts_version(err, o->write.version, STF_WRITE_OPTS_VERSION,
+                                "stf_write_opts")))
+        return rc;
     rc = report_new(&rep, err);
     if (rc) goto done;
     for (size_t j = 0; j < p->njobs; j++)

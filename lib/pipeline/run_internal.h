@@ -181,7 +181,7 @@ int stf__job_exec(stf__jobrun *jr, const stf__job *job, stf_metrics_result *m, s
 
 /* ----------------------------------------------------------- verify.c */
 
-/* The check profiles for the plan's STF_TARGET_* bits (container always). */
+/* The check profiles for the plan's STF_CONSUMER_* bits (container always). */
 unsigned stf__verify_profiles(unsigned targets);
 
 /*

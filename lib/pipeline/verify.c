@@ -10,10 +10,7 @@
 /* Profiles for the targets (contract in run_internal.h). */
 unsigned stf__verify_profiles(unsigned targets)
 {
-    unsigned p = STF_CHECK_CONTAINER;
-    if (targets & STF_TARGET_SGLANG) p |= STF_CHECK_SGLANG;
-    if (targets & STF_TARGET_COMFYUI) p |= STF_CHECK_COMFYUI;
-    return p;
+    return STF_CHECK_CONTAINER | (targets & STF_CONSUMER_ALL);
 }
 
 static int ends_with(const char *s, const char *suffix)

@@ -12,7 +12,9 @@
 
 #include "rules/rules_internal.h"
 
-typedef enum ptype { P_BOOL, P_ENUM, P_UINT, P_STRING, P_STRLIST, P_UINTLIST } ptype;
+/* P_FORMAT: a format name of the model's table (stf_format_name), limited
+ * to the `allowed` ids when there are any. */
+typedef enum ptype { P_BOOL, P_ENUM, P_FORMAT, P_UINT, P_STRING, P_STRLIST, P_UINTLIST } ptype;
 
 typedef struct penum {
     const char *name;
@@ -25,14 +27,15 @@ typedef struct pdesc {
     size_t off;              /* field in stf_action */
     size_t count_off;        /* list length field (lists) */
     const penum *choices;    /* P_ENUM, NULL-terminated */
-    const unsigned *allowed; /* P_UINTLIST members; NULL: any positive */
+    const unsigned *allowed; /* P_UINTLIST members; NULL: any positive. P_FORMAT ids;
+                                NULL: any format */
     size_t nallowed;
     int required;
     size_t set_off;          /* int flag set when written, or NO_FLAG */
 } pdesc;
 
 #define NO_FLAG ((size_t)-1)
-#define F(m) offsetof(stf_action, m)
+#define F(m) offsetof(stf_action, params.m)
 
 static const penum layouts[] = {
     { "rows", STF_SCALE_ROWS }, { "vector", STF_SCALE_VECTOR }, { "scalar", STF_SCALE_SCALAR },
@@ -52,16 +55,8 @@ static const penum relabel_dtypes[] = {
 static const penum relabel_tensors[] = {
     { "weight", STF_RELABEL_WEIGHT }, { "scale", STF_RELABEL_SCALE }, { NULL, 0 }
 };
-static const penum formats[] = {
-    { "int8_tensorwise", STF_QFMT_INT8_TENSORWISE }, { "convrot_w4a4", STF_QFMT_CONVROT_W4A4 },
-    { "asym_w4a8_int8", STF_QFMT_ASYM_W4A8_INT8 }, { "float8_e4m3fn", STF_QFMT_FLOAT8_E4M3FN },
-    { "float8_e5m2", STF_QFMT_FLOAT8_E5M2 }, { "nvfp4", STF_QFMT_NVFP4 },
-    { "mxfp8", STF_QFMT_MXFP8 }, { "awq_w4a16", STF_QFMT_AWQ_W4A16 }, { NULL, 0 }
-};
-static const penum requant_formats[] = {
-    { "int8_tensorwise", STF_QFMT_INT8_TENSORWISE }, { "convrot_w4a4", STF_QFMT_CONVROT_W4A4 },
-    { NULL, 0 }
-};
+/* The formats stfix quantizes to (requantize). */
+static const unsigned requant_formats[] = { STF_FMT_INT8_TENSORWISE, STF_FMT_CONVROT_W4A4 };
 static const penum meta_policies[] = {
     { "mirror", STF_META_MIRROR }, { "drop", STF_META_DROP }, { NULL, 0 }
 };
@@ -94,13 +89,13 @@ static const pdesc p_exclude[] = {
 static const pdesc p_rewrite[] = {
     { "from", P_STRLIST, F(rewrite_format.from), F(rewrite_format.from_count), NULL, NULL, 0, 0,
       NO_FLAG },
-    { "to", P_ENUM, F(rewrite_format.to), 0, formats, NULL, 0, 1, NO_FLAG },
+    { "to", P_FORMAT, F(rewrite_format.to), 0, NULL, NULL, 0, 1, NO_FLAG },
     { "mismatch", P_ENUM, F(rewrite_format.mismatch), 0, mismatch_policies, NULL, 0, 0, NO_FLAG },
     { "metadata", P_ENUM, F(rewrite_format.metadata), 0, meta_policies, NULL, 0, 0, NO_FLAG },
     { NULL, P_BOOL, 0, 0, NULL, NULL, 0, 0, NO_FLAG }
 };
 static const pdesc p_set_marker[] = {
-    { "format", P_ENUM, F(set_marker.format), 0, formats, NULL, 0, 0, F(set_marker.has_format) },
+    { "format", P_FORMAT, F(set_marker.format), 0, NULL, NULL, 0, 0, F(set_marker.has_format) },
     { "hoist_params", P_BOOL, F(set_marker.hoist_params), 0, NULL, NULL, 0, 0, NO_FLAG },
     { "drop_keys", P_STRLIST, F(set_marker.drop_keys), F(set_marker.drop_key_count), NULL, NULL,
       0, 0, NO_FLAG },
@@ -119,7 +114,7 @@ static const pdesc p_relabel[] = {
     { NULL, P_BOOL, 0, 0, NULL, NULL, 0, 0, NO_FLAG }
 };
 static const pdesc p_requant[] = {
-    { "format", P_ENUM, F(requantize.format), 0, requant_formats, NULL, 0, 0, NO_FLAG },
+    { "format", P_FORMAT, F(requantize.format), 0, NULL, requant_formats, 2, 0, NO_FLAG },
     { "group_sizes", P_UINTLIST, F(requantize.group_sizes), F(requantize.group_size_count), NULL,
       group_sizes, 3, 0, NO_FLAG },
     { "on_indivisible", P_ENUM, F(requantize.on_indivisible), 0, indivisible_policies, NULL, 0, 0,
@@ -162,21 +157,10 @@ static const adesc actions[STF_ACT_COUNT] = {
     { "drop", p_drop, 1 },
 };
 
-static const char *const format_names[STF_QFMT_COUNT] = {
-    "int8_tensorwise", "convrot_w4a4", "asym_w4a8_int8", "float8_e4m3fn",
-    "float8_e5m2", "nvfp4", "mxfp8", "awq_w4a16"
-};
-
 /* Kebab-case action name; NULL when out of range. */
 const char *stf_action_name(stf_action_kind k)
 {
     return (unsigned)k < STF_ACT_COUNT ? actions[k].name : NULL;
-}
-
-/* Canonical marker format name; NULL when out of range. */
-const char *stf_quant_format_name(stf_quant_format f)
-{
-    return (unsigned)f < STF_QFMT_COUNT ? format_names[f] : NULL;
 }
 
 /* 1 for exclude, requantize and drop: they end rule processing for a layer. */
@@ -185,49 +169,75 @@ int stf_action_is_terminal(stf_action_kind k)
     return (unsigned)k < STF_ACT_COUNT ? actions[k].terminal : 0;
 }
 
+/* A fresh action of kind k with its parameters' defaults; the other members
+ * of the union are never read. */
 static void set_defaults(stf_action *a, stf_action_kind k)
 {
     memset(a, 0, sizeof *a);
     a->kind = k;
-    a->reshape_scale.to = STF_SCALE_ROWS;
-    a->reshape_scale.require_probe = 1;
-    a->exclude.dtype = STF_BF16;
-    a->rewrite_format.mismatch = STF_MISMATCH_REQUANTIZE;
-    a->rewrite_format.metadata = STF_META_MIRROR;
-    a->set_marker.hoist_params = 1;
-    a->set_marker.metadata = STF_META_MIRROR;
-    a->set_marker.prefer = STF_PREFER_METADATA;
-    a->cast_scale.to = STF_F32;
-    a->relabel.tensor = STF_RELABEL_WEIGHT;
-    a->relabel.from = STF_U8;
-    a->relabel.to = STF_I8;
-    a->requantize.format = STF_QFMT_INT8_TENSORWISE;
-    a->requantize.group_size_count = 3;
-    a->requantize.group_sizes[0] = 256;
-    a->requantize.group_sizes[1] = 64;
-    a->requantize.group_sizes[2] = 16;
-    a->requantize.on_indivisible = STF_INDIVISIBLE_EXCLUDE;
-    a->requantize.fallback_dtype = STF_BF16;
-    a->requantize.quant_mode = STF_QMODE_CUDA;
-    a->requantize.compute_dtype = STF_BF16;
-    a->requantize.tp = 1;
-    a->drop.scales = 1;
-    a->drop.markers = 1;
+    switch (k) {
+    case STF_ACT_RESHAPE_SCALE:
+        a->params.reshape_scale.to = STF_SCALE_ROWS;
+        a->params.reshape_scale.require_probe = 1;
+        break;
+    case STF_ACT_EXCLUDE: a->params.exclude.dtype = STF_BF16; break;
+    case STF_ACT_REWRITE_FORMAT:
+        a->params.rewrite_format.mismatch = STF_MISMATCH_REQUANTIZE;
+        a->params.rewrite_format.metadata = STF_META_MIRROR;
+        break;
+    case STF_ACT_SET_MARKER:
+        a->params.set_marker.hoist_params = 1;
+        a->params.set_marker.metadata = STF_META_MIRROR;
+        a->params.set_marker.prefer = STF_PREFER_METADATA;
+        break;
+    case STF_ACT_CAST_SCALE: a->params.cast_scale.to = STF_F32; break;
+    case STF_ACT_RELABEL:
+        a->params.relabel.tensor = STF_RELABEL_WEIGHT;
+        a->params.relabel.from = STF_U8;
+        a->params.relabel.to = STF_I8;
+        break;
+    case STF_ACT_REQUANTIZE:
+        a->params.requantize.format = STF_FMT_INT8_TENSORWISE;
+        a->params.requantize.group_size_count = 3;
+        a->params.requantize.group_sizes[0] = 256;
+        a->params.requantize.group_sizes[1] = 64;
+        a->params.requantize.group_sizes[2] = 16;
+        a->params.requantize.on_indivisible = STF_INDIVISIBLE_EXCLUDE;
+        a->params.requantize.fallback_dtype = STF_BF16;
+        a->params.requantize.quant_mode = STF_QMODE_CUDA;
+        a->params.requantize.compute_dtype = STF_BF16;
+        a->params.requantize.tp = 1;
+        break;
+    case STF_ACT_DROP:
+        a->params.drop.scales = 1;
+        a->params.drop.markers = 1;
+        break;
+    default: break; /* transpose-scale, flatten-conv, rename: nothing to default */
+    }
 }
 
 /* Frees the strings an action owns and forgets them; the action itself stays. */
 void stf__action_clear(stf_action *a)
 {
     if (!a) return;
-    for (size_t i = 0; i < a->rewrite_format.from_count; i++)
-        stf__free((char *)a->rewrite_format.from[i]);
-    for (size_t i = 0; i < a->set_marker.drop_key_count; i++)
-        stf__free((char *)a->set_marker.drop_keys[i]);
-    stf__free((char *)a->rename.from);
-    stf__free((char *)a->rename.to);
-    a->rewrite_format.from_count = 0;
-    a->set_marker.drop_key_count = 0;
-    a->rename.from = a->rename.to = NULL;
+    switch (a->kind) {
+    case STF_ACT_REWRITE_FORMAT:
+        for (size_t i = 0; i < a->params.rewrite_format.from_count; i++)
+            stf__free((char *)a->params.rewrite_format.from[i]);
+        a->params.rewrite_format.from_count = 0;
+        break;
+    case STF_ACT_SET_MARKER:
+        for (size_t i = 0; i < a->params.set_marker.drop_key_count; i++)
+            stf__free((char *)a->params.set_marker.drop_keys[i]);
+        a->params.set_marker.drop_key_count = 0;
+        break;
+    case STF_ACT_RENAME:
+        stf__free((char *)a->params.rename.from);
+        stf__free((char *)a->params.rename.to);
+        a->params.rename.from = a->params.rename.to = NULL;
+        break;
+    default: break;
+    }
 }
 
 /* "a, b, c" of an enum's names. */
@@ -254,6 +264,19 @@ static void param_list(const pdesc *p, char *buf, size_t size)
     buf[0] = '\0';
     for (size_t i = 0; p[i].name && used < size; i++)
         used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "", p[i].name);
+}
+
+/* The format ids a P_FORMAT parameter takes, in table order: all of them,
+ * or its `allowed` list. */
+static size_t format_choices(const pdesc *p, stf_format_id ids[STF_FMT_COUNT])
+{
+    size_t n = 0;
+    for (stf_format_id f = 0; f < STF_FMT_COUNT; f++) {
+        size_t j = 0;
+        while (p->allowed && j < p->nallowed && p->allowed[j] != (unsigned)f) j++;
+        if (!p->allowed || j < p->nallowed) ids[n++] = f;
+    }
+    return n;
 }
 
 /* Reports a value of the wrong type or outside the allowed set. */
@@ -305,6 +328,20 @@ static int parse_param(stf_action *a, const pdesc *p, const stf__ynode *v, const
         snprintf(exp, sizeof exp, "one of ");
         enum_list(p->choices, exp + 7, sizeof exp - 7);
         return bad_value(d, v, path, exp);
+    case P_FORMAT: {
+        stf_format_id ids[STF_FMT_COUNT];
+        size_t n = format_choices(p, ids), used = 7;
+        for (size_t i = 0; i < n; i++)
+            if (v && v->type == STF__Y_SCALAR && !strcmp(v->text, stf_format_name(ids[i]))) {
+                *(stf_format_id *)(void *)(base + p->off) = ids[i];
+                return 0;
+            }
+        snprintf(exp, sizeof exp, "one of ");
+        for (size_t i = 0; i < n && used < sizeof exp; i++)
+            used += (size_t)snprintf(exp + used, sizeof exp - used, "%s%s", i ? ", " : "",
+                                     stf_format_name(ids[i]));
+        return bad_value(d, v, path, exp);
+    }
     case P_STRING:
         return parse_string((const char **)(void *)(base + p->off), v, path, d);
     case P_STRLIST:
@@ -347,10 +384,10 @@ static int check_action(const stf_action *a, const stf__ynode *at, const char *p
 {
     switch (a->kind) {
     case STF_ACT_RELABEL: {
-        int weight_ok = a->relabel.tensor == STF_RELABEL_WEIGHT && a->relabel.from == STF_U8 &&
-                        a->relabel.to == STF_I8;
-        int scale_ok = a->relabel.tensor == STF_RELABEL_SCALE && a->relabel.from == STF_F8_E8M0 &&
-                       a->relabel.to == STF_U8;
+        stf_relabel_tensor t = a->params.relabel.tensor;
+        stf_dtype from = a->params.relabel.from, to = a->params.relabel.to;
+        int weight_ok = t == STF_RELABEL_WEIGHT && from == STF_U8 && to == STF_I8;
+        int scale_ok = t == STF_RELABEL_SCALE && from == STF_F8_E8M0 && to == STF_U8;
         if (!weight_ok && !scale_ok)
             return stf__diag_add(d, at->line, at->col,
                                  "%s: only weight U8 -> I8 and scale F8_E8M0 -> U8 are "
@@ -359,22 +396,24 @@ static int check_action(const stf_action *a, const stf__ynode *at, const char *p
     }
     case STF_ACT_REWRITE_FORMAT:
         /* requantize can only produce the formats stfix quantizes to. */
-        if (a->rewrite_format.mismatch == STF_MISMATCH_REQUANTIZE &&
-            a->rewrite_format.to != STF_QFMT_INT8_TENSORWISE &&
-            a->rewrite_format.to != STF_QFMT_CONVROT_W4A4)
+        if (a->params.rewrite_format.mismatch == STF_MISMATCH_REQUANTIZE &&
+            a->params.rewrite_format.to != STF_FMT_INT8_TENSORWISE &&
+            a->params.rewrite_format.to != STF_FMT_CONVROT_W4A4)
             return stf__diag_add(d, at->line, at->col,
                                  "%s: mismatch: requantize needs 'to' int8_tensorwise or "
                                  "convrot_w4a4 (use mismatch: fail for %s)", path,
-                                 format_names[a->rewrite_format.to]);
+                                 stf_format_name(a->params.rewrite_format.to));
         return 0;
     case STF_ACT_RENAME:
-        if (a->rename.from && !a->rename.from[0] && a->rename.to && !a->rename.to[0])
+        if (a->params.rename.from && !a->params.rename.from[0] && a->params.rename.to &&
+            !a->params.rename.to[0])
             return stf__diag_add(d, at->line, at->col,
                                  "%s: from and to are both empty: the rename changes nothing",
                                  path);
         return 0;
     case STF_ACT_REQUANTIZE:
-        if (a->requantize.int8_activations && a->requantize.format != STF_QFMT_CONVROT_W4A4)
+        if (a->params.requantize.int8_activations &&
+            a->params.requantize.format != STF_FMT_CONVROT_W4A4)
             return stf__diag_add(d, at->line, at->col,
                                  "%s.linear_dtype: applies only to format convrot_w4a4", path);
         return 0;

@@ -33,7 +33,7 @@ void stf_recipe_free(stf_recipe *r)
     stf__free(r);
 }
 
-/* Bitmask of STF_TARGET_*; 0 for NULL. */
+/* Bitmask of STF_CONSUMER_*; 0 for NULL. */
 unsigned stf_recipe_targets(const stf_recipe *r)
 {
     return r ? r->targets : 0;
@@ -149,8 +149,8 @@ static int parse_targets(stf_recipe *r, const stf__ynode *v, stf_recipe_diags *d
         if (v->type == STF__Y_SEQ) stf__path(p, sizeof p, "target[%zu]", i);
         else stf__path(p, sizeof p, "target");
         unsigned bit = 0;
-        if (stf__y_is_word(it, "sglang")) bit = STF_TARGET_SGLANG;
-        else if (stf__y_is_word(it, "comfyui")) bit = STF_TARGET_COMFYUI;
+        if (stf__y_is_word(it, "sglang")) bit = STF_CONSUMER_SGLANG;
+        else if (stf__y_is_word(it, "comfyui")) bit = STF_CONSUMER_COMFYUI;
         int rc = 0;
         if (!bit) rc = bad(d, it, p, "sglang or comfyui");
         else if (r->targets & bit)

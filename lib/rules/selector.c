@@ -72,7 +72,8 @@ static const char *const keys[] = {
     "prefix", "regex", "weight_dtype", "shape", "scale", "scale_dtype", "scale_shape",
     "marker", "format", "probe", "rotation", "weight", "not", NULL
 };
-static const char *const probe_names[] = {
+/* The recipe spelling of each stf_probe_verdict, in its order. */
+static const char *const probe_names[STF_PROBE_COUNT + 1] = {
     "unknown", "rowwise", "columnwise", "tensorwise", "blockwise", "ambiguous", NULL
 };
 static const char *const rotation_names[] = { "unknown", "regular", "sylvester", NULL };
@@ -644,7 +645,7 @@ static int plain_keys_hold(const stf__selector *s, const stf_layer_view *l, cons
             ok = l->format && !strcmp(l->format, s->formats[i]);
         if (!ok) return 0;
     }
-    if (s->probe_mask && ((unsigned)l->probe > STF_PROBE_AMBIGUOUS ||
+    if (s->probe_mask && ((unsigned)l->probe >= STF_PROBE_COUNT ||
                           !((s->probe_mask >> (unsigned)l->probe) & 1u)))
         return 0;
     if (s->rotation_mask && ((unsigned)l->rotation > STF_ROTATION_SYLVESTER ||

@@ -95,3 +95,12 @@ const char *stf__errno_text(int e, char *buf, size_t n)
 {
     return strerror_r(e, buf, n);
 }
+
+/* Refuse an options struct of an unknown layout (contract in util.h). */
+int stf__opts_version(stf_err *err, unsigned version, unsigned known, const char *type)
+{
+    if (version >= 1 && version <= known) return 0;
+    return stf__err(err, STF_EINVAL,
+                    "%s: unknown version %u (this library reads 1 to %u); make the options "
+                    "with %s_init()", type, version, known, type);
+}

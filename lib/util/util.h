@@ -41,6 +41,13 @@ int stf__err_rule(stf_err *err, int code, const char *rule, int has_off, uint64_
 /* Like stf__err but keeps the existing message and prefixes `fmt` to it. */
 int stf__err_prefix(stf_err *err, const char *fmt, ...) STF_PRINTF(2, 3);
 
+/*
+ * 0 when `version` is a layout of the options struct `type` this library
+ * reads (1 to `known`), else STF_EINVAL saying so and naming the init
+ * function that makes the struct. See base.h, "Options structs".
+ */
+int stf__opts_version(stf_err *err, unsigned version, unsigned known, const char *type);
+
 /* strerror(e), thread-safe: the text, in `buf` (n bytes) or static storage. */
 const char *stf__errno_text(int e, char *buf, size_t n);
 

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "container/sink.h"
 #include "fuzz.h"
 #include "stfix.h"
 #include "support/st_tmp.h"
@@ -80,7 +81,7 @@ static int rewrite(const stf_ckpt *c, const char *name, int strict)
     stf_write_opts w;
     stf_err e;
     stf_write_opts_init(&w);
-    w.no_fsync = 1;
+    stf__write_test_hooks_set(&(stf__write_test_hooks){ .no_fsync = 1 });
     memset(&e, 0, sizeof e);
     int rc = stf_ckpt_rewrite(c, st_in_dir(name), &w, &e);
     CHECK(rc == 0 || rc == STF_ENOMEM ||

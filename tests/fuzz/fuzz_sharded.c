@@ -15,6 +15,7 @@
  */
 #include <string.h>
 
+#include "container/sink.h"
 #include "container/index.h"
 #include "fuzz.h"
 #include "stfix.h"
@@ -80,7 +81,7 @@ static void check_rewrite(const stf_ckpt *c, uint64_t max_shard)
     stf_err e;
     stf_ckpt *out = NULL;
     stf_write_opts_init(&w);
-    w.no_fsync = 1;
+    stf__write_test_hooks_set(&(stf__write_test_hooks){ .no_fsync = 1 });
     w.max_shard_size = max_shard;
     memset(&e, 0, sizeof e);
     int rc = stf_ckpt_rewrite(c, st_in_dir("r.safetensors"), &w, &e);

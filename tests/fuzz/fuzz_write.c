@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "container/sink.h"
 #include "fuzz.h"
 #include "pipeline/plan_internal.h"
 #include "stfix.h"
@@ -156,7 +157,7 @@ static int run(stf_run_report **rep, const stf_plan *p, const char *sub, unsigne
     o.allow_noncompliant = (opt >> 1) & 1;
     o.max_shard_size = shard[(opt >> 4) & 3];
     if (opt & 0x40) o.max_mem = 4096;
-    o.write.no_fsync = 1;
+    stf__write_test_hooks_set(&(stf__write_test_hooks){ .no_fsync = 1 });
     memset(e, 0, sizeof *e);
     *rep = NULL;
     return stf_plan_run(rep, p, st_in_dir(path), &o, e);

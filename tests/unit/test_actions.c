@@ -54,13 +54,37 @@ static void test_names(void **state)
     assert_string_equal(stf_action_name(STF_ACT_SET_MARKER), "set-marker");
     assert_string_equal(stf_action_name(STF_ACT_DROP), "drop");
     assert_null(stf_action_name(STF_ACT_COUNT));
-    assert_string_equal(stf_quant_format_name(STF_QFMT_CONVROT_W4A4), "convrot_w4a4");
-    assert_null(stf_quant_format_name(STF_QFMT_COUNT));
+    assert_string_equal(stf_format_name(STF_FMT_CONVROT_W4A4), "convrot_w4a4");
+    assert_null(stf_format_name(STF_FMT_COUNT));
     assert_int_equal(stf_action_is_terminal(STF_ACT_EXCLUDE), 1);
     assert_int_equal(stf_action_is_terminal(STF_ACT_REQUANTIZE), 1);
     assert_int_equal(stf_action_is_terminal(STF_ACT_DROP), 1);
     assert_int_equal(stf_action_is_terminal(STF_ACT_CAST_SCALE), 0);
     assert_int_equal(stf_action_is_terminal(STF_ACT_COUNT), 0);
+}
+
+/* stf_action is a tagged union: every kind's parameters start at one offset
+ * and the union is as large as its largest member only. */
+static void test_union_layout(void **state)
+{
+    (void)state;
+#define MEMBER(k) (offsetof(stf_action, params.k)), sizeof(((stf_action *)0)->params.k)
+    static const size_t m[][2] = {
+        { MEMBER(reshape_scale) }, { MEMBER(transpose_scale) }, { MEMBER(flatten_conv) },
+        { MEMBER(exclude) },       { MEMBER(rewrite_format) },  { MEMBER(set_marker) },
+        { MEMBER(cast_scale) },    { MEMBER(relabel) },         { MEMBER(requantize) },
+        { MEMBER(rename) },        { MEMBER(drop) },
+    };
+#undef MEMBER
+    size_t largest = 0, sum = 0;
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+        assert_int_equal(m[i][0], offsetof(stf_action, params));
+        largest = m[i][1] > largest ? m[i][1] : largest;
+        sum += m[i][1];
+    }
+    assert_int_equal(sizeof m / sizeof m[0], STF_ACT_COUNT);
+    assert_int_equal(sizeof(((stf_action *)0)->params), largest);
+    assert_true(sizeof(stf_action) < sum);
 }
 
 static void test_defaults(void **state)
@@ -70,40 +94,40 @@ static void test_defaults(void **state)
                         "drop, {rewrite-format: {to: int8_tensorwise}}]");
     expect_ok(&p, 8);
     assert_int_equal(p.v[0].kind, STF_ACT_RESHAPE_SCALE);
-    assert_int_equal(p.v[0].reshape_scale.to, STF_SCALE_ROWS);
-    assert_int_equal(p.v[0].reshape_scale.require_probe, 1);
+    assert_int_equal(p.v[0].params.reshape_scale.to, STF_SCALE_ROWS);
+    assert_int_equal(p.v[0].params.reshape_scale.require_probe, 1);
     assert_int_equal(p.v[0].line, 1);
     assert_int_equal(p.v[0].column, 2);
-    assert_int_equal(p.v[1].exclude.dtype, STF_BF16);
+    assert_int_equal(p.v[1].params.exclude.dtype, STF_BF16);
     const stf_action *rq = &p.v[2];
-    assert_int_equal(rq->requantize.format, STF_QFMT_INT8_TENSORWISE);
-    assert_int_equal(rq->requantize.group_size_count, 3);
-    assert_int_equal(rq->requantize.group_sizes[0], 256);
-    assert_int_equal(rq->requantize.group_sizes[1], 64);
-    assert_int_equal(rq->requantize.group_sizes[2], 16);
-    assert_int_equal(rq->requantize.on_indivisible, STF_INDIVISIBLE_EXCLUDE);
-    assert_int_equal(rq->requantize.fallback_dtype, STF_BF16);
-    assert_int_equal(rq->requantize.quant_mode, STF_QMODE_CUDA);
-    assert_int_equal(rq->requantize.quant_mode_set, 0);
-    assert_int_equal(rq->requantize.compute_dtype, STF_BF16);
-    assert_int_equal(rq->requantize.int8_activations, 0);
-    assert_int_equal(rq->requantize.tp, 1);
+    assert_int_equal(rq->params.requantize.format, STF_FMT_INT8_TENSORWISE);
+    assert_int_equal(rq->params.requantize.group_size_count, 3);
+    assert_int_equal(rq->params.requantize.group_sizes[0], 256);
+    assert_int_equal(rq->params.requantize.group_sizes[1], 64);
+    assert_int_equal(rq->params.requantize.group_sizes[2], 16);
+    assert_int_equal(rq->params.requantize.on_indivisible, STF_INDIVISIBLE_EXCLUDE);
+    assert_int_equal(rq->params.requantize.fallback_dtype, STF_BF16);
+    assert_int_equal(rq->params.requantize.quant_mode, STF_QMODE_CUDA);
+    assert_int_equal(rq->params.requantize.quant_mode_set, 0);
+    assert_int_equal(rq->params.requantize.compute_dtype, STF_BF16);
+    assert_int_equal(rq->params.requantize.int8_activations, 0);
+    assert_int_equal(rq->params.requantize.tp, 1);
     const stf_action *sm = &p.v[3];
-    assert_int_equal(sm->set_marker.has_format, 0);
-    assert_int_equal(sm->set_marker.hoist_params, 1);
-    assert_int_equal(sm->set_marker.drop_key_count, 0);
-    assert_int_equal(sm->set_marker.metadata, STF_META_MIRROR);
-    assert_int_equal(sm->set_marker.prefer, STF_PREFER_METADATA);
-    assert_int_equal(p.v[4].cast_scale.to, STF_F32);
-    assert_int_equal(p.v[5].relabel.tensor, STF_RELABEL_WEIGHT);
-    assert_int_equal(p.v[5].relabel.from, STF_U8);
-    assert_int_equal(p.v[5].relabel.to, STF_I8);
-    assert_int_equal(p.v[6].drop.scales, 1);
-    assert_int_equal(p.v[6].drop.markers, 1);
-    assert_int_equal(p.v[6].drop.input_scale, 0);
-    assert_int_equal(p.v[7].rewrite_format.to, STF_QFMT_INT8_TENSORWISE);
-    assert_int_equal(p.v[7].rewrite_format.from_count, 0);
-    assert_int_equal(p.v[7].rewrite_format.mismatch, STF_MISMATCH_REQUANTIZE);
+    assert_int_equal(sm->params.set_marker.has_format, 0);
+    assert_int_equal(sm->params.set_marker.hoist_params, 1);
+    assert_int_equal(sm->params.set_marker.drop_key_count, 0);
+    assert_int_equal(sm->params.set_marker.metadata, STF_META_MIRROR);
+    assert_int_equal(sm->params.set_marker.prefer, STF_PREFER_METADATA);
+    assert_int_equal(p.v[4].params.cast_scale.to, STF_F32);
+    assert_int_equal(p.v[5].params.relabel.tensor, STF_RELABEL_WEIGHT);
+    assert_int_equal(p.v[5].params.relabel.from, STF_U8);
+    assert_int_equal(p.v[5].params.relabel.to, STF_I8);
+    assert_int_equal(p.v[6].params.drop.scales, 1);
+    assert_int_equal(p.v[6].params.drop.markers, 1);
+    assert_int_equal(p.v[6].params.drop.input_scale, 0);
+    assert_int_equal(p.v[7].params.rewrite_format.to, STF_FMT_INT8_TENSORWISE);
+    assert_int_equal(p.v[7].params.rewrite_format.from_count, 0);
+    assert_int_equal(p.v[7].params.rewrite_format.mismatch, STF_MISMATCH_REQUANTIZE);
     parsed_free(&p);
 }
 
@@ -133,43 +157,43 @@ static void test_parameters(void **state)
     const stf_action *rq = &p.v[0];
     assert_int_equal(rq->line, 1);
     assert_int_equal(rq->column, 3);
-    assert_int_equal(rq->requantize.format, STF_QFMT_CONVROT_W4A4);
-    assert_int_equal(rq->requantize.group_size_count, 2);
-    assert_int_equal(rq->requantize.group_sizes[0], 64);
-    assert_int_equal(rq->requantize.group_sizes[1], 16);
-    assert_int_equal(rq->requantize.on_indivisible, STF_INDIVISIBLE_FAIL);
-    assert_int_equal(rq->requantize.fallback_dtype, STF_DTYPE_SOURCE);
-    assert_int_equal(rq->requantize.quant_mode, STF_QMODE_EAGER);
-    assert_int_equal(rq->requantize.quant_mode_set, 1);
-    assert_int_equal(rq->requantize.compute_dtype, STF_F16);
-    assert_int_equal(rq->requantize.int8_activations, 1);
-    assert_int_equal(rq->requantize.tp, 2);
+    assert_int_equal(rq->params.requantize.format, STF_FMT_CONVROT_W4A4);
+    assert_int_equal(rq->params.requantize.group_size_count, 2);
+    assert_int_equal(rq->params.requantize.group_sizes[0], 64);
+    assert_int_equal(rq->params.requantize.group_sizes[1], 16);
+    assert_int_equal(rq->params.requantize.on_indivisible, STF_INDIVISIBLE_FAIL);
+    assert_int_equal(rq->params.requantize.fallback_dtype, STF_DTYPE_SOURCE);
+    assert_int_equal(rq->params.requantize.quant_mode, STF_QMODE_EAGER);
+    assert_int_equal(rq->params.requantize.quant_mode_set, 1);
+    assert_int_equal(rq->params.requantize.compute_dtype, STF_F16);
+    assert_int_equal(rq->params.requantize.int8_activations, 1);
+    assert_int_equal(rq->params.requantize.tp, 2);
     const stf_action *sm = &p.v[1];
     assert_int_equal(sm->line, 10);
-    assert_int_equal(sm->set_marker.has_format, 1);
-    assert_int_equal(sm->set_marker.format, STF_QFMT_INT8_TENSORWISE);
-    assert_int_equal(sm->set_marker.hoist_params, 0);
-    assert_int_equal(sm->set_marker.drop_key_count, 2);
-    assert_string_equal(sm->set_marker.drop_keys[0], "per_row");
-    assert_string_equal(sm->set_marker.drop_keys[1], "x");
-    assert_int_equal(sm->set_marker.metadata, STF_META_DROP);
-    assert_int_equal(sm->set_marker.prefer, STF_PREFER_TENSOR);
-    assert_string_equal(p.v[2].rename.from, "model.diffusion_model.");
-    assert_string_equal(p.v[2].rename.to, "");
-    assert_int_equal(p.v[3].exclude.dtype, STF_F32);
-    assert_int_equal(p.v[4].reshape_scale.to, STF_SCALE_SCALAR);
-    assert_int_equal(p.v[4].reshape_scale.require_probe, 0);
-    assert_int_equal(p.v[5].relabel.tensor, STF_RELABEL_SCALE);
-    assert_int_equal(p.v[5].relabel.from, STF_F8_E8M0);
-    assert_int_equal(p.v[5].relabel.to, STF_U8);
-    assert_int_equal(p.v[6].rewrite_format.from_count, 1);
-    assert_string_equal(p.v[6].rewrite_format.from[0], "int4_convrot_w4a4");
-    assert_int_equal(p.v[6].rewrite_format.to, STF_QFMT_CONVROT_W4A4);
-    assert_int_equal(p.v[6].rewrite_format.mismatch, STF_MISMATCH_FAIL);
-    assert_int_equal(p.v[6].rewrite_format.metadata, STF_META_DROP);
-    assert_int_equal(p.v[7].drop.scales, 0);
-    assert_int_equal(p.v[7].drop.input_scale, 1);
-    assert_int_equal(p.v[8].exclude.dtype, STF_BF16);
+    assert_int_equal(sm->params.set_marker.has_format, 1);
+    assert_int_equal(sm->params.set_marker.format, STF_FMT_INT8_TENSORWISE);
+    assert_int_equal(sm->params.set_marker.hoist_params, 0);
+    assert_int_equal(sm->params.set_marker.drop_key_count, 2);
+    assert_string_equal(sm->params.set_marker.drop_keys[0], "per_row");
+    assert_string_equal(sm->params.set_marker.drop_keys[1], "x");
+    assert_int_equal(sm->params.set_marker.metadata, STF_META_DROP);
+    assert_int_equal(sm->params.set_marker.prefer, STF_PREFER_TENSOR);
+    assert_string_equal(p.v[2].params.rename.from, "model.diffusion_model.");
+    assert_string_equal(p.v[2].params.rename.to, "");
+    assert_int_equal(p.v[3].params.exclude.dtype, STF_F32);
+    assert_int_equal(p.v[4].params.reshape_scale.to, STF_SCALE_SCALAR);
+    assert_int_equal(p.v[4].params.reshape_scale.require_probe, 0);
+    assert_int_equal(p.v[5].params.relabel.tensor, STF_RELABEL_SCALE);
+    assert_int_equal(p.v[5].params.relabel.from, STF_F8_E8M0);
+    assert_int_equal(p.v[5].params.relabel.to, STF_U8);
+    assert_int_equal(p.v[6].params.rewrite_format.from_count, 1);
+    assert_string_equal(p.v[6].params.rewrite_format.from[0], "int4_convrot_w4a4");
+    assert_int_equal(p.v[6].params.rewrite_format.to, STF_FMT_CONVROT_W4A4);
+    assert_int_equal(p.v[6].params.rewrite_format.mismatch, STF_MISMATCH_FAIL);
+    assert_int_equal(p.v[6].params.rewrite_format.metadata, STF_META_DROP);
+    assert_int_equal(p.v[7].params.drop.scales, 0);
+    assert_int_equal(p.v[7].params.drop.input_scale, 1);
+    assert_int_equal(p.v[8].params.exclude.dtype, STF_BF16);
     parsed_free(&p);
 }
 
@@ -182,7 +206,7 @@ static void test_single_forms(void **state)
     parsed_free(&p);
     p = parse_do("{rewrite-format: {to: nvfp4, mismatch: fail}}");
     expect_ok(&p, 1);
-    assert_int_equal(p.v[0].rewrite_format.to, STF_QFMT_NVFP4);
+    assert_int_equal(p.v[0].params.rewrite_format.to, STF_FMT_NVFP4);
     parsed_free(&p);
     p = parse_do("{flatten-conv: {}}");
     expect_ok(&p, 1);
@@ -192,8 +216,8 @@ static void test_single_forms(void **state)
      * case). */
     p = parse_do("{rename: {from: '', to: model.diffusion_model.}}");
     expect_ok(&p, 1);
-    assert_string_equal(p.v[0].rename.from, "");
-    assert_string_equal(p.v[0].rename.to, "model.diffusion_model.");
+    assert_string_equal(p.v[0].params.rename.from, "");
+    assert_string_equal(p.v[0].params.rename.to, "model.diffusion_model.");
     parsed_free(&p);
 }
 
@@ -251,6 +275,9 @@ static void test_problems(void **state)
                    "a.yaml:1:23: rules[0].do.set-marker.format: expected one of "
                    "int8_tensorwise, convrot_w4a4, asym_w4a8_int8, float8_e4m3fn, float8_e5m2, "
                    "nvfp4, mxfp8, awq_w4a16, got 'int8_rowwise'");
+    expect_problem("{requantize: {format: nvfp4}}",
+                   "a.yaml:1:23: rules[0].do.requantize.format: expected one of "
+                   "int8_tensorwise, convrot_w4a4, got 'nvfp4'");
     expect_problem("{cast-scale: {to: F16}}",
                    "a.yaml:1:19: rules[0].do.cast-scale.to: expected one of F32, got 'F16'");
     expect_problem("{relabel: {from: I8, to: U8}}",
@@ -276,9 +303,9 @@ static void test_problems(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_names),        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_parameters),   cmocka_unit_test(test_single_forms),
-        cmocka_unit_test(test_problems),
+        cmocka_unit_test(test_names),        cmocka_unit_test(test_union_layout),
+        cmocka_unit_test(test_defaults),     cmocka_unit_test(test_parameters),
+        cmocka_unit_test(test_single_forms), cmocka_unit_test(test_problems),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

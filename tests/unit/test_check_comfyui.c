@@ -97,7 +97,7 @@ static void test_exact_messages(void **state)
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         char path[256];
         snprintf(path, sizeof path, FIX "%s", CASES[i].file);
-        stf_check_report *r = st_check_file(path, STF_CHECK_CONTAINER | STF_CHECK_COMFYUI);
+        stf_check_report *r = st_check_file(path, STF_CHECK_CONTAINER | STF_CONSUMER_COMFYUI);
         const stf_diag *d = st_check_find(r, CASES[i].rule, CASES[i].msg);
         if (!d || d->severity != CASES[i].sev || strcmp(d->profile, "comfyui")) {
             print_message("%s: expected %s \"%s\"; got:\n", CASES[i].file, CASES[i].rule, CASES[i].msg);
@@ -114,7 +114,7 @@ static void test_exact_messages(void **state)
 static void test_comfy_accepts_unrotated(void **state)
 {
     (void)state;
-    stf_check_report *r = st_check_file(FIX "r23_no_convrot.safetensors", STF_CHECK_CONTAINER | STF_CHECK_COMFYUI);
+    stf_check_report *r = st_check_file(FIX "r23_no_convrot.safetensors", STF_CHECK_CONTAINER | STF_CONSUMER_COMFYUI);
     st_check_dump(r);
     assert_int_equal(stf_check_count(r), 0);
     stf_check_report_free(r);
@@ -133,7 +133,7 @@ static void test_manifest(void **state)
         if (rule[0] != 'C') continue;
         char path[300];
         snprintf(path, sizeof path, FIX "%s", file);
-        stf_check_report *r = st_check_file(path, STF_CHECK_CONTAINER | STF_CHECK_COMFYUI);
+        stf_check_report *r = st_check_file(path, STF_CHECK_CONTAINER | STF_CONSUMER_COMFYUI);
         if (!st_check_find(r, rule, NULL)) {
             print_message("%s: %s did not fire\n", file, rule);
             st_check_dump(r);
@@ -160,7 +160,7 @@ static void test_healthy(void **state)
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[256];
         snprintf(path, sizeof path, FIX "%s", files[i]);
-        stf_check_report *r = st_check_file(path, STF_CHECK_CONTAINER | STF_CHECK_COMFYUI);
+        stf_check_report *r = st_check_file(path, STF_CHECK_CONTAINER | STF_CONSUMER_COMFYUI);
         if (stf_check_count(r)) {
             print_message("%s:\n", files[i]);
             st_check_dump(r);
@@ -178,7 +178,7 @@ static void test_escaped_prefix(void **state)
     stf_check_report *r = st_check_header(
         "{\"__metadata__\":{\"_quantization_metadata\":\"{\\\"format_version\\\":\\\"1.0\\\","
         "\\\"layers\\\":{\\\"x\\\\u0000\\\\udc00\\\":{\\\"format\\\":\\\"int8_tensorwise\\\"}}}\"}}",
-        STF_CHECK_COMFYUI);
+        STF_CONSUMER_COMFYUI);
     st_check_dump(r);
     const stf_diag *d =
         st_check_find(r, "C15",

@@ -147,7 +147,7 @@ static void test_exact_messages(void **state)
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         char path[256];
         snprintf(path, sizeof path, FIX "%s", CASES[i].file);
-        stf_check_report *r = st_check_file(path, STF_CHECK_CONTAINER | STF_CHECK_SGLANG);
+        stf_check_report *r = st_check_file(path, STF_CHECK_CONTAINER | STF_CONSUMER_SGLANG);
         if (!has(r, CASES[i].rule, CASES[i].msg)) {
             print_message("%s: expected %s \"%s\"; got:\n", CASES[i].file, CASES[i].rule, CASES[i].msg);
             st_check_dump(r);
@@ -165,7 +165,7 @@ static stf_check_report *check_written(const st_tensor *t, size_t n, const char 
     char *dir = st_tmpdir();
     char *path = st_path(dir, "in.safetensors");
     assert_int_equal(st_write_ckpt(path, t, n, meta), 0);
-    stf_check_report *r = st_check_file(path, STF_CHECK_CONTAINER | STF_CHECK_SGLANG);
+    stf_check_report *r = st_check_file(path, STF_CHECK_CONTAINER | STF_CONSUMER_SGLANG);
     st_rmtree(dir);
     free(path);
     free(dir);
@@ -329,10 +329,10 @@ static void test_profile_selection(void **state)
 {
     (void)state;
     stf_check_report *r = st_check_file(FIX "r15_flat_scale_square.safetensors",
-                              STF_CHECK_CONTAINER | STF_CHECK_SGLANG);
+                              STF_CHECK_CONTAINER | STF_CONSUMER_SGLANG);
     for (size_t i = 0; i < stf_check_count(r); i++) assert_int_not_equal(stf_check_diag(r, i)->rule[0], 'C');
     stf_check_report_free(r);
-    r = st_check_file(FIX "r15_flat_scale_square.safetensors", STF_CHECK_CONTAINER | STF_CHECK_COMFYUI);
+    r = st_check_file(FIX "r15_flat_scale_square.safetensors", STF_CHECK_CONTAINER | STF_CONSUMER_COMFYUI);
     for (size_t i = 0; i < stf_check_count(r); i++) assert_int_not_equal(stf_check_diag(r, i)->rule[0], 'R');
     assert_true(has(r, "C9", NULL));
     stf_check_report_free(r);
@@ -422,7 +422,7 @@ static void test_container_findings(void **state)
 static void test_r28_info(void **state)
 {
     (void)state;
-    stf_check_report *r = st_check_file(FIX "healthy_int8_g16.safetensors", STF_CHECK_CONTAINER | STF_CHECK_SGLANG);
+    stf_check_report *r = st_check_file(FIX "healthy_int8_g16.safetensors", STF_CHECK_CONTAINER | STF_CONSUMER_SGLANG);
     assert_int_equal(stf_check_count(r), 1);
     const stf_diag *d = stf_check_diag(r, 0);
     assert_string_equal(d->rule, "R28");

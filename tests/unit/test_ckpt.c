@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "container/sink.h"
 #include "container/source.h"
 #include "stfix.h"
 #include "support/st_alloc.h"
@@ -456,7 +457,7 @@ static void test_shard_replaced_while_closed(void **state)
     snprintf(out, sizeof out, "%s/joined.safetensors", st_dir);
     stf_write_opts wo;
     stf_write_opts_init(&wo);
-    wo.no_fsync = 1;
+    stf__write_test_hooks_set(&(stf__write_test_hooks){ .no_fsync = 1 });
     assert_int_equal(stf_ckpt_rewrite(c, out, &wo, &e), STF_EIO);
     assert_non_null(strstr(e.msg, want));
     assert_int_equal(access(out, F_OK), -1);

@@ -169,7 +169,18 @@ static void test_single_file(void **state)
     assert_string_equal(tname(m, q, STF_SFX_COMFY_QUANT), "blocks.0.attn.qkv.comfy_quant");
     assert_string_equal(tname(m, q, STF_SFX_BIAS), "blocks.0.attn.qkv.bias");
     assert_null(tname(m, q, STF_SFX_INPUT_SCALE));
-    assert_int_equal(q->tensor[STF_SFX_INPUT_SCALE], -1);
+    assert_int_equal(stf_layer_tensor(q, STF_SFX_INPUT_SCALE), -1);
+    /* The tensor index through the accessor: the ckpt's own index; -1 past the
+     * suffixes this library knows and for no layer; a copy reads the same. */
+    size_t qw;
+    assert_int_equal(stf_ckpt_find(c, "blocks.0.attn.qkv.weight", &qw), 0);
+    assert_int_equal(stf_layer_tensor(q, STF_SFX_WEIGHT), (int64_t)qw);
+    assert_int_equal(q->ntensors, STF_SFX_COUNT);
+    assert_int_equal(stf_layer_tensor(q, STF_SFX_COUNT), -1);
+    assert_int_equal(stf_layer_tensor(q, (stf_suffix)-1), -1);
+    assert_int_equal(stf_layer_tensor(NULL, STF_SFX_WEIGHT), -1);
+    stf_layer copy = *q;
+    assert_int_equal(stf_layer_tensor(&copy, STF_SFX_WEIGHT), (int64_t)qw);
     assert_int_equal(stf_layer_tensor_info(m, q, STF_SFX_WEIGHT)->dtype, STF_I8);
 
     /* metadata marker first, then the tensor marker; equal under Python == */
@@ -219,7 +230,7 @@ static void test_single_file(void **state)
 
     const stf_layer *b5 = layer(m, "model.diffusion_model.blocks.5");
     assert_int_equal(b5->nmarkers, 1);
-    for (int s = 0; s < STF_SFX_COUNT; s++) assert_int_equal(b5->tensor[s], -1);
+    for (int s = 0; s < STF_SFX_COUNT; s++) assert_int_equal(stf_layer_tensor(b5, s), -1);
 
     assert_int_equal(stf_model_qmeta_status(m, 0), STF_QMETA_OK);
     assert_string_equal(stf_pyval_str(stf_pyval_get(stf_model_qmeta_value(m, 0), "format_version"),

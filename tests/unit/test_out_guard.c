@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "container/sink.h"
 #include "stfix.h"
 #include "support/st_ckptfile.h"
 #include "support/st_tmp.h"
@@ -39,7 +40,7 @@ static stf_ckpt *input_sharded(void)
     stf_ckpt *c = input_file();
     stf_write_opts o;
     stf_write_opts_init(&o);
-    o.no_fsync = 1;
+    stf__write_test_hooks_set(&(stf__write_test_hooks){ .no_fsync = 1 });
     o.max_shard_size = 4;
     stf_err err;
     assert_int_equal(stf_ckpt_rewrite(c, st_in_dir("h.safetensors"), &o, &err), 0);
@@ -54,7 +55,7 @@ static stf_write_opts guard_opts(const stf_ckpt *in, uint64_t max_shard)
 {
     stf_write_opts o;
     stf_write_opts_init(&o);
-    o.no_fsync = 1;
+    stf__write_test_hooks_set(&(stf__write_test_hooks){ .no_fsync = 1 });
     o.input = in;
     o.max_shard_size = max_shard;
     return o;

@@ -36,7 +36,7 @@ static void test_rules_in_order_until_terminal(void **state)
     assert_int_equal(l->actions[0]->kind, STF_ACT_CAST_SCALE);
     assert_int_equal(l->actions[1]->kind, STF_ACT_REQUANTIZE);
     assert_string_equal(l->summary, "scale BF16 -> F32; requantize to int8_tensorwise, G=256");
-    assert_int_equal(stf_plan_targets(k.p), STF_TARGET_SGLANG | STF_TARGET_COMFYUI);
+    assert_int_equal(stf_plan_targets(k.p), STF_CONSUMER_SGLANG | STF_CONSUMER_COMFYUI);
     /* Writer order: F32 (norm, scale) by name, then I8, then U8. */
     assert_int_equal(stf_plan_tensor_count(k.p), 4);
     assert_string_equal(stf_plan_get_tensor(k.p, 0)->name, "a.weight_scale");

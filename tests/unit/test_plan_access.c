@@ -50,7 +50,7 @@ static void test_null_and_out_of_range(void **state)
     assert_null(stf_plan_meta(k.p, 2));
     assert_int_equal(stf_plan_bytes_total(k.p), 16);
     assert_int_equal(stf_plan_bytes_copied(k.p), 16);
-    assert_int_equal(stf_plan_targets(k.p), STF_TARGET_COMFYUI);
+    assert_int_equal(stf_plan_targets(k.p), STF_CONSUMER_COMFYUI);
     pt_free(&k);
 }
 

@@ -67,7 +67,7 @@ static void test_good(void **state)
     stf_err err;
     assert_int_equal(stf_recipe_load_mem(&r, &d, good, strlen(good), "good.yaml", &err), 0);
     assert_null(d);
-    assert_int_equal(stf_recipe_targets(r), STF_TARGET_SGLANG | STF_TARGET_COMFYUI);
+    assert_int_equal(stf_recipe_targets(r), STF_CONSUMER_SGLANG | STF_CONSUMER_COMFYUI);
     assert_string_equal(stf_recipe_description(r), "test recipe");
     assert_string_equal(stf_recipe_sha256(r),
                         "4f708b438f1c24350077997d59e395869047bac58b7f974714affdbf80405d41");
@@ -82,7 +82,7 @@ static void test_good(void **state)
     assert_int_equal(stf_rule_line(r1), 9);
     assert_int_equal(stf_rule_action_count(r1), 2);
     assert_int_equal(stf_rule_action(r1, 0)->kind, STF_ACT_EXCLUDE);
-    assert_int_equal(stf_rule_action(r1, 0)->exclude.dtype, STF_F16);
+    assert_int_equal(stf_rule_action(r1, 0)->params.exclude.dtype, STF_F16);
     assert_int_equal(stf_rule_action(r1, 0)->line, 13);
     assert_int_equal(stf_rule_action(r1, 0)->column, 10);
     assert_int_equal(stf_rule_action(r1, 1)->kind, STF_ACT_DROP);
@@ -237,8 +237,8 @@ static void test_bundled(void **state)
     assert_int_equal(rule_matches(stf_recipe_rule(r, 2), &v), 1);
     const stf_action *a = stf_rule_action(stf_recipe_rule(r, 2), 0);
     assert_int_equal(a->kind, STF_ACT_REQUANTIZE);
-    assert_int_equal(a->requantize.fallback_dtype, STF_DTYPE_SOURCE);
-    assert_int_equal(a->requantize.quant_mode_set, 1);
+    assert_int_equal(a->params.requantize.fallback_dtype, STF_DTYPE_SOURCE);
+    assert_int_equal(a->params.requantize.quant_mode_set, 1);
     v.prefix = "model.pos_embed";
     assert_int_equal(rule_matches(stf_recipe_rule(r, 0), &v), 1);
     v.prefix = "blocks.0.norm1";
@@ -251,7 +251,7 @@ static void test_bundled(void **state)
     v.n = 64;
     v.k = 40;
     assert_int_equal(rule_matches(stf_recipe_rule(r, 2), &v), 1);
-    assert_int_equal(a->requantize.on_indivisible, STF_INDIVISIBLE_EXCLUDE);
+    assert_int_equal(a->params.requantize.on_indivisible, STF_INDIVISIBLE_EXCLUDE);
     stf_recipe_free(r);
 }
 

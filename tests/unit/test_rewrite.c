@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include "container/sink.h"
 #include "container/writer_internal.h"
 #include "support/st_bytes.h"
 #include "support/st_tmp.h"
@@ -45,7 +46,7 @@ static int rewrite_opt(const char *in, const char *out, uint64_t max_shard, int 
     if (rc) return rc;
     stf_write_opts o;
     stf_write_opts_init(&o);
-    o.no_fsync = 1;
+    stf__write_test_hooks_set(&(stf__write_test_hooks){ .no_fsync = 1 });
     o.max_shard_size = max_shard;
     o.replace_input = replace;
     rc = stf_ckpt_rewrite(c, out, &o, err);

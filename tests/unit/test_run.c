@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "container/sink.h"
 #include "quant_testutil.h"
 #include "run_testplan.h"
 #include "support/st_alloc.h"
@@ -129,7 +130,7 @@ static stf_run_opts opts(stf_pool *pool)
     stf_run_opts o;
     stf_run_opts_init(&o);
     o.pool = pool;
-    o.write.no_fsync = 1;
+    stf__write_test_hooks_set(&(stf__write_test_hooks){ .no_fsync = 1 });
     return o;
 }
 
@@ -167,7 +168,7 @@ static const int8_t V2_Q[32] = { -102, 76,  0,   -76, -26, -102, 76,  0,   51,  
 static void test_run_exact_outputs(void **state)
 {
     (void)state;
-    fx *f = fx_new(STF_TARGET_SGLANG | STF_TARGET_COMFYUI);
+    fx *f = fx_new(STF_CONSUMER_SGLANG | STF_CONSUMER_COMFYUI);
     stf_run_opts o = opts(NULL);
     o.error_metrics = 1;
     stf_run_report *rep = NULL;
@@ -293,10 +294,11 @@ static void test_enospc_leaves_nothing(void **state)
     stf_ckpt_free(c);
     remove(f->out);
 
-    o.write.write_hook = enospc_hook;
-    o.write.write_hook_ud = &h;
+    stf__write_test_hooks_set(&(stf__write_test_hooks){
+        .no_fsync = 1, .write_hook = enospc_hook, .write_hook_ud = &h });
     stf_run_report *rep = NULL;
     int rc = stf_plan_run(&rep, &f->t.p, f->out, &o, &err);
+    stf__write_test_hooks_set(&(stf__write_test_hooks){ .no_fsync = 1 });
     assert_true(rc == STF_EIO);
     assert_true(h.hits >= 1);
     assert_non_null(rep);
@@ -329,7 +331,7 @@ static void broken_layer(fx *f)
 static void test_verification_failure(void **state)
 {
     (void)state;
-    fx *f = fx_new(STF_TARGET_SGLANG);
+    fx *f = fx_new(STF_CONSUMER_SGLANG);
     broken_layer(f);
     stf_run_opts o = opts(NULL);
     stf_run_report *rep = NULL;
@@ -360,7 +362,7 @@ static void test_verification_failure(void **state)
 static void test_in_place(void **state)
 {
     (void)state;
-    fx *f = fx_new(STF_TARGET_SGLANG);
+    fx *f = fx_new(STF_CONSUMER_SGLANG);
     broken_layer(f);
     size_t lin;
     unsigned char *before = st_read_file(f->in, &lin);
@@ -422,7 +424,7 @@ static void test_plan_mismatch(void **state)
 static void test_sharded(void **state)
 {
     (void)state;
-    fx *f = fx_new(STF_TARGET_SGLANG | STF_TARGET_COMFYUI);
+    fx *f = fx_new(STF_CONSUMER_SGLANG | STF_CONSUMER_COMFYUI);
     for (size_t i = 0; i < f->t.p.nouts; i++)
         if (!strncmp(f->t.outs[i].pub.name, "a.", 2)) f->t.outs[i].group = "a";
     /* A rebuilt _quantization_metadata cannot be right for every shard (I7):
@@ -538,7 +540,7 @@ static void test_wide_layer_threads(void **state)
 static void test_alloc_failures(void **state)
 {
     (void)state;
-    fx *f = fx_new(STF_TARGET_SGLANG);
+    fx *f = fx_new(STF_CONSUMER_SGLANG);
     stf_run_opts o = opts(NULL);
     o.error_metrics = 1;
     int ok = 0, fails = 0;

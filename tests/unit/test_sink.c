@@ -29,12 +29,10 @@ static int setup(void **state)
     return st_dir_setup(state);
 }
 
-static stf_write_opts named_opts(void)
+/* Every open below sets the tests' switches whole, so none outlives its test. */
+static void use_named(int named)
 {
-    stf_write_opts o;
-    stf_write_opts_init(&o);
-    o.no_tmpfile = 1;
-    return o;
+    stf__write_test_hooks_set(&(stf__write_test_hooks){ .no_tmpfile = named });
 }
 
 /* Both schemes through one body: `named` forces the fallback. */
@@ -42,8 +40,8 @@ static void publish_case(int named)
 {
     stf__sink s;
     stf_err err;
-    stf_write_opts o = named_opts();
-    assert_int_equal(stf__sink_open(&s, st_in_dir("out"), named ? &o : NULL, &err), 0);
+    use_named(named);
+    assert_int_equal(stf__sink_open(&s, st_in_dir("out"), &err), 0);
     assert_int_equal(s.unnamed, !named);
     if (named) {
         assert_int_equal(st_dir_entries(st_dir), 1); /* the temp file */
@@ -108,7 +106,8 @@ static void test_abort_and_short_source(void **state)
     fputs("abc", f);
     fclose(f);
     int fd = open(st_in_dir("src"), O_RDONLY);
-    assert_int_equal(stf__sink_open(&s, st_in_dir("out"), NULL, &err), 0);
+    use_named(0);
+    assert_int_equal(stf__sink_open(&s, st_in_dir("out"), &err), 0);
     /* 10 bytes from a 3-byte file: copy_file_range stops at EOF, the
      * read fallback reports it. */
     assert_int_equal(stf__sink_copy_fd(&s, fd, 0, 10, "src", &err), STF_EIO);
@@ -131,9 +130,6 @@ static int fail_second(void *ud, uint64_t off, size_t len)
 static void test_hook(void **state)
 {
     (void)state;
-    stf_write_opts o;
-    stf_write_opts_init(&o);
-    o.write_hook = fail_second;
     stf__sink s;
     stf_err err;
     hook_calls = 0;
@@ -141,7 +137,8 @@ static void test_hook(void **state)
     fputs("abcdef", f);
     fclose(f);
     int fd = open(st_in_dir("src"), O_RDONLY);
-    assert_int_equal(stf__sink_open(&s, st_in_dir("out"), &o, &err), 0);
+    stf__write_test_hooks_set(&(stf__write_test_hooks){ .write_hook = fail_second });
+    assert_int_equal(stf__sink_open(&s, st_in_dir("out"), &err), 0);
     assert_int_equal(stf__sink_write(&s, "12", 2, &err), 0);
     assert_int_equal(stf__sink_copy_fd(&s, fd, 0, 6, "src", &err), STF_EIO);
     char want[400];
@@ -158,7 +155,8 @@ static void test_no_dir(void **state)
     (void)state;
     stf__sink s;
     stf_err err;
-    assert_int_equal(stf__sink_open(&s, st_in_dir("nodir/out"), NULL, &err), STF_EIO);
+    use_named(0);
+    assert_int_equal(stf__sink_open(&s, st_in_dir("nodir/out"), &err), STF_EIO);
     assert_non_null(strstr(err.msg, "cannot create a temporary file in"));
     stf__sink_abort(&s); /* safe after a failed open */
     assert_int_equal(st_dir_entries(st_dir), 0);
@@ -177,13 +175,11 @@ static void test_reserve_pwrite(void **state)
 {
     (void)state;
     int calls = 0;
-    stf_write_opts o;
-    stf_write_opts_init(&o);
-    o.write_hook = fail_at_100;
-    o.write_hook_ud = &calls;
     stf__sink s;
     stf_err err;
-    assert_int_equal(stf__sink_open(&s, st_in_dir("out"), &o, &err), 0);
+    stf__write_test_hooks_set(
+        &(stf__write_test_hooks){ .write_hook = fail_at_100, .write_hook_ud = &calls });
+    assert_int_equal(stf__sink_open(&s, st_in_dir("out"), &err), 0);
     assert_int_equal(stf__sink_write(&s, "ab", 2, &err), 0);
     assert_int_equal(stf__sink_reserve(&s, 3, &err), 0);
     assert_int_equal(s.off, 5);
@@ -241,9 +237,8 @@ static void publish_text(const char *name, int named, const char *text)
 {
     stf__sink s;
     stf_err err;
-    stf_write_opts o = named_opts();
-    o.no_tmpfile = named;
-    assert_int_equal(stf__sink_open(&s, st_in_dir(name), &o, &err), 0);
+    use_named(named);
+    assert_int_equal(stf__sink_open(&s, st_in_dir(name), &err), 0);
     assert_int_equal(s.unnamed, !named);
     assert_int_equal(stf__sink_write(&s, text, strlen(text), &err), 0);
     assert_int_equal(stf__sink_finish(&s, &err), 0);
@@ -331,7 +326,8 @@ static void test_abort_unnamed(void **state)
     stf__sink s;
     stf_err err;
     for (int finish = 0; finish < 2; finish++) {
-        assert_int_equal(stf__sink_open(&s, st_in_dir("out"), NULL, &err), 0);
+        use_named(0);
+        assert_int_equal(stf__sink_open(&s, st_in_dir("out"), &err), 0);
         assert_int_equal(s.unnamed, 1);
         assert_int_equal(stf__sink_write(&s, "abc", 3, &err), 0);
         if (finish) assert_int_equal(stf__sink_finish(&s, &err), 0);
@@ -354,9 +350,8 @@ static void test_publish_fails(void **state)
     for (int named = 0; named < 2; named++) {
         stf__sink s;
         stf_err err;
-        stf_write_opts o = named_opts();
-        o.no_tmpfile = named;
-        assert_int_equal(stf__sink_open(&s, st_in_dir("out"), &o, &err), 0);
+        use_named(named);
+        assert_int_equal(stf__sink_open(&s, st_in_dir("out"), &err), 0);
         assert_int_equal(s.unnamed, !named);
         assert_int_equal(stf__sink_write(&s, "abc", 3, &err), 0);
         assert_int_equal(stf__sink_finish(&s, &err), 0);
@@ -457,8 +452,7 @@ static stf_writer *deferred_writer(int named, int sharded)
 {
     stf_write_opts o;
     stf_write_opts_init(&o);
-    o.no_fsync = 1;
-    o.no_tmpfile = named;
+    stf__write_test_hooks_set(&(stf__write_test_hooks){ .no_fsync = 1, .no_tmpfile = named });
     o.max_shard_size = sharded ? 4096 : 0;
     stf_writer *w;
     stf_err err;

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "container/sink.h"
 #include "container/source.h"
 #include "container/writer_internal.h"
 #include "support/st_alloc.h"
@@ -261,7 +262,7 @@ static void test_truncated_checkpoint_every_reader(void **state)
     assert_null(r);
     stf_write_opts wo;
     stf_write_opts_init(&wo);
-    wo.no_fsync = 1;
+    stf__write_test_hooks_set(&(stf__write_test_hooks){ .no_fsync = 1 });
     stf_err_clear(&e);
     expect_eio_at(stf_ckpt_rewrite(c, out, &wo, &e), &e, p, cut1);
     assert_int_equal(access(out, F_OK), -1); /* nothing at the output path */

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "container/sink.h"
 #include "pipeline/run_internal.h"
 #include "support/st_ckptfile.h"
 
@@ -23,11 +24,13 @@ static void test_profiles(void **state)
 {
     (void)state;
     assert_int_equal(stf__verify_profiles(0), STF_CHECK_CONTAINER);
-    assert_int_equal(stf__verify_profiles(STF_TARGET_SGLANG),
-                     STF_CHECK_CONTAINER | STF_CHECK_SGLANG);
-    assert_int_equal(stf__verify_profiles(STF_TARGET_COMFYUI),
-                     STF_CHECK_CONTAINER | STF_CHECK_COMFYUI);
-    assert_int_equal(stf__verify_profiles(STF_TARGET_SGLANG | STF_TARGET_COMFYUI), 7);
+    assert_int_equal(stf__verify_profiles(STF_CONSUMER_SGLANG),
+                     STF_CHECK_CONTAINER | STF_CONSUMER_SGLANG);
+    assert_int_equal(stf__verify_profiles(STF_CONSUMER_COMFYUI),
+                     STF_CHECK_CONTAINER | STF_CONSUMER_COMFYUI);
+    assert_int_equal(stf__verify_profiles(STF_CONSUMER_SGLANG | STF_CONSUMER_COMFYUI), 7);
+    /* Only consumer bits select profiles: never the numeric probes. */
+    assert_int_equal(stf__verify_profiles(~0u), 7);
 }
 
 typedef struct fx {
@@ -48,7 +51,7 @@ static fx *fx_new(uint64_t shard_cap, int broken)
     f->out = st_path(f->dir, "model.safetensors");
     stf_write_opts wo;
     stf_write_opts_init(&wo);
-    wo.no_fsync = 1;
+    stf__write_test_hooks_set(&(stf__write_test_hooks){ .no_fsync = 1 });
     wo.max_shard_size = shard_cap;
     stf_err err;
     assert_int_equal(stf_writer_new(&f->w, f->out, &wo, &err), 0);
@@ -95,7 +98,7 @@ static void test_not_prepared(void **state)
     stf_check_report **r = NULL;
     size_t n = 0;
     stf_err err;
-    assert_int_equal(stf__verify_output(&r, &n, f->w, STF_TARGET_SGLANG, 0, &err), STF_EINVAL);
+    assert_int_equal(stf__verify_output(&r, &n, f->w, STF_CONSUMER_SGLANG, 0, &err), STF_EINVAL);
     assert_int_equal(n, 0);
     fx_free(f);
 }
@@ -110,7 +113,7 @@ static void test_sharded_good(void **state)
     assert_int_equal(stf_writer_file_count(f->w), 3); /* two shards + index */
     stf_check_report **r = NULL;
     size_t n = 0;
-    int rc = stf__verify_output(&r, &n, f->w, STF_TARGET_SGLANG | STF_TARGET_COMFYUI, 0, &err);
+    int rc = stf__verify_output(&r, &n, f->w, STF_CONSUMER_SGLANG | STF_CONSUMER_COMFYUI, 0, &err);
     if (rc) fail_msg("%s", err.msg);
     assert_int_equal(n, 2);
     for (size_t i = 0; i < n; i++)
@@ -136,7 +139,7 @@ static void test_sharded_broken(void **state)
     assert_non_null(bad);
     stf_check_report **r = NULL;
     size_t n = 0;
-    assert_int_equal(stf__verify_output(&r, &n, f->w, STF_TARGET_SGLANG, 0, &err), STF_EFORMAT);
+    assert_int_equal(stf__verify_output(&r, &n, f->w, STF_CONSUMER_SGLANG, 0, &err), STF_EFORMAT);
     assert_string_equal(err.rule, "R12");
     char want[512];
     snprintf(want, sizeof want,
@@ -152,7 +155,7 @@ static void test_sharded_broken(void **state)
     /* Allowed: success, the same diagnostics. */
     r = NULL;
     n = 0;
-    assert_int_equal(stf__verify_output(&r, &n, f->w, STF_TARGET_SGLANG, 1, &err), 0);
+    assert_int_equal(stf__verify_output(&r, &n, f->w, STF_CONSUMER_SGLANG, 1, &err), 0);
     assert_int_equal(n, 2);
     assert_int_equal(stf_check_count_severity(r[1], STF_SEV_ERROR), 1);
     free_reports(r, n);
@@ -175,7 +178,7 @@ static void test_single_file(void **state)
     assert_int_equal(stf_writer_file_count(f->w), 1);
     stf_check_report **r = NULL;
     size_t n = 0;
-    assert_int_equal(stf__verify_output(&r, &n, f->w, STF_TARGET_COMFYUI, 0, &err), STF_EFORMAT);
+    assert_int_equal(stf__verify_output(&r, &n, f->w, STF_CONSUMER_COMFYUI, 0, &err), STF_EFORMAT);
     assert_string_equal(err.rule, "C4");
     assert_non_null(strstr(err.msg, "model.safetensors: the output would not pass the comfyui "
                                     "profile: C4 (layer 'y'): Missing INT8 weight scale for "
@@ -200,7 +203,7 @@ static void test_message_names_final_path(void **state)
     assert_int_equal(stf_writer_prepare(f->w, &err), 0);
     stf_check_report **r = NULL;
     size_t n = 0;
-    assert_int_equal(stf__verify_output(&r, &n, f->w, STF_TARGET_SGLANG, 0, &err), STF_EFORMAT);
+    assert_int_equal(stf__verify_output(&r, &n, f->w, STF_CONSUMER_SGLANG, 0, &err), STF_EFORMAT);
     assert_string_equal(err.rule, "R1");
     char want[512];
     snprintf(want, sizeof want,

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "container/sink.h"
 #include "stfix.h"
 #include "support/st_alloc.h"
 #include "support/st_tmp.h"
@@ -379,15 +380,11 @@ static void test_atomic(void **state)
     uint64_t sh[] = { 1, 2, 3 };
     for (int fail_at = 1; fail_at <= 3; fail_at++) {
         hook_state h = { 0, fail_at, 0 };
-        stf_write_opts o;
-        stf_write_opts_init(&o);
-        o.no_tmpfile = g_named;
-        o.no_fsync = 1;
-        o.write_hook = hook;
-        o.write_hook_ud = &h;
+        stf__write_test_hooks_set(&(stf__write_test_hooks){
+            .no_tmpfile = g_named, .no_fsync = 1, .write_hook = hook, .write_hook_ud = &h });
         stf_writer *w;
         stf_err err;
-        assert_int_equal(stf_writer_new(&w, st_in_dir("at.safetensors"), &o, &err), 0);
+        assert_int_equal(stf_writer_new(&w, st_in_dir("at.safetensors"), NULL, &err), 0);
         add_mem(w, "attn.0", STF_F32, 3, sh, F32_0_5);
         assert_int_equal(stf_writer_commit(w, &err), STF_EIO);
         stf_writer_free(w);
@@ -412,14 +409,11 @@ static void test_replace(void **state)
     fputs("old", f);
     fclose(f);
     hook_state h = { 0, 3, 0 };
-    stf_write_opts o;
-    stf_write_opts_init(&o);
-    o.no_tmpfile = g_named;
-    o.write_hook = hook;
-    o.write_hook_ud = &h;
+    stf__write_test_hooks_set(&(stf__write_test_hooks){
+        .no_tmpfile = g_named, .write_hook = hook, .write_hook_ud = &h });
     stf_writer *w;
     stf_err err;
-    assert_int_equal(stf_writer_new(&w, st_in_dir("old.safetensors"), &o, &err), 0);
+    assert_int_equal(stf_writer_new(&w, st_in_dir("old.safetensors"), NULL, &err), 0);
     add_mem(w, "attn.0", STF_F32, 3, sh, F32_0_5);
     assert_int_equal(stf_writer_commit(w, &err), STF_EIO);
     stf_writer_free(w);
@@ -428,6 +422,7 @@ static void test_replace(void **state)
     assert_int_equal(len, 3);
     free(got);
     assert_int_equal(st_dir_entries(st_dir), 1);
+    stf__write_test_hooks_set(NULL);
     assert_int_equal(stf_writer_new(&w, st_in_dir("old.safetensors"), NULL, &err), 0);
     add_mem(w, "attn.0", STF_F32, 3, sh, F32_0_5);
     commit_ok(w);
@@ -441,9 +436,8 @@ static void test_sharded(void **state)
     (void)state;
     stf_write_opts o;
     stf_write_opts_init(&o);
-    o.no_tmpfile = g_named;
     o.max_shard_size = 8;
-    o.no_fsync = 1;
+    stf__write_test_hooks_set(&(stf__write_test_hooks){ .no_tmpfile = g_named, .no_fsync = 1 });
     stf_writer *w;
     stf_err err;
     uint64_t s1[] = { 1 }, s4[] = { 4 };
@@ -503,11 +497,9 @@ static void test_sharded_atomic(void **state)
         hook_state h = { 0, fail_at, 0 };
         stf_write_opts o;
         stf_write_opts_init(&o);
-        o.no_tmpfile = g_named;
         o.max_shard_size = 4;
-        o.no_fsync = 1;
-        o.write_hook = hook;
-        o.write_hook_ud = &h;
+        stf__write_test_hooks_set(&(stf__write_test_hooks){
+            .no_tmpfile = g_named, .no_fsync = 1, .write_hook = hook, .write_hook_ud = &h });
         stf_writer *w;
         stf_err err;
         assert_int_equal(stf_writer_new(&w, st_in_dir("s.safetensors"), &o, &err), 0);
@@ -524,9 +516,8 @@ static int write_small(stf_err *err, const char *path, uint64_t max_shard)
 {
     stf_write_opts o;
     stf_write_opts_init(&o);
-    o.no_tmpfile = g_named;
-    o.no_fsync = 1;
     o.max_shard_size = max_shard;
+    stf__write_test_hooks_set(&(stf__write_test_hooks){ .no_tmpfile = g_named, .no_fsync = 1 });
     stf_writer *w;
     uint64_t s1[] = { 1 }, s3[] = { 1, 2, 3 };
     unsigned char a[4] = { 1, 2, 3, 4 };

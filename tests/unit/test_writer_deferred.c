@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "container/sink.h"
 #include "stfix.h"
 #include "support/st_alloc.h"
 #include "support/st_tmp.h"
@@ -63,9 +64,8 @@ static stf_write_opts opts(uint64_t max_shard)
 {
     stf_write_opts o;
     stf_write_opts_init(&o);
-    o.no_fsync = 1;
     o.max_shard_size = max_shard;
-    o.no_tmpfile = g_named;
+    stf__write_test_hooks_set(&(stf__write_test_hooks){ .no_fsync = 1, .no_tmpfile = g_named });
     return o;
 }
 
@@ -544,8 +544,8 @@ static int build_hooked(stf_writer **w, hook_state *h, uint64_t max_shard, stf_e
     static const unsigned char d[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
     stf_tensor_src mem = { STF_SRC_MEM, d, NULL, 0, NULL, NULL };
     stf_write_opts o = opts(max_shard);
-    o.write_hook = hook;
-    o.write_hook_ud = h;
+    stf__write_test_hooks_set(&(stf__write_test_hooks){
+        .no_fsync = 1, .no_tmpfile = g_named, .write_hook = hook, .write_hook_ud = h });
     uint64_t s2[] = { 2 };
     int rc = stf_writer_new(w, out_path("e.safetensors"), &o, err);
     if (!rc) rc = stf_writer_add(*w, "a", STF_F32, 1, s2, &mem, err);

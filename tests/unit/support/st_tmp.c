@@ -1,5 +1,6 @@
 /* Test helper: temp directories and whole-file I/O (see st_tmp.h). */
 #include "support/st_tmp.h"
+#include "container/sink.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -111,12 +112,14 @@ char st_dir[256];
 int st_dir_setup(void **state)
 {
     (void)state;
+    stf__write_test_hooks_set(NULL); /* no test's write switches outlive it */
     return st_tmp_setup(st_dir, sizeof st_dir, "stfix-test");
 }
 
 int st_dir_teardown(void **state)
 {
     (void)state;
+    stf__write_test_hooks_set(NULL);
     st_rmtree(st_dir);
     return 0;
 }

@@ -21,7 +21,8 @@ int st_tmp_setup_in(char *dir, size_t cap, const char *base, const char *tag);
 
 /* cmocka setup/teardown pair (group or per test): st_dir_setup makes a
  * fresh directory and leaves its path in st_dir; st_dir_teardown removes it
- * with everything in it. */
+ * with everything in it. Both turn the writers' test switches off
+ * (stf__write_test_hooks_set(NULL)). */
 extern char st_dir[256];
 int st_dir_setup(void **state);
 int st_dir_teardown(void **state);

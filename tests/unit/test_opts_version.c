@@ -1,0 +1,176 @@
+/*
+ * The growable options structs: each init macro records its header's
+ * version, and every function taking the struct refuses a zeroed one or a
+ * version this library does not know, before it touches anything.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "stfix.h"
+
+#define HEALTHY "fixtures/comfy/healthy_int8_g64.safetensors"
+#define NOWHERE "/nonexistent-stfix-dir/out.safetensors"
+
+static void expect_refused(int rc, const stf_err *err, const char *type, unsigned version)
+{
+    char want[256];
+    snprintf(want, sizeof want,
+             "%s: unknown version %u (this library reads 1 to 1); make the options with "
+             "%s_init()", type, version, type);
+    assert_int_equal(rc, STF_EINVAL);
+    assert_int_equal(err->code, STF_EINVAL);
+    assert_string_equal(err->msg, want);
+}
+
+/* Each init macro writes its header's version first. */
+static void test_init_versions(void **state)
+{
+    (void)state;
+    stf_open_opts oo;
+    stf_write_opts wo;
+    stf_check_opts co;
+    stf_plan_opts po;
+    stf_run_opts ro;
+    stf_open_opts_init(&oo);
+    stf_write_opts_init(&wo);
+    stf_check_opts_init(&co);
+    stf_plan_opts_init(&po);
+    stf_run_opts_init(&ro);
+    assert_int_equal(oo.version, 1);
+    assert_int_equal(oo.version, STF_OPEN_OPTS_VERSION);
+    assert_int_equal(oo.max_rank, 8);
+    assert_int_equal(wo.version, STF_WRITE_OPTS_VERSION);
+    assert_int_equal(co.version, STF_CHECK_OPTS_VERSION);
+    assert_int_equal(co.profiles, STF_CHECK_ALL);
+    assert_int_equal(po.version, STF_PLAN_OPTS_VERSION);
+    assert_int_equal(ro.version, STF_RUN_OPTS_VERSION);
+    assert_int_equal(ro.write.version, STF_WRITE_OPTS_VERSION);
+    assert_int_equal(ro.max_mem, (uint64_t)2 << 30);
+}
+
+/* An unknown version gets its version recorded and nothing else written. */
+static void test_init_unknown_version(void **state)
+{
+    (void)state;
+    stf_open_opts oo;
+    memset(&oo, 0xab, sizeof oo);
+    stf_open_opts_init_version(&oo, 2);
+    assert_int_equal(oo.version, 2);
+    assert_int_equal(oo.max_rank, 0xababababu);
+    stf_run_opts ro;
+    memset(&ro, 0xab, sizeof ro);
+    stf_run_opts_init_version(&ro, 0);
+    assert_int_equal(ro.version, 0);
+    assert_int_equal(ro.write.version, 0xababababu);
+    stf_open_opts_init_version(NULL, 1); /* no-op */
+}
+
+static void test_open_refuses(void **state)
+{
+    (void)state;
+    stf_open_opts o;
+    stf_err err;
+    stf_ckpt *c = (stf_ckpt *)&o;
+    memset(&o, 0, sizeof o); /* zeroed, not made by the init macro */
+    expect_refused(stf_ckpt_open(&c, HEALTHY, &o, &err), &err, "stf_open_opts", 0);
+    assert_null(c);
+    stf_open_opts_init_version(&o, STF_OPEN_OPTS_VERSION + 1);
+    expect_refused(stf_ckpt_open(&c, HEALTHY, &o, &err), &err, "stf_open_opts", 2);
+    expect_refused(stf_ckpt_open_mem(&c, "", 0, "m", &o, &err), &err, "stf_open_opts", 2);
+    assert_null(c);
+    stf_open_opts_init(&o);
+    assert_int_equal(stf_ckpt_open(&c, HEALTHY, &o, &err), 0);
+    stf_ckpt_free(c);
+}
+
+static void test_write_refuses(void **state)
+{
+    (void)state;
+    stf_write_opts o;
+    stf_err err;
+    stf_ckpt *c = NULL;
+    stf_writer *w = (stf_writer *)&o;
+    assert_int_equal(stf_ckpt_open(&c, HEALTHY, NULL, &err), 0);
+    for (unsigned v = 0; v <= 2; v += 2) {
+        stf_write_opts_init_version(&o, v);
+        expect_refused(stf_output_check(NOWHERE, &o, &err), &err, "stf_write_opts", v);
+        expect_refused(stf_writer_new(&w, NOWHERE, &o, &err), &err, "stf_write_opts", v);
+        assert_null(w);
+        expect_refused(stf_ckpt_rewrite(c, NOWHERE, &o, &err), &err, "stf_write_opts", v);
+    }
+    stf_ckpt_free(c);
+}
+
+static void test_check_refuses(void **state)
+{
+    (void)state;
+    stf_check_opts o;
+    stf_err err;
+    stf_ckpt *c = NULL;
+    stf_check_report *r = (stf_check_report *)&o;
+    assert_int_equal(stf_ckpt_open(&c, HEALTHY, NULL, &err), 0);
+    memset(&o, 0, sizeof o);
+    o.profiles = STF_CHECK_ALL;
+    expect_refused(stf_check_run(&r, c, &o, &err), &err, "stf_check_opts", 0);
+    assert_null(r);
+    stf_check_opts_init_version(&o, 7);
+    expect_refused(stf_check_run(&r, c, &o, &err), &err, "stf_check_opts", 7);
+    stf_check_opts_init(&o);
+    assert_int_equal(stf_check_run(&r, c, &o, &err), 0);
+    stf_check_report_free(r);
+    stf_ckpt_free(c);
+}
+
+static void test_plan_and_run_refuse(void **state)
+{
+    (void)state;
+    static const char recipe[] = "stfix: 1\ntarget: sglang\nrules:\n  - name: r\n"
+                                 "    match: {scale: present}\n    do: [cast-scale]\n";
+    stf_err err;
+    stf_ckpt *c = NULL;
+    stf_recipe *rc = NULL;
+    stf_plan *p = NULL;
+    assert_int_equal(stf_ckpt_open(&c, HEALTHY, NULL, &err), 0);
+    assert_int_equal(stf_recipe_load_mem(&rc, NULL, recipe, strlen(recipe), "r.yaml", &err), 0);
+    stf_plan_opts po;
+    stf_plan_opts_init_version(&po, 0);
+    expect_refused(stf_plan_build(&p, c, rc, &po, &err), &err, "stf_plan_opts", 0);
+    assert_null(p);
+    stf_plan_opts_init_version(&po, 3);
+    expect_refused(stf_plan_build(&p, c, rc, &po, &err), &err, "stf_plan_opts", 3);
+    stf_plan_opts_init(&po);
+    assert_int_equal(stf_plan_build(&p, c, rc, &po, &err), 0);
+
+    stf_run_opts ro;
+    stf_run_report *rep = (stf_run_report *)&ro;
+    stf_run_opts_init_version(&ro, 2);
+    expect_refused(stf_plan_run(&rep, p, NOWHERE, &ro, &err), &err, "stf_run_opts", 2);
+    assert_null(rep);
+    /* The embedded writer options are checked too. */
+    stf_run_opts_init(&ro);
+    stf_write_opts_init_version(&ro.write, 0);
+    expect_refused(stf_plan_run(&rep, p, NOWHERE, &ro, &err), &err, "stf_write_opts", 0);
+    assert_null(rep);
+    stf_plan_free(p);
+    stf_recipe_free(rc);
+    stf_ckpt_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_init_versions),
+        cmocka_unit_test(test_init_unknown_version),
+        cmocka_unit_test(test_open_refuses),
+        cmocka_unit_test(test_write_refuses),
+        cmocka_unit_test(test_check_refuses),
+        cmocka_unit_test(test_plan_and_run_refuse),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
