@@ -12,7 +12,9 @@
 
 #include "check/check_internal.h"
 
-#define FIX_QMETA "rebuild _quantization_metadata from the tensor markers (stfix repair), or drop it"
+#define FIX_QMETA                                                                        \
+    "rebuild _quantization_metadata from the tensor markers (stfix fix with a set-marker " \
+    "rule), or drop it"
 #define FIX_MARKER "rewrite the marker as U8 bytes of one canonical JSON object (no NUL, no padding)"
 
 static const char *const DIT_PREFIX = "model.diffusion_model.";
@@ -377,7 +379,8 @@ static void config_int8(stf__chk *k, const stf_layer *l, const stf_pyval *mk)
     const stf_pyval *g = stf_pyval_get(mk, "convrot_groupsize");
     if (!stf_pyval_is_true(stf_pyval_get(mk, "convrot")))
         stf__chk_add(k, "R23", STF_SEV_ERROR, l->prefix, l->prefix_len,
-                     "requantize with ConvRot (stfix repair), or store the layer in BF16 without a marker",
+                     "requantize with ConvRot (stfix fix with a requantize rule), or store the "
+                     "layer in BF16 without a marker",
                      "Serialized kitchen_int8 layer %s must set convrot=true", p);
     if (!g_allowed(g))
         stf__chk_add(k, "R24", STF_SEV_ERROR, l->prefix, l->prefix_len,

@@ -19,7 +19,7 @@ layer blocks.0.attn.qkv:
   error   R23: Serialized kitchen_int8 layer 'blocks.0.attn.qkv' must set convrot=true
   error   R24: Serialized kitchen_int8 layer 'blocks.0.attn.qkv' must declare convrot_groupsize in (16, 64, 256), got None
 suggested fixes:
-  R23  requantize with ConvRot (stfix repair), or store the layer in BF16 without a marker
+  R23  requantize with ConvRot (stfix fix with a requantize rule), or store the layer in BF16 without a marker
   R24  write the group size actually used as a JSON integer; requantize when it is not 16, 64 or 256
 summary: 2 error(s), 0 warning(s), 0 info
 hint: stfix explain R23 shows what a rule checks and how to fix it
