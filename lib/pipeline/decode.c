@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pipeline/run_internal.h"
+#include "quant/decode_rows.h"
 
 /* Fill err with a message naming the file, tensor and its header offset. */
 static int tensor_err(stf_err *err, int code, const stf_ckpt *c, size_t idx, const char *what,
@@ -203,26 +204,19 @@ static int decode_span(const stf__decoder *dc, float *out, const unsigned char *
     } else if (d->kind == STF__DEC_W4A4) {
         /* Layers the kernel refuses (K % 64 != 0, Sylvester G) still hold
          * exact codes: unpack (low nibble = even column), x = fl32(q * s_n). */
-        float s = dc->scales[row];
-        for (size_t x = 0; x < n; x++) {
-            unsigned b = src[x / 2], v = x % 2 ? (b >> 4) & 0xFu : b & 0xFu;
-            int qv = v >= 8 ? (int)v - 16 : (int)v;
-            out[x] = (float)qv * s;
-        }
+        stf__w4a4_unpack(out, src, n, dc->scales[row]);
     } else if (d->kind == STF__DEC_INT8) {
         /* Grouped scales: x = fl32(q * s[row, column / (k / groups)]), the
          * same single product the per-row kernel forms. */
-        uint64_t g = d->groups, span = d->k / g;
-        const float *s = dc->scales + row * g;
-        for (size_t x = 0; x < n; x++) out[x] = (float)(int8_t)src[x] * s[(c0 + x) / span];
+        uint64_t g = d->groups;
+        stf__int8_dequantize_groups(out, (const int8_t *)src, dc->scales + row * g, (size_t)c0, n,
+                                    (size_t)(d->k / g));
+    } else if (d->axis == STF_SCALE_COL) {
+        /* Column scales: one fl32 product of the exact decode each. */
+        stf__fp8_dequantize_cols(out, src, d->w_dtype, n, dc->scales + c0);
     } else {
-        /* Column scales: decode with 1 (exact), then one fl32 product each. */
-        float s = d->axis == STF_SCALE_COL   ? 1.0f
-                  : d->axis == STF_SCALE_ROW ? dc->scales[row]
-                                             : dc->scales[0];
+        float s = d->axis == STF_SCALE_ROW ? dc->scales[row] : dc->scales[0];
         rc = stf_fp8_dequantize(out, src, d->w_dtype, n, s, NULL);
-        if (rc == 0 && d->axis == STF_SCALE_COL)
-            for (size_t x = 0; x < n; x++) out[x] = out[x] * dc->scales[c0 + x];
     }
     if (rc) return rc;
     if (d->rot_group)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "fpbits.h"
+#include "decode_rows.h"
 #include "kernels.h"
 #include "util/util.h"
 
@@ -166,8 +167,8 @@ static int dq_chunk(void *ud, size_t begin, size_t end)
         case STF_SCALE_COL: j->kt->int8_dequant_row_cols(d, q, j->scale, j->k); break;
         }
         if (j->o->rot_group == 0) continue;
-        /* Both checked up front, so neither call can fail here. */
-        if (j->o->sylvester) (void)stf_hadamard_sylvester_undo(d, j->k, j->o->rot_group, NULL);
+        /* Both groups were checked up front. */
+        if (j->o->sylvester) j->kt->sylvester_undo(d, j->k, j->o->rot_group);
         else j->kt->fht_regular(d, j->k, j->o->rot_group);
     }
     return 0;
@@ -206,4 +207,18 @@ int stf_int8_dequantize(float *dst, const int8_t *q, const float *scale, size_t 
 
     dq_job j = { dst, q, scale, k, o, stf__kernels_active() };
     return stf_pool_run(pool, n, rows_grain(k), dq_chunk, &j);
+}
+
+/* Grouped scales over one span (contract in decode_rows.h): one run of
+ * the per-row kernel per scale, the same single product per element. */
+void stf__int8_dequantize_groups(float *dst, const int8_t *q, const float *s, size_t c0,
+                                 size_t n, size_t span)
+{
+    const stf__kernels *kt = stf__kernels_active();
+    for (size_t x = 0; x < n;) {
+        size_t grp = (c0 + x) / span, stop = (grp + 1) * span - c0;
+        if (stop > n) stop = n;
+        kt->int8_dequant_row(dst + x, q + x, s[grp], stop - x);
+        x = stop;
+    }
 }
