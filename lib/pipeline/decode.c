@@ -205,12 +205,19 @@ static int decode_span(const stf__decoder *dc, float *out, const unsigned char *
         /* Layers the kernel refuses (K % 64 != 0, Sylvester G) still hold
          * exact codes: unpack (low nibble = even column), x = fl32(q * s_n). */
         stf__w4a4_unpack(out, src, n, dc->scales[row]);
-    } else if (d->kind == STF__DEC_INT8) {
+    } else if (d->kind == STF__DEC_INT8 && grouped(d)) {
         /* Grouped scales: x = fl32(q * s[row, column / (k / groups)]), the
          * same single product the per-row kernel forms. */
         uint64_t g = d->groups;
         stf__int8_dequantize_groups(out, (const int8_t *)src, dc->scales + row * g, (size_t)c0, n,
                                     (size_t)(d->k / g));
+    } else if (d->kind == STF__DEC_INT8) {
+        /* One row of stf_int8_dequantize, its rotation done below. */
+        stf_dequant_opts o = { d->axis, 0, 0 };
+        const float *s = d->axis == STF_SCALE_ROW   ? dc->scales + row
+                         : d->axis == STF_SCALE_COL ? dc->scales + c0
+                                                    : dc->scales;
+        rc = stf_int8_dequantize(out, (const int8_t *)src, s, 1, n, &o, NULL, NULL);
     } else if (d->axis == STF_SCALE_COL) {
         /* Column scales: one fl32 product of the exact decode each. */
         stf__fp8_dequantize_cols(out, src, d->w_dtype, n, dc->scales + c0);
@@ -338,4 +345,15 @@ int stf__decoder_cols(const stf__decoder *dc, float *dst, uint64_t row, uint64_t
     }
     if (rc) stf__err_prefix(err, "decode '%s': ", dc->wname);
     return rc;
+}
+
+/* Decode one row from its input bytes (contract in run_internal.h). */
+int stf__decoder_row(const stf__decoder *dc, float *dst, const void *raw, uint64_t row,
+                     stf_err *err)
+{
+    int rc = decode_span(dc, dst, raw, row, 0, (size_t)dc->d.k);
+    if (rc)
+        return stf__err(err, rc, "decode: weight '%s': row %llu failed to decode", dc->wname,
+                        (unsigned long long)row);
+    return 0;
 }

@@ -25,4 +25,14 @@ void stf__int8_dequantize_groups(float *dst, const int8_t *q, const float *s, si
 /* n (even) W4A4 codes from n/2 packed bytes times s (w4a4.c). */
 void stf__w4a4_unpack(float *dst, const uint8_t *packed, size_t n, float s);
 
+/*
+ * One row of k F32 values -> q[k] and *scale, exactly as
+ * stf_int8_quantize_rows gives them, with the caller's scratch (k floats,
+ * 64-byte aligned, not overlapping x): for callers that decode a row into
+ * a cache-resident buffer and quantize it at once (int8.c). Errors as
+ * stf_int8_quantize_rows, naming row 0.
+ */
+int stf__int8_quantize_row_f32(int8_t *q, float *scale, const float *x, size_t k,
+                               const stf_int8_opts *o, float *scratch, stf_err *err);
+
 #endif
