@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pipeline/run_internal.h"
+#include "quant/decode_rows.h"
 
 /* Fill err with a message naming the file, tensor and its header offset. */
 static int tensor_err(stf_err *err, int code, const stf_ckpt *c, size_t idx, const char *what,
@@ -203,26 +204,26 @@ static int decode_span(const stf__decoder *dc, float *out, const unsigned char *
     } else if (d->kind == STF__DEC_W4A4) {
         /* Layers the kernel refuses (K % 64 != 0, Sylvester G) still hold
          * exact codes: unpack (low nibble = even column), x = fl32(q * s_n). */
-        float s = dc->scales[row];
-        for (size_t x = 0; x < n; x++) {
-            unsigned b = src[x / 2], v = x % 2 ? (b >> 4) & 0xFu : b & 0xFu;
-            int qv = v >= 8 ? (int)v - 16 : (int)v;
-            out[x] = (float)qv * s;
-        }
-    } else if (d->kind == STF__DEC_INT8) {
+        stf__w4a4_unpack(out, src, n, dc->scales[row]);
+    } else if (d->kind == STF__DEC_INT8 && grouped(d)) {
         /* Grouped scales: x = fl32(q * s[row, column / (k / groups)]), the
          * same single product the per-row kernel forms. */
-        uint64_t g = d->groups, span = d->k / g;
-        const float *s = dc->scales + row * g;
-        for (size_t x = 0; x < n; x++) out[x] = (float)(int8_t)src[x] * s[(c0 + x) / span];
+        uint64_t g = d->groups;
+        stf__int8_dequantize_groups(out, (const int8_t *)src, dc->scales + row * g, (size_t)c0, n,
+                                    (size_t)(d->k / g));
+    } else if (d->kind == STF__DEC_INT8) {
+        /* One row of stf_int8_dequantize, its rotation done below. */
+        stf_dequant_opts o = { d->axis, 0, 0 };
+        const float *s = d->axis == STF_SCALE_ROW   ? dc->scales + row
+                         : d->axis == STF_SCALE_COL ? dc->scales + c0
+                                                    : dc->scales;
+        rc = stf_int8_dequantize(out, (const int8_t *)src, s, 1, n, &o, NULL, NULL);
+    } else if (d->axis == STF_SCALE_COL) {
+        /* Column scales: one fl32 product of the exact decode each. */
+        stf__fp8_dequantize_cols(out, src, d->w_dtype, n, dc->scales + c0);
     } else {
-        /* Column scales: decode with 1 (exact), then one fl32 product each. */
-        float s = d->axis == STF_SCALE_COL   ? 1.0f
-                  : d->axis == STF_SCALE_ROW ? dc->scales[row]
-                                             : dc->scales[0];
+        float s = d->axis == STF_SCALE_ROW ? dc->scales[row] : dc->scales[0];
         rc = stf_fp8_dequantize(out, src, d->w_dtype, n, s, NULL);
-        if (rc == 0 && d->axis == STF_SCALE_COL)
-            for (size_t x = 0; x < n; x++) out[x] = out[x] * dc->scales[c0 + x];
     }
     if (rc) return rc;
     if (d->rot_group)
@@ -344,4 +345,15 @@ int stf__decoder_cols(const stf__decoder *dc, float *dst, uint64_t row, uint64_t
     }
     if (rc) stf__err_prefix(err, "decode '%s': ", dc->wname);
     return rc;
+}
+
+/* Decode one row from its input bytes (contract in run_internal.h). */
+int stf__decoder_row(const stf__decoder *dc, float *dst, const void *raw, uint64_t row,
+                     stf_err *err)
+{
+    int rc = decode_span(dc, dst, raw, row, 0, (size_t)dc->d.k);
+    if (rc)
+        return stf__err(err, rc, "decode: weight '%s': row %llu failed to decode", dc->wname,
+                        (unsigned long long)row);
+    return 0;
 }

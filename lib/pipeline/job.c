@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "pipeline/run_internal.h"
+#include "quant/decode_rows.h"
 
 /*
  * A job's buffers never exceed this, whatever max_mem says: larger
@@ -212,6 +213,57 @@ static void nonfinite_msg(stf_err *err, const void *src, stf_dtype dt, size_t ro
     }
 }
 
+/*
+ * INT8 requantization of decoded rows without metrics, one row at a time:
+ * the row is decoded into x (the chunk's first f32 row, which stays in
+ * cache) and quantized at once, so no f32 copy of the whole chunk goes
+ * through memory. Each row gets the same steps as on the decode-all-then-
+ * quantize path, so the same bytes.
+ */
+static int fused_job(const stf__job *job, int metrics)
+{
+    return !metrics && job->kind == STF__JOB_REQUANT_INT8 && !stf__job_direct(job) &&
+           job->dec.k != 0;
+}
+
+static int fused_rows(blk *b, uint64_t row0, size_t rows, unsigned char *out, float *scale,
+                      float *x, void *raw, stf_err *err)
+{
+    const stf__job *job = b->job;
+    size_t k = (size_t)job->dec.k;
+    const void *src;
+    int rc = stf__decoder_raw(b->dc, &src, row0, row0 + rows, raw, err);
+    if (rc) return rc;
+    /* The quantizer's scratch, as stf_int8_quantize_rows allocates it. */
+    void *mem = stf__malloc(k * sizeof(float) + 64);
+    if (!mem) return stf__err(err, STF_ENOMEM, "requantize '%s': out of memory", b->dc->wname);
+    float *scratch = (float *)(((uintptr_t)mem + 63u) & ~(uintptr_t)63u);
+    stf_int8_opts o = { job->group, job->mode, job->t };
+    for (size_t i = 0; i < rows; i++) {
+        rc = stf__decoder_row(b->dc, x, (const unsigned char *)src + i * b->dc->row_bytes,
+                              row0 + i, err);
+        if (rc) break;
+        rc = stf__int8_quantize_row_f32((int8_t *)out + i * k, scale + i, x, k, &o, scratch, err);
+        if (rc == STF_ENUMERIC) nonfinite_msg(err, x, STF_F32, 1, k, row0 + i);
+        if (rc) {
+            stf__err_prefix(err, "requantize '%s': ", b->dc->wname);
+            break;
+        }
+    }
+    stf__free(mem);
+    return rc;
+}
+
+static int emit_rows(stf__jobrun *jr, const stf__job *job, uint64_t row0, const unsigned char *out,
+                     const float *scale, size_t rows, stf_err *err)
+{
+    uint64_t orb = stf__job_out_row_bytes(job);
+    int rc = jr->emit(jr->emit_ud, job->out_weight, row0 * orb, out, rows * (size_t)orb, err);
+    if (rc == 0 && scale)
+        rc = jr->emit(jr->emit_ud, job->out_scale, row0 * 4, scale, rows * 4, err);
+    return rc;
+}
+
 /* Rows [i0, i1) of the block: produce, measure, emit. */
 static int chunk_rows(blk *b, size_t i0, size_t i1, stf_err *err)
 {
@@ -226,6 +278,10 @@ static int chunk_rows(blk *b, size_t i0, size_t i1, stf_err *err)
     const void *src;
     stf_dtype src_dtype;
     int rc;
+    if (fused_job(job, b->metrics)) {
+        rc = fused_rows(b, row0, rows, out, scale, ref, raw, err);
+        return rc ? rc : emit_rows(jr, job, row0, out, scale, rows, err);
+    }
     if (stf__job_direct(job)) {
         rc = stf__decoder_raw(b->dc, &src, row0, row0 + rows, raw, err);
         if (rc) return rc;
@@ -274,10 +330,7 @@ static int chunk_rows(blk *b, size_t i0, size_t i1, stf_err *err)
             stf_metrics_add(&jr->rowm[i0 + i], ref + i * k, test + i * k, k, row0 + i, 0);
         }
     }
-    rc = jr->emit(jr->emit_ud, job->out_weight, row0 * orb, out, rows * (size_t)orb, err);
-    if (rc == 0 && scale)
-        rc = jr->emit(jr->emit_ud, job->out_scale, row0 * 4, scale, rows * 4, err);
-    return rc;
+    return emit_rows(jr, job, row0, out, scale, rows, err);
 }
 
 static int chunk_fn(void *ud, size_t begin, size_t end)

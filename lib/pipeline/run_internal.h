@@ -61,6 +61,13 @@ int stf__decoder_rows(const stf__decoder *dc, float *dst, uint64_t r0, uint64_t 
                       void *scratch, stf_pool *pool, stf_err *err);
 
 /*
+ * Decode row `row` from its input bytes `raw` (stf__decoder_raw's, at the
+ * row) into dst (k floats): the values stf__decoder_rows gives for it.
+ */
+int stf__decoder_row(const stf__decoder *dc, float *dst, const void *raw, uint64_t row,
+                     stf_err *err);
+
+/*
  * A row too wide for the block cap is handled in pieces of whole multiples
  * of this many columns: every rotation group (at most 4096), a W4A4 byte
  * pair and the 64 columns the W4A4 kernel needs all divide it.

@@ -4,8 +4,6 @@
  * active kernel table, and the undo of the Sylvester rotation that older
  * exporters applied.
  */
-#include <math.h>
-
 #include "kernels.h"
 #include "util/util.h"
 
@@ -48,21 +46,8 @@ int stf_hadamard_sylvester_undo(float *x, size_t k, unsigned g, stf_err *err)
                         k, g);
     if (k == 0) return 0;
     if (!x) return stf__err(err, STF_EINVAL, "hadamard: NULL buffer");
-    /* The exporters' normalisation, c = fl32(1/fl32(sqrt(G))), not 1/sqrt(G)
-     * in exact arithmetic: undoing their rounding needs their constant. */
-    const float c = 1.0f / sqrtf((float)g);
-    for (size_t off = 0; off < k; off += g) {
-        float *p = x + off;
-        for (size_t s = 1; s < g; s *= 2) {
-            for (size_t blk = 0; blk < g; blk += 2 * s) {
-                for (size_t j = blk; j < blk + s; j++) {
-                    float a = p[j], b = p[j + s];
-                    p[j] = a + b;
-                    p[j + s] = a - b;
-                }
-            }
-        }
-        for (size_t i = 0; i < g; i++) p[i] *= c;
-    }
+    /* The active table's undo (kernels_decode_scalar.c gives the order of
+     * the operations and the exporters' constant). */
+    stf__kernels_active()->sylvester_undo(x, k, g);
     return 0;
 }

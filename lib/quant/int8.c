@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "fpbits.h"
+#include "decode_rows.h"
 #include "kernels.h"
 #include "util/util.h"
 
@@ -86,19 +87,9 @@ static int q_chunk(void *ud, size_t begin, size_t end)
     return rc;
 }
 
-/*
- * n rows of k src values -> q[n*k] and scale[n] with the active table
- * (stfix-convrot(7), QUANTIZATION), rows spread over pool (NULL: inline);
- * buffers are the caller's. Errors: STF_EINVAL (bad options or NULL buffer),
- * STF_EUNSUPPORTED (src dtype), STF_ELIMIT (n*k overflows), STF_ENOMEM,
- * STF_ENUMERIC naming the first non-finite element ("row R, column C"); outputs
- * are unspecified after an error.
- */
-int stf_int8_quantize_rows(int8_t *q, float *scale, const void *src, stf_dtype src_dtype,
-                           size_t n, size_t k, const stf_int8_opts *o, stf_pool *pool,
-                           stf_err *err)
+/* The argument checks of stf_int8_quantize_rows that do not depend on n. */
+static int check_q_opts(stf_dtype src_dtype, size_t k, const stf_int8_opts *o, stf_err *err)
 {
-    uint64_t total;
     if (!o) return stf__err(err, STF_EINVAL, "int8 quantize: NULL options");
     if (!is_float_src(src_dtype))
         return stf__err(err, STF_EUNSUPPORTED,
@@ -115,6 +106,24 @@ int stf_int8_quantize_rows(int8_t *q, float *scale, const void *src, stf_dtype s
         return stf__err(err, STF_EINVAL,
                         "int8 quantize: row length %zu is not a multiple of group size %u", k,
                         o->group);
+    return 0;
+}
+
+/*
+ * n rows of k src values -> q[n*k] and scale[n] with the active table
+ * (stfix-convrot(7), QUANTIZATION), rows spread over pool (NULL: inline);
+ * buffers are the caller's. Errors: STF_EINVAL (bad options or NULL buffer),
+ * STF_EUNSUPPORTED (src dtype), STF_ELIMIT (n*k overflows), STF_ENOMEM,
+ * STF_ENUMERIC naming the first non-finite element ("row R, column C");
+ * outputs are unspecified after an error.
+ */
+int stf_int8_quantize_rows(int8_t *q, float *scale, const void *src, stf_dtype src_dtype,
+                           size_t n, size_t k, const stf_int8_opts *o, stf_pool *pool,
+                           stf_err *err)
+{
+    uint64_t total;
+    int rc = check_q_opts(src_dtype, k, o, err);
+    if (rc) return rc;
     if (stf__mul_u64(&total, n, k) != 0 || total > SIZE_MAX / 4)
         return stf__err(err, STF_ELIMIT, "int8 quantize: %zu x %zu elements overflow", n, k);
     if (n == 0 || k == 0) {
@@ -133,7 +142,7 @@ int stf_int8_quantize_rows(int8_t *q, float *scale, const void *src, stf_dtype s
     j.o = o;
     j.kt = stf__kernels_active();
     atomic_init(&j.bad_row, SIZE_MAX);
-    int rc = stf_pool_run(pool, n, rows_grain(k), q_chunk, &j);
+    rc = stf_pool_run(pool, n, rows_grain(k), q_chunk, &j);
     if (rc == 0) return 0;
     if (rc == STF_ENOMEM) return stf__err(err, rc, "int8 quantize: out of memory");
     if (rc == STF_ENUMERIC) {
@@ -167,8 +176,8 @@ static int dq_chunk(void *ud, size_t begin, size_t end)
         case STF_SCALE_COL: j->kt->int8_dequant_row_cols(d, q, j->scale, j->k); break;
         }
         if (j->o->rot_group == 0) continue;
-        /* Both checked up front, so neither call can fail here. */
-        if (j->o->sylvester) (void)stf_hadamard_sylvester_undo(d, j->k, j->o->rot_group, NULL);
+        /* Both groups were checked up front. */
+        if (j->o->sylvester) j->kt->sylvester_undo(d, j->k, j->o->rot_group);
         else j->kt->fht_regular(d, j->k, j->o->rot_group);
     }
     return 0;
@@ -208,4 +217,40 @@ int stf_int8_dequantize(float *dst, const int8_t *q, const float *scale, size_t 
 
     dq_job j = { dst, q, scale, k, o, stf__kernels_active() };
     return stf_pool_run(pool, n, rows_grain(k), dq_chunk, &j);
+}
+
+/* Grouped scales over one span (contract in decode_rows.h): one run of
+ * the per-row kernel per scale, the same single product per element. */
+void stf__int8_dequantize_groups(float *dst, const int8_t *q, const float *s, size_t c0,
+                                 size_t n, size_t span)
+{
+    const stf__kernels *kt = stf__kernels_active();
+    for (size_t x = 0; x < n;) {
+        size_t grp = (c0 + x) / span, stop = (grp + 1) * span - c0;
+        if (stop > n) stop = n;
+        kt->int8_dequant_row(dst + x, q + x, s[grp], stop - x);
+        x = stop;
+    }
+}
+
+/* One F32 row with the caller's scratch (contract in decode_rows.h). */
+int stf__int8_quantize_row_f32(int8_t *q, float *scale, const float *x, size_t k,
+                               const stf_int8_opts *o, float *scratch, stf_err *err)
+{
+    int rc = check_q_opts(STF_F32, k, o, err);
+    if (rc) return rc;
+    if (k == 0) {
+        *scale = stf__f32_from_bits(0x0DA24260u);
+        return 0;
+    }
+    rc = stf__kernels_active()->int8_row(q, scale, x, STF_F32, k, o->group, o->mode, o->t,
+                                         scratch);
+    if (rc == STF_ENUMERIC) {
+        size_t col = stf__first_nonfinite(x, STF_F32, k);
+        if (col == k) col = k - 1;
+        return stf__err(err, rc, "row 0, column %zu: non-finite value (NaN or Inf) cannot be "
+                                 "quantized", col);
+    }
+    if (rc) return stf__err(err, rc, "int8 quantize: kernel failed (%s)", stf_strerror(rc));
+    return 0;
 }

@@ -52,7 +52,41 @@ typedef struct stf__kernels {
     void (*int8_dequant_row)(float *dst, const int8_t *q, float s, size_t k);
     /* dst[i] = fl32(q[i] * s[i]) (per-column scales). */
     void (*int8_dequant_row_cols)(float *dst, const int8_t *q, const float *s, size_t k);
+
+    /*
+     * The repair decodes (kernels_decode_*.c). FP8 (dt F8_E4M3 or
+     * F8_E5M2; the decode itself is exact): dst[i] = fl32(fp8(src[i]) * s),
+     * and with per-column scales dst[i] = fl32(fp8(src[i]) * s[i]).
+     */
+    void (*fp8_decode)(float *dst, const uint8_t *src, stf_dtype dt, size_t n, float s);
+    void (*fp8_decode_cols)(float *dst, const uint8_t *src, stf_dtype dt, size_t n,
+                            const float *s);
+    /* In place, per group of g (a power of 2 in 2..4096 dividing k): the
+     * radix-2 Sylvester stages, then times fl32(1/fl32(sqrt(g))). */
+    void (*sylvester_undo)(float *x, size_t k, unsigned g);
+    /* n (even) W4A4 codes from n/2 bytes, low nibble the even column:
+     * dst[i] = fl32(q[i] * s). */
+    void (*w4a4_unpack)(float *dst, const uint8_t *src, size_t n, float s);
 } stf__kernels;
+
+/* The decode entries of each variant (kernels_decode_*.c), for the tables. */
+void stf__fp8_decode_scalar(float *dst, const uint8_t *src, stf_dtype dt, size_t n, float s);
+void stf__fp8_decode_cols_scalar(float *dst, const uint8_t *src, stf_dtype dt, size_t n,
+                                 const float *s);
+void stf__sylvester_undo_scalar(float *x, size_t k, unsigned g);
+void stf__w4a4_unpack_scalar(float *dst, const uint8_t *src, size_t n, float s);
+#if STF_HAVE_X86_SIMD
+void stf__fp8_decode_avx2(float *dst, const uint8_t *src, stf_dtype dt, size_t n, float s);
+void stf__fp8_decode_cols_avx2(float *dst, const uint8_t *src, stf_dtype dt, size_t n,
+                               const float *s);
+void stf__sylvester_undo_avx2(float *x, size_t k, unsigned g);
+void stf__w4a4_unpack_avx2(float *dst, const uint8_t *src, size_t n, float s);
+void stf__fp8_decode_avx512(float *dst, const uint8_t *src, stf_dtype dt, size_t n, float s);
+void stf__fp8_decode_cols_avx512(float *dst, const uint8_t *src, stf_dtype dt, size_t n,
+                                 const float *s);
+void stf__sylvester_undo_avx512(float *x, size_t k, unsigned g);
+void stf__w4a4_unpack_avx512(float *dst, const uint8_t *src, size_t n, float s);
+#endif
 
 extern const stf__kernels stf__kernels_scalar;
 

@@ -597,4 +597,8 @@ const stf__kernels stf__kernels_avx2 = {
     f32_to_bf16_avx2,
     int8_dequant_row_avx2,
     int8_dequant_row_cols_avx2,
+    stf__fp8_decode_avx2,
+    stf__fp8_decode_cols_avx2,
+    stf__sylvester_undo_avx2,
+    stf__w4a4_unpack_avx2,
 };

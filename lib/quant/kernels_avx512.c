@@ -661,6 +661,10 @@ const stf__kernels stf__kernels_avx512 = {
     f32_to_bf16_avx512,
     int8_dequant_row_avx512,
     int8_dequant_row_cols_avx512,
+    stf__fp8_decode_avx512,
+    stf__fp8_decode_cols_avx512,
+    stf__sylvester_undo_avx512,
+    stf__w4a4_unpack_avx512,
 };
 
 /* The same without the AVX512-BF16 path (declared in kernels_avx512.h). */
@@ -673,4 +677,8 @@ const stf__kernels stf__kernels_avx512_plain = {
     f32_to_bf16_avx512,
     int8_dequant_row_avx512,
     int8_dequant_row_cols_avx512,
+    stf__fp8_decode_avx512,
+    stf__fp8_decode_cols_avx512,
+    stf__sylvester_undo_avx512,
+    stf__w4a4_unpack_avx512,
 };

@@ -161,4 +161,8 @@ const stf__kernels stf__kernels_scalar = {
     f32_to_bf16_scalar,
     int8_dequant_row_scalar,
     int8_dequant_row_cols_scalar,
+    stf__fp8_decode_scalar,
+    stf__fp8_decode_cols_scalar,
+    stf__sylvester_undo_scalar,
+    stf__w4a4_unpack_scalar,
 };

@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "decode_rows.h"
 #include "fpbits.h"
 #include "int8_scale.h"
 #include "kernels.h"
@@ -207,17 +208,16 @@ static int w4dq_chunk(void *ud, size_t begin, size_t end)
     for (size_t r = begin; r < end; r++) {
         float *d = j->dst + r * j->k;
         const uint8_t *p = (const uint8_t *)(const void *)(j->packed + r * (j->k / 2));
-        float s = j->scale[r];
-        for (size_t i = 0; i < j->k / 2; i++) {
-            int lo = p[i] & 0xF, hi = (p[i] >> 4) & 0xF;
-            if (lo >= 8) lo -= 16;
-            if (hi >= 8) hi -= 16;
-            d[2 * i] = (float)lo * s;
-            d[2 * i + 1] = (float)hi * s;
-        }
+        j->kt->w4a4_unpack(d, p, j->k, j->scale[r]);
         j->kt->fht_regular(d, j->k, j->g);
     }
     return 0;
+}
+
+/* Unpack one span (contract in decode_rows.h). */
+void stf__w4a4_unpack(float *dst, const uint8_t *packed, size_t n, float s)
+{
+    stf__kernels_active()->w4a4_unpack(dst, packed, n, s);
 }
 
 /* packed codes -> dst[n*k] = FHT(fl32(q*s_n)); errors as above. */

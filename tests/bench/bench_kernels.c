@@ -102,7 +102,8 @@ typedef struct job {
     float *scale2;          /* J_INT8_REQ output scales */
     int8_t *q2;             /* J_INT8_REQ output codes */
     size_t wrap;            /* J_INT8_ROW: 0, or rows r use row r % wrap of src and dst
-                             * (a cache-resident working set; 1 thread only) */
+                             * (a cache-resident working set; 1 thread only);
+                             * J_INT8_REQ: 1 for a Sylvester G = 128 source */
 } job;
 
 static int run_rows(void *ud, size_t b, size_t e)
@@ -152,22 +153,24 @@ static int run_rows(void *ud, size_t b, size_t e)
                                  j->scale[r], k);
             break;
         case J_FP8_REQ: {
-            /* Decode FP8 x scale to F32 (the library's path), then requantize
-             * with T = BF16, G = 256; x + k is the second scratch row. */
-            int rc = stf_fp8_dequantize(x + k, (const uint8_t *)j->src + r * k, STF_F8_E4M3, k,
-                                        0.0123f, NULL);
-            if (rc) return rc;
-            rc = kt->int8_row((int8_t *)j->dst + r * k, j->scale + r, x + k, STF_F32, k, 256,
-                              STF_QMODE_CUDA, STF_BF16, x);
+            /* The fused path of fix (lib/pipeline/job.c, fused_rows): decode
+             * FP8 x scale into one cache-resident F32 row, then requantize
+             * it with T = BF16, G = j->g; x + k is the second scratch row. */
+            kt->fp8_decode(x + k, (const uint8_t *)j->src + r * k, STF_F8_E4M3, k, 0.0123f);
+            int rc = kt->int8_row((int8_t *)j->dst + r * k, j->scale + r, x + k, STF_F32, k,
+                                  j->g, STF_QMODE_CUDA, STF_BF16, x);
             if (rc) return rc;
             break;
         }
         case J_INT8_REQ: {
-            /* Dequantize, un-rotate G = 256, requantize G = 256 (T = BF16). */
+            /* The fused path of fix: dequantize one row, un-rotate it (G =
+             * 256 regular, or the Sylvester G = 128 of J_SYL_REQ), requantize
+             * it with G = j->g (T = BF16), all on one cache-resident row. */
             float *w = x + k;
             kt->int8_dequant_row(w, (const int8_t *)j->src + r * k, j->scale[r], k);
-            kt->fht_regular(w, k, 256);
-            int rc = kt->int8_row(j->q2 + r * k, j->scale2 + r, w, STF_F32, k, 256,
+            if (j->wrap) kt->sylvester_undo(w, k, 128);
+            else kt->fht_regular(w, k, 256);
+            int rc = kt->int8_row(j->q2 + r * k, j->scale2 + r, w, STF_F32, k, j->g,
                                   STF_QMODE_CUDA, STF_BF16, x);
             if (rc) return rc;
             break;
@@ -441,10 +444,18 @@ int main(void)
                 measure("int8_dequant", vn, th, (double)elems, &j, p);
             }
             {
-                job j = { J_FP8_REQ, kt, N, K, 256, fp8, q, sc2, NULL, NULL, 0 };
-                measure("fp8_e4m3_to_int8_g256", vn, th, (double)elems, &j, p);
-                job j2 = { J_INT8_REQ, kt, N, K, 256, i8, NULL, sc, sc2, q2, 0 };
-                measure("int8_g256_requant_g256", vn, th, (double)elems, &j2, p);
+                /* J_INT8_REQ with wrap = 1: a Sylvester G = 128 source. */
+                for (size_t gi = 0; gi < 3; gi++) {
+                    job j = { J_FP8_REQ, kt, N, K, gs[gi], fp8, q, sc2, NULL, NULL, 0 };
+                    snprintf(name, sizeof name, "fp8_e4m3_to_int8_g%u", gs[gi]);
+                    measure(name, vn, th, (double)elems, &j, p);
+                    job j2 = { J_INT8_REQ, kt, N, K, gs[gi], i8, NULL, sc, sc2, q2, 0 };
+                    snprintf(name, sizeof name, "int8_g256_requant_g%u", gs[gi]);
+                    measure(name, vn, th, (double)elems, &j2, p);
+                    job j3 = { J_INT8_REQ, kt, N, K, gs[gi], i8, NULL, sc, sc2, q2, 1 };
+                    snprintf(name, sizeof name, "int8_sylv128_requant_g%u", gs[gi]);
+                    measure(name, vn, th, (double)elems, &j3, p);
+                }
             }
         }
     }

@@ -1,0 +1,38 @@
+/*
+ * Internal: the row decodes that lib/pipeline/decode.c applies to a span
+ * of one row, through the active kernel table (kernels.h), for the layouts
+ * the public whole-tensor calls do not cover.
+ */
+#ifndef STF_QUANT_DECODE_ROWS_H
+#define STF_QUANT_DECODE_ROWS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stfix.h"
+
+/* dst[i] = fl32(fp8(src[i]) * s[i]); dtype F8_E4M3 or F8_E5M2 (fp8.c). */
+void stf__fp8_dequantize_cols(float *dst, const uint8_t *src, stf_dtype dtype, size_t n,
+                              const float *s);
+
+/*
+ * Columns [c0, c0 + n) of a row with grouped scales: dst[x] =
+ * fl32(q[x] * s[(c0 + x) / span]), span > 0 the columns per scale (int8.c).
+ */
+void stf__int8_dequantize_groups(float *dst, const int8_t *q, const float *s, size_t c0,
+                                 size_t n, size_t span);
+
+/* n (even) W4A4 codes from n/2 packed bytes times s (w4a4.c). */
+void stf__w4a4_unpack(float *dst, const uint8_t *packed, size_t n, float s);
+
+/*
+ * One row of k F32 values -> q[k] and *scale, exactly as
+ * stf_int8_quantize_rows gives them, with the caller's scratch (k floats,
+ * 64-byte aligned, not overlapping x): for callers that decode a row into
+ * a cache-resident buffer and quantize it at once (int8.c). Errors as
+ * stf_int8_quantize_rows, naming row 0.
+ */
+int stf__int8_quantize_row_f32(int8_t *q, float *scale, const float *x, size_t k,
+                               const stf_int8_opts *o, float *scratch, stf_err *err);
+
+#endif
