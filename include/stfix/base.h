@@ -1,5 +1,6 @@
 /*
- * stfix public API: errors, allocation hook, severities.
+ * stfix public API, util layer: errors, allocation hook, severities, the
+ * thread pool, name and text escaping, versions.
  *
  * Included through <stfix.h>; do not include directly.
  */
@@ -122,6 +123,28 @@ typedef enum stf_severity {
 
 /* "info", "warning", "error". */
 STF_API const char *stf_severity_name(stf_severity s);
+
+/* ------------------------------------------------------------- threads */
+
+/*
+ * A fixed pool of worker threads. Work is split into contiguous index
+ * ranges whose boundaries do not depend on the thread count, so results
+ * never do either.
+ */
+typedef struct stf_pool stf_pool;
+
+/* nthreads == 0: one per online core. nthreads == 1: no threads, run inline. */
+STF_API int stf_pool_new(stf_pool **out, unsigned nthreads, stf_err *err);
+STF_API void stf_pool_free(stf_pool *p);
+STF_API unsigned stf_pool_threads(const stf_pool *p);
+
+/*
+ * Call fn(ud, begin, end) over [0, count) in chunks of `grain` indices,
+ * spread over the pool (p may be NULL: run inline). Returns the first
+ * non-zero value any call returned (by lowest chunk index), else 0.
+ */
+typedef int (*stf_range_fn)(void *ud, size_t begin, size_t end);
+STF_API int stf_pool_run(stf_pool *p, size_t count, size_t grain, stf_range_fn fn, void *ud);
 
 /* ---------------------------------------------------------------- text */
 

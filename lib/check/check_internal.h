@@ -11,7 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stfix.h"
+#include "stfix/check.h"
+#include "stfix/quant.h"
 #include "util/util.h"
 
 struct stf_check_report {

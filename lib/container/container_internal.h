@@ -10,7 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stfix.h"
+#include "stfix/container.h"
+#include "util/sha256.h"
 #include "util/util.h"
 
 /* ------------------------------------------------------------ findings */

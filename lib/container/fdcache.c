@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "container/container_internal.h"
 #include "container/fdcache.h"
-#include "util/util.h"
 
 struct stf__fdfile {
     stf__fdcache *c;

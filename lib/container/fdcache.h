@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stfix.h"
+#include "stfix/container.h"
 
 typedef struct stf__fdcache stf__fdcache;
 typedef struct stf__fdfile stf__fdfile;

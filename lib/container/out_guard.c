@@ -39,9 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "container/container_internal.h"
 #include "container/out_guard.h"
-#include "util/sha256.h"
-#include "util/util.h"
 
 #define SUFFIX ".safetensors"
 #define SUFFIX_LEN (sizeof SUFFIX - 1)

@@ -6,7 +6,7 @@
 #ifndef STF_OUT_GUARD_H
 #define STF_OUT_GUARD_H
 
-#include "stfix.h"
+#include "stfix/container.h"
 
 /*
  * The input checkpoint's files (shards and index) by device and inode,

@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "container/container_internal.h"
 #include "container/sink.h"
-#include "util/util.h"
 
 /* Bounce buffer for the pread/write fallback; big enough that syscall
  * overhead is negligible, small enough to never matter for memory. */

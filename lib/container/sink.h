@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "stfix.h"
+#include "stfix/container.h"
 
 typedef struct stf__sink {
     int fd;                  /* -1 once closed */

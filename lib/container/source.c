@@ -14,8 +14,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "container/container_internal.h"
 #include "container/source.h"
-#include "util/util.h"
 
 /* One pread asks for at most this much, so a length never overflows ssize_t
  * and a huge read still makes progress in bounded steps. */

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "container/fdcache.h"
-#include "stfix.h"
+#include "stfix/container.h"
 
 typedef struct stf__source stf__source;
 

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stfix.h"
+#include "stfix/model.h"
 #include "util/util.h"
 
 /*

@@ -9,7 +9,7 @@
 
 #include "fpbits.h"
 #include "kernels.h"
-#include "util/util.h"
+#include "quant_internal.h"
 
 /* BF16 bits -> F32, exact. */
 float stf_bf16_to_f32(uint16_t h) { return stf__bf16_to_f32(h); }

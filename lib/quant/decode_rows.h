@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stfix.h"
+#include "stfix/quant.h"
 
 /* dst[i] = fl32(fp8(src[i]) * s[i]); dtype F8_E4M3 or F8_E5M2 (fp8.c). */
 void stf__fp8_dequantize_cols(float *dst, const uint8_t *src, stf_dtype dtype, size_t n,

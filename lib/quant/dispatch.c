@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "kernels.h"
-#include "util/util.h"
+#include "quant_internal.h"
 
 #if STF_HAVE_X86_SIMD
 #include <cpuid.h>

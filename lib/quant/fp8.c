@@ -1,7 +1,7 @@
 /* FP8 weight dequantization (stfix-convrot(7), DEQUANTIZATION, NUMBER FORMATS). */
 #include "decode_rows.h"
 #include "kernels.h"
-#include "util/util.h"
+#include "quant_internal.h"
 
 /*
  * dst[i] = fl32(decode(src[i]) * scale). STF_EUNSUPPORTED unless dtype is

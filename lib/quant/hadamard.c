@@ -5,7 +5,7 @@
  * exporters applied.
  */
 #include "kernels.h"
-#include "util/util.h"
+#include "quant_internal.h"
 
 static int is_pow2(unsigned g) { return g && (g & (g - 1)) == 0; }
 

@@ -10,7 +10,7 @@
 #include "fpbits.h"
 #include "decode_rows.h"
 #include "kernels.h"
-#include "util/util.h"
+#include "quant_internal.h"
 
 /* Rows per pool chunk: about 256K elements, at least one row. The split
  * never changes a result; it only bounds the scratch and the imbalance. */

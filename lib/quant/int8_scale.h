@@ -12,7 +12,7 @@
 #include <math.h>
 
 #include "fpbits.h"
-#include "stfix.h"
+#include "stfix/quant.h"
 
 /* fl32(1/127) and fl32(1e-30), given as bits so no compiler can differ. */
 #define STF__INV127_BITS 0x3C010204u

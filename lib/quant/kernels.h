@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stfix.h"
+#include "stfix/quant.h"
 
 /*
  * 1 when the x86 variants (kernels_avx2.c, kernels_avx512.c) are built in:

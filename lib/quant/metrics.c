@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "util/util.h"
+#include "quant_internal.h"
 
 /* Zero an accumulator (m may be NULL). */
 void stf_metrics_init(stf_metrics *m)

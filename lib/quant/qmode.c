@@ -1,7 +1,7 @@
 /* Names of the quantization conventions (INT8 and W4A4 requantization). */
 #include <string.h>
 
-#include "util/util.h"
+#include "quant_internal.h"
 
 /* Static name of a mode; "unknown" outside the enum. */
 const char *stf_quant_mode_name(stf_quant_mode m)

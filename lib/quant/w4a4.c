@@ -21,7 +21,7 @@
 #include "fpbits.h"
 #include "int8_scale.h"
 #include "kernels.h"
-#include "util/util.h"
+#include "quant_internal.h"
 
 /* fl32(1e-10), the scale floor of both rules, given as bits. */
 #define W4_FLOOR_BITS 0x2EDBE6FFu

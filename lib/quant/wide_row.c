@@ -14,7 +14,7 @@
 #include "fpbits.h"
 #include "int8_scale.h"
 #include "kernels.h"
-#include "util/util.h"
+#include "quant_internal.h"
 
 /* Columns a pool chunk of a piece covers (whole groups). */
 #define SPAN_COLS ((size_t)1 << 16)

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "rules/rules_internal.h"
-#include "util/sha256.h"
 
 #define RECIPE_MAX_BYTES (1u << 20)
 #define RECIPE_MAX_RULES 10000

@@ -8,6 +8,8 @@
 
 #include <stdarg.h>
 
+#include "stfix/rules.h"
+#include "util/sha256.h"
 #include "util/util.h"
 
 /* ------------------------------------------------------ problem list */

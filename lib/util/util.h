@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stfix.h"
+#include "stfix/base.h"
 
 #if defined(__GNUC__)
 #define STF_PRINTF(a, b) __attribute__((format(printf, a, b)))
