@@ -71,7 +71,7 @@ endif
 # variant bit-identical to the scalar one); no FMA contraction, no fast-math, ever.
 CFLAGS ?= -O2 -g
 BASE_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -ffp-contract=off -fno-fast-math \
-              -Iinclude -Ilib $(WARN) $(PKG_CFLAGS)
+              -Iinclude $(WARN) $(PKG_CFLAGS)
 LDLIBS = $(PKG_LIBS) -lpthread -lm
 
 ifeq ($(SAN),1)
@@ -139,8 +139,10 @@ libstfix.so: $(BUILD)/$(SOREAL)
 	cp -f $< $@
 endif
 
-# The library exports only what include/stfix/ marks STF_API.
-$(LIB_OBJ): BASE_CFLAGS += -fvisibility=hidden
+# The library exports only what include/stfix/ marks STF_API. Only the
+# library and its tests see lib/'s internal headers: cmd/ is built with
+# -Iinclude alone (tests/layers.sh checks what each part includes).
+$(LIB_OBJ): BASE_CFLAGS += -fvisibility=hidden -Ilib
 
 $(BUILD)/obj/%_avx2.o: %_avx2.c $(BUILD)/simd
 	@mkdir -p $(@D)
@@ -152,7 +154,7 @@ $(BUILD)/obj/%_avx512.o: %_avx512.c $(BUILD)/simd
 
 $(BUILD)/obj/tests/%.o: tests/%.c $(BUILD)/simd
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(CMOCKA_CFLAGS) -Itests/unit -Icmd -MMD -MP -c $< -o $@
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(CMOCKA_CFLAGS) -Ilib -Itests/unit -Icmd -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/%.o: %.c $(BUILD)/simd
 	@mkdir -p $(@D)
