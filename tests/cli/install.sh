@@ -100,6 +100,41 @@ t_run "link statically" 0 sh -c "cc -std=c11 -o '$T_TMP/ver_static' '$T_TMP/ver.
 t_run "run the static program" 0 "$T_TMP/ver_static"
 t_stdout_is_text "run the static program" "$V $NUM $V"
 
+# The consumer example (tests/consumer/check_sglang.c): a program that opens
+# a checkpoint and checks it against SGLang through <stfix.h> alone, built
+# against the installed stfix.pc as above, shared (as C and as C++, which
+# needs the headers' extern "C") and static, on the demo checkpoint (six
+# R-rule errors), a healthy one and a path that is not there.
+CS=tests/consumer/check_sglang.c
+cat >"$T_TMP/cs_demo" <<'W'
+R5 error blocks.0.mlp.fc2
+R15 error blocks.0.attn.qkv
+R15 error blocks.0.conv_in
+R14 error blocks.0.mlp.fc1
+R30 error -
+R25 error blocks.0.conv_in
+exit 1
+W
+t_run "consumer: build, shared" 0 sh -c "cc -std=c99 -pedantic -Wall -Wextra -Werror -o '$T_TMP/cs' $CS \
+    \$($PCP pkg-config --cflags --libs stfix)"
+t_run "consumer: build, shared, C++" 0 sh -c "c++ -x c++ -std=c++11 -Wall -Wextra -Werror -o '$T_TMP/cs_cxx' $CS \
+    -x none \$($PCP pkg-config --cflags --libs stfix)"
+t_run "consumer: build, static" 0 sh -c "cc -std=c99 -pedantic -Wall -Wextra -Werror -o '$T_TMP/cs_static' $CS \
+    \$($PCP pkg-config --cflags stfix) '$P2/lib/libstfix.a' \
+    \$($PCP pkg-config --static --libs stfix | sed 's/ -lstfix / /')"
+t_run "consumer: not linked to the shared library when static" 0 readelf -d "$T_TMP/cs_static"
+t_true "consumer: not linked to the shared library when static: no $SONAME" \
+    sh -c "! grep -qF '[$SONAME]' '$T_OUT'"
+for cs in cs cs_cxx cs_static; do
+    t_run "consumer $cs: demo" 1 env LD_LIBRARY_PATH="$P2/lib" "$T_TMP/$cs" fixtures/demo/demo.safetensors
+    t_stdout_is "consumer $cs: demo" "$T_TMP/cs_demo"
+    t_run "consumer $cs: healthy" 0 env LD_LIBRARY_PATH="$P2/lib" "$T_TMP/$cs" fixtures/demo/healthy.safetensors
+    t_stdout_is_text "consumer $cs: healthy" "exit 0"
+    t_run "consumer $cs: missing" 2 env LD_LIBRARY_PATH="$P2/lib" "$T_TMP/$cs" "$T_TMP/none.safetensors"
+    t_stdout_is_text "consumer $cs: missing" "not found: $T_TMP/none.safetensors: cannot open: No such file or directory
+exit 2"
+done
+
 t_run "uninstall from the prefix" 0 env -u SAN -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s uninstall BUILD="$T_TMP/build" PREFIX="$P2"
 t_true "no recipes left" test ! -e "$P2/share/stfix"
 t_true "nothing left in the prefix" test -z "$(find "$P2" -type f -o -type l)"
