@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "pipeline/run_internal.h"
-#include "quant/decode_rows.h"
 
 /* Fill err with a message naming the file, tensor and its header offset. */
 static int tensor_err(stf_err *err, int code, const stf_ckpt *c, size_t idx, const char *what,

@@ -17,7 +17,6 @@
 #include <string.h>
 
 #include "pipeline/run_internal.h"
-#include "quant/decode_rows.h"
 
 /*
  * A job's buffers never exceed this, whatever max_mem says: larger

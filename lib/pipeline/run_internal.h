@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "pipeline/plan_internal.h"
+#include "quant/decode_rows.h"
 
 /* ------------------------------------------------------------ decode.c */
 
