@@ -44,7 +44,6 @@ json=${BENCH_JSON:-}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/stfix-fixe2e.XXXXXX") || exit 2
 trap 'rm -rf "$tmp"' EXIT INT TERM
 timed="python3 tests/bench/timed.py"
-[ -n "$json" ] && : >"$json"
 
 printf 'stfix: 1\ntarget: sglang\nrules:\n  - name: requantize-fp8\n    match: {format: float8_e4m3fn}\n    do: requantize\n' \
     >"$tmp/fp8.yaml"
@@ -78,6 +77,7 @@ rc=0
 for c in $cases; do
     in=$tmp/in.safetensors
     recipe=rules/sglang-int8-convrot.yaml
+    label=
     cmds="cp cp+sync fix cat check plan"
     case $c in
     bf16)
@@ -86,6 +86,7 @@ for c in $cases; do
         python3 tests/gen/gen_bf16_ckpt.py "$in" "$size" || exit 2 ;;
     fp8)
         recipe=$tmp/fp8.yaml
+        label="a one-rule recipe: match {format: float8_e4m3fn}, requantize"
         python3 tests/gen/gen_quant_ckpt.py "$c" "$in" "$size" || exit 2 ;;
     sylvester | int8-rows | int8-cols)
         python3 tests/gen/gen_quant_ckpt.py "$c" "$in" "$size" || exit 2 ;;
@@ -106,9 +107,13 @@ for c in $cases; do
         done
         r=$((r + 1))
     done
-    awk -v c="$c" -v isz="$insize" -v osz="$outsize" -v json="$json" -v rec="$recipe" \
+    awk -v c="$c" -v isz="$insize" -v osz="$outsize" -v json="${json:+$tmp/json}" -v rec="${label:-$recipe}" \
         -f tests/bench/fix_e2e_summary.awk "$tmp/res" || rc=2
     rm -f "$in" "$tmp/res"
 done
+if [ -n "$json" ]; then
+    { echo "["; sed '$!s/$/,/' "$tmp/json" 2>/dev/null; echo "]"; } >"$json" ||
+        { echo "fix_e2e: cannot write $json" >&2; rc=2; }
+fi
 echo "fix_e2e: load average after: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
 exit $rc
