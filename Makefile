@@ -12,7 +12,8 @@
 #                   executions), one after the other,
 #                   and prints executions, corpus size and crashes per harness (exit 1
 #                   on any crash); FUZZ_MERGE=1 then minimizes tests/fuzz/corpus/
-#   make bench      benchmarks, as ratios to a yardstick (BENCH_JSON=FILE)
+#   make bench      benchmarks, as ratios to a yardstick (BENCH_JSON=FILE;
+#                   BENCH_SIZE=2G BENCH_REPS=5 for the end-to-end cases)
 #   make install    PREFIX=/usr/local DESTDIR= (recipes in $(PREFIX)/share/stfix/rules)
 #   make man        regenerate man/stfix-checks.7 and the rule list of man/stfix.1
 #                   from the rule catalogue (stfix explain --list --json)

@@ -1,99 +1,119 @@
 #!/bin/sh
-# Benchmark: `stfix fix` end to end. A generated BF16 checkpoint with
-# Flux-like layer shapes (tests/gen/gen_bf16_ckpt.py) is converted with
-# rules/quantize-int8-convrot.yaml, against the yardstick of `cp` of the
-# same file, both with a warm page cache, in the same run:
-#   1. 2 GiB input: wall time of stfix fix / cp (target <= 1.0: stfix writes
-#      about half the bytes cp writes). stfix fsyncs its output before the
-#      rename; cp does not, so cp followed by `sync FILE` is shown as well.
-#   2. 4 GiB input: peak RSS of stfix fix (target <= 256 MiB).
-# Nothing here asserts a time; the exit status is that of the stfix runs.
+# Benchmark: `stfix fix` end to end, like with like. Each case generates a
+# checkpoint with Flux-like layer shapes and times, in the same run:
+#   cp IN COPY                    the plain yardstick (its bytes may stay dirty)
+#   cp IN COPY && sync COPY       the durable yardstick: fix fsyncs its output
+#   stfix fix IN -r RECIPE -o OUT
+#   cat IN > /dev/null            the yardstick of reading the file once
+#   stfix check --numeric IN      the probes (quantized inputs only)
+#   stfix plan IN -r RECIPE       the probes again, as plan runs them
+# Every timed command starts with the input in the page cache and with dirty
+# pages written back (tests/bench/timed.py: sync, then wait until Dirty +
+# Writeback drain). The commands are interleaved, one round after another,
+# each round starting one command later, and each figure is the median of
+# the rounds. Wall time is printed beside CPU time (user + sys) and peak RSS,
+# because wall time on a small shared machine swings 2x from run to run;
+# the load average is printed too. Ratios are of the medians, with their
+# range over the rounds. Nothing here asserts a time; the exit status says
+# whether every stfix run succeeded.
+#
+# Cases (BENCH_CASES, default all, in this order):
+#   bf16       BF16 -> INT8 ConvRot, rules/quantize-int8-convrot.yaml
+#   sylvester  INT8 ConvRot with a Sylvester G=128 marker, rules/sglang-int8-convrot.yaml
+#   fp8        FP8 E4M3 with a scalar scale, a one-rule recipe: requantize
+#   int8-rows  INT8 rowwise without rotation, rules/sglang-int8-convrot.yaml
+#   int8-cols  INT8 with per-column [1,K] scales, rules/sglang-int8-convrot.yaml
 #
 #   sh tests/bench/fix_e2e.sh [STFIX]    (default $STFIX, else ./build/stfix)
-#   FIX_E2E_GIB=2 FIX_E2E_RSS_GIB=4      input sizes (smaller for a quick try)
-#   TMPDIR                               where the inputs go (needs ~3x the size)
-# Peak RSS comes from GNU time (/usr/bin/time -v) when it is installed (Debian
-# package "time": apt-get install time), else from getrusage(RUSAGE_CHILDREN)
-# in a small python3 wrapper. The script says which one it used.
+#   BENCH_SIZE=256MiB   weight bytes of each input (e.g. 2G or 2GiB: the size
+#                       the figures in stfix's notes are quoted at)
+#   BENCH_REPS=3        rounds (the median of at least 3 is meaningful)
+#   BENCH_JOBS=N        stfix fix -j N (default: stfix's own, a thread per core)
+#   BENCH_JSON=FILE     also write the results as a JSON array
+#   TMPDIR              where the files go (needs about 3x BENCH_SIZE)
 set -u
 STFIX=${1:-${STFIX:-$(pwd)/build/stfix}}
 [ -x "$STFIX" ] || { echo "fix_e2e: $STFIX is not executable" >&2; exit 2; }
 cd "$(dirname "$0")/../.." || exit 2
-gib=${FIX_E2E_GIB:-2}
-rss_gib=${FIX_E2E_RSS_GIB:-4}
-recipe=rules/quantize-int8-convrot.yaml
+size=${BENCH_SIZE:-256MiB}
+case $size in *[KMG]) size=${size}iB ;; esac
+reps=${BENCH_REPS:-3}
+cases=${BENCH_CASES:-bf16 sylvester fp8 int8-rows int8-cols}
+jobs=${BENCH_JOBS:+-j $BENCH_JOBS}
+json=${BENCH_JSON:-}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/stfix-fixe2e.XXXXXX") || exit 2
 trap 'rm -rf "$tmp"' EXIT INT TERM
+timed="python3 tests/bench/timed.py"
 
-now() { date +%s.%N; }
-# Run "$@" and leave its peak RSS (KiB) in $tmp/rss.
-peak_rss() {
-    if [ -x /usr/bin/time ] && /usr/bin/time -v true >/dev/null 2>&1; then
-        /usr/bin/time -v -o "$tmp/time.txt" "$@"
-        _rc=$?
-        sed -n 's/^[[:space:]]*Maximum resident set size (kbytes): //p' "$tmp/time.txt" >"$tmp/rss"
-        return $_rc
+printf 'stfix: 1\ntarget: sglang\nrules:\n  - name: requantize-fp8\n    match: {format: float8_e4m3fn}\n    do: requantize\n' \
+    >"$tmp/fp8.yaml"
+echo "fix_e2e: ${size} per input, median of $reps rounds, load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
+
+# run_cmd CASE ROUND NAME: one settled, timed command; appends its line to $tmp/res.
+run_cmd() {
+    in=$tmp/in.safetensors
+    cat "$in" >/dev/null # the input is warm for every command alike
+    case $3 in
+    cp) $timed "$tmp/r" "$tmp/log" cp "$in" "$tmp/copy" ;;
+    cp+sync) $timed "$tmp/r" "$tmp/log" sh -c 'cp "$1" "$2" && sync "$2"' sh "$in" "$tmp/copy" ;;
+    fix) $timed "$tmp/r" "$tmp/log" "$STFIX" fix "$in" -r "$recipe" -o "$tmp/out" $jobs ;;
+    cat) $timed "$tmp/r" /dev/null cat "$in" ;;
+    check) $timed "$tmp/r" "$tmp/log" "$STFIX" check --numeric "$in" ;;
+    plan) $timed "$tmp/r" "$tmp/log" "$STFIX" plan "$in" -r "$recipe" ;;
+    esac
+    read -r wall user sys rss code settled <"$tmp/r" || return 2
+    [ "$3" = fix ] && [ "$code" -eq 0 ] && outsize=$(wc -c <"$tmp/out")
+    rm -f "$tmp/copy" "$tmp/out"
+    echo "$1 $2 $3 $wall $user $sys $rss $code $settled" >>"$tmp/res"
+    # check exits 1 for findings at error severity: the inputs are broken on purpose.
+    if [ "$code" -ne 0 ] && { [ "$3" != check ] || [ "$code" -ne 1 ]; }; then
+        echo "fix_e2e: $1: $3 exited $code:"
+        tail -n 5 "$tmp/log"
+        return 1
     fi
-    python3 -c '
-import resource, subprocess, sys
-rc = subprocess.call(sys.argv[2:])
-open(sys.argv[1], "w").write("%d\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-sys.exit(rc)' "$tmp/rss" "$@"
 }
-if [ -x /usr/bin/time ] && /usr/bin/time -v true >/dev/null 2>&1; then
-    rss_how="GNU time -v"
-else
-    rss_how="python3 getrusage(RUSAGE_CHILDREN) (GNU time not installed: apt-get install time)"
+
+rc=0
+for c in $cases; do
+    in=$tmp/in.safetensors
+    recipe=rules/sglang-int8-convrot.yaml
+    label=
+    cmds="cp cp+sync fix cat check plan"
+    case $c in
+    bf16)
+        recipe=rules/quantize-int8-convrot.yaml
+        cmds="cp cp+sync fix cat"
+        python3 tests/gen/gen_bf16_ckpt.py "$in" "$size" || exit 2 ;;
+    fp8)
+        recipe=$tmp/fp8.yaml
+        label="a one-rule recipe: match {format: float8_e4m3fn}, requantize"
+        python3 tests/gen/gen_quant_ckpt.py "$c" "$in" "$size" || exit 2 ;;
+    sylvester | int8-rows | int8-cols)
+        python3 tests/gen/gen_quant_ckpt.py "$c" "$in" "$size" || exit 2 ;;
+    *) echo "fix_e2e: unknown case '$c'" >&2; exit 2 ;;
+    esac
+    insize=$(wc -c <"$in")
+    outsize=0
+    ncmd=$(echo $cmds | wc -w)
+    r=0
+    while [ "$r" -lt "$reps" ]; do
+        # Round r starts at command r (mod the count): no command always
+        # runs first, or always right after the same one.
+        i=0
+        while [ "$i" -lt "$ncmd" ]; do
+            k=$(( (i + r) % ncmd + 1 ))
+            run_cmd "$c" "$r" "$(echo $cmds | cut -d' ' -f$k)" || rc=1
+            i=$((i + 1))
+        done
+        r=$((r + 1))
+    done
+    awk -v c="$c" -v isz="$insize" -v osz="$outsize" -v json="${json:+$tmp/json}" -v rec="${label:-$recipe}" \
+        -f tests/bench/fix_e2e_summary.awk "$tmp/res" || rc=2
+    rm -f "$in" "$tmp/res"
+done
+if [ -n "$json" ]; then
+    { echo "["; sed '$!s/$/,/' "$tmp/json" 2>/dev/null; echo "]"; } >"$json" ||
+        { echo "fix_e2e: cannot write $json" >&2; rc=2; }
 fi
-
-in="$tmp/flux_bf16.safetensors"
-echo "fix_e2e: generating a ${gib} GiB BF16 checkpoint (Flux-like shapes) in $tmp"
-python3 tests/gen/gen_bf16_ckpt.py "$in" "${gib}GiB" || exit 2
-size=$(wc -c <"$in")
-cat "$in" >/dev/null # warm the page cache
-
-t0=$(now)
-cp "$in" "$tmp/copy.safetensors"
-t1=$(now)
-sync "$tmp/copy.safetensors" 2>/dev/null || sync
-t2=$(now)
-rm -f "$tmp/copy.safetensors"
-cat "$in" >/dev/null
-t3=$(now)
-peak_rss "$STFIX" fix "$in" -r "$recipe" -o "$tmp/out.safetensors" >"$tmp/fix.txt" 2>&1
-rc=$?
-t4=$(now)
-[ "$rc" -eq 0 ] || { echo "fix_e2e: stfix fix exited $rc:"; tail -n 5 "$tmp/fix.txt"; }
-outsize=$(wc -c <"$tmp/out.safetensors" 2>/dev/null || echo 0)
-rss1=$(cat "$tmp/rss" 2>/dev/null || echo 0)
-rm -f "$tmp/out.safetensors"
-awk -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" -v e="$t4" -v sz="$size" -v osz="$outsize" \
-    -v rss="$rss1" 'BEGIN {
-    cp = b - a; cps = c - a; fix = e - d;
-    printf "fix_e2e: input %.2f GiB BF16, output %.2f GiB INT8 ConvRot\n", sz / 1073741824, osz / 1073741824;
-    printf "fix_e2e: cp %.3f s, cp + sync %.3f s, stfix fix %.3f s (peak RSS %.1f MiB)\n",
-           cp, cps, fix, rss / 1024;
-    printf "fix_e2e: ratio fix/cp %.3f (target <= 1.0), fix/(cp + sync) %.3f\n",
-           (cp > 0 ? fix / cp : 0), (cps > 0 ? fix / cps : 0);
-}'
-rm -f "$in"
-
-rc2=0
-if [ "$rss_gib" != 0 ]; then
-    in="$tmp/flux_bf16_rss.safetensors"
-    echo "fix_e2e: generating a ${rss_gib} GiB BF16 checkpoint for the memory measurement"
-    python3 tests/gen/gen_bf16_ckpt.py "$in" "${rss_gib}GiB" || exit 2
-    size=$(wc -c <"$in")
-    t0=$(now)
-    peak_rss "$STFIX" fix "$in" -r "$recipe" -o "$tmp/out.safetensors" >"$tmp/fix.txt" 2>&1
-    rc2=$?
-    t1=$(now)
-    [ "$rc2" -eq 0 ] || { echo "fix_e2e: stfix fix exited $rc2:"; tail -n 5 "$tmp/fix.txt"; }
-    awk -v a="$t0" -v b="$t1" -v sz="$size" -v rss="$(cat "$tmp/rss" 2>/dev/null || echo 0)" \
-        -v how="$rss_how" 'BEGIN {
-        printf "fix_e2e: input %.2f GiB: stfix fix %.3f s, peak RSS %.1f MiB (target <= 256 MiB; %s)\n",
-               sz / 1073741824, b - a, rss / 1024, how;
-    }'
-    rm -f "$in" "$tmp/out.safetensors"
-fi
-[ "$rc" -eq 0 ] && [ "$rc2" -eq 0 ]
+echo "fix_e2e: load average after: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
+exit $rc

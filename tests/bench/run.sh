@@ -5,6 +5,8 @@
 #   BENCH_JSON=FILE  also write every result as one JSON array to FILE
 #                    (each binary writes its own array; they are merged here)
 #   STFIX            the stfix program, for end-to-end cases
+#   BENCH_SIZE, BENCH_REPS, BENCH_CASES, BENCH_JOBS  the end-to-end
+#                    cases' size, rounds, cases and -j (tests/bench/fix_e2e.sh)
 # Load on the machine distorts the figures, so the load average is printed.
 set -u
 json=${BENCH_JSON:-}
@@ -26,10 +28,15 @@ for b in "$@"; do
 done
 # End-to-end scripts (they time the stfix program against cat/cp in the same run).
 if [ -n "${STFIX:-}" ]; then
+    i=$((i + 1))
     echo "== check_2g"
     sh "$(dirname "$0")/check_2g.sh" "$STFIX" || rc=$?
     echo "== fix_e2e"
-    sh "$(dirname "$0")/fix_e2e.sh" "$STFIX" || rc=$?
+    if [ -n "$json" ]; then
+        BENCH_JSON="$tmp/part$i.json" sh "$(dirname "$0")/fix_e2e.sh" "$STFIX" || rc=$?
+    else
+        BENCH_JSON= sh "$(dirname "$0")/fix_e2e.sh" "$STFIX" || rc=$?
+    fi
 fi
 
 if [ -n "$json" ]; then

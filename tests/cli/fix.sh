@@ -492,6 +492,24 @@ for tg in sglang comfyui; do
         -o "$D/demo-$tg.safetensors"
     t_run "demo $tg: clean after, with the probes" 0 "$STFIX" check --numeric "$D/demo-$tg.safetensors"
 done
+# The four third-party exports the end-to-end bench repairs
+# (tests/gen/gen_quant_ckpt.py): the bytes do not depend on -j.
+printf 'stfix: 1\ntarget: sglang\nrules:\n  - name: requantize-fp8\n    match: {format: float8_e4m3fn}\n    do: requantize\n' \
+    >"$D/fp8.yaml"
+for kind in sylvester fp8 int8-rows int8-cols; do
+    python3 tests/gen/gen_quant_ckpt.py "$kind" "$D/$kind.safetensors" 2MiB 256
+    rq=rules/sglang-int8-convrot.yaml
+    [ "$kind" = fp8 ] && rq=$D/fp8.yaml
+    for j in 1 2 4; do
+        t_run "determinism: $kind -j $j" 0 "$STFIX" fix "$D/$kind.safetensors" -r "$rq" \
+            -o "$D/$kind.j$j.safetensors" -j "$j"
+    done
+    t_stdout_has "determinism: $kind" "double_blocks.0.mlp.0: requantize"
+    t_check "determinism: $kind" "$D/$kind.j1.safetensors" sglang
+    t_true "determinism: $kind -j 1 and -j 2 identical" cmp "$D/$kind.j1.safetensors" "$D/$kind.j2.safetensors"
+    t_true "determinism: $kind -j 1 and -j 4 identical" cmp "$D/$kind.j1.safetensors" "$D/$kind.j4.safetensors"
+    rm -f "$D/$kind".*
+done
 t_run "determinism: sharded" 0 "$STFIX" fix "$bf" -r rules/quantize-int8-convrot.yaml -o "$D/sh.safetensors" \
     --max-shard-size 1MB -j 2
 t_true "determinism: sharded index" test -f "$D/sh.safetensors.index.json"
