@@ -1,5 +1,5 @@
 /*
- * stfix check FILE|INDEX.json... [--target sglang|comfyui|all] [--numeric] [--json]
+ * stfix check FILE|INDEX.json... [--target sglang|comfyui|all] [--numeric] [-j N] [--json]
  *
  * Runs the acceptance profiles and prints the findings: grouped by layer in
  * human form, or one JSON document whose field names are a stable interface
@@ -150,7 +150,7 @@ static int check_one(const char *file, const char *target, const stf_check_opts 
 int cmd_check(int argc, char **argv)
 {
     const char *target = "all";
-    int json = 0, numeric = 0, nfiles = 0;
+    int json = 0, numeric = 0, nfiles = 0, threads = 0;
     const cli_opt opts[] = {
         { .kind = CLI_ARG, .metavar = "FILE...",
           .help = "one report per input, in order; the exit status is the\n"
@@ -163,6 +163,10 @@ int cmd_check(int argc, char **argv)
         { .name = "numeric", .kind = CLI_FLAG, .target = &numeric,
           .help = "also read tensor data: NaN/Inf/zero/negative scales, row\n"
                   "versus column quantization (H1), Sylvester rotations (H2)" },
+        { .name = "jobs", .letter = 'j', .metavar = "N", .kind = CLI_INT, .target = &threads,
+          .min = 1, .max = 1024,
+          .help = "threads for --numeric (default: one per online core);\n"
+                  "the report does not depend on N" },
         { .name = "json", .kind = CLI_FLAG, .target = &json,
           .help = "one JSON document per input (one a line) instead of the\n"
                   "human listing; an input that fails gives its JSON error\n"
@@ -170,7 +174,7 @@ int cmd_check(int argc, char **argv)
     };
     const cli_cmd cmd = {
         .verb = "check",
-        .synopsis = "check FILE|INDEX.json... [--target TARGET] [--numeric] [--json]",
+        .synopsis = "check FILE|INDEX.json... [--target T] [--numeric] [-j N] [--json]",
         .opts = opts, .nopts = sizeof opts / sizeof opts[0], .input_arg = 1
     };
     int ex = cli_opts_parse(&cmd, argc, argv, &nfiles);
@@ -180,6 +184,13 @@ int cmd_check(int argc, char **argv)
     stf_check_opts o;
     stf_check_opts_init(&o);
     o.profiles = STF_CHECK_CONTAINER | (numeric ? STF_CHECK_NUMERIC : 0);
+    stf_pool *pool = NULL;
+    if (numeric) {
+        stf_err err;
+        stf_err_clear(&err);
+        if (stf_pool_new(&pool, (unsigned)threads, &err)) return cli_report("check", &err);
+        o.pool = pool;
+    }
     if (!strcmp(target, "sglang") || !strcmp(target, "all")) o.profiles |= STF_CONSUMER_SGLANG;
     if (!strcmp(target, "comfyui") || !strcmp(target, "all")) o.profiles |= STF_CONSUMER_COMFYUI;
 
@@ -215,5 +226,6 @@ int cmd_check(int argc, char **argv)
         int flush = cli_stdout_flush("check");
         if (flush >= 0) worst = cli_exit_worst(worst, flush);
     }
+    stf_pool_free(pool);
     return worst;
 }

@@ -1,5 +1,5 @@
 /*
- * stfix plan IN -r RECIPE [--json] [--quant-mode MODE]
+ * stfix plan IN -r RECIPE [--json] [--quant-mode MODE] [-j N]
  *
  * Shows what `stfix fix` would do: per layer the rules that matched, their
  * actions, a summary, and every output tensor with its op, dtype, shape and
@@ -232,7 +232,7 @@ static void print_json(FILE *o, const char *file, const char *recipe, const stf_
 int cmd_plan(int argc, char **argv)
 {
     const char *recipe = NULL;
-    int json = 0, nargs = 0;
+    int json = 0, nargs = 0, threads = 0;
     stf_plan_opts po;
     stf_plan_opts_init(&po);
     const cli_opt opts[] = {
@@ -245,12 +245,16 @@ int cmd_plan(int argc, char **argv)
         { .name = "quant-mode", .metavar = "MODE", .kind = CLI_CALL,
           .call = cli_opt_quant_mode, .target = &po,
           .help = "cuda, fp32 or eager: overrides the recipe's mode" },
+        { .name = "jobs", .letter = 'j', .metavar = "N", .kind = CLI_INT, .target = &threads,
+          .min = 1, .max = 1024,
+          .help = "threads for the probes (default: one per online core);\n"
+                  "the plan does not depend on N" },
         { .name = "json", .kind = CLI_FLAG, .target = &json,
           .help = "one JSON document instead of the listing" },
     };
     const cli_cmd cmd = {
         .verb = "plan",
-        .synopsis = "plan FILE|INDEX.json -r RECIPE [--json] [--quant-mode MODE]",
+        .synopsis = "plan FILE|INDEX.json -r RECIPE [--json] [--quant-mode MODE] [-j N]",
         .opts = opts, .nopts = sizeof opts / sizeof opts[0], .input_arg = 1
     };
     int ex = cli_opts_parse(&cmd, argc, argv, &nargs);
@@ -264,9 +268,15 @@ int cmd_plan(int argc, char **argv)
     stf_recipe *r = NULL;
     stf_ckpt *c = NULL;
     stf_plan *p = NULL;
+    stf_pool *pool = NULL;
     ex = cli_recipe_load_arg(&r, "plan", recipe);
     if (ex >= 0) return ex;
     if ((ex = cli_ckpt_open(&c, "plan", file, NULL)) >= 0) goto done;
+    if (stf_pool_new(&pool, (unsigned)threads, &err)) {
+        ex = cli_report("plan", &err);
+        goto done;
+    }
+    po.pool = pool;
     if (stf_plan_build(&p, c, r, &po, &err)) {
         ex = cli_report("plan", &err);
         goto done;
@@ -280,6 +290,7 @@ int cmd_plan(int argc, char **argv)
     if (ex < 0) ex = EXIT_OK_;
 done:
     stf_plan_free(p);
+    stf_pool_free(pool);
     stf_ckpt_free(c);
     stf_recipe_free(r);
     return ex;

@@ -59,6 +59,8 @@ typedef struct stf_check_opts {
     unsigned version;    /* STF_CHECK_OPTS_VERSION, set by stf_check_opts_init */
     unsigned profiles;   /* STF_CHECK_* and STF_CONSUMER_* bits (default STF_CHECK_ALL) */
     double tau;          /* H1 saturation fraction threshold (default 0.99) */
+    struct stf_pool *pool; /* numeric probes run across layers on it; NULL = inline.
+                            * The report does not depend on its size. */
 } stf_check_opts;
 
 /* Defaults of layout `version`: every profile but the numeric probes, tau

@@ -485,6 +485,59 @@ static int sort_outs(stf_plan *p, stf_err *err)
     return 0;
 }
 
+/* Layer i as the rules see it: a target of a merge carries its source's markers. */
+static const stf_layer *layer_as_planned(const stf_model *m, const size_t *from, size_t i,
+                                         stf_layer *merged)
+{
+    const stf_layer *l = stf_model_layer(m, i);
+    if (from[i] == SIZE_MAX) return l;
+    /* The target as if its marker had been keyed by its own prefix. */
+    const stf_layer *src = stf_model_layer(m, from[i]);
+    *merged = *l;
+    merged->markers = src->markers;
+    merged->nmarkers = src->nmarkers;
+    merged->conflict = src->conflict;
+    merged->comfy = src->comfy;
+    return merged;
+}
+
+/*
+ * Mark the layers the plan will probe, with the decisions of the plan loop
+ * below (rules that depend on the verdict, then actions that need it),
+ * then probe them ahead on the pool. A failure of the rules here stops the
+ * marking: the plan loop meets it again at that layer.
+ */
+static int probe_ahead(stf__probe_ahead *pa, stf__plan_builder *b, const size_t *from,
+                       stf__matched_action **acts, size_t *cap, stf_err *err)
+{
+    const stf_model *m = b->m;
+    size_t nl = stf_model_layer_count(m);
+    stf__view_store store;
+    stf_err scratch;
+    memset(&store, 0, sizeof store);
+    int rc = stf__probe_ahead_init(pa, nl, err);
+    for (size_t i = 0; i < nl && !rc; i++) {
+        stf_layer merged;
+        const stf_layer *l = layer_as_planned(m, from, i, &merged);
+        stf_layer_view v;
+        size_t n = 0;
+        int need = 0, r2 = stf__plan_view(&v, &store, m, l, &scratch);
+        if (!r2) {
+            v.rotation = stf__plan_rotation(l);
+            r2 = rules_need_probe(&need, b->p->r, &v, &scratch);
+        }
+        if (!r2 && !need) {
+            r2 = collect(acts, &n, cap, b->p->r, &v, &scratch);
+            need = !r2 && needs_probe_action(*acts, n, &v);
+        }
+        stf__view_store_free(&store);
+        if (r2) break;
+        if (need) stf__probe_ahead_want(pa, i, l);
+    }
+    if (!rc) rc = stf__probe_ahead_run(pa, b->o, m, err);
+    return rc;
+}
+
 /* Build the plan (see include/stfix/pipeline.h). */
 int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
                    const stf_plan_opts *o, stf_err *err)
@@ -496,6 +549,8 @@ int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
     size_t acap = 0;
     stf__view_store store;
     size_t *into = NULL, *from = NULL;
+    stf__probe_ahead ahead;
+    memset(&ahead, 0, sizeof ahead);
     memset(&b, 0, sizeof b);
     memset(&store, 0, sizeof store);
     *out = NULL;
@@ -532,32 +587,23 @@ int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
         }
         if ((rc = find_merges(into, from, &b, &acts, &acap, err))) goto done;
     }
+    if (nl && (rc = probe_ahead(&ahead, &b, from, &acts, &acap, err))) goto done;
     for (size_t i = 0; i < nl; i++) {
-        const stf_layer *l = stf_model_layer(p->model, i);
         stf_layer merged;
+        const stf_layer *l = layer_as_planned(p->model, from, i, &merged);
         stf_layer_view v;
         size_t n = 0;
-        if (from[i] != SIZE_MAX) {
-            /* The target as if its marker had been keyed by its own prefix. */
-            const stf_layer *src = stf_model_layer(p->model, from[i]);
-            merged = *l;
-            merged.markers = src->markers;
-            merged.nmarkers = src->nmarkers;
-            merged.conflict = src->conflict;
-            merged.comfy = src->comfy;
-            l = &merged;
-        }
         if ((rc = stf__plan_view(&v, &store, p->model, l, err))) goto done;
         v.rotation = stf__plan_rotation(l);
         int probed = 0, need;
         if ((rc = rules_need_probe(&need, r, &v, err))) goto done;
         if (need) {
-            if ((rc = stf__plan_probe(&v.probe, o, p->model, l, err))) goto done;
+            if ((rc = stf__probe_ahead_get(&v.probe, &ahead, o, p->model, i, l, err))) goto done;
             probed = 1;
         }
         if ((rc = collect(&acts, &n, &acap, r, &v, err))) goto done;
         if (!probed && needs_probe_action(acts, n, &v) &&
-            (rc = stf__plan_probe(&v.probe, o, p->model, l, err)))
+            (rc = stf__probe_ahead_get(&v.probe, &ahead, o, p->model, i, l, err)))
             goto done;
         p->nlayers = i + 1;
         if (into[i] != SIZE_MAX) {
@@ -585,6 +631,7 @@ int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
     }
 done:
     stf__view_store_free(&store);
+    stf__probe_ahead_free(&ahead);
     stf__free(acts);
     stf__free(into);
     stf__free(from);

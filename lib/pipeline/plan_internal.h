@@ -177,9 +177,36 @@ typedef struct stf__view_store {
 int stf__plan_view(stf_layer_view *v, stf__view_store *store, const stf_model *m,
                    const stf_layer *l, stf_err *err);
 void stf__view_store_free(stf__view_store *s);
+/* Whether H1 reads layer l's codes as int4 pairs (a convrot_w4a4 marker). */
+int stf__plan_probe_w4(const stf_layer *l);
 /* ROW/COLUMN/... of the H1 probe, or UNKNOWN when the layer cannot be probed. */
-int stf__plan_probe(stf_probe_verdict *out, const stf_plan_opts *o, const stf_model *m,
-                    const stf_layer *l, stf_err *err);
+int stf__plan_probe_h1(stf_probe_verdict *out, const stf_plan_opts *o, const stf_model *m,
+                       const stf_layer *l, int w4, stf_err *err);
+
+/*
+ * The H1 verdicts a plan needs, measured ahead of the plan on o->pool
+ * (plan_probe.c): stf__probe_ahead_want marks layer li (its w4 from the
+ * layer as planned), stf__probe_ahead_run probes the marked layers in
+ * parallel, stf__probe_ahead_get hands out a verdict, or the error of the
+ * first failing layer, as probing that layer in plan order would have.
+ * Layers not marked, or after a failure, are probed by _get then.
+ */
+typedef struct stf__probe_ahead {
+    size_t nl;
+    unsigned char *mark;    /* per layer: 0 not wanted, 1 INT8, 2 W4A4 */
+    unsigned char *verdict; /* per layer: stf_probe_verdict + 1 once probed, else 0 */
+    size_t failed;          /* the first failing layer, SIZE_MAX when none */
+    int failed_rc;
+    stf_err failed_err;
+} stf__probe_ahead;
+int stf__probe_ahead_init(stf__probe_ahead *pa, size_t nl, stf_err *err);
+void stf__probe_ahead_want(stf__probe_ahead *pa, size_t li, const stf_layer *l);
+int stf__probe_ahead_run(stf__probe_ahead *pa, const stf_plan_opts *o, const stf_model *m,
+                         stf_err *err);
+int stf__probe_ahead_get(stf_probe_verdict *out, const stf__probe_ahead *pa,
+                         const stf_plan_opts *o, const stf_model *m, size_t li,
+                         const stf_layer *l, stf_err *err);
+void stf__probe_ahead_free(stf__probe_ahead *pa);
 /* Rotation the marker declares: convrot true with G a power of 4 / power of 2. */
 stf_rotation_kind stf__plan_rotation(const stf_layer *l);
 

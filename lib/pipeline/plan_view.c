@@ -108,18 +108,23 @@ done:
     return rc;
 }
 
-/*
- * Run H1 on an INT8 or W4A4 layer (stfix-defects(7), ROW AND COLUMN DETECTION)
- * and give the selector its verdict. Layers H1 cannot read give UNKNOWN.
- * Errors: STF_EIO, STF_ENOMEM.
- */
-int stf__plan_probe(stf_probe_verdict *out, const stf_plan_opts *o, const stf_model *m,
-                    const stf_layer *l, stf_err *err)
+/* Whether H1 reads l's codes as packed int4 pairs: a convrot_w4a4 marker. */
+int stf__plan_probe_w4(const stf_layer *l)
 {
-    *out = STF_PROBE_UNKNOWN;
     const stf_pyval *mk = layer_marker(l);
     const char *fmt = mk ? stf_pyval_str(stf_pyval_get(mk, "format"), NULL) : NULL;
-    int w4 = fmt && !strcmp(fmt, "convrot_w4a4");
+    return fmt && !strcmp(fmt, "convrot_w4a4");
+}
+
+/*
+ * Run H1 on an INT8 or W4A4 layer (stfix-defects(7), ROW AND COLUMN
+ * DETECTION) and give the selector its verdict. Layers H1 cannot read
+ * give UNKNOWN. Errors: STF_EIO, STF_ENOMEM.
+ */
+int stf__plan_probe_h1(stf_probe_verdict *out, const stf_plan_opts *o, const stf_model *m,
+                       const stf_layer *l, int w4, stf_err *err)
+{
+    *out = STF_PROBE_UNKNOWN;
     stf_h1_result h;
     int rc = stf_probe_h1(&h, stf_model_ckpt(m), m, l, w4, o ? o->tau : 0.99, err);
     if (rc) {

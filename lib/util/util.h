@@ -48,6 +48,17 @@ int stf__err_prefix(stf_err *err, const char *fmt, ...) STF_PRINTF(2, 3);
  */
 int stf__opts_version(stf_err *err, unsigned version, unsigned known, const char *type);
 
+/*
+ * Call fn(ud, i, item_err) for every i in [0, count) on the pool (NULL:
+ * inline), each item with its own error record. Returns 0, or the code of
+ * the lowest failing item: its index in *failed (SIZE_MAX when none) and
+ * its record in *err; items after it may not have run. The result does not
+ * depend on the thread count. STF_ENOMEM when the records cannot be had.
+ */
+typedef int (*stf_each_fn)(void *ud, size_t i, stf_err *err);
+int stf__pool_each(stf_pool *p, size_t count, stf_each_fn fn, void *ud, size_t *failed,
+                   stf_err *err);
+
 /* strerror(e), thread-safe: the text, in `buf` (n bytes) or static storage. */
 const char *stf__errno_text(int e, char *buf, size_t n);
 

@@ -1,0 +1,41 @@
+/*
+ * The one pass over an INT8 (or packed W4A4) weight that the numeric
+ * probes share: the H1 saturation counts and the H2 group energies come
+ * from a single read of the tensor. Internal to the check layer and its
+ * tests; the public face is stf_probe_h1 / stf_probe_h2 (check.h).
+ */
+#ifndef STF_CHECK_PROBE_SCAN_H
+#define STF_CHECK_PROBE_SCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stfix.h"
+
+/* H1 counts: rows, columns and aligned b x b blocks (b = 32 << j) that
+ * hold any non-zero code (_ne) and that reach |q| >= sat (_sat). */
+typedef struct stf__h1_stat {
+    uint64_t rows_ne, rows_sat, cols_ne, cols_sat;
+    uint64_t blk_ne[4], blk_sat[4];
+    int any_sat;
+} stf__h1_stat;
+
+typedef struct stf__scan_req {
+    int h1;          /* fill *h1 */
+    int w4;          /* codes are signed nibble pairs, low nibble first (H1 only) */
+    unsigned sat;    /* H1 saturation threshold */
+    size_t h2_group; /* 0: no H2; else G, dividing K (int8 only) */
+} stf__scan_req;
+
+/*
+ * Read weight tensor wi (info w: I8, rank 2, at least one element) once,
+ * in blocks of whole rows, and compute what req asks for: the H1 counts in
+ * *h1, and in h2e[0..G) the energy of each group position, each row
+ * divided by its own peak max(1, max|q|), summed in row then column order.
+ * Memory: a read block of about 128 KiB plus a few bytes per column.
+ * Errors: STF_ENOMEM, or the read error (STF_EIO).
+ */
+int stf__probe_scan(const stf_ckpt *c, size_t wi, const stf_tensor_info *w,
+                    const stf__scan_req *req, stf__h1_stat *h1, double *h2e, stf_err *err);
+
+#endif

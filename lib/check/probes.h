@@ -1,0 +1,44 @@
+/*
+ * What the numeric profile learns about one layer, as data: the N1/N2
+ * counts of each scale tensor, N3, and the H1 and H2 results, each tensor
+ * read once. Computing it touches no shared state, so layers run in
+ * parallel (probe_report.c); the findings are then added in layer order.
+ * Internal to the check layer.
+ */
+#ifndef STF_CHECK_PROBES_H
+#define STF_CHECK_PROBES_H
+
+#include <stdint.h>
+
+#include "stfix.h"
+
+#define STF__PROBE_SCALES 4 /* weight_scale, input_scale, weight_scale_2, s_channel */
+
+/* N1 / N2 over one scale tensor (F32, F16 or BF16; others are not read). */
+typedef struct stf__scale_probe {
+    int probed;
+    uint64_t nonfinite, nonpos, first_nf, first_np; /* counts, element index of the first */
+    float nf_val, np_val;                           /* the first values */
+} stf__scale_probe;
+
+typedef struct stf__layer_probe {
+    stf__scale_probe scale[STF__PROBE_SCALES];
+    int empty;        /* N3: the weight has no elements (H1 and H2 not run) */
+    int h1_run;       /* H1 ran (int8_tensorwise or convrot_w4a4) */
+    int w4;           /* ... on packed int4 codes */
+    stf_h1_result h1;
+    int h2_run;       /* H2 ran (int8_tensorwise) */
+    stf_h2_result h2;
+} stf__layer_probe;
+
+/* The suffix of scale slot j (STF_SFX_WEIGHT_SCALE, ...). */
+stf_suffix stf__probe_scale_suffix(unsigned j);
+
+/*
+ * Probe layer l of m (opened from c) with H1 threshold tau. Errors:
+ * STF_ENOMEM, or a read or conversion error of a tensor.
+ */
+int stf__probe_layer(stf__layer_probe *out, const stf_ckpt *c, const stf_model *m,
+                     const stf_layer *l, double tau, stf_err *err);
+
+#endif

@@ -1,0 +1,99 @@
+/*
+ * The H1 probes of a plan, ahead of it and in parallel: stf_plan_build
+ * first finds the layers whose rules or actions need a verdict (the rules
+ * see only the header), then their weights are probed across the pool,
+ * then the plan is built in layer order with the verdicts at hand. Each
+ * weight is read once; the plan, and the error reported when a probe fails
+ * (the first failing layer's in plan order), do not depend on the thread
+ * count. Contract in plan_internal.h.
+ */
+#include <string.h>
+
+#include "pipeline/plan_internal.h"
+
+int stf__probe_ahead_init(stf__probe_ahead *pa, size_t nl, stf_err *err)
+{
+    memset(pa, 0, sizeof *pa);
+    pa->nl = nl;
+    pa->failed = SIZE_MAX;
+    if (!nl) return 0;
+    pa->mark = stf__calloc(nl, 1);
+    pa->verdict = stf__calloc(nl, 1);
+    if (!pa->mark || !pa->verdict) {
+        stf__probe_ahead_free(pa);
+        return stf__err(err, STF_ENOMEM, "plan: out of memory");
+    }
+    return 0;
+}
+
+void stf__probe_ahead_want(stf__probe_ahead *pa, size_t li, const stf_layer *l)
+{
+    if (li < pa->nl) pa->mark[li] = (unsigned char)(stf__plan_probe_w4(l) ? 2 : 1);
+}
+
+typedef struct ahead_job {
+    stf__probe_ahead *pa;
+    const stf_plan_opts *o;
+    const stf_model *m;
+    const size_t *which;
+} ahead_job;
+
+static int ahead_item(void *ud, size_t i, stf_err *err)
+{
+    ahead_job *j = ud;
+    size_t li = j->which[i];
+    stf_probe_verdict v;
+    int rc = stf__plan_probe_h1(&v, j->o, j->m, stf_model_layer(j->m, li),
+                                j->pa->mark[li] == 2, err);
+    if (!rc) j->pa->verdict[li] = (unsigned char)(v + 1);
+    return rc;
+}
+
+int stf__probe_ahead_run(stf__probe_ahead *pa, const stf_plan_opts *o, const stf_model *m,
+                         stf_err *err)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < pa->nl; i++) n += pa->mark[i] != 0;
+    if (!n) return 0;
+    size_t *which = stf__calloc(n, sizeof *which);
+    if (!which) return stf__err(err, STF_ENOMEM, "plan: out of memory");
+    n = 0;
+    for (size_t i = 0; i < pa->nl; i++)
+        if (pa->mark[i]) which[n++] = i;
+    ahead_job j = { pa, o, m, which };
+    size_t failed;
+    int rc = stf__pool_each(o->pool, n, ahead_item, &j, &failed, &pa->failed_err);
+    if (rc && failed != SIZE_MAX) {
+        /* Reported when the plan reaches that layer. */
+        pa->failed = which[failed];
+        pa->failed_rc = rc;
+        rc = 0;
+    } else if (rc && err) {
+        *err = pa->failed_err;
+    }
+    stf__free(which);
+    return rc;
+}
+
+int stf__probe_ahead_get(stf_probe_verdict *out, const stf__probe_ahead *pa,
+                         const stf_plan_opts *o, const stf_model *m, size_t li,
+                         const stf_layer *l, stf_err *err)
+{
+    if (li < pa->nl && pa->verdict[li]) {
+        *out = (stf_probe_verdict)(pa->verdict[li] - 1);
+        return 0;
+    }
+    if (li == pa->failed) {
+        *out = STF_PROBE_UNKNOWN;
+        if (err) *err = pa->failed_err;
+        return pa->failed_rc;
+    }
+    return stf__plan_probe_h1(out, o, m, l, stf__plan_probe_w4(l), err);
+}
+
+void stf__probe_ahead_free(stf__probe_ahead *pa)
+{
+    stf__free(pa->mark);
+    stf__free(pa->verdict);
+    pa->mark = pa->verdict = NULL;
+}
