@@ -318,7 +318,8 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                   "scanned: a row or column is saturated when its largest |q| reaches 126 (7 "
                   "for W4A4). Nearly all rows saturated means ROW, nearly all columns COLUMN "
                   "(threshold tau, 0.99 by default), otherwise TENSOR, BLOCK, AMBIGUOUS or "
-                  "UNKNOWN.",
+                  "UNKNOWN. Every row is read, not a sample, so a file gets the same verdict on "
+                  "every run and with any -j.",
         .why = "Scale shapes cannot tell rows from columns on a square layer, and ComfyUI "
                "applies scales along the output axis: column-quantized codes there give "
                "silently wrong output, and a flattened scale can only be reshaped safely when "
@@ -338,7 +339,8 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
         .checks = "With --numeric, an int8_tensorwise ConvRot layer declares a group size that "
                   "is a power of 2 but not of 4, or, for a power-of-4 group size, position 0 of "
                   "each group holds at least 8 times the mean energy of the other positions "
-                  "over 4 or more rows.",
+                  "over 4 or more rows. The energy is summed over every row, not a sample, in "
+                  "the same read of the weight as H1.",
         .why = "Some exporters fall back to a Sylvester matrix for group sizes such as 128; "
                "ComfyUI only implements the regular matrix, so it fails at the first forward "
                "or, when the declared size is a power of 4, silently un-rotates with the wrong "
