@@ -46,10 +46,10 @@ t_help_lists() {
 }
 
 t_help_lists "inspect --help" inspect "--json" "--strict"
-t_help_lists "check --help" check "--target TARGET" "--numeric" "--json"
+t_help_lists "check --help" check "--target TARGET" "--numeric" "-j, --jobs N" "--json"
 t_help_lists "rewrite --help" rewrite "-o, --output OUT" "--max-shard-size SIZE" "--strict" \
     "--no-wait"
-t_help_lists "plan --help" plan "-r, --recipe RECIPE" "--quant-mode MODE" "--json"
+t_help_lists "plan --help" plan "-r, --recipe RECIPE" "--quant-mode MODE" "-j, --jobs N" "--json"
 t_help_lists "fix --help" fix "-r, --recipe RECIPE" "-o, --output OUT" "--in-place" "-j, --jobs N" \
     "--quant-mode MODE" "--error-report" "--allow-noncompliant" "--max-shard-size SIZE" \
     "--max-mem SIZE" "--no-wait" "--fail-if-unchanged" "--json"
@@ -108,7 +108,10 @@ t_unknown "rewrite -O" "stfix: rewrite: unknown option '-O'; did you mean -o?" \
     "$STFIX" rewrite "$in" -O "$D/x.safetensors"
 t_unknown "plan --recipie" "stfix: plan: unknown option '--recipie'; did you mean --recipe?" \
     "$STFIX" plan "$in" --recipie $R/cast-scale.yaml
-t_unknown "plan -json" "stfix: plan: unknown option '-j' (in '-json'); did you mean --json?" \
+t_unknown "inspect -json" "stfix: inspect: unknown option '-j' (in '-json'); did you mean --json?" \
+    "$STFIX" inspect "$in" -json
+# Where -j is --jobs (check, plan, fix), -json is -j with the value "son".
+t_unknown "plan -json" "stfix: plan: --jobs takes a number from 1 to 1024, not 'son'" \
     "$STFIX" plan "$in" -r $R/cast-scale.yaml -json
 t_unknown "fix --quantmode" "stfix: fix: unknown option '--quantmode'; did you mean --quant-mode?" \
     "$STFIX" fix "$in" -r $R/cast-scale.yaml -o "$D/x.safetensors" --quantmode fp32

@@ -2,7 +2,8 @@
  * lib/pipeline/plan_view.c: what selectors see of a layer — logical N and K
  * (packed W4A4, conv kernels, MoE banks), scale fields, the marker's
  * top-level fields as JSON text, the declared rotation, and the H1 verdict
- * mapped from stf_probe_h1. Run from the repository root.
+ * mapped from stf_probe_h1, also as measured ahead on a pool
+ * (plan_probe.c). Run from the repository root.
  */
 #include "plan_testutil.h"
 
@@ -138,8 +139,25 @@ static void test_probe_verdicts(void **state)
         const stf_layer *l = open_layer(&v, &k, "a");
         stf_probe_verdict pv = STF_PROBE_AMBIGUOUS;
         stf_err err;
-        assert_int_equal(stf__plan_probe(&pv, NULL, v.m, l, &err), 0);
+        assert_int_equal(stf__plan_probe_w4(l), 0);
+        assert_int_equal(stf__plan_probe_h1(&pv, NULL, v.m, l, 0, &err), 0);
         assert_int_equal(pv, want[i]);
+        /* The same verdict measured ahead on a pool of 3 threads. */
+        size_t li;
+        assert_int_equal(stf_model_find_layer(v.m, "a", 1, &li), 0);
+        stf_plan_opts po;
+        stf_plan_opts_init(&po);
+        assert_int_equal(stf_pool_new(&po.pool, 3, &err), 0);
+        stf__probe_ahead pa;
+        assert_int_equal(stf__probe_ahead_init(&pa, stf_model_layer_count(v.m), &err), 0);
+        stf__probe_ahead_want(&pa, li, l);
+        assert_int_equal(stf__probe_ahead_run(&pa, &po, v.m, &err), 0);
+        assert_int_equal(pa.verdict[li], want[i] + 1);
+        pv = STF_PROBE_AMBIGUOUS;
+        assert_int_equal(stf__probe_ahead_get(&pv, &pa, &po, v.m, li, l, &err), 0);
+        assert_int_equal(pv, want[i]);
+        stf__probe_ahead_free(&pa);
+        stf_pool_free(po.pool);
         stf_model_free(v.m);
         pt_free(&k);
     }
@@ -150,7 +168,7 @@ static void test_probe_verdicts(void **state)
     const stf_layer *l = open_layer(&v, &k, "a");
     stf_probe_verdict pv = STF_PROBE_ROW;
     stf_err err;
-    assert_int_equal(stf__plan_probe(&pv, NULL, v.m, l, &err), 0);
+    assert_int_equal(stf__plan_probe_h1(&pv, NULL, v.m, l, 0, &err), 0);
     assert_int_equal(pv, STF_PROBE_UNKNOWN);
     stf_model_free(v.m);
     pt_free(&k);

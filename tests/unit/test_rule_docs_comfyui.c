@@ -25,7 +25,7 @@ static const char *const IDS[] = {
 };
 #define NIDS (sizeof IDS / sizeof IDS[0])
 
-static const char *const SOURCES[] = { "lib/check/profile_comfyui.c", "lib/check/probes.c" };
+static const char *const SOURCES[] = { "lib/check/profile_comfyui.c", "lib/check/probe_report.c" };
 
 /* Whole file into a NUL-terminated buffer (the caller frees it). */
 static char *slurp(const char *path)
