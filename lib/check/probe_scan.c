@@ -14,8 +14,8 @@
  */
 #include <string.h>
 
+#include "check/check_internal.h"
 #include "check/probe_scan.h"
-#include "util/util.h"
 
 #define READ_BLOCK (128u * 1024u) /* bytes of whole rows per read */
 #define CH 32                     /* columns per chunk: the H1 block width */

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stfix.h"
+#include "stfix/container.h"
 
 /* H1 counts: rows, columns and aligned b x b blocks (b = 32 << j) that
  * hold any non-zero code (_ne) and that reach |q| >= sat (_sat). */

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "stfix.h"
+#include "stfix/check.h"
 
 #define STF__PROBE_SCALES 4 /* weight_scale, input_scale, weight_scale_2, s_channel */
 
