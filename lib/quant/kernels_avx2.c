@@ -23,6 +23,7 @@
 #include "fpbits.h"
 #include "int8_scale.h"
 #include "kernels.h"
+#include "nan_canon.h"
 
 #define INL static inline __attribute__((always_inline))
 
@@ -509,8 +510,10 @@ static void fht_regular_avx2(float *x, size_t k, unsigned g)
         stf__kernels_scalar.fht_regular(x, k, g);
         return;
     }
-    /* In place, and the sign of a zero output counts: no deferred scaling. */
-    (void)pass1(x, x, STF_F32, k, g);
+    /* In place, and the sign of a zero output counts: no deferred scaling.
+     * pass1's max |bits| covers every output, so only a row that holds a
+     * NaN pays for storing it as the one quiet NaN (nan_canon.h). */
+    if (pass1(x, x, STF_F32, k, g) > 0x7F800000u) stf__canon_nan_row(x, k);
 }
 
 /* ------------------------------------------------------------- conversions */
@@ -576,16 +579,18 @@ static void int8_dequant_row_avx2(float *dst, const int8_t *q, float s, size_t k
 {
     __m256 sv = _mm256_set1_ps(s);
     size_t i = 0;
-    for (; i + 8 <= k; i += 8) _mm256_storeu_ps(dst + i, _mm256_mul_ps(i8_widen(q + i), sv));
-    for (; i < k; i++) dst[i] = (float)q[i] * s;
+    for (; i + 8 <= k; i += 8)
+        _mm256_storeu_ps(dst + i, stf__canon_nan8(_mm256_mul_ps(i8_widen(q + i), sv)));
+    for (; i < k; i++) dst[i] = stf__canon_nan((float)q[i] * s);
 }
 
 static void int8_dequant_row_cols_avx2(float *dst, const int8_t *q, const float *s, size_t k)
 {
     size_t i = 0;
     for (; i + 8 <= k; i += 8)
-        _mm256_storeu_ps(dst + i, _mm256_mul_ps(i8_widen(q + i), _mm256_loadu_ps(s + i)));
-    for (; i < k; i++) dst[i] = (float)q[i] * s[i];
+        _mm256_storeu_ps(dst + i,
+                         stf__canon_nan8(_mm256_mul_ps(i8_widen(q + i), _mm256_loadu_ps(s + i))));
+    for (; i < k; i++) dst[i] = stf__canon_nan((float)q[i] * s[i]);
 }
 
 const stf__kernels stf__kernels_avx2 = {
