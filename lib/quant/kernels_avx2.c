@@ -2,7 +2,8 @@
  * The AVX2 (+F16C) kernel table: no AVX-512 instruction here, so it runs
  * on every AVX2 machine. Every entry is bit-identical to kernels_scalar.c;
  * the reasons are the ones given at the top of kernels_avx512.c (same adds
- * in the same order, x0 + (-x1) == x0 - x1 by IEEE definition, deferred
+ * in the same order, x0 + (-x1) == x0 - x1 by IEEE definition but for the
+ * sign of a NaN, which nan_canon.h makes moot for the decodes, deferred
  * 0.5 factors for G = 256 under the group256 guard, absmax as an integer
  * max of |bits| with rows whose R or rT(R) is not finite handed to the
  * scalar table, BF16 rounding by the same integer carry, F16 by the

@@ -8,7 +8,8 @@
  *   order; lanes only change *which* outputs run together. x0 + (-x1) is
  *   by IEEE definition x0 - x1, and (-x0) + x1 is x1 - x0 (addition
  *   commutes exactly), so the sign-flip trick below keeps every
- *   expression. No FMA: the build has -ffp-contract=off and no intrinsic
+ *   expression; only a NaN's sign and payload can differ, and the
+ *   decodes store every NaN as one value (nan_canon.h). No FMA: the build has -ffp-contract=off and no intrinsic
  *   here fuses. For G = 256 the 0.5 factors are deferred to one 1/16 at
  *   the end, exact under a guard proved at group256 (groups failing it are
  *   redone with the factors). In int8_row only, y3 may be formed as
