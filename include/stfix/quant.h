@@ -70,14 +70,15 @@ STF_API int stf_round_to_dtype(float *x, size_t n, stf_dtype t, stf_err *err);
  * consecutive values with the radix-4 FHT (x·H_g, normalised) of
  * stfix-convrot(7), FAST TRANSFORM. g must be a power of 4 (4..1024)
  * dividing k. H is involutory, so this
- * both rotates and un-rotates.
+ * both rotates and un-rotates. A NaN result is stored as 0x7FC00000
+ * (stfix-convrot(7), DEQUANTIZATION), as in every decode below.
  */
 STF_API int stf_hadamard_regular(float *x, size_t k, unsigned g, stf_err *err);
 
 /*
  * Undo a Sylvester (Walsh) rotation per group of g (a power of 2, 2..4096)
  * as exporters did it (stfix-convrot(7), SYLVESTER ORDER): radix-2 stages,
- * then multiply by fl32(1/fl32(sqrt(g))).
+ * then multiply by fl32(1/fl32(sqrt(g))). A NaN result is 0x7FC00000.
  */
 STF_API int stf_hadamard_sylvester_undo(float *x, size_t k, unsigned g, stf_err *err);
 
@@ -123,7 +124,7 @@ typedef enum stf_scale_axis {
  * Dequantize INT8 codes to f32: x = fl32(q*s), then undo the rotation of
  * the layer: rot_group > 0 with sylvester == 0 is the regular ConvRot; with
  * sylvester != 0, the Sylvester undo (stfix-convrot(7), SYLVESTER ORDER).
- * rot_group == 0: none.
+ * rot_group == 0: none. A NaN result is 0x7FC00000.
  */
 typedef struct stf_dequant_opts {
     stf_scale_axis axis;
@@ -149,7 +150,7 @@ STF_API int stf_int8_dequantize(float *dst, const int8_t *q, const float *scale,
 STF_API int stf_w4a4_quantize_rows(int8_t *packed, float *scale, const void *src,
                                    stf_dtype src_dtype, size_t n, size_t k, unsigned g,
                                    stf_quant_mode mode, stf_dtype t, stf_pool *pool, stf_err *err);
-/* Unpack and dequantize (then un-rotate with g) to f32. */
+/* Unpack and dequantize (then un-rotate with g) to f32; NaN is 0x7FC00000. */
 STF_API int stf_w4a4_dequantize(float *dst, const int8_t *packed, const float *scale, size_t n,
                                 size_t k, unsigned g, stf_pool *pool, stf_err *err);
 
@@ -190,7 +191,8 @@ STF_API int stf_wide_row_codes(const stf_wide_row *r, int8_t *q, const void *src
 
 /* ----------------------------------------------------------- FP8 */
 
-/* dst = fl32(decode(src) * scale) for n values. dtype: F8_E4M3 or F8_E5M2. */
+/* dst = fl32(decode(src) * scale) for n values, a NaN stored as 0x7FC00000.
+ * dtype: F8_E4M3 or F8_E5M2. */
 STF_API int stf_fp8_dequantize(float *dst, const uint8_t *src, stf_dtype dtype, size_t n,
                                float scale, stf_err *err);
 

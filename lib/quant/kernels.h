@@ -38,6 +38,11 @@ typedef struct stf__kernels {
     int (*int8_row)(int8_t *q, float *scale, const void *src, stf_dtype src_dtype, size_t k,
                     unsigned g, stf_quant_mode mode, stf_dtype t, float *scratch);
 
+    /*
+     * The decode entries below (this transform, the products, the repair
+     * decodes) store every NaN they produce as 0x7FC00000 (nan_canon.h):
+     * which NaN operand propagates is not fixed by the expressions.
+     */
     /* In-place regular FHT of x[k], per group of g (power of 4, divides k). */
     void (*fht_regular)(float *x, size_t k, unsigned g);
 

@@ -2,7 +2,8 @@
  * The AVX2 (+F16C) kernel table: no AVX-512 instruction here, so it runs
  * on every AVX2 machine. Every entry is bit-identical to kernels_scalar.c;
  * the reasons are the ones given at the top of kernels_avx512.c (same adds
- * in the same order, x0 + (-x1) == x0 - x1 by IEEE definition, deferred
+ * in the same order, x0 + (-x1) == x0 - x1 by IEEE definition but for the
+ * sign of a NaN, which nan_canon.h makes moot for the decodes, deferred
  * 0.5 factors for G = 256 under the group256 guard, absmax as an integer
  * max of |bits| with rows whose R or rT(R) is not finite handed to the
  * scalar table, BF16 rounding by the same integer carry, F16 by the
@@ -23,6 +24,7 @@
 #include "fpbits.h"
 #include "int8_scale.h"
 #include "kernels.h"
+#include "nan_canon.h"
 
 #define INL static inline __attribute__((always_inline))
 
@@ -509,8 +511,10 @@ static void fht_regular_avx2(float *x, size_t k, unsigned g)
         stf__kernels_scalar.fht_regular(x, k, g);
         return;
     }
-    /* In place, and the sign of a zero output counts: no deferred scaling. */
-    (void)pass1(x, x, STF_F32, k, g);
+    /* In place, and the sign of a zero output counts: no deferred scaling.
+     * pass1's max |bits| covers every output, so only a row that holds a
+     * NaN pays for storing it as the one quiet NaN (nan_canon.h). */
+    if (pass1(x, x, STF_F32, k, g) > 0x7F800000u) stf__canon_nan_row(x, k);
 }
 
 /* ------------------------------------------------------------- conversions */
@@ -576,16 +580,18 @@ static void int8_dequant_row_avx2(float *dst, const int8_t *q, float s, size_t k
 {
     __m256 sv = _mm256_set1_ps(s);
     size_t i = 0;
-    for (; i + 8 <= k; i += 8) _mm256_storeu_ps(dst + i, _mm256_mul_ps(i8_widen(q + i), sv));
-    for (; i < k; i++) dst[i] = (float)q[i] * s;
+    for (; i + 8 <= k; i += 8)
+        _mm256_storeu_ps(dst + i, stf__canon_nan8(_mm256_mul_ps(i8_widen(q + i), sv)));
+    for (; i < k; i++) dst[i] = stf__canon_nan((float)q[i] * s);
 }
 
 static void int8_dequant_row_cols_avx2(float *dst, const int8_t *q, const float *s, size_t k)
 {
     size_t i = 0;
     for (; i + 8 <= k; i += 8)
-        _mm256_storeu_ps(dst + i, _mm256_mul_ps(i8_widen(q + i), _mm256_loadu_ps(s + i)));
-    for (; i < k; i++) dst[i] = (float)q[i] * s[i];
+        _mm256_storeu_ps(dst + i,
+                         stf__canon_nan8(_mm256_mul_ps(i8_widen(q + i), _mm256_loadu_ps(s + i))));
+    for (; i < k; i++) dst[i] = stf__canon_nan((float)q[i] * s[i]);
 }
 
 const stf__kernels stf__kernels_avx2 = {

@@ -8,7 +8,8 @@
  *   order; lanes only change *which* outputs run together. x0 + (-x1) is
  *   by IEEE definition x0 - x1, and (-x0) + x1 is x1 - x0 (addition
  *   commutes exactly), so the sign-flip trick below keeps every
- *   expression. No FMA: the build has -ffp-contract=off and no intrinsic
+ *   expression; only a NaN's sign and payload can differ, and the
+ *   decodes store every NaN as one value (nan_canon.h). No FMA: the build has -ffp-contract=off and no intrinsic
  *   here fuses. For G = 256 the 0.5 factors are deferred to one 1/16 at
  *   the end, exact under a guard proved at group256 (groups failing it are
  *   redone with the factors). In int8_row only, y3 may be formed as
@@ -43,6 +44,7 @@
 #include "int8_scale.h"
 #include "kernels.h"
 #include "kernels_avx512.h"
+#include "nan_canon.h"
 
 
 /* ------------------------------------------------------------- FHT parts */
@@ -555,8 +557,10 @@ static void fht_regular_avx512(float *x, size_t k, unsigned g)
         stf__kernels_scalar.fht_regular(x, k, g);
         return;
     }
-    /* zs = 0: here the sign of a zero output is part of the result. */
-    (void)pass1(x, x, STF_F32, k, g, 0);
+    /* zs = 0: here the sign of a zero output is part of the result. pass1's
+     * max |bits| covers every output, so only a row that holds a NaN pays
+     * for storing it as the one quiet NaN (nan_canon.h). */
+    if (pass1(x, x, STF_F32, k, g, 0) > 0x7F800000u) stf__canon_nan_row(x, k);
 }
 
 /* ------------------------------------------------------------- conversions */
@@ -624,17 +628,18 @@ static void f32_to_bf16_avx512(uint16_t *dst, const float *src, size_t n)
 
 INL __m512 i8_widen(__m128i v) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v)); }
 
+/* q * s as F32, NaN stored as the one quiet NaN (nan_canon.h). */
+INL __m512 i8_times(__m128i q, __m512 s) { return stf__canon_nan16(_mm512_mul_ps(i8_widen(q), s)); }
+
 static void int8_dequant_row_avx512(float *dst, const int8_t *q, float s, size_t k)
 {
     __m512 sv = _mm512_set1_ps(s);
     size_t i = 0;
     for (; i + 16 <= k; i += 16)
-        _mm512_storeu_ps(dst + i,
-                         _mm512_mul_ps(i8_widen(_mm_loadu_si128((const __m128i *)(q + i))), sv));
+        _mm512_storeu_ps(dst + i, i8_times(_mm_loadu_si128((const __m128i *)(q + i)), sv));
     if (i < k) {
         __mmask16 m = (__mmask16)((1u << (k - i)) - 1u);
-        _mm512_mask_storeu_ps(dst + i, m,
-                              _mm512_mul_ps(i8_widen(_mm_maskz_loadu_epi8(m, q + i)), sv));
+        _mm512_mask_storeu_ps(dst + i, m, i8_times(_mm_maskz_loadu_epi8(m, q + i), sv));
     }
 }
 
@@ -642,13 +647,12 @@ static void int8_dequant_row_cols_avx512(float *dst, const int8_t *q, const floa
 {
     size_t i = 0;
     for (; i + 16 <= k; i += 16)
-        _mm512_storeu_ps(dst + i, _mm512_mul_ps(i8_widen(_mm_loadu_si128((const __m128i *)(q + i))),
-                                                _mm512_loadu_ps(s + i)));
+        _mm512_storeu_ps(dst + i, i8_times(_mm_loadu_si128((const __m128i *)(q + i)),
+                                           _mm512_loadu_ps(s + i)));
     if (i < k) {
         __mmask16 m = (__mmask16)((1u << (k - i)) - 1u);
         _mm512_mask_storeu_ps(dst + i, m,
-                              _mm512_mul_ps(i8_widen(_mm_maskz_loadu_epi8(m, q + i)),
-                                            _mm512_maskz_loadu_ps(m, s + i)));
+                              i8_times(_mm_maskz_loadu_epi8(m, q + i), _mm512_maskz_loadu_ps(m, s + i)));
     }
 }
 

@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "kernels.h"
+#include "nan_canon.h"
 
 #define INL static inline __attribute__((always_inline))
 
@@ -51,7 +52,8 @@ INL void fp8_row(float *dst, const uint8_t *src, stf_dtype dt, size_t n, float s
 {
     __m256 sv = _mm256_set1_ps(s);
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, _mm256_mul_ps(fp8_8(src + i, dt), sv));
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, stf__canon_nan8(_mm256_mul_ps(fp8_8(src + i, dt), sv)));
     if (i < n) stf__fp8_decode_scalar(dst + i, src + i, dt, n - i, s);
 }
 
@@ -65,7 +67,8 @@ INL void fp8_cols(float *dst, const uint8_t *src, stf_dtype dt, size_t n, const 
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(dst + i, _mm256_mul_ps(fp8_8(src + i, dt), _mm256_loadu_ps(s + i)));
+        _mm256_storeu_ps(dst + i, stf__canon_nan8(_mm256_mul_ps(fp8_8(src + i, dt),
+                                                                 _mm256_loadu_ps(s + i))));
     if (i < n) stf__fp8_decode_cols_scalar(dst + i, src + i, dt, n - i, s + i);
 }
 
@@ -116,10 +119,10 @@ INL void syl_mem2(float *p, size_t s, int last, __m256 cv)
         __m256 z0 = _mm256_add_ps(y0, y2), z2 = _mm256_sub_ps(y0, y2);
         __m256 z1 = _mm256_add_ps(y1, y3), z3 = _mm256_sub_ps(y1, y3);
         if (last) {
-            z0 = _mm256_mul_ps(z0, cv);
-            z1 = _mm256_mul_ps(z1, cv);
-            z2 = _mm256_mul_ps(z2, cv);
-            z3 = _mm256_mul_ps(z3, cv);
+            z0 = stf__canon_nan8(_mm256_mul_ps(z0, cv));
+            z1 = stf__canon_nan8(_mm256_mul_ps(z1, cv));
+            z2 = stf__canon_nan8(_mm256_mul_ps(z2, cv));
+            z3 = stf__canon_nan8(_mm256_mul_ps(z3, cv));
         }
         _mm256_storeu_ps(p + j, z0);
         _mm256_storeu_ps(p + s + j, z1);
@@ -135,8 +138,8 @@ INL void syl_mem1(float *p, size_t s, int last, __m256 cv)
         __m256 a = _mm256_loadu_ps(p + j), b = _mm256_loadu_ps(p + s + j);
         __m256 y0 = _mm256_add_ps(a, b), y1 = _mm256_sub_ps(a, b);
         if (last) {
-            y0 = _mm256_mul_ps(y0, cv);
-            y1 = _mm256_mul_ps(y1, cv);
+            y0 = stf__canon_nan8(_mm256_mul_ps(y0, cv));
+            y1 = stf__canon_nan8(_mm256_mul_ps(y1, cv));
         }
         _mm256_storeu_ps(p + j, y0);
         _mm256_storeu_ps(p + s + j, y1);
@@ -155,7 +158,7 @@ void stf__sylvester_undo_avx2(float *x, size_t k, unsigned g)
         v = syl_lane_stage(v, 1);
         if (g > 2) v = syl_lane_stage(v, 2);
         if (g > 4) v = syl_lane_stage(v, 4);
-        if (g <= 8) v = _mm256_mul_ps(v, cv);
+        if (g <= 8) v = stf__canon_nan8(_mm256_mul_ps(v, cv));
         _mm256_storeu_ps(x + off, v);
     }
     if (g > 8) {
@@ -191,8 +194,8 @@ void stf__w4a4_unpack_avx2(float *dst, const uint8_t *src, size_t n, float s)
         __m128i v = _mm_sub_epi8(_mm_xor_si128(_mm_unpacklo_epi8(lo, hi), eight), eight);
         __m256 f0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v));
         __m256 f1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(v, 8)));
-        _mm256_storeu_ps(dst + i, _mm256_mul_ps(f0, sv));
-        _mm256_storeu_ps(dst + i + 8, _mm256_mul_ps(f1, sv));
+        _mm256_storeu_ps(dst + i, stf__canon_nan8(_mm256_mul_ps(f0, sv)));
+        _mm256_storeu_ps(dst + i + 8, stf__canon_nan8(_mm256_mul_ps(f1, sv)));
     }
     if (i < n) stf__w4a4_unpack_scalar(dst + i, src + i / 2, n - i, s);
 }

@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "kernels.h"
+#include "nan_canon.h"
 
 #define INL static inline __attribute__((always_inline))
 
@@ -44,7 +45,8 @@ INL void fp8_row(float *dst, const uint8_t *src, stf_dtype dt, size_t n, float s
 {
     __m512 sv = _mm512_set1_ps(s);
     size_t i = 0;
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_mul_ps(fp8_16(src + i, dt), sv));
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(dst + i, stf__canon_nan16(_mm512_mul_ps(fp8_16(src + i, dt), sv)));
     if (i < n) stf__fp8_decode_scalar(dst + i, src + i, dt, n - i, s);
 }
 
@@ -58,7 +60,8 @@ INL void fp8_cols(float *dst, const uint8_t *src, stf_dtype dt, size_t n, const 
 {
     size_t i = 0;
     for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(dst + i, _mm512_mul_ps(fp8_16(src + i, dt), _mm512_loadu_ps(s + i)));
+        _mm512_storeu_ps(dst + i, stf__canon_nan16(_mm512_mul_ps(fp8_16(src + i, dt),
+                                                                  _mm512_loadu_ps(s + i))));
     if (i < n) stf__fp8_decode_cols_scalar(dst + i, src + i, dt, n - i, s + i);
 }
 
@@ -93,10 +96,10 @@ INL void syl_mem2(float *p, size_t s, int last, __m512 cv)
         __m512 z0 = _mm512_add_ps(y0, y2), z2 = _mm512_sub_ps(y0, y2);
         __m512 z1 = _mm512_add_ps(y1, y3), z3 = _mm512_sub_ps(y1, y3);
         if (last) {
-            z0 = _mm512_mul_ps(z0, cv);
-            z1 = _mm512_mul_ps(z1, cv);
-            z2 = _mm512_mul_ps(z2, cv);
-            z3 = _mm512_mul_ps(z3, cv);
+            z0 = stf__canon_nan16(_mm512_mul_ps(z0, cv));
+            z1 = stf__canon_nan16(_mm512_mul_ps(z1, cv));
+            z2 = stf__canon_nan16(_mm512_mul_ps(z2, cv));
+            z3 = stf__canon_nan16(_mm512_mul_ps(z3, cv));
         }
         _mm512_storeu_ps(p + j, z0);
         _mm512_storeu_ps(p + s + j, z1);
@@ -109,8 +112,8 @@ INL void syl_mem1(float *p, size_t s, __m512 cv)
 {
     for (size_t j = 0; j < s; j += 16) {
         __m512 a = _mm512_loadu_ps(p + j), b = _mm512_loadu_ps(p + s + j);
-        _mm512_storeu_ps(p + j, _mm512_mul_ps(_mm512_add_ps(a, b), cv));
-        _mm512_storeu_ps(p + s + j, _mm512_mul_ps(_mm512_sub_ps(a, b), cv));
+        _mm512_storeu_ps(p + j, stf__canon_nan16(_mm512_mul_ps(_mm512_add_ps(a, b), cv)));
+        _mm512_storeu_ps(p + s + j, stf__canon_nan16(_mm512_mul_ps(_mm512_sub_ps(a, b), cv)));
     }
 }
 
@@ -126,7 +129,7 @@ void stf__sylvester_undo_avx512(float *x, size_t k, unsigned g)
         if (g > 2) v = syl_lane_stage(v, 2);
         if (g > 4) v = syl_lane_stage(v, 4);
         if (g > 8) v = syl_lane_stage(v, 8);
-        if (g <= 16) v = _mm512_mul_ps(v, cv);
+        if (g <= 16) v = stf__canon_nan16(_mm512_mul_ps(v, cv));
         _mm512_storeu_ps(x + off, v);
     }
     if (g > 16) {
@@ -162,9 +165,10 @@ void stf__w4a4_unpack_avx512(float *dst, const uint8_t *src, size_t n, float s)
         /* Columns in order; (v ^ 8) - 8 sign-extends a nibble. */
         __m128i v0 = _mm_sub_epi8(_mm_xor_si128(_mm_unpacklo_epi8(lo, hi), eight), eight);
         __m128i v1 = _mm_sub_epi8(_mm_xor_si128(_mm_unpackhi_epi8(lo, hi), eight), eight);
-        _mm512_storeu_ps(dst + i, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v0)), sv));
-        _mm512_storeu_ps(dst + i + 16,
-                         _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v1)), sv));
+        __m512 f0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v0));
+        __m512 f1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v1));
+        _mm512_storeu_ps(dst + i, stf__canon_nan16(_mm512_mul_ps(f0, sv)));
+        _mm512_storeu_ps(dst + i + 16, stf__canon_nan16(_mm512_mul_ps(f1, sv)));
     }
     if (i < n) stf__w4a4_unpack_scalar(dst + i, src + i / 2, n - i, s);
 }

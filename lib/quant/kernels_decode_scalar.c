@@ -12,6 +12,7 @@
 
 #include "fpbits.h"
 #include "kernels.h"
+#include "nan_canon.h"
 
 /*
  * The exact F32 value of an FP8 code, built from its bits the way the SIMD
@@ -39,13 +40,13 @@ static inline float fp8_value(unsigned c, stf_dtype dt)
 
 void stf__fp8_decode_scalar(float *dst, const uint8_t *src, stf_dtype dt, size_t n, float s)
 {
-    for (size_t i = 0; i < n; i++) dst[i] = fp8_value(src[i], dt) * s;
+    for (size_t i = 0; i < n; i++) dst[i] = stf__canon_nan(fp8_value(src[i], dt) * s);
 }
 
 void stf__fp8_decode_cols_scalar(float *dst, const uint8_t *src, stf_dtype dt, size_t n,
                                  const float *s)
 {
-    for (size_t i = 0; i < n; i++) dst[i] = fp8_value(src[i], dt) * s[i];
+    for (size_t i = 0; i < n; i++) dst[i] = stf__canon_nan(fp8_value(src[i], dt) * s[i]);
 }
 
 /*
@@ -68,7 +69,7 @@ void stf__sylvester_undo_scalar(float *x, size_t k, unsigned g)
                 }
             }
         }
-        for (size_t i = 0; i < g; i++) p[i] *= c;
+        for (size_t i = 0; i < g; i++) p[i] = stf__canon_nan(p[i] * c);
     }
 }
 
@@ -79,7 +80,7 @@ void stf__w4a4_unpack_scalar(float *dst, const uint8_t *src, size_t n, float s)
         int lo = src[i] & 0xF, hi = (src[i] >> 4) & 0xF;
         if (lo >= 8) lo -= 16;
         if (hi >= 8) hi -= 16;
-        dst[2 * i] = (float)lo * s;
-        dst[2 * i + 1] = (float)hi * s;
+        dst[2 * i] = stf__canon_nan((float)lo * s);
+        dst[2 * i + 1] = stf__canon_nan((float)hi * s);
     }
 }

@@ -13,6 +13,7 @@
 #include "fpbits.h"
 #include "int8_scale.h"
 #include "kernels.h"
+#include "nan_canon.h"
 
 
 /*
@@ -41,6 +42,15 @@ static void fht_regular_scalar(float *x, size_t k, unsigned g)
     for (size_t off = 0; off + g <= k; off += g) fht_group(x + off, g);
 }
 
+/* The table's transform: a NaN output is stored as the one quiet NaN
+ * (nan_canon.h). Only whole groups are written, so only they are touched.
+ * int8_row calls fht_regular_scalar directly: it rejects non-finite rows. */
+static void fht_regular_entry_scalar(float *x, size_t k, unsigned g)
+{
+    fht_regular_scalar(x, k, g);
+    if (g) stf__canon_nan_row(x, k - k % g);
+}
+
 static void bf16_to_f32_scalar(float *dst, const uint16_t *src, size_t n)
 {
     for (size_t i = 0; i < n; i++) dst[i] = stf__bf16_to_f32(src[i]);
@@ -58,12 +68,12 @@ static void f32_to_bf16_scalar(uint16_t *dst, const float *src, size_t n)
 
 static void int8_dequant_row_scalar(float *dst, const int8_t *q, float s, size_t k)
 {
-    for (size_t i = 0; i < k; i++) dst[i] = (float)q[i] * s;
+    for (size_t i = 0; i < k; i++) dst[i] = stf__canon_nan((float)q[i] * s);
 }
 
 static void int8_dequant_row_cols_scalar(float *dst, const int8_t *q, const float *s, size_t k)
 {
-    for (size_t i = 0; i < k; i++) dst[i] = (float)q[i] * s[i];
+    for (size_t i = 0; i < k; i++) dst[i] = stf__canon_nan((float)q[i] * s[i]);
 }
 
 
@@ -155,7 +165,7 @@ static int int8_row_scalar(int8_t *q, float *scale, const void *src, stf_dtype s
 const stf__kernels stf__kernels_scalar = {
     STF_SIMD_SCALAR,
     int8_row_scalar,
-    fht_regular_scalar,
+    fht_regular_entry_scalar,
     bf16_to_f32_scalar,
     f16_to_f32_scalar,
     f32_to_bf16_scalar,

@@ -56,8 +56,12 @@ static void test_dequant_every_code(void **state)
     static const stf_dtype dts[] = { STF_F8_E4M3, STF_F8_E5M2 };
     for (int t = 0; t < 2; t++) {
         assert_int_equal(stf_fp8_dequantize(d, codes, dts[t], 256, -0.7f, NULL), 0);
-        for (int c = 0; c < 256; c++)
-            assert_int_equal(qt_bits(d[c]), qt_bits(stf_fp8_to_f32(codes[c], dts[t]) * -0.7f));
+        for (int c = 0; c < 256; c++) {
+            /* A NaN code dequantizes to the one quiet NaN, whatever its sign
+             * (stfix-convrot(7), DEQUANTIZATION). */
+            float want = stf_fp8_to_f32(codes[c], dts[t]) * -0.7f;
+            assert_int_equal(qt_bits(d[c]), want != want ? 0x7FC00000u : qt_bits(want));
+        }
     }
 }
 

@@ -368,6 +368,69 @@ static void test_fht_regular_zero_signs(void **state)
     for (int i = 0; i < 64; i++) assert_int_equal(f32_bits(x[i]), 0u);
 }
 
+/*
+ * NaN through the dequantize-and-rotate path, every variant against the
+ * scalar table and against the rule that every NaN is stored as 0x7FC00000
+ * (stfix-convrot(7), DEQUANTIZATION). The first case is the row of
+ * fixtures/comfy/probe_bad_scales.safetensors that 'stfix fix' with exclude
+ * to F32 wrote differently under STFIX_SIMD=avx2: INT8 codes times a NaN
+ * scale, then the G = 256 transform, whose vector butterflies form x0 - x1
+ * as x0 + (-x1) and so flipped the sign of a NaN. The others mix NaNs of
+ * both signs and payloads, a signalling one, Inf - Inf and Inf * 0.
+ */
+static void test_nan_dequant_rotate(void **state)
+{
+    (void)state;
+    static const uint32_t odd[] = { 0x7FC00000u, 0xFFC00000u, 0x7FC12345u, 0xFF800001u,
+                                    0x7F800000u, 0xFF800000u };
+    static const unsigned groups[] = { 4, 16, 64, 256, 1024 };
+    enum { K = 2048 };
+    int8_t q[K];
+    float s[K], a[K + 1], b[K + 1];
+    g_rng = 0x5EED000Au;
+    for (size_t i = 0; i < K; i++) {
+        q[i] = (int8_t)(next_u64() & 0xFF);
+        s[i] = i % 7 == 3 ? f32_from_bits(odd[i % 6]) : 0.001f * (float)(i % 13);
+    }
+    /* The reference on the fixture's row: every output is the one NaN. */
+    stf__kernels_scalar.int8_dequant_row(a, q, f32_from_bits(0x7FC00000u), 256);
+    stf__kernels_scalar.fht_regular(a, 256, 256);
+    for (size_t i = 0; i < 256; i++) assert_int_equal(f32_bits(a[i]), 0x7FC00000u);
+    for (int vi = 0; vi < NVAR; vi++) {
+        const stf__kernels *v = variant(vi);
+        if (!v) continue;
+        for (size_t oi = 0; oi < sizeof odd / sizeof *odd; oi++) {
+            float sc = f32_from_bits(odd[oi]);
+            b[K] = a[K] = 7.0f;
+            stf__kernels_scalar.int8_dequant_row(a, q, sc, 1000);
+            v->int8_dequant_row(b, q, sc, 1000);
+            assert_memory_equal(a, b, 1000 * 4);
+            for (size_t i = 0; i < 1000; i++)
+                if (a[i] != a[i]) assert_int_equal(f32_bits(a[i]), 0x7FC00000u);
+            for (size_t gi = 0; gi < sizeof groups / sizeof *groups; gi++) {
+                stf__kernels_scalar.int8_dequant_row(a, q, sc, K);
+                v->int8_dequant_row(b, q, sc, K);
+                stf__kernels_scalar.fht_regular(a, K, groups[gi]);
+                v->fht_regular(b, K, groups[gi]);
+                assert_memory_equal(a, b, K * 4);
+                if (sc != sc)
+                    for (size_t i = 0; i < K; i++) assert_int_equal(f32_bits(b[i]), 0x7FC00000u);
+            }
+        }
+        for (size_t gi = 0; gi < sizeof groups / sizeof *groups; gi++) {
+            stf__kernels_scalar.int8_dequant_row_cols(a, q, s, K);
+            v->int8_dequant_row_cols(b, q, s, K);
+            assert_memory_equal(a, b, K * 4);
+            stf__kernels_scalar.fht_regular(a, K, groups[gi]);
+            v->fht_regular(b, K, groups[gi]);
+            assert_memory_equal(a, b, K * 4);
+            for (size_t i = 0; i < K; i++)
+                if (a[i] != a[i]) assert_int_equal(f32_bits(a[i]), 0x7FC00000u);
+            assert_true(a[K] == 7.0f && b[K] == 7.0f);
+        }
+    }
+}
+
 /* Every 16-bit pattern, at every tail length 0..40. */
 static void test_widen_all_patterns(void **state)
 {
@@ -676,6 +739,7 @@ int main(void)
         cmocka_unit_test(test_int8_row_golden_v5),
         cmocka_unit_test(test_fht_regular_matches_scalar),
         cmocka_unit_test(test_fht_regular_zero_signs),
+        cmocka_unit_test(test_nan_dequant_rotate),
         cmocka_unit_test(test_widen_all_patterns),
         cmocka_unit_test(test_narrow_bf16),
         cmocka_unit_test(test_dequant_rows),
