@@ -9,13 +9,7 @@
 /* Contract in check.h: defaults (every profile but numeric, tau 0.99); NULL is a no-op. */
 void stf_check_opts_init_version(stf_check_opts *o, unsigned version)
 {
-    if (!o) return;
-    if (version != STF_CHECK_OPTS_VERSION) {
-        o->version = version; /* an unknown layout: the user of `o` refuses it */
-        return;
-    }
-    memset(o, 0, sizeof *o);
-    o->version = version;
+    if (!o || !stf__opts_reset(o, sizeof *o, version, STF_CHECK_OPTS_VERSION)) return;
     o->profiles = STF_CHECK_ALL;
     o->tau = 0.99;
 }

@@ -44,13 +44,7 @@
 /* Fill `o` with the documented defaults (lib/README.md, Resource caps). */
 void stf_open_opts_init_version(stf_open_opts *o, unsigned version)
 {
-    if (!o) return;
-    if (version != STF_OPEN_OPTS_VERSION) {
-        o->version = version; /* an unknown layout: the user of `o` refuses it */
-        return;
-    }
-    memset(o, 0, sizeof *o);
-    o->version = version;
+    if (!o || !stf__opts_reset(o, sizeof *o, version, STF_OPEN_OPTS_VERSION)) return;
     o->max_header = HEADER_REF_MAX;
     o->max_tensors = 1000000u;
     o->max_rank = 8;

@@ -23,13 +23,7 @@ static int refuse_changes(const stf_writer *w, stf_err *err)
 /* Defaults: one output file, fsync on (contract in container.h). */
 void stf_write_opts_init_version(stf_write_opts *o, unsigned version)
 {
-    if (!o) return;
-    if (version != STF_WRITE_OPTS_VERSION) {
-        o->version = version; /* an unknown layout: the user of `o` refuses it */
-        return;
-    }
-    memset(o, 0, sizeof *o);
-    o->version = version;
+    if (!o || !stf__opts_reset(o, sizeof *o, version, STF_WRITE_OPTS_VERSION)) return;
 }
 
 /*

@@ -15,13 +15,7 @@
 /* Defaults: quant mode from the recipe, tau 0.99, probes inline. */
 void stf_plan_opts_init_version(stf_plan_opts *o, unsigned version)
 {
-    if (!o) return;
-    if (version != STF_PLAN_OPTS_VERSION) {
-        o->version = version; /* an unknown layout: the user of `o` refuses it */
-        return;
-    }
-    memset(o, 0, sizeof *o);
-    o->version = version;
+    if (!o || !stf__opts_reset(o, sizeof *o, version, STF_PLAN_OPTS_VERSION)) return;
     o->quant_mode = STF_QMODE_CUDA;
     o->tau = 0.99;
 }

@@ -22,13 +22,7 @@ struct stf_run_report {
 /* Defaults (contract in pipeline.h). */
 void stf_run_opts_init_version(stf_run_opts *o, unsigned version)
 {
-    if (!o) return;
-    if (version != STF_RUN_OPTS_VERSION) {
-        o->version = version; /* an unknown layout: the user of `o` refuses it */
-        return;
-    }
-    memset(o, 0, sizeof *o);
-    o->version = version;
+    if (!o || !stf__opts_reset(o, sizeof *o, version, STF_RUN_OPTS_VERSION)) return;
     o->max_mem = (uint64_t)2 << 30;
     stf_write_opts_init(&o->write);
 }

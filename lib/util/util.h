@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "stfix/base.h"
 
@@ -63,6 +64,19 @@ int stf__pool_each(stf_pool *p, size_t count, stf_each_fn fn, void *ud, size_t *
 const char *stf__errno_text(int e, char *buf, size_t n);
 
 /* Overflow-checked u64 arithmetic: return 0 on success, -1 on overflow. */
+/*
+ * The start of every stf_X_opts_init_version, whose struct has `unsigned
+ * version` as its first member: 1 when `version` is `known` (o is zeroed and
+ * its version set; the caller fills in the defaults), 0 when not (only the
+ * version is written, so the functions taking o refuse it).
+ */
+static inline int stf__opts_reset(void *o, size_t size, unsigned version, unsigned known)
+{
+    if (version == known) memset(o, 0, size);
+    memcpy(o, &version, sizeof version);
+    return version == known;
+}
+
 static inline int stf__add_u64(uint64_t *r, uint64_t a, uint64_t b)
 {
     if (a > UINT64_MAX - b) return -1;
