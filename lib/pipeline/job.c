@@ -238,11 +238,22 @@ static int fused_rows(blk *b, uint64_t row0, size_t rows, unsigned char *out, fl
     if (!mem) return stf__err(err, STF_ENOMEM, "requantize '%s': out of memory", b->dc->wname);
     float *scratch = (float *)(((uintptr_t)mem + 63u) & ~(uintptr_t)63u);
     stf_int8_opts o = { job->group, job->mode, job->t };
+    const stf__decode *d = &job->dec;
+    /* FP8 with one scale per row (or per tensor), no rotation to undo: the
+     * kernel decodes as it reads, the same values as stf__decoder_row. */
+    int fp8 = d->kind == STF__DEC_FP8 && d->axis != STF_SCALE_COL && d->rot_group == 0;
     for (size_t i = 0; i < rows; i++) {
-        rc = stf__decoder_row(b->dc, x, (const unsigned char *)src + i * b->dc->row_bytes,
-                              row0 + i, err);
-        if (rc) break;
-        rc = stf__int8_quantize_row_f32((int8_t *)out + i * k, scale + i, x, k, &o, scratch, err);
+        const unsigned char *ri = (const unsigned char *)src + i * b->dc->row_bytes;
+        if (fp8) {
+            float s = b->dc->scales[d->axis == STF_SCALE_ROW ? row0 + i : 0];
+            rc = stf__int8_quantize_row_fp8((int8_t *)out + i * k, scale + i, ri, d->w_dtype, s,
+                                            k, &o, scratch, x, err);
+        } else {
+            rc = stf__decoder_row(b->dc, x, ri, row0 + i, err);
+            if (rc) break;
+            rc = stf__int8_quantize_row_f32((int8_t *)out + i * k, scale + i, x, k, &o, scratch,
+                                            err);
+        }
         if (rc == STF_ENUMERIC) nonfinite_msg(err, x, STF_F32, 1, k, row0 + i);
         if (rc) {
             stf__err_prefix(err, "requantize '%s': ", b->dc->wname);

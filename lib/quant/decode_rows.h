@@ -35,4 +35,14 @@ void stf__w4a4_unpack(float *dst, const uint8_t *packed, size_t n, float s);
 int stf__int8_quantize_row_f32(int8_t *q, float *scale, const float *x, size_t k,
                                const stf_int8_opts *o, float *scratch, stf_err *err);
 
+/*
+ * The same for the row stf_fp8_dequantize(x, src, dt, k, s) would give,
+ * without decoding it first where the kernel can fuse the two: the bytes,
+ * return code and message of stf__int8_quantize_row_f32 on that row. x
+ * (k floats, not overlapping scratch) may be overwritten (int8.c).
+ */
+int stf__int8_quantize_row_fp8(int8_t *q, float *scale, const uint8_t *src, stf_dtype dt,
+                               float s, size_t k, const stf_int8_opts *o, float *scratch,
+                               float *x, stf_err *err);
+
 #endif

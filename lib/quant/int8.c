@@ -254,3 +254,25 @@ int stf__int8_quantize_row_f32(int8_t *q, float *scale, const float *x, size_t k
     if (rc) return stf__err(err, rc, "int8 quantize: kernel failed (%s)", stf_strerror(rc));
     return 0;
 }
+
+/* One FP8 row, decoded inside the kernel (contract in decode_rows.h). */
+int stf__int8_quantize_row_fp8(int8_t *q, float *scale, const uint8_t *src, stf_dtype dt,
+                               float s, size_t k, const stf_int8_opts *o, float *scratch,
+                               float *x, stf_err *err)
+{
+    if (dt != STF_F8_E4M3 && dt != STF_F8_E5M2)
+        return stf__err(err, STF_EUNSUPPORTED,
+                        "fp8 dequantize: dtype %d is not F8_E4M3 or F8_E5M2", (int)dt);
+    if (k == 0) return stf__int8_quantize_row_f32(q, scale, x, 0, o, scratch, err);
+    int rc = check_q_opts(STF_F32, k, o, err);
+    if (rc) return rc;
+    const stf__kernels *kt = stf__kernels_active();
+    rc = kt->int8_row_fp8(q, scale, src, dt, s, k, o->group, o->mode, o->t, scratch, x);
+    if (rc == STF_ENUMERIC) {
+        /* Rare: decode the row to name the column as the F32 path does. */
+        kt->fp8_decode(x, src, dt, k, s);
+        return stf__int8_quantize_row_f32(q, scale, x, k, o, scratch, err);
+    }
+    if (rc) return stf__err(err, rc, "int8 quantize: kernel failed (%s)", stf_strerror(rc));
+    return 0;
+}

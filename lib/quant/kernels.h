@@ -72,6 +72,17 @@ typedef struct stf__kernels {
     /* n (even) W4A4 codes from n/2 bytes, low nibble the even column:
      * dst[i] = fl32(q[i] * s). */
     void (*w4a4_unpack)(float *dst, const uint8_t *src, size_t n, float s);
+
+    /*
+     * int8_row of the row fp8_decode gives (dt F8_E4M3 or F8_E5M2, one
+     * scale s), with the same bytes and return code as decoding to F32 and
+     * calling int8_row on that row (kernels_fp8_row.c). scratch is
+     * int8_row's; row, k more floats not overlapping it, may receive the
+     * decoded row (the variants that compose the two steps need it).
+     */
+    int (*int8_row_fp8)(int8_t *q, float *scale, const uint8_t *src, stf_dtype dt, float s,
+                        size_t k, unsigned g, stf_quant_mode mode, stf_dtype t, float *scratch,
+                        float *row);
 } stf__kernels;
 
 /* The decode entries of each variant (kernels_decode_*.c), for the tables. */
@@ -80,7 +91,13 @@ void stf__fp8_decode_cols_scalar(float *dst, const uint8_t *src, stf_dtype dt, s
                                  const float *s);
 void stf__sylvester_undo_scalar(float *x, size_t k, unsigned g);
 void stf__w4a4_unpack_scalar(float *dst, const uint8_t *src, size_t n, float s);
+int stf__int8_row_fp8_scalar(int8_t *q, float *scale, const uint8_t *src, stf_dtype dt, float s,
+                             size_t k, unsigned g, stf_quant_mode mode, stf_dtype t,
+                             float *scratch, float *row);
 #if STF_HAVE_X86_SIMD
+int stf__int8_row_fp8_avx2(int8_t *q, float *scale, const uint8_t *src, stf_dtype dt, float s,
+                           size_t k, unsigned g, stf_quant_mode mode, stf_dtype t,
+                           float *scratch, float *row);
 void stf__fp8_decode_avx2(float *dst, const uint8_t *src, stf_dtype dt, size_t n, float s);
 void stf__fp8_decode_cols_avx2(float *dst, const uint8_t *src, stf_dtype dt, size_t n,
                                const float *s);

@@ -193,8 +193,12 @@ INL void fht_regs(__m512 *v, int nv)
 
 /* ------------------------------------------------------------- loads */
 
-/* Widen 16 source values at element i. */
-INL __m512 load16(const void *src, stf_dtype dt, size_t i)
+/*
+ * Widen 16 source values at element i. FP8 sources (int8_row_fp8) are
+ * decoded and multiplied by the row scale sv: fl32(fp8 * s), the value
+ * fp8_decode stores.
+ */
+INL __m512 load16(const void *src, stf_dtype dt, size_t i, __m512 sv)
 {
     if (dt == STF_BF16) {
         __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)src + i));
@@ -203,11 +207,16 @@ INL __m512 load16(const void *src, stf_dtype dt, size_t i)
     if (dt == STF_F16) {
         __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)src + i));
         return _mm512_cvtph_ps(h);
+    }
+    if (dt == STF_F8_E4M3 || dt == STF_F8_E5M2) {
+        __m128i c = _mm_loadu_si128((const __m128i *)(const void *)((const uint8_t *)src + i));
+        return _mm512_mul_ps(fp8_16(c, dt), sv);
     }
     return _mm512_loadu_ps((const float *)src + i);
 }
 
-INL __m512 load16_mask(const void *src, stf_dtype dt, size_t i, __mmask16 m)
+/* The lanes outside m are 0 (for FP8 too, whatever the scale). */
+INL __m512 load16_mask(const void *src, stf_dtype dt, size_t i, __mmask16 m, __m512 sv)
 {
     if (dt == STF_BF16) {
         __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)src + i);
@@ -216,6 +225,10 @@ INL __m512 load16_mask(const void *src, stf_dtype dt, size_t i, __mmask16 m)
     if (dt == STF_F16) {
         __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)src + i);
         return _mm512_cvtph_ps(h);
+    }
+    if (dt == STF_F8_E4M3 || dt == STF_F8_E5M2) {
+        __m128i c = _mm_maskz_loadu_epi8(m, (const uint8_t *)src + i);
+        return _mm512_maskz_mul_ps(m, fp8_16(c, dt), sv);
     }
     return _mm512_maskz_loadu_ps(m, (const float *)src + i);
 }
@@ -237,9 +250,10 @@ INL __m512i amax_upd(__m512i a, __m512 v) { return _mm512_max_epu32(a, abs_bits(
  */
 INL void prefetch16(const void *src, stf_dtype dt, size_t i)
 {
-    size_t esz = dt == STF_F32 ? 4 : 2;
+    size_t esz = dt == STF_F32 ? 4 : dt == STF_BF16 || dt == STF_F16 ? 2 : 1;
     uintptr_t p = (uintptr_t)src + i * esz + 4096;
-    if (esz == 4 || (i & 16) == 0) _mm_prefetch((const char *)p, _MM_HINT_T0);
+    if (esz == 4 || (esz == 2 && (i & 16) == 0) || (i & 48) == 0)
+        _mm_prefetch((const char *)p, _MM_HINT_T0);
 }
 
 static int is_pow4(unsigned g)
@@ -261,23 +275,24 @@ static int is_pow4(unsigned g)
  * 2^-j, and rounding commutes with a power-of-two scale whenever nothing
  * is lost below 2^-126, which (b) rules out; the final *1/16 is exact for
  * the same reason. (b) holds for every BF16 input (all are multiples of
- * 2^-133) and every F16 input (2^-24); for F32 it holds when every
- * non-zero |x| >= 2^-122 (ulp >= 2^-145), tested here. (a) needs no test:
+ * 2^-133) and every F16 input (2^-24); for F32 (and FP8 decoded times a
+ * scale) it holds when every non-zero |x| >= 2^-122 (ulp >= 2^-145), tested
+ * here. (a) needs no test:
  * an overflow turns at least one output into Inf or NaN (all coefficients
  * are non-zero, and Inf never cancels back to a finite value), and a group
  * with a non-finite output is recomputed with the 0.5 factors in place.
  * With zs the sign of an exactly-zero output may differ (fht_quad_x).
  * Returns the lane-wise max |R| of the group (Inf/NaN if R is not finite).
  */
-INL __m512 group256(__m512 *v, const void *src, stf_dtype dt, size_t i, int zs)
+INL __m512 group256(__m512 *v, const void *src, stf_dtype dt, size_t i, int zs, __m512 sv)
 {
     __m512i tiny = _mm512_set1_epi32(-1);
 #pragma GCC unroll 16
     for (int j = 0; j < 16; j++) {
         prefetch16(src, dt, i + 16 * (size_t)j);
-        v[j] = load16(src, dt, i + 16 * (size_t)j);
+        v[j] = load16(src, dt, i + 16 * (size_t)j, sv);
         /* |bits| - 1 wraps for zeros, so its unsigned min is the smallest non-zero |x|, less one. */
-        if (dt == STF_F32)
+        if (dt != STF_BF16 && dt != STF_F16)
             tiny = _mm512_min_epu32(tiny, _mm512_sub_epi32(abs_bits(v[j]), _mm512_set1_epi32(1)));
     }
     fht256(v, 0, zs);
@@ -287,10 +302,11 @@ INL __m512 group256(__m512 *v, const void *src, stf_dtype dt, size_t i, int zs)
     __m512 m = group_maxabs(v);
     /* Not (m <= FLT_MAX): Inf or NaN somewhere in the group. */
     __mmask16 bad = _mm512_cmp_ps_mask(m, _mm512_set1_ps(FLT_MAX), _CMP_NLE_UQ);
-    if (dt == STF_F32) bad |= _mm512_cmplt_epu32_mask(tiny, _mm512_set1_epi32(0x027FFFFF));
+    if (dt != STF_BF16 && dt != STF_F16)
+        bad |= _mm512_cmplt_epu32_mask(tiny, _mm512_set1_epi32(0x027FFFFF));
     if (__builtin_expect(bad != 0, 0)) {
 #pragma GCC unroll 16
-        for (int j = 0; j < 16; j++) v[j] = load16(src, dt, i + 16 * (size_t)j);
+        for (int j = 0; j < 16; j++) v[j] = load16(src, dt, i + 16 * (size_t)j, sv);
         fht256(v, 1, 0);
         m = group_maxabs(v);
     }
@@ -306,14 +322,15 @@ INL __m512 group256(__m512 *v, const void *src, stf_dtype dt, size_t i, int zs)
  * group NaN or Inf (all H coefficients are non-zero), so a finite result
  * proves a finite input; a non-finite result is sorted out by the caller.
  */
-INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g, int zs)
+INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g, int zs,
+                    __m512 sv)
 {
     __m512i a = _mm512_setzero_si512();
     size_t i = 0;
     if (g >= 256) {
         for (; i < k; i += 256) {
             __m512 v[16];
-            __m512 m = group256(v, src, dt, i, zs);
+            __m512 m = group256(v, src, dt, i, zs, sv);
             if (g == 256) a = _mm512_max_epu32(a, _mm512_castps_si512(m));
 #pragma GCC unroll 16
             for (int j = 0; j < 16; j++) _mm512_storeu_ps(x + i + 16 * (size_t)j, v[j]);
@@ -338,7 +355,7 @@ INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g
 #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
                 prefetch16(src, dt, i + 16 * (size_t)j);
-                v[j] = load16(src, dt, i + 16 * (size_t)j);
+                v[j] = load16(src, dt, i + 16 * (size_t)j, sv);
             }
             fht_regs(v, 4);
 #pragma GCC unroll 4
@@ -350,7 +367,7 @@ INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g
     } else if (g == 16) {
         for (; i < k; i += 16) {
             prefetch16(src, dt, i);
-            __m512 v = load16(src, dt, i);
+            __m512 v = load16(src, dt, i, sv);
             v = fht_s4(fht_s1(v));
             a = amax_upd(a, v);
             _mm512_storeu_ps(x + i, v);
@@ -359,14 +376,14 @@ INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g
         /* g = 4 or 0: any k (a multiple of 4 for g = 4); masked tail. */
         for (; i + 16 <= k; i += 16) {
             prefetch16(src, dt, i);
-            __m512 v = load16(src, dt, i);
+            __m512 v = load16(src, dt, i, sv);
             if (g == 4) v = fht_s1(v);
             a = amax_upd(a, v);
             _mm512_storeu_ps(x + i, v);
         }
         if (i < k) {
             __mmask16 m = (__mmask16)((1u << (k - i)) - 1u);
-            __m512 v = load16_mask(src, dt, i, m);
+            __m512 v = load16_mask(src, dt, i, m, sv);
             if (g == 4) v = fht_s1(v);
             a = amax_upd(a, v);
             _mm512_mask_storeu_ps(x + i, m, v);
@@ -490,15 +507,15 @@ INL void pass2(int8_t *q, const float *x, size_t k, float d, stf_dtype t, int re
 /* zs = 1: int8_row does not care about the sign of zero (fht_quad_x). */
 static uint32_t pass1_bf16(float *x, const void *s, size_t k, unsigned g)
 {
-    return pass1(x, s, STF_BF16, k, g, 1);
+    return pass1(x, s, STF_BF16, k, g, 1, _mm512_setzero_ps());
 }
 static uint32_t pass1_f16(float *x, const void *s, size_t k, unsigned g)
 {
-    return pass1(x, s, STF_F16, k, g, 1);
+    return pass1(x, s, STF_F16, k, g, 1, _mm512_setzero_ps());
 }
 static uint32_t pass1_f32(float *x, const void *s, size_t k, unsigned g)
 {
-    return pass1(x, s, STF_F32, k, g, 1);
+    return pass1(x, s, STF_F32, k, g, 1, _mm512_setzero_ps());
 }
 
 static void pass2_t(int8_t *q, const float *x, size_t k, float d, stf_dtype t)
@@ -507,6 +524,23 @@ static void pass2_t(int8_t *q, const float *x, size_t k, float d, stf_dtype t)
 }
 
 
+
+/*
+ * The end of int8_row once pass 1 left R in x with max |bits| abits: the
+ * scale and the codes. Returns 1, with nothing useful written, for a row
+ * the caller must give to the scalar code (R not finite, rT(max) overflowing).
+ */
+INL int codes_row(int8_t *q, float *scale, const float *x, size_t k, uint32_t abits,
+                  stf_quant_mode mode, stf_dtype t, int hw_bf16)
+{
+    float s, d;
+    if (stf__int8_row_prepare(&s, &d, abits, mode, &t)) return 1;
+    if (hw_bf16 && t == STF_BF16 && stf__int8_recip_ok(d) && stf__avx512_bf16_usable())
+        stf__int8_codes_bf16(q, x, k, 1.0f / d);
+    else pass2_t(q, x, k, d, t);
+    *scale = s;
+    return 0;
+}
 
 INL int int8_row_x(int8_t *q, float *scale, const void *src, stf_dtype src_dtype, size_t k,
                    unsigned g, stf_quant_mode mode, stf_dtype t, float *scratch, int hw_bf16)
@@ -525,14 +559,8 @@ INL int int8_row_x(int8_t *q, float *scale, const void *src, stf_dtype src_dtype
     else if (src_dtype == STF_F16) abits = pass1_f16(scratch, src, k, g);
     else abits = pass1_f32(scratch, src, k, g);
 
-    float s, d;
-    if (stf__int8_row_prepare(&s, &d, abits, mode, &t))
+    if (codes_row(q, scale, scratch, k, abits, mode, t, hw_bf16))
         return stf__kernels_scalar.int8_row(q, scale, src, src_dtype, k, g, mode, t, scratch);
-
-    if (hw_bf16 && t == STF_BF16 && stf__int8_recip_ok(d) && stf__avx512_bf16_usable())
-        stf__int8_codes_bf16(q, scratch, k, 1.0f / d);
-    else pass2_t(q, scratch, k, d, t);
-    *scale = s;
     return 0;
 }
 
@@ -550,6 +578,52 @@ static int int8_row_avx512_plain(int8_t *q, float *scale, const void *src, stf_d
     return int8_row_x(q, scale, src, src_dtype, k, g, mode, t, scratch, 0);
 }
 
+/* Pass 1 on FP8 codes times the row scale: the decode is part of the load. */
+static uint32_t pass1_e4m3(float *x, const uint8_t *src, size_t k, unsigned g, float s)
+{
+    return pass1(x, src, STF_F8_E4M3, k, g, 1, _mm512_set1_ps(s));
+}
+static uint32_t pass1_e5m2(float *x, const uint8_t *src, size_t k, unsigned g, float s)
+{
+    return pass1(x, src, STF_F8_E5M2, k, g, 1, _mm512_set1_ps(s));
+}
+
+/*
+ * int8_row_fp8 (contract in kernels.h): the row is read once, each code
+ * decoded to fl32(fp8 * s) in a register as fp8_decode stores it, and
+ * rotated and measured there: the same F32 values in the same order as
+ * int8_row on the decoded row, so the same bytes. Rows the fast path does
+ * not take (a non-finite value, odd groups) get the scalar composition,
+ * which decodes into row.
+ */
+INL int int8_row_fp8_x(int8_t *q, float *scale, const uint8_t *src, stf_dtype dt, float s,
+                       size_t k, unsigned g, stf_quant_mode mode, stf_dtype t, float *scratch,
+                       float *row, int hw_bf16)
+{
+    if ((dt != STF_F8_E4M3 && dt != STF_F8_E5M2) || k == 0 ||
+        (g != 0 && (!is_pow4(g) || k % g != 0)))
+        return stf__int8_row_fp8_scalar(q, scale, src, dt, s, k, g, mode, t, scratch, row);
+    uint32_t abits = dt == STF_F8_E4M3 ? pass1_e4m3(scratch, src, k, g, s)
+                                       : pass1_e5m2(scratch, src, k, g, s);
+    if (codes_row(q, scale, scratch, k, abits, mode, t, hw_bf16))
+        return stf__int8_row_fp8_scalar(q, scale, src, dt, s, k, g, mode, t, scratch, row);
+    return 0;
+}
+
+static int int8_row_fp8_avx512(int8_t *q, float *scale, const uint8_t *src, stf_dtype dt,
+                               float s, size_t k, unsigned g, stf_quant_mode mode, stf_dtype t,
+                               float *scratch, float *row)
+{
+    return int8_row_fp8_x(q, scale, src, dt, s, k, g, mode, t, scratch, row, 1);
+}
+
+static int int8_row_fp8_avx512_plain(int8_t *q, float *scale, const uint8_t *src, stf_dtype dt,
+                                     float s, size_t k, unsigned g, stf_quant_mode mode,
+                                     stf_dtype t, float *scratch, float *row)
+{
+    return int8_row_fp8_x(q, scale, src, dt, s, k, g, mode, t, scratch, row, 0);
+}
+
 static void fht_regular_avx512(float *x, size_t k, unsigned g)
 {
     /* Odd sizes: the scalar code defines the result. */
@@ -560,7 +634,8 @@ static void fht_regular_avx512(float *x, size_t k, unsigned g)
     /* zs = 0: here the sign of a zero output is part of the result. pass1's
      * max |bits| covers every output, so only a row that holds a NaN pays
      * for storing it as the one quiet NaN (nan_canon.h). */
-    if (pass1(x, x, STF_F32, k, g, 0) > 0x7F800000u) stf__canon_nan_row(x, k);
+    if (pass1(x, x, STF_F32, k, g, 0, _mm512_setzero_ps()) > 0x7F800000u)
+        stf__canon_nan_row(x, k);
 }
 
 /* ------------------------------------------------------------- conversions */
@@ -568,10 +643,11 @@ static void fht_regular_avx512(float *x, size_t k, unsigned g)
 static void bf16_to_f32_avx512(float *dst, const uint16_t *src, size_t n)
 {
     size_t i = 0;
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, load16(src, STF_BF16, i));
+    const __m512 z = _mm512_setzero_ps();
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, load16(src, STF_BF16, i, z));
     if (i < n) {
         __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
-        _mm512_mask_storeu_ps(dst + i, m, load16_mask(src, STF_BF16, i, m));
+        _mm512_mask_storeu_ps(dst + i, m, load16_mask(src, STF_BF16, i, m, z));
     }
 }
 
@@ -669,6 +745,7 @@ const stf__kernels stf__kernels_avx512 = {
     stf__fp8_decode_cols_avx512,
     stf__sylvester_undo_avx512,
     stf__w4a4_unpack_avx512,
+    int8_row_fp8_avx512,
 };
 
 /* The same without the AVX512-BF16 path (declared in kernels_avx512.h). */
@@ -685,4 +762,5 @@ const stf__kernels stf__kernels_avx512_plain = {
     stf__fp8_decode_cols_avx512,
     stf__sylvester_undo_avx512,
     stf__w4a4_unpack_avx512,
+    int8_row_fp8_avx512_plain,
 };

@@ -59,6 +59,35 @@ void stf__int8_codes_bf16(int8_t *q, const float *x, size_t k, float r);
 
 #ifdef __AVX512F__ /* the helpers below: only in files built for AVX-512 */
 
+/* Sixteen FP8 codes as their exact F32 values (fp8_value in
+ * kernels_decode_scalar.c), for the decodes and int8_row_fp8. */
+INL __m512 fp8_16(__m128i codes, stf_dtype dt)
+{
+    __m512i w = _mm512_cvtepu8_epi32(codes);
+    __m512i mag = _mm512_and_si512(w, _mm512_set1_epi32(0x7F));
+    __m512i sign = _mm512_slli_epi32(_mm512_and_si512(w, _mm512_set1_epi32(0x80)), 24);
+    __m512 fm = _mm512_cvtepi32_ps(mag), v;
+    if (dt == STF_F8_E4M3) {
+        __m512 norm = _mm512_castsi512_ps(
+            _mm512_add_epi32(_mm512_slli_epi32(mag, 20), _mm512_set1_epi32(120 << 23)));
+        __mmask16 sub = _mm512_cmplt_epi32_mask(mag, _mm512_set1_epi32(8));
+        v = _mm512_mask_mul_ps(norm, sub, fm, _mm512_set1_ps(0x1p-9f));
+        __mmask16 nan = _mm512_cmpeq_epi32_mask(mag, _mm512_set1_epi32(0x7F));
+        v = _mm512_mask_mov_ps(v, nan, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
+    } else {
+        __m512 norm = _mm512_castsi512_ps(
+            _mm512_add_epi32(_mm512_slli_epi32(mag, 21), _mm512_set1_epi32(112 << 23)));
+        __mmask16 sub = _mm512_cmplt_epi32_mask(mag, _mm512_set1_epi32(4));
+        v = _mm512_mask_mul_ps(norm, sub, fm, _mm512_set1_ps(0x1p-16f));
+        __mmask16 nan = _mm512_cmpgt_epi32_mask(mag, _mm512_set1_epi32(0x7C));
+        __mmask16 inf = _mm512_cmpeq_epi32_mask(mag, _mm512_set1_epi32(0x7C));
+        v = _mm512_mask_mov_ps(v, nan, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
+        v = _mm512_mask_mov_ps(v, inf, _mm512_castsi512_ps(_mm512_set1_epi32(0x7F800000)));
+    }
+    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), sign));
+}
+
+
 INL __m512i abs_bits(__m512 v)
 {
     return _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFFFFFF));

@@ -8,37 +8,15 @@
 #include <math.h>
 
 #include "kernels.h"
+#include "kernels_avx512.h"
 #include "nan_canon.h"
-
-#define INL static inline __attribute__((always_inline))
 
 /* ------------------------------------------------------------- FP8 */
 
-/* Sixteen codes at p as their exact F32 values (see fp8_value). */
-INL __m512 fp8_16(const uint8_t *p, stf_dtype dt)
+/* Sixteen codes at p (fp8_16, kernels_avx512.h). */
+INL __m512 fp8_at(const uint8_t *p, stf_dtype dt)
 {
-    __m512i w = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)p));
-    __m512i mag = _mm512_and_si512(w, _mm512_set1_epi32(0x7F));
-    __m512i sign = _mm512_slli_epi32(_mm512_and_si512(w, _mm512_set1_epi32(0x80)), 24);
-    __m512 fm = _mm512_cvtepi32_ps(mag), v;
-    if (dt == STF_F8_E4M3) {
-        __m512 norm = _mm512_castsi512_ps(
-            _mm512_add_epi32(_mm512_slli_epi32(mag, 20), _mm512_set1_epi32(120 << 23)));
-        __mmask16 sub = _mm512_cmplt_epi32_mask(mag, _mm512_set1_epi32(8));
-        v = _mm512_mask_mul_ps(norm, sub, fm, _mm512_set1_ps(0x1p-9f));
-        __mmask16 nan = _mm512_cmpeq_epi32_mask(mag, _mm512_set1_epi32(0x7F));
-        v = _mm512_mask_mov_ps(v, nan, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
-    } else {
-        __m512 norm = _mm512_castsi512_ps(
-            _mm512_add_epi32(_mm512_slli_epi32(mag, 21), _mm512_set1_epi32(112 << 23)));
-        __mmask16 sub = _mm512_cmplt_epi32_mask(mag, _mm512_set1_epi32(4));
-        v = _mm512_mask_mul_ps(norm, sub, fm, _mm512_set1_ps(0x1p-16f));
-        __mmask16 nan = _mm512_cmpgt_epi32_mask(mag, _mm512_set1_epi32(0x7C));
-        __mmask16 inf = _mm512_cmpeq_epi32_mask(mag, _mm512_set1_epi32(0x7C));
-        v = _mm512_mask_mov_ps(v, nan, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
-        v = _mm512_mask_mov_ps(v, inf, _mm512_castsi512_ps(_mm512_set1_epi32(0x7F800000)));
-    }
-    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), sign));
+    return fp8_16(_mm_loadu_si128((const __m128i *)(const void *)p), dt);
 }
 
 INL void fp8_row(float *dst, const uint8_t *src, stf_dtype dt, size_t n, float s)
@@ -46,7 +24,7 @@ INL void fp8_row(float *dst, const uint8_t *src, stf_dtype dt, size_t n, float s
     __m512 sv = _mm512_set1_ps(s);
     size_t i = 0;
     for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(dst + i, stf__canon_nan16(_mm512_mul_ps(fp8_16(src + i, dt), sv)));
+        _mm512_storeu_ps(dst + i, stf__canon_nan16(_mm512_mul_ps(fp8_at(src + i, dt), sv)));
     if (i < n) stf__fp8_decode_scalar(dst + i, src + i, dt, n - i, s);
 }
 
@@ -60,7 +38,7 @@ INL void fp8_cols(float *dst, const uint8_t *src, stf_dtype dt, size_t n, const 
 {
     size_t i = 0;
     for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(dst + i, stf__canon_nan16(_mm512_mul_ps(fp8_16(src + i, dt),
+        _mm512_storeu_ps(dst + i, stf__canon_nan16(_mm512_mul_ps(fp8_at(src + i, dt),
                                                                   _mm512_loadu_ps(s + i))));
     if (i < n) stf__fp8_decode_cols_scalar(dst + i, src + i, dt, n - i, s + i);
 }

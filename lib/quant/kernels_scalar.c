@@ -175,4 +175,5 @@ const stf__kernels stf__kernels_scalar = {
     stf__fp8_decode_cols_scalar,
     stf__sylvester_undo_scalar,
     stf__w4a4_unpack_scalar,
+    stf__int8_row_fp8_scalar,
 };

@@ -153,12 +153,12 @@ static int run_rows(void *ud, size_t b, size_t e)
                                  j->scale[r], k);
             break;
         case J_FP8_REQ: {
-            /* The fused path of fix (lib/pipeline/job.c, fused_rows): decode
-             * FP8 x scale into one cache-resident F32 row, then requantize
-             * it with T = BF16, G = j->g; x + k is the second scratch row. */
-            kt->fp8_decode(x + k, (const uint8_t *)j->src + r * k, STF_F8_E4M3, k, 0.0123f);
-            int rc = kt->int8_row((int8_t *)j->dst + r * k, j->scale + r, x + k, STF_F32, k,
-                                  j->g, STF_QMODE_CUDA, STF_BF16, x);
+            /* The fused path of fix (lib/pipeline/job.c, fused_rows): FP8 x
+             * scale requantized with T = BF16, G = j->g by int8_row_fp8
+             * (decoded as it is read, or into x + k where a variant composes). */
+            int rc = kt->int8_row_fp8((int8_t *)j->dst + r * k, j->scale + r,
+                                      (const uint8_t *)j->src + r * k, STF_F8_E4M3, 0.0123f, k,
+                                      j->g, STF_QMODE_CUDA, STF_BF16, x, x + k);
             if (rc) return rc;
             break;
         }
