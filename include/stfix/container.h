@@ -195,9 +195,9 @@ STF_API const stf_tensor_info *stf_ckpt_tensor(const stf_ckpt *c, size_t i);
  * Find by exact name, the len bytes at `name` (which may hold U+0000); 0 and
  * *idx set, or STF_ENOTFOUND.
  */
-STF_API int stf_ckpt_find_n(const stf_ckpt *c, const char *name, size_t len, size_t *idx);
+STF_API int stf_ckpt_find_n(size_t *idx, const stf_ckpt *c, const char *name, size_t len);
 /* stf_ckpt_find_n of the NUL-terminated `name`. */
-STF_API int stf_ckpt_find(const stf_ckpt *c, const char *name, size_t *idx);
+STF_API int stf_ckpt_find(size_t *idx, const stf_ckpt *c, const char *name);
 
 /*
  * Copy `len` bytes of tensor i starting at byte `off` within the tensor into
@@ -206,7 +206,7 @@ STF_API int stf_ckpt_find(const stf_ckpt *c, const char *name, size_t *idx);
  * file and the byte offset where it ended, never a signal. Safe to call
  * from several threads at once.
  */
-STF_API int stf_ckpt_read(const stf_ckpt *c, size_t i, uint64_t off, void *dst, size_t len,
+STF_API int stf_ckpt_read(void *dst, const stf_ckpt *c, size_t i, uint64_t off, size_t len,
                           stf_err *err);
 
 /*
@@ -377,9 +377,9 @@ STF_API int stf_writer_set_group_n(stf_writer *w, const char *name, size_t len, 
  */
 STF_API int stf_writer_prepare(stf_writer *w, stf_err *err);
 /* Index of `name` among the added tensors (for stf_writer_fill), or STF_ENOTFOUND. */
-STF_API int stf_writer_tensor_id(const stf_writer *w, const char *name, size_t *id);
+STF_API int stf_writer_tensor_id(size_t *id, const stf_writer *w, const char *name);
 /* stf_writer_tensor_id of the tensor named by the len bytes at `name`. */
-STF_API int stf_writer_tensor_id_n(const stf_writer *w, const char *name, size_t len, size_t *id);
+STF_API int stf_writer_tensor_id_n(size_t *id, const stf_writer *w, const char *name, size_t len);
 /* Write len bytes at byte `off` of deferred tensor `id` (bounds checked:
  * STF_EINVAL). Overlapping fills are the caller's error (commit then
  * refuses the tensor); a failed fill makes commit fail with STF_EIO.

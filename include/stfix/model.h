@@ -447,7 +447,7 @@ STF_API size_t stf_model_layer_count(const stf_model *m);
 STF_API const stf_layer *stf_model_layer(const stf_model *m, size_t i);
 
 /* Find a layer by exact prefix (len bytes). 0 and *idx, or STF_ENOTFOUND. */
-STF_API int stf_model_find_layer(const stf_model *m, const char *prefix, size_t len, size_t *idx);
+STF_API int stf_model_find_layer(size_t *idx, const stf_model *m, const char *prefix, size_t len);
 
 /*
  * The checkpoint tensor index of the layer's tensor with suffix s, or -1

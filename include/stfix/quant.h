@@ -185,7 +185,7 @@ STF_API int stf_wide_row_absmax(stf_wide_row *r, const void *src, stf_dtype src_
                                 uint64_t col0, size_t cols, float *scratch, stf_pool *pool,
                                 stf_err *err);
 STF_API float stf_wide_row_scale(const stf_wide_row *r);
-STF_API int stf_wide_row_codes(const stf_wide_row *r, int8_t *q, const void *src,
+STF_API int stf_wide_row_codes(int8_t *q, const stf_wide_row *r, const void *src,
                                stf_dtype src_dtype, uint64_t col0, size_t cols, float *scratch,
                                stf_pool *pool, stf_err *err);
 
@@ -221,7 +221,7 @@ STF_API void stf_metrics_add(stf_metrics *m, const float *ref, const float *test
                              uint64_t row, uint64_t col0);
 /* Combine two accumulators (for per-thread partials, merged in row order). */
 STF_API void stf_metrics_merge(stf_metrics *into, const stf_metrics *from);
-STF_API void stf_metrics_finish(const stf_metrics *m, stf_metrics_result *out);
+STF_API void stf_metrics_finish(stf_metrics_result *out, const stf_metrics *m);
 
 #ifdef __cplusplus
 }

@@ -154,7 +154,7 @@ int stf__probe_scan(const stf_ckpt *c, size_t wi, const stf_tensor_info *w,
         size_t rows = (size_t)(n - r0 < per ? n - r0 : per);
         const uint8_t *blk = direct ? direct + r0 * kb : buf;
         if (!direct) {
-            rc = stf_ckpt_read(c, wi, r0 * kb, buf, rows * (size_t)kb, err);
+            rc = stf_ckpt_read(buf, c, wi, r0 * kb, rows * (size_t)kb, err);
             if (rc) goto done;
         }
         for (size_t i = 0; i < rows; i++) {

@@ -41,7 +41,7 @@ static int probe_scale(stf__scale_probe *out, const stf_ckpt *c, size_t idx, stf
     out->probed = 1;
     for (uint64_t at = 0; at < t->nelem; at += ROW_CHUNK) {
         size_t n = (size_t)(t->nelem - at < ROW_CHUNK ? t->nelem - at : ROW_CHUNK);
-        int rc = stf_ckpt_read(c, idx, at * isz, raw, n * isz, err);
+        int rc = stf_ckpt_read(raw, c, idx, at * isz, n * isz, err);
         if (!rc) rc = stf_convert_to_f32(v, raw, t->dtype, n, err);
         if (rc) return rc;
         for (size_t j = 0; j < n; j++) {

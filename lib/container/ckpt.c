@@ -436,7 +436,7 @@ const stf_tensor_info *stf_ckpt_tensor(const stf_ckpt *c, size_t i)
 }
 
 /* Binary search over the name order; the first of equal names wins. */
-int stf_ckpt_find_n(const stf_ckpt *c, const char *name, size_t n, size_t *idx)
+int stf_ckpt_find_n(size_t *idx, const stf_ckpt *c, const char *name, size_t n)
 {
     if (!c || !name) return STF_ENOTFOUND;
     size_t lo = 0, hi = c->ntensors;
@@ -454,9 +454,9 @@ int stf_ckpt_find_n(const stf_ckpt *c, const char *name, size_t n, size_t *idx)
 }
 
 /* The C-string form of stf_ckpt_find_n. */
-int stf_ckpt_find(const stf_ckpt *c, const char *name, size_t *idx)
+int stf_ckpt_find(size_t *idx, const stf_ckpt *c, const char *name)
 {
-    return name ? stf_ckpt_find_n(c, name, strlen(name), idx) : STF_ENOTFOUND;
+    return name ? stf_ckpt_find_n(idx, c, name, strlen(name)) : STF_ENOTFOUND;
 }
 
 /* Absolute file offset of byte `off` of tensor t (validated geometry, so
@@ -473,7 +473,7 @@ static int tensor_file_off(const stf_ckpt *c, const stf_tensor_info *t, uint64_t
 }
 
 /* Bounds-checked copy out of a tensor; see container.h. */
-int stf_ckpt_read(const stf_ckpt *c, size_t i, uint64_t off, void *dst, size_t len,
+int stf_ckpt_read(void *dst, const stf_ckpt *c, size_t i, uint64_t off, size_t len,
                   stf_err *err)
 {
     uint64_t abs;

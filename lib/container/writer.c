@@ -306,7 +306,7 @@ int stf_writer_set_group_n(stf_writer *w, const char *name, size_t len, const ch
     if (!w || !name) return stf__err(err, STF_EINVAL, "writer: NULL tensor name");
     if (w->state != STF__W_OPEN) return refuse_changes(w, err);
     size_t id;
-    if (stf_writer_tensor_id_n(w, name, len, &id)) {
+    if (stf_writer_tensor_id_n(&id, w, name, len)) {
         char shown[STF__NAME_SHOWN];
         return stf__err(err, STF_EINVAL, "%s: set_group: no tensor named '%s' was added",
                         w->path, stf__name_render(shown, sizeof shown, name, len));
@@ -322,13 +322,13 @@ int stf_writer_set_group_n(stf_writer *w, const char *name, size_t len, const ch
 }
 
 /* The C-string form of stf_writer_tensor_id_n (contract in container.h). */
-int stf_writer_tensor_id(const stf_writer *w, const char *name, size_t *id)
+int stf_writer_tensor_id(size_t *id, const stf_writer *w, const char *name)
 {
-    return name ? stf_writer_tensor_id_n(w, name, strlen(name), id) : STF_ENOTFOUND;
+    return name ? stf_writer_tensor_id_n(id, w, name, strlen(name)) : STF_ENOTFOUND;
 }
 
 /* Position in add order, which prepare never changes (contract in container.h). */
-int stf_writer_tensor_id_n(const stf_writer *w, const char *name, size_t len, size_t *id)
+int stf_writer_tensor_id_n(size_t *id, const stf_writer *w, const char *name, size_t len)
 {
     if (!w || !name || !w->nslots) return STF_ENOTFOUND;
     size_t slot = slot_find(w, name, len);

@@ -74,7 +74,7 @@ static int write_tensor(stf__sink *sk, const stf__wtensor *t, stage *st, stf_err
     if ((rc = stage_get(st, len, sk->final_path, err))) return rc;
     for (uint64_t off = 0; off < len;) {
         size_t k = len - off < st->cap ? (size_t)(len - off) : st->cap;
-        if (src->kind == STF_SRC_CKPT) rc = stf_ckpt_read(src->ckpt, src->idx, off, st->buf, k, err);
+        if (src->kind == STF_SRC_CKPT) rc = stf_ckpt_read(st->buf, src->ckpt, src->idx, off, k, err);
         else rc = src->fn(src->ud, st->buf, off, k, err);
         if (rc) {
             char shown[STF__NAME_SHOWN];

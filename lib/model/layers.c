@@ -308,7 +308,7 @@ const stf_layer *stf_model_layer(const stf_model *m, size_t i)
 }
 
 /* Exact prefix lookup through the hash index; STF_ENOTFOUND when absent. */
-int stf_model_find_layer(const stf_model *m, const char *prefix, size_t len, size_t *idx)
+int stf_model_find_layer(size_t *idx, const stf_model *m, const char *prefix, size_t len)
 {
     long at = find_layer(m, prefix, len);
     if (at < 0) return STF_ENOTFOUND;

@@ -80,7 +80,7 @@ int stf__marker_from_tensor(stf_marker *m, const stf_ckpt *c, size_t idx, stf_er
         if (!copy)
             return stf__err(err, STF_ENOMEM, "out of memory reading marker %s",
                             stf__name_render(tn, sizeof tn, t->name, t->name_len));
-        int rc = stf_ckpt_read(c, idx, 0, copy, n, err);
+        int rc = stf_ckpt_read(copy, c, idx, 0, n, err);
         if (rc) {
             stf__free(copy);
             return rc;

@@ -112,7 +112,7 @@ static int read_scales(stf__decoder *dc, stf_err *err)
     size_t per = sizeof tmp / esz;
     for (size_t i = 0; i < dc->nscales; i += per) {
         size_t cnt = dc->nscales - i < per ? dc->nscales - i : per;
-        int rc = stf_ckpt_read(dc->c, si, (uint64_t)i * esz, tmp, cnt * esz, err);
+        int rc = stf_ckpt_read(tmp, dc->c, si, (uint64_t)i * esz, cnt * esz, err);
         if (rc) return rc;
         rc = stf_convert_to_f32(dc->scales + i, tmp, d->s_dtype, cnt, err);
         if (rc) return rc;
@@ -181,7 +181,7 @@ int stf__decoder_raw(const stf__decoder *dc, const void **out, uint64_t r0, uint
         *out = dc->mem + off;
         return 0;
     }
-    int rc = stf_ckpt_read(dc->c, dc->d.w_idx, off, scratch, (size_t)((r1 - r0) * dc->row_bytes),
+    int rc = stf_ckpt_read(scratch, dc->c, dc->d.w_idx, off, (size_t)((r1 - r0) * dc->row_bytes),
                            err);
     if (rc) return rc;
     *out = scratch;
@@ -308,7 +308,7 @@ int stf__decoder_raw_cols(const stf__decoder *dc, const void **out, uint64_t row
         *out = dc->mem + off;
         return 0;
     }
-    int rc = stf_ckpt_read(dc->c, d->w_idx, off, scratch, (size_t)span_bytes(dc, cols), err);
+    int rc = stf_ckpt_read(scratch, dc->c, d->w_idx, off, (size_t)span_bytes(dc, cols), err);
     if (rc) return rc;
     *out = scratch;
     return 0;

@@ -443,7 +443,7 @@ int stf__job_exec(stf__jobrun *jr, const stf__job *job, stf_metrics_result *m, s
     size_t pc = stf__job_piece_cols(jr, job);
     rc = pc ? stf__job_wide(jr, job, &dc, pc, m ? &total : NULL, err)
             : run_blocks(jr, job, &dc, m ? &total : NULL, err);
-    if (rc == 0 && m) stf_metrics_finish(&total, m);
+    if (rc == 0 && m) stf_metrics_finish(m, &total);
 done:
     stf__decoder_close(&dc);
     return rc;

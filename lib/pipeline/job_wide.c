@@ -90,7 +90,7 @@ static int wide_one(stf__jobrun *jr, const stf__job *job, const stf__decoder *dc
                 continue;
             }
             if (quant) {
-                rc = stf_wide_row_codes(&wr, (int8_t *)jr->out, src, dt, c0, cols, jr->wide,
+                rc = stf_wide_row_codes((int8_t *)jr->out, &wr, src, dt, c0, cols, jr->wide,
                                         jr->pool, err);
                 if (rc) return quant_err(dc, row, rc, err);
             } else if ((rc = stf_convert_from_f32(jr->out, job->out_dtype, jr->ref, cols, err))) {

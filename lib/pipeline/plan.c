@@ -372,7 +372,7 @@ static int find_merges(size_t *into, size_t *from, stf__plan_builder *b, stf__ma
             break;
         }
         if (stf__bytes_cmp(np, nplen, l->prefix, l->prefix_len) &&
-            stf_model_find_layer(m, np, nplen, &t) == 0 &&
+            stf_model_find_layer(&t, m, np, nplen) == 0 &&
             t != i && from[t] == SIZE_MAX && stf_model_layer(m, t)->nmarkers == 0) {
             into[i] = t;
             from[t] = i;

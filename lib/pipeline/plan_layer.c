@@ -253,7 +253,7 @@ static int tensor_equals(const stf_ckpt *c, size_t i, const char *text, size_t n
 {
     if (n > 65536) return 0;
     unsigned char buf[65536];
-    if (stf_ckpt_read(c, i, 0, buf, n, NULL)) return 0;
+    if (stf_ckpt_read(buf, c, i, 0, n, NULL)) return 0;
     return !memcmp(buf, text, n);
 }
 

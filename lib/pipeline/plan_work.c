@@ -77,7 +77,7 @@ static void recover_marker(stf__layer_work *w)
         return;
     }
     size_t n = (size_t)t->nbytes;
-    int rc = stf_ckpt_read(w->b->p->c, (size_t)ti, 0, buf, n, NULL);
+    int rc = stf_ckpt_read(buf, w->b->p->c, (size_t)ti, 0, n, NULL);
     if (!rc) {
         while (n && buf[n - 1] == 0) n--;
         stf_pyval *v = NULL;

@@ -88,7 +88,7 @@ static int cast_produce(void *ud, void *dst, uint64_t off, size_t len, stf_err *
     while (off < end) {
         uint64_t nel_left = (end - e * oe + oe - 1) / oe;
         size_t cnt = nel_left < PIECE ? (size_t)nel_left : PIECE;
-        int rc = stf_ckpt_read(cs->c, cs->idx, e * ie, in, cnt * ie, err);
+        int rc = stf_ckpt_read(in, cs->c, cs->idx, e * ie, cnt * ie, err);
         if (rc) return rc;
         if ((rc = stf_convert_to_f32(f, in, cs->from, cnt, err)) ||
             (rc = stf_convert_from_f32(outb, cs->to, f, cnt, err)))
@@ -339,7 +339,7 @@ int stf_plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
     if (rc) goto done;
     for (size_t i = 0; i < p->nouts; i++) {
         const stf_plan_tensor *t = &p->outs[i].pub;
-        if ((rc = stf_writer_tensor_id_n(w, t->name, t->name_len, &ctx.ids[i]))) {
+        if ((rc = stf_writer_tensor_id_n(&ctx.ids[i], w, t->name, t->name_len))) {
             char shown[STF__NAME_SHOWN];
             rc = stf__err(err, STF_EINVAL, "run: output '%s' missing from the writer",
                           stf__name_render(shown, sizeof shown, t->name, t->name_len));

@@ -57,7 +57,7 @@ void stf_metrics_merge(stf_metrics *into, const stf_metrics *from)
 
 /* Final values per stfix-convrot(7), ERROR METRICS, with the documented
  * zero-norm edge cases. */
-void stf_metrics_finish(const stf_metrics *m, stf_metrics_result *out)
+void stf_metrics_finish(stf_metrics_result *out, const stf_metrics *m)
 {
     if (!out) return;
     memset(out, 0, sizeof *out);

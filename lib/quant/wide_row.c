@@ -183,7 +183,7 @@ float stf_wide_row_scale(const stf_wide_row *r)
 }
 
 /* Pass 2 over one piece (contract in quant.h). */
-int stf_wide_row_codes(const stf_wide_row *r, int8_t *q, const void *src, stf_dtype src_dtype,
+int stf_wide_row_codes(int8_t *q, const stf_wide_row *r, const void *src, stf_dtype src_dtype,
                        uint64_t col0, size_t cols, float *scratch, stf_pool *pool, stf_err *err)
 {
     int rc = check_piece(r, src, src_dtype, col0, cols, scratch, err);

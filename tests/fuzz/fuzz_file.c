@@ -38,16 +38,16 @@ static void read_all(const stf_ckpt *c, const uint8_t *file, size_t size)
         const uint8_t *want = file + 8 + n + t->begin;
         for (uint64_t off = 0; off < t->nbytes; off += CHUNK) {
             size_t len = t->nbytes - off < CHUNK ? (size_t)(t->nbytes - off) : CHUNK;
-            CHECK(stf_ckpt_read(c, i, off, buf, len, &e) == 0);
+            CHECK(stf_ckpt_read(buf, c, i, off, len, &e) == 0);
             CHECK(memcmp(buf, want + off, len) == 0);
         }
-        CHECK(stf_ckpt_read(c, i, t->nbytes, buf, 1, &e) == STF_EINVAL);
-        CHECK(stf_ckpt_read(c, i, UINT64_MAX, buf, 2, &e) == STF_EINVAL);
+        CHECK(stf_ckpt_read(buf, c, i, t->nbytes, 1, &e) == STF_EINVAL);
+        CHECK(stf_ckpt_read(buf, c, i, UINT64_MAX, 2, &e) == STF_EINVAL);
         const uint8_t *p = stf_ckpt_tensor_data(c, i);
         if (p && t->nbytes) CHECK(memcmp(p, want, (size_t)t->nbytes) == 0);
         size_t idx;
         if (strlen(t->name) == t->name_len) {
-            CHECK(stf_ckpt_find(c, t->name, &idx) == 0);
+            CHECK(stf_ckpt_find(&idx, c, t->name) == 0);
             CHECK(!strcmp(stf_ckpt_tensor(c, idx)->name, t->name));
         }
     }

@@ -31,12 +31,12 @@ static void walk(const stf_ckpt *c, const uint8_t *data, size_t size)
         const uint8_t *p = stf_ckpt_tensor_data(c, i);
         CHECK(p == data + 8 + n + t->begin);
         if (t->nbytes) {
-            CHECK(stf_ckpt_read(c, i, t->nbytes - 1, b, 1, &e) == 0);
+            CHECK(stf_ckpt_read(b, c, i, t->nbytes - 1, 1, &e) == 0);
             CHECK(b[0] == p[t->nbytes - 1]);
         }
-        CHECK(stf_ckpt_read(c, i, t->nbytes, b, 1, &e) == STF_EINVAL);
+        CHECK(stf_ckpt_read(b, c, i, t->nbytes, 1, &e) == STF_EINVAL);
         size_t idx;
-        CHECK(strlen(t->name) != t->name_len || stf_ckpt_find(c, t->name, &idx) == 0);
+        CHECK(strlen(t->name) != t->name_len || stf_ckpt_find(&idx, c, t->name) == 0);
     }
     for (size_t i = 0; i < stf_ckpt_meta_count(c, 0); i++) {
         const stf_meta_entry *m = stf_ckpt_meta(c, 0, i);

@@ -61,11 +61,11 @@ static void check_open(const stf_ckpt *c, const stf__index *ix, const fuzz_part 
         const stf__index_entry *m = map_find(ix, t->name, t->name_len);
         CHECK(m && m->file == t->shard); /* I4 */
         size_t j;
-        CHECK(stf_ckpt_find(c, t->name, &j) == 0 && j == i); /* I5: one shard only */
+        CHECK(stf_ckpt_find(&j, c, t->name) == 0 && j == i); /* I5: one shard only */
         unsigned char b = 0;
         stf_err e;
         if (t->nbytes) {
-            CHECK(stf_ckpt_read(c, i, t->nbytes - 1, &b, 1, &e) == 0);
+            CHECK(stf_ckpt_read(&b, c, i, t->nbytes - 1, 1, &e) == 0);
             CHECK(b == im->p[at + t->nbytes - 1]);
         }
     }
@@ -100,8 +100,8 @@ static void check_rewrite(const stf_ckpt *c, uint64_t max_shard)
         size_t j = fuzz_find_same(out, t->name, t->dtype, t->rank, t->shape, t->nbytes);
         if (t->nbytes) {
             unsigned char a = 0, b = 0;
-            CHECK(stf_ckpt_read(c, i, 0, &a, 1, &e) == 0);
-            CHECK(stf_ckpt_read(out, j, 0, &b, 1, &e) == 0);
+            CHECK(stf_ckpt_read(&a, c, i, 0, 1, &e) == 0);
+            CHECK(stf_ckpt_read(&b, out, j, 0, 1, &e) == 0);
             CHECK(a == b);
         }
     }

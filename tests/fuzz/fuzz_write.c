@@ -85,7 +85,7 @@ static void read_tensor(unsigned char **buf, const stf_ckpt *c, size_t i)
     stf_err e;
     *buf = malloc(t->nbytes ? (size_t)t->nbytes : 1);
     CHECK(*buf != NULL);
-    CHECK(stf_ckpt_read(c, i, 0, *buf, (size_t)t->nbytes, &e) == 0);
+    CHECK(stf_ckpt_read(*buf, c, i, 0, (size_t)t->nbytes, &e) == 0);
 }
 
 /* The written files against the plan. */

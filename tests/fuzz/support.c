@@ -57,7 +57,7 @@ size_t fuzz_find_same(const stf_ckpt *c, const char *name, stf_dtype dtype, unsi
                       const uint64_t *shape, uint64_t nbytes)
 {
     size_t j = 0;
-    CHECK(stf_ckpt_find(c, name, &j) == 0);
+    CHECK(stf_ckpt_find(&j, c, name) == 0);
     const stf_tensor_info *u = stf_ckpt_tensor(c, j);
     CHECK(u->dtype == dtype && u->rank == rank && u->nbytes == nbytes);
     CHECK(!rank || !memcmp(u->shape, shape, rank * sizeof *shape));

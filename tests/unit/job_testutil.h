@@ -71,7 +71,7 @@ static inline stf__job float_job(const stf_ckpt *c, stf__job_kind kind, stf_dtyp
     memset(&j, 0, sizeof j);
     j.kind = kind;
     j.dec.kind = STF__DEC_FLOAT;
-    assert_int_equal(stf_ckpt_find(c, "l.weight", &j.dec.w_idx), 0);
+    assert_int_equal(stf_ckpt_find(&j.dec.w_idx, c, "l.weight"), 0);
     j.dec.w_dtype = dt;
     j.dec.s_idx = -1;
     j.dec.n = n;
@@ -92,7 +92,7 @@ static inline stf__job scaled_job(const stf_ckpt *c, stf__job_kind kind, stf__de
 {
     stf__job j = float_job(c, kind, wdt, n, k, g, STF_QMODE_CUDA);
     size_t si;
-    assert_int_equal(stf_ckpt_find(c, "l.weight_scale", &si), 0);
+    assert_int_equal(stf_ckpt_find(&si, c, "l.weight_scale"), 0);
     j.dec.kind = dk;
     j.dec.s_idx = (int64_t)si;
     j.dec.s_dtype = STF_F32;

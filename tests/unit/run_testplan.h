@@ -36,7 +36,7 @@ static inline void tp_init(tplan *t, const stf_ckpt *c, unsigned targets)
 static inline size_t tp_in(const stf_ckpt *c, const char *name)
 {
     size_t i = 0;
-    if (stf_ckpt_find(c, name, &i) != 0) return SIZE_MAX;
+    if (stf_ckpt_find(&i, c, name) != 0) return SIZE_MAX;
     return i;
 }
 

@@ -90,26 +90,26 @@ static void check_two_tensors(const stf_ckpt *c, const char *path, uint64_t size
     assert_null(stf_ckpt_tensor(c, 2));
 
     size_t idx = 99;
-    assert_int_equal(stf_ckpt_find(c, "b", &idx), 0);
+    assert_int_equal(stf_ckpt_find(&idx, c, "b"), 0);
     assert_int_equal(idx, 1);
-    assert_int_equal(stf_ckpt_find(c, "attn.0", &idx), 0);
+    assert_int_equal(stf_ckpt_find(&idx, c, "attn.0"), 0);
     assert_int_equal(idx, 0);
-    assert_int_equal(stf_ckpt_find(c, "attn", &idx), STF_ENOTFOUND);
-    assert_int_equal(stf_ckpt_find(c, "c", &idx), STF_ENOTFOUND);
-    assert_int_equal(stf_ckpt_find(c, "", &idx), STF_ENOTFOUND);
+    assert_int_equal(stf_ckpt_find(&idx, c, "attn"), STF_ENOTFOUND);
+    assert_int_equal(stf_ckpt_find(&idx, c, "c"), STF_ENOTFOUND);
+    assert_int_equal(stf_ckpt_find(&idx, c, ""), STF_ENOTFOUND);
 
     uint8_t buf[24];
-    assert_int_equal(stf_ckpt_read(c, 0, 0, buf, 24, &e), 0);
+    assert_int_equal(stf_ckpt_read(buf, c, 0, 0, 24, &e), 0);
     assert_memory_equal(buf, k_f32_0_5, 24);
-    assert_int_equal(stf_ckpt_read(c, 1, 1, buf, 3, &e), 0);
+    assert_int_equal(stf_ckpt_read(buf, c, 1, 1, 3, &e), 0);
     assert_memory_equal(buf, "XYZ", 3);
-    assert_int_equal(stf_ckpt_read(c, 1, 4, buf, 0, &e), 0);
+    assert_int_equal(stf_ckpt_read(buf, c, 1, 4, 0, &e), 0);
     /* bounds are the tensor's, not the file's: byte 4 of "b" would be past the end */
-    assert_int_equal(stf_ckpt_read(c, 1, 2, buf, 3, &e), STF_EINVAL);
+    assert_int_equal(stf_ckpt_read(buf, c, 1, 2, 3, &e), STF_EINVAL);
     assert_non_null(strstr(e.msg, "tensor 'b'"));
-    assert_int_equal(stf_ckpt_read(c, 0, 20, buf, 5, &e), STF_EINVAL);
-    assert_int_equal(stf_ckpt_read(c, 0, 25, buf, 0, &e), STF_EINVAL);
-    assert_int_equal(stf_ckpt_read(c, 2, 0, buf, 1, &e), STF_EINVAL);
+    assert_int_equal(stf_ckpt_read(buf, c, 0, 20, 5, &e), STF_EINVAL);
+    assert_int_equal(stf_ckpt_read(buf, c, 0, 25, 0, &e), STF_EINVAL);
+    assert_int_equal(stf_ckpt_read(buf, c, 2, 0, 1, &e), STF_EINVAL);
 
     const stf__source *src = NULL;
     uint64_t off = 0;
@@ -173,9 +173,9 @@ static void test_empty_checkpoint(void **state)
     assert_int_equal(stf_ckpt_tensor_count(c), 0);
     assert_int_equal(stf_ckpt_shard_has_meta(c, 0), 0);
     assert_int_equal(stf_ckpt_meta_count(c, 0), 0);
-    assert_int_equal(stf_ckpt_find(c, "x", NULL), STF_ENOTFOUND);
+    assert_int_equal(stf_ckpt_find(NULL, c, "x"), STF_ENOTFOUND);
     uint8_t x;
-    assert_int_equal(stf_ckpt_read(c, 0, 0, &x, 1, &e), STF_EINVAL);
+    assert_int_equal(stf_ckpt_read(&x, c, 0, 0, 1, &e), STF_EINVAL);
     stf_ckpt_free(c);
 }
 
@@ -298,7 +298,7 @@ static void test_truncated_while_open(void **state)
     assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), 0);
     assert_int_equal(truncate(p, (off_t)(len - 2)), 0);
     uint8_t buf[4];
-    assert_int_equal(stf_ckpt_read(c, 1, 0, buf, 4, &e), STF_EIO);
+    assert_int_equal(stf_ckpt_read(buf, c, 1, 0, 4, &e), STF_EIO);
     assert_non_null(strstr(e.msg, "tensor 'b'"));
     assert_non_null(strstr(e.msg, "unexpected end of file"));
     assert_true(e.has_offset);
@@ -343,12 +343,12 @@ static void test_over_4gib_sparse(void **state)
     const stf_tensor_info *t = stf_ckpt_tensor(c, 0);
     assert_int_equal(t->nbytes, nb);
     assert_int_equal(t->shape[0], nb);
-    assert_int_equal(stf_ckpt_read(c, 0, toff - 1, buf, 6, &e), 0);
+    assert_int_equal(stf_ckpt_read(buf, c, 0, toff - 1, 6, &e), 0);
     assert_memory_equal(buf, "\0FAR!\0", 6);
-    assert_int_equal(stf_ckpt_read(c, 0, 3, buf, 4, &e), 0);
+    assert_int_equal(stf_ckpt_read(buf, c, 0, 3, 4, &e), 0);
     assert_memory_equal(buf, "near", 4);
-    assert_int_equal(stf_ckpt_read(c, 0, nb - 6, buf, 6, &e), 0);
-    assert_int_equal(stf_ckpt_read(c, 0, nb - 5, buf, 6, &e), STF_EINVAL);
+    assert_int_equal(stf_ckpt_read(buf, c, 0, nb - 6, 6, &e), 0);
+    assert_int_equal(stf_ckpt_read(buf, c, 0, nb - 5, 6, &e), STF_EINVAL);
     stf_ckpt_free(c);
     unlink(p);
     free(h);
@@ -389,8 +389,8 @@ static void expect_shard_tensor(const stf_ckpt *c, size_t k)
     uint8_t got[8], want[8];
     stf_err e;
     snprintf(name, sizeof name, "t%04zu", k);
-    assert_int_equal(stf_ckpt_find(c, name, &i), 0);
-    if (stf_ckpt_read(c, i, 0, got, sizeof got, &e)) fail_msg("%s: %s", name, e.msg);
+    assert_int_equal(stf_ckpt_find(&i, c, name), 0);
+    if (stf_ckpt_read(got, c, i, 0, sizeof got, &e)) fail_msg("%s: %s", name, e.msg);
     memset(want, (int)(k & 0xff), sizeof want);
     assert_memory_equal(got, want, sizeof want);
 }
@@ -446,12 +446,12 @@ static void test_shard_replaced_while_closed(void **state)
     assert_int_equal(rename(tmp, sp), 0);
     size_t i;
     uint8_t got[8];
-    assert_int_equal(stf_ckpt_find(c, "t0000", &i), 0);
+    assert_int_equal(stf_ckpt_find(&i, c, "t0000"), 0);
     char want[600];
     snprintf(want, sizeof want,
              "tensor 't0000': %s: the file was replaced by another since it was opened (device "
              "or inode changed); open the checkpoint again", sp);
-    assert_int_equal(stf_ckpt_read(c, i, 0, got, sizeof got, &e), STF_EIO);
+    assert_int_equal(stf_ckpt_read(got, c, i, 0, sizeof got, &e), STF_EIO);
     assert_string_equal(e.msg, want);
     expect_shard_tensor(c, 1); /* the others still read */
     snprintf(out, sizeof out, "%s/joined.safetensors", st_dir);
@@ -560,15 +560,15 @@ static void test_names_are_bytes(void **state)
         const stf_tensor_info *t = stf_ckpt_tensor(c, want[i].at);
         assert_int_equal(t->name_len, want[i].len);
         assert_memory_equal(t->name, want[i].name, want[i].len + 1);
-        assert_int_equal(stf_ckpt_find_n(c, want[i].name, want[i].len, &idx), 0);
+        assert_int_equal(stf_ckpt_find_n(&idx, c, want[i].name, want[i].len), 0);
         assert_int_equal(idx, want[i].at);
     }
-    assert_int_equal(stf_ckpt_find_n(c, "a\0bc", 4, &idx), STF_ENOTFOUND);
-    assert_int_equal(stf_ckpt_find_n(c, "a\0c", 3, &idx), STF_ENOTFOUND);
+    assert_int_equal(stf_ckpt_find_n(&idx, c, "a\0bc", 4), STF_ENOTFOUND);
+    assert_int_equal(stf_ckpt_find_n(&idx, c, "a\0c", 3), STF_ENOTFOUND);
     /* The C-string form reaches exactly the names without U+0000. */
-    assert_int_equal(stf_ckpt_find(c, "a", &idx), 0);
+    assert_int_equal(stf_ckpt_find(&idx, c, "a"), 0);
     assert_int_equal(idx, 0);
-    assert_int_equal(stf_ckpt_find(c, "", &idx), 0);
+    assert_int_equal(stf_ckpt_find(&idx, c, ""), 0);
     assert_int_equal(idx, 2);
     assert_string_equal(stf_ckpt_meta_find_n(c, 0, "k\0x", 3)->value, "2");
     assert_string_equal(stf_ckpt_meta_find(c, 0, "k")->value, "1");

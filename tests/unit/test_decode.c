@@ -18,7 +18,7 @@
 static size_t idx_of(const stf_ckpt *c, const char *name)
 {
     size_t i = 0;
-    assert_int_equal(stf_ckpt_find(c, name, &i), 0);
+    assert_int_equal(stf_ckpt_find(&i, c, name), 0);
     return i;
 }
 

@@ -377,12 +377,12 @@ static void test_sharded_open(void **state)
     assert_string_equal(stf_ckpt_tensor(c, 2)->name, "b");
     assert_int_equal(stf_ckpt_tensor(c, 2)->shard, 1);
     size_t idx;
-    assert_int_equal(stf_ckpt_find(c, "b", &idx), 0);
+    assert_int_equal(stf_ckpt_find(&idx, c, "b"), 0);
     assert_int_equal(idx, 2);
     uint8_t buf[4];
-    assert_int_equal(stf_ckpt_read(c, 2, 0, buf, 4, &e), 0);
+    assert_int_equal(stf_ckpt_read(buf, c, 2, 0, 4, &e), 0);
     assert_memory_equal(buf, "\x20\x21\x22\x23", 4);
-    assert_int_equal(stf_ckpt_read(c, 1, 0, buf, 3, &e), 0);
+    assert_int_equal(stf_ckpt_read(buf, c, 1, 0, 3, &e), 0);
     assert_memory_equal(buf, "\x12\x13\x14", 3);
     assert_int_equal(stf_ckpt_finding_count(c), 0);
     stf_ckpt_free(c);

@@ -267,7 +267,7 @@ static void test_dequant_bf16(void **state)
         stf_metrics_merge(&acc, &row);
     }
     stf_metrics_result wm;
-    stf_metrics_finish(&acc, &wm);
+    stf_metrics_finish(&wm, &acc);
     assert_memory_equal(&m, &wm, sizeof m);
     assert_true(m.rel_l2 > 0 && m.rel_l2 < 0.004); /* BF16 rounding: < 2^-8 relative */
     sink_free(&s2);

@@ -104,7 +104,7 @@ static stf_model *build_model(const stf_ckpt *c)
 static const stf_layer *layer(const stf_model *m, const char *prefix)
 {
     size_t idx = 0;
-    if (stf_model_find_layer(m, prefix, strlen(prefix), &idx) != 0) fail_msg("no layer %s", prefix);
+    if (stf_model_find_layer(&idx, m, prefix, strlen(prefix)) != 0) fail_msg("no layer %s", prefix);
     return stf_model_layer(m, idx);
 }
 
@@ -173,7 +173,7 @@ static void test_single_file(void **state)
     /* The tensor index through the accessor: the ckpt's own index; -1 past the
      * suffixes this library knows and for no layer; a copy reads the same. */
     size_t qw;
-    assert_int_equal(stf_ckpt_find(c, "blocks.0.attn.qkv.weight", &qw), 0);
+    assert_int_equal(stf_ckpt_find(&qw, c, "blocks.0.attn.qkv.weight"), 0);
     assert_int_equal(stf_layer_tensor(q, STF_SFX_WEIGHT), (int64_t)qw);
     assert_int_equal(q->ntensors, STF_SFX_COUNT);
     assert_int_equal(stf_layer_tensor(q, STF_SFX_COUNT), -1);
@@ -240,7 +240,7 @@ static void test_single_file(void **state)
     /* OK markers: qkv x2, blocks.5 */
     assert_int_equal(stf_model_marker_count(m), 3);
     size_t idx;
-    assert_int_equal(stf_model_find_layer(m, "blocks.0.attn", 13, &idx), STF_ENOTFOUND);
+    assert_int_equal(stf_model_find_layer(&idx, m, "blocks.0.attn", 13), STF_ENOTFOUND);
 
     stf_model_free(m);
     stf_ckpt_free(c);
@@ -486,8 +486,8 @@ static void test_prefix_with_nul(void **state)
     stf_model *m = build_model(c);
     assert_int_equal(stf_model_layer_count(m), 2);
     size_t ia = 9, inul = 9;
-    assert_int_equal(stf_model_find_layer(m, "a", 1, &ia), 0);
-    assert_int_equal(stf_model_find_layer(m, "a\0b", 3, &inul), 0);
+    assert_int_equal(stf_model_find_layer(&ia, m, "a", 1), 0);
+    assert_int_equal(stf_model_find_layer(&inul, m, "a\0b", 3), 0);
     assert_int_not_equal(ia, inul);
     const stf_layer *la = stf_model_layer(m, ia), *lb = stf_model_layer(m, inul);
     assert_int_equal(lb->prefix_len, 3);
@@ -497,7 +497,7 @@ static void test_prefix_with_nul(void **state)
     assert_int_equal(lb->markers[0].key_len, 3);
     assert_memory_equal(lb->markers[0].key, "a\0b", 3);
     assert_int_equal(stf_layer_tensor_info(m, lb, STF_SFX_WEIGHT)->name_len, 10);
-    assert_int_equal(stf_model_find_layer(m, "a\0", 2, &ia), STF_ENOTFOUND);
+    assert_int_equal(stf_model_find_layer(&ia, m, "a\0", 2), STF_ENOTFOUND);
     stf_model_free(m);
     stf_ckpt_free(c);
     free(f.buf);

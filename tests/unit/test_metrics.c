@@ -16,7 +16,7 @@ static void test_hand_computed(void **state)
     stf_metrics_result r;
     stf_metrics_init(&m);
     stf_metrics_add(&m, ref, test, 4, 2, 10);
-    stf_metrics_finish(&m, &r);
+    stf_metrics_finish(&r, &m);
     /* ||W|| = 13, ||W-Ŵ|| = 1 */
     assert_true(fabs(r.rel_l2 - 1.0 / 13.0) < 1e-15);
     assert_true(fabs(r.snr_db - 10.0 * log10(169.0)) < 1e-12);
@@ -36,7 +36,7 @@ static void test_zero_and_perfect(void **state)
     /* ||W|| = 0 and Ŵ = 0: relL2 0, SNR +inf, cosine 1. */
     stf_metrics_init(&m);
     stf_metrics_add(&m, z, z, 3, 0, 0);
-    stf_metrics_finish(&m, &r);
+    stf_metrics_finish(&r, &m);
     assert_true(r.rel_l2 == 0.0);
     assert_true(isinf(r.snr_db) && r.snr_db > 0);
     assert_true(r.cosine == 1.0);
@@ -45,7 +45,7 @@ static void test_zero_and_perfect(void **state)
     /* ||W|| = 0, Ŵ != 0: infinitely wrong. */
     stf_metrics_init(&m);
     stf_metrics_add(&m, z, x, 3, 0, 0);
-    stf_metrics_finish(&m, &r);
+    stf_metrics_finish(&r, &m);
     assert_true(isinf(r.rel_l2));
     assert_true(r.cosine == 0.0);
     assert_true(isinf(r.snr_db) && r.snr_db < 0);
@@ -54,16 +54,16 @@ static void test_zero_and_perfect(void **state)
     /* Perfect match. */
     stf_metrics_init(&m);
     stf_metrics_add(&m, x, x, 3, 0, 0);
-    stf_metrics_finish(&m, &r);
+    stf_metrics_finish(&r, &m);
     assert_true(r.rel_l2 == 0.0 && r.cosine == 1.0 && isinf(r.snr_db));
     /* Everything lost: relL2 1, SNR 0 dB. */
     stf_metrics_init(&m);
     stf_metrics_add(&m, x, z, 3, 0, 0);
-    stf_metrics_finish(&m, &r);
+    stf_metrics_finish(&r, &m);
     assert_true(r.rel_l2 == 1.0 && r.snr_db == 0.0 && r.cosine == 0.0);
     /* Empty accumulator. */
     stf_metrics_init(&m);
-    stf_metrics_finish(&m, &r);
+    stf_metrics_finish(&r, &m);
     assert_true(r.rel_l2 == 0.0 && r.kitchen == 0.0);
 }
 
@@ -91,8 +91,8 @@ static void test_chunks_and_merge(void **state)
     }
     stf_metrics_merge(&a, &b);
     stf_metrics_result r1, r2;
-    stf_metrics_finish(&one, &r1);
-    stf_metrics_finish(&a, &r2);
+    stf_metrics_finish(&r1, &one);
+    stf_metrics_finish(&r2, &a);
     assert_int_equal(r1.max_row, 4);
     assert_int_equal(r1.max_col, 33);
     assert_int_equal(r2.max_row, 4);

@@ -246,7 +246,7 @@ static void test_lock(void **state)
     stf_ckpt *c = NULL;
     assert_int_equal(stf_ckpt_open(&c, path, NULL, &err), 0);
     size_t idx;
-    assert_int_equal(stf_ckpt_find(c, "held", &idx), 0);
+    assert_int_equal(stf_ckpt_find(&idx, c, "held"), 0);
     stf_ckpt_free(c);
     stf_writer_free(w);
     int st = 0;

@@ -21,7 +21,7 @@ static const stf_layer *open_layer(vt *v, pt_ckpt *k, const char *prefix)
     pt_open(k);
     assert_int_equal(stf_model_build(&v->m, k->c, &err), 0);
     size_t i;
-    assert_int_equal(stf_model_find_layer(v->m, prefix, strlen(prefix), &i), 0);
+    assert_int_equal(stf_model_find_layer(&i, v->m, prefix, strlen(prefix)), 0);
     return stf_model_layer(v->m, i);
 }
 
@@ -85,7 +85,7 @@ static void test_view_packed_conv_moe(void **state)
     };
     for (size_t i = 0; i < 4; i++) {
         size_t li;
-        assert_int_equal(stf_model_find_layer(v.m, want[i].p, 1, &li), 0);
+        assert_int_equal(stf_model_find_layer(&li, v.m, want[i].p, 1), 0);
         stf_layer_view lv;
         stf__view_store st;
         assert_int_equal(stf__plan_view(&lv, &st, v.m, stf_model_layer(v.m, li), &err), 0);
@@ -144,7 +144,7 @@ static void test_probe_verdicts(void **state)
         assert_int_equal(pv, want[i]);
         /* The same verdict measured ahead on a pool of 3 threads. */
         size_t li;
-        assert_int_equal(stf_model_find_layer(v.m, "a", 1, &li), 0);
+        assert_int_equal(stf_model_find_layer(&li, v.m, "a", 1), 0);
         stf_plan_opts po;
         stf_plan_opts_init(&po);
         assert_int_equal(stf_pool_new(&po.pool, 3, &err), 0);

@@ -142,7 +142,7 @@ static void one(uint64_t n, uint64_t kb, int w4, uint64_t g, unsigned style, int
     st_ckfx f;
     st_ckfx_open(&f, &t, 1, in_mem);
     size_t wi = 0;
-    assert_int_equal(stf_ckpt_find(f.c, "w", &wi), 0);
+    assert_int_equal(stf_ckpt_find(&wi, f.c, "w"), 0);
     const stf_tensor_info *w = stf_ckpt_tensor(f.c, wi);
     unsigned sat = w4 ? 7 : 126;
     stf__scan_req req = { .h1 = 1, .w4 = w4, .sat = sat, .h2_group = w4 ? 0 : (size_t)g };

@@ -41,7 +41,7 @@ static stf_check_report *run(const char *path, unsigned profiles)
 static uint64_t abs_off(const char *tensor, uint64_t byte)
 {
     size_t i = 0;
-    assert_int_equal(stf_ckpt_find(g_ckpt, tensor, &i), 0);
+    assert_int_equal(stf_ckpt_find(&i, g_ckpt, tensor), 0);
     const stf_tensor_info *t = stf_ckpt_tensor(g_ckpt, i);
     return 8 + stf_ckpt_shard_header_len(g_ckpt, 0) + t->begin + byte;
 }
@@ -114,7 +114,7 @@ static void probe_layer(const char *path, stf_h1_result *h, double tau)
     stf_model *m = NULL;
     assert_int_equal(stf_model_build(&m, g_ckpt, &err), 0);
     size_t li;
-    assert_int_equal(stf_model_find_layer(m, L, strlen(L), &li), 0);
+    assert_int_equal(stf_model_find_layer(&li, m, L, strlen(L)), 0);
     assert_int_equal(stf_probe_h1(h, g_ckpt, m, stf_model_layer(m, li), 0, tau, &err), 0);
     stf_model_free(m);
 }
@@ -157,7 +157,7 @@ static void test_probe_h2_api(void **state)
         stf_model *m = NULL;
         assert_int_equal(stf_model_build(&m, g_ckpt, &err), 0);
         size_t li;
-        assert_int_equal(stf_model_find_layer(m, L, strlen(L), &li), 0);
+        assert_int_equal(stf_model_find_layer(&li, m, L, strlen(L)), 0);
         stf_h2_result h;
         assert_int_equal(stf_probe_h2(&h, g_ckpt, m, stf_model_layer(m, li), &err), 0);
         assert_int_equal(h.declared_sylvester, cases[i].decl);
@@ -282,7 +282,7 @@ static void test_empty_weight(void **state)
     stf_err err;
     assert_int_equal(stf_model_build(&m, g_ckpt, &err), 0);
     size_t li;
-    assert_int_equal(stf_model_find_layer(m, L, strlen(L), &li), 0);
+    assert_int_equal(stf_model_find_layer(&li, m, L, strlen(L)), 0);
     stf_h1_result h1;
     assert_int_equal(stf_probe_h1(&h1, g_ckpt, m, stf_model_layer(m, li), 0, 0.99, &err), 0);
     assert_int_equal(h1.probed, 0);

@@ -144,13 +144,13 @@ static const void *tensor_bytes(const stf_ckpt *c, const char *name, const stf_t
 {
     size_t i;
     stf_err err;
-    assert_int_equal(stf_ckpt_find(c, name, &i), 0);
+    assert_int_equal(stf_ckpt_find(&i, c, name), 0);
     *ti = stf_ckpt_tensor(c, i);
     assert_true(g_ncopies < sizeof g_copies / sizeof g_copies[0]);
     void *p = malloc((*ti)->nbytes ? (size_t)(*ti)->nbytes : 1);
     assert_non_null(p);
     g_copies[g_ncopies++] = p;
-    if (stf_ckpt_read(c, i, 0, p, (size_t)(*ti)->nbytes, &err)) fail_msg("%s", err.msg);
+    if (stf_ckpt_read(p, c, i, 0, (size_t)(*ti)->nbytes, &err)) fail_msg("%s", err.msg);
     return p;
 }
 
@@ -225,7 +225,7 @@ static void test_run_exact_outputs(void **state)
     assert_memory_equal(tensor_bytes(c, "d.weight", &ti), f->d_w, sizeof f->d_w);
     assert_int_equal(ti->rank, 2);
     assert_int_equal(ti->shape[0], 2);
-    assert_int_equal(stf_ckpt_find(c, "b.weight_scale", &(size_t){ 0 }), STF_ENOTFOUND);
+    assert_int_equal(stf_ckpt_find(&(size_t){ 0 }, c, "b.weight_scale"), STF_ENOTFOUND);
     tensor_bytes_free();
     stf_ckpt_free(c);
     fx_free(f);
@@ -288,7 +288,7 @@ static void test_enospc_leaves_nothing(void **state)
     stf_ckpt *c;
     assert_int_equal(stf_ckpt_open(&c, f->out, NULL, &err), 0);
     size_t ai;
-    assert_int_equal(stf_ckpt_find(c, "a.weight", &ai), 0);
+    assert_int_equal(stf_ckpt_find(&ai, c, "a.weight"), 0);
     uint64_t data0 = 8 + stf_ckpt_shard_header_len(c, 0);
     hook h = { data0 + stf_ckpt_tensor(c, ai)->begin, 0 };
     stf_ckpt_free(c);
@@ -447,16 +447,16 @@ static void test_sharded(void **state)
     assert_int_equal(stf_ckpt_shard_count(c), nf - 1);
     assert_int_equal(stf_ckpt_tensor_count(c), 7);
     size_t w, s, m, b;
-    assert_int_equal(stf_ckpt_find(c, "a.weight", &w), 0);
-    assert_int_equal(stf_ckpt_find(c, "a.weight_scale", &s), 0);
-    assert_int_equal(stf_ckpt_find(c, "a.comfy_quant", &m), 0);
-    assert_int_equal(stf_ckpt_find(c, "a.bias", &b), 0);
+    assert_int_equal(stf_ckpt_find(&w, c, "a.weight"), 0);
+    assert_int_equal(stf_ckpt_find(&s, c, "a.weight_scale"), 0);
+    assert_int_equal(stf_ckpt_find(&m, c, "a.comfy_quant"), 0);
+    assert_int_equal(stf_ckpt_find(&b, c, "a.bias"), 0);
     unsigned sh = stf_ckpt_tensor(c, w)->shard;
     assert_int_equal(stf_ckpt_tensor(c, s)->shard, sh);
     assert_int_equal(stf_ckpt_tensor(c, m)->shard, sh);
     assert_int_equal(stf_ckpt_tensor(c, b)->shard, sh);
     int8_t q[16];
-    assert_int_equal(stf_ckpt_read(c, w, 0, q, sizeof q, &err), 0);
+    assert_int_equal(stf_ckpt_read(q, c, w, 0, sizeof q, &err), 0);
     assert_memory_equal(q, V1_Q, 16);
     for (size_t k = 0; k < stf_ckpt_shard_count(c); k++) {
         assert_null(stf_ckpt_meta_find(c, k, "_quantization_metadata"));

@@ -244,14 +244,14 @@ static void test_truncated_checkpoint_every_reader(void **state)
     assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), 0);
     const uint64_t data = 8 + stf_ckpt_shard_header_len(c, 0);
     size_t wi = 0;
-    assert_int_equal(stf_ckpt_find(c, "x.weight", &wi), 0);
+    assert_int_equal(stf_ckpt_find(&wi, c, "x.weight"), 0);
 
     /* 1. Into the weight: its readers fail, the marker still reads. */
     const uint64_t cut1 = data + (sizeof marker - 1) + sizeof scale + 3 * K + 5;
     assert_int_equal(truncate(p, (off_t)cut1), 0);
     static int8_t buf[R * K];
     stf_err_clear(&e);
-    expect_eio_at(stf_ckpt_read(c, wi, 0, buf, sizeof buf, &e), &e, p, cut1);
+    expect_eio_at(stf_ckpt_read(buf, c, wi, 0, sizeof buf, &e), &e, p, cut1);
     assert_non_null(strstr(e.msg, "tensor 'x.weight'"));
     stf_check_opts co;
     stf_check_opts_init(&co);

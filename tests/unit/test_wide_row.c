@@ -51,7 +51,7 @@ static int by_pieces(int8_t *q, float *scale, const void *src, stf_dtype dt, siz
     *scale = stf_wide_row_scale(&wr);
     for (size_t i = 0; i < np && rc == 0; i++) {
         size_t c0 = i * piece, n = k - c0 < piece ? k - c0 : piece;
-        rc = stf_wide_row_codes(&wr, q + (w4a4 ? c0 / 2 : c0),
+        rc = stf_wide_row_codes(q + (w4a4 ? c0 / 2 : c0), &wr,
                                 (const unsigned char *)src + c0 * esz(dt), dt, c0, n, scratch,
                                 pool, err);
     }
@@ -219,7 +219,7 @@ static void test_errors(void **state)
     assert_int_equal(stf_wide_row_absmax(&wr, src + 4096, STF_BF16, 4096, 4096, scratch, NULL, &err),
                      STF_ENUMERIC);
     assert_string_equal(err.msg, "column 5000: non-finite value (NaN or Inf) cannot be quantized");
-    assert_int_equal(stf_wide_row_codes(&wr, q, src + 4096, STF_BF16, 4096, 4096, scratch, NULL,
+    assert_int_equal(stf_wide_row_codes(q, &wr, src + 4096, STF_BF16, 4096, 4096, scratch, NULL,
                                         &err), STF_ENUMERIC);
     assert_string_equal(err.msg, "column 5000: non-finite value (NaN or Inf) cannot be quantized");
     /* W4A4 reports the same way. */
@@ -236,9 +236,9 @@ static void test_errors(void **state)
                      STF_EINVAL);
     assert_string_equal(err.msg, "int8 quantize: columns 128..384 of a row of 8192 are not whole "
                                  "groups of 256");
-    assert_int_equal(stf_wide_row_codes(&wr, q, src, STF_BF16, 8192 - 256, 512, scratch, NULL, &err),
+    assert_int_equal(stf_wide_row_codes(q, &wr, src, STF_BF16, 8192 - 256, 512, scratch, NULL, &err),
                      STF_EINVAL);
-    assert_int_equal(stf_wide_row_codes(&wr, NULL, src, STF_BF16, 0, 256, scratch, NULL, &err),
+    assert_int_equal(stf_wide_row_codes(NULL, &wr, src, STF_BF16, 0, 256, scratch, NULL, &err),
                      STF_EINVAL);
     assert_int_equal(stf_wide_row_absmax(&wr, src, STF_BF16, 0, 256, NULL, NULL, &err), STF_EINVAL);
     assert_int_equal(stf_wide_row_absmax(&wr, src, STF_I8, 0, 256, scratch, NULL, &err),

@@ -254,11 +254,11 @@ static void test_names_by_bytes(void **state)
         assert_int_equal(stf_writer_add_n(w, t[i].name, t[i].len, STF_U8, 1, s1, &src, &err), 0);
     }
     size_t id = 99;
-    assert_int_equal(stf_writer_tensor_id_n(w, "a\0", 2, &id), 0);
+    assert_int_equal(stf_writer_tensor_id_n(&id, w, "a\0", 2), 0);
     assert_int_equal(id, 3);
-    assert_int_equal(stf_writer_tensor_id(w, "a", &id), 0);
+    assert_int_equal(stf_writer_tensor_id(&id, w, "a"), 0);
     assert_int_equal(id, 1);
-    assert_int_equal(stf_writer_tensor_id_n(w, "a\0c", 3, &id), STF_ENOTFOUND);
+    assert_int_equal(stf_writer_tensor_id_n(&id, w, "a\0c", 3), STF_ENOTFOUND);
     assert_int_equal(stf_writer_set_group_n(w, "a\0b", 3, "g\0h", 3, &err), 0);
     assert_int_equal(stf_writer_set_group_n(w, "a\0x", 3, "g", 1, &err), STF_EINVAL);
     assert_non_null(strstr(err.msg, "no tensor named 'a\\u0000x' was added"));
@@ -273,9 +273,9 @@ static void test_names_by_bytes(void **state)
     assert_int_equal(stf_ckpt_open(&c, st_in_dir("nul.safetensors"), NULL, &err), 0);
     for (size_t i = 0; i < 4; i++) {
         size_t idx;
-        assert_int_equal(stf_ckpt_find_n(c, t[i].name, t[i].len, &idx), 0);
+        assert_int_equal(stf_ckpt_find_n(&idx, c, t[i].name, t[i].len), 0);
         unsigned char got = 0;
-        assert_int_equal(stf_ckpt_read(c, idx, 0, &got, 1, &err), 0);
+        assert_int_equal(stf_ckpt_read(&got, c, idx, 0, 1, &err), 0);
         assert_int_equal(got, (unsigned char)t[i].data[0]);
     }
     stf_ckpt_free(c);

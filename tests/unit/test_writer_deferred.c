@@ -161,7 +161,7 @@ static void fill_random_2threads(stf_writer *w, model *m)
             char name[64];
             snprintf(name, sizeof name, "blocks.%d.%s", l, suffix[k]);
             size_t id;
-            assert_int_equal(stf_writer_tensor_id(w, name, &id), 0);
+            assert_int_equal(stf_writer_tensor_id(&id, w, name), 0);
             const unsigned char *p = part(m, k, l);
             for (size_t off = 0; off < PART_SIZE[k];) {
                 x = x * 1103515245u + 12345u;
@@ -251,7 +251,7 @@ static void test_unfilled(void **state)
     assert_int_equal(stf_writer_new(&w, out_path("u.safetensors"), &o, &err), 0);
     assert_int_equal(stf_writer_add(w, "a.w", STF_F32, 1, s4, &DEFER, &err), 0);
     assert_int_equal(stf_writer_prepare(w, &err), 0);
-    assert_int_equal(stf_writer_tensor_id(w, "a.w", &id), 0);
+    assert_int_equal(stf_writer_tensor_id(&id, w, "a.w"), 0);
     assert_int_equal(stf_writer_fill(w, id, 0, d, 3, &err), 0);
     assert_int_equal(st_dir_entries(st_dir), g_named ? 1 : 0); /* the temp file, if named */
     assert_int_equal(stf_writer_commit(w, &err), STF_EINVAL);
@@ -302,11 +302,11 @@ static void test_fill_refusals(void **state)
     assert_int_equal(stf_writer_add(w, "m", STF_U8, 1, s4, &mem, &err), 0);
     assert_int_equal(stf_writer_add(w, "a", STF_F32, 1, s4, &DEFER, &err), 0);
     /* Ids are the add order, whatever the canonical order is. */
-    assert_int_equal(stf_writer_tensor_id(w, "a", &id), 0);
+    assert_int_equal(stf_writer_tensor_id(&id, w, "a"), 0);
     assert_int_equal(id, 2);
-    assert_int_equal(stf_writer_tensor_id(w, "z", &id), 0);
+    assert_int_equal(stf_writer_tensor_id(&id, w, "z"), 0);
     assert_int_equal(id, 0);
-    assert_int_equal(stf_writer_tensor_id(w, "nope", &id), STF_ENOTFOUND);
+    assert_int_equal(stf_writer_tensor_id(&id, w, "nope"), STF_ENOTFOUND);
     assert_int_equal(stf_writer_file_count(w), 0);
     assert_null(stf_writer_temp_path(w, 0));
     assert_null(stf_writer_final_path(w, 0));
@@ -444,9 +444,9 @@ static void test_paths_sharded(void **state)
     assert_int_equal(stf_ckpt_shard_count(c), 2);
     unsigned char got[4];
     size_t idx;
-    assert_int_equal(stf_ckpt_find(c, "b", &idx), 0);
+    assert_int_equal(stf_ckpt_find(&idx, c, "b"), 0);
     assert_int_equal(stf_ckpt_tensor(c, idx)->shard, 1);
-    assert_int_equal(stf_ckpt_read(c, idx, 0, got, 4, &err), 0);
+    assert_int_equal(stf_ckpt_read(got, c, idx, 0, 4, &err), 0);
     assert_memory_equal(got, d, 4);
     stf_ckpt_free(c);
 }
@@ -599,7 +599,7 @@ static void test_enospc_fill(void **state)
         assert_int_equal(stf_writer_prepare(w, &err), 0);
         /* Header: a, b, c at data offsets 0, 8, 16; the text is 163 bytes, padded to 168. */
         size_t idc;
-        assert_int_equal(stf_writer_tensor_id(w, "c", &idc), 0);
+        assert_int_equal(stf_writer_tensor_id(&idc, w, "c"), 0);
         assert_int_equal(stf_writer_fill(w, idc, 2, v, 6, &err), STF_EIO);
         char want[600];
         uint64_t off = 8 + 168 + 16 + 2;
