@@ -107,7 +107,7 @@ static size_t layers_changed(const stf_plan *p)
 {
     size_t n = 0;
     for (size_t i = 0; i < stf_plan_layer_count(p); i++)
-        if (stf_plan_get_layer(p, i)->nactions) n++;
+        if (stf_plan_layer(p, i)->nactions) n++;
     return n;
 }
 
@@ -115,7 +115,7 @@ static size_t tensors_copied(const stf_plan *p)
 {
     size_t n = 0;
     for (size_t i = 0; i < stf_plan_tensor_count(p); i++)
-        if (stf_plan_get_tensor(p, i)->op == STF_OUT_COPY) n++;
+        if (stf_plan_tensor(p, i)->op == STF_OUT_COPY) n++;
     return n;
 }
 
@@ -189,7 +189,7 @@ static int print_human(FILE *o, const fix_args *a, const char *out, const stf_re
     cli_textf(o, "recipe %s (sha256 %.16s..., target %s)\n", a->recipe, stf_recipe_sha256(rc),
               targets_text(stf_plan_targets(p)));
     for (size_t i = 0; i < nl; i++) {
-        const stf_plan_layer *l = stf_plan_get_layer(p, i);
+        const stf_plan_layer_info *l = stf_plan_layer(p, i);
         if (!l->nactions) continue;
         /* A renamed layer shows both names, as `stfix plan` does; otherwise a
          * layer merged into another would be listed under the target's name. */
@@ -251,7 +251,7 @@ static void print_json(FILE *o, const fix_args *a, const char *out, const stf_re
     fprintf(o, ",\n \"layers\": {\"total\": %zu, \"changed\": %zu, \"list\": [", nl,
             layers_changed(p));
     for (size_t i = 0, first = 1; i < nl; i++) {
-        const stf_plan_layer *l = stf_plan_get_layer(p, i);
+        const stf_plan_layer_info *l = stf_plan_layer(p, i);
         if (!l->nactions) continue;
         fputs(first ? "\n  {\"prefix\": " : ",\n  {\"prefix\": ", o);
         first = 0;

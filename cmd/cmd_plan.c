@@ -14,7 +14,7 @@
 #include "cli.h"
 
 /* Python's tuple form, as the user sees shapes in PyTorch: (4,) and (2, 3). */
-static void shape_tuple(FILE *o, const stf_plan_tensor *t)
+static void shape_tuple(FILE *o, const stf_plan_tensor_info *t)
 {
     fputc('(', o);
     for (unsigned i = 0; i < t->rank; i++)
@@ -24,7 +24,7 @@ static void shape_tuple(FILE *o, const stf_plan_tensor *t)
 }
 
 /* The input tensor an output is made from, or NULL. */
-static const stf_tensor_info *src_of(const stf_ckpt *c, const stf_plan_tensor *t)
+static const stf_tensor_info *src_of(const stf_ckpt *c, const stf_plan_tensor_info *t)
 {
     return t->src >= 0 ? stf_ckpt_tensor(c, (size_t)t->src) : NULL;
 }
@@ -38,12 +38,12 @@ static void count(const stf_plan *p, size_t *changed, size_t *copied)
 {
     *changed = *copied = 0;
     for (size_t i = 0; i < stf_plan_tensor_count(p); i++) {
-        if (stf_plan_get_tensor(p, i)->op == STF_OUT_COPY) (*copied)++;
+        if (stf_plan_tensor(p, i)->op == STF_OUT_COPY) (*copied)++;
         else (*changed)++;
     }
 }
 
-static void print_tensor_line(FILE *o, const stf_ckpt *c, const stf_plan_tensor *t)
+static void print_tensor_line(FILE *o, const stf_ckpt *c, const stf_plan_tensor_info *t)
 {
     fprintf(o, "    %-12s ", stf_out_op_name(t->op));
     cli_name(o, t->name, t->name_len);
@@ -75,12 +75,12 @@ static int by_layer(const stf_plan *p, size_t **order, size_t **first)
         return -1;
     }
     for (size_t t = 0; t < nt; t++) {
-        size_t l = stf_plan_get_tensor(p, t)->layer;
+        size_t l = stf_plan_tensor(p, t)->layer;
         if (l < nl) f[l + 2]++;
     }
     for (size_t l = 0; l < nl; l++) f[l + 2] += f[l + 1];
     for (size_t t = 0; t < nt; t++) {
-        size_t l = stf_plan_get_tensor(p, t)->layer;
+        size_t l = stf_plan_tensor(p, t)->layer;
         if (l < nl) o[f[l + 1]++] = t;
     }
     *order = o;
@@ -95,7 +95,7 @@ static int print_human(FILE *o, const char *file, const char *recipe, const stf_
     if (by_layer(p, &order, &first)) return -1;
     cli_textf(o, "plan: %s with %s\n", file, recipe);
     for (size_t i = 0; i < stf_plan_layer_count(p); i++) {
-        const stf_plan_layer *l = stf_plan_get_layer(p, i);
+        const stf_plan_layer_info *l = stf_plan_layer(p, i);
         fputs("layer ", o);
         cli_name(o, l->prefix, l->prefix_len);
         if (!same_name(l->prefix, l->prefix_len, l->out_prefix, l->out_prefix_len)) {
@@ -113,13 +113,13 @@ static int print_human(FILE *o, const char *file, const char *recipe, const stf_
         fputc('\n', o);
         cli_textf(o, "  summary: %s\n", l->summary);
         for (size_t k = first[i]; k < first[i + 1]; k++)
-            print_tensor_line(o, c, stf_plan_get_tensor(p, order[k]));
+            print_tensor_line(o, c, stf_plan_tensor(p, order[k]));
     }
     free(order);
     free(first);
     int any = 0;
     for (size_t t = 0; t < nt; t++) {
-        const stf_plan_tensor *x = stf_plan_get_tensor(p, t);
+        const stf_plan_tensor_info *x = stf_plan_tensor(p, t);
         if (x->layer != SIZE_MAX) continue;
         if (!any++) fputs("other tensors:\n", o);
         print_tensor_line(o, c, x);
@@ -161,7 +161,7 @@ static void print_json(FILE *o, const char *file, const char *recipe, const stf_
     cli_json_targets(o, stf_plan_targets(p));
     fputs(", \"layers\": [", o);
     for (size_t i = 0; i < stf_plan_layer_count(p); i++) {
-        const stf_plan_layer *l = stf_plan_get_layer(p, i);
+        const stf_plan_layer_info *l = stf_plan_layer(p, i);
         fputs(i ? ", {\"prefix\": " : "{\"prefix\": ", o);
         cli_json_strn(o, l->prefix, l->prefix_len);
         fputs(", \"out_prefix\": ", o);
@@ -184,7 +184,7 @@ static void print_json(FILE *o, const char *file, const char *recipe, const stf_
     }
     fputs("], \"tensors\": [", o);
     for (size_t t = 0; t < stf_plan_tensor_count(p); t++) {
-        const stf_plan_tensor *x = stf_plan_get_tensor(p, t);
+        const stf_plan_tensor_info *x = stf_plan_tensor(p, t);
         fputs(t ? ", {\"name\": " : "{\"name\": ", o);
         cli_json_strn(o, x->name, x->name_len);
         fputs(", \"op\": ", o);
@@ -198,7 +198,7 @@ static void print_json(FILE *o, const char *file, const char *recipe, const stf_
         if (s) cli_json_strn(o, s->name, s->name_len);
         else fputs("null", o);
         fputs(", \"layer\": ", o);
-        const stf_plan_layer *l = x->layer != SIZE_MAX ? stf_plan_get_layer(p, x->layer) : NULL;
+        const stf_plan_layer_info *l = x->layer != SIZE_MAX ? stf_plan_layer(p, x->layer) : NULL;
         if (l) cli_json_strn(o, l->prefix, l->prefix_len);
         else fputs("null", o);
         fputc('}', o);

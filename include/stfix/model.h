@@ -112,7 +112,7 @@ STF_API const stf_pyval *stf_pyval_item(const stf_pyval *v, size_t i);
 STF_API const char *stf_pyval_key(const stf_pyval *v, size_t i, size_t *len);
 
 /* DICT lookup by NUL-terminated key (Python d.get(key)); NULL if absent or v not a dict. */
-STF_API const stf_pyval *stf_pyval_get(const stf_pyval *v, const char *key);
+STF_API const stf_pyval *stf_pyval_find(const stf_pyval *v, const char *key);
 
 /*
  * Python `a == b` (1 == 1.0 == True, 0 == False, dicts ignore order). A bare
@@ -269,7 +269,7 @@ typedef struct stf_format_info {
 } stf_format_info;
 
 /* Row for id; NULL when out of range. */
-STF_API const stf_format_info *stf_format_get(stf_format_id id);
+STF_API const stf_format_info *stf_format_at(stf_format_id id);
 
 /* The marker's "format" value of id ("int8_tensorwise"); NULL when out of range. */
 STF_API const char *stf_format_name(stf_format_id id);

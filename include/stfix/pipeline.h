@@ -51,7 +51,7 @@ typedef enum stf_out_op {
 STF_API const char *stf_out_op_name(stf_out_op op);
 
 /* One tensor of the output. Strings and shape owned by the plan. */
-typedef struct stf_plan_tensor {
+typedef struct stf_plan_tensor_info {
     const char *name;        /* output name: name_len bytes (may hold U+0000), then a NUL */
     size_t name_len;
     stf_dtype dtype;
@@ -61,10 +61,10 @@ typedef struct stf_plan_tensor {
     stf_out_op op;
     int64_t src;             /* input tensor index it is made from, -1 for NEW */
     size_t layer;            /* index into the plan's layers, SIZE_MAX when none */
-} stf_plan_tensor;
+} stf_plan_tensor_info;
 
 /* The plan for one layer (a prefix with a weight and/or markers). */
-typedef struct stf_plan_layer {
+typedef struct stf_plan_layer_info {
     const char *prefix;      /* input prefix: prefix_len bytes (may hold U+0000), then a NUL */
     const char *out_prefix;  /* output prefix (after rename), likewise out_prefix_len bytes */
     size_t prefix_len, out_prefix_len;
@@ -77,7 +77,7 @@ typedef struct stf_plan_layer {
     const char *format;      /* output format, NULL when the layer is left unquantized */
     unsigned group;          /* output ConvRot group size (0: none) */
     stf_quant_mode mode;     /* requantization mode */
-} stf_plan_layer;
+} stf_plan_layer_info;
 
 typedef struct stf_plan stf_plan;
 
@@ -93,10 +93,10 @@ STF_API int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *
 STF_API void stf_plan_free(stf_plan *p);
 
 STF_API size_t stf_plan_layer_count(const stf_plan *p);
-STF_API const stf_plan_layer *stf_plan_get_layer(const stf_plan *p, size_t i);
+STF_API const stf_plan_layer_info *stf_plan_layer(const stf_plan *p, size_t i);
 /* Output tensors, in canonical writer order. */
 STF_API size_t stf_plan_tensor_count(const stf_plan *p);
-STF_API const stf_plan_tensor *stf_plan_get_tensor(const stf_plan *p, size_t i);
+STF_API const stf_plan_tensor_info *stf_plan_tensor(const stf_plan *p, size_t i);
 /* Input tensors that are not written (dropped scales, markers, ...). */
 STF_API size_t stf_plan_dropped_count(const stf_plan *p);
 /* Dropped name i (NUL-terminated) and, when len is not NULL, its length in

@@ -22,7 +22,7 @@ const stf_pyval *stf__chk_marker(const stf_layer *l)
 /* The marker's "format" when it is a str (borrowed), else NULL. */
 const char *stf__chk_format(const stf_pyval *marker)
 {
-    const stf_pyval *f = marker ? stf_pyval_get(marker, "format") : NULL;
+    const stf_pyval *f = marker ? stf_pyval_find(marker, "format") : NULL;
     return (f && stf_pyval_type(f) == STF_PY_STR) ? stf_pyval_str(f, NULL) : NULL;
 }
 

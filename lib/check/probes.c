@@ -147,8 +147,8 @@ static size_t h2_begin(stf_h2_result *out, const stf_model *m, const stf_layer *
     const stf_pyval *mk = stf__chk_marker(l);
     const stf_tensor_info *w = stf_layer_tensor_info(m, l, STF_SFX_WEIGHT);
     int64_t g = 0;
-    if (!mk || !stf_pyval_truthy(stf_pyval_get(mk, "convrot"))) return 0;
-    if (stf_pyval_pyint(&g, stf_pyval_get(mk, "convrot_groupsize"), NULL) || g < 2) return 0;
+    if (!mk || !stf_pyval_truthy(stf_pyval_find(mk, "convrot"))) return 0;
+    if (stf_pyval_pyint(&g, stf_pyval_find(mk, "convrot_groupsize"), NULL) || g < 2) return 0;
     out->group = g;
     int log2g = 0;
     while (((int64_t)1 << log2g) < g && log2g < 62) log2g++;

@@ -31,10 +31,10 @@ static int is_pow4(int64_t g)
 /* ComfyUI reads a key at the top level, then under `params` (Linear). */
 static const stf_pyval *get_param(const stf_pyval *mk, const char *key)
 {
-    const stf_pyval *v = stf_pyval_get(mk, key);
+    const stf_pyval *v = stf_pyval_find(mk, key);
     if (v) return v;
-    const stf_pyval *p = stf_pyval_get(mk, "params");
-    return (p && stf_pyval_type(p) == STF_PY_DICT) ? stf_pyval_get(p, key) : NULL;
+    const stf_pyval *p = stf_pyval_find(mk, "params");
+    return (p && stf_pyval_type(p) == STF_PY_DICT) ? stf_pyval_find(p, key) : NULL;
 }
 
 /* int(get(key, 256)) as ComfyUI reads convrot_groupsize; -1 where int() raises. */
@@ -272,13 +272,13 @@ static void check_layer(stf__chk *k, const stf_layer *l)
                      "regenerate both channels from one canonical marker",
                      "_quantization_metadata entry for layer %s differs from its comfy_quant tensor; "
                      "ComfyUI uses the metadata entry", stf__chk_layer(k, l));
-    const stf_pyval *params = stf_pyval_get(mk, "params");
+    const stf_pyval *params = stf_pyval_find(mk, "params");
     if (params && stf_pyval_type(params) == STF_PY_DICT)
         stf__chk_add(k, "C14", STF_SEV_WARNING, l->prefix, l->prefix_len,
                      "hoist the params keys to the top level (nested-params)",
                      "Marker of layer %s nests keys under params: ComfyUI's Linear reads them as a "
                      "fallback, its Embedding and SGLang ignore them", stf__chk_layer(k, l));
-    const stf_pyval *fv = stf_pyval_get(mk, "format");
+    const stf_pyval *fv = stf_pyval_find(mk, "format");
     if (!fv) {
         stf__chk_add(k, "C2", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "add the format (\"int8_tensorwise\" when W is I8 and the scale F32, "

@@ -311,7 +311,7 @@ static cfg_kind resolve(stf__chk *k, const unsigned char *has, const unsigned ch
         if (synth[i]) fmts[n++] = "mxfp8";
         else if (has[i]) {
             const stf_pyval *mk = stf__chk_marker(stf_model_layer(k->m, i));
-            fmts[n++] = stf__chk_pystr(k, stf_pyval_get(mk, "format"));
+            fmts[n++] = stf__chk_pystr(k, stf_pyval_find(mk, "format"));
         }
     }
     if (n == 0) {
@@ -376,8 +376,8 @@ static void config_int8(stf__chk *k, const stf_layer *l, const stf_pyval *mk)
     const char *p = stf__chk_repr(k, l->prefix, l->prefix_len);
     const stf_tensor_info *w = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT);
     const stf_tensor_info *s = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT_SCALE);
-    const stf_pyval *g = stf_pyval_get(mk, "convrot_groupsize");
-    if (!stf_pyval_is_true(stf_pyval_get(mk, "convrot")))
+    const stf_pyval *g = stf_pyval_find(mk, "convrot_groupsize");
+    if (!stf_pyval_is_true(stf_pyval_find(mk, "convrot")))
         stf__chk_add(k, "R23", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "requantize with ConvRot (stfix fix with a requantize rule), or store the "
                      "layer in BF16 without a marker",
@@ -428,7 +428,7 @@ static void config_layer(stf__chk *k, cfg_kind kind, const stf_layer *l, const s
                              stf__chk_repr(k, fmt, strlen(fmt)));
         }
     } else if (is_fmt(fmt, "convrot_w4a4") && kind == CFG_W4A4) {
-        const stf_pyval *ld = stf_pyval_get(mk, "linear_dtype");
+        const stf_pyval *ld = stf_pyval_find(mk, "linear_dtype");
         if (ld) {
             const char *v = stf__chk_pystr(k, ld);
             if (strcmp(v, "int4") && strcmp(v, "int8"))
@@ -438,7 +438,7 @@ static void config_layer(stf__chk *k, cfg_kind kind, const stf_layer *l, const s
                              "one of ('int4', 'int8')", p, stf__chk_repr(k, v, strlen(v)));
         }
     } else if (is_fmt(fmt, "asym_w4a8_int8") && kind == CFG_W4A8) {
-        if (!stf_pyval_is_true(stf_pyval_get(mk, "convrot")))
+        if (!stf_pyval_is_true(stf_pyval_find(mk, "convrot")))
             stf__chk_add(k, "R61", STF_SEV_ERROR, l->prefix, l->prefix_len,
                          "add \"convrot\": true (w4a8-without-convrot)",
                          "Serialized W4A8 layer %s must set convrot=true", p);

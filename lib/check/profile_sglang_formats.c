@@ -20,7 +20,7 @@ static const stf_tensor_info *T(stf__chk *k, const stf_layer *l, stf_suffix s)
 /* int(marker.get(key, dflt)); 0 on success, -1 where Python raises. */
 static int marker_int(int64_t *out, const stf_pyval *mk, const char *key, int64_t dflt)
 {
-    const stf_pyval *v = stf_pyval_get(mk, key);
+    const stf_pyval *v = stf_pyval_find(mk, key);
     if (!v) {
         *out = dflt;
         return 0;
@@ -71,7 +71,7 @@ static void w4a4_rules(stf__chk *k, const stf_layer *l, const stf_pyval *mk, con
         stf__chk_add(k, "R18", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "write convrot_groupsize as a JSON integer (16, 64 or 256)",
                      "Comfy W4A4 layer %s has unsupported convrot_groupsize=%s", p,
-                     stf__chk_pystr(k, stf_pyval_get(mk, "convrot_groupsize")));
+                     stf__chk_pystr(k, stf_pyval_find(mk, "convrot_groupsize")));
         return;
     }
     if (g != 16 && g != 64 && g != 256) {
@@ -103,7 +103,7 @@ static void w4a8_rules(stf__chk *k, const stf_layer *l, const stf_pyval *mk, con
         stf__chk_add(k, "R44", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "write group_size as a JSON integer",
                      "Comfy W4A8 layer %s has invalid group_size=%s", p,
-                     stf__chk_pystr(k, stf_pyval_get(mk, "group_size")));
+                     stf__chk_pystr(k, stf_pyval_find(mk, "group_size")));
     else if (gs < 4) {
         gs_ok = 0;
         stf__chk_add(k, "R44", STF_SEV_ERROR, l->prefix, l->prefix_len,

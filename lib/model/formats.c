@@ -85,7 +85,7 @@ static const stf_format_info formats[STF_FMT_COUNT] = {
 };
 
 /* Table row for id, or NULL (contract in model.h). Rows are static. */
-const stf_format_info *stf_format_get(stf_format_id id)
+const stf_format_info *stf_format_at(stf_format_id id)
 {
     return (unsigned)id < STF_FMT_COUNT ? &formats[id] : NULL;
 }

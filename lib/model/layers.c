@@ -160,7 +160,7 @@ static int add_meta_markers(stf_model *m, size_t shard, stf_err *err)
 {
     shard_meta *sm = &m->meta[shard];
     if (sm->status != STF_QMETA_OK) return 0;
-    const stf_pyval *layers = stf_pyval_get(sm->root, "layers");
+    const stf_pyval *layers = stf_pyval_find(sm->root, "layers");
     for (size_t i = 0; i < stf_pyval_len(layers); i++) {
         size_t klen = 0;
         const char *key = stf_pyval_key(layers, i, &klen);

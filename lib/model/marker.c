@@ -128,7 +128,7 @@ int stf__qmeta_parse(stf_qmeta_status *status, stf_pyval **root, char **error,
     *root = v;
     if (stf_pyval_type(v) != STF_PY_DICT) *status = STF_QMETA_NOT_OBJECT;
     else {
-        const stf_pyval *layers = stf_pyval_get(v, "layers");
+        const stf_pyval *layers = stf_pyval_find(v, "layers");
         *status = layers && stf_pyval_type(layers) == STF_PY_DICT ? STF_QMETA_OK
                                                                    : STF_QMETA_NO_LAYERS;
     }
@@ -141,10 +141,10 @@ int stf__qmeta_parse(stf_qmeta_status *status, stf_pyval **root, char **error,
  * (nested-params). */
 static const stf_pyval *field(const stf_pyval *marker, const char *key, int top_only)
 {
-    const stf_pyval *v = stf_pyval_get(marker, key);
+    const stf_pyval *v = stf_pyval_find(marker, key);
     if (v || top_only) return v;
-    const stf_pyval *params = stf_pyval_get(marker, "params");
-    if (params && stf_pyval_type(params) == STF_PY_DICT) return stf_pyval_get(params, key);
+    const stf_pyval *params = stf_pyval_find(marker, "params");
+    if (params && stf_pyval_type(params) == STF_PY_DICT) return stf_pyval_find(params, key);
     return NULL;
 }
 

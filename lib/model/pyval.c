@@ -230,7 +230,7 @@ const char *stf_pyval_key(const stf_pyval *v, size_t i, size_t *len)
     return v->keys[i];
 }
 
-const stf_pyval *stf_pyval_get(const stf_pyval *v, const char *key)
+const stf_pyval *stf_pyval_find(const stf_pyval *v, const char *key)
 {
     long at = stf__pyval_dict_find(v, key, strlen(key));
     return at >= 0 ? v->items[at] : NULL;

@@ -94,7 +94,7 @@ int stf__builder_add_qmeta(stf__plan_builder *b, const char *prefix, size_t plen
     return 0;
 }
 
-static int name_cmp(const stf_plan_tensor *a, const stf_plan_tensor *b)
+static int name_cmp(const stf_plan_tensor_info *a, const stf_plan_tensor_info *b)
 {
     return stf__bytes_cmp(a->name, a->name_len, b->name, b->name_len);
 }

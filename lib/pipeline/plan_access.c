@@ -15,7 +15,7 @@ const char *stf_out_op_name(stf_out_op op)
 /* Layers of the plan, in model order (tensor order, then metadata-only prefixes). */
 size_t stf_plan_layer_count(const stf_plan *p) { return p ? p->nlayers : 0; }
 
-const stf_plan_layer *stf_plan_get_layer(const stf_plan *p, size_t i)
+const stf_plan_layer_info *stf_plan_layer(const stf_plan *p, size_t i)
 {
     return p && i < p->nlayers ? &p->layers[i].pub : NULL;
 }
@@ -23,7 +23,7 @@ const stf_plan_layer *stf_plan_get_layer(const stf_plan *p, size_t i)
 /* Output tensors in canonical writer order. */
 size_t stf_plan_tensor_count(const stf_plan *p) { return p ? p->nouts : 0; }
 
-const stf_plan_tensor *stf_plan_get_tensor(const stf_plan *p, size_t i)
+const stf_plan_tensor_info *stf_plan_tensor(const stf_plan *p, size_t i)
 {
     return p && i < p->nouts ? &p->outs[i].pub : NULL;
 }

@@ -61,7 +61,7 @@ typedef struct stf__job {
 
 /* One output tensor, as the run needs it. pub.* is what the accessors show. */
 typedef struct stf__out {
-    stf_plan_tensor pub;
+    stf_plan_tensor_info pub;
     uint64_t shape_store[STF_MAX_RANK_HARD];
     /* COPY / RESHAPE / RELABEL: bytes of input tensor pub.src verbatim.
      * CAST: input pub.src of dtype cast_from, element-wise to pub.dtype.
@@ -75,7 +75,7 @@ typedef struct stf__out {
 } stf__out;
 
 typedef struct stf__player {
-    stf_plan_layer pub;
+    stf_plan_layer_info pub;
     const char **rule_names; /* nrules */
     const stf_action **acts; /* nactions */
     char *prefix_store, *out_prefix_store, *summary_store;

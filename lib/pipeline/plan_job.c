@@ -281,8 +281,8 @@ int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_format_id 
     const stf_pyval *mk = stf__work_marker(w, STF_PREFER_METADATA);
     if (w->recover_rc) return stf__err(err, w->recover_rc, "layer '%s': out of memory", w->shown);
     if (mk && stf_pyval_type(mk) == STF_PY_DICT) {
-        fpmm = stf_pyval_truthy(stf_pyval_get(mk, "full_precision_matrix_mult"));
-        if (stf_pyval_pyint(&nexp, stf_pyval_get(mk, "num_experts"), NULL)) nexp = 0;
+        fpmm = stf_pyval_truthy(stf_pyval_find(mk, "full_precision_matrix_mult"));
+        if (stf_pyval_pyint(&nexp, stf_pyval_find(mk, "num_experts"), NULL)) nexp = 0;
     }
     drop_companions(w);
     stf__tensor_slot *S = &w->s[STF_SFX_WEIGHT_SCALE];
@@ -413,13 +413,13 @@ int stf__work_set_marker(stf__layer_work *w, const stf_action *a, stf_err *err)
     /* hoist_params: false keeps only what the top level says (params ignored, as
      * SGLang and ComfyUI's Embedding read it). */
     if (mk && !a->params.set_marker.hoist_params && stf_pyval_type(mk) == STF_PY_DICT &&
-        stf_pyval_get(mk, "params")) {
-        if (!stf_pyval_get(mk, "convrot")) sp.convrot = 0;
-        if (!stf_pyval_get(mk, "convrot_groupsize")) sp.convrot_groupsize_set = 0;
-        if (!stf_pyval_get(mk, "group_size")) sp.group_size_set = 0;
-        if (!stf_pyval_get(mk, "linear_dtype")) sp.linear_dtype = NULL;
-        if (!stf_pyval_get(mk, "full_precision_matrix_mult")) sp.full_precision_matrix_mult = 0;
-        if (!stf_pyval_get(mk, "num_experts")) sp.num_experts_set = 0;
+        stf_pyval_find(mk, "params")) {
+        if (!stf_pyval_find(mk, "convrot")) sp.convrot = 0;
+        if (!stf_pyval_find(mk, "convrot_groupsize")) sp.convrot_groupsize_set = 0;
+        if (!stf_pyval_find(mk, "group_size")) sp.group_size_set = 0;
+        if (!stf_pyval_find(mk, "linear_dtype")) sp.linear_dtype = NULL;
+        if (!stf_pyval_find(mk, "full_precision_matrix_mult")) sp.full_precision_matrix_mult = 0;
+        if (!stf_pyval_find(mk, "num_experts")) sp.num_experts_set = 0;
     }
     /* Normalising already drops per_row, quant_group_size, _* and unknown keys;
      * drop_keys may also name canonical ones. */
@@ -455,7 +455,7 @@ static int layout_matches(stf__layer_work *w, stf_format_id to)
     if (to == STF_FMT_CONVROT_W4A4)
         return W->dtype == STF_I8 && S->dtype == STF_F32 && S->nelem == W->shape[0] &&
                (S->rank == 1 || (S->rank == 2 && S->shape[1] == 1));
-    const stf_format_info *f = stf_format_get(to);
+    const stf_format_info *f = stf_format_at(to);
     return f && W->dtype == f->weight_dtype;
 }
 

@@ -50,7 +50,7 @@ int stf__plan_view(stf_layer_view *v, stf__view_store *store, const stf_model *m
     v->has_marker = l->nmarkers > 0;
     const stf_pyval *mk = layer_marker(l);
     if (mk) {
-        const char *fmt = stf_pyval_str(stf_pyval_get(mk, "format"), NULL);
+        const char *fmt = stf_pyval_str(stf_pyval_find(mk, "format"), NULL);
         v->format = fmt;
         size_t nf = stf_pyval_len(mk);
         if (nf) {
@@ -84,7 +84,7 @@ int stf__plan_view(stf_layer_view *v, stf__view_store *store, const stf_model *m
             v->k = is_packed(v->format) ? 2 * w->shape[1] : w->shape[1];
         } else if (w->rank >= 3) {
             /* MoE banks [E,out,in] read as [E*out, in]; conv kernels as [out, in*k...]. */
-            if (mk && stf_pyval_get(mk, "num_experts") && w->rank == 3) {
+            if (mk && stf_pyval_find(mk, "num_experts") && w->rank == 3) {
                 v->n = w->shape[0] * w->shape[1];
                 v->k = w->shape[2];
             } else {
@@ -112,7 +112,7 @@ done:
 int stf__plan_probe_w4(const stf_layer *l)
 {
     const stf_pyval *mk = layer_marker(l);
-    const char *fmt = mk ? stf_pyval_str(stf_pyval_get(mk, "format"), NULL) : NULL;
+    const char *fmt = mk ? stf_pyval_str(stf_pyval_find(mk, "format"), NULL) : NULL;
     return fmt && !strcmp(fmt, "convrot_w4a4");
 }
 
@@ -146,12 +146,12 @@ stf_rotation_kind stf__plan_rotation(const stf_layer *l)
 {
     const stf_pyval *mk = layer_marker(l);
     if (!mk) return STF_ROTATION_UNKNOWN;
-    const stf_pyval *p = stf_pyval_get(mk, "params");
-    const stf_pyval *cv = stf_pyval_get(mk, "convrot");
-    if (!cv && p && stf_pyval_type(p) == STF_PY_DICT) cv = stf_pyval_get(p, "convrot");
+    const stf_pyval *p = stf_pyval_find(mk, "params");
+    const stf_pyval *cv = stf_pyval_find(mk, "convrot");
+    if (!cv && p && stf_pyval_type(p) == STF_PY_DICT) cv = stf_pyval_find(p, "convrot");
     if (!stf_pyval_truthy(cv)) return STF_ROTATION_UNKNOWN;
-    const stf_pyval *gv = stf_pyval_get(mk, "convrot_groupsize");
-    if (!gv && p && stf_pyval_type(p) == STF_PY_DICT) gv = stf_pyval_get(p, "convrot_groupsize");
+    const stf_pyval *gv = stf_pyval_find(mk, "convrot_groupsize");
+    if (!gv && p && stf_pyval_type(p) == STF_PY_DICT) gv = stf_pyval_find(p, "convrot_groupsize");
     int64_t g = 256;
     if (gv && stf_pyval_pyint(&g, gv, NULL)) return STF_ROTATION_UNKNOWN;
     if (g < 2 || (g & (g - 1))) return STF_ROTATION_UNKNOWN;

@@ -123,7 +123,7 @@ static int add_output(stf_writer *w, const stf_plan *p, size_t i, cast_src *cast
                       size_t *ncasts, stf_err *err)
 {
     const stf__out *o = &p->outs[i];
-    const stf_plan_tensor *t = &o->pub;
+    const stf_plan_tensor_info *t = &o->pub;
     stf_tensor_src src;
     char shown[STF__NAME_SHOWN], from[STF__NAME_SHOWN];
     stf__name_render(shown, sizeof shown, t->name, t->name_len);
@@ -194,7 +194,7 @@ static int check_job(const stf_plan *p, const stf__job *j, stf_err *err)
         return stf__err(err, STF_EINVAL, "run: job output index out of range");
     if (stf__mul_u64(&nk, j->dec.n, j->dec.k))
         return stf__err(err, STF_ELIMIT, "run: job size overflows");
-    const stf_plan_tensor *w = &p->outs[j->out_weight].pub;
+    const stf_plan_tensor_info *w = &p->outs[j->out_weight].pub;
     char shown[STF__NAME_SHOWN];
     wbytes = j->kind == STF__JOB_REQUANT_INT8   ? nk
              : j->kind == STF__JOB_REQUANT_W4A4 ? nk / 2
@@ -252,7 +252,7 @@ static int run_jobs(stf_run_report *rep, const stf_plan *p, run_ctx *ctx,
         rc = stf__job_exec(&jr, job, rep->metrics ? &mr : NULL, err);
         if (rc) goto done;
         if (rep->metrics) {
-            const stf_plan_tensor *wt = &p->outs[job->out_weight].pub;
+            const stf_plan_tensor_info *wt = &p->outs[job->out_weight].pub;
             size_t li = wt->layer;
             int by_layer = li < p->nlayers && p->layers[li].pub.out_prefix;
             const char *pre = by_layer ? p->layers[li].pub.out_prefix : wt->name;
@@ -338,7 +338,7 @@ int stf_plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
     rc = stf_writer_prepare(w, err);
     if (rc) goto done;
     for (size_t i = 0; i < p->nouts; i++) {
-        const stf_plan_tensor *t = &p->outs[i].pub;
+        const stf_plan_tensor_info *t = &p->outs[i].pub;
         if ((rc = stf_writer_tensor_id_n(&ctx.ids[i], w, t->name, t->name_len))) {
             char shown[STF__NAME_SHOWN];
             rc = stf__err(err, STF_EINVAL, "run: output '%s' missing from the writer",

@@ -60,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     stf_plan *p = NULL;
     if (stf_plan_build(&p, c, g_recipe, NULL, &e) == 0) {
         for (size_t i = 0; i < stf_plan_tensor_count(p); i++)
-            CHECK(stf_plan_get_tensor(p, i)->name != NULL);
+            CHECK(stf_plan_tensor(p, i)->name != NULL);
         stf_plan_free(p);
     } else {
         CHECK(memchr(e.msg, '\0', sizeof e.msg) != NULL);

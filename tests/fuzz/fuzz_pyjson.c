@@ -92,7 +92,7 @@ static void walk(const stf_pyval *v, size_t *budget)
             const char *k = stf_pyval_key(v, i, &kl);
             CHECK(k && k[kl] == '\0');
             /* Keys are unique, so a lookup finds this very entry. */
-            if (strlen(k) == kl) CHECK(stf_pyval_get(v, k) == it);
+            if (strlen(k) == kl) CHECK(stf_pyval_find(v, k) == it);
         }
         walk(it, budget);
     }

@@ -67,7 +67,7 @@ static void check_qmeta(const stf_ckpt *out, size_t shard)
     stf_err e;
     if (!m) return;
     CHECK(stf_pyjson_parse(&v, m->value, m->value_len, &e) == 0);
-    const stf_pyval *layers = stf_pyval_get(v, "layers");
+    const stf_pyval *layers = stf_pyval_find(v, "layers");
     CHECK(layers && stf_pyval_type(layers) == STF_PY_DICT);
     for (size_t i = 0; i < stf_pyval_len(layers); i++) {
         char *d = NULL;
@@ -111,7 +111,7 @@ static void check_output(const stf_plan *p, const stf_ckpt *in, const stf_run_re
 
     CHECK(stf_ckpt_tensor_count(out) == stf_plan_tensor_count(p));
     for (size_t i = 0; i < stf_plan_tensor_count(p); i++) {
-        const stf_plan_tensor *t = stf_plan_get_tensor(p, i);
+        const stf_plan_tensor_info *t = stf_plan_tensor(p, i);
         size_t j = fuzz_find_same(out, t->name, t->dtype, t->rank, t->shape, t->nbytes);
         const stf_tensor_info *u = stf_ckpt_tensor(out, j);
         unsigned char *got = NULL, *want = NULL;
@@ -122,7 +122,7 @@ static void check_output(const stf_plan *p, const stf_ckpt *in, const stf_run_re
             CHECK(!memcmp(got, want, (size_t)t->nbytes));
         }
         if (t->op == STF_OUT_NEW && ends_with(t->name, SUFFIX_MARKER)) {
-            const stf_plan_layer *l = stf_plan_get_layer(p, t->layer);
+            const stf_plan_layer_info *l = stf_plan_layer(p, t->layer);
             CHECK(l != NULL && u->dtype == STF_U8 && u->rank == 1);
             read_tensor(&got, out, j);
             check_marker(got, (size_t)t->nbytes, l->format);
@@ -180,7 +180,7 @@ static void check_plan(const stf_plan *p)
 {
     stf_err e;
     for (size_t i = 0; i < stf_plan_tensor_count(p); i++) {
-        const stf_plan_tensor *t = stf_plan_get_tensor(p, i);
+        const stf_plan_tensor_info *t = stf_plan_tensor(p, i);
         uint64_t nel = 1, nb = 0;
         CHECK(t->name && t->name[0] && (t->rank == 0 || t->shape));
         for (unsigned r = 0; r < t->rank; r++) CHECK(!__builtin_mul_overflow(nel, t->shape[r], &nel));
@@ -188,7 +188,7 @@ static void check_plan(const stf_plan *p)
         CHECK(t->layer == SIZE_MAX || t->layer < stf_plan_layer_count(p));
     }
     for (size_t i = 0; i < stf_plan_layer_count(p); i++) {
-        const stf_plan_layer *l = stf_plan_get_layer(p, i);
+        const stf_plan_layer_info *l = stf_plan_layer(p, i);
         CHECK(l->prefix && l->out_prefix && l->summary);
     }
 }

@@ -155,10 +155,10 @@ static inline void pt_free(pt_ckpt *k)
 }
 
 /* Output tensor by name, or NULL. */
-static inline const stf_plan_tensor *pt_out(const pt_ckpt *k, const char *name)
+static inline const stf_plan_tensor_info *pt_out(const pt_ckpt *k, const char *name)
 {
     for (size_t i = 0; i < stf_plan_tensor_count(k->p); i++)
-        if (!strcmp(stf_plan_get_tensor(k->p, i)->name, name)) return stf_plan_get_tensor(k->p, i);
+        if (!strcmp(stf_plan_tensor(k->p, i)->name, name)) return stf_plan_tensor(k->p, i);
     return NULL;
 }
 
@@ -166,7 +166,7 @@ static inline const stf_plan_tensor *pt_out(const pt_ckpt *k, const char *name)
 static inline size_t pt_out_index(const pt_ckpt *k, const char *name)
 {
     for (size_t i = 0; i < stf_plan_tensor_count(k->p); i++)
-        if (!strcmp(stf_plan_get_tensor(k->p, i)->name, name)) return i;
+        if (!strcmp(stf_plan_tensor(k->p, i)->name, name)) return i;
     fail_msg("no output %s", name);
     return SIZE_MAX;
 }
@@ -201,7 +201,7 @@ static inline const char *pt_meta(const pt_ckpt *k, const char *key)
 }
 
 /* Shape equality helper. */
-static inline void pt_shape_is(const stf_plan_tensor *t, unsigned rank, const uint64_t *dims)
+static inline void pt_shape_is(const stf_plan_tensor_info *t, unsigned rank, const uint64_t *dims)
 {
     assert_non_null(t);
     assert_int_equal(t->rank, rank);

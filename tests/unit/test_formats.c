@@ -30,7 +30,7 @@ static void test_rows(void **state)
         { "awq_w4a16", STF_I8, STF_SHAPE_NK2, NULL, 2 },
     };
     for (int i = 0; i < STF_FMT_COUNT; i++) {
-        const stf_format_info *f = stf_format_get((stf_format_id)i);
+        const stf_format_info *f = stf_format_at((stf_format_id)i);
         assert_non_null(f);
         assert_int_equal(f->id, i);
         assert_string_equal(f->name, want[i].name);
@@ -46,20 +46,20 @@ static void test_rows(void **state)
         }
         assert_ptr_equal(stf_format_find(f->name, strlen(f->name)), f);
     }
-    assert_null(stf_format_get(STF_FMT_COUNT));
+    assert_null(stf_format_at(STF_FMT_COUNT));
 }
 
 static void test_companions(void **state)
 {
     (void)state;
-    const stf_format_info *f = stf_format_get(STF_FMT_INT8_TENSORWISE);
+    const stf_format_info *f = stf_format_at(STF_FMT_INT8_TENSORWISE);
     assert_int_equal(f->tensors[0].suffix, STF_SFX_WEIGHT_SCALE);
     assert_int_equal(f->tensors[0].required, 1);
     assert_int_equal(f->tensors[0].dtypes[0], STF_F32);
     assert_int_equal(f->tensors[0].shape, STF_SHAPE_N1);
     assert_int_equal(f->tensors[0].alt_shape, STF_SHAPE_SCALAR);
 
-    f = stf_format_get(STF_FMT_ASYM_W4A8_INT8);
+    f = stf_format_at(STF_FMT_ASYM_W4A8_INT8);
     assert_int_equal(f->default_group_size, 16);
     assert_int_equal(f->tensors[0].suffix, STF_SFX_WEIGHT_S_REL);
     assert_int_equal(f->tensors[0].ndtypes, 2);
@@ -68,16 +68,16 @@ static void test_companions(void **state)
     assert_int_equal(f->tensors[2].suffix, STF_SFX_WEIGHT_CODEBOOK);
     assert_int_equal(f->tensors[2].required, 0);
 
-    f = stf_format_get(STF_FMT_NVFP4);
+    f = stf_format_at(STF_FMT_NVFP4);
     assert_int_equal(f->tensors[1].suffix, STF_SFX_WEIGHT_SCALE_2);
     assert_int_equal(f->tensors[1].required, 1);
     assert_int_equal(f->tensors[0].dtypes[0], STF_F8_E4M3);
 
-    f = stf_format_get(STF_FMT_MXFP8);
+    f = stf_format_at(STF_FMT_MXFP8);
     assert_int_equal(f->tensors[0].dtypes[0], STF_U8);
     assert_int_equal(f->tensors[0].shape, STF_SHAPE_N_K32);
 
-    f = stf_format_get(STF_FMT_AWQ_W4A16);
+    f = stf_format_at(STF_FMT_AWQ_W4A16);
     assert_int_equal(f->default_group_size, 64);
     assert_int_equal(f->tensors[1].suffix, STF_SFX_WEIGHT_ZEROS);
 }

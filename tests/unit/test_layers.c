@@ -194,7 +194,7 @@ static void test_single_file(void **state)
     assert_int_equal(q->markers[1].status, STF_MARKER_OK);
     assert_string_equal(q->markers[1].key, "blocks.0.attn.qkv.comfy_quant");
     assert_int_equal(q->markers[1].tensor, 2);
-    assert_true(stf_pyval_is_true(stf_pyval_get(q->markers[1].value, "convrot")));
+    assert_true(stf_pyval_is_true(stf_pyval_find(q->markers[1].value, "convrot")));
     assert_int_equal(q->conflict, 0);
     assert_ptr_equal(q->comfy, &q->markers[0]); /* metadata overwrites */
 
@@ -233,7 +233,7 @@ static void test_single_file(void **state)
     for (int s = 0; s < STF_SFX_COUNT; s++) assert_int_equal(stf_layer_tensor(b5, s), -1);
 
     assert_int_equal(stf_model_qmeta_status(m, 0), STF_QMETA_OK);
-    assert_string_equal(stf_pyval_str(stf_pyval_get(stf_model_qmeta_value(m, 0), "format_version"),
+    assert_string_equal(stf_pyval_str(stf_pyval_find(stf_model_qmeta_value(m, 0), "format_version"),
                                       NULL), "1.0");
     assert_null(stf_model_qmeta_error(m, 0, NULL));
     assert_int_equal(stf_model_qmeta_status(m, 1), STF_QMETA_ABSENT);
@@ -264,7 +264,7 @@ static void test_conflict_and_pick(void **state)
     stf_model *m = build_model(c);
     const stf_layer *a = layer(m, "a");
     assert_int_equal(a->conflict, 1);
-    assert_int_equal(stf_pyval_eq_int(stf_pyval_get(a->comfy->value, "convrot_groupsize"), 64), 1);
+    assert_int_equal(stf_pyval_eq_int(stf_pyval_find(a->comfy->value, "convrot_groupsize"), 64), 1);
     assert_int_equal(layer(m, "b")->conflict, 0);
     stf_model_free(m);
     stf_ckpt_free(c);
@@ -418,7 +418,7 @@ static void test_sharded(void **state)
     /* a file has no pointer to give: the marker bytes came from stf_ckpt_read */
     assert_null(stf_ckpt_tensor_data(c, 2));
     assert_int_equal(x->markers[1].status, STF_MARKER_OK);
-    assert_string_equal(stf_pyval_str(stf_pyval_get(x->markers[1].value, "format"), NULL),
+    assert_string_equal(stf_pyval_str(stf_pyval_find(x->markers[1].value, "format"), NULL),
                         "float8_e4m3fn");
     stf_model_free(m);
     stf_ckpt_free(c);

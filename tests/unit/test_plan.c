@@ -28,7 +28,7 @@ static void test_rules_in_order_until_terminal(void **state)
                   "  - name: never\n    match: {marker: present}\n    do: {exclude: {dtype: F32}}\n");
     pt_plan_ok(&k);
     assert_int_equal(stf_plan_layer_count(k.p), 1);
-    const stf_plan_layer *l = stf_plan_get_layer(k.p, 0);
+    const stf_plan_layer_info *l = stf_plan_layer(k.p, 0);
     assert_int_equal(l->nrules, 2);
     assert_string_equal(l->rules[0], "cast");
     assert_string_equal(l->rules[1], "q");
@@ -39,11 +39,11 @@ static void test_rules_in_order_until_terminal(void **state)
     assert_int_equal(stf_plan_targets(k.p), STF_CONSUMER_SGLANG | STF_CONSUMER_COMFYUI);
     /* Writer order: F32 (norm, scale) by name, then I8, then U8. */
     assert_int_equal(stf_plan_tensor_count(k.p), 4);
-    assert_string_equal(stf_plan_get_tensor(k.p, 0)->name, "a.weight_scale");
-    assert_string_equal(stf_plan_get_tensor(k.p, 1)->name, "norm");
-    assert_string_equal(stf_plan_get_tensor(k.p, 2)->name, "a.weight");
-    assert_string_equal(stf_plan_get_tensor(k.p, 3)->name, "a.comfy_quant");
-    const stf_plan_tensor *n = pt_out(&k, "norm");
+    assert_string_equal(stf_plan_tensor(k.p, 0)->name, "a.weight_scale");
+    assert_string_equal(stf_plan_tensor(k.p, 1)->name, "norm");
+    assert_string_equal(stf_plan_tensor(k.p, 2)->name, "a.weight");
+    assert_string_equal(stf_plan_tensor(k.p, 3)->name, "a.comfy_quant");
+    const stf_plan_tensor_info *n = pt_out(&k, "norm");
     assert_int_equal(n->op, STF_OUT_COPY);
     assert_int_equal(n->layer, SIZE_MAX);
     assert_int_equal(n->src, 3);
@@ -66,14 +66,14 @@ static void test_untouched_checkpoint_is_all_copies(void **state)
                   "  - name: nothing\n    match: {marker: present}\n    do: cast-scale\n");
     pt_plan_ok(&k);
     assert_int_equal(stf_plan_tensor_count(k.p), 3);
-    assert_string_equal(stf_plan_get_tensor(k.p, 0)->name, "a.bias");
-    assert_string_equal(stf_plan_get_tensor(k.p, 1)->name, "a.weight");
-    assert_string_equal(stf_plan_get_tensor(k.p, 2)->name, "z.weight");
-    for (size_t i = 0; i < 3; i++) assert_int_equal(stf_plan_get_tensor(k.p, i)->op, STF_OUT_COPY);
+    assert_string_equal(stf_plan_tensor(k.p, 0)->name, "a.bias");
+    assert_string_equal(stf_plan_tensor(k.p, 1)->name, "a.weight");
+    assert_string_equal(stf_plan_tensor(k.p, 2)->name, "z.weight");
+    for (size_t i = 0; i < 3; i++) assert_int_equal(stf_plan_tensor(k.p, i)->op, STF_OUT_COPY);
     assert_int_equal(stf_plan_bytes_total(k.p), 8 + 32 + 32);
     assert_int_equal(stf_plan_bytes_copied(k.p), stf_plan_bytes_total(k.p));
-    assert_string_equal(stf_plan_get_layer(k.p, 0)->summary, "unchanged");
-    assert_int_equal(stf_plan_get_layer(k.p, 0)->nrules, 0);
+    assert_string_equal(stf_plan_layer(k.p, 0)->summary, "unchanged");
+    assert_int_equal(stf_plan_layer(k.p, 0)->nrules, 0);
     assert_int_equal(k.p->njobs, 0);
     pt_free(&k);
 }
@@ -99,7 +99,7 @@ static int same_plan(const stf_plan *a, const stf_plan *b)
         stf_plan_layer_count(a) != stf_plan_layer_count(b))
         return 0;
     for (size_t i = 0; i < stf_plan_tensor_count(a); i++) {
-        const stf_plan_tensor *x = stf_plan_get_tensor(a, i), *y = stf_plan_get_tensor(b, i);
+        const stf_plan_tensor_info *x = stf_plan_tensor(a, i), *y = stf_plan_tensor(b, i);
         if (strcmp(x->name, y->name) || x->op != y->op || x->dtype != y->dtype ||
             x->nbytes != y->nbytes)
             return 0;
@@ -107,7 +107,7 @@ static int same_plan(const stf_plan *a, const stf_plan *b)
     for (size_t i = 0; i < stf_plan_meta_count(a); i++)
         if (strcmp(stf_plan_meta(a, i)->value, stf_plan_meta(b, i)->value)) return 0;
     for (size_t i = 0; i < stf_plan_layer_count(a); i++)
-        if (strcmp(stf_plan_get_layer(a, i)->summary, stf_plan_get_layer(b, i)->summary))
+        if (strcmp(stf_plan_layer(a, i)->summary, stf_plan_layer(b, i)->summary))
             return 0;
     return 1;
 }
@@ -209,7 +209,7 @@ static void test_prefix_merge_before_rules(void **state)
     pt_recipe(&k, prefix_yaml);
     pt_plan_ok(&k);
     assert_int_equal(stf_plan_layer_count(k.p), 2);
-    const stf_plan_layer *t = stf_plan_get_layer(k.p, 0), *o = stf_plan_get_layer(k.p, 1);
+    const stf_plan_layer_info *t = stf_plan_layer(k.p, 0), *o = stf_plan_layer(k.p, 1);
     assert_string_equal(t->prefix, L);
     assert_int_equal(t->nrules, 1);
     assert_string_equal(t->rules[0], "q");
@@ -269,7 +269,7 @@ static void test_prefix_no_merge(void **state)
     pt_open(&k);
     pt_recipe(&k, prefix_yaml);
     pt_plan_ok(&k);
-    const stf_plan_layer *o = stf_plan_get_layer(k.p, 1);
+    const stf_plan_layer_info *o = stf_plan_layer(k.p, 1);
     assert_string_equal(o->prefix, "model.diffusion_model." L);
     assert_int_equal(o->nrules, 2);
     assert_string_equal(o->rules[1], "orphan");
@@ -284,10 +284,10 @@ static void test_prefix_no_merge(void **state)
     pt_open(&k);
     pt_recipe(&k, prefix_yaml);
     pt_plan_ok(&k);
-    o = stf_plan_get_layer(k.p, 1);
+    o = stf_plan_layer(k.p, 1);
     assert_int_equal(o->nrules, 2);
     assert_string_equal(o->out_prefix, "other");
-    assert_null(stf_plan_get_layer(k.p, 0)->format);
+    assert_null(stf_plan_layer(k.p, 0)->format);
     assert_null(pt_meta(&k, "_quantization_metadata"));
     pt_free(&k);
 }
@@ -306,7 +306,7 @@ static int plan_file(const char *recipe, const char *file, stf_err *err)
     if (!rc) {
         /* Every output has a size, and every requantize/dequantize output a job. */
         for (size_t i = 0; i < stf_plan_tensor_count(p); i++) {
-            const stf_plan_tensor *t = stf_plan_get_tensor(p, i);
+            const stf_plan_tensor_info *t = stf_plan_tensor(p, i);
             if (t->op >= STF_OUT_QUANT_WEIGHT) assert_true(p->outs[i].job < p->njobs);
             if (t->op == STF_OUT_NEW) assert_non_null(p->outs[i].bytes);
         }

@@ -19,9 +19,9 @@ static void test_null_and_out_of_range(void **state)
 {
     (void)state;
     assert_int_equal(stf_plan_layer_count(NULL), 0);
-    assert_null(stf_plan_get_layer(NULL, 0));
+    assert_null(stf_plan_layer(NULL, 0));
     assert_int_equal(stf_plan_tensor_count(NULL), 0);
-    assert_null(stf_plan_get_tensor(NULL, 0));
+    assert_null(stf_plan_tensor(NULL, 0));
     assert_int_equal(stf_plan_dropped_count(NULL), 0);
     assert_null(stf_plan_dropped(NULL, 0));
     assert_int_equal(stf_plan_meta_count(NULL), 0);
@@ -39,10 +39,10 @@ static void test_null_and_out_of_range(void **state)
                   "    do: {drop: {scales: true}}\n");
     pt_plan_ok(&k);
     assert_int_equal(stf_plan_layer_count(k.p), 1);
-    assert_null(stf_plan_get_layer(k.p, 1));
+    assert_null(stf_plan_layer(k.p, 1));
     assert_int_equal(stf_plan_tensor_count(k.p), 1);
-    assert_string_equal(stf_plan_get_tensor(k.p, 0)->name, "a.weight");
-    assert_null(stf_plan_get_tensor(k.p, 1));
+    assert_string_equal(stf_plan_tensor(k.p, 0)->name, "a.weight");
+    assert_null(stf_plan_tensor(k.p, 1));
     assert_int_equal(stf_plan_dropped_count(k.p), 1);
     assert_string_equal(stf_plan_dropped(k.p, 0), "a.weight_scale");
     assert_null(stf_plan_dropped(k.p, 1));
@@ -77,7 +77,7 @@ static void test_names_with_nul(void **state)
     assert_int_equal(stf_plan_tensor_count(k.p), 3);
     int seen = 0;
     for (size_t i = 0; i < stf_plan_tensor_count(k.p); i++) {
-        const stf_plan_tensor *t = stf_plan_get_tensor(k.p, i);
+        const stf_plan_tensor_info *t = stf_plan_tensor(k.p, i);
         if (t->name_len == 16 && !memcmp(t->name, "a\0b.weight_scale", 17)) seen |= 1;
         if (t->name_len == 10 && !memcmp(t->name, "a\0b.weight", 11)) seen |= 2;
         if (t->name_len == 8 && !strcmp(t->name, "a.weight")) seen |= 4;
@@ -85,7 +85,7 @@ static void test_names_with_nul(void **state)
     assert_int_equal(seen, 7);
     int layers = 0;
     for (size_t i = 0; i < stf_plan_layer_count(k.p); i++) {
-        const stf_plan_layer *l = stf_plan_get_layer(k.p, i);
+        const stf_plan_layer_info *l = stf_plan_layer(k.p, i);
         if (l->prefix_len == 3 && !memcmp(l->prefix, "a\0b", 4) && l->out_prefix_len == 3 &&
             !memcmp(l->out_prefix, "a\0b", 4) && l->nrules == 0)
             layers |= 1;

@@ -25,7 +25,7 @@ static void test_exclude_drops_scales_and_marker(void **state)
     pt_recipe1(&k, "{marker: present}", "{exclude: {dtype: F16}}");
     pt_plan_ok(&k);
     assert_int_equal(stf_plan_tensor_count(k.p), 2);
-    const stf_plan_tensor *t = pt_out(&k, L ".weight");
+    const stf_plan_tensor_info *t = pt_out(&k, L ".weight");
     assert_int_equal(t->op, STF_OUT_DEQUANT);
     assert_int_equal(t->dtype, STF_F16);
     pt_shape_is(t, 2, PT_SHAPE(16, 256));
@@ -40,7 +40,7 @@ static void test_exclude_drops_scales_and_marker(void **state)
     assert_int_equal(j->dec.kind, STF__DEC_INT8);
     assert_int_equal(j->dec.axis, STF_SCALE_ROW);
     assert_int_equal(j->dec.rot_group, 256);
-    assert_null(stf_plan_get_layer(k.p, 0)->format);
+    assert_null(stf_plan_layer(k.p, 0)->format);
     /* The only marker is gone, so _quantization_metadata goes too. */
     assert_null(pt_meta(&k, "_quantization_metadata"));
     free(w);
@@ -59,7 +59,7 @@ static void test_exclude_decodes_by_format(void **state)
     pt_open(&k);
     pt_recipe1(&k, "{marker: present}", "{exclude: {dtype: F32}}");
     pt_plan_ok(&k);
-    const stf_plan_tensor *t = pt_out(&k, "w.weight");
+    const stf_plan_tensor_info *t = pt_out(&k, "w.weight");
     assert_int_equal(t->op, STF_OUT_DEQUANT);
     pt_shape_is(t, 2, PT_SHAPE(16, 256));
     assert_int_equal(t->nbytes, 16 * 256 * 4);
@@ -68,7 +68,7 @@ static void test_exclude_decodes_by_format(void **state)
     assert_int_equal(j->dec.kind, STF__DEC_W4A4);
     assert_int_equal(j->dec.k, 256);
     assert_int_equal(j->dec.rot_group, 256);
-    assert_null(stf_plan_get_layer(k.p, 0)->format);
+    assert_null(stf_plan_layer(k.p, 0)->format);
     pt_free(&k);
 
     memset(&k, 0, sizeof k);
@@ -102,7 +102,7 @@ static void test_set_marker_adds_format_and_hoists(void **state)
     assert_string_equal(pt_new_bytes(&k, "b.comfy_quant", b, sizeof b), MK_G64);
     assert_int_equal(pt_out(&k, "a.comfy_quant")->nbytes, 72);
     assert_int_equal(pt_out(&k, "b.comfy_quant")->src, -1);
-    assert_string_equal(stf_plan_get_layer(k.p, 0)->format, "int8_tensorwise");
+    assert_string_equal(stf_plan_layer(k.p, 0)->format, "int8_tensorwise");
     pt_free(&k);
 }
 
@@ -116,7 +116,7 @@ static void test_set_marker_canonical_input_is_copied(void **state)
     pt_open(&k);
     pt_recipe1(&k, "{marker: present}", "set-marker");
     pt_plan_ok(&k);
-    const stf_plan_tensor *m = pt_out(&k, "a.comfy_quant");
+    const stf_plan_tensor_info *m = pt_out(&k, "a.comfy_quant");
     assert_int_equal(m->op, STF_OUT_COPY);
     assert_int_equal(m->src, 2);
     assert_int_equal(stf_plan_bytes_copied(k.p), stf_plan_bytes_total(k.p));
@@ -155,7 +155,7 @@ static void test_rewrite_format_rename_and_mismatch(void **state)
     assert_string_equal(pt_new_bytes(&k, L ".comfy_quant", b, sizeof b), W4M);
     assert_int_equal(pt_out(&k, L ".weight")->op, STF_OUT_COPY);
     assert_int_equal(pt_out(&k, L ".weight_scale")->op, STF_OUT_COPY);
-    assert_string_equal(stf_plan_get_layer(k.p, 0)->format, "convrot_w4a4");
+    assert_string_equal(stf_plan_layer(k.p, 0)->format, "convrot_w4a4");
     pt_free(&k);
 
     /* (N, 1) is the same bytes as (N,): renamed and reshaped together; params hoisted. */
@@ -172,7 +172,7 @@ static void test_rewrite_format_rename_and_mismatch(void **state)
     assert_int_equal(pt_out(&k, L ".weight_scale")->op, STF_OUT_RESHAPE);
     assert_string_equal(pt_new_bytes(&k, L ".comfy_quant", b, sizeof b),
                         "{\"format\": \"convrot_w4a4\", \"convrot_groupsize\": 64}");
-    assert_string_equal(stf_plan_get_layer(k.p, 0)->summary,
+    assert_string_equal(stf_plan_layer(k.p, 0)->summary,
                         "marker canonical (convrot_w4a4); scale (N, 1) -> (N,); "
                         "format int4_convrot_w4a4 -> convrot_w4a4");
     pt_free(&k);
@@ -216,12 +216,12 @@ static void test_requantize_float_linear(void **state)
     pt_recipe1(&k, "{weight_dtype: BF16, shape: \"rank == 2\"}", "requantize");
     pt_plan_ok(&k);
     assert_int_equal(stf_plan_tensor_count(k.p), 4);
-    const stf_plan_tensor *w = pt_out(&k, L ".weight");
+    const stf_plan_tensor_info *w = pt_out(&k, L ".weight");
     assert_int_equal(w->op, STF_OUT_QUANT_WEIGHT);
     assert_int_equal(w->dtype, STF_I8);
     pt_shape_is(w, 2, PT_SHAPE(16, 256));
     assert_int_equal(w->src, 0);
-    const stf_plan_tensor *s = pt_out(&k, L ".weight_scale");
+    const stf_plan_tensor_info *s = pt_out(&k, L ".weight_scale");
     assert_int_equal(s->op, STF_OUT_QUANT_SCALE);
     pt_shape_is(s, 2, PT_SHAPE(16, 1));
     assert_string_equal(pt_new_bytes(&k, L ".comfy_quant", b, sizeof b), MK_G256);
@@ -233,7 +233,7 @@ static void test_requantize_float_linear(void **state)
     assert_int_equal(j->group, 256);
     assert_int_equal(j->mode, STF_QMODE_CUDA);
     assert_int_equal(j->t, STF_BF16);
-    const stf_plan_layer *pl = stf_plan_get_layer(k.p, 0);
+    const stf_plan_layer_info *pl = stf_plan_layer(k.p, 0);
     assert_int_equal(pl->requantize, 1);
     assert_int_equal(pl->group, 256);
     assert_string_equal(pl->format, "int8_tensorwise");
@@ -290,12 +290,12 @@ static void test_requantize_indivisible(void **state)
     pt_open(&k);
     pt_recipe1(&k, "{weight: present}", "{requantize: {fallback_dtype: F32}}");
     pt_plan_ok(&k);
-    const stf_plan_tensor *w = pt_out(&k, L ".weight");
+    const stf_plan_tensor_info *w = pt_out(&k, L ".weight");
     assert_int_equal(w->op, STF_OUT_DEQUANT);
     assert_int_equal(w->dtype, STF_F32);
     assert_true(pt_dropped(&k, L ".weight_scale"));
     assert_true(pt_dropped(&k, L ".comfy_quant"));
-    assert_int_equal(stf_plan_get_layer(k.p, 0)->requantize, 0);
+    assert_int_equal(stf_plan_layer(k.p, 0)->requantize, 0);
     pt_free(&k);
 
     memset(&k, 0, sizeof k);
@@ -518,7 +518,7 @@ static void test_set_marker_convrot_groupsize(void **state)
     pt_recipe1(&k, "{marker: present}", "{set-marker: {drop_keys: [convrot_groupsize]}}");
     pt_plan_ok(&k);
     /* The canonical bytes are the input's own: the marker is copied. */
-    assert_int_equal(stf_plan_get_tensor(k.p, pt_out_index(&k, "a.comfy_quant"))->op,
+    assert_int_equal(stf_plan_tensor(k.p, pt_out_index(&k, "a.comfy_quant"))->op,
                      STF_OUT_COPY);
     pt_free(&k);
 }
@@ -579,13 +579,13 @@ static void test_empty_weight_copied(void **state)
     pt_recipe1(&k, "{weight_dtype: BF16, shape: \"rank == 2\"}", "requantize");
     pt_plan_ok(&k);
     assert_int_equal(stf_plan_tensor_count(k.p), 1);
-    const stf_plan_tensor *w = pt_out(&k, L ".weight");
+    const stf_plan_tensor_info *w = pt_out(&k, L ".weight");
     assert_int_equal(w->op, STF_OUT_COPY);
     assert_int_equal(w->dtype, STF_BF16);
     pt_shape_is(w, 2, PT_SHAPE(big, 0));
     assert_int_equal(k.p->njobs, 0);
     assert_int_equal(stf_plan_bytes_total(k.p), 0);
-    const stf_plan_layer *pl = stf_plan_get_layer(k.p, 0);
+    const stf_plan_layer_info *pl = stf_plan_layer(k.p, 0);
     assert_string_equal(pl->summary, "weight (1099511627776, 0) has no elements: copied unchanged, "
                                      "not requantized");
     assert_int_equal(pl->requantize, 0);
@@ -607,7 +607,7 @@ static void test_empty_weight_copied(void **state)
     assert_int_equal(pt_out(&k, L ".comfy_quant")->op, STF_OUT_COPY);
     assert_int_equal(stf_plan_dropped_count(k.p), 0);
     assert_int_equal(k.p->njobs, 0);
-    pl = stf_plan_get_layer(k.p, 0);
+    pl = stf_plan_layer(k.p, 0);
     assert_string_equal(pl->summary, "weight (0, 140737488355328) has no elements: copied "
                                      "unchanged, not dequantized");
     assert_string_equal(pl->format, "int8_tensorwise");
@@ -624,7 +624,7 @@ static void test_empty_weight_copied(void **state)
     pt_plan_ok(&k);
     assert_int_equal(k.p->njobs, 0);
     assert_int_equal(pt_out(&k, L ".weight")->op, STF_OUT_COPY);
-    assert_string_equal(stf_plan_get_layer(k.p, 0)->summary,
+    assert_string_equal(stf_plan_layer(k.p, 0)->summary,
                         "weight (1099511627776, 0) has no elements: copied unchanged, not "
                         "requantized");
     pt_free(&k);

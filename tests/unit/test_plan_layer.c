@@ -32,7 +32,7 @@ static void test_reshape_rows_after_probe(void **state)
                "{format: int8_tensorwise, scale_shape: [[N]], probe: rowwise}",
                "{reshape-scale: {to: rows, require_probe: true}}");
     pt_plan_ok(&k);
-    const stf_plan_tensor *s = pt_out(&k, L ".weight_scale");
+    const stf_plan_tensor_info *s = pt_out(&k, L ".weight_scale");
     pt_shape_is(s, 2, PT_SHAPE(16, 1));
     assert_int_equal(s->op, STF_OUT_RESHAPE);
     assert_int_equal(s->dtype, STF_F32);
@@ -40,7 +40,7 @@ static void test_reshape_rows_after_probe(void **state)
     assert_int_equal(s->nbytes, 64);
     assert_int_equal(pt_out(&k, L ".weight")->op, STF_OUT_COPY);
     assert_int_equal(pt_out(&k, L ".comfy_quant")->op, STF_OUT_COPY);
-    assert_string_equal(stf_plan_get_layer(k.p, 0)->summary, "scale (16,) -> (16, 1)");
+    assert_string_equal(stf_plan_layer(k.p, 0)->summary, "scale (16,) -> (16, 1)");
     assert_int_equal(stf_plan_dropped_count(k.p), 0);
     assert_int_equal(k.p->njobs, 0);
     free(w);
@@ -77,7 +77,7 @@ static void test_reshape_vector_and_scalar(void **state)
                   "    do: {reshape-scale: {to: vector}}\n"
                   "  - name: s\n    match: {prefix: b}\n    do: {reshape-scale: {to: scalar}}\n");
     pt_plan_ok(&k);
-    const stf_plan_tensor *s = pt_out(&k, L ".weight_scale");
+    const stf_plan_tensor_info *s = pt_out(&k, L ".weight_scale");
     pt_shape_is(s, 1, PT_SHAPE(16));
     assert_int_equal(s->op, STF_OUT_RESHAPE);
     s = pt_out(&k, "b.weight_scale");
@@ -97,7 +97,7 @@ static void test_transpose_row_is_header_only(void **state)
     int8_layer(&k, w, 16, 256, 2, PT_SHAPE(1, 16), MK_G256, "{scale_shape: [[1, N]]}",
                "transpose-scale");
     pt_plan_ok(&k);
-    const stf_plan_tensor *s = pt_out(&k, L ".weight_scale");
+    const stf_plan_tensor_info *s = pt_out(&k, L ".weight_scale");
     pt_shape_is(s, 2, PT_SHAPE(16, 1));
     assert_int_equal(s->op, STF_OUT_RESHAPE);
     assert_int_equal(k.p->njobs, 0);
@@ -147,12 +147,12 @@ static void test_flatten_conv(void **state)
     pt_open(&k);
     pt_recipe1(&k, "{prefix: c}", "flatten-conv");
     pt_plan_ok(&k);
-    const stf_plan_tensor *w = pt_out(&k, "c.weight");
+    const stf_plan_tensor_info *w = pt_out(&k, "c.weight");
     pt_shape_is(w, 2, PT_SHAPE(8, 36));
     assert_int_equal(w->op, STF_OUT_RESHAPE);
     assert_int_equal(w->nbytes, 288);
     assert_int_equal(pt_out(&k, "c.weight_scale")->op, STF_OUT_COPY);
-    assert_string_equal(stf_plan_get_layer(k.p, 0)->summary, "weight (8, 4, 3, 3) -> (8, 36)");
+    assert_string_equal(stf_plan_layer(k.p, 0)->summary, "weight (8, 4, 3, 3) -> (8, 36)");
     pt_free(&k);
 
     memset(&k, 0, sizeof k);
@@ -177,21 +177,21 @@ static void test_cast_scale_and_relabel(void **state)
     pt_recipe(&k, "stfix: 1\ntarget: sglang\nrules:\n  - name: c\n    match: {scale_dtype: BF16}\n"
                   "    do: [cast-scale, {relabel: {tensor: weight, from: U8, to: I8}}]\n");
     pt_plan_ok(&k);
-    const stf_plan_tensor *s = pt_out(&k, L ".weight_scale");
+    const stf_plan_tensor_info *s = pt_out(&k, L ".weight_scale");
     assert_int_equal(s->op, STF_OUT_CAST);
     assert_int_equal(s->dtype, STF_F32);
     assert_int_equal(s->nbytes, 64);
     assert_int_equal(k.p->outs[pt_out_index(&k, L ".weight_scale")].cast_from, STF_BF16);
-    const stf_plan_tensor *w = pt_out(&k, L ".weight");
+    const stf_plan_tensor_info *w = pt_out(&k, L ".weight");
     assert_int_equal(w->op, STF_OUT_RELABEL);
     assert_int_equal(w->dtype, STF_I8);
     assert_int_equal(w->nbytes, 4096);
-    assert_string_equal(stf_plan_get_layer(k.p, 0)->summary,
+    assert_string_equal(stf_plan_layer(k.p, 0)->summary,
                         "scale BF16 -> F32; relabel U8 -> I8");
     /* Writer order: F32 before I8 before U8 (dtype index descending). */
-    assert_string_equal(stf_plan_get_tensor(k.p, 0)->name, L ".weight_scale");
-    assert_string_equal(stf_plan_get_tensor(k.p, 1)->name, L ".weight");
-    assert_string_equal(stf_plan_get_tensor(k.p, 2)->name, L ".comfy_quant");
+    assert_string_equal(stf_plan_tensor(k.p, 0)->name, L ".weight_scale");
+    assert_string_equal(stf_plan_tensor(k.p, 1)->name, L ".weight");
+    assert_string_equal(stf_plan_tensor(k.p, 2)->name, L ".comfy_quant");
     pt_free(&k);
 }
 
@@ -231,7 +231,7 @@ static void test_rename_prefix_and_collision(void **state)
     assert_non_null(pt_out(&k, "a.weight"));
     assert_non_null(pt_out(&k, "norm"));
     assert_int_equal(pt_out(&k, "a.weight")->src, 0);
-    assert_string_equal(stf_plan_get_layer(k.p, 0)->out_prefix, "a");
+    assert_string_equal(stf_plan_layer(k.p, 0)->out_prefix, "a");
     assert_string_equal(k.p->outs[pt_out_index(&k, "a.weight")].group, "a");
     pt_free(&k);
 

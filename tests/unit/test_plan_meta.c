@@ -83,7 +83,7 @@ static void test_qmeta_rebuilt_from_markers(void **state)
     pt_plan_ok(&k);
     char b[256];
     assert_string_equal(pt_new_bytes(&k, L ".comfy_quant", b, sizeof b), MK_G64);
-    assert_string_equal(stf_plan_get_layer(k.p, 0)->summary,
+    assert_string_equal(stf_plan_layer(k.p, 0)->summary,
                         "marker channels disagreed (R5): the metadata marker wins; marker "
                         "canonical (int8_tensorwise)");
     assert_string_equal(pt_meta(&k, "_quantization_metadata"),
@@ -160,7 +160,7 @@ static void test_qmeta_m5_rename(void **state)
                   "    do: {rename: {from: model.diffusion_model., to: \"\"}}\n");
     pt_plan_ok(&k);
     assert_int_equal(stf_plan_layer_count(k.p), 2);
-    assert_string_equal(stf_plan_get_layer(k.p, 1)->out_prefix, L);
+    assert_string_equal(stf_plan_layer(k.p, 1)->out_prefix, L);
     assert_string_equal(pt_meta(&k, "_quantization_metadata"),
                         "{\"format_version\": \"1.0\", \"layers\": {\"" L "\": " MK_G256 "}}");
     pt_free(&k);

@@ -44,17 +44,17 @@ static void test_marker_object(void **state)
     assert_string_equal(stf_pyval_key(v, 2, NULL), "convrot_groupsize");
     assert_null(stf_pyval_key(v, 3, NULL));
     size_t sl = 0;
-    assert_string_equal(stf_pyval_str(stf_pyval_get(v, "format"), &sl), "int8_tensorwise");
+    assert_string_equal(stf_pyval_str(stf_pyval_find(v, "format"), &sl), "int8_tensorwise");
     assert_int_equal(sl, 15);
-    assert_int_equal(stf_pyval_is_true(stf_pyval_get(v, "convrot")), 1);
-    const stf_pyval *g = stf_pyval_get(v, "convrot_groupsize");
+    assert_int_equal(stf_pyval_is_true(stf_pyval_find(v, "convrot")), 1);
+    const stf_pyval *g = stf_pyval_find(v, "convrot_groupsize");
     assert_int_equal(stf_pyval_type(g), STF_PY_INT);
     assert_string_equal(stf_pyval_int_text(g), "256");
     int64_t i = 0;
     assert_int_equal(stf_pyval_int64(&i, g), 0);
     assert_int_equal(i, 256);
-    assert_null(stf_pyval_get(v, "missing"));
-    assert_null(stf_pyval_get(g, "format")); /* not a dict */
+    assert_null(stf_pyval_find(v, "missing"));
+    assert_null(stf_pyval_find(g, "format")); /* not a dict */
     stf_pyval_free(v);
 }
 
@@ -66,7 +66,7 @@ static void test_duplicate_keys_last_wins_first_position(void **state)
     assert_string_equal(stf_pyval_key(v, 0, NULL), "a");
     assert_string_equal(stf_pyval_int_text(stf_pyval_item(v, 0)), "3");
     assert_string_equal(stf_pyval_key(v, 1, NULL), "b");
-    assert_string_equal(stf_pyval_int_text(stf_pyval_get(v, "a")), "3");
+    assert_string_equal(stf_pyval_int_text(stf_pyval_find(v, "a")), "3");
     stf_pyval_free(v);
 }
 
@@ -84,7 +84,7 @@ static void test_large_dict_hash_index(void **state)
     assert_int_equal(stf_pyval_len(v), 300);
     assert_string_equal(stf_pyval_key(v, 5, NULL), "k5");
     assert_string_equal(stf_pyval_str(stf_pyval_item(v, 5), NULL), "x");
-    assert_string_equal(stf_pyval_int_text(stf_pyval_get(v, "k299")), "299");
+    assert_string_equal(stf_pyval_int_text(stf_pyval_find(v, "k299")), "299");
     assert_string_equal(stf_pyval_key(v, 299, NULL), "k299");
     free(buf);
     stf_pyval_free(v);
@@ -203,7 +203,7 @@ static void test_encodings_and_bom(void **state)
 {
     (void)state;
     stf_pyval *v = ST_PYJSON("\xef\xbb\xbf{\"a\": 1}");
-    assert_string_equal(stf_pyval_int_text(stf_pyval_get(v, "a")), "1");
+    assert_string_equal(stf_pyval_int_text(stf_pyval_find(v, "a")), "1");
     stf_pyval_free(v);
     /* bytes: only one BOM is stripped, the second is simply not a value */
     ERR("\xef\xbb\xbf\xef\xbb\xbf{}", "Expecting value: line 1 column 1 (char 0)", 3);
@@ -211,7 +211,7 @@ static void test_encodings_and_bom(void **state)
     /* '{"a": "é"}'.encode('utf-16-le') */
     static const char u16le[] = "{\0\"\0a\0\"\0:\0 \0\"\0\xe9\0\"\0}\0";
     v = st_pyjson_ok(u16le, sizeof u16le - 1);
-    assert_string_equal(stf_pyval_str(stf_pyval_get(v, "a"), NULL), "\xc3\xa9");
+    assert_string_equal(stf_pyval_str(stf_pyval_find(v, "a"), NULL), "\xc3\xa9");
     stf_pyval_free(v);
     /* '[1]'.encode('utf-16') with its BOM */
     static const char u16bom[] = "\xff\xfe[\0" "1\0]\0";

@@ -102,7 +102,7 @@ static void test_repr_and_str_values(void **state)
         { "b", "{}", "{}" },
     };
     for (size_t i = 0; i < 4; i++) {
-        const stf_pyval *x = stf_pyval_get(v, want[i].key);
+        const stf_pyval *x = stf_pyval_find(v, want[i].key);
         assert_int_equal(stf_pyrepr_value(&out, x, NULL), 0);
         assert_string_equal(out, want[i].repr);
         stf_model_str_free(out);

@@ -48,7 +48,7 @@ static void test_format_names(void **state)
         const stf_format_info *row = stf_format_find(name, strlen(name));
         assert_non_null(row);
         assert_int_equal(row->id, f);
-        assert_ptr_equal(row, stf_format_get(f));
+        assert_ptr_equal(row, stf_format_at(f));
         assert_ptr_equal(row->name, name);
     }
     assert_null(stf_format_name(STF_FMT_COUNT));
@@ -83,8 +83,8 @@ static void test_consumer_bits(void **state)
     assert_int_equal(STF_CONSUMER_COMFYUI, 4);
     assert_int_equal(STF_CHECK_ALL, STF_CHECK_CONTAINER | STF_CONSUMER_ALL);
     assert_int_equal(STF_CONSUMER_ALL & (STF_CHECK_CONTAINER | STF_CHECK_NUMERIC), 0);
-    assert_int_equal(stf_format_get(STF_FMT_FLOAT8_E5M2)->consumers, STF_CONSUMER_COMFYUI);
-    assert_int_equal(stf_format_get(STF_FMT_INT8_TENSORWISE)->consumers, STF_CONSUMER_ALL);
+    assert_int_equal(stf_format_at(STF_FMT_FLOAT8_E5M2)->consumers, STF_CONSUMER_COMFYUI);
+    assert_int_equal(stf_format_at(STF_FMT_INT8_TENSORWISE)->consumers, STF_CONSUMER_ALL);
     static const struct { const char *target; unsigned bits; } cases[] = {
         { "sglang", STF_CONSUMER_SGLANG },
         { "comfyui", STF_CONSUMER_COMFYUI },
