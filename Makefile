@@ -319,6 +319,8 @@ install: all
 	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libstfix.so
 	install -m 644 include/stfix.h $(DESTDIR)$(PREFIX)/include/stfix.h
 	install -m 644 include/stfix/*.h $(DESTDIR)$(PREFIX)/include/stfix/
+	install -d $(DESTDIR)$(PREFIX)/include/stfix/experimental
+	install -m 644 include/stfix/experimental/*.h $(DESTDIR)$(PREFIX)/include/stfix/experimental/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
 	  lib/stfix.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/stfix.pc
 	for f in $(MAN_PAGES); do \

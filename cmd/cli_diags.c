@@ -5,6 +5,8 @@
  * and rule coloured where the stream takes colour (cli_color.c). A check
  * report is listed grouped by layer, each layer named once in a header.
  */
+/* Uses the experimental stf_text_escape (stfix/experimental.h). */
+#define STF_EXPERIMENTAL
 #include <stdlib.h>
 #include <string.h>
 

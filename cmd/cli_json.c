@@ -4,6 +4,8 @@
  * the one the canonical writer uses (serde escaping, UTF-8 raw, bytes that
  * are not UTF-8 escaped).
  */
+/* Uses the experimental stf_json_quote (stfix/experimental.h). */
+#define STF_EXPERIMENTAL
 #include <inttypes.h>
 #include <string.h>
 

@@ -6,6 +6,8 @@
  * so the output is always valid UTF-8 with nothing raw that a terminal
  * would act on.
  */
+/* Uses the experimental stf_text_escape (stfix/experimental.h). */
+#define STF_EXPERIMENTAL
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>

@@ -10,6 +10,8 @@
  * checked reports its error and the others go on; the exit status is the
  * worst of the inputs' (cli_exit_worst).
  */
+/* Uses the experimental stf_pool_new, stf_pool_free (stfix/experimental.h). */
+#define STF_EXPERIMENTAL
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

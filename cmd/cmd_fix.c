@@ -10,6 +10,8 @@
  * changes no layer still writes the canonical copy and says so on stderr;
  * with --fail-if-unchanged it writes nothing and exits 1.
  */
+/* Uses the experimental stf_pool_new, stf_pool_free (stfix/experimental.h). */
+#define STF_EXPERIMENTAL
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

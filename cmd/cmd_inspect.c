@@ -6,6 +6,8 @@
  * their rule id. --json prints one document whose schema is in stfix(1).
  * Exit 0: valid; otherwise the status of the error (cli_exit.c).
  */
+/* Uses the experimental stf_text_escape (stfix/experimental.h). */
+#define STF_EXPERIMENTAL
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,6 +6,9 @@
  * size; then the totals. Writes nothing. The --json schema is in stfix(1).
  * Exit 0 planned; otherwise the status of the error (cli_exit.c).
  */
+/* Uses the experimental stf_text_escape, stf_pool_new, stf_pool_free
+ * (stfix/experimental.h). */
+#define STF_EXPERIMENTAL
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,6 @@
 /* stfix: entry point and subcommand dispatch. */
+/* Uses the experimental stf_simd_from_name, stf_simd_select (stfix/experimental.h). */
+#define STF_EXPERIMENTAL
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

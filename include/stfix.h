@@ -1,10 +1,16 @@
 /*
  * stfix: validate and repair quantized safetensors checkpoints.
  *
- * This is the one public API. The program in cmd/ and any embedding
+ * This is the one stable public API. The program in cmd/ and any embedding
  * application include only this header. The declarations live in the
  * include/stfix/ headers below, one per layer; every function there carries
- * its contract (ownership, errors).
+ * its contract (ownership, errors, thread safety).
+ *
+ * The library's building blocks (Python json/repr emulation, escaping,
+ * kernels, thread pool, metrics) are experimental: declared in
+ * <stfix/experimental.h>, which this header includes only when
+ * STF_EXPERIMENTAL is defined before it, and which may change in any MINOR
+ * release.
  *
  * Conventions: every fallible function returns 0 or a negative STF_E* code,
  * results come back through out-parameters placed first, the error context
@@ -23,5 +29,9 @@
 #include "stfix/check.h"
 #include "stfix/rules.h"
 #include "stfix/pipeline.h"
+
+#ifdef STF_EXPERIMENTAL
+#include "stfix/experimental.h"
+#endif
 
 #endif

@@ -1,8 +1,9 @@
 #!/bin/sh
-# Each public header stands alone: a translation unit that includes only it
-# (twice, for its include guard) compiles as C99 and as C++11, warnings as
-# errors, and every function it declares (STF_API) lies inside its
-# extern "C" block, so a C++ program links to the C library.
+# Each public header, the experimental ones included, stands alone: a
+# translation unit that includes only it (twice, for its include guard)
+# compiles as C99 and as C++11, warnings as errors, and every function it
+# declares (STF_API) lies inside its extern "C" block, so a C++ program
+# links to the C library.
 #
 # usage: sh tests/headers.sh [INCLUDE]
 #   INCLUDE  the directory holding stfix.h and stfix/*.h, default include
@@ -18,7 +19,7 @@ done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/stfix-headers.XXXXXX") || exit 2
 trap 'rm -rf "$tmp"' EXIT INT TERM
 fail=0
-for h in "$INC"/stfix.h "$INC"/stfix/*.h; do
+for h in "$INC"/stfix.h "$INC"/stfix/*.h "$INC"/stfix/experimental/*.h; do
     [ -f "$h" ] || continue
     name=${h#"$INC"/}
     printf '#include "%s"\n#include "%s"\n' "$name" "$name" >"$tmp/tu.c"

@@ -13,6 +13,10 @@
 #   include/stfix/quant.h      quant
 #
 # include/stfix.h is the umbrella, for cmd/ and for programs outside.
+# A header in include/stfix/experimental/ is the experimental half of the
+# layer header of the same name and counts as that layer's;
+# include/stfix/experimental.h is their umbrella (include/stfix.h takes it
+# in under STF_EXPERIMENTAL).
 #
 # usage: sh tests/layers.sh [SRC [OBJ]]
 #   SRC  the source tree (lib/, include/, cmd/), default .
@@ -49,7 +53,11 @@ function rank(l) {
     return -1
 }
 function may(l, m) { return l == m || (rank(m) >= 0 && rank(m) < rank(l)) }
-function hdr_layer(h) { return h == "base" ? "util" : rank(h) >= 0 ? h : "" }
+# experimental/L.h is the experimental half of the public header of layer L.
+function hdr_layer(h) {
+    sub(/^experimental\//, "", h)
+    return h == "base" ? "util" : rank(h) >= 0 ? h : ""
+}
 '
 
 # ---------------------------------------------------------------- symbols
@@ -82,7 +90,8 @@ awk "$MAY"'
 # resolves to in the tree ("" for a header from outside: the system's or a
 # dependency's). A quoted name is looked up beside the file, then in lib/
 # and include/; a bracketed one in include/ and lib/.
-for f in "$SRC"/lib/*/*.[ch] "$SRC"/include/stfix.h "$SRC"/include/stfix/*.h "$SRC"/cmd/*.[ch]; do
+for f in "$SRC"/lib/*/*.[ch] "$SRC"/include/stfix.h "$SRC"/include/stfix/*.h \
+    "$SRC"/include/stfix/experimental/*.h "$SRC"/cmd/*.[ch]; do
     [ -f "$f" ] || continue
     rel=${f#"$SRC"/}
     dir=${rel%/*}
@@ -109,6 +118,8 @@ awk "$MAY"'
     $1 ~ /^lib\// {
         split($1, p, "/"); l = p[2]
         if ($2 == "include/stfix.h") bad("the umbrella header; include the layers\x27 own headers")
+        else if ($2 == "include/stfix/experimental.h")
+            bad("the experimental umbrella; include the layers\x27 own halves")
         else if ($2 ~ /^include\/stfix\//) {
             h = $2; sub(/^include\/stfix\//, "", h); sub(/\.h$/, "", h); m = hdr_layer(h)
             if (m == "") bad("a public header outside the layer map")
@@ -121,6 +132,7 @@ awk "$MAY"'
         } else bad("a header outside lib/ and include/")
         next
     }
+    $1 == "include/stfix/experimental.h" { next }
     $1 ~ /^include\/stfix\// {
         h = $1; sub(/^include\/stfix\//, "", h); sub(/\.h$/, "", h); l = hdr_layer(h)
         if ($2 == "include/stfix.h") bad("the umbrella header")

@@ -1,6 +1,7 @@
 /*
- * stfix public API, util layer: errors, allocation hook, severities, the
- * thread pool, name and text escaping, versions.
+ * stfix public API, util layer: errors, allocation hook, severities,
+ * versions, printing a name. The thread pool's functions and the JSON and
+ * text escapes are experimental: <stfix/experimental.h>.
  *
  * Included through <stfix.h>; do not include directly.
  */
@@ -124,34 +125,13 @@ typedef enum stf_severity {
 /* "info", "warning", "error". */
 STF_API const char *stf_severity_name(stf_severity s);
 
-/* ------------------------------------------------------------- threads */
-
-/*
- * A fixed pool of worker threads. Work is split into contiguous index
- * ranges whose boundaries do not depend on the thread count, so results
- * never do either.
- */
-typedef struct stf_pool stf_pool;
-
-/* nthreads == 0: one per online core. nthreads == 1: no threads, run inline. */
-STF_API int stf_pool_new(stf_pool **out, unsigned nthreads, stf_err *err);
-STF_API void stf_pool_free(stf_pool *p);
-STF_API unsigned stf_pool_threads(const stf_pool *p);
-
-/*
- * Call fn(ud, begin, end) over [0, count) in chunks of `grain` indices,
- * spread over the pool (p may be NULL: run inline). Returns the first
- * non-zero value any call returned (by lowest chunk index), else 0.
- */
-typedef int (*stf_range_fn)(void *ud, size_t begin, size_t end);
-STF_API int stf_pool_run(stf_pool *p, size_t count, size_t grain, stf_range_fn fn, void *ud);
-
 /* ---------------------------------------------------------------- text */
 
 /*
  * Names (tensor names, layer prefixes, metadata keys) are byte strings with
  * a length: they may hold U+0000 and anything else JSON can escape. The
- * three functions below turn such a string into output text that is always
+ * function below (and the experimental stf_json_quote and
+ * stf_text_escape) turns such a string into output text that is always
  * valid UTF-8. Each writes at most cap bytes into dst, cut after a whole
  * character or escape and NUL-terminated when cap > 0, and returns the full
  * length (without the NUL), snprintf-style: call with cap 0 to size a
@@ -159,13 +139,6 @@ STF_API int stf_pool_run(stf_pool *p, size_t count, size_t grain, stf_range_fn f
  * copied: an encoded surrogate (as Python-parsed JSON can hold) as \udxxx,
  * and any other such byte b as \udcxx with xx = b (Python's surrogateescape).
  */
-
-/*
- * A JSON string literal of s[0..n), quotes included, with serde_json's
- * escaping (the canonical header's): \" \\ \b \f \n \r \t, other bytes
- * below 0x20 as \u00xx in lowercase hex, all other UTF-8 raw.
- */
-STF_API size_t stf_json_quote(char *dst, size_t cap, const char *s, size_t n);
 
 /*
  * The form stfix prints a name in on a terminal, without quotes: printable
@@ -178,10 +151,11 @@ STF_API size_t stf_json_quote(char *dst, size_t cap, const char *s, size_t n);
 STF_API size_t stf_name_escape(char *dst, size_t cap, const char *s, size_t n);
 
 /*
- * As stf_name_escape, for free text such as a message that already holds
- * escaped names: backslashes and quotes pass raw.
+ * A fixed pool of worker threads (stf_plan_opts.pool, stf_run_opts.pool;
+ * NULL runs inline). It is made, run and freed by the experimental
+ * stf_pool_new, stf_pool_run and stf_pool_free.
  */
-STF_API size_t stf_text_escape(char *dst, size_t cap, const char *s, size_t n);
+typedef struct stf_pool stf_pool;
 
 #ifdef __cplusplus
 }

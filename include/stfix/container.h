@@ -31,16 +31,6 @@ STF_API const char *stf_dtype_name(stf_dtype d);
 /* Parse an exact-case name of `len` bytes. Returns 0, or STF_ENOTFOUND. */
 STF_API int stf_dtype_from_name(stf_dtype *out, const char *name, size_t len);
 
-/* Bits per element: 1..64 (F4 = 4, F6_* = 6, BOOL = 8). 0 if out of range. */
-STF_API unsigned stf_dtype_bits(stf_dtype d);
-
-/*
- * Byte size of `nelem` elements of `d`. Fails with STF_EFORMAT (rule "S16")
- * when the bit count overflows u64 and ("S17") when it is not a whole number
- * of bytes.
- */
-STF_API int stf_dtype_nbytes(uint64_t *out, stf_dtype d, uint64_t nelem, stf_err *err);
-
 /* ------------------------------------------------------------- limits */
 
 #define STF_MAX_RANK_HARD 64 /* compile-time bound for shape arrays */

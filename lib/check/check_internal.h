@@ -13,6 +13,8 @@
 
 #include "stfix/check.h"
 #include "stfix/quant.h"
+#include "stfix/experimental/check.h"
+#include "stfix/experimental/quant.h"
 #include "util/util.h"
 
 struct stf_check_report {

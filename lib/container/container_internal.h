@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "stfix/container.h"
+#include "stfix/experimental/container.h"
 #include "util/sha256.h"
 #include "util/util.h"
 

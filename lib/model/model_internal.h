@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "stfix/model.h"
+#include "stfix/experimental/model.h"
 #include "util/util.h"
 
 /*

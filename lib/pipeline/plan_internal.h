@@ -10,6 +10,8 @@
 #include <stdint.h>
 
 #include "stfix/pipeline.h"
+#include "stfix/experimental/check.h"
+#include "stfix/experimental/quant.h"
 #include "util/util.h"
 
 /*

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "stfix/quant.h"
+#include "stfix/experimental/quant.h"
 
 /* dst[i] = fl32(fp8(src[i]) * s[i]); dtype F8_E4M3 or F8_E5M2 (fp8.c). */
 void stf__fp8_dequantize_cols(float *dst, const uint8_t *src, stf_dtype dtype, size_t n,

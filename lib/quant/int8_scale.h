@@ -13,6 +13,7 @@
 
 #include "fpbits.h"
 #include "stfix/quant.h"
+#include "stfix/experimental/quant.h"
 
 /* fl32(1/127) and fl32(1e-30), given as bits so no compiler can differ. */
 #define STF__INV127_BITS 0x3C010204u

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "stfix/quant.h"
+#include "stfix/experimental/quant.h"
 
 /*
  * 1 when the x86 variants (kernels_avx2.c, kernels_avx512.c) are built in:

@@ -7,6 +7,7 @@
 #define STF_QUANT_INTERNAL_H
 
 #include "stfix/quant.h"
+#include "stfix/experimental/quant.h"
 #include "util/util.h"
 
 #endif

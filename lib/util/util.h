@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "stfix/base.h"
+#include "stfix/experimental/base.h"
 
 #if defined(__GNUC__)
 #define STF_PRINTF(a, b) __attribute__((format(printf, a, b)))

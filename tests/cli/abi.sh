@@ -1,6 +1,7 @@
 # The shared library's exports are exactly the public API: every function
-# declared in include/stfix.h and include/stfix/*.h, each marked STF_API, and
-# nothing else (the library is built with -fvisibility=hidden, so the
+# declared in include/stfix.h (the stable tier) and include/stfix/*.h, with
+# include/stfix/experimental.h (the experimental tier), each marked STF_API,
+# and nothing else (the library is built with -fvisibility=hidden, so the
 # internal stf__* functions stay inside it). First the check itself, on a
 # small library made here with one leaked symbol and one unmarked
 # declaration: it must name both.
@@ -8,13 +9,17 @@
 SO=${BUILD:-build}/libstfix.so
 CC=${CC:-cc}
 
-# Functions declared in the headers under directory $1 reached from $1/stfix.h,
-# one name a line, sorted. The preprocessor's line markers tell which file
-# each line came from; a declaration is a statement at file scope, outside
-# braces, that is not a typedef and has a parameter list: its name is the
-# identifier before the first "(".
+# Functions declared in the headers under directory $1 reached from the
+# headers $2... (relative to $1; default stfix.h and, where there is one,
+# stfix/experimental.h), one name a line, sorted. The preprocessor's line
+# markers tell which file each line came from; a declaration is a
+# statement at file scope, outside braces, that is not a typedef and has a
+# parameter list: its name is the identifier before the first "(".
 abi_declared() {
-    "$CC" -std=c11 -E -I"$1" "$1/stfix.h" | awk -v dir="$1/" '
+    d=$1
+    shift
+    [ $# -gt 0 ] || set -- stfix.h $(test -e "$d/stfix/experimental.h" && echo stfix/experimental.h)
+    printf '#include "%s"\n' "$@" | "$CC" -std=c11 -E -I"$d" -x c - | awk -v dir="$d/" '
         /^# [0-9]+ "/ { f = $3; gsub(/"/, "", f); ours = index(f, dir) == 1; next }
         /^#/ || !ours { next }
         {
@@ -82,3 +87,29 @@ t_true "$SO exists" test -e "$SO"
 t_run "exports of $SO are the public API" 0 abi_diff include "$SO"
 t_stdout_is "exports of $SO are the public API" /dev/null
 t_true "the public API has functions" test "$(wc -l <"$T_TMP/declared")" -gt 100
+
+# The two tiers: <stfix.h> alone declares none of the experimental functions
+# (without STF_EXPERIMENTAL), defining STF_EXPERIMENTAL brings in exactly
+# them, and each is marked STF_EXPERIMENTAL_API.
+abi_declared include stfix.h >"$T_TMP/stable"
+abi_declared include stfix/experimental.h >"$T_TMP/all"
+comm -13 "$T_TMP/stable" "$T_TMP/all" >"$T_TMP/experimental"
+t_true "the stable API has functions" test "$(wc -l <"$T_TMP/stable")" -gt 100
+t_true "the experimental API has functions" test "$(wc -l <"$T_TMP/experimental")" -gt 50
+t_run "stfix.h declares no experimental function" 0 \
+    grep -c -x -e stf_pyjson_parse -e stf_pool_new -e stf_json_quote -e stf_int8_quantize_rows \
+    "$T_TMP/experimental"
+printf '4\n' >"$T_TMP/want"
+t_stdout_is "stfix.h declares no experimental function" "$T_TMP/want"
+printf '#define STF_EXPERIMENTAL\n#include "stfix.h"\n' >"$T_TMP/defined.c"
+"$CC" -std=c11 -E -Iinclude "$T_TMP/defined.c" | grep -o 'stf_[a-z0-9_]*(' | tr -d '(' | sort -u \
+    >"$T_TMP/defined"
+t_run "STF_EXPERIMENTAL brings in the experimental API" 0 \
+    comm -23 "$T_TMP/experimental" "$T_TMP/defined"
+t_stdout_is "STF_EXPERIMENTAL brings in the experimental API" /dev/null
+t_run "experimental functions are marked STF_EXPERIMENTAL_API" 0 \
+    sh -c "cat include/stfix/experimental/*.h | grep -c '^STF_EXPERIMENTAL_API\$'"
+printf '%s\n' "$(wc -l <"$T_TMP/experimental")" >"$T_TMP/want"
+t_stdout_is "experimental functions are marked STF_EXPERIMENTAL_API" "$T_TMP/want"
+t_run "no function in experimental.h is marked STF_API alone" 1 \
+    grep -n '^STF_API' include/stfix/experimental.h include/stfix/experimental/*.h

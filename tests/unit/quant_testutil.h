@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "stfix.h"
+#include "stfix/experimental.h"
 
 typedef struct qt_rng {
     uint64_t s;

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "stfix.h"
+#include "stfix/experimental.h"
 
 static void test_rows(void **state)
 {

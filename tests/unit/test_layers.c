@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "stfix.h"
+#include "stfix/experimental.h"
 #include "support/st_alloc.h"
 #include "support/st_tmp.h"
 

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "stfix.h"
+#include "stfix/experimental.h"
 
 static void canon_is(const stf_marker_spec *s, const char *want, size_t want_len)
 {

@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "stfix.h"
+#include "stfix/experimental.h"
 
 #define NMAX 10000
 

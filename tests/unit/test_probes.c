@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "stfix.h"
+#include "stfix/experimental.h"
 #include "support/st_check.h"
 #include "support/st_ckptfile.h"
 

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "stfix.h"
+#include "stfix/experimental.h"
 #include "support/st_pyjson.h"
 #include "support/st_alloc.h"
 

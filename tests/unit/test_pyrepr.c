@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "stfix.h"
+#include "stfix/experimental.h"
 
 static void check_str(const char *in, size_t n, const char *want)
 {

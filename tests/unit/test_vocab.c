@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "stfix.h"
+#include "stfix/experimental.h"
 
 /* Every verdict has its own name; the first value past the enum has none. */
 static void test_verdict_names(void **state)

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "stfix.h"
+#include "stfix/experimental.h"
 
 /* The parsed value of s[0..n) (caller frees with stf_pyval_free); a parse
  * error fails the test with the library's message. */

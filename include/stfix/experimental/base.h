@@ -1,0 +1,67 @@
+/*
+ * stfix EXPERIMENTAL API, util layer: JSON and text escapes, the thread pool.
+ *
+ * Part of <stfix/experimental.h>: may change in any MINOR release (the
+ * contract is at the top of that header). Include that header, not this
+ * one.
+ */
+#ifndef STFIX_EXPERIMENTAL_BASE_H
+#define STFIX_EXPERIMENTAL_BASE_H
+
+#include "../base.h"
+
+/* Marks an experimental function: exported, but outside the stable API. */
+#define STF_EXPERIMENTAL_API STF_API
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- text */
+
+/* Both write, cut and escape bad UTF-8 as base.h says above stf_name_escape. */
+
+/*
+ * A JSON string literal of s[0..n), quotes included, with serde_json's
+ * escaping (the canonical header's): \" \\ \b \f \n \r \t, other bytes
+ * below 0x20 as \u00xx in lowercase hex, all other UTF-8 raw.
+ */
+STF_EXPERIMENTAL_API
+size_t stf_json_quote(char *dst, size_t cap, const char *s, size_t n);
+
+/*
+ * As stf_name_escape, for free text such as a message that already holds
+ * escaped names: backslashes and quotes pass raw.
+ */
+STF_EXPERIMENTAL_API
+size_t stf_text_escape(char *dst, size_t cap, const char *s, size_t n);
+
+/* ------------------------------------------------------------- threads */
+
+/*
+ * stf_pool (declared in base.h) is a fixed pool of worker threads. Work is
+ * split into contiguous index ranges whose boundaries do not depend on the
+ * thread count, so results never do either. One stf_pool_run at a time per
+ * pool: a pool may not be shared by calls running at once.
+ */
+/* nthreads == 0: one per online core. nthreads == 1: no threads, run inline. */
+STF_EXPERIMENTAL_API
+int stf_pool_new(stf_pool **out, unsigned nthreads, stf_err *err);
+STF_EXPERIMENTAL_API
+void stf_pool_free(stf_pool *p);
+STF_EXPERIMENTAL_API
+unsigned stf_pool_threads(const stf_pool *p);
+
+/*
+ * Call fn(ud, begin, end) over [0, count) in chunks of `grain` indices,
+ * spread over the pool (p may be NULL: run inline). Returns the first
+ * non-zero value any call returned (by lowest chunk index), else 0.
+ */
+typedef int (*stf_range_fn)(void *ud, size_t begin, size_t end);
+STF_EXPERIMENTAL_API
+int stf_pool_run(stf_pool *p, size_t count, size_t grain, stf_range_fn fn, void *ud);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
