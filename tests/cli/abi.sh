@@ -92,7 +92,7 @@ t_true "the public API has functions" test "$(wc -l <"$T_TMP/declared")" -gt 100
 # (without STF_EXPERIMENTAL), defining STF_EXPERIMENTAL brings in exactly
 # them, and each is marked STF_EXPERIMENTAL_API.
 abi_declared include stfix.h >"$T_TMP/stable"
-abi_declared include stfix/experimental.h >"$T_TMP/all"
+abi_declared include stfix.h stfix/experimental.h >"$T_TMP/all"
 comm -13 "$T_TMP/stable" "$T_TMP/all" >"$T_TMP/experimental"
 t_true "the stable API has functions" test "$(wc -l <"$T_TMP/stable")" -gt 100
 t_true "the experimental API has functions" test "$(wc -l <"$T_TMP/experimental")" -gt 50
@@ -113,3 +113,12 @@ printf '%s\n' "$(wc -l <"$T_TMP/experimental")" >"$T_TMP/want"
 t_stdout_is "experimental functions are marked STF_EXPERIMENTAL_API" "$T_TMP/want"
 t_run "no function in experimental.h is marked STF_API alone" 1 \
     grep -n '^STF_API' include/stfix/experimental.h include/stfix/experimental/*.h
+
+# Every destructor the headers declare is called with NULL by
+# tests/unit/test_free_null.c.
+grep -E '_(free|close)$' "$T_TMP/all" >"$T_TMP/destructors"
+t_true "the headers declare destructors" test -s "$T_TMP/destructors"
+grep -o 'stf_[a-z0-9_]*(NULL)' tests/unit/test_free_null.c | sed 's/(NULL)$//' | sort -u >"$T_TMP/freed"
+t_run "every destructor is called with NULL in test_free_null.c" 0 \
+    comm -23 "$T_TMP/destructors" "$T_TMP/freed"
+t_stdout_is "every destructor is called with NULL in test_free_null.c" /dev/null
