@@ -4,6 +4,14 @@
  * text escapes are experimental: <stfix/experimental.h>.
  *
  * Included through <stfix.h>; do not include directly.
+ *
+ * Thread safety: stf_set_allocator changes a process-wide setting; call it
+ * before any other stfix function and before starting threads that use the
+ * library. Every other function here is pure and may run in any thread. An
+ * stf_err is filled by the call it is passed to: give each thread its own.
+ * Across the library the rule is: distinct objects may be used from
+ * distinct threads at once, and an object may be read (through const
+ * pointers) from several threads at once where its header says so.
  */
 #ifndef STFIX_BASE_H
 #define STFIX_BASE_H

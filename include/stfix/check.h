@@ -12,6 +12,10 @@
  * "N1" (non-finite scale), "N2" (zero or negative scale), "H1" (row versus
  * column quantization: stfix-defects(7), ROW AND COLUMN DETECTION) and
  * "H2" (Sylvester rather than regular rotation).
+ *
+ * Thread safety: stf_check_run only reads its checkpoint, so several runs
+ * may check one checkpoint at once. A report is read-only once made and may
+ * be read from several threads. The rule catalogue is static.
  */
 #ifndef STFIX_CHECK_H
 #define STFIX_CHECK_H

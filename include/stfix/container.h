@@ -3,6 +3,15 @@
  * The container format).
  *
  * Included through <stfix.h>; do not include directly.
+ *
+ * Thread safety: an opened stf_ckpt is read-only. Every function taking a
+ * const stf_ckpt *, stf_ckpt_read included (pread, and a mutex around the
+ * shard descriptor cache), may be called from several threads at once on
+ * the same checkpoint; stf_ckpt_free must wait until all have returned. A
+ * stf_writer belongs to one thread at a time, except stf_writer_fill,
+ * which several threads may call at once for disjoint ranges between
+ * prepare and commit. Distinct writers may run at once; two of the same
+ * output serialise on its lock (stf_writer_new).
  */
 #ifndef STFIX_CONTAINER_H
 #define STFIX_CONTAINER_H

@@ -10,6 +10,10 @@
  * The Python json/repr emulation (stf_pyjson_*, stf_pyval_*, stf_pyrepr_*)
  * that reads a marker's value, and the canonical marker bytes, are
  * experimental: <stfix/experimental.h>.
+ *
+ * Thread safety: the format table is static. A built stf_model is
+ * read-only: any number of threads may read it and its layers and markers
+ * at once, and build models of one checkpoint at once.
  */
 #ifndef STFIX_MODEL_H
 #define STFIX_MODEL_H

@@ -3,6 +3,15 @@
  * actions) and run (stream tensors through the kernels into the canonical
  * writer, then verify the output against the recipe's target profiles).
  * Included through <stfix.h>.
+ *
+ * Thread safety: a built plan and a run report are read-only; their
+ * accessors may be called from several threads at once. stf_plan_build
+ * and stf_plan_run only read the checkpoint, recipe and plan they are
+ * given, so distinct builds and runs may go at once (runs into distinct
+ * outputs; two into one output take turns on its lock) - but a stf_pool in
+ * their options serves one call at a time: do not share one between calls
+ * running at once. Within a call the pool's threads do the work; results
+ * do not depend on their number.
  */
 #ifndef STFIX_PIPELINE_H
 #define STFIX_PIPELINE_H

@@ -7,6 +7,10 @@
  * parameters. Loading validates the whole document and reports every problem
  * as "FILE:LINE:COLUMN: message" (1-based). The rules layer never touches
  * tensor bytes: it only says which layers a rule selects and what to do.
+ *
+ * Thread safety: a loaded recipe is read-only: its accessors and
+ * stf_rules_match may be called from several threads at once on it.
+ * Loading recipes in several threads at once is fine.
  */
 #ifndef STFIX_RULES_H
 #define STFIX_RULES_H
