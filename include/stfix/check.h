@@ -14,8 +14,9 @@
  * "H2" (Sylvester rather than regular rotation).
  *
  * Thread safety: stf_check_run only reads its checkpoint, so several runs
- * may check one checkpoint at once. A report is read-only once made and may
- * be read from several threads. The rule catalogue is static.
+ * may check one checkpoint at once, each with its own stf_check_opts.pool
+ * (a pool serves one call at a time). A report is read-only once made and
+ * may be read from several threads. The rule catalogue is static.
  */
 #ifndef STFIX_CHECK_H
 #define STFIX_CHECK_H
