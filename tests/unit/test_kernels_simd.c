@@ -18,7 +18,10 @@
 #include "quant/kernels_avx512.h"
 #endif
 #include "stfix.h"
-#include "support/st_rand.h"
+#include "quant_testutil.h"
+
+/* One generator per test file, seeded by each test. */
+static qt_rng g_rng;
 
 /* ------------------------------------------------------------ helpers */
 
@@ -52,32 +55,32 @@ enum {
 static float gen_value(int kind, size_t i)
 {
     switch (kind) {
-    case ROW_GAUSS: return st_gauss() * 0.02f;
-    case ROW_OUTLIER: return (st_next_u64() % 97 == 0) ? st_gauss() * 40.0f : st_gauss() * 0.01f;
+    case ROW_GAUSS: return ((float)qt_randn(&g_rng)) * 0.02f;
+    case ROW_OUTLIER: return (qt_next(&g_rng) % 97 == 0) ? ((float)qt_randn(&g_rng)) * 40.0f : ((float)qt_randn(&g_rng)) * 0.01f;
     case ROW_HUGE: /* near the BF16/F32 maximum: FHT sums overflow to Inf, even NaN */
-        return (float)((st_next_u64() & 1) ? 1 : -1) * st_f32_from_bits(0x7F000000u + (uint32_t)(st_next_u64() % 0x7F0000u));
-    case ROW_TINY: return st_gauss() * 1e-36f;
+        return (float)((qt_next(&g_rng) & 1) ? 1 : -1) * qt_float(0x7F000000u + (uint32_t)(qt_next(&g_rng) % 0x7F0000u));
+    case ROW_TINY: return ((float)qt_randn(&g_rng)) * 1e-36f;
     case ROW_SUBNORMAL:
-        return st_f32_from_bits((uint32_t)(st_next_u64() & 0x807FFFFFu));
+        return qt_float((uint32_t)(qt_next(&g_rng) & 0x807FFFFFu));
     case ROW_TIES: /* multiples of a power of two: many exact halves after scaling */
-        return (float)((int)(st_next_u64() % 512) - 256) * 0.125f;
+        return (float)((int)(qt_next(&g_rng) % 512) - 256) * 0.125f;
     case ROW_ZERO: return (i % 7 == 3) ? -0.0f : 0.0f;
     case ROW_BITS: { /* any finite pattern */
         uint32_t b;
-        do b = (uint32_t)st_next_u64(); while ((b & 0x7F800000u) == 0x7F800000u);
-        return st_f32_from_bits(b);
+        do b = (uint32_t)qt_next(&g_rng); while ((b & 0x7F800000u) == 0x7F800000u);
+        return qt_float(b);
     }
     case ROW_MIXED_SUB: /* BF16 subnormals among normal weights (FTZ hazards) */
-        return (st_next_u64() % 3 == 0) ? st_f32_from_bits((uint32_t)(st_next_u64() & 0x807F0000u))
-                                     : st_gauss() * 1e-3f;
+        return (qt_next(&g_rng) % 3 == 0) ? qt_float((uint32_t)(qt_next(&g_rng) & 0x807F0000u))
+                                     : ((float)qt_randn(&g_rng)) * 1e-3f;
     case ROW_SIGNS: { /* mostly +-0, some +-1: exact cancellations and zero sums in
                        * every stage (the FHT additions done as FMAs must give each
                        * zero the sign vaddps gives it) */
-        uint64_t r = st_next_u64();
+        uint64_t r = qt_next(&g_rng);
         float m = (r & 15) == 0 ? 1.0f : 0.0f;
         return (r & 16) ? -m : m;
     }
-    default: return (float)((int)(st_next_u64() % 255) - 127);
+    default: return (float)((int)(qt_next(&g_rng) % 255) - 127);
     }
 }
 
@@ -95,8 +98,8 @@ static void fill_row(void *src, stf_dtype dt, size_t k, int kind)
             if ((h & 0x7F80u) == 0x7F80u) h = (uint16_t)((h & 0x8000u) | 0x7F7Fu);
             ((uint16_t *)src)[i] = h;
         } else if (dt == STF_F16) {
-            if (kind == ROW_HUGE) v = (float)((int)(st_next_u64() % 131007) - 65503);
-            if (kind == ROW_BITS) v = st_f32_from_bits((st_f32_bits(v) & 0x80FFFFFFu) | 0x30000000u);
+            if (kind == ROW_HUGE) v = (float)((int)(qt_next(&g_rng) % 131007) - 65503);
+            if (kind == ROW_BITS) v = qt_float((qt_bits(v) & 0x80FFFFFFu) | 0x30000000u);
             uint16_t h = to_f16(v);
             if ((h & 0x7C00u) == 0x7C00u) h = (uint16_t)((h & 0x8000u) | 0x7BFFu);
             ((uint16_t *)src)[i] = h;
@@ -125,23 +128,23 @@ static void cmp_int8_row(const stf__kernels *v, const void *src, stf_dtype dt, s
     memset(qb, 0x55, sizeof qb);
     int ra = stf__kernels_scalar.int8_row(qa, &scale_a, src, dt, k, g, mode, t, sa);
     int rb = v->int8_row(qb, &scale_b, src, dt, k, g, mode, t, sb);
-    if (ra != rb || (ra == 0 && (memcmp(qa, qb, k) != 0 || st_f32_bits(scale_a) != st_f32_bits(scale_b)))) {
+    if (ra != rb || (ra == 0 && (memcmp(qa, qb, k) != 0 || qt_bits(scale_a) != qt_bits(scale_b)))) {
         size_t at = 0;
         while (at < k && qa[at] == qb[at]) at++;
         print_error("%s: int8_row differs: dt=%d k=%zu g=%u mode=%d t=%d kind=%d rc %d/%d "
                     "scale %08x/%08x first q diff at %zu\n",
                     stf_simd_name(v->id), (int)dt, k, g, (int)mode, (int)t, kind, ra, rb,
-                    st_f32_bits(scale_a), st_f32_bits(scale_b), at);
+                    qt_bits(scale_a), qt_bits(scale_b), at);
     }
     assert_int_equal(ra, rb);
     if (ra == 0) {
         assert_memory_equal(qa, qb, k);
-        assert_int_equal(st_f32_bits(scale_a), st_f32_bits(scale_b));
+        assert_int_equal(qt_bits(scale_a), qt_bits(scale_b));
     }
     /* Nothing is written past k, in q or in the scratch row. */
     for (size_t i = k; i < k + 16 && i < KMAX; i++) {
         assert_int_equal(qb[i], 0x55);
-        assert_int_equal(st_f32_bits(sb[i]), 0xA5A5A5A5u);
+        assert_int_equal(qt_bits(sb[i]), 0xA5A5A5A5u);
     }
     free(sa);
     free(sb);
@@ -175,7 +178,7 @@ static void test_int8_row_matches_scalar(void **state)
     void *src = xaligned(KMAX * 4 + 64);
     size_t ks[32];
     size_t cases = 0;
-    st_rng = 0x5EED0001u;
+    g_rng.s = 0x5EED0001u;
     for (int vi = 0; vi < NVAR; vi++) {
         const stf__kernels *v = variant(vi);
         if (!v) continue;
@@ -205,7 +208,7 @@ static void test_int8_row_many_rows_g256(void **state)
     (void)state;
     if (!any_variant()) skip();
     void *src = xaligned(3072 * 4);
-    st_rng = 0x5EED0002u;
+    g_rng.s = 0x5EED0002u;
     for (int vi = 0; vi < NVAR; vi++) {
         const stf__kernels *v = variant(vi);
         if (!v) continue;
@@ -230,7 +233,7 @@ static void test_int8_row_rejects_nonfinite(void **state)
     float *sc = xaligned(KMAX * 4);
     int8_t q[KMAX];
     float s;
-    st_rng = 0x5EED0003u;
+    g_rng.s = 0x5EED0003u;
     for (int vi = 0; vi < NVAR; vi++) {
         const stf__kernels *v = variant(vi);
         if (!v) continue;
@@ -240,7 +243,7 @@ static void test_int8_row_rejects_nonfinite(void **state)
                     stf_dtype dt = k_dtypes[di];
                     size_t k = ks[c];
                     fill_row(src, dt, k, ROW_GAUSS);
-                    size_t at = which == 0 ? 0 : which == 1 ? k - 1 : (size_t)(st_next_u64() % k);
+                    size_t at = which == 0 ? 0 : which == 1 ? k - 1 : (size_t)(qt_next(&g_rng) % k);
                     if (dt == STF_F32) ((float *)src)[at] = which == 2 ? NAN : -INFINITY;
                     else if (dt == STF_BF16) ((uint16_t *)src)[at] = which == 2 ? 0x7FC1u : 0xFF80u;
                     else ((uint16_t *)src)[at] = which == 2 ? 0x7C01u : 0x7C00u;
@@ -271,7 +274,7 @@ static void test_int8_row_golden_v5(void **state)
         int8_t q[16];
         float s;
         assert_int_equal(v->int8_row(q, &s, src, STF_BF16, 16, 16, STF_QMODE_CUDA, STF_BF16, sc), 0);
-        assert_int_equal(st_f32_bits(s), 0x3C2B56ADu);
+        assert_int_equal(qt_bits(s), 0x3C2B56ADu);
         assert_int_equal(q[0], -128);
         for (int j = 1; j < 16; j++) assert_int_equal(q[j], 0);
         assert_int_equal(v->int8_row(q, &s, src, STF_BF16, 16, 16, STF_QMODE_FP32, STF_BF16, sc), 0);
@@ -287,7 +290,7 @@ static void test_fht_regular_matches_scalar(void **state)
     static const unsigned groups[] = { 4, 16, 64, 256, 1024 };
     float *a = xaligned((KMAX + 16) * 4), *b = xaligned((KMAX + 16) * 4);
     size_t ks[32];
-    st_rng = 0x5EED0004u;
+    g_rng.s = 0x5EED0004u;
     for (int vi = 0; vi < NVAR; vi++) {
         const stf__kernels *v = variant(vi);
         if (!v) continue;
@@ -329,11 +332,11 @@ static void test_fht_regular_zero_signs(void **state)
         if (!v) continue;
         for (int i = 0; i < 64; i++) x[i] = (i >= 32 && neg[i % 16]) ? -0.0f : 0.0f;
         v->fht_regular(x, 64, 64);
-        for (int i = 0; i < 64; i++) assert_int_equal(st_f32_bits(x[i]), 0u);
+        for (int i = 0; i < 64; i++) assert_int_equal(qt_bits(x[i]), 0u);
     }
     for (int i = 0; i < 64; i++) x[i] = (i >= 32 && neg[i % 16]) ? -0.0f : 0.0f;
     stf__kernels_scalar.fht_regular(x, 64, 64);
-    for (int i = 0; i < 64; i++) assert_int_equal(st_f32_bits(x[i]), 0u);
+    for (int i = 0; i < 64; i++) assert_int_equal(qt_bits(x[i]), 0u);
 }
 
 /*
@@ -355,26 +358,26 @@ static void test_nan_dequant_rotate(void **state)
     enum { K = 2048 };
     int8_t q[K];
     float s[K], a[K + 1], b[K + 1];
-    st_rng = 0x5EED000Au;
+    g_rng.s = 0x5EED000Au;
     for (size_t i = 0; i < K; i++) {
-        q[i] = (int8_t)(st_next_u64() & 0xFF);
-        s[i] = i % 7 == 3 ? st_f32_from_bits(odd[i % 6]) : 0.001f * (float)(i % 13);
+        q[i] = (int8_t)(qt_next(&g_rng) & 0xFF);
+        s[i] = i % 7 == 3 ? qt_float(odd[i % 6]) : 0.001f * (float)(i % 13);
     }
     /* The reference on the fixture's row: every output is the one NaN. */
-    stf__kernels_scalar.int8_dequant_row(a, q, st_f32_from_bits(0x7FC00000u), 256);
+    stf__kernels_scalar.int8_dequant_row(a, q, qt_float(0x7FC00000u), 256);
     stf__kernels_scalar.fht_regular(a, 256, 256);
-    for (size_t i = 0; i < 256; i++) assert_int_equal(st_f32_bits(a[i]), 0x7FC00000u);
+    for (size_t i = 0; i < 256; i++) assert_int_equal(qt_bits(a[i]), 0x7FC00000u);
     for (int vi = 0; vi < NVAR; vi++) {
         const stf__kernels *v = variant(vi);
         if (!v) continue;
         for (size_t oi = 0; oi < sizeof odd / sizeof *odd; oi++) {
-            float sc = st_f32_from_bits(odd[oi]);
+            float sc = qt_float(odd[oi]);
             b[K] = a[K] = 7.0f;
             stf__kernels_scalar.int8_dequant_row(a, q, sc, 1000);
             v->int8_dequant_row(b, q, sc, 1000);
             assert_memory_equal(a, b, 1000 * 4);
             for (size_t i = 0; i < 1000; i++)
-                if (a[i] != a[i]) assert_int_equal(st_f32_bits(a[i]), 0x7FC00000u);
+                if (a[i] != a[i]) assert_int_equal(qt_bits(a[i]), 0x7FC00000u);
             for (size_t gi = 0; gi < sizeof groups / sizeof *groups; gi++) {
                 stf__kernels_scalar.int8_dequant_row(a, q, sc, K);
                 v->int8_dequant_row(b, q, sc, K);
@@ -382,7 +385,7 @@ static void test_nan_dequant_rotate(void **state)
                 v->fht_regular(b, K, groups[gi]);
                 assert_memory_equal(a, b, K * 4);
                 if (sc != sc)
-                    for (size_t i = 0; i < K; i++) assert_int_equal(st_f32_bits(b[i]), 0x7FC00000u);
+                    for (size_t i = 0; i < K; i++) assert_int_equal(qt_bits(b[i]), 0x7FC00000u);
             }
         }
         for (size_t gi = 0; gi < sizeof groups / sizeof *groups; gi++) {
@@ -393,7 +396,7 @@ static void test_nan_dequant_rotate(void **state)
             v->fht_regular(b, K, groups[gi]);
             assert_memory_equal(a, b, K * 4);
             for (size_t i = 0; i < K; i++)
-                if (a[i] != a[i]) assert_int_equal(st_f32_bits(a[i]), 0x7FC00000u);
+                if (a[i] != a[i]) assert_int_equal(qt_bits(a[i]), 0x7FC00000u);
             assert_true(a[K] == 7.0f && b[K] == 7.0f);
         }
     }
@@ -424,11 +427,11 @@ static void test_widen_all_patterns(void **state)
             v->f16_to_f32(b, h + 0x7BF0 + n, n); /* around Inf and NaN */
             stf__kernels_scalar.f16_to_f32(a, h + 0x7BF0 + n, n);
             assert_memory_equal(a, b, n * 4);
-            assert_int_equal(st_f32_bits(b[n]), 0xA5A5A5A5u); /* no write past n */
+            assert_int_equal(qt_bits(b[n]), 0xA5A5A5A5u); /* no write past n */
             v->bf16_to_f32(b, h + 0xFF70 + n, n);
             stf__kernels_scalar.bf16_to_f32(a, h + 0xFF70 + n, n);
             assert_memory_equal(a, b, n * 4);
-            assert_int_equal(st_f32_bits(b[n]), 0xA5A5A5A5u);
+            assert_int_equal(qt_bits(b[n]), 0xA5A5A5A5u);
         }
     }
     free(h);
@@ -446,14 +449,14 @@ static void test_narrow_bf16(void **state)
     assert_non_null(x);
     assert_non_null(a);
     assert_non_null(b);
-    st_rng = 0x5EED0005u;
+    g_rng.s = 0x5EED0005u;
     for (size_t i = 0; i < N; i++) {
-        uint32_t r = (uint32_t)st_next_u64();
+        uint32_t r = (uint32_t)qt_next(&g_rng);
         /* Ties (low half 0x8000), NaNs with any payload, near-overflow, random. */
         if (i % 4 == 0) r = (r & 0xFFFF0000u) | 0x8000u;
         if (i % 16 == 1) r = (r & 0x807FFFFFu) | 0x7F800000u;
         if (i % 16 == 2) r = 0x7F7F8000u | (r & 0x80000000u) | (r & 0x7FFFu);
-        x[i] = st_f32_from_bits(r);
+        x[i] = qt_float(r);
     }
     for (int vi = 0; vi < NVAR; vi++) {
         const stf__kernels *v = variant(vi);
@@ -481,10 +484,10 @@ static void test_dequant_rows(void **state)
     enum { N = 1000 };
     int8_t q[N];
     float s[N], a[N + 1], b[N + 1];
-    st_rng = 0x5EED0006u;
+    g_rng.s = 0x5EED0006u;
     for (size_t i = 0; i < N; i++) {
-        q[i] = (int8_t)(st_next_u64() & 0xFF);
-        s[i] = st_f32_from_bits((uint32_t)(st_next_u64() % 0x7F000000u));
+        q[i] = (int8_t)(qt_next(&g_rng) & 0xFF);
+        s[i] = qt_float((uint32_t)(qt_next(&g_rng) % 0x7F000000u));
     }
     q[0] = -128;
     q[1] = 127;
@@ -544,14 +547,14 @@ static float rt_model(float x, stf_dtype t)
  * half-integer) changes its answer. */
 static int near_boundary_model(float x, stf_dtype t, uint32_t w)
 {
-    uint32_t b = st_f32_bits(x) & 0x7FFFFFFFu;
+    uint32_t b = qt_bits(x) & 0x7FFFFFFFu;
     if (t == STF_BF16) return (b & 0xFFFFu) + w >= 0x8000u && (b & 0xFFFFu) <= 0x8000u + w;
     if (t == STF_F16) return (b & 0x1FFFu) + w >= 0x1000u && (b & 0x1FFFu) <= 0x1000u + w;
     float h = fabsf(x) - floorf(fabsf(x)) - 0.5f; /* exact for |x| < 2^22 */
     return fabsf(h) <= (float)w * 0x1p-16f;
 }
 
-static float step_enc(float x, int n) { return st_f32_from_bits((uint32_t)((int32_t)st_f32_bits(x) + n)); }
+static float step_enc(float x, int n) { return qt_float((uint32_t)((int32_t)qt_bits(x) + n)); }
 
 /*
  * T = BF16 or F16: the kernels multiply by fl32(1/d) with no check. v and
@@ -581,7 +584,7 @@ static void test_reciprocal_exhaustive(void **state)
                                          : stf_bf16_to_f32((uint16_t)(0x3F80u | mv)),
                                      ve);
                     float a = rt_model(v * r, t), b = rt_model(v / d, t);
-                    mismatches += st_f32_bits(a) != st_f32_bits(b);
+                    mismatches += qt_bits(a) != qt_bits(b);
                     pairs++;
                 }
         }
@@ -604,28 +607,28 @@ static void test_int8_row_near_boundary(void **state)
     if (!any_variant()) skip();
     static const stf_dtype ts[] = { STF_F16, STF_F32 };
     float *row = xaligned(256 * 4);
-    st_rng = 0x5EED0005u;
+    g_rng.s = 0x5EED0005u;
     for (size_t ti = 0; ti < 2; ti++) {
         stf_dtype t = ts[ti];
         stf_quant_mode mode = t == STF_F32 ? STF_QMODE_FP32 : STF_QMODE_CUDA;
         float maxt = t == STF_F16 ? 65504.0f : 3.4028235e38f;
         size_t naive_wrong = 0, rows = 0, hits = 0;
         for (int trial = 0; trial < 60; trial++) {
-            int e = t == STF_F16 ? (int)(st_next_u64() % 16) - 5 : (int)(st_next_u64() % 60) - 30;
-            float a = ldexpf(1.0f + (float)st_uniform(), e);
+            int e = t == STF_F16 ? (int)(qt_next(&g_rng) % 16) - 5 : (int)(qt_next(&g_rng) % 60) - 30;
+            float a = ldexpf(1.0f + (float)qt_unif(&g_rng), e);
             if (t == STF_F16) a = rt_model(a, t);
-            float s = fminf(a, maxt) * st_f32_from_bits(0x3C010204u);
-            s = fmaxf(s, st_f32_from_bits(0x0DA24260u));
+            float s = fminf(a, maxt) * qt_float(0x3C010204u);
+            s = fmaxf(s, qt_float(0x0DA24260u));
             float d = rt_model(s, t), r = 1.0f / d;
             size_t k = 1;
             row[0] = a;
             if (t == STF_F32) {
-                for (int n = 0; n < 128 && k < 256; n += 1 + (int)(st_next_u64() % 5)) {
+                for (int n = 0; n < 128 && k < 256; n += 1 + (int)(qt_next(&g_rng) % 5)) {
                     float c = ((float)n + 0.5f) * d;
                     for (int j = -5; j <= 5 && k < 256; j++) {
                         float v = step_enc(c, j);
                         if (!(v <= a)) continue;
-                        row[k++] = (st_next_u64() & 1) ? -v : v;
+                        row[k++] = (qt_next(&g_rng) & 1) ? -v : v;
                         naive_wrong += rintf(v * r) != rintf(v / d);
                     }
                 }
@@ -635,7 +638,7 @@ static void test_int8_row_near_boundary(void **state)
                 while (v <= a && k < 256) {
                     float qt = v / d, p = v * r;
                     if (near_boundary_model(qt, t, 4)) {
-                        row[k++] = (st_next_u64() & 1) ? -v : v;
+                        row[k++] = (qt_next(&g_rng) & 1) ? -v : v;
                         naive_wrong += rintf(rt_model(p, t)) != rintf(rt_model(qt, t));
                     }
                     v = stf_f16_to_f32((uint16_t)(stf_f32_to_f16(v) + 1));
@@ -678,7 +681,7 @@ static void test_bf16_g256_path(void **state)
     float *sc = xaligned(k * 4), *sa = xaligned(k * 4);
     int8_t qa[1024], qb[1024];
     float s_a, s_b;
-    st_rng = 0x5EED0006u;
+    g_rng.s = 0x5EED0006u;
     for (int mi = 0; mi < 2; mi++) {
         stf_quant_mode mode = mi ? STF_QMODE_EAGER : STF_QMODE_CUDA;
         fill_row(src, STF_BF16, k, ROW_OUTLIER);
@@ -686,7 +689,7 @@ static void test_bf16_g256_path(void **state)
         assert_int_equal(stf__kernels_scalar.int8_row(qa, &s_a, src, STF_BF16, k, 256, mode,
                                                       STF_BF16, sa), 0);
         assert_memory_equal(qa, qb, k);
-        assert_int_equal(st_f32_bits(s_a), st_f32_bits(s_b));
+        assert_int_equal(qt_bits(s_a), qt_bits(s_b));
     }
     for (size_t i = 0; i < k; i++) src[i] = 0x7F7Fu; /* 256 * BF16 max overflows */
     assert_int_equal(stf__int8_row_bf16_g256(qb, &s_b, src, k, STF_QMODE_CUDA, sc), 1);
