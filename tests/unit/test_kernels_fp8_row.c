@@ -20,7 +20,10 @@
 #include "quant/kernels_avx512.h"
 #endif
 #include "stfix.h"
-#include "support/st_rand.h"
+#include "quant_testutil.h"
+
+/* One generator per test file, seeded by each test. */
+static qt_rng g_rng;
 
 #define KMAX 4096
 
@@ -54,19 +57,19 @@ static void fill(uint8_t *c, size_t k, stf_dtype dt, int kind)
 {
     uint8_t maxc = dt == STF_F8_E4M3 ? 0x7E : 0x7B, subn = dt == STF_F8_E4M3 ? 8 : 4;
     for (size_t i = 0; i < k; i++) {
-        uint8_t v = (uint8_t)st_next_u64();
+        uint8_t v = (uint8_t)qt_next(&g_rng);
         switch (kind) {
         case R_ZERO: v &= 0x80; break;
         case R_MAX: v = (uint8_t)((v & 0x80) | maxc); break;
         case R_SUBNORMAL: v = (uint8_t)((v & 0x80) | (v % subn)); break;
         case R_SMALL: v = (uint8_t)((v & 0x80) | (v % 24)); break;
         default:
-            while (is_special(v, dt)) v = (uint8_t)st_next_u64();
+            while (is_special(v, dt)) v = (uint8_t)qt_next(&g_rng);
         }
         c[i] = v;
     }
-    if (kind == R_NAN) c[st_next_u64() % k] = dt == STF_F8_E4M3 ? 0xFF : 0x7E;
-    if (kind == R_INF) c[st_next_u64() % k] = dt == STF_F8_E4M3 ? 0x7F : 0xFC;
+    if (kind == R_NAN) c[qt_next(&g_rng) % k] = dt == STF_F8_E4M3 ? 0xFF : 0x7E;
+    if (kind == R_INF) c[qt_next(&g_rng) % k] = dt == STF_F8_E4M3 ? 0x7F : 0xFC;
 }
 
 static float *aligned_floats(size_t n)
@@ -88,7 +91,7 @@ static void cmp_case(const stf__kernels *v, const uint8_t *src, stf_dtype dt, fl
     stf__kernels_scalar.fp8_decode(row, src, dt, k, s);
     int ra = stf__kernels_scalar.int8_row(qa, &scale_a, row, STF_F32, k, g, mode, t, sa);
     int rb = v->int8_row_fp8(qb, &scale_b, src, dt, s, k, g, mode, t, sb, row);
-    if (ra != rb || (ra == 0 && (st_f32_bits(scale_a) != st_f32_bits(scale_b) ||
+    if (ra != rb || (ra == 0 && (qt_bits(scale_a) != qt_bits(scale_b) ||
                                  memcmp(qa, qb, k) != 0))) {
         print_error("variant %d: int8_row_fp8 differs: dt=%d s=%a k=%zu g=%u mode=%d t=%d "
                     "rc %d/%d scale %a/%a\n", (int)v->id, (int)dt, (double)s, k, g, (int)mode,
@@ -108,7 +111,7 @@ static void test_variants_match_composition(void **state)
     static uint8_t src[KMAX];
     float *sa = aligned_floats(KMAX), *sb = aligned_floats(KMAX), *row = aligned_floats(KMAX);
     size_t cases = 0;
-    st_rng = 15;
+    g_rng.s = 15;
     for (int vi = 0; vi < NVAR; vi++) {
         const stf__kernels *v = variant(vi);
         if (!v) continue;
@@ -169,12 +172,12 @@ static void test_exact_values(void **state)
         assert_int_equal(v->int8_row_fp8(q, &scale, src, STF_F8_E4M3, 1.0f, 64, 0,
                                          STF_QMODE_FP32, STF_F32, sc, row), 0);
         for (size_t i = 0; i < 64; i++) assert_int_equal(q[i], i % 2 ? -127 : 127);
-        assert_true(st_f32_bits(scale) == st_f32_bits(448.0f / 127.0f));
+        assert_true(qt_bits(scale) == qt_bits(448.0f / 127.0f));
         memset(src, 0x80, sizeof src);
         assert_int_equal(v->int8_row_fp8(q, &scale, src, STF_F8_E4M3, 2.0f, 64, 16,
                                          STF_QMODE_CUDA, STF_BF16, sc, row), 0);
         for (size_t i = 0; i < 64; i++) assert_int_equal(q[i], 0);
-        assert_int_equal(st_f32_bits(scale), 0x0DA24260u);
+        assert_int_equal(qt_bits(scale), 0x0DA24260u);
         /* A NaN code: the non-finite code. */
         src[37] = 0x7F;
         assert_int_equal(v->int8_row_fp8(q, &scale, src, STF_F8_E4M3, 2.0f, 64, 16,
@@ -193,7 +196,7 @@ static void test_quantize_row_fp8(void **state)
     float *sa = aligned_floats(1024), *sb = aligned_floats(1024), *x = aligned_floats(1024);
     float *y = aligned_floats(1024);
     stf_int8_opts o = { 256, STF_QMODE_CUDA, STF_BF16 };
-    st_rng = 7;
+    g_rng.s = 7;
     for (int kind = 0; kind < R_NKINDS; kind++) {
         stf_dtype dt = kind % 2 ? STF_F8_E5M2 : STF_F8_E4M3;
         fill(src, 1024, dt, kind);
@@ -212,7 +215,7 @@ static void test_quantize_row_fp8(void **state)
         } else {
             assert_int_equal(rb, 0);
             assert_memory_equal(qa, qb, 1024);
-            assert_int_equal(st_f32_bits(scale_a), st_f32_bits(scale_b));
+            assert_int_equal(qt_bits(scale_a), qt_bits(scale_b));
         }
     }
     stf_err e;
