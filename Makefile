@@ -36,8 +36,8 @@ ifneq ($(V),1)
 .SILENT:
 endif
 
-PKGS := yaml-0.1 libcjson libzstd libpcre2-8 libcrypto
-DEB_PKGS := build-essential pkg-config libyaml-dev libcjson-dev libzstd-dev libpcre2-dev libssl-dev libcmocka-dev \
+PKGS := yaml-0.1 libcjson libzstd libpcre2-8 libcrypto libxxhash
+DEB_PKGS := build-essential pkg-config libyaml-dev libcjson-dev libzstd-dev libpcre2-dev libssl-dev libcmocka-dev libxxhash-dev zstd \
             clang libclang-rt-14-dev mandoc python3
 
 # The version, from the one place it is written (include/stfix/base.h). The
@@ -229,7 +229,7 @@ $(BUILD)/fuzz-replay/%: $(BUILD)/obj/tests/fuzz/%.o $(REPLAY_OBJ) $(LIBA)
 deps:
 	@missing=""; \
 	for p in $(PKGS) cmocka; do pkg-config --exists $$p 2>/dev/null || missing=1; done; \
-	for c in cc g++ pkg-config clang mandoc python3; do command -v $$c >/dev/null 2>&1 || missing=1; done; \
+	for c in cc g++ pkg-config clang mandoc python3 zstd; do command -v $$c >/dev/null 2>&1 || missing=1; done; \
 	[ -e /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a ] || \
 	  ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || missing=1; \
 	if [ -z "$$missing" ]; then echo "deps: everything is present"; exit 0; fi; \

@@ -45,7 +45,7 @@ STF_API int stf_dtype_from_name(stf_dtype *out, const char *name, size_t len);
 #define STF_MAX_RANK_HARD 64 /* compile-time bound for shape arrays */
 
 /* The layout of stf_open_opts this header describes. */
-#define STF_OPEN_OPTS_VERSION 1u
+#define STF_OPEN_OPTS_VERSION 2u
 
 /*
  * Options for opening files. Make them with stf_open_opts_init(), which
@@ -65,6 +65,13 @@ typedef struct stf_open_opts {
     size_t max_shards;          /* per index (default 10,000) */
     uint64_t max_index_size;    /* index JSON bytes (default 100,000,000) */
     int canon_findings;         /* add S21-S25 notes (INFO) for non-canonical files (default 0) */
+    /* Version 2: zstd-compressed input (stfix(1), INPUT FORMATS). */
+    const char *spool_dir;      /* directory for the spool of a plain zstd stream read out of
+                                 * data order (an unnamed file, gone when the checkpoint is
+                                 * freed); NULL: decompress again from the start instead */
+    uint64_t max_zstd_frame;    /* decompressed bytes of one seekable frame (default 64 MiB) */
+    uint64_t max_zstd_frames;   /* frames in one seek table (default 16,777,216) */
+    unsigned zstd_cache_frames; /* decoded frames kept per seekable shard (default 8, >= 1) */
 } stf_open_opts;
 
 /*
@@ -218,6 +225,43 @@ STF_API const void *stf_ckpt_tensor_data(const stf_ckpt *c, size_t i);
 /* Findings recorded while opening (warnings and canonical-form notes). */
 STF_API size_t stf_ckpt_finding_count(const stf_ckpt *c);
 STF_API const stf_finding *stf_ckpt_finding(const stf_ckpt *c, size_t i);
+
+/*
+ * How shard i is stored. A file that starts with a zstd frame (or a
+ * skippable frame) is read through zstd, whatever its name: with a seek
+ * table in the zstd seekable format, frames are decoded on demand into a
+ * small cache; without one, the stream is decompressed in data order, and
+ * a read behind the position reached comes from a spool file in
+ * stf_open_opts.spool_dir (or, without one, decompresses again from the
+ * start). stf_ckpt_shard_file_size is then the decompressed size.
+ */
+typedef enum stf_storage {
+    STF_STORAGE_PLAIN = 0,          /* an uncompressed file, or memory */
+    STF_STORAGE_ZSTD_SEEKABLE = 1,  /* zstd seekable format */
+    STF_STORAGE_ZSTD_STREAM = 2     /* zstd frames without a seek table */
+} stf_storage;
+
+/* How a zstd stream has been read so far (STF_STORAGE_ZSTD_STREAM). */
+typedef enum stf_stream_mode {
+    STF_STREAM_NONE = 0,            /* not a stream, or nothing read past the header */
+    STF_STREAM_IN_ORDER = 1,        /* every read in data order: no spool */
+    STF_STREAM_SPOOLED = 2,         /* a read out of order: served from a spool file */
+    STF_STREAM_RESTARTED = 3        /* out of order without a spool directory: decompressed
+                                     * again from the start */
+} stf_stream_mode;
+
+STF_API stf_storage stf_ckpt_shard_storage(const stf_ckpt *c, size_t shard);
+/* Bytes of shard i on disk (the compressed size; the file size when plain). */
+STF_API uint64_t stf_ckpt_shard_stored_size(const stf_ckpt *c, size_t shard);
+/* Frames of the seek table (seekable), or zstd frames in the file (stream). */
+STF_API uint64_t stf_ckpt_shard_frame_count(const stf_ckpt *c, size_t shard);
+/*
+ * Frames decoded so far (a seekable shard: each decode counts, a cache hit
+ * does not; a stream: 0). Reading one tensor of a seekable file touches
+ * only the frames that hold it.
+ */
+STF_API uint64_t stf_ckpt_shard_frames_decoded(const stf_ckpt *c, size_t shard);
+STF_API stf_stream_mode stf_ckpt_shard_stream_mode(const stf_ckpt *c, size_t shard);
 
 /*
  * Whether shard i is byte-identical to what the canonical writer would emit

@@ -55,16 +55,20 @@ static int oom(stf_err *err, const char *path)
 static int shard_load(ckpt_shard *sh, const stf_open_opts *o, stf__findings *f, stf_err *err)
 {
     int rc = 0;
-    const char *path = stf__source_path(sh->src);
-    uint64_t size = stf__source_size(sh->src), n = 0;
     uint8_t first[8];
     uint8_t *copy = NULL;
     const uint8_t *hdr;
 
+    /* A zstd file is read through its decompressed bytes from here on. */
+    rc = stf__source_decompress(&sh->src, o, err);
+    if (rc) return rc;
+    const char *path = stf__source_path(sh->src);
+    uint64_t size = stf__source_size(sh->src), n = 0;
     rc = stf__source_read(sh->src, 0, first, size < 8 ? (size_t)size : 8, err);
     if (rc) goto done;
     rc = stf__frame_check(&n, first, size, path, o, err);
     if (rc) goto done;
+    if ((rc = stf__source_hold_head(sh->src, 8 + n, err))) goto done;
     if (stf__source_data(sh->src)) {
         hdr = stf__source_data(sh->src) + 8;
     } else {
@@ -282,6 +286,9 @@ int stf_ckpt_open(stf_ckpt **out, const char *path, const stf_open_opts *opts, s
     }
     if (stf__opts_version(err, opts->version, STF_OPEN_OPTS_VERSION, "stf_open_opts"))
         return STF_EINVAL;
+    stf_open_opts cur;
+    stf__open_opts_upgrade(&cur, opts);
+    opts = &cur;
     c = ckpt_new();
     if (!c) return oom(err, path);
     int rc = ends_with(path, ".index.json") ? open_index(c, path, opts, err)
@@ -305,6 +312,9 @@ int stf_ckpt_open_mem(stf_ckpt **out, const void *buf, size_t len, const char *n
     }
     if (stf__opts_version(err, opts->version, STF_OPEN_OPTS_VERSION, "stf_open_opts"))
         return STF_EINVAL;
+    stf_open_opts cur;
+    stf__open_opts_upgrade(&cur, opts);
+    opts = &cur;
     c = ckpt_new();
     if (!c) return oom(err, name);
     return open_finish(out, c, open_single(c, name, 1, buf, len, opts, err), opts, err);
@@ -403,6 +413,37 @@ const stf_meta_entry *stf_ckpt_meta_find_n(const stf_ckpt *c, size_t shard, cons
 const stf_meta_entry *stf_ckpt_meta_find(const stf_ckpt *c, size_t shard, const char *key)
 {
     return key ? stf_ckpt_meta_find_n(c, shard, key, strlen(key)) : NULL;
+}
+
+/* How shard k is stored, and what reading it has cost; see container.h. */
+stf_storage stf_ckpt_shard_storage(const stf_ckpt *c, size_t shard)
+{
+    const ckpt_shard *s = shard_at(c, shard);
+    return s ? stf__source_storage(s->src) : STF_STORAGE_PLAIN;
+}
+
+uint64_t stf_ckpt_shard_stored_size(const stf_ckpt *c, size_t shard)
+{
+    const ckpt_shard *s = shard_at(c, shard);
+    return s ? stf__source_stored_size(s->src) : 0;
+}
+
+uint64_t stf_ckpt_shard_frame_count(const stf_ckpt *c, size_t shard)
+{
+    const ckpt_shard *s = shard_at(c, shard);
+    return s ? stf__source_frames(s->src) : 0;
+}
+
+uint64_t stf_ckpt_shard_frames_decoded(const stf_ckpt *c, size_t shard)
+{
+    const ckpt_shard *s = shard_at(c, shard);
+    return s ? stf__source_frames_decoded(s->src) : 0;
+}
+
+stf_stream_mode stf_ckpt_shard_stream_mode(const stf_ckpt *c, size_t shard)
+{
+    const ckpt_shard *s = shard_at(c, shard);
+    return s ? stf__source_stream_mode(s->src) : STF_STREAM_NONE;
 }
 
 /* Shard k's source for the writer and canon.c; see source.h. */

@@ -34,6 +34,15 @@ int stf__findings_add(stf__findings *l, const char *rule, stf_severity sev, cons
                       const char *tensor, size_t tensor_len, int has_off, uint64_t off,
                       const char *fmt, ...) STF_PRINTF(9, 10);
 
+/* ------------------------------------------------------------ options */
+
+/*
+ * *dst = the options *src (a version stf__opts_version accepted) in the
+ * current layout: fields a version-1 caller could not set get their
+ * defaults.
+ */
+void stf__open_opts_upgrade(stf_open_opts *dst, const stf_open_opts *src);
+
 /* ------------------------------------------------------------ header */
 
 /*

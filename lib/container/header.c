@@ -31,6 +31,7 @@
  * wins (S13 warns), a metadata key keeps its first position and its last
  * value, and a second "__metadata__" or a repeated tensor field is REF.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,7 +45,12 @@
 /* Fill `o` with the documented defaults (lib/README.md, Resource caps). */
 void stf_open_opts_init_version(stf_open_opts *o, unsigned version)
 {
-    if (!o || !stf__opts_reset(o, sizeof *o, version, STF_OPEN_OPTS_VERSION)) return;
+    /* Version 1 is the layout up to canon_findings: fill just that part. */
+    size_t size = version == 1 ? offsetof(stf_open_opts, spool_dir) : sizeof *o;
+    if (!o || !stf__opts_reset(o, size, version == 1 ? STF_OPEN_OPTS_VERSION : version,
+                               STF_OPEN_OPTS_VERSION))
+        return;
+    o->version = version;
     o->max_header = HEADER_REF_MAX;
     o->max_tensors = 1000000u;
     o->max_rank = 8;
@@ -53,6 +59,20 @@ void stf_open_opts_init_version(stf_open_opts *o, unsigned version)
     o->max_meta_entries = 65536;
     o->max_shards = 10000;
     o->max_index_size = 100000000u;
+    if (version == 1) return;
+    o->max_zstd_frame = UINT64_C(64) << 20;
+    o->max_zstd_frames = UINT64_C(1) << 24;
+    o->zstd_cache_frames = 8;
+}
+
+/* Options of any known layout as the current one; see container_internal.h. */
+void stf__open_opts_upgrade(stf_open_opts *dst, const stf_open_opts *src)
+{
+    stf_open_opts_init(dst);
+    if (src->version == 1) memcpy(dst, src, offsetof(stf_open_opts, spool_dir));
+    else *dst = *src;
+    dst->version = STF_OPEN_OPTS_VERSION;
+    if (dst->zstd_cache_frames == 0) dst->zstd_cache_frames = 1;
 }
 
 /* ------------------------------------------------------------ arena */

@@ -16,6 +16,7 @@
 
 #include "container/container_internal.h"
 #include "container/source.h"
+#include "container/zsrc.h"
 
 /* One pread asks for at most this much, so a length never overflows ssize_t
  * and a huge read still makes progress in bounded steps. */
@@ -29,6 +30,10 @@ struct stf__source {
     const uint8_t *data;  /* the borrowed buffer of a memory source; NULL for files */
     stf__fdfile *file;    /* a file source's descriptor, through a cache */
     stf__fdcache *own;    /* the private cache of a file opened without one */
+    stf_storage storage;  /* PLAIN, or one of the zstd readers below */
+    stf__zseek *zs;       /* a seekable zstd file (owns the raw source) */
+    stf__zstream *zt;     /* a zstd stream (owns the raw source) */
+    uint64_t stored;      /* bytes on disk: size, or the compressed size */
 };
 
 static stf__source *source_new(const char *name, stf_err *err)
@@ -72,6 +77,7 @@ int stf__source_open(stf__source **out, const char *path, stf__fdcache *cache, i
     }
     rc = stf__fdfile_open(&s->file, cache, path, &s->size, sys_errno, err);
     if (rc) goto done;
+    s->stored = s->size;
     *out = s;
     s = NULL;
 done:
@@ -88,7 +94,7 @@ int stf__source_open_mem(stf__source **out, const void *buf, size_t len, const c
     stf__source *s = source_new(name ? name : "<memory>", err);
     if (!s) return STF_ENOMEM;
     s->data = buf;
-    s->size = (uint64_t)len;
+    s->size = s->stored = (uint64_t)len;
     *out = s;
     return 0;
 }
@@ -104,6 +110,9 @@ const uint8_t *stf__source_data(const stf__source *s) { return s ? s->data : NUL
 int stf__source_fd_acquire(const stf__source *s, int *fd, stf_err *err)
 {
     if (!s || !fd) return stf__err(err, STF_EINVAL, "stf__source_fd_acquire: NULL argument");
+    if (s->storage != STF_STORAGE_PLAIN)
+        return stf__err(err, STF_EUNSUPPORTED,
+                        "%s: a compressed source has no descriptor of its bytes", s->path);
     if (!s->file)
         return stf__err(err, STF_EINVAL, "%s: a memory source has no file descriptor", s->path);
     return stf__fdfile_acquire(s->file, fd, err);
@@ -152,6 +161,8 @@ int stf__source_read(const stf__source *s, uint64_t off, void *dst, size_t len, 
                         "%s: read of %zu bytes at offset %llu is past the end (%llu bytes)",
                         s->path, len, (unsigned long long)off, (unsigned long long)s->size);
     if (len == 0) return 0;
+    if (s->zs) return stf__zseek_read(s->zs, off, dst, len, err);
+    if (s->zt) return stf__zstream_read(s->zt, off, dst, len, err);
     if (s->data) { /* a memory source: the caller's buffer, never a file */
         memcpy(dst, s->data + off, len);
         return 0;
@@ -168,8 +179,64 @@ int stf__source_read(const stf__source *s, uint64_t off, void *dst, size_t len, 
 void stf__source_free(stf__source *s)
 {
     if (!s) return;
+    stf__zseek_free(s->zs);
+    stf__zstream_free(s->zt);
     stf__fdfile_close(s->file);
     stf__fdcache_free(s->own);
     stf__free(s->path);
     stf__free(s);
+}
+
+/* Wrap a zstd source; see source.h. */
+int stf__source_decompress(stf__source **s, const stf_open_opts *o, stf_err *err)
+{
+    int is_zstd = 0;
+    int rc = stf__zsrc_detect(*s, &is_zstd, err);
+    if (rc || !is_zstd) return rc;
+    stf__source *w = source_new((*s)->path, err);
+    if (!w) return STF_ENOMEM;
+    w->stored = (*s)->size;
+    rc = stf__zseek_open(&w->zs, *s, o, err);
+    if (!rc && w->zs) {
+        w->storage = STF_STORAGE_ZSTD_SEEKABLE;
+        w->size = stf__zseek_size(w->zs);
+    } else if (!rc) {
+        rc = stf__zstream_open(&w->zt, *s, o, err);
+        w->storage = STF_STORAGE_ZSTD_STREAM;
+        if (!rc) w->size = stf__zstream_size(w->zt);
+    }
+    if (rc) {
+        stf__source_free(w);
+        return rc;
+    }
+    *s = w;
+    return 0;
+}
+
+stf_storage stf__source_storage(const stf__source *s)
+{
+    return s ? s->storage : STF_STORAGE_PLAIN;
+}
+
+uint64_t stf__source_stored_size(const stf__source *s) { return s ? s->stored : 0; }
+
+uint64_t stf__source_frames(const stf__source *s)
+{
+    if (!s) return 0;
+    return s->zs ? stf__zseek_frames(s->zs) : s->zt ? stf__zstream_frames(s->zt) : 0;
+}
+
+uint64_t stf__source_frames_decoded(const stf__source *s)
+{
+    return s && s->zs ? stf__zseek_decoded(s->zs) : 0;
+}
+
+stf_stream_mode stf__source_stream_mode(const stf__source *s)
+{
+    return s && s->zt ? stf__zstream_mode(s->zt) : STF_STREAM_NONE;
+}
+
+int stf__source_hold_head(stf__source *s, uint64_t n, stf_err *err)
+{
+    return s && s->zt ? stf__zstream_hold_head(s->zt, n, err) : 0;
 }

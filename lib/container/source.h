@@ -67,6 +67,28 @@ void stf__source_fd_release(const stf__source *s);
  */
 int stf__source_read(const stf__source *s, uint64_t off, void *dst, size_t len, stf_err *err);
 
+/*
+ * When the source *s starts like zstd (a zstd or a skippable frame,
+ * whatever its name), replace it by a source of its decompressed bytes:
+ * seekable when it ends in a seek table, a stream otherwise (zsrc.h).
+ * The new source owns the old one; on failure *s is unchanged and still
+ * the caller's. A source that is not zstd is left as it is.
+ */
+int stf__source_decompress(stf__source **s, const stf_open_opts *o, stf_err *err);
+/* How the source is stored; the compressed size (or the size); the frames
+ * of a zstd file and how many have been decoded; how a stream is read. */
+stf_storage stf__source_storage(const stf__source *s);
+uint64_t stf__source_stored_size(const stf__source *s);
+uint64_t stf__source_frames(const stf__source *s);
+uint64_t stf__source_frames_decoded(const stf__source *s);
+stf_stream_mode stf__source_stream_mode(const stf__source *s);
+/*
+ * The first n bytes (a header about to be read) will be read again: a
+ * stream keeps them in memory, so rereading never rewinds it. No-op for
+ * other sources.
+ */
+int stf__source_hold_head(stf__source *s, uint64_t n, stf_err *err);
+
 /* Close, free (the cache it was opened through stays). No-op on NULL. */
 void stf__source_free(stf__source *s);
 

@@ -1,0 +1,347 @@
+/*
+ * A zstd stream without a seek table (zsrc.h): one decompressor moving
+ * forward through the data, in bounded memory (libzstd's input and output
+ * buffers, a window of at most 128 MiB, the held header). A read at or
+ * past the position reached decompresses up to it, keeping only what the
+ * read asked for. A read behind it opens an unnamed spool file in the
+ * spool directory (O_TMPFILE, or a temporary unlinked at once, so it is
+ * gone on every path out, a crash included), decompresses again from the
+ * start into it, and from then on serves every byte already passed from
+ * the spool: the stream is decompressed at most twice, and once when the
+ * consumer reads in data order. All of it under one mutex.
+ */
+#define _FILE_OFFSET_BITS 64
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "container/container_internal.h"
+#include "container/zsrc.h"
+
+struct stf__zstream {
+    stf__source *raw;
+    const char *path;
+    uint64_t d_size, frames;
+    pthread_mutex_t mu;
+    ZSTD_DStream *ds;
+    uint8_t *in, *out;
+    size_t in_cap, out_cap;
+    ZSTD_inBuffer ib;
+    uint64_t in_off;         /* raw offset of the next input read */
+    uint64_t pos;            /* decompressed bytes produced since the (re)start */
+    size_t last_k;           /* out[0, last_k) holds [pos - last_k, pos) */
+    int pending;             /* the last call filled out: more may come without input */
+    size_t last_zr;          /* its return: 0 at the end of a frame */
+    uint8_t *head;           /* the held first head_n bytes, head_have of them read */
+    uint64_t head_n, head_have;
+    char *spool_dir;
+    int spool_fd;            /* -1 until a read goes back */
+    uint64_t spool_end;      /* bytes [0, spool_end) are in the spool */
+    stf_stream_mode mode;
+};
+
+static void restart(stf__zstream *z)
+{
+    ZSTD_DCtx_reset(z->ds, ZSTD_reset_session_only);
+    z->ib.pos = z->ib.size = 0;
+    z->in_off = 0;
+    z->pos = 0;
+    z->last_k = 0;
+    z->pending = 0;
+    z->last_zr = 0;
+}
+
+/* Whether the whole stream has been decompressed. */
+static int at_end(const stf__zstream *z)
+{
+    return z->ib.pos == z->ib.size && z->in_off == stf__source_size(z->raw) && !z->pending &&
+           z->last_zr == 0;
+}
+
+/* An unnamed file in the spool directory. */
+static int spool_open(stf__zstream *z, stf_err *err)
+{
+    char eb[128];
+    int fd = open(z->spool_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+        size_t n = strlen(z->spool_dir) + sizeof "/.stfix-spool-XXXXXX";
+        char *t = stf__malloc(n);
+        if (!t) return stf__err(err, STF_ENOMEM, "%s: out of memory", z->path);
+        snprintf(t, n, "%s/.stfix-spool-XXXXXX", z->spool_dir);
+        fd = mkostemp(t, O_CLOEXEC);
+        if (fd >= 0) unlink(t);
+        stf__free(t);
+    }
+    if (fd < 0)
+        return stf__err(err, STF_EIO,
+                        "%s: cannot create a spool file in %s for reading the stream out of "
+                        "order: %s", z->path, z->spool_dir, stf__errno_text(errno, eb, sizeof eb));
+    z->spool_fd = fd;
+    z->spool_end = 0;
+    z->mode = STF_STREAM_SPOOLED;
+    restart(z);
+    return 0;
+}
+
+static int spool_write(stf__zstream *z, const uint8_t *b, size_t n, stf_err *err)
+{
+    char eb[128];
+    for (size_t done = 0; done < n;) {
+        ssize_t w = pwrite(z->spool_fd, b + done, n - done, (off_t)(z->spool_end + done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0)
+            return stf__err(err, STF_EIO, "%s: cannot write the spool file in %s: %s", z->path,
+                            z->spool_dir, w < 0 ? stf__errno_text(errno, eb, sizeof eb)
+                                                : "no space written");
+        done += (size_t)w;
+    }
+    z->spool_end += n;
+    return 0;
+}
+
+static int spool_read(stf__zstream *z, uint64_t off, uint8_t *d, size_t n, stf_err *err)
+{
+    char eb[128];
+    for (size_t done = 0; done < n;) {
+        ssize_t r = pread(z->spool_fd, d + done, n - done, (off_t)(off + done));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0)
+            return stf__err(err, STF_EIO, "%s: cannot read the spool file in %s: %s", z->path,
+                            z->spool_dir, r < 0 ? stf__errno_text(errno, eb, sizeof eb)
+                                                : "it is shorter than written");
+        done += (size_t)r;
+    }
+    return 0;
+}
+
+/*
+ * Decompress one step forward: the bytes [pos, pos + k) it yields go to
+ * the spool (when there is one), the held head, and dst for the part in
+ * [*off, *off + *len), which advances *off, *len and *dst.
+ */
+static int step(stf__zstream *z, uint64_t *off, uint8_t **dst, size_t *len, stf_err *err)
+{
+    int rc;
+    if (z->ib.pos == z->ib.size && !z->pending) {
+        uint64_t left = stf__source_size(z->raw) - z->in_off;
+        if (left == 0)
+            return stf__err_rule(err, STF_EFORMAT, "S26", 1, z->in_off,
+                                 "%s: S26 ZstdCorrupt: the stream ends at compressed byte %llu "
+                                 "after %llu decompressed bytes, %llu expected",
+                                 z->path, (unsigned long long)z->in_off,
+                                 (unsigned long long)z->pos, (unsigned long long)z->d_size);
+        size_t n = left < z->in_cap ? (size_t)left : z->in_cap;
+        if ((rc = stf__source_read(z->raw, z->in_off, z->in, n, err))) return rc;
+        z->ib.src = z->in;
+        z->ib.size = n;
+        z->ib.pos = 0;
+        z->in_off += n;
+    }
+    ZSTD_outBuffer ob = { z->out, z->out_cap, 0 };
+    size_t zr = ZSTD_decompressStream(z->ds, &ob, &z->ib);
+    if (ZSTD_isError(zr)) {
+        int code;
+        const char *rule = stf__zstd_rule(zr, &code);
+        uint64_t at = z->in_off - z->ib.size + z->ib.pos;
+        restart(z);
+        return stf__err_rule(err, code, rule, 1, at,
+                             "%s: %s %s: decoding failed at compressed byte %llu: %s", z->path,
+                             rule, code == STF_ELIMIT ? "LimitExceeded"
+                                   : rule[2] == '8' ? "ZstdChecksum" : "ZstdCorrupt",
+                             (unsigned long long)at, ZSTD_getErrorName(zr));
+    }
+    uint64_t k = ob.pos;
+    z->pending = ob.pos == ob.size;
+    z->last_zr = zr;
+    z->last_k = 0;
+    if (k > z->d_size - z->pos) {
+        uint64_t at = z->in_off - z->ib.size + z->ib.pos;
+        restart(z);
+        return stf__err_rule(err, STF_EFORMAT, "S26", 1, at,
+                             "%s: S26 ZstdCorrupt: the stream decodes to more than the %llu "
+                             "bytes its frame headers declare (at compressed byte %llu)",
+                             z->path, (unsigned long long)z->d_size, (unsigned long long)at);
+    }
+    if (z->spool_fd >= 0 && z->pos == z->spool_end &&
+        (rc = spool_write(z, z->out, (size_t)k, err)))
+        return rc;
+    if (z->head && z->pos < z->head_n && z->head_have == z->pos) {
+        uint64_t h = z->head_n - z->pos < k ? z->head_n - z->pos : k;
+        memcpy(z->head + z->pos, z->out, (size_t)h);
+        z->head_have += h;
+    }
+    if (*len && *off < z->pos + k) {
+        uint64_t in = *off - z->pos;
+        size_t n = k - in < *len ? (size_t)(k - in) : *len;
+        memcpy(*dst, z->out + in, n);
+        *dst += n;
+        *off += n;
+        *len -= n;
+    }
+    z->pos += k;
+    z->last_k = (size_t)k;
+    return 0;
+}
+
+/* Read under the lock; see zsrc.h. */
+static int read_locked(stf__zstream *z, uint64_t off, uint8_t *d, size_t len, stf_err *err)
+{
+    int rc = 0;
+    if (z->head_n && off + len > z->head_n && z->mode == STF_STREAM_NONE)
+        z->mode = STF_STREAM_IN_ORDER;
+    while (len) {
+        if (off < z->head_have) {
+            size_t n = z->head_have - off < len ? (size_t)(z->head_have - off) : len;
+            memcpy(d, z->head + off, n);
+            d += n, off += n, len -= n;
+        } else if (z->spool_fd >= 0 && off < z->spool_end) {
+            size_t n = z->spool_end - off < len ? (size_t)(z->spool_end - off) : len;
+            if ((rc = spool_read(z, off, d, n, err))) return rc;
+            d += n, off += n, len -= n;
+        } else if (off < z->pos && off >= z->pos - z->last_k) {
+            uint64_t in = off - (z->pos - z->last_k);
+            size_t n = z->last_k - in < len ? (size_t)(z->last_k - in) : len;
+            memcpy(d, z->out + in, n);
+            d += n, off += n, len -= n;
+        } else if (off < z->pos) {
+            if (z->spool_dir && z->spool_fd < 0) {
+                if ((rc = spool_open(z, err))) return rc;
+            } else {
+                z->mode = STF_STREAM_RESTARTED;
+                restart(z);
+            }
+        } else if ((rc = step(z, &off, &d, &len, err))) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int stf__zstream_read(stf__zstream *z, uint64_t off, void *dst, size_t len, stf_err *err)
+{
+    pthread_mutex_lock(&z->mu);
+    int rc = read_locked(z, off, dst, len, err);
+    pthread_mutex_unlock(&z->mu);
+    return rc;
+}
+
+int stf__zstream_hold_head(stf__zstream *z, uint64_t n, stf_err *err)
+{
+    pthread_mutex_lock(&z->mu);
+    int rc = 0;
+    if (n > z->d_size) n = z->d_size;
+    if (!z->head && n) {
+        z->head = stf__malloc((size_t)n);
+        if (!z->head) rc = stf__err(err, STF_ENOMEM, "%s: out of memory", z->path);
+        else {
+            z->head_n = n;
+            z->head_have = 0;
+            /* What was read so far is still in the output buffer when it
+             * is the first one; otherwise fetch it again. */
+            if (z->pos > 0 && z->pos == z->last_k) {
+                z->head_have = z->pos < n ? z->pos : n;
+                memcpy(z->head, z->out, (size_t)z->head_have);
+            } else if (z->pos > 0) {
+                rc = read_locked(z, 0, z->head, (size_t)n, err);
+                if (!rc) z->head_have = n;
+            }
+        }
+    }
+    pthread_mutex_unlock(&z->mu);
+    return rc;
+}
+
+uint64_t stf__zstream_size(const stf__zstream *z) { return z->d_size; }
+
+uint64_t stf__zstream_frames(const stf__zstream *z) { return z->frames; }
+
+stf_stream_mode stf__zstream_mode(const stf__zstream *z)
+{
+    stf__zstream *m = (stf__zstream *)z;
+    pthread_mutex_lock(&m->mu);
+    stf_stream_mode r = m->mode;
+    pthread_mutex_unlock(&m->mu);
+    return r;
+}
+
+/* Open; see zsrc.h. */
+int stf__zstream_open(stf__zstream **out, stf__source *raw, const stf_open_opts *o,
+                      stf_err *err)
+{
+    *out = NULL;
+    stf__zwalk w;
+    int rc = stf__zwalk_run(&w, raw, err);
+    if (rc) return rc;
+    const char *path = stf__source_path(raw);
+    stf__zstream *z = stf__calloc(1, sizeof *z);
+    if (!z) return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
+    z->path = path;
+    z->spool_fd = -1;
+    z->frames = w.frames;
+    z->in_cap = ZSTD_DStreamInSize();
+    z->out_cap = ZSTD_DStreamOutSize();
+    z->in = stf__malloc(z->in_cap);
+    z->out = stf__malloc(z->out_cap);
+    z->ds = ZSTD_createDStream();
+    if (o->spool_dir) z->spool_dir = stf__strdup(o->spool_dir);
+    if (!z->in || !z->out || !z->ds || (o->spool_dir && !z->spool_dir)) {
+        rc = stf__err(err, STF_ENOMEM, "%s: out of memory for the zstd stream", path);
+        goto fail;
+    }
+    ZSTD_DCtx_setParameter(z->ds, ZSTD_d_windowLogMax, 27);
+    if (pthread_mutex_init(&z->mu, NULL) != 0) {
+        rc = stf__err(err, STF_ENOMEM, "%s: cannot create a mutex", path);
+        goto fail;
+    }
+    z->raw = raw;
+    if (w.size_known) {
+        z->d_size = w.d_size;
+    } else {
+        /* No size in some frame header: decompress once to learn it, into
+         * the spool when there is a directory for one (then that pass is
+         * the only one). */
+        z->d_size = UINT64_MAX;
+        if (z->spool_dir && (rc = spool_open(z, err))) goto fail_raw;
+        uint8_t *none = NULL;
+        size_t zero = 0;
+        uint64_t off = 0;
+        do {
+            if ((rc = step(z, &off, &none, &zero, err))) goto fail_raw;
+        } while (!at_end(z));
+        z->d_size = z->pos;
+        restart(z);
+    }
+    *out = z;
+    return 0;
+fail_raw:
+    z->raw = NULL;
+    pthread_mutex_destroy(&z->mu);
+fail:
+    if (z->spool_fd >= 0) close(z->spool_fd);
+    ZSTD_freeDStream(z->ds);
+    stf__free(z->in);
+    stf__free(z->out);
+    stf__free(z->spool_dir);
+    stf__free(z);
+    return rc;
+}
+
+void stf__zstream_free(stf__zstream *z)
+{
+    if (!z) return;
+    if (z->spool_fd >= 0) close(z->spool_fd);
+    ZSTD_freeDStream(z->ds);
+    pthread_mutex_destroy(&z->mu);
+    stf__free(z->in);
+    stf__free(z->out);
+    stf__free(z->head);
+    stf__free(z->spool_dir);
+    stf__source_free(z->raw);
+    stf__free(z);
+}
