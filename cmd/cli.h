@@ -186,8 +186,11 @@ int cli_opt_quant_mode(const char *verb, const char *value, void *target);
 
 /* Open the checkpoint at `path` (o may be NULL). -1 when it is open in
  * *out; otherwise the error is reported for `verb` (cli_report) and its
- * exit status comes back. */
-int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_open_opts *o);
+ * exit status comes back. A plain zstd stream read out of data order is
+ * spooled in the directory of `out_path` (the command's output), or in
+ * $TMPDIR (else /tmp) when out_path is NULL, unless o names a directory. */
+int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_open_opts *o,
+                  const char *out_path);
 
 /* Load the recipe at `path`. -1 when it is loaded in *out; otherwise every
  * problem is printed (FILE:LINE:COL: message, one a line, or the error for

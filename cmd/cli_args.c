@@ -10,12 +10,33 @@
 
 #include "cli.h"
 
-/* Open a checkpoint or report why not: -1 or the exit status; see cli.h. */
-int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_open_opts *o)
+/*
+ * Open a checkpoint or report why not: -1 or the exit status; see cli.h.
+ * A zstd stream read out of order spools beside the output, or in $TMPDIR
+ * (else /tmp) for a command without one; the spool has no name and goes
+ * with the checkpoint.
+ */
+int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_open_opts *o,
+                  const char *out_path)
 {
     stf_err err;
+    stf_open_opts oo;
+    char dir[4096];
     stf_err_clear(&err);
-    if (!stf_ckpt_open(out, path, o, &err)) return -1;
+    if (o) oo = *o;
+    else stf_open_opts_init(&oo);
+    if (!oo.spool_dir) {
+        const char *slash = out_path ? strrchr(out_path, '/') : NULL;
+        const char *tmp = getenv("TMPDIR");
+        if (out_path && !slash) oo.spool_dir = ".";
+        else if (slash && (size_t)(slash - out_path) < sizeof dir) {
+            size_t n = slash == out_path ? 1 : (size_t)(slash - out_path);
+            memcpy(dir, out_path, n);
+            dir[n] = '\0';
+            oo.spool_dir = dir;
+        } else oo.spool_dir = tmp && *tmp ? tmp : "/tmp";
+    }
+    if (!stf_ckpt_open(out, path, &oo, &err)) return -1;
     return cli_report(verb, &err);
 }
 

@@ -119,7 +119,7 @@ static int check_one(const char *file, const char *target, const stf_check_opts 
     stf_ckpt *c = NULL;
     stf_check_report *r = NULL;
     cli_run_input(file);
-    int ex = cli_ckpt_open(&c, "check", file, NULL);
+    int ex = cli_ckpt_open(&c, "check", file, NULL, NULL);
     if (ex >= 0) return ex;
     if (stf_check_run(&r, c, o, &err)) {
         stf_ckpt_free(c);

@@ -329,7 +329,7 @@ int cmd_fix(int argc, char **argv)
     stf_err_clear(&err);
 
     if ((ex = cli_recipe_load_arg(&rc, "fix", a.recipe)) >= 0) goto done;
-    if ((ex = cli_ckpt_open(&c, "fix", a.in, NULL)) >= 0) goto done;
+    if ((ex = cli_ckpt_open(&c, "fix", a.in, NULL, a.in_place ? a.in : a.out)) >= 0) goto done;
     if (a.in_place) {
         /* Rename over the real file, so a symlink to it stays valid. */
         in_real = realpath(a.in, NULL);

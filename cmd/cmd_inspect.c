@@ -55,6 +55,28 @@ static uint64_t summarize(const stf_ckpt *c, dtype_sum *by)
     return total;
 }
 
+/* "plain", "zstd-seekable", "zstd-stream": how shard k is stored. */
+static const char *storage_name(const stf_ckpt *c, size_t k)
+{
+    switch (stf_ckpt_shard_storage(c, k)) {
+    case STF_STORAGE_ZSTD_SEEKABLE: return "zstd-seekable";
+    case STF_STORAGE_ZSTD_STREAM: return "zstd-stream";
+    default: return "plain";
+    }
+}
+
+/* The end of a human "file:" line: ")" or, compressed, how. */
+static void print_storage(FILE *o, const stf_ckpt *c, size_t k)
+{
+    if (stf_ckpt_shard_storage(c, k) == STF_STORAGE_PLAIN) {
+        fputs(")\n", o);
+        return;
+    }
+    uint64_t f = stf_ckpt_shard_frame_count(c, k);
+    fprintf(o, "; %s, %" PRIu64 " %s, %" PRIu64 " bytes stored)\n", storage_name(c, k), f,
+            f == 1 ? "frame" : "frames", stf_ckpt_shard_stored_size(c, k));
+}
+
 static void print_json(FILE *o, const char *path, const stf_ckpt *c)
 {
     size_t ns = stf_ckpt_shard_count(c);
@@ -67,10 +89,12 @@ static void print_json(FILE *o, const char *path, const stf_ckpt *c)
         fputs(k ? ",\n  {\"path\": " : "\n  {\"path\": ", o);
         cli_json_str_or_null(o, stf_ckpt_shard_path(c, k));
         fprintf(o, ", \"header_len\": %" PRIu64 ", \"file_size\": %" PRIu64
-                   ", \"has_metadata\": %s, \"canonical\": %s}",
+                   ", \"has_metadata\": %s, \"canonical\": %s, \"storage\": \"%s\""
+                   ", \"stored_size\": %" PRIu64 ", \"frames\": %" PRIu64 "}",
                 stf_ckpt_shard_header_len(c, k), stf_ckpt_shard_file_size(c, k),
                 stf_ckpt_shard_has_meta(c, k) ? "true" : "false",
-                stf_ckpt_shard_is_canonical(c, k) ? "true" : "false");
+                stf_ckpt_shard_is_canonical(c, k) ? "true" : "false", storage_name(c, k),
+                stf_ckpt_shard_stored_size(c, k), stf_ckpt_shard_frame_count(c, k));
     }
     fputs("],\n \"metadata\": ", o);
     if (!any_meta(c)) fputs("null", o);
@@ -224,13 +248,16 @@ static void print_human(FILE *o, const char *path, const stf_ckpt *c)
     size_t ns = stf_ckpt_shard_count(c), nt = stf_ckpt_tensor_count(c);
     if (stf_ckpt_index_path(c)) {
         cli_textf(o, "index: %s (%zu shards)\n", path, ns);
-        for (size_t k = 0; k < ns; k++)
-            cli_textf(o, "  shard %zu: %s (header %" PRIu64 " bytes, file %" PRIu64 " bytes)\n",
+        for (size_t k = 0; k < ns; k++) {
+            cli_textf(o, "  shard %zu: %s (header %" PRIu64 " bytes, file %" PRIu64 " bytes",
                       k, stf_ckpt_shard_path(c, k), stf_ckpt_shard_header_len(c, k),
                       stf_ckpt_shard_file_size(c, k));
+            print_storage(o, c, k);
+        }
     } else {
-        cli_textf(o, "file: %s (header %" PRIu64 " bytes, file %" PRIu64 " bytes)\n", path,
+        cli_textf(o, "file: %s (header %" PRIu64 " bytes, file %" PRIu64 " bytes", path,
                   stf_ckpt_shard_header_len(c, 0), stf_ckpt_shard_file_size(c, 0));
+        print_storage(o, c, 0);
     }
     if (!any_meta(c)) fputs("metadata: none\n", o);
     else {
@@ -291,7 +318,7 @@ int cmd_inspect(int argc, char **argv)
     o.canon_findings = 1;
     o.strict = strict;
     stf_ckpt *c = NULL;
-    ex = cli_ckpt_open(&c, "inspect", path, &o);
+    ex = cli_ckpt_open(&c, "inspect", path, &o, NULL);
     if (ex >= 0) return ex;
     cli_findings_print("inspect", c, STF_SEV_INFO);
     if (json) print_json(stdout, path, c);

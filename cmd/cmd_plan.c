@@ -274,7 +274,7 @@ int cmd_plan(int argc, char **argv)
     stf_pool *pool = NULL;
     ex = cli_recipe_load_arg(&r, "plan", recipe);
     if (ex >= 0) return ex;
-    if ((ex = cli_ckpt_open(&c, "plan", file, NULL)) >= 0) goto done;
+    if ((ex = cli_ckpt_open(&c, "plan", file, NULL, NULL)) >= 0) goto done;
     if (stf_pool_new(&pool, (unsigned)threads, &err)) {
         ex = cli_report("plan", &err);
         goto done;

@@ -85,7 +85,7 @@ int cmd_rewrite(int argc, char **argv)
     stf_open_opts_init(&o);
     o.strict = strict;
     stf_ckpt *c = NULL;
-    ex = cli_ckpt_open(&c, "rewrite", in, &o);
+    ex = cli_ckpt_open(&c, "rewrite", in, &o, out);
     if (ex >= 0) return ex;
     cli_findings_print("rewrite", c, STF_SEV_WARNING);
     stf_write_opts wo;

@@ -261,6 +261,41 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "quote, backslash, backspace, form feed, newline, carriage return and tab, \\u00xx with "
       "lower-case hex for other control characters, and every other byte raw.",
       CANON_WHY, CANON_IGNORED, CANON_FIX, NULL },
+    { "S26", "error", "zstd data corrupt or truncated",
+      "A file that starts with a zstd frame is read through its decompressed bytes. Every frame "
+      "has a valid header and blocks of a known type, the file does not end inside a frame, and "
+      "each frame decodes without error to the size its header declares. A stream without a "
+      "seek table is walked by its block headers when it is opened and checked as it is "
+      "decompressed; a seekable file's frames are checked when they are first read.",
+      "zstd -d and every loader fed the decompressed stream fail on the same bytes, or worse, "
+      "stop early and read a shorter file. The usual cause is a truncated download or copy.",
+      "stfix refuses the input (exit 2), naming the file and the compressed byte offset, and "
+      "writes no output.",
+      "Obtain an intact copy; zstd -t tests a compressed file on its own.",
+      NULL },
+    { "S27", "error", "zstd seek table malformed",
+      "A file that ends in the seekable magic number 0x8F92EAB1 holds a valid seek table, as "
+      "the zstd seekable format lays it out: a skippable frame with magic 0x184D2A5E whose size "
+      "matches the footer, reserved descriptor bits clear, every frame with compressed bytes, "
+      "frames that end exactly where the table begins, and frames whose headers and decoded "
+      "sizes agree with their entries.",
+      "The table is what lets stfix read one tensor without decompressing the file before it. "
+      "A table that disagrees with the frames would serve the wrong bytes.",
+      "stfix refuses the input (exit 2), naming the file and the compressed byte offset, and "
+      "writes no output.",
+      "zstd -d restores the uncompressed file when only the table is damaged: decompress it and "
+      "compress it again, or read the .safetensors file directly.",
+      NULL },
+    { "S28", "error", "zstd checksum mismatch",
+      "A frame's decompressed bytes match their checksum: the low 32 bits of XXH64 in the seek "
+      "table entry when the table carries checksums, and the frame's own content checksum when "
+      "its header has one.",
+      "A mismatch means the data changed after it was compressed: the tensors would be read "
+      "with wrong values and no other error.",
+      "stfix refuses the input (exit 2), naming the file and the compressed byte offset of the "
+      "frame, and writes no output.",
+      "Obtain an intact copy.",
+      NULL },
 
     { "I1", "error", "Index is not valid JSON or lacks a weight_map",
       "A sharded checkpoint's index (NAME.safetensors.index.json) is a JSON object with a "
@@ -363,6 +398,19 @@ const stf_rule_doc stf__rule_docs_container[] = {
     { "L8", "error", "Index file too large",
       "An index file is at most 100,000,000 bytes by default.", CAP_WHY, CAP_IGNORED, CAP_FIX,
       NULL },
+    { "L9", "error", "zstd frame too large",
+      "A frame of a seekable zstd file decodes to at most 64 MiB by default, since a read holds "
+      "whole frames in memory (at most 8 of them per file by default). A frame of a plain zstd "
+      "stream needs a window of at most 128 MiB, libzstd's own limit, which zstd exceeds only "
+      "with --long or --ultra.",
+      CAP_WHY, CAP_IGNORED,
+      "Compress again with smaller frames, or without --long. A program using libstfix can "
+      "change the frame cap in stf_open_opts; the stfix command uses the defaults.",
+      NULL },
+    { "L10", "error", "Too many frames in a zstd seek table",
+      "A seek table lists at most 16,777,216 frames by default: 64 TiB in the default 4 MiB "
+      "frames.",
+      CAP_WHY, CAP_IGNORED, CAP_FIX, NULL },
 };
 const size_t stf__rule_docs_container_n =
     sizeof stf__rule_docs_container / sizeof stf__rule_docs_container[0];

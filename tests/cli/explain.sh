@@ -46,15 +46,15 @@ first=$(grep -n '^[A-Z][0-9]*  ' "$T_OUT" | cut -d: -f2- | cut -c1-5 | tr '\n' '
 if [ "$first" = "L2  T S1  F " ]; then t_ok "two: order"; else t_notok "two: order" "got '$first'"; fi
 
 # Unknown ids: exit 3, the id named with the nearest ids of its family.
-t_run "S26" 3 "$STFIX" explain S26
-t_stderr_is "S26" "stfix: explain: unknown rule 'S26'; did you mean S25? (stfix explain --list shows every rule)"
+t_run "S29" 3 "$STFIX" explain S29
+t_stderr_is "S29" "stfix: explain: unknown rule 'S29'; did you mean S28? (stfix explain --list shows every rule)"
 t_run "i0" 3 "$STFIX" explain i0
 t_stderr_is "i0" "stfix: explain: unknown rule 'i0'; did you mean I1? (stfix explain --list shows every rule)"
 t_run "Q1" 3 "$STFIX" explain Q1
 t_stderr_is "Q1" "stfix: explain: unknown rule 'Q1' (stfix explain --list shows every rule)"
 # One unknown id among known ones: nothing is printed for the others.
-t_run "mixed" 3 "$STFIX" explain S1 L9
-t_stderr_is "mixed" "stfix: explain: unknown rule 'L9'; did you mean L8? (stfix explain --list shows every rule)"
+t_run "mixed" 3 "$STFIX" explain S1 L11
+t_stderr_is "mixed" "stfix: explain: unknown rule 'L11'; did you mean L10? (stfix explain --list shows every rule)"
 if [ -s "$T_OUT" ]; then t_notok "mixed: no stdout" "$(head -3 "$T_OUT")"; else t_ok "mixed: no stdout"; fi
 
 # Usage errors.
