@@ -122,9 +122,10 @@ static int decode(stf__zseek *z, slot *s, size_t k, stf_err *err)
     const stf__seek_frame *fr = &z->t.frames[k];
     unsigned long long at = (unsigned long long)fr->c_off;
     int rc;
-    if ((rc = grow(&s->cbuf, &s->ccap, fr->c_size, z->path, err)) ||
-        (rc = grow(&s->buf, &s->cap, fr->d_size, z->path, err)))
-        return rc;
+    /* The compressed size is bounded by the decompressed one (the table
+     * parser checked both); the output buffer is taken only once the frame
+     * header agrees with the table. */
+    if ((rc = grow(&s->cbuf, &s->ccap, fr->c_size, z->path, err))) return rc;
     if (!s->dctx && !(s->dctx = ZSTD_createDCtx()))
         return stf__err(err, STF_ENOMEM, "%s: out of memory for a zstd context", z->path);
     if ((rc = stf__source_read(z->raw, fr->c_off, s->cbuf, fr->c_size, err))) return rc;
@@ -153,6 +154,7 @@ static int decode(stf__zseek *z, slot *s, size_t k, stf_err *err)
                              "%s: S27 ZstdSeekTable: frame %zu at compressed byte %llu ends "
                              "after %zu bytes, the seek table says %lu",
                              z->path, k, at, fsz, (unsigned long)fr->c_size);
+    if ((rc = grow(&s->buf, &s->cap, fr->d_size, z->path, err))) return rc;
     size_t got = ZSTD_decompressDCtx(s->dctx, s->buf, fr->d_size, s->cbuf, fr->c_size);
     if (ZSTD_isError(got)) {
         int code;

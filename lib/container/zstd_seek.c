@@ -5,6 +5,7 @@
  * frame-count cap allows.
  */
 #include <string.h>
+#include <zstd.h>
 
 #include "container/container_internal.h"
 #include "container/zstd_seek.h"
@@ -104,6 +105,15 @@ int stf__seek_table_parse(stf__seek_table *out, const stf__seek_footer *f, const
                                "%lu decompressed bytes, more than the cap of %llu",
                                path, i, (unsigned long long)c, (unsigned long)v[i].d_size,
                                (unsigned long long)o->max_zstd_frame);
+            goto done;
+        }
+        if (v[i].c_size > ZSTD_COMPRESSBOUND((uint64_t)v[i].d_size)) {
+            rc = stf__err_rule(err, STF_EFORMAT, "S27", 1, eoff,
+                               "%s: S27 ZstdSeekTable: seek table entry %zu (compressed byte "
+                               "%llu) gives frame %zu %lu compressed bytes, more than zstd "
+                               "needs for its %lu decompressed bytes",
+                               path, i, (unsigned long long)eoff, i,
+                               (unsigned long)v[i].c_size, (unsigned long)v[i].d_size);
             goto done;
         }
         c += v[i].c_size; /* at most 2^32 entries of 2^32 bytes: no overflow */
