@@ -602,6 +602,68 @@ static void test_index_of_zst_shards(void **state)
     }
 }
 
+/* ------------------------------------------------------------ memory */
+
+/* A hook that knows the bytes it has handed out and their peak. */
+static size_t g_live, g_peak;
+
+static void *count_realloc(void *ud, void *p, size_t n)
+{
+    (void)ud;
+    size_t old = 0;
+    unsigned char *b = p ? (unsigned char *)p - 16 : NULL;
+    if (b) memcpy(&old, b, sizeof old);
+    unsigned char *nb = realloc(b, n + 16);
+    if (!nb) return NULL;
+    memcpy(nb, &n, sizeof n);
+    g_live = g_live - old + n;
+    if (g_live > g_peak) g_peak = g_live;
+    return nb + 16;
+}
+
+static void count_free(void *ud, void *p)
+{
+    (void)ud;
+    if (!p) return;
+    size_t old;
+    memcpy(&old, (unsigned char *)p - 16, sizeof old);
+    g_live -= old;
+    free((unsigned char *)p - 16);
+}
+
+/*
+ * Reading every tensor holds at most what the caps say: for a seekable
+ * file, the cache's 2 frames of 64 KiB and their compressed bytes; for a
+ * stream, libzstd's 128 KiB buffers and the held header; on top, what any
+ * open holds (the header parser's 64 KiB arena block, the tables). The
+ * file is 288,000 bytes decompressed, so a reader that held it would fail
+ * here.
+ */
+static void test_bounded_memory(void **state)
+{
+    (void)state;
+    zbuf z[2] = { seekable(65536, 1, 1), stream(1) };
+    const size_t any = 65536 + 16384;
+    const size_t bound[2] = { 2 * (65536 + ZSTD_COMPRESSBOUND(65536)) + any,
+                              2 * 131072 + 8192 + any };
+    stf_allocator a = { count_realloc, count_free, NULL };
+    for (int kind = 0; kind < 2; kind++) {
+        const char *p = save(&z[kind], kind ? "mb.safetensors.zst" : "ms.safetensors.zst");
+        stf_set_allocator(&a);
+        g_live = g_peak = 0;
+        stf_ckpt *c = NULL;
+        stf_err e;
+        assert_int_equal(open_z(&c, p, NULL, &e), 0);
+        for (size_t i = NT; i-- > 0;) same_tensor(c, i);
+        stf_ckpt_free(c);
+        stf_set_allocator(NULL);
+        assert_int_equal(g_live, 0);
+        if (g_peak > bound[kind]) fail_msg("kind %d: peak %zu > %zu", kind, g_peak, bound[kind]);
+        assert_true(g_peak > 65536); /* the hook saw the frame buffers */
+        free(z[kind].p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -620,6 +682,7 @@ int main(void)
         cmocka_unit_test(test_stream_corrupt),
         cmocka_unit_test(test_stream_window_too_large),
         cmocka_unit_test(test_index_of_zst_shards),
+        cmocka_unit_test(test_bounded_memory),
     };
     return cmocka_run_group_tests(tests, make_plain, free_plain);
 }
