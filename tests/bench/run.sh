@@ -5,6 +5,8 @@
 #   BENCH_JSON=FILE  also write every result as one JSON array to FILE
 #                    (each binary writes its own array; they are merged here)
 #   STFIX            the stfix program, for end-to-end cases
+#   BENCH_ZSTD_MIB, BENCH_ZSTD_FRAME_KIB  the seekable zstd file of bench_zstd_seek
+#                    (default 2048 MiB in 4096 KiB frames; small values run fast)
 #   BENCH_SIZE, BENCH_REPS, BENCH_CASES, BENCH_JOBS  the end-to-end
 #                    cases' size, rounds, cases and -j (tests/bench/fix_e2e.sh)
 # Load on the machine distorts the figures, so the load average is printed.
