@@ -86,9 +86,9 @@ int stf__seek_footer_parse(stf__seek_footer *out, const uint8_t b[STF__SEEK_FOOT
 /*
  * Parse the seek-table frame `tbl` (f->table_size bytes, the end of the
  * file) into *out: the skippable magic and frame size agree with the footer,
- * every frame has compressed bytes, no frame decodes to more than
- * o->max_zstd_frame bytes (L9), and the frames end exactly where the table
- * begins (S27). Allocates f->nframes entries (the caller has bounded it
+ * every frame has compressed bytes and no more than zstd's bound for its
+ * decompressed size, no frame decodes to more than o->max_zstd_frame bytes
+ * (L9), and the frames end exactly where the table begins (S27). Allocates f->nframes entries (the caller has bounded it
  * with the footer); free with stf__seek_table_free. On failure *out is
  * empty.
  */
