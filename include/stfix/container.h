@@ -6,7 +6,8 @@
  *
  * Thread safety: an opened stf_ckpt is read-only. Every function taking a
  * const stf_ckpt *, stf_ckpt_read included (pread, and a mutex around the
- * shard descriptor cache), may be called from several threads at once on
+ * shard descriptor cache and around a zstd shard's frame cache or stream),
+ * may be called from several threads at once on
  * the same checkpoint; stf_ckpt_free must wait until all have returned. A
  * stf_writer belongs to one thread at a time, except stf_writer_fill,
  * which several threads may call at once for disjoint ranges between
