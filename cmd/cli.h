@@ -238,8 +238,9 @@ int cli_opt_tp_degrees(const char *verb, const char *value, void *target);
 /* --tp-profile list: prints the bundled profiles; the exit status. */
 int cli_tp_list(const char *verb);
 /* The profile for checkpoint c: `arg` (a file or a bundled NAME), or the
- * one detected from c's names when arg is NULL. -1 when resolved into *t
- * (free with cli_tp_free), else the exit status (the error reported). */
+ * one detected from c's names when arg is NULL. -1 when resolved into *t,
+ * else the exit status (the error reported); free *t with cli_tp_free in
+ * both cases. */
 int cli_tp_resolve(cli_tp *t, const char *verb, const char *arg, const stf_ckpt *c);
 void cli_tp_free(cli_tp *t);
 /* Whether a requantize action of the recipe has a tp degree above 1. */

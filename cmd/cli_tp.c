@@ -109,7 +109,10 @@ int cli_tp_list(const char *verb)
     cli_tp t;
     memset(&t, 0, sizeof t);
     int ex = load_bundled(&t, verb);
-    if (ex >= 0) return ex;
+    if (ex >= 0) {
+        cli_tp_free(&t);
+        return ex;
+    }
     if (!t.nbundled) fputs("no bundled parallel-style profiles on the search path\n", stdout);
     for (size_t i = 0; i < t.nbundled; i++) {
         const char *d = stf_tp_profile_description(t.bundled[i]);
@@ -121,7 +124,8 @@ int cli_tp_list(const char *verb)
 }
 
 /* The profile in effect for `c`: `arg` (a file or a bundled NAME), or the
- * bundled profile detected from the names when arg is NULL. */
+ * bundled profile detected from the names when arg is NULL. On failure *t
+ * still holds what was loaded: the caller frees it either way. */
 int cli_tp_resolve(cli_tp *t, const char *verb, const char *arg, const stf_ckpt *c)
 {
     memset(t, 0, sizeof t[0]);

@@ -138,6 +138,7 @@ static int check_one(const char *file, const char *target, const stf_check_opts 
     memset(&tp, 0, sizeof tp);
     stf_tp_opts t = *tpo;
     if (t.count && (ex = cli_tp_resolve(&tp, "check", profile, c)) >= 0) {
+        cli_tp_free(&tp);
         stf_ckpt_free(c);
         return ex;
     }
