@@ -328,6 +328,8 @@ install: all
 	  install -m 644 "$$f" "$(DESTDIR)$(MAN_DIR)/man$${f##*.}/" || exit 1; \
 	done
 	install -m 644 rules/*.yaml $(DESTDIR)$(RULES_DIR)/
+	install -d $(DESTDIR)$(RULES_DIR)/tp
+	install -m 644 rules/tp/*.yaml $(DESTDIR)$(RULES_DIR)/tp/
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/stfix $(DESTDIR)$(PREFIX)/lib/libstfix.a \
@@ -336,8 +338,8 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/include/stfix.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/stfix.pc
 	for f in $(MAN_PAGES); do rm -f "$(DESTDIR)$(MAN_DIR)/man$${f##*.}/$${f#man/}"; done
 	rm -rf $(DESTDIR)$(PREFIX)/include/stfix
-	for f in rules/*.yaml; do rm -f "$(DESTDIR)$(RULES_DIR)/$${f#rules/}"; done
-	-rmdir $(DESTDIR)$(RULES_DIR) $(DESTDIR)$(PREFIX)/share/stfix 2>/dev/null
+	for f in rules/*.yaml rules/tp/*.yaml; do rm -f "$(DESTDIR)$(RULES_DIR)/$${f#rules/}"; done
+	-rmdir $(DESTDIR)$(RULES_DIR)/tp $(DESTDIR)$(RULES_DIR) $(DESTDIR)$(PREFIX)/share/stfix 2>/dev/null
 
 clean:
 	rm -rf build stfix libstfix.a libstfix.so

@@ -227,6 +227,37 @@ typedef struct {
 int cli_recipe_list(const cli_rules_path *p, cli_recipe_entry **out, size_t *count);
 void cli_recipe_list_free(cli_recipe_entry *v, size_t n);
 
+/* cli_tp.c: tensor parallelism for check, plan and fix. */
+typedef struct cli_tp {
+    stf_tp_profile **bundled;    /* every bundled profile (DIR/tp/NAME.yaml) */
+    size_t nbundled;
+    stf_tp_profile *given;       /* --tp-profile FILE */
+    const stf_tp_profile *use;   /* the profile in effect, NULL when none */
+    int detected;                /* chosen from the names (no --tp-profile) */
+    size_t classified, linear;   /* detection: layers it classifies, Linear layers */
+} cli_tp;
+/* The CLI_CALL of --tp: "8" or "2,4,8" into the stf_tp_opts at `target`. */
+int cli_opt_tp_degrees(const char *verb, const char *value, void *target);
+/* --tp-profile list: prints the bundled profiles; the exit status. */
+int cli_tp_list(const char *verb);
+/* The profile for checkpoint c: `arg` (a file or a bundled NAME), or the
+ * one detected from c's names when arg is NULL. -1 when resolved into *t,
+ * else the exit status (the error reported); free *t with cli_tp_free in
+ * both cases. */
+int cli_tp_resolve(cli_tp *t, const char *verb, const char *arg, const stf_ckpt *c);
+void cli_tp_free(cli_tp *t);
+/* Whether a requantize action of the recipe has a tp degree above 1. */
+int cli_recipe_uses_tp(const stf_recipe *r);
+/* cli_tp_resolve, then the profile is attached to r (plan and fix). */
+int cli_tp_attach(cli_tp *t, const char *verb, const char *arg, const stf_ckpt *c,
+                  stf_recipe *r);
+/* "tp profile: NAME (given|detected ...)" on one line. */
+void cli_tp_describe(FILE *o, const cli_tp *t);
+/* One "  TP T: verdict; counts" line per degree of the report. */
+void cli_tp_summary_human(FILE *o, const stf_check_report *r);
+/* The JSON member "tp": {...} (profile, detection, one object per degree). */
+void cli_tp_summary_json(FILE *o, const cli_tp *t, const stf_check_report *r);
+
 /* Flush stdout: -1 when everything written reached it, else the failure is
  * reported for `verb` as an STF_EIO error and its exit status comes back. */
 int cli_stdout_flush(const char *verb);

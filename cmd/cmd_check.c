@@ -1,5 +1,6 @@
 /*
  * stfix check FILE|INDEX.json... [--target sglang|comfyui|all] [--numeric] [-j N] [--json]
+ *             [--tp T[,T...]] [--tp-profile FILE|NAME|list]
  *
  * Runs the acceptance profiles and prints the findings: grouped by layer in
  * human form, or one JSON document whose field names are a stable interface
@@ -12,6 +13,7 @@
  */
 /* Uses the experimental stf_pool_new, stf_pool_free (stfix/experimental.h). */
 #define STF_EXPERIMENTAL
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +31,8 @@ static int set_target(const char *verb, const char *v, void *target)
     return 0;
 }
 
-static void print_json(FILE *o, const char *file, const char *target, const stf_check_report *r)
+static void print_json(FILE *o, const char *file, const char *target, const stf_check_report *r,
+                       const cli_tp *tp)
 {
     size_t n = stf_check_count(r);
     fputs("{\"file\": ", o);
@@ -38,9 +41,14 @@ static void print_json(FILE *o, const char *file, const char *target, const stf_
     cli_json_str(o, target);
     fputs(", \"diagnostics\": [", o);
     for (size_t i = 0; i < n; i++) cli_json_diag(o, stf_check_diag(r, i), i == 0, 1);
-    fprintf(o, "%s], \"summary\": {\"errors\": %zu, \"warnings\": %zu, \"info\": %zu, "
+    fputs(n ? "\n]" : "]", o);
+    if (tp) {
+        fputs(", ", o);
+        cli_tp_summary_json(o, tp, r);
+    }
+    fprintf(o, ", \"summary\": {\"errors\": %zu, \"warnings\": %zu, \"info\": %zu, "
                "\"total\": %zu}}\n",
-            n ? "\n" : "", stf_check_count_severity(r, STF_SEV_ERROR),
+            stf_check_count_severity(r, STF_SEV_ERROR),
             stf_check_count_severity(r, STF_SEV_WARNING), stf_check_count_severity(r, STF_SEV_INFO),
             n);
 }
@@ -49,13 +57,13 @@ static void print_json(FILE *o, const char *file, const char *target, const stf_
  * document's only raw newlines are layout (strings escape theirs), so it
  * is rendered and written without them. -1 when out of memory. */
 static int print_json_line(FILE *o, const char *file, const char *target,
-                           const stf_check_report *r)
+                           const stf_check_report *r, const cli_tp *tp)
 {
     char *buf = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&buf, &len);
     if (!m) return -1;
-    print_json(m, file, target, r);
+    print_json(m, file, target, r, tp);
     int bad = ferror(m);
     if (fclose(m) || bad) {
         free(buf);
@@ -75,7 +83,7 @@ static int print_json_line(FILE *o, const char *file, const char *target,
  * when out of memory.
  */
 static int print_human(FILE *o, const char *file, const char *target, const stf_check_report *r,
-                       const char **first)
+                       const cli_tp *tp, const char **first)
 {
     size_t n = stf_check_count(r);
     const char **rules = calloc(n ? n : 1, sizeof *rules);
@@ -102,6 +110,10 @@ static int print_human(FILE *o, const char *file, const char *target, const stf_
         cli_text(o, d->fix);
         fputc('\n', o);
     }
+    if (tp) {
+        cli_tp_describe(o, tp);
+        cli_tp_summary_human(o, r);
+    }
     fprintf(o, "summary: %zu error(s), %zu warning(s), %zu info\n",
             stf_check_count_severity(r, STF_SEV_ERROR), stf_check_count_severity(r, STF_SEV_WARNING),
             stf_check_count_severity(r, STF_SEV_INFO));
@@ -111,8 +123,9 @@ static int print_human(FILE *o, const char *file, const char *target, const stf_
 
 /* Check one input and print its report; returns its exit status. An error
  * is printed to stderr (and kept as the run's) as with a single input. */
-static int check_one(const char *file, const char *target, const stf_check_opts *o, int json,
-                     int lines, char *hint, size_t hint_cap)
+static int check_one(const char *file, const char *target, const stf_check_opts *o,
+                     const stf_tp_opts *tpo, const char *profile, int json, int lines, char *hint,
+                     size_t hint_cap)
 {
     stf_err err;
     stf_err_clear(&err);
@@ -121,18 +134,32 @@ static int check_one(const char *file, const char *target, const stf_check_opts 
     cli_run_input(file);
     int ex = cli_ckpt_open(&c, "check", file, NULL, NULL);
     if (ex >= 0) return ex;
-    if (stf_check_run(&r, c, o, &err)) {
+    cli_tp tp;
+    memset(&tp, 0, sizeof tp);
+    stf_tp_opts t = *tpo;
+    if (t.count && (ex = cli_tp_resolve(&tp, "check", profile, c)) >= 0) {
+        cli_tp_free(&tp);
+        stf_ckpt_free(c);
+        return ex;
+    }
+    t.style = stf_tp_layer_style;
+    t.style_ctx = (void *)(uintptr_t)tp.use;
+    t.profile = tp.use ? stf_tp_profile_name(tp.use) : NULL;
+    const cli_tp *tpp = t.count ? &tp : NULL;
+    if (stf_check_run_tp(&r, c, o, &t, &err)) {
+        cli_tp_free(&tp);
         stf_ckpt_free(c);
         return cli_report("check", &err);
     }
     int oom = 0;
-    if (json && lines) oom = print_json_line(stdout, file, target, r);
-    else if (json) print_json(stdout, file, target, r);
+    if (json && lines) oom = print_json_line(stdout, file, target, r, tpp);
+    else if (json) print_json(stdout, file, target, r, tpp);
     else {
         const char *first = NULL;
-        oom = print_human(stdout, file, target, r, &first);
+        oom = print_human(stdout, file, target, r, tpp, &first);
         if (first && !hint[0]) snprintf(hint, hint_cap, "%s", first);
     }
+    cli_tp_free(&tp);
     if (oom) {
         stf_check_report_free(r);
         stf_ckpt_free(c);
@@ -151,8 +178,10 @@ static int check_one(const char *file, const char *target, const stf_check_opts 
  */
 int cmd_check(int argc, char **argv)
 {
-    const char *target = "all";
+    const char *target = "all", *profile = NULL;
     int json = 0, numeric = 0, nfiles = 0, threads = 0;
+    stf_tp_opts tpo;
+    stf_tp_opts_init(&tpo);
     const cli_opt opts[] = {
         { .kind = CLI_ARG, .metavar = "FILE...",
           .help = "one report per input, in order; the exit status is the\n"
@@ -173,6 +202,14 @@ int cmd_check(int argc, char **argv)
           .help = "one JSON document per input (one a line) instead of the\n"
                   "human listing; an input that fails gives its JSON error\n"
                   "document" },
+        { .name = "tp", .metavar = "T[,T...]", .kind = CLI_CALL, .call = cli_opt_tp_degrees,
+          .target = &tpo,
+          .help = "also check that SGLang can serve the file at these\n"
+                  "tensor-parallel degrees (rules T1-T5), with a summary" },
+        { .name = "tp-profile", .metavar = "NAME", .kind = CLI_STR, .target = &profile,
+          .help = "parallel styles for --tp: a bundled profile NAME or a\n"
+                  "profile file (default: detected from the layer names);\n"
+                  "list shows the bundled ones" },
     };
     const cli_cmd cmd = {
         .verb = "check",
@@ -181,7 +218,9 @@ int cmd_check(int argc, char **argv)
     };
     int ex = cli_opts_parse(&cmd, argc, argv, &nfiles);
     if (ex >= 0) return ex;
+    if (profile && !strcmp(profile, "list")) return cli_tp_list("check");
     if (!nfiles) return cli_usage_error(&cmd, "missing FILE");
+    if (profile && !tpo.count) return cli_usage_error(&cmd, "--tp-profile needs --tp");
     char **files = argv + 1;
     stf_check_opts o;
     stf_check_opts_init(&o);
@@ -203,7 +242,8 @@ int cmd_check(int argc, char **argv)
     char hint[sizeof ((stf_diag *)0)->rule] = "";
     for (int k = 0; k < nfiles && !stopped; k++) {
         if (!json && k) fputc('\n', stdout);
-        int st = check_one(files[k], target, &o, json, nfiles > 1, hint, sizeof hint);
+        int st = check_one(files[k], target, &o, &tpo, profile, json, nfiles > 1, hint,
+                           sizeof hint);
         if (st != EXIT_OK_ && st != EXIT_FINDINGS) {
             stf_err err;
             cli_run_error_take(&err);

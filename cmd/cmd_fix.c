@@ -1,6 +1,7 @@
 /*
  * stfix fix IN -r RECIPE (-o OUT | --in-place) [-j N] [--quant-mode MODE]
  *           [--error-report] [--allow-noncompliant] [--max-shard-size SIZE]
+ *           [--tp-profile FILE|NAME]
  *           [--max-mem SIZE] [--no-wait] [--fail-if-unchanged] [--json]
  *
  * Loads the recipe, plans the conversion of IN, runs it into OUT and lets
@@ -21,11 +22,13 @@
 #include "cli.h"
 
 typedef struct fix_args {
-    const char *in, *recipe, *out;
+    const char *in, *recipe, *out, *profile;
     int in_place, json, error_report, allow_noncompliant, no_wait, fail_if_unchanged;
     int threads;        /* 0: one per online core */
     stf_plan_opts po;   /* --quant-mode */
     unsigned long long max_shard_size, max_mem; /* 0: not given */
+    cli_tp tp;          /* the parallel-style profile attached to the recipe */
+    int show_tp;        /* --tp-profile given, or the recipe requantizes with tp */
 } fix_args;
 
 /* Returns -1 to go on, else the exit code (help or usage error). */
@@ -69,6 +72,10 @@ static int parse_args(fix_args *a, int argc, char **argv)
                   "exit 1 (default: write the canonical copy, exit 0)" },
         { .name = "json", .kind = CLI_FLAG, .target = &a->json,
           .help = "one JSON document on stdout instead of the summary" },
+        { .name = "tp-profile", .metavar = "NAME", .kind = CLI_STR, .target = &a->profile,
+          .help = "parallel styles for requantize's tp: a bundled profile\n"
+                  "NAME or a profile file (default: detected from the\n"
+                  "layer names)" },
     };
     const cli_cmd cmd = { .verb = "fix",
                           .synopsis = "fix IN -r RECIPE (-o OUT | --in-place) [options]",
@@ -190,6 +197,7 @@ static int print_human(FILE *o, const fix_args *a, const char *out, const stf_re
     cli_textf(o, "fix %s -> %s\n", a->in, out);
     cli_textf(o, "recipe %s (sha256 %.16s..., target %s)\n", a->recipe, stf_recipe_sha256(rc),
               targets_text(stf_plan_targets(p)));
+    if (a->show_tp) cli_tp_describe(o, &a->tp);
     for (size_t i = 0; i < nl; i++) {
         const stf_plan_layer_info *l = stf_plan_layer(p, i);
         if (!l->nactions) continue;
@@ -330,6 +338,8 @@ int cmd_fix(int argc, char **argv)
 
     if ((ex = cli_recipe_load_arg(&rc, "fix", a.recipe)) >= 0) goto done;
     if ((ex = cli_ckpt_open(&c, "fix", a.in, NULL, a.in_place ? a.in : a.out)) >= 0) goto done;
+    if ((ex = cli_tp_attach(&a.tp, "fix", a.profile, c, rc)) >= 0) goto done;
+    a.show_tp = a.profile || cli_recipe_uses_tp(rc);
     if (a.in_place) {
         /* Rename over the real file, so a symlink to it stays valid. */
         in_real = realpath(a.in, NULL);
@@ -414,6 +424,7 @@ done:
     stf_pool_free(pool);
     stf_ckpt_free(c);
     stf_recipe_free(rc);
+    cli_tp_free(&a.tp);
     free(in_real);
     return ex;
 }

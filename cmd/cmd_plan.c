@@ -1,5 +1,5 @@
 /*
- * stfix plan IN -r RECIPE [--json] [--quant-mode MODE] [-j N]
+ * stfix plan IN -r RECIPE [--json] [--quant-mode MODE] [-j N] [--tp-profile FILE|NAME]
  *
  * Shows what `stfix fix` would do: per layer the rules that matched, their
  * actions, a summary, and every output tensor with its op, dtype, shape and
@@ -92,11 +92,12 @@ static int by_layer(const stf_plan *p, size_t **order, size_t **first)
 }
 
 static int print_human(FILE *o, const char *file, const char *recipe, const stf_ckpt *c,
-                       const stf_plan *p)
+                       const stf_plan *p, const cli_tp *tp)
 {
     size_t nt = stf_plan_tensor_count(p), *order, *first;
     if (by_layer(p, &order, &first)) return -1;
     cli_textf(o, "plan: %s with %s\n", file, recipe);
+    if (tp) cli_tp_describe(o, tp);
     for (size_t i = 0; i < stf_plan_layer_count(p); i++) {
         const stf_plan_layer_info *l = stf_plan_layer(p, i);
         fputs("layer ", o);
@@ -234,8 +235,10 @@ static void print_json(FILE *o, const char *file, const char *recipe, const stf_
  * the exit status (0 planned, else the error's, cli_exit.c). */
 int cmd_plan(int argc, char **argv)
 {
-    const char *recipe = NULL;
+    const char *recipe = NULL, *profile = NULL;
     int json = 0, nargs = 0, threads = 0;
+    cli_tp tp;
+    memset(&tp, 0, sizeof tp);
     stf_plan_opts po;
     stf_plan_opts_init(&po);
     const cli_opt opts[] = {
@@ -254,6 +257,10 @@ int cmd_plan(int argc, char **argv)
                   "the plan does not depend on N" },
         { .name = "json", .kind = CLI_FLAG, .target = &json,
           .help = "one JSON document instead of the listing" },
+        { .name = "tp-profile", .metavar = "NAME", .kind = CLI_STR, .target = &profile,
+          .help = "parallel styles for requantize's tp: a bundled profile\n"
+                  "NAME or a profile file (default: detected from the\n"
+                  "layer names)" },
     };
     const cli_cmd cmd = {
         .verb = "plan",
@@ -275,6 +282,7 @@ int cmd_plan(int argc, char **argv)
     ex = cli_recipe_load_arg(&r, "plan", recipe);
     if (ex >= 0) return ex;
     if ((ex = cli_ckpt_open(&c, "plan", file, NULL, NULL)) >= 0) goto done;
+    if ((ex = cli_tp_attach(&tp, "plan", profile, c, r)) >= 0) goto done;
     if (stf_pool_new(&pool, (unsigned)threads, &err)) {
         ex = cli_report("plan", &err);
         goto done;
@@ -285,7 +293,8 @@ int cmd_plan(int argc, char **argv)
         goto done;
     }
     if (json) print_json(stdout, file, recipe, r, c, p);
-    else if (print_human(stdout, file, recipe, c, p)) {
+    else if (print_human(stdout, file, recipe, c, p,
+                         profile || cli_recipe_uses_tp(r) ? &tp : NULL)) {
         ex = cli_report_code("plan", STF_ENOMEM);
         goto done;
     }
@@ -296,5 +305,6 @@ done:
     stf_pool_free(pool);
     stf_ckpt_free(c);
     stf_recipe_free(r);
+    cli_tp_free(&tp);
     return ex;
 }

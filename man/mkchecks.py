@@ -50,6 +50,12 @@ GROUPS = [
      "N and H rules read tensor data: N rules check scale values, H rules tell "
      "how a layer was quantized and rotated.",
      "stfix check runs them with --numeric."),
+    ("T", "TENSOR PARALLEL RULES (T)", "Tensor parallel rules (T)",
+     "T rules tell whether SGLang can split each Linear layer across T GPUs: "
+     "a column-parallel layer along its N output rows, a row-parallel one along "
+     "its K input columns.",
+     "stfix check runs them with --tp; a layer's style comes from a "
+     "parallel-style profile (stfix-rules(5), PARALLEL STYLES)."),
 ]
 
 LABELS = [("checks", "Checks"), ("why", "Why it matters"), ("ignored", "If ignored"),
@@ -70,7 +76,7 @@ DESCRIPTION2 = (
     "The container families S, I and L decide whether a file can be read at "
     "all: an error among them makes every command refuse the input with exit "
     "status 2, and nothing is written. "
-    "The families R, C, N and H are reported by stfix check, which exits 1 "
+    "The families R, C, N, H and T are reported by stfix check, which exits 1 "
     "when one of them is an error; stfix fix refuses to write an output that "
     "still breaks an error rule of its recipe's targets.")
 

@@ -11,7 +11,8 @@
  * "R1".."R61" (SGLang), "C1".."C19" (ComfyUI), and the numeric probes
  * "N1" (non-finite scale), "N2" (zero or negative scale), "H1" (row versus
  * column quantization: stfix-defects(7), ROW AND COLUMN DETECTION) and
- * "H2" (Sylvester rather than regular rotation).
+ * "H2" (Sylvester rather than regular rotation), and the tensor-parallel
+ * rules "T1".."T5" (stf_check_run_tp).
  *
  * Thread safety: stf_check_run only reads its checkpoint, so several runs
  * may check one checkpoint at once, each with its own stf_check_opts.pool
@@ -97,6 +98,60 @@ STF_API size_t stf_check_count(const stf_check_report *r);
 STF_API const stf_diag *stf_check_diag(const stf_check_report *r, size_t i);
 /* How many diagnostics have severity s. */
 STF_API size_t stf_check_count_severity(const stf_check_report *r, stf_severity s);
+
+/* ------------------------------------------------ tensor parallelism */
+
+/*
+ * The tensor-parallel rules T1-T5 (stfix-checks(7), TENSOR PARALLEL RULES):
+ * for each degree asked, whether SGLang can split each Linear layer across
+ * that many GPUs, given the layer's parallel style. The styles come from
+ * the caller: `style` is asked once per layer with a 2-D weight (the
+ * pipeline's stf_tp_layer_style classifies by a parallel-style profile).
+ */
+typedef int (*stf_tp_style_fn)(void *ctx, const stf_model *m, const stf_layer *l,
+                               stf_parallel_style *style, stf_err *err);
+
+#define STF_TP_OPTS_VERSION 1u
+#define STF_TP_MAX_DEGREES 16
+
+typedef struct stf_tp_opts {
+    unsigned version;     /* STF_TP_OPTS_VERSION, set by stf_tp_opts_init */
+    size_t count;         /* degrees in `degrees` (0: no T rules, no summaries) */
+    unsigned degrees[STF_TP_MAX_DEGREES]; /* each 1 to 65536, in the order reported */
+    stf_tp_style_fn style; /* NULL: every layer is of unknown style */
+    void *style_ctx;
+    const char *profile;  /* profile name for messages; NULL: "none" */
+} stf_tp_opts;
+
+/* Defaults of layout `version`: no degrees, no classifier. Call it through
+ * the stf_tp_opts_init macro. */
+STF_API void stf_tp_opts_init_version(stf_tp_opts *o, unsigned version);
+#define stf_tp_opts_init(o) stf_tp_opts_init_version((o), STF_TP_OPTS_VERSION)
+
+/*
+ * stf_check_run, then the T rules for every degree of `tp` (NULL or no
+ * degrees: exactly stf_check_run). Their findings come last, profile "tp":
+ * per degree, per layer in model order; T5 once per layer. Errors as
+ * stf_check_run, plus STF_EINVAL for a degree outside 1 to 65536 and any
+ * error of the style callback.
+ */
+STF_API int stf_check_run_tp(stf_check_report **out, const stf_ckpt *c,
+                             const stf_check_opts *opts, const stf_tp_opts *tp, stf_err *err);
+
+/* What one degree does to the checkpoint's Linear layers. */
+typedef struct stf_tp_summary {
+    unsigned tp;                   /* the degree */
+    size_t sharded;                /* layers split cleanly (column or row) */
+    size_t replicated_by_style;    /* layers the profile calls replicated */
+    size_t replicated;             /* row layers SGLang must replicate (T2) */
+    uint64_t replicated_bytes;     /* their bytes, held whole on every GPU */
+    size_t cannot_load;            /* layers that stop the load (T1, T3, T4) */
+    size_t unknown;                /* layers of unknown style (T5) */
+} stf_tp_summary;
+
+/* Number of degrees summarised (0 without tp), and summary i. */
+STF_API size_t stf_check_tp_count(const stf_check_report *r);
+STF_API const stf_tp_summary *stf_check_tp_summary(const stf_check_report *r, size_t i);
 
 /*
  * One line describing what a rule id means: the title of its catalogue

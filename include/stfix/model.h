@@ -164,6 +164,26 @@ typedef enum stf_probe_verdict {
 /* "UNKNOWN", "ROW", "COLUMN", "TENSOR", "BLOCK", "AMBIGUOUS"; NULL out of range. */
 STF_API const char *stf_probe_verdict_name(stf_probe_verdict v);
 
+/* ================================================== tensor parallelism */
+
+/*
+ * How a tensor-parallel server splits a Linear layer (stfix-checks(7),
+ * TENSOR PARALLEL RULES): a column-parallel layer is split along its output
+ * rows N, a row-parallel one along its input columns K, a replicated one is
+ * whole on every GPU. A layer's style comes from its name, through a
+ * parallel-style profile (stfix-rules(5), PARALLEL STYLES).
+ */
+typedef enum stf_parallel_style {
+    STF_PARALLEL_UNKNOWN = 0, /* no profile classifies the layer */
+    STF_PARALLEL_COLUMN,
+    STF_PARALLEL_ROW,
+    STF_PARALLEL_REPLICATED,
+    STF_PARALLEL_COUNT
+} stf_parallel_style;
+
+/* "unknown", "column", "row", "replicated"; NULL out of range. */
+STF_API const char *stf_parallel_style_name(stf_parallel_style s);
+
 /* ============================================================ markers */
 
 typedef enum stf_marker_channel {

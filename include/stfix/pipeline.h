@@ -122,6 +122,27 @@ STF_API uint64_t stf_plan_bytes_copied(const stf_plan *p);
 /* The recipe's targets (STF_CONSUMER_* bits). */
 STF_API unsigned stf_plan_targets(const stf_plan *p);
 
+/* ---------------------------------------------------- tensor parallelism */
+
+/*
+ * The stf_tp_style_fn (check.h) of a parallel-style profile: `profile` is
+ * a const stf_tp_profile *. The layer is seen as a recipe's selectors see
+ * it (no probe verdict). Fails only as stf_tp_profile_style does, or with
+ * STF_ENOMEM.
+ */
+STF_API int stf_tp_layer_style(void *profile, const stf_model *m, const stf_layer *l,
+                               stf_parallel_style *style, stf_err *err);
+
+/*
+ * Which of profiles[0..n) fits the model's names: the one that classifies
+ * the most layers with a 2-D weight (the first of equals). *best is its
+ * index, SIZE_MAX when none classifies any layer; *classified how many it
+ * classifies, *linear how many such layers there are.
+ */
+STF_API int stf_tp_profile_detect(size_t *best, size_t *classified, size_t *linear,
+                                  const stf_tp_profile *const *profiles, size_t n,
+                                  const stf_model *m, stf_err *err);
+
 /* ------------------------------------------------------------------ run */
 
 /* The layout of stf_run_opts this header describes. */

@@ -63,6 +63,7 @@ typedef struct stf_layer_view {
     size_t marker_field_count;
     stf_probe_verdict probe;
     stf_rotation_kind rotation;
+    stf_parallel_style parallel;   /* from the recipe's styles and its profile */
 } stf_layer_view;
 
 /* ---------------------------------------------------------------- actions */
@@ -168,7 +169,9 @@ typedef struct stf_action {
             int quant_mode_set;                 /* written in the recipe (--quant-mode wins) */
             stf_dtype compute_dtype;                  /* BF16 (default), F16, F32 */
             int int8_activations;                     /* w4a4 linear_dtype int8 */
-            unsigned tp;                              /* tensor-parallel degree (K/tp % G) */
+            unsigned tp;            /* least common multiple of tp_list (default 1) */
+            size_t tp_count;                          /* degrees written in `tp` */
+            unsigned tp_list[STF_RULES_MAX_LIST];     /* in recipe order; default [1] */
         } requantize;
         struct { const char *from; const char *to; } rename;
         struct { int scales; int markers; int input_scale; } drop;
@@ -235,6 +238,50 @@ STF_API const stf_action *stf_rule_action(const stf_rule *rule, size_t i);
  */
 STF_API int stf_rules_match(int *matched, const stf_rule *rule, const stf_layer_view *layer,
                             stf_err *err);
+
+/* ------------------------------------------------------ parallel styles */
+
+/*
+ * A parallel-style profile (stfix-rules(5), PARALLEL STYLES): a YAML file
+ * `stfix: 1`, `profile: NAME`, optional `description` and `styles`, a
+ * sequence of {match: SELECTOR, style: column|row|replicated}; the first
+ * entry whose selector holds gives a layer's style. Loading reports
+ * problems as stf_recipe_load_file does ("FILE:LINE:COL: message", every
+ * one in *diags). Read-only once loaded.
+ */
+typedef struct stf_tp_profile stf_tp_profile;
+
+STF_API int stf_tp_profile_load_file(stf_tp_profile **out, stf_recipe_diags **diags,
+                                     const char *path, stf_err *err);
+STF_API int stf_tp_profile_load_mem(stf_tp_profile **out, stf_recipe_diags **diags,
+                                    const void *buf, size_t len, const char *name, stf_err *err);
+/* No-op on NULL. */
+STF_API void stf_tp_profile_free(stf_tp_profile *p);
+/* The `profile` name and the `description` (NULL when none). */
+STF_API const char *stf_tp_profile_name(const stf_tp_profile *p);
+STF_API const char *stf_tp_profile_description(const stf_tp_profile *p);
+/*
+ * *style of the layer: the first entry of `p` whose selector holds, else
+ * STF_PARALLEL_UNKNOWN (also for a NULL profile). Fails only as
+ * stf_rules_match does (a regex limit).
+ */
+STF_API int stf_tp_profile_style(stf_parallel_style *style, const stf_tp_profile *p,
+                                 const stf_layer_view *layer, stf_err *err);
+/*
+ * Attach the profile the recipe's layers are classified with (borrowed: it
+ * must outlive the recipe's use; NULL detaches). Call it before the recipe
+ * is used, not while other threads use it.
+ */
+STF_API void stf_recipe_set_tp_profile(stf_recipe *r, const stf_tp_profile *p);
+/* The profile attached to r, or NULL. */
+STF_API const stf_tp_profile *stf_recipe_tp_profile(const stf_recipe *r);
+/*
+ * *style of the layer under the recipe: its `parallel` entries first (they
+ * override the profile), then its attached profile; STF_PARALLEL_UNKNOWN
+ * when neither classifies the layer.
+ */
+STF_API int stf_recipe_parallel_style(stf_parallel_style *style, const stf_recipe *r,
+                                      const stf_layer_view *layer, stf_err *err);
 
 STF_API size_t stf_recipe_diags_count(const stf_recipe_diags *d);
 /* "FILE:LINE:COL: message" of problem i. */

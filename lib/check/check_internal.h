@@ -20,6 +20,8 @@
 struct stf_check_report {
     stf_diag *v;
     size_t n, cap;
+    stf_tp_summary *tp;   /* one per degree asked (stf_check_run_tp) */
+    size_t ntp;
 };
 
 /*
@@ -87,5 +89,7 @@ void stf__check_sglang_layer_formats(stf__chk *k, const stf_layer *l, const stf_
                                      const char *fmt);
 int stf__check_comfyui(stf__chk *k);
 int stf__check_numeric(stf__chk *k);
+/* The T rules for the degrees of `tp` (profile_tp.c); fills k->r->tp. */
+int stf__check_tp(stf__chk *k, const stf_tp_opts *tp);
 
 #endif

@@ -22,6 +22,20 @@ void stf_check_opts_init_version(stf_check_opts *o, unsigned version)
 int stf_check_run(stf_check_report **out, const stf_ckpt *c, const stf_check_opts *opts,
                   stf_err *err)
 {
+    return stf_check_run_tp(out, c, opts, NULL, err);
+}
+
+/* Contract in check.h: defaults (no degrees, no classifier); NULL is a no-op. */
+void stf_tp_opts_init_version(stf_tp_opts *o, unsigned version)
+{
+    if (!o) return;
+    stf__opts_reset(o, sizeof *o, version, STF_TP_OPTS_VERSION);
+}
+
+/* Contract in check.h: stf_check_run, then the T rules of `tp`. */
+int stf_check_run_tp(stf_check_report **out, const stf_ckpt *c, const stf_check_opts *opts,
+                     const stf_tp_opts *tp, stf_err *err)
+{
     stf_check_opts def;
     stf__chk k;
     stf_model *m = NULL;
@@ -33,6 +47,8 @@ int stf_check_run(stf_check_report **out, const stf_ckpt *c, const stf_check_opt
         opts = &def;
     }
     if ((rc = stf__opts_version(err, opts->version, STF_CHECK_OPTS_VERSION, "stf_check_opts")))
+        return rc;
+    if (tp && (rc = stf__opts_version(err, tp->version, STF_TP_OPTS_VERSION, "stf_tp_opts")))
         return rc;
     memset(&k, 0, sizeof k);
     k.c = c;
@@ -47,6 +63,7 @@ int stf_check_run(stf_check_report **out, const stf_ckpt *c, const stf_check_opt
     if (!rc && (opts->profiles & STF_CONSUMER_SGLANG)) rc = stf__check_sglang(&k);
     if (!rc && (opts->profiles & STF_CONSUMER_COMFYUI)) rc = stf__check_comfyui(&k);
     if (!rc && (opts->profiles & STF_CHECK_NUMERIC)) rc = stf__check_numeric(&k);
+    if (!rc && tp && tp->count) rc = stf__check_tp(&k, tp);
     if (!rc) rc = k.rc;
     if (rc == STF_ENOMEM && err && !err->msg[0]) stf__err(err, rc, "out of memory");
 done:

@@ -18,6 +18,7 @@ void stf_check_report_free(stf_check_report *r)
         stf__free((char *)r->v[i].fix);
     }
     stf__free(r->v);
+    stf__free(r->tp);
     stf__free(r);
 }
 
@@ -37,6 +38,15 @@ size_t stf_check_count_severity(const stf_check_report *r, stf_severity s)
     for (size_t i = 0; r && i < r->n; i++)
         if (r->v[i].severity == s) n++;
     return n;
+}
+
+/* Degrees summarised; 0 for NULL. */
+size_t stf_check_tp_count(const stf_check_report *r) { return r ? r->ntp : 0; }
+
+/* Summary i, owned by the report; NULL when out of range. */
+const stf_tp_summary *stf_check_tp_summary(const stf_check_report *r, size_t i)
+{
+    return (r && i < r->ntp) ? &r->tp[i] : NULL;
 }
 
 /* Record the first failure code of a run; later ones are dropped. */

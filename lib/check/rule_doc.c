@@ -1,4 +1,4 @@
-/* The rule catalogue in one order: container, SGLang, ComfyUI and numeric. */
+/* The rule catalogue in one order: container, SGLang, ComfyUI, numeric, tensor parallel. */
 #include <string.h>
 
 #include "check/rule_doc_internal.h"
@@ -7,6 +7,7 @@ static const struct { const stf_rule_doc *t; const size_t *n; } PARTS[] = {
     { stf__rule_docs_container, &stf__rule_docs_container_n },
     { stf__rule_docs_sglang, &stf__rule_docs_sglang_n },
     { stf__rule_docs_comfyui, &stf__rule_docs_comfyui_n },
+    { stf__rule_docs_tp, &stf__rule_docs_tp_n },
 };
 
 size_t stf_rule_doc_count(void)

@@ -18,5 +18,8 @@ extern const size_t stf__rule_docs_sglang_n;
 /* C rules (ComfyUI's loader), then N and H (numeric probes): rule_docs_comfyui.c */
 extern const stf_rule_doc stf__rule_docs_comfyui[];
 extern const size_t stf__rule_docs_comfyui_n;
+/* T rules (tensor parallelism): rule_docs_tp.c */
+extern const stf_rule_doc stf__rule_docs_tp[];
+extern const size_t stf__rule_docs_tp_n;
 
 #endif

@@ -362,7 +362,8 @@ static int find_merges(size_t *into, size_t *from, stf__plan_builder *b, stf__ma
         size_t n = 0, t = 0;
         if ((rc = stf__plan_view(&v, &store, m, l, err))) break;
         v.rotation = stf__plan_rotation(l);
-        rc = collect(acts, &n, cap, b->p->r, &v, err);
+        rc = stf_recipe_parallel_style(&v.parallel, b->p->r, &v, err);
+        if (!rc) rc = collect(acts, &n, cap, b->p->r, &v, err);
         stf__view_store_free(&store);
         if (rc) break;
         size_t nplen = 0;
@@ -518,7 +519,8 @@ static int probe_ahead(stf__probe_ahead *pa, stf__plan_builder *b, const size_t 
         int need = 0, r2 = stf__plan_view(&v, &store, m, l, &scratch);
         if (!r2) {
             v.rotation = stf__plan_rotation(l);
-            r2 = rules_need_probe(&need, b->p->r, &v, &scratch);
+            r2 = stf_recipe_parallel_style(&v.parallel, b->p->r, &v, &scratch);
+            if (!r2) r2 = rules_need_probe(&need, b->p->r, &v, &scratch);
         }
         if (!r2 && !need) {
             r2 = collect(acts, &n, cap, b->p->r, &v, &scratch);
@@ -589,6 +591,7 @@ int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
         size_t n = 0;
         if ((rc = stf__plan_view(&v, &store, p->model, l, err))) goto done;
         v.rotation = stf__plan_rotation(l);
+        if ((rc = stf_recipe_parallel_style(&v.parallel, r, &v, err))) goto done;
         int probed = 0, need;
         if ((rc = rules_need_probe(&need, r, &v, err))) goto done;
         if (need) {

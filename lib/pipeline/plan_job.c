@@ -218,13 +218,35 @@ int stf__work_exclude(stf__layer_work *w, stf_dtype want, stf_err *err)
     return 0;
 }
 
-static int pick_group(const stf_action *a, uint64_t k, unsigned *g)
+/*
+ * The first listed group size dividing K and, for a row-parallel layer
+ * under requantize's `tp`, K/tp as well (SGLang splits such a layer along
+ * K: stfix-checks(7), T2). A row layer whose K itself does not split is
+ * given a G for K (no G helps it; T1 reports it). `why` gets the reason
+ * plan shows when a degree is set.
+ */
+static int pick_group(const stf_action *a, const stf_layer_view *v, uint64_t k, unsigned *g,
+                      char *why, size_t why_cap)
 {
     unsigned tp = a->params.requantize.tp > 1 ? a->params.requantize.tp : 1;
+    int row = v && v->parallel == STF_PARALLEL_ROW;
+    const char *style = stf_parallel_style_name(v ? v->parallel : STF_PARALLEL_UNKNOWN);
+    if (tp > 1 && row && k % tp) {
+        snprintf(why, why_cap, "row-parallel K=%llu does not split at TP %u: G for K",
+                 (unsigned long long)k, tp);
+        tp = 1;
+    } else if (tp > 1 && row) {
+        snprintf(why, why_cap, "largest allowed G dividing K/%u=%llu, row-parallel", tp,
+                 (unsigned long long)(k / tp));
+    } else {
+        snprintf(why, why_cap, "largest allowed G dividing K=%llu, %s style", (unsigned long long)k,
+                 style);
+        tp = 1;
+    }
     for (size_t i = 0; i < a->params.requantize.group_size_count; i++) {
         uint64_t gi = a->params.requantize.group_sizes[i];
         if (!gi || k % gi) continue;
-        if (tp > 1 && (k % tp || (k / tp) % gi)) continue;
+        if (tp > 1 && (k / tp) % gi) continue;
         *g = (unsigned)gi;
         return 1;
     }
@@ -260,13 +282,19 @@ int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_format_id 
     int rc = make_decode(w, &d, err);
     if (rc) return rc;
     unsigned g = 0;
-    if (!pick_group(a, d.k, &g)) {
+    char why[160];
+    if (!pick_group(a, w->v, d.k, &g, why, sizeof why)) {
         if (a->params.requantize.on_indivisible == STF_INDIVISIBLE_FAIL) {
             snprintf(msg, sizeof msg, "no allowed group size divides K=%llu (on_indivisible: "
                      "fail)", (unsigned long long)d.k);
             return stf__work_refuse(w, err, msg);
         }
-        stf__work_note(w, "no group size divides K%s%s", "", "");
+        /* why names K/tp for a row layer under a degree, else K. */
+        const char *slash = strstr(why, "K/");
+        char kt[64] = "";
+        if (slash && a->params.requantize.tp > 1) snprintf(kt, sizeof kt, " (%.*s)",
+                                                            (int)strcspn(slash, ","), slash);
+        stf__work_note(w, "no group size divides K%s%s", kt, "");
         return stf__work_exclude(w, a->params.requantize.fallback_dtype, err);
     }
     memset(&w->job, 0, sizeof w->job);
@@ -335,8 +363,13 @@ int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_format_id 
     w->format = w->spec.format;
     w->requant = 1;
     w->done = 1;
-    char gb[16];
-    snprintf(gb, sizeof gb, "%u", g);
+    char gb[200];
+    if (a->params.requantize.tp > 1 && d.rot_group)
+        snprintf(gb, sizeof gb, "%u (was %u; %s)", g, d.rot_group, why);
+    else if (a->params.requantize.tp > 1)
+        snprintf(gb, sizeof gb, "%u (was none; %s)", g, why);
+    else
+        snprintf(gb, sizeof gb, "%u", g);
     stf__work_note(w, "requantize to %s, G=%s", w->spec.format, gb);
     return 0;
 }

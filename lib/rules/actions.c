@@ -14,7 +14,9 @@
 
 /* P_FORMAT: a format name of the model's table (stf_format_name), limited
  * to the `allowed` ids when there are any. */
-typedef enum ptype { P_BOOL, P_ENUM, P_FORMAT, P_UINT, P_STRING, P_STRLIST, P_UINTLIST } ptype;
+typedef enum ptype {
+    P_BOOL, P_ENUM, P_FORMAT, P_UINT, P_STRING, P_STRLIST, P_UINTLIST, P_TPLIST
+} ptype;
 
 typedef struct penum {
     const char *name;
@@ -126,7 +128,7 @@ static const pdesc p_requant[] = {
     { "compute_dtype", P_ENUM, F(requantize.compute_dtype), 0, float_dtypes, NULL, 0, 0, NO_FLAG },
     { "linear_dtype", P_ENUM, F(requantize.int8_activations), 0, linear_dtypes, NULL, 0, 0,
       NO_FLAG },
-    { "tp", P_UINT, F(requantize.tp), 0, NULL, NULL, 0, 0, NO_FLAG },
+    { "tp", P_TPLIST, F(requantize.tp_list), F(requantize.tp_count), NULL, NULL, 0, 0, NO_FLAG },
     { NULL, P_BOOL, 0, 0, NULL, NULL, 0, 0, NO_FLAG }
 };
 static const pdesc p_rename[] = {
@@ -207,6 +209,8 @@ static void set_defaults(stf_action *a, stf_action_kind k)
         a->params.requantize.quant_mode = STF_QMODE_CUDA;
         a->params.requantize.compute_dtype = STF_BF16;
         a->params.requantize.tp = 1;
+        a->params.requantize.tp_count = 1;
+        a->params.requantize.tp_list[0] = 1;
         break;
     case STF_ACT_DROP:
         a->params.drop.scales = 1;
@@ -300,6 +304,54 @@ static int parse_string(const char **slot, const stf__ynode *v, const char *path
     return 0;
 }
 
+static unsigned long long gcd_u(unsigned long long a, unsigned long long b)
+{
+    while (b) {
+        unsigned long long t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/*
+ * requantize's `tp`: one degree or a list of them, each 1 to 65536 and no
+ * repeats. The list goes to tp_list; `tp` is their least common multiple,
+ * the degree whose shards divide every listed degree's (K/t is a multiple
+ * of G for every t exactly when K is a multiple of G times the lcm).
+ */
+static int parse_tp(stf_action *a, const pdesc *p, const stf__ynode *v, const char *path,
+                    stf_recipe_diags *d)
+{
+    const char *what = "an integer from 1 to 65536 or a sequence of them";
+    size_t n = v && v->type == STF__Y_SEQ ? v->count : 1;
+    unsigned *slots = (unsigned *)(void *)((char *)a + p->off);
+    size_t *count = (size_t *)(void *)((char *)a + p->count_off);
+    if (!v || v->type == STF__Y_MAP || n == 0 || n > STF_RULES_MAX_LIST)
+        return bad_value(d, v, path, what);
+    unsigned long long lcm = 1;
+    *count = 0;
+    for (size_t i = 0; i < n; i++) {
+        const stf__ynode *it = v->type == STF__Y_SEQ ? v->items[i] : v;
+        char ipath[STF__PATH_MAX];
+        long long iv;
+        if (v->type == STF__Y_SEQ) stf__path(ipath, sizeof ipath, "%s[%zu]", path, i);
+        else stf__path(ipath, sizeof ipath, "%s", path);
+        if (stf__y_int(it, &iv) || iv < 1 || iv > 65536)
+            return bad_value(d, it, ipath, "an integer from 1 to 65536");
+        for (size_t k = 0; k < *count; k++)
+            if (slots[k] == (unsigned)iv) return bad_value(d, it, ipath, "no repeated degree");
+        slots[(*count)++] = (unsigned)iv;
+        lcm = lcm / gcd_u(lcm, (unsigned long long)iv) * (unsigned long long)iv;
+        if (lcm > 65536)
+            return stf__diag_add(d, it->line, it->col,
+                                 "%s: the least common multiple of the degrees exceeds 65536",
+                                 path);
+    }
+    a->params.requantize.tp = (unsigned)lcm;
+    return 0;
+}
+
 static int parse_param(stf_action *a, const pdesc *p, const stf__ynode *v, const char *path,
                        stf_recipe_diags *d)
 {
@@ -344,6 +396,8 @@ static int parse_param(stf_action *a, const pdesc *p, const stf__ynode *v, const
     }
     case P_STRING:
         return parse_string((const char **)(void *)(base + p->off), v, path, d);
+    case P_TPLIST:
+        return parse_tp(a, p, v, path, d);
     case P_STRLIST:
     case P_UINTLIST: {
         int strs = p->type == P_STRLIST;

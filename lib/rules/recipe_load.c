@@ -13,7 +13,7 @@
 #define RECIPE_MAX_BYTES (1u << 20)
 #define RECIPE_MAX_RULES 10000
 
-static const char top_keys[] = "stfix, target, description, rules";
+static const char top_keys[] = "stfix, target, description, rules, parallel";
 static const char rule_keys[] = "name, description, match, do";
 
 /* Frees a recipe and everything it owns; no-op on NULL. */
@@ -28,6 +28,7 @@ void stf_recipe_free(stf_recipe *r)
         stf__free(ru->actions);
     }
     stf__free(r->rules);
+    stf__styles_free(r->styles, r->nstyles);
     stf__free(r->description);
     stf__free(r);
 }
@@ -88,7 +89,7 @@ const stf_action *stf_rule_action(const stf_rule *rule, size_t i)
 
 /* ------------------------------------------------------------ schema */
 
-static int bad(stf_recipe_diags *d, const stf__ynode *v, const char *path, const char *expected)
+int stf__bad(stf_recipe_diags *d, const stf__ynode *v, const char *path, const char *expected)
 {
     char got[96];
     stf__y_describe(v, got, sizeof got);
@@ -96,7 +97,7 @@ static int bad(stf_recipe_diags *d, const stf__ynode *v, const char *path, const
 }
 
 /* Value of `key` in mapping m, or NULL. */
-static const stf__ynode *get(const stf__ynode *m, const char *key)
+const stf__ynode *stf__y_get(const stf__ynode *m, const char *key)
 {
     for (size_t i = 0; i < stf__ymap_size(m); i++)
         if (!strcmp(stf__ymap_key(m, i)->text, key)) return stf__ymap_val(m, i);
@@ -104,8 +105,8 @@ static const stf__ynode *get(const stf__ynode *m, const char *key)
 }
 
 /* Reports keys outside `allowed` (a ", "-separated list) and missing required ones. */
-static int check_keys(const stf__ynode *m, const char *path, const char *allowed,
-                      const char *const *required, stf_recipe_diags *d)
+int stf__check_keys(const stf__ynode *m, const char *path, const char *allowed,
+                    const char *const *required, stf_recipe_diags *d)
 {
     char clip[STF__CLIP_SIZE];
     for (size_t i = 0; i < stf__ymap_size(m); i++) {
@@ -128,7 +129,7 @@ static int check_keys(const stf__ynode *m, const char *path, const char *allowed
         }
     }
     for (size_t i = 0; required[i]; i++)
-        if (!get(m, required[i])) {
+        if (!stf__y_get(m, required[i])) {
             int rc = stf__diag_add(d, m->line, m->col, "%s: missing required key '%s'", path,
                                    required[i]);
             if (rc) return rc;
@@ -141,7 +142,7 @@ static int parse_targets(stf_recipe *r, const stf__ynode *v, stf_recipe_diags *d
     const char *what = "sglang, comfyui, or a list of them";
     size_t n = v->type == STF__Y_SEQ ? v->count : 1;
     if (v->type == STF__Y_MAP || n == 0 || (v->type == STF__Y_SCALAR && stf__y_is_null(v)))
-        return bad(d, v, "target", what);
+        return stf__bad(d, v, "target", what);
     for (size_t i = 0; i < n; i++) {
         const stf__ynode *it = v->type == STF__Y_SEQ ? v->items[i] : v;
         char p[STF__PATH_MAX];
@@ -151,7 +152,7 @@ static int parse_targets(stf_recipe *r, const stf__ynode *v, stf_recipe_diags *d
         if (stf__y_is_word(it, "sglang")) bit = STF_CONSUMER_SGLANG;
         else if (stf__y_is_word(it, "comfyui")) bit = STF_CONSUMER_COMFYUI;
         int rc = 0;
-        if (!bit) rc = bad(d, it, p, "sglang or comfyui");
+        if (!bit) rc = stf__bad(d, it, p, "sglang or comfyui");
         else if (r->targets & bit)
             rc = stf__diag_add(d, it->line, it->col, "%s: '%s' is listed twice", p, it->text);
         if (rc) return rc;
@@ -166,15 +167,15 @@ static int parse_rule(stf_recipe *r, stf_rule *ru, const stf__ynode *m, size_t i
     static const char *const required[] = { "name", "match", "do", NULL };
     char path[STF__PATH_MAX], sub[STF__PATH_MAX], clip[STF__CLIP_SIZE];
     stf__path(path, sizeof path, "rules[%zu]", idx);
-    if (m->type != STF__Y_MAP) return bad(d, m, path, "a mapping with name, match and do");
+    if (m->type != STF__Y_MAP) return stf__bad(d, m, path, "a mapping with name, match and do");
     ru->line = m->line;
-    int rc = check_keys(m, path, rule_keys, required, d);
+    int rc = stf__check_keys(m, path, rule_keys, required, d);
     if (rc) return rc;
-    const stf__ynode *name = get(m, "name");
+    const stf__ynode *name = stf__y_get(m, "name");
     if (name) {
         stf__path(sub, sizeof sub, "%s.name", path);
         if (!stf__y_is_string(name) || name->len == 0) {
-            rc = bad(d, name, sub, "a non-empty string");
+            rc = stf__bad(d, name, sub, "a non-empty string");
         } else {
             for (size_t i = 0; i < idx && !rc; i++)
                 if (r->rules[i].name && !strcmp(r->rules[i].name, name->text))
@@ -188,19 +189,19 @@ static int parse_rule(stf_recipe *r, stf_rule *ru, const stf__ynode *m, size_t i
         }
         if (rc) return rc;
     }
-    const stf__ynode *desc = get(m, "description");
+    const stf__ynode *desc = stf__y_get(m, "description");
     if (desc && !stf__y_is_string(desc)) {
         stf__path(sub, sizeof sub, "%s.description", path);
-        rc = bad(d, desc, sub, "a string");
+        rc = stf__bad(d, desc, sub, "a string");
         if (rc) return rc;
     }
-    const stf__ynode *match = get(m, "match");
+    const stf__ynode *match = stf__y_get(m, "match");
     if (match) {
         stf__path(sub, sizeof sub, "%s.match", path);
         rc = stf__selector_compile(&ru->sel, match, sub, d);
         if (rc) return rc;
     }
-    const stf__ynode *act = get(m, "do");
+    const stf__ynode *act = stf__y_get(m, "do");
     if (act) {
         stf__path(sub, sizeof sub, "%s.do", path);
         rc = stf__actions_parse(&ru->actions, &ru->action_count, act, sub, d);
@@ -218,28 +219,31 @@ static int build(stf_recipe *r, const stf__ynode *root, stf_recipe_diags *d)
         return stf__diag_add(d, 1, 1, "recipe: empty document (expected a mapping with "
                                       "stfix, target and rules)");
     if (root->type != STF__Y_MAP)
-        return bad(d, root, "recipe", "a mapping with stfix, target and rules");
-    if ((rc = check_keys(root, "recipe", top_keys, required, d))) return rc;
-    const stf__ynode *v = get(root, "stfix");
+        return stf__bad(d, root, "recipe", "a mapping with stfix, target and rules");
+    if ((rc = stf__check_keys(root, "recipe", top_keys, required, d))) return rc;
+    const stf__ynode *v = stf__y_get(root, "stfix");
     if (v) {
-        if (stf__y_int(v, &ver)) rc = bad(d, v, "stfix", "the format version 1");
+        if (stf__y_int(v, &ver)) rc = stf__bad(d, v, "stfix", "the format version 1");
         else if (ver != 1)
             rc = stf__diag_add(d, v->line, v->col,
                                "stfix: unsupported recipe format version %lld "
                                "(this stfix reads version 1)", ver);
         if (rc) return rc;
     }
-    if ((v = get(root, "target")) && (rc = parse_targets(r, v, d))) return rc;
-    if ((v = get(root, "description"))) {
+    if ((v = stf__y_get(root, "target")) && (rc = parse_targets(r, v, d))) return rc;
+    if ((v = stf__y_get(root, "description"))) {
         if (!stf__y_is_string(v)) {
-            if ((rc = bad(d, v, "description", "a string"))) return rc;
+            if ((rc = stf__bad(d, v, "description", "a string"))) return rc;
         } else if (!(r->description = stf__strdup(v->text))) {
             return STF_ENOMEM;
         }
     }
-    v = get(root, "rules");
+    if ((v = stf__y_get(root, "parallel")) &&
+        (rc = stf__styles_parse(&r->styles, &r->nstyles, v, "parallel", d)))
+        return rc;
+    v = stf__y_get(root, "rules");
     if (!v) return 0;
-    if (v->type != STF__Y_SEQ) return bad(d, v, "rules", "a sequence of rules");
+    if (v->type != STF__Y_SEQ) return stf__bad(d, v, "rules", "a sequence of rules");
     if (v->count > RECIPE_MAX_RULES)
         return stf__diag_add(d, v->line, v->col, "rules: more than %d rules", RECIPE_MAX_RULES);
     if (v->count) {
@@ -305,6 +309,44 @@ done:
     return rc;
 }
 
+/* Reads the file at `path` (at most 1 MiB) into a new buffer *buf of *len
+ * bytes; `what` ("recipe") names the file in messages. */
+int stf__read_small_file(char **buf, size_t *len, const char *path, const char *what,
+                         stf_err *err)
+{
+    *buf = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        int e = errno;
+        return stf__err(err, e == ENOENT ? STF_ENOTFOUND : STF_EIO, "%s: cannot open: %s", path,
+                        strerror(e));
+    }
+    char *b = stf__malloc(RECIPE_MAX_BYTES + 1);
+    int rc = 0;
+    if (!b) {
+        rc = stf__err(err, STF_ENOMEM, "out of memory");
+        goto done;
+    }
+    size_t n = fread(b, 1, RECIPE_MAX_BYTES + 1, f);
+    if (ferror(f)) {
+        rc = stf__err(err, STF_EIO, "%s: read error: %s", path, strerror(errno));
+        goto done;
+    }
+    if (n > RECIPE_MAX_BYTES) {
+        rc = stf__err(err, STF_ELIMIT, "%s: %s is larger than %u bytes", path, what,
+                      RECIPE_MAX_BYTES);
+        goto done;
+    }
+    *buf = b;
+    *len = n;
+    b = NULL;
+done:
+    stf__free(b);
+    fclose(f);
+    return rc;
+}
+
 /* Reads at most 1 MiB from path and loads it as stf_recipe_load_mem does. */
 int stf_recipe_load_file(stf_recipe **out, stf_recipe_diags **diags, const char *path,
                          stf_err *err)
@@ -312,31 +354,11 @@ int stf_recipe_load_file(stf_recipe **out, stf_recipe_diags **diags, const char 
     *out = NULL;
     if (diags) *diags = NULL;
     if (!path) return stf__err(err, STF_EINVAL, "recipe path is NULL");
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        int e = errno;
-        return stf__err(err, e == ENOENT ? STF_ENOTFOUND : STF_EIO, "%s: cannot open: %s", path,
-                        strerror(e));
-    }
-    char *buf = stf__malloc(RECIPE_MAX_BYTES + 1);
-    int rc;
-    if (!buf) {
-        rc = stf__err(err, STF_ENOMEM, "out of memory");
-        goto done;
-    }
-    size_t n = fread(buf, 1, RECIPE_MAX_BYTES + 1, f);
-    if (ferror(f)) {
-        rc = stf__err(err, STF_EIO, "%s: read error: %s", path, strerror(errno));
-        goto done;
-    }
-    if (n > RECIPE_MAX_BYTES) {
-        rc = stf__err(err, STF_ELIMIT, "%s: recipe is larger than %u bytes", path,
-                      RECIPE_MAX_BYTES);
-        goto done;
-    }
+    char *buf;
+    size_t n;
+    int rc = stf__read_small_file(&buf, &n, path, "recipe", err);
+    if (rc) return rc;
     rc = stf_recipe_load_mem(out, diags, buf, n, path, err);
-done:
     stf__free(buf);
-    fclose(f);
     return rc;
 }

@@ -191,6 +191,41 @@ int stf__actions_parse(stf_action **out, size_t *count, const stf__ynode *node,
 /* Free the strings one action owns (not the action itself). */
 void stf__action_clear(stf_action *a);
 
+/* ------------------------------------------------------ schema helpers */
+
+/* "PATH: expected EXPECTED, got ..." at v's position. 0 or STF_ENOMEM. */
+int stf__bad(stf_recipe_diags *d, const stf__ynode *v, const char *path, const char *expected);
+/* Value of `key` in mapping m, or NULL. */
+const stf__ynode *stf__y_get(const stf__ynode *m, const char *key);
+/* Reports keys of m outside `allowed` (", "-separated) and missing
+ * `required` ones (NULL-terminated). 0 or STF_ENOMEM. */
+int stf__check_keys(const stf__ynode *m, const char *path, const char *allowed,
+                    const char *const *required, stf_recipe_diags *d);
+/* Reads at most 1 MiB of the file at `path` into a new *buf (*len bytes);
+ * `what` names it in the too-large message. STF_ENOTFOUND, STF_EIO,
+ * STF_ELIMIT, STF_ENOMEM. */
+int stf__read_small_file(char **buf, size_t *len, const char *path, const char *what,
+                         stf_err *err);
+
+/* ------------------------------------------------------ parallel styles */
+
+/* One entry of a `parallel` or `styles` list: the first whose selector
+ * holds gives the layer's style. */
+typedef struct stf__style_entry {
+    stf__selector *sel;
+    stf_parallel_style style;
+    unsigned line;
+} stf__style_entry;
+
+/* Parse a sequence of {match, style} mappings at `node` (path names it).
+ * Problems go to d; 0 or STF_ENOMEM. */
+int stf__styles_parse(stf__style_entry **out, size_t *count, const stf__ynode *node,
+                      const char *path, stf_recipe_diags *d);
+void stf__styles_free(stf__style_entry *v, size_t n);
+/* *style of the first entry selecting the layer; *found 0 when none does. */
+int stf__styles_eval(stf_parallel_style *style, int *found, const stf__style_entry *v, size_t n,
+                     const stf_layer_view *l, stf_err *err);
+
 /* ---------------------------------------------------------------- recipe */
 
 struct stf_rule {
@@ -207,6 +242,16 @@ struct stf_recipe {
     char sha256[65];
     stf_rule *rules;
     size_t rule_count;
+    stf__style_entry *styles;           /* `parallel`: overrides the profile */
+    size_t nstyles;
+    const stf_tp_profile *tp_profile;   /* borrowed (stf_recipe_set_tp_profile) */
+};
+
+struct stf_tp_profile {
+    char *name;
+    char *description;
+    stf__style_entry *styles;
+    size_t nstyles;
 };
 
 #endif

@@ -64,19 +64,22 @@ struct stf__selector {
     int format_absent;
     unsigned probe_mask;     /* 0: any */
     unsigned rotation_mask;  /* 0: any */
+    unsigned parallel_mask;  /* 0: any */
     req weight;
     struct stf__selector *negated; /* `not`: holds when this does not */
 };
 
 static const char *const keys[] = {
     "prefix", "regex", "weight_dtype", "shape", "scale", "scale_dtype", "scale_shape",
-    "marker", "format", "probe", "rotation", "weight", "not", NULL
+    "marker", "format", "probe", "rotation", "parallel", "weight", "not", NULL
 };
 /* The recipe spelling of each stf_probe_verdict, in its order. */
 static const char *const probe_names[STF_PROBE_COUNT + 1] = {
     "unknown", "rowwise", "columnwise", "tensorwise", "blockwise", "ambiguous", NULL
 };
 static const char *const rotation_names[] = { "unknown", "regular", "sylvester", NULL };
+/* The recipe spelling of each stf_parallel_style, in its order. */
+static const char *const parallel_names[] = { "unknown", "column", "row", "replicated", NULL };
 
 /* Frees a compiled selector (and a nested `not`); no-op on NULL. */
 void stf__selector_free(stf__selector *s)
@@ -245,6 +248,13 @@ static int add_rotation(stf__selector *s, const stf__ynode *it, const char *path
                      "one of unknown, regular, sylvester");
 }
 
+static int add_parallel(stf__selector *s, const stf__ynode *it, const char *path,
+                        stf_recipe_diags *d)
+{
+    return name_mask(&s->parallel_mask, parallel_names, it, path, d,
+                     "one of unknown, column, row, replicated");
+}
+
 static int parse_pattern(shape_pat *p, const stf__ynode *v, const char *path, stf_recipe_diags *d)
 {
     const char *what = "a shape pattern such as [N, 1], [N] or [] (dimensions: integers, N, K, _)";
@@ -381,6 +391,8 @@ static int compile_key(stf__selector *s, const stf__ynode *key, const stf__ynode
     if (!strcmp(k, "probe")) return each(s, v, path, d, "a probe verdict or a list", add_probe);
     if (!strcmp(k, "weight")) return parse_presence(&s->weight, v, path, d);
     if (!strcmp(k, "not")) return stf__selector_compile(&s->negated, v, path, d);
+    if (!strcmp(k, "parallel"))
+        return each(s, v, path, d, "a parallel style or a list", add_parallel);
     return each(s, v, path, d, "a rotation or a list", add_rotation);
 }
 
@@ -412,7 +424,7 @@ int stf__selector_compile(stf__selector **out, const stf__ynode *match, const ch
             rc = stf__diag_add(d, key->line, key->col,
                                "%s: unknown key '%s' (expected one of: prefix, regex, "
                                "weight, weight_dtype, shape, scale, scale_dtype, scale_shape, "
-                               "marker, format, probe, rotation, not)", path,
+                               "marker, format, probe, rotation, parallel, not)", path,
                                stf__clip(clip, key->text));
         } else {
             char kp[STF__PATH_MAX];
@@ -650,6 +662,9 @@ static int plain_keys_hold(const stf__selector *s, const stf_layer_view *l, cons
         return 0;
     if (s->rotation_mask && ((unsigned)l->rotation > STF_ROTATION_SYLVESTER ||
                              !((s->rotation_mask >> (unsigned)l->rotation) & 1u)))
+        return 0;
+    if (s->parallel_mask && ((unsigned)l->parallel >= STF_PARALLEL_COUNT ||
+                             !((s->parallel_mask >> (unsigned)l->parallel) & 1u)))
         return 0;
     return 1;
 }

@@ -41,10 +41,10 @@ emitted = {}
 for path in sorted(glob.glob("lib/**/*.[ch]", recursive=True)):
     if re.search(r"lib/check/rule_docs?_", path):
         continue
-    for m in re.finditer(r'"([SILRCNH][0-9]+)"', open(path, encoding="utf-8").read()):
+    for m in re.finditer(r'"([SILRCNHT][0-9]+)"', open(path, encoding="utf-8").read()):
         if m.group(1) not in DTYPES:
             emitted.setdefault(m.group(1), path)
-for fam in "SILRCNH":
+for fam in "SILRCNHT":
     ids = sorted((i for i in emitted if i[0] == fam), key=lambda i: int(i[1:]))
     missing = [i for i in ids if i not in documented]
     if not ids:

@@ -210,7 +210,7 @@ t_json_error "inspect --json missing file" "$D/none.safetensors" inspect 2 null 
     "$D/none.safetensors: cannot open: No such file or directory"
 t_run "plan --json recipe" 2 "$STFIX" plan "$ok_in" -r $R/broken.yaml --json
 t_json_error "plan --json recipe" "$ok_in" plan 2 null null STF_EFORMAT \
-    "tests/recipes/broken.yaml:6:13: rules[0].match: unknown key 'dtyp' (expected one of: prefix, regex, weight, weight_dtype, shape, scale, scale_dtype, scale_shape, marker, format, probe, rotation, not)"
+    "tests/recipes/broken.yaml:6:13: rules[0].match: unknown key 'dtyp' (expected one of: prefix, regex, weight, weight_dtype, shape, scale, scale_dtype, scale_shape, marker, format, probe, rotation, parallel, not)"
 t_run "plan --json cannot apply" 2 "$STFIX" plan --json $F/r44_w4a8_group2.safetensors -r rules/sglang-int8-convrot.yaml
 t_json_error "plan --json cannot apply" $F/r44_w4a8_group2.safetensors plan 2 null null STF_EFORMAT \
     "layer 'blocks.0.attn.qkv': rule 'requantize-other-formats' (recipe line 100): requantize: format 'asym_w4a8_int8' cannot be decoded (stfix reads float, FP8, INT8 and convrot_w4a4 layers); exclude needs the original weights"

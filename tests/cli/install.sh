@@ -54,14 +54,16 @@ t_true "nothing left after uninstall" test -z "$(find "$D" -type f -o -type l)"
 # A temporary PREFIX, built for it: the recipes' directory is compiled in.
 P2="$T_TMP/prefix"
 t_run "install to a prefix" 0 env -u SAN -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s install BUILD="$T_TMP/build" PREFIX="$P2"
-for f in rules/*.yaml; do
+for f in rules/*.yaml rules/tp/*.yaml; do
     t_true "installed $f" cmp "$f" "$P2/share/stfix/$f"
 done
 mkdir -p "$T_TMP/elsewhere"
 F=$(pwd)/fixtures/comfy/r14_scale_bf16.safetensors
 t_run "installed: rules list" 0 sh -c "cd '$T_TMP/elsewhere' && env -u STFIX_RULES_PATH '$P2/bin/stfix' rules list"
 t_stdout_has "installed: rules list" "repair-scales                $P2/share/stfix/rules/repair-scales.yaml                Header-only"
-t_true "installed: rules list has 5" test "$(wc -l <"$T_OUT")" -eq 5
+t_true "installed: rules list has 6" test "$(wc -l <"$T_OUT")" -eq 6
+t_run "installed: tp profiles" 0 sh -c "cd '$T_TMP/elsewhere' && env -u STFIX_RULES_PATH '$P2/bin/stfix' check --tp-profile list"
+t_true "installed: tp profiles are 3" test "$(wc -l <"$T_OUT")" -eq 3
 t_run "installed: plan -r NAME" 0 sh -c "cd '$T_TMP/elsewhere' && env -u STFIX_RULES_PATH '$P2/bin/stfix' plan '$F' -r repair-scales --json"
 t_stdout_has "installed: plan -r NAME" '"recipe_sha256": "'"$(sha256sum rules/repair-scales.yaml | cut -c1-64)"'"'
 t_run "installed: miss" 2 sh -c "cd '$T_TMP/elsewhere' && env -u STFIX_RULES_PATH '$P2/bin/stfix' plan '$F' -r nope"

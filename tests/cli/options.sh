@@ -46,13 +46,15 @@ t_help_lists() {
 }
 
 t_help_lists "inspect --help" inspect "--json" "--strict"
-t_help_lists "check --help" check "--target TARGET" "--numeric" "-j, --jobs N" "--json"
+t_help_lists "check --help" check "--target TARGET" "--numeric" "-j, --jobs N" "--json" \
+    "--tp T[,T...]" "--tp-profile NAME"
 t_help_lists "rewrite --help" rewrite "-o, --output OUT" "--max-shard-size SIZE" "--strict" \
     "--no-wait"
-t_help_lists "plan --help" plan "-r, --recipe RECIPE" "--quant-mode MODE" "-j, --jobs N" "--json"
+t_help_lists "plan --help" plan "-r, --recipe RECIPE" "--quant-mode MODE" "-j, --jobs N" "--json" \
+    "--tp-profile NAME"
 t_help_lists "fix --help" fix "-r, --recipe RECIPE" "-o, --output OUT" "--in-place" "-j, --jobs N" \
     "--quant-mode MODE" "--error-report" "--allow-noncompliant" "--max-shard-size SIZE" \
-    "--max-mem SIZE" "--no-wait" "--fail-if-unchanged" "--json"
+    "--max-mem SIZE" "--no-wait" "--fail-if-unchanged" "--json" "--tp-profile NAME"
 t_help_lists "rules list --help" "rules list" "--json"
 t_help_lists "rules lint --help" "rules lint"
 t_help_lists "explain --help" explain "--list" "--json"

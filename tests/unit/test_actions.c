@@ -47,6 +47,27 @@ static void expect_problem(const char *src, const char *want)
     parsed_free(&p);
 }
 
+/* tp: one degree or a list; `tp` is their least common multiple. */
+static void test_requantize_tp(void **state)
+{
+    (void)state;
+    static const struct { const char *src; unsigned lcm; size_t n; unsigned first; } c[] = {
+        { "{requantize: {tp: 8}}", 8, 1, 8 },
+        { "{requantize: {tp: [8]}}", 8, 1, 8 },
+        { "{requantize: {tp: [2, 4, 8]}}", 8, 3, 2 },
+        { "{requantize: {tp: [4, 6]}}", 12, 2, 4 },
+        { "requantize", 1, 1, 1 },
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        parsed p = parse_do(c[i].src);
+        expect_ok(&p, 1);
+        assert_int_equal(p.v[0].params.requantize.tp, c[i].lcm);
+        assert_int_equal(p.v[0].params.requantize.tp_count, c[i].n);
+        assert_int_equal(p.v[0].params.requantize.tp_list[0], c[i].first);
+        parsed_free(&p);
+    }
+}
+
 static void test_names(void **state)
 {
     (void)state;
@@ -259,6 +280,18 @@ static void test_problems(void **state)
     expect_problem("{requantize: {tp: 0}}",
                    "a.yaml:1:19: rules[0].do.requantize.tp: expected an integer from 1 to 65536, "
                    "got '0'");
+    expect_problem("{requantize: {tp: [2, 0]}}",
+                   "a.yaml:1:23: rules[0].do.requantize.tp[1]: expected an integer from 1 to "
+                   "65536, got '0'");
+    expect_problem("{requantize: {tp: [8, 8]}}",
+                   "a.yaml:1:23: rules[0].do.requantize.tp[1]: expected no repeated degree, got "
+                   "'8'");
+    expect_problem("{requantize: {tp: []}}",
+                   "a.yaml:1:19: rules[0].do.requantize.tp: expected an integer from 1 to 65536 "
+                   "or a sequence of them, got a sequence");
+    expect_problem("{requantize: {tp: [65536, 3]}}",
+                   "a.yaml:1:27: rules[0].do.requantize.tp: the least common multiple of the "
+                   "degrees exceeds 65536");
     expect_problem("{requantize: {quant_mode: fast}}",
                    "a.yaml:1:27: rules[0].do.requantize.quant_mode: expected one of cuda, fp32, "
                    "eager, got 'fast'");
@@ -304,6 +337,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),        cmocka_unit_test(test_union_layout),
+        cmocka_unit_test(test_requantize_tp),
         cmocka_unit_test(test_defaults),     cmocka_unit_test(test_parameters),
         cmocka_unit_test(test_single_forms), cmocka_unit_test(test_problems),
     };

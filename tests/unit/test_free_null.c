@@ -56,6 +56,7 @@ static void test_stable(void **state)
     stf_model_free(NULL);
     stf_check_report_free(NULL);
     stf_recipe_free(NULL);
+    stf_tp_profile_free(NULL);
     stf_recipe_diags_free(NULL);
     stf_plan_free(NULL);
     stf_run_report_free(NULL);

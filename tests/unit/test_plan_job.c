@@ -267,16 +267,50 @@ static void test_requantize_mode_and_groups(void **state)
     pt_free(&k);
 }
 
+/* A recipe whose `parallel` list gives layer L the style `style`. */
+static void tp_recipe(pt_ckpt *k, const char *style, const char *tp)
+{
+    char y[1024];
+    snprintf(y, sizeof y, "stfix: 1\ntarget: sglang\nparallel:\n  - {match: {prefix: '%s'}, "
+             "style: %s}\nrules:\n  - name: r\n    match: {weight: present}\n"
+             "    do: {requantize: {tp: %s}}\n", L, style, tp);
+    pt_recipe(k, y);
+}
+
 static void test_requantize_tensor_parallel(void **state)
 {
     (void)state;
+    /* K = 320: 64 divides K but not K/tp = 160, so a row layer gets G = 16. */
+    static const struct { const char *style, *tp; unsigned g; const char *why; } cases[] = {
+        { "row", "2", 16, "G=16 (was none; largest allowed G dividing K/2=160, row-parallel)" },
+        { "row", "[2, 4]", 16, "G=16 (was none; largest allowed G dividing K/4=80, "
+                               "row-parallel)" },
+        /* Column and replicated layers are not split along K: G for K. */
+        { "column", "2", 64, "G=64 (was none; largest allowed G dividing K=320, column style)" },
+        { "replicated", "2", 64, "G=64 (was none; largest allowed G dividing K=320, replicated "
+                                 "style)" },
+        /* K = 320 does not split into 3 shards: no G helps, so G for K. */
+        { "row", "3", 64, "G=64 (was none; row-parallel K=320 does not split at TP 3: G for K)" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pt_ckpt k = { 0 };
+        PT_ADD(&k, L ".weight", "BF16", NULL, 16, 320);
+        pt_open(&k);
+        tp_recipe(&k, cases[i].style, cases[i].tp);
+        pt_plan_ok(&k);
+        assert_int_equal(pt_job_of(&k, L ".weight")->group, cases[i].g);
+        char want[256];
+        snprintf(want, sizeof want, "requantize to int8_tensorwise, %s", cases[i].why);
+        assert_string_equal(stf_plan_layer(k.p, 0)->summary, want);
+        pt_free(&k);
+    }
+    /* No style (no profile, no parallel list): treated as not row-parallel. */
     pt_ckpt k = { 0 };
-    /* K = 320: 64 divides K but not K/tp = 160, so G = 16. */
     PT_ADD(&k, L ".weight", "BF16", NULL, 16, 320);
     pt_open(&k);
     pt_recipe1(&k, "{weight: present}", "{requantize: {tp: 2}}");
     pt_plan_ok(&k);
-    assert_int_equal(pt_job_of(&k, L ".weight")->group, 16);
+    assert_int_equal(pt_job_of(&k, L ".weight")->group, 64);
     pt_free(&k);
 }
 

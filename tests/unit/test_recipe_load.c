@@ -122,7 +122,7 @@ static void test_top_level_problems(void **state)
                             "rules, got a sequence");
     static const char *const missing[] = {
         "bad.yaml:1:1: recipe: unknown key 'stfx' (expected one of: stfix, target, "
-        "description, rules)",
+        "description, rules, parallel)",
         "bad.yaml:1:1: recipe: missing required key 'stfix'",
         "bad.yaml:1:1: recipe: missing required key 'target'",
     };
@@ -163,7 +163,7 @@ static void test_rule_problems(void **state)
         "bad.yaml:5:5: rules[0]: missing required key 'do'",
         "bad.yaml:6:13: rules[0].match: unknown key 'dtyp' (expected one of: prefix, regex, "
         "weight, weight_dtype, shape, scale, scale_dtype, scale_shape, marker, format, probe, "
-        "rotation, not)",
+        "rotation, parallel, not)",
         "bad.yaml:8:11: rules[1].name: duplicate rule name 'a' (first at line 5)",
         "bad.yaml:10:27: rules[1].do.exclude.dtype: expected one of BF16, F16, F32, source, "
         "got 'I8'",

@@ -18,7 +18,7 @@
 #include "stfix.h"
 
 /* The families in catalogue order. */
-static const char FAMILIES[] = "SILRCNH";
+static const char FAMILIES[] = "SILRCNHT";
 
 static void test_lookup(void **state)
 {

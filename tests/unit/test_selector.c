@@ -285,7 +285,7 @@ static void test_problems(void **state)
     expect_problem("{dtyp: I8}",
                    "m.yaml:1:2: rules[0].match: unknown key 'dtyp' (expected one of: prefix, "
                    "regex, weight, weight_dtype, shape, scale, scale_dtype, scale_shape, marker, "
-                   "format, probe, rotation, not)");
+                   "format, probe, rotation, parallel, not)");
     expect_problem("{weight_dtype: I9}",
                    "m.yaml:1:16: rules[0].match.weight_dtype: expected a safetensors dtype name "
                    "(BF16, F16, F32, I8, U8, F8_E4M3, ...), got 'I9'");
@@ -314,7 +314,7 @@ static void test_problems(void **state)
     expect_problem("{\"a\\tb\": 1}",
                    "m.yaml:1:2: rules[0].match: unknown key 'a\\x09b' (expected one of: prefix, "
                    "regex, weight, weight_dtype, shape, scale, scale_dtype, scale_shape, marker, "
-                   "format, probe, rotation, not)");
+                   "format, probe, rotation, parallel, not)");
     expect_problem("{scale: maybe}",
                    "m.yaml:1:9: rules[0].match.scale: expected present or absent, got 'maybe'");
     expect_problem("{scale_shape: [N, M]}",
@@ -332,7 +332,7 @@ static void test_problems(void **state)
     expect_problem("{not: {prefx: a}}",
                    "m.yaml:1:8: rules[0].match.not: unknown key 'prefx' (expected one of: "
                    "prefix, regex, weight, weight_dtype, shape, scale, scale_dtype, scale_shape, "
-                   "marker, format, probe, rotation, not)");
+                   "marker, format, probe, rotation, parallel, not)");
     expect_problem("[prefix]",
                    "m.yaml:1:1: rules[0].match: expected a mapping of selector keys ({} selects "
                    "every layer), got a sequence");

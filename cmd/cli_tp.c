@@ -1,0 +1,243 @@
+/*
+ * Tensor parallelism on the command line, for check, plan and fix: the
+ * degrees of --tp, the parallel-style profile of --tp-profile (a file, the
+ * NAME of a bundled one, or `list`), the detection of the profile from the
+ * layer names when none is given, and the per-degree summary (human and
+ * JSON). Bundled profiles are NAME.yaml in the tp/ subdirectory of each
+ * directory of the recipe search path (cli_recipes.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* --tp 8 or --tp 2,4,8 into the stf_tp_opts at `target`. */
+int cli_opt_tp_degrees(const char *verb, const char *value, void *target)
+{
+    stf_tp_opts *o = target;
+    const char *p = value;
+    o->count = 0;
+    while (1) {
+        char *end;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p || (*end && *end != ',') || v < 1 || v > 65536 || *p == '+' || *p == '-' ||
+            o->count == STF_TP_MAX_DEGREES) {
+            cli_errorf(verb, "--tp takes one to %d degrees from 1 to 65536, comma-separated "
+                             "(e.g. 8 or 2,4,8), not '%s'", STF_TP_MAX_DEGREES, value);
+            return -1;
+        }
+        for (size_t i = 0; i < o->count; i++)
+            if (o->degrees[i] == (unsigned)v) {
+                cli_errorf(verb, "--tp lists degree %lu twice", v);
+                return -1;
+            }
+        o->degrees[o->count++] = (unsigned)v;
+        if (!*end) return 0;
+        p = end + 1;
+    }
+}
+
+/* The profile directories: DIR/tp for each DIR of the recipe search path. */
+static int tp_path(cli_rules_path *p)
+{
+    if (cli_rules_path_get(p)) return -1;
+    for (size_t i = 0; i < p->n; i++) {
+        size_t n = strlen(p->dirs[i]) + sizeof "/tp";
+        char *d = malloc(n);
+        if (!d) {
+            cli_rules_path_free(p);
+            return -1;
+        }
+        snprintf(d, n, "%s/tp", p->dirs[i]);
+        free(p->dirs[i]);
+        p->dirs[i] = d;
+    }
+    return 0;
+}
+
+/* Load the profile at `path`: -1 when loaded, else the exit status (every
+ * problem printed as FILE:LINE:COL: message). */
+static int load_profile(stf_tp_profile **out, const char *verb, const char *path)
+{
+    stf_recipe_diags *d = NULL;
+    stf_err err;
+    stf_err_clear(&err);
+    if (!stf_tp_profile_load_file(out, &d, path, &err)) return -1;
+    if (!d) return cli_report(verb, &err);
+    for (size_t i = 0; i < stf_recipe_diags_count(d); i++)
+        cli_textf(stderr, "%s\n", stf_recipe_diags_text(d, i));
+    stf_recipe_diags_free(d);
+    return cli_report_silent(&err);
+}
+
+void cli_tp_free(cli_tp *t)
+{
+    for (size_t i = 0; i < t->nbundled; i++) stf_tp_profile_free(t->bundled[i]);
+    free(t->bundled);
+    stf_tp_profile_free(t->given);
+    memset(t, 0, sizeof *t);
+}
+
+/* Every bundled profile into t->bundled (names in t->names). */
+static int load_bundled(cli_tp *t, const char *verb)
+{
+    cli_rules_path p;
+    cli_recipe_entry *v = NULL;
+    size_t n = 0;
+    if (tp_path(&p)) return cli_report_code(verb, STF_ENOMEM);
+    int rc = cli_recipe_list(&p, &v, &n);
+    cli_rules_path_free(&p);
+    if (rc) return cli_report_code(verb, STF_ENOMEM);
+    t->bundled = calloc(n ? n : 1, sizeof *t->bundled);
+    if (!t->bundled) {
+        cli_recipe_list_free(v, n);
+        return cli_report_code(verb, STF_ENOMEM);
+    }
+    int ex = -1;
+    for (size_t i = 0; i < n && ex < 0; i++) {
+        ex = load_profile(&t->bundled[i], verb, v[i].path);
+        if (ex < 0) t->nbundled++;
+    }
+    cli_recipe_list_free(v, n);
+    return ex;
+}
+
+/* --tp-profile list: each bundled profile's name and description. */
+int cli_tp_list(const char *verb)
+{
+    cli_tp t;
+    memset(&t, 0, sizeof t);
+    int ex = load_bundled(&t, verb);
+    if (ex >= 0) {
+        cli_tp_free(&t);
+        return ex;
+    }
+    if (!t.nbundled) fputs("no bundled parallel-style profiles on the search path\n", stdout);
+    for (size_t i = 0; i < t.nbundled; i++) {
+        const char *d = stf_tp_profile_description(t.bundled[i]);
+        cli_textf(stdout, "%-12s %s\n", stf_tp_profile_name(t.bundled[i]), d ? d : "");
+    }
+    cli_tp_free(&t);
+    ex = cli_stdout_flush(verb);
+    return ex >= 0 ? ex : EXIT_OK_;
+}
+
+/* The profile in effect for `c`: `arg` (a file or a bundled NAME), or the
+ * bundled profile detected from the names when arg is NULL. On failure *t
+ * still holds what was loaded: the caller frees it either way. */
+int cli_tp_resolve(cli_tp *t, const char *verb, const char *arg, const stf_ckpt *c)
+{
+    memset(t, 0, sizeof t[0]);
+    int ex = load_bundled(t, verb);
+    if (ex >= 0) return ex;
+    if (arg && !cli_recipe_is_name(arg)) {
+        if ((ex = load_profile(&t->given, verb, arg)) >= 0) return ex;
+        t->use = t->given;
+        return -1;
+    }
+    if (arg) {
+        for (size_t i = 0; i < t->nbundled && !t->use; i++)
+            if (!strcmp(stf_tp_profile_name(t->bundled[i]), arg)) t->use = t->bundled[i];
+        if (t->use) return -1;
+        stf_err err;
+        stf_err_clear(&err);
+        err.code = STF_ENOTFOUND;
+        snprintf(err.msg, sizeof err.msg,
+                 "parallel-style profile '%s' not found (stfix check --tp-profile list shows "
+                 "the bundled ones)", arg);
+        return cli_report(verb, &err);
+    }
+    stf_model *m = NULL;
+    stf_err err;
+    stf_err_clear(&err);
+    size_t best;
+    if (stf_model_build(&m, c, &err) ||
+        stf_tp_profile_detect(&best, &t->classified, &t->linear,
+                              (const stf_tp_profile *const *)t->bundled, t->nbundled, m, &err)) {
+        stf_model_free(m);
+        return cli_report(verb, &err);
+    }
+    stf_model_free(m);
+    t->detected = 1;
+    if (best != SIZE_MAX) t->use = t->bundled[best];
+    return -1;
+}
+
+/* One line: which profile and how it was chosen. */
+void cli_tp_describe(FILE *o, const cli_tp *t)
+{
+    const char *name = t->use ? stf_tp_profile_name(t->use) : NULL;
+    if (!t->detected) cli_textf(o, "tp profile: %s (given)\n", name ? name : "none");
+    else if (name)
+        cli_textf(o, "tp profile: %s (detected: it classifies %zu of %zu Linear layers)\n", name,
+                  t->classified, t->linear);
+    else
+        cli_textf(o, "tp profile: none (no bundled profile classifies any of %zu Linear layers: "
+                     "every layer is unknown)\n", t->linear);
+}
+
+/* The verdict word of a degree. */
+static const char *verdict(const stf_tp_summary *s)
+{
+    if (s->cannot_load) return "cannot load";
+    if (s->replicated) return "replicated";
+    if (s->unknown) return "unchecked layers";
+    return "clean";
+}
+
+/* The human per-degree summary. */
+void cli_tp_summary_human(FILE *o, const stf_check_report *r)
+{
+    for (size_t i = 0; i < stf_check_tp_count(r); i++) {
+        const stf_tp_summary *s = stf_check_tp_summary(r, i);
+        fprintf(o, "  TP %u: %s; %zu sharded, %zu replicated by style, %zu replicated "
+                   "(%llu bytes per GPU instead of %llu), %zu cannot load, %zu unknown\n",
+                s->tp, verdict(s), s->sharded, s->replicated_by_style, s->replicated,
+                (unsigned long long)s->replicated_bytes,
+                (unsigned long long)(s->replicated_bytes / s->tp), s->cannot_load, s->unknown);
+    }
+}
+
+/* The "tp" member of check's JSON document (without the leading comma). */
+void cli_tp_summary_json(FILE *o, const cli_tp *t, const stf_check_report *r)
+{
+    fputs("\"tp\": {\"profile\": ", o);
+    cli_json_str_or_null(o, t->use ? stf_tp_profile_name(t->use) : NULL);
+    fprintf(o, ", \"detected\": %s", t->detected ? "true" : "false");
+    if (t->detected) fprintf(o, ", \"classified\": %zu, \"linear\": %zu", t->classified, t->linear);
+    fputs(", \"degrees\": [", o);
+    for (size_t i = 0; i < stf_check_tp_count(r); i++) {
+        const stf_tp_summary *s = stf_check_tp_summary(r, i);
+        fprintf(o, "%s{\"tp\": %u, \"verdict\": \"%s\", \"sharded\": %zu, "
+                   "\"replicated_by_style\": %zu, \"replicated\": %zu, "
+                   "\"replicated_bytes_per_gpu\": %llu, \"cannot_load\": %zu, \"unknown\": %zu}",
+                i ? ", " : "", s->tp, verdict(s), s->sharded, s->replicated_by_style,
+                s->replicated, (unsigned long long)s->replicated_bytes, s->cannot_load,
+                s->unknown);
+    }
+    fputs("]}", o);
+}
+
+/* Whether a requantize action of r has a degree above 1. */
+int cli_recipe_uses_tp(const stf_recipe *r)
+{
+    for (size_t i = 0; i < stf_recipe_rule_count(r); i++) {
+        const stf_rule *ru = stf_recipe_rule(r, i);
+        for (size_t j = 0; j < stf_rule_action_count(ru); j++) {
+            const stf_action *a = stf_rule_action(ru, j);
+            if (a->kind == STF_ACT_REQUANTIZE && a->params.requantize.tp > 1) return 1;
+        }
+    }
+    return 0;
+}
+
+/* Resolve the profile for c (cli_tp_resolve) and attach it to r. */
+int cli_tp_attach(cli_tp *t, const char *verb, const char *arg, const stf_ckpt *c,
+                  stf_recipe *r)
+{
+    int ex = cli_tp_resolve(t, verb, arg, c);
+    if (ex >= 0) return ex;
+    stf_recipe_set_tp_profile(r, t->use);
+    return -1;
+}
