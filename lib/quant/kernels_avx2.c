@@ -608,4 +608,5 @@ const stf__kernels stf__kernels_avx2 = {
     stf__sylvester_undo_avx2,
     stf__w4a4_unpack_avx2,
     stf__int8_row_fp8_avx2,
+    stf__int8_row_i8_avx2,
 };

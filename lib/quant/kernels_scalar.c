@@ -176,4 +176,5 @@ const stf__kernels stf__kernels_scalar = {
     stf__sylvester_undo_scalar,
     stf__w4a4_unpack_scalar,
     stf__int8_row_fp8_scalar,
+    stf__int8_row_i8_scalar,
 };

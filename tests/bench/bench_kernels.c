@@ -163,15 +163,13 @@ static int run_rows(void *ud, size_t b, size_t e)
             break;
         }
         case J_INT8_REQ: {
-            /* The fused path of fix: dequantize one row, un-rotate it (G =
-             * 256 regular, or the Sylvester G = 128 of J_SYL_REQ), requantize
-             * it with G = j->g (T = BF16), all on one cache-resident row. */
-            float *w = x + k;
-            kt->int8_dequant_row(w, (const int8_t *)j->src + r * k, j->scale[r], k);
-            if (j->wrap) kt->sylvester_undo(w, k, 128);
-            else kt->fht_regular(w, k, 256);
-            int rc = kt->int8_row(j->q2 + r * k, j->scale2 + r, w, STF_F32, k, j->g,
-                                  STF_QMODE_CUDA, STF_BF16, x);
+            /* The fused path of fix: one INT8 row x its scale, its rotation
+             * (regular G = 256, or the Sylvester G = 128 of wrap = 1)
+             * undone, requantized with G = j->g (T = BF16), by int8_row_i8
+             * (without an F32 row where the variant fuses, else in x + k). */
+            int rc = kt->int8_row_i8(j->q2 + r * k, j->scale2 + r, (const int8_t *)j->src + r * k,
+                                     j->scale[r], NULL, j->wrap ? 128 : 256, (int)j->wrap, k,
+                                     j->g, STF_QMODE_CUDA, STF_BF16, x, x + k);
             if (rc) return rc;
             break;
         }
