@@ -33,8 +33,9 @@ typedef struct stf__kernels {
      * rotate each group of g with the FHT of FAST TRANSFORM (g == 0: no
      * rotation), absmax, scale per `mode` and rounding dtype t, quantize into
      * q[k], *scale = s. `scratch` holds at least k floats, 64-byte aligned.
-     * Returns 0, or STF_ENUMERIC when the row holds NaN or Inf (nothing useful
-     * is written then).
+     * g is 0 or a power of 4 (1 is the identity); any other g returns
+     * STF_EINVAL with nothing written. Returns 0, or STF_ENUMERIC when the
+     * row holds NaN or Inf (nothing useful is written then).
      */
     int (*int8_row)(int8_t *q, float *scale, const void *src, stf_dtype src_dtype, size_t k,
                     unsigned g, stf_quant_mode mode, stf_dtype t, float *scratch);
