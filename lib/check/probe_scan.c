@@ -220,6 +220,17 @@ typedef struct scan_state {
     double *h2e;
 } scan_state;
 
+/* H1's per-row part once row r's maximum mr is known. */
+INL void h1_row_end(scan_state *sc, uint64_t r, unsigned mr)
+{
+    if (r % 32 == 31 || r + 1 == sc->n)
+        band_blocks(sc->blkall + (size_t)(r / 32) * sc->nb32, sc->mb, sc->kk);
+    if (mr) {
+        sc->h1->rows_ne++;
+        if (mr >= sc->req->sat) sc->h1->rows_sat++;
+    }
+}
+
 /* rows rows of kb bytes at blk, the first being row r0. */
 SCAN_CLONES static void scan_rows(scan_state *sc, const uint8_t *blk, size_t rows, uint64_t r0)
 {
@@ -230,14 +241,37 @@ SCAN_CLONES static void scan_rows(scan_state *sc, const uint8_t *blk, size_t row
         if (req->w4) abs_i4(sc->a, row, sc->kb);
         else abs_i8(sc->a, (const int8_t *)row, sc->kk);
         unsigned mr = req->h1 ? row_h1(sc->a, sc->kk, sc->mc, sc->mb) : row_max(sc->a, sc->kk);
-        if (req->h1 && (r % 32 == 31 || r + 1 == sc->n))
-            band_blocks(sc->blkall + (size_t)(r / 32) * sc->nb32, sc->mb, sc->kk);
-        if (req->h1 && mr) {
-            sc->h1->rows_ne++;
-            if (mr >= req->sat) sc->h1->rows_sat++;
-        }
+        if (req->h1) h1_row_end(sc, r, mr);
         if (sc->g) row_h2(sc->h2e, sc->sq, sc->a, sc->kk, sc->g, mr);
     }
+}
+
+/*
+ * A row wider than the read block, in pieces: nb bytes at p, its columns
+ * from c0 (a multiple of g, and of 2 * CH for int4), each piece but the
+ * last a whole number of groups. *mr and sq64[0..g) (the exact energies)
+ * carry the row across its pieces; last: the row ends here. Slower than
+ * scan_rows, and the same counts and sums.
+ */
+static void scan_piece(scan_state *sc, const uint8_t *p, size_t nb, size_t c0, uint64_t r,
+                       unsigned *mr, uint64_t *sq64, int last)
+{
+    const stf__scan_req *req = sc->req;
+    size_t n = req->w4 ? 2 * nb : nb;
+    if (req->w4) abs_i4(sc->a, p, nb);
+    else abs_i8(sc->a, (const int8_t *)p, n);
+    unsigned m = req->h1 ? row_h1(sc->a, n, sc->mc + c0, sc->mb + c0) : row_max(sc->a, n);
+    if (m > *mr) *mr = m;
+    for (size_t base = 0; sc->g && base < n; base += sc->g)
+        for (size_t j = 0; j < sc->g; j++) sq64[j] += (uint32_t)sc->a[base + j] * sc->a[base + j];
+    if (!last) return;
+    if (req->h1) h1_row_end(sc, r, *mr);
+    if (sc->g && *mr) {
+        double w = 1.0 / ((double)*mr * (double)*mr);
+        for (size_t j = 0; j < sc->g; j++) sc->h2e[j] += (double)sq64[j] * w;
+    }
+    if (sc->g) memset(sq64, 0, sc->g * sizeof *sq64);
+    *mr = 0;
 }
 
 /* Contract in probe_scan.h. */
@@ -248,27 +282,52 @@ int stf__probe_scan(const stf_ckpt *c, size_t wi, const stf_tensor_info *w,
     size_t kk = (size_t)(req->w4 ? 2 * kb : kb);
     size_t g = req->w4 ? 0 : req->h2_group;
     size_t nb32 = (kk + CH - 1) / CH, nbr = (size_t)((n + 31) / 32);
-    size_t per = kb && kb < READ_BLOCK ? READ_BLOCK / (size_t)kb : 1;
-    if (per > n) per = (size_t)n;
+    size_t block = req->block ? req->block : READ_BLOCK;
+    /* Whole rows per read, or (wide rows) bytes per piece of a row: a
+     * whole number of groups (g), or of 32 int4 columns, at least one. */
+    size_t unit = g ? g : CH, per = 1, piece = (size_t)kb;
+    if (kb <= block) {
+        per = kb ? block / (size_t)kb : 1;
+        if (per > n) per = (size_t)n;
+    } else {
+        piece = block / unit * unit;
+        if (piece < unit) piece = unit;
+        if (piece >= kb) piece = (size_t)kb; /* one whole row per read */
+    }
+    size_t acols = req->w4 ? 2 * piece : piece;
     const uint8_t *direct = stf_ckpt_tensor_data(c, wi);
-    size_t bufsz = per * (size_t)kb;
+    size_t bufsz = per * piece;
     uint8_t *buf = direct ? NULL : stf__malloc(bufsz ? bufsz : 1);
-    uint8_t *a = stf__malloc(kk ? kk : 1);
+    uint8_t *a = stf__malloc(acols ? acols : 1);
     uint8_t *mc = req->h1 ? stf__calloc(kk ? kk : 1, 1) : NULL;
     uint8_t *mb = req->h1 ? stf__calloc(kk ? kk : 1, 1) : NULL;
     uint8_t *blkall = req->h1 ? stf__calloc(nbr * (nb32 ? nb32 : 1) + 1, 1) : NULL;
     int32_t *sq = g ? stf__malloc((g > CH ? g : CH) * sizeof *sq) : NULL;
+    uint64_t *sq64 = g && piece < kb ? stf__calloc(g, sizeof *sq64) : NULL;
     int rc = 0;
     if (h1) memset(h1, 0, sizeof *h1);
     if (g) memset(h2e, 0, g * sizeof *h2e);
-    if ((!direct && !buf) || !a || (req->h1 && (!mc || !mb || !blkall)) || (g && !sq)) {
+    if ((!direct && !buf) || !a || (req->h1 && (!mc || !mb || !blkall)) || (g && !sq) ||
+        (g && piece < kb && !sq64)) {
         char shown[STF__NAME_SHOWN];
         rc = stf__err(err, STF_ENOMEM, "probe of %s: out of memory",
                       stf__name_render(shown, sizeof shown, w->name, w->name_len));
         goto done;
     }
     scan_state sc = { req, n, (size_t)kb, kk, g, nb32, a, mc, mb, blkall, sq, h1, h2e };
-    for (uint64_t r0 = 0; r0 < n; r0 += per) {
+    if (piece < kb) {
+        unsigned mr = 0;
+        for (uint64_t r = 0; r < n; r++)
+            for (uint64_t at = 0; at < kb; at += piece) {
+                size_t nbytes = (size_t)(kb - at < piece ? kb - at : piece);
+                const uint8_t *p = direct ? direct + r * kb + at : buf;
+                if (!direct && (rc = stf_ckpt_read(buf, c, wi, r * kb + at, nbytes, err)))
+                    goto done;
+                scan_piece(&sc, p, nbytes, (size_t)(req->w4 ? 2 * at : at), r, &mr, sq64,
+                           at + nbytes == kb);
+            }
+    }
+    for (uint64_t r0 = 0; piece == kb && r0 < n; r0 += per) {
         size_t rows = (size_t)(n - r0 < per ? n - r0 : per);
         const uint8_t *blk = direct ? direct + r0 * kb : buf;
         if (!direct) {
@@ -296,5 +355,6 @@ done:
     stf__free(mb);
     stf__free(blkall);
     stf__free(sq);
+    stf__free(sq64);
     return rc;
 }

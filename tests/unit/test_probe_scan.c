@@ -203,6 +203,24 @@ static void one(uint64_t n, uint64_t kb, int w4, uint64_t g, unsigned style, int
                          (unsigned long long)j, ge[j], we[j]);
         }
     }
+    /* Smaller read blocks (rows read in pieces when wider): the same
+     * counts and sums. */
+    static const size_t blocks[] = { 1, 33, 1000 };
+    for (size_t bi = 0; bi < sizeof blocks / sizeof *blocks; bi++) {
+        stf__scan_req small = req;
+        small.block = blocks[bi];
+        stf__h1_stat got2;
+        double *ge2 = calloc(g ? (size_t)g : 1, sizeof *ge2);
+        assert_int_equal(stf__probe_scan(f.c, wi, w, &small, &got2, ge2, &err), 0);
+        if (memcmp(&got2, &want, sizeof got2))
+            fail_msg("H1 n=%llu kb=%llu w4=%d block=%zu differs", (unsigned long long)n,
+                     (unsigned long long)kb, w4, blocks[bi]);
+        if (g && !w4) {
+            ref_h2(we, data, n, kb, g);
+            assert_memory_equal(ge2, we, (size_t)g * sizeof *ge2);
+        }
+        free(ge2);
+    }
     free(ge);
     free(we);
     st_ckfx_close(&f);
