@@ -125,6 +125,13 @@ int stf__int8_row_i8_scalar(int8_t *q, float *scale, const int8_t *src, float s,
 int stf__int8_row_i8_avx2(int8_t *q, float *scale, const int8_t *src, float s, const float *cols,
                           unsigned ug, int sylvester, size_t k, unsigned g, stf_quant_mode mode,
                           stf_dtype t, float *scratch, float *row);
+int stf__int8_row_i8_avx512(int8_t *q, float *scale, const int8_t *src, float s, const float *cols,
+                            unsigned ug, int sylvester, size_t k, unsigned g, stf_quant_mode mode,
+                            stf_dtype t, float *scratch, float *row);
+int stf__int8_row_i8_avx512_plain(int8_t *q, float *scale, const int8_t *src, float s,
+                                  const float *cols, unsigned ug, int sylvester, size_t k,
+                                  unsigned g, stf_quant_mode mode, stf_dtype t, float *scratch,
+                                  float *row);
 int stf__int8_row_fp8_avx2(int8_t *q, float *scale, const uint8_t *src, stf_dtype dt, float s,
                            size_t k, unsigned g, stf_quant_mode mode, stf_dtype t,
                            float *scratch, float *row);

@@ -629,41 +629,6 @@ static int int8_row_fp8_avx512_plain(int8_t *q, float *scale, const uint8_t *src
     return int8_row_fp8_x(q, scale, src, dt, s, k, g, mode, t, scratch, row, 0);
 }
 
-/*
- * int8_row_i8 (contract in kernels.h): the BF16 G = 256 path of
- * kernels_bf16_avx512.c where it applies (regular G = 256 or no rotation
- * to undo), else the composition on this table.
- */
-INL int int8_row_i8_x(const stf__kernels *kt, int8_t *q, float *scale, const int8_t *src,
-                      float s, const float *cols, unsigned ug, int sylvester, size_t k,
-                      unsigned g, stf_quant_mode mode, stf_dtype t, float *scratch, float *row,
-                      int hw_bf16)
-{
-    if (hw_bf16 && g == 256 && t == STF_BF16 && !sylvester &&
-        (mode == STF_QMODE_CUDA || mode == STF_QMODE_EAGER) && stf__avx512_bf16_usable() &&
-        stf__int8_row_i8_g256(q, scale, src, s, cols, ug, k, mode, scratch) == 0)
-        return 0;
-    return stf__int8_row_i8_compose(kt, q, scale, src, s, cols, ug, sylvester, k, g, mode, t,
-                                    scratch, row);
-}
-
-static int int8_row_i8_avx512(int8_t *q, float *scale, const int8_t *src, float s,
-                              const float *cols, unsigned ug, int sylvester, size_t k, unsigned g,
-                              stf_quant_mode mode, stf_dtype t, float *scratch, float *row)
-{
-    return int8_row_i8_x(&stf__kernels_avx512, q, scale, src, s, cols, ug, sylvester, k, g, mode,
-                         t, scratch, row, 1);
-}
-
-static int int8_row_i8_avx512_plain(int8_t *q, float *scale, const int8_t *src, float s,
-                                    const float *cols, unsigned ug, int sylvester, size_t k,
-                                    unsigned g, stf_quant_mode mode, stf_dtype t, float *scratch,
-                                    float *row)
-{
-    return int8_row_i8_x(&stf__kernels_avx512_plain, q, scale, src, s, cols, ug, sylvester, k, g,
-                         mode, t, scratch, row, 0);
-}
-
 static void fht_regular_avx512(float *x, size_t k, unsigned g)
 {
     /* Odd sizes: the scalar code defines the result. */
@@ -786,7 +751,7 @@ const stf__kernels stf__kernels_avx512 = {
     stf__sylvester_undo_avx512,
     stf__w4a4_unpack_avx512,
     int8_row_fp8_avx512,
-    int8_row_i8_avx512,
+    stf__int8_row_i8_avx512,
 };
 
 /* The same without the AVX512-BF16 path (declared in kernels_avx512.h). */
@@ -804,5 +769,5 @@ const stf__kernels stf__kernels_avx512_plain = {
     stf__sylvester_undo_avx512,
     stf__w4a4_unpack_avx512,
     int8_row_fp8_avx512_plain,
-    int8_row_i8_avx512_plain,
+    stf__int8_row_i8_avx512_plain,
 };
