@@ -363,6 +363,7 @@ int cmd_fix(int argc, char **argv)
 
     stf_plan_opts po = a.po;
     po.pool = pool;
+    po.max_mem = a.max_mem ? a.max_mem : ro.max_mem; /* the probes stay within it too */
     if (stf_plan_build(&p, c, rc, &po, &err)) {
         ex = cli_report("fix", &err);
         goto done;

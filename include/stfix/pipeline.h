@@ -28,8 +28,8 @@ extern "C" {
 
 /* ------------------------------------------------------------------ plan */
 
-/* The layout of stf_plan_opts this header describes. */
-#define STF_PLAN_OPTS_VERSION 1u
+/* The layout of stf_plan_opts this header describes (1: without max_mem). */
+#define STF_PLAN_OPTS_VERSION 2u
 
 typedef struct stf_plan_opts {
     unsigned version;          /* STF_PLAN_OPTS_VERSION, set by stf_plan_opts_init */
@@ -37,6 +37,8 @@ typedef struct stf_plan_opts {
     stf_quant_mode quant_mode;
     double tau;                /* H1 saturation threshold (default 0.99) */
     stf_pool *pool;            /* for probes; NULL = inline */
+    uint64_t max_mem;          /* the probes' read buffers, all threads together
+                                * (0: 128 KiB a thread; fix --max-mem) */
 } stf_plan_opts;
 
 /* Defaults of layout `version` (tau 0.99, the recipes' modes, no pool); as

@@ -25,14 +25,19 @@ typedef struct stf__scan_req {
     int w4;          /* codes are signed nibble pairs, low nibble first (H1 only) */
     unsigned sat;    /* H1 saturation threshold */
     size_t h2_group; /* 0: no H2; else G, dividing K (int8 only) */
+    size_t block;    /* bytes per read (0: 128 KiB); a wider row is read in
+                      * pieces of whole groups (at least one) */
 } stf__scan_req;
 
 /*
  * Read weight tensor wi (info w: I8, rank 2, at least one element) once,
- * in blocks of whole rows, and compute what req asks for: the H1 counts in
+ * in blocks of whole rows (pieces of a row wider than req->block), and
+ * compute what req asks for: the H1 counts in
  * *h1, and in h2e[0..G) the energy of each group position, each row
  * divided by its own peak max(1, max|q|), summed in row then column order.
- * Memory: a read block of about 128 KiB plus a few bytes per column.
+ * Memory: the read block (req->block, or 128 KiB), three bytes per
+ * column, one per 32 x 32 block of codes, and a few words per group
+ * position; the results do not depend on req->block.
  * Errors: STF_ENOMEM, or the read error (STF_EIO).
  */
 int stf__probe_scan(const stf_ckpt *c, size_t wi, const stf_tensor_info *w,

@@ -118,11 +118,18 @@ static void h1_finish(stf_h1_result *out, const stf__h1_stat *st, const stf_mode
 int stf_probe_h1(stf_h1_result *out, const stf_ckpt *c, const stf_model *m, const stf_layer *l,
                  int w4, double tau, stf_err *err)
 {
+    return stf__probe_h1_block(out, c, m, l, w4, tau, 0, err);
+}
+
+/* Contract in probes.h. */
+int stf__probe_h1_block(stf_h1_result *out, const stf_ckpt *c, const stf_model *m,
+                        const stf_layer *l, int w4, double tau, size_t block, stf_err *err)
+{
     memset(out, 0, sizeof *out);
     out->verdict = STF_PROBE_UNKNOWN;
     if (!h1_applies(m, l)) return 0;
     stf__h1_stat st;
-    stf__scan_req req = { .h1 = 1, .w4 = w4, .sat = w4 ? 7 : 126 };
+    stf__scan_req req = { .h1 = 1, .w4 = w4, .sat = w4 ? 7 : 126, .block = block };
     int rc = stf__probe_scan(c, (size_t)stf_layer_tensor(l, STF_SFX_WEIGHT),
                              stf_layer_tensor_info(m, l, STF_SFX_WEIGHT), &req, &st, NULL, err);
     if (rc) return rc;

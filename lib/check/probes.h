@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "stfix/check.h"
+#include "stfix/experimental/check.h"
 
 #define STF__PROBE_SCALES 4 /* weight_scale, input_scale, weight_scale_2, s_channel */
 
@@ -33,6 +34,14 @@ typedef struct stf__layer_probe {
 
 /* The suffix of scale slot j (STF_SFX_WEIGHT_SCALE, ...). */
 stf_suffix stf__probe_scale_suffix(unsigned j);
+
+/*
+ * stf_probe_h1 (check.h) reading at most `block` bytes of the weight at a
+ * time (0: 128 KiB; at least one group of a row): the same result for
+ * any block. For callers that bound memory (plan under fix --max-mem).
+ */
+int stf__probe_h1_block(stf_h1_result *out, const stf_ckpt *c, const stf_model *m,
+                        const stf_layer *l, int w4, double tau, size_t block, stf_err *err);
 
 /*
  * Probe layer l of m (opened from c) with H1 threshold tau. Errors:

@@ -15,7 +15,13 @@
 /* Defaults: quant mode from the recipe, tau 0.99, probes inline. */
 void stf_plan_opts_init_version(stf_plan_opts *o, unsigned version)
 {
-    if (!o || !stf__opts_reset(o, sizeof *o, version, STF_PLAN_OPTS_VERSION)) return;
+    /* Layout 1 ends before max_mem. */
+    if (o && version == 1u) {
+        memset(o, 0, offsetof(stf_plan_opts, max_mem));
+        o->version = version;
+    } else if (!o || !stf__opts_reset(o, sizeof *o, version, STF_PLAN_OPTS_VERSION)) {
+        return;
+    }
     o->quant_mode = STF_QMODE_CUDA;
     o->tau = 0.99;
 }
@@ -555,6 +561,8 @@ int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
         stf_plan_opts_init(&defo);
         o = &defo;
     }
+    /* Layout 1 (before max_mem) is accepted too; stf__plan_probe_block
+     * reads max_mem from layout 2 only. */
     if ((rc = stf__opts_version(err, o->version, STF_PLAN_OPTS_VERSION, "stf_plan_opts")))
         return rc;
     stf_plan *p = stf__calloc(1, sizeof *p);

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "check/probes.h"
 #include "stfix/pipeline.h"
 #include "stfix/experimental/check.h"
 #include "stfix/experimental/quant.h"
@@ -181,6 +182,8 @@ int stf__plan_view(stf_layer_view *v, stf__view_store *store, const stf_model *m
 void stf__view_store_free(stf__view_store *s);
 /* Whether H1 reads layer l's codes as int4 pairs (a convrot_w4a4 marker). */
 int stf__plan_probe_w4(const stf_layer *l);
+/* The probes' read block under o->max_mem (0: their default). */
+size_t stf__plan_probe_block(const stf_plan_opts *o);
 /* ROW/COLUMN/... of the H1 probe, or UNKNOWN when the layer cannot be probed. */
 int stf__plan_probe_h1(stf_probe_verdict *out, const stf_plan_opts *o, const stf_model *m,
                        const stf_layer *l, int w4, stf_err *err);

@@ -117,6 +117,21 @@ int stf__plan_probe_w4(const stf_layer *l)
 }
 
 /*
+ * The probes' read block: 128 KiB a thread (0), or under max_mem an equal
+ * share of it for each thread, halved to leave room for the per-column
+ * arrays, at least 4 KiB.
+ */
+size_t stf__plan_probe_block(const stf_plan_opts *o)
+{
+    if (!o || o->version < 2u || !o->max_mem) return 0;
+    uint64_t threads = o->pool ? stf_pool_threads(o->pool) : 1;
+    uint64_t b = o->max_mem / (threads ? threads : 1) / 2;
+    if (b > 128u * 1024u) b = 128u * 1024u;
+    if (b < 4096u) b = 4096u;
+    return (size_t)b;
+}
+
+/*
  * Run H1 on an INT8 or W4A4 layer (stfix-defects(7), ROW AND COLUMN
  * DETECTION) and give the selector its verdict. Layers H1 cannot read
  * give UNKNOWN. Errors: STF_EIO, STF_ENOMEM.
@@ -126,7 +141,8 @@ int stf__plan_probe_h1(stf_probe_verdict *out, const stf_plan_opts *o, const stf
 {
     *out = STF_PROBE_UNKNOWN;
     stf_h1_result h;
-    int rc = stf_probe_h1(&h, stf_model_ckpt(m), m, l, w4, o ? o->tau : 0.99, err);
+    int rc = stf__probe_h1_block(&h, stf_model_ckpt(m), m, l, w4, o ? o->tau : 0.99,
+                                 stf__plan_probe_block(o), err);
     if (rc) {
         char shown[STF__NAME_SHOWN];
         return stf__err_prefix(err, "probe of layer '%s': ",

@@ -33,8 +33,9 @@ typedef struct stf__kernels {
      * rotate each group of g with the FHT of FAST TRANSFORM (g == 0: no
      * rotation), absmax, scale per `mode` and rounding dtype t, quantize into
      * q[k], *scale = s. `scratch` holds at least k floats, 64-byte aligned.
-     * Returns 0, or STF_ENUMERIC when the row holds NaN or Inf (nothing useful
-     * is written then).
+     * g is 0 or a power of 4 (1 is the identity); any other g returns
+     * STF_EINVAL with nothing written. Returns 0, or STF_ENUMERIC when the
+     * row holds NaN or Inf (nothing useful is written then).
      */
     int (*int8_row)(int8_t *q, float *scale, const void *src, stf_dtype src_dtype, size_t k,
                     unsigned g, stf_quant_mode mode, stf_dtype t, float *scratch);
@@ -84,6 +85,23 @@ typedef struct stf__kernels {
     int (*int8_row_fp8)(int8_t *q, float *scale, const uint8_t *src, stf_dtype dt, float s,
                         size_t k, unsigned g, stf_quant_mode mode, stf_dtype t, float *scratch,
                         float *row);
+
+    /*
+     * int8_row of a decoded INT8 row with its rotation undone, with the
+     * same bytes and return code as these steps on the F32 row `row`:
+     * int8_dequant_row(row, src, s, k), or int8_dequant_row_cols(row, src,
+     * cols, k) when cols is not NULL (s unused); then, when ug != 0,
+     * sylvester_undo(row, k, ug) if `sylvester`, else fht_regular(row, k,
+     * ug); then int8_row(q, scale, row, STF_F32, k, g, mode, t, scratch).
+     * ug must be what those entries accept (0, a power of 4 dividing k, or
+     * with `sylvester` a power of 2 in 2..4096 dividing k). row holds k
+     * floats not overlapping scratch; the variants that compose the steps
+     * write the decoded row there (kernels_i8_row.c), the AVX-512 one runs
+     * regular G = 256 and unrotated rows into T = BF16, G = 256 without it.
+     */
+    int (*int8_row_i8)(int8_t *q, float *scale, const int8_t *src, float s, const float *cols,
+                       unsigned ug, int sylvester, size_t k, unsigned g, stf_quant_mode mode,
+                       stf_dtype t, float *scratch, float *row);
 } stf__kernels;
 
 /* The decode entries of each variant (kernels_decode_*.c), for the tables. */
@@ -95,7 +113,25 @@ void stf__w4a4_unpack_scalar(float *dst, const uint8_t *src, size_t n, float s);
 int stf__int8_row_fp8_scalar(int8_t *q, float *scale, const uint8_t *src, stf_dtype dt, float s,
                              size_t k, unsigned g, stf_quant_mode mode, stf_dtype t,
                              float *scratch, float *row);
+/* int8_row_i8 as the composition on table kt (kernels_i8_row.c). */
+int stf__int8_row_i8_compose(const stf__kernels *kt, int8_t *q, float *scale, const int8_t *src,
+                             float s, const float *cols, unsigned ug, int sylvester, size_t k,
+                             unsigned g, stf_quant_mode mode, stf_dtype t, float *scratch,
+                             float *row);
+int stf__int8_row_i8_scalar(int8_t *q, float *scale, const int8_t *src, float s, const float *cols,
+                            unsigned ug, int sylvester, size_t k, unsigned g, stf_quant_mode mode,
+                            stf_dtype t, float *scratch, float *row);
 #if STF_HAVE_X86_SIMD
+int stf__int8_row_i8_avx2(int8_t *q, float *scale, const int8_t *src, float s, const float *cols,
+                          unsigned ug, int sylvester, size_t k, unsigned g, stf_quant_mode mode,
+                          stf_dtype t, float *scratch, float *row);
+int stf__int8_row_i8_avx512(int8_t *q, float *scale, const int8_t *src, float s, const float *cols,
+                            unsigned ug, int sylvester, size_t k, unsigned g, stf_quant_mode mode,
+                            stf_dtype t, float *scratch, float *row);
+int stf__int8_row_i8_avx512_plain(int8_t *q, float *scale, const int8_t *src, float s,
+                                  const float *cols, unsigned ug, int sylvester, size_t k,
+                                  unsigned g, stf_quant_mode mode, stf_dtype t, float *scratch,
+                                  float *row);
 int stf__int8_row_fp8_avx2(int8_t *q, float *scale, const uint8_t *src, stf_dtype dt, float s,
                            size_t k, unsigned g, stf_quant_mode mode, stf_dtype t,
                            float *scratch, float *row);

@@ -21,6 +21,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "fp8_avx2.h"
 #include "fpbits.h"
 #include "int8_scale.h"
 #include "kernels.h"
@@ -114,8 +115,12 @@ INL void fht_quad(__m256 *p0, __m256 *p1, __m256 *p2, __m256 *p3)
 
 /* ------------------------------------------------------------- loads */
 
-INL __m256 load8(const void *src, stf_dtype dt, size_t i)
+/* FP8 sources (int8_row_fp8) are decoded and multiplied by the row scale
+ * sv: fl32(fp8 * s), the value fp8_decode stores. */
+INL __m256 load8(const void *src, stf_dtype dt, size_t i, __m256 sv)
 {
+    if (dt == STF_F8_E4M3 || dt == STF_F8_E5M2)
+        return _mm256_mul_ps(fp8_8((const uint8_t *)src + i, dt), sv);
     if (dt == STF_BF16) {
         __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)src + i));
         return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
@@ -132,9 +137,9 @@ INL __m256 load8(const void *src, stf_dtype dt, size_t i)
  */
 INL void prefetch16(const void *src, stf_dtype dt, size_t i)
 {
-    size_t esz = dt == STF_F32 ? 4 : 2;
+    size_t esz = dt == STF_F32 ? 4 : dt == STF_BF16 || dt == STF_F16 ? 2 : 1;
     uintptr_t p = (uintptr_t)src + i * esz + 4096;
-    if (esz == 4 || (i & 16) == 0) _mm_prefetch((const char *)p, _MM_HINT_T0);
+    if (esz == 4 || (esz == 2 && (i & 16) == 0) || (i & 48) == 0) _mm_prefetch((const char *)p, _MM_HINT_T0);
 }
 
 INL __m256i abs_bits(__m256 v)
@@ -185,11 +190,13 @@ static uint32_t hmax_u32(__m256i a)
 /* Tail of a g = 0 / g = 4 row, in plain C: load, stride-1 stage, max of
  * |bits|, with the scalar code's expressions. */
 static uint32_t tail_c(float *x, const void *src, stf_dtype dt, size_t i, size_t k, unsigned g,
-                       uint32_t m)
+                       uint32_t m, float s)
 {
     for (size_t j = i; j < k; j++) {
         float v;
-        if (dt == STF_BF16) v = stf__bf16_to_f32(((const uint16_t *)src)[j]);
+        if (dt == STF_F8_E4M3 || dt == STF_F8_E5M2)
+            stf__fp8_decode_scalar(&v, (const uint8_t *)src + j, dt, 1, s);
+        else if (dt == STF_BF16) v = stf__bf16_to_f32(((const uint16_t *)src)[j]);
         else if (dt == STF_F16) v = stf__f16_to_f32(((const uint16_t *)src)[j]);
         else v = ((const float *)src)[j];
         x[j] = v;
@@ -241,13 +248,14 @@ INL void lane_transpose(__m256 *p0, __m256 *p1, __m256 *p2, __m256 *p3)
  * swaps l2 with one. Stored: vb = (b4, b5, b1), l = (b3, b2, b0), which
  * pass2_perm undoes on the codes. tiny: as group256 (F32 sources).
  */
-INL void block64_t(float *x, const void *src, stf_dtype dt, size_t i, __m256i *tiny)
+INL void block64_t(float *x, const void *src, stf_dtype dt, size_t i, __m256i *tiny,
+                    __m256 sv)
 {
     __m256 v[8];
 #pragma GCC unroll 8
     for (int j = 0; j < 8; j++) {
         if ((j & 1) == 0) prefetch16(src, dt, i + 8 * (size_t)j);
-        v[j] = load8(src, dt, i + 8 * (size_t)j);
+        v[j] = load8(src, dt, i + 8 * (size_t)j, sv);
         if (dt == STF_F32)
             *tiny = _mm256_min_epu32(*tiny, _mm256_sub_epi32(abs_bits(v[j]), _mm256_set1_epi32(1)));
     }
@@ -282,11 +290,11 @@ INL void block64_t(float *x, const void *src, stf_dtype dt, size_t i, __m256i *t
  * may not hold (an F32 input below 2^-122 in magnitude) so the caller
  * hands the row to the scalar table, as it does for non-finite R.
  */
-INL uint32_t pass1_t256(float *x, const void *src, stf_dtype dt, size_t k)
+INL uint32_t pass1_t256(float *x, const void *src, stf_dtype dt, size_t k, __m256 sv)
 {
     __m256i a = _mm256_setzero_si256(), tiny = _mm256_set1_epi32(-1);
     for (size_t grp = 0; grp < k; grp += 256) {
-        for (size_t i = grp; i < grp + 256; i += 64) block64_t(x, src, dt, i, &tiny);
+        for (size_t i = grp; i < grp + 256; i += 64) block64_t(x, src, dt, i, &tiny, sv);
         fht_mem_stage_m(x + grp, 64, &a, 0.0625f, 1);
     }
     if (dt == STF_F32) {
@@ -297,7 +305,7 @@ INL uint32_t pass1_t256(float *x, const void *src, stf_dtype dt, size_t k)
     return hmax_u32(a);
 }
 
-INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g)
+INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g, __m256 sv)
 {
     __m256i a = _mm256_setzero_si256();
     size_t i = 0;
@@ -308,7 +316,7 @@ INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g
 #pragma GCC unroll 8
                 for (int j = 0; j < 8; j++) {
                     if ((j & 1) == 0) prefetch16(src, dt, i + 8 * (size_t)j);
-                    v[j] = load8(src, dt, i + 8 * (size_t)j);
+                    v[j] = load8(src, dt, i + 8 * (size_t)j, sv);
                 }
 #pragma GCC unroll 8
                 for (int j = 0; j < 8; j++) v[j] = fht_s1(v[j]);
@@ -332,7 +340,7 @@ INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g
     } else if (g == 16) {
         for (; i < k; i += 16) {
             prefetch16(src, dt, i);
-            __m256 v0 = load8(src, dt, i), v1 = load8(src, dt, i + 8);
+            __m256 v0 = load8(src, dt, i, sv), v1 = load8(src, dt, i + 8, sv);
             v0 = fht_s1(v0);
             v1 = fht_s1(v1);
             fht_s4(&v0, &v1);
@@ -343,14 +351,14 @@ INL uint32_t pass1(float *x, const void *src, stf_dtype dt, size_t k, unsigned g
     } else {
         for (; i + 8 <= k; i += 8) {
             if ((i & 8) == 0) prefetch16(src, dt, i);
-            __m256 v = load8(src, dt, i);
+            __m256 v = load8(src, dt, i, sv);
             if (g == 4) v = fht_s1(v);
             a = amax_upd(a, v);
             _mm256_storeu_ps(x + i, v);
         }
     }
     uint32_t m = hmax_u32(a);
-    return i < k ? tail_c(x, src, dt, i, k, g, m) : m;
+    return i < k ? tail_c(x, src, dt, i, k, g, m, _mm256_cvtss_f32(sv)) : m;
 }
 
 /* ------------------------------------------------------------- rounding */
@@ -427,18 +435,19 @@ INL void pass2(int8_t *q, const float *x, size_t k, float d, stf_dtype t, int rc
     }
 }
 
-/* G = 256 rows of int8_row take pass1_t256 (a permuted scratch). */
+/* G = 256 rows of int8_row take pass1_t256 (a permuted scratch). Z: no scale. */
+#define Z _mm256_setzero_ps()
 static uint32_t pass1_bf16(float *x, const void *s, size_t k, unsigned g)
 {
-    return g == 256 ? pass1_t256(x, s, STF_BF16, k) : pass1(x, s, STF_BF16, k, g);
+    return g == 256 ? pass1_t256(x, s, STF_BF16, k, Z) : pass1(x, s, STF_BF16, k, g, Z);
 }
 static uint32_t pass1_f16(float *x, const void *s, size_t k, unsigned g)
 {
-    return g == 256 ? pass1_t256(x, s, STF_F16, k) : pass1(x, s, STF_F16, k, g);
+    return g == 256 ? pass1_t256(x, s, STF_F16, k, Z) : pass1(x, s, STF_F16, k, g, Z);
 }
 static uint32_t pass1_f32(float *x, const void *s, size_t k, unsigned g)
 {
-    return g == 256 ? pass1_t256(x, s, STF_F32, k) : pass1(x, s, STF_F32, k, g);
+    return g == 256 ? pass1_t256(x, s, STF_F32, k, Z) : pass1(x, s, STF_F32, k, g, Z);
 }
 
 /*
@@ -505,6 +514,42 @@ static int int8_row_avx2(int8_t *q, float *scale, const void *src, stf_dtype src
     return 0;
 }
 
+/*
+ * int8_row_fp8 (contract in kernels.h): pass 1 decodes each code to
+ * fl32(fp8 * s) as it loads it (fp8_8, the decode fp8_decode uses), so the
+ * same F32 values go through the same steps as int8_row on the decoded
+ * row, without that row. G = 256 defers its 0.5 factors, which needs
+ * every nonzero |fp8 * s| >= 2^-122 (group256 in kernels_avx512.c): the
+ * nonzero FP8 magnitudes are at least 2^-9 (E4M3) and 2^-16 (E5M2), so
+ * a smaller |s| takes the composition (kernels_fp8_row.c), as do odd
+ * shapes and rows that are not finite.
+ */
+static int int8_row_fp8_avx2(int8_t *q, float *scale, const uint8_t *src, stf_dtype dt, float s,
+                             size_t k, unsigned g, stf_quant_mode mode, stf_dtype t,
+                             float *scratch, float *row)
+{
+    float as = fabsf(s);
+    if ((dt != STF_F8_E4M3 && dt != STF_F8_E5M2) || k == 0 ||
+        (g != 0 && (!is_pow4(g) || k % g != 0)) ||
+        (g == 256 && !(as >= (dt == STF_F8_E4M3 ? 0x1p-113f : 0x1p-106f))))
+        return stf__int8_row_fp8_avx2(q, scale, src, dt, s, k, g, mode, t, scratch, row);
+    __m256 sv = _mm256_set1_ps(s);
+    uint32_t abits;
+    if (dt == STF_F8_E4M3)
+        abits = g == 256 ? pass1_t256(scratch, src, STF_F8_E4M3, k, sv)
+                         : pass1(scratch, src, STF_F8_E4M3, k, g, sv);
+    else
+        abits = g == 256 ? pass1_t256(scratch, src, STF_F8_E5M2, k, sv)
+                         : pass1(scratch, src, STF_F8_E5M2, k, g, sv);
+    float sc, d;
+    stf_dtype tq = t;
+    if (stf__int8_row_prepare(&sc, &d, abits, mode, &tq))
+        return stf__int8_row_fp8_avx2(q, scale, src, dt, s, k, g, mode, t, scratch, row);
+    pass2_t(q, scratch, k, d, tq, g);
+    *scale = sc;
+    return 0;
+}
+
 static void fht_regular_avx2(float *x, size_t k, unsigned g)
 {
     if (!is_pow4(g) || k % g != 0) {
@@ -514,7 +559,7 @@ static void fht_regular_avx2(float *x, size_t k, unsigned g)
     /* In place, and the sign of a zero output counts: no deferred scaling.
      * pass1's max |bits| covers every output, so only a row that holds a
      * NaN pays for storing it as the one quiet NaN (nan_canon.h). */
-    if (pass1(x, x, STF_F32, k, g) > 0x7F800000u) stf__canon_nan_row(x, k);
+    if (pass1(x, x, STF_F32, k, g, _mm256_setzero_ps()) > 0x7F800000u) stf__canon_nan_row(x, k);
 }
 
 /* ------------------------------------------------------------- conversions */
@@ -522,7 +567,7 @@ static void fht_regular_avx2(float *x, size_t k, unsigned g)
 static void bf16_to_f32_avx2(float *dst, const uint16_t *src, size_t n)
 {
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8(src, STF_BF16, i));
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8(src, STF_BF16, i, _mm256_setzero_ps()));
     for (; i < n; i++) dst[i] = stf__bf16_to_f32(src[i]);
 }
 
@@ -607,5 +652,6 @@ const stf__kernels stf__kernels_avx2 = {
     stf__fp8_decode_cols_avx2,
     stf__sylvester_undo_avx2,
     stf__w4a4_unpack_avx2,
-    stf__int8_row_fp8_avx2,
+    int8_row_fp8_avx2,
+    stf__int8_row_i8_avx2,
 };

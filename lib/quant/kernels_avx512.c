@@ -603,6 +603,11 @@ INL int int8_row_fp8_x(int8_t *q, float *scale, const uint8_t *src, stf_dtype dt
     if ((dt != STF_F8_E4M3 && dt != STF_F8_E5M2) || k == 0 ||
         (g != 0 && (!is_pow4(g) || k % g != 0)))
         return stf__int8_row_fp8_scalar(q, scale, src, dt, s, k, g, mode, t, scratch, row);
+    /* The production case: the BF16 G = 256 path on the decoded words. */
+    if (hw_bf16 && g == 256 && t == STF_BF16 &&
+        (mode == STF_QMODE_CUDA || mode == STF_QMODE_EAGER) && stf__avx512_bf16_usable() &&
+        stf__int8_row_fp8_g256(q, scale, src, dt, s, k, mode, scratch) == 0)
+        return 0;
     uint32_t abits = dt == STF_F8_E4M3 ? pass1_e4m3(scratch, src, k, g, s)
                                        : pass1_e5m2(scratch, src, k, g, s);
     if (codes_row(q, scale, scratch, k, abits, mode, t, hw_bf16))
@@ -746,6 +751,7 @@ const stf__kernels stf__kernels_avx512 = {
     stf__sylvester_undo_avx512,
     stf__w4a4_unpack_avx512,
     int8_row_fp8_avx512,
+    stf__int8_row_i8_avx512,
 };
 
 /* The same without the AVX512-BF16 path (declared in kernels_avx512.h). */
@@ -763,4 +769,5 @@ const stf__kernels stf__kernels_avx512_plain = {
     stf__sylvester_undo_avx512,
     stf__w4a4_unpack_avx512,
     int8_row_fp8_avx512_plain,
+    stf__int8_row_i8_avx512_plain,
 };

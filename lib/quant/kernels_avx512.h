@@ -35,6 +35,22 @@ int stf__int8_row_bf16_g256(int8_t *q, float *scale, const uint16_t *src, size_t
                             stf_quant_mode mode, float *scratch);
 
 /*
+ * The same path for 8-bit sources (k a multiple of 256, T = BF16, G = 256,
+ * mode cuda or eager; only where stf__avx512_bf16_usable()), with the
+ * bytes of the compositions they replace. FP8: int8_row of the row
+ * fp8_decode(src, dt, k, s) gives. INT8: int8_row of int8_dequant_row(src,
+ * s) (or int8_dequant_row_cols(src, cols) when cols is not NULL), after
+ * fht_regular(row, k, ug) when ug is 256 (ug 0: no rotation to undo).
+ * Return 1, nothing useful written, for rows they leave to the caller: a
+ * scale small enough that deferred scaling could round differently, other
+ * shapes, or a row that is not finite on the way.
+ */
+int stf__int8_row_fp8_g256(int8_t *q, float *scale, const uint8_t *src, stf_dtype dt, float s,
+                           size_t k, stf_quant_mode mode, float *scratch);
+int stf__int8_row_i8_g256(int8_t *q, float *scale, const int8_t *src, float s, const float *cols,
+                          unsigned ug, size_t k, stf_quant_mode mode, float *scratch);
+
+/*
  * Whether this CPU's vdpbf16ps rounds as the instruction is defined (two
  * roundings, odd word first), so pass 1 may run stage 1 on it (asked once;
  * 0 where AVX512-BF16/VBMI are missing).

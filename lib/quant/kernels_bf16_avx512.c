@@ -446,25 +446,276 @@ TGT void stf__int8_codes_bf16(int8_t *q, const float *x, size_t k, float r)
     }
 }
 
+/*
+ * The end of a row once pass 1 left z = rT(U) with max |U| as bits, where
+ * U = R / inv exactly (inv = 1/16 after one unscaled FHT, 1/256 after two):
+ * the scale and the codes. Returns 1 for a row the caller must redo.
+ */
+TGT static int codes_from_u(int8_t *q, float *scale, const uint16_t *z, size_t k, uint32_t ubits,
+                            stf_quant_mode mode, float inv)
+{
+    if (ubits >= 0x7F800000u) return 1;
+    /* rT(U) must stay finite for the scaled copy to be exact. */
+    if ((stf__f32_to_bf16(stf__f32_from_bits(ubits)) & 0x7F80u) == 0x7F80u) return 1;
+    /* Exact while a is normal; below, max|R| < 2^-126 and s is the floor either way. */
+    float a = stf__f32_from_bits(ubits) * inv;
+    /* Eager: max|rT(R)| is rT(max|R|) (monotone, odd). */
+    float d, s = stf__int8_row_scale(&d, mode == STF_QMODE_EAGER ? stf__round_t(a, STF_BF16) : a,
+                                     mode, STF_BF16);
+    /* d is a normal BF16 >= ~1e-30; r16 = fl32(1/d) * inv must be normal too
+     * for rT(U) * r16 to equal v * fl32(1/d) exactly. */
+    float r16 = (1.0f / d) * inv;
+    if (!(d >= 0x1p-120f) || !(r16 >= FLT_MIN)) return 1;
+    pass2_eo(q, z, k, r16);
+    *scale = s;
+    return 0;
+}
+
 int stf__int8_row_bf16_g256(int8_t *q, float *scale, const uint16_t *src, size_t k,
                             stf_quant_mode mode, float *scratch)
 {
     uint16_t *z = (uint16_t *)(void *)scratch;
     uint32_t ubits;
     if (!stf__avx512_dp_exact() || pass1_dp(z, &ubits, src, k, q)) ubits = pass1_eo(z, src, k);
-    if (ubits >= 0x7F800000u) return 1;
-    /* rT(U) must stay finite for the scaled copy to be exact. */
-    if ((stf__f32_to_bf16(stf__f32_from_bits(ubits)) & 0x7F80u) == 0x7F80u) return 1;
-    /* Exact for max|U| >= 2^-122; below, max|R| < 2^-126 and s is the floor either way. */
-    float a = stf__f32_from_bits(ubits) * 0.0625f;
-    /* Eager: max|rT(R)| is rT(max|R|) (monotone, odd). */
-    float d, s = stf__int8_row_scale(&d, mode == STF_QMODE_EAGER ? stf__round_t(a, STF_BF16) : a,
-                                     mode, STF_BF16);
-    /* d is a normal BF16 >= ~1e-30; r16 = fl32(1/d) / 16 must be normal too
-     * for rT(U) * r16 to equal v * fl32(1/d) exactly. */
-    float r16 = (1.0f / d) * 0.0625f;
-    if (!(d >= 0x1p-120f) || !(r16 >= FLT_MIN)) return 1;
-    pass2_eo(q, z, k, r16);
-    *scale = s;
-    return 0;
+    return codes_from_u(q, scale, z, k, ubits, mode, 0.0625f);
+}
+
+/* ---------------------------------------------- 8-bit sources, G = 256 */
+
+/*
+ * FP8 and INT8 rows into the same pass 1 (fht256_eo on the pairs layout
+ * of pass1_eo) and the same pass 2, so no F32 copy of the row is made.
+ *
+ * FP8: every E4M3 and E5M2 value is a BF16 value (3 or 2 mantissa bits,
+ * exponents inside BF16's range), so a code's BF16 word comes from two
+ * 128-entry byte tables (low and high byte of the magnitude's word, from
+ * fp8_16, the decode the other paths use) by vpermi2b, with the sign bit
+ * copied into the high byte; NaN and Inf codes give NaN and Inf words. The
+ * words widen as BF16 inputs do, and x = fl32(fp8 * s) is one vmulps, the
+ * value fp8_decode stores. INT8: x = fl32(q * s) (or * s[col]) as
+ * int8_dequant_row(_cols) stores it.
+ *
+ * Deferred scaling (group256 in kernels_avx512.c) needs every nonzero
+ * input |x| >= 2^-122, which the callers guarantee from the scales:
+ * nonzero |fp8| >= 2^-9 (E4M3) or 2^-16 (E5M2) and |q| >= 1. With a
+ * regular G = 256 rotation to undo first (INT8), the row goes through two
+ * unscaled FHTs: U1 = 16 R1 and U2 = 16 FHT_u(R1) = 256 R2, both exact
+ * when every nonzero |x| >= 2^-118 (x a multiple of 2^-141, R1 of
+ * 2^-145, and every value of both transforms, with their 0.5 factors, a
+ * multiple of 2^-149, so that rounding commutes with the powers of two).
+ * Between the two, one vpermt2ps per output vector moves fht256_eo's
+ * output order back into its input order. An overflow anywhere makes the
+ * row non-finite, and such a row is handed back. The first transform may
+ * change the sign of an exact zero (fht_quad_x): the second one's
+ * nonzero outputs do not depend on it, and its zeros give code 0.
+ */
+
+/* Byte tables t[0..1] (low bytes) and t[2..3] (high bytes) of the BF16 words of the
+ * 128 FP8 magnitudes of dtype dt. */
+TGT INL void fp8_tables(__m512i t[4], stf_dtype dt)
+{
+    __m128i lo[8], hi[8];
+    const __m128i lanes = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; c++) {
+        __m128i codes = _mm_add_epi8(lanes, _mm_set1_epi8((char)(16 * c)));
+        __m512i b = _mm512_castps_si512(fp8_16(codes, dt));
+        lo[c] = _mm512_cvtepi32_epi8(_mm512_srli_epi32(b, 16));
+        hi[c] = _mm512_cvtepi32_epi8(_mm512_srli_epi32(b, 24));
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+        __m128i *src = h ? hi : lo;
+        for (int j = 0; j < 2; j++) {
+            __m512i v = _mm512_castsi128_si512(src[4 * j]);
+            v = _mm512_inserti32x4(v, src[4 * j + 1], 1);
+            v = _mm512_inserti32x4(v, src[4 * j + 2], 2);
+            t[2 * h + j] = _mm512_inserti32x4(v, src[4 * j + 3], 3);
+        }
+    }
+}
+
+/* Byte order for fp8_words: after it, vpunpcklbw/vpunpckhbw give codes
+ * 0..31 and 32..63 in order (byte 16L + j takes 8L + j, byte 16L + 8 + j
+ * takes 32 + 8L + j). */
+static const uint8_t k_fp8_order[64] __attribute__((aligned(64))) = {
+    0,  1,  2,  3,  4,  5,  6,  7,  32, 33, 34, 35, 36, 37, 38, 39,
+    8,  9,  10, 11, 12, 13, 14, 15, 40, 41, 42, 43, 44, 45, 46, 47,
+    16, 17, 18, 19, 20, 21, 22, 23, 48, 49, 50, 51, 52, 53, 54, 55,
+    24, 25, 26, 27, 28, 29, 30, 31, 56, 57, 58, 59, 60, 61, 62, 63,
+};
+
+/* 64 FP8 codes at p -> the BF16 words of codes 0..31 (*w0) and 32..63 (*w1). */
+TGT INL void fp8_words(__m512i *w0, __m512i *w1, const uint8_t *p, const __m512i *t,
+                       __m512i order)
+{
+    __m512i c = _mm512_permutexvar_epi8(order, _mm512_loadu_si512((const void *)p));
+    __m512i lo = _mm512_permutex2var_epi8(t[0], c, t[1]);
+    __m512i hi = _mm512_permutex2var_epi8(t[2], c, t[3]);
+    /* hi | (c & 0x80): the sign */
+    hi = _mm512_ternarylogic_epi32(hi, c, _mm512_set1_epi8((char)0x80), 0xF8);
+    *w0 = _mm512_unpacklo_epi8(lo, hi);
+    *w1 = _mm512_unpackhi_epi8(lo, hi);
+}
+
+/* The two F32 halves of 32 words as pass1_eo widens them, times sv. */
+TGT INL void widen_words(__m512 *v, __m512i w, __m512 sv)
+{
+    const __m512i hi = _mm512_set1_epi32((int)0xFFFF0000u);
+    v[0] = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(w, 16)), sv);
+    v[1] = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(w, hi)), sv);
+}
+
+/* One FP8 group at src -> v in pass1_eo's input layout. */
+TGT INL void fp8_group(__m512 *v, const uint8_t *src, const __m512i *t, __m512i order, __m512 sv)
+{
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; p++) {
+        _mm_prefetch((const char *)((uintptr_t)(src + 64 * (size_t)p) + 4096), _MM_HINT_T0);
+        __m512i w0, w1;
+        fp8_words(&w0, &w1, src + 64 * (size_t)p, t, order);
+        widen_words(v + 4 * p, w0, sv);
+        widen_words(v + 4 * p + 2, w1, sv);
+    }
+}
+
+/* The FP8 pass 1 (k % 256 == 0), two groups at a time as pass1_dp. */
+TGT static uint32_t pass1_fp8(uint16_t *z, const uint8_t *src, stf_dtype dt, float s, size_t k)
+{
+    __m512i t[4];
+    fp8_tables(t, dt);
+    __m512i order = _mm512_load_si512((const void *)k_fp8_order);
+    __m512 sv = _mm512_set1_ps(s);
+    __m512i amax = _mm512_setzero_si512();
+    size_t i = 0;
+    for (; i + 512 <= k; i += 512) {
+        __m512 a[16], b[16];
+        fp8_group(a, src + i, t, order, sv);
+        fp8_group(b, src + i + 256, t, order, sv);
+        fht256_eo(a);
+        fht256_eo(b);
+        group_out(z + i, a, &amax);
+        group_out(z + i + 256, b, &amax);
+    }
+    if (i < k) {
+        __m512 a[16];
+        fp8_group(a, src + i, t, order, sv);
+        fht256_eo(a);
+        group_out(z + i, a, &amax);
+    }
+    return _mm512_reduce_max_epu32(amax);
+}
+
+int stf__int8_row_fp8_g256(int8_t *q, float *scale, const uint8_t *src, stf_dtype dt, float s,
+                           size_t k, stf_quant_mode mode, float *scratch)
+{
+    /* Every nonzero |fp8 * s| >= 2^-122 (see above), and finite s. */
+    float as = s < 0 ? -s : s;
+    if ((dt != STF_F8_E4M3 && dt != STF_F8_E5M2) || k % 256 != 0 ||
+        !(as >= (dt == STF_F8_E4M3 ? 0x1p-113f : 0x1p-106f)) || !(as <= FLT_MAX))
+        return 1;
+    uint16_t *z = (uint16_t *)(void *)scratch;
+    return codes_from_u(q, scale, z, k, pass1_fp8(z, src, dt, s, k), mode, 0.0625f);
+}
+
+/* fht256_eo's output lanes back into its input layout: even (0) and odd
+ * (1) values of each 32 (vpermt2ps indices into vectors 2c, 2c + 1; lane
+ * l of a finished vector holds value e = l0 | l2 << 1 | l3 << 2 | l1 << 3). */
+static const uint32_t k_eo_back[2][16] __attribute__((aligned(64))) = {
+    { 0, 4, 8, 12, 2, 6, 10, 14, 16, 20, 24, 28, 18, 22, 26, 30 },
+    { 1, 5, 9, 13, 3, 7, 11, 15, 17, 21, 25, 29, 19, 23, 27, 31 },
+};
+
+/* 32 INT8 codes at p -> x = fl32(q * s) in pass1_eo's layout (v[0] even,
+ * v[1] odd); cols: the 32 column scales (NULL: sv for all). */
+TGT INL void i8_pair(__m512 *v, const int8_t *p, __m512 sv, const float *cols, __m512i ie,
+                     __m512i io)
+{
+    __m512i w = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(const void *)p));
+    __m512 e = _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(w, 16), 16));
+    __m512 o = _mm512_cvtepi32_ps(_mm512_srai_epi32(w, 16));
+    if (cols) {
+        __m512 c0 = _mm512_loadu_ps(cols), c1 = _mm512_loadu_ps(cols + 16);
+        v[0] = _mm512_mul_ps(e, _mm512_permutex2var_ps(c0, ie, c1));
+        v[1] = _mm512_mul_ps(o, _mm512_permutex2var_ps(c0, io, c1));
+    } else {
+        v[0] = _mm512_mul_ps(e, sv);
+        v[1] = _mm512_mul_ps(o, sv);
+    }
+}
+
+TGT INL void i8_group(__m512 *v, const int8_t *src, __m512 sv, const float *cols, __m512i ie,
+                      __m512i io, unsigned ug, __m512i be, __m512i bo)
+{
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; c++) {
+        if ((c & 1) == 0)
+            _mm_prefetch((const char *)((uintptr_t)(src + 32 * (size_t)c) + 4096), _MM_HINT_T0);
+        i8_pair(v + 2 * c, src + 32 * (size_t)c, sv, cols ? cols + 32 * (size_t)c : NULL, ie, io);
+    }
+    if (ug) {
+        fht256_eo(v);
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; c++) {
+            __m512 a = v[2 * c], b = v[2 * c + 1];
+            v[2 * c] = _mm512_permutex2var_ps(a, be, b);
+            v[2 * c + 1] = _mm512_permutex2var_ps(a, bo, b);
+        }
+    }
+    fht256_eo(v);
+}
+
+/* The INT8 pass 1 (k % 256 == 0), two groups at a time. */
+TGT static uint32_t pass1_i8(uint16_t *z, const int8_t *src, float s, const float *cols,
+                             unsigned ug, size_t k)
+{
+    static const uint32_t ev[16] = { 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30 };
+    __m512i ie = _mm512_loadu_si512((const void *)ev);
+    __m512i io = _mm512_add_epi32(ie, _mm512_set1_epi32(1));
+    __m512i be = _mm512_load_si512((const void *)k_eo_back[0]);
+    __m512i bo = _mm512_load_si512((const void *)k_eo_back[1]);
+    __m512 sv = _mm512_set1_ps(s);
+    __m512i amax = _mm512_setzero_si512();
+    size_t i = 0;
+    for (; i + 512 <= k; i += 512) {
+        __m512 a[16], b[16];
+        i8_group(a, src + i, sv, cols ? cols + i : NULL, ie, io, ug, be, bo);
+        i8_group(b, src + i + 256, sv, cols ? cols + i + 256 : NULL, ie, io, ug, be, bo);
+        group_out(z + i, a, &amax);
+        group_out(z + i + 256, b, &amax);
+    }
+    if (i < k) {
+        __m512 a[16];
+        i8_group(a, src + i, sv, cols ? cols + i : NULL, ie, io, ug, be, bo);
+        group_out(z + i, a, &amax);
+    }
+    return _mm512_reduce_max_epu32(amax);
+}
+
+/* min |s[i]| of n floats as bits (NaN counts as large: the row then goes
+ * non-finite and is handed back anyway). */
+TGT static uint32_t min_abs_bits(const float *s, size_t n)
+{
+    __m512i m = _mm512_set1_epi32(0x7FFFFFFF);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) m = _mm512_min_epu32(m, abs_bits(_mm512_loadu_ps(s + i)));
+    uint32_t r = _mm512_reduce_min_epu32(m);
+    for (; i < n; i++) {
+        uint32_t b = stf__f32_bits(s[i]) & 0x7FFFFFFFu;
+        if (b < r) r = b;
+    }
+    return r;
+}
+
+int stf__int8_row_i8_g256(int8_t *q, float *scale, const int8_t *src, float s, const float *cols,
+                          unsigned ug, size_t k, stf_quant_mode mode, float *scratch)
+{
+    /* Every nonzero |x| >= 2^-122, or 2^-118 with two transforms (above);
+     * |q| >= 1, so the scales' magnitudes decide. */
+    uint32_t lim = stf__f32_bits(ug ? 0x1p-118f : 0x1p-122f);
+    if (k % 256 != 0 || (ug != 0 && ug != 256)) return 1;
+    if (cols ? min_abs_bits(cols, k) < lim : (stf__f32_bits(s) & 0x7FFFFFFFu) < lim) return 1;
+    uint16_t *z = (uint16_t *)(void *)scratch;
+    return codes_from_u(q, scale, z, k, pass1_i8(z, src, s, cols, ug, k), mode,
+                        ug ? 0x1p-8f : 0.0625f);
 }

@@ -1,9 +1,9 @@
 /*
  * int8_row_fp8 (contract in kernels.h) as the composition it must equal:
  * fp8_decode into row, then int8_row of that F32 row with scratch. The
- * scalar table uses it as the reference, the AVX2 table with its own
- * decode and int8_row; the AVX-512 table fuses the decode into its first
- * pass instead (kernels_avx512.c) and falls back to the scalar one here.
+ * scalar table uses it as the reference. The AVX2 and AVX-512 tables fuse
+ * the decode into their first pass instead (kernels_avx2.c,
+ * kernels_avx512.c) and fall back to these for the rows they do not take.
  */
 #include "kernels.h"
 

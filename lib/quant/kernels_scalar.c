@@ -148,6 +148,10 @@ static int int8_row_scalar(int8_t *q, float *scale, const void *src, stf_dtype s
 {
     if (src_dtype != STF_BF16 && src_dtype != STF_F16 && src_dtype != STF_F32)
         return STF_EUNSUPPORTED;
+    /* The transform is defined for powers of 4 only: fht_group's stages
+     * would reach past a group of 2, 8, 32, ... (so G = 8 gave whatever lay
+     * beyond it, and variants "differed"). The SIMD tables pass such g here. */
+    if (g && (g & (g - 1) || !(g & 0x55555555u))) return STF_EINVAL;
     if (stf__int8_ref_load(scratch, src, src_dtype, k) != 0) return STF_ENUMERIC;
     if (g) fht_regular_scalar(scratch, k, g);
 
@@ -176,4 +180,5 @@ const stf__kernels stf__kernels_scalar = {
     stf__sylvester_undo_scalar,
     stf__w4a4_unpack_scalar,
     stf__int8_row_fp8_scalar,
+    stf__int8_row_i8_scalar,
 };

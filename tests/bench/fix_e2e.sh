@@ -29,6 +29,8 @@
 #                       the figures in stfix's notes are quoted at)
 #   BENCH_REPS=3        rounds (the median of at least 3 is meaningful)
 #   BENCH_JOBS=N        stfix fix -j N (default: stfix's own, a thread per core)
+#   BENCH_CMDS="cat check plan"  time only these of a case's commands (e.g.
+#                       the probes against cat, without fix)
 #   BENCH_JSON=FILE     also write the results as a JSON array
 #   TMPDIR              where the files go (needs about 3x BENCH_SIZE)
 set -u
@@ -92,6 +94,14 @@ for c in $cases; do
         python3 tests/gen/gen_quant_ckpt.py "$c" "$in" "$size" || exit 2 ;;
     *) echo "fix_e2e: unknown case '$c'" >&2; exit 2 ;;
     esac
+    if [ -n "${BENCH_CMDS:-}" ]; then
+        keep=
+        for x in $cmds; do
+            case " $BENCH_CMDS " in *" $x "*) keep="$keep $x" ;; esac
+        done
+        cmds=$keep
+        [ -n "$cmds" ] || { rm -f "$in"; continue; }
+    fi
     insize=$(wc -c <"$in")
     outsize=0
     ncmd=$(echo $cmds | wc -w)

@@ -10,21 +10,23 @@ function med(a, n,    i, j, t, b) {
 }
 function lo(a, n,    i, m) { m = a[1]; for (i = 2; i <= n; i++) if (a[i] < m) m = a[i]; return m }
 function hi(a, n,    i, m) { m = a[1]; for (i = 2; i <= n; i++) if (a[i] > m) m = a[i]; return m }
-# Per-round ratio of commands x and y into r[]; returns the round count.
-function ratios(x, y, r,    k, n) {
+# Per-round ratio of commands x and y into r[] (wall time, or CPU time
+# user + sys when cpu is set); returns the round count.
+function ratios(x, y, r, cpu,    k, n) {
     n = 0
     for (k = 0; k < rounds; k++)
-        if ((x, k) in W && (y, k) in W && W[y, k] > 0) r[++n] = W[x, k] / W[y, k]
+        if (cpu && (x, k) in C && (y, k) in C && C[y, k] > 0) r[++n] = C[x, k] / C[y, k]
+        else if (!cpu && (x, k) in W && (y, k) in W && W[y, k] > 0) r[++n] = W[x, k] / W[y, k]
     return n
 }
-function show_ratio(label, x, y,    r, n) {
+function show_ratio(label, x, y, cpu,    r, n) {
     if (!(x in N) || !(y in N)) return
-    n = ratios(x, y, r)
+    n = ratios(x, y, r, cpu)
     if (!n) return
     printf "  %-32s %6.3f (rounds %.3f-%.3f)\n", label, med(r, n), lo(r, n), hi(r, n)
     if (json != "")
-        printf "{\"name\": \"e2e_%s\", \"variant\": \"%s/%s\", \"ratio\": %.4f, \"ratio_min\": %.4f, \"ratio_max\": %.4f, \"rounds\": %d}\n",
-               c, x, y, med(r, n), lo(r, n), hi(r, n), n >> json
+        printf "{\"name\": \"e2e_%s\", \"variant\": \"%s/%s%s\", \"ratio\": %.4f, \"ratio_min\": %.4f, \"ratio_max\": %.4f, \"rounds\": %d}\n",
+               c, x, y, cpu ? " cpu" : "", med(r, n), lo(r, n), hi(r, n), n >> json
 }
 {
     cmd = $3
@@ -33,6 +35,7 @@ function show_ratio(label, x, y,    r, n) {
     wall[cmd, k] = $4; cpu[cmd, k] = $5 + $6; usr[cmd, k] = $5; sys[cmd, k] = $6
     rss[cmd, k] = $7
     W[cmd, $2] = $4
+    C[cmd, $2] = $5 + $6
     if ($2 + 1 > rounds) rounds = $2 + 1
     if (!$9) unsettled++
 }
@@ -49,13 +52,15 @@ END {
             printf "{\"name\": \"e2e_%s\", \"variant\": \"%s\", \"bytes\": %d, \"wall_s\": %.4f, \"wall_min_s\": %.4f, \"wall_max_s\": %.4f, \"cpu_s\": %.4f, \"user_s\": %.4f, \"sys_s\": %.4f, \"peak_rss_kib\": %d, \"rounds\": %d}\n",
                    c, x, isz, med(a, n), lo(a, n), hi(a, n), med(b, n), med(u, n), med(s, n),
                    hi(m, n), n >> json
-        if (x == "check" || x == "plan") probe[x] = med(a, n) / gib
+        if (x == "check" || x == "plan") { probe[x] = med(a, n) / gib; probec[x] = med(b, n) / gib }
     }
-    show_ratio("fix / (cp + sync)", "fix", "cp+sync")
-    show_ratio("fix / cp", "fix", "cp")
-    show_ratio("check --numeric / cat", "check", "cat")
+    show_ratio("fix / (cp + sync)", "fix", "cp+sync", 0)
+    show_ratio("fix / cp", "fix", "cp", 0)
+    show_ratio("check --numeric / cat", "check", "cat", 0)
+    show_ratio("check --numeric / cat, cpu time", "check", "cat", 1)
     if ("check" in probe)
-        printf "  probes: check --numeric %.3f s/GiB, plan %.3f s/GiB\n", probe["check"], probe["plan"]
+        printf "  probes: check --numeric %.3f s/GiB (cpu %.3f), plan %.3f s/GiB (cpu %.3f)\n",
+               probe["check"], probec["check"], probe["plan"], probec["plan"]
     if (unsettled)
         printf "  note: %d command(s) started before dirty pages drained (BENCH_SETTLE_S)\n", unsettled
 }

@@ -157,6 +157,77 @@ static void test_variants_match_composition(void **state)
     free(row);
 }
 
+/*
+ * The production case, G = 256 and T = BF16 (the AVX-512 table runs it on
+ * decoded BF16 words, without an F32 row): both dtypes, both modes, scales
+ * on both sides of the deferred-scaling guard (2^-113 for E4M3, 2^-106 for
+ * E5M2), negative and overflowing scales, every row kind, several lengths.
+ */
+static void test_g256_bf16_path(void **state)
+{
+    (void)state;
+    static const float scales[] = { 0.0123f, -0.75f, 1.0f, 0x1p-113f, 0x1.fffffep-114f,
+                                    0x1p-106f, 0x1.fffffep-107f, 0x1p-140f, 3.0e35f, 0.0f,
+                                    -0x1p-113f, 1.0e-30f };
+    static const size_t ks[] = { 256, 512, 768, 3072 };
+    static uint8_t src[KMAX];
+    float *sa = aligned_floats(KMAX), *sb = aligned_floats(KMAX), *row = aligned_floats(KMAX);
+    size_t cases = 0;
+    g_rng.s = 256;
+    for (int vi = 0; vi < NVAR; vi++) {
+        const stf__kernels *v = variant(vi);
+        if (!v) continue;
+        for (int di = 0; di < 2; di++)
+            for (size_t si = 0; si < sizeof scales / sizeof *scales; si++)
+                for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+                    for (int kind = 0; kind < R_NKINDS; kind++) {
+                        stf_dtype dt = di ? STF_F8_E5M2 : STF_F8_E4M3;
+                        fill(src, ks[ki], dt, kind);
+                        stf_quant_mode mode = (kind + (int)si) % 2 ? STF_QMODE_EAGER
+                                                                   : STF_QMODE_CUDA;
+                        cmp_case(v, src, dt, scales[si], ks[ki], 256, mode, STF_BF16, sa, sb,
+                                 row);
+                        cases++;
+                    }
+    }
+    /* Every code, both signs, in one row: each word of the tables. */
+    for (int vi = 0; vi < NVAR; vi++) {
+        const stf__kernels *v = variant(vi);
+        if (!v) continue;
+        for (int di = 0; di < 2; di++) {
+            stf_dtype dt = di ? STF_F8_E5M2 : STF_F8_E4M3;
+            for (size_t i = 0; i < 512; i++) {
+                uint8_t c = (uint8_t)(i * 37u);
+                src[i] = is_special(c, dt) ? (uint8_t)(c & 0x80) : c;
+            }
+            cmp_case(v, src, dt, 0.37f, 512, 256, STF_QMODE_CUDA, STF_BF16, sa, sb, row);
+            cmp_case(v, src, dt, 0x1p-100f, 512, 256, STF_QMODE_EAGER, STF_BF16, sa, sb, row);
+        }
+    }
+    assert_true(cases >= 2 * 12 * 4 * R_NKINDS);
+#if STF_HAVE_X86_SIMD
+    /* The fast path itself takes ordinary rows (it may not hand them all back). */
+    if (stf_simd_supported(STF_SIMD_AVX512) && stf__avx512_bf16_usable()) {
+        static int8_t qa[KMAX], qb[KMAX];
+        float scale_a = 0, scale_b = 0;
+        fill(src, 3072, STF_F8_E4M3, R_RANDOM);
+        assert_int_equal(stf__int8_row_fp8_g256(qb, &scale_b, src, STF_F8_E4M3, 0.0123f, 3072,
+                                                STF_QMODE_CUDA, sb), 0);
+        stf__kernels_scalar.fp8_decode(row, src, STF_F8_E4M3, 3072, 0.0123f);
+        assert_int_equal(stf__kernels_scalar.int8_row(qa, &scale_a, row, STF_F32, 3072, 256,
+                                                      STF_QMODE_CUDA, STF_BF16, sa), 0);
+        assert_memory_equal(qa, qb, 3072);
+        assert_int_equal(qt_bits(scale_a), qt_bits(scale_b));
+        /* Below the guard it declines. */
+        assert_int_equal(stf__int8_row_fp8_g256(qb, &scale_b, src, STF_F8_E4M3, 0x1p-114f, 3072,
+                                                STF_QMODE_CUDA, sb), 1);
+    }
+#endif
+    free(sa);
+    free(sb);
+    free(row);
+}
+
 /* Exact values: a +-448 row (E4M3 max) gives +-127; a zero row the floor. */
 static void test_exact_values(void **state)
 {
@@ -232,6 +303,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_variants_match_composition),
+        cmocka_unit_test(test_g256_bf16_path),
         cmocka_unit_test(test_exact_values),
         cmocka_unit_test(test_quantize_row_fp8),
     };

@@ -258,6 +258,39 @@ static void test_int8_row_rejects_nonfinite(void **state)
     free(sc);
 }
 
+/*
+ * A group size that is not a power of 4 (2, 8, 32, ...) has no FAST
+ * TRANSFORM: every table, scalar included, returns STF_EINVAL without
+ * touching the codes (the scalar stages used to reach past such a group,
+ * so G = 8 gave whatever lay beyond it). The row is the same 64 values
+ * with room after them.
+ */
+static void test_int8_row_rejects_g_not_pow4(void **state)
+{
+    (void)state;
+    static const unsigned gs[] = { 2, 8, 32, 128, 512, 12 };
+    float *src = xaligned(KMAX * 4), *sc = xaligned(KMAX * 4);
+    int8_t q[64];
+    float s;
+    for (size_t i = 0; i < 64; i++) src[i] = (float)i - 31.5f;
+    for (int vi = -1; vi < NVAR; vi++) {
+        const stf__kernels *v = vi < 0 ? &stf__kernels_scalar : variant(vi);
+        if (!v) continue;
+        for (size_t gi = 0; gi < sizeof gs / sizeof *gs; gi++) {
+            memset(q, 0x5A, sizeof q);
+            s = 7.0f;
+            assert_int_equal(v->int8_row(q, &s, src, STF_F32, 64, gs[gi], STF_QMODE_CUDA,
+                                         STF_BF16, sc), STF_EINVAL);
+            for (size_t i = 0; i < 64; i++) assert_int_equal(q[i], 0x5A);
+            assert_true(s == 7.0f);
+        }
+        /* 1 = 4^0 is the identity. */
+        assert_int_equal(v->int8_row(q, &s, src, STF_F32, 64, 1, STF_QMODE_CUDA, STF_BF16, sc), 0);
+    }
+    free(src);
+    free(sc);
+}
+
 /* Golden vector V5 (stfix-convrot(7), GOLDEN VECTORS) through each variant:
  * q = [-128, 0 x 15]. */
 static void test_int8_row_golden_v5(void **state)
@@ -707,6 +740,7 @@ int main(void)
         cmocka_unit_test(test_int8_row_matches_scalar),
         cmocka_unit_test(test_int8_row_many_rows_g256),
         cmocka_unit_test(test_int8_row_rejects_nonfinite),
+        cmocka_unit_test(test_int8_row_rejects_g_not_pow4),
         cmocka_unit_test(test_int8_row_golden_v5),
         cmocka_unit_test(test_fht_regular_matches_scalar),
         cmocka_unit_test(test_fht_regular_zero_signs),

@@ -20,8 +20,9 @@
 static void expect_refused(int rc, const stf_err *err, const char *type, unsigned version)
 {
     char want[256];
-    /* stf_open_opts grew a second layout (zstd input); the others have one. */
-    unsigned known = strcmp(type, "stf_open_opts") ? 1 : 2;
+    /* stf_open_opts (zstd input) and stf_plan_opts (max_mem) grew a second
+     * layout; the others have one. */
+    unsigned known = (!strcmp(type, "stf_open_opts") || !strcmp(type, "stf_plan_opts")) ? 2u : 1u;
     snprintf(want, sizeof want,
              "%s: unknown version %u (this library reads 1 to %u); make the options with "
              "%s_init()", type, version, known, type);
@@ -172,7 +173,14 @@ static void test_plan_and_run_refuse(void **state)
     assert_null(p);
     stf_plan_opts_init_version(&po, 3);
     expect_refused(stf_plan_build(&p, c, rc, &po, &err), &err, "stf_plan_opts", 3);
+    /* Layout 1, before max_mem, is still accepted. */
+    stf_plan_opts_init_version(&po, 1);
+    assert_int_equal(po.version, 1);
+    assert_int_equal(stf_plan_build(&p, c, rc, &po, &err), 0);
+    stf_plan_free(p);
+    p = NULL;
     stf_plan_opts_init(&po);
+    assert_int_equal(po.max_mem, 0);
     assert_int_equal(stf_plan_build(&p, c, rc, &po, &err), 0);
 
     stf_run_opts ro;

@@ -124,6 +124,30 @@ static void test_rotation_kinds(void **state)
     }
 }
 
+/* The probes' read block under max_mem: an equal share per thread, halved,
+ * between 4 KiB and 128 KiB; 0 (their default) without a cap or for a
+ * layout-1 caller. */
+static void test_probe_block(void **state)
+{
+    (void)state;
+    stf_plan_opts po;
+    stf_err err;
+    stf_plan_opts_init(&po);
+    assert_int_equal(stf__plan_probe_block(NULL), 0);
+    assert_int_equal(stf__plan_probe_block(&po), 0);
+    po.max_mem = 64u << 20;
+    assert_int_equal(stf__plan_probe_block(&po), 128u * 1024u);
+    po.max_mem = 100000;
+    assert_int_equal(stf__plan_probe_block(&po), 50000);
+    assert_int_equal(stf_pool_new(&po.pool, 4, &err), 0);
+    assert_int_equal(stf__plan_probe_block(&po), 12500);
+    po.max_mem = 1000;
+    assert_int_equal(stf__plan_probe_block(&po), 4096);
+    po.version = 1;
+    assert_int_equal(stf__plan_probe_block(&po), 0);
+    stf_pool_free(po.pool);
+}
+
 static void test_probe_verdicts(void **state)
 {
     (void)state;
@@ -156,6 +180,12 @@ static void test_probe_verdicts(void **state)
         pv = STF_PROBE_AMBIGUOUS;
         assert_int_equal(stf__probe_ahead_get(&pv, &pa, &po, v.m, li, l, &err), 0);
         assert_int_equal(pv, want[i]);
+        /* Under a memory cap the probe reads smaller blocks: same verdict. */
+        po.max_mem = 1;
+        pv = STF_PROBE_AMBIGUOUS;
+        assert_int_equal(stf__plan_probe_h1(&pv, &po, v.m, l, 0, &err), 0);
+        assert_int_equal(pv, want[i]);
+        po.max_mem = 0;
         stf__probe_ahead_free(&pa);
         stf_pool_free(po.pool);
         stf_model_free(v.m);
@@ -183,6 +213,7 @@ int main(void)
         cmocka_unit_test(test_view_int8_and_marker_fields),
         cmocka_unit_test(test_view_packed_conv_moe),
         cmocka_unit_test(test_rotation_kinds),
+        cmocka_unit_test(test_probe_block),
         cmocka_unit_test(test_probe_verdicts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -83,8 +83,34 @@ static void ref_h1(stf__h1_stat *st, const uint8_t *data, uint64_t n, uint64_t k
     free(blkall);
 }
 
-/* H2 as it was: each code divided by its row's peak, squared, summed. */
+/*
+ * H2 by its definition (probe_scan.c, row_h2): per row, the exact integer
+ * energy S[j] = sum of q^2 at group position j, then e[j] += S[j] * fl(1 /
+ * peak^2), rows in order. (It was each code divided by the peak, squared,
+ * and summed in double: ref_h2_former, which gives other low bits.)
+ */
 static void ref_h2(double *e, const uint8_t *data, uint64_t n, uint64_t kk, uint64_t g)
+{
+    memset(e, 0, (size_t)g * sizeof *e);
+    for (uint64_t r = 0; r < n; r++) {
+        const signed char *row = (const signed char *)data + r * kk;
+        int peak = 0;
+        for (uint64_t col = 0; col < kk; col++) {
+            int a = row[col] < 0 ? -row[col] : row[col];
+            if (a > peak) peak = a;
+        }
+        if (!peak) continue;
+        double w = 1.0 / ((double)peak * (double)peak);
+        for (uint64_t j = 0; j < g; j++) {
+            uint64_t s = 0;
+            for (uint64_t col = j; col < kk; col += g) s += (uint64_t)(row[col] * row[col]);
+            e[j] += (double)s * w;
+        }
+    }
+}
+
+/* H2 as it was before: each code divided by its row's peak, squared, summed. */
+static void ref_h2_former(double *e, const uint8_t *data, uint64_t n, uint64_t kk, uint64_t g)
 {
     memset(e, 0, (size_t)g * sizeof *e);
     for (uint64_t r = 0; r < n; r++) {
@@ -167,6 +193,33 @@ static void one(uint64_t n, uint64_t kb, int w4, uint64_t g, unsigned style, int
         memset(ge, 0xA5, (size_t)g * sizeof *ge);
         assert_int_equal(stf__probe_scan(f.c, wi, w, &h2only, NULL, ge, &err), 0);
         assert_memory_equal(ge, we, (size_t)g * sizeof *ge);
+        /* The former sums differ from these by rounding only. */
+        ref_h2_former(we, data, n, kb, g);
+        for (uint64_t j = 0; j < g; j++) {
+            double d = ge[j] - we[j], m = we[j] > 1.0 ? we[j] : 1.0;
+            if ((d < 0 ? -d : d) > 1e-12 * m)
+                fail_msg("H2 n=%llu kb=%llu g=%llu: e[%llu] %.17g, former %.17g",
+                         (unsigned long long)n, (unsigned long long)kb, (unsigned long long)g,
+                         (unsigned long long)j, ge[j], we[j]);
+        }
+    }
+    /* Smaller read blocks (rows read in pieces when wider): the same
+     * counts and sums. */
+    static const size_t blocks[] = { 1, 33, 1000 };
+    for (size_t bi = 0; bi < sizeof blocks / sizeof *blocks; bi++) {
+        stf__scan_req small = req;
+        small.block = blocks[bi];
+        stf__h1_stat got2;
+        double *ge2 = calloc(g ? (size_t)g : 1, sizeof *ge2);
+        assert_int_equal(stf__probe_scan(f.c, wi, w, &small, &got2, ge2, &err), 0);
+        if (memcmp(&got2, &want, sizeof got2))
+            fail_msg("H1 n=%llu kb=%llu w4=%d block=%zu differs", (unsigned long long)n,
+                     (unsigned long long)kb, w4, blocks[bi]);
+        if (g && !w4) {
+            ref_h2(we, data, n, kb, g);
+            assert_memory_equal(ge2, we, (size_t)g * sizeof *ge2);
+        }
+        free(ge2);
     }
     free(ge);
     free(we);
@@ -197,6 +250,10 @@ static void test_scan_across_read_blocks(void **state)
     one(40, 16384, 0, 4, 1, 0);
     one(40, 16384, 1, 0, 3, 0);
     one(40, 16384, 0, 256, 0, 1);
+    /* G = 32 and 64: groups three at a time and the groups left over. */
+    one(40, 32 * 5, 0, 32, 2, 0);
+    one(70, 64 * 7, 0, 64, 0, 1);
+    one(33, 64 * 3, 0, 64, 2, 1);
 }
 
 /* ------------------------------------------------------- stf__pool_each */

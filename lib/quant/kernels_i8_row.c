@@ -1,0 +1,79 @@
+/*
+ * int8_row_i8 (contract in kernels.h) as the composition it must equal:
+ * int8_dequant_row (or int8_dequant_row_cols) into row, the rotation
+ * undone there (fht_regular, or sylvester_undo), then int8_row of that F32
+ * row with scratch. The scalar table uses it as the reference, the AVX2
+ * table with its own steps; the AVX-512 tables run the common cases
+ * without the F32 row (kernels_bf16_avx512.c, through the entry at the end
+ * of this file) and the composition for the rest.
+ */
+#include "kernels.h"
+#if STF_HAVE_X86_SIMD
+#include "kernels_avx512.h"
+#endif
+
+int stf__int8_row_i8_compose(const stf__kernels *kt, int8_t *q, float *scale, const int8_t *src,
+                             float s, const float *cols, unsigned ug, int sylvester, size_t k,
+                             unsigned g, stf_quant_mode mode, stf_dtype t, float *scratch,
+                             float *row)
+{
+    if (cols) kt->int8_dequant_row_cols(row, src, cols, k);
+    else kt->int8_dequant_row(row, src, s, k);
+    if (ug && sylvester) kt->sylvester_undo(row, k, ug);
+    else if (ug) kt->fht_regular(row, k, ug);
+    return kt->int8_row(q, scale, row, STF_F32, k, g, mode, t, scratch);
+}
+
+int stf__int8_row_i8_scalar(int8_t *q, float *scale, const int8_t *src, float s, const float *cols,
+                            unsigned ug, int sylvester, size_t k, unsigned g, stf_quant_mode mode,
+                            stf_dtype t, float *scratch, float *row)
+{
+    return stf__int8_row_i8_compose(&stf__kernels_scalar, q, scale, src, s, cols, ug, sylvester, k,
+                                    g, mode, t, scratch, row);
+}
+
+#if STF_HAVE_X86_SIMD
+int stf__int8_row_i8_avx2(int8_t *q, float *scale, const int8_t *src, float s, const float *cols,
+                          unsigned ug, int sylvester, size_t k, unsigned g, stf_quant_mode mode,
+                          stf_dtype t, float *scratch, float *row)
+{
+    return stf__int8_row_i8_compose(&stf__kernels_avx2, q, scale, src, s, cols, ug, sylvester, k,
+                                    g, mode, t, scratch, row);
+}
+
+/*
+ * The AVX-512 tables' entry: the BF16 G = 256 path of
+ * kernels_bf16_avx512.c where it applies (T = BF16, G = 256, cuda or eager,
+ * a regular G = 256 rotation or none to undo) and takes the row, else the
+ * composition on the table itself. The plain table (no AVX512-BF16 path)
+ * always composes.
+ */
+static int i8_avx512(const stf__kernels *kt, int8_t *q, float *scale, const int8_t *src, float s,
+                     const float *cols, unsigned ug, int sylvester, size_t k, unsigned g,
+                     stf_quant_mode mode, stf_dtype t, float *scratch, float *row, int hw_bf16)
+{
+    if (hw_bf16 && g == 256 && t == STF_BF16 && !sylvester &&
+        (mode == STF_QMODE_CUDA || mode == STF_QMODE_EAGER) && stf__avx512_bf16_usable() &&
+        stf__int8_row_i8_g256(q, scale, src, s, cols, ug, k, mode, scratch) == 0)
+        return 0;
+    return stf__int8_row_i8_compose(kt, q, scale, src, s, cols, ug, sylvester, k, g, mode, t,
+                                    scratch, row);
+}
+
+int stf__int8_row_i8_avx512(int8_t *q, float *scale, const int8_t *src, float s, const float *cols,
+                            unsigned ug, int sylvester, size_t k, unsigned g, stf_quant_mode mode,
+                            stf_dtype t, float *scratch, float *row)
+{
+    return i8_avx512(&stf__kernels_avx512, q, scale, src, s, cols, ug, sylvester, k, g, mode, t,
+                     scratch, row, 1);
+}
+
+int stf__int8_row_i8_avx512_plain(int8_t *q, float *scale, const int8_t *src, float s,
+                                  const float *cols, unsigned ug, int sylvester, size_t k,
+                                  unsigned g, stf_quant_mode mode, stf_dtype t, float *scratch,
+                                  float *row)
+{
+    return i8_avx512(&stf__kernels_avx512_plain, q, scale, src, s, cols, ug, sylvester, k, g, mode,
+                     t, scratch, row, 0);
+}
+#endif

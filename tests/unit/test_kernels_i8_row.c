@@ -1,0 +1,237 @@
+/*
+ * Tests for int8_row_i8 (lib/quant/kernels_i8_row.c and the fused AVX-512
+ * path in kernels_bf16_avx512.c): every variant gives the bytes, scale and
+ * return code of the steps it replaces on the scalar table
+ * (int8_dequant_row or int8_dequant_row_cols, the rotation undone with
+ * fht_regular or sylvester_undo, int8_row on the F32 row), over fixed-seed
+ * and edge rows: all-zero rows, +-127 and -128 codes, negative scales
+ * (signed zeros), scales at and below the deferred-scaling guards (2^-122,
+ * 2^-118), overflowing, zero, NaN and Inf scales, column scales.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "quant/kernels.h"
+#if STF_HAVE_X86_SIMD
+#include "quant/kernels_avx512.h"
+#endif
+#include "stfix.h"
+#include "quant_testutil.h"
+
+static qt_rng g_rng;
+
+#define KMAX 4096
+
+/* Tables to check: scalar, AVX2, AVX-512, AVX-512 without its BF16 path. */
+#define NVAR 4
+static const stf__kernels *variant(int i)
+{
+    if (i == 0) return &stf__kernels_scalar;
+    stf_simd s = i == 1 ? STF_SIMD_AVX2 : STF_SIMD_AVX512;
+    if (!stf_simd_supported(s)) return NULL;
+#if STF_HAVE_X86_SIMD
+    if (i == 3) return &stf__kernels_avx512_plain;
+#endif
+    return stf__kernels_for(s);
+}
+
+enum { R_RANDOM, R_ZERO, R_EXTREME, R_SMALL, R_SPARSE, R_NKINDS };
+
+static void fill(int8_t *q, size_t k, int kind)
+{
+    for (size_t i = 0; i < k; i++) {
+        uint64_t r = qt_next(&g_rng);
+        int v = (int)(r & 0xFF) - 128;
+        switch (kind) {
+        case R_ZERO: v = 0; break;
+        case R_EXTREME: v = r & 0x100 ? (r & 0x200 ? 127 : -127) : -128; break;
+        case R_SMALL: v = (int)(r % 5) - 2; break;
+        case R_SPARSE: v = r % 7 ? 0 : v; break;
+        default: break;
+        }
+        q[i] = (int8_t)v;
+    }
+}
+
+static float *aligned_floats(size_t n)
+{
+    void *p = NULL;
+    assert_int_equal(posix_memalign(&p, 64, n * sizeof(float)), 0);
+    return p;
+}
+
+/* One case: variant v against the scalar steps. */
+static void cmp_case(const stf__kernels *v, const int8_t *src, float s, const float *cols,
+                     unsigned ug, int syl, size_t k, unsigned g, stf_quant_mode mode,
+                     stf_dtype t, float *sa, float *sb, float *row)
+{
+    static int8_t qa[KMAX], qb[KMAX];
+    float scale_a = -1.0f, scale_b = -2.0f;
+    memset(qa, 0x55, k);
+    memset(qb, 0x55, k);
+    const stf__kernels *r = &stf__kernels_scalar;
+    if (cols) r->int8_dequant_row_cols(row, src, cols, k);
+    else r->int8_dequant_row(row, src, s, k);
+    if (ug && syl) r->sylvester_undo(row, k, ug);
+    else if (ug) r->fht_regular(row, k, ug);
+    int ra = r->int8_row(qa, &scale_a, row, STF_F32, k, g, mode, t, sa);
+    int rb = v->int8_row_i8(qb, &scale_b, src, s, cols, ug, syl, k, g, mode, t, sb, row);
+    if (ra != rb || (ra == 0 && (qt_bits(scale_a) != qt_bits(scale_b) ||
+                                 memcmp(qa, qb, k) != 0))) {
+        print_error("variant %d: int8_row_i8 differs: s=%a cols=%d ug=%u syl=%d k=%zu g=%u "
+                    "mode=%d t=%d rc %d/%d scale %a/%a\n", (int)v->id, (double)s, cols != NULL,
+                    ug, syl, k, g, (int)mode, (int)t, ra, rb, (double)scale_a, (double)scale_b);
+        fail();
+    }
+}
+
+static const float k_scales[] = { 0.0123f, -0.004f, 1.0f, 0x1p-122f, 0x1.fffffep-123f,
+                                  0x1p-118f, 0x1.fffffep-119f, 0x1p-140f, 3.0e36f, 0.0f,
+                                  -0x1p-118f, 1.0e-30f };
+
+/* The production shapes: T = BF16, G = 256, no rotation or a regular
+ * G = 256 to undo, row and column scales. */
+static void test_g256_bf16(void **state)
+{
+    (void)state;
+    static const size_t ks[] = { 256, 512, 768, 3072 };
+    static int8_t src[KMAX];
+    float *sa = aligned_floats(KMAX), *sb = aligned_floats(KMAX), *row = aligned_floats(KMAX);
+    float *cols = aligned_floats(KMAX);
+    size_t cases = 0;
+    g_rng.s = 8;
+    for (int vi = 0; vi < NVAR; vi++) {
+        const stf__kernels *v = variant(vi);
+        if (!v) continue;
+        for (size_t si = 0; si < sizeof k_scales / sizeof *k_scales; si++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+                for (int kind = 0; kind < R_NKINDS; kind++)
+                    for (unsigned ug = 0; ug <= 256; ug += 256) {
+                        size_t k = ks[ki];
+                        fill(src, k, kind);
+                        stf_quant_mode mode = (kind + (int)si) % 2 ? STF_QMODE_EAGER
+                                                                   : STF_QMODE_CUDA;
+                        cmp_case(v, src, k_scales[si], NULL, ug, 0, k, 256, mode, STF_BF16, sa,
+                                 sb, row);
+                        /* Column scales: one of them is the edge value. */
+                        for (size_t i = 0; i < k; i++)
+                            cols[i] = 0.001f + (float)(qt_next(&g_rng) % 1000) * 1e-5f;
+                        cols[qt_next(&g_rng) % k] = k_scales[si];
+                        cmp_case(v, src, 0.0f, cols, ug, 0, k, 256, mode, STF_BF16, sa, sb, row);
+                        cases += 2;
+                    }
+    }
+    assert_true(cases >= 12 * 4 * R_NKINDS * 2 * 2);
+#if STF_HAVE_X86_SIMD
+    /* The fast path itself takes ordinary rows, and declines below its guard. */
+    if (stf_simd_supported(STF_SIMD_AVX512) && stf__avx512_bf16_usable()) {
+        static int8_t qb[KMAX];
+        float sc = 0;
+        fill(src, 3072, R_RANDOM);
+        for (unsigned ug = 0; ug <= 256; ug += 256) {
+            assert_int_equal(stf__int8_row_i8_g256(qb, &sc, src, 0.01f, NULL, ug, 3072,
+                                                   STF_QMODE_CUDA, sb), 0);
+            assert_int_equal(stf__int8_row_i8_g256(qb, &sc, src, 0x1p-123f, NULL, ug, 3072,
+                                                   STF_QMODE_CUDA, sb), 1);
+        }
+        assert_int_equal(stf__int8_row_i8_g256(qb, &sc, src, 0x1p-120f, NULL, 256, 3072,
+                                               STF_QMODE_CUDA, sb), 1);
+        assert_int_equal(stf__int8_row_i8_g256(qb, &sc, src, 0x1p-120f, NULL, 0, 3072,
+                                               STF_QMODE_CUDA, sb), 0);
+    }
+#endif
+    free(sa);
+    free(sb);
+    free(row);
+    free(cols);
+}
+
+/* Everything else goes through the composition: other group sizes,
+ * Sylvester sources, other modes and rounding dtypes. */
+static void test_other_shapes(void **state)
+{
+    (void)state;
+    static const struct { unsigned ug; int syl; } undo[] = {
+        { 0, 0 }, { 4, 0 }, { 16, 0 }, { 64, 0 }, { 256, 0 }, { 1024, 0 },
+        { 2, 1 }, { 8, 1 }, { 128, 1 }, { 256, 1 }, { 2048, 1 },
+    };
+    static const unsigned gs[] = { 0, 4, 16, 64, 256, 1024 };
+    static const stf_quant_mode modes[] = { STF_QMODE_CUDA, STF_QMODE_FP32, STF_QMODE_EAGER };
+    static const stf_dtype ts[] = { STF_BF16, STF_F16, STF_F32 };
+    static int8_t src[KMAX];
+    float *sa = aligned_floats(KMAX), *sb = aligned_floats(KMAX), *row = aligned_floats(KMAX);
+    float *cols = aligned_floats(KMAX);
+    size_t cases = 0;
+    g_rng.s = 9;
+    for (int vi = 0; vi < NVAR; vi++) {
+        const stf__kernels *v = variant(vi);
+        if (!v) continue;
+        for (size_t ui = 0; ui < sizeof undo / sizeof *undo; ui++)
+            for (size_t gi = 0; gi < sizeof gs / sizeof *gs; gi++)
+                for (int kind = 0; kind < R_NKINDS; kind++) {
+                    size_t k = 4096;
+                    fill(src, k, kind);
+                    float s = k_scales[(size_t)kind * 3 % 12];
+                    stf_quant_mode mode = modes[(ui + gi + (size_t)kind) % 3];
+                    stf_dtype t = ts[(ui + (size_t)kind) % 3];
+                    cmp_case(v, src, s, NULL, undo[ui].ug, undo[ui].syl, k, gs[gi], mode, t, sa,
+                             sb, row);
+                    for (size_t i = 0; i < k; i++) cols[i] = (float)(i % 13) * 0.01f - 0.05f;
+                    cmp_case(v, src, 0.0f, cols, undo[ui].ug, undo[ui].syl, k, gs[gi], mode, t,
+                             sa, sb, row);
+                    cases += 2;
+                }
+    }
+    assert_true(cases >= 11 * 6 * R_NKINDS * 2);
+    free(sa);
+    free(sb);
+    free(row);
+    free(cols);
+}
+
+/* Exact values: a row of +-127 codes with scale 2 and no rotation gives
+ * back +-127 and the scale 2; a zero row the floor; an Inf scale
+ * STF_ENUMERIC. */
+static void test_exact_values(void **state)
+{
+    (void)state;
+    static int8_t src[256];
+    float *sc = aligned_floats(256), *row = aligned_floats(256);
+    for (int vi = 0; vi < NVAR; vi++) {
+        const stf__kernels *v = variant(vi);
+        if (!v) continue;
+        int8_t q[256];
+        float scale;
+        for (size_t i = 0; i < 256; i++) src[i] = (int8_t)(i % 2 ? -127 : 127);
+        assert_int_equal(v->int8_row_i8(q, &scale, src, 2.0f, NULL, 0, 0, 256, 0, STF_QMODE_FP32,
+                                        STF_F32, sc, row), 0);
+        for (size_t i = 0; i < 256; i++) assert_int_equal(q[i], i % 2 ? -127 : 127);
+        assert_true(qt_bits(scale) == qt_bits(2.0f));
+        memset(src, 0, sizeof src);
+        assert_int_equal(v->int8_row_i8(q, &scale, src, -2.0f, NULL, 256, 0, 256, 256,
+                                        STF_QMODE_CUDA, STF_BF16, sc, row), 0);
+        for (size_t i = 0; i < 256; i++) assert_int_equal(q[i], 0);
+        assert_int_equal(qt_bits(scale), 0x0DA24260u);
+        src[9] = 1;
+        assert_int_equal(v->int8_row_i8(q, &scale, src, qt_float(0x7F800000u), NULL, 256, 0, 256,
+                                        256, STF_QMODE_CUDA, STF_BF16, sc, row), STF_ENUMERIC);
+    }
+    free(sc);
+    free(row);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_g256_bf16),
+        cmocka_unit_test(test_other_shapes),
+        cmocka_unit_test(test_exact_values),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
