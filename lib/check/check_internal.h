@@ -45,6 +45,13 @@ typedef struct stf__chk {
 void stf__chk_add(stf__chk *k, const char *rule, stf_severity sev, const char *layer,
                   size_t layer_len, const char *fix, const char *fmt, ...) STF_PRINTF(7, 8);
 
+/* Override the effect of the finding just added (a no-op after a failure).
+ * stf__chk_add gives each finding the default of stf__effect_of. */
+void stf__chk_effect(stf__chk *k, stf_effect e);
+/* The effect a finding of `rule` at severity sev has under `profile`, from
+ * the rule's catalogue entry; NOTE at severity info or without an entry. */
+stf_effect stf__effect_of(const char *rule, const char *profile, stf_severity sev);
+
 /* Python repr of the str s[0..n): 'blocks.0.fc1', 'a\x00b'. */
 const char *stf__chk_repr(stf__chk *k, const char *s, size_t n);
 /* A name (n bytes) as stf_name_escape prints it, for stfix's own messages:

@@ -24,6 +24,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "tensor set with set-marker and a format, or dequantize the weight to BF16 with "
                "exclude when its scale is present but the format cannot be told.",
         .action = "set-marker, exclude",
+        .effect = "silent",
     },
     {
         .id = "C2",
@@ -38,6 +39,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "when the weight is I8 and its scale F32; for any other layout give set-marker "
                "the format explicitly.",
         .action = "set-marker",
+        .effect = "refuses",
     },
     {
         .id = "C3",
@@ -53,6 +55,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "rewrite-format when the tensors already have the upstream layout, otherwise "
                "dequantize and requantize with requantize.",
         .action = "rewrite-format, requantize",
+        .effect = "refuses",
     },
     {
         .id = "C4",
@@ -69,6 +72,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
         .fix = "Re-export the layer with its scales. If the weight is really a float weight "
                "carrying a stray marker (orphan-tensors), drop the marker with drop.",
         .action = "drop",
+        .effect = "refuses",
     },
     {
         .id = "C5",
@@ -84,6 +88,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "add the missing weight. A marker keyed under the wrong prefix "
                "(metadata-prefix-mismatch) is moved with rename.",
         .action = "drop, rename",
+        .effect = "silent",
     },
     {
         .id = "C6",
@@ -102,6 +107,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "quantizes again with a regular G from 256, 64 and 16. A group size written as "
                "a string must be rewritten as the integer the producer used.",
         .action = "requantize",
+        .effect = "silent",
     },
     {
         .id = "C7",
@@ -117,6 +123,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "largest of 256, 64 and 16 that divides K and keeps the layer in BF16 when none "
                "does.",
         .action = "requantize",
+        .effect = "silent",
     },
     {
         .id = "C8",
@@ -132,6 +139,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "per-column (column-scales) and (N, g) grouped scales exactly and quantizes "
                "rowwise. Blockwise scales cannot be decoded and need the original weights.",
         .action = "requantize",
+        .effect = "silent",
     },
     {
         .id = "C9",
@@ -151,6 +159,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "vector. When H1 says COLUMN the scales run along the input axis "
                "(column-scales) and the layer must be requantized.",
         .action = "reshape-scale, requantize",
+        .effect = "silent",
     },
     {
         .id = "C10",
@@ -167,6 +176,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "bytes are already the right codes, relabel the weight (U8 to I8) in a recipe "
                "rule that asserts it; otherwise re-export the layer.",
         .action = "relabel",
+        .effect = "silent",
     },
     {
         .id = "C11",
@@ -183,6 +193,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
         .fix = "The scales were stored in half precision (low-precision-scales): cast-scale "
                "widens them to F32, which is exact.",
         .action = "cast-scale",
+        .effect = "silent",
     },
     {
         .id = "C12",
@@ -199,6 +210,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "and drops its marker and scales. Use flatten-conv only when a recipe rule "
                "declares the consumer a Linear over unfolded patches.",
         .action = "exclude, flatten-conv",
+        .effect = "silent",
     },
     {
         .id = "C14",
@@ -214,6 +226,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
         .fix = "The exporter nested the keys (nested-params): set-marker hoists them to the "
                "top level and writes the canonical marker.",
         .action = "set-marker",
+        .effect = "note",
     },
     {
         .id = "C15",
@@ -233,6 +246,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "with rename (metadata-prefix-mismatch); regenerate both channels from one "
                "marker with set-marker.",
         .action = "set-marker, rename",
+        .effect = "silent",
     },
     {
         .id = "C16",
@@ -248,6 +262,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "to int8_tensorwise, or BF16 through exclude; a wrong linear_dtype is dropped "
                "with set-marker and its drop_keys, which leaves int4.",
         .action = "requantize, exclude, set-marker",
+        .effect = "silent",
     },
     {
         .id = "C19",
@@ -264,6 +279,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
         .fix = "set-marker writes convrot as true and spells out convrot_groupsize (256 when "
                "absent); state the group size the producer actually used if it was not 256.",
         .action = "set-marker",
+        .effect = "note",
     },
     {
         .id = "N1",
@@ -278,6 +294,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
         .fix = "The scales are corrupt and cannot be repaired from the file: requantize the "
                "layer from its source weights with the producer, or re-export it.",
         .action = NULL,
+        .effect = "silent",
     },
     {
         .id = "N2",
@@ -293,6 +310,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
         .fix = "Requantize the layer from its source weights with the producer; stfix cannot "
                "recover the lost magnitudes from the codes.",
         .action = NULL,
+        .effect = "silent",
     },
     {
         .id = "N3",
@@ -307,6 +325,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                    "exclude it, so its marker and scales stay as they are.",
         .fix = "Re-export the layer with its weights, or remove it from the checkpoint.",
         .action = NULL,
+        .effect = "note",
     },
     {
         .id = "H1",
@@ -331,6 +350,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "a recipe rule can match them with probe. Clamped or learned-rounding codes "
                "(clamped-codes) are tolerated.",
         .action = "reshape-scale, requantize",
+        .effect = "silent",
     },
     {
         .id = "H2",
@@ -351,6 +371,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "when the declared size says Sylvester. The energy evidence alone is a report: "
                "confirm with the producer before writing a rule for it.",
         .action = "requantize",
+        .effect = "silent",
     },
 };
 const size_t stf__rule_docs_comfyui_n =

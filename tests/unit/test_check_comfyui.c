@@ -23,69 +23,70 @@
 typedef struct expect {
     const char *file, *rule;
     stf_severity sev;
+    stf_effect fx;
     const char *msg;
 } expect;
 
 static const expect CASES[] = {
-    { "r10_no_marker.safetensors", "C1", STF_SEV_ERROR,
+    { "r10_no_marker.safetensors", "C1", STF_SEV_ERROR, STF_EFFECT_SILENT,
       "Layer " L " has a quantized I8 weight (16, 256) but no comfy_quant marker: ComfyUI value-casts "
       "the codes to the compute dtype (silently garbage)" },
-    { "r30_missing_format.safetensors", "C2", STF_SEV_ERROR, "Unknown quantization format for layer " L },
-    { "r30_unknown_format.safetensors", "C3", STF_SEV_ERROR, "Unsupported quantization format: int8_blockwise" },
-    { "r12_missing_scale.safetensors", "C4", STF_SEV_ERROR, "Missing INT8 weight scale for layer " L },
-    { "r12_missing_weight.safetensors", "C5", STF_SEV_ERROR,
+    { "r30_missing_format.safetensors", "C2", STF_SEV_ERROR, STF_EFFECT_REFUSES, "Unknown quantization format for layer " L },
+    { "r30_unknown_format.safetensors", "C3", STF_SEV_ERROR, STF_EFFECT_REFUSES, "Unsupported quantization format: int8_blockwise" },
+    { "r12_missing_scale.safetensors", "C4", STF_SEV_ERROR, STF_EFFECT_REFUSES, "Missing INT8 weight scale for layer " L },
+    { "r12_missing_weight.safetensors", "C5", STF_SEV_ERROR, STF_EFFECT_SILENT,
       "Layer " L " has a comfy_quant marker but no " L ".weight: ComfyUI leaves the module weight None "
       "(\"Missing weight for layer " L "\")" },
-    { "r24_g128.safetensors", "C6", STF_SEV_ERROR,
+    { "r24_g128.safetensors", "C6", STF_SEV_ERROR, STF_EFFECT_SILENT,
       "Regular Hadamard size must be a power of 4, got 128 (layer " L " loads, then fails at the "
       "first forward or dequantization)" },
-    { "r18_w4a4_g128.safetensors", "C6", STF_SEV_ERROR,
+    { "r18_w4a4_g128.safetensors", "C6", STF_SEV_ERROR, STF_EFFECT_SILENT,
       "Regular Hadamard size must be a power of 4, got 128 (layer " L " loads, then fails at the "
       "first forward or dequantization)" },
-    { "r27_k_not_multiple.safetensors", "C7", STF_SEV_ERROR,
+    { "r27_k_not_multiple.safetensors", "C7", STF_SEV_ERROR, STF_EFFECT_SILENT,
       "ConvRot group size 64 does not divide input features 96" },
-    { "r15_grouped_scale.safetensors", "C8", STF_SEV_ERROR,
+    { "r15_grouped_scale.safetensors", "C8", STF_SEV_ERROR, STF_EFFECT_SILENT,
       "INT8 weight scale must be scalar or per-output-channel, got (16, 2) for weight (16, 256) "
       "(layer " L ")" },
-    { "r15_flat_scale_square.safetensors", "C9", STF_SEV_ERROR,
+    { "r15_flat_scale_square.safetensors", "C9", STF_SEV_ERROR, STF_EFFECT_SILENT,
       "INT8 weight scale of layer " L " has shape (256,), not (N, 1): the int8 GEMM accepts it, but "
       "ComfyUI's dequantize paths (LoRA, full_precision_matrix_mult, fallback) broadcast it over "
       "columns, silently wrong on this square layer" },
-    { "r17_w4a4_scale_2d.safetensors", "C9", STF_SEV_ERROR,
+    { "r17_w4a4_scale_2d.safetensors", "C9", STF_SEV_ERROR, STF_EFFECT_SILENT,
       "ConvRot W4A4 weight scale of layer " L " has shape (16, 1), not (N,): ComfyUI's dequantize "
       "paths broadcast it wrongly" },
-    { "r14_weight_u8.safetensors", "C10", STF_SEV_ERROR,
+    { "r14_weight_u8.safetensors", "C10", STF_SEV_ERROR, STF_EFFECT_SILENT,
       "Weight of layer " L " is U8, but int8_tensorwise stores I8: ComfyUI value-casts it instead of "
       "viewing the bits (silently wrong)" },
-    { "r14_scale_bf16.safetensors", "C11", STF_SEV_ERROR,
+    { "r14_scale_bf16.safetensors", "C11", STF_SEV_ERROR, STF_EFFECT_SILENT,
       "Scale " L ".weight_scale is BF16, not F32: older comfy-kitchen backends refuse it" },
-    { "r16_w4a4_scale_f16.safetensors", "C11", STF_SEV_ERROR,
+    { "r16_w4a4_scale_f16.safetensors", "C11", STF_SEV_ERROR, STF_EFFECT_SILENT,
       "Scale " L ".weight_scale is F16, not F32: older comfy-kitchen backends refuse it" },
-    { "r25_conv_marker.safetensors", "C12", STF_SEV_ERROR,
+    { "r25_conv_marker.safetensors", "C12", STF_SEV_ERROR, STF_EFFECT_SILENT,
       "Layer blocks.0.conv has a 4-D weight (8, 4, 3, 3) with a comfy_quant marker: only Linear, "
       "MoEExperts and Embedding understand markers, so the marker and scales become unexpected keys "
       "and the raw codes are fed to the module" },
-    { "r23_params_nested.safetensors", "C14", STF_SEV_WARNING,
+    { "r23_params_nested.safetensors", "C14", STF_SEV_WARNING, STF_EFFECT_NOTE,
       "Marker of layer " L " nests keys under params: ComfyUI's Linear reads them as a fallback, its "
       "Embedding and SGLang ignore them" },
-    { "c15_meta_prefix.safetensors", "C15", STF_SEV_ERROR,
+    { "c15_meta_prefix.safetensors", "C15", STF_SEV_ERROR, STF_EFFECT_SILENT,
       "_quantization_metadata names layer model.diffusion_model." L ", which has no tensors: ComfyUI "
       "attaches the marker to missing keys and loads the real layer unquantized" },
-    { "c15_meta_bare.safetensors", "C15", STF_SEV_ERROR,
+    { "c15_meta_bare.safetensors", "C15", STF_SEV_ERROR, STF_EFFECT_SILENT,
       "_quantization_metadata names layer " L ", which has no tensors: ComfyUI attaches the marker "
       "to missing keys and loads the real layer unquantized" },
-    { "r04_meta_layer_string.safetensors", "C15", STF_SEV_ERROR,
+    { "r04_meta_layer_string.safetensors", "C15", STF_SEV_ERROR, STF_EFFECT_SILENT,
       "_quantization_metadata entry for layer " L " is 'int8_tensorwise', not an object: ComfyUI "
       "crashes calling .get on it" },
-    { "r05_conflict.safetensors", "C15", STF_SEV_WARNING,
+    { "r05_conflict.safetensors", "C15", STF_SEV_WARNING, STF_EFFECT_SILENT,
       "_quantization_metadata entry for layer " L " differs from its comfy_quant tensor; ComfyUI "
       "uses the metadata entry" },
-    { "r19_w4a4_k96.safetensors", "C16", STF_SEV_ERROR,
+    { "r19_w4a4_k96.safetensors", "C16", STF_SEV_ERROR, STF_EFFECT_SILENT,
       "W4A4 layer " L " has input size 96, which comfy-kitchen rejects (needs a multiple of 64 and "
       "of convrot_groupsize 16)" },
-    { "r57_w4a4_linear_dtype.safetensors", "C16", STF_SEV_ERROR,
+    { "r57_w4a4_linear_dtype.safetensors", "C16", STF_SEV_ERROR, STF_EFFECT_SILENT,
       "W4A4 layer " L " has linear_dtype 'fp4'; comfy-kitchen accepts int4 or int8" },
-    { "r23_convrot_int.safetensors", "C19", STF_SEV_WARNING,
+    { "r23_convrot_int.safetensors", "C19", STF_SEV_WARNING, STF_EFFECT_NOTE,
       "ComfyUI takes convrot=1 of layer " L " as true by Python truthiness; SGLang requires the "
       "literal true (R23)" },
 };
@@ -99,8 +100,10 @@ static void test_exact_messages(void **state)
         snprintf(path, sizeof path, FIX "%s", CASES[i].file);
         stf_check_report *r = st_check_file(path, STF_CHECK_CONTAINER | STF_CONSUMER_COMFYUI);
         const stf_diag *d = st_check_find(r, CASES[i].rule, CASES[i].msg);
-        if (!d || d->severity != CASES[i].sev || strcmp(d->profile, "comfyui")) {
-            print_message("%s: expected %s \"%s\"; got:\n", CASES[i].file, CASES[i].rule, CASES[i].msg);
+        if (!d || d->severity != CASES[i].sev || d->effect != CASES[i].fx ||
+            strcmp(d->profile, "comfyui")) {
+            print_message("%s: expected %s (%s) \"%s\"; got:\n", CASES[i].file, CASES[i].rule,
+                          stf_effect_name(CASES[i].fx), CASES[i].msg);
             st_check_dump(r);
             bad++;
         }
