@@ -1,5 +1,6 @@
 /*
- * Findings in human text: one line each, "SEVERITY RULE: MESSAGE", the rule
+ * Findings in human text: one line each, "SEVERITY RULE: MESSAGE [EFFECT]"
+ * (EFFECT being what the consumer does: refuses, silent, degraded, note), the rule
  * id said once (a message that repeats it, such as the reader's
  * "FILE: S23 not canonical: ...", is shown without the repeat), severity
  * and rule coloured where the stream takes colour (cli_color.c). A check
@@ -52,10 +53,11 @@ static void head(FILE *o, stf_severity s, const char *rule)
 /* One diagnostic as a human line; see cli.h. */
 void cli_diag_line(FILE *o, const stf_diag *d, const char *indent)
 {
+    const char *fx = stf_effect_name(d->effect);
     fputs(indent, o);
     head(o, d->severity, d->rule);
     cli_message(o, d->message, d->rule);
-    fputc('\n', o);
+    fprintf(o, " [%s]\n", fx ? fx : "note");
 }
 
 /* One reader finding on stderr; see cli.h. */

@@ -72,6 +72,8 @@ void cli_json_diag(FILE *o, const stf_diag *d, int first, int with_fix)
         fputs(", \"fix\": ", o);
         cli_json_str(o, d->fix);
     }
+    fputs(", \"effect\": ", o);
+    cli_json_str(o, stf_effect_name(d->effect));
     fputc('}', o);
 }
 

@@ -44,7 +44,8 @@ static void entry_text(const stf_rule_doc *d)
                                          "How to fix:", "Recipe action:" };
     const char *const text[] = { d->checks, d->why, d->ignored, d->fix,
                                  d->action ? d->action : "none" };
-    printf("%s  %s\nseverity: %s\n", d->id, d->title, d->severity);
+    printf("%s  %s\nseverity: %s\neffect: %s\n", d->id, d->title, d->severity,
+           d->effect ? d->effect : "note");
     for (size_t i = 0; i < sizeof label / sizeof label[0]; i++) {
         printf("\n%s\n", label[i]);
         wrapped(text[i]);
@@ -62,6 +63,8 @@ static void entry_json(const stf_rule_doc *d)
     }
     fputs(", \"action\": ", stdout);
     cli_json_str_or_null(stdout, d->action);
+    fputs(", \"effect\": ", stdout);
+    cli_json_str(stdout, d->effect ? d->effect : "note");
     fputc('}', stdout);
 }
 
@@ -165,16 +168,16 @@ int cmd_explain(int argc, char **argv)
     const cli_opt opts[] = {
         { .kind = CLI_ARG, .metavar = "RULE",
           .help = "a rule id such as R15 or s7 (any case): its entry of the\n"
-                  "rule catalogue (stfix-checks(7)): title, severity, what it\n"
-                  "checks, why it matters, what happens if it is ignored, how\n"
-                  "to fix it and the recipe action that does" },
+                  "rule catalogue (stfix-checks(7)): title, severity, effect,\n"
+                  "what it checks, why it matters, what happens if it is\n"
+                  "ignored, how to fix it and the recipe action that does" },
         { .name = "list", .kind = CLI_FLAG, .target = &all,
           .help = "one line per rule: ID, base severity, title" },
         { .name = "json", .kind = CLI_FLAG, .target = &json,
           .help = "the entries as JSON: an object for one RULE, an array for\n"
                   "several and for --list (fields id, severity, title, checks,\n"
-                  "why, ignored, fix, action; action is null when no recipe\n"
-                  "action fixes it)" },
+                  "why, ignored, fix, action, effect; action is null when no\n"
+                  "recipe action fixes it)" },
     };
     const cli_cmd cmd = { .verb = "explain",
                           .synopsis = "explain RULE... [--json]\nexplain --list [--json]",

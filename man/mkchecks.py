@@ -4,7 +4,7 @@
 usage: mkchecks.py CATALOGUE.json STFIX.1 OUTDIR
 
 CATALOGUE.json is the output of `stfix explain --list --json` (an array of
-entries: id, severity, title, checks, why, ignored, fix, action). STFIX.1 is
+entries: id, severity, title, checks, why, ignored, fix, action, effect). STFIX.1 is
 the source of stfix(1). Writes OUTDIR/stfix-checks.7, the whole page, and
 OUTDIR/stfix.1, which is STFIX.1 with the rule list between the
 BEGIN GENERATED RULES and END GENERATED RULES comment lines replaced.
@@ -44,7 +44,12 @@ GROUPS = [
      "a checkpoint in ComfyUI's quantized format.",
      "stfix check reports them with --target sglang or all (the default)."),
     ("C", "COMFYUI RULES (C)", "ComfyUI rules (C)",
-     "C rules reproduce what ComfyUI's loader refuses or silently miscomputes.",
+     "C rules reproduce what ComfyUI's loader refuses or silently miscomputes. "
+     "They were checked against ComfyUI at upstream commit 6db4fa2f of "
+     "2026-08-07, with the layout parameter checks of the comfy-kitchen "
+     "release it loads, by running that loader on the CPU over the test "
+     "fixtures: where it raises, the C rule's message is its exception as "
+     "Python prints it, type first.",
      "stfix check reports them with --target comfyui or all (the default)."),
     ("NH", "NUMERIC PROBES (N, H)", "Numeric probes (N, H)",
      "N and H rules read tensor data: N rules check scale values, H rules tell "
@@ -79,6 +84,18 @@ DESCRIPTION2 = (
     "The families R, C, N, H and T are reported by stfix check, which exits 1 "
     "when one of them is an error; stfix fix refuses to write an output that "
     "still breaks an error rule of its recipe's targets.")
+
+EFFECTS = [
+    ("refuses", "The consumer raises and the load fails. "
+                "Under a consumer's profile the message is the consumer's own text."),
+    ("silent", "The consumer loads the file without an error and then computes "
+               "wrong results, drops data, or fails only later, at the first "
+               "forward pass. "
+               "The message says what the consumer does instead."),
+    ("degraded", "The file loads and works, but slower or replicated."),
+    ("note", "Nothing goes wrong in the consumer; every finding at severity "
+             "info is a note."),
+]
 
 SEVERITIES = [
     ("error", "The consumer refuses the file or computes wrong results with it. "
@@ -177,6 +194,14 @@ def checks_page(docs, date):
     for name, what in SEVERITIES:
         out += ['.It Sy "%s"' % name] + text(what)
     out.append(".El")
+    out += [".Pp"] + text(
+        "Each finding also carries an effect, what its consumer does with the "
+        "file: stfix check prints it after the rule id and as effect in --json, "
+        "and each entry below gives it, per target where the targets differ.")
+    out.append(".Bl -tag -width Ds")
+    for name, what in EFFECTS:
+        out += ['.It Sy %s' % name] + text(what)
+    out.append(".El")
     groups = by_group(docs)
     for key, section, _sub, intro, intro2 in GROUPS:
         out += [".Sh " + section] + text(intro) + text(intro2)
@@ -186,6 +211,7 @@ def checks_page(docs, date):
         for d in groups[key]:
             out += [".It Sy " + d["id"]] + text(d["title"])
             out += [".Pp", ".Sy Severity :"] + text(d["severity"])
+            out += [".Pp", ".Sy Effect :"] + text(d.get("effect") or "note")
             for field, label in LABELS:
                 out += [".Pp", ".Sy %s :" % label] + text(d[field] or "none")
         out.append(".El")

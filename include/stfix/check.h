@@ -8,7 +8,7 @@
  * finding it can decide from the file.
  *
  * Rule ids: "S1".."S28", "I1".."I7" (container, reported by the reader),
- * "R1".."R61" (SGLang), "C1".."C19" (ComfyUI), and the numeric probes
+ * "R1".."R61" (SGLang), "C1".."C23" (ComfyUI), and the numeric probes
  * "N1" (non-finite scale), "N2" (zero or negative scale), "H1" (row versus
  * column quantization: stfix-defects(7), ROW AND COLUMN DETECTION) and
  * "H2" (Sylvester rather than regular rotation), and the tensor-parallel
@@ -41,12 +41,32 @@ extern "C" {
 #define STF_CHECK_ALL (STF_CHECK_CONTAINER | STF_CONSUMER_ALL)
 
 /*
+ * What a finding does to its consumer when the file is loaded anyway
+ * (stfix-checks(7), SEVERITIES): the consumer raises and the load fails
+ * (REFUSES); it loads without error and then computes wrong results or
+ * drops data (SILENT); it loads and works, but slower or replicated
+ * (DEGRADED); or nothing goes wrong (NOTE). Severity says how stfix ranks
+ * a finding, the effect what the consumer does with it.
+ */
+typedef enum stf_effect {
+    STF_EFFECT_NOTE = 0,
+    STF_EFFECT_REFUSES = 1,
+    STF_EFFECT_SILENT = 2,
+    STF_EFFECT_DEGRADED = 3
+} stf_effect;
+
+/* "note", "refuses", "silent", "degraded"; NULL when out of range. */
+STF_API const char *stf_effect_name(stf_effect e);
+
+/*
  * One finding. `rule` is the stable id; `layer` the layer prefix it is about
  * ("" for a file-level finding); `message` the consumer's exact text where
  * the consumer has one (SGLang f-strings reproduced with Python reprs), else
  * a plain statement of the silent failure; `fix` the repair. `profile` is
- * "container", "sglang", "comfyui" or "numeric". All strings belong to the
- * report.
+ * "container", "sglang", "comfyui" or "numeric". `effect` is what the
+ * finding does to that profile's consumer; for STF_EFFECT_REFUSES under a
+ * consumer profile the message is the consumer's own exception text. All
+ * strings belong to the report.
  */
 typedef struct stf_diag {
     char rule[8];
@@ -56,6 +76,7 @@ typedef struct stf_diag {
     size_t layer_len;
     const char *message;
     const char *fix;
+    stf_effect effect;       /* appended: what the consumer does with the file */
 } stf_diag;
 
 /* The layout of stf_check_opts this header describes. */
@@ -175,6 +196,11 @@ typedef struct stf_rule_doc {
     const char *ignored;  /* what happens when the finding is ignored */
     const char *fix;      /* how to fix it */
     const char *action;   /* the recipe action(s) that fix it, or NULL when none does */
+    /* appended: what the finding does to the consumer, as stf_effect_name
+     * words: one word ("refuses"), or per profile where they differ
+     * ("sglang: refuses; comfyui: silent"); a finding at severity info is
+     * always a note. */
+    const char *effect;
 } stf_rule_doc;
 
 /* Number of catalogue entries. */

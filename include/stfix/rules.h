@@ -120,6 +120,14 @@ typedef enum stf_relabel_tensor {
     STF_RELABEL_SCALE = 1
 } stf_relabel_tensor;
 
+/* Which scales cast-scale widens: weight_scale alone, or every scale that
+ * is F32 by its format (weight_scale, weight_scale_2, input_scale,
+ * weight_s_channel) found in BF16 or F16. */
+typedef enum stf_cast_scales {
+    STF_CAST_WEIGHT_SCALE = 0,
+    STF_CAST_ALL_SCALES = 1
+} stf_cast_scales;
+
 /* "Keep the source dtype" for exclude and requantize's fallback. */
 #define STF_DTYPE_SOURCE STF_DTYPE_COUNT
 
@@ -157,7 +165,10 @@ typedef struct stf_action {
             stf_meta_policy metadata;
             stf_channel_pref prefer;
         } set_marker;
-        struct { stf_dtype to; } cast_scale;           /* F32 */
+        struct {
+            stf_dtype to;                             /* F32 */
+            stf_cast_scales tensors;                  /* appended; default weight_scale */
+        } cast_scale;
         struct { stf_relabel_tensor tensor; stf_dtype from, to; } relabel;
         struct {
             stf_format_id format;                     /* INT8_TENSORWISE or CONVROT_W4A4 */

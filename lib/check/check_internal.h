@@ -14,6 +14,7 @@
 #include "stfix/check.h"
 #include "stfix/quant.h"
 #include "stfix/experimental/check.h"
+#include "stfix/experimental/model.h"
 #include "stfix/experimental/quant.h"
 #include "util/util.h"
 
@@ -46,6 +47,13 @@ typedef struct stf__chk {
  * bytes (it may hold U+0000); NULL means "". */
 void stf__chk_add(stf__chk *k, const char *rule, stf_severity sev, const char *layer,
                   size_t layer_len, const char *fix, const char *fmt, ...) STF_PRINTF(7, 8);
+
+/* Override the effect of the finding just added (a no-op after a failure).
+ * stf__chk_add gives each finding the default of stf__effect_of. */
+void stf__chk_effect(stf__chk *k, stf_effect e);
+/* The effect a finding of `rule` at severity sev has under `profile`, from
+ * the rule's catalogue entry; NOTE at severity info or without an entry. */
+stf_effect stf__effect_of(const char *rule, const char *profile, stf_severity sev);
 
 /* Python repr of the str s[0..n): 'blocks.0.fc1', 'a\x00b'. */
 const char *stf__chk_repr(stf__chk *k, const char *s, size_t n);
@@ -88,6 +96,19 @@ int stf__check_sglang(stf__chk *k);
 void stf__check_sglang_layer_formats(stf__chk *k, const stf_layer *l, const stf_pyval *marker,
                                      const char *fmt);
 int stf__check_comfyui(stf__chk *k);
+/* ComfyUI's reading of a marker key: the top level, then under `params`
+ * (profile_comfyui.c). */
+const stf_pyval *stf__comfy_param(const stf_pyval *mk, const char *key);
+/* int(convrot_groupsize), default 256, as ComfyUI reads it; -1 where int() raises. */
+int64_t stf__comfy_groupsize(const stf_pyval *mk);
+/* What ComfyUI raises (profile_comfyui_raises.c): C20 for each shard's
+ * _quantization_metadata; C21 for a layer whose marker cannot be
+ * read, returning 1 then (the layer's other rules are moot); C22 for a
+ * W4A8 layer comfy-kitchen's layout parameters reject. */
+void stf__check_comfyui_qmeta(stf__chk *k);
+int stf__check_comfyui_marker(stf__chk *k, const stf_layer *l);
+void stf__check_comfyui_w4a8(stf__chk *k, const stf_layer *l, const stf_pyval *mk,
+                             const stf_tensor_info *w);
 int stf__check_numeric(stf__chk *k);
 /* The T rules for the degrees of `tp` (profile_tp.c); fills k->r->tp. */
 int stf__check_tp(stf__chk *k, const stf_tp_opts *tp);

@@ -1,5 +1,5 @@
 /*
- * The `comfyui` profile: ComfyUI's acceptance rules C1-C19
+ * The `comfyui` profile: ComfyUI's acceptance rules C1-C23
  * (stfix-checks(7), COMFYUI RULES). ComfyUI has an exact message for some of them;
  * most of its failures are silent (codes value-cast to floats, conv layers
  * fed raw codes, scales broadcast over the wrong axis, non-power-of-4 groups
@@ -29,7 +29,7 @@ static int is_pow4(int64_t g)
 }
 
 /* ComfyUI reads a key at the top level, then under `params` (Linear). */
-static const stf_pyval *get_param(const stf_pyval *mk, const char *key)
+const stf_pyval *stf__comfy_param(const stf_pyval *mk, const char *key)
 {
     const stf_pyval *v = stf_pyval_find(mk, key);
     if (v) return v;
@@ -38,9 +38,9 @@ static const stf_pyval *get_param(const stf_pyval *mk, const char *key)
 }
 
 /* int(get(key, 256)) as ComfyUI reads convrot_groupsize; -1 where int() raises. */
-static int64_t comfy_groupsize(const stf_pyval *mk)
+int64_t stf__comfy_groupsize(const stf_pyval *mk)
 {
-    const stf_pyval *v = get_param(mk, "convrot_groupsize");
+    const stf_pyval *v = stf__comfy_param(mk, "convrot_groupsize");
     int64_t g = 256;
     if (v && stf_pyval_pyint(&g, v, NULL)) return -1;
     return g;
@@ -49,6 +49,12 @@ static int64_t comfy_groupsize(const stf_pyval *mk)
 static int quantized_dtype(stf_dtype d)
 {
     return d == STF_I8 || d == STF_U8 || d == STF_F8_E4M3 || d == STF_F8_E5M2;
+}
+
+/* U8 and I8, either way round: torch's .to() between them wraps. */
+static int int8_pair(stf_dtype a, stf_dtype b)
+{
+    return (a == STF_U8 && b == STF_I8) || (a == STF_I8 && b == STF_U8);
 }
 
 static int has_tensors(const stf_layer *l)
@@ -128,8 +134,9 @@ static void convrot_group_rules(stf__chk *k, const stf_layer *l, int64_t g, uint
         stf__chk_add(k, rule_k, STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "requantize with a group size that divides the input size, or keep BF16 "
                      "(indivisible-group)",
-                     "ConvRot group size %lld does not divide input features %llu", (long long)g,
-                     (unsigned long long)kk);
+                     "ConvRot group size %lld does not divide input features %llu (layer %s "
+                     "loads, then fails at the first forward)", (long long)g,
+                     (unsigned long long)kk, stf__chk_layer(k, l));
 }
 
 static void int8_rules(stf__chk *k, const stf_layer *l, const stf_pyval *mk,
@@ -138,25 +145,26 @@ static void int8_rules(stf__chk *k, const stf_layer *l, const stf_pyval *mk,
     const stf_tensor_info *s = T(k, l, STF_SFX_WEIGHT_SCALE);
     uint64_t n = w->rank == 3 ? w->shape[0] * w->shape[1] : w->shape[0];
     uint64_t kk = w->shape[w->rank - 1];
-    const stf_pyval *cr = get_param(mk, "convrot");
+    const stf_pyval *cr = stf__comfy_param(mk, "convrot");
     int convrot = cr && stf_pyval_truthy(cr);
     if (cr && convrot && !stf_pyval_is_true(cr))
         stf__chk_add(k, "C19", STF_SEV_WARNING, l->prefix, l->prefix_len, "write \"convrot\": true",
                      "ComfyUI takes convrot=%s of layer %s as true by Python truthiness; SGLang "
                      "requires the literal true (R23)", stf__chk_pyrepr(k, cr),
                      stf__chk_layer(k, l));
-    if (convrot && !get_param(mk, "convrot_groupsize"))
+    if (convrot && !stf__comfy_param(mk, "convrot_groupsize"))
         stf__chk_add(k, "C19", STF_SEV_WARNING, l->prefix, l->prefix_len,
                      "write the group size actually used as convrot_groupsize",
                      "Layer %s declares no convrot_groupsize: ComfyUI assumes 256, SGLang rejects "
                      "the layer (R24)", stf__chk_layer(k, l));
-    if (convrot) convrot_group_rules(k, l, comfy_groupsize(mk), kk, "C7");
+    if (convrot) convrot_group_rules(k, l, stf__comfy_groupsize(mk), kk, "C7");
     if (!s) return;
     if (s->nelem != 1 && s->nelem != n) {
         stf__chk_add(k, "C8", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "requantize rowwise (grouped or input-axis scales cannot be reshaped)",
                      "INT8 weight scale must be scalar or per-output-channel, got %s for weight %s "
-                     "(layer %s)", stf__chk_shape(k, s), stf__chk_shape(k, w),
+                     "(layer %s loads, then fails at the first forward)", stf__chk_shape(k, s),
+                     stf__chk_shape(k, w),
                      stf__chk_layer(k, l));
         return;
     }
@@ -188,22 +196,23 @@ static void w4a4_rules(stf__chk *k, const stf_layer *l, const stf_pyval *mk,
                      "ConvRot W4A4 weight scale of layer %s has shape %s, not (N,): ComfyUI's "
                      "dequantize paths broadcast it wrongly", stf__chk_layer(k, l),
                      stf__chk_shape(k, s));
-    int64_t g = comfy_groupsize(mk);
+    int64_t g = stf__comfy_groupsize(mk);
     if (g > 0 && !is_pow4(g)) convrot_group_rules(k, l, g, kk, "C16");
     else if (kk % 64 || (g > 0 && kk % (uint64_t)g))
         stf__chk_add(k, "C16", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "W4A4 needs K % 64 == 0 and K % G == 0: requantize as INT8 or keep BF16",
-                     "W4A4 layer %s has input size %llu, which comfy-kitchen rejects (needs a "
-                     "multiple of 64 and of convrot_groupsize %lld)", stf__chk_layer(k, l),
+                     "W4A4 layer %s has input size %llu, which comfy-kitchen's kernels reject (needs "
+                     "a multiple of 64 and of convrot_groupsize %lld): it loads, then fails at "
+                     "the first forward", stf__chk_layer(k, l),
                      (unsigned long long)kk, (long long)g);
-    const stf_pyval *ld = get_param(mk, "linear_dtype");
+    const stf_pyval *ld = stf__comfy_param(mk, "linear_dtype");
     if (ld) {
-        const char *v = stf__chk_pystr(k, ld);
-        if (strcmp(v, "int4") && strcmp(v, "int8"))
-            stf__chk_add(k, "C16", STF_SEV_ERROR, l->prefix, l->prefix_len,
-                         "set linear_dtype to \"int4\" (omit it) or \"int8\"",
-                         "W4A4 layer %s has linear_dtype %s; comfy-kitchen accepts int4 or int8",
-                         stf__chk_layer(k, l), stf__chk_repr(k, v, strlen(v)));
+        const char *v = stf_pyval_type(ld) == STF_PY_STR ? stf__chk_pystr(k, ld) : NULL;
+        if (!v || (strcmp(v, "int4") && strcmp(v, "int8")))
+            stf__chk_add(k, "C23", STF_SEV_ERROR, l->prefix, l->prefix_len,
+                         "drop linear_dtype (int4) or set it to \"int8\"",
+                         "ValueError: ConvRot W4A4 linear_dtype must be 'int4' or 'int8', got %s",
+                         stf__chk_pyrepr(k, ld));
     }
 }
 
@@ -227,8 +236,12 @@ static void scale_dtype_rules(stf__chk *k, const stf_layer *l, const stf_format_
         else
             stf__chk_add(k, "C11", STF_SEV_ERROR, l->prefix, l->prefix_len,
                          "cast the scale to F32 (exact, low-precision-scales)",
-                         "Scale %s is %s, not F32: older comfy-kitchen backends refuse it",
-                         stf__chk_name(k, s->name, s->name_len), stf__chk_dtype(s));
+                         "Scale %s is %s, not F32: ComfyUI never checks scale dtypes and %s",
+                         stf__chk_name(k, s->name, s->name_len), stf__chk_dtype(s),
+                         fi->id == STF_FMT_NVFP4 && sfx == STF_SFX_WEIGHT_SCALE_2
+                             ? "its NVFP4 layout casts this one to F32 as it loads"
+                             : "hands it to the kernels as stored, which older comfy-kitchen "
+                               "backends refuse at the first forward");
     }
 }
 
@@ -247,16 +260,7 @@ static void check_layer(stf__chk *k, const stf_layer *l)
                          stf__chk_dtype(w), stf__chk_shape(k, w));
         return;
     }
-    if (cm->status == STF_MARKER_NOT_OBJECT && cm->channel == STF_CHAN_METADATA) {
-        stf__chk_add(k, "C15", STF_SEV_ERROR, l->prefix, l->prefix_len,
-                     "wrap the value as {\"format\": value} (string-metadata-value)",
-                     "_quantization_metadata entry for layer %s is %s, not an object: ComfyUI "
-                     "crashes calling .get on it", stf__chk_layer(k, l),
-                     stf__chk_pyrepr(k, cm->value));
-        return;
-    }
-    if (cm->status != STF_MARKER_OK || !cm->value || stf_pyval_type(cm->value) != STF_PY_DICT)
-        return;
+    if (stf__check_comfyui_marker(k, l)) return;
     const stf_pyval *mk = cm->value;
     if (!has_tensors(l)) {
         stf__chk_add(k, "C15", STF_SEV_ERROR, l->prefix, l->prefix_len,
@@ -300,9 +304,9 @@ static void check_layer(stf__chk *k, const stf_layer *l)
     if (!w) {
         stf__chk_add(k, "C5", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "add the weight, or drop the orphan marker (orphan-tensors)",
-                     "Layer %s has a comfy_quant marker but no %s.weight: ComfyUI leaves the module "
-                     "weight None (\"Missing weight for layer %s\")", stf__chk_layer(k, l),
-                     stf__chk_layer(k, l), stf__chk_layer(k, l));
+                     "Layer %s has a comfy_quant marker but no %s.weight: ComfyUI only logs "
+                     "\"Missing weight for layer %s\" and loads the model without it",
+                     stf__chk_layer(k, l), stf__chk_layer(k, l), stf__chk_layer(k, l));
         return;
     }
     if (w->rank != 2 && w->rank != 3) {
@@ -318,20 +322,25 @@ static void check_layer(stf__chk *k, const stf_layer *l)
         stf__chk_add(k, "C10", STF_SEV_ERROR, l->prefix, l->prefix_len,
                      "store the weight in the format's dtype (relabel only on a recipe assertion, "
                      "storage-dtype-mismatch)",
-                     "Weight of layer %s is %s, but %s stores %s: ComfyUI value-casts it instead of "
-                     "viewing the bits (silently wrong)", stf__chk_layer(k, l), stf__chk_dtype(w),
-                     fi->name,
-                     stf_dtype_name(fi->weight_dtype));
+                     "Weight of layer %s is %s, but %s stores %s: ComfyUI %s",
+                     stf__chk_layer(k, l), stf__chk_dtype(w), fi->name,
+                     stf_dtype_name(fi->weight_dtype),
+                     int8_pair(w->dtype, fi->weight_dtype)
+                         ? "converts it with .to() instead of viewing the bits, which wraps the "
+                           "bytes: right only if they already are the format's codes"
+                         : "value-casts it instead of viewing the bits (silently wrong)");
     if (missing_scales(k, l, fi)) return;
     scale_dtype_rules(k, l, fi);
     if (fi->id == STF_FMT_INT8_TENSORWISE) int8_rules(k, l, mk, w);
     else if (fi->id == STF_FMT_CONVROT_W4A4) w4a4_rules(k, l, mk, w);
+    else if (fi->id == STF_FMT_ASYM_W4A8_INT8) stf__check_comfyui_w4a8(k, l, mk, w);
 }
 
 /* The comfyui profile: C-rules per layer in layer order. 0 or k->rc. */
 int stf__check_comfyui(stf__chk *k)
 {
     k->profile = "comfyui";
+    stf__check_comfyui_qmeta(k);
     size_t nl = stf_model_layer_count(k->m);
     for (size_t i = 0; i < nl && !k->rc; i++) check_layer(k, stf_model_layer(k->m, i));
     return k->rc;

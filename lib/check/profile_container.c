@@ -15,7 +15,8 @@ static const char *container_fix(const char *rule)
     return "rewrite with `stfix rewrite`, which emits only what every reader accepts";
 }
 
-/* The reader's findings, each with the rewrite that clears it. */
+/* The reader's findings, each with the rewrite that clears it. A finding
+ * below error severity is one the reference reader accepts: a note. */
 int stf__check_container(stf__chk *k)
 {
     k->profile = "container";
@@ -26,6 +27,7 @@ int stf__check_container(stf__chk *k)
         stf__chk_add(k, f->rule, f->severity, f->tensor, f->tensor_len, container_fix(f->rule),
                      "%s",
                      f->message ? f->message : "");
+        if (f->severity != STF_SEV_ERROR) stf__chk_effect(k, STF_EFFECT_NOTE);
     }
     return k->rc;
 }

@@ -85,6 +85,7 @@ void stf__chk_add(stf__chk *k, const char *rule, stf_severity sev, const char *l
     snprintf(d.rule, sizeof d.rule, "%s", rule);
     d.severity = sev;
     d.profile = k->profile;
+    d.effect = stf__effect_of(d.rule, k->profile, sev);
     char *msg = len >= 0 ? stf__malloc((size_t)len + 1) : NULL;
     if (msg) {
         va_start(ap, fmt);

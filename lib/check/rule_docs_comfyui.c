@@ -24,6 +24,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "tensor set with set-marker and a format, or dequantize the weight to BF16 with "
                "exclude when its scale is present but the format cannot be told.",
         .action = "set-marker, exclude",
+        .effect = "silent",
     },
     {
         .id = "C2",
@@ -38,6 +39,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "when the weight is I8 and its scale F32; for any other layout give set-marker "
                "the format explicitly.",
         .action = "set-marker",
+        .effect = "refuses",
     },
     {
         .id = "C3",
@@ -53,6 +55,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "rewrite-format when the tensors already have the upstream layout, otherwise "
                "dequantize and requantize with requantize.",
         .action = "rewrite-format, requantize",
+        .effect = "refuses",
     },
     {
         .id = "C4",
@@ -69,6 +72,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
         .fix = "Re-export the layer with its scales. If the weight is really a float weight "
                "carrying a stray marker (orphan-tensors), drop the marker with drop.",
         .action = "drop",
+        .effect = "refuses",
     },
     {
         .id = "C5",
@@ -84,6 +88,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "add the missing weight. A marker keyed under the wrong prefix "
                "(metadata-prefix-mismatch) is moved with rename.",
         .action = "drop, rename",
+        .effect = "silent",
     },
     {
         .id = "C6",
@@ -102,6 +107,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "quantizes again with a regular G from 256, 64 and 16. A group size written as "
                "a string must be rewritten as the integer the producer used.",
         .action = "requantize",
+        .effect = "silent",
     },
     {
         .id = "C7",
@@ -117,6 +123,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "largest of 256, 64 and 16 that divides K and keeps the layer in BF16 when none "
                "does.",
         .action = "requantize",
+        .effect = "silent",
     },
     {
         .id = "C8",
@@ -132,6 +139,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "per-column (column-scales) and (N, g) grouped scales exactly and quantizes "
                "rowwise. Blockwise scales cannot be decoded and need the original weights.",
         .action = "requantize",
+        .effect = "silent",
     },
     {
         .id = "C9",
@@ -151,6 +159,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "vector. When H1 says COLUMN the scales run along the input axis "
                "(column-scales) and the layer must be requantized.",
         .action = "reshape-scale, requantize",
+        .effect = "silent",
     },
     {
         .id = "C10",
@@ -159,14 +168,18 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
         .checks = "The weight's dtype is not the one its format stores: I8 for int8_tensorwise, "
                   "convrot_w4a4, asym_w4a8_int8 and awq_w4a16, F8_E4M3 for float8_e4m3fn and "
                   "mxfp8, F8_E5M2 for float8_e5m2, U8 for nvfp4.",
-        .why = "ComfyUI value-casts the weight to the storage dtype instead of viewing its "
-               "bits, so every code changes value; nothing is raised and the output is silently "
-               "wrong.",
+        .why = "ComfyUI converts the weight to the storage dtype with .to() instead of viewing "
+               "its bits. A float8 code becomes a different number; between U8 and I8 the "
+               "conversion wraps, so the bytes survive, but as the format's codes only if the "
+               "producer stored them that way. Nothing is raised.",
         .ignored = "Wrong output without any error.",
         .fix = "The dtype label does not match the data (storage-dtype-mismatch): when the "
-               "bytes are already the right codes, relabel the weight (U8 to I8) in a recipe "
-               "rule that asserts it; otherwise re-export the layer.",
+               "bytes are already the right codes, relabel the weight (U8 to I8, or I8 to U8) "
+               "in a recipe rule that asserts it; otherwise re-export the layer. The bundled "
+               "comfyui recipe asserts it for nvfp4 only, whose bytes hold two packed codes "
+               "whatever their label.",
         .action = "relabel",
+        .effect = "silent",
     },
     {
         .id = "C11",
@@ -175,14 +188,18 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
         .checks = "A weight_scale, input_scale, weight_scale_2 or weight_s_channel tensor is "
                   "not F32. The fp8 and e8m0 block scales of nvfp4 and mxfp8 and the awq_w4a16 "
                   "scales are exempt.",
-        .why = "Older comfy-kitchen backends refuse a BF16 or F16 scale at the first "
+        .why = "ComfyUI never checks scale dtypes: it hands the scale to the kernels as "
+               "stored (NVFP4's layout alone casts weight_scale_2 to F32 at load), and older "
+               "comfy-kitchen backends refuse a BF16 or F16 scale at the first "
                "dequantization, for example \"No backend can handle "
                "'dequantize_per_tensor_fp8': eager: scale: dtype torch.bfloat16 not in "
                "{torch.float32}\".",
         .ignored = "The layer fails on older ComfyUI installations and works on newer ones.",
         .fix = "The scales were stored in half precision (low-precision-scales): cast-scale "
-               "widens them to F32, which is exact.",
+               "widens them to F32, which is exact; with tensors: all it also widens "
+               "weight_scale_2, input_scale and weight_s_channel.",
         .action = "cast-scale",
+        .effect = "silent",
     },
     {
         .id = "C12",
@@ -199,6 +216,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "and drops its marker and scales. Use flatten-conv only when a recipe rule "
                "declares the consumer a Linear over unfolded patches.",
         .action = "exclude, flatten-conv",
+        .effect = "silent",
     },
     {
         .id = "C14",
@@ -214,40 +232,42 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
         .fix = "The exporter nested the keys (nested-params): set-marker hoists them to the "
                "top level and writes the canonical marker.",
         .action = "set-marker",
+        .effect = "note",
     },
     {
         .id = "C15",
         .severity = "error; warning when the metadata entry only differs from the tensor marker",
-        .title = "ComfyUI: metadata keys or values misplaced, or overriding tensor markers",
-        .checks = "A _quantization_metadata entry is not an object, or names a layer that has "
-                  "no tensors, or differs from the layer's comfy_quant tensor marker (the last "
-                  "case is a warning).",
-        .why = "A non-object entry makes ComfyUI crash calling .get on it while loading. An "
-               "entry under a name with no tensors attaches the marker to missing keys, so the "
-               "real layer loads unquantized with its codes value-cast. When both channels "
-               "exist ComfyUI silently uses the metadata entry.",
-        .ignored = "A load failure, silently garbage output, or a layer read with settings "
-                   "other than its tensor marker states.",
-        .fix = "Wrap a string value as {\"format\": value} with set-marker "
-               "(string-metadata-value); re-key entries whose prefix differs from the tensors' "
-               "with rename (metadata-prefix-mismatch); regenerate both channels from one "
-               "marker with set-marker.",
+        .title = "ComfyUI: metadata entries misplaced, or overriding tensor markers",
+        .checks = "A _quantization_metadata entry names a layer that has no tensors, or differs "
+                  "from the layer's comfy_quant tensor marker (a warning). An entry that is not "
+                  "an object is C21.",
+        .why = "ComfyUI writes every entry over the tensor marker of the same name, using the "
+               "names as written. An entry under a name with no tensors attaches the marker to "
+               "missing keys, so the real layer loads unquantized with its codes value-cast; "
+               "when both channels exist ComfyUI silently uses the metadata entry.",
+        .ignored = "Silently garbage output, or a layer read with settings other than its tensor "
+                   "marker states.",
+        .fix = "Re-key entries whose prefix differs from the tensors' with rename "
+               "(metadata-prefix-mismatch), or drop the metadata and keep the tensor markers "
+               "(set-marker with metadata: drop); regenerate both channels from one marker with "
+               "set-marker.",
         .action = "set-marker, rename",
+        .effect = "silent",
     },
     {
         .id = "C16",
         .severity = "error",
-        .title = "ComfyUI: W4A4 layout constraints",
+        .title = "ComfyUI: W4A4 input size the kernels cannot tile",
         .checks = "A convrot_w4a4 layer's input size K (twice the packed weight's last "
-                  "dimension) is a multiple of 64 and of its convrot_groupsize, and its "
-                  "linear_dtype, when present, is int4 or int8.",
-        .why = "comfy-kitchen's W4A4 kernels raise a ValueError for any other input size or "
-               "linear_dtype.",
-        .ignored = "The checkpoint does not run in ComfyUI.",
+                  "dimension) is a multiple of 64 and of its convrot_groupsize.",
+        .why = "comfy-kitchen's W4A4 layout does not check the input size when ComfyUI loads "
+               "the layer: it loads, and the kernels raise at the first forward pass or "
+               "dequantization.",
+        .ignored = "The checkpoint loads, and the first image or text generation fails.",
         .fix = "An input size that the kernel cannot tile (indivisible-group) needs requantize "
-               "to int8_tensorwise, or BF16 through exclude; a wrong linear_dtype is dropped "
-               "with set-marker and its drop_keys, which leaves int4.",
-        .action = "requantize, exclude, set-marker",
+               "to int8_tensorwise, or BF16 through exclude.",
+        .action = "requantize, exclude",
+        .effect = "silent",
     },
     {
         .id = "C19",
@@ -264,6 +284,88 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
         .fix = "set-marker writes convrot as true and spells out convrot_groupsize (256 when "
                "absent); state the group size the producer actually used if it was not 256.",
         .action = "set-marker",
+        .effect = "note",
+    },
+    {
+        .id = "C20",
+        .severity = "error",
+        .title = "ComfyUI: _quantization_metadata unusable (JSONDecodeError, TypeError, KeyError, "
+                 "AttributeError)",
+        .checks = "Each file's __metadata__ entry _quantization_metadata, when present, parses "
+                  "as JSON the way Python's json.loads parses it, is an object, and holds a "
+                  "layers object.",
+        .why = "ComfyUI's metadata conversion (convert_old_quants) runs json.loads on the entry, "
+               "indexes the result with [\"layers\"] and calls .items() on that, before it "
+               "builds the model, and catches nothing: a JSONDecodeError (\"Expecting value: "
+               "line 1 column 12 (char 11)\"), a TypeError for a list or other non-object, a "
+               "KeyError: 'layers', or an AttributeError for a layers value that is not an "
+               "object. The message is that exception as Python prints it.",
+        .ignored = "The checkpoint does not load in ComfyUI.",
+        .fix = "Rebuild the entry from the tensor markers with a set-marker rule (metadata: "
+               "mirror), or remove it (metadata: drop); ComfyUI needs only the tensor markers.",
+        .action = "set-marker",
+        .effect = "refuses",
+    },
+    {
+        .id = "C21",
+        .severity = "error",
+        .title = "ComfyUI: marker unreadable (JSONDecodeError, TypeError, AttributeError)",
+        .checks = "The marker ComfyUI uses for a layer is readable: a comfy_quant tensor (when "
+                  "no metadata entry replaces it) has a dtype numpy can convert and bytes that "
+                  "decode with json.loads to an object; a _quantization_metadata entry is an "
+                  "object.",
+        .why = "ComfyUI's layer loader (_load_quantized_module) reads the marker with "
+               "json.loads(tensor.numpy().tobytes()) and calls .get on the result. A BF16 or "
+               "FP8 marker raises TypeError in numpy (\"Got unsupported ScalarType BFloat16\"), "
+               "bytes that are not one JSON value raise JSONDecodeError (a trailing NUL: \"Extra "
+               "data\"), and a JSON array or string raises AttributeError. A metadata entry "
+               "that is not an object comes back from ComfyUI's json.dumps and json.loads round "
+               "trip as the same value and fails the same way. The message is that exception "
+               "as Python prints it.",
+        .ignored = "The checkpoint does not load in ComfyUI.",
+        .fix = "Rewrite the marker as canonical U8 JSON bytes with set-marker; when the old "
+               "marker cannot be read, give the action a format (it infers int8_tensorwise "
+               "from an I8 weight with an F32 scale). A string metadata entry is wrapped as "
+               "{\"format\": value} (string-metadata-value).",
+        .action = "set-marker",
+        .effect = "refuses",
+    },
+    {
+        .id = "C22",
+        .severity = "error",
+        .title = "ComfyUI: W4A8 layout parameters rejected (ValueError)",
+        .checks = "An asym_w4a8_int8 layer's input size K (twice the packed weight's last "
+                  "dimension) is a multiple of 16, of its group_size (default 16) and of its "
+                  "convrot_groupsize (default 256, also when convrot is absent); group_size is at "
+                  "least 4 and divides 16 or is a multiple of 16; weight_s_rel is (N, K / "
+                  "group_size), weight_s_channel (N,), weight_correction, when present, (K / "
+                  "group_size, N) and weight_codebook (16,). The checks run in this order and "
+                  "the first that fails is reported.",
+        .why = "comfy-kitchen's W4A8 layout validates these when ComfyUI builds the layer's "
+               "parameters and raises ValueError (\"K=64 must be divisible by 16, "
+               "group_size=16, and convrot_groupsize=256; ...\"). The message is that exception "
+               "as Python prints it.",
+        .ignored = "The checkpoint does not load in ComfyUI.",
+        .fix = "stfix cannot decode W4A8 layers, so re-export the layer from the original "
+               "weights with sizes that fit, or store it unquantized.",
+        .action = NULL,
+        .effect = "refuses",
+    },
+    {
+        .id = "C23",
+        .severity = "error",
+        .title = "ComfyUI: W4A4 linear_dtype rejected (ValueError)",
+        .checks = "A convrot_w4a4 layer's linear_dtype, when present, is int4 or int8.",
+        .why = "comfy-kitchen's W4A4 layout checks linear_dtype when ComfyUI builds the layer's "
+               "parameters and raises ValueError (\"ConvRot W4A4 linear_dtype must be 'int4' or "
+               "'int8', got 'fp4'\"). The message is that exception as Python prints it.",
+        .ignored = "The checkpoint does not load in ComfyUI.",
+        .fix = "The bundled comfyui recipe requantizes the layer as int8_tensorwise, which "
+               "decodes the W4A4 weights exactly. To keep W4A4, set-marker with drop_keys "
+               "[linear_dtype] leaves int4; write int8 only when the producer meant int8 "
+               "activations.",
+        .action = "requantize, set-marker",
+        .effect = "refuses",
     },
     {
         .id = "N1",
@@ -278,6 +380,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
         .fix = "The scales are corrupt and cannot be repaired from the file: requantize the "
                "layer from its source weights with the producer, or re-export it.",
         .action = NULL,
+        .effect = "silent",
     },
     {
         .id = "N2",
@@ -293,6 +396,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
         .fix = "Requantize the layer from its source weights with the producer; stfix cannot "
                "recover the lost magnitudes from the codes.",
         .action = NULL,
+        .effect = "silent",
     },
     {
         .id = "N3",
@@ -307,6 +411,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                    "exclude it, so its marker and scales stay as they are.",
         .fix = "Re-export the layer with its weights, or remove it from the checkpoint.",
         .action = NULL,
+        .effect = "note",
     },
     {
         .id = "H1",
@@ -331,6 +436,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "a recipe rule can match them with probe. Clamped or learned-rounding codes "
                "(clamped-codes) are tolerated.",
         .action = "reshape-scale, requantize",
+        .effect = "silent",
     },
     {
         .id = "H2",
@@ -351,6 +457,7 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "when the declared size says Sylvester. The energy evidence alone is a report: "
                "confirm with the producer before writing a rule for it.",
         .action = "requantize",
+        .effect = "silent",
     },
 };
 const size_t stf__rule_docs_comfyui_n =

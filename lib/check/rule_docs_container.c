@@ -43,13 +43,13 @@ static const char CAP_FIX[] =
     "defaults.";
 
 const stf_rule_doc stf__rule_docs_container[] = {
-    /* id, severity, title, checks, why, ignored, fix, action */
+    /* id, severity, title, checks, why, ignored, fix, action, effect */
     { "S1", "error", "File shorter than the 8-byte header length",
       "The file holds at least 8 bytes: the little-endian unsigned 64-bit header length N that "
       "every safetensors file starts with.",
       "The safetensors reference reader refuses a shorter file with HeaderTooSmall. The usual "
       "causes are a truncated download or copy, or a file that is not safetensors at all.",
-      REF_IGNORED, REEXPORT, NULL },
+      REF_IGNORED, REEXPORT, NULL, "refuses" },
     { "S2", "error", "Header length above 100,000,000 bytes",
       "The header length N is at most 100,000,000 bytes (decimal, not 100 MiB). An N too large "
       "for the machine's size_t is refused the same way. stfix's writer refuses to write a "
@@ -60,12 +60,12 @@ const stf_rule_doc stf__rule_docs_container[] = {
       REF_IGNORED,
       "Obtain an intact copy. A genuine checkpoint whose header would exceed the limit has too "
       "many tensors for one file and must be written as shards.",
-      NULL },
+      NULL, "refuses" },
     { "S3", "error", "Header runs past the end of the file",
       "8 + N does not exceed the file size, compared so that the sum cannot overflow.",
       "The reference reader refuses it with InvalidHeaderLength. The file is truncated inside its "
       "header, or its first 8 bytes are not a header length.",
-      REF_IGNORED, REEXPORT, NULL },
+      REF_IGNORED, REEXPORT, NULL, "refuses" },
     { "S4", "error", "Header is not valid UTF-8",
       "All N header bytes, the padding included, are valid UTF-8 in Rust's strict sense: no "
       "overlong forms, no encoded surrogates, nothing above U+10FFFF and no truncated sequences.",
@@ -74,7 +74,7 @@ const stf_rule_doc stf__rule_docs_container[] = {
       REF_IGNORED,
       "Export again with a writer that encodes names as UTF-8, as every mainstream writer does; "
       "a header with invalid UTF-8 is usually corrupted or edited by hand.",
-      NULL },
+      NULL, "refuses" },
     { "S5", "error", "Header is not exactly one strict JSON value",
       "The header is one JSON value with only JSON whitespace (space, tab, newline, carriage "
       "return) around it, in serde_json's grammar: no byte order mark, comments, trailing commas, "
@@ -86,12 +86,12 @@ const stf_rule_doc stf__rule_docs_container[] = {
       REF_IGNORED,
       "Export again with the safetensors library or stfix. A header edited by hand must be made "
       "strict JSON again before anything can read it.",
-      NULL },
+      NULL, "refuses" },
     { "S6", "error", "Header is not a JSON object",
       "The header's JSON value is an object, not an array, string, number, true, false or null.",
       "The reference reader refuses anything else with InvalidHeaderDeserialization: the tensors "
       "are the members of that object.",
-      REF_IGNORED, REEXPORT, NULL },
+      REF_IGNORED, REEXPORT, NULL, "refuses" },
     { "S7", "warning; error with --strict", "Header starts with whitespace",
       "Byte 0 of the header is an opening brace, as the format's description requires.",
       "The reference reader has accepted leading whitespace only since version 0.8.0-rc.0, and "
@@ -99,7 +99,7 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "ComfyUI installations may still use, and other strict readers refuse the file.",
       "The file loads with current safetensors releases and fails with older ones. With --strict "
       "stfix refuses it (exit 2).",
-      STRICT_REWRITE, NULL },
+      STRICT_REWRITE, NULL, "note" },
     { "S8", "error; a null __metadata__: warning, error with --strict",
       "__metadata__ is not an object of strings",
       "__metadata__, when present, is an object whose values are all strings. A number, boolean, "
@@ -114,7 +114,7 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "schema refuse it.",
       "Store structured values as JSON text inside a string, in the exporter. stfix rewrite drops "
       "a null __metadata__, which means the same as none.",
-      NULL },
+      NULL, "refuses" },
     { "S9", "error; unknown fields: warning, error with --strict",
       "Tensor entry lacks a field, repeats one or has an unknown one",
       "Every top-level member other than __metadata__ is an object with the fields dtype, shape "
@@ -127,7 +127,7 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "and the field is lost whenever the file is rewritten.",
       "stfix rewrite writes only the three fields, dropping extra ones. A missing field cannot be "
       "recovered: export the checkpoint again.",
-      NULL },
+      NULL, "refuses" },
     { "S10", "error", "Unknown dtype",
       "dtype is a string naming one of the 22 safetensors dtypes in exact case: BOOL, F4, "
       "F6_E2M3, F6_E3M2, U8, I8, F8_E5M2, F8_E4M3, F8_E8M0, F8_E4M3FNUZ, F8_E5M2FNUZ, I16, U16, "
@@ -138,7 +138,7 @@ const stf_rule_doc stf__rule_docs_container[] = {
       REF_IGNORED,
       "Export again with a supported dtype; a name in the wrong case, such as f16 or bf16, must "
       "be written in upper case.",
-      NULL },
+      NULL, "refuses" },
     { "S11", "error", "Shape or offset is not a plain unsigned integer",
       "shape is an array of non-negative integers and data_offsets an array of exactly two, each "
       "written as plain decimal digits that fit in 64 bits: no fraction, no exponent, no leading "
@@ -149,7 +149,7 @@ const stf_rule_doc stf__rule_docs_container[] = {
       REF_IGNORED,
       "Export again. Writers that print integers through a floating-point formatter, or through "
       "JavaScript numbers, produce these forms.",
-      NULL },
+      NULL, "refuses" },
     { "S12", "warning; error with --strict", "Dimension or offset above 2^48-1",
       "Every dimension and data offset is at most 2^48-1 (281,474,976,710,655).",
       "The format's JSON schema caps the values there so that they stay exact in a double. "
@@ -161,7 +161,7 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "No real tensor needs such a dimension: a value this large is usually paired with a 0 "
       "elsewhere in the shape. Fix the shape in the exporter; stfix rewrite keeps the values as "
       "they are.",
-      NULL },
+      NULL, "note" },
     { "S13", "warning; error with --strict (a second __metadata__: error)",
       "Duplicate key in the header",
       "No key appears twice at any level: tensor names, keys inside __metadata__, fields inside a "
@@ -175,7 +175,7 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "stfix keeps the last value of every duplicate, as the reference does, so stfix rewrite "
       "writes each name once with the value the loaders see. Check that this value is the "
       "intended one.",
-      NULL },
+      NULL, "refuses" },
     { "S14", "warning; error with --strict",
       "Tensor name empty, with a control character, or __metadata__",
       "Tensor names are non-empty, contain no control character and no U+0000 after unescaping, "
@@ -186,7 +186,7 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "read back.",
       "Without --strict stfix reads the file and writes such a name unchanged, except that it "
       "never writes a tensor named __metadata__. With --strict the input is refused (exit 2).",
-      "Rename the tensor in the exporter.", NULL },
+      "Rename the tensor in the exporter.", NULL, "note" },
     { "S15", "error", "Tensor data not contiguous",
       "Sorted by their data_offsets (begin, then end), the tensors start at 0 and each begins "
       "where the previous one ends, with an end not before its begin: no gaps and no overlaps.",
@@ -195,13 +195,13 @@ const stf_rule_doc stf__rule_docs_container[] = {
       REF_IGNORED,
       "Export again; stfix's canonical writer lays out the tensors contiguously from offset 0. "
       "Two entries with one name and different offsets (S13) also end up here.",
-      NULL },
+      NULL, "refuses" },
     { "S16", "error", "Element or bit count overflows 64 bits",
       "A tensor's element count (the product of its shape, 1 for an empty shape) and its bit "
       "count (elements times the dtype's bits) fit in 64 bits.",
       "The reference reader refuses it with ValidationOverflow. Without the check the size would "
       "wrap around, and a small byte range could pass for a huge tensor.",
-      REF_IGNORED, REEXPORT, NULL },
+      REF_IGNORED, REEXPORT, NULL, "refuses" },
     { "S17", "error", "Tensor size not a whole number of bytes",
       "A tensor's bit count is a multiple of 8. Only the sub-byte dtypes can break this: F4 needs "
       "an even element count, F6_E2M3 and F6_E3M2 a multiple of 4.",
@@ -209,14 +209,14 @@ const stf_rule_doc stf__rule_docs_container[] = {
       REF_IGNORED,
       "Pad the tensor to whole bytes in the exporter, or store packed codes in a byte dtype (U8 "
       "or I8), as ComfyUI's packed formats do.",
-      NULL },
+      NULL, "refuses" },
     { "S18", "error", "Byte range does not match dtype and shape",
       "end - begin of data_offsets equals the tensor's bit count divided by 8.",
       "The reference reader refuses it with TensorInvalidInfo. A loader that trusted the shape "
       "would read bytes of the neighbouring tensor, or miss some of its own.",
       REF_IGNORED,
       "Export again. A shape edited by hand must keep the element count that matches the bytes.",
-      NULL },
+      NULL, "refuses" },
     { "S19", "error", "Data section longer or shorter than the tensors",
       "The file ends where the last tensor ends: 8 + N + the end of the data equals the file "
       "size. Trailing bytes are refused as well as missing ones, and a file without tensors has "
@@ -228,7 +228,7 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "A short file must be copied or downloaded again. For trailing bytes the message gives the "
       "size the file should have: find out where the extra bytes come from before cutting the "
       "file to that size.",
-      NULL },
+      NULL, "refuses" },
     { "S20", "warning", "Zero-size tensor shares its offset with another tensor",
       "A tensor without bytes (a 0 in its shape, data_offsets [x, x]) starts where another "
       "tensor starts.",
@@ -237,30 +237,30 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "Nothing: every loader reads both tensors correctly.",
       "Nothing is needed. stfix's canonical writer also places a zero-size tensor at the current "
       "offset, so the warning can remain after stfix rewrite.",
-      NULL },
+      NULL, "note" },
     { "S21", "info (canonical form only)", "Header padding is not canonical",
       "The header is padded with trailing spaces only, as few as needed to make N a multiple of "
       "8, so that the data starts 8-byte aligned.",
-      CANON_WHY, CANON_IGNORED, CANON_FIX, NULL },
+      CANON_WHY, CANON_IGNORED, CANON_FIX, NULL, "note" },
     { "S22", "info (canonical form only)", "Header JSON is not compact or not in canonical order",
       "The header JSON has no whitespace outside strings, __metadata__ comes first, the tensors "
       "follow in offset order, and each tensor's fields are in the order dtype, shape, "
       "data_offsets. It is also reported when the header differs in any other way from the one "
       "the canonical writer would produce.",
-      CANON_WHY, CANON_IGNORED, CANON_FIX, NULL },
+      CANON_WHY, CANON_IGNORED, CANON_FIX, NULL, "note" },
     { "S23", "info (canonical form only)", "Tensor data not in writer order",
       "The data is ordered as the reference writer orders it: by dtype from the widest to the "
       "narrowest (U64, I64, F64, C64, F32 and so on down to BOOL), then by name bytes ascending.",
-      CANON_WHY, CANON_IGNORED, CANON_FIX, NULL },
+      CANON_WHY, CANON_IGNORED, CANON_FIX, NULL, "note" },
     { "S24", "info (canonical form only)", "__metadata__ keys not sorted",
       "The keys of __metadata__ are sorted bytewise. This is stfix's rule: the reference writer "
       "iterates a hash map, so its key order is random.",
-      CANON_WHY, CANON_IGNORED, CANON_FIX, NULL },
+      CANON_WHY, CANON_IGNORED, CANON_FIX, NULL, "note" },
     { "S25", "info (canonical form only)", "Number or string escape not canonical",
       "Numbers are plain decimal, and strings use serde_json's escapes: the short forms for "
       "quote, backslash, backspace, form feed, newline, carriage return and tab, \\u00xx with "
       "lower-case hex for other control characters, and every other byte raw.",
-      CANON_WHY, CANON_IGNORED, CANON_FIX, NULL },
+      CANON_WHY, CANON_IGNORED, CANON_FIX, NULL, "note" },
     { "S26", "error", "zstd data corrupt or truncated",
       "A file that starts with a zstd frame is read through its decompressed bytes. Every frame "
       "has a valid header and blocks of a known type, the file does not end inside a frame, and "
@@ -272,7 +272,7 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "stfix refuses the input (exit 2), naming the file and the compressed byte offset, and "
       "writes no output.",
       "Obtain an intact copy; zstd -t tests a compressed file on its own.",
-      NULL },
+      NULL, "refuses" },
     { "S27", "error", "zstd seek table malformed",
       "A file that ends in the seekable magic number 0x8F92EAB1 holds a valid seek table, as "
       "the zstd seekable format lays it out: a skippable frame with magic 0x184D2A5E whose size "
@@ -285,7 +285,7 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "writes no output.",
       "zstd -d restores the uncompressed file when only the table is damaged: decompress it and "
       "compress it again, or read the .safetensors file directly.",
-      NULL },
+      NULL, "note" },
     { "S28", "error", "zstd checksum mismatch",
       "A frame's decompressed bytes match their checksum: the low 32 bits of XXH64 in the seek "
       "table entry when the table carries checksums, and the frame's own content checksum when "
@@ -295,7 +295,7 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "stfix refuses the input (exit 2), naming the file and the compressed byte offset of the "
       "frame, and writes no output.",
       "Obtain an intact copy.",
-      NULL },
+      NULL, "refuses" },
 
     { "I1", "error", "Index is not valid JSON or lacks a weight_map",
       "A sharded checkpoint's index (NAME.safetensors.index.json) is a JSON object with a "
@@ -305,7 +305,7 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "broken index stops the load, and duplicate keys let parsers disagree about which shard "
       "holds a tensor.",
       "The sharded checkpoint does not load as a whole. stfix refuses it (exit 2).", INDEX_FIX,
-      NULL },
+      NULL, "refuses" },
     { "I2", "error", "Shard name is not a bare file name",
       "Every weight_map value is a bare file name in the index's directory: not empty, not a "
       "single dot, and without a slash, a backslash, two dots in a row or U+0000.",
@@ -313,7 +313,7 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "loader open a file outside the checkpoint's directory, chosen by whoever wrote the index.",
       "stfix refuses the index (exit 2). Loaders that follow the name open an arbitrary file.",
       "Put the shards in the index's directory and write their bare file names into weight_map.",
-      NULL },
+      NULL, "refuses" },
     { "I3", "error", "Shard missing or unreadable",
       "Every shard that weight_map names exists in the index's directory and passes S1 to S19 on "
       "its own.",
@@ -323,7 +323,7 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "weight_map places in it, followed by the shard's own error.",
       "Restore the shard: an incomplete download is the usual cause. If the shard is there but "
       "broken, see the S rule in the message.",
-      NULL },
+      NULL, "refuses" },
     { "I4", "error", "weight_map disagrees with the shards",
       "The tensor names held by the shards are exactly the weight_map keys, and each key maps to "
       "the shard that holds the tensor.",
@@ -331,7 +331,7 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "loaders that read every shard load tensors the index does not declare.",
       "The checkpoint loads in some tools and fails, or loads different tensors, in others. "
       "stfix refuses it (exit 2).",
-      INDEX_FIX, NULL },
+      INDEX_FIX, NULL, "refuses" },
     { "I5", "error", "Tensor in two shards",
       "No tensor name appears in more than one shard.",
       "SGLang loads every shard, and when a name occurs twice the later file silently wins, so "
@@ -341,14 +341,14 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "(exit 2).",
       "Decide which copy is right and export again. A shard left over from an earlier export "
       "with a different shard count is the usual cause.",
-      NULL },
+      NULL, "refuses" },
     { "I6", "warning", "total_size does not match the tensors",
       "metadata.total_size in the index is an unsigned integer equal to the sum of the tensors' "
       "data bytes (end - begin of their data_offsets), not of the file sizes.",
       "Loaders use total_size only for progress reports and memory estimates; a wrong value "
       "misleads them but does not break the load.",
       "Nothing breaks: the checkpoint loads.",
-      "stfix recomputes total_size whenever it writes an index.", NULL },
+      "stfix recomputes total_size whenever it writes an index.", NULL, "note" },
     { "I7", "none (a property of stfix's sharded output; never reported)",
       "Quantized layer split across shards",
       "When stfix writes shards, a layer's weight, weight_scale, comfy_quant marker and other "
@@ -360,29 +360,29 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "stfix does not check input checkpoints for this; its own output always satisfies it.",
       "Nothing to do: stfix rewrite and stfix fix with --max-shard-size write output that "
       "satisfies it.",
-      NULL },
+      NULL, "note" },
 
     { "L1", "error", "Header length over the cap",
       "The header length N is at most the header cap: 100,000,000 bytes by default, which is "
       "also the reference's own limit (S2). L1 fires only when a program using libstfix sets a "
       "lower cap.",
-      CAP_WHY, CAP_IGNORED, CAP_FIX, NULL },
+      CAP_WHY, CAP_IGNORED, CAP_FIX, NULL, "refuses" },
     { "L2", "error", "Too many tensors in one file",
       "A file holds at most 1,000,000 tensors by default. Real diffusion models hold fewer than "
       "100,000.",
-      CAP_WHY, CAP_IGNORED, CAP_FIX, NULL },
+      CAP_WHY, CAP_IGNORED, CAP_FIX, NULL, "note" },
     { "L3", "error", "Shape with too many dimensions",
       "A shape has at most 8 dimensions by default. Three-dimensional convolution weights have "
       "5 and stacked expert weights 3.",
-      CAP_WHY, CAP_IGNORED, CAP_FIX, NULL },
+      CAP_WHY, CAP_IGNORED, CAP_FIX, NULL, "note" },
     { "L4", "error", "Tensor name too long",
       "A tensor name is at most 4,096 bytes after unescaping, by default. A name whose raw text "
       "is more than six times the cap is refused before it is copied.",
-      CAP_WHY, CAP_IGNORED, CAP_FIX, NULL },
+      CAP_WHY, CAP_IGNORED, CAP_FIX, NULL, "note" },
     { "L5", "error", "Too many metadata entries",
       "__metadata__, and the metadata object of a sharded checkpoint's index, hold at most "
       "65,536 entries by default.",
-      CAP_WHY, CAP_IGNORED, CAP_FIX, NULL },
+      CAP_WHY, CAP_IGNORED, CAP_FIX, NULL, "note" },
     { "L6", "error", "Header JSON nested too deep",
       "The header's JSON nests at most 3 levels (the root object, a tensor object, its arrays). "
       "This cap is fixed.",
@@ -391,13 +391,13 @@ const stf_rule_doc stf__rule_docs_container[] = {
       CAP_IGNORED,
       "The header is not a safetensors header: export the checkpoint again or obtain an intact "
       "copy.",
-      NULL },
+      NULL, "note" },
     { "L7", "error", "Too many shard files in an index",
       "An index names at most 10,000 distinct shard files by default.", CAP_WHY, CAP_IGNORED,
-      CAP_FIX, NULL },
+      CAP_FIX, NULL, "note" },
     { "L8", "error", "Index file too large",
       "An index file is at most 100,000,000 bytes by default.", CAP_WHY, CAP_IGNORED, CAP_FIX,
-      NULL },
+      NULL, "note" },
     { "L9", "error", "zstd frame too large",
       "A frame of a seekable zstd file decodes to at most 64 MiB by default, since a read holds "
       "whole frames in memory (at most 8 of them per file by default). A frame of a plain zstd "
@@ -406,11 +406,11 @@ const stf_rule_doc stf__rule_docs_container[] = {
       CAP_WHY, CAP_IGNORED,
       "Compress again with smaller frames, or without --long. A program using libstfix can "
       "change the frame cap in stf_open_opts; the stfix command uses the defaults.",
-      NULL },
+      NULL, "note" },
     { "L10", "error", "Too many frames in a zstd seek table",
       "A seek table lists at most 16,777,216 frames by default: 64 TiB in the default 4 MiB "
       "frames.",
-      CAP_WHY, CAP_IGNORED, CAP_FIX, NULL },
+      CAP_WHY, CAP_IGNORED, CAP_FIX, NULL, "note" },
 };
 const size_t stf__rule_docs_container_n =
     sizeof stf__rule_docs_container / sizeof stf__rule_docs_container[0];

@@ -36,6 +36,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "The model does not load; SGLang names the file, or dies with a RecursionError traceback.",
         QMETA_FIX,
         "set-marker",
+        "refuses",
     },
     {
         "R2", "error",
@@ -47,6 +48,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "The model does not load; SGLang names the file.",
         QMETA_FIX,
         "set-marker",
+        "refuses",
     },
     {
         "R3", "error",
@@ -58,6 +60,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "The model does not load; SGLang names the file.",
         QMETA_FIX,
         "set-marker",
+        "refuses",
     },
     {
         "R4", "error",
@@ -70,6 +73,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "which mirrors the result into both channels; or remove the metadata entry with "
         "metadata: drop.",
         "set-marker",
+        "refuses",
     },
     {
         "R5", "error",
@@ -85,6 +89,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "channel that wins. Underscore keys copied from SGLang's in-memory markers "
         "(underscore-keys) are deleted on the way.",
         "set-marker",
+        "refuses",
     },
     {
         "R6", "error",
@@ -97,6 +102,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "The model does not load; SGLang names the marker tensor, or dies with a traceback.",
         MARKER_FIX,
         "set-marker",
+        "refuses",
     },
     {
         "R7", "error",
@@ -107,6 +113,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "The model does not load; SGLang names the marker tensor.",
         MARKER_FIX,
         "set-marker",
+        "refuses",
     },
     {
         "R8", "error",
@@ -118,6 +125,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "Loading ends in a TypeError traceback that names neither the marker nor the layer.",
         MARKER_FIX,
         "set-marker",
+        "refuses",
     },
     {
         "R9", "error",
@@ -132,6 +140,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "Do not write quant_format: stfix fix never copies it to its output. Give each MXFP8 layer "
         "a comfy_quant marker instead, with set-marker and format mxfp8.",
         "set-marker",
+        "refuses",
     },
     {
         "R10", "error",
@@ -147,6 +156,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "for an I8 weight with an F32 scale and takes an explicit format otherwise. Or dequantize "
         "the layer with exclude.",
         "set-marker, exclude",
+        "refuses",
     },
     {
         "R12", "error",
@@ -161,6 +171,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "(orphan-tensors): remove it with drop. A quantized weight without its scales cannot be "
         "recovered; re-export the layer.",
         "drop",
+        "refuses",
     },
     {
         "R13", "error",
@@ -173,6 +184,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "A conv or other non-matrix weight cannot be an SGLang INT8 layer (quantized-conv): "
         "dequantize it with exclude, which also drops its marker and scale.",
         "exclude",
+        "refuses",
     },
     {
         "R14", "error",
@@ -186,6 +198,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "holding int8 codes (storage-dtype-mismatch) is relabelled as I8 with relabel, which the "
         "recipe asserts is right; any other weight dtype needs re-export.",
         "cast-scale, relabel",
+        "refuses",
     },
     {
         "R15", "error",
@@ -202,6 +215,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "reshape-scale once the row/column probe confirms rows. Input-axis scales "
         "(column-scales) and grouped scales need requantize.",
         "reshape-scale, requantize",
+        "refuses",
     },
     {
         "R16", "error",
@@ -214,6 +228,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "Widen BF16 or F16 scales with cast-scale (low-precision-scales); relabel a U8 weight "
         "holding the same packed bytes as I8 (storage-dtype-mismatch).",
         "cast-scale, relabel",
+        "refuses",
     },
     {
         "R17", "error",
@@ -226,6 +241,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "An (N, 1) scale becomes (N,) with a header-only reshape-scale (to: vector); any other "
         "shape needs requantize.",
         "reshape-scale, requantize",
+        "refuses",
     },
     {
         "R18", "error",
@@ -239,6 +255,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "Write the group size as a JSON integer. Weights rotated with another size "
         "(sylvester-rotation, G of 128 or 512) must be requantized with format convrot_w4a4.",
         "requantize",
+        "refuses",
     },
     {
         "R19", "error",
@@ -252,6 +269,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "which a W4A4 file accepts and which needs only a group size dividing K, or keep it in "
         "BF16 with exclude.",
         "requantize, exclude",
+        "refuses",
     },
     {
         "R20", "error",
@@ -265,6 +283,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "(metadata-prefix-mismatch) is merged onto the tensors' prefix with rename; a file that "
         "stores a layer twice must be re-exported with one copy.",
         "rename",
+        "refuses",
     },
     {
         "R23", "error",
@@ -280,6 +299,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "params (nested-params) with set-marker is right only when the weights really are "
         "rotated.",
         "requantize, exclude",
+        "refuses",
     },
     {
         "R24", "error",
@@ -294,6 +314,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "Write the group size the weights were rotated with, as an integer. Weights rotated "
         "with 128 or 512 (sylvester-rotation) must be requantized.",
         "requantize",
+        "refuses",
     },
     {
         "R25", "error",
@@ -308,6 +329,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "(quantized-conv, quantized-high-precision-layer). flatten-conv is right only where the "
         "model runs the layer as a Linear over unfolded patches.",
         "exclude, flatten-conv",
+        "silent",
     },
     {
         "R27", "error",
@@ -321,6 +343,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "Requantize with a group size that divides K (indivisible-group): requantize tries its "
         "group_sizes in order, and on_indivisible: exclude keeps a layer none divides in BF16.",
         "requantize",
+        "refuses",
     },
     {
         "R28", "info",
@@ -335,6 +358,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "Prefer G of 64 or 256: requantize with group_sizes [256, 64]. An output size not "
         "divisible by 8 cannot be changed.",
         "requantize",
+        "note",
     },
     {
         "R30", "error",
@@ -351,6 +375,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "layout with rewrite-format (nonstandard-format-name); convert the rest to one supported "
         "set, e.g. all INT8 ConvRot with requantize.",
         "set-marker, rewrite-format, requantize",
+        "refuses",
     },
     {
         "R40", "error",
@@ -365,6 +390,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "A scalar scale on a ConvRot layer (scalar-scale-convrot) does not fit the per-row "
         "parameter: requantize the layer rowwise.",
         "requantize",
+        "refuses",
     },
     {
         "R44", "error",
@@ -376,6 +402,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         STOPS,
         "Write the group size the weights were quantized with, as a JSON integer. " W4A8_NODECODE,
         NULL,
+        "refuses",
     },
     {
         "R45", "error",
@@ -389,6 +416,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "(storage-dtype-mismatch). relabel does not label weight_s_rel, so FP8 group scales "
         "stored as U8 must be re-exported.",
         "relabel",
+        "refuses",
     },
     {
         "R46", "error",
@@ -398,6 +426,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         STOPS,
         "Store the channel scales as F32; cast-scale widens only weight_scale. " W4A8_NODECODE,
         NULL,
+        "refuses",
     },
     {
         "R47", "error",
@@ -408,6 +437,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "A conv or other non-matrix layer cannot be W4A8 in SGLang (quantized-conv). "
         W4A8_NODECODE,
         NULL,
+        "refuses",
     },
     {
         "R48", "error",
@@ -420,6 +450,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "The scales must run along the input axis in groups of g, with one channel scale per "
         "output. " W4A8_NODECODE,
         NULL,
+        "refuses",
     },
     {
         "R49", "error",
@@ -431,6 +462,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         STOPS,
         "Store the codebook as 16 F32 values and the correction as F32 (K/g, N). " W4A8_NODECODE,
         NULL,
+        "refuses",
     },
     {
         "R50", "error",
@@ -442,6 +474,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         STOPS,
         "relabel produces neither label for an NVFP4 layer. " NVFP4_NODECODE,
         NULL,
+        "refuses",
     },
     {
         "R51", "error",
@@ -453,6 +486,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "Store the global scale as one F32 value; cast-scale widens only weight_scale. "
         NVFP4_NODECODE,
         NULL,
+        "refuses",
     },
     {
         "R52", "error",
@@ -464,6 +498,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "A conv or other non-matrix layer cannot be NVFP4 in SGLang (quantized-conv). "
         NVFP4_NODECODE,
         NULL,
+        "refuses",
     },
     {
         "R53", "error",
@@ -475,6 +510,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         STOPS,
         "Export the block scales unswizzled and unpadded as (N, K/16). " NVFP4_NODECODE,
         NULL,
+        "refuses",
     },
     {
         "R54", "error",
@@ -486,6 +522,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         STOPS,
         "Store one input scale per input, as BF16, F16 or F32. " NVFP4_NODECODE,
         NULL,
+        "refuses",
     },
     {
         "R57", "error",
@@ -499,6 +536,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "The packed weights do not depend on it: remove the key with set-marker (drop_keys: "
         "[linear_dtype]), which means int4, or write int8.",
         "set-marker",
+        "refuses",
     },
     {
         "R60", "error",
@@ -510,6 +548,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         STOPS,
         "Dequantize the INT8 layer with exclude; stfix does not write W4A8 layers.",
         "exclude",
+        "refuses",
     },
     {
         "R61", "error",
@@ -521,6 +560,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "A W4A8 marker written without the key (w4a8-without-convrot) is repaired by set-marker, "
         "which adds convrot: true to every asym_w4a8_int8 marker.",
         "set-marker",
+        "refuses",
     },
 };
 const size_t stf__rule_docs_sglang_n =

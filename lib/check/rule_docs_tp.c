@@ -22,6 +22,7 @@ const stf_rule_doc stf__rule_docs_tp[] = {
         .fix = "Serve at a degree that divides K. No requantization helps: the group size "
                "does not change K.",
         .action = NULL,
+        .effect = "refuses",
     },
     {
         .id = "T2",
@@ -45,6 +46,7 @@ const stf_rule_doc stf__rule_docs_tp[] = {
                "with tp: T picks it for row-parallel layers and leaves compatible layers "
                "alone; the bundled recipe sglang-int8-convrot-tp8 does this for T = 8.",
         .action = "requantize",
+        .effect = "degraded",
     },
     {
         .id = "T3",
@@ -57,6 +59,7 @@ const stf_rule_doc stf__rule_docs_tp[] = {
         .ignored = "The model does not load at TP T.",
         .fix = "Serve at a degree that divides N. No requantization changes N.",
         .action = NULL,
+        .effect = "refuses",
     },
     {
         .id = "T4",
@@ -72,6 +75,7 @@ const stf_rule_doc stf__rule_docs_tp[] = {
         .fix = "Requantize the layer to int8_tensorwise with requantize tp: T (per-row scales "
                "split with any shard), or serve at a degree whose shards hold whole blocks.",
         .action = "requantize",
+        .effect = "refuses",
     },
     {
         .id = "T5",
@@ -88,6 +92,7 @@ const stf_rule_doc stf__rule_docs_tp[] = {
                "recipe's parallel list; stfix check --tp-profile list shows the bundled "
                "profiles.",
         .action = NULL,
+        .effect = "note",
     },
 };
 

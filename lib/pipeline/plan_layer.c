@@ -118,20 +118,46 @@ static int do_flatten_conv(stf__layer_work *w, stf_err *err)
     return 0;
 }
 
+/* Widen one half-precision scale slot; nothing when it is absent or already wide. */
+static void cast_slot(stf__layer_work *w, stf__tensor_slot *S, stf_suffix sx, stf_dtype to)
+{
+    if (!S->present || S->dropped || S->dtype == to) return;
+    const char *from = stf_dtype_name(S->dtype);
+    S->dtype = to;
+    S->op = STF_OUT_CAST;
+    switch (sx) {
+    case STF_SFX_WEIGHT_SCALE_2: stf__work_note(w, "weight_scale_2 %s -> %s", from, stf_dtype_name(to)); break;
+    case STF_SFX_INPUT_SCALE: stf__work_note(w, "input_scale %s -> %s", from, stf_dtype_name(to)); break;
+    case STF_SFX_WEIGHT_S_CHANNEL:
+        stf__work_note(w, "weight_s_channel %s -> %s", from, stf_dtype_name(to));
+        break;
+    default: stf__work_note(w, "scale %s -> %s", from, stf_dtype_name(to)); break;
+    }
+}
+
 static int do_cast_scale(stf__layer_work *w, const stf_action *a, stf_err *err)
 {
+    stf_dtype to = a->params.cast_scale.to;
+    if (a->params.cast_scale.tensors == STF_CAST_ALL_SCALES) {
+        /* Every scale its format keeps in F32; a block scale (F8, U8) is
+         * not a half-precision one and stays. */
+        static const stf_suffix sx[] = { STF_SFX_WEIGHT_SCALE, STF_SFX_WEIGHT_SCALE_2,
+                                         STF_SFX_INPUT_SCALE, STF_SFX_WEIGHT_S_CHANNEL };
+        for (size_t i = 0; i < sizeof sx / sizeof sx[0]; i++) {
+            stf__tensor_slot *S = &w->s[sx[i]];
+            if (S->dtype == STF_BF16 || S->dtype == STF_F16) cast_slot(w, S, sx[i], to);
+        }
+        return 0;
+    }
     stf__tensor_slot *S = &w->s[STF_SFX_WEIGHT_SCALE];
     if (!S->present || S->dropped) return stf__work_refuse(w, err, "the layer has no weight_scale");
-    if (S->dtype == a->params.cast_scale.to) return 0;
+    if (S->dtype == to) return 0;
     if (S->dtype != STF_BF16 && S->dtype != STF_F16) {
         char msg[128];
         snprintf(msg, sizeof msg, "scale dtype %s is not BF16 or F16", stf_dtype_name(S->dtype));
         return stf__work_refuse(w, err, msg);
     }
-    const char *from = stf_dtype_name(S->dtype);
-    S->dtype = a->params.cast_scale.to;
-    S->op = STF_OUT_CAST;
-    stf__work_note(w, "scale %s -> %s", from, stf_dtype_name(S->dtype));
+    cast_slot(w, S, STF_SFX_WEIGHT_SCALE, to);
     return 0;
 }
 

@@ -57,6 +57,9 @@ static const penum relabel_dtypes[] = {
 static const penum relabel_tensors[] = {
     { "weight", STF_RELABEL_WEIGHT }, { "scale", STF_RELABEL_SCALE }, { NULL, 0 }
 };
+static const penum cast_tensors[] = {
+    { "weight_scale", STF_CAST_WEIGHT_SCALE }, { "all", STF_CAST_ALL_SCALES }, { NULL, 0 }
+};
 /* The formats stfix quantizes to (requantize). */
 static const unsigned requant_formats[] = { STF_FMT_INT8_TENSORWISE, STF_FMT_CONVROT_W4A4 };
 static const penum meta_policies[] = {
@@ -107,6 +110,7 @@ static const pdesc p_set_marker[] = {
 };
 static const pdesc p_cast[] = {
     { "to", P_ENUM, F(cast_scale.to), 0, f32_only, NULL, 0, 0, NO_FLAG },
+    { "tensors", P_ENUM, F(cast_scale.tensors), 0, cast_tensors, NULL, 0, 0, NO_FLAG },
     { NULL, P_BOOL, 0, 0, NULL, NULL, 0, 0, NO_FLAG }
 };
 static const pdesc p_relabel[] = {
@@ -440,12 +444,13 @@ static int check_action(const stf_action *a, const stf__ynode *at, const char *p
     case STF_ACT_RELABEL: {
         stf_relabel_tensor t = a->params.relabel.tensor;
         stf_dtype from = a->params.relabel.from, to = a->params.relabel.to;
-        int weight_ok = t == STF_RELABEL_WEIGHT && from == STF_U8 && to == STF_I8;
+        int weight_ok = t == STF_RELABEL_WEIGHT && ((from == STF_U8 && to == STF_I8) ||
+                                                    (from == STF_I8 && to == STF_U8));
         int scale_ok = t == STF_RELABEL_SCALE && from == STF_F8_E8M0 && to == STF_U8;
         if (!weight_ok && !scale_ok)
             return stf__diag_add(d, at->line, at->col,
-                                 "%s: only weight U8 -> I8 and scale F8_E8M0 -> U8 are "
-                                 "same-bytes relabels", path);
+                                 "%s: only weight U8 -> I8, weight I8 -> U8 and scale F8_E8M0 -> "
+                                 "U8 are same-bytes relabels", path);
         return 0;
     }
     case STF_ACT_REWRITE_FORMAT:

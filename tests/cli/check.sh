@@ -16,8 +16,8 @@ t_run "healthy meta-only" 0 "$STFIX" check $F/healthy_meta_only.safetensors --ta
 cat >"$T_TMP/r23.txt" <<'EOF'
 check fixtures/comfy/r23_no_convrot.safetensors (target sglang)
 layer blocks.0.attn.qkv:
-  error   R23: Serialized kitchen_int8 layer 'blocks.0.attn.qkv' must set convrot=true
-  error   R24: Serialized kitchen_int8 layer 'blocks.0.attn.qkv' must declare convrot_groupsize in (16, 64, 256), got None
+  error   R23: Serialized kitchen_int8 layer 'blocks.0.attn.qkv' must set convrot=true [refuses]
+  error   R24: Serialized kitchen_int8 layer 'blocks.0.attn.qkv' must declare convrot_groupsize in (16, 64, 256), got None [refuses]
 suggested fixes:
   R23  requantize with ConvRot (stfix fix with a requantize rule), or store the layer in BF16 without a marker
   R24  write the group size actually used as a JSON integer; requantize when it is not 16, 64 or 256
@@ -34,10 +34,20 @@ t_run "comfyui accepts unrotated" 0 "$STFIX" check --target comfyui $F/r23_no_co
 # first rule listed, R30.
 t_run "file-level" 1 "$STFIX" check $F/r30_int8_plus_fp8.safetensors
 t_true "file-level: header, then its line" test "$(sed -n 2,3p "$T_OUT")" = "file-level:
-  error   R30: Unsupported Comfy quantization format(s): float8_e4m3fn, int8_tensorwise"
+  error   R30: Unsupported Comfy quantization format(s): float8_e4m3fn, int8_tensorwise [refuses]"
 t_true "file-level: ends with the hint" test "$(tail -n 1 "$T_OUT")" = \
     "hint: stfix explain R30 shows what a rule checks and how to fix it"
 t_true "file-level: one hint" test "$(grep -c '^hint: ' "$T_OUT")" -eq 1
+
+# What ComfyUI raises, as Python prints it, with the effect last; the same
+# in JSON.
+t_run "comfyui refuses" 1 "$STFIX" check --target comfyui $F/r01_meta_not_json.safetensors
+t_true "comfyui refuses: file-level line" test "$(sed -n 2,3p "$T_OUT")" = "file-level:
+  error   C20: json.decoder.JSONDecodeError: Expecting value: line 1 column 12 (char 11) [refuses]"
+t_run "comfyui refuses json" 1 "$STFIX" check --json --target comfyui $F/r06_marker_nul.safetensors
+t_stdout_has "comfyui refuses json" '{"rule": "C21", "severity": "error", "layer": "blocks.0.attn.qkv", "message": "json.decoder.JSONDecodeError: Extra data: line 1 column 73 (char 72)", "fix": "rewrite the marker as U8 bytes of one canonical JSON object (no NUL, no padding)", "effect": "refuses"}'
+t_run "comfyui silent" 1 "$STFIX" check --target comfyui $F/r12_missing_weight.safetensors
+t_stdout_has "comfyui silent" '  error   C5:  Layer blocks.0.attn.qkv has a comfy_quant marker but no blocks.0.attn.qkv.weight: ComfyUI only logs "Missing weight for layer blocks.0.attn.qkv" and loads the model without it [silent]'
 
 # JSON: one document with the stable field names; valid JSON.
 t_run "json" 1 "$STFIX" check --json $F/r15_flat_scale_square.safetensors

@@ -7,6 +7,7 @@ t_run "S7" 0 "$STFIX" explain S7
 cat >"$T_TMP/s7.txt" <<'EOF2'
 S7  Header starts with whitespace
 severity: warning; error with --strict
+effect: note
 
 Checks:
   Byte 0 of the header is an opening brace, as the format's description
@@ -84,12 +85,15 @@ if python3 - "$T_TMP/list.json" "$T_TMP/list.txt" <<'PY'
 import json, sys
 docs = json.load(open(sys.argv[1]))
 lines = open(sys.argv[2]).read().splitlines()
-keys = ["id", "severity", "title", "checks", "why", "ignored", "fix", "action"]
+keys = ["id", "severity", "title", "checks", "why", "ignored", "fix", "action", "effect"]
+effects = {"refuses", "silent", "degraded", "note"}
 assert isinstance(docs, list) and len(docs) == len(lines) >= 40, (len(docs), len(lines))
 for d, line in zip(docs, lines):
     assert list(d) == keys, list(d)
     assert line.split()[0] == d["id"] and line.endswith("  " + d["title"]), line
-    assert all(isinstance(d[k], str) and d[k] for k in keys[:-1]), d["id"]
+    assert all(isinstance(d[k], str) and d[k] for k in keys[:-2]), d["id"]
+    # one effect word, or "profile: word" pairs where the targets differ
+    assert all(w.split(": ")[-1] in effects for w in d["effect"].split("; ")), d["id"]
     assert d["action"] is None or isinstance(d["action"], str), d["id"]
 assert [d["id"] for d in docs[:3]] == ["S1", "S2", "S3"]
 PY

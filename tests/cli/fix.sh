@@ -370,6 +370,7 @@ refusal() { # FILE TARGET -> "RC TEXT" when the fix must refuse, else nothing
     r12_missing_scale*:comfyui) echo "1 C4" ;;
     r10_no_marker*:sglang) echo "1 R10" ;;
     r10_no_marker*:comfyui) echo "1 C1" ;;
+    r09_mxfp8_shape*:comfyui) echo "1 C1" ;;
     # U8 weights become I8 only on an explicit recipe assertion (storage-dtype-mismatch, relabel).
     r14_weight_u8*:sglang) echo "1 R14" ;;
     r14_weight_u8*:comfyui) echo "1 C10" ;;
@@ -387,14 +388,12 @@ refusal() { # FILE TARGET -> "RC TEXT" when the fix must refuse, else nothing
     # (float, FP8 x scale, INT8 tensor/row/column, ConvRot, Sylvester, W4A4).
     r4[4-9]_w4a8*:sglang | r6[01]_w4a8*:sglang) echo "2 cannot be decoded" ;;
     r5[0-4]_nvfp4*:sglang) echo "2 cannot be decoded" ;;
-    # W4A4 with G = 128 (Sylvester) or K = 96: SGLang's recipe converts them
-    # to INT8; ComfyUI's keeps W4A4 layers and has no rule for these (R18/R19,
-    # C6/C16).
-    r18_w4a4_g128*:comfyui) echo "1 C6" ;;
-    r19_w4a4_k96*:comfyui) echo "1 C16" ;;
-    # The ComfyUI recipe has no rule for a W4A4 linear_dtype other than
-    # int4/int8; the SGLang one requantizes.
-    r57_w4a4_linear_dtype*:comfyui) echo "1 C16" ;;
+    # ComfyUI keeps W4A8 layers, and comfy-kitchen's layout refuses these:
+    # K = 64 is not a multiple of convrot_groupsize 256 (C22); the rotation
+    # the codes were made with cannot be changed without decoding them. The
+    # 3-D one is excluded as a non-Linear layer, which needs a decode too.
+    r47_w4a8*:comfyui) echo "2 cannot be decoded" ;;
+    r4[4-9]_w4a8*:comfyui | r6[01]_w4a8*:comfyui) echo "1 C22" ;;
     esac
 }
 pairs=$D/pairs

@@ -36,9 +36,9 @@ done
 cat >"$T_TMP/enc.txt" <<'EOF'
 check fixtures/tp/encoder_tp8.safetensors (target sglang)
 layer model.layers.0.mlp.down_proj:
-  warning T2:  row-parallel layer model.layers.0.mlp.down_proj: at TP 8 each shard holds K/8=128 input columns, not a multiple of its ConvRot group size G=256, so rotation groups would straddle shards; SGLang replicates the layer on every GPU: 8224 bytes per GPU instead of 1028
+  warning T2:  row-parallel layer model.layers.0.mlp.down_proj: at TP 8 each shard holds K/8=128 input columns, not a multiple of its ConvRot group size G=256, so rotation groups would straddle shards; SGLang replicates the layer on every GPU: 8224 bytes per GPU instead of 1028 [degraded]
 layer model.layers.0.self_attn.o_proj:
-  warning T2:  row-parallel layer model.layers.0.self_attn.o_proj: at TP 8 each shard holds K/8=96 input columns, not a multiple of its ConvRot group size G=64, so rotation groups would straddle shards; SGLang replicates the layer on every GPU: 24704 bytes per GPU instead of 3088
+  warning T2:  row-parallel layer model.layers.0.self_attn.o_proj: at TP 8 each shard holds K/8=96 input columns, not a multiple of its ConvRot group size G=64, so rotation groups would straddle shards; SGLang replicates the layer on every GPU: 24704 bytes per GPU instead of 3088 [degraded]
 suggested fixes:
   T2   requantize with a group size that divides K/T (requantize tp: T, e.g. stfix fix -r sglang-int8-convrot-tp8 for T = 8)
 tp profile: qwen-llama (detected: it classifies 7 of 7 Linear layers)

@@ -232,26 +232,26 @@ def fixtures():
         md2 = dict(fmt_pt)
         md2["_quantization_metadata"] = v
         return md2
-    yield "r01_meta_not_json.safetensors", int8_layer(A, 16, 256), bad_meta('{"layers": '), ["R1"]
-    yield "r02_meta_not_object.safetensors", int8_layer(A, 16, 256), bad_meta("[1, 2]"), ["R2"]
-    yield "r03_meta_no_layers.safetensors", int8_layer(A, 16, 256), bad_meta('{"format_version": "1.0"}'), ["R3"]
+    yield "r01_meta_not_json.safetensors", int8_layer(A, 16, 256), bad_meta('{"layers": '), ["R1", "C20"]
+    yield "r02_meta_not_object.safetensors", int8_layer(A, 16, 256), bad_meta("[1, 2]"), ["R2", "C20"]
+    yield "r03_meta_no_layers.safetensors", int8_layer(A, 16, 256), bad_meta('{"format_version": "1.0"}'), ["R3", "C20"]
     yield ("r04_meta_layer_string.safetensors", int8_layer(A, 16, 256),
-           bad_meta(json.dumps({"format_version": "1.0", "layers": {A: "int8_tensorwise"}})), ["R4", "C15"])
+           bad_meta(json.dumps({"format_version": "1.0", "layers": {A: "int8_tensorwise"}})), ["R4", "C21"])
     yield ("r05_conflict.safetensors", int8_layer(A, 16, 256),
            bad_meta(qmeta({A: {"format": "int8_tensorwise", "convrot": True, "convrot_groupsize": 64}})), ["R5"])
     ts = int8_layer(A, 16, 256, with_marker=False)
     ts.append(marker(A, raw=json.dumps(INT8_256).encode() + b"\x00"))
-    yield "r06_marker_nul.safetensors", ts, fmt_pt, ["R6"]
+    yield "r06_marker_nul.safetensors", ts, fmt_pt, ["R6", "C21"]
     ts = int8_layer(A, 16, 256, with_marker=False)
     ts.append(marker(A, raw=b'["int8_tensorwise"]'))
-    yield "r07_marker_not_object.safetensors", ts, fmt_pt, ["R7"]
+    yield "r07_marker_not_object.safetensors", ts, fmt_pt, ["R7", "C21"]
     ts = int8_layer(A, 16, 256, with_marker=False)
     ts.append(marker(A, INT8_256, dtype="BF16"))
-    yield "r08_marker_bf16.safetensors", ts, fmt_pt, ["R8"]
+    yield "r08_marker_bf16.safetensors", ts, fmt_pt, ["R8", "C21"]
     md = dict(fmt_pt)
     md["quant_format"] = "MXFP8"
     yield "r09_mxfp8_shape.safetensors", [(A + ".weight", "F8_E4M3", [8, 64], fp8(8 * 64)),
-                                          (A + ".weight_scale", "U8", [8, 4], u8(32))], md, ["R9"]
+                                          (A + ".weight_scale", "U8", [8, 4], u8(32))], md, ["R9", "C1"]
     yield "r10_no_marker.safetensors", int8_layer(A, 16, 256, with_marker=False), fmt_pt, ["R10", "C1"]
 
     # --- R12-R20
@@ -312,31 +312,31 @@ def fixtures():
 
     # --- W4A8
     yield "r44_w4a8_group2.safetensors", w4a8_layer(A, 8, 64, gs=16, mk={
-        "format": "asym_w4a8_int8", "group_size": 2, "convrot": True, "convrot_groupsize": 256}), fmt_pt, ["R44"]
+        "format": "asym_w4a8_int8", "group_size": 2, "convrot": True, "convrot_groupsize": 256}), fmt_pt, ["R44", "C22"]
     yield ("r45_w4a8_srel_u8.safetensors",
-           w4a8_layer(A, 8, 64, over={"weight_s_rel": (A + ".weight_s_rel", "U8", [8, 4], u8(32))}), fmt_pt, ["R45"])
+           w4a8_layer(A, 8, 64, over={"weight_s_rel": (A + ".weight_s_rel", "U8", [8, 4], u8(32))}), fmt_pt, ["R45", "C22"])
     yield ("r46_w4a8_schan_f16.safetensors",
            w4a8_layer(A, 8, 64, over={"weight_s_channel": (A + ".weight_s_channel", "F16", [8], f16([0.01] * 8))}),
-           fmt_pt, ["R46"])
+           fmt_pt, ["R46", "C22"])
     yield ("r47_w4a8_3d.safetensors",
-           w4a8_layer(A, 8, 64, over={"weight": (A + ".weight", "I8", [2, 4, 32], u8(256))}), fmt_pt, ["R47"])
+           w4a8_layer(A, 8, 64, over={"weight": (A + ".weight", "I8", [2, 4, 32], u8(256))}), fmt_pt, ["R47", "C22"])
     yield ("r48_w4a8_srel_shape.safetensors",
            w4a8_layer(A, 8, 64, over={"weight_s_rel": (A + ".weight_s_rel", "F8_E4M3", [8, 2], fp8(16))}),
-           fmt_pt, ["R48"])
+           fmt_pt, ["R48", "C22"])
     yield ("r49_w4a8_codebook.safetensors",
-           w4a8_layer(A, 8, 64) + [(A + ".weight_codebook", "F32", [8], f32([0.0] * 8))], fmt_pt, ["R49"])
+           w4a8_layer(A, 8, 64) + [(A + ".weight_codebook", "F32", [8], f32([0.0] * 8))], fmt_pt, ["R49", "C22"])
     yield ("r49_w4a8_correction.safetensors",
-           w4a8_layer(A, 8, 64) + [(A + ".weight_correction", "F32", [8, 4], f32([0.0] * 32))], fmt_pt, ["R49"])
-    yield ("r60_w4a8_int8_companion.safetensors", w4a8_layer(A, 8, 64) + int8_layer(F, 8, 256), fmt_pt, ["R60"])
+           w4a8_layer(A, 8, 64) + [(A + ".weight_correction", "F32", [8, 4], f32([0.0] * 32))], fmt_pt, ["R49", "C22"])
+    yield ("r60_w4a8_int8_companion.safetensors", w4a8_layer(A, 8, 64) + int8_layer(F, 8, 256), fmt_pt, ["R60", "C22"])
     yield ("r61_w4a8_no_convrot.safetensors",
-           w4a8_layer(A, 8, 64, mk={"format": "asym_w4a8_int8", "group_size": 16}), fmt_pt, ["R61"])
+           w4a8_layer(A, 8, 64, mk={"format": "asym_w4a8_int8", "group_size": 16}), fmt_pt, ["R61", "C22"])
 
     # --- NVFP4
     yield ("r50_nvfp4_weight_i8.safetensors",
-           nvfp4_layer(A, 16, 64, over={"weight": (A + ".weight", "I8", [16, 32], u8(512))}), fmt_pt, ["R50"])
+           nvfp4_layer(A, 16, 64, over={"weight": (A + ".weight", "I8", [16, 32], u8(512))}), fmt_pt, ["R50", "C10"])
     yield ("r51_nvfp4_scale2_bf16.safetensors",
            nvfp4_layer(A, 16, 64, over={"weight_scale_2": (A + ".weight_scale_2", "BF16", [], bf16([0.5]))}),
-           fmt_pt, ["R51"])
+           fmt_pt, ["R51", "C11"])
     yield ("r52_nvfp4_3d.safetensors",
            nvfp4_layer(A, 16, 64, over={"weight": (A + ".weight", "U8", [2, 8, 32], u8(512))}), fmt_pt, ["R52"])
     yield ("r53_nvfp4_scale_shape.safetensors",
@@ -348,7 +348,7 @@ def fixtures():
     # --- W4A4 config
     yield ("r57_w4a4_linear_dtype.safetensors",
            w4a4_layer(A, 16, 256, mk={"format": "convrot_w4a4", "convrot_groupsize": 256, "linear_dtype": "fp4"}),
-           fmt_pt, ["R57", "C16"])
+           fmt_pt, ["R57", "C23"])
 
     # --- ComfyUI-only
     md = dict(fmt_pt)

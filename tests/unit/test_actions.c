@@ -140,6 +140,7 @@ static void test_defaults(void **state)
     assert_int_equal(sm->params.set_marker.metadata, STF_META_MIRROR);
     assert_int_equal(sm->params.set_marker.prefer, STF_PREFER_METADATA);
     assert_int_equal(p.v[4].params.cast_scale.to, STF_F32);
+    assert_int_equal(p.v[4].params.cast_scale.tensors, STF_CAST_WEIGHT_SCALE);
     assert_int_equal(p.v[5].params.relabel.tensor, STF_RELABEL_WEIGHT);
     assert_int_equal(p.v[5].params.relabel.from, STF_U8);
     assert_int_equal(p.v[5].params.relabel.to, STF_I8);
@@ -216,6 +217,25 @@ static void test_parameters(void **state)
     assert_int_equal(p.v[7].params.drop.input_scale, 1);
     assert_int_equal(p.v[8].params.exclude.dtype, STF_BF16);
     parsed_free(&p);
+}
+
+/* cast-scale's tensors, and the weight relabel in both directions. */
+static void test_scale_and_label_forms(void **state)
+{
+    (void)state;
+    parsed p = parse_do("[{cast-scale: {tensors: all}}, {cast-scale: {tensors: weight_scale}},\n"
+                        " {relabel: {from: I8, to: U8}}]");
+    expect_ok(&p, 3);
+    assert_int_equal(p.v[0].params.cast_scale.tensors, STF_CAST_ALL_SCALES);
+    assert_int_equal(p.v[0].params.cast_scale.to, STF_F32);
+    assert_int_equal(p.v[1].params.cast_scale.tensors, STF_CAST_WEIGHT_SCALE);
+    assert_int_equal(p.v[2].params.relabel.tensor, STF_RELABEL_WEIGHT);
+    assert_int_equal(p.v[2].params.relabel.from, STF_I8);
+    assert_int_equal(p.v[2].params.relabel.to, STF_U8);
+    parsed_free(&p);
+    expect_problem("{cast-scale: {tensors: weight_scale_2}}",
+                   "a.yaml:1:24: rules[0].do.cast-scale.tensors: expected one of weight_scale, "
+                   "all, got 'weight_scale_2'");
 }
 
 static void test_single_forms(void **state)
@@ -313,9 +333,9 @@ static void test_problems(void **state)
                    "int8_tensorwise, convrot_w4a4, got 'nvfp4'");
     expect_problem("{cast-scale: {to: F16}}",
                    "a.yaml:1:19: rules[0].do.cast-scale.to: expected one of F32, got 'F16'");
-    expect_problem("{relabel: {from: I8, to: U8}}",
-                   "a.yaml:1:2: rules[0].do.relabel: only weight U8 -> I8 and scale F8_E8M0 -> "
-                   "U8 are same-bytes relabels");
+    expect_problem("{relabel: {tensor: scale, from: I8, to: U8}}",
+                   "a.yaml:1:2: rules[0].do.relabel: only weight U8 -> I8, weight I8 -> U8 and "
+                   "scale F8_E8M0 -> U8 are same-bytes relabels");
     expect_problem("{rename: {to: x}}",
                    "a.yaml:1:2: rules[0].do.rename: missing required parameter 'from'");
     expect_problem("{rename: {from: '', to: ''}}",
@@ -340,6 +360,7 @@ int main(void)
         cmocka_unit_test(test_requantize_tp),
         cmocka_unit_test(test_defaults),     cmocka_unit_test(test_parameters),
         cmocka_unit_test(test_single_forms), cmocka_unit_test(test_problems),
+        cmocka_unit_test(test_scale_and_label_forms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -91,6 +91,34 @@ static void assert_paragraph(const char *id, const char *field, const char *s)
         fail_msg("%s: %s has stray spaces", id, field);
 }
 
+/* An effect: one of the four words, or "profile: word" pairs joined by
+ * "; " with the profiles sglang, comfyui, container or numeric. */
+static void assert_effect(const char *id, const char *s)
+{
+    static const char *const words[] = { "refuses", "silent", "degraded", "note" };
+    static const char *const profiles[] = { "sglang", "comfyui", "container", "numeric" };
+    if (!s || !*s) fail_msg("%s: effect is empty", id);
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *save = NULL, *part = strtok_r(buf, ";", &save); part;
+         part = strtok_r(NULL, ";", &save)) {
+        while (*part == ' ') part++;
+        char *w = strchr(part, ':');
+        if (w) {
+            *w = 0;
+            int ok = 0;
+            for (size_t i = 0; i < 4; i++) ok |= !strcmp(part, profiles[i]);
+            if (!ok) fail_msg("%s: effect names profile '%s'", id, part);
+            for (w++; *w == ' '; w++) {}
+        } else {
+            w = part;
+        }
+        int ok = 0;
+        for (size_t i = 0; i < 4; i++) ok |= !strcmp(w, words[i]);
+        if (!ok) fail_msg("%s: effect word '%s'", id, w);
+    }
+}
+
 /* Every entry: a unique id of a known family, in family then number order,
  * and every text field a paragraph; titles without a final period. */
 static void test_entries(void **state)
@@ -124,7 +152,26 @@ static void test_entries(void **state)
         assert_paragraph(d->id, "ignored", d->ignored);
         assert_paragraph(d->id, "fix", d->fix);
         if (d->action) assert_paragraph(d->id, "action", d->action);
+        assert_effect(d->id, d->effect);
     }
+}
+
+/* The effect names, and the default effect of a finding per profile. */
+static void test_effects(void **state)
+{
+    (void)state;
+    assert_string_equal(stf_effect_name(STF_EFFECT_NOTE), "note");
+    assert_string_equal(stf_effect_name(STF_EFFECT_REFUSES), "refuses");
+    assert_string_equal(stf_effect_name(STF_EFFECT_SILENT), "silent");
+    assert_string_equal(stf_effect_name(STF_EFFECT_DEGRADED), "degraded");
+    assert_null(stf_effect_name((stf_effect)4));
+    assert_null(stf_effect_name((stf_effect)-1));
+    assert_string_equal(stf_rule_doc_find("S1")->effect, "refuses");
+    assert_string_equal(stf_rule_doc_find("S7")->effect, "note");
+    assert_string_equal(stf_rule_doc_find("R10")->effect, "refuses");
+    assert_string_equal(stf_rule_doc_find("R25")->effect, "silent");
+    assert_string_equal(stf_rule_doc_find("C1")->effect, "silent");
+    assert_string_equal(stf_rule_doc_find("C14")->effect, "note");
 }
 
 int main(void)
@@ -134,6 +181,7 @@ int main(void)
         cmocka_unit_test(test_title),
         cmocka_unit_test(test_container_ids),
         cmocka_unit_test(test_entries),
+        cmocka_unit_test(test_effects),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

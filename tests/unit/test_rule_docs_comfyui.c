@@ -21,11 +21,13 @@
 /* The ids the comfyui and numeric profiles report, in catalogue order. */
 static const char *const IDS[] = {
     "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9", "C10", "C11",
-    "C12", "C14", "C15", "C16", "C19", "N1", "N2", "N3", "H1", "H2",
+    "C12", "C14", "C15", "C16", "C19", "C20", "C21", "C22", "C23", "N1", "N2", "N3", "H1", "H2",
 };
 #define NIDS (sizeof IDS / sizeof IDS[0])
 
-static const char *const SOURCES[] = { "lib/check/profile_comfyui.c", "lib/check/probe_report.c" };
+static const char *const SOURCES[] = { "lib/check/profile_comfyui.c",
+                                        "lib/check/profile_comfyui_raises.c",
+                                        "lib/check/probe_report.c" };
 
 /* Whole file into a NUL-terminated buffer (the caller frees it). */
 static char *slurp(const char *path)
