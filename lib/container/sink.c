@@ -164,6 +164,7 @@ int stf__sink_open(stf__sink *s, const char *final_path, stf_err *err)
     s->no_fsync = test_hooks.no_fsync;
     s->hook = test_hooks.write_hook;
     s->hook_ud = test_hooks.write_hook_ud;
+    if (stf__wb_init(&s->wb)) return stf__err(err, STF_ENOMEM, "%s: out of memory", final_path);
     int no_tmpfile = test_hooks.no_tmpfile;
     int rc = 0;
     char *dir = dir_of(final_path);
@@ -299,10 +300,11 @@ static int fail_at(const stf__sink *s, const char *tensor, uint64_t at, int e, s
 }
 
 /* Positional write, safe for concurrent disjoint ranges (contract in sink.h). */
-int stf__sink_pwrite(const stf__sink *s, uint64_t at, const void *p, size_t n,
+int stf__sink_pwrite(stf__sink *s, uint64_t at, const void *p, size_t n,
                      const char *tensor, stf_err *err)
 {
     const char *c = p;
+    uint64_t len = n;
     if (s->fd < 0 || s->finished)
         return stf__err(err, STF_EINVAL, "%s: sink is not open", s->final_path);
     if (at > (uint64_t)INT64_MAX || n > (uint64_t)INT64_MAX - at)
@@ -322,6 +324,7 @@ int stf__sink_pwrite(const stf__sink *s, uint64_t at, const void *p, size_t n,
         n -= (size_t)w;
         at += (uint64_t)w;
     }
+    stf__wb_wrote(&s->wb, s->fd, at - len, len);
     return 0;
 }
 
@@ -330,6 +333,9 @@ int stf__sink_finish(stf__sink *s, stf_err *err)
 {
     if (s->fd < 0 || s->finished)
         return stf__err(err, STF_EINVAL, "%s: sink is not open", s->final_path);
+    uint64_t at;
+    int e = stf__wb_error(&s->wb, &at);
+    if (e) return fail_at(s, NULL, at, e, err);
     if (!s->no_fsync && fsync(s->fd) != 0) return fail_io(s, errno, "fsync", err);
     s->finished = 1;
     if (s->unnamed) return 0;
@@ -419,4 +425,5 @@ void stf__sink_abort(stf__sink *s)
     s->tmp_path = NULL;
     s->link_path = NULL;
     s->final_path = NULL;
+    stf__wb_fini(&s->wb);
 }

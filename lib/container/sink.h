@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "container/write_behind.h"
 #include "stfix/container.h"
 
 typedef struct stf__sink {
@@ -29,6 +30,7 @@ typedef struct stf__sink {
     int no_fsync;
     int (*hook)(void *ud, uint64_t file_off, size_t len);
     void *hook_ud;
+    stf__wbehind wb;         /* write-behind of what stf__sink_pwrite fills */
 } stf__sink;
 
 /*
@@ -89,11 +91,13 @@ int stf__sink_extend(stf__sink *s, stf_err *err);
  * as for appends. Touches neither `off` nor the file position, so several
  * threads may call it at once for disjoint ranges (the hook then runs
  * concurrently too). `tensor` (may be NULL) names the tensor in messages.
+ * The bytes then go to write-behind (write_behind.h).
  */
-int stf__sink_pwrite(const stf__sink *s, uint64_t at, const void *p, size_t n,
+int stf__sink_pwrite(stf__sink *s, uint64_t at, const void *p, size_t n,
                      const char *tensor, stf_err *err);
 
-/* fsync the temp file and end writing. A named one is closed and stays in
+/* fsync the temp file and end writing; a write-out error write-behind saw
+ * fails it (STF_EIO naming the file and byte) as the fsync would have. A named one is closed and stays in
  * place until publish/abort; an unnamed one stays open, since closing it
  * would free the inode. */
 int stf__sink_finish(stf__sink *s, stf_err *err);

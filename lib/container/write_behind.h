@@ -1,0 +1,72 @@
+/*
+ * Write-behind for an output file filled in place (stf__sink_pwrite): each
+ * large fill is handed to the disk as soon as it lands, and once a window
+ * of later fills has landed too, its pages are waited for and dropped from
+ * the page cache. The final fsync then has little left to write, the disk
+ * works while the quantizers do, and the pages the fills copy into are the
+ * few the window keeps recycling instead of a fresh page for every byte of
+ * the output, which is what page-cache writes cost most on a virtual
+ * machine. Advisory only: the bytes, the file and the fsync at the end are
+ * the same without it. Internal to the container layer.
+ */
+#ifndef STF_WRITE_BEHIND_H
+#define STF_WRITE_BEHIND_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+/* Fills smaller than this are left to the final fsync (a scale row block). */
+#define STF__WB_MIN ((uint64_t)64 << 10)
+/* Bytes of the newest fills kept in the page cache, written or in flight. */
+#define STF__WB_WINDOW ((uint64_t)16 << 20)
+/* Fills remembered at most; the oldest is dropped early when it is full. */
+#define STF__WB_SLOTS 64
+
+typedef struct stf__wb_range {
+    uint64_t off, len;
+} stf__wb_range;
+
+typedef struct stf__wbehind {
+    pthread_mutex_t mu;
+    int live;                       /* mu initialized */
+    stf__wb_range q[STF__WB_SLOTS]; /* landed fills, oldest first (a ring) */
+    unsigned head, n;
+    uint64_t bytes;                 /* sum of their lengths */
+    int err;                        /* the first errno a wait returned; 0: none */
+    uint64_t err_off;               /* where that wait started */
+} stf__wbehind;
+
+/*
+ * The calls write-behind makes, for tests: `start` hands [off, off + len)
+ * to the disk, `drop` waits for it and drops it from the page cache. Each
+ * returns 0 or an errno. NULL members (and a NULL argument) restore the
+ * system calls.
+ */
+typedef struct stf__wb_ops {
+    int (*start)(void *ud, int fd, uint64_t off, uint64_t len);
+    int (*drop)(void *ud, int fd, uint64_t off, uint64_t len);
+    void *ud;
+} stf__wb_ops;
+void stf__wb_ops_set(const stf__wb_ops *ops);
+
+/* Initialize; STF_ENOMEM when no mutex can be made. */
+int stf__wb_init(stf__wbehind *wb);
+/* Release; no-op on a zeroed or released one. */
+void stf__wb_fini(stf__wbehind *wb);
+
+/*
+ * [at, at + n) of fd has just been written. A fill of at least STF__WB_MIN
+ * bytes starts its whole pages' write-out and joins the window; the oldest
+ * fills beyond STF__WB_WINDOW bytes are then waited for and dropped, by
+ * this caller. Safe from several threads at once for disjoint ranges.
+ */
+void stf__wb_wrote(stf__wbehind *wb, int fd, uint64_t at, uint64_t n);
+
+/*
+ * The first write-out error a wait saw (its errno, 0 when none) and where:
+ * a wait consumes the error the file's fsync would otherwise report, so the
+ * sink reports it from here.
+ */
+int stf__wb_error(stf__wbehind *wb, uint64_t *off);
+
+#endif

@@ -1,0 +1,222 @@
+/* Tests for lib/container/write_behind.c: which ranges a fill hands to the
+ * disk and which it drops, in landing order, with the calls recorded
+ * through stf__wb_ops; small fills left alone; the window's slot limit; a
+ * write-out error kept and reported by the sink's finish; and, with the
+ * real system calls, bytes that read back the same. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <errno.h>
+#include <unistd.h>
+
+#include "container/sink.h"
+#include "support/st_tmp.h"
+
+#define MIB ((uint64_t)1 << 20)
+
+typedef struct call {
+    char what; /* 's' start, 'd' drop */
+    uint64_t off, len;
+} call;
+
+static call g_calls[256];
+static size_t g_ncalls;
+static int g_drop_errno;
+
+static int rec_start(void *ud, int fd, uint64_t off, uint64_t len)
+{
+    (void)ud, (void)fd;
+    if (g_ncalls < 256) g_calls[g_ncalls++] = (call){ 's', off, len };
+    return 0;
+}
+
+static int rec_drop(void *ud, int fd, uint64_t off, uint64_t len)
+{
+    (void)ud, (void)fd;
+    if (g_ncalls < 256) g_calls[g_ncalls++] = (call){ 'd', off, len };
+    return g_drop_errno;
+}
+
+static int setup(void **state)
+{
+    g_ncalls = 0;
+    g_drop_errno = 0;
+    stf__wb_ops_set(&(stf__wb_ops){ rec_start, rec_drop, NULL });
+    return st_dir_setup(state);
+}
+
+static int teardown(void **state)
+{
+    stf__wb_ops_set(NULL);
+    return st_dir_teardown(state);
+}
+
+static void expect_call(size_t i, char what, uint64_t off, uint64_t len)
+{
+    assert_true(i < g_ncalls);
+    assert_int_equal(g_calls[i].what, what);
+    assert_int_equal(g_calls[i].off, off);
+    assert_int_equal(g_calls[i].len, len);
+}
+
+/* 1 MiB fills in order: each starts at once; the first is dropped when 16
+ * MiB of later fills have landed, then one per fill. */
+static void test_window(void **state)
+{
+    (void)state;
+    stf__wbehind wb;
+    assert_int_equal(stf__wb_init(&wb), 0);
+    for (uint64_t i = 0; i < 16; i++) stf__wb_wrote(&wb, 3, i * MIB, MIB);
+    assert_int_equal(g_ncalls, 16);
+    for (size_t i = 0; i < 16; i++) expect_call(i, 's', i * MIB, MIB);
+    stf__wb_wrote(&wb, 3, 16 * MIB, MIB);
+    assert_int_equal(g_ncalls, 18);
+    expect_call(16, 's', 16 * MIB, MIB);
+    expect_call(17, 'd', 0, MIB);
+    stf__wb_wrote(&wb, 3, 17 * MIB, MIB);
+    expect_call(19, 'd', MIB, MIB);
+    assert_int_equal(g_ncalls, 20);
+    assert_int_equal(stf__wb_error(&wb, NULL), 0);
+    stf__wb_fini(&wb);
+    stf__wb_fini(&wb); /* twice is a no-op */
+}
+
+/* Landing order, not file order: a fill that lands late is dropped late. */
+static void test_landing_order(void **state)
+{
+    (void)state;
+    stf__wbehind wb;
+    assert_int_equal(stf__wb_init(&wb), 0);
+    stf__wb_wrote(&wb, 3, 40 * MIB, 8 * MIB);
+    stf__wb_wrote(&wb, 3, 0, 8 * MIB);
+    stf__wb_wrote(&wb, 3, 8 * MIB, 8 * MIB);
+    stf__wb_wrote(&wb, 3, 16 * MIB, 8 * MIB);
+    assert_int_equal(g_ncalls, 6);
+    expect_call(2, 's', 8 * MIB, 8 * MIB);
+    expect_call(3, 'd', 40 * MIB, 8 * MIB);
+    expect_call(4, 's', 16 * MIB, 8 * MIB);
+    expect_call(5, 'd', 0, 8 * MIB);
+    stf__wb_fini(&wb);
+}
+
+/* Only whole pages start; the drop covers every page the fill touched.
+ * Fills under 64 KiB are left to the fsync. */
+static void test_edges_and_small(void **state)
+{
+    (void)state;
+    stf__wbehind wb;
+    assert_int_equal(stf__wb_init(&wb), 0);
+    stf__wb_wrote(&wb, 3, 100, (64 << 10) - 1);
+    assert_int_equal(g_ncalls, 0);
+    stf__wb_wrote(&wb, 3, 100, 20 * MIB);
+    expect_call(0, 's', 4096, 20 * MIB - 4096);
+    stf__wb_wrote(&wb, 3, 20 * MIB + 100, 64 << 10);
+    expect_call(1, 's', 20 * MIB + 4096, (64 << 10) - 4096);
+    assert_int_equal(g_ncalls, 2); /* 68 KiB landed since the first: kept */
+    stf__wb_wrote(&wb, 3, 32 * MIB, 16 * MIB);
+    assert_int_equal(g_ncalls, 5); /* the newest 16 MiB stay: both older ones go */
+    expect_call(2, 's', 32 * MIB, 16 * MIB);
+    expect_call(3, 'd', 0, 20 * MIB + 4096);
+    expect_call(4, 'd', 20 * MIB, 68 << 10);
+    stf__wb_fini(&wb);
+}
+
+/* The window remembers 64 fills at most: the 65th drops the oldest early. */
+static void test_slots(void **state)
+{
+    (void)state;
+    stf__wbehind wb;
+    assert_int_equal(stf__wb_init(&wb), 0);
+    for (uint64_t i = 0; i < STF__WB_SLOTS; i++) stf__wb_wrote(&wb, 3, i << 16, 1 << 16);
+    assert_int_equal(g_ncalls, STF__WB_SLOTS);
+    stf__wb_wrote(&wb, 3, (uint64_t)STF__WB_SLOTS << 16, 1 << 16);
+    assert_int_equal(g_ncalls, STF__WB_SLOTS + 2);
+    expect_call(STF__WB_SLOTS + 1, 'd', 0, 1 << 16);
+    stf__wb_fini(&wb);
+}
+
+/* A wait's error is kept (the first one) and fails the sink's finish, which
+ * the fsync alone would no longer do; "not supported here" is no error. */
+static void test_error(void **state)
+{
+    (void)state;
+    stf__sink s;
+    stf_err err;
+    char *buf = calloc(1, 2 * MIB);
+    assert_non_null(buf);
+    assert_int_equal(stf__sink_open(&s, st_in_dir("out"), &err), 0);
+    assert_int_equal(stf__sink_reserve(&s, 40 * MIB, &err), 0);
+    g_drop_errno = EINVAL;
+    for (uint64_t i = 0; i < 10; i++)
+        assert_int_equal(stf__sink_pwrite(&s, i * 2 * MIB, buf, 2 * MIB, NULL, &err), 0);
+    assert_int_equal(stf__wb_error(&s.wb, NULL), 0);
+    g_drop_errno = EIO;
+    assert_int_equal(stf__sink_pwrite(&s, 20 * MIB, buf, 2 * MIB, NULL, &err), 0);
+    g_drop_errno = ENOSPC;
+    assert_int_equal(stf__sink_pwrite(&s, 22 * MIB, buf, 2 * MIB, NULL, &err), 0);
+    uint64_t at = 0;
+    assert_int_equal(stf__wb_error(&s.wb, &at), EIO);
+    assert_int_equal(at, 4 * MIB);
+    assert_int_equal(stf__sink_finish(&s, &err), STF_EIO);
+    char want[400];
+    snprintf(want, sizeof want, "%s: write failed at byte %llu: %s", st_in_dir("out"),
+             (unsigned long long)(4 * MIB), strerror(EIO));
+    assert_string_equal(err.msg, want);
+    stf__sink_abort(&s);
+    assert_int_equal(st_dir_entries(st_dir), 0);
+    free(buf);
+}
+
+/* The real calls: 48 MiB in 1 MiB fills, out of order, read back whole. */
+static void test_real_calls(void **state)
+{
+    (void)state;
+    stf__wb_ops_set(NULL);
+    stf__sink s;
+    stf_err err;
+    size_t n = 48 * MIB;
+    unsigned char *buf = malloc(n), *back = malloc(n);
+    assert_non_null(buf);
+    assert_non_null(back);
+    for (size_t i = 0; i < n; i++) buf[i] = (unsigned char)(i * 131u + (i >> 20));
+    assert_int_equal(stf__sink_open(&s, st_in_dir("out"), &err), 0);
+    assert_int_equal(stf__sink_write(&s, "hdr", 3, &err), 0);
+    assert_int_equal(stf__sink_reserve(&s, n, &err), 0);
+    for (size_t i = 0; i < 48; i++) {
+        size_t j = (i * 7) % 48; /* every MiB once, out of order */
+        assert_int_equal(stf__sink_pwrite(&s, 3 + j * MIB, buf + j * MIB, MIB, NULL, &err), 0);
+    }
+    assert_int_equal(stf__sink_finish(&s, &err), 0);
+    assert_int_equal(stf__sink_publish(&s, &err), 0);
+    stf__sink_abort(&s);
+    FILE *f = fopen(st_in_dir("out"), "rb");
+    assert_non_null(f);
+    char h[3];
+    assert_int_equal(fread(h, 1, 3, f), 3);
+    assert_memory_equal(h, "hdr", 3);
+    assert_int_equal(fread(back, 1, n, f), n);
+    assert_int_equal(fgetc(f), EOF);
+    fclose(f);
+    assert_memory_equal(back, buf, n);
+    free(buf);
+    free(back);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_window, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_landing_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_edges_and_small, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_error, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_real_calls, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
