@@ -1,13 +1,14 @@
 /*
  * Write-behind for fills (contract in write_behind.h). Fills of one output
  * land from several threads, roughly in file order but not exactly, so the
- * window is kept in landing order, not by offset: whatever landed more than
- * STF__WB_WINDOW bytes ago has had that long to reach the disk, and waiting
+ * window is kept in landing order, not by offset: whatever went out more
+ * than STF__WB_WINDOW bytes ago has had that long to reach the disk, and waiting
  * for it rarely waits at all unless the disk is slower than the quantizers,
  * when it holds them back as the kernel's dirty-page throttle would.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "container/write_behind.h"
@@ -69,7 +70,7 @@ void stf__wb_fini(stf__wbehind *wb)
     wb->live = 0;
 }
 
-/* The oldest fill, out of the window. Called with mu held. */
+/* The oldest run, out of the window. Called with mu held. */
 static stf__wb_range pop(stf__wbehind *wb)
 {
     stf__wb_range r = wb->q[wb->head];
@@ -79,36 +80,84 @@ static stf__wb_range pop(stf__wbehind *wb)
     return r;
 }
 
+static int by_off(const void *a, const void *b)
+{
+    uint64_t x = ((const stf__wb_range *)a)->off, y = ((const stf__wb_range *)b)->off;
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * Sort the batch's fills and merge those that touch (or share a page) into
+ * runs, in place: returns the number of runs. Fills never overlap.
+ */
+static unsigned merge_runs(stf__wb_range *r, unsigned n)
+{
+    qsort(r, n, sizeof *r, by_off);
+    unsigned m = 0;
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t end = m ? r[m - 1].off + r[m - 1].len : 0;
+        if (m && r[i].off <= (end + PAGE - 1) / PAGE * PAGE)
+            r[m - 1].len = r[i].off + r[i].len - r[m - 1].off;
+        else r[m++] = r[i];
+    }
+    return m;
+}
+
+static void note_error(stf__wbehind *wb, int rc, uint64_t off)
+{
+    if (rc == 0 || unsupported(rc)) return;
+    pthread_mutex_lock(&wb->mu);
+    if (!wb->err) {
+        wb->err = rc;
+        wb->err_off = off;
+    }
+    pthread_mutex_unlock(&wb->mu);
+}
+
 /* A fill landed (contract in write_behind.h). */
 void stf__wb_wrote(stf__wbehind *wb, int fd, uint64_t at, uint64_t n)
 {
     if (!wb->live || n < STF__WB_MIN) return;
-    /* Start only the whole pages: a page shared with a neighbouring fill
-     * would be written twice if it went out before the neighbour landed. */
-    uint64_t a = (at + PAGE - 1) / PAGE * PAGE, e = (at + n) / PAGE * PAGE;
-    if (e > a) (void)(ops.start ? ops.start(ops.ud, fd, a, e - a) : sys_start(fd, a, e - a));
-    stf__wb_range out[4];
-    unsigned nout = 0;
+    stf__wb_range batch[STF__WB_SLOTS], out[2 * STF__WB_SLOTS];
+    unsigned nb = 0, nout = 0;
     pthread_mutex_lock(&wb->mu);
-    if (wb->n == STF__WB_SLOTS) out[nout++] = pop(wb);
-    wb->q[(wb->head + wb->n) % STF__WB_SLOTS] =
-        (stf__wb_range){ at / PAGE * PAGE, (at + n + PAGE - 1) / PAGE * PAGE - at / PAGE * PAGE };
-    wb->n++;
-    wb->bytes += wb->q[(wb->head + wb->n - 1) % STF__WB_SLOTS].len;
-    /* Keep the newest STF__WB_WINDOW bytes; a few at a time, the rest next call. */
-    while (nout < 4 && wb->n > 1 && wb->bytes - wb->q[wb->head].len >= STF__WB_WINDOW)
+    wb->pend[wb->npend++] = (stf__wb_range){ at, n };
+    wb->pend_bytes += n;
+    if (wb->pend_bytes >= STF__WB_BATCH || wb->npend == STF__WB_SLOTS) {
+        nb = wb->npend;
+        for (unsigned i = 0; i < nb; i++) batch[i] = wb->pend[i];
+        wb->npend = 0;
+        wb->pend_bytes = 0;
+    }
+    pthread_mutex_unlock(&wb->mu);
+    if (nb == 0) return;
+    nb = merge_runs(batch, nb);
+    for (unsigned i = 0; i < nb; i++) {
+        /* Only whole pages start: a page shared with a fill still to land
+         * would be written twice if it went out now. The window keeps the
+         * run with every page it touched. */
+        uint64_t a = (batch[i].off + PAGE - 1) / PAGE * PAGE;
+        uint64_t e = (batch[i].off + batch[i].len) / PAGE * PAGE;
+        if (e > a) (void)(ops.start ? ops.start(ops.ud, fd, a, e - a) : sys_start(fd, a, e - a));
+        batch[i].len = (batch[i].off + batch[i].len + PAGE - 1) / PAGE * PAGE -
+                       batch[i].off / PAGE * PAGE;
+        batch[i].off = batch[i].off / PAGE * PAGE;
+    }
+    pthread_mutex_lock(&wb->mu);
+    for (unsigned i = 0; i < nb; i++) {
+        if (wb->n == STF__WB_SLOTS) out[nout++] = pop(wb);
+        wb->q[(wb->head + wb->n) % STF__WB_SLOTS] = batch[i];
+        wb->n++;
+        wb->bytes += batch[i].len;
+    }
+    /* Keep the newest STF__WB_WINDOW bytes. */
+    while (wb->n > 1 && wb->bytes - wb->q[wb->head].len >= STF__WB_WINDOW)
         out[nout++] = pop(wb);
     pthread_mutex_unlock(&wb->mu);
     for (unsigned i = 0; i < nout; i++) {
         int rc = ops.drop ? ops.drop(ops.ud, fd, out[i].off, out[i].len)
                           : sys_drop(fd, out[i].off, out[i].len);
-        if (rc == 0 || unsupported(rc)) continue;
-        pthread_mutex_lock(&wb->mu);
-        if (!wb->err) {
-            wb->err = rc;
-            wb->err_off = out[i].off;
-        }
-        pthread_mutex_unlock(&wb->mu);
+        note_error(wb, rc, out[i].off);
     }
 }
 

@@ -1,8 +1,8 @@
 /*
- * Write-behind for an output file filled in place (stf__sink_pwrite): each
- * large fill is handed to the disk as soon as it lands, and once a window
- * of later fills has landed too, its pages are waited for and dropped from
- * the page cache. The final fsync then has little left to write, the disk
+ * Write-behind for an output file filled in place (stf__sink_pwrite): large
+ * fills are handed to the disk as soon as a batch of them has landed, and
+ * once a window of later batches has gone out too, their pages are waited
+ * for and dropped from the page cache. The final fsync then has little left to write, the disk
  * works while the quantizers do, and the pages the fills copy into are the
  * few the window keeps recycling instead of a fresh page for every byte of
  * the output, which is what page-cache writes cost most on a virtual
@@ -17,9 +17,16 @@
 
 /* Fills smaller than this are left to the final fsync (a scale row block). */
 #define STF__WB_MIN ((uint64_t)64 << 10)
-/* Bytes of the newest fills kept in the page cache, written or in flight. */
+/*
+ * Landed bytes handed to the disk at once, merged into runs of adjacent
+ * fills: each hand-over is a request to the (virtual) disk, and a request
+ * per fill cost more in notifications than it saved.
+ */
+#define STF__WB_BATCH ((uint64_t)2 << 20)
+/* Bytes of the newest runs kept in the page cache, written or in flight. */
 #define STF__WB_WINDOW ((uint64_t)16 << 20)
-/* Fills remembered at most; the oldest is dropped early when it is full. */
+/* Fills per batch and runs in the window at most; a full window drops its
+ * oldest run early, a full batch goes out early. */
 #define STF__WB_SLOTS 64
 
 typedef struct stf__wb_range {
@@ -29,7 +36,10 @@ typedef struct stf__wb_range {
 typedef struct stf__wbehind {
     pthread_mutex_t mu;
     int live;                       /* mu initialized */
-    stf__wb_range q[STF__WB_SLOTS]; /* landed fills, oldest first (a ring) */
+    stf__wb_range pend[STF__WB_SLOTS]; /* landed fills not yet handed over */
+    unsigned npend;
+    uint64_t pend_bytes;
+    stf__wb_range q[STF__WB_SLOTS]; /* runs handed over, oldest first (a ring) */
     unsigned head, n;
     uint64_t bytes;                 /* sum of their lengths */
     int err;                        /* the first errno a wait returned; 0: none */
@@ -56,9 +66,11 @@ void stf__wb_fini(stf__wbehind *wb);
 
 /*
  * [at, at + n) of fd has just been written. A fill of at least STF__WB_MIN
- * bytes starts its whole pages' write-out and joins the window; the oldest
- * fills beyond STF__WB_WINDOW bytes are then waited for and dropped, by
- * this caller. Safe from several threads at once for disjoint ranges.
+ * bytes joins the batch; when the batch holds STF__WB_BATCH bytes, this
+ * caller merges it into runs of adjacent fills, starts the write-out of
+ * each run's whole pages, adds the runs to the window and waits for and
+ * drops the oldest runs beyond STF__WB_WINDOW bytes. Safe from several
+ * threads at once for disjoint ranges.
  */
 void stf__wb_wrote(stf__wbehind *wb, int fd, uint64_t at, uint64_t n);
 

@@ -1,6 +1,7 @@
-/* Tests for lib/container/write_behind.c: which ranges a fill hands to the
- * disk and which it drops, in landing order, with the calls recorded
- * through stf__wb_ops; small fills left alone; the window's slot limit; a
+/* Tests for lib/container/write_behind.c: which ranges fills hand to the
+ * disk (in batches merged into runs) and which they drop, in landing order,
+ * with the calls recorded through stf__wb_ops; small fills left alone; the
+ * window's slot limit; a
  * write-out error kept and reported by the sink's finish; and, with the
  * real system calls, bytes that read back the same. */
 #include <setjmp.h>
@@ -65,29 +66,33 @@ static void expect_call(size_t i, char what, uint64_t off, uint64_t len)
     assert_int_equal(g_calls[i].len, len);
 }
 
-/* 1 MiB fills in order: each starts at once; the first is dropped when 16
- * MiB of later fills have landed, then one per fill. */
+/* 1 MiB fills in order: every second one hands the pair over as one run;
+ * the first run is dropped when 16 MiB of later runs have gone out. */
 static void test_window(void **state)
 {
     (void)state;
     stf__wbehind wb;
     assert_int_equal(stf__wb_init(&wb), 0);
-    for (uint64_t i = 0; i < 16; i++) stf__wb_wrote(&wb, 3, i * MIB, MIB);
-    assert_int_equal(g_ncalls, 16);
-    for (size_t i = 0; i < 16; i++) expect_call(i, 's', i * MIB, MIB);
+    stf__wb_wrote(&wb, 3, 0, MIB);
+    assert_int_equal(g_ncalls, 0);
+    for (uint64_t i = 1; i < 16; i++) stf__wb_wrote(&wb, 3, i * MIB, MIB);
+    assert_int_equal(g_ncalls, 8);
+    for (size_t i = 0; i < 8; i++) expect_call(i, 's', i * 2 * MIB, 2 * MIB);
     stf__wb_wrote(&wb, 3, 16 * MIB, MIB);
-    assert_int_equal(g_ncalls, 18);
-    expect_call(16, 's', 16 * MIB, MIB);
-    expect_call(17, 'd', 0, MIB);
+    assert_int_equal(g_ncalls, 8);
     stf__wb_wrote(&wb, 3, 17 * MIB, MIB);
-    expect_call(19, 'd', MIB, MIB);
-    assert_int_equal(g_ncalls, 20);
+    assert_int_equal(g_ncalls, 10);
+    expect_call(8, 's', 16 * MIB, 2 * MIB);
+    expect_call(9, 'd', 0, 2 * MIB);
+    stf__wb_wrote(&wb, 3, 18 * MIB, 2 * MIB);
+    assert_int_equal(g_ncalls, 12);
+    expect_call(11, 'd', 2 * MIB, 2 * MIB);
     assert_int_equal(stf__wb_error(&wb, NULL), 0);
     stf__wb_fini(&wb);
     stf__wb_fini(&wb); /* twice is a no-op */
 }
 
-/* Landing order, not file order: a fill that lands late is dropped late. */
+/* Landing order, not file order: a run that goes out late is dropped late. */
 static void test_landing_order(void **state)
 {
     (void)state;
@@ -98,6 +103,8 @@ static void test_landing_order(void **state)
     stf__wb_wrote(&wb, 3, 8 * MIB, 8 * MIB);
     stf__wb_wrote(&wb, 3, 16 * MIB, 8 * MIB);
     assert_int_equal(g_ncalls, 6);
+    expect_call(0, 's', 40 * MIB, 8 * MIB);
+    expect_call(1, 's', 0, 8 * MIB);
     expect_call(2, 's', 8 * MIB, 8 * MIB);
     expect_call(3, 'd', 40 * MIB, 8 * MIB);
     expect_call(4, 's', 16 * MIB, 8 * MIB);
@@ -105,8 +112,9 @@ static void test_landing_order(void **state)
     stf__wb_fini(&wb);
 }
 
-/* Only whole pages start; the drop covers every page the fill touched.
- * Fills under 64 KiB are left to the fsync. */
+/* A batch is sorted and adjacent fills merge, page edges included; only
+ * whole pages start, the window keeps every page a run touched. Fills
+ * under 64 KiB are left to the fsync. */
 static void test_edges_and_small(void **state)
 {
     (void)state;
@@ -114,30 +122,34 @@ static void test_edges_and_small(void **state)
     assert_int_equal(stf__wb_init(&wb), 0);
     stf__wb_wrote(&wb, 3, 100, (64 << 10) - 1);
     assert_int_equal(g_ncalls, 0);
-    stf__wb_wrote(&wb, 3, 100, 20 * MIB);
-    expect_call(0, 's', 4096, 20 * MIB - 4096);
-    stf__wb_wrote(&wb, 3, 20 * MIB + 100, 64 << 10);
-    expect_call(1, 's', 20 * MIB + 4096, (64 << 10) - 4096);
-    assert_int_equal(g_ncalls, 2); /* 68 KiB landed since the first: kept */
-    stf__wb_wrote(&wb, 3, 32 * MIB, 16 * MIB);
-    assert_int_equal(g_ncalls, 5); /* the newest 16 MiB stay: both older ones go */
-    expect_call(2, 's', 32 * MIB, 16 * MIB);
-    expect_call(3, 'd', 0, 20 * MIB + 4096);
-    expect_call(4, 'd', 20 * MIB, 68 << 10);
+    stf__wb_wrote(&wb, 3, MIB + 50, MIB);
+    stf__wb_wrote(&wb, 3, 50, MIB);
+    assert_int_equal(g_ncalls, 1);
+    expect_call(0, 's', 4096, 2 * MIB - 4096);
+    stf__wb_wrote(&wb, 3, 3 * MIB + 100, 20 * MIB);
+    expect_call(1, 's', 3 * MIB + 4096, 20 * MIB - 4096);
+    expect_call(2, 'd', 0, 2 * MIB + 4096); /* 20 MiB went out after it */
+    stf__wb_wrote(&wb, 3, 23 * MIB + 100, 64 << 10); /* batched, not started */
+    assert_int_equal(g_ncalls, 3);
+    stf__wb_wrote(&wb, 3, 32 * MIB, 16 * MIB); /* not adjacent: two runs */
+    assert_int_equal(g_ncalls, 7);
+    expect_call(3, 's', 23 * MIB + 4096, (64 << 10) - 4096);
+    expect_call(4, 's', 32 * MIB, 16 * MIB);
+    expect_call(5, 'd', 3 * MIB, 20 * MIB + 4096);
+    expect_call(6, 'd', 23 * MIB, 68 << 10);
     stf__wb_fini(&wb);
 }
 
-/* The window remembers 64 fills at most: the 65th drops the oldest early. */
+/* The window holds 64 runs at most: more drop the oldest early. */
 static void test_slots(void **state)
 {
     (void)state;
     stf__wbehind wb;
     assert_int_equal(stf__wb_init(&wb), 0);
-    for (uint64_t i = 0; i < STF__WB_SLOTS; i++) stf__wb_wrote(&wb, 3, i << 16, 1 << 16);
-    assert_int_equal(g_ncalls, STF__WB_SLOTS);
-    stf__wb_wrote(&wb, 3, (uint64_t)STF__WB_SLOTS << 16, 1 << 16);
-    assert_int_equal(g_ncalls, STF__WB_SLOTS + 2);
-    expect_call(STF__WB_SLOTS + 1, 'd', 0, 1 << 16);
+    for (uint64_t i = 0; i < 96; i++) stf__wb_wrote(&wb, 3, i << 17, 1 << 16);
+    assert_int_equal(g_ncalls, 128);
+    for (size_t i = 0; i < 96; i++) expect_call(i, 's', (uint64_t)i << 17, 1 << 16);
+    for (size_t i = 0; i < 32; i++) expect_call(96 + i, 'd', (uint64_t)i << 17, 1 << 16);
     stf__wb_fini(&wb);
 }
 
