@@ -52,17 +52,64 @@ void stf__fp8_decode_cols_avx512(float *dst, const uint8_t *src, stf_dtype dt, s
 
 /* ------------------------------------------------------------- Sylvester */
 
-/* Stride s (1, 2, 4 or 8) inside a vector: lanes without bit s keep
- * a + b, lanes with it a - b (a: the value at the lane without bit s). */
+/*
+ * Stride s (1, 2, 4 or 8) inside a vector: lanes without bit s keep a + b,
+ * lanes with it a - b (a: the value at the lane without bit s, b: with it).
+ * One in-lane or block shuffle swaps the partners: v + w is a + b in the
+ * lanes without the bit (addition commutes exactly; only a NaN's payload
+ * could differ, and every NaN is stored as one value), w - v is a - b in
+ * the others.
+ */
 INL __m512 syl_lane_stage(__m512 v, int s)
 {
-    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const __m512i bit = _mm512_set1_epi32(s);
-    __m512i ia = _mm512_andnot_si512(bit, lane), ib = _mm512_or_si512(lane, bit);
-    __mmask16 diff = _mm512_test_epi32_mask(lane, bit);
-    __m512 a = _mm512_permutexvar_ps(ia, v), b = _mm512_permutexvar_ps(ib, v);
-    return _mm512_mask_sub_ps(_mm512_add_ps(a, b), diff, a, b);
+    __m512 w;
+    __mmask16 hi;
+    if (s == 1) {
+        w = _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1));
+        hi = 0xAAAA;
+    } else if (s == 2) {
+        w = _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2));
+        hi = 0xCCCC;
+    } else if (s == 4) {
+        w = _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1));
+        hi = 0xF0F0;
+    } else {
+        w = _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2));
+        hi = 0xFF00;
+    }
+    return _mm512_mask_sub_ps(_mm512_add_ps(v, w), hi, w, v);
 }
+
+/*
+ * A whole group of g = 16 * NV values (NV = 2, 4, 8 or 16) in registers:
+ * the four lane stages, then strides 16 to 8 * g as butterflies between
+ * whole vectors, in the scalar order, and the factor: each value is loaded
+ * and stored once instead of once per pair of stages.
+ */
+#define SYL_GROUP_REGS(NV)                                                                   \
+    INL void syl_group##NV(float *p, __m512 cv)                                              \
+    {                                                                                        \
+        __m512 v[NV];                                                                        \
+        _Pragma("GCC unroll 16") for (int j = 0; j < NV; j++)                                \
+        {                                                                                    \
+            __m512 t = _mm512_loadu_ps(p + 16 * j);                                          \
+            t = syl_lane_stage(syl_lane_stage(t, 1), 2);                                     \
+            v[j] = syl_lane_stage(syl_lane_stage(t, 4), 8);                                  \
+        }                                                                                    \
+        _Pragma("GCC unroll 4") for (int s = 1; s < NV; s *= 2)                              \
+            _Pragma("GCC unroll 16") for (int j = 0; j < NV; j++) if (!(j & s))              \
+        {                                                                                    \
+            __m512 a = v[j], b = v[j + s];                                                   \
+            v[j] = _mm512_add_ps(a, b);                                                      \
+            v[j + s] = _mm512_sub_ps(a, b);                                                  \
+        }                                                                                    \
+        _Pragma("GCC unroll 16") for (int j = 0; j < NV; j++)                                \
+            _mm512_storeu_ps(p + 16 * j, stf__canon_nan16(_mm512_mul_ps(v[j], cv)));         \
+    }
+SYL_GROUP_REGS(2)
+SYL_GROUP_REGS(4)
+SYL_GROUP_REGS(8)
+SYL_GROUP_REGS(16)
 
 INL void syl_mem2(float *p, size_t s, int last, __m512 cv)
 {
@@ -99,8 +146,19 @@ void stf__sylvester_undo_avx512(float *x, size_t k, unsigned g)
 {
     const float c = 1.0f / sqrtf((float)g);
     const __m512 cv = _mm512_set1_ps(c);
+    size_t off;
+    if (g >= 32 && g <= 256) {
+        /* k % g == 0: whole groups, each in registers. */
+        for (off = 0; off < k; off += g) {
+            if (g == 32) syl_group2(x + off, cv);
+            else if (g == 64) syl_group4(x + off, cv);
+            else if (g == 128) syl_group8(x + off, cv);
+            else syl_group16(x + off, cv);
+        }
+        return;
+    }
     /* k % g == 0, so for g < 16 the tail is whole groups. */
-    size_t end = k - k % 16, off;
+    size_t end = k - k % 16;
     for (off = 0; off < end; off += 16) {
         __m512 v = _mm512_loadu_ps(x + off);
         v = syl_lane_stage(v, 1);
