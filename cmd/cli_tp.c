@@ -219,7 +219,8 @@ void cli_tp_summary_json(FILE *o, const cli_tp *t, const stf_check_report *r)
     fputs("]}", o);
 }
 
-/* Whether a requantize action of r has a degree above 1. */
+/* Whether a requantize of r (an action, or rewrite-format's fallback) has a
+ * degree above 1. */
 int cli_recipe_uses_tp(const stf_recipe *r)
 {
     for (size_t i = 0; i < stf_recipe_rule_count(r); i++) {
@@ -227,6 +228,7 @@ int cli_recipe_uses_tp(const stf_recipe *r)
         for (size_t j = 0; j < stf_rule_action_count(ru); j++) {
             const stf_action *a = stf_rule_action(ru, j);
             if (a->kind == STF_ACT_REQUANTIZE && a->params.requantize.tp > 1) return 1;
+            if (a->kind == STF_ACT_REWRITE_FORMAT && a->params.rewrite_format.tp > 1) return 1;
         }
     }
     return 0;

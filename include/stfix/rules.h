@@ -155,6 +155,10 @@ typedef struct stf_action {
             stf_format_id to;
             stf_mismatch_policy mismatch;
             stf_meta_policy metadata;
+            /* requantize's tp for mismatch: requantize (appended; default 1) */
+            unsigned tp;                              /* least common multiple of tp_list */
+            size_t tp_count;
+            unsigned tp_list[STF_RULES_MAX_LIST];
         } rewrite_format;
         struct {
             int has_format;                     /* 0: infer it from the tensors (missing-format) */

@@ -516,8 +516,14 @@ int stf__work_rewrite_format(stf__layer_work *w, const stf_action *a, stf_err *e
                      "(mismatch: fail)", cur, stf_format_name(to));
             return stf__work_refuse(w, err, msg);
         }
+        /* The requantize it falls back to honours the action's tp (a TP-8
+         * recipe's renamed aliases get group sizes dividing K/8 too). */
         stf_action rq;
         stf__requantize_defaults(&rq);
+        rq.params.requantize.tp = a->params.rewrite_format.tp;
+        rq.params.requantize.tp_count = a->params.rewrite_format.tp_count;
+        memcpy(rq.params.requantize.tp_list, a->params.rewrite_format.tp_list,
+               sizeof rq.params.requantize.tp_list);
         return stf__work_requantize(w, &rq, to, err);
     }
     stf_action sm;

@@ -97,6 +97,8 @@ static const pdesc p_rewrite[] = {
     { "to", P_FORMAT, F(rewrite_format.to), 0, NULL, NULL, 0, 1, NO_FLAG },
     { "mismatch", P_ENUM, F(rewrite_format.mismatch), 0, mismatch_policies, NULL, 0, 0, NO_FLAG },
     { "metadata", P_ENUM, F(rewrite_format.metadata), 0, meta_policies, NULL, 0, 0, NO_FLAG },
+    { "tp", P_TPLIST, F(rewrite_format.tp_list), F(rewrite_format.tp_count), NULL, NULL, 0, 0,
+      NO_FLAG },
     { NULL, P_BOOL, 0, 0, NULL, NULL, 0, 0, NO_FLAG }
 };
 static const pdesc p_set_marker[] = {
@@ -190,6 +192,9 @@ static void set_defaults(stf_action *a, stf_action_kind k)
     case STF_ACT_REWRITE_FORMAT:
         a->params.rewrite_format.mismatch = STF_MISMATCH_REQUANTIZE;
         a->params.rewrite_format.metadata = STF_META_MIRROR;
+        a->params.rewrite_format.tp = 1;
+        a->params.rewrite_format.tp_count = 1;
+        a->params.rewrite_format.tp_list[0] = 1;
         break;
     case STF_ACT_SET_MARKER:
         a->params.set_marker.hoist_params = 1;
@@ -352,7 +357,8 @@ static int parse_tp(stf_action *a, const pdesc *p, const stf__ynode *v, const ch
                                  "%s: the least common multiple of the degrees exceeds 65536",
                                  path);
     }
-    a->params.requantize.tp = (unsigned)lcm;
+    if (a->kind == STF_ACT_REWRITE_FORMAT) a->params.rewrite_format.tp = (unsigned)lcm;
+    else a->params.requantize.tp = (unsigned)lcm;
     return 0;
 }
 
@@ -462,6 +468,10 @@ static int check_action(const stf_action *a, const stf__ynode *at, const char *p
                                  "%s: mismatch: requantize needs 'to' int8_tensorwise or "
                                  "convrot_w4a4 (use mismatch: fail for %s)", path,
                                  stf_format_name(a->params.rewrite_format.to));
+        if (a->params.rewrite_format.mismatch == STF_MISMATCH_FAIL &&
+            a->params.rewrite_format.tp > 1)
+            return stf__diag_add(d, at->line, at->col,
+                                 "%s.tp: applies only with mismatch: requantize", path);
         return 0;
     case STF_ACT_RENAME:
         if (a->params.rename.from && !a->params.rename.from[0] && a->params.rename.to &&

@@ -174,6 +174,35 @@ EOF
 t_run "override" 0 "$STFIX" plan $F/flux_tp8.safetensors -r "$T_TMP/over.yaml"
 t_stdout_has "override" "  summary: no group size divides K (K/8=8); exclude: weight dequantized to BF16, marker and scales dropped"
 
+# An INT8 alias whose data lacks the int8_tensorwise layout (a BF16 weight
+# under an int8_perrow marker, G=256) reaches requantize through the TP-8
+# recipe's rewrite-format (mismatch: requantize): it gets the TP-8 group
+# size too, 64 dividing K/8=128, not requantize's default 256.
+L=model.layers.0.mlp.down_proj
+python3 "$TOOL" new "$T_TMP/alias0.safetensors" $L.weight BF16 '[8, 1024]' \
+    "$(python3 -c 'print([((i * 37) % 101 - 50) / 64 for i in range(8192)])')"
+python3 "$TOOL" marker "$T_TMP/alias0.safetensors" "$T_TMP/alias.safetensors" $L \
+    '{"format": "int8_perrow", "convrot": true, "convrot_groupsize": 256}'
+t_run "alias plan" 0 "$STFIX" plan "$T_TMP/alias.safetensors" -r sglang-int8-convrot-tp8
+t_stdout_has "alias plan" "  rules: rename-int8-aliases, normalise-markers"
+t_stdout_has "alias plan" "  summary: requantize to int8_tensorwise, G=64 (was none; largest allowed G dividing K/8=128, row-parallel)"
+t_run "alias fix" 0 "$STFIX" fix "$T_TMP/alias.safetensors" -r sglang-int8-convrot-tp8 -o "$T_TMP/alias.fixed.safetensors"
+python3 "$TOOL" tensor "$T_TMP/alias.fixed.safetensors" $L.comfy_quant >"$T_TMP/mk"
+t_true "alias: G=64" grep -q '"convrot_groupsize": 64' "$T_TMP/mk"
+t_run "alias fixed: tp 8" 0 "$STFIX" check "$T_TMP/alias.fixed.safetensors" --target sglang --tp 8
+t_stdout_has "alias fixed: tp 8" "  TP 8: clean; 1 sharded, 0 replicated by style, 0 replicated (0 bytes per GPU instead of 0), 0 cannot load, 0 unknown"
+# rewrite-format's tp belongs to its requantize: with mismatch: fail it is refused.
+cat >"$T_TMP/rwfail.yaml" <<'EOF'
+stfix: 1
+target: sglang
+rules:
+  - name: r
+    match: {format: int8_perrow}
+    do: {rewrite-format: {from: [int8_perrow], to: int8_tensorwise, mismatch: fail, tp: 8}}
+EOF
+t_run "rewrite tp fail" 2 "$STFIX" plan "$T_TMP/alias.safetensors" -r "$T_TMP/rwfail.yaml"
+t_stderr_has "rewrite tp fail" "rwfail.yaml:6:10: rules[0].do.rewrite-format.tp: applies only with mismatch: requantize"
+
 # No bundled profile knows the names: every Linear layer is unknown (T5).
 # (Only where no installed profiles are on the search path.)
 if [ ! -d /usr/local/share/stfix/rules/tp ]; then
