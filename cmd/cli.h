@@ -234,7 +234,7 @@ typedef struct cli_tp {
     stf_tp_profile *given;       /* --tp-profile FILE */
     const stf_tp_profile *use;   /* the profile in effect, NULL when none */
     int detected;                /* chosen from the names (no --tp-profile) */
-    size_t classified, linear;   /* detection: layers it classifies, Linear layers */
+    size_t classified, linear;   /* Linear layers `use` classifies, Linear layers */
 } cli_tp;
 /* The CLI_CALL of --tp: "8" or "2,4,8" into the stf_tp_opts at `target`. */
 int cli_opt_tp_degrees(const char *verb, const char *value, void *target);
@@ -246,7 +246,8 @@ int cli_tp_list(const char *verb);
  * both cases. */
 int cli_tp_resolve(cli_tp *t, const char *verb, const char *arg, const stf_ckpt *c);
 void cli_tp_free(cli_tp *t);
-/* Whether a requantize action of the recipe has a tp degree above 1. */
+/* Whether a requantize of the recipe (rewrite-format's included) has a tp
+ * degree above 1. */
 int cli_recipe_uses_tp(const stf_recipe *r);
 /* cli_tp_resolve, then the profile is attached to r (plan and fix). */
 int cli_tp_attach(cli_tp *t, const char *verb, const char *arg, const stf_ckpt *c,
@@ -255,6 +256,8 @@ int cli_tp_attach(cli_tp *t, const char *verb, const char *arg, const stf_ckpt *
 void cli_tp_describe(FILE *o, const cli_tp *t);
 /* One "  TP T: verdict; counts" line per degree of the report. */
 void cli_tp_summary_human(FILE *o, const stf_check_report *r);
+/* "profile": NAME|null, "detected": B, "classified": N, "linear": N. */
+void cli_tp_profile_json(FILE *o, const cli_tp *t);
 /* The JSON member "tp": {...} (profile, detection, one object per degree). */
 void cli_tp_summary_json(FILE *o, const cli_tp *t, const stf_check_report *r);
 

@@ -79,8 +79,11 @@ void cli_tp_free(cli_tp *t)
     memset(t, 0, sizeof *t);
 }
 
-/* Every bundled profile into t->bundled (names in t->names). */
-static int load_bundled(cli_tp *t, const char *verb)
+/* The bundled profiles into t->bundled: every one, or when `only` is not
+ * NULL just DIR/tp/ONLY.yaml (none when there is no such file). A profile
+ * that is not asked for is not read, so a broken one stops only the runs
+ * that need it. */
+static int load_bundled(cli_tp *t, const char *verb, const char *only)
 {
     cli_rules_path p;
     cli_recipe_entry *v = NULL;
@@ -96,7 +99,8 @@ static int load_bundled(cli_tp *t, const char *verb)
     }
     int ex = -1;
     for (size_t i = 0; i < n && ex < 0; i++) {
-        ex = load_profile(&t->bundled[i], verb, v[i].path);
+        if (only && strcmp(v[i].name, only)) continue;
+        ex = load_profile(&t->bundled[t->nbundled], verb, v[i].path);
         if (ex < 0) t->nbundled++;
     }
     cli_recipe_list_free(v, n);
@@ -108,7 +112,7 @@ int cli_tp_list(const char *verb)
 {
     cli_tp t;
     memset(&t, 0, sizeof t);
-    int ex = load_bundled(&t, verb);
+    int ex = load_bundled(&t, verb, NULL);
     if (ex >= 0) {
         cli_tp_free(&t);
         return ex;
@@ -123,44 +127,49 @@ int cli_tp_list(const char *verb)
     return ex >= 0 ? ex : EXIT_OK_;
 }
 
-/* The profile in effect for `c`: `arg` (a file or a bundled NAME), or the
- * bundled profile detected from the names when arg is NULL. On failure *t
- * still holds what was loaded: the caller frees it either way. */
+/* The profile in effect for `c`: `arg` (a file, or the bundled profile
+ * DIR/tp/NAME.yaml), or the bundled profile detected from the names when
+ * arg is NULL; either way t->classified of t->linear Linear layers have a
+ * style in it. On failure *t still holds what was loaded: the caller frees
+ * it either way. */
 int cli_tp_resolve(cli_tp *t, const char *verb, const char *arg, const stf_ckpt *c)
 {
     memset(t, 0, sizeof t[0]);
-    int ex = load_bundled(t, verb);
-    if (ex >= 0) return ex;
+    int ex;
     if (arg && !cli_recipe_is_name(arg)) {
         if ((ex = load_profile(&t->given, verb, arg)) >= 0) return ex;
         t->use = t->given;
-        return -1;
+    } else {
+        if ((ex = load_bundled(t, verb, arg)) >= 0) return ex;
+        if (arg && !t->nbundled) {
+            stf_err err;
+            stf_err_clear(&err);
+            err.code = STF_ENOTFOUND;
+            snprintf(err.msg, sizeof err.msg,
+                     "parallel-style profile '%s' not found (stfix check --tp-profile list "
+                     "shows the bundled ones)", arg);
+            return cli_report(verb, &err);
+        }
+        if (arg) t->use = t->bundled[0];
     }
-    if (arg) {
-        for (size_t i = 0; i < t->nbundled && !t->use; i++)
-            if (!strcmp(stf_tp_profile_name(t->bundled[i]), arg)) t->use = t->bundled[i];
-        if (t->use) return -1;
-        stf_err err;
-        stf_err_clear(&err);
-        err.code = STF_ENOTFOUND;
-        snprintf(err.msg, sizeof err.msg,
-                 "parallel-style profile '%s' not found (stfix check --tp-profile list shows "
-                 "the bundled ones)", arg);
-        return cli_report(verb, &err);
-    }
+    /* The given profile is scored like a detected one: how many layers it classifies. */
+    const stf_tp_profile *const *cand =
+        t->use ? &t->use : (const stf_tp_profile *const *)t->bundled;
+    size_t ncand = t->use ? 1 : t->nbundled;
     stf_model *m = NULL;
     stf_err err;
     stf_err_clear(&err);
     size_t best;
     if (stf_model_build(&m, c, &err) ||
-        stf_tp_profile_detect(&best, &t->classified, &t->linear,
-                              (const stf_tp_profile *const *)t->bundled, t->nbundled, m, &err)) {
+        stf_tp_profile_detect(&best, &t->classified, &t->linear, cand, ncand, m, &err)) {
         stf_model_free(m);
         return cli_report(verb, &err);
     }
     stf_model_free(m);
-    t->detected = 1;
-    if (best != SIZE_MAX) t->use = t->bundled[best];
+    if (!arg) {
+        t->detected = 1;
+        if (best != SIZE_MAX) t->use = t->bundled[best];
+    }
     return -1;
 }
 
@@ -168,7 +177,9 @@ int cli_tp_resolve(cli_tp *t, const char *verb, const char *arg, const stf_ckpt 
 void cli_tp_describe(FILE *o, const cli_tp *t)
 {
     const char *name = t->use ? stf_tp_profile_name(t->use) : NULL;
-    if (!t->detected) cli_textf(o, "tp profile: %s (given)\n", name ? name : "none");
+    if (!t->detected)
+        cli_textf(o, "tp profile: %s (given: it classifies %zu of %zu Linear layers)\n",
+                  name ? name : "none", t->classified, t->linear);
     else if (name)
         cli_textf(o, "tp profile: %s (detected: it classifies %zu of %zu Linear layers)\n", name,
                   t->classified, t->linear);
@@ -199,13 +210,21 @@ void cli_tp_summary_human(FILE *o, const stf_check_report *r)
     }
 }
 
+/* The profile members of a "tp" object: profile, detected, classified and
+ * linear (without braces or commas around them). */
+void cli_tp_profile_json(FILE *o, const cli_tp *t)
+{
+    fputs("\"profile\": ", o);
+    cli_json_str_or_null(o, t->use ? stf_tp_profile_name(t->use) : NULL);
+    fprintf(o, ", \"detected\": %s, \"classified\": %zu, \"linear\": %zu",
+            t->detected ? "true" : "false", t->classified, t->linear);
+}
+
 /* The "tp" member of check's JSON document (without the leading comma). */
 void cli_tp_summary_json(FILE *o, const cli_tp *t, const stf_check_report *r)
 {
-    fputs("\"tp\": {\"profile\": ", o);
-    cli_json_str_or_null(o, t->use ? stf_tp_profile_name(t->use) : NULL);
-    fprintf(o, ", \"detected\": %s", t->detected ? "true" : "false");
-    if (t->detected) fprintf(o, ", \"classified\": %zu, \"linear\": %zu", t->classified, t->linear);
+    fputs("\"tp\": {", o);
+    cli_tp_profile_json(o, t);
     fputs(", \"degrees\": [", o);
     for (size_t i = 0; i < stf_check_tp_count(r); i++) {
         const stf_tp_summary *s = stf_check_tp_summary(r, i);

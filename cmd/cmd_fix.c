@@ -256,6 +256,9 @@ static void print_json(FILE *o, const fix_args *a, const char *out, const stf_re
     cli_json_str(o, stf_recipe_sha256(rc));
     fputs(", \"targets\": ", o);
     cli_json_targets(o, stf_plan_targets(p));
+    fputs(", \"tp\": {", o);
+    cli_tp_profile_json(o, &a->tp);
+    fputc('}', o);
     size_t nl = stf_plan_layer_count(p);
     fprintf(o, ", \"status\": \"%s\", \"changed_layers\": %zu", status, layers_changed(p));
     fprintf(o, ",\n \"layers\": {\"total\": %zu, \"changed\": %zu, \"list\": [", nl,

@@ -153,7 +153,7 @@ static int print_human(FILE *o, const char *file, const char *recipe, const stf_
 }
 
 static void print_json(FILE *o, const char *file, const char *recipe, const stf_recipe *r,
-                       const stf_ckpt *c, const stf_plan *p)
+                       const stf_ckpt *c, const stf_plan *p, const cli_tp *tp)
 {
     fputs("{\"file\": ", o);
     cli_json_str(o, file);
@@ -163,7 +163,9 @@ static void print_json(FILE *o, const char *file, const char *recipe, const stf_
     cli_json_str(o, stf_recipe_sha256(r));
     fputs(", \"targets\": ", o);
     cli_json_targets(o, stf_plan_targets(p));
-    fputs(", \"layers\": [", o);
+    fputs(", \"tp\": {", o);
+    cli_tp_profile_json(o, tp);
+    fputs("}, \"layers\": [", o);
     for (size_t i = 0; i < stf_plan_layer_count(p); i++) {
         const stf_plan_layer_info *l = stf_plan_layer(p, i);
         fputs(i ? ", {\"prefix\": " : "{\"prefix\": ", o);
@@ -292,7 +294,7 @@ int cmd_plan(int argc, char **argv)
         ex = cli_report("plan", &err);
         goto done;
     }
-    if (json) print_json(stdout, file, recipe, r, c, p);
+    if (json) print_json(stdout, file, recipe, r, c, p, &tp);
     else if (print_human(stdout, file, recipe, c, p,
                          profile || cli_recipe_uses_tp(r) ? &tp : NULL)) {
         ex = cli_report_code("plan", STF_ENOMEM);

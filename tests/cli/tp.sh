@@ -78,7 +78,7 @@ t_true "no tp: no tp member" sh -c "! grep -q '\"tp\"' '$T_OUT'"
 
 # A profile given by name or as a file: a file's styles are its own.
 t_run "named profile" 0 "$STFIX" check $F/flux_tp8.safetensors --target sglang --tp 8 --tp-profile flux
-t_stdout_has "named profile" "tp profile: flux (given)"
+t_stdout_has "named profile" "tp profile: flux (given: it classifies 8 of 9 Linear layers)"
 cat >"$T_TMP/mine.yaml" <<'EOF'
 stfix: 1
 profile: mine
@@ -90,7 +90,7 @@ styles:
 EOF
 t_run "profile file" 0 "$STFIX" check $F/flux_tp8.safetensors --target sglang --tp 8 --tp-profile "$T_TMP/mine.yaml"
 t_stdout_has "profile file" "  warning T2:  row-parallel layer img_in: at TP 8 each shard holds K/8=8 input columns, not a multiple of its ConvRot group size G=64, so rotation groups would straddle shards; SGLang replicates the layer on every GPU: 4352 bytes per GPU instead of 544"
-t_stdout_has "profile file" "tp profile: mine (given)"
+t_stdout_has "profile file" "tp profile: mine (given: it classifies 2 of 9 Linear layers)"
 t_stdout_has "profile file" "  info    T5:  layer double_blocks.0.img_attn.proj (32x384) has no parallel style in profile mine: not checked for tensor parallelism"
 
 # A bad selector in a profile: FILE:LINE:COL, exit 2, nothing checked.
@@ -202,6 +202,34 @@ rules:
 EOF
 t_run "rewrite tp fail" 2 "$STFIX" plan "$T_TMP/alias.safetensors" -r "$T_TMP/rwfail.yaml"
 t_stderr_has "rewrite tp fail" "rwfail.yaml:6:10: rules[0].do.rewrite-format.tp: applies only with mismatch: requantize"
+
+# plan and fix --json say which profile was used, whether it was detected
+# and how many of the Linear layers it classifies; a given profile too.
+t_run "alias plan json" 0 "$STFIX" plan "$T_TMP/alias.safetensors" -r sglang-int8-convrot-tp8 --json
+t_stdout_has "alias plan json" '"targets": ["sglang"], "tp": {"profile": "qwen-llama", "detected": true, "classified": 1, "linear": 1}, "layers": ['
+t_stdout_has "alias plan json" '"requantize": true, "format": "int8_tensorwise", "group": 64, "mode": "cuda"}'
+t_run "plan json given" 0 "$STFIX" plan $F/flux_tp8.safetensors -r sglang-int8-convrot-tp8 --json --tp-profile "$T_TMP/mine.yaml"
+t_stdout_has "plan json given" '"tp": {"profile": "mine", "detected": false, "classified": 2, "linear": 9}, "layers": ['
+t_run "plan json none" 0 "$STFIX" plan $F/flux_tp8.safetensors -r sglang-int8-convrot --json --tp-profile wan
+t_stdout_has "plan json none" '"tp": {"profile": "wan", "detected": false, "classified": 0, "linear": 9}, "layers": ['
+t_run "fix json" 0 "$STFIX" fix "$T_TMP/alias.safetensors" -r sglang-int8-convrot-tp8 -o "$T_TMP/alias.fixed2.safetensors" --json
+t_stdout_has "fix json" '"targets": ["sglang"], "tp": {"profile": "qwen-llama", "detected": true, "classified": 1, "linear": 1}, "status": "ok"'
+
+# Only the profile a run needs is read: with a broken bundled profile on the
+# search path, --tp-profile FILE and another bundled NAME still work, and
+# detection, which reads them all, reports the broken one.
+if [ ! -d /usr/local/share/stfix/rules/tp ]; then
+mkdir -p "$T_TMP/broken/tp"
+cp rules/tp/wan.yaml rules/tp/qwen-llama.yaml "$T_TMP/broken/tp/"
+printf 'stfix: 1\nprofile: flux\nstyles: {}\n' >"$T_TMP/broken/tp/flux.yaml"
+t_run "broken: file" 0 env STFIX_RULES_PATH="$T_TMP/broken" "$STFIX" check $F/flux_tp8.safetensors --tp 8 --tp-profile "$T_TMP/mine.yaml"
+t_stdout_has "broken: file" "tp profile: mine (given: it classifies 2 of 9 Linear layers)"
+t_run "broken: name" 0 env STFIX_RULES_PATH="$T_TMP/broken" "$STFIX" check $F/encoder_tp8.safetensors --tp 4 --tp-profile qwen-llama
+t_stdout_has "broken: name" "tp profile: qwen-llama (given: it classifies 7 of 7 Linear layers)"
+t_run "broken: detect" 2 env STFIX_RULES_PATH="$T_TMP/broken" "$STFIX" check $F/encoder_tp8.safetensors --tp 4
+t_stderr_is "broken: detect" "$T_TMP/broken/tp/flux.yaml:3:9: styles: expected a sequence of {match, style} mappings, got a mapping"
+t_run "broken: list" 2 env STFIX_RULES_PATH="$T_TMP/broken" "$STFIX" check --tp-profile list
+fi
 
 # No bundled profile knows the names: every Linear layer is unknown (T5).
 # (Only where no installed profiles are on the search path.)
