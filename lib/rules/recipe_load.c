@@ -257,6 +257,11 @@ static int build(stf_recipe *r, const stf__ynode *root, stf_recipe_diags *d)
     return 0;
 }
 
+static int build_cb(void *r, const stf__ynode *root, stf_recipe_diags *d)
+{
+    return build(r, root, d);
+}
+
 /* Loads a recipe from memory; see rules.h for ownership and errors. */
 int stf_recipe_load_mem(stf_recipe **out, stf_recipe_diags **diags, const void *buf,
                         size_t len, const char *name, stf_err *err)
@@ -268,45 +273,16 @@ int stf_recipe_load_mem(stf_recipe **out, stf_recipe_diags **diags, const void *
     if (len > RECIPE_MAX_BYTES)
         return stf__err(err, STF_ELIMIT, "%s: recipe is larger than %u bytes", name,
                         RECIPE_MAX_BYTES);
-    stf__ynode *root = NULL;
-    stf_recipe *r = NULL;
-    stf_recipe_diags *d = stf__diags_new(name);
-    int rc = 0;
-    if (!d) {
-        rc = stf__err(err, STF_ENOMEM, "out of memory");
-        goto done;
-    }
-    rc = stf__yaml_parse(&root, d, len ? buf : "", len, err);
-    if (rc == STF_ENOMEM) goto done;
-    if (rc == 0) {
-        r = stf__calloc(1, sizeof *r);
-        if (!r) {
-            rc = stf__err(err, STF_ENOMEM, "out of memory");
-            goto done;
-        }
-        stf__sha256_hex(r->sha256, len ? buf : "", len);
-        rc = build(r, root, d);
-        if (rc) {
-            rc = stf__err(err, STF_ENOMEM, "out of memory");
-            goto done;
-        }
-    }
-    if (d->count) {
-        rc = stf__err(err, STF_EFORMAT, "%s", d->v[0].text);
-        if (diags) {
-            *diags = d;
-            d = NULL;
-        }
-        goto done;
+    stf_recipe *r = stf__calloc(1, sizeof *r);
+    if (!r) return stf__err(err, STF_ENOMEM, "out of memory");
+    stf__sha256_hex(r->sha256, len ? buf : "", len);
+    int rc = stf__yaml_load(diags, buf, len, name, build_cb, r, err);
+    if (rc) {
+        stf_recipe_free(r);
+        return rc;
     }
     *out = r;
-    r = NULL;
-    rc = 0;
-done:
-    stf_recipe_free(r);
-    stf__ynode_free(root);
-    stf_recipe_diags_free(d);
-    return rc;
+    return 0;
 }
 
 /* Reads the file at `path` (at most 1 MiB) into a new buffer *buf of *len

@@ -84,6 +84,20 @@ int stf__yaml_parse(stf__ynode **out, stf_recipe_diags *d, const void *buf, size
 
 void stf__ynode_free(stf__ynode *n);
 
+/* Builds a loaded object from the document's root (NULL when empty):
+ * problems go to d; returns 0 or STF_ENOMEM. */
+typedef int (*stf__yaml_build_fn)(void *obj, const stf__ynode *root, stf_recipe_diags *d);
+/*
+ * The load shared by recipes and parallel-style profiles: parse buf (len
+ * bytes; not NULL when len > 0) and build(obj, root, d), problems named
+ * NAME:LINE:COL. 0 when the document built without a problem. STF_EFORMAT
+ * when it has problems: the first is in err, all of them in *diags when
+ * diags is not NULL (free with stf_recipe_diags_free). STF_ENOMEM otherwise.
+ * obj stays the caller's either way.
+ */
+int stf__yaml_load(stf_recipe_diags **diags, const void *buf, size_t len, const char *name,
+                   stf__yaml_build_fn build, void *obj, stf_err *err);
+
 /* Mapping helpers: number of pairs, key i, value i. */
 size_t stf__ymap_size(const stf__ynode *m);
 const stf__ynode *stf__ymap_key(const stf__ynode *m, size_t i);

@@ -115,8 +115,9 @@ static int take_string(char **slot, const stf__ynode *v, const char *path, stf_r
     return *slot ? 0 : STF_ENOMEM;
 }
 
-static int build_profile(stf_tp_profile *p, const stf__ynode *root, stf_recipe_diags *d)
+static int build_profile(void *obj, const stf__ynode *root, stf_recipe_diags *d)
 {
+    stf_tp_profile *p = obj;
     static const char *const required[] = { "stfix", "profile", "styles", NULL };
     long long ver;
     int rc;
@@ -147,40 +148,15 @@ int stf_tp_profile_load_mem(stf_tp_profile **out, stf_recipe_diags **diags, cons
     *out = NULL;
     if (diags) *diags = NULL;
     if (!buf && len) return stf__err(err, STF_EINVAL, "profile buffer is NULL");
-    if (!name) name = "<profile>";
-    stf__ynode *root = NULL;
-    stf_tp_profile *p = NULL;
-    stf_recipe_diags *d = stf__diags_new(name);
-    int rc = 0;
-    if (!d) {
-        rc = stf__err(err, STF_ENOMEM, "out of memory");
-        goto done;
-    }
-    rc = stf__yaml_parse(&root, d, len ? buf : "", len, err);
-    if (rc == STF_ENOMEM) goto done;
-    if (rc == 0) {
-        p = stf__calloc(1, sizeof *p);
-        if (!p || build_profile(p, root, d)) {
-            rc = stf__err(err, STF_ENOMEM, "out of memory");
-            goto done;
-        }
-    }
-    if (d->count) {
-        rc = stf__err(err, STF_EFORMAT, "%s", d->v[0].text);
-        if (diags) {
-            *diags = d;
-            d = NULL;
-        }
-        goto done;
+    stf_tp_profile *p = stf__calloc(1, sizeof *p);
+    if (!p) return stf__err(err, STF_ENOMEM, "out of memory");
+    int rc = stf__yaml_load(diags, buf, len, name ? name : "<profile>", build_profile, p, err);
+    if (rc) {
+        stf_tp_profile_free(p);
+        return rc;
     }
     *out = p;
-    p = NULL;
-    rc = 0;
-done:
-    stf_tp_profile_free(p);
-    stf__ynode_free(root);
-    stf_recipe_diags_free(d);
-    return rc;
+    return 0;
 }
 
 /* Reads at most 1 MiB from path and loads it as stf_tp_profile_load_mem does. */

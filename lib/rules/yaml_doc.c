@@ -356,6 +356,34 @@ done:
     return 0;
 }
 
+/* Contract in rules_internal.h. */
+int stf__yaml_load(stf_recipe_diags **diags, const void *buf, size_t len, const char *name,
+                   stf__yaml_build_fn build, void *obj, stf_err *err)
+{
+    if (diags) *diags = NULL;
+    stf__ynode *root = NULL;
+    stf_recipe_diags *d = stf__diags_new(name);
+    if (!d) return stf__err(err, STF_ENOMEM, "out of memory");
+    int rc = stf__yaml_parse(&root, d, len ? buf : "", len, err);
+    if (rc == STF_ENOMEM || (rc && !d->count)) goto done;
+    if (!rc && build(obj, root, d)) {
+        rc = stf__err(err, STF_ENOMEM, "out of memory");
+        goto done;
+    }
+    rc = 0;
+    if (d->count) {
+        rc = stf__err(err, STF_EFORMAT, "%s", d->v[0].text);
+        if (diags) {
+            *diags = d;
+            d = NULL;
+        }
+    }
+done:
+    stf__ynode_free(root);
+    stf_recipe_diags_free(d);
+    return rc;
+}
+
 /* ----------------------------------------------------------- typing */
 
 /* 1 for a missing node or a plain null scalar (~, null, empty). */

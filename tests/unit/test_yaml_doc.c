@@ -1,4 +1,5 @@
-/* The positioned YAML document model: positions, typing, refused constructs. */
+/* The positioned YAML document model: positions, typing, refused constructs,
+ * and the parse-and-build load shared by recipes and profiles. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -184,13 +185,81 @@ static void test_alloc_failures(void **state)
     assert_int_equal(ok, 1);
 }
 
+/* ------------------------------------------------------- stf__yaml_load */
+
+/* A build callback that records its calls and the root's first key, adds one
+ * problem when the root has a key `bad` and fails with STF_ENOMEM on `oom`. */
+typedef struct {
+    int calls;
+    int null_root;
+    char first_key[32];
+} load_obj;
+
+static int build_probe(void *obj, const stf__ynode *root, stf_recipe_diags *d)
+{
+    load_obj *o = obj;
+    o->calls++;
+    o->null_root = root == NULL;
+    if (!root) return 0;
+    if (stf__ymap_size(root))
+        snprintf(o->first_key, sizeof o->first_key, "%s", stf__ymap_key(root, 0)->text);
+    const stf__ynode *bad = stf__y_get(root, "bad");
+    if (bad && stf__diag_add(d, bad->line, bad->col, "bad: no")) return STF_ENOMEM;
+    return stf__y_get(root, "oom") ? STF_ENOMEM : 0;
+}
+
+static int load(load_obj *o, stf_recipe_diags **diags, const char *src, stf_err *err)
+{
+    memset(o, 0, sizeof *o);
+    stf_err_clear(err);
+    return stf__yaml_load(diags, src, strlen(src), "t.yaml", build_probe, o, err);
+}
+
+static void test_load(void **state)
+{
+    (void)state;
+    load_obj o;
+    stf_recipe_diags *d = (stf_recipe_diags *)1;
+    stf_err err;
+    /* A good document: built once, no problem list. */
+    assert_int_equal(load(&o, &d, "k: 1\nj: 2\n", &err), 0);
+    assert_null(d);
+    assert_int_equal(o.calls, 1);
+    assert_string_equal(o.first_key, "k");
+    /* An empty one: built with a NULL root. */
+    assert_int_equal(stf__yaml_load(&d, NULL, 0, "t.yaml", build_probe, &o, &err), 0);
+    assert_int_equal(o.calls, 2);
+    assert_int_equal(o.null_root, 1);
+    /* The builder's problems: STF_EFORMAT, the first in err, all in *diags. */
+    assert_int_equal(load(&o, &d, "k: 1\nbad: 2\n", &err), STF_EFORMAT);
+    assert_string_equal(err.msg, "t.yaml:2:6: bad: no");
+    assert_non_null(d);
+    assert_int_equal(stf_recipe_diags_count(d), 1);
+    assert_string_equal(stf_recipe_diags_text(d, 0), "t.yaml:2:6: bad: no");
+    stf_recipe_diags_free(d);
+    /* Without diags the problem is still in err. */
+    assert_int_equal(load(&o, NULL, "bad: 2\n", &err), STF_EFORMAT);
+    assert_string_equal(err.msg, "t.yaml:1:6: bad: no");
+    /* A syntax error: the builder is not called. */
+    assert_int_equal(load(&o, &d, "k: [1\n", &err), STF_EFORMAT);
+    assert_int_equal(o.calls, 0);
+    assert_non_null(d);
+    assert_string_equal(err.msg, stf_recipe_diags_text(d, 0));
+    stf_recipe_diags_free(d);
+    /* The builder out of memory: STF_ENOMEM, no problem list. */
+    d = (stf_recipe_diags *)1;
+    assert_int_equal(load(&o, &d, "oom: 1\n", &err), STF_ENOMEM);
+    assert_null(d);
+    assert_string_equal(err.msg, "out of memory");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_positions_and_types), cmocka_unit_test(test_empty_document),
         cmocka_unit_test(test_refused), cmocka_unit_test(test_syntax_errors),
         cmocka_unit_test(test_depth_limit), cmocka_unit_test(test_mapping_size_limit),
-        cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_load),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
