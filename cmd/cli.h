@@ -192,7 +192,11 @@ int cli_opt_quant_mode(const char *verb, const char *value, void *target);
 int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_open_opts *o,
                   const char *out_path);
 
-/* Load the recipe at `path`. -1 when it is loaded in *out; otherwise every
+/* stf_recipe_load_file_opts with `include: NAME` looked up on the search
+ * path of cli_rules_path_get (as -r NAME is): 0 or the library's code. */
+int cli_recipe_load_file(stf_recipe **out, stf_recipe_diags **d, const char *path, stf_err *err);
+
+/* Load the recipe at `path` (cli_recipe_load_file). -1 when it is loaded in *out; otherwise every
  * problem is printed (FILE:LINE:COL: message, one a line, or the error for
  * `verb`), the first is kept as the run's error, and its exit status comes
  * back. */

@@ -40,13 +40,34 @@ int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_
     return cli_report(verb, &err);
 }
 
+/* stf_recipe_load_file_opts with the search path; see cli.h. */
+int cli_recipe_load_file(stf_recipe **out, stf_recipe_diags **d, const char *path, stf_err *err)
+{
+    /* `include: NAME` looks NAME up where -r NAME does. */
+    cli_rules_path p;
+    if (cli_rules_path_get(&p)) {
+        *out = NULL;
+        if (d) *d = NULL;
+        err->code = STF_ENOMEM;
+        snprintf(err->msg, sizeof err->msg, "out of memory");
+        return STF_ENOMEM;
+    }
+    stf_recipe_opts o;
+    stf_recipe_opts_init(&o);
+    o.search_dirs = (const char *const *)p.dirs;
+    o.search_count = p.n;
+    int rc = stf_recipe_load_file_opts(out, d, path, &o, err);
+    cli_rules_path_free(&p);
+    return rc;
+}
+
 /* Load a recipe or report why not: -1 or the exit status; see cli.h. */
 int cli_recipe_load(stf_recipe **out, const char *verb, const char *path)
 {
     stf_recipe_diags *d = NULL;
     stf_err err;
     stf_err_clear(&err);
-    if (!stf_recipe_load_file(out, &d, path, &err)) return -1;
+    if (!cli_recipe_load_file(out, &d, path, &err)) return -1;
     if (!d) return cli_report(verb, &err);
     /* Each problem as FILE:LINE:COL: message; err holds the first. */
     for (size_t i = 0; i < stf_recipe_diags_count(d); i++)
