@@ -28,6 +28,7 @@ int cmd_rules(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_fix(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 /* cli_exit.c: the one table from library error code to exit status. */
 /* The exit status for `code`: 0 for STF_OK, the table's entry, else
@@ -52,7 +53,7 @@ void cli_errorf(const char *verb, const char *fmt, ...)
     ;
 
 /* As cli_errorf, for a message that does not end the run (a finding, a
- * warning): nothing is kept. */
+ * warning): nothing is kept, and nothing is printed with -q. */
 void cli_notef(const char *verb, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
@@ -96,6 +97,56 @@ void cli_run_json_handled(void);
 /* The error's message, or the code's generic text when it has none. */
 const char *cli_err_text(const stf_err *err);
 
+/* cli_report.c: how much goes to stderr, from the options every command
+ * takes (cli_opts.c): -q errors only, -v more detail. The last one given
+ * wins. */
+enum { CLI_QUIET = -1, CLI_NORMAL = 0, CLI_VERBOSE = 1 };
+void cli_verbosity_set(int level);
+int cli_verbosity(void);
+/* As cli_notef, only with -v: detail a run does not need to report. */
+void cli_infof(const char *verb, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/*
+ * cli_progress.c: the progress line on stderr, redrawn in place ("\r"),
+ * e.g. "stfix: fix: 1.2 GiB of 4.0 GiB (30%), 310.5 MiB/s, ETA 0:09  NAME",
+ * or for a count "stfix: batch: 3 of 20 checkpoints, 1.2 GiB of 8.0 GiB
+ * (15%), ...  NAME". Shown only when stderr is a terminal and neither -q
+ * nor --no-progress was given; stdout never gets it.
+ *
+ * Use: p = cli_progress_start(verb, NULL) for bytes (or "checkpoints" for a
+ * count); pass cli_progress_cb with p as the library's stf_progress_fn and
+ * its user data, or call cli_progress_show (and, for a count,
+ * cli_progress_bytes first) yourself; cli_progress_end(p) before printing
+ * anything else on stderr, and at the end. Every function takes the NULL
+ * that cli_progress_start returns when no line is shown, so callers do not
+ * test. One line at a time, from one thread.
+ */
+typedef struct cli_progress cli_progress;
+/* --no-progress (cli_opts.c). */
+void cli_progress_disable(void);
+/* Whether cli_progress_start would show a line. */
+int cli_progress_enabled(void);
+/* A line for `verb` counting bytes (unit NULL) or `unit`s (a noun such as
+ * "checkpoints"); NULL when no line is shown (or out of memory). */
+cli_progress *cli_progress_start(const char *verb, const char *unit);
+/* `done` of `total` (bytes, or units), `what` (what_len bytes, escaped as
+ * a name; NULL for none) at work. Redrawn at most every 0.1 s, and always
+ * the first time and when done reaches total. */
+void cli_progress_show(cli_progress *p, uint64_t done, uint64_t total, const char *what,
+                       size_t what_len);
+/* For a count: the bytes done of the total, shown beside it with the rate
+ * and time left (from the bytes); takes effect at the next show. */
+void cli_progress_bytes(cli_progress *p, uint64_t done, uint64_t total);
+/* cli_progress_show as a stf_progress_fn (ud is the cli_progress). */
+void cli_progress_cb(void *ud, uint64_t done, uint64_t total, const char *what,
+                     size_t what_len);
+/* Clear the line (if one was drawn) and free p. */
+void cli_progress_end(cli_progress *p);
+
 /* cli_opts.c: one declarative table of options per command, which drives
  * both the parsing (getopt_long underneath) and the --help text. */
 
@@ -109,8 +160,9 @@ typedef enum cli_opt_kind {
     CLI_CALL  /* call(verb, VALUE, target): 0, or -1 once it printed its error */
 } cli_opt_kind;
 
-/* One entry of a command's table. -h/--help, -V/--version and -- are in
- * every table without being listed; the letters h and V are theirs. */
+/* One entry of a command's table. -h/--help, -V/--version, --color,
+ * -q/--quiet, -v/--verbose, --no-progress and -- are in every table without
+ * being listed; the letters h, V, q and v are theirs. */
 typedef struct cli_opt {
     const char *name;    /* long name without "--"; NULL for CLI_ARG */
     char letter;         /* short alias ('r' for -r), 0 for none */
@@ -319,7 +371,8 @@ void cli_message(FILE *o, const char *msg, const char *rule);
 /* One diagnostic as "INDENT SEVERITY RULE: MESSAGE\n": the severity padded
  * to 7 columns, the rule and its colon to 4, the message as cli_message. */
 void cli_diag_line(FILE *o, const stf_diag *d, const char *indent);
-/* One reader finding on stderr: "stfix: VERB: SEVERITY RULE: MESSAGE". */
+/* One reader finding on stderr: "stfix: VERB: SEVERITY RULE: MESSAGE"
+ * (with -q, only one of error severity). */
 void cli_finding_line(const char *verb, stf_severity s, const char *rule, const char *msg);
 /* The report's diagnostics grouped by layer: file-level findings first
  * under "INDENT file-level:", then each layer in order of first appearance

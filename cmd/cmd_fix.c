@@ -390,7 +390,11 @@ int cmd_fix(int argc, char **argv)
     ro.max_shard_size = a.max_shard_size;
     ro.allow_noncompliant = a.allow_noncompliant;
     ro.error_metrics = a.error_report;
+    cli_progress *pg = cli_progress_start("fix", NULL);
+    ro.progress = pg ? cli_progress_cb : NULL;
+    ro.progress_ud = pg;
     int run = stf_plan_run(&rep, p, out, &ro, &err);
+    cli_progress_end(pg);
     const stf_check_report *cr = rep ? stf_run_report_check(rep) : NULL;
     int rejected = run != 0 && cr && stf_check_count_severity(cr, STF_SEV_ERROR) > 0;
     if (run && !rejected) {
