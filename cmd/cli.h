@@ -6,7 +6,10 @@
 #define STFIX_CLI_H
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+
+#include <cjson/cJSON.h>
 
 #include "stfix.h"
 
@@ -311,8 +314,9 @@ int cli_tp_attach(cli_tp *t, const char *verb, const char *arg, const stf_ckpt *
 void cli_tp_describe(FILE *o, const cli_tp *t);
 /* One "  TP T: verdict; counts" line per degree of the report. */
 void cli_tp_summary_human(FILE *o, const stf_check_report *r);
-/* The JSON member "tp": {...} (profile, detection, one object per degree). */
-void cli_tp_summary_json(FILE *o, const cli_tp *t, const stf_check_report *r);
+/* The value of the JSON member "tp": {profile, detected, [classified,
+ * linear,] degrees: one object per degree} (cli_json.c builders). */
+cJSON *cli_tp_summary_json(const cli_tp *t, const stf_check_report *r);
 
 /* Flush stdout: -1 when everything written reached it, else the failure is
  * reported for `verb` as an STF_EIO error and its exit status comes back. */
@@ -349,6 +353,10 @@ void cli_textf(FILE *o, const char *fmt, ...)
 #endif
     ;
 
+/* A shape as "[d0, d1, ...]" into buf (rank at most 8: 256 bytes hold
+ * any); returns its length. */
+size_t cli_shape_text(char *buf, size_t cap, const uint64_t *shape, unsigned rank);
+
 /* cli_color.c: colour in human text (never in JSON). */
 typedef enum { CLI_COLOR_AUTO, CLI_COLOR_ALWAYS, CLI_COLOR_NEVER } cli_color_mode;
 /* auto: colour on a terminal, unless NO_COLOR is set and not empty or TERM
@@ -381,22 +389,46 @@ void cli_finding_line(const char *verb, stf_severity s, const char *rule, const 
  * first line, NULL when there is none. 0, or -1 when out of memory. */
 int cli_diags_listing(FILE *o, const stf_check_report *r, const char *indent, const char **first);
 
-/* cli_json.c: pieces of the --json documents, written to `o`. */
-/* A JSON string literal of s[0..n) through stf_json_quote. */
-void cli_json_strn(FILE *o, const char *s, size_t n);
-/* A JSON string literal of s; NULL is written as "". */
-void cli_json_str(FILE *o, const char *s);
-/* A JSON string literal of s; NULL is written as null. */
-void cli_json_str_or_null(FILE *o, const char *s);
-/* ["s0", "s1", ...] */
-void cli_json_strv(FILE *o, const char *const *v, size_t n);
-/* [d0, d1, ...] */
-void cli_json_shape(FILE *o, const uint64_t *shape, unsigned rank);
+/*
+ * cli_json.c: the --json documents, built as cJSON trees and printed in
+ * stfix's layout: {"key": value, ...} and [a, b] on one line, unless a
+ * node's layout flags say otherwise. Strings and integers enter the tree
+ * as raw JSON text (stf_json_quote; exact decimals), never as cJSON strings
+ * or numbers. A builder that runs out of memory returns NULL; adding NULL
+ * is allowed and makes cli_json_print fail, so callers check once.
+ */
+/* Layout flags, or'ed into a node's cJSON type (bits cJSON leaves alone). */
+#define CLI_J_LINES (1 << 12) /* an array or object: each item on its own line, "\n  " */
+#define CLI_J_CLOSE (1 << 13) /* with CLI_J_LINES: "\n" before the closing bracket */
+#define CLI_J_BREAK (1 << 14) /* an object member: ",\n " before it instead of ", " */
+cJSON *cli_j_strn(const char *s, size_t n);  /* a string literal of s[0..n) */
+cJSON *cli_j_str(const char *s);             /* NULL as "" */
+cJSON *cli_j_str_or_null(const char *s);     /* NULL as null */
+cJSON *cli_j_u64(uint64_t v);
+cJSON *cli_j_num(double v, int digits);      /* %.{digits}g; null when not finite */
+cJSON *cli_j_bool(int b);
+cJSON *cli_j_null(void);
+cJSON *cli_j_object(int layout);
+cJSON *cli_j_array(int layout);
+/* obj[key] = v (key: the program's own ASCII), v's layout or'ed with
+ * `layout` (CLI_J_BREAK, or a container's flags). */
+void cli_j_add(cJSON *obj, const char *key, cJSON *v, int layout);
+/* obj[key] for a key of len bytes from the input (a metadata key, which
+ * may hold anything): escaped as strings are. */
+void cli_j_add_raw_key(cJSON *obj, const char *key, size_t len, cJSON *v);
+/* JSON text of len bytes taken as it is (already valid JSON). */
+cJSON *cli_j_raw(const char *text, size_t len);
+void cli_j_push(cJSON *arr, cJSON *v);
+cJSON *cli_j_shape(const uint64_t *shape, unsigned rank);  /* [d0, d1, ...] */
+cJSON *cli_j_strv(const char *const *v, size_t n);         /* ["s0", ...] */
 /* ["sglang", "comfyui"], either or both, per the STF_CONSUMER_* bits. */
-void cli_json_targets(FILE *o, unsigned targets);
-/* One entry of a diagnostics array, on its own line ("\n  {" first, else
- * ",\n  {"): rule, severity, layer, message, and fix when with_fix. */
-void cli_json_diag(FILE *o, const stf_diag *d, int first, int with_fix);
+cJSON *cli_j_targets(unsigned targets);
+/* {"rule", "severity", "layer", "message"}, "fix" when with_fix, then
+ * "effect". */
+cJSON *cli_j_diag(const stf_diag *d, int with_fix);
+/* Print doc and a newline to o, and free it: 0, or -1 (nothing printed)
+ * when a builder ran out of memory since the last print. */
+int cli_json_print(FILE *o, cJSON *doc);
 /* The document a --json command prints instead of its own when it fails:
  * {"file": PATH|null, "command": VERB, "exit": status,
  *  "error": {"rule": RULE|null, "message": MSG, "offset": N|null,

@@ -20,11 +20,19 @@
 /* Text values longer than this are clipped in the human listing. */
 #define SHOWN_MAX 72
 
+/* A shape as "[d0, d1]". */
+static void put_shape(FILE *o, const stf_tensor_info *t)
+{
+    char b[256];
+    cli_shape_text(b, sizeof b, t->shape, t->rank);
+    fputs(b, o);
+}
+
 /* "DTYPE [d0, d1]" of a tensor. */
 static void put_type(FILE *o, const stf_tensor_info *t)
 {
     fprintf(o, "%s ", stf_dtype_name(t->dtype));
-    cli_json_shape(o, t->shape, t->rank);
+    put_shape(o, t);
 }
 
 /* A marker or metadata value, "-" when absent, clipped to SHOWN_MAX bytes
@@ -75,9 +83,9 @@ static void print_human(FILE *o, const char *pa, const char *pb, const stf_diff 
         }
         if (t->what & STF_DIFF_SHAPE) {
             fprintf(o, "%sshape ", sep);
-            cli_json_shape(o, t->a->shape, t->a->rank);
+            put_shape(o, t->a);
             fputs(" -> ", o);
-            cli_json_shape(o, t->b->shape, t->b->rank);
+            put_shape(o, t->b);
             sep = "; ";
         }
         if (t->a->nbytes != t->b->nbytes)
@@ -127,100 +135,90 @@ static void print_human(FILE *o, const char *pa, const char *pb, const stf_diff 
             added, removed, changed, stf_diff_marker_count(d), stf_diff_meta_count(d));
 }
 
-/* A number of the numeric results: JSON has no infinity or NaN (null). */
-static void put_num(FILE *o, double v)
+/* A marker or metadata entry that differs. */
+static cJSON *text_pair(const char *keyname, const stf_diff_text *m)
 {
-    if (isfinite(v)) fprintf(o, "%.17g", v);
-    else fputs("null", o);
+    cJSON *e = cli_j_object(0);
+    cli_j_add(e, keyname, cli_j_strn(m->key, m->key_len), 0);
+    cli_j_add(e, "a", m->a ? cli_j_strn(m->a, m->a_len) : cli_j_null(), 0);
+    cli_j_add(e, "b", m->b ? cli_j_strn(m->b, m->b_len) : cli_j_null(), 0);
+    return e;
 }
 
-static void put_text_pair(FILE *o, const char *keyname, const stf_diff_text *m, int first)
+/* One side of a tensor: {dtype, shape, bytes}, or null. */
+static cJSON *side(const stf_tensor_info *t)
 {
-    fprintf(o, "%s    {\"%s\": ", first ? "\n" : ",\n", keyname);
-    cli_json_strn(o, m->key, m->key_len);
-    fputs(", \"a\": ", o);
-    if (m->a) cli_json_strn(o, m->a, m->a_len);
-    else fputs("null", o);
-    fputs(", \"b\": ", o);
-    if (m->b) cli_json_strn(o, m->b, m->b_len);
-    else fputs("null", o);
-    fputc('}', o);
+    if (!t) return cli_j_null();
+    cJSON *e = cli_j_object(0);
+    cli_j_add(e, "dtype", cli_j_str(stf_dtype_name(t->dtype)), 0);
+    cli_j_add(e, "shape", cli_j_shape(t->shape, t->rank), 0);
+    cli_j_add(e, "bytes", cli_j_u64(t->nbytes), 0);
+    return e;
 }
 
-static void put_side_type(FILE *o, const stf_tensor_info *t)
+/* The comparison as one document (stfix(1), JSON OUTPUT); -1 when out of
+ * memory. */
+static int print_json(FILE *o, const char *pa, const char *pb, const stf_diff *d, int numeric)
 {
-    if (!t) {
-        fputs("null", o);
-        return;
-    }
-    fputs("{\"dtype\": ", o);
-    cli_json_str(o, stf_dtype_name(t->dtype));
-    fputs(", \"shape\": ", o);
-    cli_json_shape(o, t->shape, t->rank);
-    fprintf(o, ", \"bytes\": %" PRIu64 "}", t->nbytes);
-}
-
-static void print_json(FILE *o, const char *pa, const char *pb, const stf_diff *d, int numeric)
-{
-    size_t added = 0, removed = 0, changed = 0, n = stf_diff_tensor_count(d);
-    fputs("{\"a\": ", o);
-    cli_json_str(o, pa);
-    fputs(", \"b\": ", o);
-    cli_json_str(o, pb);
-    fprintf(o, ", \"identical\": %s,\n  \"tensors\": [", stf_diff_identical(d) ? "true" : "false");
-    for (size_t i = 0; i < n; i++) {
+    size_t added = 0, removed = 0, changed = 0;
+    cJSON *doc = cli_j_object(0), *tensors = cli_j_array(CLI_J_LINES);
+    cli_j_add(doc, "a", cli_j_str(pa), 0);
+    cli_j_add(doc, "b", cli_j_str(pb), 0);
+    cli_j_add(doc, "identical", cli_j_bool(stf_diff_identical(d)), 0);
+    for (size_t i = 0; i < stf_diff_tensor_count(d); i++) {
         const stf_diff_tensor_info *t = stf_diff_tensor(d, i);
-        const char *change = t->what & STF_DIFF_ADDED     ? "added"
-                             : t->what & STF_DIFF_REMOVED ? "removed"
-                                                          : "changed";
-        added += (t->what & STF_DIFF_ADDED) != 0;
-        removed += (t->what & STF_DIFF_REMOVED) != 0;
-        changed += !(t->what & (STF_DIFF_ADDED | STF_DIFF_REMOVED));
-        fputs(i ? ",\n    {\"name\": " : "\n    {\"name\": ", o);
-        cli_json_strn(o, t->name, t->name_len);
-        fprintf(o, ", \"change\": \"%s\", \"a\": ", change);
-        put_side_type(o, t->a);
-        fputs(", \"b\": ", o);
-        put_side_type(o, t->b);
-        fprintf(o, ", \"dtype\": %s, \"shape\": %s, \"data\": %s",
-                t->what & STF_DIFF_DTYPE ? "true" : "false",
-                t->what & STF_DIFF_SHAPE ? "true" : "false",
-                t->what & STF_DIFF_BYTES ? "true" : "false");
-        if (t->what & STF_DIFF_BYTES) fprintf(o, ", \"first_byte\": %" PRIu64 "}", t->first_byte);
-        else fputs(", \"first_byte\": null}", o);
+        int add = (t->what & STF_DIFF_ADDED) != 0, rem = (t->what & STF_DIFF_REMOVED) != 0;
+        added += (size_t)add;
+        removed += (size_t)rem;
+        changed += (size_t)(!add && !rem);
+        cJSON *e = cli_j_object(0);
+        cli_j_add(e, "name", cli_j_strn(t->name, t->name_len), 0);
+        cli_j_add(e, "change", cli_j_str(add ? "added" : rem ? "removed" : "changed"), 0);
+        cli_j_add(e, "a", side(t->a), 0);
+        cli_j_add(e, "b", side(t->b), 0);
+        cli_j_add(e, "dtype", cli_j_bool((t->what & STF_DIFF_DTYPE) != 0), 0);
+        cli_j_add(e, "shape", cli_j_bool((t->what & STF_DIFF_SHAPE) != 0), 0);
+        cli_j_add(e, "data", cli_j_bool((t->what & STF_DIFF_BYTES) != 0), 0);
+        cli_j_add(e, "first_byte",
+                  t->what & STF_DIFF_BYTES ? cli_j_u64(t->first_byte) : cli_j_null(), 0);
+        cli_j_push(tensors, e);
     }
-    fputs(n ? "\n  ],\n  \"markers\": [" : "],\n  \"markers\": [", o);
+    cli_j_add(doc, "tensors", tensors, CLI_J_BREAK);
+    cJSON *markers = cli_j_array(CLI_J_LINES), *meta = cli_j_array(CLI_J_LINES);
     for (size_t i = 0; i < stf_diff_marker_count(d); i++)
-        put_text_pair(o, "layer", stf_diff_marker(d, i), i == 0);
-    fputs(stf_diff_marker_count(d) ? "\n  ],\n  \"metadata\": [" : "],\n  \"metadata\": [", o);
+        cli_j_push(markers, text_pair("layer", stf_diff_marker(d, i)));
+    cli_j_add(doc, "markers", markers, CLI_J_BREAK);
     for (size_t i = 0; i < stf_diff_meta_count(d); i++)
-        put_text_pair(o, "key", stf_diff_meta(d, i), i == 0);
-    fputs(stf_diff_meta_count(d) ? "\n  ],\n  \"numeric\": " : "],\n  \"numeric\": ", o);
-    size_t nn = numeric ? stf_diff_numeric_count(d) : 0;
-    if (!numeric) fputs("null", o);
-    else fputc('[', o);
-    for (size_t i = 0; i < nn; i++) {
+        cli_j_push(meta, text_pair("key", stf_diff_meta(d, i)));
+    cli_j_add(doc, "metadata", meta, CLI_J_BREAK);
+    cJSON *num = numeric ? cli_j_array(CLI_J_LINES) : cli_j_null();
+    for (size_t i = 0; numeric && i < stf_diff_numeric_count(d); i++) {
         const stf_diff_numeric_info *x = stf_diff_numeric(d, i);
-        fputs(i ? ",\n    {\"layer\": " : "\n    {\"layer\": ", o);
-        cli_json_strn(o, x->prefix, x->prefix_len);
+        cJSON *e = cli_j_object(0);
+        cli_j_add(e, "layer", cli_j_strn(x->prefix, x->prefix_len), 0);
+        cli_j_add(e, "compared", cli_j_bool(x->compared), 0);
         if (!x->compared) {
-            fputs(", \"compared\": false, \"reason\": ", o);
-            cli_json_str(o, x->why);
-            fputc('}', o);
-            continue;
+            cli_j_add(e, "reason", cli_j_str(x->why), 0);
+        } else {
+            cJSON *at = cli_j_array(0);
+            cli_j_add(e, "rel_l2", cli_j_num(x->m.rel_l2, 17), 0);
+            cli_j_add(e, "cosine", cli_j_num(x->m.cosine, 17), 0);
+            cli_j_add(e, "max_abs", cli_j_num(x->m.max_abs, 17), 0);
+            cli_j_push(at, cli_j_u64(x->m.max_row));
+            cli_j_push(at, cli_j_u64(x->m.max_col));
+            cli_j_add(e, "max_at", at, 0);
         }
-        fputs(", \"compared\": true, \"rel_l2\": ", o);
-        put_num(o, x->m.rel_l2);
-        fputs(", \"cosine\": ", o);
-        put_num(o, x->m.cosine);
-        fputs(", \"max_abs\": ", o);
-        put_num(o, x->m.max_abs);
-        fprintf(o, ", \"max_at\": [%" PRIu64 ", %" PRIu64 "]}", x->m.max_row, x->m.max_col);
+        cli_j_push(num, e);
     }
-    if (numeric) fputs(nn ? "\n  ]" : "]", o);
-    fprintf(o, ",\n  \"summary\": {\"added\": %zu, \"removed\": %zu, \"changed\": %zu, "
-               "\"markers\": %zu, \"metadata\": %zu}}\n",
-            added, removed, changed, stf_diff_marker_count(d), stf_diff_meta_count(d));
+    cli_j_add(doc, "numeric", num, CLI_J_BREAK);
+    cJSON *sum = cli_j_object(0);
+    cli_j_add(sum, "added", cli_j_u64(added), 0);
+    cli_j_add(sum, "removed", cli_j_u64(removed), 0);
+    cli_j_add(sum, "changed", cli_j_u64(changed), 0);
+    cli_j_add(sum, "markers", cli_j_u64(stf_diff_marker_count(d)), 0);
+    cli_j_add(sum, "metadata", cli_j_u64(stf_diff_meta_count(d)), 0);
+    cli_j_add(doc, "summary", sum, CLI_J_BREAK);
+    return cli_json_print(o, doc);
 }
 
 /* stfix diff: open both, compare, render; 0 identical, 1 different. */
@@ -283,8 +281,12 @@ int cmd_diff(int argc, char **argv)
         ex = cli_report("diff", &err);
         goto done;
     }
-    if (json) print_json(stdout, argv[1], argv[2], d, numeric);
-    else print_human(stdout, argv[1], argv[2], d, numeric);
+    if (!json) {
+        print_human(stdout, argv[1], argv[2], d, numeric);
+    } else if (print_json(stdout, argv[1], argv[2], d, numeric)) {
+        ex = cli_report_code("diff", STF_ENOMEM);
+        goto done;
+    }
     ex = cli_stdout_flush("diff");
     if (ex < 0) ex = stf_diff_identical(d) ? EXIT_OK_ : EXIT_FINDINGS;
 done:

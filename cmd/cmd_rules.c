@@ -112,17 +112,15 @@ static int list(int argc, char **argv)
         if (strlen(v[i].name) > wn) wn = strlen(v[i].name);
         if (strlen(v[i].path) > wp) wp = strlen(v[i].path);
     }
-    if (json) fputc('[', stdout);
+    cJSON *arr = json ? cli_j_array(CLI_J_LINES | CLI_J_CLOSE) : NULL;
     for (size_t i = 0; i < n; i++) {
         char *desc = describe(v[i].path);
         if (json) {
-            fputs(i ? ",\n  {\"name\": " : "\n  {\"name\": ", stdout);
-            cli_json_str(stdout, v[i].name);
-            fputs(", \"path\": ", stdout);
-            cli_json_str(stdout, v[i].path);
-            fputs(", \"description\": ", stdout);
-            cli_json_str_or_null(stdout, desc);
-            fputc('}', stdout);
+            cJSON *e = cli_j_object(0);
+            cli_j_add(e, "name", cli_j_str(v[i].name), 0);
+            cli_j_add(e, "path", cli_j_str(v[i].path), 0);
+            cli_j_add(e, "description", cli_j_str_or_null(desc), 0);
+            cli_j_push(arr, e);
         } else {
             cli_name_col(stdout, v[i].name, strlen(v[i].name), wn + 2);
             cli_name_col(stdout, v[i].path, strlen(v[i].path), wp + 2);
@@ -131,8 +129,8 @@ static int list(int argc, char **argv)
         }
         free(desc);
     }
-    if (json) fputs(n ? "\n]\n" : "]\n", stdout);
     cli_recipe_list_free(v, n);
+    if (json && cli_json_print(stdout, arr)) return cli_report_code("rules", STF_ENOMEM);
     int flush = cli_stdout_flush("rules");
     return flush >= 0 ? flush : EXIT_OK_;
 }
