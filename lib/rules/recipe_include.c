@@ -142,6 +142,11 @@ static int include_one(stf__rload *L, stf_recipe *r, const stf__ynode *e, const 
                            stf__errno_text(errno, eb, sizeof eb));
         goto done;
     }
+    if (!is_file(real)) {
+        /* A FIFO or a device could block or never end. */
+        rc = stf__diag_add(d, e->line, e->col, "%s: '%s' is not a regular file", path, file);
+        goto done;
+    }
     for (size_t i = 0; i < L->depth; i++) {
         if (strcmp(L->real[i], real)) continue;
         /* The chain from the file loaded to this include. */

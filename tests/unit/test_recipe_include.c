@@ -248,6 +248,11 @@ static void test_missing(void **state)
              "%s:3:10: include: expected a recipe path or name, or a list of them, got a "
              "mapping", st_in_dir("v.yaml"));
     expect_one("v.yaml", want);
+    /* Only regular files: a directory (or a FIFO, a device) is refused. */
+    put("dir.yaml", "stfix: 1\ntarget: sglang\ninclude: sub/\n");
+    snprintf(want, sizeof want, "%s:3:10: include: '%s' is not a regular file",
+             st_in_dir("dir.yaml"), st_in_dir("sub/"));
+    expect_one("dir.yaml", want);
     /* The same rule name twice across files. */
     put("dup.yaml", "stfix: 1\ninclude: base.yaml\nrules:\n  - {name: cast, match: {}, do: drop}\n");
     snprintf(want, sizeof want,
