@@ -30,7 +30,7 @@ void stf_write_opts_init_version(stf_write_opts *o, unsigned version)
 
 /* The caller's write options in the newest layout (contract in
  * container_internal.h). */
-void stf__write_opts_take(stf_write_opts *dst, const stf_write_opts *src)
+void stf__write_opts_upgrade(stf_write_opts *dst, const stf_write_opts *src)
 {
     stf_write_opts_init(dst);
     if (src)
@@ -49,7 +49,7 @@ int stf_writer_new(stf_writer **out, const char *path, const stf_write_opts *opt
     stf_write_opts_init(&o);
     if (opts && stf__opts_version(err, opts->version, STF_WRITE_OPTS_VERSION, "stf_write_opts"))
         return STF_EINVAL;
-    stf__write_opts_take(&o, opts);
+    stf__write_opts_upgrade(&o, opts);
     int rc = stf_output_check(path, &o, err);
     if (rc) return rc;
     stf_writer *w = stf__calloc(1, sizeof *w);
