@@ -286,6 +286,26 @@ static void test_depth(void **state)
     expect_one("d0.yaml", want);
 }
 
+/* parallel entries: the included file's first, then the file's own, all
+ * in the resolved text (and so in the stamp). */
+static void test_parallel(void **state)
+{
+    (void)state;
+    put("styles.yaml", "stfix: 1\nparallel:\n  - {match: {prefix: 'a.*'}, style: row}\n"
+                       "rules: []\n");
+    put("p.yaml", "stfix: 1\ntarget: sglang\ninclude: styles.yaml\nparallel:\n"
+                  "  - match: {prefix: 'b.*'}\n    style: column\nrules: []\n");
+    stf_recipe *r = NULL;
+    stf_recipe_diags *d = NULL;
+    stf_err err;
+    assert_int_equal(load(&r, &d, "p.yaml", &err), 0);
+    assert_string_equal(stf_recipe_resolved(r, NULL),
+                        "stfix: 1\ntarget: [sglang]\nparallel:\n"
+                        "- {match: {prefix: 'a.*'}, style: row}\n"
+                        "- match: {prefix: 'b.*'}\n  style: column\nrules: []\n");
+    stf_recipe_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -294,6 +314,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cycle, st_dir_setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_missing, st_dir_setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_depth, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_parallel, st_dir_setup, st_dir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
