@@ -6,7 +6,10 @@
 #define STFIX_CLI_H
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+
+#include <cjson/cJSON.h>
 
 #include "stfix.h"
 
@@ -28,6 +31,7 @@ int cmd_rules(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_fix(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 /* cli_exit.c: the one table from library error code to exit status. */
 /* The exit status for `code`: 0 for STF_OK, the table's entry, else
@@ -52,7 +56,7 @@ void cli_errorf(const char *verb, const char *fmt, ...)
     ;
 
 /* As cli_errorf, for a message that does not end the run (a finding, a
- * warning): nothing is kept. */
+ * warning): nothing is kept, and nothing is printed with -q. */
 void cli_notef(const char *verb, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
@@ -96,6 +100,56 @@ void cli_run_json_handled(void);
 /* The error's message, or the code's generic text when it has none. */
 const char *cli_err_text(const stf_err *err);
 
+/* cli_report.c: how much goes to stderr, from the options every command
+ * takes (cli_opts.c): -q errors only, -v more detail. The last one given
+ * wins. */
+enum { CLI_QUIET = -1, CLI_NORMAL = 0, CLI_VERBOSE = 1 };
+void cli_verbosity_set(int level);
+int cli_verbosity(void);
+/* As cli_notef, only with -v: detail a run does not need to report. */
+void cli_infof(const char *verb, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/*
+ * cli_progress.c: the progress line on stderr, redrawn in place ("\r"),
+ * e.g. "stfix: fix: 1.2 GiB of 4.0 GiB (30%), 310.5 MiB/s, ETA 0:09  NAME",
+ * or for a count "stfix: batch: 3 of 20 checkpoints, 1.2 GiB of 8.0 GiB
+ * (15%), ...  NAME". Shown only when stderr is a terminal and neither -q
+ * nor --no-progress was given; stdout never gets it.
+ *
+ * Use: p = cli_progress_start(verb, NULL) for bytes (or "checkpoints" for a
+ * count); pass cli_progress_cb with p as the library's stf_progress_fn and
+ * its user data, or call cli_progress_show (and, for a count,
+ * cli_progress_bytes first) yourself; cli_progress_end(p) before printing
+ * anything else on stderr, and at the end. Every function takes the NULL
+ * that cli_progress_start returns when no line is shown, so callers do not
+ * test. One line at a time, from one thread.
+ */
+typedef struct cli_progress cli_progress;
+/* --no-progress (cli_opts.c). */
+void cli_progress_disable(void);
+/* Whether cli_progress_start would show a line. */
+int cli_progress_enabled(void);
+/* A line for `verb` counting bytes (unit NULL) or `unit`s (a noun such as
+ * "checkpoints"); NULL when no line is shown (or out of memory). */
+cli_progress *cli_progress_start(const char *verb, const char *unit);
+/* `done` of `total` (bytes, or units), `what` (what_len bytes, escaped as
+ * a name; NULL for none) at work. Redrawn at most every 0.1 s, and always
+ * the first time and when done reaches total. */
+void cli_progress_show(cli_progress *p, uint64_t done, uint64_t total, const char *what,
+                       size_t what_len);
+/* For a count: the bytes done of the total, shown beside it with the rate
+ * and time left (from the bytes); takes effect at the next show. */
+void cli_progress_bytes(cli_progress *p, uint64_t done, uint64_t total);
+/* cli_progress_show as a stf_progress_fn (ud is the cli_progress). */
+void cli_progress_cb(void *ud, uint64_t done, uint64_t total, const char *what,
+                     size_t what_len);
+/* Clear the line (if one was drawn) and free p. */
+void cli_progress_end(cli_progress *p);
+
 /* cli_opts.c: one declarative table of options per command, which drives
  * both the parsing (getopt_long underneath) and the --help text. */
 
@@ -109,8 +163,9 @@ typedef enum cli_opt_kind {
     CLI_CALL  /* call(verb, VALUE, target): 0, or -1 once it printed its error */
 } cli_opt_kind;
 
-/* One entry of a command's table. -h/--help, -V/--version and -- are in
- * every table without being listed; the letters h and V are theirs. */
+/* One entry of a command's table. -h/--help, -V/--version, --color,
+ * -q/--quiet, -v/--verbose, --no-progress and -- are in every table without
+ * being listed; the letters h, V, q and v are theirs. */
 typedef struct cli_opt {
     const char *name;    /* long name without "--"; NULL for CLI_ARG */
     char letter;         /* short alias ('r' for -r), 0 for none */
@@ -192,7 +247,11 @@ int cli_opt_quant_mode(const char *verb, const char *value, void *target);
 int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_open_opts *o,
                   const char *out_path);
 
-/* Load the recipe at `path`. -1 when it is loaded in *out; otherwise every
+/* stf_recipe_load_file_opts with `include: NAME` looked up on the search
+ * path of cli_rules_path_get (as -r NAME is): 0 or the library's code. */
+int cli_recipe_load_file(stf_recipe **out, stf_recipe_diags **d, const char *path, stf_err *err);
+
+/* Load the recipe at `path` (cli_recipe_load_file). -1 when it is loaded in *out; otherwise every
  * problem is printed (FILE:LINE:COL: message, one a line, or the error for
  * `verb`), the first is kept as the run's error, and its exit status comes
  * back. */
@@ -256,10 +315,12 @@ int cli_tp_attach(cli_tp *t, const char *verb, const char *arg, const stf_ckpt *
 void cli_tp_describe(FILE *o, const cli_tp *t);
 /* One "  TP T: verdict; counts" line per degree of the report. */
 void cli_tp_summary_human(FILE *o, const stf_check_report *r);
-/* "profile": NAME|null, "detected": B, "classified": N, "linear": N. */
-void cli_tp_profile_json(FILE *o, const cli_tp *t);
-/* The JSON member "tp": {...} (profile, detection, one object per degree). */
-void cli_tp_summary_json(FILE *o, const cli_tp *t, const stf_check_report *r);
+/* Adds the members profile (NAME or null), detected, classified and linear
+ * to the JSON object o: which profile gave the layer styles. */
+void cli_tp_profile_add(cJSON *o, const cli_tp *t);
+/* The value of the JSON member "tp": the profile members and degrees, one
+ * object per degree (cli_json.c builders). */
+cJSON *cli_tp_summary_json(const cli_tp *t, const stf_check_report *r);
 
 /* Flush stdout: -1 when everything written reached it, else the failure is
  * reported for `verb` as an STF_EIO error and its exit status comes back. */
@@ -296,6 +357,10 @@ void cli_textf(FILE *o, const char *fmt, ...)
 #endif
     ;
 
+/* A shape as "[d0, d1, ...]" into buf (rank at most 8: 256 bytes hold
+ * any); returns its length. */
+size_t cli_shape_text(char *buf, size_t cap, const uint64_t *shape, unsigned rank);
+
 /* cli_color.c: colour in human text (never in JSON). */
 typedef enum { CLI_COLOR_AUTO, CLI_COLOR_ALWAYS, CLI_COLOR_NEVER } cli_color_mode;
 /* auto: colour on a terminal, unless NO_COLOR is set and not empty or TERM
@@ -318,7 +383,8 @@ void cli_message(FILE *o, const char *msg, const char *rule);
 /* One diagnostic as "INDENT SEVERITY RULE: MESSAGE\n": the severity padded
  * to 7 columns, the rule and its colon to 4, the message as cli_message. */
 void cli_diag_line(FILE *o, const stf_diag *d, const char *indent);
-/* One reader finding on stderr: "stfix: VERB: SEVERITY RULE: MESSAGE". */
+/* One reader finding on stderr: "stfix: VERB: SEVERITY RULE: MESSAGE"
+ * (with -q, only one of error severity). */
 void cli_finding_line(const char *verb, stf_severity s, const char *rule, const char *msg);
 /* The report's diagnostics grouped by layer: file-level findings first
  * under "INDENT file-level:", then each layer in order of first appearance
@@ -327,22 +393,46 @@ void cli_finding_line(const char *verb, stf_severity s, const char *rule, const 
  * first line, NULL when there is none. 0, or -1 when out of memory. */
 int cli_diags_listing(FILE *o, const stf_check_report *r, const char *indent, const char **first);
 
-/* cli_json.c: pieces of the --json documents, written to `o`. */
-/* A JSON string literal of s[0..n) through stf_json_quote. */
-void cli_json_strn(FILE *o, const char *s, size_t n);
-/* A JSON string literal of s; NULL is written as "". */
-void cli_json_str(FILE *o, const char *s);
-/* A JSON string literal of s; NULL is written as null. */
-void cli_json_str_or_null(FILE *o, const char *s);
-/* ["s0", "s1", ...] */
-void cli_json_strv(FILE *o, const char *const *v, size_t n);
-/* [d0, d1, ...] */
-void cli_json_shape(FILE *o, const uint64_t *shape, unsigned rank);
+/*
+ * cli_json.c: the --json documents, built as cJSON trees and printed in
+ * stfix's layout: {"key": value, ...} and [a, b] on one line, unless a
+ * node's layout flags say otherwise. Strings and integers enter the tree
+ * as raw JSON text (stf_json_quote; exact decimals), never as cJSON strings
+ * or numbers. A builder that runs out of memory returns NULL; adding NULL
+ * is allowed and makes cli_json_print fail, so callers check once.
+ */
+/* Layout flags, or'ed into a node's cJSON type (bits cJSON leaves alone). */
+#define CLI_J_LINES (1 << 12) /* an array or object: each item on its own line, "\n  " */
+#define CLI_J_CLOSE (1 << 13) /* with CLI_J_LINES: "\n" before the closing bracket */
+#define CLI_J_BREAK (1 << 14) /* an object member: ",\n " before it instead of ", " */
+cJSON *cli_j_strn(const char *s, size_t n);  /* a string literal of s[0..n) */
+cJSON *cli_j_str(const char *s);             /* NULL as "" */
+cJSON *cli_j_str_or_null(const char *s);     /* NULL as null */
+cJSON *cli_j_u64(uint64_t v);
+cJSON *cli_j_num(double v, int digits);      /* %.{digits}g; null when not finite */
+cJSON *cli_j_bool(int b);
+cJSON *cli_j_null(void);
+cJSON *cli_j_object(int layout);
+cJSON *cli_j_array(int layout);
+/* obj[key] = v (key: the program's own ASCII), v's layout or'ed with
+ * `layout` (CLI_J_BREAK, or a container's flags). */
+void cli_j_add(cJSON *obj, const char *key, cJSON *v, int layout);
+/* obj[key] for a key of len bytes from the input (a metadata key, which
+ * may hold anything): escaped as strings are. */
+void cli_j_add_raw_key(cJSON *obj, const char *key, size_t len, cJSON *v);
+/* JSON text of len bytes taken as it is (already valid JSON). */
+cJSON *cli_j_raw(const char *text, size_t len);
+void cli_j_push(cJSON *arr, cJSON *v);
+cJSON *cli_j_shape(const uint64_t *shape, unsigned rank);  /* [d0, d1, ...] */
+cJSON *cli_j_strv(const char *const *v, size_t n);         /* ["s0", ...] */
 /* ["sglang", "comfyui"], either or both, per the STF_CONSUMER_* bits. */
-void cli_json_targets(FILE *o, unsigned targets);
-/* One entry of a diagnostics array, on its own line ("\n  {" first, else
- * ",\n  {"): rule, severity, layer, message, and fix when with_fix. */
-void cli_json_diag(FILE *o, const stf_diag *d, int first, int with_fix);
+cJSON *cli_j_targets(unsigned targets);
+/* {"rule", "severity", "layer", "message"}, "fix" when with_fix, then
+ * "effect". */
+cJSON *cli_j_diag(const stf_diag *d, int with_fix);
+/* Print doc and a newline to o, and free it: 0, or -1 (nothing printed)
+ * when a builder ran out of memory since the last print. */
+int cli_json_print(FILE *o, cJSON *doc);
 /* The document a --json command prints instead of its own when it fails:
  * {"file": PATH|null, "command": VERB, "exit": status,
  *  "error": {"rule": RULE|null, "message": MSG, "offset": N|null,

@@ -36,8 +36,34 @@ int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_
             oo.spool_dir = dir;
         } else oo.spool_dir = tmp && *tmp ? tmp : "/tmp";
     }
-    if (!stf_ckpt_open(out, path, &oo, &err)) return -1;
-    return cli_report(verb, &err);
+    if (stf_ckpt_open(out, path, &oo, &err)) return cli_report(verb, &err);
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < stf_ckpt_shard_count(*out); i++)
+        bytes += stf_ckpt_shard_file_size(*out, i);
+    cli_infof(verb, "%s: %zu tensors in %zu file(s), %llu bytes", path,
+              stf_ckpt_tensor_count(*out), stf_ckpt_shard_count(*out), (unsigned long long)bytes);
+    return -1;
+}
+
+/* stf_recipe_load_file_opts with the search path; see cli.h. */
+int cli_recipe_load_file(stf_recipe **out, stf_recipe_diags **d, const char *path, stf_err *err)
+{
+    /* `include: NAME` looks NAME up where -r NAME does. */
+    cli_rules_path p;
+    if (cli_rules_path_get(&p)) {
+        *out = NULL;
+        if (d) *d = NULL;
+        err->code = STF_ENOMEM;
+        snprintf(err->msg, sizeof err->msg, "out of memory");
+        return STF_ENOMEM;
+    }
+    stf_recipe_opts o;
+    stf_recipe_opts_init(&o);
+    o.search_dirs = (const char *const *)p.dirs;
+    o.search_count = p.n;
+    int rc = stf_recipe_load_file_opts(out, d, path, &o, err);
+    cli_rules_path_free(&p);
+    return rc;
 }
 
 /* Load a recipe or report why not: -1 or the exit status; see cli.h. */
@@ -46,7 +72,13 @@ int cli_recipe_load(stf_recipe **out, const char *verb, const char *path)
     stf_recipe_diags *d = NULL;
     stf_err err;
     stf_err_clear(&err);
-    if (!stf_recipe_load_file(out, &d, path, &err)) return -1;
+    if (!cli_recipe_load_file(out, &d, path, &err)) {
+        for (size_t i = 0; i < stf_recipe_file_count(*out); i++)
+            cli_infof(verb, "recipe file %s", stf_recipe_file(*out, i));
+        cli_infof(verb, "recipe %s: %zu rules, sha256 %s", path, stf_recipe_rule_count(*out),
+                  stf_recipe_sha256(*out));
+        return -1;
+    }
     if (!d) return cli_report(verb, &err);
     /* Each problem as FILE:LINE:COL: message; err holds the first. */
     for (size_t i = 0; i < stf_recipe_diags_count(d); i++)

@@ -63,6 +63,7 @@ void cli_diag_line(FILE *o, const stf_diag *d, const char *indent)
 /* One reader finding on stderr; see cli.h. */
 void cli_finding_line(const char *verb, stf_severity s, const char *rule, const char *msg)
 {
+    if (s != STF_SEV_ERROR && cli_verbosity() <= CLI_QUIET) return;
     fprintf(stderr, "stfix: %s: ", verb);
     cli_severity(stderr, s, 0);
     fputc(' ', stderr);

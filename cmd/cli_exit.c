@@ -57,7 +57,7 @@ void cli_exit_help(FILE *to)
     fputs("\nExit status:\n"
           "  0  success\n"
           "  1  check: a finding at error severity; fix: the output fails verification\n"
-          "     for the recipe's targets (nothing written)\n"
+          "     for the recipe's targets (nothing written); diff: the inputs differ\n"
           "  2  invalid input or recipe: malformed, over a cap, not found, unsupported,\n"
           "     or unusable numbers\n"
           "  3  usage error: a bad command line, or an argument stfix refused (such as\n"

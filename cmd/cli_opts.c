@@ -30,6 +30,13 @@ static const cli_opt builtin[] = {
     { .name = "color", .kind = CLI_FLAG, .metavar = "WHEN",
       .help = "colour severities in human text: auto (the default:\n"
               "on a terminal, unless NO_COLOR is set), always, never" },
+    { .name = "quiet", .letter = 'q', .kind = CLI_FLAG,
+      .help = "errors only on stderr: no warnings, notes or progress" },
+    { .name = "verbose", .letter = 'v', .kind = CLI_FLAG,
+      .help = "more detail on stderr (files read, sizes)" },
+    { .name = "no-progress", .kind = CLI_FLAG,
+      .help = "no progress line (shown only when stderr is a\n"
+              "terminal)" },
 };
 enum { NBUILTIN = sizeof builtin / sizeof builtin[0], VAL_BASE = 256 };
 
@@ -387,6 +394,14 @@ static int run(const parse *ps, const char *optstring, const struct option *long
                 return EXIT_USAGE;
             }
             cli_color_set(mode);
+            continue;
+        }
+        if (o == &builtin[3] || o == &builtin[4]) { /* the last of -q and -v wins */
+            cli_verbosity_set(o == &builtin[3] ? CLI_QUIET : CLI_VERBOSE);
+            continue;
+        }
+        if (o == &builtin[5]) {
+            cli_progress_disable();
             continue;
         }
         int ex = apply(ps, o, o->metavar ? optarg : NULL);

@@ -54,19 +54,45 @@ void cli_errorf(const char *verb, const char *fmt, ...)
     keep(&e);
 }
 
-/* Print a message that does not end the run; see cli.h. */
+static int verbosity = CLI_NORMAL;
+
+/* -q, -v; see cli.h. */
+void cli_verbosity_set(int level)
+{
+    verbosity = level;
+}
+
+int cli_verbosity(void)
+{
+    return verbosity;
+}
+
+/* Print a message that does not end the run, unless -q; see cli.h. */
 void cli_notef(const char *verb, const char *fmt, ...)
 {
+    if (verbosity <= CLI_QUIET) return;
     va_list ap;
     va_start(ap, fmt);
     vprint(verb, fmt, ap);
     va_end(ap);
 }
 
-/* Print a library error, keep it, and map its code; see cli.h. */
+/* Print detail only with -v; see cli.h. */
+void cli_infof(const char *verb, const char *fmt, ...)
+{
+    if (verbosity < CLI_VERBOSE) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vprint(verb, fmt, ap);
+    va_end(ap);
+}
+
+/* Print a library error (also with -q), keep it, and map its code; see cli.h. */
 int cli_report(const char *verb, const stf_err *err)
 {
-    cli_notef(verb, "%s", cli_err_text(err));
+    fprintf(stderr, "stfix: %s%s", verb ? verb : "", verb ? ": " : "");
+    cli_text(stderr, cli_err_text(err));
+    fputc('\n', stderr);
     return cli_report_silent(err);
 }
 

@@ -8,6 +8,7 @@
  */
 /* Uses the experimental stf_text_escape (stfix/experimental.h). */
 #define STF_EXPERIMENTAL
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,4 +111,17 @@ void cli_name_col(FILE *o, const char *s, size_t n, size_t width)
     size_t w = cli_name_width(s, n);
     cli_name(o, s, n);
     for (; w < width; w++) fputc(' ', o);
+}
+
+/* A shape as "[d0, d1, ...]"; see cli.h. */
+size_t cli_shape_text(char *buf, size_t cap, const uint64_t *shape, unsigned rank)
+{
+    size_t n = 0;
+    buf[n++] = '[';
+    for (unsigned k = 0; k < rank && n < cap; k++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%" PRIu64, k ? ", " : "", shape[k]);
+    if (n + 2 > cap) n = cap - 2;
+    buf[n++] = ']';
+    buf[n] = 0;
+    return n;
 }

@@ -210,32 +210,35 @@ void cli_tp_summary_human(FILE *o, const stf_check_report *r)
     }
 }
 
-/* The profile members of a "tp" object: profile, detected, classified and
- * linear (without braces or commas around them). */
-void cli_tp_profile_json(FILE *o, const cli_tp *t)
+/* The profile members of a "tp" object (contract in cli.h). */
+void cli_tp_profile_add(cJSON *o, const cli_tp *t)
 {
-    fputs("\"profile\": ", o);
-    cli_json_str_or_null(o, t->use ? stf_tp_profile_name(t->use) : NULL);
-    fprintf(o, ", \"detected\": %s, \"classified\": %zu, \"linear\": %zu",
-            t->detected ? "true" : "false", t->classified, t->linear);
+    cli_j_add(o, "profile", cli_j_str_or_null(t->use ? stf_tp_profile_name(t->use) : NULL), 0);
+    cli_j_add(o, "detected", cli_j_bool(t->detected), 0);
+    cli_j_add(o, "classified", cli_j_u64(t->classified), 0);
+    cli_j_add(o, "linear", cli_j_u64(t->linear), 0);
 }
 
 /* The "tp" member of check's JSON document (without the leading comma). */
-void cli_tp_summary_json(FILE *o, const cli_tp *t, const stf_check_report *r)
+cJSON *cli_tp_summary_json(const cli_tp *t, const stf_check_report *r)
 {
-    fputs("\"tp\": {", o);
-    cli_tp_profile_json(o, t);
-    fputs(", \"degrees\": [", o);
+    cJSON *o = cli_j_object(0), *degrees = cli_j_array(0);
+    cli_tp_profile_add(o, t);
     for (size_t i = 0; i < stf_check_tp_count(r); i++) {
         const stf_tp_summary *s = stf_check_tp_summary(r, i);
-        fprintf(o, "%s{\"tp\": %u, \"verdict\": \"%s\", \"sharded\": %zu, "
-                   "\"replicated_by_style\": %zu, \"replicated\": %zu, "
-                   "\"replicated_bytes_per_gpu\": %llu, \"cannot_load\": %zu, \"unknown\": %zu}",
-                i ? ", " : "", s->tp, verdict(s), s->sharded, s->replicated_by_style,
-                s->replicated, (unsigned long long)s->replicated_bytes, s->cannot_load,
-                s->unknown);
+        cJSON *d = cli_j_object(0);
+        cli_j_add(d, "tp", cli_j_u64(s->tp), 0);
+        cli_j_add(d, "verdict", cli_j_str(verdict(s)), 0);
+        cli_j_add(d, "sharded", cli_j_u64(s->sharded), 0);
+        cli_j_add(d, "replicated_by_style", cli_j_u64(s->replicated_by_style), 0);
+        cli_j_add(d, "replicated", cli_j_u64(s->replicated), 0);
+        cli_j_add(d, "replicated_bytes_per_gpu", cli_j_u64(s->replicated_bytes), 0);
+        cli_j_add(d, "cannot_load", cli_j_u64(s->cannot_load), 0);
+        cli_j_add(d, "unknown", cli_j_u64(s->unknown), 0);
+        cli_j_push(degrees, d);
     }
-    fputs("]}", o);
+    cli_j_add(o, "degrees", degrees, 0);
+    return o;
 }
 
 /* Whether a requantize of r (an action, or rewrite-format's fallback) has a

@@ -31,26 +31,24 @@ static int set_target(const char *verb, const char *v, void *target)
     return 0;
 }
 
-static void print_json(FILE *o, const char *file, const char *target, const stf_check_report *r,
-                       const cli_tp *tp)
+/* The report as one document; -1 when out of memory. */
+static int print_json(FILE *o, const char *file, const char *target, const stf_check_report *r,
+                      const cli_tp *tp)
 {
     size_t n = stf_check_count(r);
-    fputs("{\"file\": ", o);
-    cli_json_str(o, file);
-    fputs(", \"target\": ", o);
-    cli_json_str(o, target);
-    fputs(", \"diagnostics\": [", o);
-    for (size_t i = 0; i < n; i++) cli_json_diag(o, stf_check_diag(r, i), i == 0, 1);
-    fputs(n ? "\n]" : "]", o);
-    if (tp) {
-        fputs(", ", o);
-        cli_tp_summary_json(o, tp, r);
-    }
-    fprintf(o, ", \"summary\": {\"errors\": %zu, \"warnings\": %zu, \"info\": %zu, "
-               "\"total\": %zu}}\n",
-            stf_check_count_severity(r, STF_SEV_ERROR),
-            stf_check_count_severity(r, STF_SEV_WARNING), stf_check_count_severity(r, STF_SEV_INFO),
-            n);
+    cJSON *doc = cli_j_object(0), *diags = cli_j_array(CLI_J_LINES | CLI_J_CLOSE),
+          *sum = cli_j_object(0);
+    cli_j_add(doc, "file", cli_j_str(file), 0);
+    cli_j_add(doc, "target", cli_j_str(target), 0);
+    for (size_t i = 0; i < n; i++) cli_j_push(diags, cli_j_diag(stf_check_diag(r, i), 1));
+    cli_j_add(doc, "diagnostics", diags, 0);
+    if (tp) cli_j_add(doc, "tp", cli_tp_summary_json(tp, r), 0);
+    cli_j_add(sum, "errors", cli_j_u64(stf_check_count_severity(r, STF_SEV_ERROR)), 0);
+    cli_j_add(sum, "warnings", cli_j_u64(stf_check_count_severity(r, STF_SEV_WARNING)), 0);
+    cli_j_add(sum, "info", cli_j_u64(stf_check_count_severity(r, STF_SEV_INFO)), 0);
+    cli_j_add(sum, "total", cli_j_u64(n), 0);
+    cli_j_add(doc, "summary", sum, 0);
+    return cli_json_print(o, doc);
 }
 
 /* The JSON document on one line, for JSON Lines (several inputs): the
@@ -63,8 +61,8 @@ static int print_json_line(FILE *o, const char *file, const char *target,
     size_t len = 0;
     FILE *m = open_memstream(&buf, &len);
     if (!m) return -1;
-    print_json(m, file, target, r, tp);
-    int bad = ferror(m);
+    int bad = print_json(m, file, target, r, tp);
+    bad |= ferror(m);
     if (fclose(m) || bad) {
         free(buf);
         return -1;
@@ -153,7 +151,7 @@ static int check_one(const char *file, const char *target, const stf_check_opts 
     }
     int oom = 0;
     if (json && lines) oom = print_json_line(stdout, file, target, r, tpp);
-    else if (json) print_json(stdout, file, target, r, tpp);
+    else if (json) oom = print_json(stdout, file, target, r, tpp);
     else {
         const char *first = NULL;
         oom = print_human(stdout, file, target, r, tpp, &first);

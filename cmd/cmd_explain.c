@@ -52,20 +52,15 @@ static void entry_text(const stf_rule_doc *d)
     }
 }
 
-static void entry_json(const stf_rule_doc *d)
+static cJSON *entry_json(const stf_rule_doc *d)
 {
     static const char *const key[] = { "id", "severity", "title", "checks", "why", "ignored", "fix" };
     const char *const val[] = { d->id, d->severity, d->title, d->checks, d->why, d->ignored, d->fix };
-    fputc('{', stdout);
-    for (size_t i = 0; i < sizeof key / sizeof key[0]; i++) {
-        printf("%s\"%s\": ", i ? ", " : "", key[i]);
-        cli_json_str(stdout, val[i]);
-    }
-    fputs(", \"action\": ", stdout);
-    cli_json_str_or_null(stdout, d->action);
-    fputs(", \"effect\": ", stdout);
-    cli_json_str(stdout, d->effect ? d->effect : "note");
-    fputc('}', stdout);
+    cJSON *o = cli_j_object(0);
+    for (size_t i = 0; i < sizeof key / sizeof key[0]; i++) cli_j_add(o, key[i], cli_j_str(val[i]), 0);
+    cli_j_add(o, "action", cli_j_str_or_null(d->action), 0);
+    cli_j_add(o, "effect", cli_j_str(d->effect ? d->effect : "note"), 0);
+    return o;
 }
 
 /* The severity's first word ("warning" of "warning; error with --strict"). */
@@ -136,8 +131,9 @@ static void unknown(const char *arg)
         cli_errorf("explain", "unknown rule '%s' (stfix explain --list shows every rule)", arg);
 }
 
-/* --list: every entry, one line each, or all of them as a JSON array. */
-static void list(int json)
+/* --list: every entry, one line each, or all of them as a JSON array; -1
+ * when out of memory. */
+static int list(int json)
 {
     size_t n = stf_rule_doc_count();
     int wid = 0, wsev = 0;
@@ -146,18 +142,16 @@ static void list(int json)
         if ((int)strlen(d->id) > wid) wid = (int)strlen(d->id);
         if (base_severity_len(d->severity) > wsev) wsev = base_severity_len(d->severity);
     }
-    if (json) fputc('[', stdout);
+    cJSON *all = json ? cli_j_array(CLI_J_LINES | CLI_J_CLOSE) : NULL;
     for (size_t i = 0; i < n; i++) {
         const stf_rule_doc *d = stf_rule_doc_at(i);
-        if (json) {
-            fputs(i ? ",\n  " : "\n  ", stdout);
-            entry_json(d);
-        } else {
+        if (json)
+            cli_j_push(all, entry_json(d));
+        else
             printf("%-*s  %-*.*s  %s\n", wid, d->id, wsev, base_severity_len(d->severity),
                    d->severity, d->title);
-        }
     }
-    if (json) fputs(n ? "\n]\n" : "]\n", stdout);
+    return json ? cli_json_print(stdout, all) : 0;
 }
 
 /* `stfix explain`: 0, or 3 for a usage error or an unknown rule id (nothing
@@ -194,18 +188,21 @@ int cmd_explain(int argc, char **argv)
             bad = 1;
         }
     if (bad) return EXIT_USAGE;
-    if (all) list(json);
-    if (json && nid > 1) fputc('[', stdout);
+    if (all && list(json)) return cli_report_code("explain", STF_ENOMEM);
+    /* One RULE: its object; several: an array of them. */
+    cJSON *many = json && nid > 1 ? cli_j_array(CLI_J_LINES | CLI_J_CLOSE) : NULL;
     for (int i = 1; i <= nid; i++) {
-        if (json) {
-            if (nid > 1) fputs(i > 1 ? ",\n  " : "\n  ", stdout);
-            entry_json(lookup(argv[i]));
+        if (many) {
+            cli_j_push(many, entry_json(lookup(argv[i])));
+        } else if (json) {
+            if (cli_json_print(stdout, entry_json(lookup(argv[i]))))
+                return cli_report_code("explain", STF_ENOMEM);
         } else {
             if (i > 1) fputc('\n', stdout);
             entry_text(lookup(argv[i]));
         }
     }
-    if (json && nid) fputs(nid > 1 ? "\n]\n" : "\n", stdout);
+    if (many && cli_json_print(stdout, many)) return cli_report_code("explain", STF_ENOMEM);
     int flush = cli_stdout_flush("explain");
     return flush >= 0 ? flush : EXIT_OK_;
 }

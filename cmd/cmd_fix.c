@@ -105,13 +105,6 @@ static int parse_args(fix_args *a, int argc, char **argv)
     return -1;
 }
 
-/* JSON has no infinity: an exact layer's SNR is written as null. */
-static void json_num(FILE *o, double v)
-{
-    if (isfinite(v)) fprintf(o, "%.9g", v);
-    else fputs("null", o);
-}
-
 static size_t layers_changed(const stf_plan *p)
 {
     size_t n = 0;
@@ -243,80 +236,75 @@ static int print_human(FILE *o, const fix_args *a, const char *out, const stf_re
     return 0;
 }
 
-static void print_json(FILE *o, const fix_args *a, const char *out, const stf_recipe *rc,
-                       const stf_plan *p, const stf_run_report *r, int ok, const char *status)
+/* The run as one document; -1 when out of memory. */
+static int print_json(FILE *o, const fix_args *a, const char *out, const stf_recipe *rc,
+                      const stf_plan *p, const stf_run_report *r, int ok, const char *status)
 {
-    fputs("{\"input\": ", o);
-    cli_json_str(o, a->in);
-    fputs(", \"output\": ", o);
-    cli_json_str(o, out);
-    fputs(", \"recipe\": ", o);
-    cli_json_str(o, a->recipe);
-    fputs(", \"recipe_sha256\": ", o);
-    cli_json_str(o, stf_recipe_sha256(rc));
-    fputs(", \"targets\": ", o);
-    cli_json_targets(o, stf_plan_targets(p));
-    fputs(", \"tp\": {", o);
-    cli_tp_profile_json(o, &a->tp);
-    fputc('}', o);
     size_t nl = stf_plan_layer_count(p);
-    fprintf(o, ", \"status\": \"%s\", \"changed_layers\": %zu", status, layers_changed(p));
-    fprintf(o, ",\n \"layers\": {\"total\": %zu, \"changed\": %zu, \"list\": [", nl,
-            layers_changed(p));
-    for (size_t i = 0, first = 1; i < nl; i++) {
+    cJSON *doc = cli_j_object(0), *layers = cli_j_object(0), *list = cli_j_array(CLI_J_LINES);
+    cli_j_add(doc, "input", cli_j_str(a->in), 0);
+    cli_j_add(doc, "output", cli_j_str(out), 0);
+    cli_j_add(doc, "recipe", cli_j_str(a->recipe), 0);
+    cli_j_add(doc, "recipe_sha256", cli_j_str(stf_recipe_sha256(rc)), 0);
+    cli_j_add(doc, "targets", cli_j_targets(stf_plan_targets(p)), 0);
+    cJSON *tp = cli_j_object(0);
+    cli_tp_profile_add(tp, &a->tp);
+    cli_j_add(doc, "tp", tp, 0);
+    cli_j_add(doc, "status", cli_j_str(status), 0);
+    cli_j_add(doc, "changed_layers", cli_j_u64(layers_changed(p)), 0);
+    cli_j_add(layers, "total", cli_j_u64(nl), 0);
+    cli_j_add(layers, "changed", cli_j_u64(layers_changed(p)), 0);
+    for (size_t i = 0; i < nl; i++) {
         const stf_plan_layer_info *l = stf_plan_layer(p, i);
         if (!l->nactions) continue;
-        fputs(first ? "\n  {\"prefix\": " : ",\n  {\"prefix\": ", o);
-        first = 0;
-        cli_json_strn(o, l->prefix, l->prefix_len);
-        fputs(", \"out_prefix\": ", o);
-        if (l->out_prefix) cli_json_strn(o, l->out_prefix, l->out_prefix_len);
-        else cli_json_strn(o, l->prefix, l->prefix_len);
-        fputs(", \"rules\": ", o);
-        cli_json_strv(o, l->rules, l->nrules);
-        fputs(", \"summary\": ", o);
-        cli_json_str(o, l->summary);
-        fputs("}", o);
+        cJSON *x = cli_j_object(0);
+        cli_j_add(x, "prefix", cli_j_strn(l->prefix, l->prefix_len), 0);
+        cli_j_add(x, "out_prefix",
+                  l->out_prefix ? cli_j_strn(l->out_prefix, l->out_prefix_len)
+                                : cli_j_strn(l->prefix, l->prefix_len),
+                  0);
+        cli_j_add(x, "rules", cli_j_strv(l->rules, l->nrules), 0);
+        cli_j_add(x, "summary", cli_j_str(l->summary), 0);
+        cli_j_push(list, x);
     }
-    fprintf(o, "]},\n \"tensors\": {\"written\": %zu, \"copied\": %zu, \"dropped\": %zu}",
-            stf_plan_tensor_count(p), tensors_copied(p), stf_plan_dropped_count(p));
-    fprintf(o, ",\n \"bytes\": {\"total\": %llu, \"copied\": %llu}",
-            (unsigned long long)stf_plan_bytes_total(p),
-            (unsigned long long)stf_plan_bytes_copied(p));
-    fputs(",\n \"files\": [", o);
-    for (size_t i = 0; ok && r && i < stf_run_report_file_count(r); i++) {
-        if (i) fputs(", ", o);
-        cli_json_str(o, stf_run_report_file(r, i));
-    }
-    fputs("],\n \"verification\": ", o);
+    cli_j_add(layers, "list", list, 0);
+    cli_j_add(doc, "layers", layers, CLI_J_BREAK);
+    cJSON *tensors = cli_j_object(0), *bytes = cli_j_object(0), *files = cli_j_array(0);
+    cli_j_add(tensors, "written", cli_j_u64(stf_plan_tensor_count(p)), 0);
+    cli_j_add(tensors, "copied", cli_j_u64(tensors_copied(p)), 0);
+    cli_j_add(tensors, "dropped", cli_j_u64(stf_plan_dropped_count(p)), 0);
+    cli_j_add(doc, "tensors", tensors, CLI_J_BREAK);
+    cli_j_add(bytes, "total", cli_j_u64(stf_plan_bytes_total(p)), 0);
+    cli_j_add(bytes, "copied", cli_j_u64(stf_plan_bytes_copied(p)), 0);
+    cli_j_add(doc, "bytes", bytes, CLI_J_BREAK);
+    for (size_t i = 0; ok && r && i < stf_run_report_file_count(r); i++)
+        cli_j_push(files, cli_j_str(stf_run_report_file(r, i)));
+    cli_j_add(doc, "files", files, CLI_J_BREAK);
     const stf_check_report *cr = r ? stf_run_report_check(r) : NULL;
-    if (!cr) {
-        fputs("null", o);
-    } else {
-        fprintf(o, "{\"errors\": %zu, \"warnings\": %zu, \"info\": %zu, \"diagnostics\": [",
-                stf_check_count_severity(cr, STF_SEV_ERROR),
-                stf_check_count_severity(cr, STF_SEV_WARNING),
-                stf_check_count_severity(cr, STF_SEV_INFO));
+    cJSON *ver = cr ? cli_j_object(0) : cli_j_null();
+    if (cr) {
+        cJSON *diags = cli_j_array(CLI_J_LINES);
+        cli_j_add(ver, "errors", cli_j_u64(stf_check_count_severity(cr, STF_SEV_ERROR)), 0);
+        cli_j_add(ver, "warnings", cli_j_u64(stf_check_count_severity(cr, STF_SEV_WARNING)), 0);
+        cli_j_add(ver, "info", cli_j_u64(stf_check_count_severity(cr, STF_SEV_INFO)), 0);
         for (size_t i = 0; i < stf_check_count(cr); i++)
-            cli_json_diag(o, stf_check_diag(cr, i), i == 0, 0);
-        fputs("]}", o);
+            cli_j_push(diags, cli_j_diag(stf_check_diag(cr, i), 0));
+        cli_j_add(ver, "diagnostics", diags, 0);
     }
-    fputs(",\n \"metrics\": [", o);
+    cli_j_add(doc, "verification", ver, CLI_J_BREAK);
+    cJSON *metrics = cli_j_array(CLI_J_LINES);
     for (size_t i = 0; ok && r && a->error_report && i < stf_run_report_metrics_count(r); i++) {
         const stf_layer_metrics *m = stf_run_report_metrics(r, i);
-        fputs(i ? ",\n  {\"layer\": " : "\n  {\"layer\": ", o);
-        cli_json_strn(o, m->prefix, m->prefix_len);
-        fputs(", \"rel_l2\": ", o);
-        json_num(o, m->m.rel_l2);
-        fputs(", \"cosine\": ", o);
-        json_num(o, m->m.cosine);
-        fputs(", \"snr_db\": ", o);
-        json_num(o, m->m.snr_db);
-        fputs(", \"max_abs\": ", o);
-        json_num(o, m->m.max_abs);
-        fputs("}", o);
+        cJSON *x = cli_j_object(0);
+        cli_j_add(x, "layer", cli_j_strn(m->prefix, m->prefix_len), 0);
+        cli_j_add(x, "rel_l2", cli_j_num(m->m.rel_l2, 9), 0);
+        cli_j_add(x, "cosine", cli_j_num(m->m.cosine, 9), 0);
+        cli_j_add(x, "snr_db", cli_j_num(m->m.snr_db, 9), 0);
+        cli_j_add(x, "max_abs", cli_j_num(m->m.max_abs, 9), 0);
+        cli_j_push(metrics, x);
     }
-    fputs("]}\n", o);
+    cli_j_add(doc, "metrics", metrics, CLI_J_BREAK);
+    return cli_json_print(o, doc);
 }
 
 /*
@@ -376,8 +364,8 @@ int cmd_fix(int argc, char **argv)
     if (!nch && a.fail_if_unchanged) {
         /* Nothing to repair: the summary says what would have been copied,
          * and no file is written. */
-        if (a.json) print_json(stdout, &a, a.in_place ? a.in : out, rc, p, NULL, 0, "unchanged");
-        else if (print_human(stdout, &a, a.in_place ? a.in : out, rc, p, NULL, 0)) {
+        if (a.json ? print_json(stdout, &a, a.in_place ? a.in : out, rc, p, NULL, 0, "unchanged")
+                   : print_human(stdout, &a, a.in_place ? a.in : out, rc, p, NULL, 0)) {
             ex = cli_report_code("fix", STF_ENOMEM);
             goto done;
         }
@@ -393,16 +381,20 @@ int cmd_fix(int argc, char **argv)
     ro.max_shard_size = a.max_shard_size;
     ro.allow_noncompliant = a.allow_noncompliant;
     ro.error_metrics = a.error_report;
+    cli_progress *pg = cli_progress_start("fix", NULL);
+    ro.progress = pg ? cli_progress_cb : NULL;
+    ro.progress_ud = pg;
     int run = stf_plan_run(&rep, p, out, &ro, &err);
+    cli_progress_end(pg);
     const stf_check_report *cr = rep ? stf_run_report_check(rep) : NULL;
     int rejected = run != 0 && cr && stf_check_count_severity(cr, STF_SEV_ERROR) > 0;
     if (run && !rejected) {
         ex = cli_report("fix", &err);
         goto done;
     }
-    if (a.json) print_json(stdout, &a, a.in_place ? a.in : out, rc, p, rep, !run,
-                           run ? "rejected" : "ok");
-    else if (print_human(stdout, &a, a.in_place ? a.in : out, rc, p, rep, !run)) {
+    if (a.json ? print_json(stdout, &a, a.in_place ? a.in : out, rc, p, rep, !run,
+                            run ? "rejected" : "ok")
+               : print_human(stdout, &a, a.in_place ? a.in : out, rc, p, rep, !run)) {
         ex = cli_report_code("fix", STF_ENOMEM);
         goto done;
     }

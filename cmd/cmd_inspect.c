@@ -77,114 +77,93 @@ static void print_storage(FILE *o, const stf_ckpt *c, size_t k)
             f == 1 ? "frame" : "frames", stf_ckpt_shard_stored_size(c, k));
 }
 
-static void print_json(FILE *o, const char *path, const stf_ckpt *c)
+/* The document of stfix(1), JSON OUTPUT; -1 when out of memory. */
+static int print_json(FILE *o, const char *path, const stf_ckpt *c)
 {
-    size_t ns = stf_ckpt_shard_count(c);
-    fputs("{\"file\": ", o);
-    cli_json_str_or_null(o, path);
-    fputs(", \"index\": ", o);
-    cli_json_str_or_null(o, stf_ckpt_index_path(c));
-    fputs(",\n \"shards\": [", o);
+    size_t ns = stf_ckpt_shard_count(c), nt = stf_ckpt_tensor_count(c);
+    cJSON *doc = cli_j_object(0), *shards = cli_j_array(CLI_J_LINES);
+    cli_j_add(doc, "file", cli_j_str_or_null(path), 0);
+    cli_j_add(doc, "index", cli_j_str_or_null(stf_ckpt_index_path(c)), 0);
     for (size_t k = 0; k < ns; k++) {
-        fputs(k ? ",\n  {\"path\": " : "\n  {\"path\": ", o);
-        cli_json_str_or_null(o, stf_ckpt_shard_path(c, k));
-        fprintf(o, ", \"header_len\": %" PRIu64 ", \"file_size\": %" PRIu64
-                   ", \"has_metadata\": %s, \"canonical\": %s, \"storage\": \"%s\""
-                   ", \"stored_size\": %" PRIu64 ", \"frames\": %" PRIu64 "}",
-                stf_ckpt_shard_header_len(c, k), stf_ckpt_shard_file_size(c, k),
-                stf_ckpt_shard_has_meta(c, k) ? "true" : "false",
-                stf_ckpt_shard_is_canonical(c, k) ? "true" : "false", storage_name(c, k),
-                stf_ckpt_shard_stored_size(c, k), stf_ckpt_shard_frame_count(c, k));
+        cJSON *s = cli_j_object(0);
+        cli_j_add(s, "path", cli_j_str_or_null(stf_ckpt_shard_path(c, k)), 0);
+        cli_j_add(s, "header_len", cli_j_u64(stf_ckpt_shard_header_len(c, k)), 0);
+        cli_j_add(s, "file_size", cli_j_u64(stf_ckpt_shard_file_size(c, k)), 0);
+        cli_j_add(s, "has_metadata", cli_j_bool(stf_ckpt_shard_has_meta(c, k)), 0);
+        cli_j_add(s, "canonical", cli_j_bool(stf_ckpt_shard_is_canonical(c, k)), 0);
+        cli_j_add(s, "storage", cli_j_str(storage_name(c, k)), 0);
+        cli_j_add(s, "stored_size", cli_j_u64(stf_ckpt_shard_stored_size(c, k)), 0);
+        cli_j_add(s, "frames", cli_j_u64(stf_ckpt_shard_frame_count(c, k)), 0);
+        cli_j_push(shards, s);
     }
-    fputs("],\n \"metadata\": ", o);
-    if (!any_meta(c)) fputs("null", o);
-    else {
-        int first = 1;
-        fputc('{', o);
-        for (size_t k = 0; k < ns; k++)
-            for (size_t i = 0; i < stf_ckpt_meta_count(c, k); i++) {
-                if (meta_taken(c, k, i)) continue;
-                const stf_meta_entry *m = stf_ckpt_meta(c, k, i);
-                fputs(first ? "" : ", ", o);
-                first = 0;
-                cli_json_strn(o, m->key, m->key_len);
-                fputs(": ", o);
-                cli_json_strn(o, m->value, m->value_len);
-            }
-        fputc('}', o);
-    }
+    cli_j_add(doc, "shards", shards, CLI_J_BREAK);
+    cJSON *meta = any_meta(c) ? cli_j_object(0) : cli_j_null();
+    for (size_t k = 0; any_meta(c) && k < ns; k++)
+        for (size_t i = 0; i < stf_ckpt_meta_count(c, k); i++) {
+            if (meta_taken(c, k, i)) continue;
+            const stf_meta_entry *m = stf_ckpt_meta(c, k, i);
+            /* A key may hold U+0000: it goes in as raw text, like the value. */
+            cli_j_add_raw_key(meta, m->key, m->key_len, cli_j_strn(m->value, m->value_len));
+        }
+    cli_j_add(doc, "metadata", meta, CLI_J_BREAK);
     if (stf_ckpt_index_path(c)) {
-        fputs(",\n \"index_metadata\": {", o);
+        cJSON *im = cli_j_object(0);
         for (size_t i = 0; i < stf_ckpt_index_meta_count(c); i++) {
             const stf_meta_entry *m = stf_ckpt_index_meta(c, i);
-            fputs(i ? ", " : "", o);
-            cli_json_strn(o, m->key, m->key_len);
-            fputs(": ", o);
-            fwrite(m->value, 1, m->value_len, o); /* raw JSON text from the index */
+            /* Raw JSON text from the index. */
+            cli_j_add_raw_key(im, m->key, m->key_len, cli_j_raw(m->value, m->value_len));
         }
-        fputc('}', o);
+        cli_j_add(doc, "index_metadata", im, CLI_J_BREAK);
     }
-    fputs(",\n \"tensors\": [", o);
-    size_t nt = stf_ckpt_tensor_count(c);
+    cJSON *tensors = cli_j_array(CLI_J_LINES);
     for (size_t i = 0; i < nt; i++) {
         const stf_tensor_info *t = stf_ckpt_tensor(c, i);
-        fputs(i ? ",\n  {\"name\": " : "\n  {\"name\": ", o);
-        cli_json_strn(o, t->name, t->name_len);
-        fprintf(o, ", \"dtype\": \"%s\", \"shape\": ", stf_dtype_name(t->dtype));
-        cli_json_shape(o, t->shape, t->rank);
-        fprintf(o, ", \"data_offsets\": [%" PRIu64 ", %" PRIu64 "], \"bytes\": %" PRIu64
-                   ", \"shard\": %u}",
-                t->begin, t->end, t->nbytes, t->shard);
+        cJSON *x = cli_j_object(0), *off = cli_j_array(0);
+        cli_j_add(x, "name", cli_j_strn(t->name, t->name_len), 0);
+        cli_j_add(x, "dtype", cli_j_str(stf_dtype_name(t->dtype)), 0);
+        cli_j_add(x, "shape", cli_j_shape(t->shape, t->rank), 0);
+        cli_j_push(off, cli_j_u64(t->begin));
+        cli_j_push(off, cli_j_u64(t->end));
+        cli_j_add(x, "data_offsets", off, 0);
+        cli_j_add(x, "bytes", cli_j_u64(t->nbytes), 0);
+        cli_j_add(x, "shard", cli_j_u64(t->shard), 0);
+        cli_j_push(tensors, x);
     }
+    cli_j_add(doc, "tensors", tensors, CLI_J_BREAK);
     dtype_sum by[STF_DTYPE_COUNT];
     uint64_t total = summarize(c, by);
-    fprintf(o, "],\n \"summary\": {\"tensors\": %zu, \"bytes\": %" PRIu64 ", \"by_dtype\": {", nt,
-            total);
-    int first = 1;
+    cJSON *sum = cli_j_object(0), *bd = cli_j_object(0);
+    cli_j_add(sum, "tensors", cli_j_u64(nt), 0);
+    cli_j_add(sum, "bytes", cli_j_u64(total), 0);
     for (int d = STF_DTYPE_COUNT - 1; d >= 0; d--) {
         if (!by[d].count) continue;
-        fprintf(o, "%s\"%s\": {\"tensors\": %zu, \"bytes\": %" PRIu64 "}", first ? "" : ", ",
-                stf_dtype_name((stf_dtype)d), by[d].count, by[d].bytes);
-        first = 0;
+        cJSON *e = cli_j_object(0);
+        cli_j_add(e, "tensors", cli_j_u64(by[d].count), 0);
+        cli_j_add(e, "bytes", cli_j_u64(by[d].bytes), 0);
+        cli_j_add(bd, stf_dtype_name((stf_dtype)d), e, 0);
     }
-    fputs("}},\n \"findings\": [", o);
+    cli_j_add(sum, "by_dtype", bd, 0);
+    cli_j_add(doc, "summary", sum, CLI_J_BREAK);
+    cJSON *finds = cli_j_array(CLI_J_LINES);
     for (size_t i = 0; i < stf_ckpt_finding_count(c); i++) {
         const stf_finding *f = stf_ckpt_finding(c, i);
-        fputs(i ? ",\n  {\"rule\": " : "\n  {\"rule\": ", o);
-        cli_json_str_or_null(o, f->rule);
-        fputs(", \"severity\": ", o);
-        cli_json_str_or_null(o, stf_severity_name(f->severity));
-        fputs(", \"path\": ", o);
-        cli_json_str_or_null(o, f->path);
-        fputs(", \"tensor\": ", o);
-        if (f->tensor) cli_json_strn(o, f->tensor, f->tensor_len);
-        else fputs("null", o);
-        if (f->has_offset) fprintf(o, ", \"offset\": %" PRIu64, f->offset);
-        else fputs(", \"offset\": null", o);
-        fputs(", \"message\": ", o);
-        cli_json_str_or_null(o, f->message);
-        fputc('}', o);
+        cJSON *x = cli_j_object(0);
+        cli_j_add(x, "rule", cli_j_str_or_null(f->rule), 0);
+        cli_j_add(x, "severity", cli_j_str_or_null(stf_severity_name(f->severity)), 0);
+        cli_j_add(x, "path", cli_j_str_or_null(f->path), 0);
+        cli_j_add(x, "tensor", f->tensor ? cli_j_strn(f->tensor, f->tensor_len) : cli_j_null(),
+                  0);
+        cli_j_add(x, "offset", f->has_offset ? cli_j_u64(f->offset) : cli_j_null(), 0);
+        cli_j_add(x, "message", cli_j_str_or_null(f->message), 0);
+        cli_j_push(finds, x);
     }
-    fputs("]}\n", o);
+    cli_j_add(doc, "findings", finds, CLI_J_BREAK);
+    return cli_json_print(o, doc);
 }
 
 /* A name wider than this many columns is printed whole but does not widen
  * the name column for the others. */
 enum { NAME_COL_MAX = 60 };
-
-/* The shape as "[d0, d1, ...]" into buf (rank is at most 8, so 256 bytes
- * hold any); returns its length. */
-static size_t shape_text(char *buf, size_t cap, const stf_tensor_info *t)
-{
-    size_t n = 0;
-    buf[n++] = '[';
-    for (unsigned k = 0; k < t->rank && n < cap; k++)
-        n += (size_t)snprintf(buf + n, cap - n, "%s%" PRIu64, k ? ", " : "", t->shape[k]);
-    if (n + 2 > cap) n = cap - 2;
-    buf[n++] = ']';
-    buf[n] = 0;
-    return n;
-}
 
 /* The digits of v. */
 static int digits(uint64_t v)
@@ -210,7 +189,7 @@ static widths measure(const stf_ckpt *c)
         if (nw <= NAME_COL_MAX && nw > w.name) w.name = nw;
         size_t dw = strlen(stf_dtype_name(t->dtype));
         if (dw > w.dtype) w.dtype = dw;
-        size_t sw = shape_text(shape, sizeof shape, t);
+        size_t sw = cli_shape_text(shape, sizeof shape, t->shape, t->rank);
         if (sw > w.shape) w.shape = sw;
         if (digits(t->nbytes) > w.bytes) w.bytes = digits(t->nbytes);
         size_t rw = (size_t)(digits(t->begin) + digits(t->end)) + 4; /* "[b, e)" */
@@ -234,7 +213,7 @@ static void print_tensors(FILE *o, const stf_ckpt *c, int shards)
         fputs("  ", o);
         cli_name_col(o, t->name, t->name_len, w.name);
         fprintf(o, "  %-*s", (int)w.dtype, stf_dtype_name(t->dtype));
-        shape_text(shape, sizeof shape, t);
+        cli_shape_text(shape, sizeof shape, t->shape, t->rank);
         fprintf(o, "  %-*s", (int)w.shape, shape);
         fprintf(o, "  %*" PRIu64 " bytes", w.bytes, t->nbytes);
         snprintf(range, sizeof range, "[%" PRIu64 ", %" PRIu64 ")", t->begin, t->end);
@@ -321,8 +300,12 @@ int cmd_inspect(int argc, char **argv)
     ex = cli_ckpt_open(&c, "inspect", path, &o, NULL);
     if (ex >= 0) return ex;
     cli_findings_print("inspect", c, STF_SEV_INFO);
-    if (json) print_json(stdout, path, c);
-    else print_human(stdout, path, c);
+    if (!json) {
+        print_human(stdout, path, c);
+    } else if (print_json(stdout, path, c)) {
+        stf_ckpt_free(c);
+        return cli_report_code("inspect", STF_ENOMEM);
+    }
     stf_ckpt_free(c);
     ex = cli_stdout_flush("inspect");
     return ex >= 0 ? ex : EXIT_OK_;

@@ -152,85 +152,73 @@ static int print_human(FILE *o, const char *file, const char *recipe, const stf_
     return 0;
 }
 
-static void print_json(FILE *o, const char *file, const char *recipe, const stf_recipe *r,
-                       const stf_ckpt *c, const stf_plan *p, const cli_tp *tp)
+/* The plan as one document on one line; -1 when out of memory. */
+static int print_json(FILE *o, const char *file, const char *recipe, const stf_recipe *r,
+                      const stf_ckpt *c, const stf_plan *p, const cli_tp *tp)
 {
-    fputs("{\"file\": ", o);
-    cli_json_str(o, file);
-    fputs(", \"recipe\": ", o);
-    cli_json_str(o, recipe);
-    fputs(", \"recipe_sha256\": ", o);
-    cli_json_str(o, stf_recipe_sha256(r));
-    fputs(", \"targets\": ", o);
-    cli_json_targets(o, stf_plan_targets(p));
-    fputs(", \"tp\": {", o);
-    cli_tp_profile_json(o, tp);
-    fputs("}, \"layers\": [", o);
+    cJSON *doc = cli_j_object(0), *layers = cli_j_array(0), *tensors = cli_j_array(0);
+    cli_j_add(doc, "file", cli_j_str(file), 0);
+    cli_j_add(doc, "recipe", cli_j_str(recipe), 0);
+    cli_j_add(doc, "recipe_sha256", cli_j_str(stf_recipe_sha256(r)), 0);
+    cli_j_add(doc, "targets", cli_j_targets(stf_plan_targets(p)), 0);
+    cJSON *tpo = cli_j_object(0);
+    cli_tp_profile_add(tpo, tp);
+    cli_j_add(doc, "tp", tpo, 0);
     for (size_t i = 0; i < stf_plan_layer_count(p); i++) {
         const stf_plan_layer_info *l = stf_plan_layer(p, i);
-        fputs(i ? ", {\"prefix\": " : "{\"prefix\": ", o);
-        cli_json_strn(o, l->prefix, l->prefix_len);
-        fputs(", \"out_prefix\": ", o);
-        cli_json_strn(o, l->out_prefix, l->out_prefix_len);
-        fputs(", \"rules\": ", o);
-        cli_json_strv(o, l->rules, l->nrules);
-        fputs(", \"actions\": [", o);
-        for (size_t j = 0; j < l->nactions; j++) {
-            if (j) fputs(", ", o);
-            cli_json_str(o, stf_action_name(l->actions[j]->kind));
-        }
-        fputs("], \"summary\": ", o);
-        cli_json_str(o, l->summary);
-        fprintf(o, ", \"requantize\": %s, \"format\": ", l->requantize ? "true" : "false");
-        cli_json_str_or_null(o, l->format);
-        fprintf(o, ", \"group\": %u, \"mode\": ", l->group);
-        if (l->requantize) cli_json_str(o, stf_quant_mode_name(l->mode));
-        else fputs("null", o);
-        fputc('}', o);
+        cJSON *x = cli_j_object(0), *acts = cli_j_array(0);
+        cli_j_add(x, "prefix", cli_j_strn(l->prefix, l->prefix_len), 0);
+        cli_j_add(x, "out_prefix", cli_j_strn(l->out_prefix, l->out_prefix_len), 0);
+        cli_j_add(x, "rules", cli_j_strv(l->rules, l->nrules), 0);
+        for (size_t k = 0; k < l->nactions; k++)
+            cli_j_push(acts, cli_j_str(stf_action_name(l->actions[k]->kind)));
+        cli_j_add(x, "actions", acts, 0);
+        cli_j_add(x, "summary", cli_j_str(l->summary), 0);
+        cli_j_add(x, "requantize", cli_j_bool(l->requantize), 0);
+        cli_j_add(x, "format", cli_j_str_or_null(l->format), 0);
+        cli_j_add(x, "group", cli_j_u64(l->group), 0);
+        cli_j_add(x, "mode", l->requantize ? cli_j_str(stf_quant_mode_name(l->mode)) : cli_j_null(),
+                  0);
+        cli_j_push(layers, x);
     }
-    fputs("], \"tensors\": [", o);
+    cli_j_add(doc, "layers", layers, 0);
     for (size_t t = 0; t < stf_plan_tensor_count(p); t++) {
         const stf_plan_tensor_info *x = stf_plan_tensor(p, t);
-        fputs(t ? ", {\"name\": " : "{\"name\": ", o);
-        cli_json_strn(o, x->name, x->name_len);
-        fputs(", \"op\": ", o);
-        cli_json_str(o, stf_out_op_name(x->op));
-        fputs(", \"dtype\": ", o);
-        cli_json_str(o, stf_dtype_name(x->dtype));
-        fputs(", \"shape\": ", o);
-        cli_json_shape(o, x->shape, x->rank);
-        fprintf(o, ", \"bytes\": %" PRIu64 ", \"src\": ", x->nbytes);
         const stf_tensor_info *s = src_of(c, x);
-        if (s) cli_json_strn(o, s->name, s->name_len);
-        else fputs("null", o);
-        fputs(", \"layer\": ", o);
         const stf_plan_layer_info *l = x->layer != SIZE_MAX ? stf_plan_layer(p, x->layer) : NULL;
-        if (l) cli_json_strn(o, l->prefix, l->prefix_len);
-        else fputs("null", o);
-        fputc('}', o);
+        cJSON *e = cli_j_object(0);
+        cli_j_add(e, "name", cli_j_strn(x->name, x->name_len), 0);
+        cli_j_add(e, "op", cli_j_str(stf_out_op_name(x->op)), 0);
+        cli_j_add(e, "dtype", cli_j_str(stf_dtype_name(x->dtype)), 0);
+        cli_j_add(e, "shape", cli_j_shape(x->shape, x->rank), 0);
+        cli_j_add(e, "bytes", cli_j_u64(x->nbytes), 0);
+        cli_j_add(e, "src", s ? cli_j_strn(s->name, s->name_len) : cli_j_null(), 0);
+        cli_j_add(e, "layer", l ? cli_j_strn(l->prefix, l->prefix_len) : cli_j_null(), 0);
+        cli_j_push(tensors, e);
     }
-    fputs("], \"dropped\": [", o);
+    cli_j_add(doc, "tensors", tensors, 0);
+    cJSON *dropped = cli_j_array(0), *meta = cli_j_object(0), *tot = cli_j_object(0);
     for (size_t i = 0; i < stf_plan_dropped_count(p); i++) {
         size_t len = 0;
         const char *d = stf_plan_dropped_n(p, i, &len);
-        if (i) fputs(", ", o);
-        cli_json_strn(o, d, len);
+        cli_j_push(dropped, cli_j_strn(d, len));
     }
-    fputs("], \"metadata\": {", o);
+    cli_j_add(doc, "dropped", dropped, 0);
     for (size_t i = 0; i < stf_plan_meta_count(p); i++) {
         const stf_meta_entry *e = stf_plan_meta(p, i);
-        if (i) fputs(", ", o);
-        cli_json_strn(o, e->key, e->key_len);
-        fputs(": ", o);
-        cli_json_strn(o, e->value, e->value_len);
+        cli_j_add_raw_key(meta, e->key, e->key_len, cli_j_strn(e->value, e->value_len));
     }
+    cli_j_add(doc, "metadata", meta, 0);
     size_t changed, copied;
     count(p, &changed, &copied);
-    fprintf(o, "}, \"totals\": {\"tensors\": %zu, \"changed\": %zu, \"copied\": %zu, "
-               "\"dropped\": %zu, \"bytes_total\": %" PRIu64 ", \"bytes_copied\": %" PRIu64
-               "}}\n",
-            stf_plan_tensor_count(p), changed, copied, stf_plan_dropped_count(p),
-            stf_plan_bytes_total(p), stf_plan_bytes_copied(p));
+    cli_j_add(tot, "tensors", cli_j_u64(stf_plan_tensor_count(p)), 0);
+    cli_j_add(tot, "changed", cli_j_u64(changed), 0);
+    cli_j_add(tot, "copied", cli_j_u64(copied), 0);
+    cli_j_add(tot, "dropped", cli_j_u64(stf_plan_dropped_count(p)), 0);
+    cli_j_add(tot, "bytes_total", cli_j_u64(stf_plan_bytes_total(p)), 0);
+    cli_j_add(tot, "bytes_copied", cli_j_u64(stf_plan_bytes_copied(p)), 0);
+    cli_j_add(doc, "totals", tot, 0);
+    return cli_json_print(o, doc);
 }
 
 /* stfix plan: parse options, load the recipe, open, plan, print; returns
@@ -294,9 +282,9 @@ int cmd_plan(int argc, char **argv)
         ex = cli_report("plan", &err);
         goto done;
     }
-    if (json) print_json(stdout, file, recipe, r, c, p, &tp);
-    else if (print_human(stdout, file, recipe, c, p,
-                         profile || cli_recipe_uses_tp(r) ? &tp : NULL)) {
+    if (json ? print_json(stdout, file, recipe, r, c, p, &tp)
+             : print_human(stdout, file, recipe, c, p,
+                           profile || cli_recipe_uses_tp(r) ? &tp : NULL)) {
         ex = cli_report_code("plan", STF_ENOMEM);
         goto done;
     }

@@ -95,7 +95,11 @@ int cmd_rewrite(int argc, char **argv)
     wo.no_wait = no_wait;
     stf_err err;
     stf_err_clear(&err);
+    cli_progress *pg = cli_progress_start("rewrite", NULL);
+    wo.progress = pg ? cli_progress_cb : NULL;
+    wo.progress_ud = pg;
     int rc = stf_ckpt_rewrite(c, out, &wo, &err);
+    cli_progress_end(pg);
     stf_ckpt_free(c);
     if (rc) return cli_report("rewrite", &err);
     stf_err_clear(&err);

@@ -11,6 +11,10 @@ static const cli_opt rules_opts[] = {
       .help = "check recipe files against the recipe format (stfix-rules(5));\n"
               "prints \"FILE: ok (N rules)\" for each valid file and every\n"
               "problem as FILE:LINE:COL: message on stderr" },
+    { .kind = CLI_ARG, .metavar = "show",
+      .help = "print the resolved recipe: RECIPE (a file or a NAME, as\n"
+              "-r takes it) with every include: expanded; its SHA-256 is\n"
+              "the stfix.recipe_sha256 a fix stamps" },
     { .kind = CLI_ARG, .metavar = "list",
       .help = "the recipes -r NAME finds, one \"NAME  PATH  DESCRIPTION\"\n"
               "a line, sorted by name (--json: a JSON array); searched\n"
@@ -19,7 +23,8 @@ static const cli_opt rules_opts[] = {
               "the first NAME.yaml wins" },
 };
 static const cli_cmd rules_cmd = { .verb = "rules",
-                                   .synopsis = "rules lint FILE...\nrules list [--json]",
+                                   .synopsis = "rules lint FILE...\nrules show RECIPE\n"
+                                               "rules list [--json]",
                                    .opts = rules_opts,
                                    .nopts = sizeof rules_opts / sizeof rules_opts[0],
                                    .stop_at_arg = 1 };
@@ -37,6 +42,32 @@ static int lint_one(const char *path)
     return EXIT_OK_;
 }
 
+/* `stfix rules show RECIPE`; see rules_opts. argv[0] is "show". */
+static int show(int argc, char **argv)
+{
+    int nargs = 0;
+    const cli_opt opts[] = {
+        { .kind = CLI_ARG, .metavar = "RECIPE", .help = rules_opts[1].help },
+    };
+    const cli_cmd cmd = { .verb = "rules", .synopsis = "rules show RECIPE", .opts = opts,
+                          .nopts = 1 };
+    int ex = cli_opts_parse(&cmd, argc, argv, &nargs);
+    if (ex >= 0) return ex;
+    if (nargs != 1)
+        return cli_usage_error(&cmd, nargs ? "show: one recipe at a time"
+                                           : "show: no recipe given");
+    stf_recipe *r = NULL;
+    if ((ex = cli_recipe_load_arg(&r, "rules", argv[1])) >= 0) return ex;
+    size_t len = 0;
+    const char *text = stf_recipe_resolved(r, &len);
+    /* The bytes the stamp hashes, unescaped: the recipe is the user's own
+     * text, already valid YAML. */
+    fwrite(text, 1, len, stdout);
+    stf_recipe_free(r);
+    int flush = cli_stdout_flush("rules");
+    return flush >= 0 ? flush : EXIT_OK_;
+}
+
 /* The description of the recipe at `path`, malloc'd; NULL when it has none
  * or does not load (the problem is noted on stderr). */
 static char *describe(const char *path)
@@ -45,7 +76,7 @@ static char *describe(const char *path)
     stf_recipe_diags *d = NULL;
     stf_err err;
     stf_err_clear(&err);
-    if (stf_recipe_load_file(&r, &d, path, &err)) {
+    if (cli_recipe_load_file(&r, &d, path, &err)) {
         cli_notef("rules", "%s: not a valid recipe: %s", path, cli_err_text(&err));
         stf_recipe_diags_free(d);
         return NULL;
@@ -81,17 +112,15 @@ static int list(int argc, char **argv)
         if (strlen(v[i].name) > wn) wn = strlen(v[i].name);
         if (strlen(v[i].path) > wp) wp = strlen(v[i].path);
     }
-    if (json) fputc('[', stdout);
+    cJSON *arr = json ? cli_j_array(CLI_J_LINES | CLI_J_CLOSE) : NULL;
     for (size_t i = 0; i < n; i++) {
         char *desc = describe(v[i].path);
         if (json) {
-            fputs(i ? ",\n  {\"name\": " : "\n  {\"name\": ", stdout);
-            cli_json_str(stdout, v[i].name);
-            fputs(", \"path\": ", stdout);
-            cli_json_str(stdout, v[i].path);
-            fputs(", \"description\": ", stdout);
-            cli_json_str_or_null(stdout, desc);
-            fputc('}', stdout);
+            cJSON *e = cli_j_object(0);
+            cli_j_add(e, "name", cli_j_str(v[i].name), 0);
+            cli_j_add(e, "path", cli_j_str(v[i].path), 0);
+            cli_j_add(e, "description", cli_j_str_or_null(desc), 0);
+            cli_j_push(arr, e);
         } else {
             cli_name_col(stdout, v[i].name, strlen(v[i].name), wn + 2);
             cli_name_col(stdout, v[i].path, strlen(v[i].path), wp + 2);
@@ -100,8 +129,8 @@ static int list(int argc, char **argv)
         }
         free(desc);
     }
-    if (json) fputs(n ? "\n]\n" : "]\n", stdout);
     cli_recipe_list_free(v, n);
+    if (json && cli_json_print(stdout, arr)) return cli_report_code("rules", STF_ENOMEM);
     int flush = cli_stdout_flush("rules");
     return flush >= 0 ? flush : EXIT_OK_;
 }
@@ -116,11 +145,12 @@ int cmd_rules(int argc, char **argv)
     int nargs = 0;
     int ex = cli_opts_parse(&rules_cmd, argc, argv, &nargs);
     if (ex >= 0) return ex;
-    if (!nargs) return cli_usage_error(&rules_cmd, "missing subcommand (expected: lint, list)");
+    if (!nargs) return cli_usage_error(&rules_cmd, "missing subcommand (expected: lint, show, list)");
     /* argv[1] is the subcommand, its arguments follow. */
     if (!strcmp(argv[1], "list")) return list(nargs, argv + 1);
+    if (!strcmp(argv[1], "show")) return show(nargs, argv + 1);
     if (strcmp(argv[1], "lint")) {
-        cli_errorf("rules", "unknown subcommand '%s' (expected: lint, list)", argv[1]);
+        cli_errorf("rules", "unknown subcommand '%s' (expected: lint, show, list)", argv[1]);
         return EXIT_USAGE;
     }
     const cli_opt lint_opts[] = {

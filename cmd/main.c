@@ -21,6 +21,7 @@ static const command commands[] = {
     { "rules", cmd_rules, "check repair recipes (stfix rules lint FILE...)", 0 },
     { "plan", cmd_plan, "show what a recipe would change (stfix plan FILE -r RECIPE)", 1 },
     { "fix", cmd_fix, "repair or convert a checkpoint with a recipe", 1 },
+    { "diff", cmd_diff, "what differs between two checkpoints (stfix diff A B)", 1 },
     { "explain", cmd_explain, "describe a rule id (stfix explain R15; --list: all)", 1 },
 };
 

@@ -165,6 +165,18 @@ STF_API size_t stf_name_escape(char *dst, size_t cap, const char *s, size_t n);
  */
 typedef struct stf_pool stf_pool;
 
+/*
+ * Progress of a long call (stf_write_opts, stf_run_opts, stf_diff_opts):
+ * `done` of `total` bytes so far; `what` (what_len bytes, may hold U+0000;
+ * NULL when none) names the tensor or layer at work, valid only during the
+ * call. Called on the thread that made the call, with `done` never going
+ * down, and a last time with done == total when the call succeeds. The
+ * callback must not call back into the library on the objects of that
+ * call; it may print (the library never does).
+ */
+typedef void (*stf_progress_fn)(void *ud, uint64_t done, uint64_t total, const char *what,
+                                size_t what_len);
+
 #ifdef __cplusplus
 }
 #endif

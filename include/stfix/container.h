@@ -302,7 +302,7 @@ typedef struct stf_tensor_src {
 } stf_tensor_src;
 
 /* The layout of stf_write_opts this header describes. */
-#define STF_WRITE_OPTS_VERSION 1u
+#define STF_WRITE_OPTS_VERSION 2u
 
 /* Options of a writer. Make them with stf_write_opts_init(), then adjust. */
 typedef struct stf_write_opts {
@@ -313,6 +313,10 @@ typedef struct stf_write_opts {
     const stf_ckpt *input;    /* none of its files may be replaced (may be NULL) */
     int replace_input;        /* in place: the output may be input's single file itself */
     int no_wait;              /* fail with STF_EBUSY instead of waiting for the lock */
+    /* Version 2: the bytes stf_writer_prepare writes (every tensor but the
+     * deferred ones), after each tensor; NULL: none. */
+    stf_progress_fn progress;
+    void *progress_ud;
 } stf_write_opts;
 
 /* Defaults of layout `version` (one output file, fsync on); as

@@ -11,7 +11,8 @@
  * outputs; two into one output take turns on its lock) - but a stf_pool in
  * their options serves one call at a time: do not share one between calls
  * running at once. Within a call the pool's threads do the work; results
- * do not depend on their number.
+ * do not depend on their number. stf_diff_run likewise only reads its two
+ * checkpoints, and a diff it made is read-only.
  */
 #ifndef STFIX_PIPELINE_H
 #define STFIX_PIPELINE_H
@@ -148,7 +149,7 @@ STF_API int stf_tp_profile_detect(size_t *best, size_t *classified, size_t *line
 /* ------------------------------------------------------------------ run */
 
 /* The layout of stf_run_opts this header describes. */
-#define STF_RUN_OPTS_VERSION 1u
+#define STF_RUN_OPTS_VERSION 2u
 
 typedef struct stf_run_opts {
     unsigned version;            /* STF_RUN_OPTS_VERSION, set by stf_run_opts_init */
@@ -158,6 +159,11 @@ typedef struct stf_run_opts {
     int allow_noncompliant;      /* keep the output even if verification fails */
     int error_metrics;           /* compute rel-L2/cosine/SNR per requantized layer */
     stf_write_opts write;        /* passed to the writer; made by stf_run_opts_init */
+    /* Version 2: the output's data bytes written (copied and computed) of
+     * stf_plan_bytes_total, with the tensor or layer at work; NULL: none.
+     * It replaces write.progress for the run. */
+    stf_progress_fn progress;
+    void *progress_ud;
 } stf_run_opts;
 
 /* Defaults of layout `version` (2 GiB working set, one output file; `write`
@@ -198,6 +204,95 @@ STF_API const stf_layer_metrics *stf_run_report_metrics(const stf_run_report *r,
 /* Files written (final paths), shards then index. */
 STF_API size_t stf_run_report_file_count(const stf_run_report *r);
 STF_API const char *stf_run_report_file(const stf_run_report *r, size_t i);
+
+/* ------------------------------------------------------------------ diff */
+
+/* The layout of stf_diff_opts this header describes. */
+#define STF_DIFF_OPTS_VERSION 1u
+
+typedef struct stf_diff_opts {
+    unsigned version;          /* STF_DIFF_OPTS_VERSION, set by stf_diff_opts_init */
+    int numeric;               /* compare the dequantized weights of quantized layers */
+    uint64_t max_mem;          /* numeric working set (default 256 MiB; at least one row) */
+    stf_pool *pool;            /* numeric decoding split over it; NULL = inline */
+    stf_progress_fn progress;  /* bytes read of both inputs; NULL: none */
+    void *progress_ud;
+} stf_diff_opts;
+
+/* Defaults of layout `version` (no numeric comparison, 256 MiB, no pool,
+ * no progress); as stf_open_opts_init_version. Call it through the
+ * stf_diff_opts_init macro. */
+STF_API void stf_diff_opts_init_version(stf_diff_opts *o, unsigned version);
+#define stf_diff_opts_init(o) stf_diff_opts_init_version((o), STF_DIFF_OPTS_VERSION)
+
+/* How a tensor differs (bits of stf_diff_tensor_info.what). */
+#define STF_DIFF_ADDED 1u     /* only in B */
+#define STF_DIFF_REMOVED 2u   /* only in A */
+#define STF_DIFF_DTYPE 4u     /* in both, dtype differs */
+#define STF_DIFF_SHAPE 8u     /* in both, shape differs */
+#define STF_DIFF_BYTES 16u    /* in both, data bytes differ (or their count) */
+
+/* One tensor that is not the same in A and B. */
+typedef struct stf_diff_tensor_info {
+    const char *name;          /* name_len bytes (may hold U+0000), then a NUL */
+    size_t name_len;
+    unsigned what;             /* STF_DIFF_* bits */
+    const stf_tensor_info *a;  /* in A, NULL when added */
+    const stf_tensor_info *b;  /* in B, NULL when removed */
+    uint64_t first_byte;       /* BYTES: offset of the first differing byte in the data */
+} stf_diff_tensor_info;
+
+/* A text that is not the same: a layer's marker (its key the layer prefix,
+ * the text the JSON ComfyUI reads, as Python's json.dumps writes it) or a
+ * __metadata__ entry (its key and value). NULL on the side that has none. */
+typedef struct stf_diff_text {
+    const char *key;           /* key_len bytes (may hold U+0000), then a NUL */
+    size_t key_len;
+    const char *a, *b;         /* NUL-terminated; a_len, b_len bytes */
+    size_t a_len, b_len;
+} stf_diff_text;
+
+/* The numeric comparison of one layer present in both (B against A). */
+typedef struct stf_diff_numeric_info {
+    const char *prefix;        /* prefix_len bytes (may hold U+0000), then a NUL */
+    size_t prefix_len;
+    int compared;              /* 0: see why */
+    const char *why;           /* not compared: the reason (cannot decode, shapes differ) */
+    stf_metrics_result m;      /* compared: rel_l2, cosine, max_abs at (max_row, max_col) */
+} stf_diff_numeric_info;
+
+typedef struct stf_diff stf_diff;
+
+/*
+ * Compare checkpoint B with A: tensors (by name: added, removed, dtype,
+ * shape and data bytes), the markers ComfyUI reads per layer, and the
+ * __metadata__ entries (of all shards, the first shard's value of a key).
+ * With o->numeric, every layer present in both with a weight and a marker or
+ * quantized weight on either side is decoded as exclude would decode it and
+ * compared in blocks of rows that fit o->max_mem (stfix-convrot(7), ERROR
+ * METRICS). Tensor data is compared in bounded pieces. Errors: STF_EIO from
+ * a read, STF_ENOMEM; a layer that cannot be decoded is reported in its
+ * stf_diff_numeric_info, not as an error. Names, keys and tensor infos point
+ * into `a` and `b`, which must outlive the result.
+ */
+STF_API int stf_diff_run(stf_diff **out, const stf_ckpt *a, const stf_ckpt *b,
+                         const stf_diff_opts *o, stf_err *err);
+STF_API void stf_diff_free(stf_diff *d);
+/* 1 when no tensor, marker or metadata entry differs (the numeric results
+ * do not count: they measure, they do not compare). */
+STF_API int stf_diff_identical(const stf_diff *d);
+/* Differing tensors: removed and changed in A's order, then added in B's. */
+STF_API size_t stf_diff_tensor_count(const stf_diff *d);
+STF_API const stf_diff_tensor_info *stf_diff_tensor(const stf_diff *d, size_t i);
+/* Differing markers, by layer: A's layers in order, then those only in B. */
+STF_API size_t stf_diff_marker_count(const stf_diff *d);
+STF_API const stf_diff_text *stf_diff_marker(const stf_diff *d, size_t i);
+/* Differing __metadata__ entries, sorted by key bytes. */
+STF_API size_t stf_diff_meta_count(const stf_diff *d);
+STF_API const stf_diff_text *stf_diff_meta(const stf_diff *d, size_t i);
+/* Numeric results (o->numeric), in A's layer order. */
+STF_API size_t stf_diff_numeric_count(const stf_diff *d);
+STF_API const stf_diff_numeric_info *stf_diff_numeric(const stf_diff *d, size_t i);
 
 #ifdef __cplusplus
 }

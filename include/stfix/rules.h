@@ -219,8 +219,37 @@ typedef struct stf_recipe_diags stf_recipe_diags;
 STF_API int stf_recipe_load_file(stf_recipe **out, stf_recipe_diags **diags, const char *path,
                                  stf_err *err);
 
+/* The layout of stf_recipe_opts this header describes. */
+#define STF_RECIPE_OPTS_VERSION 1u
+
+/* How a recipe's `include:` entries are found (stfix-rules(5), INCLUDES). */
+typedef struct stf_recipe_opts {
+    unsigned version;                 /* STF_RECIPE_OPTS_VERSION, set by stf_recipe_opts_init */
+    const char *const *search_dirs;   /* where `include: NAME` looks for NAME.yaml, in order */
+    size_t search_count;              /* 0: an include by name is an error */
+} stf_recipe_opts;
+
+/* Defaults of layout `version` (no search directories); as
+ * stf_open_opts_init_version. Call it through the stf_recipe_opts_init macro. */
+STF_API void stf_recipe_opts_init_version(stf_recipe_opts *o, unsigned version);
+#define stf_recipe_opts_init(o) stf_recipe_opts_init_version((o), STF_RECIPE_OPTS_VERSION)
+
+/*
+ * As stf_recipe_load_file, with the recipes it includes resolved as `o`
+ * says (NULL: stf_recipe_opts_init's defaults). An include is a path
+ * relative to the directory of the file that names it, or the NAME of a
+ * recipe in o->search_dirs. Rules are concatenated in order, each included
+ * file's where its `include:` is, before the file's own rules. A missing or
+ * invalid include, a cycle (the message names every file of it), more than
+ * 16 levels, 64 files or 4 MiB in all are problems of the including file,
+ * positioned at the include entry (STF_EFORMAT).
+ */
+STF_API int stf_recipe_load_file_opts(stf_recipe **out, stf_recipe_diags **diags,
+                                      const char *path, const stf_recipe_opts *o, stf_err *err);
+
 /* As stf_recipe_load_file on `len` bytes at `buf` (borrowed); `name` is the
- * file name used in messages. */
+ * file name used in messages (and relative includes are found from its
+ * directory). */
 STF_API int stf_recipe_load_mem(stf_recipe **out, stf_recipe_diags **diags, const void *buf,
                                 size_t len, const char *name, stf_err *err);
 
@@ -231,14 +260,25 @@ STF_API void stf_recipe_free(stf_recipe *r);
 STF_API unsigned stf_recipe_targets(const stf_recipe *r);
 /* The `description` text, or NULL. */
 STF_API const char *stf_recipe_description(const stf_recipe *r);
-/* Lower-case hex SHA-256 of the recipe file bytes (64 characters). */
+/* Lower-case hex SHA-256 (64 characters) of the resolved recipe
+ * (stf_recipe_resolved): the file's bytes when it includes nothing. */
 STF_API const char *stf_recipe_sha256(const stf_recipe *r);
+/* The resolved recipe, one YAML document with every include expanded
+ * (stfix-rules(5), INCLUDES): the file's bytes when it includes nothing.
+ * Owned by the recipe; *len (may be NULL) gets its bytes. */
+STF_API const char *stf_recipe_resolved(const stf_recipe *r, size_t *len);
+/* The files the recipe was read from: 0 is the one loaded, then each
+ * include in the order it was read. NULL when i is out of range. */
+STF_API size_t stf_recipe_file_count(const stf_recipe *r);
+STF_API const char *stf_recipe_file(const stf_recipe *r, size_t i);
 /* Rules in file order. */
 STF_API size_t stf_recipe_rule_count(const stf_recipe *r);
 STF_API const stf_rule *stf_recipe_rule(const stf_recipe *r, size_t i);
 
 STF_API const char *stf_rule_name(const stf_rule *rule);
 STF_API unsigned stf_rule_line(const stf_rule *rule);
+/* The file the rule is written in (one of stf_recipe_file). */
+STF_API const char *stf_rule_file(const stf_rule *rule);
 STF_API size_t stf_rule_action_count(const stf_rule *rule);
 STF_API const stf_action *stf_rule_action(const stf_rule *rule, size_t i);
 

@@ -89,4 +89,9 @@ void stf__header_free(stf__header *h);
  */
 int stf__json_put_string(stf_buf *b, const char *s, size_t n);
 
+/* The caller's write options (NULL: the defaults) into *dst in the newest
+ * layout: a version-1 caller's struct is read only as far as it goes.
+ * The version must have been checked. writer.c */
+void stf__write_opts_upgrade(stf_write_opts *dst, const stf_write_opts *src);
+
 #endif

@@ -46,11 +46,9 @@
 void stf_open_opts_init_version(stf_open_opts *o, unsigned version)
 {
     /* Version 1 is the layout up to canon_findings: fill just that part. */
-    size_t size = version == 1 ? offsetof(stf_open_opts, spool_dir) : sizeof *o;
-    if (!o || !stf__opts_reset(o, size, version == 1 ? STF_OPEN_OPTS_VERSION : version,
-                               STF_OPEN_OPTS_VERSION))
+    if (!o || !stf__opts_reset_v(o, sizeof *o, offsetof(stf_open_opts, spool_dir), version,
+                                 STF_OPEN_OPTS_VERSION))
         return;
-    o->version = version;
     o->max_header = HEADER_REF_MAX;
     o->max_tensors = 1000000u;
     o->max_rank = 8;
@@ -69,9 +67,7 @@ void stf_open_opts_init_version(stf_open_opts *o, unsigned version)
 void stf__open_opts_upgrade(stf_open_opts *dst, const stf_open_opts *src)
 {
     stf_open_opts_init(dst);
-    if (src->version == 1) memcpy(dst, src, offsetof(stf_open_opts, spool_dir));
-    else *dst = *src;
-    dst->version = STF_OPEN_OPTS_VERSION;
+    stf__opts_take(dst, src, sizeof *dst, offsetof(stf_open_opts, spool_dir), src->version);
     if (dst->zstd_cache_frames == 0) dst->zstd_cache_frames = 1;
 }
 

@@ -30,7 +30,7 @@ int stf_ckpt_rewrite(const stf_ckpt *c, const char *out_path, const stf_write_op
     stf_write_opts_init(&o);
     if (opts && stf__opts_version(err, opts->version, STF_WRITE_OPTS_VERSION, "stf_write_opts"))
         return STF_EINVAL;
-    if (opts) o = *opts;
+    stf__write_opts_upgrade(&o, opts);
     if (!o.input) o.input = c; /* the guard never lets the output replace c's files */
     int rc = stf_writer_new(&w, out_path, &o, err);
     if (rc) return rc;

@@ -23,7 +23,18 @@ static int refuse_changes(const stf_writer *w, stf_err *err)
 /* Defaults: one output file, fsync on (contract in container.h). */
 void stf_write_opts_init_version(stf_write_opts *o, unsigned version)
 {
-    if (!o || !stf__opts_reset(o, sizeof *o, version, STF_WRITE_OPTS_VERSION)) return;
+    if (o)
+        stf__opts_reset_v(o, sizeof *o, offsetof(stf_write_opts, progress), version,
+                          STF_WRITE_OPTS_VERSION);
+}
+
+/* The caller's write options in the newest layout (contract in
+ * container_internal.h). */
+void stf__write_opts_upgrade(stf_write_opts *dst, const stf_write_opts *src)
+{
+    stf_write_opts_init(dst);
+    if (src)
+        stf__opts_take(dst, src, sizeof *dst, offsetof(stf_write_opts, progress), src->version);
 }
 
 /*
@@ -38,7 +49,7 @@ int stf_writer_new(stf_writer **out, const char *path, const stf_write_opts *opt
     stf_write_opts_init(&o);
     if (opts && stf__opts_version(err, opts->version, STF_WRITE_OPTS_VERSION, "stf_write_opts"))
         return STF_EINVAL;
-    if (opts) o = *opts;
+    stf__write_opts_upgrade(&o, opts);
     int rc = stf_output_check(path, &o, err);
     if (rc) return rc;
     stf_writer *w = stf__calloc(1, sizeof *w);

@@ -124,6 +124,11 @@ static int write_shard(stf_writer *w, stf__sink *sk, const char *path, size_t sh
         tt[i]->file_off = 8 + hn + info[i].begin;
         if (tt[i]->src.kind == STF_SRC_DEFERRED && tt[i]->info.nbytes) holes = 1;
         if ((rc = write_tensor(sk, tt[i], st, err))) goto done;
+        if (tt[i]->src.kind != STF_SRC_DEFERRED && w->opts.progress) {
+            w->written += tt[i]->info.nbytes;
+            w->opts.progress(w->opts.progress_ud, w->written, w->to_write, tt[i]->info.name,
+                             tt[i]->info.name_len);
+        }
     }
     /* A trailing deferred tensor is a hole past the last write: the size
      * must cover it so fills land inside the file and readers see it. */
@@ -249,9 +254,11 @@ int stf_writer_prepare(stf_writer *w, stf_err *err)
     size_t *unit = stf__calloc(m, sizeof *unit), *order = stf__calloc(m, sizeof *order);
     w->filled = stf__calloc(m, sizeof *w->filled);
     if (!wo || !out || !info || !unit || !order || !w->filled) goto oom;
+    w->written = w->to_write = 0;
     for (size_t i = 0; i < n; i++) {
         wo[i] = &w->t[i];
         atomic_init(&w->filled[i], 0);
+        if (w->t[i].src.kind != STF_SRC_DEFERRED) w->to_write += w->t[i].info.nbytes;
     }
     atomic_init(&w->fill_failed, 0);
     if (n > 1) qsort(wo, n, sizeof *wo, wt_cmp);
@@ -294,6 +301,7 @@ int stf_writer_prepare(stf_writer *w, stf_err *err)
     if (ns > 1 && (rc = write_index(w, &w->sinks[ns], w->finals[ns], out, &plan, files, err)))
         goto done;
     w->state = STF__W_PREPARED;
+    if (w->opts.progress) w->opts.progress(w->opts.progress_ud, w->to_write, w->to_write, NULL, 0);
     goto done;
 oom:
     rc = stf__err(err, STF_ENOMEM, "%s: out of memory", w->path);

@@ -47,6 +47,7 @@ struct stf_writer {
     atomic_int fill_failed;        /* a fill failed: commit must refuse */
     stf__out_lock lock;            /* held from new until commit or free */
     stf__out_inputs inputs;        /* opts.input's files, for commit's re-check */
+    uint64_t written, to_write;    /* prepare's bytes, for opts.progress */
 };
 
 #endif

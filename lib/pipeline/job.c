@@ -419,6 +419,7 @@ static int run_blocks(stf__jobrun *jr, const stf__job *job, const stf__decoder *
         }
         if (total)
             for (size_t i = 0; i < rows; i++) stf_metrics_merge(total, &jr->rowm[i]);
+        if (jr->tick) jr->tick(jr->tick_ud, job);
     }
     jr->ref = ref_keep;
     jr->scale = scale_keep;

@@ -16,12 +16,9 @@
 void stf_plan_opts_init_version(stf_plan_opts *o, unsigned version)
 {
     /* Layout 1 ends before max_mem. */
-    if (o && version == 1u) {
-        memset(o, 0, offsetof(stf_plan_opts, max_mem));
-        o->version = version;
-    } else if (!o || !stf__opts_reset(o, sizeof *o, version, STF_PLAN_OPTS_VERSION)) {
+    if (!o || !stf__opts_reset_v(o, sizeof *o, offsetof(stf_plan_opts, max_mem), version,
+                                 STF_PLAN_OPTS_VERSION))
         return;
-    }
     o->quant_mode = STF_QMODE_CUDA;
     o->tau = 0.99;
 }

@@ -168,6 +168,14 @@ char *stf__rename_apply(const stf_action *a, const char *name, size_t len, size_
                         int *hit);
 
 /*
+ * How to read layer li of `m` to f32 rows as it is stored, outside any plan
+ * (stf_diff): the decode exclude would use, square per-channel INT8 scales
+ * told apart by the H1 probe. STF_EFORMAT naming the layer when stfix cannot
+ * decode it (no weight, a format or dtype it does not read).
+ */
+int stf__layer_decode(stf__decode *d, const stf_model *m, size_t li, stf_err *err);
+
+/*
  * The stf_layer_view of model layer `l`, as the input holds it. Marker
  * fields and shapes point into `store` (caller's) and the model. `probe`
  * (H1) and `rotation` are set by the caller.

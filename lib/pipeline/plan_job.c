@@ -11,11 +11,8 @@
 
 #include "pipeline/plan_work.h"
 
-/*
- * How to read f32 rows of what the layer holds now (stfix-convrot(7),
- * DEQUANTIZATION and SYLVESTER ORDER).
- */
-static int make_decode(stf__layer_work *w, stf__decode *d, stf_err *err)
+/* How to read f32 rows of what the layer holds now (contract in plan_work.h). */
+int stf__work_decode(stf__layer_work *w, stf__decode *d, stf_err *err)
 {
     stf__tensor_slot *W = &w->s[STF_SFX_WEIGHT], *S = &w->s[STF_SFX_WEIGHT_SCALE];
     char msg[320];
@@ -199,7 +196,7 @@ int stf__work_exclude(stf__layer_work *w, stf_dtype want, stf_err *err)
      * byte; a format stfix cannot read is refused by name). */
     stf__decode d;
     w->format = format;
-    int rc = make_decode(w, &d, err);
+    int rc = stf__work_decode(w, &d, err);
     w->format = NULL;
     if (rc) return rc;
     memset(&w->job, 0, sizeof w->job);
@@ -279,7 +276,7 @@ int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_format_id 
         return stf__work_refuse(w, err, msg);
     }
     stf__decode d;
-    int rc = make_decode(w, &d, err);
+    int rc = stf__work_decode(w, &d, err);
     if (rc) return rc;
     unsigned g = 0;
     char why[160];

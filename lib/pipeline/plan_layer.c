@@ -392,26 +392,24 @@ done:
     return rc;
 }
 
-/* Apply a layer's matched actions and append its outputs (see plan_internal.h). */
-int stf__plan_layer(stf__plan_builder *b, size_t li, const stf_layer *l, const stf_layer_view *v,
-                    const stf__matched_action *acts, size_t n, stf_err *err)
+/* The working state of layer l as the input holds it: its tensors' slots. */
+static int work_init(stf__layer_work *w, stf__plan_builder *b, const stf_layer *l,
+                     const stf_layer_view *v, stf_err *err)
 {
-    stf__layer_work w;
-    int rc = 0;
-    memset(&w, 0, sizeof w);
-    w.b = b;
-    w.l = l;
-    w.v = v;
-    w.n = v->n;
-    w.k = v->k;
-    w.format = v->format;
-    stf__name_render(w.shown, sizeof w.shown, l->prefix, l->prefix_len);
-    stf__buf_init(&w.sum);
+    memset(w, 0, sizeof *w);
+    w->b = b;
+    w->l = l;
+    w->v = v;
+    w->n = v->n;
+    w->k = v->k;
+    w->format = v->format;
+    stf__name_render(w->shown, sizeof w->shown, l->prefix, l->prefix_len);
+    stf__buf_init(&w->sum);
     for (int sx = 0; sx < STF_SFX_COUNT; sx++) {
         int64_t ti = stf_layer_tensor(l, sx);
         if (ti < 0) continue;
         const stf_tensor_info *t = stf_ckpt_tensor(b->p->c, (size_t)ti);
-        stf__tensor_slot *sl = &w.s[sx];
+        stf__tensor_slot *sl = &w->s[sx];
         if (t->rank > SLOT_MAX_RANK) {
             char tn[STF__NAME_SHOWN];
             return stf__err(err, STF_EUNSUPPORTED, "%s: rank %u",
@@ -423,6 +421,53 @@ int stf__plan_layer(stf__plan_builder *b, size_t li, const stf_layer *l, const s
         stf__slot_set_shape(sl, t->rank, t->shape);
         sl->nelem = t->nelem;
         sl->op = STF_OUT_COPY;
+    }
+    return 0;
+}
+
+/* How to read layer li's weight as it is stored (contract in plan_internal.h). */
+int stf__layer_decode(stf__decode *d, const stf_model *m, size_t li, stf_err *err)
+{
+    const stf_layer *l = stf_model_layer(m, li);
+    if (!l) return stf__err(err, STF_EINVAL, "decode: layer %zu out of range", li);
+    /* A plan of no rules, so that the actions' helpers see the checkpoint. */
+    stf_plan p;
+    stf__plan_builder b;
+    memset(&p, 0, sizeof p);
+    memset(&b, 0, sizeof b);
+    p.c = stf_model_ckpt(m);
+    b.p = &p;
+    b.m = m;
+    stf__view_store store;
+    memset(&store, 0, sizeof store);
+    stf_layer_view v;
+    int rc = stf__plan_view(&v, &store, m, l, err);
+    /* Per-channel scales of a square weight: the H1 probe tells rows from
+     * columns, as for a recipe that asks for it. */
+    int64_t wi = stf_layer_tensor(l, STF_SFX_WEIGHT), si = stf_layer_tensor(l, STF_SFX_WEIGHT_SCALE);
+    if (!rc && wi >= 0 && si >= 0 && v.n == v.k && v.weight_dtype == STF_I8 &&
+        stf_ckpt_tensor(p.c, (size_t)si)->nelem == v.n)
+        rc = stf__plan_probe_h1(&v.probe, NULL, m, l, stf__plan_probe_w4(l), err);
+    stf__layer_work w;
+    if (!rc) rc = work_init(&w, &b, l, &v, err);
+    if (!rc) {
+        rc = stf__work_decode(&w, d, err);
+        stf__buf_free(&w.sum);
+        stf_pyval_free(w.recovered);
+    }
+    stf__view_store_free(&store);
+    return rc;
+}
+
+/* Apply a layer's matched actions and append its outputs (see plan_internal.h). */
+int stf__plan_layer(stf__plan_builder *b, size_t li, const stf_layer *l, const stf_layer_view *v,
+                    const stf__matched_action *acts, size_t n, stf_err *err)
+{
+    stf__layer_work w;
+    int rc = work_init(&w, b, l, v, err);
+    if (rc) {
+        stf__buf_free(&w.sum);
+        return rc;
     }
     w.out_prefix = stf__strndup(l->prefix, l->prefix_len);
     w.out_prefix_len = l->prefix_len;

@@ -13,6 +13,7 @@
 int stf__work_refuse(stf__layer_work *w, stf_err *err, const char *what)
 {
     const stf__matched_action *pa = w->cur;
+    if (!pa) return stf__err(err, STF_EFORMAT, "layer '%s': %s", w->shown, what);
     return stf__err(err, STF_EFORMAT, "layer '%s': rule '%s' (recipe line %u): %s: %s",
                     w->shown, pa ? stf_rule_name(pa->rule) : "?",
                     pa ? pa->a->line : 0u, pa ? stf_action_name(pa->a->kind) : "?", what);

@@ -68,6 +68,11 @@ extern const size_t stf__weight_ncompanions;
 
 /* ------------------------------------------ data and marker actions (plan_job.c) */
 
+/* How to read f32 rows of what the layer holds now (stfix-convrot(7),
+ * DEQUANTIZATION and SYLVESTER ORDER); STF_EFORMAT (stf__work_refuse) for a
+ * layer stfix cannot decode. */
+int stf__work_decode(stf__layer_work *w, stf__decode *d, stf_err *err);
+
 /* The actions of plan_job.c; 0 or STF_EFORMAT (via stf__work_refuse). */
 int stf__work_exclude(stf__layer_work *w, stf_dtype want, stf_err *err);
 int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_format_id to,

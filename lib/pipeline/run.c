@@ -6,6 +6,8 @@
  * place. Any failure frees the writer, which removes its temps: nothing
  * appears at the output path and the input is never touched.
  */
+#include <stdatomic.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "pipeline/run_internal.h"
@@ -22,9 +24,11 @@ struct stf_run_report {
 /* Defaults (contract in pipeline.h). */
 void stf_run_opts_init_version(stf_run_opts *o, unsigned version)
 {
-    if (!o || !stf__opts_reset(o, sizeof *o, version, STF_RUN_OPTS_VERSION)) return;
+    /* Version 1 ends with a version-1 stf_write_opts. */
+    size_t v1 = offsetof(stf_run_opts, write) + offsetof(stf_write_opts, progress);
+    if (!o || !stf__opts_reset_v(o, sizeof *o, v1, version, STF_RUN_OPTS_VERSION)) return;
     o->max_mem = (uint64_t)2 << 30;
-    stf_write_opts_init(&o->write);
+    stf_write_opts_init_version(&o->write, version >= 2 ? STF_WRITE_OPTS_VERSION : 1);
 }
 
 /* Free a report (contract in pipeline.h). */
@@ -109,13 +113,52 @@ typedef struct run_ctx {
     const stf_plan *p;
     stf_writer *w;
     size_t *ids;                 /* writer id of each plan output */
+    /* Progress: the caller's callback, the bytes the writer wrote in
+     * prepare, the bytes jobs filled (from the pool's threads), the last
+     * count reported. */
+    stf_progress_fn progress;
+    void *progress_ud;
+    uint64_t written, shown;
+    _Atomic uint64_t filled;
 } run_ctx;
 
 static int emit_fill(void *ud, size_t out, uint64_t off, const void *data, size_t len,
                      stf_err *err)
 {
-    const run_ctx *rc = ud;
-    return stf_writer_fill(rc->w, rc->ids[out], off, data, len, err);
+    run_ctx *rc = ud;
+    int r = stf_writer_fill(rc->w, rc->ids[out], off, data, len, err);
+    if (!r) atomic_fetch_add(&rc->filled, (uint64_t)len);
+    return r;
+}
+
+/* Report the bytes done so far, never fewer than last time. */
+static void report(run_ctx *rc, const char *what, size_t len)
+{
+    uint64_t done = rc->written + atomic_load(&rc->filled), total = rc->p->bytes_total;
+    if (done > total) done = total;
+    if (done < rc->shown) done = rc->shown;
+    rc->shown = done;
+    rc->progress(rc->progress_ud, done, total, what, len);
+}
+
+/* The writer's progress in prepare: the bytes it copied or made. */
+static void on_written(void *ud, uint64_t done, uint64_t total, const char *what, size_t len)
+{
+    (void)total;
+    run_ctx *rc = ud;
+    rc->written = done;
+    report(rc, what, len);
+}
+
+/* A block of a job was emitted: name its layer (or its weight). */
+static void on_block(void *ud, const stf__job *job)
+{
+    run_ctx *rc = ud;
+    const stf_plan_tensor_info *wt = &rc->p->outs[job->out_weight].pub;
+    size_t li = wt->layer;
+    if (li < rc->p->nlayers && rc->p->layers[li].pub.out_prefix)
+        report(rc, rc->p->layers[li].pub.out_prefix, rc->p->layers[li].pub.out_prefix_len);
+    else report(rc, wt->name, wt->name_len);
 }
 
 /* Add output i with its source. */
@@ -238,6 +281,10 @@ static int run_jobs(stf_run_report *rep, const stf_plan *p, run_ctx *ctx,
     stf__jobrun jr;
     int rc = 0;
     stf__jobrun_init(&jr, p->c, o->pool, o->max_mem, emit_fill, ctx);
+    if (ctx->progress) {
+        jr.tick = on_block;
+        jr.tick_ud = ctx;
+    }
     if (o->error_metrics && p->njobs) {
         rep->metrics = stf__calloc(p->njobs, sizeof *rep->metrics);
         if (!rep->metrics) {
@@ -283,7 +330,10 @@ int stf_plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
     stf_run_report *rep = NULL;
     cast_src *casts = NULL;
     size_t ncasts = 0;
-    run_ctx ctx = { p, NULL, NULL };
+    run_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.p = p;
+    atomic_init(&ctx.filled, 0);
     int rc;
     if (out) *out = NULL;
     if (!p || !out_path) return stf__err(err, STF_EINVAL, "run: NULL plan or output path");
@@ -306,7 +356,14 @@ int stf_plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
         goto done;
     }
 
-    wo = o->write;
+    stf_write_opts_init(&wo);
+    stf__opts_take(&wo, &o->write, sizeof wo, offsetof(stf_write_opts, progress), o->write.version);
+    if (o->version >= 2 && o->progress) {
+        ctx.progress = o->progress;
+        ctx.progress_ud = o->progress_ud;
+        wo.progress = on_written;
+        wo.progress_ud = &ctx;
+    }
     if (o->max_shard_size) wo.max_shard_size = o->max_shard_size;
     if (!wo.input) wo.input = p->c; /* the guard never lets the output replace the input */
     rc = stf_writer_new(&w, out_path, &wo, err);
@@ -354,6 +411,10 @@ int stf_plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
                             err);
     if (rc) goto done;
     rc = stf_writer_commit(w, err);
+    if (!rc && ctx.progress) {
+        ctx.written = p->bytes_total;
+        report(&ctx, NULL, 0);
+    }
 done:
     /* After a successful commit free only releases memory; otherwise it removes the temps. */
     stf_writer_free(w);

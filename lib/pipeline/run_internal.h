@@ -127,6 +127,10 @@ typedef struct stf__jobrun {
     size_t rowm_cap;
     float *wide;                /* a wide row's quantizer scratch (job_wide.c) */
     size_t wide_cap;
+    /* Called on the calling thread after each block of rows is emitted
+     * (progress); NULL: none. Set after stf__jobrun_init. */
+    void (*tick)(void *ud, const stf__job *job);
+    void *tick_ud;
 } stf__jobrun;
 
 /* Zero the runner and set its inputs. Never fails. */

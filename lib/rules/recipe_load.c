@@ -1,19 +1,21 @@
 /*
- * Recipe loading: read the file, hash its bytes, parse the YAML document and
- * validate the top-level and rule schema (selectors and actions are
- * validated by their own files). Validation goes on after a problem so that
- * `stfix rules lint` can show every one of them in a single run.
+ * Recipe loading: read the file, parse the YAML document and validate the
+ * top-level and rule schema (selectors and actions are validated by their
+ * own files, includes by recipe_include.c), then hash the resolved recipe.
+ * Validation goes on after a problem so that `stfix rules lint` can show
+ * every one of them in a single run.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rules/rules_internal.h"
 
-#define RECIPE_MAX_BYTES (1u << 20)
-#define RECIPE_MAX_RULES 10000
+#define RECIPE_MAX_BYTES STF__RECIPE_MAX_BYTES
+#define RECIPE_MAX_RULES STF__RECIPE_MAX_RULES
 
-static const char top_keys[] = "stfix, target, description, rules, parallel";
+static const char top_keys[] = "stfix, target, description, include, rules, parallel";
 static const char rule_keys[] = "name, description, match, do";
 
 /* Frees a recipe and everything it owns; no-op on NULL. */
@@ -30,7 +32,16 @@ void stf_recipe_free(stf_recipe *r)
     stf__free(r->rules);
     stf__styles_free(r->styles, r->nstyles);
     stf__free(r->description);
+    for (size_t i = 0; i < r->file_count; i++) stf__free(r->files[i]);
+    stf__free(r->files);
+    stf__free(r->resolved);
     stf__free(r);
+}
+
+/* Defaults (contract in rules.h). */
+void stf_recipe_opts_init_version(stf_recipe_opts *o, unsigned version)
+{
+    if (o) stf__opts_reset(o, sizeof *o, version, STF_RECIPE_OPTS_VERSION);
 }
 
 /* Bitmask of STF_CONSUMER_*; 0 for NULL. */
@@ -49,6 +60,25 @@ const char *stf_recipe_description(const stf_recipe *r)
 const char *stf_recipe_sha256(const stf_recipe *r)
 {
     return r ? r->sha256 : NULL;
+}
+
+/* The resolved text, owned by the recipe (contract in rules.h). */
+const char *stf_recipe_resolved(const stf_recipe *r, size_t *len)
+{
+    if (len) *len = r ? r->resolved_len : 0;
+    return r ? r->resolved : NULL;
+}
+
+/* Number of files read; 0 for NULL. */
+size_t stf_recipe_file_count(const stf_recipe *r)
+{
+    return r ? r->file_count : 0;
+}
+
+/* File i as named when read, or NULL when out of range. */
+const char *stf_recipe_file(const stf_recipe *r, size_t i)
+{
+    return r && i < r->file_count ? r->files[i] : NULL;
 }
 
 /* Number of rules; 0 for NULL. */
@@ -73,6 +103,12 @@ const char *stf_rule_name(const stf_rule *rule)
 unsigned stf_rule_line(const stf_rule *rule)
 {
     return rule ? rule->line : 0;
+}
+
+/* The file the rule is written in, owned by the recipe. */
+const char *stf_rule_file(const stf_rule *rule)
+{
+    return rule ? rule->file : NULL;
 }
 
 /* Number of resolved actions of the rule. */
@@ -137,8 +173,10 @@ int stf__check_keys(const stf__ynode *m, const char *path, const char *allowed,
     return 0;
 }
 
+/* The targets of one file, added to those of its includes. */
 static int parse_targets(stf_recipe *r, const stf__ynode *v, stf_recipe_diags *d)
 {
+    unsigned mine = 0;
     const char *what = "sglang, comfyui, or a list of them";
     size_t n = v->type == STF__Y_SEQ ? v->count : 1;
     if (v->type == STF__Y_MAP || n == 0 || (v->type == STF__Y_SCALAR && stf__y_is_null(v)))
@@ -153,17 +191,20 @@ static int parse_targets(stf_recipe *r, const stf__ynode *v, stf_recipe_diags *d
         else if (stf__y_is_word(it, "comfyui")) bit = STF_CONSUMER_COMFYUI;
         int rc = 0;
         if (!bit) rc = stf__bad(d, it, p, "sglang or comfyui");
-        else if (r->targets & bit)
+        else if (mine & bit)
             rc = stf__diag_add(d, it->line, it->col, "%s: '%s' is listed twice", p, it->text);
         if (rc) return rc;
-        r->targets |= bit;
+        mine |= bit;
     }
+    r->targets |= mine;
     return 0;
 }
 
-static int parse_rule(stf_recipe *r, stf_rule *ru, const stf__ynode *m, size_t idx,
+/* Rule `idx` of its file, at r->rules[base + idx]. */
+static int parse_rule(stf_recipe *r, size_t base, const stf__ynode *m, size_t idx,
                       stf_recipe_diags *d)
 {
+    stf_rule *ru = &r->rules[base + idx];
     static const char *const required[] = { "name", "match", "do", NULL };
     char path[STF__PATH_MAX], sub[STF__PATH_MAX], clip[STF__CLIP_SIZE];
     stf__path(path, sizeof path, "rules[%zu]", idx);
@@ -177,11 +218,18 @@ static int parse_rule(stf_recipe *r, stf_rule *ru, const stf__ynode *m, size_t i
         if (!stf__y_is_string(name) || name->len == 0) {
             rc = stf__bad(d, name, sub, "a non-empty string");
         } else {
-            for (size_t i = 0; i < idx && !rc; i++)
-                if (r->rules[i].name && !strcmp(r->rules[i].name, name->text))
+            for (size_t i = 0; i < base + idx && !rc; i++) {
+                const stf_rule *o = &r->rules[i];
+                if (!o->name || strcmp(o->name, name->text)) continue;
+                if (i >= base)
                     rc = stf__diag_add(d, name->line, name->col,
                                        "%s: duplicate rule name '%s' (first at line %u)", sub,
-                                       stf__clip(clip, name->text), r->rules[i].line);
+                                       stf__clip(clip, name->text), o->line);
+                else
+                    rc = stf__diag_add(d, name->line, name->col,
+                                       "%s: duplicate rule name '%s' (first at %s:%u)", sub,
+                                       stf__clip(clip, name->text), o->file, o->line);
+            }
             if (!rc) {
                 ru->name = stf__strdup(name->text);
                 if (!ru->name) return STF_ENOMEM;
@@ -209,10 +257,32 @@ static int parse_rule(stf_recipe *r, stf_rule *ru, const stf__ynode *m, size_t i
     return rc;
 }
 
-/* Validates the document into `r`; problems go to `d`. 0 or STF_ENOMEM. */
-static int build(stf_recipe *r, const stf__ynode *root, stf_recipe_diags *d)
+/* Room for n more rules in r. 0 or STF_ENOMEM. */
+static int rules_reserve(stf_recipe *r, size_t n)
 {
-    static const char *const required[] = { "stfix", "target", "rules", NULL };
+    if (r->rule_count + n <= r->rule_cap) return 0;
+    size_t cap = r->rule_count + n;
+    if (cap < 2 * r->rule_cap) cap = 2 * r->rule_cap;
+    stf_rule *v = stf__realloc(r->rules, cap * sizeof *v);
+    if (!v) return STF_ENOMEM;
+    memset(v + r->rule_cap, 0, (cap - r->rule_cap) * sizeof *v);
+    r->rules = v;
+    r->rule_cap = cap;
+    return 0;
+}
+
+/*
+ * Validates the document of file `file` (its bytes `src`) into `r`, its
+ * includes first; problems go to L->d. `top`: the file loaded, whose
+ * description is the recipe's. 0 or STF_ENOMEM.
+ */
+static int build(stf__rload *L, stf_recipe *r, const stf__ynode *root, const char *src,
+                 const char *file, int top)
+{
+    static const char *const req_top[] = { "stfix", "target", "rules", NULL };
+    static const char *const req_inc[] = { "stfix", "rules", NULL };
+    static const char *const req_any[] = { "stfix", NULL };
+    stf_recipe_diags *d = L->d;
     long long ver;
     int rc;
     if (!root || stf__y_is_null(root))
@@ -220,7 +290,11 @@ static int build(stf_recipe *r, const stf__ynode *root, stf_recipe_diags *d)
                                       "stfix, target and rules)");
     if (root->type != STF__Y_MAP)
         return stf__bad(d, root, "recipe", "a mapping with stfix, target and rules");
-    if ((rc = stf__check_keys(root, "recipe", top_keys, required, d))) return rc;
+    /* A file that includes others may leave target and rules to them; an
+     * included file may leave target to the file that includes it. */
+    const stf__ynode *inc = stf__y_get(root, "include");
+    if ((rc = stf__check_keys(root, "recipe", top_keys, inc ? req_any : top ? req_top : req_inc, d)))
+        return rc;
     const stf__ynode *v = stf__y_get(root, "stfix");
     if (v) {
         if (stf__y_int(v, &ver)) rc = stf__bad(d, v, "stfix", "the format version 1");
@@ -234,37 +308,102 @@ static int build(stf_recipe *r, const stf__ynode *root, stf_recipe_diags *d)
     if ((v = stf__y_get(root, "description"))) {
         if (!stf__y_is_string(v)) {
             if ((rc = stf__bad(d, v, "description", "a string"))) return rc;
-        } else if (!(r->description = stf__strdup(v->text))) {
+        } else if (top && !(r->description = stf__strdup(v->text))) {
             return STF_ENOMEM;
         }
     }
-    if ((v = stf__y_get(root, "parallel")) &&
-        (rc = stf__styles_parse(&r->styles, &r->nstyles, v, "parallel", d)))
-        return rc;
-    v = stf__y_get(root, "rules");
-    if (!v) return 0;
-    if (v->type != STF__Y_SEQ) return stf__bad(d, v, "rules", "a sequence of rules");
-    if (v->count > RECIPE_MAX_RULES)
-        return stf__diag_add(d, v->line, v->col, "rules: more than %d rules", RECIPE_MAX_RULES);
-    if (v->count) {
-        r->rules = stf__calloc(v->count, sizeof *r->rules);
-        if (!r->rules) return STF_ENOMEM;
+    if (inc) {
+        L->includes = 1;
+        if ((rc = stf__recipe_include(L, r, inc, file))) return rc;
     }
-    for (size_t i = 0; i < v->count; i++) {
-        r->rule_count = i + 1;
-        if ((rc = parse_rule(r, &r->rules[i], v->items[i], i, d))) return rc;
+    /* Tensor-parallel styles, like rules: the included files' first. */
+    if ((v = stf__y_get(root, "parallel"))) {
+        stf__style_entry *sv = NULL;
+        size_t sn = 0;
+        if ((rc = stf__styles_parse(&sv, &sn, v, "parallel", d))) return rc;
+        if (sn) {
+            stf__style_entry *all = stf__realloc(r->styles, (r->nstyles + sn) * sizeof *all);
+            if (!all) {
+                stf__styles_free(sv, sn);
+                return STF_ENOMEM;
+            }
+            memcpy(all + r->nstyles, sv, sn * sizeof *sv);
+            r->styles = all;
+            r->nstyles += sn;
+            stf__free(sv);
+            for (size_t i = 0; i < v->count; i++)
+                if ((rc = stf__recipe_text_item(&L->styles_text, src, v->items[i]))) return rc;
+        }
+    }
+    v = stf__y_get(root, "rules");
+    if (v && v->type != STF__Y_SEQ) return stf__bad(d, v, "rules", "a sequence of rules");
+    size_t n = v ? v->count : 0, base = r->rule_count;
+    if (n > RECIPE_MAX_RULES - (base < RECIPE_MAX_RULES ? base : RECIPE_MAX_RULES))
+        return stf__diag_add(d, v->line, v->col, "rules: more than %d rules%s",
+                             RECIPE_MAX_RULES, base ? " with the included ones" : "");
+    if ((rc = rules_reserve(r, n))) return rc;
+    for (size_t i = 0; i < n; i++) {
+        r->rule_count = base + i + 1;
+        r->rules[base + i].file = file;
+        if ((rc = parse_rule(r, base, v->items[i], i, d))) return rc;
+        if ((rc = stf__recipe_text_item(&L->rules_text, src, v->items[i]))) return rc;
+    }
+    if (top && L->includes && !d->count) {
+        if (!r->targets)
+            return stf__diag_add(d, root->line, root->col,
+                                 "target: neither this recipe nor the ones it includes name one");
+        return stf__recipe_text_make(L, r, src, root);
     }
     return 0;
 }
 
-static int build_cb(void *r, const stf__ynode *root, stf_recipe_diags *d)
+/* One file of a recipe (contract in rules_internal.h). */
+int stf__recipe_load_doc(stf__rload *L, stf_recipe *r, const char *buf, size_t len,
+                         const char *name, char *real)
 {
-    return build(r, root, d);
+    char **files = stf__realloc(r->files, (r->file_count + 1) * sizeof *files);
+    if (!files) {
+        stf__free(real);
+        return STF_ENOMEM;
+    }
+    r->files = files;
+    if (!(files[r->file_count] = stf__strdup(name))) {
+        stf__free(real);
+        return STF_ENOMEM;
+    }
+    const char *file = files[r->file_count++];
+    int top = L->depth == 0;
+    L->chain[L->depth] = file;
+    L->real[L->depth++] = real;
+    /* Problems in this file are named after it. */
+    char *outer = L->d->name;
+    L->d->name = (char *)file;
+    stf__ynode *root = NULL;
+    stf_err perr;
+    stf_err_clear(&perr);
+    int rc = stf__yaml_parse(&root, L->d, len ? buf : "", len, &perr);
+    if (rc == STF_EFORMAT) rc = 0; /* the problem is in L->d */
+    else if (rc == 0) rc = build(L, r, root, len ? buf : "", file, top);
+    L->d->name = outer;
+    stf__free(L->real[--L->depth]);
+    L->real[L->depth] = NULL;
+    stf__ynode_free(root);
+    return rc;
 }
 
-/* Loads a recipe from memory; see rules.h for ownership and errors. */
-int stf_recipe_load_mem(stf_recipe **out, stf_recipe_diags **diags, const void *buf,
-                        size_t len, const char *name, stf_err *err)
+/* The real path of `path`, or a copy of it when it has none; NULL when
+ * out of memory. */
+static char *real_or_copy(const char *path)
+{
+    char *rp = realpath(path, NULL);
+    if (!rp) return stf__strdup(path);
+    char *s = stf__strdup(rp);
+    free(rp);
+    return s;
+}
+
+static int load(stf_recipe **out, stf_recipe_diags **diags, const void *buf, size_t len,
+                const char *name, const stf_recipe_opts *o, stf_err *err)
 {
     *out = NULL;
     if (diags) *diags = NULL;
@@ -273,68 +412,81 @@ int stf_recipe_load_mem(stf_recipe **out, stf_recipe_diags **diags, const void *
     if (len > RECIPE_MAX_BYTES)
         return stf__err(err, STF_ELIMIT, "%s: recipe is larger than %u bytes", name,
                         RECIPE_MAX_BYTES);
-    stf_recipe *r = stf__calloc(1, sizeof *r);
-    if (!r) return stf__err(err, STF_ENOMEM, "out of memory");
-    stf__sha256_hex(r->sha256, len ? buf : "", len);
-    int rc = stf__yaml_load(diags, buf, len, name, build_cb, r, err);
-    if (rc) {
-        stf_recipe_free(r);
-        return rc;
-    }
-    *out = r;
-    return 0;
-}
-
-/* Reads the file at `path` (at most 1 MiB) into a new buffer *buf of *len
- * bytes; `what` ("recipe") names the file in messages. */
-int stf__read_small_file(char **buf, size_t *len, const char *path, const char *what,
-                         stf_err *err)
-{
-    *buf = NULL;
-    *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        int e = errno;
-        return stf__err(err, e == ENOENT ? STF_ENOTFOUND : STF_EIO, "%s: cannot open: %s", path,
-                        strerror(e));
-    }
-    char *b = stf__malloc(RECIPE_MAX_BYTES + 1);
-    int rc = 0;
-    if (!b) {
+    stf_recipe_opts defaults;
+    stf_recipe_opts_init(&defaults);
+    if (!o) o = &defaults;
+    int rc = stf__opts_version(err, o->version, STF_RECIPE_OPTS_VERSION, "stf_recipe_opts");
+    if (rc) return rc;
+    stf__rload L;
+    memset(&L, 0, sizeof L);
+    L.o = o;
+    L.bytes = len;
+    stf__buf_init(&L.rules_text);
+    stf__buf_init(&L.styles_text);
+    stf_recipe *r = NULL;
+    char *real = NULL;
+    L.d = stf__diags_new(name);
+    if (!L.d || !(r = stf__calloc(1, sizeof *r)) || !(real = real_or_copy(name)) ||
+        stf__recipe_load_doc(&L, r, len ? buf : "", len, name, real)) {
         rc = stf__err(err, STF_ENOMEM, "out of memory");
         goto done;
     }
-    size_t n = fread(b, 1, RECIPE_MAX_BYTES + 1, f);
-    if (ferror(f)) {
-        rc = stf__err(err, STF_EIO, "%s: read error: %s", path, strerror(errno));
+    if (L.d->count) {
+        rc = stf__err(err, STF_EFORMAT, "%s", L.d->v[0].text);
+        if (diags) {
+            *diags = L.d;
+            L.d = NULL;
+        }
         goto done;
     }
-    if (n > RECIPE_MAX_BYTES) {
-        rc = stf__err(err, STF_ELIMIT, "%s: %s is larger than %u bytes", path, what,
-                      RECIPE_MAX_BYTES);
-        goto done;
+    /* Without includes the resolved recipe is the file itself. */
+    if (!r->resolved) {
+        r->resolved = stf__malloc(len + 1);
+        if (!r->resolved) {
+            rc = stf__err(err, STF_ENOMEM, "out of memory");
+            goto done;
+        }
+        if (len) memcpy(r->resolved, buf, len);
+        r->resolved[len] = '\0';
+        r->resolved_len = len;
     }
-    *buf = b;
-    *len = n;
-    b = NULL;
+    stf__sha256_hex(r->sha256, r->resolved, r->resolved_len);
+    *out = r;
+    r = NULL;
+    rc = 0;
 done:
-    stf__free(b);
-    fclose(f);
+    stf_recipe_free(r);
+    stf__buf_free(&L.rules_text);
+    stf__buf_free(&L.styles_text);
+    stf_recipe_diags_free(L.d);
     return rc;
 }
 
-/* Reads at most 1 MiB from path and loads it as stf_recipe_load_mem does. */
-int stf_recipe_load_file(stf_recipe **out, stf_recipe_diags **diags, const char *path,
-                         stf_err *err)
+/* Loads a recipe from memory; see rules.h for ownership and errors. */
+int stf_recipe_load_mem(stf_recipe **out, stf_recipe_diags **diags, const void *buf,
+                        size_t len, const char *name, stf_err *err)
+{
+    return load(out, diags, buf, len, name, NULL, err);
+}
+
+/* Reads a recipe file and loads it with its includes; see rules.h. */
+int stf_recipe_load_file_opts(stf_recipe **out, stf_recipe_diags **diags, const char *path,
+                              const stf_recipe_opts *o, stf_err *err)
 {
     *out = NULL;
     if (diags) *diags = NULL;
     if (!path) return stf__err(err, STF_EINVAL, "recipe path is NULL");
-    char *buf;
-    size_t n;
+    char *buf = NULL;
+    size_t n = 0;
     int rc = stf__read_small_file(&buf, &n, path, "recipe", err);
-    if (rc) return rc;
-    rc = stf_recipe_load_mem(out, diags, buf, n, path, err);
+    if (!rc) rc = load(out, diags, buf, n, path, o, err);
     stf__free(buf);
     return rc;
+}
+
+/* stf_recipe_load_file_opts with the default options. */
+int stf_recipe_load_file(stf_recipe **out, stf_recipe_diags **diags, const char *path,
+                         stf_err *err)
+{
+    return stf_recipe_load_file_opts(out, diags, path, NULL, err);
 }

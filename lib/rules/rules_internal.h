@@ -70,6 +70,11 @@ typedef struct stf__ynode {
     int plain;
     size_t count, cap;
     struct stf__ynode **items;
+    /* Bytes [start, end) of the source the node is written in: a block
+     * collection ends where its last item does (`stfix rules show` copies
+     * rules out of their files with it). */
+    size_t start, end;
+    int flow; /* a flow collection ([...] or {...}) */
 } stf__ynode;
 
 /*
@@ -245,6 +250,7 @@ int stf__styles_eval(stf_parallel_style *style, int *found, const stf__style_ent
 struct stf_rule {
     char *name;
     unsigned line;
+    const char *file; /* one of the recipe's files */
     stf__selector *sel;
     stf_action *actions;
     size_t action_count;
@@ -255,10 +261,14 @@ struct stf_recipe {
     char *description;
     char sha256[65];
     stf_rule *rules;
-    size_t rule_count;
+    size_t rule_count, rule_cap;
     stf__style_entry *styles;           /* `parallel`: overrides the profile */
     size_t nstyles;
     const stf_tp_profile *tp_profile;   /* borrowed (stf_recipe_set_tp_profile) */
+    char **files; /* the file loaded, then each include as read */
+    size_t file_count;
+    char *resolved; /* stf_recipe_resolved */
+    size_t resolved_len;
 };
 
 struct stf_tp_profile {
@@ -267,5 +277,47 @@ struct stf_tp_profile {
     stf__style_entry *styles;
     size_t nstyles;
 };
+
+/* Bounds of one recipe file and of a recipe with its includes. */
+#define STF__RECIPE_MAX_BYTES (1u << 20)
+#define STF__RECIPE_MAX_RULES 10000
+#define STF__INCLUDE_DEPTH_MAX 16
+#define STF__INCLUDE_FILES_MAX 64
+#define STF__INCLUDE_BYTES_MAX (4u << 20)
+
+/* A recipe being loaded: the files open one inside the other (to find
+ * cycles), the bytes read so far and the rules of the resolved text. */
+typedef struct stf__rload {
+    const stf_recipe_opts *o;
+    stf_recipe_diags *d;
+    const char *chain[STF__INCLUDE_DEPTH_MAX + 1]; /* names as shown, outermost first */
+    char *real[STF__INCLUDE_DEPTH_MAX + 1];        /* their real paths */
+    size_t depth;
+    size_t bytes;
+    int includes;        /* some file has an include: the resolved text is made */
+    stf_buf rules_text;  /* "- RULE" items of the resolved text, in order */
+    stf_buf styles_text; /* "- ENTRY" items of its `parallel`, in order */
+} stf__rload;
+
+/* recipe_load.c: read `len` bytes of the file `name` (real path `real`,
+ * taken over) into r: its includes first, then its own rules. Problems go
+ * to L->d under the file's name. 0, or STF_ENOMEM. */
+int stf__recipe_load_doc(stf__rload *L, stf_recipe *r, const char *buf, size_t len,
+                         const char *name, char *real);
+
+/* recipe_include.c: load every entry of the `include` value v of the file
+ * `name` (stf__recipe_load_doc for each); problems are positioned at the
+ * entry. 0, or STF_ENOMEM. */
+int stf__recipe_include(stf__rload *L, stf_recipe *r, const stf__ynode *v, const char *name);
+
+/* recipe_include.c: append node n of `src` (a rule) to b as a block
+ * sequence item "- ...", its lines re-indented under the dash. */
+int stf__recipe_text_item(stf_buf *b, const char *src, const stf__ynode *n);
+
+/* recipe_include.c: the resolved text of a recipe that includes others into
+ * r->resolved: stfix, target, the top file's description (`src`, `root`),
+ * the `parallel` entries of L->styles_text, then the rules of
+ * L->rules_text. 0, or STF_ENOMEM. */
+int stf__recipe_text_make(stf__rload *L, stf_recipe *r, const char *src, const stf__ynode *root);
 
 #endif

@@ -155,6 +155,7 @@ static stf__ynode *node_new(stf__ytype t, const yaml_mark_t *m)
     /* libyaml marks are 0-based; every message is 1-based. */
     n->line = (unsigned)m->line + 1;
     n->col = (unsigned)m->column + 1;
+    n->start = n->end = m->index;
     return n;
 }
 
@@ -272,6 +273,7 @@ static int on_event(pstate *ps, stf_recipe_diags *d, const yaml_event_t *ev)
             return STF_ENOMEM;
         }
         n->len = ev->data.scalar.length;
+        n->end = ev->end_mark.index;
         n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
         return attach(ps, d, n);
     }
@@ -290,6 +292,8 @@ static int on_event(pstate *ps, stf_recipe_diags *d, const yaml_event_t *ev)
         }
         stf__ynode *n = node_new(seq ? STF__Y_SEQ : STF__Y_MAP, m);
         if (!n) return STF_ENOMEM;
+        n->flow = (seq ? ev->data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE
+                       : ev->data.mapping_start.style == YAML_FLOW_MAPPING_STYLE);
         int rc = attach(ps, d, n);
         if (rc) return rc;
         ps->stack[ps->depth++] = n;
@@ -297,7 +301,13 @@ static int on_event(pstate *ps, stf_recipe_diags *d, const yaml_event_t *ev)
     }
     case YAML_SEQUENCE_END_EVENT:
     case YAML_MAPPING_END_EVENT:
-        if (ps->depth) ps->depth--;
+        if (ps->depth) {
+            /* A flow collection ends after its bracket; a block one where
+             * its last item does (its own end mark is the next token's). */
+            stf__ynode *n = ps->stack[--ps->depth];
+            n->end = n->flow ? ev->end_mark.index
+                     : n->count ? n->items[n->count - 1]->end : n->start;
+        }
         return 0;
     default:
         return 0;

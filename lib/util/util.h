@@ -78,6 +78,36 @@ static inline int stf__opts_reset(void *o, size_t size, unsigned version, unsign
     return version == known;
 }
 
+/*
+ * stf__opts_reset for a struct whose layout grew at its end: version 1 has
+ * its first v1_size bytes, version 2 (the newest, `known`) all `size`. A
+ * known version is zeroed up to its own size and 1 comes back (set the
+ * defaults); an unknown one only gets its version written (0).
+ */
+static inline int stf__opts_reset_v(void *o, size_t size, size_t v1_size, unsigned version,
+                                    unsigned known)
+{
+    int ok = version >= 1 && version <= known;
+    if (ok) memset(o, 0, version >= 2 ? size : v1_size);
+    memcpy(o, &version, sizeof version);
+    return ok;
+}
+
+/*
+ * The caller's options of a known `version` into the library's own copy
+ * *dst, made by its init (the newest layout): only the bytes that version
+ * has, so a fields added later keep their defaults. dst gets the newest
+ * version number.
+ */
+static inline void stf__opts_take(void *dst, const void *src, size_t size, size_t v1_size,
+                                  unsigned version)
+{
+    unsigned newest;
+    memcpy(&newest, dst, sizeof newest);
+    memcpy(dst, src, version >= 2 ? size : v1_size);
+    memcpy(dst, &newest, sizeof newest);
+}
+
 static inline int stf__add_u64(uint64_t *r, uint64_t a, uint64_t b)
 {
     if (a > UINT64_MAX - b) return -1;

@@ -15,7 +15,7 @@ version="stfix $(sed -n 's/^#define STF_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*
 
 # ------------------------------------------------------------- -V, --version
 printf '%s\n' "$version" >"$D/version"
-for c in "" inspect check rewrite plan fix rules "rules lint" "rules list" explain; do
+for c in "" inspect check rewrite plan fix rules "rules lint" "rules show" "rules list" diff explain; do
     for v in -V --version; do
         # shellcheck disable=SC2086
         t_run "stfix $c $v" 0 "$STFIX" $c $v
@@ -40,7 +40,8 @@ t_help_lists() {
     opt_lines $_c | awk '{ sub(/^  /, ""); sub(/  .*$/, ""); print "  " $0 }' >"$D/help_got"
     : >"$D/help_want"
     for _l in "$@"; do printf '  %s\n' "$_l" >>"$D/help_want"; done
-    printf '  %s\n' "-h, --help" "-V, --version" "--color[=WHEN]" "--" >>"$D/help_want"
+    printf '  %s\n' "-h, --help" "-V, --version" "--color[=WHEN]" "-q, --quiet" "-v, --verbose" \
+        "--no-progress" "--" >>"$D/help_want"
     if cmp -s "$D/help_got" "$D/help_want"; then t_ok "$_n: lists the table"
     else t_notok "$_n: lists the table" "$(diff "$D/help_want" "$D/help_got" | tr '\n' '|')"; fi
 }
@@ -57,11 +58,13 @@ t_help_lists "fix --help" fix "-r, --recipe RECIPE" "-o, --output OUT" "--in-pla
     "--max-mem SIZE" "--no-wait" "--fail-if-unchanged" "--json" "--tp-profile NAME"
 t_help_lists "rules list --help" "rules list" "--json"
 t_help_lists "rules lint --help" "rules lint"
+t_help_lists "rules show --help" "rules show"
+t_help_lists "diff --help" diff "--numeric" "-j, --jobs N" "--max-mem SIZE" "--json"
 t_help_lists "explain --help" explain "--list" "--json"
 t_help_lists "stfix --help" ""
 
 # -h is --help, in every command; the whole text of one, exactly.
-for c in "" inspect check rewrite plan fix rules "rules lint" "rules list" explain; do
+for c in "" inspect check rewrite plan fix rules "rules lint" "rules show" "rules list" diff explain; do
     # shellcheck disable=SC2086
     "$STFIX" $c --help >"$D/long_help"
     # shellcheck disable=SC2086
@@ -80,6 +83,10 @@ usage: stfix inspect FILE|INDEX.json [--json] [--strict]
   -V, --version    print "stfix VERSION" and exit
   --color[=WHEN]   colour severities in human text: auto (the default:
                    on a terminal, unless NO_COLOR is set), always, never
+  -q, --quiet      errors only on stderr: no warnings, notes or progress
+  -v, --verbose    more detail on stderr (files read, sizes)
+  --no-progress    no progress line (shown only when stderr is a
+                   terminal)
   --               end of the options: what follows is an argument,
                    also when it starts with '-'
 

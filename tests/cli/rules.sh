@@ -71,7 +71,7 @@ t_stderr_is "missing file" "stfix: rules: $T_TMP/nope.yaml: cannot open: No such
 t_run "no file" 3 "$STFIX" rules lint
 t_stderr_is "no file" "stfix: rules: lint: no recipe file given"
 t_run "unknown subcommand" 3 "$STFIX" rules check x.yaml
-t_stderr_is "unknown subcommand" "stfix: rules: unknown subcommand 'check' (expected: lint, list)"
+t_stderr_is "unknown subcommand" "stfix: rules: unknown subcommand 'check' (expected: lint, show, list)"
 t_run "help" 0 "$STFIX" rules --help
 t_stdout_has "help" "usage: stfix rules lint FILE..."
 

@@ -252,6 +252,10 @@ static void test_usage_text(void **state)
                         "  -V, --version     print \"stfix VERSION\" and exit\n"
                         "  --color[=WHEN]    colour severities in human text: auto (the default:\n"
                         "                    on a terminal, unless NO_COLOR is set), always, never\n"
+                        "  -q, --quiet       errors only on stderr: no warnings, notes or progress\n"
+                        "  -v, --verbose     more detail on stderr (files read, sizes)\n"
+                        "  --no-progress     no progress line (shown only when stderr is a\n"
+                        "                    terminal)\n"
                         "  --                end of the options: what follows is an argument,\n"
                         "                    also when it starts with '-'\n");
     free(buf);

@@ -60,6 +60,7 @@ static void test_stable(void **state)
     stf_recipe_diags_free(NULL);
     stf_plan_free(NULL);
     stf_run_report_free(NULL);
+    stf_diff_free(NULL);
     stf_err_clear(NULL);
     assert_int_equal(g_calls, 0);
 }

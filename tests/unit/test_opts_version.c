@@ -13,16 +13,20 @@
 #include <cmocka.h>
 
 #include "stfix.h"
+#include "support/st_tmp.h"
 
 #define HEALTHY "fixtures/comfy/healthy_int8_g64.safetensors"
 #define NOWHERE "/nonexistent-stfix-dir/out.safetensors"
 
 static void expect_refused(int rc, const stf_err *err, const char *type, unsigned version)
 {
+    /* stf_open_opts (zstd input), stf_plan_opts (max_mem), stf_write_opts
+     * and stf_run_opts (progress) grew a second layout; the others have one. */
+    unsigned known = !strcmp(type, "stf_open_opts") || !strcmp(type, "stf_plan_opts") ||
+                             !strcmp(type, "stf_write_opts") || !strcmp(type, "stf_run_opts")
+                         ? 2
+                         : 1;
     char want[256];
-    /* stf_open_opts (zstd input) and stf_plan_opts (max_mem) grew a second
-     * layout; the others have one. */
-    unsigned known = (!strcmp(type, "stf_open_opts") || !strcmp(type, "stf_plan_opts")) ? 2u : 1u;
     snprintf(want, sizeof want,
              "%s: unknown version %u (this library reads 1 to %u); make the options with "
              "%s_init()", type, version, known, type);
@@ -126,7 +130,7 @@ static void test_write_refuses(void **state)
     stf_ckpt *c = NULL;
     stf_writer *w = (stf_writer *)&o;
     assert_int_equal(stf_ckpt_open(&c, HEALTHY, NULL, &err), 0);
-    for (unsigned v = 0; v <= 2; v += 2) {
+    for (unsigned v = 0; v <= 3; v += 3) {
         stf_write_opts_init_version(&o, v);
         expect_refused(stf_output_check(NOWHERE, &o, &err), &err, "stf_write_opts", v);
         expect_refused(stf_writer_new(&w, NOWHERE, &o, &err), &err, "stf_write_opts", v);
@@ -185,8 +189,8 @@ static void test_plan_and_run_refuse(void **state)
 
     stf_run_opts ro;
     stf_run_report *rep = (stf_run_report *)&ro;
-    stf_run_opts_init_version(&ro, 2);
-    expect_refused(stf_plan_run(&rep, p, NOWHERE, &ro, &err), &err, "stf_run_opts", 2);
+    stf_run_opts_init_version(&ro, 3);
+    expect_refused(stf_plan_run(&rep, p, NOWHERE, &ro, &err), &err, "stf_run_opts", 3);
     assert_null(rep);
     /* The embedded writer options are checked too. */
     stf_run_opts_init(&ro);
@@ -196,6 +200,72 @@ static void test_plan_and_run_refuse(void **state)
     stf_plan_free(p);
     stf_recipe_free(rc);
     stf_ckpt_free(c);
+}
+
+/* Fields of a struct shorter than this header's, read by offset. */
+static unsigned uint_at(const void *p, size_t off)
+{
+    unsigned v;
+    memcpy(&v, (const char *)p + off, sizeof v);
+    return v;
+}
+
+static uint64_t u64_at(const void *p, size_t off)
+{
+    uint64_t v;
+    memcpy(&v, (const char *)p + off, sizeof v);
+    return v;
+}
+
+/* A program built against layout 1 passes structs that end before the
+ * progress fields: they are made with their defaults, and read only as far
+ * as they go (AddressSanitizer sees a read past their end). */
+static void test_version_1_callers(void **state)
+{
+    (void)state;
+    static const char recipe[] = "stfix: 1\ntarget: sglang\nrules:\n  - name: r\n"
+                                 "    match: {scale: present}\n    do: [cast-scale]\n";
+    size_t w1 = offsetof(stf_write_opts, progress);
+    size_t r1 = offsetof(stf_run_opts, write) + w1;
+    stf_write_opts *wo = malloc(w1);
+    stf_run_opts *ro = malloc(r1);
+    assert_non_null(wo);
+    assert_non_null(ro);
+    memset(wo, 0xAB, w1);
+    memset(ro, 0xAB, r1);
+    stf_write_opts_init_version(wo, 1);
+    assert_int_equal(uint_at(wo, offsetof(stf_write_opts, version)), 1);
+    assert_int_equal(u64_at(wo, offsetof(stf_write_opts, max_shard_size)), 0);
+    stf_run_opts_init_version(ro, 1);
+    assert_int_equal(uint_at(ro, offsetof(stf_run_opts, version)), 1);
+    assert_int_equal(u64_at(ro, offsetof(stf_run_opts, max_mem)), (uint64_t)2 << 30);
+    size_t wat = offsetof(stf_run_opts, write);
+    assert_int_equal(uint_at(ro, wat + offsetof(stf_write_opts, version)), 1);
+    assert_int_equal(uint_at(ro, wat + offsetof(stf_write_opts, no_wait)), 0);
+
+    char dir[256];
+    assert_int_equal(st_tmp_setup(dir, sizeof dir, "optsv1"), 0);
+    char *out = st_path(dir, "out.safetensors"), *out2 = st_path(dir, "copy.safetensors");
+    stf_err err;
+    stf_ckpt *c = NULL;
+    stf_recipe *rc = NULL;
+    stf_plan *p = NULL;
+    stf_run_report *rep = NULL;
+    assert_int_equal(stf_ckpt_open(&c, HEALTHY, NULL, &err), 0);
+    assert_int_equal(stf_recipe_load_mem(&rc, NULL, recipe, strlen(recipe), "r.yaml", &err), 0);
+    assert_int_equal(stf_plan_build(&p, c, rc, NULL, &err), 0);
+    assert_int_equal(stf_plan_run(&rep, p, out, ro, &err), 0);
+    assert_int_equal(stf_run_report_file_count(rep), 1);
+    assert_int_equal(stf_ckpt_rewrite(c, out2, wo, &err), 0);
+    stf_run_report_free(rep);
+    stf_plan_free(p);
+    stf_recipe_free(rc);
+    stf_ckpt_free(c);
+    st_rmtree(dir);
+    free(out);
+    free(out2);
+    free(wo);
+    free(ro);
 }
 
 int main(void)
@@ -208,6 +278,7 @@ int main(void)
         cmocka_unit_test(test_write_refuses),
         cmocka_unit_test(test_check_refuses),
         cmocka_unit_test(test_plan_and_run_refuse),
+        cmocka_unit_test(test_version_1_callers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -122,7 +122,7 @@ static void test_top_level_problems(void **state)
                             "rules, got a sequence");
     static const char *const missing[] = {
         "bad.yaml:1:1: recipe: unknown key 'stfx' (expected one of: stfix, target, "
-        "description, rules, parallel)",
+        "description, include, rules, parallel)",
         "bad.yaml:1:1: recipe: missing required key 'stfix'",
         "bad.yaml:1:1: recipe: missing required key 'target'",
     };

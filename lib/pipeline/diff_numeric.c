@@ -1,0 +1,151 @@
+/*
+ * The numeric half of stf_diff_run: each quantized or dequantized layer
+ * present in both checkpoints decoded as exclude would decode it, and the
+ * two f32 weights compared block of rows by block of rows (stfix-convrot(7),
+ * ERROR METRICS), A the reference. Memory is bounded by the options'
+ * max_mem (at least one row of each).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "pipeline/diff_internal.h"
+
+static int is_float(stf_dtype t) { return t == STF_BF16 || t == STF_F16 || t == STF_F32; }
+
+/* Weight bytes (contract in diff_internal.h). */
+uint64_t stf__diff_weight_bytes(const stf_model *m, size_t li)
+{
+    const stf_tensor_info *t =
+        stf_layer_tensor_info(m, stf_model_layer(m, li), STF_SFX_WEIGHT);
+    return t ? t->nbytes : 0;
+}
+
+/* Whether a layer is compared (contract in diff_internal.h). */
+int stf__diff_numeric_wanted(size_t *ib, const stf_model *ma, size_t ia, const stf_model *mb)
+{
+    const stf_layer *la = stf_model_layer(ma, ia), *lb;
+    if (stf_model_find_layer(ib, mb, la->prefix, la->prefix_len)) return 0;
+    lb = stf_model_layer(mb, *ib);
+    const stf_tensor_info *wa = stf_layer_tensor_info(ma, la, STF_SFX_WEIGHT);
+    const stf_tensor_info *wb = stf_layer_tensor_info(mb, lb, STF_SFX_WEIGHT);
+    if (!wa || !wb) return 0;
+    return la->comfy || lb->comfy || !is_float(wa->dtype) || !is_float(wb->dtype);
+}
+
+/* Record a layer that is not compared, and why. */
+static int not_compared(stf_diff_numeric_info *r, stf_err *err, const char *fmt, const char *a,
+                        const char *b)
+{
+    char msg[sizeof ((stf_err *)0)->msg + 64];
+    snprintf(msg, sizeof msg, fmt, a, b);
+    r->compared = 0;
+    r->why = stf__strdup(msg);
+    return r->why ? 0 : stf__err(err, STF_ENOMEM, "diff: out of memory");
+}
+
+/* Decode both sides in blocks of rows and accumulate B against A. */
+static int compare(stf_diff_numeric_info *r, const stf__decoder *da, const stf__decoder *db,
+                   const stf_diff_opts *o, stf__diff_progress *pg, stf_err *err)
+{
+    uint64_t n = da->d.n, k = da->d.k;
+    size_t ra = da->row_bytes, rb = db->row_bytes;
+    /* Per row: two f32 rows and the raw bytes of each side. */
+    uint64_t per_row = 8 * k + ra + rb;
+    uint64_t rows = per_row ? o->max_mem / per_row : n;
+    if (rows < 1) rows = 1;
+    if (rows > n) rows = n;
+    if (k && rows > SIZE_MAX / 8 / k) rows = SIZE_MAX / 8 / k;
+    int rc = 0;
+    float *fa = NULL, *fb = NULL;
+    unsigned char *sa = NULL, *sb = NULL;
+    if (n && k) {
+        fa = stf__malloc((size_t)(rows * k) * sizeof *fa);
+        fb = stf__malloc((size_t)(rows * k) * sizeof *fb);
+        sa = da->mem ? NULL : stf__malloc((size_t)rows * ra);
+        sb = db->mem ? NULL : stf__malloc((size_t)rows * rb);
+        if (!fa || !fb || (!da->mem && !sa) || (!db->mem && !sb)) {
+            rc = stf__err(err, STF_ENOMEM, "diff: out of memory for %llu rows of %llu columns",
+                          (unsigned long long)rows, (unsigned long long)k);
+            goto done;
+        }
+    }
+    stf_metrics m;
+    stf_metrics_init(&m);
+    for (uint64_t r0 = 0; r0 < n && k; r0 += rows) {
+        uint64_t r1 = n - r0 < rows ? n : r0 + rows;
+        if ((rc = stf__decoder_rows(da, fa, r0, r1, sa, o->pool, err)) ||
+            (rc = stf__decoder_rows(db, fb, r0, r1, sb, o->pool, err)))
+            goto done;
+        for (uint64_t i = r0; i < r1; i++)
+            stf_metrics_add(&m, fa + (i - r0) * k, fb + (i - r0) * k, (size_t)k, i, 0);
+        stf__diff_tick(pg, (r1 - r0) * (ra + rb), r->prefix, r->prefix_len);
+    }
+    stf_metrics_finish(&r->m, &m);
+    r->compared = 1;
+done:
+    stf__free(fa);
+    stf__free(fb);
+    stf__free(sa);
+    stf__free(sb);
+    return rc;
+}
+
+/* One layer: decode descriptors, shapes, then the comparison. */
+static int one(stf_diff_numeric_info *r, const stf_model *ma, size_t ia, const stf_model *mb,
+               size_t ib, const stf_diff_opts *o, stf__diff_progress *pg, stf_err *err)
+{
+    stf__decode xa, xb;
+    stf__decoder da, db;
+    memset(&da, 0, sizeof da);
+    memset(&db, 0, sizeof db);
+    stf_err e;
+    stf_err_clear(&e);
+    /* A layer stfix cannot decode is a result, not a failure of the diff. */
+    if (stf__layer_decode(&xa, ma, ia, &e) || stf__decoder_open(&da, stf_model_ckpt(ma), &xa, &e))
+        return e.code == STF_ENOMEM ? stf__err(err, STF_ENOMEM, "diff: out of memory")
+                                    : not_compared(r, err, "A: %s%s", e.msg, "");
+    int rc = 0;
+    if (stf__layer_decode(&xb, mb, ib, &e) || stf__decoder_open(&db, stf_model_ckpt(mb), &xb, &e)) {
+        rc = e.code == STF_ENOMEM ? stf__err(err, STF_ENOMEM, "diff: out of memory")
+                                  : not_compared(r, err, "B: %s%s", e.msg, "");
+    } else if (xa.n != xb.n || xa.k != xb.k) {
+        char sa[48], sb[48];
+        snprintf(sa, sizeof sa, "%llux%llu", (unsigned long long)xa.n, (unsigned long long)xa.k);
+        snprintf(sb, sizeof sb, "%llux%llu", (unsigned long long)xb.n, (unsigned long long)xb.k);
+        rc = not_compared(r, err, "the weights are %s in A and %s in B", sa, sb);
+    } else {
+        rc = compare(r, &da, &db, o, pg, err);
+    }
+    stf__decoder_close(&da);
+    stf__decoder_close(&db);
+    return rc;
+}
+
+/* Every wanted layer (contract in diff_internal.h). */
+int stf__diff_numeric(stf_diff *d, const stf_model *ma, const stf_model *mb,
+                      const stf_diff_opts *o, stf__diff_progress *pg, stf_err *err)
+{
+    for (size_t i = 0; i < stf_model_layer_count(ma); i++) {
+        size_t j;
+        if (!stf__diff_numeric_wanted(&j, ma, i, mb)) continue;
+        if (d->nnumeric == d->ncap) {
+            size_t nc = d->ncap ? 2 * d->ncap : 16;
+            stf_diff_numeric_info *v = stf__realloc(d->numeric, nc * sizeof *v);
+            if (!v) return stf__err(err, STF_ENOMEM, "diff: out of memory");
+            d->numeric = v;
+            d->ncap = nc;
+        }
+        const stf_layer *l = stf_model_layer(ma, i);
+        stf_diff_numeric_info *r = &d->numeric[d->nnumeric++];
+        memset(r, 0, sizeof *r);
+        r->prefix = l->prefix;
+        r->prefix_len = l->prefix_len;
+        int rc = one(r, ma, i, mb, j, o, pg, err);
+        if (rc) return rc;
+        /* A layer not compared: its bytes count as done. */
+        if (!r->compared)
+            stf__diff_tick(pg, stf__diff_weight_bytes(ma, i) + stf__diff_weight_bytes(mb, j),
+                           l->prefix, l->prefix_len);
+    }
+    return 0;
+}

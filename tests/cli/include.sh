@@ -1,0 +1,88 @@
+# CLI scenarios for recipes that include recipes (stfix-rules(5), INCLUDES):
+# `stfix rules show` prints the resolved recipe, whose SHA-256 is the stamp;
+# a change in an included file changes the stamp; a cycle and a missing
+# include are FILE:LINE:COL problems, exit 2.
+. tests/cli/lib.sh
+F=fixtures/comfy/r14_scale_bf16.safetensors
+
+mkdir -p "$T_TMP/team/base" "$T_TMP/lib"
+cat >"$T_TMP/team/base/cast.yaml" <<'EOF2'
+stfix: 1
+target: sglang
+rules:
+    - name: cast
+      match: {scale_dtype: [BF16, F16]}
+      do: {cast-scale: {to: F32}}
+EOF2
+cat >"$T_TMP/lib/extra.yaml" <<'EOF2'
+stfix: 1
+target: comfyui
+rules:
+  - {name: drop-conv, match: {shape: 'rank != 2'}, do: drop}
+EOF2
+cat >"$T_TMP/team/model.yaml" <<'EOF2'
+stfix: 1
+target: comfyui
+description: our model
+include:
+  - base/cast.yaml
+  - extra
+rules:
+  - name: mine
+    match: {marker: present}
+    do: cast-scale
+EOF2
+cat >"$T_TMP/resolved.yaml" <<'EOF2'
+stfix: 1
+target: [sglang, comfyui]
+description: our model
+rules:
+- name: cast
+  match: {scale_dtype: [BF16, F16]}
+  do: {cast-scale: {to: F32}}
+- {name: drop-conv, match: {shape: 'rank != 2'}, do: drop}
+- name: mine
+  match: {marker: present}
+  do: cast-scale
+EOF2
+t_run "show" 0 env STFIX_RULES_PATH="$T_TMP/lib" "$STFIX" rules show "$T_TMP/team/model.yaml"
+t_stdout_is "show" "$T_TMP/resolved.yaml"
+t_run "lint with includes" 0 env STFIX_RULES_PATH="$T_TMP/lib" "$STFIX" rules lint "$T_TMP/team/model.yaml"
+printf '%s: ok (3 rules)\n' "$T_TMP/team/model.yaml" >"$T_TMP/lint.txt"
+t_stdout_is "lint with includes" "$T_TMP/lint.txt"
+
+# The stamp is the SHA-256 of what `rules show` prints.
+want=$(t_sha256 "$T_TMP/resolved.yaml")
+t_run "plan stamp" 0 env STFIX_RULES_PATH="$T_TMP/lib" "$STFIX" plan "$F" -r "$T_TMP/team/model.yaml" --json
+t_stdout_has "plan stamp" "\"recipe_sha256\": \"$want\""
+t_run "fix stamp" 0 env STFIX_RULES_PATH="$T_TMP/lib" "$STFIX" fix "$F" -r "$T_TMP/team/model.yaml" \
+    -o "$T_TMP/out.safetensors"
+t_true "fix stamp: stfix.recipe_sha256" test "$(python3 tests/cli/fix_tool.py meta "$T_TMP/out.safetensors" stfix.recipe_sha256)" = "$want"
+
+# Without includes, show prints the file as it is.
+t_run "show plain" 0 "$STFIX" rules show repair-scales
+t_stdout_is "show plain" rules/repair-scales.yaml
+
+# A change in an included file changes the stamp.
+sed -i 's/BF16, F16/BF16/' "$T_TMP/team/base/cast.yaml"
+t_run "edited include" 0 env STFIX_RULES_PATH="$T_TMP/lib" "$STFIX" plan "$F" -r "$T_TMP/team/model.yaml" --json
+sed 's/BF16, F16/BF16/' "$T_TMP/resolved.yaml" >"$T_TMP/resolved2.yaml"
+t_stdout_has "edited include" "\"recipe_sha256\": \"$(t_sha256 "$T_TMP/resolved2.yaml")\""
+if grep -qF "$want" "$T_OUT"; then t_notok "edited include: stamp changed"; else t_ok "edited include: stamp changed"; fi
+
+# A cycle names every file of it, at the include that closes it.
+printf 'stfix: 1\ntarget: sglang\ninclude: b.yaml\n' >"$T_TMP/a.yaml"
+printf 'stfix: 1\ninclude: [a.yaml]\n' >"$T_TMP/b.yaml"
+t_run "cycle" 2 "$STFIX" rules lint "$T_TMP/a.yaml"
+t_stderr_is "cycle" "$T_TMP/b.yaml:2:11: include[0]: include cycle: $T_TMP/a.yaml -> $T_TMP/b.yaml -> $T_TMP/a.yaml"
+t_run "cycle (fix)" 2 "$STFIX" fix "$F" -r "$T_TMP/a.yaml" -o "$T_TMP/never.safetensors"
+t_absent "cycle (fix)" "$T_TMP/never.safetensors"
+
+# A missing include, at its FILE:LINE:COL.
+printf 'stfix: 1\ntarget: sglang\ninclude:\n  - nothere.yaml\n' >"$T_TMP/m.yaml"
+t_run "missing include" 2 "$STFIX" rules show "$T_TMP/m.yaml"
+t_stderr_is "missing include" "$T_TMP/m.yaml:4:5: include[0]: cannot open '$T_TMP/nothere.yaml': No such file or directory"
+if [ -s "$T_OUT" ]; then t_notok "missing include: no stdout"; else t_ok "missing include: no stdout"; fi
+
+t_run "show: no recipe" 3 "$STFIX" rules show
+t_run "show: two recipes" 3 "$STFIX" rules show a b

@@ -1,0 +1,71 @@
+# CLI scenarios for the progress line and the verbosity options of every
+# command (stfix(1), DESCRIPTION): progress on stderr only when it is a
+# terminal (run under a pseudo-terminal by tests/cli/pty_run.py), never with
+# --no-progress or -q, never on stdout; -q keeps errors only, -v adds detail.
+. tests/cli/lib.sh
+PTY="python3 tests/cli/pty_run.py"
+IN=fixtures/comfy/r24_g128.safetensors
+ESC=$(printf '\033')
+CR=$(printf '\r')
+
+# t_pty NAME RC CMD...: run CMD with stderr on a terminal: $T_OUT, $T_ERR.
+t_pty() {
+    _n=$1; _rc=$2; shift 2
+    $PTY "$T_OUT" "$T_ERR" "$@"
+    _got=$?
+    if [ "$_got" -eq "$_rc" ]; then t_ok "$_n: exit $_rc"
+    else t_notok "$_n: exit $_rc" "got exit $_got; stderr: $(head -c 400 "$T_ERR")"; fi
+}
+has_progress() { grep -q "${CR}${ESC}\[Kstfix: $1: " "$T_ERR"; }
+
+# fix on a terminal: the line counts the output's bytes up to 100% and names
+# the layer at work, then is cleared; stdout is what a pipe gets.
+"$STFIX" fix "$IN" -r comfyui-int8-convrot -o "$T_TMP/piped.safetensors" >"$T_TMP/piped.out" 2>"$T_TMP/piped.err"
+t_pty "fix on a tty" 0 "$STFIX" fix "$IN" -r comfyui-int8-convrot -o "$T_TMP/tty.safetensors"
+t_true "fix on a tty: progress" has_progress fix
+t_true "fix on a tty: 100%" grep -qF "stfix: fix: 4.1 KiB of 4.1 KiB (100%)  blocks.0.attn.qkv" "$T_ERR"
+t_true "fix on a tty: line cleared at the end" sh -c "tail -c 4 '$T_ERR' | od -c | grep -q '033   \['"
+sed "s|$T_TMP/piped.safetensors|$T_TMP/tty.safetensors|" "$T_TMP/piped.out" >"$T_TMP/want.out"
+t_stdout_is "fix on a tty: stdout as when piped" "$T_TMP/want.out"
+t_true "fix on a tty: same output bytes" cmp "$T_TMP/piped.safetensors" "$T_TMP/tty.safetensors"
+if grep -q "$CR" "$T_TMP/piped.err" "$T_TMP/piped.out"; then t_notok "fix piped: no progress"
+else t_ok "fix piped: no progress"; fi
+t_true "fix piped: nothing on stderr" test ! -s "$T_TMP/piped.err"
+
+# --no-progress and -q: no line, also on a terminal.
+t_pty "fix --no-progress" 0 "$STFIX" fix "$IN" -r comfyui-int8-convrot -o "$T_TMP/a.safetensors" --no-progress
+if grep -q "$CR" "$T_ERR"; then t_notok "fix --no-progress: no progress" "$(od -c "$T_ERR" | head -3)"
+else t_ok "fix --no-progress: no progress"; fi
+t_pty "fix -q" 0 "$STFIX" fix "$IN" -r comfyui-int8-convrot -o "$T_TMP/b.safetensors" -q
+t_true "fix -q: nothing on the terminal" test ! -s "$T_ERR"
+
+# rewrite and diff show theirs too.
+t_pty "rewrite on a tty" 0 "$STFIX" rewrite "$IN" -o "$T_TMP/c.safetensors"
+t_true "rewrite on a tty: progress" has_progress rewrite
+t_pty "diff on a tty" 1 "$STFIX" diff "$IN" "$T_TMP/tty.safetensors" --numeric
+t_true "diff on a tty: progress" has_progress diff
+t_true "diff on a tty: 100%" grep -qF "(100%)" "$T_ERR"
+"$STFIX" diff "$IN" "$T_TMP/tty.safetensors" --numeric >"$T_TMP/diff.out" 2>/dev/null
+t_stdout_is "diff on a tty: stdout as when piped" "$T_TMP/diff.out"
+
+# -q keeps errors, drops notes; -v adds what was read.
+printf 'stfix: 1\ntarget: comfyui\nrules: []\n' >"$T_TMP/none.yaml"
+OK=fixtures/comfy/healthy_int8_g64.safetensors
+t_run "note" 0 "$STFIX" fix "$OK" -r "$T_TMP/none.yaml" -o "$T_TMP/d.safetensors"
+t_stderr_is "note" "stfix: fix: the recipe changed no layer of $OK; the output is a canonical copy (--fail-if-unchanged refuses this)"
+t_run "note -q" 0 "$STFIX" fix "$OK" -r "$T_TMP/none.yaml" -o "$T_TMP/e.safetensors" -q
+t_true "note -q: stderr empty" test ! -s "$T_ERR"
+t_run "error -q" 2 "$STFIX" check "$T_TMP/nope.safetensors" -q
+t_stderr_is "error -q" "stfix: check: $T_TMP/nope.safetensors: cannot open: No such file or directory"
+t_run "-v" 0 "$STFIX" inspect "$IN" -v
+t_stderr_is "-v" "stfix: inspect: $IN: 3 tensors in 1 file(s), 4536 bytes"
+t_run "-q -v: the last wins" 0 "$STFIX" inspect "$IN" -q -v
+t_stderr_is "-q -v: the last wins" "stfix: inspect: $IN: 3 tensors in 1 file(s), 4536 bytes"
+t_run "-v -q: the last wins" 0 "$STFIX" inspect "$IN" -v -q
+t_true "-v -q: stderr empty" test ! -s "$T_ERR"
+for c in inspect check rewrite plan fix rules diff explain; do
+    t_run "$c --help lists -q, -v, --no-progress" 0 "$STFIX" $c --help
+    t_stdout_has "$c --help lists -q, -v, --no-progress" "  -q, --quiet"
+    t_stdout_has "$c --help lists -q, -v, --no-progress" "  -v, --verbose"
+    t_stdout_has "$c --help lists -q, -v, --no-progress" "  --no-progress"
+done
