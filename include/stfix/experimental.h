@@ -38,5 +38,6 @@
 #include "experimental/quant.h"
 #include "experimental/model.h"
 #include "experimental/check.h"
+#include "experimental/pipeline.h"
 
 #endif

@@ -47,6 +47,7 @@ struct stf_writer {
     atomic_int fill_failed;        /* a fill failed: commit must refuse */
     stf__out_lock lock;            /* held from new until commit or free */
     stf__out_inputs inputs;        /* opts.input's files, for commit's re-check */
+    int memory;                    /* stf__writer_new_mem: memory files, no commit */
 };
 
 #endif
