@@ -357,6 +357,7 @@ typedef struct cli_verify_args {
     const char *out, *in, *recipe;
     unsigned long long max_shard_size; /* 0: one file, or for an index OUT IN's largest shard */
     int json;
+    int batch_layout; /* OUT was written by batch: a sharded IN is split at its largest shard */
 } cli_verify_args;
 /* Re-run the conversion of a->in by a->recipe in memory and compare it
  * with a->out; the verdict goes to `o` (text or JSON). EXIT_OK_ when

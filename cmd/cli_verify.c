@@ -119,10 +119,10 @@ int cli_verify_one(const char *verb, const cli_verify_args *a, stf_pool *pool, F
         }
         stem[strlen(stem) - 11] = '\0';
         out = stem;
-        ro.max_shard_size = a->max_shard_size ? a->max_shard_size : stf_batch_shard_size(c);
-    } else {
-        ro.max_shard_size = a->max_shard_size;
     }
+    /* batch splits a sharded input at its largest shard, whatever it made. */
+    if (a->max_shard_size) ro.max_shard_size = a->max_shard_size;
+    else if (a->batch_layout || stem) ro.max_shard_size = stf_batch_shard_size(c);
     if (stf_plan_verify(&r, p, out, &ro, &err)) {
         ex = cli_report(verb, &err);
         goto done;

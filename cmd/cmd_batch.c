@@ -304,7 +304,8 @@ static int verify_report(const batch_args *a)
             cli_textf(stdout, "skip %s (%s)\n", l.input, stf_batch_status_name(l.status));
             skipped++;
         } else {
-            cli_verify_args v = { .out = l.output, .in = l.input, .recipe = l.recipe };
+            cli_verify_args v = { .out = l.output, .in = l.input, .recipe = l.recipe,
+                                  .batch_layout = 1 };
             int e = cli_verify_one("batch", &v, pool, stdout);
             if (e == EXIT_OK_) ok++;
             else bad++;
@@ -344,6 +345,7 @@ int cmd_batch(int argc, char **argv)
     if (a.recipe) {
         stf_recipe *r;
         if ((ex = recipe_get(&rs, a.recipe, &r)) >= 0) goto done;
+        ex = EXIT_OK_;
     }
     int rc = a.manifest ? stf_batch_manifest_read(&all, a.manifest, &err)
                         : stf_batch_discover(&all, (const char *const *)argv + 1, (size_t)nargs,
@@ -390,6 +392,13 @@ int cmd_batch(int argc, char **argv)
             goto done;
         }
         for (size_t i = 0; i < nold; i++) keep_old[i] = old[i];
+        /* A rewrite a kill interrupted leaves its temp file: it goes. */
+        char *stale = malloc(strlen(report) + 16);
+        if (stale) {
+            sprintf(stale, "%s.stfix-tmp", report);
+            unlink(stale);
+            free(stale);
+        }
         fd = open(report, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (a.resume ? 0 : O_TRUNC),
                   0644);
         if (fd < 0) {

@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 
 #include "pipeline/batch_internal.h"
-#include "util/sha256.h"
 
 int stf__ends_with(const char *s, const char *suffix)
 {

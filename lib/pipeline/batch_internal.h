@@ -11,6 +11,7 @@
 
 #include "container/index.h"
 #include "stfix/experimental/pipeline.h"
+#include "util/sha256.h"
 #include "util/util.h"
 
 /* A file read or written, with its digest ("" when it could not be read). */
