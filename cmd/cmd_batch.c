@@ -279,6 +279,29 @@ static int rewrite_report(const char *path, const line *lines, size_t n, char **
     return bad ? -1 : 0;
 }
 
+/* Complete a result, keep its line, print or journal it. -1 to go on,
+ * else the exit status to end with. Frees res. */
+static int finish_item(const batch_args *a, int fd, const char *report, line *l,
+                       stf_batch_result *res)
+{
+    stf_err err;
+    stf_err_clear(&err);
+    if (stf_batch_result_complete(res, &err)) {
+        stf_batch_result_free(res);
+        return cli_report("batch", &err);
+    }
+    line_from_result(l, res);
+    stf_batch_result_free(res);
+    if (!l->text) return cli_report_code("batch", STF_ENOMEM);
+    if (a->dry_run) {
+        fprintf(stdout, "%s\n", l->text);
+    } else if (journal(fd, l->text)) {
+        cli_errorf("batch", "%s: cannot append to the report: %s", report, strerror(errno));
+        return EXIT_FAILED;
+    }
+    return -1;
+}
+
 static int verify_report(const batch_args *a)
 {
     char **old = NULL;
@@ -336,8 +359,9 @@ int cmd_batch(int argc, char **argv)
     line *lines = NULL;
     char **old = NULL, *report = NULL;
     const char **keep_old = NULL;
-    size_t nold = 0, kept = 0;
-    int fd = -1;
+    size_t nold = 0, kept = 0, prev_i = 0;
+    stf_batch_result *prev = NULL;
+    int fd = -1, worst = EXIT_OK_;
     stf_err err;
     stf_err_clear(&err);
     ex = EXIT_OK_;
@@ -413,7 +437,7 @@ int cmd_batch(int argc, char **argv)
         stf_recipe *r = NULL;
         int rex = recipe_get(&rs, rpath, &r);
         if (rex >= 0) {
-            ex = cli_exit_worst(ex, rex);
+            worst = cli_exit_worst(worst, rex);
             continue;
         }
         /* --resume: the last line of this input, when its work still stands. */
@@ -452,6 +476,9 @@ int cmd_batch(int argc, char **argv)
         bo.dry_run = a.dry_run;
         bo.link_compliant = a.link_compliant;
         bo.recipe_path = rpath;
+        /* The previous output is hashed while this checkpoint runs. */
+        bo.defer_output_hash = 1;
+        bo.complete = prev;
         stf_batch_result *res = NULL;
         if (!out || stf_batch_run_item(&res, it, out, r, &bo, &err)) {
             free(out);
@@ -459,20 +486,18 @@ int cmd_batch(int argc, char **argv)
             goto done;
         }
         free(out);
-        line_from_result(&lines[i], res);
-        stf_batch_result_free(res);
-        if (!lines[i].text) {
-            ex = cli_report_code("batch", STF_ENOMEM);
-            goto done;
-        }
-        if (a.dry_run) {
-            fprintf(stdout, "%s\n", lines[i].text);
-        } else if (journal(fd, lines[i].text)) {
-            cli_errorf("batch", "%s: cannot append to the report: %s", report, strerror(errno));
-            ex = EXIT_FAILED;
-            goto done;
-        }
+        stf_batch_result *ended = prev;
+        size_t ended_i = prev_i;
+        prev = res;
+        prev_i = i;
+        if (ended && (ex = finish_item(&a, fd, report, &lines[ended_i], ended)) >= 0) goto done;
     }
+    if (prev) {
+        stf_batch_result *ended = prev;
+        prev = NULL;
+        if ((ex = finish_item(&a, fd, report, &lines[prev_i], ended)) >= 0) goto done;
+    }
+    ex = worst;
     if (!a.dry_run && rewrite_report(report, lines, items.n, old, nold, keep_old)) {
         cli_errorf("batch", "%s: cannot rewrite the report: %s", report, strerror(errno));
         ex = EXIT_FAILED;
@@ -488,6 +513,7 @@ int cmd_batch(int argc, char **argv)
     }
 
 done:
+    stf_batch_result_free(prev);
     if (fd >= 0) close(fd);
     for (size_t i = 0; lines && i < items.n; i++) {
         free(lines[i].text);

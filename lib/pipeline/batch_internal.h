@@ -49,6 +49,7 @@ struct stf_batch_result {
     uint64_t bytes_read, bytes_written;
     double seconds;
     char *line;               /* the report line (batch_line.c) */
+    int pending;              /* outputs not hashed, no line yet */
 };
 
 /* Make r->line from the other fields: 0 or STF_ENOMEM. */

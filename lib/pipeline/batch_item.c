@@ -4,6 +4,7 @@
  * step is the checkpoint's result, never the batch's.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -70,8 +71,8 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Hash `path` into a new entry of (*v, *n); an unreadable file gets "". */
-static int add_file(stf__batch_file **v, size_t *n, const char *path, uint64_t *total)
+/* Append an entry for `path` to (*v, *n), not hashed yet. */
+static int push_file(stf__batch_file **v, size_t *n, const char *path)
 {
     stf__batch_file *g = stf__realloc(*v, (*n + 1) * sizeof *g);
     if (!g) return STF_ENOMEM;
@@ -80,10 +81,86 @@ static int add_file(stf__batch_file **v, size_t *n, const char *path, uint64_t *
     memset(f, 0, sizeof *f);
     if (!(f->path = stf__strdup(path))) return STF_ENOMEM;
     (*n)++;
+    return 0;
+}
+
+/* Hash every file of v; an unreadable one gets "" and size 0. The sizes
+ * add up in *total. */
+static void hash_files(stf__batch_file *v, size_t n, uint64_t *total)
+{
+    for (size_t i = 0; i < n; i++) {
+        stf_err e;
+        stf_err_clear(&e);
+        if (stf_sha256_file(v[i].sha256, &v[i].size, v[i].path, &e)) {
+            v[i].sha256[0] = '\0';
+            v[i].size = 0;
+        }
+        *total += v[i].size;
+    }
+}
+
+/* The files of a checkpoint before it is opened: the file, or an index and
+ * the shards it names (in the index's order: sorted), so they can be hashed
+ * while the checkpoint is converted. */
+static int input_files(stf_batch_result *r, const stf_batch_item *it)
+{
+    if (push_file(&r->in, &r->nin, it->input)) return STF_ENOMEM;
+    if (!it->sharded) return 0;
+    stf__index *ix = NULL;
     stf_err e;
     stf_err_clear(&e);
-    if (stf_sha256_file(f->sha256, &f->size, path, &e)) f->sha256[0] = '\0';
-    if (total) *total += f->size;
+    if (stf__index_load(&ix, it->input, NULL, &e)) return 0;
+    const char *slash = strrchr(it->input, '/');
+    char *dir = slash ? stf__strndup(it->input, (size_t)(slash - it->input)) : NULL;
+    int rc = slash && !dir ? STF_ENOMEM : 0;
+    for (size_t i = 0; !rc && i < ix->nfiles; i++) {
+        char *p = stf__path_join(dir, ix->files[i]);
+        rc = !p || push_file(&r->in, &r->nin, p) ? STF_ENOMEM : 0;
+        stf__free(p);
+    }
+    stf__free(dir);
+    stf__index_free(ix);
+    return rc;
+}
+
+/* A helper thread: hash the inputs of one result, or complete another. */
+typedef struct helper {
+    pthread_t t;
+    int started;
+    stf_batch_result *r;
+    int complete; /* 1: stf_batch_result_complete(r), 0: hash r's inputs */
+} helper;
+
+static void *helper_main(void *ud)
+{
+    helper *h = ud;
+    if (h->complete) stf_batch_result_complete(h->r, NULL);
+    else hash_files(h->r->in, h->r->nin, &h->r->bytes_read);
+    return NULL;
+}
+
+/* Start h on a thread; where no thread can be had, do the work now. */
+static void helper_start(helper *h, stf_batch_result *r, int complete)
+{
+    h->r = r;
+    h->complete = complete;
+    h->started = pthread_create(&h->t, NULL, helper_main, h) == 0;
+    if (!h->started) helper_main(h);
+}
+
+static void helper_join(helper *h)
+{
+    if (h->started) pthread_join(h->t, NULL);
+    h->started = 0;
+}
+
+/* Hash the outputs and make the line (contract in stfix/experimental/pipeline.h). */
+int stf_batch_result_complete(stf_batch_result *r, stf_err *err)
+{
+    if (!r || !r->pending) return 0;
+    hash_files(r->out, r->nout, &r->bytes_written);
+    r->pending = 0;
+    if (stf__batch_line_make(r)) return stf__err(err, STF_ENOMEM, "%s: out of memory", r->input);
     return 0;
 }
 
@@ -278,8 +355,7 @@ static int run_plan(stf_batch_result *r, const stf_plan *p, const stf_ckpt *c,
         const stf_check_report *cr = rep ? stf_run_report_check(rep) : NULL;
         if (cr && count_rules(&r->after, &r->nafter, cr)) rc = STF_ENOMEM;
         for (size_t i = 0; !rc && rep && i < stf_run_report_file_count(rep); i++)
-            if (add_file(&r->out, &r->nout, stf_run_report_file(rep, i), &r->bytes_written))
-                rc = STF_ENOMEM;
+            if (push_file(&r->out, &r->nout, stf_run_report_file(rep, i))) rc = STF_ENOMEM;
         if (!rc && !(r->output = stf__strdup(r->nout ? r->out[r->nout - 1].path : out_path)))
             rc = STF_ENOMEM;
         if (rc == STF_ENOMEM && !e.msg[0]) stf__err(&e, STF_ENOMEM, "%s: out of memory", out_path);
@@ -310,6 +386,7 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
     stf_plan *p = NULL;
     stf_err e;
     stf_err_clear(&e);
+    helper hin = { 0 }, hprev = { 0 };
     int rc = 0;
     if (!r || !(r->input = stf__strdup(it->input)) ||
         !(r->recipe = stf__strdup(o->recipe_path ? o->recipe_path : ""))) {
@@ -317,15 +394,15 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
         goto done;
     }
     snprintf(r->recipe_sha256, sizeof r->recipe_sha256, "%s", stf_recipe_sha256(rcp));
-    if ((rc = add_file(&r->in, &r->nin, it->input, &r->bytes_read))) goto done;
+    if ((rc = input_files(r, it))) goto done;
+    /* The inputs are hashed, and the previous result completed, while this
+     * checkpoint is converted: hashing adds threads, not wall time. */
+    helper_start(&hin, r, 0);
+    if (o->complete) helper_start(&hprev, o->complete, 1);
     if (stf_ckpt_open(&c, it->input, NULL, &e)) {
         fail(r, &e);
         goto finish;
     }
-    if (stf_ckpt_index_path(c))
-        for (size_t i = 0; i < stf_ckpt_shard_count(c); i++)
-            if ((rc = add_file(&r->in, &r->nin, stf_ckpt_shard_path(c, i), &r->bytes_read)))
-                goto done;
     stf_check_opts co;
     stf_check_opts_init(&co);
     co.profiles = STF_CHECK_CONTAINER | (stf_recipe_targets(rcp) & STF_CONSUMER_ALL);
@@ -355,6 +432,7 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
             r->nafter = r->nbefore;
         }
         if (o->link_compliant && !o->dry_run) {
+            helper_join(&hin); /* the links' entries carry the inputs' sha256 */
             char *made[64];
             size_t nmade = 0;
             if (make_dirs(out_path, made, &nmade, &e) || link_compliant(r, it, out_path, &e)) {
@@ -374,9 +452,16 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
     }
     run_plan(r, p, c, out_path, o);
 finish:
+    helper_join(&hin);
     r->seconds = now() - t0;
-    rc = stf__batch_line_make(r);
+    if (o->defer_output_hash && r->nout && r->status == STF_BATCH_FIXED) r->pending = 1;
+    else {
+        hash_files(r->out, r->nout, &r->bytes_written);
+        rc = stf__batch_line_make(r);
+    }
 done:
+    helper_join(&hin);
+    helper_join(&hprev);
     stf_plan_free(p);
     stf_check_report_free(cr);
     stf_ckpt_free(c);

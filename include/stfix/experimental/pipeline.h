@@ -113,6 +113,12 @@ typedef struct stf_batch_opts {
     int link_compliant;    /* a compliant checkpoint is hard-linked (else copied)
                             * to its output path; without it, nothing is */
     const char *recipe_path; /* the recipe's path as the report names it */
+    /* Leave the outputs of a fixed checkpoint unhashed and its line unmade
+     * (stf_batch_result_line NULL) until stf_batch_result_complete. */
+    int defer_output_hash;
+    /* A result to complete on a helper thread while this checkpoint runs
+     * (NULL: none), so hashing one output overlaps converting the next. */
+    struct stf_batch_result *complete;
 } stf_batch_opts;
 
 STF_EXPERIMENTAL_API
@@ -122,7 +128,8 @@ void stf_batch_opts_init_version(stf_batch_opts *o, unsigned version);
 typedef struct stf_batch_result stf_batch_result;
 
 /*
- * One checkpoint of a batch: hash its files, open, check against the
+ * One checkpoint of a batch: hash its files (on a helper thread, while the
+ * rest goes on), open, check against the
  * recipe's targets, plan; when a layer changes or an error-severity finding
  * is present, run the plan into `out_path` (stf_batch_output_path; its
  * directories are made), which verifies before publishing; hash the files
@@ -133,6 +140,13 @@ typedef struct stf_batch_result stf_batch_result;
 STF_EXPERIMENTAL_API
 int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const char *out_path,
                        const stf_recipe *r, const stf_batch_opts *o, stf_err *err);
+
+/*
+ * Hash the outputs of a result made with defer_output_hash and make its
+ * line; no-op for a complete one. STF_ENOMEM.
+ */
+STF_EXPERIMENTAL_API
+int stf_batch_result_complete(stf_batch_result *r, stf_err *err);
 
 STF_EXPERIMENTAL_API
 void stf_batch_result_free(stf_batch_result *r);
