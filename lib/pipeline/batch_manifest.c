@@ -11,13 +11,19 @@
 
 #include "pipeline/batch_internal.h"
 
-/* Put a string member into *dst: 0; 1 when absent; -1 when not a string. */
+/* Put a string member into *dst, joined to base when `join` (2: unless it
+ * is a recipe NAME): 0; 1 when absent; -1 when not a string; -2 when out
+ * of memory. */
 static int member(char **dst, const cJSON *o, const char *key, const char *base, int join)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     if (!v) return 1;
     if (!cJSON_IsString(v) || !v->valuestring || !*v->valuestring) return -1;
-    *dst = join ? stf__path_join(base, v->valuestring) : stf__strdup(v->valuestring);
+    /* A recipe NAME (no '/', no .yaml or .yml) is looked up, not joined. */
+    const char *t = v->valuestring;
+    if (join == 2 && !strchr(t, '/') && !stf__ends_with(t, ".yaml") && !stf__ends_with(t, ".yml"))
+        join = 0;
+    *dst = join ? stf__path_join(base, t) : stf__strdup(t);
     return *dst ? 0 : -2;
 }
 
@@ -51,7 +57,7 @@ static int parse_line(stf_batch_list *l, const char *text, size_t len, const cha
     }
     int a = member(&it->input, o, "input", base, 1);
     int b = a ? 0 : member(&it->output, o, "output", base, 0);
-    int c = a || b < 0 ? 0 : member(&it->recipe, o, "recipe", base, 1);
+    int c = a || b < 0 ? 0 : member(&it->recipe, o, "recipe", base, 2);
     if (a == -2 || b == -2 || c == -2) {
         rc = stf__err(err, STF_ENOMEM, "%s: out of memory", path);
         goto done;

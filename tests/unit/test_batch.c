@@ -99,7 +99,8 @@ static void test_manifest(void **state)
     stf_err err;
     stf_err_clear(&err);
     put("m.jsonl", "{\"input\": \"../z/a.safetensors\", \"recipe\": \"r.yaml\"}\n\n"
-                   "{\"input\": \"/abs/b.safetensors.index.json\", \"output\": \"o/b\"}\n");
+                   "{\"input\": \"/abs/b.safetensors.index.json\", \"output\": \"o/b\", "
+                   "\"recipe\": \"sglang-int8-convrot\"}\n");
     snprintf(p, sizeof p, "%s/m.jsonl", g_dir);
     assert_int_equal(stf_batch_manifest_read(&l, p, &err), 0);
     assert_int_equal(l.n, 2);
@@ -113,6 +114,7 @@ static void test_manifest(void **state)
     assert_string_equal(l.v[1].rel, "abs/b.safetensors.index.json");
     assert_int_equal(l.v[1].sharded, 1);
     assert_string_equal(l.v[1].output, "o/b");
+    assert_string_equal(l.v[1].recipe, "sglang-int8-convrot"); /* a NAME: searched, not joined */
     stf_batch_list_free(&l);
 
     put("bad.jsonl", "{\"input\": \"a.safetensors\"}\n[1]\n");

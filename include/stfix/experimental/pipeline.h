@@ -54,7 +54,8 @@ int stf_batch_discover(stf_batch_list *out, const char *const *roots, size_t nro
  * Read a JSON Lines manifest: one object per non-blank line with "input"
  * (a string) and optionally "output" and "recipe" (strings), no other key.
  * Relative "input" and "recipe" paths are taken from the manifest's
- * directory; rel is "input" as written (less a leading "./" or "/").
+ * directory (a "recipe" NAME, without '/' or a .yaml/.yml suffix, is kept
+ * as it is, for the recipe search path); rel is "input" as written (less a leading "./" or "/").
  * STF_EFORMAT names the file and line of the first bad one; STF_EIO when
  * it cannot be read.
  */
