@@ -215,7 +215,8 @@ static int read_old(const char *path, char ***out, size_t *n)
 static void line_from_result(line *l, const stf_batch_result *r)
 {
     l->has = 1;
-    l->text = strdup(stf_batch_result_line(r));
+    const char *text = stf_batch_result_line(r);
+    l->text = text ? strdup(text) : NULL;
     l->status = stf_batch_result_status(r);
     l->rd = stf_batch_result_bytes_read(r);
     l->wr = stf_batch_result_bytes_written(r);

@@ -157,9 +157,9 @@ static void helper_join(helper *h)
 /* Hash the outputs and make the line (contract in stfix/experimental/pipeline.h). */
 int stf_batch_result_complete(stf_batch_result *r, stf_err *err)
 {
-    if (!r || !r->pending) return 0;
-    hash_files(r->out, r->nout, &r->bytes_written);
-    r->pending = 0;
+    if (!r || (!r->pending && r->line)) return 0;
+    if (r->pending) hash_files(r->out, r->nout, &r->bytes_written);
+    r->pending = 0; /* a line that could not be made is tried again */
     if (stf__batch_line_make(r)) return stf__err(err, STF_ENOMEM, "%s: out of memory", r->input);
     return 0;
 }
