@@ -358,7 +358,7 @@ int cmd_batch(int argc, char **argv)
     recipes rs = { 0 };
     stf_pool *pool = NULL;
     line *lines = NULL;
-    char **old = NULL, *report = NULL;
+    char **old = NULL, **old_input = NULL, *report = NULL;
     const char **keep_old = NULL;
     size_t nold = 0, kept = 0, prev_i = 0;
     stf_batch_result *prev = NULL;
@@ -416,7 +416,19 @@ int cmd_batch(int argc, char **argv)
             ex = EXIT_FAILED;
             goto done;
         }
-        for (size_t i = 0; i < nold; i++) keep_old[i] = old[i];
+        /* Each old line's input, parsed once; a line that does not parse
+         * (one a kill cut short) is dropped. */
+        if (!(old_input = calloc(nold ? nold : 1, sizeof *old_input))) {
+            ex = cli_report_code("batch", STF_ENOMEM);
+            goto done;
+        }
+        for (size_t i = 0; i < nold; i++) {
+            stf_batch_line l;
+            if (stf_batch_line_parse(&l, old[i], strlen(old[i]), &err)) continue;
+            old_input[i] = strdup(l.input);
+            keep_old[i] = old_input[i] ? old[i] : NULL;
+            stf_batch_line_free(&l);
+        }
         /* A rewrite a kill interrupted leaves its temp file: it goes. */
         char *stale = malloc(strlen(report) + 16);
         if (stale) {
@@ -441,32 +453,23 @@ int cmd_batch(int argc, char **argv)
             worst = cli_exit_worst(worst, rex);
             continue;
         }
-        /* --resume: the last line of this input, when its work still stands. */
-        for (size_t k = nold; k-- > 0 && !lines[i].has;) {
+        /* --resume: the last line of this input, when its work still stands;
+         * every old line of the input gives way to the one this run keeps. */
+        for (size_t k = nold; k-- > 0;) {
+            if (!keep_old[k] || strcmp(old_input[k], it->input)) continue;
             stf_batch_line l;
-            if (!keep_old[k] || stf_batch_line_parse(&l, old[k], strlen(old[k]), &err)) continue;
-            if (!strcmp(l.input, it->input)) {
+            if (!lines[i].has && !stf_batch_line_parse(&l, old[k], strlen(old[k]), &err)) {
                 int same = 0;
                 stf_batch_line_current(&same, &l, stf_recipe_sha256(r), &err);
-                if (same) {
+                if (same && (lines[i].text = strdup(old[k]))) {
                     lines[i].has = 1;
-                    lines[i].text = strdup(old[k]);
                     lines[i].status = l.status;
                     lines[i].seconds = l.seconds;
                     kept++;
                 }
-                /* Every old line of this input is replaced by the new one. */
-                for (size_t j = 0; j < nold; j++) {
-                    stf_batch_line m;
-                    if (keep_old[j] && !stf_batch_line_parse(&m, old[j], strlen(old[j]), &err)) {
-                        if (!strcmp(m.input, it->input)) keep_old[j] = NULL;
-                        stf_batch_line_free(&m);
-                    }
-                }
                 stf_batch_line_free(&l);
-                break;
             }
-            stf_batch_line_free(&l);
+            keep_old[k] = NULL;
         }
         if (lines[i].has) continue;
         char *out = stf_batch_output_path(it, a.dry_run ? "." : a.outdir);
@@ -521,8 +524,12 @@ done:
         free(lines[i].err);
     }
     free(lines);
-    for (size_t i = 0; i < nold; i++) free(old[i]);
+    for (size_t i = 0; i < nold; i++) {
+        free(old[i]);
+        if (old_input) free(old_input[i]);
+    }
     free(old);
+    free(old_input);
     free(keep_old);
     free(report);
     for (size_t i = 0; i < rs.n; i++) stf_recipe_free(rs.v[i].r);

@@ -48,6 +48,11 @@ t_run "resume a finished batch" 0 "$S" batch -r recipe.yaml -o out --resume zoo
 t_stderr_has "resume a finished batch" "6 checkpoint(s), 6 already done (--resume)"
 t_true "resume a finished batch: report unchanged" cmp -s before.jsonl out/stfix-report.jsonl
 
+# A line a kill cut short (no newline) is dropped, its checkpoint kept.
+head -c 100 out/stfix-report.jsonl >>out/stfix-report.jsonl
+t_run "resume after a torn line" 0 "$S" batch -r recipe.yaml -o out --resume zoo
+t_true "resume after a torn line: report as before" cmp -s before.jsonl out/stfix-report.jsonl
+
 # A changed input is redone; the others are kept.
 python3 "$GEN" zoo/b/m2.safetensors 8MiB 128 >/dev/null
 t_run "resume after an input changed" 0 "$S" batch -r recipe.yaml -o out --resume zoo
