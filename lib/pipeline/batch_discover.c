@@ -182,7 +182,8 @@ static int walk(stf_batch_list *l, const char *dir, const char *rel, const struc
                 rc = walk(l, p, r, skip, depth + 1, err);
         } else if (stf__ends_with(names[i], ".index.json")) {
             if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) rc = add_item(l, p, r, 1, err);
-        } else if (stf__ends_with(names[i], ".safetensors") &&
+        } else if ((stf__ends_with(names[i], ".safetensors") ||
+                    stf__ends_with(names[i], ".safetensors.zst")) &&
                    !claimed(claims, nclaims, names[i])) {
             if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) rc = add_item(l, p, r, 0, err);
         }
@@ -239,7 +240,8 @@ int stf_batch_discover(stf_batch_list *out, const char *const *roots, size_t nro
             const char *base = strrchr(roots[i], '/');
             base = base ? base + 1 : roots[i];
             int sharded = stf__ends_with(roots[i], ".index.json");
-            if (!sharded && !stf__ends_with(roots[i], ".safetensors"))
+            if (!sharded && !stf__ends_with(roots[i], ".safetensors") &&
+                !stf__ends_with(roots[i], ".safetensors.zst"))
                 rc = stf__err(err, STF_EINVAL,
                               "%s: neither a directory, a .safetensors file nor an *.index.json",
                               roots[i]);
@@ -268,6 +270,8 @@ char *stf_batch_output_path(const stf_batch_item *it, const char *outdir)
     char *p = stf__path_join(outdir, it->output ? it->output : it->rel);
     if (!p) return NULL;
     if (it->sharded && stf__ends_with(p, ".index.json")) p[strlen(p) - 11] = '\0';
+    /* A compressed input is written uncompressed. */
+    if (!it->output && stf__ends_with(p, ".safetensors.zst")) p[strlen(p) - 4] = '\0';
     /* Made with the library's allocator; handed out for free(). */
     char *o = strdup(p);
     stf__free(p);

@@ -317,7 +317,20 @@ static int link_compliant(stf_batch_result *r, const stf_batch_item *it, const c
                           stf_err *err)
 {
     for (size_t i = 0; i < r->nin; i++) {
-        char *dst = it->sharded ? sibling(out_path, r->in[i].path) : stf__strdup(out_path);
+        /* A link keeps the bytes, so a compressed file keeps its ".zst". */
+        int zst = !it->sharded && stf__ends_with(r->in[i].path, ".zst") &&
+                  !stf__ends_with(out_path, ".zst");
+        char *dst;
+        if (it->sharded) {
+            dst = sibling(out_path, r->in[i].path);
+        } else if (zst) {
+            stf_buf b;
+            stf__buf_init(&b);
+            dst = stf__buf_printf(&b, "%s.zst", out_path) ? NULL : b.data;
+            if (!dst) stf__buf_free(&b);
+        } else {
+            dst = stf__strdup(out_path);
+        }
         if (!dst) return stf__err(err, STF_ENOMEM, "%s: out of memory", out_path);
         int rc = link_one(r->in[i].path, dst, &r->bytes_written, err);
         stf__batch_file *g = rc ? NULL : stf__realloc(r->out, (r->nout + 1) * sizeof *g);

@@ -84,7 +84,8 @@ static int parse_line(stf_batch_list *l, const char *text, size_t len, const cha
         goto done;
     }
     it->sharded = stf__ends_with(it->input, ".index.json");
-    if (!it->sharded && !stf__ends_with(it->input, ".safetensors"))
+    if (!it->sharded && !stf__ends_with(it->input, ".safetensors") &&
+        !stf__ends_with(it->input, ".safetensors.zst"))
         rc = bad(path, line, err, "\"input\" is neither a .safetensors file nor an *.index.json");
 done:
     cJSON_Delete(o);

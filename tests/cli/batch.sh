@@ -108,3 +108,14 @@ t_stdout_has "batch --verify: skips" "skip zoo/gone.safetensors (failed)"
 python3 -c 'import sys; p=sys.argv[1]; b=bytearray(open(p,"rb").read()); b[-3]^=1; open(p,"wb").write(b)' out/broken.safetensors
 t_run "batch --verify, tampered" 1 "$S" batch --verify out/stfix-report.jsonl
 t_stdout_has "batch --verify, tampered" "verify out/broken.safetensors (from zoo/broken.safetensors, recipe recipe.yaml): DIFFERENT"
+
+# zstd-compressed inputs: found, repaired into uncompressed outputs; linked
+# as they are (with their .zst) when compliant.
+if command -v zstd >/dev/null 2>&1; then
+    mkdir -p zz
+    zstd -q "$F/r15_flat_scale_square.safetensors" -o zz/c.safetensors.zst
+    zstd -q "$F/healthy_int8_g64.safetensors" -o zz/h.safetensors.zst
+    t_run "compressed inputs" 0 "$S" batch -r recipe.yaml -o outz --link-compliant zz
+    t_true "compressed: the output is fix's, uncompressed" cmp -s outz/c.safetensors ref.safetensors
+    t_true "compressed: compliant one linked with its .zst" test outz/h.safetensors.zst -ef zz/h.safetensors.zst
+fi

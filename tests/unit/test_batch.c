@@ -71,6 +71,7 @@ static void test_discover(void **state)
     put("z/b/m-2.safetensors", "");
     put("z/b/other.safetensors", "");
     put("z/a.safetensors", "");
+    put("z/c.safetensors.zst", "");
     put("z/.hidden.safetensors", "");
     put("z/notes.txt", "");
     snprintf(p, sizeof p, "%s/z", g_dir);
@@ -79,14 +80,18 @@ static void test_discover(void **state)
     stf_err err;
     stf_err_clear(&err);
     assert_int_equal(stf_batch_discover(&l, roots, 1, NULL, &err), 0);
-    assert_int_equal(l.n, 3);
+    assert_int_equal(l.n, 4);
     assert_string_equal(l.v[0].rel, "a.safetensors");
     assert_int_equal(l.v[0].sharded, 0);
     assert_string_equal(l.v[1].rel, "b/m.safetensors.index.json");
     assert_int_equal(l.v[1].sharded, 1);
     assert_string_equal(l.v[2].rel, "b/other.safetensors");
+    assert_string_equal(l.v[3].rel, "c.safetensors.zst");
     char *o = stf_batch_output_path(&l.v[1], "out");
     assert_string_equal(o, "out/b/m.safetensors");
+    free(o);
+    o = stf_batch_output_path(&l.v[3], "out");
+    assert_string_equal(o, "out/c.safetensors"); /* written uncompressed */
     free(o);
     stf_batch_list_free(&l);
 }

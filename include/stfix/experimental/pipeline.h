@@ -38,7 +38,8 @@ typedef struct stf_batch_list {
  * The checkpoints under `roots`, in order: a root that is a file is one
  * checkpoint (rel: its base name); a directory is walked recursively, the
  * entries of each directory in byte order of their names, taking every
- * *.safetensors file and every *.index.json as a checkpoint, except the
+ * *.safetensors (or zstd-compressed *.safetensors.zst) file and every
+ * *.index.json as a checkpoint, except the
  * shards an index in the same directory names (they belong to it). Names
  * starting with '.' are passed over, symlinks to directories are not
  * followed, and `skip_dir` (may be NULL; e.g. the output directory) is not
@@ -76,7 +77,8 @@ unsigned stf_batch_shard_of(const char *rel, unsigned n);
 /*
  * The output path of `it` under `outdir`: it->output (relative ones under
  * outdir) or outdir/rel; a sharded checkpoint's path loses ".index.json"
- * (it is the writer's STEM path, which adds the index and shards).
+ * (it is the writer's STEM path, which adds the index and shards), and a
+ * compressed one's ".zst" (outputs are written uncompressed).
  * Allocated (free with free()); NULL when out of memory.
  */
 STF_EXPERIMENTAL_API
