@@ -196,6 +196,7 @@ done:
 /* A memory file for a dry run (contract in sink.h). */
 int stf__sink_open_mem(stf__sink *s, const char *final_path, stf_err *err)
 {
+    /* Zeroed, the write-behind is off: there is no disk to hand bytes to. */
     memset(s, 0, sizeof *s);
     s->fd = -1;
     s->memory = 1;
