@@ -32,6 +32,8 @@ int cmd_plan(int argc, char **argv);
 int cmd_fix(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_batch(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 
 /* cli_exit.c: the one table from library error code to exit status. */
 /* The exit status for `code`: 0 for STF_OK, the table's entry, else
@@ -439,5 +441,18 @@ int cli_json_print(FILE *o, cJSON *doc);
  *            "code": "STF_E..."|null}} and a newline. `file` may be NULL;
  * rule, offset and code are null when `err` has none. */
 void cli_json_error(FILE *o, const char *verb, const char *file, int status, const stf_err *err);
+
+/* cli_verify.c: one verification of an output (stfix verify, batch --verify). */
+typedef struct cli_verify_args {
+    const char *out, *in, *recipe;
+    unsigned long long max_shard_size; /* 0: one file, or for an index OUT IN's largest shard */
+    int json;
+    int batch_layout; /* OUT was written by batch: a sharded IN is split at its largest shard */
+} cli_verify_args;
+/* Re-run the conversion of a->in by a->recipe in memory and compare it
+ * with a->out; the verdict goes to `o` (text or JSON). EXIT_OK_ when
+ * identical and stamped with the recipe, EXIT_FINDINGS when not, else the
+ * error's status (reported for `verb`). `pool` may be NULL. */
+int cli_verify_one(const char *verb, const cli_verify_args *a, stf_pool *pool, FILE *o);
 
 #endif

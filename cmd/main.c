@@ -22,6 +22,8 @@ static const command commands[] = {
     { "plan", cmd_plan, "show what a recipe would change (stfix plan FILE -r RECIPE)", 1 },
     { "fix", cmd_fix, "repair or convert a checkpoint with a recipe", 1 },
     { "diff", cmd_diff, "what differs between two checkpoints (stfix diff A B)", 1 },
+    { "batch", cmd_batch, "repair a whole set of checkpoints, with a JSON Lines report", 0 },
+    { "verify", cmd_verify, "re-run a conversion in memory and compare it with its output", 1 },
     { "explain", cmd_explain, "describe a rule id (stfix explain R15; --list: all)", 1 },
 };
 

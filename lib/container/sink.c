@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -192,6 +193,37 @@ done:
     return rc;
 }
 
+/* A memory file for a dry run (contract in sink.h). */
+int stf__sink_open_mem(stf__sink *s, const char *final_path, stf_err *err)
+{
+    /* Zeroed, the write-behind is off: there is no disk to hand bytes to. */
+    memset(s, 0, sizeof *s);
+    s->fd = -1;
+    s->memory = 1;
+    s->unnamed = 1;
+    s->no_fsync = 1;
+    s->hook = test_hooks.write_hook;
+    s->hook_ud = test_hooks.write_hook_ud;
+    s->final_path = stf__strdup(final_path);
+    if (!s->final_path) return stf__err(err, STF_ENOMEM, "%s: out of memory", final_path);
+    int fd = memfd_create("stfix-verify", MFD_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        stf__sink_abort(s);
+        return stf__err(err, STF_EIO, "%s: cannot create a memory file: %s", final_path,
+                        strerror(e));
+    }
+    char proc[40];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    s->fd = fd;
+    s->tmp_path = stf__strdup(proc);
+    if (!s->tmp_path) {
+        stf__sink_abort(s);
+        return stf__err(err, STF_ENOMEM, "%s: out of memory", final_path);
+    }
+    return 0;
+}
+
 static int fail_io(stf__sink *s, int e, const char *what, stf_err *err)
 {
     return stf__err_rule(err, STF_EIO, "", 1, s->off, "%s: %s failed at byte %llu: %s",
@@ -338,7 +370,7 @@ int stf__sink_finish(stf__sink *s, stf_err *err)
     if (e) return fail_at(s, NULL, at, e, err);
     if (!s->no_fsync && fsync(s->fd) != 0) return fail_io(s, errno, "fsync", err);
     s->finished = 1;
-    if (s->unnamed) return 0;
+    if (s->unnamed) return 0; /* closing would free it (and a memory file) */
     int fd = s->fd;
     s->fd = -1;
     if (close(fd) != 0) return fail_io(s, errno, "close", err);
@@ -384,7 +416,7 @@ static int link_unnamed(const stf__sink *s, char *name)
  * (contract in sink.h). */
 int stf__sink_publish(stf__sink *s, stf_err *err)
 {
-    if (!s->tmp_path || !s->finished)
+    if (!s->tmp_path || !s->finished || s->memory)
         return stf__err(err, STF_EINVAL, "%s: sink is not finished", s->final_path);
     if (s->unnamed) {
         int rc = 0;

@@ -19,6 +19,7 @@ typedef struct stf__sink {
     int fd;                  /* -1 once closed */
     int unnamed;             /* fd is an O_TMPFILE inode without a directory entry */
     int finished;            /* stf__sink_finish succeeded: no more writes */
+    int memory;              /* stf__sink_open_mem: a memfd, never published */
     /* Owned; where the bytes can be opened now: the named temp file, or
      * "/proc/self/fd/N" for an unnamed one. NULL once published or aborted. */
     char *tmp_path;
@@ -62,6 +63,16 @@ void stf__write_test_hooks_set(const stf__write_test_hooks *h);
  * STF_EIO when no temp file can be created. On failure the sink is closed.
  */
 int stf__sink_open(stf__sink *s, const char *final_path, stf_err *err);
+
+/*
+ * As stf__sink_open, but the bytes go to an anonymous memory file
+ * (memfd_create) and never to a file system: `final_path` only names it in
+ * messages, nothing is checked or created there, and it cannot be
+ * published (stf__sink_publish fails; stf__sink_finish skips the fsync).
+ * tmp_path is its /proc/self/fd/N link, readable until abort. STF_EIO when
+ * the kernel refuses a memory file.
+ */
+int stf__sink_open_mem(stf__sink *s, const char *final_path, stf_err *err);
 
 /* Append n bytes (looping on short writes and EINTR). STF_EIO names the
  * output path and byte offset. */

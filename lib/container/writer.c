@@ -70,6 +70,31 @@ int stf_writer_new(stf_writer **out, const char *path, const stf_write_opts *opt
     return 0;
 }
 
+/* A writer into memory files (contract in writer_internal.h). */
+int stf__writer_new_mem(stf_writer **out, const char *path, const stf_write_opts *opts,
+                        stf_err *err)
+{
+    *out = NULL;
+    stf_write_opts o;
+    stf_write_opts_init(&o);
+    if (opts && stf__opts_version(err, opts->version, STF_WRITE_OPTS_VERSION, "stf_write_opts"))
+        return STF_EINVAL;
+    if (opts) o = *opts;
+    o.input = NULL;
+    stf_writer *w = stf__calloc(1, sizeof *w);
+    if (!w) return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
+    w->lock.fd = -1;
+    w->memory = 1;
+    w->path = stf__strdup(path);
+    if (!w->path) {
+        stf__free(w);
+        return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
+    }
+    w->opts = o;
+    *out = w;
+    return 0;
+}
+
 /* Emit __metadata__ even when empty (the source had one). No-op on NULL. */
 void stf_writer_keep_empty_meta(stf_writer *w)
 {

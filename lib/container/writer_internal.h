@@ -10,6 +10,16 @@
 
 #include "container/container_internal.h"
 
+/*
+ * A writer whose files are anonymous memory files (stf__sink_open_mem):
+ * the same bytes stf_writer_new's would write to `path`, for a conversion
+ * that is checked and never published. No output guard, no lock; `path`
+ * only names the files (stf_writer_final_path). stf_writer_temp_path is
+ * each file's /proc/self/fd/N link after prepare; commit refuses.
+ */
+int stf__writer_new_mem(stf_writer **out, const char *path, const stf_write_opts *opts,
+                        stf_err *err);
+
 /* The reference writer's header limit (rule S2). */
 #define STF__MAX_HEADER 100000000ULL
 

@@ -114,7 +114,8 @@ static int write_shard(stf_writer *w, stf__sink *sk, const char *path, size_t sh
     unsigned char le[8];
     uint64_t hn = hdr.len;
     for (int i = 0; i < 8; i++) le[i] = (unsigned char)(hn >> (8 * i));
-    if ((rc = stf__sink_open(sk, path, err))) goto done;
+    if ((rc = w->memory ? stf__sink_open_mem(sk, path, err) : stf__sink_open(sk, path, err)))
+        goto done;
     if ((rc = stf__sink_write(sk, le, 8, err))) goto done;
     if ((rc = stf__sink_write(sk, hdr.data, hdr.len, err))) goto done;
     for (size_t i = 0; i < n; i++) {
@@ -170,7 +171,8 @@ static int write_index(stf_writer *w, stf__sink *sk, const char *ipath,
         stf__err_prefix(err, "%s: ", ipath);
         goto done;
     }
-    if ((rc = stf__sink_open(sk, ipath, err))) goto done;
+    if ((rc = w->memory ? stf__sink_open_mem(sk, ipath, err) : stf__sink_open(sk, ipath, err)))
+        goto done;
     if ((rc = stf__sink_write(sk, txt.data, txt.len, err))) goto done;
     rc = stf__sink_finish(sk, err);
 done:
@@ -386,6 +388,7 @@ static int retire_old_index(const stf_writer *w, stf_err *err)
 int stf_writer_commit(stf_writer *w, stf_err *err)
 {
     if (!w) return stf__err(err, STF_EINVAL, "writer: NULL");
+    if (w->memory) return stf__err(err, STF_EINVAL, "%s: a memory writer is never committed", w->path);
     if (w->state == STF__W_DONE)
         return stf__err(err, STF_EINVAL, "%s: writer already committed", w->path);
     int rc = 0;

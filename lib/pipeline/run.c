@@ -320,9 +320,10 @@ done:
     return rc;
 }
 
-/* Execute the plan (contract in pipeline.h). */
-int stf_plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
-                 const stf_run_opts *o, stf_err *err)
+/* Execute the plan into files, or with `mem` into memory files handed to
+ * mem->done before they vanish (contract in run_internal.h). */
+int stf__plan_run_to(stf_run_report **out, const stf_plan *p, const char *out_path,
+                     const stf_run_opts *o, const stf__run_mem *mem, stf_err *err)
 {
     stf_run_opts defaults;
     stf_write_opts wo;
@@ -366,7 +367,7 @@ int stf_plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
     }
     if (o->max_shard_size) wo.max_shard_size = o->max_shard_size;
     if (!wo.input) wo.input = p->c; /* the guard never lets the output replace the input */
-    rc = stf_writer_new(&w, out_path, &wo, err);
+    rc = mem ? stf__writer_new_mem(&w, out_path, &wo, err) : stf_writer_new(&w, out_path, &wo, err);
     if (rc) goto done;
     ctx.w = w;
     if (p->emit_meta) stf_writer_keep_empty_meta(w);
@@ -407,6 +408,10 @@ int stf_plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
     if (rc) goto done;
     rc = run_jobs(rep, p, &ctx, o, err);
     if (rc) goto done;
+    if (mem) {
+        rc = mem->done(w, mem->ud, err);
+        goto done;
+    }
     rc = stf__verify_output(&rep->checks, &rep->nchecks, w, p->targets, o->allow_noncompliant,
                             err);
     if (rc) goto done;
@@ -425,4 +430,11 @@ done:
     else
         stf_run_report_free(rep);
     return rc;
+}
+
+/* Execute the plan (contract in pipeline.h). */
+int stf_plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
+                 const stf_run_opts *o, stf_err *err)
+{
+    return stf__plan_run_to(out, p, out_path, o, NULL, err);
 }

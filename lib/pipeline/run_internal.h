@@ -11,7 +11,26 @@
 #include <stdint.h>
 
 #include "pipeline/plan_internal.h"
+#include "container/writer_internal.h"
 #include "quant/decode_rows.h"
+
+/* ------------------------------------------------------------ run.c */
+
+/* Where an in-memory run hands its files: `done` sees the prepared and
+ * filled memory writer (stf_writer_temp_path reads each file) before it is
+ * freed; its return is the run's. */
+typedef struct stf__run_mem {
+    int (*done)(stf_writer *w, void *ud, stf_err *err);
+    void *ud;
+} stf__run_mem;
+
+/*
+ * stf_plan_run, or with `mem` (not NULL) the same conversion into memory
+ * files (stf__writer_new_mem): no output guard, no lock, no verification,
+ * nothing published; mem->done gets the files.
+ */
+int stf__plan_run_to(stf_run_report **out, const stf_plan *p, const char *out_path,
+                     const stf_run_opts *o, const stf__run_mem *mem, stf_err *err);
 
 /* ------------------------------------------------------------ decode.c */
 

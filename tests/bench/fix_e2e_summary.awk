@@ -1,4 +1,4 @@
-# The table of one tests/bench/fix_e2e.sh case. Input lines:
+# The table of one tests/bench/fix_e2e.sh or batch_e2e.sh case. Input lines:
 #   CASE ROUND COMMAND WALL_S USER_S SYS_S PEAK_RSS_KIB EXIT SETTLED
 # Variables: c (case), isz/osz (input/output bytes), rec (recipe), json
 # (a file to append JSON objects to, one a line; empty: none).
@@ -58,6 +58,9 @@ END {
     show_ratio("fix / cp", "fix", "cp", 0)
     show_ratio("check --numeric / cat", "check", "cat", 0)
     show_ratio("check --numeric / cat, cpu time", "check", "cat", 1)
+    show_ratio("batch / sum of single fix runs", "batch", "fixes", 0)
+    show_ratio("batch / sum of single fix runs, cpu time", "batch", "fixes", 1)
+    show_ratio("batch / cp -r", "batch", "cp-r", 0)
     if ("check" in probe)
         printf "  probes: check --numeric %.3f s/GiB (cpu %.3f), plan %.3f s/GiB (cpu %.3f)\n",
                probe["check"], probec["check"], probe["plan"], probec["plan"]

@@ -9,6 +9,8 @@
 #                    (default 2048 MiB in 4096 KiB frames; small values run fast)
 #   BENCH_SIZE, BENCH_REPS, BENCH_CASES, BENCH_JOBS  the end-to-end
 #                    cases' size, rounds, cases and -j (tests/bench/fix_e2e.sh)
+#   BENCH_BATCH_N, BENCH_BATCH_SIZE  the batch case's zoo: checkpoints and
+#                    the size of each (tests/bench/batch_e2e.sh)
 # Load on the machine distorts the figures, so the load average is printed.
 set -u
 json=${BENCH_JSON:-}
@@ -38,6 +40,13 @@ if [ -n "${STFIX:-}" ]; then
         BENCH_JSON="$tmp/part$i.json" sh "$(dirname "$0")/fix_e2e.sh" "$STFIX" || rc=$?
     else
         BENCH_JSON= sh "$(dirname "$0")/fix_e2e.sh" "$STFIX" || rc=$?
+    fi
+    i=$((i + 1))
+    echo "== batch_e2e"
+    if [ -n "$json" ]; then
+        BENCH_JSON="$tmp/part$i.json" sh "$(dirname "$0")/batch_e2e.sh" "$STFIX" || rc=$?
+    else
+        BENCH_JSON= sh "$(dirname "$0")/batch_e2e.sh" "$STFIX" || rc=$?
     fi
 fi
 

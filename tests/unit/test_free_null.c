@@ -71,6 +71,10 @@ static void test_experimental(void **state)
     stf_model_str_free(NULL);
     stf_pyval_free(NULL);
     stf_pool_free(NULL);
+    stf_batch_list_free(NULL);
+    stf_batch_result_free(NULL);
+    stf_batch_line_free(NULL);
+    stf_verify_report_free(NULL);
     assert_int_equal(g_calls, 0);
 }
 

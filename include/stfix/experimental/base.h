@@ -1,5 +1,6 @@
 /*
- * stfix EXPERIMENTAL API, util layer: JSON and text escapes, the thread pool.
+ * stfix EXPERIMENTAL API, util layer: JSON and text escapes, file hashing,
+ * the thread pool.
  *
  * Part of <stfix/experimental.h>: may change in any MINOR release (the
  * contract is at the top of that header). Include that header, not this
@@ -35,6 +36,16 @@ size_t stf_json_quote(char *dst, size_t cap, const char *s, size_t n);
  */
 STF_EXPERIMENTAL_API
 size_t stf_text_escape(char *dst, size_t cap, const char *s, size_t n);
+
+/* ------------------------------------------------------------- hashing */
+
+/*
+ * The SHA-256 of the file at `path` as 64 lower-case hex digits and a NUL,
+ * read once from start to end; *size (may be NULL) gets its length.
+ * STF_EIO names the path when it cannot be opened or read.
+ */
+STF_EXPERIMENTAL_API
+int stf_sha256_file(char hex[65], uint64_t *size, const char *path, stf_err *err);
 
 /* ------------------------------------------------------------- threads */
 

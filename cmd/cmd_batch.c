@@ -1,0 +1,541 @@
+/*
+ * stfix batch -r RECIPE -o OUTDIR (DIR... | FILE... | --manifest FILE)
+ *             [-j N] [--resume] [--shard K/N] [--report FILE]
+ *             [--link-compliant] [--dry-run]
+ * stfix batch --verify REPORT [-j N]
+ *
+ * Every checkpoint found is checked, planned, repaired when it needs it
+ * and verified (stf_batch_run_item); one JSON line per checkpoint goes to
+ * the report, appended and fsynced as each one ends, so a batch killed at
+ * any moment resumes where it stopped. At the end the report is rewritten
+ * in discovery order and a summary table goes to stderr. Exit 0 when
+ * nothing failed; 1 when a checkpoint failed or stayed non-compliant; 2 a
+ * bad manifest or input; 3 usage.
+ */
+/* Uses the experimental batch API and stf_pool_new (stfix/experimental.h). */
+#define STF_EXPERIMENTAL
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+typedef struct batch_args {
+    const char *recipe, *outdir, *manifest, *report, *shard, *verify;
+    int threads, resume, link_compliant, dry_run;
+    unsigned long long max_mem;
+    unsigned shard_k, shard_n;
+} batch_args;
+
+/* A recipe loaded once per path. */
+typedef struct recipe_slot {
+    const char *path;
+    stf_recipe *r;
+    int ex; /* -1 loaded, else the status its load failed with */
+} recipe_slot;
+
+typedef struct recipes {
+    recipe_slot *v;
+    size_t n;
+} recipes;
+
+/* One line of the final report, for the item at the same position. */
+typedef struct line {
+    char *text;
+    stf_batch_status status;
+    int has;
+    char *err; /* failed: "RULE: message" */
+    unsigned long long rd, wr;
+    double seconds;
+} line;
+
+static int parse_shard(const char *s, unsigned *k, unsigned *n)
+{
+    char *e;
+    errno = 0;
+    unsigned long a = strtoul(s, &e, 10);
+    if (e == s || *e != '/' || errno) return -1;
+    const char *t = e + 1;
+    unsigned long b = strtoul(t, &e, 10);
+    if (e == t || *e || errno || !a || !b || a > b || b > 1000000) return -1;
+    *k = (unsigned)a;
+    *n = (unsigned)b;
+    return 0;
+}
+
+static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cli_cmd **cmdp)
+{
+    static cli_opt opts[12];
+    static cli_cmd cmd;
+    memset(a, 0, sizeof *a);
+    const cli_opt o[] = {
+        { .kind = CLI_ARG, .metavar = "DIR|FILE",
+          .help = "directories walked recursively, and single .safetensors\n"
+                  "files or *.index.json sets" },
+        { .name = "recipe", .letter = 'r', .metavar = "RECIPE", .kind = CLI_STR,
+          .target = &a->recipe, .help = "the repair recipe (a file or a NAME)" },
+        { .name = "output", .letter = 'o', .metavar = "OUTDIR", .kind = CLI_STR,
+          .target = &a->outdir, .help = "where the outputs go, mirroring the input tree" },
+        { .name = "manifest", .metavar = "FILE", .kind = CLI_STR, .target = &a->manifest,
+          .help = "JSON Lines: {\"input\": P, \"output\": P, \"recipe\": P}" },
+        { .name = "jobs", .letter = 'j', .metavar = "N", .kind = CLI_INT, .target = &a->threads,
+          .min = 1, .max = 1024,
+          .help = "threads shared by all checkpoints (default: one per core)" },
+        { .name = "resume", .kind = CLI_FLAG, .target = &a->resume,
+          .help = "skip checkpoints the report has as done whose input\n"
+                  "and recipe sha256 are unchanged" },
+        { .name = "shard", .metavar = "K/N", .kind = CLI_STR, .target = &a->shard,
+          .help = "only the K-th of N shares (by a hash of the path)" },
+        { .name = "report", .metavar = "FILE", .kind = CLI_STR, .target = &a->report,
+          .help = "the JSON Lines report (default OUTDIR/stfix-report.jsonl)" },
+        { .name = "link-compliant", .kind = CLI_FLAG, .target = &a->link_compliant,
+          .help = "hard-link (or copy) compliant checkpoints to OUTDIR" },
+        { .name = "dry-run", .kind = CLI_FLAG, .target = &a->dry_run,
+          .help = "check and plan only; the report goes to stdout" },
+        { .name = "verify", .metavar = "REPORT", .kind = CLI_STR, .target = &a->verify,
+          .help = "re-verify every fixed checkpoint of a report" },
+        { .name = "max-mem", .metavar = "SIZE", .kind = CLI_SIZE, .target = &a->max_mem,
+          .min = 1, .help = "working set for requantization (default 2GiB)" },
+    };
+    memcpy(opts, o, sizeof o);
+    cmd = (cli_cmd){ .verb = "batch",
+                     .synopsis = "batch -r RECIPE -o OUTDIR (DIR... | FILE... | --manifest FILE) "
+                                 "[options]\nbatch --verify REPORT [-j N]",
+                     .opts = opts, .nopts = sizeof o / sizeof o[0] };
+    *cmdp = &cmd;
+    int ex = cli_opts_parse(&cmd, argc, argv, nargs);
+    if (ex >= 0) return ex;
+    if (a->verify) {
+        if (*nargs || a->manifest || a->outdir)
+            return cli_usage_error(&cmd, "--verify REPORT takes no inputs and no -o");
+        return -1;
+    }
+    if (!a->outdir && !a->dry_run) return cli_usage_error(&cmd, "no output directory given (-o OUTDIR)");
+    if (!*nargs && !a->manifest) return cli_usage_error(&cmd, "no input given (DIR, FILE or --manifest)");
+    if (*nargs && a->manifest) return cli_usage_error(&cmd, "give inputs or --manifest, not both");
+    if (!a->recipe && !a->manifest) return cli_usage_error(&cmd, "no recipe given (-r RECIPE)");
+    if (a->shard && parse_shard(a->shard, &a->shard_k, &a->shard_n))
+        return cli_usage_error(&cmd, "--shard '%s': expected K/N with 1 <= K <= N", a->shard);
+    if (!a->shard) a->shard_k = a->shard_n = 1;
+    return -1;
+}
+
+/* The recipe for `path`, loaded the first time. -1 when loaded in *out. */
+static int recipe_get(recipes *rs, const char *path, stf_recipe **out)
+{
+    for (size_t i = 0; i < rs->n; i++)
+        if (!strcmp(rs->v[i].path, path)) {
+            *out = rs->v[i].r;
+            return rs->v[i].ex;
+        }
+    recipe_slot *g = realloc(rs->v, (rs->n + 1) * sizeof *g);
+    if (!g) return cli_report_code("batch", STF_ENOMEM);
+    rs->v = g;
+    recipe_slot *s = &g[rs->n++];
+    s->path = path;
+    s->r = NULL;
+    s->ex = cli_recipe_load_arg(&s->r, "batch", path);
+    *out = s->r;
+    return s->ex;
+}
+
+/* Write one line and fsync, so a kill never loses a finished checkpoint. */
+static int journal(int fd, const char *text)
+{
+    size_t n = strlen(text);
+    char *buf = malloc(n + 1);
+    if (!buf) return -1;
+    memcpy(buf, text, n);
+    buf[n] = '\n';
+    size_t off = 0;
+    while (off <= n) {
+        ssize_t k = write(fd, buf + off, n + 1 - off);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            free(buf);
+            return -1;
+        }
+        off += (size_t)k;
+    }
+    free(buf);
+    return fsync(fd);
+}
+
+static int mkdir_p(const char *dir)
+{
+    char *d = strdup(dir);
+    if (!d) return -1;
+    for (char *p = d + 1;; p++) {
+        if (*p != '/' && *p) continue;
+        char c = *p;
+        *p = '\0';
+        if (mkdir(d, 0777) != 0 && errno != EEXIST) {
+            free(d);
+            return -1;
+        }
+        *p = c;
+        if (!c) break;
+    }
+    free(d);
+    return 0;
+}
+
+/* The old report's lines, for --resume (a missing report is an empty one). */
+static int read_old(const char *path, char ***out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return errno == ENOENT ? 0 : -1;
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t k;
+    while ((k = getline(&buf, &cap, f)) >= 0) {
+        /* A line a kill cut short has no newline: it is dropped. */
+        if (k == 0 || buf[k - 1] != '\n') continue;
+        buf[k - 1] = '\0';
+        char **g = realloc(*out, (*n + 1) * sizeof *g);
+        if (!g || !(g[*n] = strdup(buf))) {
+            if (g) *out = g;
+            free(buf);
+            fclose(f);
+            return -1;
+        }
+        *out = g;
+        (*n)++;
+    }
+    free(buf);
+    fclose(f);
+    return 0;
+}
+
+static void line_from_result(line *l, const stf_batch_result *r)
+{
+    l->has = 1;
+    const char *text = stf_batch_result_line(r);
+    l->text = text ? strdup(text) : NULL;
+    l->status = stf_batch_result_status(r);
+    l->rd = stf_batch_result_bytes_read(r);
+    l->wr = stf_batch_result_bytes_written(r);
+    l->seconds = stf_batch_result_seconds(r);
+    const stf_err *e = stf_batch_result_error(r);
+    if (e) {
+        size_t n = strlen(e->msg) + 16;
+        l->err = malloc(n);
+        if (l->err) snprintf(l->err, n, "%s%s%s", e->rule, e->rule[0] ? ": " : "", e->msg);
+    }
+}
+
+static void summary(const stf_batch_list *items, const line *lines, size_t kept)
+{
+    size_t cnt[4] = { 0 };
+    unsigned long long rd = 0, wr = 0;
+    double sec = 0;
+    for (size_t i = 0; i < items->n; i++) {
+        if (!lines[i].has) continue;
+        cnt[lines[i].status]++;
+        rd += lines[i].rd;
+        wr += lines[i].wr;
+        sec += lines[i].seconds;
+    }
+    fprintf(stderr, "stfix batch: %zu checkpoint(s)", items->n);
+    if (kept) fprintf(stderr, ", %zu already done (--resume)", kept);
+    fputs("\n", stderr);
+    fprintf(stderr, "  %-10s %6s\n", "status", "count");
+    for (int s = STF_BATCH_FIXED; s <= STF_BATCH_SKIPPED; s++)
+        fprintf(stderr, "  %-10s %6zu\n", stf_batch_status_name((stf_batch_status)s), cnt[s]);
+    fprintf(stderr, "  bytes read %llu, written %llu, %.1f s\n", rd, wr, sec);
+    for (size_t i = 0; i < items->n; i++)
+        if (lines[i].has && lines[i].status == STF_BATCH_FAILED) {
+            cli_textf(stderr, "  failed %s", items->v[i].input);
+            if (lines[i].err) cli_textf(stderr, ": %s", lines[i].err);
+            fputs("\n", stderr);
+        }
+}
+
+/* The report, in item order, then old lines of other inputs; atomically. */
+static int rewrite_report(const char *path, const line *lines, size_t n, char **old, size_t nold,
+                          const char *const *keep_old)
+{
+    size_t pl = strlen(path);
+    char *tmp = malloc(pl + 16);
+    if (!tmp) return -1;
+    snprintf(tmp, pl + 16, "%s.stfix-tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    int bad = !f;
+    for (size_t i = 0; !bad && i < n; i++)
+        if (lines[i].has && lines[i].text) bad |= fprintf(f, "%s\n", lines[i].text) < 0;
+    for (size_t i = 0; !bad && i < nold; i++)
+        if (keep_old[i]) bad |= fprintf(f, "%s\n", old[i]) < 0;
+    if (f) {
+        bad |= fflush(f) != 0 || fsync(fileno(f)) != 0;
+        bad |= fclose(f) != 0;
+    }
+    if (!bad) bad = rename(tmp, path) != 0;
+    if (bad) unlink(tmp);
+    free(tmp);
+    return bad ? -1 : 0;
+}
+
+/* Complete a result, keep its line, print or journal it. -1 to go on,
+ * else the exit status to end with. Frees res. */
+static int finish_item(const batch_args *a, int fd, const char *report, line *l,
+                       stf_batch_result *res)
+{
+    stf_err err;
+    stf_err_clear(&err);
+    if (stf_batch_result_complete(res, &err)) {
+        stf_batch_result_free(res);
+        return cli_report("batch", &err);
+    }
+    line_from_result(l, res);
+    stf_batch_result_free(res);
+    if (!l->text) return cli_report_code("batch", STF_ENOMEM);
+    if (a->dry_run) {
+        fprintf(stdout, "%s\n", l->text);
+    } else if (journal(fd, l->text)) {
+        cli_errorf("batch", "%s: cannot append to the report: %s", report, strerror(errno));
+        return EXIT_FAILED;
+    }
+    return -1;
+}
+
+static int verify_report(const batch_args *a)
+{
+    char **old = NULL;
+    size_t nold = 0;
+    if (read_old(a->verify, &old, &nold) || (!nold && access(a->verify, R_OK) != 0)) {
+        cli_errorf("batch", "%s: cannot read the report: %s", a->verify, strerror(errno));
+        return EXIT_FAILED;
+    }
+    stf_pool *pool = NULL;
+    stf_err err;
+    stf_err_clear(&err);
+    int ex = EXIT_OK_;
+    if (stf_pool_new(&pool, (unsigned)a->threads, &err)) ex = cli_report("batch", &err);
+    size_t ok = 0, bad = 0, skipped = 0;
+    for (size_t i = 0; i < nold && ex != EXIT_FAILED; i++) {
+        stf_batch_line l;
+        if (stf_batch_line_parse(&l, old[i], strlen(old[i]), &err)) {
+            cli_errorf("batch", "%s:%zu: %s", a->verify, i + 1, cli_err_text(&err));
+            ex = cli_exit_worst(ex, EXIT_INVALID);
+            continue;
+        }
+        if (l.status != STF_BATCH_FIXED || !l.output) {
+            cli_textf(stdout, "skip %s (%s)\n", l.input, stf_batch_status_name(l.status));
+            skipped++;
+        } else {
+            cli_verify_args v = { .out = l.output, .in = l.input, .recipe = l.recipe,
+                                  .batch_layout = 1 };
+            int e = cli_verify_one("batch", &v, pool, stdout);
+            if (e == EXIT_OK_) ok++;
+            else bad++;
+            ex = cli_exit_worst(ex, e);
+        }
+        stf_batch_line_free(&l);
+    }
+    fprintf(stderr, "stfix batch: verified %zu, differ or failed %zu, skipped %zu\n", ok, bad,
+            skipped);
+    for (size_t i = 0; i < nold; i++) free(old[i]);
+    free(old);
+    stf_pool_free(pool);
+    int fl = cli_stdout_flush("batch");
+    return fl >= 0 ? cli_exit_worst(ex, fl) : ex;
+}
+
+int cmd_batch(int argc, char **argv)
+{
+    batch_args a;
+    const cli_cmd *cmd;
+    int nargs = 0, ex = parse_args(&a, argc, argv, &nargs, &cmd);
+    if (ex >= 0) return ex;
+    if (a.verify) return verify_report(&a);
+
+    stf_batch_list all = { 0 }, items = { 0 };
+    recipes rs = { 0 };
+    stf_pool *pool = NULL;
+    line *lines = NULL;
+    char **old = NULL, **old_input = NULL, *report = NULL;
+    const char **keep_old = NULL;
+    size_t nold = 0, kept = 0, prev_i = 0;
+    stf_batch_result *prev = NULL;
+    int fd = -1, worst = EXIT_OK_;
+    stf_err err;
+    stf_err_clear(&err);
+    ex = EXIT_OK_;
+
+    if (a.recipe) {
+        stf_recipe *r;
+        if ((ex = recipe_get(&rs, a.recipe, &r)) >= 0) goto done;
+        ex = EXIT_OK_;
+    }
+    int rc = a.manifest ? stf_batch_manifest_read(&all, a.manifest, &err)
+                        : stf_batch_discover(&all, (const char *const *)argv + 1, (size_t)nargs,
+                                             a.outdir, &err);
+    if (rc) {
+        ex = cli_report("batch", &err);
+        goto done;
+    }
+    for (size_t i = 0; i < all.n; i++) {
+        if (!all.v[i].recipe && !a.recipe) {
+            cli_errorf("batch", "%s: %s has no \"recipe\" and no -r RECIPE was given",
+                       a.manifest, all.v[i].input);
+            ex = EXIT_INVALID;
+            goto done;
+        }
+        if (stf_batch_shard_of(all.v[i].rel, a.shard_n) != a.shard_k) continue;
+        stf_batch_item *g = realloc(items.v, (items.n + 1) * sizeof *g);
+        if (!g) {
+            ex = cli_report_code("batch", STF_ENOMEM);
+            goto done;
+        }
+        items.v = g;
+        items.v[items.n++] = all.v[i];
+    }
+    lines = calloc(items.n ? items.n : 1, sizeof *lines);
+    if (!lines || stf_pool_new(&pool, (unsigned)a.threads, &err)) {
+        ex = lines ? cli_report("batch", &err) : cli_report_code("batch", STF_ENOMEM);
+        goto done;
+    }
+    if (!a.dry_run) {
+        if (mkdir_p(a.outdir)) {
+            cli_errorf("batch", "%s: cannot create the directory: %s", a.outdir, strerror(errno));
+            ex = EXIT_FAILED;
+            goto done;
+        }
+        if (a.report) report = strdup(a.report);
+        else if ((report = malloc(strlen(a.outdir) + 32)))
+            sprintf(report, "%s/stfix-report.jsonl", a.outdir);
+        if (!report || (a.resume && read_old(report, &old, &nold)) ||
+            !(keep_old = calloc(nold ? nold : 1, sizeof *keep_old))) {
+            cli_errorf("batch", "%s: cannot read the report: %s", report ? report : a.outdir,
+                       strerror(errno));
+            ex = EXIT_FAILED;
+            goto done;
+        }
+        /* Each old line's input, parsed once; a line that does not parse
+         * (one a kill cut short) is dropped. */
+        if (!(old_input = calloc(nold ? nold : 1, sizeof *old_input))) {
+            ex = cli_report_code("batch", STF_ENOMEM);
+            goto done;
+        }
+        for (size_t i = 0; i < nold; i++) {
+            stf_batch_line l;
+            if (stf_batch_line_parse(&l, old[i], strlen(old[i]), &err)) continue;
+            old_input[i] = strdup(l.input);
+            keep_old[i] = old_input[i] ? old[i] : NULL;
+            stf_batch_line_free(&l);
+        }
+        /* A rewrite a kill interrupted leaves its temp file: it goes. */
+        char *stale = malloc(strlen(report) + 16);
+        if (stale) {
+            sprintf(stale, "%s.stfix-tmp", report);
+            unlink(stale);
+            free(stale);
+        }
+        fd = open(report, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (a.resume ? 0 : O_TRUNC),
+                  0644);
+        if (fd < 0) {
+            cli_errorf("batch", "%s: cannot open the report: %s", report, strerror(errno));
+            ex = EXIT_FAILED;
+            goto done;
+        }
+    }
+    for (size_t i = 0; i < items.n; i++) {
+        const stf_batch_item *it = &items.v[i];
+        const char *rpath = it->recipe ? it->recipe : a.recipe;
+        stf_recipe *r = NULL;
+        int rex = recipe_get(&rs, rpath, &r);
+        if (rex >= 0) {
+            worst = cli_exit_worst(worst, rex);
+            continue;
+        }
+        /* --resume: the last line of this input, when its work still stands;
+         * every old line of the input gives way to the one this run keeps. */
+        for (size_t k = nold; k-- > 0;) {
+            if (!keep_old[k] || strcmp(old_input[k], it->input)) continue;
+            stf_batch_line l;
+            if (!lines[i].has && !stf_batch_line_parse(&l, old[k], strlen(old[k]), &err)) {
+                int same = 0;
+                stf_batch_line_current(&same, &l, stf_recipe_sha256(r), &err);
+                if (same && (lines[i].text = strdup(old[k]))) {
+                    lines[i].has = 1;
+                    lines[i].status = l.status;
+                    lines[i].seconds = l.seconds;
+                    kept++;
+                }
+                stf_batch_line_free(&l);
+            }
+            keep_old[k] = NULL;
+        }
+        if (lines[i].has) continue;
+        char *out = stf_batch_output_path(it, a.dry_run ? "." : a.outdir);
+        stf_batch_opts bo;
+        stf_batch_opts_init(&bo);
+        bo.pool = pool;
+        bo.max_mem = a.max_mem;
+        bo.dry_run = a.dry_run;
+        bo.link_compliant = a.link_compliant;
+        bo.recipe_path = rpath;
+        /* The previous output is hashed while this checkpoint runs. */
+        bo.defer_output_hash = 1;
+        bo.complete = prev;
+        stf_batch_result *res = NULL;
+        if (!out || stf_batch_run_item(&res, it, out, r, &bo, &err)) {
+            free(out);
+            ex = out ? cli_report("batch", &err) : cli_report_code("batch", STF_ENOMEM);
+            goto done;
+        }
+        free(out);
+        stf_batch_result *ended = prev;
+        size_t ended_i = prev_i;
+        prev = res;
+        prev_i = i;
+        if (ended && (ex = finish_item(&a, fd, report, &lines[ended_i], ended)) >= 0) goto done;
+    }
+    if (prev) {
+        stf_batch_result *ended = prev;
+        prev = NULL;
+        if ((ex = finish_item(&a, fd, report, &lines[prev_i], ended)) >= 0) goto done;
+    }
+    ex = worst;
+    if (!a.dry_run && rewrite_report(report, lines, items.n, old, nold, keep_old)) {
+        cli_errorf("batch", "%s: cannot rewrite the report: %s", report, strerror(errno));
+        ex = EXIT_FAILED;
+        goto done;
+    }
+    summary(&items, lines, kept);
+    for (size_t i = 0; i < items.n; i++)
+        if (lines[i].has && lines[i].status == STF_BATCH_FAILED)
+            ex = cli_exit_worst(ex, EXIT_FINDINGS);
+    if (a.dry_run) {
+        int fl = cli_stdout_flush("batch");
+        if (fl >= 0) ex = cli_exit_worst(ex, fl);
+    }
+
+done:
+    stf_batch_result_free(prev);
+    if (fd >= 0) close(fd);
+    for (size_t i = 0; lines && i < items.n; i++) {
+        free(lines[i].text);
+        free(lines[i].err);
+    }
+    free(lines);
+    for (size_t i = 0; i < nold; i++) {
+        free(old[i]);
+        if (old_input) free(old_input[i]);
+    }
+    free(old);
+    free(old_input);
+    free(keep_old);
+    free(report);
+    for (size_t i = 0; i < rs.n; i++) stf_recipe_free(rs.v[i].r);
+    free(rs.v);
+    free(items.v); /* the items belong to `all` */
+    stf_batch_list_free(&all);
+    stf_pool_free(pool);
+    return ex;
+}

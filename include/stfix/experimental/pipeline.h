@@ -1,0 +1,267 @@
+/*
+ * stfix EXPERIMENTAL API, pipeline layer: batches over many checkpoints
+ * (discovery, manifests, shard selection, one report line per checkpoint)
+ * and verification of an output by re-running its conversion in memory.
+ *
+ * Part of <stfix/experimental.h>: may change in any MINOR release (the
+ * contract is at the top of that header). Include that header, not this
+ * one.
+ */
+#ifndef STFIX_EXPERIMENTAL_PIPELINE_H
+#define STFIX_EXPERIMENTAL_PIPELINE_H
+
+#include "../pipeline.h"
+#include "base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ----------------------------------------------------------- discovery */
+
+/* One checkpoint of a batch. Strings owned by the list. */
+typedef struct stf_batch_item {
+    char *input;      /* the path to open: a .safetensors file or an *.index.json */
+    char *rel;        /* its path relative to its root: the --shard key, and
+                       * where its output goes under the output directory */
+    char *output;     /* a manifest's "output", else NULL (OUTDIR/rel) */
+    char *recipe;     /* a manifest's "recipe", else NULL (the batch's) */
+    int sharded;      /* input is an index: the index and its shards are one */
+} stf_batch_item;
+
+typedef struct stf_batch_list {
+    stf_batch_item *v;
+    size_t n;
+} stf_batch_list;
+
+/*
+ * The checkpoints under `roots`, in order: a root that is a file is one
+ * checkpoint (rel: its base name); a directory is walked recursively, the
+ * entries of each directory in byte order of their names, taking every
+ * *.safetensors (or zstd-compressed *.safetensors.zst) file and every
+ * *.index.json as a checkpoint, except the
+ * shards an index in the same directory names (they belong to it). Names
+ * starting with '.' are passed over, symlinks to directories are not
+ * followed, and `skip_dir` (may be NULL; e.g. the output directory) is not
+ * entered. A *.safetensors entry that cannot be opened (a dangling link) is
+ * still listed, so its failure is reported. STF_EIO names a root or
+ * directory that cannot be read; STF_EINVAL a root file that is neither.
+ */
+STF_EXPERIMENTAL_API
+int stf_batch_discover(stf_batch_list *out, const char *const *roots, size_t nroots,
+                       const char *skip_dir, stf_err *err);
+
+/*
+ * Read a JSON Lines manifest: one object per non-blank line with "input"
+ * (a string) and optionally "output" and "recipe" (strings), no other key.
+ * Relative "input" and "recipe" paths are taken from the manifest's
+ * directory (a "recipe" NAME, without '/' or a .yaml/.yml suffix, is kept
+ * as it is, for the recipe search path); rel is "input" as written (less a leading "./" or "/").
+ * STF_EFORMAT names the file and line of the first bad one; STF_EIO when
+ * it cannot be read.
+ */
+STF_EXPERIMENTAL_API
+int stf_batch_manifest_read(stf_batch_list *out, const char *path, stf_err *err);
+
+STF_EXPERIMENTAL_API
+void stf_batch_list_free(stf_batch_list *l);
+
+/*
+ * Which of n shards (1..n) the checkpoint with relative path `rel` belongs
+ * to: the first 8 bytes of SHA-256(rel), big-endian, modulo n, plus 1. The
+ * same on every machine, so n runs split a set exactly.
+ */
+STF_EXPERIMENTAL_API
+unsigned stf_batch_shard_of(const char *rel, unsigned n);
+
+/*
+ * The output path of `it` under `outdir`: it->output (relative ones under
+ * outdir) or outdir/rel; a sharded checkpoint's path loses ".index.json"
+ * (it is the writer's STEM path, which adds the index and shards), and a
+ * compressed one's ".zst" (outputs are written uncompressed).
+ * Allocated (free with free()); NULL when out of memory.
+ */
+STF_EXPERIMENTAL_API
+char *stf_batch_output_path(const stf_batch_item *it, const char *outdir);
+
+/*
+ * The shard size an output of `c` is split at: 0 (one file) for a single
+ * file, else the size of its largest shard file, so a sharded set is
+ * written sharded alike.
+ */
+STF_EXPERIMENTAL_API
+uint64_t stf_batch_shard_size(const stf_ckpt *c);
+
+/* -------------------------------------------------------- one checkpoint */
+
+typedef enum stf_batch_status {
+    STF_BATCH_FIXED = 0,  /* repaired and verified, output written */
+    STF_BATCH_COMPLIANT,  /* nothing to repair */
+    STF_BATCH_FAILED,     /* unreadable, refused, or still non-compliant */
+    STF_BATCH_SKIPPED     /* needs repair, but this is a dry run */
+} stf_batch_status;
+
+/* "fixed", "compliant", "failed", "skipped"; NULL out of range. */
+STF_EXPERIMENTAL_API
+const char *stf_batch_status_name(stf_batch_status s);
+
+/* The layout of stf_batch_opts this header describes. */
+#define STF_BATCH_OPTS_VERSION 1u
+
+typedef struct stf_batch_opts {
+    unsigned version;      /* STF_BATCH_OPTS_VERSION, set by stf_batch_opts_init */
+    stf_pool *pool;        /* check, plan and run share it; NULL = inline */
+    uint64_t max_mem;      /* requantization working set (0: the run's default) */
+    int dry_run;           /* check and plan only: nothing is written */
+    int link_compliant;    /* a compliant checkpoint is hard-linked (else copied)
+                            * to its output path; without it, nothing is */
+    const char *recipe_path; /* the recipe's path as the report names it */
+    /* Leave the outputs of a fixed checkpoint unhashed and its line unmade
+     * (stf_batch_result_line NULL) until stf_batch_result_complete. */
+    int defer_output_hash;
+    /* A result to complete on a helper thread while this checkpoint runs
+     * (NULL: none), so hashing one output overlaps converting the next. */
+    struct stf_batch_result *complete;
+} stf_batch_opts;
+
+STF_EXPERIMENTAL_API
+void stf_batch_opts_init_version(stf_batch_opts *o, unsigned version);
+#define stf_batch_opts_init(o) stf_batch_opts_init_version((o), STF_BATCH_OPTS_VERSION)
+
+typedef struct stf_batch_result stf_batch_result;
+
+/*
+ * One checkpoint of a batch: hash its files (on a helper thread, while the
+ * rest goes on), open, check against the
+ * recipe's targets, plan; when a layer changes or an error-severity finding
+ * is present, run the plan into `out_path` (stf_batch_output_path; its
+ * directories are made), which verifies before publishing; hash the files
+ * written. Any failure of the checkpoint is its result (status failed, the
+ * error kept) and leaves nothing at out_path; the return value is non-zero
+ * only when no result could be made (STF_ENOMEM, STF_EINVAL for NULLs).
+ */
+STF_EXPERIMENTAL_API
+int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const char *out_path,
+                       const stf_recipe *r, const stf_batch_opts *o, stf_err *err);
+
+/*
+ * Hash the outputs of a result made with defer_output_hash and make its
+ * line; no-op for a complete one. STF_ENOMEM.
+ */
+STF_EXPERIMENTAL_API
+int stf_batch_result_complete(stf_batch_result *r, stf_err *err);
+
+STF_EXPERIMENTAL_API
+void stf_batch_result_free(stf_batch_result *r);
+STF_EXPERIMENTAL_API
+stf_batch_status stf_batch_result_status(const stf_batch_result *r);
+/*
+ * The report line, one JSON object without the newline: "input",
+ * "input_files" ([{"path", "sha256"}]), "output" (null when nothing was
+ * written), "output_files", "recipe", "recipe_sha256", "stfix_version",
+ * "status", "error" ({"rule", "message"} or null), "findings_before" and
+ * "findings_after" ({RULE: count}, ids sorted), "actions" ([{"layer",
+ * "actions": [NAME...]}] for the layers the plan changes), "bytes_read",
+ * "bytes_written" (sizes of the files read and written) and "seconds".
+ */
+STF_EXPERIMENTAL_API
+const char *stf_batch_result_line(const stf_batch_result *r);
+/* The failure of a failed checkpoint (rule may be empty), else NULL. */
+STF_EXPERIMENTAL_API
+const stf_err *stf_batch_result_error(const stf_batch_result *r);
+STF_EXPERIMENTAL_API
+uint64_t stf_batch_result_bytes_read(const stf_batch_result *r);
+STF_EXPERIMENTAL_API
+uint64_t stf_batch_result_bytes_written(const stf_batch_result *r);
+STF_EXPERIMENTAL_API
+double stf_batch_result_seconds(const stf_batch_result *r);
+
+/* ------------------------------------------------------ report lines */
+
+/* A report line read back. Strings owned by it. */
+typedef struct stf_batch_line {
+    char *input, *output, *recipe, *recipe_sha256; /* output NULL when none */
+    stf_batch_status status;
+    size_t ninputs;
+    char **input_paths;
+    char (*input_sha256)[65];
+    double seconds;
+} stf_batch_line;
+
+/*
+ * Parse one report line (len bytes). STF_EFORMAT when it is not an object
+ * with the fields stf_batch_result_line writes (a line cut short by a kill
+ * is one).
+ */
+STF_EXPERIMENTAL_API
+int stf_batch_line_parse(stf_batch_line *out, const char *text, size_t len, stf_err *err);
+STF_EXPERIMENTAL_API
+void stf_batch_line_free(stf_batch_line *l);
+
+/*
+ * Whether the line's work still stands: its status is fixed or compliant,
+ * recipe_sha256 is the line's, and every input file still has the sha256
+ * it records. *same gets 1 or 0; an input that cannot be read counts as
+ * changed.
+ */
+STF_EXPERIMENTAL_API
+int stf_batch_line_current(int *same, const stf_batch_line *l, const char *recipe_sha256,
+                           stf_err *err);
+
+/* --------------------------------------------------------------- verify */
+
+/* One file the conversion makes. */
+typedef struct stf_verify_file {
+    const char *path;      /* its path in the output */
+    char expected[65];     /* sha256 of the bytes the conversion makes */
+    char actual[65];       /* sha256 of the file there; "" when it is missing */
+} stf_verify_file;
+
+/* One difference, in the output file `file`. */
+typedef struct stf_verify_diff {
+    const char *file;
+    const char *tensor;    /* tensor_len bytes (may hold U+0000); "" for the header */
+    size_t tensor_len;
+    const char *what;      /* "missing" (not in the output), "extra" (only in
+                            * the output), "dtype", "shape", "data", "header"
+                            * (metadata or layout), "unreadable" */
+} stf_verify_diff;
+
+typedef struct stf_verify_report stf_verify_report;
+
+/*
+ * Re-run the conversion of plan `p` in memory, writing nothing (the files
+ * are anonymous memory files as large as the output), and compare each
+ * file it makes with the file of the same name at `out_path` (as
+ * stf_plan_run names them; o->max_shard_size as when it was written) by
+ * sha256; where they differ, both are opened and compared tensor by
+ * tensor. It also reads the output's stamped stfix.recipe_sha256. Errors
+ * are those of the conversion; differences are in the report.
+ */
+STF_EXPERIMENTAL_API
+int stf_plan_verify(stf_verify_report **out, const stf_plan *p, const char *out_path,
+                    const stf_run_opts *o, stf_err *err);
+STF_EXPERIMENTAL_API
+void stf_verify_report_free(stf_verify_report *r);
+/* 1 when every file is identical and the stamp matches the plan's recipe. */
+STF_EXPERIMENTAL_API
+int stf_verify_ok(const stf_verify_report *r);
+STF_EXPERIMENTAL_API
+size_t stf_verify_file_count(const stf_verify_report *r);
+STF_EXPERIMENTAL_API
+const stf_verify_file *stf_verify_file_at(const stf_verify_report *r, size_t i);
+STF_EXPERIMENTAL_API
+size_t stf_verify_diff_count(const stf_verify_report *r);
+STF_EXPERIMENTAL_API
+const stf_verify_diff *stf_verify_diff_at(const stf_verify_report *r, size_t i);
+/* The output's stfix.recipe_sha256 (first file), NULL when it has none. */
+STF_EXPERIMENTAL_API
+const char *stf_verify_stamp(const stf_verify_report *r);
+/* 1 when the stamp equals the recipe's sha256. */
+STF_EXPERIMENTAL_API
+int stf_verify_stamp_ok(const stf_verify_report *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

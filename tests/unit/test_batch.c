@@ -1,0 +1,178 @@
+/*
+ * The batch pieces of the experimental pipeline API: the shard key (fixed
+ * values, from SHA-256 of the path), file hashing, discovery order and
+ * the shards an index claims, manifests and their errors, and report lines
+ * read back.
+ */
+#define STF_EXPERIMENTAL
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "stfix.h"
+
+static char g_dir[] = "/tmp/stfix-test-batch-XXXXXX";
+
+static void put(const char *rel, const char *text)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", g_dir, rel);
+    FILE *f = fopen(p, "wb");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_shard_of(void **state)
+{
+    (void)state;
+    /* First 8 bytes of SHA-256(rel), big-endian, mod n, plus 1. */
+    assert_int_equal(stf_batch_shard_of("a/b.safetensors", 2), 2);
+    assert_int_equal(stf_batch_shard_of("a/b.safetensors", 3), 1);
+    assert_int_equal(stf_batch_shard_of("zoo/set/m.safetensors.index.json", 7), 6);
+    assert_int_equal(stf_batch_shard_of("x", 1000), 877);
+    assert_int_equal(stf_batch_shard_of("x", 1), 1);
+}
+
+static void test_sha256_file(void **state)
+{
+    (void)state;
+    char hex[65], p[512];
+    uint64_t size = 0;
+    stf_err err;
+    stf_err_clear(&err);
+    put("h.txt", "hello");
+    snprintf(p, sizeof p, "%s/h.txt", g_dir);
+    assert_int_equal(stf_sha256_file(hex, &size, p, &err), 0);
+    assert_string_equal(hex, "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
+    assert_int_equal(size, 5);
+    snprintf(p, sizeof p, "%s/none", g_dir);
+    assert_int_equal(stf_sha256_file(hex, NULL, p, &err), STF_EIO);
+}
+
+static void test_discover(void **state)
+{
+    (void)state;
+    char p[512];
+    snprintf(p, sizeof p, "%s/z", g_dir);
+    mkdir(p, 0777);
+    snprintf(p, sizeof p, "%s/z/b", g_dir);
+    mkdir(p, 0777);
+    put("z/b/m.safetensors.index.json",
+        "{\"weight_map\": {\"x\": \"m-1.safetensors\", \"y\": \"m-2.safetensors\"}}");
+    put("z/b/m-1.safetensors", "");
+    put("z/b/m-2.safetensors", "");
+    put("z/b/other.safetensors", "");
+    put("z/a.safetensors", "");
+    put("z/c.safetensors.zst", "");
+    put("z/.hidden.safetensors", "");
+    put("z/notes.txt", "");
+    snprintf(p, sizeof p, "%s/z", g_dir);
+    const char *roots[] = { p };
+    stf_batch_list l;
+    stf_err err;
+    stf_err_clear(&err);
+    assert_int_equal(stf_batch_discover(&l, roots, 1, NULL, &err), 0);
+    assert_int_equal(l.n, 4);
+    assert_string_equal(l.v[0].rel, "a.safetensors");
+    assert_int_equal(l.v[0].sharded, 0);
+    assert_string_equal(l.v[1].rel, "b/m.safetensors.index.json");
+    assert_int_equal(l.v[1].sharded, 1);
+    assert_string_equal(l.v[2].rel, "b/other.safetensors");
+    assert_string_equal(l.v[3].rel, "c.safetensors.zst");
+    char *o = stf_batch_output_path(&l.v[1], "out");
+    assert_string_equal(o, "out/b/m.safetensors");
+    free(o);
+    o = stf_batch_output_path(&l.v[3], "out");
+    assert_string_equal(o, "out/c.safetensors"); /* written uncompressed */
+    free(o);
+    stf_batch_list_free(&l);
+}
+
+static void test_manifest(void **state)
+{
+    (void)state;
+    char p[512];
+    stf_batch_list l;
+    stf_err err;
+    stf_err_clear(&err);
+    put("m.jsonl", "{\"input\": \"../z/a.safetensors\", \"recipe\": \"r.yaml\"}\n\n"
+                   "{\"input\": \"/abs/b.safetensors.index.json\", \"output\": \"o/b\", "
+                   "\"recipe\": \"sglang-int8-convrot\"}\n");
+    snprintf(p, sizeof p, "%s/m.jsonl", g_dir);
+    assert_int_equal(stf_batch_manifest_read(&l, p, &err), 0);
+    assert_int_equal(l.n, 2);
+    char want[600];
+    snprintf(want, sizeof want, "%s/../z/a.safetensors", g_dir);
+    assert_string_equal(l.v[0].input, want);
+    assert_string_equal(l.v[0].rel, "z/a.safetensors");
+    snprintf(want, sizeof want, "%s/r.yaml", g_dir);
+    assert_string_equal(l.v[0].recipe, want);
+    assert_string_equal(l.v[1].input, "/abs/b.safetensors.index.json");
+    assert_string_equal(l.v[1].rel, "abs/b.safetensors.index.json");
+    assert_int_equal(l.v[1].sharded, 1);
+    assert_string_equal(l.v[1].output, "o/b");
+    assert_string_equal(l.v[1].recipe, "sglang-int8-convrot"); /* a NAME: searched, not joined */
+    stf_batch_list_free(&l);
+
+    put("bad.jsonl", "{\"input\": \"a.safetensors\"}\n[1]\n");
+    snprintf(p, sizeof p, "%s/bad.jsonl", g_dir);
+    assert_int_equal(stf_batch_manifest_read(&l, p, &err), STF_EFORMAT);
+    snprintf(want, sizeof want, "%s:2: not a JSON object", p);
+    assert_string_equal(err.msg, want);
+    put("dup.jsonl", "{\"input\": \"a.safetensors\"}\n{\"input\": \"./a.safetensors\"}\n");
+    snprintf(p, sizeof p, "%s/dup.jsonl", g_dir);
+    assert_int_equal(stf_batch_manifest_read(&l, p, &err), STF_EINVAL);
+    assert_non_null(strstr(err.msg, "would both be written to 'a.safetensors'"));
+}
+
+static void test_line_parse(void **state)
+{
+    (void)state;
+    const char *text =
+        "{\"input\":\"zoo/a.safetensors\",\"input_files\":[{\"path\":\"zoo/a.safetensors\","
+        "\"sha256\":\"2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824\"}],"
+        "\"output\":null,\"output_files\":[],\"recipe\":\"r.yaml\",\"recipe_sha256\":\"ab\","
+        "\"status\":\"compliant\",\"seconds\":1.5}";
+    stf_batch_line l;
+    stf_err err;
+    stf_err_clear(&err);
+    assert_int_equal(stf_batch_line_parse(&l, text, strlen(text), &err), 0);
+    assert_string_equal(l.input, "zoo/a.safetensors");
+    assert_null(l.output);
+    assert_string_equal(l.recipe, "r.yaml");
+    assert_int_equal(l.status, STF_BATCH_COMPLIANT);
+    assert_int_equal(l.ninputs, 1);
+    assert_string_equal(l.input_sha256[0],
+                        "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
+    int same = 1;
+    assert_int_equal(stf_batch_line_current(&same, &l, "cd", &err), 0);
+    assert_int_equal(same, 0); /* another recipe */
+    stf_batch_line_free(&l);
+    /* A line a kill cut short. */
+    assert_int_equal(stf_batch_line_parse(&l, text, 60, &err), STF_EFORMAT);
+}
+
+int main(void)
+{
+    if (!mkdtemp(g_dir)) return 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shard_of),
+        cmocka_unit_test(test_sha256_file),
+        cmocka_unit_test(test_discover),
+        cmocka_unit_test(test_manifest),
+        cmocka_unit_test(test_line_parse),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    if (system(cmd) != 0) rc = rc ? rc : 1;
+    return rc;
+}
