@@ -22,6 +22,8 @@ static const command commands[] = {
     { "plan", cmd_plan, "show what a recipe would change (stfix plan FILE -r RECIPE)", 1 },
     { "fix", cmd_fix, "repair or convert a checkpoint with a recipe", 1 },
     { "explain", cmd_explain, "describe a rule id (stfix explain R15; --list: all)", 1 },
+    { "compress", cmd_compress, "compress a checkpoint to zstd seekable files (.zst)", 0 },
+    { "decompress", cmd_decompress, "restore .safetensors from .zst or .stz files", 0 },
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

@@ -178,6 +178,8 @@ static int index_jobs(files *f, const stf__index *ix, const char *in, const char
     if (!f->v) return stf__err(err, STF_ENOMEM, "%s: out of memory", in);
     for (size_t s = 0; s < ix->nfiles; s++) {
         const char *name = ix->files[s], *fz = zsuffix_of(name);
+        if (compress && fz)
+            return stf__err(err, STF_EINVAL, "%s: shard '%s' is already compressed", in, name);
         if (!compress && !fz)
             return stf__err(err, STF_EINVAL, "%s: shard '%s' is not a .zst or .stz file", in,
                             name);
@@ -221,6 +223,8 @@ static int run(const char *in, const char *out, const stf_write_opts *o, int com
                             "(a name ending in .index.json)", out);
         if ((rc = stf__index_load(&ix, in, NULL, err))) return rc;
         rc = index_jobs(&f, ix, in, out, compress, zs, err);
+    } else if (compress && zsuffix_of(in)) {
+        return stf__err(err, STF_EINVAL, "%s: already compressed", in);
     } else {
         f.v = stf__calloc(1, sizeof *f.v);
         if (f.v) {
