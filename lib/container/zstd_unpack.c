@@ -14,7 +14,6 @@
 #include <zstd.h>
 
 #include "container/zstd_pack.h"
-#include "util/sha256.h"
 
 typedef struct unpack {
     int fd;
