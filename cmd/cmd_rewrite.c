@@ -80,8 +80,7 @@ int cmd_rewrite(int argc, char **argv)
     const cli_cmd cmd = {
         .verb = "rewrite",
         .synopsis = "rewrite IN -o OUT [--max-shard-size SIZE] [--strict] [--no-wait]\n"
-                    "rewrite IN -o OUT --zstd[=LEVEL] [--zstd-frame SIZE]\n"
-                    "        [--zstd-grouped] [--zstd-verify] [-j N] [--max-shard-size SIZE]",
+                    "rewrite IN -o OUT --zstd[=LEVEL] [--zstd-...] [-j N] [options]",
         .opts = opts, .nopts = sizeof opts / sizeof opts[0], .input_arg = 1
     };
     int ex = cli_opts_parse(&cmd, argc, argv, &nargs);

@@ -75,8 +75,7 @@ static int zrun(int argc, char **argv, int compress)
     };
     const cli_cmd cmd = {
         .verb = verb,
-        .synopsis = compress ? "compress IN [-o OUT] [--grouped] [--level N] [--frame SIZE]\n"
-                               "         [--verify] [-j N] [--no-wait]"
+        .synopsis = compress ? "compress IN [-o OUT] [--grouped] [--level N] [options]"
                              : "decompress IN [-o OUT] [--no-wait]",
         .opts = compress ? copts : dopts,
         .nopts = compress ? sizeof copts / sizeof copts[0] : sizeof dopts / sizeof dopts[0],

@@ -14,9 +14,12 @@
 #include "container/zstd_pack.h"
 
 /* Frames in flight per pool thread: enough to keep the threads busy while
- * the previous batch is written. */
+ * the previous batch is written; at most BATCH_MAX, and no more than
+ * BATCH_BYTES of uncompressed frames (each also needs an output buffer
+ * and, grouped, a scratch one), but always one. */
 #define PER_THREAD 2
 #define BATCH_MAX 32
+#define BATCH_BYTES ((uint64_t)256 << 20)
 
 typedef struct slot {
     ZSTD_CCtx *cctx;
@@ -147,6 +150,8 @@ int stf__zstd_pack(stf__sink *dst, int src_fd, const char *src_name, uint64_t to
     size_t threads = o->pool ? stf_pool_threads(o->pool) : 1;
     size_t nb = threads * PER_THREAD;
     if (nb > BATCH_MAX) nb = BATCH_MAX;
+    if (nb > BATCH_BYTES / o->frame) nb = (size_t)(BATCH_BYTES / o->frame);
+    if (nb < 1) nb = 1;
     if (nb > nf) nb = nf ? nf : 1;
     stf__seek_entry *e = stf__calloc(nf ? nf : 1, sizeof *e);
     slot *s = slots_new(nb, o);

@@ -95,7 +95,7 @@ typedef struct stf__zpack_opts {
  * table. Frames are compressed a batch at a time on the pool, each with its
  * own context and the same parameters, and written in order: the bytes do
  * not depend on the thread count. Memory is bounded by the batch (two
- * frames' worth per thread).
+ * frames per thread, at most 256 MiB of frames, at least one frame).
  */
 int stf__zstd_pack(stf__sink *dst, int src_fd, const char *src_name, uint64_t total,
                    const stf__zspan *spans, size_t nspans, const stf__zpack_opts *o,

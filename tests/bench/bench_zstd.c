@@ -352,6 +352,7 @@ int main(void)
     const char *mib_s = getenv("BENCH_ZSTD_MIB"), *lev_s = getenv("BENCH_ZSTD_LEVELS");
     const char *jobs = getenv("BENCH_JOBS"), *want = getenv("BENCH_ZSTD_DATA");
     const char *json = getenv("BENCH_JSON");
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each line as it is measured */
     if (!stfix || !*stfix) {
         printf("bench_zstd: STFIX is not set; skipped\n");
         return 0;
