@@ -15,6 +15,9 @@
 
 #include "container/zstd_pack.h"
 
+#define IN_BUF ((size_t)1 << 20)
+#define OUT_BUF ((size_t)4 << 20)
+
 typedef struct unpack {
     int fd;
     const char *name;
@@ -116,8 +119,9 @@ static int group(unpack *u, uint64_t *pos, stf_err *err)
 int stf__zstd_unpack(int fd, const char *name, uint64_t size, stf__zout_fn out, void *ud,
                      stf_err *err)
 {
-    unpack u = { fd, name, size, out, ud, ZSTD_createDCtx(), NULL, NULL,
-                 ZSTD_DStreamInSize(), ZSTD_DStreamOutSize() };
+    /* Buffers larger than the stream's suggested ones: fewer reads and
+     * writes for the same bounded memory. */
+    unpack u = { fd, name, size, out, ud, ZSTD_createDCtx(), NULL, NULL, IN_BUF, OUT_BUF };
     u.in = stf__malloc(u.in_cap);
     u.outb = stf__malloc(u.out_cap);
     int rc = 0;
