@@ -37,6 +37,12 @@ t_run "-j 1" 0 "$STFIX" rewrite "$D/bf16.safetensors" -o "$D/j1.safetensors" --z
 t_run "-j 2" 0 "$STFIX" rewrite "$D/bf16.safetensors" -o "$D/j2.safetensors" --zstd \
     --zstd-frame 4KiB -j 2
 t_true "-j 1 and -j 2: the same bytes" cmp "$D/j1.safetensors.zst" "$D/j2.safetensors.zst"
+# The seek table, checked by an XXH64 of its own against the plain rewrite.
+t_run "bf16 plain rewrite" 0 "$STFIX" rewrite "$D/bf16.safetensors" -o "$D/b.safetensors"
+t_run "seek table" 0 python3 tests/cli/seek_table.py "$D/j1.safetensors.zst" "$D/b.safetensors" 4096
+t_stdout_is_text "seek table" "ok"
+t_run "seek table of the demo" 0 python3 tests/cli/seek_table.py "$D/z.safetensors.zst" \
+    "$D/p.safetensors" 4194304
 t_run "grouped -j 1" 0 "$STFIX" rewrite "$D/bf16.safetensors" -o "$D/g1.safetensors" \
     --zstd-grouped --zstd-frame 4KiB -j 1
 t_run "grouped -j 2" 0 "$STFIX" rewrite "$D/bf16.safetensors" -o "$D/g2.safetensors" \
@@ -44,7 +50,6 @@ t_run "grouped -j 2" 0 "$STFIX" rewrite "$D/bf16.safetensors" -o "$D/g2.safetens
 t_true "grouped -j 1 and -j 2: the same bytes" cmp "$D/g1.safetensors.stz" "$D/g2.safetensors.stz"
 
 # Grouped: smaller than plain on BF16, zstd refuses it, stfix decompress restores it.
-t_run "bf16 plain rewrite" 0 "$STFIX" rewrite "$D/bf16.safetensors" -o "$D/b.safetensors"
 t_true "grouped is smaller" test "$(wc -c <"$D/g1.safetensors.stz")" -lt \
     "$(wc -c <"$D/j1.safetensors.zst")"
 t_run "zstd -d refuses .stz" 1 zstd -q -d "$D/g1.safetensors.stz" -o "$D/g.out"
