@@ -9,6 +9,9 @@
 #                    (default 2048 MiB in 4096 KiB frames; small values run fast)
 #   BENCH_SIZE, BENCH_REPS, BENCH_CASES, BENCH_JOBS  the end-to-end
 #                    cases' size, rounds, cases and -j (tests/bench/fix_e2e.sh)
+#   BENCH_ZSTD_MIB, BENCH_ZSTD_LEVELS, BENCH_ZSTD_DATA  the compressed
+#                    outputs' size, levels and data (tests/bench/bench_zstd.c;
+#                    BENCH_JOBS is its -j too)
 # Load on the machine distorts the figures, so the load average is printed.
 set -u
 json=${BENCH_JSON:-}
