@@ -210,7 +210,10 @@ static void test_sharded_names(void **state)
     o.max_shard_size = 4000;
     if (write_all(st_in_dir("m.safetensors.zst"), &o, &err)) fail_msg("%s", err.msg);
     size_t n;
-    char *ix = (char *)slurp(st_in_dir("m.safetensors.index.json"), &n);
+    unsigned char *raw = slurp(st_in_dir("m.safetensors.index.json"), &n);
+    char *ix = calloc(n + 1, 1); /* the text, NUL-terminated for strstr */
+    memcpy(ix, raw, n);
+    free(raw);
     assert_non_null(strstr(ix, "\"t00\": \"m-000"));
     assert_non_null(strstr(ix, ".safetensors.zst\""));
     assert_null(strstr(ix, ".safetensors\""));
