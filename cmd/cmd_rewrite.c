@@ -7,8 +7,8 @@
  * tensors, bytes and metadata, canonical header and data order, optionally
  * re-sharded or joined. The output is verified by reading it back. The
  * library's output guard refuses an OUT that would replace an input file
- * or anything but a regular file. A compressed output (--zstd) is checked
- * by the library instead, with --zstd-verify. Exit 0 ok, otherwise the status of the
+ * or anything but a regular file; a seekable .zst output too, a grouped
+ * .stz one only with --zstd-verify. Exit 0 ok, otherwise the status of the
  * error (cli_exit.c); an output that does not read back is 4.
  */
 /* Uses the experimental stf_pool_new, stf_pool_free (stfix/experimental.h). */
@@ -21,10 +21,12 @@
 
 #include "cli.h"
 
-static int verify(const char *out, int sharded, stf_err *err)
+/* `zs`: the bytes of OUT's compressed suffix (".zst"), which the index's
+ * name does not have; 0 for an uncompressed output. */
+static int verify(const char *out, int sharded, size_t zs, stf_err *err)
 {
     char idx[4096];
-    snprintf(idx, sizeof idx, "%s.index.json", out);
+    snprintf(idx, sizeof idx, "%.*s.index.json", (int)(strlen(out) - zs), out);
     struct stat st;
     const char *p = sharded && stat(idx, &st) == 0 ? idx : out;
     stf_ckpt *c = NULL;
@@ -134,15 +136,22 @@ static int rewrite(const char *in, const char *out, unsigned long long max, int 
     stf_pool_free(pool);
     if (rc) return cli_report("rewrite", &err);
     stf_err_clear(&err);
-    if (wo->zstd_level) {
-        /* A sharded output is named by its index: OUT less the suffix. */
+    if (wo->zstd_level && !wo->zstd_grouped) {
+        /* The seekable output reads back like any other. */
+        if ((rc = verify(out, max != 0, 4, &err))) {
+            cli_errorf("rewrite", "verifying the output: %s", cli_err_text(&err));
+            return EXIT_FAILED;
+        }
+    } else if (wo->zstd_level) {
+        /* A .stz file only stfix decompress reads; a sharded output is
+         * named by its index: OUT less the suffix. */
         char idx[4096];
         struct stat st;
         snprintf(idx, sizeof idx, "%.*s.index.json", (int)(strlen(out) - 4), out);
         cli_textf(stdout, "wrote %s: %zu tensor%s, zstd level %d%s\n",
                   max && stat(idx, &st) == 0 ? idx : out, nt, nt == 1 ? "" : "s",
                   wo->zstd_level, wo->zstd_verify ? ", verified" : "");
-    } else if ((rc = verify(out, max != 0, &err))) {
+    } else if ((rc = verify(out, max != 0, 0, &err))) {
         /* Our own output failed to read back: whatever the code says about
          * that file, this run failed; it is not the input's fault. */
         cli_errorf("rewrite", "verifying the output: %s", cli_err_text(&err));
