@@ -34,6 +34,8 @@ int cmd_explain(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_compress(int argc, char **argv);
+int cmd_decompress(int argc, char **argv);
 
 /* cli_exit.c: the one table from library error code to exit status. */
 /* The exit status for `code`: 0 for STF_OK, the table's entry, else
@@ -177,6 +179,8 @@ typedef struct cli_opt {
     void *target;
     long long min, max; /* CLI_INT: the range; CLI_SIZE: min */
     int (*call)(const char *verb, const char *value, void *target); /* CLI_CALL */
+    int optional;       /* CLI_CALL: the value may be left out ("--name" alone:
+                         * call gets NULL; "--name=VALUE" gives one) */
 } cli_opt;
 
 /* A command's command line. */
@@ -454,5 +458,41 @@ typedef struct cli_verify_args {
  * identical and stamped with the recipe, EXIT_FINDINGS when not, else the
  * error's status (reported for `verb`). `pool` may be NULL. */
 int cli_verify_one(const char *verb, const cli_verify_args *a, stf_pool *pool, FILE *o);
+
+/* cli_zstd.c: the compressed-output options every writing command takes
+ * (stfix(1), COMPRESSED FILES). A command puts CLI_ZSTD_OPTS(&z) in its
+ * table and calls cli_zstd_apply after parsing. */
+typedef struct cli_zstd {
+    int level;                /* 0: not asked for */
+    unsigned long long frame; /* 0: the library's default */
+    int grouped, verify;
+    char *out;                /* owned: OUT with the suffix added (cli_zstd_apply) */
+} cli_zstd;
+
+/* --zstd[=LEVEL]: LEVEL 1 to 22, 3 when left out. */
+int cli_opt_zstd(const char *verb, const char *value, void *target);
+
+#define CLI_ZSTD_OPTS(z)                                                                  \
+    { .name = "zstd", .metavar = "LEVEL", .kind = CLI_CALL, .call = cli_opt_zstd,         \
+      .target = (z), .optional = 1,                                                       \
+      .help = "write zstd seekable files (OUT.zst; default level 3);\n"                   \
+              "plain `zstd -d` restores the .safetensors" },                              \
+    { .name = "zstd-frame", .metavar = "SIZE", .kind = CLI_SIZE, .target = &(z)->frame,   \
+      .min = 1024, .help = "at most SIZE bytes per zstd frame (default 4MiB)" },          \
+    { .name = "zstd-grouped", .kind = CLI_FLAG, .target = &(z)->grouped,                  \
+      .help = "BF16/F16 frames byte-grouped (OUT.stz; implies --zstd;\n"                  \
+              "`stfix decompress` restores it)" },                                        \
+    { .name = "zstd-verify", .kind = CLI_FLAG, .target = &(z)->verify,                    \
+      .help = "decompress each file after writing and compare SHA-256" }
+
+/*
+ * After parsing: refuse --zstd-frame or --zstd-verify without --zstd
+ * (EXIT_USAGE, message printed), set wo's zstd fields, and make *out end in
+ * the suffix (".zst", or ".stz" when grouped) by appending it when missing
+ * (z->out then owns the new name; free it with cli_zstd_free). -1 to go
+ * on. Without any zstd option nothing changes.
+ */
+int cli_zstd_apply(const char *verb, cli_zstd *z, stf_write_opts *wo, const char **out);
+void cli_zstd_free(cli_zstd *z);
 
 #endif

@@ -49,7 +49,7 @@ static void lhs(char *buf, size_t cap, const cli_opt *o)
         snprintf(buf, cap, "%s", o->metavar ? o->metavar : "");
         return;
     }
-    if (o == &builtin[2]) {
+    if (o == &builtin[2] || o->optional) {
         snprintf(buf, cap, "--%s[=%s]", o->name, o->metavar);
         return;
     }
@@ -325,7 +325,7 @@ static int build(const cli_cmd *cmd, char **optstring, struct option **longopts,
             s[k++] = o->letter;
             if (o->metavar) s[k++] = ':';
         }
-        int has = o == &builtin[2] ? optional_argument
+        int has = o == &builtin[2] || o->optional ? optional_argument
                   : o->metavar   ? required_argument
                                  : no_argument;
         lo[m] = (struct option){ o->name, has, NULL,

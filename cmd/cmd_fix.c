@@ -3,6 +3,7 @@
  *           [--error-report] [--allow-noncompliant] [--max-shard-size SIZE]
  *           [--tp-profile FILE|NAME]
  *           [--max-mem SIZE] [--no-wait] [--fail-if-unchanged] [--json]
+ *           [--zstd[=LEVEL]] [--zstd-frame SIZE] [--zstd-grouped] [--zstd-verify]
  *
  * Loads the recipe, plans the conversion of IN, runs it into OUT and lets
  * the library verify the result against the recipe's targets before it
@@ -29,6 +30,7 @@ typedef struct fix_args {
     unsigned long long max_shard_size, max_mem; /* 0: not given */
     cli_tp tp;          /* the parallel-style profile attached to the recipe */
     int show_tp;        /* --tp-profile given, or the recipe requantizes with tp */
+    cli_zstd z;         /* --zstd and its companions */
 } fix_args;
 
 /* Returns -1 to go on, else the exit code (help or usage error). */
@@ -76,6 +78,7 @@ static int parse_args(fix_args *a, int argc, char **argv)
           .help = "parallel styles for requantize's tp: a bundled profile\n"
                   "NAME or a profile file (default: detected from the\n"
                   "layer names)" },
+        CLI_ZSTD_OPTS(&a->z),
     };
     const cli_cmd cmd = { .verb = "fix",
                           .synopsis = "fix IN -r RECIPE (-o OUT | --in-place) [options]",
@@ -96,6 +99,10 @@ static int parse_args(fix_args *a, int argc, char **argv)
     }
     if (a->in_place && a->max_shard_size) {
         cli_errorf("fix", "--in-place writes one file; it cannot be combined with --max-shard-size");
+        return EXIT_USAGE;
+    }
+    if (a->in_place && (a->z.level || a->z.grouped)) {
+        cli_errorf("fix", "--in-place keeps the file's name; it cannot be combined with --zstd");
         return EXIT_USAGE;
     }
     if (a->in_place && strlen(a->in) >= 11 && !strcmp(a->in + strlen(a->in) - 11, ".index.json")) {
@@ -342,6 +349,7 @@ int cmd_fix(int argc, char **argv)
     ro.write.replace_input = a.in_place;
     ro.write.no_wait = a.no_wait;
     ro.write.max_shard_size = a.max_shard_size;
+    if ((ex = cli_zstd_apply("fix", &a.z, &ro.write, &out)) >= 0) goto done;
     /* Every output path is judged before minutes of work, not after. */
     if (stf_output_check(out, &ro.write, &err)) {
         ex = cli_report("fix", &err);
@@ -422,5 +430,6 @@ done:
     stf_recipe_free(rc);
     cli_tp_free(&a.tp);
     free(in_real);
+    cli_zstd_free(&a.z);
     return ex;
 }

@@ -1,13 +1,18 @@
 /*
  * stfix rewrite IN -o OUT [--max-shard-size SIZE] [--strict] [--no-wait]
+ *               [--zstd[=LEVEL]] [--zstd-frame SIZE] [--zstd-grouped]
+ *               [--zstd-verify] [-j N]
  *
  * Writes IN (a file or an index with shards) in canonical form: same
  * tensors, bytes and metadata, canonical header and data order, optionally
  * re-sharded or joined. The output is verified by reading it back. The
  * library's output guard refuses an OUT that would replace an input file
- * or anything but a regular file. Exit 0 ok, otherwise the status of the
+ * or anything but a regular file; a seekable .zst output too, a grouped
+ * .stz one only with --zstd-verify. Exit 0 ok, otherwise the status of the
  * error (cli_exit.c); an output that does not read back is 4.
  */
+/* Uses the experimental stf_pool_new, stf_pool_free (stfix/experimental.h). */
+#define STF_EXPERIMENTAL
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +21,12 @@
 
 #include "cli.h"
 
-static int verify(const char *out, int sharded, stf_err *err)
+/* `zs`: the bytes of OUT's compressed suffix (".zst"), which the index's
+ * name does not have; 0 for an uncompressed output. */
+static int verify(const char *out, int sharded, size_t zs, stf_err *err)
 {
     char idx[4096];
-    snprintf(idx, sizeof idx, "%s.index.json", out);
+    snprintf(idx, sizeof idx, "%.*s.index.json", (int)(strlen(out) - zs), out);
     struct stat st;
     const char *p = sharded && stat(idx, &st) == 0 ? idx : out;
     stf_ckpt *c = NULL;
@@ -40,13 +47,17 @@ static int verify(const char *out, int sharded, stf_err *err)
     return rc;
 }
 
+static int rewrite(const char *in, const char *out, unsigned long long max, int strict,
+                   int no_wait, int threads, stf_write_opts *wo);
+
 /* stfix rewrite: parse options, open, write, read back; returns the exit
  * status. */
 int cmd_rewrite(int argc, char **argv)
 {
     const char *out = NULL;
     unsigned long long max = 0;
-    int strict = 0, no_wait = 0, nargs = 0;
+    int strict = 0, no_wait = 0, nargs = 0, threads = 0;
+    cli_zstd z = { 0 };
     const cli_opt opts[] = {
         { .kind = CLI_ARG, .metavar = "IN",
           .help = "a .safetensors file or a *.safetensors.index.json" },
@@ -62,10 +73,16 @@ int cmd_rewrite(int argc, char **argv)
         { .name = "no-wait", .kind = CLI_FLAG, .target = &no_wait,
           .help = "fail at once if another stfix run is writing OUT\n"
                   "(default: wait for it)" },
+        { .name = "jobs", .letter = 'j', .metavar = "N", .kind = CLI_INT, .target = &threads,
+          .min = 1, .max = 1024,
+          .help = "compression threads (default: one per online core);\n"
+                  "the output bytes do not depend on N" },
+        CLI_ZSTD_OPTS(&z),
     };
     const cli_cmd cmd = {
         .verb = "rewrite",
-        .synopsis = "rewrite IN -o OUT [--max-shard-size SIZE] [--strict] [--no-wait]",
+        .synopsis = "rewrite IN -o OUT [--max-shard-size SIZE] [--strict] [--no-wait]\n"
+                    "rewrite IN -o OUT --zstd[=LEVEL] [--zstd-...] [-j N] [options]",
         .opts = opts, .nopts = sizeof opts / sizeof opts[0], .input_arg = 1
     };
     int ex = cli_opts_parse(&cmd, argc, argv, &nargs);
@@ -74,12 +91,26 @@ int cmd_rewrite(int argc, char **argv)
     if (!nargs) return cli_usage_error(&cmd, "missing IN");
     if (!out || !*out) return cli_usage_error(&cmd, "missing -o OUT");
     const char *in = argv[1];
-    size_t ol = strlen(out);
-    if (max && (ol < 12 || strcmp(out + ol - 12, ".safetensors"))) {
+    stf_write_opts wo;
+    stf_write_opts_init(&wo);
+    if ((ex = cli_zstd_apply("rewrite", &z, &wo, &out)) >= 0) return ex;
+    size_t ol = strlen(out) - (z.level ? 4 : 0);
+    if (max && (ol < 12 || strncmp(out + ol - 12, ".safetensors", 12))) {
         cli_errorf("rewrite", "%s: with --max-shard-size the output must end in .safetensors",
                    out);
+        cli_zstd_free(&z);
         return EXIT_USAGE;
     }
+    ex = rewrite(in, out, max, strict, no_wait, threads, &wo);
+    cli_zstd_free(&z);
+    return ex;
+}
+
+/* Open, write (compressing on a pool of `threads`), read back. */
+static int rewrite(const char *in, const char *out, unsigned long long max, int strict,
+                   int no_wait, int threads, stf_write_opts *wo)
+{
+    int ex;
 
     stf_open_opts o;
     stf_open_opts_init(&o);
@@ -88,22 +119,43 @@ int cmd_rewrite(int argc, char **argv)
     ex = cli_ckpt_open(&c, "rewrite", in, &o, out);
     if (ex >= 0) return ex;
     cli_findings_print("rewrite", c, STF_SEV_WARNING);
-    stf_write_opts wo;
-    stf_write_opts_init(&wo);
-    wo.max_shard_size = max;
-    wo.input = c;
-    wo.no_wait = no_wait;
+    wo->max_shard_size = max;
+    wo->input = c;
+    wo->no_wait = no_wait;
     stf_err err;
     stf_err_clear(&err);
+    stf_pool *pool = NULL;
+    if (wo->zstd_level && stf_pool_new(&pool, (unsigned)threads, &err)) {
+        stf_ckpt_free(c);
+        return cli_report("rewrite", &err);
+    }
+    wo->pool = pool;
+    size_t nt = stf_ckpt_tensor_count(c);
     cli_progress *pg = cli_progress_start("rewrite", NULL);
-    wo.progress = pg ? cli_progress_cb : NULL;
-    wo.progress_ud = pg;
-    int rc = stf_ckpt_rewrite(c, out, &wo, &err);
+    wo->progress = pg ? cli_progress_cb : NULL;
+    wo->progress_ud = pg;
+    int rc = stf_ckpt_rewrite(c, out, wo, &err);
     cli_progress_end(pg);
     stf_ckpt_free(c);
+    stf_pool_free(pool);
     if (rc) return cli_report("rewrite", &err);
     stf_err_clear(&err);
-    if ((rc = verify(out, max != 0, &err))) {
+    if (wo->zstd_level && !wo->zstd_grouped) {
+        /* The seekable output reads back like any other. */
+        if ((rc = verify(out, max != 0, 4, &err))) {
+            cli_errorf("rewrite", "verifying the output: %s", cli_err_text(&err));
+            return EXIT_FAILED;
+        }
+    } else if (wo->zstd_level) {
+        /* A .stz file only stfix decompress reads; a sharded output is
+         * named by its index: OUT less the suffix. */
+        char idx[4096];
+        struct stat st;
+        snprintf(idx, sizeof idx, "%.*s.index.json", (int)(strlen(out) - 4), out);
+        cli_textf(stdout, "wrote %s: %zu tensor%s, zstd level %d%s\n",
+                  max && stat(idx, &st) == 0 ? idx : out, nt, nt == 1 ? "" : "s",
+                  wo->zstd_level, wo->zstd_verify ? ", verified" : "");
+    } else if ((rc = verify(out, max != 0, 0, &err))) {
         /* Our own output failed to read back: whatever the code says about
          * that file, this run failed; it is not the input's fault. */
         cli_errorf("rewrite", "verifying the output: %s", cli_err_text(&err));

@@ -25,6 +25,8 @@ static const command commands[] = {
     { "batch", cmd_batch, "repair a whole set of checkpoints, with a JSON Lines report", 0 },
     { "verify", cmd_verify, "re-run a conversion in memory and compare it with its output", 1 },
     { "explain", cmd_explain, "describe a rule id (stfix explain R15; --list: all)", 1 },
+    { "compress", cmd_compress, "compress a checkpoint to zstd seekable files (.zst)", 0 },
+    { "decompress", cmd_decompress, "restore .safetensors from .zst or .stz files", 0 },
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

@@ -313,10 +313,24 @@ typedef struct stf_write_opts {
     const stf_ckpt *input;    /* none of its files may be replaced (may be NULL) */
     int replace_input;        /* in place: the output may be input's single file itself */
     int no_wait;              /* fail with STF_EBUSY instead of waiting for the lock */
-    /* Version 2: the bytes stf_writer_prepare writes (every tensor but the
-     * deferred ones), after each tensor; NULL: none. */
+    /* Version 2 adds everything from here on. progress: the bytes
+     * stf_writer_prepare writes (every tensor but the deferred ones), after
+     * each tensor; NULL: none. */
     stf_progress_fn progress;
     void *progress_ud;
+    /* Compressed output (stfix(1), COMPRESSED FILES). zstd_level 1..22
+     * writes each file in the zstd seekable format: `path` then ends in
+     * ".zst" (".stz" with zstd_grouped), shards are named
+     * STEM-0000i-of-0000N.safetensors.zst and the index, STEM.safetensors
+     * .index.json, names them. The uncompressed file is made first (and is
+     * what stf_writer_temp_path shows until commit); commit compresses it
+     * on `pool` and publishes only the compressed file. Same bytes for any
+     * pool size. 0: uncompressed, and the fields below are ignored. */
+    int zstd_level;
+    uint64_t zstd_frame;      /* decompressed bytes per frame at most; 0: 4 MiB */
+    int zstd_grouped;         /* BF16/F16 frames byte-grouped: a .stz file */
+    int zstd_verify;          /* decompress after writing, compare SHA-256 */
+    stf_pool *pool;           /* compression runs on it; NULL = inline */
 } stf_write_opts;
 
 /* Defaults of layout `version` (one output file, fsync on); as

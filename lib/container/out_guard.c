@@ -38,9 +38,11 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "container/container_internal.h"
 #include "container/out_guard.h"
+#include "container/zstd_pack.h"
 
 #define SUFFIX ".safetensors"
 #define SUFFIX_LEN (sizeof SUFFIX - 1)
@@ -152,9 +154,10 @@ int stf__out_check_name(const char *path, const stf_write_opts *o, const stf__ou
                     path, which);
 }
 
-/* STEM-<digits>-of-<digits>.safetensors: a name a sharded output of STEM
- * may take, whatever its shard count. */
-static int is_shard_name(const char *name, const char *stem, size_t stem_len)
+/* STEM-<digits>-of-<digits>.safetensors (then `zs`, the compressed
+ * suffix, when there is one): a name a sharded output of STEM may take,
+ * whatever its shard count. */
+static int is_shard_name(const char *name, const char *stem, size_t stem_len, const char *zs)
 {
     if (strncmp(name, stem, stem_len) || name[stem_len] != '-') return 0;
     const char *p = name + stem_len + 1;
@@ -162,7 +165,8 @@ static int is_shard_name(const char *name, const char *stem, size_t stem_len)
     if (!d || strncmp(p + d, "-of-", 4)) return 0;
     p += d + 4;
     d = strspn(p, "0123456789");
-    return d && !strcmp(p + d, SUFFIX);
+    if (!d || strncmp(p + d, SUFFIX, SUFFIX_LEN)) return 0;
+    return !strcmp(p + d + SUFFIX_LEN, zs ? zs : "");
 }
 
 /* Check every existing entry of `dir` that a sharded output of `path` could
@@ -170,8 +174,8 @@ static int is_shard_name(const char *name, const char *stem, size_t stem_len)
 static int check_shard_names(const char *dir, const char *path, const stf_write_opts *o,
                              const stf__out_inputs *ids, stf_err *err)
 {
-    const char *base = base_of(path);
-    size_t stem_len = strlen(base) - SUFFIX_LEN;
+    const char *base = base_of(path), *zs = stf__zstd_suffix(o);
+    size_t stem_len = strlen(base) - SUFFIX_LEN - (zs ? strlen(zs) : 0);
     DIR *d = opendir(dir);
     if (!d)
         return stf__err(err, STF_EIO, "%s: cannot list the output directory '%s': %s", path,
@@ -181,7 +185,7 @@ static int check_shard_names(const char *dir, const char *path, const stf_write_
     stf__buf_init(&full);
     struct dirent *e;
     while (!rc && (e = readdir(d))) {
-        if (!is_shard_name(e->d_name, base, stem_len)) continue;
+        if (!is_shard_name(e->d_name, base, stem_len, zs)) continue;
         full.len = 0;
         if (stf__buf_printf(&full, "%s/%s", dir, e->d_name)) {
             rc = stf__err(err, STF_ENOMEM, "%s: out of memory", path);
@@ -192,6 +196,27 @@ static int check_shard_names(const char *dir, const char *path, const stf_write_
     closedir(d);
     stf__buf_free(&full);
     return rc;
+}
+
+/* The compression options make sense, and a compressed output's name
+ * ends in its suffix (stfix(1), COMPRESSED FILES). */
+static int zstd_opts_check(const char *path, const stf_write_opts *o, stf_err *err)
+{
+    if (!o || !o->zstd_level) return 0;
+    if (o->zstd_level < 1 || o->zstd_level > ZSTD_maxCLevel())
+        return stf__err(err, STF_EINVAL, "%s: zstd level %d is not between 1 and %d", path,
+                        o->zstd_level, ZSTD_maxCLevel());
+    if (o->zstd_frame &&
+        (o->zstd_frame < STF__ZSTD_FRAME_MIN || o->zstd_frame > STF__ZSTD_FRAME_MAX))
+        return stf__err(err, STF_EINVAL,
+                        "%s: a zstd frame size must be between 1 KiB and 1 GiB (got %llu)",
+                        path, (unsigned long long)o->zstd_frame);
+    const char *zs = stf__zstd_suffix(o);
+    size_t len = strlen(path), zl = strlen(zs);
+    if (len <= zl || strcmp(path + len - zl, zs))
+        return stf__err(err, STF_EINVAL, "%s: a compressed output's name must end in \"%s\"",
+                        path, zs);
+    return 0;
 }
 
 /* The output directory exists, is a directory, and may be written. */
@@ -218,19 +243,25 @@ int stf_output_check(const char *path, const stf_write_opts *o, stf_err *err)
     int sharded = o && o->max_shard_size;
     if (path[len - 1] == '/')
         return stf__err(err, STF_EINVAL, "%s: the output path names a directory", path);
-    if (sharded && (len < SUFFIX_LEN || strcmp(path + len - SUFFIX_LEN, SUFFIX)))
+    int rc = zstd_opts_check(path, o, err);
+    if (rc) return rc;
+    const char *zs = stf__zstd_suffix(o);
+    size_t zl = zs ? strlen(zs) : 0;
+    if (sharded && (len < SUFFIX_LEN + zl || strncmp(path + len - SUFFIX_LEN - zl, SUFFIX,
+                                                     SUFFIX_LEN)))
         return stf__err(err, STF_EINVAL,
-                        "%s: a sharded output path must end in \".safetensors\"", path);
+                        "%s: a sharded output path must end in \".safetensors%s\"", path,
+                        zs ? zs : "");
     char *dir = dir_of(path);
     if (!dir) return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
     stf__out_inputs ids;
-    int rc = stf__out_inputs_make(&ids, o ? o->input : NULL, err);
+    rc = stf__out_inputs_make(&ids, o ? o->input : NULL, err);
     if (!rc) rc = check_dir(path, dir, err);
     if (!rc) rc = stf__out_check_name(path, o, &ids, err);
     if (!rc && sharded) {
         stf_buf idx;
         stf__buf_init(&idx);
-        if (stf__buf_printf(&idx, "%s.index.json", path))
+        if (stf__buf_printf(&idx, "%.*s.index.json", (int)(len - zl), path))
             rc = stf__err(err, STF_ENOMEM, "%s: out of memory", path);
         else rc = stf__out_check_name(idx.data, o, &ids, err);
         stf__buf_free(&idx);

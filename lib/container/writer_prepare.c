@@ -15,6 +15,7 @@
 
 #include "container/source.h"
 #include "container/writer_state.h"
+#include "container/zstd_pack.h"
 
 /* Staging buffer for ckpt reads and producer callbacks. */
 #define STAGE_MAX ((size_t)8 << 20)
@@ -181,6 +182,23 @@ done:
     return rc;
 }
 
+/* Shard file name of a compressed output: that of the uncompressed path
+ * (its first `stem` bytes) with the suffix `zs` appended. */
+static char *zshard_name(const char *path, size_t stem, size_t idx, size_t count,
+                         const char *zs)
+{
+    char *plain = stf__strndup(path, stem), *name = plain ? stf__shard_name(plain, idx, count) : NULL;
+    stf_buf b;
+    stf__buf_init(&b);
+    if (!name || stf__buf_puts(&b, name) || stf__buf_puts(&b, zs)) {
+        stf__buf_free(&b);
+        b.data = NULL;
+    }
+    stf__free(plain);
+    stf__free(name);
+    return b.data;
+}
+
 typedef struct gref {
     const char *g;
     size_t len, pos;
@@ -279,9 +297,14 @@ int stf_writer_prepare(stf_writer *w, stf_err *err)
     for (size_t i = 0; i < nf; i++) w->sinks[i].fd = -1;
     w->nfiles = nf;
     w->nshards = ns;
+    /* A compressed output's names carry its suffix after ".safetensors";
+     * the index does not (stfix(1), COMPRESSED FILES). */
+    const char *zs = stf__zstd_suffix(&w->opts);
+    size_t zl = zs ? strlen(zs) : 0, stem = strlen(w->path) - zl;
     for (size_t s = 0; s < ns; s++) {
         if (ns > 1) {
-            files[s] = stf__shard_name(w->path, s, ns);
+            files[s] = zs ? zshard_name(w->path, stem, s, ns, zs)
+                          : stf__shard_name(w->path, s, ns);
             w->finals[s] = files[s] ? join_dir(w->path, files[s]) : NULL;
         } else w->finals[s] = stf__strdup(w->path);
         if (!w->finals[s]) goto oom;
@@ -289,7 +312,7 @@ int stf_writer_prepare(stf_writer *w, stf_err *err)
     if (ns > 1) {
         stf_buf ip;
         stf__buf_init(&ip);
-        if (stf__buf_puts(&ip, w->path) || stf__buf_puts(&ip, ".index.json")) {
+        if (stf__buf_put(&ip, w->path, stem) || stf__buf_puts(&ip, ".index.json")) {
             stf__buf_free(&ip);
             goto oom;
         }
@@ -414,6 +437,7 @@ int stf_writer_commit(stf_writer *w, stf_err *err)
     }
     for (size_t s = 0; s < w->nshards; s++)
         if ((rc = stf__sink_finish(&w->sinks[s], err))) goto done;
+    if (w->opts.zstd_level && (rc = stf__writer_compress(w, err))) goto done;
     /* The guard again, on the exact names and as late as possible: what is
      * at a final path may have changed since stf_writer_new. */
     for (size_t s = 0; s < w->nfiles; s++)

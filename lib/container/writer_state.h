@@ -51,4 +51,13 @@ struct stf_writer {
     int memory;                    /* stf__writer_new_mem: memory files, no commit */
 };
 
+/*
+ * Compressed output (writer_zstd.c): replace each finished shard sink of a
+ * prepared writer by a finished sink holding its zstd seekable (or .stz)
+ * form, on opts.pool; with opts.zstd_verify, each is restored and compared
+ * with the uncompressed bytes first. The uncompressed temp files are
+ * removed. On failure the sinks left are aborted by the caller.
+ */
+int stf__writer_compress(stf_writer *w, stf_err *err);
+
 #endif

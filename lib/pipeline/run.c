@@ -367,6 +367,7 @@ int stf__plan_run_to(stf_run_report **out, const stf_plan *p, const char *out_pa
     }
     if (o->max_shard_size) wo.max_shard_size = o->max_shard_size;
     if (!wo.input) wo.input = p->c; /* the guard never lets the output replace the input */
+    if (!wo.pool) wo.pool = o->pool; /* compression at commit, after the jobs are done */
     rc = mem ? stf__writer_new_mem(&w, out_path, &wo, err) : stf_writer_new(&w, out_path, &wo, err);
     if (rc) goto done;
     ctx.w = w;

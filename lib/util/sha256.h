@@ -13,4 +13,16 @@ void stf__sha256(unsigned char out[32], const void *data, size_t n);
 /* The digest as 64 lower-case hex characters plus NUL. */
 void stf__sha256_hex(char out[65], const void *data, size_t n);
 
+/* The digest of a stream fed in pieces (a compressed output's restored
+ * bytes): begin (-1 when libcrypto cannot make a context), update any
+ * number of times, end (which frees the context; call it also to give up). */
+typedef struct stf__sha256_ctx {
+    void *md; /* EVP_MD_CTX */
+    int ok;   /* every call so far succeeded */
+} stf__sha256_ctx;
+int stf__sha256_begin(stf__sha256_ctx *c);
+void stf__sha256_update(stf__sha256_ctx *c, const void *data, size_t n);
+/* 0 with the digest in out, -1 when a step failed. */
+int stf__sha256_end(stf__sha256_ctx *c, unsigned char out[32]);
+
 #endif

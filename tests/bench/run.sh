@@ -11,6 +11,9 @@
 #                    cases' size, rounds, cases and -j (tests/bench/fix_e2e.sh)
 #   BENCH_BATCH_N, BENCH_BATCH_SIZE  the batch case's zoo: checkpoints and
 #                    the size of each (tests/bench/batch_e2e.sh)
+#   BENCH_ZSTD_MIB, BENCH_ZSTD_LEVELS, BENCH_ZSTD_DATA  the compressed
+#                    outputs' size, levels and data (tests/bench/bench_zstd.c;
+#                    BENCH_JOBS is its -j too)
 # Load on the machine distorts the figures, so the load average is printed.
 set -u
 json=${BENCH_JSON:-}

@@ -15,7 +15,8 @@ version="stfix $(sed -n 's/^#define STF_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*
 
 # ------------------------------------------------------------- -V, --version
 printf '%s\n' "$version" >"$D/version"
-for c in "" inspect check rewrite plan fix rules "rules lint" "rules show" "rules list" diff explain; do
+for c in "" inspect check rewrite plan fix rules "rules lint" "rules show" "rules list" diff explain \
+    compress decompress; do
     for v in -V --version; do
         # shellcheck disable=SC2086
         t_run "stfix $c $v" 0 "$STFIX" $c $v
@@ -50,12 +51,16 @@ t_help_lists "inspect --help" inspect "--json" "--strict"
 t_help_lists "check --help" check "--target TARGET" "--numeric" "-j, --jobs N" "--json" \
     "--tp T[,T...]" "--tp-profile NAME"
 t_help_lists "rewrite --help" rewrite "-o, --output OUT" "--max-shard-size SIZE" "--strict" \
-    "--no-wait"
+    "--no-wait" "-j, --jobs N" "--zstd[=LEVEL]" "--zstd-frame SIZE" "--zstd-grouped" "--zstd-verify"
 t_help_lists "plan --help" plan "-r, --recipe RECIPE" "--quant-mode MODE" "-j, --jobs N" "--json" \
     "--tp-profile NAME"
 t_help_lists "fix --help" fix "-r, --recipe RECIPE" "-o, --output OUT" "--in-place" "-j, --jobs N" \
     "--quant-mode MODE" "--error-report" "--allow-noncompliant" "--max-shard-size SIZE" \
-    "--max-mem SIZE" "--no-wait" "--fail-if-unchanged" "--json" "--tp-profile NAME"
+    "--max-mem SIZE" "--no-wait" "--fail-if-unchanged" "--json" "--tp-profile NAME" \
+    "--zstd[=LEVEL]" "--zstd-frame SIZE" "--zstd-grouped" "--zstd-verify"
+t_help_lists "compress --help" compress "-o, --output OUT" "--grouped" "-l, --level N" \
+    "--frame SIZE" "--verify" "-j, --jobs N" "--no-wait"
+t_help_lists "decompress --help" decompress "-o, --output OUT" "--no-wait"
 t_help_lists "rules list --help" "rules list" "--json"
 t_help_lists "rules lint --help" "rules lint"
 t_help_lists "rules show --help" "rules show"
@@ -64,7 +69,8 @@ t_help_lists "explain --help" explain "--list" "--json"
 t_help_lists "stfix --help" ""
 
 # -h is --help, in every command; the whole text of one, exactly.
-for c in "" inspect check rewrite plan fix rules "rules lint" "rules show" "rules list" diff explain; do
+for c in "" inspect check rewrite plan fix rules "rules lint" "rules show" "rules list" diff explain \
+    compress decompress; do
     # shellcheck disable=SC2086
     "$STFIX" $c --help >"$D/long_help"
     # shellcheck disable=SC2086

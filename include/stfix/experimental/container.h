@@ -1,5 +1,6 @@
 /*
- * stfix EXPERIMENTAL API, container layer: dtype arithmetic.
+ * stfix EXPERIMENTAL API, container layer: dtype arithmetic, whole-file
+ * compression.
  *
  * Part of <stfix/experimental.h>: may change in any MINOR release (the
  * contract is at the top of that header). Include that header, not this
@@ -26,6 +27,31 @@ unsigned stf_dtype_bits(stf_dtype d);
  */
 STF_EXPERIMENTAL_API
 int stf_dtype_nbytes(uint64_t *out, stf_dtype d, uint64_t nelem, stf_err *err);
+
+/*
+ * stfix compress: `in`, a .safetensors file or an index, to `out` in the
+ * zstd seekable format (stfix(1), COMPRESSED FILES) with the level, frame
+ * size, grouping and verification of o (o->zstd_level must be set; `out`
+ * ends in ".zst", ".stz" when grouped). The bytes of each file are kept
+ * exactly. For an index, `out` is the new index: each shard beside `in`
+ * is compressed beside `out` under its name plus the suffix, and the new
+ * index names those. Frames are compressed on o->pool. Atomic: temp files,
+ * the output guard, shards published before the index; nothing is left at
+ * the output paths on failure.
+ */
+STF_EXPERIMENTAL_API
+int stf_zstd_compress(const char *in, const char *out, const stf_write_opts *o, stf_err *err);
+
+/*
+ * stfix decompress: `in` - a seekable or plain zstd file, a .stz file, or
+ * an index of such shards - restored to `out` (for an index, the new index
+ * naming the restored shards, written beside it without their suffix).
+ * Streaming, in bounded memory; corrupt or truncated input is STF_EFORMAT
+ * naming the file and the compressed byte offset. `o` may be NULL; only
+ * no_wait is read. Atomic as stf_zstd_compress.
+ */
+STF_EXPERIMENTAL_API
+int stf_zstd_decompress(const char *in, const char *out, const stf_write_opts *o, stf_err *err);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,135 @@
+/*
+ * stfix compress IN [-o OUT] [--grouped] [--level N] [--frame SIZE]
+ *                [--verify] [-j N] [--no-wait]
+ * stfix decompress IN [-o OUT] [--no-wait]
+ *
+ * Whole files and sharded checkpoints to and from the zstd seekable format
+ * (stfix(1), COMPRESSED FILES), their bytes kept exactly. Without -o a
+ * file gets IN plus ".zst" (".stz" grouped), or IN less it; an index needs
+ * -o. Exit 0 ok, otherwise the status of the error (cli_exit.c).
+ */
+/* Uses the experimental stf_pool_*, stf_zstd_compress, stf_zstd_decompress. */
+#define STF_EXPERIMENTAL
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static int ends_with(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && !strcmp(s + a - b, suf);
+}
+
+/* The default output of a single file, or NULL (an index, or no suffix). */
+static char *default_out(const char *in, int compress, const char *suf)
+{
+    if (ends_with(in, ".index.json")) return NULL;
+    size_t n = strlen(in);
+    char *o = malloc(n + 5);
+    if (!o) return NULL;
+    memcpy(o, in, n + 1);
+    if (compress) memcpy(o + n, suf, 5);
+    else if (ends_with(in, ".zst") || ends_with(in, ".stz")) o[n - 4] = '\0';
+    else {
+        free(o);
+        return NULL;
+    }
+    return o;
+}
+
+static int zrun(int argc, char **argv, int compress)
+{
+    const char *verb = compress ? "compress" : "decompress", *out = NULL;
+    int grouped = 0, verify = 0, no_wait = 0, level = 3, threads = 0, nargs = 0;
+    unsigned long long frame = 0;
+    const cli_opt copts[] = {
+        { .kind = CLI_ARG, .metavar = "IN",
+          .help = "a .safetensors file or a *.safetensors.index.json" },
+        { .name = "output", .letter = 'o', .metavar = "OUT", .kind = CLI_STR, .target = &out,
+          .help = "the output (default IN.zst, IN.stz with --grouped;\n"
+                  "for an index: the new index, required)" },
+        { .name = "grouped", .kind = CLI_FLAG, .target = &grouped,
+          .help = "BF16/F16 frames byte-grouped: a .stz file" },
+        { .name = "level", .letter = 'l', .metavar = "N", .kind = CLI_INT, .target = &level,
+          .min = 1, .max = 22, .help = "zstd level (default 3)" },
+        { .name = "frame", .metavar = "SIZE", .kind = CLI_SIZE, .target = &frame, .min = 1024,
+          .help = "at most SIZE bytes per frame (default 4MiB)" },
+        { .name = "verify", .kind = CLI_FLAG, .target = &verify,
+          .help = "decompress after writing and compare SHA-256" },
+        { .name = "jobs", .letter = 'j', .metavar = "N", .kind = CLI_INT, .target = &threads,
+          .min = 1, .max = 1024,
+          .help = "worker threads (default: one per online core);\n"
+                  "the output bytes do not depend on N" },
+        { .name = "no-wait", .kind = CLI_FLAG, .target = &no_wait,
+          .help = "fail at once if another stfix run is writing OUT" },
+    };
+    const cli_opt dopts[] = {
+        { .kind = CLI_ARG, .metavar = "IN",
+          .help = "a .zst or .stz file, or an index of such shards" },
+        { .name = "output", .letter = 'o', .metavar = "OUT", .kind = CLI_STR, .target = &out,
+          .help = "the output (default IN less .zst or .stz;\n"
+                  "for an index: the new index, required)" },
+        { .name = "no-wait", .kind = CLI_FLAG, .target = &no_wait,
+          .help = "fail at once if another stfix run is writing OUT" },
+    };
+    const cli_cmd cmd = {
+        .verb = verb,
+        .synopsis = compress ? "compress IN [-o OUT] [--grouped] [--level N] [options]"
+                             : "decompress IN [-o OUT] [--no-wait]",
+        .opts = compress ? copts : dopts,
+        .nopts = compress ? sizeof copts / sizeof copts[0] : sizeof dopts / sizeof dopts[0],
+        .input_arg = 1
+    };
+    int ex = cli_opts_parse(&cmd, argc, argv, &nargs);
+    if (ex >= 0) return ex;
+    if (nargs > 1) return cli_usage_error(&cmd, "unexpected argument '%s'", argv[2]);
+    if (!nargs) return cli_usage_error(&cmd, "missing IN");
+    const char *in = argv[1];
+    char *def = NULL;
+    if (!out) {
+        def = default_out(in, compress, grouped ? ".stz" : ".zst");
+        if (!def)
+            return cli_usage_error(&cmd, "%s: give -o OUT (%s)", in,
+                                   ends_with(in, ".index.json") ? "an index"
+                                                                : "no .zst or .stz suffix");
+        out = def;
+    }
+    stf_write_opts wo;
+    stf_write_opts_init(&wo);
+    wo.no_wait = no_wait;
+    wo.zstd_level = level;
+    wo.zstd_frame = frame;
+    wo.zstd_grouped = grouped;
+    wo.zstd_verify = verify;
+    stf_err err;
+    stf_err_clear(&err);
+    stf_pool *pool = NULL;
+    int rc = 0;
+    if (compress && (rc = stf_pool_new(&pool, (unsigned)threads, &err)) == 0) {
+        wo.pool = pool;
+        rc = stf_zstd_compress(in, out, &wo, &err);
+    } else if (!compress)
+        rc = stf_zstd_decompress(in, out, &wo, &err);
+    stf_pool_free(pool);
+    if (rc) ex = cli_report(verb, &err);
+    else {
+        cli_textf(stdout, "wrote %s\n", out);
+        ex = cli_stdout_flush(verb);
+        if (ex < 0) ex = EXIT_OK_;
+    }
+    free(def);
+    return ex;
+}
+
+/* stfix compress: returns the exit status. */
+int cmd_compress(int argc, char **argv)
+{
+    return zrun(argc, argv, 1);
+}
+
+/* stfix decompress: returns the exit status. */
+int cmd_decompress(int argc, char **argv)
+{
+    return zrun(argc, argv, 0);
+}

@@ -1,0 +1,147 @@
+/*
+ * Writing and reading back compressed outputs (stfix(1), COMPRESSED
+ * FILES): the frame plan, the grouped-frame codec, compression on the
+ * worker pool into a sink, and the streaming decompressor that restores
+ * the uncompressed bytes of a seekable, plain or .stz file. Internal to
+ * the container layer; the seekable format's constants are in zstd_seek.h.
+ */
+#ifndef STF_ZSTD_PACK_H
+#define STF_ZSTD_PACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "container/container_internal.h"
+#include "container/sink.h"
+#include "container/zstd_seek.h"
+
+/* Frames are at most this many decompressed bytes (a u32 in the table). */
+#define STF__ZSTD_FRAME_DEFAULT ((uint64_t)4 << 20)
+#define STF__ZSTD_FRAME_MIN ((uint64_t)1 << 10)
+#define STF__ZSTD_FRAME_MAX ((uint64_t)1 << 30)
+
+/*
+ * A grouped frame of a .stz file (stfix(1), COMPRESSED FILES): a 20-byte
+ * header - the magic "STZG" (u32 LE 0x475A5453), element width u8 (2),
+ * flags u8 (0), reserved u16 (0), decompressed size u32, size of the
+ * high-byte zstd frame u32, size of the low-byte zstd frame u32 - then the
+ * two zstd frames: bytes 1, 3, 5, ... (the high bytes of little-endian
+ * BF16/F16 values) and bytes 0, 2, 4, ... Not a zstd or skippable magic,
+ * so plain zstd refuses a .stz file instead of skipping part of it.
+ */
+#define STF__STZ_GROUP_MAGIC 0x475A5453u
+#define STF__STZ_GROUP_HEADER 20u
+
+/* One entry of a seek table as the writer makes it. */
+typedef struct stf__seek_entry {
+    uint32_t csize;    /* compressed bytes of the frame */
+    uint32_t dsize;    /* decompressed bytes */
+    uint32_t checksum; /* low 32 bits of XXH64(decompressed), when the table has them */
+} stf__seek_entry;
+
+static inline uint32_t stf__le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline void stf__put_le32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* ".zst", ".stz" or NULL (uncompressed) for writer options `o`. */
+static inline const char *stf__zstd_suffix(const stf_write_opts *o)
+{
+    if (!o || !o->zstd_level) return NULL;
+    return o->zstd_grouped ? ".stz" : ".zst";
+}
+
+/* A tensor's bytes in the uncompressed file; `half` for BF16 and F16. */
+typedef struct stf__zspan {
+    uint64_t off, len;
+    int half;
+} stf__zspan;
+
+/* One frame of the plan: decompressed bytes [off, off + len). */
+typedef struct stf__zframe {
+    uint64_t off;
+    uint32_t len;
+    int grouped; /* compressed as a grouped frame (.stz only) */
+} stf__zframe;
+
+/*
+ * Cut [0, total) into frames of at most `frame` bytes, each ending at a
+ * tensor boundary (a span's start or end) where one lies within reach;
+ * a span longer than `frame` is cut every `frame` bytes (rounded down to
+ * even). With `grouped`, a frame never mixes half spans with other bytes,
+ * and a frame of half bytes only is marked grouped. `spans` may be in any
+ * order; overlapping spans (a hand-made file) count as other bytes.
+ * *out is freed with stf__free.
+ */
+int stf__zframes_plan(stf__zframe **out, size_t *n, uint64_t total, const stf__zspan *spans,
+                      size_t nspans, uint64_t frame, int grouped, stf_err *err);
+
+/* How a file is compressed. */
+typedef struct stf__zpack_opts {
+    int level;       /* zstd level, 1..22 */
+    int grouped;     /* .stz: grouped frames, seek table without checksums */
+    uint64_t frame;  /* at most this many decompressed bytes per frame */
+    stf_pool *pool;  /* frames are compressed on it; NULL: inline */
+} stf__zpack_opts;
+
+/*
+ * Compress the `total` bytes of `src_fd` (read with pread; `src_name` for
+ * messages) into `dst`, frame by frame along the plan, then append the seek
+ * table. Frames are compressed a batch at a time on the pool, each with its
+ * own context and the same parameters, and written in order: the bytes do
+ * not depend on the thread count. Memory is bounded by the batch (two
+ * frames per thread, at most 256 MiB of frames, at least one frame).
+ */
+int stf__zstd_pack(stf__sink *dst, int src_fd, const char *src_name, uint64_t total,
+                   const stf__zspan *spans, size_t nspans, const stf__zpack_opts *o,
+                   stf_err *err);
+
+/*
+ * Encode the n (even) bytes at src as a grouped frame into dst (capacity
+ * dcap, at least stf__stz_group_bound(n)); `scratch` holds n bytes. *dlen
+ * receives its size. `cctx` is a ZSTD_CCtx set up by the caller.
+ */
+size_t stf__stz_group_bound(size_t n);
+int stf__stz_group_encode(void *cctx, unsigned char *dst, size_t dcap, size_t *dlen,
+                          const unsigned char *src, size_t n, unsigned char *scratch,
+                          stf_err *err);
+
+/*
+ * Decode the grouped frame of n bytes at src into dst (capacity dcap):
+ * the header must be exact (magic, width 2, zero flags and reserved bytes,
+ * an even size of at most dcap and STF__ZSTD_FRAME_MAX, the two frame
+ * sizes adding up to n), and each inner frame must decompress to exactly
+ * half the size. *dlen receives the decompressed size. STF_EFORMAT names
+ * `name` and the offset `at` of the frame in its file; memory beyond dst
+ * is one scratch buffer of dcap bytes.
+ */
+int stf__stz_group_decode(const unsigned char *src, size_t n, unsigned char *dst, size_t dcap,
+                          size_t *dlen, const char *name, uint64_t at, stf_err *err);
+
+/* Receives restored bytes in order; non-zero stops the restore. */
+typedef int (*stf__zout_fn)(void *ud, const void *p, size_t n, stf_err *err);
+
+/*
+ * Restore the uncompressed bytes of the compressed file `fd` (`name` for
+ * messages), streaming: zstd frames (any number, any size, as the zstd CLI
+ * writes them), skippable frames (the seek table) skipped, grouped frames
+ * decoded. `size` is the file's size. Corrupt or truncated input is
+ * STF_EFORMAT naming the file and the compressed byte offset.
+ */
+int stf__zstd_unpack(int fd, const char *name, uint64_t size, stf__zout_fn out, void *ud,
+                     stf_err *err);
+
+/*
+ * --zstd-verify: restore the compressed file `zpath` and compare the
+ * SHA-256 of the result with that of the `total` bytes of `src_fd`.
+ * STF_EIO on a mismatch, naming `final` (the name the file will have).
+ */
+int stf__zstd_verify(const char *zpath, const char *final, int src_fd, uint64_t total,
+                     stf_err *err);
+
+#endif
