@@ -81,18 +81,31 @@ INL __m512 syl_lane_stage(__m512 v, int s)
 }
 
 /*
- * A whole group of g = 16 * NV values (NV = 2, 4, 8 or 16) in registers:
- * the four lane stages, then strides 16 to 8 * g as butterflies between
- * whole vectors, in the scalar order, and the factor: each value is loaded
- * and stored once instead of once per pair of stages.
+ * Sixteen INT8 codes times s, fl32(q * s) as int8_dequant_row forms it;
+ * that kernel also stores a NaN product as the one quiet NaN, which only
+ * changes a NaN's payload here, and the undo's last step stores every NaN
+ * as that one anyway.
+ */
+INL __m512 syl_codes16(const int8_t *q, __m512 sv)
+{
+    __m128i c = _mm_loadu_si128((const __m128i *)(const void *)q);
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(c)), sv);
+}
+
+/*
+ * A whole group of g = 16 * NV values (NV = 2, 4, 8 or 16) in registers,
+ * loaded from p, or decoded from the codes q (q non-NULL): the four lane
+ * stages, then strides 16 to 8 * g as butterflies between whole vectors,
+ * in the scalar order, and the factor: each value is loaded and stored
+ * once instead of once per pair of stages.
  */
 #define SYL_GROUP_REGS(NV)                                                                   \
-    INL void syl_group##NV(float *p, __m512 cv)                                              \
+    INL void syl_group##NV(float *p, const int8_t *q, __m512 sv, __m512 cv)                  \
     {                                                                                        \
         __m512 v[NV];                                                                        \
         _Pragma("GCC unroll 16") for (int j = 0; j < NV; j++)                                \
         {                                                                                    \
-            __m512 t = _mm512_loadu_ps(p + 16 * j);                                          \
+            __m512 t = q ? syl_codes16(q + 16 * j, sv) : _mm512_loadu_ps(p + 16 * j);       \
             t = syl_lane_stage(syl_lane_stage(t, 1), 2);                                     \
             v[j] = syl_lane_stage(syl_lane_stage(t, 4), 8);                                  \
         }                                                                                    \
@@ -150,10 +163,10 @@ void stf__sylvester_undo_avx512(float *x, size_t k, unsigned g)
     if (g >= 32 && g <= 256) {
         /* k % g == 0: whole groups, each in registers. */
         for (off = 0; off < k; off += g) {
-            if (g == 32) syl_group2(x + off, cv);
-            else if (g == 64) syl_group4(x + off, cv);
-            else if (g == 128) syl_group8(x + off, cv);
-            else syl_group16(x + off, cv);
+            if (g == 32) syl_group2(x + off, NULL, cv, cv);
+            else if (g == 64) syl_group4(x + off, NULL, cv, cv);
+            else if (g == 128) syl_group8(x + off, NULL, cv, cv);
+            else syl_group16(x + off, NULL, cv, cv);
         }
         return;
     }
@@ -186,6 +199,23 @@ void stf__sylvester_undo_avx512(float *x, size_t k, unsigned g)
         }
     }
     if (end < k) stf__sylvester_undo_scalar(x + end, k - end, g);
+}
+
+/* Decode and undo in one pass for a group of 32 to 256 (contract in kernels.h). */
+void stf__int8_dequant_syl_avx512(float *dst, const int8_t *q, float s, size_t k, unsigned g)
+{
+    if (g < 32 || g > 256 || k % g != 0) {
+        stf__kernels_avx512.int8_dequant_row(dst, q, s, k);
+        stf__sylvester_undo_avx512(dst, k, g);
+        return;
+    }
+    const __m512 cv = _mm512_set1_ps(1.0f / sqrtf((float)g)), sv = _mm512_set1_ps(s);
+    for (size_t off = 0; off < k; off += g) {
+        if (g == 32) syl_group2(dst + off, q + off, sv, cv);
+        else if (g == 64) syl_group4(dst + off, q + off, sv, cv);
+        else if (g == 128) syl_group8(dst + off, q + off, sv, cv);
+        else syl_group16(dst + off, q + off, sv, cv);
+    }
 }
 
 /* ------------------------------------------------------------- W4A4 */

@@ -14,8 +14,10 @@
 # the rounds. Wall time is printed beside CPU time (user + sys) and peak RSS,
 # because wall time on a small shared machine swings 2x from run to run;
 # the load average is printed too. Ratios are of the medians, with their
-# range over the rounds. Nothing here asserts a time; the exit status says
-# whether every stfix run succeeded.
+# range over the rounds; fix's CPU time is also given as a ratio to that of
+# cp + sync, which a busy machine distorts less than wall time. Nothing
+# here asserts a time; the exit status says whether every stfix run
+# succeeded.
 #
 # Cases (BENCH_CASES, default all, in this order):
 #   bf16       BF16 -> INT8 ConvRot, rules/quantize-int8-convrot.yaml

@@ -56,6 +56,8 @@ END {
     }
     show_ratio("fix / (cp + sync)", "fix", "cp+sync", 0)
     show_ratio("fix / cp", "fix", "cp", 0)
+    # CPU time (user + sys) swings less than wall time on a busy machine.
+    show_ratio("fix / (cp + sync), cpu time", "fix", "cp+sync", 1)
     show_ratio("check --numeric / cat", "check", "cat", 0)
     show_ratio("check --numeric / cat, cpu time", "check", "cat", 1)
     show_ratio("batch / sum of single fix runs", "batch", "fixes", 0)
