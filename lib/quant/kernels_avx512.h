@@ -51,6 +51,16 @@ int stf__int8_row_i8_g256(int8_t *q, float *scale, const int8_t *src, float s, c
                           unsigned ug, size_t k, stf_quant_mode mode, float *scratch);
 
 /*
+ * int8_dequant_row(dst, q, s, k), then sylvester_undo(dst, k, g) (g a power
+ * of 2 in 2..4096 dividing k), in one pass for g of 32 to 256: the codes
+ * are widened and multiplied by s in registers and the group runs through
+ * every stage there before its one store (kernels_decode_avx512.c). The
+ * same bits as the two entries: only a NaN product's payload differs on
+ * the way, and the undo stores every NaN as the one quiet NaN.
+ */
+void stf__int8_dequant_syl_avx512(float *dst, const int8_t *q, float s, size_t k, unsigned g);
+
+/*
  * Whether this CPU's vdpbf16ps rounds as the instruction is defined (two
  * roundings, odd word first), so pass 1 may run stage 1 on it (asked once;
  * 0 where AVX512-BF16/VBMI are missing).

@@ -201,7 +201,7 @@ void stf__sylvester_undo_avx512(float *x, size_t k, unsigned g)
     if (end < k) stf__sylvester_undo_scalar(x + end, k - end, g);
 }
 
-/* Decode and undo in one pass for a group of 32 to 256 (contract in kernels.h). */
+/* Decode and undo in one pass for a group of 32 to 256 (contract in kernels_avx512.h). */
 void stf__int8_dequant_syl_avx512(float *dst, const int8_t *q, float s, size_t k, unsigned g)
 {
     if (g < 32 || g > 256 || k % g != 0) {

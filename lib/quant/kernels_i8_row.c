@@ -4,7 +4,8 @@
  * undone there (fht_regular, or sylvester_undo), then int8_row of that F32
  * row with scratch. The scalar table uses it as the reference, the AVX2
  * table with its own steps; the AVX-512 tables run the common cases
- * without the F32 row (kernels_bf16_avx512.c, through the entry at the end
+ * without the F32 row (kernels_bf16_avx512.c), a Sylvester source's decode
+ * and undo in one pass (kernels_decode_avx512.c), through the entry at the end
  * of this file) and the composition for the rest.
  */
 #include "kernels.h"
@@ -44,9 +45,10 @@ int stf__int8_row_i8_avx2(int8_t *q, float *scale, const int8_t *src, float s, c
 /*
  * The AVX-512 tables' entry: the BF16 G = 256 path of
  * kernels_bf16_avx512.c where it applies (T = BF16, G = 256, cuda or eager,
- * a regular G = 256 rotation or none to undo) and takes the row, else the
- * composition on the table itself. The plain table (no AVX512-BF16 path)
- * always composes.
+ * a regular G = 256 rotation or none to undo) and takes the row; a
+ * Sylvester source with one scale is decoded and un-rotated in one pass
+ * (kernels_decode_avx512.c) before int8_row; the rest is the composition
+ * on the table itself. The plain table has no AVX512-BF16 path.
  */
 static int i8_avx512(const stf__kernels *kt, int8_t *q, float *scale, const int8_t *src, float s,
                      const float *cols, unsigned ug, int sylvester, size_t k, unsigned g,
@@ -56,6 +58,11 @@ static int i8_avx512(const stf__kernels *kt, int8_t *q, float *scale, const int8
         (mode == STF_QMODE_CUDA || mode == STF_QMODE_EAGER) && stf__avx512_bf16_usable() &&
         stf__int8_row_i8_g256(q, scale, src, s, cols, ug, k, mode, scratch) == 0)
         return 0;
+    if (ug && sylvester && !cols) {
+        /* A Sylvester source: decoded and un-rotated in one pass, then int8_row. */
+        stf__int8_dequant_syl_avx512(row, src, s, k, ug);
+        return kt->int8_row(q, scale, row, STF_F32, k, g, mode, t, scratch);
+    }
     return stf__int8_row_i8_compose(kt, q, scale, src, s, cols, ug, sylvester, k, g, mode, t,
                                     scratch, row);
 }
