@@ -242,12 +242,22 @@ static int fused_rows(blk *b, uint64_t row0, size_t rows, unsigned char *out, fl
     /* FP8 with one scale per row (or per tensor), no rotation to undo: the
      * kernel decodes as it reads, the same values as stf__decoder_row. */
     int fp8 = d->kind == STF__DEC_FP8 && d->axis != STF_SCALE_COL && d->rot_group == 0;
+    /* INT8 codes (signed, whatever the stored dtype, as the decoder reads
+     * them) with row, tensor or column scales and any rotation the decoder
+     * undoes: int8_row_i8 decodes, un-rotates and requantizes the row. */
+    int i8 = d->kind == STF__DEC_INT8 && !(d->axis == STF_SCALE_ROW && d->groups > 1);
+    const float *cols = i8 && d->axis == STF_SCALE_COL ? b->dc->scales : NULL;
     for (size_t i = 0; i < rows; i++) {
         const unsigned char *ri = (const unsigned char *)src + i * b->dc->row_bytes;
         if (fp8) {
             float s = b->dc->scales[d->axis == STF_SCALE_ROW ? row0 + i : 0];
             rc = stf__int8_quantize_row_fp8((int8_t *)out + i * k, scale + i, ri, d->w_dtype, s,
                                             k, &o, scratch, x, err);
+        } else if (i8) {
+            float s = cols ? 0.0f : b->dc->scales[d->axis == STF_SCALE_ROW ? row0 + i : 0];
+            rc = stf__int8_quantize_row_i8((int8_t *)out + i * k, scale + i, (const int8_t *)ri,
+                                           s, cols, d->rot_group, d->sylvester, k, &o, scratch,
+                                           x, err);
         } else {
             rc = stf__decoder_row(b->dc, x, ri, row0 + i, err);
             if (rc) break;

@@ -46,4 +46,19 @@ int stf__int8_quantize_row_fp8(int8_t *q, float *scale, const uint8_t *src, stf_
                                float s, size_t k, const stf_int8_opts *o, float *scratch,
                                float *x, stf_err *err);
 
+/*
+ * The same for a row of INT8 codes: the row stf_int8_dequantize gives for
+ * src with one scale s (row or tensor scales) or the k column scales cols
+ * (cols not NULL), its rotation undone (ug != 0: Sylvester when
+ * `sylvester`, else regular; what the decoder accepts for k), requantized
+ * by one kernel entry (int8_row_i8) without an F32 copy where the kernel
+ * fuses the steps. Bytes, return code and message of
+ * stf__int8_quantize_row_f32 on that row; x (k floats, not overlapping
+ * scratch) may be overwritten, and holds the decoded row on STF_ENUMERIC
+ * (int8.c).
+ */
+int stf__int8_quantize_row_i8(int8_t *q, float *scale, const int8_t *src, float s,
+                              const float *cols, unsigned ug, int sylvester, size_t k,
+                              const stf_int8_opts *o, float *scratch, float *x, stf_err *err);
+
 #endif

@@ -276,3 +276,27 @@ int stf__int8_quantize_row_fp8(int8_t *q, float *scale, const uint8_t *src, stf_
     if (rc) return stf__err(err, rc, "int8 quantize: kernel failed (%s)", stf_strerror(rc));
     return 0;
 }
+
+/* One INT8 row, decoded and un-rotated inside the kernel (contract in decode_rows.h). */
+int stf__int8_quantize_row_i8(int8_t *q, float *scale, const int8_t *src, float s,
+                              const float *cols, unsigned ug, int sylvester, size_t k,
+                              const stf_int8_opts *o, float *scratch, float *x, stf_err *err)
+{
+    if (k == 0) return stf__int8_quantize_row_f32(q, scale, x, 0, o, scratch, err);
+    int rc = check_q_opts(STF_F32, k, o, err);
+    if (rc) return rc;
+    const stf__kernels *kt = stf__kernels_active();
+    rc = kt->int8_row_i8(q, scale, src, s, cols, ug, sylvester, k, o->group, o->mode, o->t,
+                         scratch, x);
+    if (rc == STF_ENUMERIC) {
+        /* Rare: the decoded row, to name the column as the F32 path does
+         * (the fused variants do not write it). */
+        if (cols) kt->int8_dequant_row_cols(x, src, cols, k);
+        else kt->int8_dequant_row(x, src, s, k);
+        if (ug && sylvester) kt->sylvester_undo(x, k, ug);
+        else if (ug) kt->fht_regular(x, k, ug);
+        return stf__int8_quantize_row_f32(q, scale, x, k, o, scratch, err);
+    }
+    if (rc) return stf__err(err, rc, "int8 quantize: kernel failed (%s)", stf_strerror(rc));
+    return 0;
+}

@@ -6,7 +6,11 @@
  * fht_regular or sylvester_undo, int8_row on the F32 row), over fixed-seed
  * and edge rows: all-zero rows, +-127 and -128 codes, negative scales
  * (signed zeros), scales at and below the deferred-scaling guards (2^-122,
- * 2^-118), overflowing, zero, NaN and Inf scales, column scales.
+ * 2^-118), overflowing, zero, NaN and Inf scales, column scales. The
+ * one-pass INT8 decode and Sylvester undo of the AVX-512 tables against
+ * int8_dequant_row + sylvester_undo of the scalar table; the library call
+ * fix uses (stf__int8_quantize_row_i8) against stf_int8_dequantize +
+ * stf__int8_quantize_row_f32, bytes and messages.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +21,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "quant/decode_rows.h"
 #include "quant/kernels.h"
 #if STF_HAVE_X86_SIMD
 #include "quant/kernels_avx512.h"
@@ -226,12 +231,131 @@ static void test_exact_values(void **state)
     free(row);
 }
 
+/* Every G the undo takes, rows of one to three groups, every row kind and
+ * scales up to Inf and NaN: the bits of the scalar composition, and no
+ * store past the row. */
+static void test_dequant_syl_matches_composition(void **state)
+{
+    (void)state;
+#if STF_HAVE_X86_SIMD
+    if (!stf_simd_supported(STF_SIMD_AVX512)) skip();
+    static const float scales[] = { 0.0123f, 1.0f, 0x1p-140f, 3.0e36f, 0.0f, -0.5f };
+    int8_t *q = malloc(3 * 4096);
+    float *a = aligned_floats(3 * 4096 + 16), *b = aligned_floats(3 * 4096 + 16);
+    assert_non_null(q);
+    size_t cases = 0;
+    g_rng.s = 0x5E1Fu;
+    for (unsigned g = 2; g <= 4096; g *= 2)
+        for (size_t m = 1; m <= 3; m++)
+            for (int kind = 0; kind < R_NKINDS; kind++) {
+                size_t k = g * m;
+                float s = kind == R_RANDOM && m == 2 ? qt_float(0x7F800000u)
+                          : kind == R_SMALL && m == 3 ? qt_float(0xFFC00001u)
+                                                      : scales[((size_t)kind + m - 1) % 6];
+                fill(q, k, kind);
+                b[k] = qt_float(0x7FA5A5A5u);
+                stf__kernels_scalar.int8_dequant_row(a, q, s, k);
+                stf__sylvester_undo_scalar(a, k, g);
+                stf__int8_dequant_syl_avx512(b, q, s, k, g);
+                for (size_t i = 0; i < k; i++)
+                    if (qt_bits(a[i]) != qt_bits(b[i])) {
+                        print_error("g=%u k=%zu kind=%d s=%a: value %zu %08x != %08x\n", g, k,
+                                    kind, (double)s, i, qt_bits(a[i]), qt_bits(b[i]));
+                        fail();
+                    }
+                assert_int_equal(qt_bits(b[k]), 0x7FA5A5A5u);
+                cases++;
+            }
+    assert_int_equal(cases, 12 * 3 * R_NKINDS);
+    free(q);
+    free(a);
+    free(b);
+#else
+    skip();
+#endif
+}
+
+/* fix's call: the bytes, scale, return code and message of
+ * stf_int8_dequantize (the decoder's row) + stf__int8_quantize_row_f32,
+ * for tensor, row and column scales, no rotation, a regular G = 256 and a
+ * Sylvester G = 128 to undo; on a non-finite row x holds the decoded row. */
+static void test_quantize_row_i8(void **state)
+{
+    (void)state;
+    enum { K = 1024 };
+    static int8_t src[K];
+    int8_t qa[K], qb[K];
+    float *sa = aligned_floats(K), *sb = aligned_floats(K), *x = aligned_floats(K);
+    float *y = aligned_floats(K), *cols = aligned_floats(K);
+    static const struct { unsigned ug; int syl; } undo[] = { { 0, 0 }, { 256, 0 }, { 128, 1 } };
+    static const stf_scale_axis axes[] = { STF_SCALE_TENSOR, STF_SCALE_ROW, STF_SCALE_COL };
+    static const float scales[] = { 0.25f, 3.0e38f, 0.0f, 0x1p-123f };
+    static const stf_int8_opts opts[] = { { 256, STF_QMODE_CUDA, STF_BF16 },
+                                          { 64, STF_QMODE_EAGER, STF_F16 },
+                                          { 0, STF_QMODE_FP32, STF_F32 } };
+    size_t refused = 0, cases = 0;
+    g_rng.s = 11;
+    for (size_t ui = 0; ui < 3; ui++)
+        for (size_t ai = 0; ai < 3; ai++)
+            for (size_t si = 0; si < 4; si++)
+                for (int kind = 0; kind < R_NKINDS; kind++) {
+                    const stf_int8_opts *o = &opts[(ui + si + (size_t)kind) % 3];
+                    fill(src, K, kind);
+                    float s = scales[si], scale_a = 0, scale_b = 0;
+                    for (size_t i = 0; i < K; i++) cols[i] = s * (float)(1 + i % 3);
+                    const float *c = axes[ai] == STF_SCALE_COL ? cols : NULL;
+                    stf_err ea, eb;
+                    stf_err_clear(&ea);
+                    stf_err_clear(&eb);
+                    stf_dequant_opts d = { axes[ai], undo[ui].ug, undo[ui].syl };
+                    assert_int_equal(stf_int8_dequantize(y, src, c ? c : &s, 1, K, &d, NULL,
+                                                         NULL), 0);
+                    int ra = stf__int8_quantize_row_f32(qa, &scale_a, y, K, o, sa, &ea);
+                    int rb = stf__int8_quantize_row_i8(qb, &scale_b, src, c ? 0.0f : s, c,
+                                                       undo[ui].ug, undo[ui].syl, K, o, sb, x,
+                                                       &eb);
+                    assert_int_equal(ra, rb);
+                    assert_string_equal(ea.msg, eb.msg);
+                    if (rb == 0) {
+                        assert_memory_equal(qa, qb, K);
+                        assert_int_equal(qt_bits(scale_a), qt_bits(scale_b));
+                    } else {
+                        assert_int_equal(rb, STF_ENUMERIC);
+                        assert_memory_equal(x, y, K * sizeof(float));
+                        refused++;
+                    }
+                    /* 3e38 times a code of 2 or more overflows, and so does a
+                     * column scale of 2 * 3e38 (times a zero code: NaN); the
+                     * other scales give finite rows. */
+                    if (si != 1) assert_int_equal(rb, 0);
+                    else if (kind == R_ZERO) assert_int_equal(rb, c ? STF_ENUMERIC : 0);
+                    else if (kind == R_RANDOM || kind == R_EXTREME)
+                        assert_int_equal(rb, STF_ENUMERIC);
+                    cases++;
+                }
+    assert_int_equal(cases, 3 * 3 * 4 * R_NKINDS);
+    assert_true(refused >= 3 * 3 * 3);
+    stf_err e;
+    stf_err_clear(&e);
+    stf_int8_opts bad = { 48, STF_QMODE_CUDA, STF_BF16 };
+    assert_int_equal(stf__int8_quantize_row_i8(qb, sb, src, 1.0f, NULL, 0, 0, K, &bad, sb, x, &e),
+                     STF_EINVAL);
+    assert_string_equal(e.msg, "int8 quantize: group size 48 is not a power of 4 in 4..1024");
+    free(sa);
+    free(sb);
+    free(x);
+    free(y);
+    free(cols);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_g256_bf16),
         cmocka_unit_test(test_other_shapes),
         cmocka_unit_test(test_exact_values),
+        cmocka_unit_test(test_dequant_syl_matches_composition),
+        cmocka_unit_test(test_quantize_row_i8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
