@@ -52,6 +52,18 @@ static void put_value(FILE *o, const char *s, size_t n)
     if (k < n) fprintf(o, "... (%zu bytes)", n);
 }
 
+/* One "LABEL KEY  OLD -> NEW" line of a marker or metadata change. */
+static void put_change(FILE *o, const char *label, const stf_diff_text *m)
+{
+    fputs(label, o);
+    cli_name(o, m->key, m->key_len);
+    fputs("  ", o);
+    put_value(o, m->a, m->a_len);
+    fputs(" -> ", o);
+    put_value(o, m->b, m->b_len);
+    fputc('\n', o);
+}
+
 static void print_human(FILE *o, const char *pa, const char *pb, const stf_diff *d, int numeric)
 {
     size_t added = 0, removed = 0, changed = 0;
@@ -94,26 +106,10 @@ static void print_human(FILE *o, const char *pa, const char *pb, const stf_diff 
             fprintf(o, "%sdata differs from byte %" PRIu64, sep, t->first_byte);
         fputc('\n', o);
     }
-    for (size_t i = 0; i < stf_diff_marker_count(d); i++) {
-        const stf_diff_text *m = stf_diff_marker(d, i);
-        fputs("marker  ", o);
-        cli_name(o, m->key, m->key_len);
-        fputs("  ", o);
-        put_value(o, m->a, m->a_len);
-        fputs(" -> ", o);
-        put_value(o, m->b, m->b_len);
-        fputc('\n', o);
-    }
-    for (size_t i = 0; i < stf_diff_meta_count(d); i++) {
-        const stf_diff_text *m = stf_diff_meta(d, i);
-        fputs("meta    ", o);
-        cli_name(o, m->key, m->key_len);
-        fputs("  ", o);
-        put_value(o, m->a, m->a_len);
-        fputs(" -> ", o);
-        put_value(o, m->b, m->b_len);
-        fputc('\n', o);
-    }
+    for (size_t i = 0; i < stf_diff_marker_count(d); i++)
+        put_change(o, "marker  ", stf_diff_marker(d, i));
+    for (size_t i = 0; i < stf_diff_meta_count(d); i++)
+        put_change(o, "meta    ", stf_diff_meta(d, i));
     for (size_t i = 0; numeric && i < stf_diff_numeric_count(d); i++) {
         const stf_diff_numeric_info *x = stf_diff_numeric(d, i);
         fputs("numeric ", o);

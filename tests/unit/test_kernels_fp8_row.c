@@ -16,29 +16,15 @@
 
 #include "quant/decode_rows.h"
 #include "quant/kernels.h"
-#if STF_HAVE_X86_SIMD
-#include "quant/kernels_avx512.h"
-#endif
 #include "stfix.h"
 #include "quant_testutil.h"
+#include "kernel_variants.h"
 
 /* One generator per test file, seeded by each test. */
 static qt_rng g_rng;
 
 #define KMAX 4096
 
-/* Tables to check: scalar, AVX2, AVX-512, AVX-512 without its BF16 path. */
-#define NVAR 4
-static const stf__kernels *variant(int i)
-{
-    if (i == 0) return &stf__kernels_scalar;
-    stf_simd s = i == 1 ? STF_SIMD_AVX2 : STF_SIMD_AVX512;
-    if (!stf_simd_supported(s)) return NULL;
-#if STF_HAVE_X86_SIMD
-    if (i == 3) return &stf__kernels_avx512_plain;
-#endif
-    return stf__kernels_for(s);
-}
 
 /* Row kinds. */
 enum { R_RANDOM, R_ZERO, R_MAX, R_SUBNORMAL, R_NAN, R_INF, R_SMALL, R_NKINDS };
@@ -112,8 +98,8 @@ static void test_variants_match_composition(void **state)
     float *sa = aligned_floats(KMAX), *sb = aligned_floats(KMAX), *row = aligned_floats(KMAX);
     size_t cases = 0;
     g_rng.s = 15;
-    for (int vi = 0; vi < NVAR; vi++) {
-        const stf__kernels *v = variant(vi);
+    for (int vi = 0; vi < QT_NVARIANTS; vi++) {
+        const stf__kernels *v = qt_kernel_variant(vi);
         if (!v) continue;
         for (int di = 0; di < 2; di++) {
             stf_dtype dt = di ? STF_F8_E5M2 : STF_F8_E4M3;
@@ -137,8 +123,8 @@ static void test_variants_match_composition(void **state)
     }
     /* Every scale on the G = 256 path, whose deferred 0.5 factors need
      * the tiny-value guard when scales push values near the subnormals. */
-    for (int vi = 0; vi < NVAR; vi++) {
-        const stf__kernels *v = variant(vi);
+    for (int vi = 0; vi < QT_NVARIANTS; vi++) {
+        const stf__kernels *v = qt_kernel_variant(vi);
         if (!v) continue;
         for (size_t si = 0; si < sizeof scales / sizeof *scales; si++)
             for (int kind = 0; kind < R_NKINDS; kind++)
@@ -174,8 +160,8 @@ static void test_g256_bf16_path(void **state)
     float *sa = aligned_floats(KMAX), *sb = aligned_floats(KMAX), *row = aligned_floats(KMAX);
     size_t cases = 0;
     g_rng.s = 256;
-    for (int vi = 0; vi < NVAR; vi++) {
-        const stf__kernels *v = variant(vi);
+    for (int vi = 0; vi < QT_NVARIANTS; vi++) {
+        const stf__kernels *v = qt_kernel_variant(vi);
         if (!v) continue;
         for (int di = 0; di < 2; di++)
             for (size_t si = 0; si < sizeof scales / sizeof *scales; si++)
@@ -191,8 +177,8 @@ static void test_g256_bf16_path(void **state)
                     }
     }
     /* Every code, both signs, in one row: each word of the tables. */
-    for (int vi = 0; vi < NVAR; vi++) {
-        const stf__kernels *v = variant(vi);
+    for (int vi = 0; vi < QT_NVARIANTS; vi++) {
+        const stf__kernels *v = qt_kernel_variant(vi);
         if (!v) continue;
         for (int di = 0; di < 2; di++) {
             stf_dtype dt = di ? STF_F8_E5M2 : STF_F8_E4M3;
@@ -234,8 +220,8 @@ static void test_exact_values(void **state)
     (void)state;
     static uint8_t src[64];
     float *sc = aligned_floats(64), *row = aligned_floats(64);
-    for (int vi = 0; vi < NVAR; vi++) {
-        const stf__kernels *v = variant(vi);
+    for (int vi = 0; vi < QT_NVARIANTS; vi++) {
+        const stf__kernels *v = qt_kernel_variant(vi);
         if (!v) continue;
         int8_t q[64];
         float scale;

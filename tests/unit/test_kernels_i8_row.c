@@ -23,28 +23,14 @@
 
 #include "quant/decode_rows.h"
 #include "quant/kernels.h"
-#if STF_HAVE_X86_SIMD
-#include "quant/kernels_avx512.h"
-#endif
 #include "stfix.h"
 #include "quant_testutil.h"
+#include "kernel_variants.h"
 
 static qt_rng g_rng;
 
 #define KMAX 4096
 
-/* Tables to check: scalar, AVX2, AVX-512, AVX-512 without its BF16 path. */
-#define NVAR 4
-static const stf__kernels *variant(int i)
-{
-    if (i == 0) return &stf__kernels_scalar;
-    stf_simd s = i == 1 ? STF_SIMD_AVX2 : STF_SIMD_AVX512;
-    if (!stf_simd_supported(s)) return NULL;
-#if STF_HAVE_X86_SIMD
-    if (i == 3) return &stf__kernels_avx512_plain;
-#endif
-    return stf__kernels_for(s);
-}
 
 enum { R_RANDOM, R_ZERO, R_EXTREME, R_SMALL, R_SPARSE, R_NKINDS };
 
@@ -111,8 +97,8 @@ static void test_g256_bf16(void **state)
     float *cols = aligned_floats(KMAX);
     size_t cases = 0;
     g_rng.s = 8;
-    for (int vi = 0; vi < NVAR; vi++) {
-        const stf__kernels *v = variant(vi);
+    for (int vi = 0; vi < QT_NVARIANTS; vi++) {
+        const stf__kernels *v = qt_kernel_variant(vi);
         if (!v) continue;
         for (size_t si = 0; si < sizeof k_scales / sizeof *k_scales; si++)
             for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
@@ -174,8 +160,8 @@ static void test_other_shapes(void **state)
     float *cols = aligned_floats(KMAX);
     size_t cases = 0;
     g_rng.s = 9;
-    for (int vi = 0; vi < NVAR; vi++) {
-        const stf__kernels *v = variant(vi);
+    for (int vi = 0; vi < QT_NVARIANTS; vi++) {
+        const stf__kernels *v = qt_kernel_variant(vi);
         if (!v) continue;
         for (size_t ui = 0; ui < sizeof undo / sizeof *undo; ui++)
             for (size_t gi = 0; gi < sizeof gs / sizeof *gs; gi++)
@@ -208,8 +194,8 @@ static void test_exact_values(void **state)
     (void)state;
     static int8_t src[256];
     float *sc = aligned_floats(256), *row = aligned_floats(256);
-    for (int vi = 0; vi < NVAR; vi++) {
-        const stf__kernels *v = variant(vi);
+    for (int vi = 0; vi < QT_NVARIANTS; vi++) {
+        const stf__kernels *v = qt_kernel_variant(vi);
         if (!v) continue;
         int8_t q[256];
         float scale;
