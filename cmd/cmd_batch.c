@@ -28,6 +28,8 @@ typedef struct batch_args {
     int threads, resume, link_compliant, dry_run;
     unsigned long long max_mem;
     unsigned shard_k, shard_n;
+    cli_zstd z;
+    stf_write_opts zo; /* the zstd fields cli_zstd_apply fills */
 } batch_args;
 
 /* A recipe loaded once per path. */
@@ -68,7 +70,7 @@ static int parse_shard(const char *s, unsigned *k, unsigned *n)
 
 static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cli_cmd **cmdp)
 {
-    static cli_opt opts[12];
+    static cli_opt opts[16];
     static cli_cmd cmd;
     memset(a, 0, sizeof *a);
     const cli_opt o[] = {
@@ -99,6 +101,7 @@ static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cl
           .help = "re-verify every fixed checkpoint of a report" },
         { .name = "max-mem", .metavar = "SIZE", .kind = CLI_SIZE, .target = &a->max_mem,
           .min = 1, .help = "working set for requantization (default 2GiB)" },
+        CLI_ZSTD_OPTS(&a->z),
     };
     memcpy(opts, o, sizeof o);
     cmd = (cli_cmd){ .verb = "batch",
@@ -120,7 +123,8 @@ static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cl
     if (a->shard && parse_shard(a->shard, &a->shard_k, &a->shard_n))
         return cli_usage_error(&cmd, "--shard '%s': expected K/N with 1 <= K <= N", a->shard);
     if (!a->shard) a->shard_k = a->shard_n = 1;
-    return -1;
+    const char *none = NULL;
+    return cli_zstd_apply("batch", &a->z, &a->zo, &none);
 }
 
 /* The recipe for `path`, loaded the first time. -1 when loaded in *out. */
@@ -473,6 +477,12 @@ int cmd_batch(int argc, char **argv)
         }
         if (lines[i].has) continue;
         char *out = stf_batch_output_path(it, a.dry_run ? "." : a.outdir);
+        /* With --zstd the output is named .zst/.stz, as fix names it. */
+        const char *opath = out;
+        if (out && (ex = cli_zstd_apply("batch", &a.z, &a.zo, &opath)) >= 0) {
+            free(out);
+            goto done;
+        }
         stf_batch_opts bo;
         stf_batch_opts_init(&bo);
         bo.pool = pool;
@@ -483,12 +493,18 @@ int cmd_batch(int argc, char **argv)
         /* The previous output is hashed while this checkpoint runs. */
         bo.defer_output_hash = 1;
         bo.complete = prev;
+        bo.zstd_level = a.zo.zstd_level;
+        bo.zstd_frame = a.zo.zstd_frame;
+        bo.zstd_grouped = a.zo.zstd_grouped;
+        bo.zstd_verify = a.zo.zstd_verify;
         stf_batch_result *res = NULL;
-        if (!out || stf_batch_run_item(&res, it, out, r, &bo, &err)) {
+        if (!out || stf_batch_run_item(&res, it, opath, r, &bo, &err)) {
+            cli_zstd_free(&a.z);
             free(out);
             ex = out ? cli_report("batch", &err) : cli_report_code("batch", STF_ENOMEM);
             goto done;
         }
+        cli_zstd_free(&a.z);
         free(out);
         stf_batch_result *ended = prev;
         size_t ended_i = prev_i;

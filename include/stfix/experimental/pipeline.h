@@ -106,7 +106,7 @@ STF_EXPERIMENTAL_API
 const char *stf_batch_status_name(stf_batch_status s);
 
 /* The layout of stf_batch_opts this header describes. */
-#define STF_BATCH_OPTS_VERSION 1u
+#define STF_BATCH_OPTS_VERSION 2u
 
 typedef struct stf_batch_opts {
     unsigned version;      /* STF_BATCH_OPTS_VERSION, set by stf_batch_opts_init */
@@ -122,6 +122,14 @@ typedef struct stf_batch_opts {
     /* A result to complete on a helper thread while this checkpoint runs
      * (NULL: none), so hashing one output overlaps converting the next. */
     struct stf_batch_result *complete;
+    /* Version 2: a fixed checkpoint is written zstd-compressed, as the
+     * stf_write_opts fields of the same names say (stfix(1), COMPRESSED
+     * FILES); out_path then ends in ".zst" (".stz" with zstd_grouped), and
+     * a --link-compliant link keeps the name without it. 0: uncompressed. */
+    int zstd_level;
+    uint64_t zstd_frame;
+    int zstd_grouped;
+    int zstd_verify;
 } stf_batch_opts;
 
 STF_EXPERIMENTAL_API
