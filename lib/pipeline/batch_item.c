@@ -126,6 +126,22 @@ static int input_files(stf_batch_result *r, const stf_batch_item *it)
     return rc;
 }
 
+/* The bytes of a checkpoint's files (contract in the header). */
+uint64_t stf_batch_item_size(const stf_batch_item *it)
+{
+    stf_batch_result r;
+    memset(&r, 0, sizeof r);
+    uint64_t n = 0;
+    if (it && !input_files(&r, it))
+        for (size_t i = 0; i < r.nin; i++) {
+            struct stat st;
+            if (stat(r.in[i].path, &st) == 0 && S_ISREG(st.st_mode)) n += (uint64_t)st.st_size;
+        }
+    for (size_t i = 0; i < r.nin; i++) stf__free(r.in[i].path);
+    stf__free(r.in);
+    return n;
+}
+
 /* A helper thread: hash the inputs of one result, or complete another. */
 typedef struct helper {
     pthread_t t;

@@ -92,6 +92,14 @@ char *stf_batch_output_path(const stf_batch_item *it, const char *outdir);
 STF_EXPERIMENTAL_API
 uint64_t stf_batch_shard_size(const stf_ckpt *c);
 
+/*
+ * The bytes of the files of `it` (the file, or an index and the shards it
+ * names), as its result's bytes_read will count them; a file that cannot
+ * be read counts 0. For a progress total before the batch runs.
+ */
+STF_EXPERIMENTAL_API
+uint64_t stf_batch_item_size(const stf_batch_item *it);
+
 /* -------------------------------------------------------- one checkpoint */
 
 typedef enum stf_batch_status {
