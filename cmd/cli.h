@@ -151,6 +151,9 @@ void cli_progress_bytes(cli_progress *p, uint64_t done, uint64_t total);
 /* cli_progress_show as a stf_progress_fn (ud is the cli_progress). */
 void cli_progress_cb(void *ud, uint64_t done, uint64_t total, const char *what,
                      size_t what_len);
+/* Clear the line (if one was drawn) before other output on stderr; the
+ * next show draws it again. */
+void cli_progress_clear(cli_progress *p);
 /* Clear the line (if one was drawn) and free p. */
 void cli_progress_end(cli_progress *p);
 

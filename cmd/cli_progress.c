@@ -160,13 +160,18 @@ void cli_progress_cb(void *ud, uint64_t done, uint64_t total, const char *what, 
     cli_progress_show(ud, done, total, what, what_len);
 }
 
+/* Clear the line; see cli.h. */
+void cli_progress_clear(cli_progress *p)
+{
+    if (!p || !p->drawn) return;
+    fputs("\r\033[K", stderr);
+    fflush(stderr);
+    p->drawn = 0;
+}
+
 /* Clear the line and free; see cli.h. */
 void cli_progress_end(cli_progress *p)
 {
-    if (!p) return;
-    if (p->drawn) {
-        fputs("\r\033[K", stderr);
-        fflush(stderr);
-    }
+    cli_progress_clear(p);
     free(p);
 }

@@ -28,6 +28,8 @@ typedef struct batch_args {
     int threads, resume, link_compliant, dry_run;
     unsigned long long max_mem;
     unsigned shard_k, shard_n;
+    cli_zstd z;
+    stf_write_opts zo; /* the zstd fields cli_zstd_apply fills */
 } batch_args;
 
 /* A recipe loaded once per path. */
@@ -68,7 +70,7 @@ static int parse_shard(const char *s, unsigned *k, unsigned *n)
 
 static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cli_cmd **cmdp)
 {
-    static cli_opt opts[12];
+    static cli_opt opts[16];
     static cli_cmd cmd;
     memset(a, 0, sizeof *a);
     const cli_opt o[] = {
@@ -99,6 +101,7 @@ static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cl
           .help = "re-verify every fixed checkpoint of a report" },
         { .name = "max-mem", .metavar = "SIZE", .kind = CLI_SIZE, .target = &a->max_mem,
           .min = 1, .help = "working set for requantization (default 2GiB)" },
+        CLI_ZSTD_OPTS(&a->z),
     };
     memcpy(opts, o, sizeof o);
     cmd = (cli_cmd){ .verb = "batch",
@@ -120,11 +123,13 @@ static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cl
     if (a->shard && parse_shard(a->shard, &a->shard_k, &a->shard_n))
         return cli_usage_error(&cmd, "--shard '%s': expected K/N with 1 <= K <= N", a->shard);
     if (!a->shard) a->shard_k = a->shard_n = 1;
-    return -1;
+    const char *none = NULL;
+    return cli_zstd_apply("batch", &a->z, &a->zo, &none);
 }
 
-/* The recipe for `path`, loaded the first time. -1 when loaded in *out. */
-static int recipe_get(recipes *rs, const char *path, stf_recipe **out)
+/* The recipe for `path`, loaded the first time (with the progress line
+ * cleared, as loading may print an error). -1 when loaded in *out. */
+static int recipe_get(recipes *rs, const char *path, stf_recipe **out, cli_progress *prog)
 {
     for (size_t i = 0; i < rs->n; i++)
         if (!strcmp(rs->v[i].path, path)) {
@@ -137,6 +142,7 @@ static int recipe_get(recipes *rs, const char *path, stf_recipe **out)
     recipe_slot *s = &g[rs->n++];
     s->path = path;
     s->r = NULL;
+    cli_progress_clear(prog);
     s->ex = cli_recipe_load_arg(&s->r, "batch", path);
     *out = s->r;
     return s->ex;
@@ -362,6 +368,8 @@ int cmd_batch(int argc, char **argv)
     const char **keep_old = NULL;
     size_t nold = 0, kept = 0, prev_i = 0;
     stf_batch_result *prev = NULL;
+    cli_progress *prog = NULL;
+    uint64_t *sizes = NULL, bdone = 0, btotal = 0;
     int fd = -1, worst = EXIT_OK_;
     stf_err err;
     stf_err_clear(&err);
@@ -369,7 +377,7 @@ int cmd_batch(int argc, char **argv)
 
     if (a.recipe) {
         stf_recipe *r;
-        if ((ex = recipe_get(&rs, a.recipe, &r)) >= 0) goto done;
+        if ((ex = recipe_get(&rs, a.recipe, &r, NULL)) >= 0) goto done;
         ex = EXIT_OK_;
     }
     int rc = a.manifest ? stf_batch_manifest_read(&all, a.manifest, &err)
@@ -444,11 +452,18 @@ int cmd_batch(int argc, char **argv)
             goto done;
         }
     }
+    /* On a terminal: checkpoints done of all, and bytes of their inputs. */
+    if ((prog = cli_progress_start("batch", "checkpoints")) &&
+        (sizes = calloc(items.n ? items.n : 1, sizeof *sizes)))
+        for (size_t i = 0; i < items.n; i++) btotal += sizes[i] = stf_batch_item_size(&items.v[i]);
     for (size_t i = 0; i < items.n; i++) {
         const stf_batch_item *it = &items.v[i];
         const char *rpath = it->recipe ? it->recipe : a.recipe;
         stf_recipe *r = NULL;
-        int rex = recipe_get(&rs, rpath, &r);
+        if (i) bdone += sizes ? sizes[i - 1] : 0;
+        cli_progress_bytes(prog, bdone, btotal);
+        cli_progress_show(prog, i, items.n, it->input, strlen(it->input));
+        int rex = recipe_get(&rs, rpath, &r, prog);
         if (rex >= 0) {
             worst = cli_exit_worst(worst, rex);
             continue;
@@ -473,6 +488,12 @@ int cmd_batch(int argc, char **argv)
         }
         if (lines[i].has) continue;
         char *out = stf_batch_output_path(it, a.dry_run ? "." : a.outdir);
+        /* With --zstd the output is named .zst/.stz, as fix names it. */
+        const char *opath = out;
+        if (out && (ex = cli_zstd_apply("batch", &a.z, &a.zo, &opath)) >= 0) {
+            free(out);
+            goto done;
+        }
         stf_batch_opts bo;
         stf_batch_opts_init(&bo);
         bo.pool = pool;
@@ -483,12 +504,18 @@ int cmd_batch(int argc, char **argv)
         /* The previous output is hashed while this checkpoint runs. */
         bo.defer_output_hash = 1;
         bo.complete = prev;
+        bo.zstd_level = a.zo.zstd_level;
+        bo.zstd_frame = a.zo.zstd_frame;
+        bo.zstd_grouped = a.zo.zstd_grouped;
+        bo.zstd_verify = a.zo.zstd_verify;
         stf_batch_result *res = NULL;
-        if (!out || stf_batch_run_item(&res, it, out, r, &bo, &err)) {
+        if (!out || stf_batch_run_item(&res, it, opath, r, &bo, &err)) {
+            cli_zstd_free(&a.z);
             free(out);
             ex = out ? cli_report("batch", &err) : cli_report_code("batch", STF_ENOMEM);
             goto done;
         }
+        cli_zstd_free(&a.z);
         free(out);
         stf_batch_result *ended = prev;
         size_t ended_i = prev_i;
@@ -501,6 +528,10 @@ int cmd_batch(int argc, char **argv)
         prev = NULL;
         if ((ex = finish_item(&a, fd, report, &lines[prev_i], ended)) >= 0) goto done;
     }
+    cli_progress_bytes(prog, btotal, btotal);
+    cli_progress_show(prog, items.n, items.n, NULL, 0);
+    cli_progress_end(prog);
+    prog = NULL;
     ex = worst;
     if (!a.dry_run && rewrite_report(report, lines, items.n, old, nold, keep_old)) {
         cli_errorf("batch", "%s: cannot rewrite the report: %s", report, strerror(errno));
@@ -517,6 +548,8 @@ int cmd_batch(int argc, char **argv)
     }
 
 done:
+    cli_progress_end(prog);
+    free(sizes);
     stf_batch_result_free(prev);
     if (fd >= 0) close(fd);
     for (size_t i = 0; lines && i < items.n; i++) {

@@ -101,9 +101,29 @@ static int parse_args(fix_args *a, int argc, char **argv)
         cli_errorf("fix", "--in-place writes one file; it cannot be combined with --max-shard-size");
         return EXIT_USAGE;
     }
-    if (a->in_place && (a->z.level || a->z.grouped)) {
-        cli_errorf("fix", "--in-place keeps the file's name; it cannot be combined with --zstd");
-        return EXIT_USAGE;
+    if (a->in_place) {
+        /* The name is kept, so the bytes must stay what it says: a .zst
+         * (.stz) file is rewritten with --zstd (--zstd-grouped) only. */
+        size_t n = strlen(a->in);
+        const char *suf = n >= 4 ? a->in + n - 4 : "";
+        if (strcmp(suf, ".zst") && strcmp(suf, ".stz")) suf = NULL;
+        int zstd = a->z.level || a->z.grouped;
+        if (!suf && zstd) {
+            cli_errorf("fix", "--in-place keeps the file's name; it cannot be combined with --zstd");
+            return EXIT_USAGE;
+        }
+        if (suf && !zstd) {
+            cli_errorf("fix", "%s: --in-place would write it uncompressed under its %s name; "
+                       "give %s, or -o OUT", a->in, suf,
+                       suf[1] == 's' ? "--zstd-grouped" : "--zstd");
+            return EXIT_USAGE;
+        }
+        if (suf && (suf[1] == 's') != !!a->z.grouped) {
+            cli_errorf("fix", "%s: --in-place keeps its %s name; %s", a->in, suf,
+                       a->z.grouped ? "--zstd-grouped writes a .stz file"
+                                    : "a .stz file needs --zstd-grouped");
+            return EXIT_USAGE;
+        }
     }
     if (a->in_place && strlen(a->in) >= 11 && !strcmp(a->in + strlen(a->in) - 11, ".index.json")) {
         cli_errorf("fix", "--in-place needs a single .safetensors file, not an index");

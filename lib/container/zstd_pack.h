@@ -144,4 +144,11 @@ int stf__zstd_unpack(int fd, const char *name, uint64_t size, stf__zout_fn out, 
 int stf__zstd_verify(const char *zpath, const char *final, int src_fd, uint64_t total,
                      stf_err *err);
 
+/*
+ * The SHA-256 (hex) of the restored bytes of the compressed file `path`:
+ * what `zstd -d` (stfix decompress, for .stz) would give. STF_EIO when it
+ * cannot be read, STF_EFORMAT when it is corrupt.
+ */
+int stf__zstd_sha256(char hex[65], const char *path, stf_err *err);
+
 #endif

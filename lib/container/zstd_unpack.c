@@ -215,3 +215,25 @@ int stf__zstd_verify(const char *zpath, const char *final, int src_fd, uint64_t 
     close(zfd);
     return rc;
 }
+
+/* SHA-256 of the restored bytes (contract in zstd_pack.h). */
+int stf__zstd_sha256(char hex[65], const char *path, stf_err *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        int rc = stf__err(err, STF_EIO, "%s: cannot open: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return rc;
+    }
+    stf__sha256_ctx h;
+    unsigned char d[32];
+    int rc = stf__sha256_begin(&h) ? stf__err(err, STF_ENOMEM, "%s: cannot start SHA-256", path)
+                                   : stf__zstd_unpack(fd, path, (uint64_t)st.st_size, hash_out,
+                                                      &h, err);
+    if (stf__sha256_end(&h, d) && !rc) rc = stf__err(err, STF_EIO, "%s: SHA-256 failed", path);
+    close(fd);
+    if (rc) return rc;
+    for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", d[i]);
+    return 0;
+}

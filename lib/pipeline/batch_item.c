@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,7 +17,9 @@
 
 void stf_batch_opts_init_version(stf_batch_opts *o, unsigned version)
 {
-    if (!o || !stf__opts_reset(o, sizeof *o, version, STF_BATCH_OPTS_VERSION)) return;
+    if (!o || !stf__opts_reset_v(o, sizeof *o, offsetof(stf_batch_opts, zstd_level), version,
+                                 STF_BATCH_OPTS_VERSION))
+        return;
 }
 
 const char *stf_batch_status_name(stf_batch_status s)
@@ -121,6 +124,22 @@ static int input_files(stf_batch_result *r, const stf_batch_item *it)
     stf__free(dir);
     stf__index_free(ix);
     return rc;
+}
+
+/* The bytes of a checkpoint's files (contract in the header). */
+uint64_t stf_batch_item_size(const stf_batch_item *it)
+{
+    stf_batch_result r;
+    memset(&r, 0, sizeof r);
+    uint64_t n = 0;
+    if (it && !input_files(&r, it))
+        for (size_t i = 0; i < r.nin; i++) {
+            struct stat st;
+            if (stat(r.in[i].path, &st) == 0 && S_ISREG(st.st_mode)) n += (uint64_t)st.st_size;
+        }
+    for (size_t i = 0; i < r.nin; i++) stf__free(r.in[i].path);
+    stf__free(r.in);
+    return n;
 }
 
 /* A helper thread: hash the inputs of one result, or complete another. */
@@ -364,6 +383,12 @@ static int run_plan(stf_batch_result *r, const stf_plan *p, const stf_ckpt *c,
         if (o->max_mem) ro.max_mem = o->max_mem;
         ro.max_shard_size = stf_batch_shard_size(c);
         ro.write.input = c;
+        if (o->version >= 2 && o->zstd_level) {
+            ro.write.zstd_level = o->zstd_level;
+            ro.write.zstd_frame = o->zstd_frame;
+            ro.write.zstd_grouped = o->zstd_grouped;
+            ro.write.zstd_verify = o->zstd_verify;
+        }
         rc = stf_plan_run(&rep, p, out_path, &ro, &e);
         const stf_check_report *cr = rep ? stf_run_report_check(rep) : NULL;
         if (cr && count_rules(&r->after, &r->nafter, cr)) rc = STF_ENOMEM;
@@ -448,13 +473,24 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
             helper_join(&hin); /* the links' entries carry the inputs' sha256 */
             char *made[64];
             size_t nmade = 0;
-            if (make_dirs(out_path, made, &nmade, &e) || link_compliant(r, it, out_path, &e)) {
+            /* A link keeps the input's bytes: with zstd output, its name
+             * is out_path without the compressed suffix. */
+            char *lpath = stf__strdup(out_path);
+            const char *zs = o->version >= 2 && o->zstd_level
+                                 ? (o->zstd_grouped ? ".stz" : ".zst") : NULL;
+            if (!lpath) {
+                rc = STF_ENOMEM;
+                goto done;
+            }
+            if (zs && stf__ends_with(lpath, zs)) lpath[strlen(lpath) - 4] = '\0';
+            if (make_dirs(lpath, made, &nmade, &e) || link_compliant(r, it, lpath, &e)) {
                 for (size_t i = 0; i < r->nout; i++) stf__free(r->out[i].path);
                 r->nout = 0;
                 stf__free(r->output);
                 r->output = NULL;
                 fail(r, &e);
             }
+            stf__free(lpath);
             while (nmade) stf__free(made[--nmade]);
         }
         goto finish;

@@ -12,6 +12,7 @@
 
 #include "pipeline/plan_internal.h"
 #include "container/writer_internal.h"
+#include "container/zstd_pack.h" /* stf__zstd_sha256: verify of a .zst output */
 #include "quant/decode_rows.h"
 
 /* ------------------------------------------------------------ run.c */

@@ -23,6 +23,7 @@ struct stf_verify_report {
 typedef struct vctx {
     stf_verify_report *r;
     stf_err *err;
+    const char *zs; /* ".zst"/".stz": the output is compressed; NULL: not */
 } vctx;
 
 void stf_verify_report_free(stf_verify_report *r)
@@ -143,20 +144,34 @@ static int on_files(stf_writer *w, void *ud, stf_err *err)
     r->files = stf__calloc(n ? n : 1, sizeof *r->files);
     if (!r->files) return stf__err(err, STF_ENOMEM, "verify: out of memory");
     for (size_t i = 0; i < n; i++) {
+        const char *mem = stf_writer_temp_path(w, i), *final = stf_writer_final_path(w, i);
+        int index = stf__ends_with(final, ".index.json");
+        /* A compressed output's index names the compressed shards: its
+         * bytes are not the uncompressed run's, and it is not compared. */
+        if (v->zs && index) continue;
         stf_verify_file *f = &r->files[r->nfiles++];
-        const char *mem = stf_writer_temp_path(w, i);
-        if (!(f->path = stf__strdup(stf_writer_final_path(w, i))))
+        stf_buf b;
+        stf__buf_init(&b);
+        if (v->zs ? stf__buf_printf(&b, "%s%s", final, v->zs) != 0
+                  : !(b.data = stf__strdup(final))) {
+            stf__buf_free(&b);
             return stf__err(err, STF_ENOMEM, "verify: out of memory");
+        }
+        f->path = b.data;
         int rc = stf_sha256_file(f->expected, NULL, mem, err);
         if (rc) return rc;
         stf_err e;
         stf_err_clear(&e);
-        if (stf_sha256_file(f->actual, NULL, f->path, &e)) {
+        /* Compressed: the sha256 of the bytes it restores to. */
+        if (v->zs ? stf__zstd_sha256(f->actual, f->path, &e)
+                  : stf_sha256_file(f->actual, NULL, f->path, &e)) {
             f->actual[0] = '\0';
-            if ((rc = diff(r, f->path, "", 0, "missing"))) return stf__err(err, rc, "verify: out of memory");
+            /* A corrupt compressed file is there but restores to nothing. */
+            const char *what = v->zs && e.code == STF_EFORMAT ? "unreadable" : "missing";
+            if ((rc = diff(r, f->path, "", 0, what))) return stf__err(err, rc, "verify: out of memory");
             continue;
         }
-        if (!strcmp(f->expected, f->actual) || stf__ends_with(f->path, ".index.json")) continue;
+        if (!strcmp(f->expected, f->actual) || index) continue;
         if ((rc = compare_tensors(r, mem, f->path, err))) return rc;
     }
     return 0;
@@ -186,9 +201,20 @@ int stf_plan_verify(stf_verify_report **out, const stf_plan *p, const char *out_
     stf_verify_report *r = stf__calloc(1, sizeof *r);
     if (!r) return stf__err(err, STF_ENOMEM, "verify: out of memory");
     snprintf(r->recipe_sha256, sizeof r->recipe_sha256, "%s", stf_recipe_sha256(p->r));
-    vctx v = { r, err };
+    /* OUT.zst (.stz): the run makes OUT, which the file restores to. */
+    vctx v = { r, err, NULL };
+    stf_buf path;
+    stf__buf_init(&path);
+    if (stf__ends_with(out_path, ".zst") || stf__ends_with(out_path, ".stz")) {
+        v.zs = out_path + strlen(out_path) - 4;
+        if (stf__buf_printf(&path, "%.*s", (int)(strlen(out_path) - 4), out_path)) {
+            stf_verify_report_free(r);
+            return stf__err(err, STF_ENOMEM, "verify: out of memory");
+        }
+    }
     stf__run_mem mem = { on_files, &v };
-    int rc = stf__plan_run_to(NULL, p, out_path, o, &mem, err);
+    int rc = stf__plan_run_to(NULL, p, v.zs ? path.data : out_path, o, &mem, err);
+    stf__buf_free(&path);
     if (!rc && r->nfiles) rc = read_stamp(r, r->files[0].path);
     if (rc == STF_ENOMEM && err && !err->msg[0]) stf__err(err, STF_ENOMEM, "verify: out of memory");
     if (rc) {

@@ -69,3 +69,36 @@ for c in inspect check rewrite plan fix rules diff explain; do
     t_stdout_has "$c --help lists -q, -v, --no-progress" "  -v, --verbose"
     t_stdout_has "$c --help lists -q, -v, --no-progress" "  --no-progress"
 done
+
+# batch on a terminal: checkpoints done of all and the bytes of their inputs
+# (66936 + 67289 + 1647 = 132.7 KiB), cleared before the summary; a recipe
+# that cannot be loaded clears the line before its error. Piped, or with
+# --no-progress: no line.
+B=$T_TMP/pbatch
+mkdir -p "$B/zoo/sub" "$B/zoo/bset"
+cp rules/repair-scales.yaml "$B/recipe.yaml"
+cp fixtures/comfy/r15_flat_scale_square.safetensors "$B/zoo/broken.safetensors"
+cp fixtures/comfy/healthy_int8_g64.safetensors "$B/zoo/sub/healthy.safetensors"
+"$STFIX" rewrite fixtures/comfy/r15_flat_scale_square.safetensors -o "$B/zoo/bset/b.safetensors" \
+    --max-shard-size 40000 >/dev/null
+# In $B, so the paths fit the terminal's 80 columns.
+PTY="python3 $(pwd)/tests/cli/pty_run.py"
+HERE=$(pwd)
+cd "$B" || exit 1
+t_pty "batch on a tty" 0 "$STFIX" batch -r recipe.yaml -o out zoo
+t_true "batch on a tty: the first checkpoint" grep -qF \
+    "${CR}${ESC}[Kstfix: batch: 0 of 3 checkpoints, 0 B of 132.7 KiB (0%)  zoo/broken" "$T_ERR"
+t_true "batch on a tty: all done" grep -qF \
+    "${CR}${ESC}[Kstfix: batch: 3 of 3 checkpoints, 132.7 KiB of 132.7 KiB (100%)${CR}${ESC}[Kstfix batch: 3 checkpoint(s)" "$T_ERR"
+t_true "batch on a tty: nothing on stdout" test ! -s "$T_OUT"
+t_run "batch piped" 0 "$STFIX" batch -r recipe.yaml -o out2 zoo
+if grep -q "$CR" "$T_ERR"; then t_notok "batch piped: no progress"; else t_ok "batch piped: no progress"; fi
+t_pty "batch --no-progress" 0 "$STFIX" batch -r recipe.yaml -o out3 zoo --no-progress
+if grep -q "${ESC}\[K" "$T_ERR"; then t_notok "batch --no-progress: no progress"
+else t_ok "batch --no-progress: no progress"; fi
+printf '{"input": "zoo/broken.safetensors", "recipe": "nope.yaml"}\n{"input": "zoo/sub/healthy.safetensors"}\n' \
+    >m.jsonl
+t_pty "batch on a tty, a bad recipe" 2 "$STFIX" batch -r recipe.yaml -o out4 --manifest m.jsonl
+t_true "batch on a tty, a bad recipe: the line cleared before the error" grep -qF \
+    "broken.safetensors${CR}${ESC}[Kstfix: batch: nope.yaml: cannot open" "$T_ERR"
+cd "$HERE" || exit 1

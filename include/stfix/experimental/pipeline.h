@@ -92,6 +92,14 @@ char *stf_batch_output_path(const stf_batch_item *it, const char *outdir);
 STF_EXPERIMENTAL_API
 uint64_t stf_batch_shard_size(const stf_ckpt *c);
 
+/*
+ * The bytes of the files of `it` (the file, or an index and the shards it
+ * names), as its result's bytes_read will count them; a file that cannot
+ * be read counts 0. For a progress total before the batch runs.
+ */
+STF_EXPERIMENTAL_API
+uint64_t stf_batch_item_size(const stf_batch_item *it);
+
 /* -------------------------------------------------------- one checkpoint */
 
 typedef enum stf_batch_status {
@@ -106,7 +114,7 @@ STF_EXPERIMENTAL_API
 const char *stf_batch_status_name(stf_batch_status s);
 
 /* The layout of stf_batch_opts this header describes. */
-#define STF_BATCH_OPTS_VERSION 1u
+#define STF_BATCH_OPTS_VERSION 2u
 
 typedef struct stf_batch_opts {
     unsigned version;      /* STF_BATCH_OPTS_VERSION, set by stf_batch_opts_init */
@@ -122,6 +130,14 @@ typedef struct stf_batch_opts {
     /* A result to complete on a helper thread while this checkpoint runs
      * (NULL: none), so hashing one output overlaps converting the next. */
     struct stf_batch_result *complete;
+    /* Version 2: a fixed checkpoint is written zstd-compressed, as the
+     * stf_write_opts fields of the same names say (stfix(1), COMPRESSED
+     * FILES); out_path then ends in ".zst" (".stz" with zstd_grouped), and
+     * a --link-compliant link keeps the name without it. 0: uncompressed. */
+    int zstd_level;
+    uint64_t zstd_frame;
+    int zstd_grouped;
+    int zstd_verify;
 } stf_batch_opts;
 
 STF_EXPERIMENTAL_API
