@@ -17,28 +17,32 @@ static uint64_t abs_offset(stf__chk *k, const stf_tensor_info *t, uint64_t byte)
     return 8 + stf_ckpt_shard_header_len(k->c, t->shard) + t->begin + byte;
 }
 
+/* One N1/N2 finding: `count` bad values of scale tensor t, the first `val`
+ * at element `first`, named with its byte offset in its shard. */
+static void report_bad_scales(stf__chk *k, const stf_layer *l, const stf_tensor_info *t,
+                              const char *rule, const char *fix, const char *what,
+                              uint64_t count, float val, uint64_t first)
+{
+    size_t isz = stf_dtype_bits(t->dtype) / 8;
+    stf__chk_add(k, rule, STF_SEV_ERROR, l->prefix, l->prefix_len, fix,
+                 "%s: %llu %s scale value(s), first %g at element %llu (byte offset %llu of %s)",
+                 stf__chk_name(k, t->name, t->name_len), (unsigned long long)count, what,
+                 (double)val, (unsigned long long)first,
+                 (unsigned long long)abs_offset(k, t, first * isz),
+                 stf_ckpt_shard_path(k->c, t->shard));
+}
+
 static void report_scale(stf__chk *k, const stf_layer *l, size_t idx, const stf__scale_probe *p)
 {
     const stf_tensor_info *t = stf_ckpt_tensor(k->c, idx);
-    size_t isz = stf_dtype_bits(t->dtype) / 8;
     if (p->nonfinite)
-        stf__chk_add(k, "N1", STF_SEV_ERROR, l->prefix, l->prefix_len,
-                     "requantize the layer from its source weights",
-                     "%s: %llu non-finite scale value(s), first %g at element %llu (byte offset "
-                     "%llu of %s)", stf__chk_name(k, t->name, t->name_len),
-                     (unsigned long long)p->nonfinite, (double)p->nf_val,
-                     (unsigned long long)p->first_nf,
-                     (unsigned long long)abs_offset(k, t, p->first_nf * isz),
-                     stf_ckpt_shard_path(k->c, t->shard));
+        report_bad_scales(k, l, t, "N1", "requantize the layer from its source weights",
+                          "non-finite", p->nonfinite, p->nf_val, p->first_nf);
     if (p->nonpos)
-        stf__chk_add(k, "N2", STF_SEV_ERROR, l->prefix, l->prefix_len,
-                     "requantize the layer; a scale must be positive (kitchen clamps to 1e-10)",
-                     "%s: %llu zero or negative scale value(s), first %g at element %llu (byte "
-                     "offset %llu of %s)", stf__chk_name(k, t->name, t->name_len),
-                     (unsigned long long)p->nonpos, (double)p->np_val,
-                     (unsigned long long)p->first_np,
-                     (unsigned long long)abs_offset(k, t, p->first_np * isz),
-                     stf_ckpt_shard_path(k->c, t->shard));
+        report_bad_scales(k, l, t, "N2",
+                          "requantize the layer; a scale must be positive (kitchen clamps to "
+                          "1e-10)",
+                          "zero or negative", p->nonpos, p->np_val, p->first_np);
 }
 
 static void report_h1(stf__chk *k, const stf_layer *l, int w4, const stf_h1_result *h)
