@@ -144,7 +144,14 @@ static int check_one(const char *file, const char *target, const stf_check_opts 
     t.style_ctx = (void *)(uintptr_t)tp.use;
     t.profile = tp.use ? stf_tp_profile_name(tp.use) : NULL;
     const cli_tp *tpp = t.count ? &tp : NULL;
-    if (stf_check_run_tp(&r, c, o, &t, &err)) {
+    /* The numeric probes read every weight: a progress line meanwhile. */
+    stf_check_opts co = *o;
+    cli_progress *pg = o->profiles & STF_CHECK_NUMERIC ? cli_progress_start("check", NULL) : NULL;
+    co.progress = pg ? cli_progress_cb : NULL;
+    co.progress_ud = pg;
+    int failed = stf_check_run_tp(&r, c, &co, &t, &err);
+    cli_progress_end(pg);
+    if (failed) {
         cli_tp_free(&tp);
         stf_ckpt_free(c);
         return cli_report("check", &err);

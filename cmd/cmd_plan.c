@@ -278,7 +278,13 @@ int cmd_plan(int argc, char **argv)
         goto done;
     }
     po.pool = pool;
-    if (stf_plan_build(&p, c, r, &po, &err)) {
+    /* The probes read the weights they judge: a progress line meanwhile. */
+    cli_progress *pg = cli_progress_start("plan", NULL);
+    po.progress = pg ? cli_progress_cb : NULL;
+    po.progress_ud = pg;
+    int failed = stf_plan_build(&p, c, r, &po, &err);
+    cli_progress_end(pg);
+    if (failed) {
         ex = cli_report("plan", &err);
         goto done;
     }

@@ -79,8 +79,8 @@ typedef struct stf_diag {
     stf_effect effect;       /* appended: what the consumer does with the file */
 } stf_diag;
 
-/* The layout of stf_check_opts this header describes. */
-#define STF_CHECK_OPTS_VERSION 1u
+/* The layout of stf_check_opts this header describes (1: without progress). */
+#define STF_CHECK_OPTS_VERSION 2u
 
 typedef struct stf_check_opts {
     unsigned version;    /* STF_CHECK_OPTS_VERSION, set by stf_check_opts_init */
@@ -88,10 +88,14 @@ typedef struct stf_check_opts {
     double tau;          /* H1 saturation fraction threshold (default 0.99) */
     struct stf_pool *pool; /* numeric probes run across layers on it; NULL = inline.
                             * The report does not depend on its size. */
+    /* Version 2: the weight bytes the numeric probes have read of those
+     * they will read, with the layer just probed; NULL: none. */
+    stf_progress_fn progress;
+    void *progress_ud;
 } stf_check_opts;
 
 /* Defaults of layout `version`: every profile but the numeric probes, tau
- * 0.99; as stf_open_opts_init_version. Call it through the
+ * 0.99, no progress; as stf_open_opts_init_version. Call it through the
  * stf_check_opts_init macro. */
 STF_API void stf_check_opts_init_version(stf_check_opts *o, unsigned version);
 #define stf_check_opts_init(o) stf_check_opts_init_version((o), STF_CHECK_OPTS_VERSION)

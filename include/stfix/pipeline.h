@@ -29,8 +29,9 @@ extern "C" {
 
 /* ------------------------------------------------------------------ plan */
 
-/* The layout of stf_plan_opts this header describes (1: without max_mem). */
-#define STF_PLAN_OPTS_VERSION 2u
+/* The layout of stf_plan_opts this header describes (1: without max_mem,
+ * 2: without progress). */
+#define STF_PLAN_OPTS_VERSION 3u
 
 typedef struct stf_plan_opts {
     unsigned version;          /* STF_PLAN_OPTS_VERSION, set by stf_plan_opts_init */
@@ -40,10 +41,15 @@ typedef struct stf_plan_opts {
     stf_pool *pool;            /* for probes; NULL = inline */
     uint64_t max_mem;          /* the probes' read buffers, all threads together
                                 * (0: 128 KiB a thread; fix --max-mem) */
+    /* Version 3: the weight bytes the probes have read of those they will
+     * read, with the layer just probed; NULL: none. */
+    stf_progress_fn progress;
+    void *progress_ud;
 } stf_plan_opts;
 
-/* Defaults of layout `version` (tau 0.99, the recipes' modes, no pool); as
- * stf_open_opts_init_version. Call it through the stf_plan_opts_init macro. */
+/* Defaults of layout `version` (tau 0.99, the recipes' modes, no pool, no
+ * progress); as stf_open_opts_init_version. Call it through the
+ * stf_plan_opts_init macro. */
 STF_API void stf_plan_opts_init_version(stf_plan_opts *o, unsigned version);
 #define stf_plan_opts_init(o) stf_plan_opts_init_version((o), STF_PLAN_OPTS_VERSION)
 

@@ -9,7 +9,10 @@
 /* Contract in check.h: defaults (every profile but numeric, tau 0.99); NULL is a no-op. */
 void stf_check_opts_init_version(stf_check_opts *o, unsigned version)
 {
-    if (!o || !stf__opts_reset(o, sizeof *o, version, STF_CHECK_OPTS_VERSION)) return;
+    /* Layout 1 ends before progress. */
+    if (!o || !stf__opts_reset_v(o, sizeof *o, offsetof(stf_check_opts, progress), version,
+                                 STF_CHECK_OPTS_VERSION))
+        return;
     o->profiles = STF_CHECK_ALL;
     o->tau = 0.99;
 }
@@ -36,7 +39,7 @@ void stf_tp_opts_init_version(stf_tp_opts *o, unsigned version)
 int stf_check_run_tp(stf_check_report **out, const stf_ckpt *c, const stf_check_opts *opts,
                      const stf_tp_opts *tp, stf_err *err)
 {
-    stf_check_opts def;
+    stf_check_opts def, mine;
     stf__chk k;
     stf_model *m = NULL;
     int rc = 0;
@@ -48,6 +51,10 @@ int stf_check_run_tp(stf_check_report **out, const stf_ckpt *c, const stf_check_
     }
     if ((rc = stf__opts_version(err, opts->version, STF_CHECK_OPTS_VERSION, "stf_check_opts")))
         return rc;
+    /* An older layout is read only as far as it goes. */
+    stf_check_opts_init(&mine);
+    stf__opts_take(&mine, opts, sizeof mine, offsetof(stf_check_opts, progress), opts->version);
+    opts = &mine;
     if (tp && (rc = stf__opts_version(err, tp->version, STF_TP_OPTS_VERSION, "stf_tp_opts")))
         return rc;
     memset(&k, 0, sizeof k);

@@ -127,13 +127,23 @@ typedef struct window_job {
     stf__chk *k;
     size_t base;
     stf__layer_probe *res;
+    stf__progress *pg;
 } window_job;
+
+/* The bytes of l's weight: what a layer's probes count for progress. */
+static uint64_t weight_bytes(const stf_model *m, const stf_layer *l)
+{
+    const stf_tensor_info *w = stf_layer_tensor_info(m, l, STF_SFX_WEIGHT);
+    return w ? w->nbytes : 0;
+}
 
 static int window_item(void *ud, size_t i, stf_err *err)
 {
     window_job *j = ud;
     const stf_layer *l = stf_model_layer(j->k->m, j->base + i);
-    return stf__probe_layer(&j->res[i], j->k->c, j->k->m, l, j->k->o->tau, err);
+    int rc = stf__probe_layer(&j->res[i], j->k->c, j->k->m, l, j->k->o->tau, err);
+    stf__progress_add(j->pg, weight_bytes(j->k->m, l), l->prefix, l->prefix_len);
+    return rc;
 }
 
 /*
@@ -151,9 +161,14 @@ int stf__check_numeric(stf__chk *k)
         stf__chk_fail(k, STF_ENOMEM);
         return k->rc;
     }
+    stf__progress pg;
+    uint64_t total = 0;
+    for (size_t i = 0; k->o->progress && i < nl; i++)
+        total += weight_bytes(k->m, stf_model_layer(k->m, i));
+    stf__progress_init(&pg, k->o->progress, k->o->progress_ud, total);
     for (size_t base = 0; base < nl && !k->rc; base += win) {
         size_t n = nl - base < win ? nl - base : win, failed;
-        window_job j = { k, base, res };
+        window_job j = { k, base, res, &pg };
         int rc = stf__pool_each(k->o->pool, n, window_item, &j, &failed, k->err);
         size_t upto = rc ? (failed == SIZE_MAX ? 0 : failed) : n;
         for (size_t i = 0; i < upto && !k->rc; i++)
@@ -161,5 +176,6 @@ int stf__check_numeric(stf__chk *k)
         if (rc) stf__chk_fail(k, rc);
     }
     stf__free(res);
+    if (!k->rc) stf__progress_end(&pg);
     return k->rc;
 }

@@ -15,8 +15,9 @@
 /* Defaults: quant mode from the recipe, tau 0.99, probes inline. */
 void stf_plan_opts_init_version(stf_plan_opts *o, unsigned version)
 {
-    /* Layout 1 ends before max_mem. */
-    if (!o || !stf__opts_reset_v(o, sizeof *o, offsetof(stf_plan_opts, max_mem), version,
+    /* Layout 1 ends before max_mem, layout 2 before progress. */
+    size_t size = version >= 3 ? sizeof *o : offsetof(stf_plan_opts, progress);
+    if (!o || !stf__opts_reset_v(o, size, offsetof(stf_plan_opts, max_mem), version,
                                  STF_PLAN_OPTS_VERSION))
         return;
     o->quant_mode = STF_QMODE_CUDA;
@@ -558,8 +559,9 @@ int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
         stf_plan_opts_init(&defo);
         o = &defo;
     }
-    /* Layout 1 (before max_mem) is accepted too; stf__plan_probe_block
-     * reads max_mem from layout 2 only. */
+    /* Layouts 1 (before max_mem) and 2 (before progress) are accepted too;
+     * stf__plan_probe_block reads max_mem from layout 2 on, the probes
+     * progress from layout 3 on. */
     if ((rc = stf__opts_version(err, o->version, STF_PLAN_OPTS_VERSION, "stf_plan_opts")))
         return rc;
     stf_plan *p = stf__calloc(1, sizeof *p);

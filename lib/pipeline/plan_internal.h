@@ -13,6 +13,7 @@
 #include "stfix/pipeline.h"
 #include "stfix/experimental/check.h"
 #include "stfix/experimental/quant.h"
+#include "util/progress.h"
 #include "util/util.h"
 
 /*

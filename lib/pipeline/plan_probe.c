@@ -36,7 +36,15 @@ typedef struct ahead_job {
     const stf_plan_opts *o;
     const stf_model *m;
     const size_t *which;
+    stf__progress *pg;
 } ahead_job;
+
+/* The bytes of l's weight: what a layer's probe counts for progress. */
+static uint64_t weight_bytes(const stf_model *m, const stf_layer *l)
+{
+    const stf_tensor_info *w = stf_layer_tensor_info(m, l, STF_SFX_WEIGHT);
+    return w ? w->nbytes : 0;
+}
 
 static int ahead_item(void *ud, size_t i, stf_err *err)
 {
@@ -46,6 +54,8 @@ static int ahead_item(void *ud, size_t i, stf_err *err)
     int rc = stf__plan_probe_h1(&v, j->o, j->m, stf_model_layer(j->m, li),
                                 j->pa->mark[li] == 2, err);
     if (!rc) j->pa->verdict[li] = (unsigned char)(v + 1);
+    const stf_layer *l = stf_model_layer(j->m, li);
+    stf__progress_add(j->pg, weight_bytes(j->m, l), l->prefix, l->prefix_len);
     return rc;
 }
 
@@ -60,9 +70,15 @@ int stf__probe_ahead_run(stf__probe_ahead *pa, const stf_plan_opts *o, const stf
     n = 0;
     for (size_t i = 0; i < pa->nl; i++)
         if (pa->mark[i]) which[n++] = i;
-    ahead_job j = { pa, o, m, which };
+    stf__progress pg;
+    uint64_t total = 0;
+    int on = o->version >= 3 && o->progress;
+    for (size_t i = 0; on && i < n; i++) total += weight_bytes(m, stf_model_layer(m, which[i]));
+    stf__progress_init(&pg, on ? o->progress : NULL, on ? o->progress_ud : NULL, total);
+    ahead_job j = { pa, o, m, which, &pg };
     size_t failed;
     int rc = stf__pool_each(o->pool, n, ahead_item, &j, &failed, &pa->failed_err);
+    if (!rc) stf__progress_end(&pg);
     if (rc && failed != SIZE_MAX) {
         /* Reported when the plan reaches that layer. */
         pa->failed = which[failed];

@@ -48,6 +48,27 @@ t_true "diff on a tty: 100%" grep -qF "(100%)" "$T_ERR"
 "$STFIX" diff "$IN" "$T_TMP/tty.safetensors" --numeric >"$T_TMP/diff.out" 2>/dev/null
 t_stdout_is "diff on a tty: stdout as when piped" "$T_TMP/diff.out"
 
+# check --numeric and plan read the weights for their probes: the line
+# counts the weight bytes probed (the 4096-byte INT8 weight) and names the
+# layer, then is cleared; stdout is what a pipe gets. check without
+# --numeric reads no weight and shows none.
+for c in "check --numeric" "plan -r comfyui-int8-convrot"; do
+    v=${c%% *}
+    # shellcheck disable=SC2086
+    "$STFIX" $c "$IN" >"$T_TMP/$v.out" 2>/dev/null
+    # shellcheck disable=SC2086
+    t_pty "$v on a tty" "$([ "$v" = check ] && echo 1 || echo 0)" "$STFIX" $c "$IN"
+    t_true "$v on a tty: the layer at 100%" grep -qF \
+        "${CR}${ESC}[Kstfix: $v: 4.0 KiB of 4.0 KiB (100%)  blocks.0.attn.qkv" "$T_ERR"
+    t_true "$v on a tty: line cleared at the end" sh -c "tail -c 4 '$T_ERR' | od -c | grep -q '033   \['"
+    t_stdout_is "$v on a tty: stdout as when piped" "$T_TMP/$v.out"
+    # shellcheck disable=SC2086
+    t_pty "$v --no-progress" "$([ "$v" = check ] && echo 1 || echo 0)" "$STFIX" $c "$IN" --no-progress
+    t_true "$v --no-progress: nothing on the terminal" test ! -s "$T_ERR"
+done
+t_pty "check (no probes) on a tty" 1 "$STFIX" check "$IN"
+t_true "check (no probes) on a tty: no progress" test ! -s "$T_ERR"
+
 # -q keeps errors, drops notes; -v adds what was read.
 printf 'stfix: 1\ntarget: comfyui\nrules: []\n' >"$T_TMP/none.yaml"
 OK=fixtures/comfy/healthy_int8_g64.safetensors

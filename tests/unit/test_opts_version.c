@@ -20,10 +20,12 @@
 
 static void expect_refused(int rc, const stf_err *err, const char *type, unsigned version)
 {
-    /* stf_open_opts (zstd input), stf_plan_opts (max_mem), stf_write_opts
-     * and stf_run_opts (progress) grew a second layout; the others have one. */
-    unsigned known = !strcmp(type, "stf_open_opts") || !strcmp(type, "stf_plan_opts") ||
-                             !strcmp(type, "stf_write_opts") || !strcmp(type, "stf_run_opts")
+    /* stf_open_opts (zstd input), stf_write_opts, stf_run_opts and
+     * stf_check_opts (progress) grew a second layout, stf_plan_opts a
+     * second (max_mem) and a third (progress); the others have one. */
+    unsigned known = !strcmp(type, "stf_plan_opts") ? 3
+                     : !strcmp(type, "stf_open_opts") || !strcmp(type, "stf_write_opts") ||
+                             !strcmp(type, "stf_run_opts") || !strcmp(type, "stf_check_opts")
                          ? 2
                          : 1;
     char want[256];
@@ -175,8 +177,8 @@ static void test_plan_and_run_refuse(void **state)
     stf_plan_opts_init_version(&po, 0);
     expect_refused(stf_plan_build(&p, c, rc, &po, &err), &err, "stf_plan_opts", 0);
     assert_null(p);
-    stf_plan_opts_init_version(&po, 3);
-    expect_refused(stf_plan_build(&p, c, rc, &po, &err), &err, "stf_plan_opts", 3);
+    stf_plan_opts_init_version(&po, 4);
+    expect_refused(stf_plan_build(&p, c, rc, &po, &err), &err, "stf_plan_opts", 4);
     /* Layout 1, before max_mem, is still accepted. */
     stf_plan_opts_init_version(&po, 1);
     assert_int_equal(po.version, 1);
@@ -268,6 +270,47 @@ static void test_version_1_callers(void **state)
     free(ro);
 }
 
+/* Callers built before the probes' progress pass a stf_check_opts of
+ * layout 1 and a stf_plan_opts of layout 2, both ending before progress:
+ * made with their defaults and read only as far as they go (AddressSanitizer
+ * sees a read past their end). */
+static void test_probe_progress_older_layouts(void **state)
+{
+    (void)state;
+    static const char recipe[] = "stfix: 1\ntarget: sglang\nrules:\n  - name: r\n"
+                                 "    match: {scale: present}\n    do: [cast-scale]\n";
+    size_t c1 = offsetof(stf_check_opts, progress), p2 = offsetof(stf_plan_opts, progress);
+    stf_check_opts *co = malloc(c1);
+    stf_plan_opts *po = malloc(p2);
+    assert_non_null(co);
+    assert_non_null(po);
+    memset(co, 0xAB, c1);
+    memset(po, 0xAB, p2);
+    stf_check_opts_init_version(co, 1);
+    assert_int_equal(uint_at(co, offsetof(stf_check_opts, version)), 1);
+    assert_int_equal(uint_at(co, offsetof(stf_check_opts, profiles)), STF_CHECK_ALL);
+    stf_plan_opts_init_version(po, 2);
+    assert_int_equal(uint_at(po, offsetof(stf_plan_opts, version)), 2);
+    assert_int_equal(u64_at(po, offsetof(stf_plan_opts, max_mem)), 0);
+    unsigned all = STF_CHECK_ALL | STF_CHECK_NUMERIC;
+    memcpy((char *)co + offsetof(stf_check_opts, profiles), &all, sizeof all);
+    stf_err err;
+    stf_ckpt *c = NULL;
+    stf_recipe *rc = NULL;
+    stf_plan *p = NULL;
+    stf_check_report *r = NULL;
+    assert_int_equal(stf_ckpt_open(&c, HEALTHY, NULL, &err), 0);
+    assert_int_equal(stf_recipe_load_mem(&rc, NULL, recipe, strlen(recipe), "r.yaml", &err), 0);
+    assert_int_equal(stf_check_run(&r, c, co, &err), 0);
+    assert_int_equal(stf_plan_build(&p, c, rc, po, &err), 0);
+    stf_check_report_free(r);
+    stf_plan_free(p);
+    stf_recipe_free(rc);
+    stf_ckpt_free(c);
+    free(co);
+    free(po);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +322,7 @@ int main(void)
         cmocka_unit_test(test_check_refuses),
         cmocka_unit_test(test_plan_and_run_refuse),
         cmocka_unit_test(test_version_1_callers),
+        cmocka_unit_test(test_probe_progress_older_layouts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
