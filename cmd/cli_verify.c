@@ -45,12 +45,41 @@ static int print_json(FILE *o, const cli_verify_args *a, const stf_recipe *rc,
         cli_j_add(x, "tensor", d->tensor_len ? cli_j_strn(d->tensor, d->tensor_len) : cli_j_null(),
                   0);
         cli_j_add(x, "what", cli_j_str(d->what), 0);
+        if (d->detail) cli_j_add(x, "detail", cli_j_str(d->detail), 0);
+        if (d->has_offset) cli_j_add(x, "offset", cli_j_u64(d->offset), 0);
         cli_j_push(diffs, x);
     }
     cli_j_add(doc, "differences", diffs, CLI_J_BREAK);
     return cli_json_print(o, doc);
 }
 
+/* The file-level difference of `path` ("missing", "unreadable"), if any. */
+static const stf_verify_diff *file_diff(const stf_verify_report *r, const char *path)
+{
+    for (size_t i = 0; i < stf_verify_diff_count(r); i++) {
+        const stf_verify_diff *d = stf_verify_diff_at(r, i);
+        if (!d->tensor_len && !strcmp(d->file, path) &&
+            (!strcmp(d->what, "missing") || !strcmp(d->what, "unreadable")))
+            return d;
+    }
+    return NULL;
+}
+
+/* A difference inside a file: a tensor's, or the header's; at `indent`. */
+static void print_diff(FILE *o, const stf_verify_diff *d, const char *indent, int with_file)
+{
+    if (!d->tensor_len) {
+        cli_textf(o, "%s%s%s%s\n", indent, with_file ? d->file : "", with_file ? ": " : "",
+                  d->what);
+        return;
+    }
+    cli_textf(o, "%stensor '", indent);
+    cli_name(o, d->tensor, d->tensor_len);
+    cli_textf(o, "': %s\n", d->what);
+}
+
+/* Each file the conversion makes, with its differences under it: one
+ * shard's lines together. */
 static void print_text(FILE *o, const cli_verify_args *a, const stf_recipe *rc,
                        const stf_verify_report *r)
 {
@@ -59,21 +88,32 @@ static void print_text(FILE *o, const cli_verify_args *a, const stf_recipe *rc,
               ok ? "identical" : "DIFFERENT");
     for (size_t i = 0; i < stf_verify_file_count(r); i++) {
         const stf_verify_file *f = stf_verify_file_at(r, i);
-        cli_textf(o, "  %s %s", strcmp(f->expected, f->actual) ? "differs  " : "identical", f->path);
-        if (!f->actual[0]) fputs(" (missing)", o);
-        fprintf(o, "\n    expected sha256 %s\n", f->expected);
+        const stf_verify_diff *fd = f->actual[0] ? NULL : file_diff(r, f->path);
+        if (fd && !strcmp(fd->what, "unreadable")) {
+            cli_textf(o, "  unreadable %s", f->path);
+            if (fd->detail) cli_textf(o, ": %s", fd->detail);
+            else if (fd->has_offset) fprintf(o, " at byte %llu", (unsigned long long)fd->offset);
+            fputc('\n', o);
+        } else {
+            cli_textf(o, "  %s %s\n",
+                      !f->actual[0] ? "missing  " : strcmp(f->expected, f->actual) ? "differs  "
+                                                                                  : "identical",
+                      f->path);
+        }
+        fprintf(o, "    expected sha256 %s\n", f->expected);
         if (f->actual[0] && strcmp(f->expected, f->actual))
             fprintf(o, "    actual   sha256 %s\n", f->actual);
-    }
-    for (size_t i = 0; i < stf_verify_diff_count(r); i++) {
-        const stf_verify_diff *d = stf_verify_diff_at(r, i);
-        if (!d->tensor_len) {
-            cli_textf(o, "  %s: %s\n", d->file, d->what);
-            continue;
+        for (size_t k = 0; k < stf_verify_diff_count(r); k++) {
+            const stf_verify_diff *d = stf_verify_diff_at(r, k);
+            if (d != fd && !strcmp(d->file, f->path)) print_diff(o, d, "    ", 0);
         }
-        fputs("  tensor '", o);
-        cli_name(o, d->tensor, d->tensor_len);
-        cli_textf(o, "': %s\n", d->what);
+    }
+    /* A difference in no file of the conversion's (none is expected). */
+    for (size_t k = 0; k < stf_verify_diff_count(r); k++) {
+        const stf_verify_diff *d = stf_verify_diff_at(r, k);
+        size_t i = 0;
+        while (i < stf_verify_file_count(r) && strcmp(d->file, stf_verify_file_at(r, i)->path)) i++;
+        if (i == stf_verify_file_count(r)) print_diff(o, d, "  ", 1);
     }
     const char *st = stf_verify_stamp(r);
     if (!st) cli_textf(o, "  stamp: none (expected stfix.recipe_sha256 %s)\n", stf_recipe_sha256(rc));

@@ -30,7 +30,10 @@ void stf_verify_report_free(stf_verify_report *r)
 {
     if (!r) return;
     for (size_t i = 0; i < r->nfiles; i++) stf__free((void *)r->files[i].path);
-    for (size_t i = 0; i < r->ndiffs; i++) stf__free((void *)r->diffs[i].tensor);
+    for (size_t i = 0; i < r->ndiffs; i++) {
+        stf__free((void *)r->diffs[i].tensor);
+        stf__free((void *)r->diffs[i].detail);
+    }
     stf__free(r->files);
     stf__free(r->diffs);
     stf__free(r->stamp);
@@ -65,7 +68,21 @@ static int diff(stf_verify_report *r, const char *file, const char *name, size_t
     r->diffs = g;
     char *t = stf__strndup(name, len);
     if (!t) return STF_ENOMEM;
-    g[r->ndiffs++] = (stf_verify_diff){ file, t, len, what };
+    g[r->ndiffs++] = (stf_verify_diff){ file, t, len, what, NULL, 0, 0 };
+    return 0;
+}
+
+/* File `file` cannot be read: e says why (its message starts "FILE: "). */
+static int unreadable(stf_verify_report *r, const char *file, const stf_err *e)
+{
+    if (diff(r, file, "", 0, "unreadable")) return STF_ENOMEM;
+    stf_verify_diff *d = &r->diffs[r->ndiffs - 1];
+    size_t n = strlen(file);
+    const char *why = !strncmp(e->msg, file, n) && !strncmp(e->msg + n, ": ", 2) ? e->msg + n + 2
+                                                                                 : e->msg;
+    if (*why && !(d->detail = stf__strdup(why))) return STF_ENOMEM;
+    d->has_offset = e->has_offset;
+    d->offset = e->offset;
     return 0;
 }
 
@@ -97,7 +114,7 @@ static int compare_tensors(stf_verify_report *r, const char *mem, const char *pa
     if (rc) return rc;
     if (stf_ckpt_open(&y, path, NULL, &e)) {
         stf_ckpt_free(x);
-        return diff(r, path, "", 0, "unreadable");
+        return unreadable(r, path, &e);
     }
     size_t nx = stf_ckpt_tensor_count(x), ny = stf_ckpt_tensor_count(y), same_names = 0;
     for (size_t i = 0; !rc && i < nx; i++) {
@@ -167,8 +184,9 @@ static int on_files(stf_writer *w, void *ud, stf_err *err)
                   : stf_sha256_file(f->actual, NULL, f->path, &e)) {
             f->actual[0] = '\0';
             /* A corrupt compressed file is there but restores to nothing. */
-            const char *what = v->zs && e.code == STF_EFORMAT ? "unreadable" : "missing";
-            if ((rc = diff(r, f->path, "", 0, what))) return stf__err(err, rc, "verify: out of memory");
+            rc = v->zs && e.code == STF_EFORMAT ? unreadable(r, f->path, &e)
+                                                 : diff(r, f->path, "", 0, "missing");
+            if (rc) return stf__err(err, rc, "verify: out of memory");
             continue;
         }
         if (!strcmp(f->expected, f->actual) || index) continue;

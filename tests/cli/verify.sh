@@ -2,11 +2,13 @@
 # stfix verify OUT --from IN -r RECIPE: a good output is identical (exit
 # 0); one flipped byte is found and its tensor named (exit 1); an output
 # stamped by another recipe fails the stamp check; a missing output is
-# named; nothing is ever written; usage errors exit 3.
+# named; a sharded output gets each shard's lines, its differences under
+# it; nothing is ever written; usage errors exit 3.
 . tests/cli/lib.sh
 D=$T_TMP/verify
 mkdir -p "$D"
 S=$(cd "$(dirname "$STFIX")" && pwd)/$(basename "$STFIX")
+HERE=$(pwd)
 cp rules/repair-scales.yaml "$D/recipe.yaml"
 cp fixtures/comfy/r15_flat_scale_square.safetensors "$D/in.safetensors"
 cd "$D" || exit 1
@@ -47,13 +49,47 @@ assert d['differences'] == [{'file': 'bad.safetensors', 'tensor': '$last', 'what
 "$S" fix in.safetensors -r other.yaml -o other.safetensors >/dev/null
 t_run "other recipe's output" 1 "$S" verify other.safetensors --from in.safetensors -r recipe.yaml
 t_stdout_has "other recipe's output: stamp" "  stamp: stfix.recipe_sha256 $(t_sha256 other.yaml), but the recipe's is $rsum"
-t_stdout_has "other recipe's output: header" "  other.safetensors: header"
+t_stdout_has "other recipe's output: header" "  differs   other.safetensors
+    expected sha256 $sum
+    actual   sha256 $(t_sha256 other.safetensors)
+    header
+"
 
 t_run "missing output" 1 "$S" verify none.safetensors --from in.safetensors -r recipe.yaml
-t_stdout_has "missing output" "  differs   none.safetensors (missing)"
+t_stdout_has "missing output" "  missing   none.safetensors"
+if grep -q "none.safetensors: missing\|(missing)" "$T_OUT"; then t_notok "missing output: said once"
+else t_ok "missing output: said once"; fi
 t_absent "missing output: not created" none.safetensors
 
 t_run "no --from" 3 "$S" verify out.safetensors -r recipe.yaml
 t_stderr_has "no --from" "no input given (--from IN)"
 t_run "no recipe" 3 "$S" verify out.safetensors --from in.safetensors
 t_run "unreadable input" 2 "$S" verify out.safetensors --from out.safetensors.nope -r recipe.yaml
+
+# A sharded output: each shard its status and sha256, a shard's differences
+# under it; one shard missing, one with a flipped byte in img_in.weight.
+python3 "$HERE/tests/gen/gen_quant_ckpt.py" int8-rows m.safetensors 1MiB 256 >/dev/null
+R=$HERE/rules/sglang-int8-convrot.yaml
+"$S" fix m.safetensors -r "$R" -o sh.safetensors --max-shard-size 600KB >/dev/null
+for i in 1 2 3 4; do eval "s$i=\$(t_sha256 sh-0000$i-of-00004.safetensors)"; done
+six=$(t_sha256 sh.safetensors.index.json)
+t_run "sharded output" 0 "$S" verify sh.safetensors.index.json --from m.safetensors -r "$R" --max-shard-size 600KB
+rm sh-00002-of-00004.safetensors
+printf 'x' | dd of=sh-00004-of-00004.safetensors bs=1 seek=5000 conv=notrunc 2>/dev/null
+t_run "sharded output, two shards bad" 1 "$S" verify sh.safetensors.index.json --from m.safetensors -r "$R" --max-shard-size 600KB
+cat >want <<EOF
+verify sh.safetensors.index.json (from m.safetensors, recipe $R): DIFFERENT
+  identical sh-00001-of-00004.safetensors
+    expected sha256 $s1
+  missing   sh-00002-of-00004.safetensors
+    expected sha256 $s2
+  identical sh-00003-of-00004.safetensors
+    expected sha256 $s3
+  differs   sh-00004-of-00004.safetensors
+    expected sha256 $s4
+    actual   sha256 $(t_sha256 sh-00004-of-00004.safetensors)
+    tensor 'img_in.weight': data
+  identical sh.safetensors.index.json
+    expected sha256 $six
+EOF
+t_stdout_is "sharded output, two shards bad" want

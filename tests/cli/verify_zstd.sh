@@ -39,7 +39,16 @@ t_stdout_has "verify another .zst: the tensor" "  tensor 'blocks.0.attn.qkv.weig
 # Corrupt: unreadable, exit 1.
 head -c 3000 z.safetensors.zst >c.safetensors.zst
 t_run "verify a corrupt .zst" 1 "$S" verify c.safetensors.zst --from zoo/in.safetensors -r recipe.yaml
-t_stdout_has "verify a corrupt .zst: named" "  c.safetensors.zst: unreadable"
+cat >expect <<OUT
+verify c.safetensors.zst (from zoo/in.safetensors, recipe recipe.yaml): DIFFERENT
+  unreadable c.safetensors.zst: truncated zstd frame at compressed byte 0
+    expected sha256 $FIXED
+  stamp: none (expected stfix.recipe_sha256 $(t_sha256 recipe.yaml))
+OUT
+t_stdout_is "verify a corrupt .zst: unreadable, with the compressed byte" expect
+t_run "verify a corrupt .zst, JSON" 1 "$S" verify c.safetensors.zst --from zoo/in.safetensors -r recipe.yaml --json
+t_stdout_has "verify a corrupt .zst, JSON: where" '"what": "unreadable", "detail": "truncated zstd frame at compressed byte 0", "offset": 0}'
+
 
 # batch --zstd, then batch --verify of its report.
 t_run "batch --zstd" 0 "$S" batch -r recipe.yaml -o out zoo --zstd

@@ -241,6 +241,12 @@ typedef struct stf_verify_diff {
     const char *what;      /* "missing" (not in the output), "extra" (only in
                             * the output), "dtype", "shape", "data", "header"
                             * (metadata or layout), "unreadable" */
+    /* Appended. "unreadable": why, as the reader said it without the path
+     * (NULL otherwise), and where: has_offset, then offset is the byte of
+     * the file (of a compressed file, the compressed byte) it failed at. */
+    const char *detail;
+    int has_offset;
+    uint64_t offset;
 } stf_verify_diff;
 
 typedef struct stf_verify_report stf_verify_report;
