@@ -5,21 +5,24 @@
 # repaired by rules/sglang-int8-convrot.yaml) in two directories; each
 # round times, interleaved as tests/bench/fix_e2e.sh does (settled with
 # tests/bench/timed.py, dirty pages written back before each command):
-#   batch   stfix batch -r RECIPE -o OUT ZOO (hashes every file read and written)
-#   fixes   stfix fix ZOO/x -r RECIPE -o OUT/x for every checkpoint, one after another
-#   cp-r    cp -r ZOO COPY
-# and prints the medians and the ratios batch / fixes (the issue's bar:
-# 1.05) and batch / cp-r. Nothing here asserts a time.
+#   batch     stfix batch -r RECIPE -o OUT ZOO (hashes every file read and written)
+#   fixes     stfix fix ZOO/x -r RECIPE -o OUT/x for every checkpoint, one after another
+#   cp-r      cp -r ZOO COPY
+#   cp-r+sync cp -r ZOO COPY, then sync: the copy on disk, as batch and fix
+#             leave their outputs (fsync), so the durable yardstick
+# and prints the medians (wall and CPU time) and the ratios batch / fixes
+# (the bar: 1.05) and batch / cp-r (+ sync). Nothing here asserts a time.
 #
 #   sh tests/bench/batch_e2e.sh [STFIX]
 #   BENCH_BATCH_N=20        checkpoints in the zoo
-#   BENCH_BATCH_SIZE=100MiB weight bytes of each
+#   BENCH_BATCH_SIZE=100MiB the generator's size of each (at the default hidden size
+#                           a file is at least one block set: 114 MB)
 #   BENCH_BATCH_HIDDEN=H    hidden size of the layers (default the generator's 3072;
 #                           a small one, e.g. 256, makes small checkpoints possible)
 #   BENCH_REPS=3            rounds
 #   BENCH_JOBS=N            -j N for batch and for each fix
 #   BENCH_JSON=FILE         also write the results as a JSON array
-#   TMPDIR                  where the files go (about 3 x N x SIZE)
+#   TMPDIR                  where the files go (about 3 x N x the file size)
 set -u
 STFIX=${1:-${STFIX:-$(pwd)/build/stfix}}
 [ -x "$STFIX" ] || { echo "batch_e2e: $STFIX is not executable" >&2; exit 2; }
@@ -46,6 +49,7 @@ while [ "$i" -lt "$n" ]; do
     cp "$tmp/one.safetensors" "$tmp/zoo/$d/m$i.safetensors"
     i=$((i + 1))
 done
+echo "batch_e2e: each checkpoint $(wc -c <"$tmp/one.safetensors") bytes"
 rm -f "$tmp/one.safetensors"
 list=$(cd "$tmp/zoo" && find . -name '*.safetensors' | sort | tr '\n' ' ')
 insize=$(cat "$tmp"/zoo/*/*.safetensors | wc -c)
@@ -65,6 +69,7 @@ run_cmd() {
     batch) $timed "$tmp/r" "$tmp/log" "$STFIX" batch -r "$recipe" -o "$tmp/out" "$tmp/zoo" $jobs ;;
     fixes) $timed "$tmp/r" "$tmp/log" sh "$tmp/fixes.sh" ;;
     cp-r) $timed "$tmp/r" "$tmp/log" cp -r "$tmp/zoo" "$tmp/copy" ;;
+    cp-r+sync) $timed "$tmp/r" "$tmp/log" sh -c 'cp -r "$1" "$2" && sync' sh "$tmp/zoo" "$tmp/copy" ;;
     esac
     read -r wall user sys rss code settled <"$tmp/r" || return 2
     [ "$2" = batch ] && [ "$code" -eq 0 ] && outsize=$(cat "$tmp"/out/*/*.safetensors | wc -c)
@@ -79,12 +84,13 @@ run_cmd() {
 
 rc=0
 outsize=0
-cmds="batch fixes cp-r"
+cmds="batch fixes cp-r cp-r+sync"
+ncmds=4
 r=0
 while [ "$r" -lt "$reps" ]; do
     i=0
-    while [ "$i" -lt 3 ]; do
-        k=$(( (i + r) % 3 + 1 ))
+    while [ "$i" -lt "$ncmds" ]; do
+        k=$(( (i + r) % ncmds + 1 ))
         run_cmd "$r" "$(echo $cmds | cut -d' ' -f$k)" || rc=1
         i=$((i + 1))
     done

@@ -63,6 +63,8 @@ END {
     show_ratio("batch / sum of single fix runs", "batch", "fixes", 0)
     show_ratio("batch / sum of single fix runs, cpu time", "batch", "fixes", 1)
     show_ratio("batch / cp -r", "batch", "cp-r", 0)
+    show_ratio("batch / (cp -r + sync)", "batch", "cp-r+sync", 0)
+    show_ratio("batch / (cp -r + sync), cpu time", "batch", "cp-r+sync", 1)
     if ("check" in probe)
         printf "  probes: check --numeric %.3f s/GiB (cpu %.3f), plan %.3f s/GiB (cpu %.3f)\n",
                probe["check"], probec["check"], probe["plan"], probec["plan"]
