@@ -243,6 +243,15 @@ int stf_output_check(const char *path, const stf_write_opts *o, stf_err *err)
     int sharded = o && o->max_shard_size;
     if (path[len - 1] == '/')
         return stf__err(err, STF_EINVAL, "%s: the output path names a directory", path);
+    /* An index is JSON naming shards; a safetensors body under that name
+     * would be taken for an index by every reader, stfix's own included. */
+    static const char idx_sfx[] = ".index.json";
+    size_t il = sizeof idx_sfx - 1;
+    if (len >= il && !strcmp(path + len - il, idx_sfx))
+        return stf__err(err, STF_EINVAL,
+                        "%s: an output file cannot take an index's name (*.index.json): name it "
+                        "*.safetensors; a sharded output's index is then named after it",
+                        path);
     int rc = zstd_opts_check(path, o, err);
     if (rc) return rc;
     const char *zs = stf__zstd_suffix(o);

@@ -32,13 +32,30 @@ for cmd in fix rewrite; do
     t_same_sum "$cmd onto its own shards" "$idx" "$si"
     t_no_temp "$cmd onto its own shards" "$D/sh"
 done
+# An output named like an index: the writer makes a safetensors file, never
+# an index, so the name is refused before any work, sharded or not.
+for cmd in fix rewrite; do
+    for extra in "" "--max-shard-size 4536B"; do
+        # rewrite's own option check names --max-shard-size first.
+        [ "$cmd$extra" = "rewrite--max-shard-size 4536B" ] && continue
+        set -- "$STFIX" "$cmd" "$idx" -o "$D/sh/out.safetensors.index.json" $extra
+        [ "$cmd" = fix ] && set -- "$@" -r tests/recipes/cast-scale.yaml
+        t_run "$cmd -o X.index.json $extra" 3 "$@"
+        t_stderr_has "$cmd -o X.index.json $extra" "$D/sh/out.safetensors.index.json: an output file cannot take an index's name (*.index.json): name it *.safetensors; a sharded output's index is then named after it"
+        t_true "$cmd -o X.index.json $extra: nothing written" test ! -e "$D/sh/out.safetensors.index.json"
+    done
+done
+t_no_temp "-o X.index.json" "$D/sh"
 # The index itself, through a symlink, a hard link and "..".
 ln -s healthy_sharded-00001-of-00002.safetensors "$D/sh/sym.safetensors"
 ln "$D/sh/healthy_sharded-00002-of-00002.safetensors" "$D/sh/hard.safetensors"
 mkdir -p "$D/sh/sub"
 for o in "$D/sh/sym.safetensors" "$D/sh/hard.safetensors" "$D/sh/sub/../a.index.json"; do
     t_run "fix onto an input as $o" 3 "$STFIX" fix "$idx" -r tests/recipes/cast-scale.yaml -o "$o"
-    t_stderr_has "fix onto an input as $o" "the output would overwrite the input file"
+    case $o in
+    *.index.json) t_stderr_has "fix onto an input as $o" "an output file cannot take an index's name" ;;
+    *) t_stderr_has "fix onto an input as $o" "the output would overwrite the input file" ;;
+    esac
 done
 t_same_sum "links" "$D/sh/healthy_sharded-00002-of-00002.safetensors" "$s2"
 t_true "links: the symlink is still a symlink" test -L "$D/sh/sym.safetensors"

@@ -150,9 +150,14 @@ static void test_sharded_names(void **state)
     stf_write_opts o = guard_opts(c, 4536);
     /* Whatever the shard count the output ends up with. */
     refused(st_in_dir("h.safetensors"), &o, STF_EINVAL, "the output would overwrite the input file");
-    /* The index itself, sharded or not. */
+    /* The index itself, sharded or not: refused by its name before its
+     * identity is looked at, as is any other index name. */
     stf_write_opts one = guard_opts(c, 0);
-    refused(st_in_dir("h.safetensors.index.json"), &one, STF_EINVAL, "would overwrite the input file");
+    refused(st_in_dir("h.safetensors.index.json"), &one, STF_EINVAL,
+            "h.safetensors.index.json: an output file cannot take an index's name (*.index.json)");
+    refused(st_in_dir("new.safetensors.index.json"), &one, STF_EINVAL,
+            "new.safetensors.index.json: an output file cannot take an index's name (*.index.json)");
+    refused(st_in_dir("new.safetensors.index.json"), &o, STF_EINVAL, "an output file cannot take an index's name");
     /* Not sharded, the shard names are not the output's. */
     stf_err err;
     assert_int_equal(stf_output_check(st_in_dir("h.safetensors"), &one, &err), 0);
