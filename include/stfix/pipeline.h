@@ -29,8 +29,9 @@ extern "C" {
 
 /* ------------------------------------------------------------------ plan */
 
-/* The layout of stf_plan_opts this header describes (1: without max_mem). */
-#define STF_PLAN_OPTS_VERSION 2u
+/* The layout of stf_plan_opts this header describes (1: without max_mem,
+ * 2: without speculate). */
+#define STF_PLAN_OPTS_VERSION 3u
 
 typedef struct stf_plan_opts {
     unsigned version;          /* STF_PLAN_OPTS_VERSION, set by stf_plan_opts_init */
@@ -40,6 +41,14 @@ typedef struct stf_plan_opts {
     stf_pool *pool;            /* for probes; NULL = inline */
     uint64_t max_mem;          /* the probes' read buffers, all threads together
                                 * (0: 128 KiB a thread; fix --max-mem) */
+    /* For a plan that is run, not shown (fix, batch): where a layer's plan
+     * needs the H1 verdict and is then requantized or dequantized, take the
+     * verdict its scale's shape suggests (N scales: ROW, K: COLUMN) instead
+     * of reading the weight here; stf_plan_run confirms it from the rows
+     * its job reads, so the input is read once. A run that finds another
+     * verdict rebuilds the plan with it and starts over: the plan after the
+     * run and the output are those of a plan built without this. */
+    int speculate;
 } stf_plan_opts;
 
 /* Defaults of layout `version` (tau 0.99, the recipes' modes, no pool); as

@@ -22,8 +22,9 @@ static void expect_refused(int rc, const stf_err *err, const char *type, unsigne
 {
     /* stf_open_opts (zstd input), stf_plan_opts (max_mem), stf_write_opts
      * and stf_run_opts (progress) grew a second layout; the others have one. */
-    unsigned known = !strcmp(type, "stf_open_opts") || !strcmp(type, "stf_plan_opts") ||
-                             !strcmp(type, "stf_write_opts") || !strcmp(type, "stf_run_opts")
+    unsigned known = !strcmp(type, "stf_plan_opts") ? 3
+                     : !strcmp(type, "stf_open_opts") || !strcmp(type, "stf_write_opts") ||
+                             !strcmp(type, "stf_run_opts")
                          ? 2
                          : 1;
     char want[256];
@@ -175,8 +176,16 @@ static void test_plan_and_run_refuse(void **state)
     stf_plan_opts_init_version(&po, 0);
     expect_refused(stf_plan_build(&p, c, rc, &po, &err), &err, "stf_plan_opts", 0);
     assert_null(p);
-    stf_plan_opts_init_version(&po, 3);
-    expect_refused(stf_plan_build(&p, c, rc, &po, &err), &err, "stf_plan_opts", 3);
+    stf_plan_opts_init_version(&po, 4);
+    expect_refused(stf_plan_build(&p, c, rc, &po, &err), &err, "stf_plan_opts", 4);
+    /* Layout 2 ends before speculate: its init leaves that field alone. */
+    po.speculate = 7;
+    stf_plan_opts_init_version(&po, 2);
+    assert_int_equal(po.version, 2);
+    assert_int_equal(po.speculate, 7);
+    assert_int_equal(stf_plan_build(&p, c, rc, &po, &err), 0);
+    stf_plan_free(p);
+    p = NULL;
     /* Layout 1, before max_mem, is still accepted. */
     stf_plan_opts_init_version(&po, 1);
     assert_int_equal(po.version, 1);
@@ -185,6 +194,7 @@ static void test_plan_and_run_refuse(void **state)
     p = NULL;
     stf_plan_opts_init(&po);
     assert_int_equal(po.max_mem, 0);
+    assert_int_equal(po.speculate, 0);
     assert_int_equal(stf_plan_build(&p, c, rc, &po, &err), 0);
 
     stf_run_opts ro;
