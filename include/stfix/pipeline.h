@@ -43,11 +43,13 @@ typedef struct stf_plan_opts {
                                 * (0: 128 KiB a thread; fix --max-mem) */
     /* For a plan that is run, not shown (fix, batch): where a layer's plan
      * needs the H1 verdict and is then requantized or dequantized, take the
-     * verdict its scale's shape suggests (N scales: ROW, K: COLUMN) instead
+     * verdict its scale's shape suggests ([1, K]: COLUMN, else N scales:
+     * ROW, K: COLUMN) instead
      * of reading the weight here; stf_plan_run confirms it from the rows
-     * its job reads, so the input is read once. A run that finds another
-     * verdict rebuilds the plan with it and starts over: the plan after the
-     * run and the output are those of a plan built without this. */
+     * its job reads, so the input is read once. A run whose job measures
+     * another verdict stops there, rebuilds the plan with it (probing the
+     * layers not yet measured) and starts over: the plan after the run and
+     * the output are those of a plan built without this. */
     int speculate;
 } stf_plan_opts;
 

@@ -125,9 +125,10 @@ typedef struct stf__guess {
 
 /*
  * Rebuild p in place from its checkpoint, recipe and options, taking the
- * verdict of layer guess[i].layer from v[i] for each of p's guesses (as
- * measured by the run) and probing the other layers as stf_plan_build
- * does; nothing is assumed. On error p is unchanged.
+ * verdict of layer guess[i].layer from v[i] for each of p's guesses that
+ * the run measured (STF_PROBE_COUNT: not measured) and probing the other
+ * layers as stf_plan_build does; nothing is assumed, so a run of it never
+ * starts over. On error p is unchanged.
  */
 int stf__plan_rebuild(stf_plan *p, const stf_probe_verdict *v, stf_err *err);
 
@@ -243,7 +244,8 @@ void stf__probe_ahead_free(stf__probe_ahead *pa);
 /* Give layer li verdict v without probing it (mark 3). */
 void stf__probe_ahead_set(stf__probe_ahead *pa, size_t li, stf_probe_verdict v);
 /* The H1 verdict the shape of l's scale suggests for an INT8 layer H1 can
- * read (N scales: ROW, K scales: COLUMN), STF_PROBE_COUNT when it suggests
+ * read ([1, K]: COLUMN, else N scales: ROW, K scales: COLUMN),
+ * STF_PROBE_COUNT when it suggests
  * none; *wi and *si its weight and scale. */
 stf_probe_verdict stf__probe_shape_guess(const stf_model *m, const stf_layer *l, size_t *wi,
                                          size_t *si);

@@ -108,6 +108,9 @@ stf_probe_verdict stf__probe_shape_guess(const stf_model *m, const stf_layer *l,
         return STF_PROBE_COUNT;
     *wi = (size_t)stf_layer_tensor(l, STF_SFX_WEIGHT);
     *si = (size_t)stf_layer_tensor(l, STF_SFX_WEIGHT_SCALE);
+    /* A [1, K] scale lies along the input axis, even on a square layer. */
+    if (s->rank == 2 && s->shape[0] == 1 && s->shape[1] == w->shape[1] && w->shape[0] > 1)
+        return STF_PROBE_COLUMN;
     if (s->nelem == w->shape[0]) return STF_PROBE_ROW;
     if (s->nelem == w->shape[1]) return STF_PROBE_COLUMN;
     return STF_PROBE_COUNT;

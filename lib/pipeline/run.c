@@ -275,8 +275,10 @@ static int record_files(stf_run_report *rep, const stf_writer *w, stf_err *err)
 }
 
 /* Run every job in plan order, into the writer. */
+/* The jobs in plan order; *same cleared (and the jobs stopped) at the first
+ * verdict the plan assumed that its job measures otherwise. */
 static int run_jobs(stf_run_report *rep, const stf_plan *p, run_ctx *ctx,
-                    const stf_run_opts *o, stf__guesses *gs, stf_err *err)
+                    const stf_run_opts *o, stf__guesses *gs, int *same, stf_err *err)
 {
     stf__jobrun jr;
     int rc = 0;
@@ -296,10 +298,12 @@ static int run_jobs(stf_run_report *rep, const stf_plan *p, run_ctx *ctx,
         const stf__job *job = &p->jobs[j];
         if (job->kind == STF__JOB_NONE) continue;
         stf_metrics_result mr;
-        rc = stf__guesses_for(&jr.h1, gs, p, job, err);
+        size_t gi;
+        rc = stf__guesses_for(&jr.h1, &gi, gs, p, job, err);
         if (!rc) rc = stf__job_exec(&jr, job, rep->metrics ? &mr : NULL, err);
         jr.h1 = NULL;
-        if (rc) goto done;
+        if (!rc && gi != SIZE_MAX) rc = stf__guesses_measure(same, gs, p, gi, err);
+        if (rc || !*same) goto done;
         if (rep->metrics) {
             const stf_plan_tensor_info *wt = &p->outs[job->out_weight].pub;
             size_t li = wt->layer;
@@ -410,10 +414,10 @@ static int run_once(stf_run_report **out, const stf_plan *p, const char *out_pat
     }
     rc = record_files(rep, w, err);
     if (rc) goto done;
-    rc = run_jobs(rep, p, &ctx, o, gs, err);
-    if (rc) goto done;
     int same = 1;
-    if ((rc = stf__guesses_confirm(&same, gs, p, err))) goto done;
+    rc = run_jobs(rep, p, &ctx, o, gs, &same, err);
+    if (!rc && same) rc = stf__guesses_rest(&same, gs, p, err);
+    if (rc) goto done;
     if (!same) {
         *redo = 1;
         goto done;

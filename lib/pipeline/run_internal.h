@@ -36,7 +36,7 @@ int stf__plan_run_to(stf_run_report **out, const stf_plan *p, const char *out_pa
 /* ------------------------------------------------------- run_guess.c */
 
 /* One H1 accumulator per verdict the plan assumed (p->guess), and the
- * verdicts measured. */
+ * verdicts measured (STF_PROBE_COUNT: not yet). */
 typedef struct stf__guesses {
     stf__h1_acc *acc;
     stf_probe_verdict *v;
@@ -46,13 +46,17 @@ typedef struct stf__guesses {
 /* Errors: STF_ENOMEM. */
 int stf__guesses_init(stf__guesses *g, const stf_plan *p, stf_err *err);
 /* *out: the accumulator for the job's rows when the job reads the INT8
- * codes of a weight whose verdict was assumed, else NULL. STF_ENOMEM. */
-int stf__guesses_for(stf__h1_acc **out, stf__guesses *g, const stf_plan *p, const stf__job *job,
-                     stf_err *err);
-/* After the jobs: every assumed verdict measured (accumulated, or probed
- * when the job left rows out) into g->v; *same: all as assumed. Errors:
- * the probe's, naming the layer. */
-int stf__guesses_confirm(int *same, stf__guesses *g, const stf_plan *p, stf_err *err);
+ * codes of a weight whose verdict was assumed and is not measured yet
+ * (*gi: that guess), else NULL (*gi SIZE_MAX). STF_ENOMEM. */
+int stf__guesses_for(stf__h1_acc **out, size_t *gi, stf__guesses *g, const stf_plan *p,
+                     const stf__job *job, stf_err *err);
+/* Guess i measured after its job (from its accumulator, or probed when the
+ * job left rows out) into g->v[i]; *same: as assumed. Errors: the
+ * probe's, naming the layer. */
+int stf__guesses_measure(int *same, stf__guesses *g, const stf_plan *p, size_t i, stf_err *err);
+/* After the jobs: the guesses no job measured, probed, up to the first
+ * that is not as assumed (*same 0). Errors as stf__guesses_measure. */
+int stf__guesses_rest(int *same, stf__guesses *g, const stf_plan *p, stf_err *err);
 void stf__guesses_free(stf__guesses *g);
 
 /* ------------------------------------------------------------ decode.c */

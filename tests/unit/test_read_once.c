@@ -5,8 +5,9 @@
  * the checkpoint's read total: the speculating plan reads no weight, and plan
  * plus run read the data section once, where the plain plan reads the
  * weight a second time. A wrong guess (a square layer with column-
- * saturated codes and N scales) is rebuilt: the plan after the run, and the
- * output bytes, are those of the plain plan.
+ * saturated codes and N scales) stops the run at that layer and is
+ * rebuilt: the plan after the run, and the output bytes, are those of the
+ * plain plan.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -39,7 +40,8 @@ static float g_s40[N], g_s256[S];
 static void fill_rows(void)
 {
     for (size_t r = 0; r < N; r++) {
-        for (size_t c = 0; c < K; c++) g_rows[r * K + c] = (int8_t)((int)((r * 7 + c * 3) % 100) - 50);
+        for (size_t c = 0; c < K; c++)
+            g_rows[r * K + c] = (int8_t)((int)((r * 7 + c * 3) % 100) - 50);
         g_rows[r * K + r] = 127;
         g_s40[r] = 0.01f;
     }
@@ -49,7 +51,8 @@ static void fill_rows(void)
 static void fill_cols(void)
 {
     for (size_t r = 0; r < S; r++)
-        for (size_t c = 0; c < S; c++) g_cols[r * S + c] = (int8_t)((int)((r * 5 + c * 11) % 100) - 50);
+        for (size_t c = 0; c < S; c++)
+            g_cols[r * S + c] = (int8_t)((int)((r * 5 + c * 11) % 100) - 50);
     for (size_t c = 0; c < S; c++) {
         g_cols[(c % 32) * S + c] = -127;
         g_s256[c] = 0.02f;
@@ -107,7 +110,7 @@ static void test_rows_read_once(void **state)
     (void)state;
     fill_rows();
     st_tensor t[] = {
-        { "a.comfy_quant", STF_U8, 1, { sizeof MARKER - 1 }, MARKER, sizeof MARKER - 1 },
+        { "a.comfy_quant", STF_U8, 1, { ML }, MARKER, ML },
         { "a.weight", STF_I8, 2, { N, K }, g_rows, sizeof g_rows },
         { "a.weight_scale", STF_F32, 1, { N }, g_s40, sizeof g_s40 },
     };
@@ -140,7 +143,7 @@ static void test_wrong_guess_rebuilt(void **state)
     (void)state;
     fill_cols();
     st_tensor t[] = {
-        { "b.comfy_quant", STF_U8, 1, { sizeof MARKER - 1 }, MARKER, sizeof MARKER - 1 },
+        { "b.comfy_quant", STF_U8, 1, { ML }, MARKER, ML },
         { "b.weight", STF_I8, 2, { S, S }, g_cols, sizeof g_cols },
         { "b.weight_scale", STF_F32, 1, { S }, g_s256, sizeof g_s256 },
     };
@@ -163,11 +166,72 @@ static void test_wrong_guess_rebuilt(void **state)
     st_ckfx_close(&f);
 }
 
+static void test_cols_read_once(void **state)
+{
+    (void)state;
+    fill_cols();
+    st_tensor t[] = {
+        { "c.comfy_quant", STF_U8, 1, { ML }, MARKER, ML },
+        { "c.weight", STF_I8, 2, { S, S }, g_cols, sizeof g_cols },
+        { "c.weight_scale", STF_F32, 2, { 1, S }, g_s256, sizeof g_s256 },
+    };
+    st_ckfx f;
+    st_ckfx_open(&f, t, 3, 0);
+    result plain, spec;
+    fix_once(&plain, &f, 0, "plain.safetensors");
+    fix_once(&spec, &f, 1, "spec.safetensors");
+    /* A [1, K] scale on a square layer: COLUMN assumed and measured. */
+    assert_string_equal(plain.rule, "cols");
+    assert_string_equal(spec.rule, "cols");
+    assert_int_equal(plain.plan_read, ML + sizeof g_cols);
+    assert_int_equal(spec.plan_read, ML);
+    assert_int_equal(spec.run_read, sizeof g_cols + sizeof g_s256);
+    assert_int_equal(spec.out_len, plain.out_len);
+    assert_memory_equal(spec.out, plain.out, plain.out_len);
+    free(plain.out);
+    free(spec.out);
+    st_ckfx_close(&f);
+}
+
+static void test_wrong_guess_stops_early(void **state)
+{
+    (void)state;
+    fill_rows();
+    fill_cols();
+    st_tensor t[] = {
+        { "a.comfy_quant", STF_U8, 1, { ML }, MARKER, ML },
+        { "a.weight", STF_I8, 2, { S, S }, g_cols, sizeof g_cols },
+        { "a.weight_scale", STF_F32, 1, { S }, g_s256, sizeof g_s256 },
+        { "b.comfy_quant", STF_U8, 1, { ML }, MARKER, ML },
+        { "b.weight", STF_I8, 2, { N, K }, g_rows, sizeof g_rows },
+        { "b.weight_scale", STF_F32, 1, { N }, g_s40, sizeof g_s40 },
+    };
+    st_ckfx f;
+    st_ckfx_open(&f, t, 6, 0);
+    result plain, spec;
+    fix_once(&plain, &f, 0, "plain.safetensors");
+    fix_once(&spec, &f, 1, "spec.safetensors");
+    /* a's job (first in writer order) refutes its guess: the run stops
+     * before b's job, the rebuild reads the markers again and probes b (not
+     * measured yet), and the second run reads both layers. */
+    assert_int_equal(spec.plan_read, 2 * ML);
+    assert_int_equal(spec.run_read, 2 * ML + 2 * (sizeof g_cols + sizeof g_s256) +
+                                        2 * sizeof g_rows + sizeof g_s40);
+    assert_string_equal(spec.rule, "cols");
+    assert_int_equal(spec.out_len, plain.out_len);
+    assert_memory_equal(spec.out, plain.out, plain.out_len);
+    free(plain.out);
+    free(spec.out);
+    st_ckfx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows_read_once),
         cmocka_unit_test(test_wrong_guess_rebuilt),
+        cmocka_unit_test(test_cols_read_once),
+        cmocka_unit_test(test_wrong_guess_stops_early),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
