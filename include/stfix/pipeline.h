@@ -202,7 +202,10 @@ typedef struct stf_run_report stf_run_report;
  * diagnostic fails the run with STF_EFORMAT and leaves nothing at out_path,
  * unless allow_noncompliant. *out (may be NULL) receives the report even on
  * a verification failure. Deterministic: same input, recipe and version
- * give the same bytes with any pool size.
+ * give the same bytes with any pool size. A plan built with
+ * stf_plan_opts.speculate is completed by its run: a refuted verdict
+ * rebuilds it in place (the layer and tensor records read before the run
+ * are then stale), so read the plan after the run.
  */
 STF_API int stf_plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
                          const stf_run_opts *o, stf_err *err);

@@ -501,12 +501,6 @@ static const stf_layer *layer_as_planned(const stf_model *m, const size_t *from,
     return merged;
 }
 
-/*
- * Mark the layers the plan will probe, with the decisions of the plan loop
- * below (rules that depend on the verdict, then actions that need it),
- * then probe them ahead on the pool. A failure of the rules here stops the
- * marking: the plan loop meets it again at that layer.
- */
 /* Whether, with verdict g, the layer's actions make a job that reads its weight. */
 static int job_under(stf_layer_view *v, stf_probe_verdict g, const stf_recipe *r,
                      stf__matched_action **acts, size_t *cap, stf_err *err)
@@ -550,6 +544,13 @@ static int want_verdict(stf__probe_ahead *pa, stf__plan_builder *b, size_t i,
     return 0;
 }
 
+/*
+ * Mark the layers the plan will probe, with the decisions of the plan loop
+ * below (rules that depend on the verdict, then actions that need it),
+ * give them their known or assumed verdicts (want_verdict), then probe the
+ * rest ahead on the pool. A failure of the rules here stops the
+ * marking: the plan loop meets it again at that layer.
+ */
 static int probe_ahead(stf__probe_ahead *pa, stf__plan_builder *b, const size_t *from,
                        const stf_probe_verdict *known, stf__matched_action **acts, size_t *cap,
                        stf_err *err)

@@ -274,9 +274,9 @@ static int record_files(stf_run_report *rep, const stf_writer *w, stf_err *err)
     return 0;
 }
 
-/* Run every job in plan order, into the writer. */
-/* The jobs in plan order; *same cleared (and the jobs stopped) at the first
- * verdict the plan assumed that its job measures otherwise. */
+/* Run every job in plan order, into the writer; *same cleared (and the
+ * jobs stopped) at the first verdict the plan assumed that its job
+ * measures otherwise. */
 static int run_jobs(stf_run_report *rep, const stf_plan *p, run_ctx *ctx,
                     const stf_run_opts *o, stf__guesses *gs, int *same, stf_err *err)
 {
