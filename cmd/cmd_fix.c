@@ -383,6 +383,9 @@ int cmd_fix(int argc, char **argv)
     stf_plan_opts po = a.po;
     po.pool = pool;
     po.max_mem = a.max_mem ? a.max_mem : ro.max_mem; /* the probes stay within it too */
+    /* The run confirms the probes from the rows it reads: the input is read
+     * once. --fail-if-unchanged decides on the plan before any run. */
+    po.speculate = !a.fail_if_unchanged;
     if (stf_plan_build(&p, c, rc, &po, &err)) {
         ex = cli_report("fix", &err);
         goto done;

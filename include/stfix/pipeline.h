@@ -30,7 +30,7 @@ extern "C" {
 /* ------------------------------------------------------------------ plan */
 
 /* The layout of stf_plan_opts this header describes (1: without max_mem,
- * 2: without progress). */
+ * 2: without progress and speculate). */
 #define STF_PLAN_OPTS_VERSION 3u
 
 typedef struct stf_plan_opts {
@@ -41,10 +41,21 @@ typedef struct stf_plan_opts {
     stf_pool *pool;            /* for probes; NULL = inline */
     uint64_t max_mem;          /* the probes' read buffers, all threads together
                                 * (0: 128 KiB a thread; fix --max-mem) */
-    /* Version 3: the weight bytes the probes have read of those they will
+    /* Version 3 adds progress, progress_ud and speculate. The weight
+     * bytes the probes have read of those they will
      * read, with the layer just probed; NULL: none. */
     stf_progress_fn progress;
     void *progress_ud;
+    /* For a plan that is run, not shown (fix, batch): where a layer's plan
+     * needs the H1 verdict and is then requantized or dequantized, take the
+     * verdict its scale's shape suggests ([1, K]: COLUMN, else N scales:
+     * ROW, K: COLUMN) instead
+     * of reading the weight here; stf_plan_run confirms it from the rows
+     * its job reads, so the input is read once. A run whose job measures
+     * another verdict stops there, rebuilds the plan with it (probing the
+     * layers not yet measured) and starts over: the plan after the run and
+     * the output are those of a plan built without this. */
+    int speculate;
 } stf_plan_opts;
 
 /* Defaults of layout `version` (tau 0.99, the recipes' modes, no pool, no
@@ -197,7 +208,10 @@ typedef struct stf_run_report stf_run_report;
  * diagnostic fails the run with STF_EFORMAT and leaves nothing at out_path,
  * unless allow_noncompliant. *out (may be NULL) receives the report even on
  * a verification failure. Deterministic: same input, recipe and version
- * give the same bytes with any pool size.
+ * give the same bytes with any pool size. A plan built with
+ * stf_plan_opts.speculate is completed by its run: a refuted verdict
+ * rebuilds it in place (the layer and tensor records read before the run
+ * are then stale), so read the plan after the run.
  */
 STF_API int stf_plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
                          const stf_run_opts *o, stf_err *err);

@@ -196,6 +196,23 @@ static void h1_blocks(stf__h1_stat *st, const uint8_t *blkall, size_t nbr, size_
     }
 }
 
+/* The column and block counts of H1 once every row is in (mc: column
+ * maxima, blkall: the 32-block maxima). */
+static void h1_close(stf__h1_stat *st, const uint8_t *mc, size_t kk, const uint8_t *blkall,
+                     size_t nbr, size_t nb32, unsigned sat)
+{
+    for (size_t col = 0; col < kk; col++) {
+        if (!mc[col]) continue;
+        st->cols_ne++;
+        if (mc[col] >= sat) {
+            st->cols_sat++;
+            st->any_sat = 1;
+        }
+    }
+    if (st->rows_sat) st->any_sat = 1;
+    h1_blocks(st, blkall, nbr, nb32, sat);
+}
+
 /*
  * Where the x86 build can, the per-row loops are compiled three times
  * (AVX-512 BW, AVX2, baseline) and the loader picks one for the CPU; they
@@ -336,18 +353,7 @@ int stf__probe_scan(const stf_ckpt *c, size_t wi, const stf_tensor_info *w,
         }
         scan_rows(&sc, blk, rows, r0);
     }
-    if (req->h1) {
-        for (size_t col = 0; col < kk; col++) {
-            if (!mc[col]) continue;
-            h1->cols_ne++;
-            if (mc[col] >= req->sat) {
-                h1->cols_sat++;
-                h1->any_sat = 1;
-            }
-        }
-        if (h1->rows_sat) h1->any_sat = 1;
-        h1_blocks(h1, blkall, nbr, nb32, req->sat);
-    }
+    if (req->h1) h1_close(h1, mc, kk, blkall, nbr, nb32, req->sat);
 done:
     stf__free(buf);
     stf__free(a);
@@ -357,4 +363,88 @@ done:
     stf__free(sq);
     stf__free(sq64);
     return rc;
+}
+
+/* ------------------------------------------- H1 over rows handed in */
+
+/* Contract in probe_scan.h. */
+int stf__h1_acc_init(stf__h1_acc *acc, const stf_tensor_info *w, stf_err *err)
+{
+    memset(acc, 0, sizeof *acc);
+    acc->n = w->shape[0];
+    acc->kk = (size_t)w->shape[1];
+    acc->nb32 = (acc->kk + CH - 1) / CH;
+    acc->nbr = (size_t)((acc->n + 31) / 32);
+    acc->mc = stf__calloc(acc->kk ? acc->kk : 1, 1);
+    acc->blkall = stf__calloc(acc->nbr * (acc->nb32 ? acc->nb32 : 1) + 1, 1);
+    if (!acc->mc || !acc->blkall || pthread_mutex_init(&acc->mu, NULL)) {
+        stf__free(acc->mc);
+        stf__free(acc->blkall);
+        memset(acc, 0, sizeof *acc);
+        char shown[STF__NAME_SHOWN];
+        return stf__err(err, STF_ENOMEM, "probe of %s: out of memory",
+                        stf__name_render(shown, sizeof shown, w->name, w->name_len));
+    }
+    acc->live = 1;
+    return 0;
+}
+
+/* Contract in probe_scan.h: the rows' counts and maxima on the side, then
+ * merged under the lock (maxima and sums: any order gives the same). */
+int stf__h1_acc_rows(stf__h1_acc *acc, const void *rows, size_t nrows, uint64_t r0,
+                     stf_err *err)
+{
+    if (!nrows) return 0;
+    size_t kk = acc->kk, nb32 = acc->nb32;
+    /* Bands are numbered from the one holding r0. */
+    uint64_t rel = r0 % 32;
+    size_t nb = (size_t)((rel + nrows + 31) / 32);
+    stf__scan_req req = { .h1 = 1, .sat = 126 };
+    stf__h1_stat st;
+    memset(&st, 0, sizeof st);
+    uint8_t *a = stf__malloc(kk ? kk : 1), *mc = stf__calloc(kk ? kk : 1, 1);
+    uint8_t *mb = stf__calloc(kk ? kk : 1, 1), *blk = stf__calloc(nb * (nb32 ? nb32 : 1), 1);
+    int rc = 0;
+    if (!a || !mc || !mb || !blk) {
+        rc = stf__err(err, STF_ENOMEM, "probe: out of memory");
+        goto done;
+    }
+    scan_state sc = { &req, rel + nrows, kk, kk, 0, nb32, a, mc, mb, blk, NULL, &st, NULL };
+    scan_rows(&sc, rows, nrows, rel);
+    size_t b0 = (size_t)(r0 / 32);
+    pthread_mutex_lock(&acc->mu);
+    acc->rows_ne += st.rows_ne;
+    acc->rows_sat += st.rows_sat;
+    acc->rows_seen += nrows;
+    for (size_t c = 0; c < kk; c++) acc->mc[c] = mc[c] > acc->mc[c] ? mc[c] : acc->mc[c];
+    uint8_t *g = acc->blkall + b0 * nb32;
+    for (size_t i = 0; i < nb * nb32; i++) g[i] = blk[i] > g[i] ? blk[i] : g[i];
+    pthread_mutex_unlock(&acc->mu);
+done:
+    stf__free(a);
+    stf__free(mc);
+    stf__free(mb);
+    stf__free(blk);
+    return rc;
+}
+
+/* Contract in probe_scan.h. */
+int stf__h1_acc_finish(stf__h1_acc *acc, stf__h1_stat *st)
+{
+    memset(st, 0, sizeof *st);
+    if (!acc->live || acc->rows_seen != acc->n) return 0;
+    st->rows_ne = acc->rows_ne;
+    st->rows_sat = acc->rows_sat;
+    h1_close(st, acc->mc, acc->kk, acc->blkall, acc->nbr, acc->nb32, 126);
+    return 1;
+}
+
+/* Contract in probe_scan.h. */
+void stf__h1_acc_free(stf__h1_acc *acc)
+{
+    if (!acc || !acc->live) return;
+    pthread_mutex_destroy(&acc->mu);
+    stf__free(acc->mc);
+    stf__free(acc->blkall);
+    memset(acc, 0, sizeof *acc);
 }

@@ -7,6 +7,7 @@
 #ifndef STF_CHECK_PROBE_SCAN_H
 #define STF_CHECK_PROBE_SCAN_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,5 +43,29 @@ typedef struct stf__scan_req {
  */
 int stf__probe_scan(const stf_ckpt *c, size_t wi, const stf_tensor_info *w,
                     const stf__scan_req *req, stf__h1_stat *h1, double *h2e, stf_err *err);
+
+/*
+ * H1 counts of an INT8 weight (I8, rank 2, at least one element) built
+ * from rows that another pass over the tensor reads anyway (fix's jobs):
+ * stf__h1_acc_rows takes any set of disjoint row ranges, from any threads
+ * and in any order; once every row has been handed in exactly once,
+ * stf__h1_acc_finish gives the counts stf__probe_scan gives (returns 1),
+ * else it returns 0 (some rows never came: probe the tensor instead).
+ * Memory: three bytes per column and one per 32 x 32 block, a few more
+ * per call. Errors: STF_ENOMEM.
+ */
+typedef struct stf__h1_acc {
+    uint64_t n, rows_seen, rows_ne, rows_sat;
+    size_t kk, nb32, nbr;
+    uint8_t *mc, *blkall; /* column maxima, 32-block maxima */
+    pthread_mutex_t mu;
+    int live;
+} stf__h1_acc;
+
+int stf__h1_acc_init(stf__h1_acc *acc, const stf_tensor_info *w, stf_err *err);
+int stf__h1_acc_rows(stf__h1_acc *acc, const void *rows, size_t nrows, uint64_t r0,
+                     stf_err *err);
+int stf__h1_acc_finish(stf__h1_acc *acc, stf__h1_stat *st);
+void stf__h1_acc_free(stf__h1_acc *acc);
 
 #endif

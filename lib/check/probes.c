@@ -76,11 +76,9 @@ static int h1_applies(const stf_model *m, const stf_layer *l)
 }
 
 /* The H1 verdict from the counts. */
-static void h1_finish(stf_h1_result *out, const stf__h1_stat *st, const stf_model *m,
-                      const stf_layer *l, int w4, unsigned sat, double tau)
+static void h1_finish(stf_h1_result *out, const stf__h1_stat *st, const stf_tensor_info *w,
+                      const stf_tensor_info *s, int w4, unsigned sat, double tau)
 {
-    const stf_tensor_info *w = stf_layer_tensor_info(m, l, STF_SFX_WEIGHT);
-    const stf_tensor_info *s = stf_layer_tensor_info(m, l, STF_SFX_WEIGHT_SCALE);
     if (tau <= 0) tau = 0.99;
     uint64_t n = w->shape[0], kk = w4 ? 2 * w->shape[1] : w->shape[1];
     double fr = frac(st->rows_sat, st->rows_ne), fc = frac(st->cols_sat, st->cols_ne);
@@ -133,7 +131,25 @@ int stf__probe_h1_block(stf_h1_result *out, const stf_ckpt *c, const stf_model *
     int rc = stf__probe_scan(c, (size_t)stf_layer_tensor(l, STF_SFX_WEIGHT),
                              stf_layer_tensor_info(m, l, STF_SFX_WEIGHT), &req, &st, NULL, err);
     if (rc) return rc;
-    h1_finish(out, &st, m, l, w4, req.sat, tau);
+    h1_finish(out, &st, stf_layer_tensor_info(m, l, STF_SFX_WEIGHT),
+              stf_layer_tensor_info(m, l, STF_SFX_WEIGHT_SCALE), w4, req.sat, tau);
+    return 0;
+}
+
+/* Contract in probes.h. */
+int stf__probe_h1_rows(stf_h1_result *out, const stf_ckpt *c, size_t wi, size_t si,
+                       stf__h1_acc *acc, double tau, stf_err *err)
+{
+    const stf_tensor_info *w = stf_ckpt_tensor(c, wi), *s = stf_ckpt_tensor(c, si);
+    stf__h1_stat st;
+    memset(out, 0, sizeof *out);
+    out->verdict = STF_PROBE_UNKNOWN;
+    if (!acc || !stf__h1_acc_finish(acc, &st)) {
+        stf__scan_req req = { .h1 = 1, .sat = 126 };
+        int rc = stf__probe_scan(c, wi, w, &req, &st, NULL, err);
+        if (rc) return rc;
+    }
+    h1_finish(out, &st, w, s, 0, 126, tau);
     return 0;
 }
 
@@ -241,7 +257,9 @@ int stf__probe_layer(stf__layer_probe *out, const stf_ckpt *c, const stf_model *
     stf__h1_stat st;
     stf__scan_req req = { .h1 = h1, .w4 = out->w4, .sat = out->w4 ? 7 : 126, .h2_group = g };
     int rc = stf__probe_scan(c, (size_t)stf_layer_tensor(l, STF_SFX_WEIGHT), w, &req, &st, e, err);
-    if (!rc && h1) h1_finish(&out->h1, &st, m, l, out->w4, req.sat, tau);
+    if (!rc && h1)
+        h1_finish(&out->h1, &st, w, stf_layer_tensor_info(m, l, STF_SFX_WEIGHT_SCALE), out->w4,
+                  req.sat, tau);
     if (!rc && g) h2_finish(&out->h2, e, g, w->shape[0]);
     stf__free(e);
     return rc;

@@ -12,6 +12,7 @@
 
 #include "stfix/check.h"
 #include "stfix/experimental/check.h"
+#include "check/probe_scan.h"
 
 #define STF__PROBE_SCALES 4 /* weight_scale, input_scale, weight_scale_2, s_channel */
 
@@ -42,6 +43,16 @@ stf_suffix stf__probe_scale_suffix(unsigned j);
  */
 int stf__probe_h1_block(stf_h1_result *out, const stf_ckpt *c, const stf_model *m,
                         const stf_layer *l, int w4, double tau, size_t block, stf_err *err);
+
+/*
+ * The H1 result of an INT8 weight wi (I8, rank 2, at least one element)
+ * with scale si, not packed int4: from the counts acc gathered over rows
+ * another pass read (probe_scan.h), or, when acc is NULL or missed rows,
+ * from a scan of the weight; either way what stf_probe_h1 gives for the
+ * layer. Errors: the scan's.
+ */
+int stf__probe_h1_rows(stf_h1_result *out, const stf_ckpt *c, size_t wi, size_t si,
+                       stf__h1_acc *acc, double tau, stf_err *err);
 
 /*
  * Probe layer l of m (opened from c) with H1 threshold tau. Errors:

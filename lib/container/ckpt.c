@@ -578,3 +578,11 @@ const stf_finding *stf_ckpt_finding(const stf_ckpt *c, size_t i)
  * (canonical-form checks). Declared in source.h.
  */
 stf__findings *stf__ckpt_findings(stf_ckpt *c) { return c ? &c->findings : NULL; }
+
+/* Contract in container_internal.h. */
+uint64_t stf__ckpt_read_total(const stf_ckpt *c)
+{
+    uint64_t n = 0;
+    for (size_t k = 0; c && k < c->nshards; k++) n += stf__source_read_total(c->shards[k].src);
+    return n;
+}

@@ -94,4 +94,8 @@ int stf__json_put_string(stf_buf *b, const char *s, size_t n);
  * The version must have been checked. writer.c */
 void stf__write_opts_upgrade(stf_write_opts *dst, const stf_write_opts *src);
 
+/* Bytes read from the checkpoint's files with pread so far, all shards
+ * together (stf__source_read_total), for tests. */
+uint64_t stf__ckpt_read_total(const stf_ckpt *c);
+
 #endif

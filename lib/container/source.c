@@ -10,6 +10,7 @@
 /* 64-bit off_t even on 32-bit hosts: shards are routinely over 4 GiB. */
 #define _FILE_OFFSET_BITS 64
 #include <errno.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -34,6 +35,7 @@ struct stf__source {
     stf__zseek *zs;       /* a seekable zstd file (owns the raw source) */
     stf__zstream *zt;     /* a zstd stream (owns the raw source) */
     uint64_t stored;      /* bytes on disk: size, or the compressed size */
+    _Atomic uint64_t nread; /* bytes pread so far (stf__source_read_total) */
 };
 
 static stf__source *source_new(const char *name, stf_err *err)
@@ -124,6 +126,9 @@ void stf__source_fd_release(const stf__source *s)
     if (s) stf__fdfile_release(s->file);
 }
 
+/* Contract in source.h. */
+uint64_t stf__source_read_total(const stf__source *s) { return atomic_load(&s->nread); }
+
 /* pread until len bytes are in, retrying short reads and EINTR. */
 static int pread_all(const stf__source *s, int fd, uint64_t off, uint8_t *d, size_t len,
                      stf_err *err)
@@ -147,6 +152,9 @@ static int pread_all(const stf__source *s, int fd, uint64_t off, uint8_t *d, siz
                                  "bytes; was the file truncated while open?)",
                                  s->path, (unsigned long long)at, (unsigned long long)s->size);
         done += (size_t)got;
+        /* A counter, not the source's state: reads stay const. */
+        atomic_fetch_add_explicit((_Atomic uint64_t *)&s->nread, (uint64_t)got,
+                                  memory_order_relaxed);
     }
     return 0;
 }

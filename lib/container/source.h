@@ -67,6 +67,10 @@ void stf__source_fd_release(const stf__source *s);
  */
 int stf__source_read(const stf__source *s, uint64_t off, void *dst, size_t len, stf_err *err);
 
+/* Bytes read from the file with pread so far (a memory or zstd source:
+ * 0), for tests that check how often a run reads its input. */
+uint64_t stf__source_read_total(const stf__source *s);
+
 /*
  * When the source *s starts like zstd (a zstd or a skippable frame,
  * whatever its name), replace it by a source of its decompressed bytes:

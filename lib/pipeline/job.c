@@ -169,6 +169,7 @@ typedef struct blk {
     stf__jobrun *jr;
     const stf__job *job;
     const stf__decoder *dc;
+    stf__h1_acc *h1;         /* jr->h1 */
     uint64_t r0;             /* first row of the block */
     int metrics;
     /* the failure of the lowest failing chunk (the one stf_pool_run reports) */
@@ -232,6 +233,7 @@ static int fused_rows(blk *b, uint64_t row0, size_t rows, unsigned char *out, fl
     size_t k = (size_t)job->dec.k;
     const void *src;
     int rc = stf__decoder_raw(b->dc, &src, row0, row0 + rows, raw, err);
+    if (!rc && b->h1) rc = stf__h1_acc_rows(b->h1, src, rows, row0, err);
     if (rc) return rc;
     /* The quantizer's scratch, as stf_int8_quantize_rows allocates it. */
     void *mem = stf__malloc(k * sizeof(float) + 64);
@@ -308,6 +310,17 @@ static int chunk_rows(blk *b, size_t i0, size_t i1, stf_err *err)
         src_dtype = job->dec.w_dtype;
         if (b->metrics && (rc = stf_convert_to_f32(ref, src, src_dtype, rows * k, err)))
             return rc;
+    } else if (b->h1) {
+        /* The codes feed H1 too: read once, decoded row by row. */
+        rc = stf__decoder_raw(b->dc, &src, row0, row0 + rows, raw, err);
+        if (!rc) rc = stf__h1_acc_rows(b->h1, src, rows, row0, err);
+        for (size_t i = 0; !rc && i < rows; i++)
+            rc = stf__decoder_row(b->dc, ref + i * k,
+                                  (const unsigned char *)src + i * b->dc->row_bytes, row0 + i,
+                                  err);
+        if (rc) return rc;
+        src = ref;
+        src_dtype = STF_F32;
     } else {
         rc = stf__decoder_rows(b->dc, ref, row0, row0 + rows, raw, NULL, err);
         if (rc) return rc;
@@ -409,6 +422,7 @@ static int run_blocks(stf__jobrun *jr, const stf__job *job, const stf__decoder *
     bk.jr = jr;
     bk.job = job;
     bk.dc = dc;
+    bk.h1 = jr->h1;
     bk.metrics = total != NULL;
     if (pthread_mutex_init(&bk.mu, NULL) != 0)
         return stf__err(err, STF_ENOMEM, "run: cannot create a mutex");

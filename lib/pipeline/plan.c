@@ -15,7 +15,8 @@
 /* Defaults: quant mode from the recipe, tau 0.99, probes inline. */
 void stf_plan_opts_init_version(stf_plan_opts *o, unsigned version)
 {
-    /* Layout 1 ends before max_mem, layout 2 before progress. */
+    /* Layout 1 ends before max_mem, layout 2 before progress
+     * (layout 3 adds progress and speculate). */
     size_t size = version >= 3 ? sizeof *o : offsetof(stf_plan_opts, progress);
     if (!o || !stf__opts_reset_v(o, size, offsetof(stf_plan_opts, max_mem), version,
                                  STF_PLAN_OPTS_VERSION))
@@ -159,6 +160,7 @@ void stf_plan_free(stf_plan *p)
     stf__free(p->qmeta_prefix_len);
     stf__free(p->qmeta_text);
     stf_model_free(p->model);
+    stf__free(p->guess);
     stf__free(p);
 }
 
@@ -500,14 +502,59 @@ static const stf_layer *layer_as_planned(const stf_model *m, const size_t *from,
     return merged;
 }
 
+/* Whether, with verdict g, the layer's actions make a job that reads its weight. */
+static int job_under(stf_layer_view *v, stf_probe_verdict g, const stf_recipe *r,
+                     stf__matched_action **acts, size_t *cap, stf_err *err)
+{
+    size_t n = 0;
+    v->probe = g;
+    int rc = collect(acts, &n, cap, r, v, err), job = 0;
+    v->probe = STF_PROBE_UNKNOWN;
+    for (size_t i = 0; !rc && i < n; i++)
+        job |= (*acts)[i].a->kind == STF_ACT_REQUANTIZE || (*acts)[i].a->kind == STF_ACT_EXCLUDE;
+    return job;
+}
+
+/*
+ * Layer i needs a verdict: give it the known one, or (speculating) the one
+ * its scale's shape suggests when the layer is then requantized or
+ * dequantized, recorded for the run to confirm; else mark it for probing.
+ */
+static int want_verdict(stf__probe_ahead *pa, stf__plan_builder *b, size_t i,
+                        const stf_layer *l, stf_layer_view *v, const stf_probe_verdict *known,
+                        stf__matched_action **acts, size_t *cap, stf_err *scratch)
+{
+    stf_plan *p = b->p;
+    size_t wi = 0, si = 0;
+    if (known && known[i] != STF_PROBE_COUNT) {
+        stf__probe_ahead_set(pa, i, known[i]);
+        return 0;
+    }
+    stf_probe_verdict g = b->o->version >= 3 && b->o->speculate && !known
+                              ? stf__probe_shape_guess(b->m, l, &wi, &si)
+                              : STF_PROBE_COUNT;
+    if (g == STF_PROBE_COUNT || !job_under(v, g, p->r, acts, cap, scratch)) {
+        stf__probe_ahead_want(pa, i, l);
+        return 0;
+    }
+    stf__guess *ng = stf__realloc(p->guess, (p->nguess + 1) * sizeof *ng);
+    if (!ng) return -1;
+    p->guess = ng;
+    ng[p->nguess++] = (stf__guess){ i, wi, si, g };
+    stf__probe_ahead_set(pa, i, g);
+    return 0;
+}
+
 /*
  * Mark the layers the plan will probe, with the decisions of the plan loop
  * below (rules that depend on the verdict, then actions that need it),
- * then probe them ahead on the pool. A failure of the rules here stops the
+ * give them their known or assumed verdicts (want_verdict), then probe the
+ * rest ahead on the pool. A failure of the rules here stops the
  * marking: the plan loop meets it again at that layer.
  */
 static int probe_ahead(stf__probe_ahead *pa, stf__plan_builder *b, const size_t *from,
-                       stf__matched_action **acts, size_t *cap, stf_err *err)
+                       const stf_probe_verdict *known, stf__matched_action **acts, size_t *cap,
+                       stf_err *err)
 {
     const stf_model *m = b->m;
     size_t nl = stf_model_layer_count(m);
@@ -530,17 +577,18 @@ static int probe_ahead(stf__probe_ahead *pa, stf__plan_builder *b, const size_t 
             r2 = collect(acts, &n, cap, b->p->r, &v, &scratch);
             need = !r2 && needs_probe_action(*acts, n, &v);
         }
+        if (!r2 && need && want_verdict(pa, b, i, l, &v, known, acts, cap, &scratch))
+            rc = stf__err(err, STF_ENOMEM, "plan: out of memory");
         stf__view_store_free(&store);
         if (r2) break;
-        if (need) stf__probe_ahead_want(pa, i, l);
     }
     if (!rc) rc = stf__probe_ahead_run(pa, b->o, m, err);
     return rc;
 }
 
-/* Build the plan (see include/stfix/pipeline.h). */
-int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
-                   const stf_plan_opts *o, stf_err *err)
+/* The plan, with the verdicts of known[] (per layer; STF_PROBE_COUNT: none) or NULL. */
+static int build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r, const stf_plan_opts *o,
+                 const stf_probe_verdict *known, stf_err *err)
 {
     int rc = 0;
     stf_plan_opts defo;
@@ -569,6 +617,12 @@ int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
     p->c = c;
     p->r = r;
     p->targets = stf_recipe_targets(r);
+    stf_plan_opts_init(&p->opts);
+    p->opts.quant_mode_set = o->quant_mode_set;
+    p->opts.quant_mode = o->quant_mode;
+    p->opts.tau = o->tau;
+    p->opts.pool = o->pool;
+    if (o->version >= 2) p->opts.max_mem = o->max_mem;
     b.p = p;
     b.o = o;
     if ((rc = stf_model_build(&p->model, c, err))) goto done;
@@ -590,7 +644,7 @@ int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
         }
         if ((rc = find_merges(into, from, &b, &acts, &acap, err))) goto done;
     }
-    if (nl && (rc = probe_ahead(&ahead, &b, from, &acts, &acap, err))) goto done;
+    if (nl && (rc = probe_ahead(&ahead, &b, from, known, &acts, &acap, err))) goto done;
     for (size_t i = 0; i < nl; i++) {
         stf_layer merged;
         const stf_layer *l = layer_as_planned(p->model, from, i, &merged);
@@ -651,5 +705,31 @@ done:
         return rc;
     }
     *out = p;
+    return 0;
+}
+
+/* Build the plan (see include/stfix/pipeline.h). */
+int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
+                   const stf_plan_opts *o, stf_err *err)
+{
+    return build(out, c, r, o, NULL, err);
+}
+
+/* Contract in plan_internal.h. */
+int stf__plan_rebuild(stf_plan *p, const stf_probe_verdict *v, stf_err *err)
+{
+    size_t nl = stf_model_layer_count(p->model);
+    stf_probe_verdict *known = stf__malloc((nl ? nl : 1) * sizeof *known);
+    if (!known) return stf__err(err, STF_ENOMEM, "plan: out of memory");
+    for (size_t i = 0; i < nl; i++) known[i] = STF_PROBE_COUNT;
+    for (size_t i = 0; i < p->nguess; i++) known[p->guess[i].layer] = v[i];
+    stf_plan *np = NULL;
+    int rc = build(&np, p->c, p->r, &p->opts, known, err);
+    stf__free(known);
+    if (rc) return rc;
+    stf_plan tmp = *p;
+    *p = *np;
+    *np = tmp;
+    stf_plan_free(np);
     return 0;
 }

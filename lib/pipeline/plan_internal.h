@@ -110,7 +110,28 @@ struct stf_plan {
     size_t *qmeta_prefix_len;
     size_t nqmeta;
     int qmeta_mode;          /* STF__QMETA_* */
+    /* The H1 verdicts this plan assumed (stf_plan_opts.speculate) for its
+     * run to confirm, in layer order, and the options it was built with. */
+    struct stf__guess *guess;
+    size_t nguess;
+    stf_plan_opts opts;
 };
+
+/* A verdict assumed from the scale's shape: layer, its weight and scale
+ * (input tensor indices) and the verdict the plan used. */
+typedef struct stf__guess {
+    size_t layer, wi, si;
+    stf_probe_verdict v;
+} stf__guess;
+
+/*
+ * Rebuild p in place from its checkpoint, recipe and options, taking the
+ * verdict of layer guess[i].layer from v[i] for each of p's guesses that
+ * the run measured (STF_PROBE_COUNT: not measured) and probing the other
+ * layers as stf_plan_build does; nothing is assumed, so a run of it never
+ * starts over. On error p is unchanged.
+ */
+int stf__plan_rebuild(stf_plan *p, const stf_probe_verdict *v, stf_err *err);
 
 enum {
     STF__QMETA_ABSENT = 0,   /* not written (input had none, dropped, or no marker left) */
@@ -207,7 +228,7 @@ int stf__plan_probe_h1(stf_probe_verdict *out, const stf_plan_opts *o, const stf
  */
 typedef struct stf__probe_ahead {
     size_t nl;
-    unsigned char *mark;    /* per layer: 0 not wanted, 1 INT8, 2 W4A4 */
+    unsigned char *mark;    /* per layer: 0 not wanted, 1 INT8, 2 W4A4, 3 set */
     unsigned char *verdict; /* per layer: stf_probe_verdict + 1 once probed, else 0 */
     size_t failed;          /* the first failing layer, SIZE_MAX when none */
     int failed_rc;
@@ -221,6 +242,14 @@ int stf__probe_ahead_get(stf_probe_verdict *out, const stf__probe_ahead *pa,
                          const stf_plan_opts *o, const stf_model *m, size_t li,
                          const stf_layer *l, stf_err *err);
 void stf__probe_ahead_free(stf__probe_ahead *pa);
+/* Give layer li verdict v without probing it (mark 3). */
+void stf__probe_ahead_set(stf__probe_ahead *pa, size_t li, stf_probe_verdict v);
+/* The H1 verdict the shape of l's scale suggests for an INT8 layer H1 can
+ * read ([1, K]: COLUMN, else N scales: ROW, K scales: COLUMN),
+ * STF_PROBE_COUNT when it suggests
+ * none; *wi and *si its weight and scale. */
+stf_probe_verdict stf__probe_shape_guess(const stf_model *m, const stf_layer *l, size_t *wi,
+                                         size_t *si);
 /* Rotation the marker declares: convrot true with G a power of 4 / power of 2. */
 stf_rotation_kind stf__plan_rotation(const stf_layer *l);
 

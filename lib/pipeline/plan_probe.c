@@ -63,13 +63,13 @@ int stf__probe_ahead_run(stf__probe_ahead *pa, const stf_plan_opts *o, const stf
                          stf_err *err)
 {
     size_t n = 0;
-    for (size_t i = 0; i < pa->nl; i++) n += pa->mark[i] != 0;
+    for (size_t i = 0; i < pa->nl; i++) n += pa->mark[i] == 1 || pa->mark[i] == 2;
     if (!n) return 0;
     size_t *which = stf__calloc(n, sizeof *which);
     if (!which) return stf__err(err, STF_ENOMEM, "plan: out of memory");
     n = 0;
     for (size_t i = 0; i < pa->nl; i++)
-        if (pa->mark[i]) which[n++] = i;
+        if (pa->mark[i] == 1 || pa->mark[i] == 2) which[n++] = i;
     stf__progress pg;
     uint64_t total = 0;
     int on = o->version >= 3 && o->progress;
@@ -105,6 +105,31 @@ int stf__probe_ahead_get(stf_probe_verdict *out, const stf__probe_ahead *pa,
         return pa->failed_rc;
     }
     return stf__plan_probe_h1(out, o, m, l, stf__plan_probe_w4(l), err);
+}
+
+void stf__probe_ahead_set(stf__probe_ahead *pa, size_t li, stf_probe_verdict v)
+{
+    if (li >= pa->nl) return;
+    pa->mark[li] = 3;
+    pa->verdict[li] = (unsigned char)(v + 1);
+}
+
+/* Contract in plan_internal.h: the layers H1 reads as INT8 (probes.c). */
+stf_probe_verdict stf__probe_shape_guess(const stf_model *m, const stf_layer *l, size_t *wi,
+                                         size_t *si)
+{
+    const stf_tensor_info *w = stf_layer_tensor_info(m, l, STF_SFX_WEIGHT);
+    const stf_tensor_info *s = stf_layer_tensor_info(m, l, STF_SFX_WEIGHT_SCALE);
+    if (stf__plan_probe_w4(l) || !w || w->dtype != STF_I8 || w->rank != 2 || !s || !w->nelem)
+        return STF_PROBE_COUNT;
+    *wi = (size_t)stf_layer_tensor(l, STF_SFX_WEIGHT);
+    *si = (size_t)stf_layer_tensor(l, STF_SFX_WEIGHT_SCALE);
+    /* A [1, K] scale lies along the input axis, even on a square layer. */
+    if (s->rank == 2 && s->shape[0] == 1 && s->shape[1] == w->shape[1] && w->shape[0] > 1)
+        return STF_PROBE_COLUMN;
+    if (s->nelem == w->shape[0]) return STF_PROBE_ROW;
+    if (s->nelem == w->shape[1]) return STF_PROBE_COLUMN;
+    return STF_PROBE_COUNT;
 }
 
 void stf__probe_ahead_free(stf__probe_ahead *pa)

@@ -274,9 +274,11 @@ static int record_files(stf_run_report *rep, const stf_writer *w, stf_err *err)
     return 0;
 }
 
-/* Run every job in plan order, into the writer. */
+/* Run every job in plan order, into the writer; *same cleared (and the
+ * jobs stopped) at the first verdict the plan assumed that its job
+ * measures otherwise. */
 static int run_jobs(stf_run_report *rep, const stf_plan *p, run_ctx *ctx,
-                    const stf_run_opts *o, stf_err *err)
+                    const stf_run_opts *o, stf__guesses *gs, int *same, stf_err *err)
 {
     stf__jobrun jr;
     int rc = 0;
@@ -296,8 +298,12 @@ static int run_jobs(stf_run_report *rep, const stf_plan *p, run_ctx *ctx,
         const stf__job *job = &p->jobs[j];
         if (job->kind == STF__JOB_NONE) continue;
         stf_metrics_result mr;
-        rc = stf__job_exec(&jr, job, rep->metrics ? &mr : NULL, err);
-        if (rc) goto done;
+        size_t gi;
+        rc = stf__guesses_for(&jr.h1, &gi, gs, p, job, err);
+        if (!rc) rc = stf__job_exec(&jr, job, rep->metrics ? &mr : NULL, err);
+        jr.h1 = NULL;
+        if (!rc && gi != SIZE_MAX) rc = stf__guesses_measure(same, gs, p, gi, err);
+        if (rc || !*same) goto done;
         if (rep->metrics) {
             const stf_plan_tensor_info *wt = &p->outs[job->out_weight].pub;
             size_t li = wt->layer;
@@ -320,10 +326,11 @@ done:
     return rc;
 }
 
-/* Execute the plan into files, or with `mem` into memory files handed to
- * mem->done before they vanish (contract in run_internal.h). */
-int stf__plan_run_to(stf_run_report **out, const stf_plan *p, const char *out_path,
-                     const stf_run_opts *o, const stf__run_mem *mem, stf_err *err)
+/* One run of the plan; *redo set (and nothing kept) when a verdict the
+ * plan assumed is not the one measured, whose verdicts are then in gs. */
+static int run_once(stf_run_report **out, const stf_plan *p, const char *out_path,
+                    const stf_run_opts *o, const stf__run_mem *mem, stf__guesses *gs,
+                    int *redo, stf_err *err)
 {
     stf_run_opts defaults;
     stf_write_opts wo;
@@ -407,8 +414,14 @@ int stf__plan_run_to(stf_run_report **out, const stf_plan *p, const char *out_pa
     }
     rc = record_files(rep, w, err);
     if (rc) goto done;
-    rc = run_jobs(rep, p, &ctx, o, err);
+    int same = 1;
+    rc = run_jobs(rep, p, &ctx, o, gs, &same, err);
+    if (!rc && same) rc = stf__guesses_rest(&same, gs, p, err);
     if (rc) goto done;
+    if (!same) {
+        *redo = 1;
+        goto done;
+    }
     if (mem) {
         rc = mem->done(w, mem->ud, err);
         goto done;
@@ -426,10 +439,35 @@ done:
     stf_writer_free(w);
     stf__free(casts);
     stf__free(ctx.ids);
-    if (out)
+    if (out && !*redo) {
         *out = rep;
-    else
+    } else {
         stf_run_report_free(rep);
+        if (out) *out = NULL;
+    }
+    return rc;
+}
+
+/* Execute the plan into files, or with `mem` into memory files handed to
+ * mem->done before they vanish (contract in run_internal.h). A plan whose
+ * assumed verdicts the run refutes is rebuilt with the measured ones and
+ * run again. */
+int stf__plan_run_to(stf_run_report **out, const stf_plan *p, const char *out_path,
+                     const stf_run_opts *o, const stf__run_mem *mem, stf_err *err)
+{
+    if (out) *out = NULL;
+    if (!p || !out_path) return stf__err(err, STF_EINVAL, "run: NULL plan or output path");
+    stf__guesses gs;
+    int redo = 0, rc = stf__guesses_init(&gs, p, err);
+    if (!rc) rc = run_once(out, p, out_path, o, mem, &gs, &redo, err);
+    if (!rc && redo) {
+        /* The plan object is the caller's; only its contents change. */
+        rc = stf__plan_rebuild((stf_plan *)p, gs.v, err);
+        stf__guesses_free(&gs);
+        redo = 0;
+        if (!rc) rc = run_once(out, p, out_path, o, mem, &gs, &redo, err);
+    }
+    stf__guesses_free(&gs);
     return rc;
 }
 

@@ -33,6 +33,32 @@ typedef struct stf__run_mem {
 int stf__plan_run_to(stf_run_report **out, const stf_plan *p, const char *out_path,
                      const stf_run_opts *o, const stf__run_mem *mem, stf_err *err);
 
+/* ------------------------------------------------------- run_guess.c */
+
+/* One H1 accumulator per verdict the plan assumed (p->guess), and the
+ * verdicts measured (STF_PROBE_COUNT: not yet). */
+typedef struct stf__guesses {
+    stf__h1_acc *acc;
+    stf_probe_verdict *v;
+    size_t n;
+} stf__guesses;
+
+/* Errors: STF_ENOMEM. */
+int stf__guesses_init(stf__guesses *g, const stf_plan *p, stf_err *err);
+/* *out: the accumulator for the job's rows when the job reads the INT8
+ * codes of a weight whose verdict was assumed and is not measured yet
+ * (*gi: that guess), else NULL (*gi SIZE_MAX). STF_ENOMEM. */
+int stf__guesses_for(stf__h1_acc **out, size_t *gi, stf__guesses *g, const stf_plan *p,
+                     const stf__job *job, stf_err *err);
+/* Guess i measured after its job (from its accumulator, or probed when the
+ * job left rows out) into g->v[i]; *same: as assumed. Errors: the
+ * probe's, naming the layer. */
+int stf__guesses_measure(int *same, stf__guesses *g, const stf_plan *p, size_t i, stf_err *err);
+/* After the jobs: the guesses no job measured, probed, up to the first
+ * that is not as assumed (*same 0). Errors as stf__guesses_measure. */
+int stf__guesses_rest(int *same, stf__guesses *g, const stf_plan *p, stf_err *err);
+void stf__guesses_free(stf__guesses *g);
+
 /* ------------------------------------------------------------ decode.c */
 
 /*
@@ -151,6 +177,11 @@ typedef struct stf__jobrun {
      * (progress); NULL: none. Set after stf__jobrun_init. */
     void (*tick)(void *ud, const stf__job *job);
     void *tick_ud;
+    /* When set (for the next job, whose weight is INT8 codes): the H1
+     * counts of the rows it reads, gathered as they are read (the plan
+     * assumed the verdict, probe_scan.h). A job that reads its rows
+     * otherwise (wide rows) leaves rows out; the run then probes. */
+    stf__h1_acc *h1;
 } stf__jobrun;
 
 /* Zero the runner and set its inputs. Never fails. */

@@ -179,6 +179,14 @@ static void test_plan_and_run_refuse(void **state)
     assert_null(p);
     stf_plan_opts_init_version(&po, 4);
     expect_refused(stf_plan_build(&p, c, rc, &po, &err), &err, "stf_plan_opts", 4);
+    /* Layout 2 ends before progress and speculate: its init leaves that field alone. */
+    po.speculate = 7;
+    stf_plan_opts_init_version(&po, 2);
+    assert_int_equal(po.version, 2);
+    assert_int_equal(po.speculate, 7);
+    assert_int_equal(stf_plan_build(&p, c, rc, &po, &err), 0);
+    stf_plan_free(p);
+    p = NULL;
     /* Layout 1, before max_mem, is still accepted. */
     stf_plan_opts_init_version(&po, 1);
     assert_int_equal(po.version, 1);
@@ -187,6 +195,7 @@ static void test_plan_and_run_refuse(void **state)
     p = NULL;
     stf_plan_opts_init(&po);
     assert_int_equal(po.max_mem, 0);
+    assert_int_equal(po.speculate, 0);
     assert_int_equal(stf_plan_build(&p, c, rc, &po, &err), 0);
 
     stf_run_opts ro;
