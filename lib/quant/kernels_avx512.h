@@ -62,6 +62,23 @@ int stf__int8_row_i8_g256(int8_t *q, float *scale, const int8_t *src, float s, c
 uint32_t stf__int8_i8x2_pass1(uint16_t *z, const int8_t *src, float s, size_t k);
 
 /*
+ * The same for a Sylvester G = 128 source (1 <= |s| * 2^90, s finite):
+ * z = rT(U) and max |U| bits for U = 16 R, R the regular G = 256 FHT of
+ * the row int8_dequant_row + sylvester_undo(128) give, in fht256_eo's
+ * order (kernels_i8x2_avx512.c).
+ */
+uint32_t stf__int8_syl128_pass1(uint16_t *z, const int8_t *src, float s, size_t k);
+
+/*
+ * int8_row_i8 for that source (T = BF16, G = 256, mode cuda or eager, k a
+ * multiple of 256; only where stf__avx512_bf16_usable()): 0 with q and
+ * *scale written, or 1 (nothing useful written) for a row it leaves to
+ * the caller: a scale outside the range above, a row not finite on the way.
+ */
+int stf__int8_row_syl128_g256(int8_t *q, float *scale, const int8_t *src, float s, size_t k,
+                              stf_quant_mode mode, float *scratch);
+
+/*
  * int8_dequant_row(dst, q, s, k), then sylvester_undo(dst, k, g) (g a power
  * of 2 in 2..4096 dividing k), in one pass for g of 32 to 256: the codes
  * are widened and multiplied by s in registers and the group runs through

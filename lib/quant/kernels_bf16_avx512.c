@@ -682,3 +682,15 @@ int stf__int8_row_i8_g256(int8_t *q, float *scale, const int8_t *src, float s, c
                          : pass1_i8(z, src, s, cols, ug, k);
     return codes_from_u(q, scale, z, k, ubits, mode, ug ? 0x1p-8f : 0.0625f);
 }
+
+int stf__int8_row_syl128_g256(int8_t *q, float *scale, const int8_t *src, float s, size_t k,
+                              stf_quant_mode mode, float *scratch)
+{
+    /* Every nonzero value after the undo has magnitude >= 2^-117: the
+     * products q * s and their sums are multiples of ulp(s) >= 2^-113,
+     * and c > 2^-4 (stf__int8_syl128_pass1). */
+    float as = s < 0 ? -s : s;
+    if (k % 256 != 0 || !(as >= 0x1p-90f) || !(as <= FLT_MAX)) return 1;
+    uint16_t *z = (uint16_t *)(void *)scratch;
+    return codes_from_u(q, scale, z, k, stf__int8_syl128_pass1(z, src, s, k), mode, 0.0625f);
+}

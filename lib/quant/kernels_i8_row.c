@@ -58,6 +58,10 @@ static int i8_avx512(const stf__kernels *kt, int8_t *q, float *scale, const int8
         (mode == STF_QMODE_CUDA || mode == STF_QMODE_EAGER) && stf__avx512_bf16_usable() &&
         stf__int8_row_i8_g256(q, scale, src, s, cols, ug, k, mode, scratch) == 0)
         return 0;
+    if (hw_bf16 && g == 256 && t == STF_BF16 && ug == 128 && sylvester && !cols &&
+        (mode == STF_QMODE_CUDA || mode == STF_QMODE_EAGER) && stf__avx512_bf16_usable() &&
+        stf__int8_row_syl128_g256(q, scale, src, s, k, mode, scratch) == 0)
+        return 0;
     if (ug && sylvester && !cols) {
         /* A Sylvester source: decoded and un-rotated in one pass, then int8_row. */
         stf__int8_dequant_syl_avx512(row, src, s, k, ug);
