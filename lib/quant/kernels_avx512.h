@@ -1,7 +1,9 @@
 /*
  * Internal: the parts shared by the AVX-512 kernel files
  * (kernels_avx512.c, the general table; kernels_bf16_avx512.c, the BF16
- * int8_row path that needs AVX512-BF16 and AVX512-VBMI). The inline
+ * int8_row path that needs AVX512-BF16 and AVX512-VBMI, and
+ * kernels_i8x2_avx512.c, its pass 1 for INT8 rows with a rotation to
+ * undo). The inline
  * helpers exist only in files built with the AVX-512 flags; the
  * declarations are for everyone (tests use stf__kernels_avx512_plain).
  */

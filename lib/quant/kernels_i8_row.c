@@ -4,9 +4,10 @@
  * undone there (fht_regular, or sylvester_undo), then int8_row of that F32
  * row with scratch. The scalar table uses it as the reference, the AVX2
  * table with its own steps; the AVX-512 tables run the common cases
- * without the F32 row (kernels_bf16_avx512.c), a Sylvester source's decode
- * and undo in one pass (kernels_decode_avx512.c), through the entry at the end
- * of this file) and the composition for the rest.
+ * without the F32 row (kernels_bf16_avx512.c, kernels_i8x2_avx512.c), the
+ * other Sylvester sources' decode and undo in one pass
+ * (kernels_decode_avx512.c), through the entry at the end of this file,
+ * and the composition for the rest.
  */
 #include "kernels.h"
 #if STF_HAVE_X86_SIMD
@@ -45,8 +46,9 @@ int stf__int8_row_i8_avx2(int8_t *q, float *scale, const int8_t *src, float s, c
 /*
  * The AVX-512 tables' entry: the BF16 G = 256 path of
  * kernels_bf16_avx512.c where it applies (T = BF16, G = 256, cuda or eager,
- * a regular G = 256 rotation or none to undo) and takes the row; a
- * Sylvester source with one scale is decoded and un-rotated in one pass
+ * a regular G = 256 rotation or none to undo, or a Sylvester G = 128
+ * one with one scale) and takes the row; another Sylvester source with
+ * one scale is decoded and un-rotated in one pass
  * (kernels_decode_avx512.c) before int8_row; the rest is the composition
  * on the table itself. The plain table has no AVX512-BF16 path.
  */

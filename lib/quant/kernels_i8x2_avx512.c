@@ -1,7 +1,8 @@
 /*
- * Pass 1 of stf__int8_row_i8_g256 (kernels_bf16_avx512.c) for its most
- * common row: one scale, a regular G = 256 rotation to undo and G = 256 to
- * apply. Both transforms run on the 16 vectors of a group without leaving
+ * Pass 1 of the BF16 G = 256 path (kernels_bf16_avx512.c) for INT8 rows
+ * with one scale and a rotation to undo: a regular G = 256 one (below)
+ * and a Sylvester G = 128 one (the end of the file), requantized with
+ * G = 256. Both transforms run on the 16 vectors of a group without leaving
  * the registers, with 8 lane/vector bit moves between their 8 stages
  * instead of the 11 of two fht256_eo calls and the reorder between them.
  *
