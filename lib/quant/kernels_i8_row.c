@@ -26,6 +26,12 @@ int stf__int8_row_i8_compose(const stf__kernels *kt, int8_t *q, float *scale, co
     return kt->int8_row(q, scale, row, STF_F32, k, g, mode, t, scratch);
 }
 
+void stf__int8_dequant_syl_scalar(float *dst, const int8_t *q, float s, size_t k, unsigned g)
+{
+    stf__kernels_scalar.int8_dequant_row(dst, q, s, k);
+    stf__kernels_scalar.sylvester_undo(dst, k, g);
+}
+
 int stf__int8_row_i8_scalar(int8_t *q, float *scale, const int8_t *src, float s, const float *cols,
                             unsigned ug, int sylvester, size_t k, unsigned g, stf_quant_mode mode,
                             stf_dtype t, float *scratch, float *row)
@@ -35,6 +41,12 @@ int stf__int8_row_i8_scalar(int8_t *q, float *scale, const int8_t *src, float s,
 }
 
 #if STF_HAVE_X86_SIMD
+void stf__int8_dequant_syl_avx2(float *dst, const int8_t *q, float s, size_t k, unsigned g)
+{
+    stf__kernels_avx2.int8_dequant_row(dst, q, s, k);
+    stf__kernels_avx2.sylvester_undo(dst, k, g);
+}
+
 int stf__int8_row_i8_avx2(int8_t *q, float *scale, const int8_t *src, float s, const float *cols,
                           unsigned ug, int sylvester, size_t k, unsigned g, stf_quant_mode mode,
                           stf_dtype t, float *scratch, float *row)

@@ -251,42 +251,76 @@ static void test_exact_values(void **state)
 static void test_dequant_syl_matches_composition(void **state)
 {
     (void)state;
-#if STF_HAVE_X86_SIMD
-    if (!stf_simd_supported(STF_SIMD_AVX512)) skip();
     static const float scales[] = { 0.0123f, 1.0f, 0x1p-140f, 3.0e36f, 0.0f, -0.5f };
     int8_t *q = malloc(3 * 4096);
     float *a = aligned_floats(3 * 4096 + 16), *b = aligned_floats(3 * 4096 + 16);
     assert_non_null(q);
     size_t cases = 0;
-    g_rng.s = 0x5E1Fu;
-    for (unsigned g = 2; g <= 4096; g *= 2)
-        for (size_t m = 1; m <= 3; m++)
-            for (int kind = 0; kind < R_NKINDS; kind++) {
-                size_t k = g * m;
-                float s = kind == R_RANDOM && m == 2 ? qt_float(0x7F800000u)
-                          : kind == R_SMALL && m == 3 ? qt_float(0xFFC00001u)
-                                                      : scales[((size_t)kind + m - 1) % 6];
-                fill(q, k, kind);
-                b[k] = qt_float(0x7FA5A5A5u);
-                stf__kernels_scalar.int8_dequant_row(a, q, s, k);
-                stf__sylvester_undo_scalar(a, k, g);
-                stf__int8_dequant_syl_avx512(b, q, s, k, g);
-                for (size_t i = 0; i < k; i++)
-                    if (qt_bits(a[i]) != qt_bits(b[i])) {
-                        print_error("g=%u k=%zu kind=%d s=%a: value %zu %08x != %08x\n", g, k,
-                                    kind, (double)s, i, qt_bits(a[i]), qt_bits(b[i]));
-                        fail();
-                    }
-                assert_int_equal(qt_bits(b[k]), 0x7FA5A5A5u);
-                cases++;
-            }
-    assert_int_equal(cases, 12 * 3 * R_NKINDS);
+    for (int vi = 0; vi < QT_NVARIANTS; vi++) {
+        const stf__kernels *v = qt_kernel_variant(vi);
+        if (!v) continue;
+        g_rng.s = 0x5E1Fu;
+        for (unsigned g = 2; g <= 4096; g *= 2)
+            for (size_t m = 1; m <= 3; m++)
+                for (int kind = 0; kind < R_NKINDS; kind++) {
+                    size_t k = g * m;
+                    float s = kind == R_RANDOM && m == 2 ? qt_float(0x7F800000u)
+                              : kind == R_SMALL && m == 3 ? qt_float(0xFFC00001u)
+                                                          : scales[((size_t)kind + m - 1) % 6];
+                    fill(q, k, kind);
+                    b[k] = qt_float(0x7FA5A5A5u);
+                    stf__kernels_scalar.int8_dequant_row(a, q, s, k);
+                    stf__sylvester_undo_scalar(a, k, g);
+                    v->int8_dequant_syl(b, q, s, k, g);
+                    for (size_t i = 0; i < k; i++)
+                        if (qt_bits(a[i]) != qt_bits(b[i])) {
+                            print_error("variant %d g=%u k=%zu kind=%d s=%a: value %zu %08x != "
+                                        "%08x\n", vi, g, k, kind, (double)s, i, qt_bits(a[i]),
+                                        qt_bits(b[i]));
+                            fail();
+                        }
+                    assert_int_equal(qt_bits(b[k]), 0x7FA5A5A5u);
+                    cases++;
+                }
+    }
+    assert_true(cases >= 12 * 3 * R_NKINDS);
     free(q);
     free(a);
     free(b);
-#else
-    skip();
-#endif
+}
+
+/* stf_int8_dequantize of Sylvester rows with row and tensor scales, under
+ * every variant the CPU has: the bits of int8_dequant_row + sylvester_undo
+ * on the scalar table, row by row. */
+static void test_dequantize_sylvester_rows(void **state)
+{
+    (void)state;
+    enum { N = 3, K = 512 };
+    static int8_t q[N * K];
+    float *a = aligned_floats(N * K), *b = aligned_floats(N * K);
+    const float rs[N] = { 0.0123f, -3.0e36f, 0x1p-140f };
+    g_rng.s = 0x5E20u;
+    fill(q, N * K, R_RANDOM);
+    q[5] = -128;
+    q[K + 7] = 127;
+    static const stf_simd simds[] = { STF_SIMD_SCALAR, STF_SIMD_AVX2, STF_SIMD_AVX512 };
+    for (size_t si = 0; si < 3; si++) {
+        if (!stf_simd_supported(simds[si])) continue;
+        assert_int_equal(stf_simd_select(simds[si], NULL), 0);
+        for (unsigned g = 2; g <= K; g *= 2)
+            for (int axis = 0; axis < 2; axis++) {
+                stf_dequant_opts o = { axis ? STF_SCALE_ROW : STF_SCALE_TENSOR, g, 1 };
+                for (size_t r = 0; r < N; r++) {
+                    stf__kernels_scalar.int8_dequant_row(a + r * K, q + r * K, rs[axis ? r : 0], K);
+                    stf__sylvester_undo_scalar(a + r * K, K, g);
+                }
+                assert_int_equal(stf_int8_dequantize(b, q, rs, N, K, &o, NULL, NULL), 0);
+                assert_memory_equal(a, b, sizeof(float) * N * K);
+            }
+    }
+    assert_int_equal(stf_simd_select(STF_SIMD_AUTO, NULL), 0);
+    free(a);
+    free(b);
 }
 
 /* fix's call: the bytes, scale, return code and message of
@@ -369,6 +403,7 @@ int main(void)
         cmocka_unit_test(test_other_shapes),
         cmocka_unit_test(test_exact_values),
         cmocka_unit_test(test_dequant_syl_matches_composition),
+        cmocka_unit_test(test_dequantize_sylvester_rows),
         cmocka_unit_test(test_quantize_row_i8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
