@@ -170,6 +170,12 @@ static int dq_chunk(void *ud, size_t begin, size_t end)
     for (size_t r = begin; r < end; r++) {
         float *d = j->dst + r * j->k;
         const int8_t *q = j->q + r * j->k;
+        if (j->o->rot_group && j->o->sylvester && j->o->axis != STF_SCALE_COL) {
+            /* One scale: decode and undo in one pass where the table can. */
+            float s = j->scale[j->o->axis == STF_SCALE_ROW ? r : 0];
+            j->kt->int8_dequant_syl(d, q, s, j->k, j->o->rot_group);
+            continue;
+        }
         switch (j->o->axis) {
         case STF_SCALE_TENSOR: j->kt->int8_dequant_row(d, q, j->scale[0], j->k); break;
         case STF_SCALE_ROW: j->kt->int8_dequant_row(d, q, j->scale[r], j->k); break;

@@ -102,6 +102,13 @@ typedef struct stf__kernels {
     int (*int8_row_i8)(int8_t *q, float *scale, const int8_t *src, float s, const float *cols,
                        unsigned ug, int sylvester, size_t k, unsigned g, stf_quant_mode mode,
                        stf_dtype t, float *scratch, float *row);
+
+    /*
+     * int8_dequant_row(dst, q, s, k), then sylvester_undo(dst, k, g) (g as
+     * that entry takes it): the same bits, in one pass where the variant
+     * can (stf_int8_dequantize's Sylvester rows with one scale).
+     */
+    void (*int8_dequant_syl)(float *dst, const int8_t *q, float s, size_t k, unsigned g);
 } stf__kernels;
 
 /* The decode entries of each variant (kernels_decode_*.c), for the tables. */
@@ -118,10 +125,14 @@ int stf__int8_row_i8_compose(const stf__kernels *kt, int8_t *q, float *scale, co
                              float s, const float *cols, unsigned ug, int sylvester, size_t k,
                              unsigned g, stf_quant_mode mode, stf_dtype t, float *scratch,
                              float *row);
+/* int8_dequant_syl as the composition of the table's two entries
+ * (kernels_i8_row.c). */
+void stf__int8_dequant_syl_scalar(float *dst, const int8_t *q, float s, size_t k, unsigned g);
 int stf__int8_row_i8_scalar(int8_t *q, float *scale, const int8_t *src, float s, const float *cols,
                             unsigned ug, int sylvester, size_t k, unsigned g, stf_quant_mode mode,
                             stf_dtype t, float *scratch, float *row);
 #if STF_HAVE_X86_SIMD
+void stf__int8_dequant_syl_avx2(float *dst, const int8_t *q, float s, size_t k, unsigned g);
 int stf__int8_row_i8_avx2(int8_t *q, float *scale, const int8_t *src, float s, const float *cols,
                           unsigned ug, int sylvester, size_t k, unsigned g, stf_quant_mode mode,
                           stf_dtype t, float *scratch, float *row);

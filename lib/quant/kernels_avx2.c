@@ -654,4 +654,5 @@ const stf__kernels stf__kernels_avx2 = {
     stf__w4a4_unpack_avx2,
     int8_row_fp8_avx2,
     stf__int8_row_i8_avx2,
+    stf__int8_dequant_syl_avx2,
 };

@@ -752,6 +752,7 @@ const stf__kernels stf__kernels_avx512 = {
     stf__w4a4_unpack_avx512,
     int8_row_fp8_avx512,
     stf__int8_row_i8_avx512,
+    stf__int8_dequant_syl_avx512,
 };
 
 /* The same without the AVX512-BF16 path (declared in kernels_avx512.h). */
@@ -770,4 +771,5 @@ const stf__kernels stf__kernels_avx512_plain = {
     stf__w4a4_unpack_avx512,
     int8_row_fp8_avx512_plain,
     stf__int8_row_i8_avx512_plain,
+    stf__int8_dequant_syl_avx512,
 };

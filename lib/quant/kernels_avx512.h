@@ -1,7 +1,9 @@
 /*
  * Internal: the parts shared by the AVX-512 kernel files
  * (kernels_avx512.c, the general table; kernels_bf16_avx512.c, the BF16
- * int8_row path that needs AVX512-BF16 and AVX512-VBMI). The inline
+ * int8_row path that needs AVX512-BF16 and AVX512-VBMI, and
+ * kernels_i8x2_avx512.c, its pass 1 for INT8 rows with a rotation to
+ * undo). The inline
  * helpers exist only in files built with the AVX-512 flags; the
  * declarations are for everyone (tests use stf__kernels_avx512_plain).
  */
@@ -15,6 +17,9 @@
 #include "kernels.h"
 
 #define INL static inline __attribute__((always_inline))
+/* The functions that use AVX512-BF16 and AVX512-VBMI (kernels_bf16_avx512.c,
+ * kernels_i8x2_avx512.c); called only where stf__avx512_bf16_usable(). */
+#define STF__TGT_BF16 __attribute__((target("avx512bf16,avx512vbmi")))
 
 /* The AVX-512 table without the AVX512-BF16 path, so tests can check the
  * general path on CPUs that have the extension. */
@@ -49,6 +54,31 @@ int stf__int8_row_fp8_g256(int8_t *q, float *scale, const uint8_t *src, stf_dtyp
                            size_t k, stf_quant_mode mode, float *scratch);
 int stf__int8_row_i8_g256(int8_t *q, float *scale, const int8_t *src, float s, const float *cols,
                           unsigned ug, size_t k, stf_quant_mode mode, float *scratch);
+
+/*
+ * Pass 1 of stf__int8_row_i8_g256 for one scale s (1 <= |s| * 2^100, s
+ * finite) and a regular G = 256 rotation to undo (kernels_i8x2_avx512.c):
+ * z and the returned max |U| bits exactly as the general INT8 pass 1
+ * gives them. Only where stf__avx512_bf16_usable().
+ */
+uint32_t stf__int8_i8x2_pass1(uint16_t *z, const int8_t *src, float s, size_t k);
+
+/*
+ * The same for a Sylvester G = 128 source (1 <= |s| * 2^90, s finite):
+ * z = rT(U) and max |U| bits for U = 16 R, R the regular G = 256 FHT of
+ * the row int8_dequant_row + sylvester_undo(128) give, in fht256_eo's
+ * order (kernels_i8x2_avx512.c).
+ */
+uint32_t stf__int8_syl128_pass1(uint16_t *z, const int8_t *src, float s, size_t k);
+
+/*
+ * int8_row_i8 for that source (T = BF16, G = 256, mode cuda or eager, k a
+ * multiple of 256; only where stf__avx512_bf16_usable()): 0 with q and
+ * *scale written, or 1 (nothing useful written) for a row it leaves to
+ * the caller: a scale outside the range above, a row not finite on the way.
+ */
+int stf__int8_row_syl128_g256(int8_t *q, float *scale, const int8_t *src, float s, size_t k,
+                              stf_quant_mode mode, float *scratch);
 
 /*
  * int8_dequant_row(dst, q, s, k), then sylvester_undo(dst, k, g) (g a power
@@ -173,6 +203,48 @@ INL __m512 group_maxabs(const __m512 *v)
     for (int j = 0; j < 8; j++) m[j] = maxabs(v[2 * j], v[2 * j + 1]);
     return maxabs(maxabs(maxabs(m[0], m[1]), maxabs(m[2], m[3])),
                   maxabs(maxabs(m[4], m[5]), maxabs(m[6], m[7])));
+}
+
+/*
+ * Move a lane-index bit into the vector-index bit that tells *a (0) from
+ * *b (1), with one unmasked two-source shuffle per output:
+ *   k == 0, vshufps (2,0,2,0)/(3,1,3,1) inside each 128-bit block:
+ *           new l0 = old l1, new l1 = vector bit, new vector bit = old l0;
+ *   k == 2, vshuff32x4, the same on the 128-bit blocks:
+ *           new l2 = old l3, new l3 = vector bit, new vector bit = old l2.
+ * Why these and not bit swaps: on Zen 5 vshufps runs on all four FP
+ * pipes, unmasked vshuff32x4 on two, while the masked forms a swap needs
+ * (vpermilps{k}, vshuff32x4{k}) measured 2.6 and 1 per cycle.
+ */
+INL void eo_swap(__m512 *a, __m512 *b, int k)
+{
+    __m512 A = *a, B = *b;
+    if (k == 0) {
+        *a = _mm512_shuffle_ps(A, B, _MM_SHUFFLE(2, 0, 2, 0));
+        *b = _mm512_shuffle_ps(A, B, _MM_SHUFFLE(3, 1, 3, 1));
+    } else {
+        *a = _mm512_shuffle_f32x4(A, B, _MM_SHUFFLE(2, 0, 2, 0));
+        *b = _mm512_shuffle_f32x4(A, B, _MM_SHUFFLE(3, 1, 3, 1));
+    }
+}
+
+/* eo_swap(k) with vector-index bit vb over all 16 vectors. */
+INL void swap_all(__m512 *v, int k, int vb)
+{
+    int st = 1 << vb;
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++)
+        if (!(i & st)) eo_swap(&v[i], &v[i + st], k);
+}
+
+/* Absmax and the BF16 store of one finished group. */
+STF__TGT_BF16 INL void group_out(uint16_t *z, const __m512 *v, __m512i *amax)
+{
+    *amax = _mm512_max_epu32(*amax, _mm512_castps_si512(group_maxabs(v)));
+#pragma GCC unroll 8
+    for (int m = 0; m < 8; m++)
+        _mm512_storeu_si512((void *)(z + 32 * (size_t)m),
+                            (__m512i)_mm512_cvtne2ps_pbh(v[2 * m + 1], v[2 * m]));
 }
 
 #endif /* __AVX512F__ */

@@ -42,7 +42,7 @@
 #include "int8_scale.h"
 #include "kernels_avx512.h"
 
-#define TGT __attribute__((target("avx512bf16,avx512vbmi")))
+#define TGT STF__TGT_BF16
 
 /* 0: not asked yet; else 1 + answer. */
 static atomic_int g_bf16;
@@ -61,38 +61,6 @@ int stf__avx512_bf16_usable(void)
         atomic_store_explicit(&g_bf16, v, memory_order_relaxed);
     }
     return v - 1;
-}
-
-/*
- * Move a lane-index bit into the vector-index bit that tells *a (0) from
- * *b (1), with one unmasked two-source shuffle per output:
- *   k == 0, vshufps (2,0,2,0)/(3,1,3,1) inside each 128-bit block:
- *           new l0 = old l1, new l1 = vector bit, new vector bit = old l0;
- *   k == 2, vshuff32x4, the same on the 128-bit blocks:
- *           new l2 = old l3, new l3 = vector bit, new vector bit = old l2.
- * Why these and not bit swaps: on Zen 5 vshufps runs on all four FP
- * pipes, unmasked vshuff32x4 on two, while the masked forms a swap needs
- * (vpermilps{k}, vshuff32x4{k}) measured 2.6 and 1 per cycle.
- */
-INL void eo_swap(__m512 *a, __m512 *b, int k)
-{
-    __m512 A = *a, B = *b;
-    if (k == 0) {
-        *a = _mm512_shuffle_ps(A, B, _MM_SHUFFLE(2, 0, 2, 0));
-        *b = _mm512_shuffle_ps(A, B, _MM_SHUFFLE(3, 1, 3, 1));
-    } else {
-        *a = _mm512_shuffle_f32x4(A, B, _MM_SHUFFLE(2, 0, 2, 0));
-        *b = _mm512_shuffle_f32x4(A, B, _MM_SHUFFLE(3, 1, 3, 1));
-    }
-}
-
-/* eo_swap(k) with vector-index bit vb over all 16 vectors. */
-INL void swap_all(__m512 *v, int k, int vb)
-{
-    int st = 1 << vb;
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; i++)
-        if (!(i & st)) eo_swap(&v[i], &v[i + st], k);
 }
 
 /*
@@ -122,16 +90,6 @@ INL void fht256_eo(__m512 *v)
     for (int m = 0; m < 16; m += 4) fht_quad_x(&v[m], &v[m + 1], &v[m + 2], &v[m + 3], 0, 1);
 #pragma GCC unroll 4
     for (int m = 0; m < 4; m++) fht_quad_x(&v[m], &v[m + 4], &v[m + 8], &v[m + 12], 0, 1);
-}
-
-/* Absmax and the BF16 store of one finished group. */
-TGT INL void group_out(uint16_t *z, const __m512 *v, __m512i *amax)
-{
-    *amax = _mm512_max_epu32(*amax, _mm512_castps_si512(group_maxabs(v)));
-#pragma GCC unroll 8
-    for (int m = 0; m < 8; m++)
-        _mm512_storeu_si512((void *)(z + 32 * (size_t)m),
-                            (__m512i)_mm512_cvtne2ps_pbh(v[2 * m + 1], v[2 * m]));
 }
 
 /*
@@ -716,6 +674,23 @@ int stf__int8_row_i8_g256(int8_t *q, float *scale, const int8_t *src, float s, c
     if (k % 256 != 0 || (ug != 0 && ug != 256)) return 1;
     if (cols ? min_abs_bits(cols, k) < lim : (stf__f32_bits(s) & 0x7FFFFFFFu) < lim) return 1;
     uint16_t *z = (uint16_t *)(void *)scratch;
-    return codes_from_u(q, scale, z, k, pass1_i8(z, src, s, cols, ug, k), mode,
-                        ug ? 0x1p-8f : 0.0625f);
+    /* One scale whose fl32(s * 2^-24) is exact: both transforms in one
+     * register pass (kernels_i8x2_avx512.c). */
+    float as = s < 0 ? -s : s;
+    uint32_t ubits = ug && !cols && as >= 0x1p-100f && as <= FLT_MAX
+                         ? stf__int8_i8x2_pass1(z, src, s, k)
+                         : pass1_i8(z, src, s, cols, ug, k);
+    return codes_from_u(q, scale, z, k, ubits, mode, ug ? 0x1p-8f : 0.0625f);
+}
+
+int stf__int8_row_syl128_g256(int8_t *q, float *scale, const int8_t *src, float s, size_t k,
+                              stf_quant_mode mode, float *scratch)
+{
+    /* Every nonzero value after the undo has magnitude >= 2^-117: the
+     * products q * s and their sums are multiples of ulp(s) >= 2^-113,
+     * and c > 2^-4 (stf__int8_syl128_pass1). */
+    float as = s < 0 ? -s : s;
+    if (k % 256 != 0 || !(as >= 0x1p-90f) || !(as <= FLT_MAX)) return 1;
+    uint16_t *z = (uint16_t *)(void *)scratch;
+    return codes_from_u(q, scale, z, k, stf__int8_syl128_pass1(z, src, s, k), mode, 0.0625f);
 }

@@ -181,4 +181,5 @@ const stf__kernels stf__kernels_scalar = {
     stf__w4a4_unpack_scalar,
     stf__int8_row_fp8_scalar,
     stf__int8_row_i8_scalar,
+    stf__int8_dequant_syl_scalar,
 };

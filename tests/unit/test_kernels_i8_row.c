@@ -86,8 +86,18 @@ static const float k_scales[] = { 0.0123f, -0.004f, 1.0f, 0x1p-122f, 0x1.fffffep
                                   0x1p-118f, 0x1.fffffep-119f, 0x1p-140f, 3.0e36f, 0.0f,
                                   -0x1p-118f, 1.0e-30f };
 
-/* The production shapes: T = BF16, G = 256, no rotation or a regular
- * G = 256 to undo, row and column scales. */
+/* More scales for the G = 256 shapes: at and below the guards of the
+ * one-pass INT8 paths (2^-100 regular, 2^-90 Sylvester), full mantissas,
+ * and NaN and Inf. */
+static const float k_scales_g256[] = { 0x1p-100f, -0x1.fffffep-101f, 0x1p-90f,
+                                       0x1.fffffep-91f, 0x1.234567p-5f, -0x1.fedcbap-9f,
+                                       0x1.7ffffep+100f };
+
+#define NSC (sizeof k_scales / sizeof *k_scales)
+#define NSC256 (sizeof k_scales_g256 / sizeof *k_scales_g256)
+
+/* The production shapes: T = BF16, G = 256, no rotation, a regular G = 256
+ * or a Sylvester G = 128 to undo, row and column scales. */
 static void test_g256_bf16(void **state)
 {
     (void)state;
@@ -100,25 +110,34 @@ static void test_g256_bf16(void **state)
     for (int vi = 0; vi < QT_NVARIANTS; vi++) {
         const stf__kernels *v = qt_kernel_variant(vi);
         if (!v) continue;
-        for (size_t si = 0; si < sizeof k_scales / sizeof *k_scales; si++)
+        for (size_t si = 0; si < NSC + NSC256 + 2; si++)
             for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
                 for (int kind = 0; kind < R_NKINDS; kind++)
-                    for (unsigned ug = 0; ug <= 256; ug += 256) {
+                    for (int u = 0; u < 3; u++) {
+                        /* no rotation, regular G = 256, Sylvester G = 128 */
+                        unsigned ug = u == 0 ? 0 : u == 1 ? 256 : 128;
+                        float sc = si < NSC            ? k_scales[si]
+                                   : si < NSC + NSC256 ? k_scales_g256[si - NSC]
+                                   : qt_float(si == NSC + NSC256 ? 0x7FC00000u : 0xFF800000u);
                         size_t k = ks[ki];
                         fill(src, k, kind);
                         stf_quant_mode mode = (kind + (int)si) % 2 ? STF_QMODE_EAGER
                                                                    : STF_QMODE_CUDA;
-                        cmp_case(v, src, k_scales[si], NULL, ug, 0, k, 256, mode, STF_BF16, sa,
-                                 sb, row);
+                        cmp_case(v, src, sc, NULL, ug, u == 2, k, 256, mode, STF_BF16, sa, sb,
+                                 row);
+                        if (u == 2) { /* Sylvester sources have row scales */
+                            cases++;
+                            continue;
+                        }
                         /* Column scales: one of them is the edge value. */
                         for (size_t i = 0; i < k; i++)
                             cols[i] = 0.001f + (float)(qt_next(&g_rng) % 1000) * 1e-5f;
-                        cols[qt_next(&g_rng) % k] = k_scales[si];
+                        cols[qt_next(&g_rng) % k] = sc;
                         cmp_case(v, src, 0.0f, cols, ug, 0, k, 256, mode, STF_BF16, sa, sb, row);
                         cases += 2;
                     }
     }
-    assert_true(cases >= 12 * 4 * R_NKINDS * 2 * 2);
+    assert_true(cases >= (NSC + NSC256 + 2) * 4 * R_NKINDS * 5);
 #if STF_HAVE_X86_SIMD
     /* The fast path itself takes ordinary rows, and declines below its guard. */
     if (stf_simd_supported(STF_SIMD_AVX512) && stf__avx512_bf16_usable()) {
@@ -135,6 +154,15 @@ static void test_g256_bf16(void **state)
                                                STF_QMODE_CUDA, sb), 1);
         assert_int_equal(stf__int8_row_i8_g256(qb, &sc, src, 0x1p-120f, NULL, 0, 3072,
                                                STF_QMODE_CUDA, sb), 0);
+        /* The Sylvester G = 128 one: ordinary scales, not below 2^-90. */
+        assert_int_equal(stf__int8_row_syl128_g256(qb, &sc, src, 0.01f, 3072, STF_QMODE_CUDA, sb),
+                         0);
+        assert_int_equal(stf__int8_row_syl128_g256(qb, &sc, src, -0x1p-90f, 3072,
+                                                   STF_QMODE_EAGER, sb), 0);
+        assert_int_equal(stf__int8_row_syl128_g256(qb, &sc, src, 0x1.fffffep-91f, 3072,
+                                                   STF_QMODE_CUDA, sb), 1);
+        assert_int_equal(stf__int8_row_syl128_g256(qb, &sc, src, 0.01f, 3000, STF_QMODE_CUDA, sb),
+                         1);
     }
 #endif
     free(sa);
@@ -223,42 +251,76 @@ static void test_exact_values(void **state)
 static void test_dequant_syl_matches_composition(void **state)
 {
     (void)state;
-#if STF_HAVE_X86_SIMD
-    if (!stf_simd_supported(STF_SIMD_AVX512)) skip();
     static const float scales[] = { 0.0123f, 1.0f, 0x1p-140f, 3.0e36f, 0.0f, -0.5f };
     int8_t *q = malloc(3 * 4096);
     float *a = aligned_floats(3 * 4096 + 16), *b = aligned_floats(3 * 4096 + 16);
     assert_non_null(q);
     size_t cases = 0;
-    g_rng.s = 0x5E1Fu;
-    for (unsigned g = 2; g <= 4096; g *= 2)
-        for (size_t m = 1; m <= 3; m++)
-            for (int kind = 0; kind < R_NKINDS; kind++) {
-                size_t k = g * m;
-                float s = kind == R_RANDOM && m == 2 ? qt_float(0x7F800000u)
-                          : kind == R_SMALL && m == 3 ? qt_float(0xFFC00001u)
-                                                      : scales[((size_t)kind + m - 1) % 6];
-                fill(q, k, kind);
-                b[k] = qt_float(0x7FA5A5A5u);
-                stf__kernels_scalar.int8_dequant_row(a, q, s, k);
-                stf__sylvester_undo_scalar(a, k, g);
-                stf__int8_dequant_syl_avx512(b, q, s, k, g);
-                for (size_t i = 0; i < k; i++)
-                    if (qt_bits(a[i]) != qt_bits(b[i])) {
-                        print_error("g=%u k=%zu kind=%d s=%a: value %zu %08x != %08x\n", g, k,
-                                    kind, (double)s, i, qt_bits(a[i]), qt_bits(b[i]));
-                        fail();
-                    }
-                assert_int_equal(qt_bits(b[k]), 0x7FA5A5A5u);
-                cases++;
-            }
-    assert_int_equal(cases, 12 * 3 * R_NKINDS);
+    for (int vi = 0; vi < QT_NVARIANTS; vi++) {
+        const stf__kernels *v = qt_kernel_variant(vi);
+        if (!v) continue;
+        g_rng.s = 0x5E1Fu;
+        for (unsigned g = 2; g <= 4096; g *= 2)
+            for (size_t m = 1; m <= 3; m++)
+                for (int kind = 0; kind < R_NKINDS; kind++) {
+                    size_t k = g * m;
+                    float s = kind == R_RANDOM && m == 2 ? qt_float(0x7F800000u)
+                              : kind == R_SMALL && m == 3 ? qt_float(0xFFC00001u)
+                                                          : scales[((size_t)kind + m - 1) % 6];
+                    fill(q, k, kind);
+                    b[k] = qt_float(0x7FA5A5A5u);
+                    stf__kernels_scalar.int8_dequant_row(a, q, s, k);
+                    stf__sylvester_undo_scalar(a, k, g);
+                    v->int8_dequant_syl(b, q, s, k, g);
+                    for (size_t i = 0; i < k; i++)
+                        if (qt_bits(a[i]) != qt_bits(b[i])) {
+                            print_error("variant %d g=%u k=%zu kind=%d s=%a: value %zu %08x != "
+                                        "%08x\n", vi, g, k, kind, (double)s, i, qt_bits(a[i]),
+                                        qt_bits(b[i]));
+                            fail();
+                        }
+                    assert_int_equal(qt_bits(b[k]), 0x7FA5A5A5u);
+                    cases++;
+                }
+    }
+    assert_true(cases >= 12 * 3 * R_NKINDS);
     free(q);
     free(a);
     free(b);
-#else
-    skip();
-#endif
+}
+
+/* stf_int8_dequantize of Sylvester rows with row and tensor scales, under
+ * every variant the CPU has: the bits of int8_dequant_row + sylvester_undo
+ * on the scalar table, row by row. */
+static void test_dequantize_sylvester_rows(void **state)
+{
+    (void)state;
+    enum { N = 3, K = 512 };
+    static int8_t q[N * K];
+    float *a = aligned_floats(N * K), *b = aligned_floats(N * K);
+    const float rs[N] = { 0.0123f, -3.0e36f, 0x1p-140f };
+    g_rng.s = 0x5E20u;
+    fill(q, N * K, R_RANDOM);
+    q[5] = -128;
+    q[K + 7] = 127;
+    static const stf_simd simds[] = { STF_SIMD_SCALAR, STF_SIMD_AVX2, STF_SIMD_AVX512 };
+    for (size_t si = 0; si < 3; si++) {
+        if (!stf_simd_supported(simds[si])) continue;
+        assert_int_equal(stf_simd_select(simds[si], NULL), 0);
+        for (unsigned g = 2; g <= K; g *= 2)
+            for (int axis = 0; axis < 2; axis++) {
+                stf_dequant_opts o = { axis ? STF_SCALE_ROW : STF_SCALE_TENSOR, g, 1 };
+                for (size_t r = 0; r < N; r++) {
+                    stf__kernels_scalar.int8_dequant_row(a + r * K, q + r * K, rs[axis ? r : 0], K);
+                    stf__sylvester_undo_scalar(a + r * K, K, g);
+                }
+                assert_int_equal(stf_int8_dequantize(b, q, rs, N, K, &o, NULL, NULL), 0);
+                assert_memory_equal(a, b, sizeof(float) * N * K);
+            }
+    }
+    assert_int_equal(stf_simd_select(STF_SIMD_AUTO, NULL), 0);
+    free(a);
+    free(b);
 }
 
 /* fix's call: the bytes, scale, return code and message of
@@ -341,6 +403,7 @@ int main(void)
         cmocka_unit_test(test_other_shapes),
         cmocka_unit_test(test_exact_values),
         cmocka_unit_test(test_dequant_syl_matches_composition),
+        cmocka_unit_test(test_dequantize_sylvester_rows),
         cmocka_unit_test(test_quantize_row_i8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
