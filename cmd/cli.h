@@ -151,6 +151,10 @@ void cli_progress_bytes(cli_progress *p, uint64_t done, uint64_t total);
 /* cli_progress_show as a stf_progress_fn (ud is the cli_progress). */
 void cli_progress_cb(void *ud, uint64_t done, uint64_t total, const char *what,
                      size_t what_len);
+/* Say on the line how the zstd stream inputs of c are read (see
+ * cli_zstd_stream_note); spool_dir as cli_spool_dir gives it. Both must
+ * outlive p. */
+void cli_progress_source(cli_progress *p, const stf_ckpt *c, const char *spool_dir);
 /* Clear the line (if one was drawn) before other output on stderr; the
  * next show draws it again. */
 void cli_progress_clear(cli_progress *p);
@@ -248,6 +252,10 @@ int cli_parse_size(const char *s, unsigned long long *out);
  * stf_plan_opts at `target` (quant_mode, quant_mode_set). */
 int cli_opt_quant_mode(const char *verb, const char *value, void *target);
 
+/* The directory a zstd stream read out of order spools in: that of
+ * out_path, or $TMPDIR (else /tmp) without one; buf holds it when it is
+ * out_path's. */
+const char *cli_spool_dir(char *buf, size_t cap, const char *out_path);
 /* Open the checkpoint at `path` (o may be NULL). -1 when it is open in
  * *out; otherwise the error is reported for `verb` (cli_report) and its
  * exit status comes back. A plain zstd stream read out of data order is
@@ -497,5 +505,17 @@ int cli_opt_zstd(const char *verb, const char *value, void *target);
  */
 int cli_zstd_apply(const char *verb, cli_zstd *z, stf_write_opts *wo, const char **out);
 void cli_zstd_free(cli_zstd *z);
+/*
+ * How the first zstd-stream shard of c (a plain zstd file, no seek table)
+ * is being read, into buf: "reading IN.zst in order", "spooling IN.zst to
+ * DIR (random access)", "decompressing IN.zst again from the start (random
+ * access)", or before any read "reading IN.zst as a stream". Of several,
+ * the one read out of order is named; `brief`: by its file name alone.
+ * 0 and buf empty when c has none.
+ */
+size_t cli_zstd_stream_note(char *buf, size_t cap, const stf_ckpt *c, const char *spool_dir,
+                            int brief);
+/* With -v and no progress line on a terminal: the note as a line. */
+void cli_zstd_stream_info(const char *verb, const stf_ckpt *c, const char *spool_dir);
 
 #endif

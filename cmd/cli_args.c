@@ -25,17 +25,7 @@ int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_
     stf_err_clear(&err);
     if (o) oo = *o;
     else stf_open_opts_init(&oo);
-    if (!oo.spool_dir) {
-        const char *slash = out_path ? strrchr(out_path, '/') : NULL;
-        const char *tmp = getenv("TMPDIR");
-        if (out_path && !slash) oo.spool_dir = ".";
-        else if (slash && (size_t)(slash - out_path) < sizeof dir) {
-            size_t n = slash == out_path ? 1 : (size_t)(slash - out_path);
-            memcpy(dir, out_path, n);
-            dir[n] = '\0';
-            oo.spool_dir = dir;
-        } else oo.spool_dir = tmp && *tmp ? tmp : "/tmp";
-    }
+    if (!oo.spool_dir) oo.spool_dir = cli_spool_dir(dir, sizeof dir, out_path);
     if (stf_ckpt_open(out, path, &oo, &err)) return cli_report(verb, &err);
     uint64_t bytes = 0;
     for (size_t i = 0; i < stf_ckpt_shard_count(*out); i++)
@@ -43,6 +33,21 @@ int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_
     cli_infof(verb, "%s: %zu tensors in %zu file(s), %llu bytes", path,
               stf_ckpt_tensor_count(*out), stf_ckpt_shard_count(*out), (unsigned long long)bytes);
     return -1;
+}
+
+/* Where a stream read out of order spools; see cli.h. */
+const char *cli_spool_dir(char *buf, size_t cap, const char *out_path)
+{
+    const char *slash = out_path ? strrchr(out_path, '/') : NULL;
+    const char *tmp = getenv("TMPDIR");
+    if (out_path && !slash) return ".";
+    if (slash && (size_t)(slash - out_path) < cap) {
+        size_t n = slash == out_path ? 1 : (size_t)(slash - out_path);
+        memcpy(buf, out_path, n);
+        buf[n] = '\0';
+        return buf;
+    }
+    return tmp && *tmp ? tmp : "/tmp";
 }
 
 /* stf_recipe_load_file_opts with the search path; see cli.h. */

@@ -29,6 +29,8 @@ struct cli_progress {
     uint64_t bdone, btotal;    /* bytes, beside a count (btotal 0: none) */
     double start, last;        /* monotonic seconds: begun, last drawn */
     int drawn;                 /* a line is on the terminal */
+    const stf_ckpt *src;       /* its zstd stream inputs are named (cli_zstd.c) */
+    const char *spool;
 };
 
 static int disabled;
@@ -118,6 +120,13 @@ static void draw(cli_progress *p, const char *what, size_t what_len, double t)
                                size_text(r, sizeof r, rate),
                                time_text(e, sizeof e, bt > bd ? (double)(bt - bd) / rate : 0));
     }
+    if (p->src && at + 2 < cap) {
+        size_t k = cli_zstd_stream_note(line + at + 2, cap - at - 2, p->src, p->spool, 1);
+        if (k) {
+            memcpy(line + at, ", ", 2);
+            at += 2 + k;
+        }
+    }
     if (what && at + 2 < cap) {
         at += (size_t)snprintf(line + at, cap - at, "  ");
         at += stf_name_escape(line + at, cap - at, what, what_len);
@@ -133,6 +142,14 @@ static void draw(cli_progress *p, const char *what, size_t what_len, double t)
     fflush(stderr);
     p->drawn = 1;
     p->last = t;
+}
+
+/* Name how the zstd stream inputs are read; see cli.h. */
+void cli_progress_source(cli_progress *p, const stf_ckpt *c, const char *spool_dir)
+{
+    if (!p) return;
+    p->src = c;
+    p->spool = spool_dir;
 }
 
 /* Update the count; see cli.h. */

@@ -1,8 +1,10 @@
 /*
  * The compressed-output options (--zstd, --zstd-frame, --zstd-grouped,
  * --zstd-verify) shared by every writing command (stfix(1), COMPRESSED
- * FILES): one table entry macro in cli.h and the checks here.
+ * FILES): one table entry macro in cli.h and the checks here. Also the
+ * note that says how a plain zstd input is read (stfix(1), INPUT FORMATS).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,4 +64,46 @@ void cli_zstd_free(cli_zstd *z)
 {
     free(z->out);
     z->out = NULL;
+}
+
+/* The note (contract in cli.h). */
+size_t cli_zstd_stream_note(char *buf, size_t cap, const stf_ckpt *c, const char *spool_dir,
+                            int brief)
+{
+    size_t pick = (size_t)-1;
+    stf_stream_mode m = STF_STREAM_NONE;
+    if (cap) buf[0] = '\0';
+    for (size_t i = 0; c && i < stf_ckpt_shard_count(c); i++) {
+        if (stf_ckpt_shard_storage(c, i) != STF_STORAGE_ZSTD_STREAM) continue;
+        stf_stream_mode k = stf_ckpt_shard_stream_mode(c, i);
+        if (pick == (size_t)-1 || k > m) {
+            pick = i;
+            m = k;
+        }
+    }
+    if (pick == (size_t)-1 || !cap) return 0;
+    const char *f = stf_ckpt_shard_path(c, pick);
+    const char *slash = brief ? strrchr(f, '/') : NULL;
+    if (slash && slash[1]) f = slash + 1;
+    int n;
+    switch (m) {
+    case STF_STREAM_IN_ORDER: n = snprintf(buf, cap, "reading %s in order", f); break;
+    case STF_STREAM_SPOOLED:
+        n = snprintf(buf, cap, "spooling %s to %s (random access)", f,
+                     spool_dir ? spool_dir : "a spool file");
+        break;
+    case STF_STREAM_RESTARTED:
+        n = snprintf(buf, cap, "decompressing %s again from the start (random access)", f);
+        break;
+    default: n = snprintf(buf, cap, "reading %s as a stream", f); break;
+    }
+    return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+/* -v without a terminal line (contract in cli.h). */
+void cli_zstd_stream_info(const char *verb, const stf_ckpt *c, const char *spool_dir)
+{
+    char note[4200];
+    if (cli_progress_enabled() || !cli_zstd_stream_note(note, sizeof note, c, spool_dir, 0)) return;
+    cli_infof(verb, "%s", note);
 }

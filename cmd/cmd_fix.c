@@ -413,10 +413,14 @@ int cmd_fix(int argc, char **argv)
     ro.allow_noncompliant = a.allow_noncompliant;
     ro.error_metrics = a.error_report;
     cli_progress *pg = cli_progress_start("fix", NULL);
+    char spool[4096];
+    const char *sd = cli_spool_dir(spool, sizeof spool, a.in_place ? a.in : a.out);
+    cli_progress_source(pg, c, sd);
     ro.progress = pg ? cli_progress_cb : NULL;
     ro.progress_ud = pg;
     int run = stf_plan_run(&rep, p, out, &ro, &err);
     cli_progress_end(pg);
+    cli_zstd_stream_info("fix", c, sd);
     const stf_check_report *cr = rep ? stf_run_report_check(rep) : NULL;
     int rejected = run != 0 && cr && stf_check_count_severity(cr, STF_SEV_ERROR) > 0;
     if (run && !rejected) {

@@ -266,7 +266,12 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "has a valid header and blocks of a known type, the file does not end inside a frame, and "
       "each frame decodes without error to the size its header declares. A stream without a "
       "seek table is walked by its block headers when it is opened and checked as it is "
-      "decompressed; a seekable file's frames are checked when they are first read.",
+      "decompressed; a seekable file's frames are checked when they are first read. In a "
+      ".safetensors.stz file a grouped frame (magic STZG) holds two zstd frames, the high and "
+      "the low bytes of its BF16 or F16 values: its header must be exact (element width 2, "
+      "zero flags, an even size no larger than the seek table gives the frame, inner sizes "
+      "that add up to the frame) and each inner frame must decode, checksum included, to "
+      "exactly half the size.",
       "zstd -d and every loader fed the decompressed stream fail on the same bytes, or worse, "
       "stop early and read a shorter file. The usual cause is a truncated download or copy.",
       "stfix refuses the input (exit 2), naming the file and the compressed byte offset, and "

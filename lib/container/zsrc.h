@@ -2,8 +2,9 @@
  * zstd-compressed sources (source.h wraps them): the decompressed bytes of
  * a compressed file, read at any offset. Two readers:
  *
- *  - seekable (zsrc_seekable.c): the zstd seekable format (zstd_seek.h);
- *    a read decodes just the frames that hold it, into a small cache;
+ *  - seekable (zsrc_seekable.c): the zstd seekable format (zstd_seek.h),
+ *    .stz grouped frames included (zstd_pack.h's decoder); a read decodes
+ *    just the frames that hold it, into a small cache;
  *  - stream (zsrc_stream.c): any other sequence of zstd frames, walked at
  *    open (zstd_walk.c) and decompressed in data order; a read behind the
  *    position reached comes from a spool file, or decompresses again.

@@ -15,6 +15,7 @@
 
 #include "container/container_internal.h"
 #include "container/zsrc.h"
+#include "container/zstd_pack.h"
 #include "container/zstd_seek.h"
 
 enum { SLOT_EMPTY, SLOT_LOADING, SLOT_READY };
@@ -25,7 +26,8 @@ typedef struct slot {
     unsigned refs;
     uint64_t used;           /* last use, for LRU eviction */
     uint8_t *buf, *cbuf;     /* decoded and compressed bytes */
-    size_t cap, ccap;
+    uint8_t *gbuf;           /* a grouped frame's scratch (.stz) */
+    size_t cap, ccap, gcap;
     ZSTD_DCtx *dctx;
 } slot;
 
@@ -116,6 +118,49 @@ static int grow(uint8_t **b, size_t *cap, size_t want, const char *path, stf_err
     return 0;
 }
 
+/* A .stz grouped frame k into slot s: the decoder stfix decompress uses,
+ * bounded by the table's decompressed size (at most the frame cap). */
+static int decode_grouped(stf__zseek *z, slot *s, size_t k, stf_err *err)
+{
+    const stf__seek_frame *fr = &z->t.frames[k];
+    size_t got = 0;
+    int rc = grow(&s->buf, &s->cap, fr->d_size, z->path, err);
+    if (!rc) rc = grow(&s->gbuf, &s->gcap, fr->d_size, z->path, err);
+    if (!rc)
+        rc = stf__stz_group_decode(s->dctx, s->cbuf, fr->c_size, s->buf, fr->d_size, s->gbuf,
+                                   &got, z->path, fr->c_off, err);
+    if (!rc && got != fr->d_size)
+        rc = stf__err_rule(err, STF_EFORMAT, "S27", 1, fr->c_off,
+                           "%s: S27 ZstdSeekTable: frame %zu at compressed byte %llu decodes "
+                           "to %zu bytes, the seek table says %lu",
+                           z->path, k, (unsigned long long)fr->c_off, got,
+                           (unsigned long)fr->d_size);
+    return rc;
+}
+
+/* Whether frame k's table checksum agrees with the restored bytes. A zstd
+ * frame with its own checksum (stfix writes the same value into the table)
+ * was checked against the bytes by libzstd: comparing the two values is
+ * enough. Otherwise the bytes are hashed. */
+static int check_sum(stf__zseek *z, slot *s, size_t k, int plain, stf_err *err)
+{
+    const stf__seek_frame *fr = &z->t.frames[k];
+    uint32_t h;
+    /* Bit 2 of the frame header descriptor (byte 4): Content_Checksum_flag;
+     * the checksum is then the frame's last four bytes. */
+    if (plain && fr->c_size >= 9 && (s->cbuf[4] & 0x04))
+        h = le32(s->cbuf + fr->c_size - 4);
+    else
+        h = (uint32_t)(XXH64(s->buf, fr->d_size, 0) & 0xFFFFFFFFu);
+    if (h == fr->checksum) return 0;
+    return stf__err_rule(err, STF_EFORMAT, "S28", 1, fr->c_off,
+                         "%s: S28 ZstdChecksum: frame %zu at compressed byte %llu "
+                         "decodes to bytes whose checksum is 0x%08lx, the seek table "
+                         "says 0x%08lx",
+                         z->path, k, (unsigned long long)fr->c_off, (unsigned long)h,
+                         (unsigned long)fr->checksum);
+}
+
 /* Frame k into slot s (held by this thread alone): read, check, decode. */
 static int decode(stf__zseek *z, slot *s, size_t k, stf_err *err)
 {
@@ -129,10 +174,14 @@ static int decode(stf__zseek *z, slot *s, size_t k, stf_err *err)
     if (!s->dctx && !(s->dctx = ZSTD_createDCtx()))
         return stf__err(err, STF_ENOMEM, "%s: out of memory for a zstd context", z->path);
     if ((rc = stf__source_read(z->raw, fr->c_off, s->cbuf, fr->c_size, err))) return rc;
+    if (fr->c_size >= 4 && le32(s->cbuf) == STF__STZ_GROUP_MAGIC) {
+        rc = decode_grouped(z, s, k, err);
+        return rc || !z->t.checksum ? rc : check_sum(z, s, k, 0, err);
+    }
     if (fr->c_size < 4 || le32(s->cbuf) != STF__ZSTD_MAGIC)
         return stf__err_rule(err, STF_EFORMAT, "S26", 1, fr->c_off,
                              "%s: S26 ZstdCorrupt: frame %zu at compressed byte %llu does not "
-                             "start with the zstd magic number", z->path, k, at);
+                             "start with the zstd or grouped-frame magic number", z->path, k, at);
     unsigned long long fcs = ZSTD_getFrameContentSize(s->cbuf, fr->c_size);
     if (fcs == ZSTD_CONTENTSIZE_ERROR)
         return stf__err_rule(err, STF_EFORMAT, "S26", 1, fr->c_off,
@@ -175,16 +224,7 @@ static int decode(stf__zseek *z, slot *s, size_t k, stf_err *err)
                              "%s: S27 ZstdSeekTable: frame %zu at compressed byte %llu decodes "
                              "to %zu bytes, the seek table says %lu",
                              z->path, k, at, got, (unsigned long)fr->d_size);
-    if (z->t.checksum) {
-        uint32_t h = (uint32_t)(XXH64(s->buf, fr->d_size, 0) & 0xFFFFFFFFu);
-        if (h != fr->checksum)
-            return stf__err_rule(err, STF_EFORMAT, "S28", 1, fr->c_off,
-                                 "%s: S28 ZstdChecksum: frame %zu at compressed byte %llu "
-                                 "decodes to bytes whose checksum is 0x%08lx, the seek table "
-                                 "says 0x%08lx",
-                                 z->path, k, at, (unsigned long)h, (unsigned long)fr->checksum);
-    }
-    return 0;
+    return z->t.checksum ? check_sum(z, s, k, 1, err) : 0;
 }
 
 /* A slot holding frame k, decoded, with a reference taken for the caller. */
@@ -270,6 +310,7 @@ void stf__zseek_free(stf__zseek *z)
     for (size_t i = 0; i < z->nslots; i++) {
         stf__free(z->slots[i].buf);
         stf__free(z->slots[i].cbuf);
+        stf__free(z->slots[i].gbuf);
         ZSTD_freeDCtx(z->slots[i].dctx);
     }
     stf__free(z->slots);

@@ -168,29 +168,31 @@ int stf__stz_group_encode(void *cctx, unsigned char *dst, size_t dcap, size_t *d
 
 static int bad_group(const char *name, uint64_t at, const char *what, stf_err *err)
 {
-    return stf__err_rule(err, STF_EFORMAT, "", 1, at,
-                         "%s: corrupt grouped frame at compressed byte %llu: %s", name,
+    return stf__err_rule(err, STF_EFORMAT, "S26", 1, at,
+                         "%s: S26 ZstdCorrupt: grouped frame at compressed byte %llu: %s", name,
                          (unsigned long long)at, what);
 }
 
 /* One inner frame: exactly `want` bytes from exactly `n` input bytes. */
-static int inner(unsigned char *dst, size_t want, const unsigned char *src, size_t n,
-                 const char *name, uint64_t at, stf_err *err)
+static int inner(ZSTD_DCtx *dctx, unsigned char *dst, size_t want, const unsigned char *src,
+                 size_t n, const char *name, uint64_t at, stf_err *err)
 {
     unsigned long long cs = ZSTD_getFrameContentSize(src, n);
     if (cs == ZSTD_CONTENTSIZE_ERROR || (cs != ZSTD_CONTENTSIZE_UNKNOWN && cs != want))
         return bad_group(name, at, "an inner frame has the wrong size", err);
     if (ZSTD_findFrameCompressedSize(src, n) != n)
         return bad_group(name, at, "an inner frame does not fill its space", err);
-    size_t got = ZSTD_decompress(dst, want, src, n);
+    size_t got = dctx ? ZSTD_decompressDCtx(dctx, dst, want, src, n)
+                      : ZSTD_decompress(dst, want, src, n);
     if (ZSTD_isError(got)) return bad_group(name, at, ZSTD_getErrorName(got), err);
     if (got != want) return bad_group(name, at, "an inner frame has the wrong size", err);
     return 0;
 }
 
 /* Check the header, restore the byte order (contract in zstd_pack.h). */
-int stf__stz_group_decode(const unsigned char *src, size_t n, unsigned char *dst, size_t dcap,
-                          size_t *dlen, const char *name, uint64_t at, stf_err *err)
+int stf__stz_group_decode(void *dctx, const unsigned char *src, size_t n, unsigned char *dst,
+                          size_t dcap, unsigned char *scratch, size_t *dlen, const char *name,
+                          uint64_t at, stf_err *err)
 {
     *dlen = 0;
     if (n < STF__STZ_GROUP_HEADER) return bad_group(name, at, "truncated header", err);
@@ -203,11 +205,10 @@ int stf__stz_group_decode(const unsigned char *src, size_t n, unsigned char *dst
     if (a + b != n - STF__STZ_GROUP_HEADER)
         return bad_group(name, at, "inner frame sizes do not match the frame", err);
     size_t h = (size_t)d / 2;
-    unsigned char *tmp = stf__malloc(d ? (size_t)d : 1);
-    if (!tmp) return stf__err(err, STF_ENOMEM, "%s: out of memory", name);
+    unsigned char *tmp = scratch;
     const unsigned char *p = src + STF__STZ_GROUP_HEADER;
-    int rc = inner(tmp, h, p, (size_t)a, name, at, err);
-    if (!rc) rc = inner(tmp + h, h, p + a, (size_t)b, name, at, err);
+    int rc = inner(dctx, tmp, h, p, (size_t)a, name, at, err);
+    if (!rc) rc = inner(dctx, tmp + h, h, p + a, (size_t)b, name, at, err);
     if (!rc) {
         for (size_t i = 0; i < h; i++) {
             dst[2 * i + 1] = tmp[i];
@@ -215,6 +216,5 @@ int stf__stz_group_decode(const unsigned char *src, size_t n, unsigned char *dst
         }
         *dlen = (size_t)d;
     }
-    stf__free(tmp);
     return rc;
 }

@@ -2,21 +2,29 @@
  * Compressing an uncompressed output into the zstd seekable format
  * (stfix(1), COMPRESSED FILES). The frames of the plan are compressed a
  * batch at a time on the worker pool, each independently with the same
- * parameters, and appended in order with their seek-table entries; the
- * table closes the file. The bytes are those of a one-thread run.
+ * parameters, and appended in order with their seek-table entries while
+ * the next batch compresses; the table closes the file. The bytes are
+ * those of a one-thread run.
+ *
+ * The input is a finished temp file read back by frame (pread), so
+ * compression starts at commit. The seam for overlapping it with the
+ * jobs is pack_frame: it needs only a frame's bytes, in file order, and
+ * the plan (stf__zframes_plan, known from the tensor table before any
+ * byte is written).
  */
 #define STF_EXPERIMENTAL
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 #include <zstd.h>
 
 #include "container/zstd_pack.h"
 
-/* Frames in flight per pool thread: enough to keep the threads busy while
- * the previous batch is written; at most BATCH_MAX, and no more than
- * BATCH_BYTES of uncompressed frames (each also needs an output buffer
- * and, grouped, a scratch one), but always one. */
+/* Frames per batch per pool thread: enough to keep the threads busy; at
+ * most BATCH_MAX, and no more than BATCH_BYTES of uncompressed frames in
+ * the two batches in flight (each frame also needs an output buffer and,
+ * grouped, a scratch one), but always one. */
 #define PER_THREAD 2
 #define BATCH_MAX 32
 #define BATCH_BYTES ((uint64_t)256 << 20)
@@ -25,15 +33,26 @@ typedef struct slot {
     ZSTD_CCtx *cctx;
     unsigned char *in, *out, *scratch;
     size_t out_len;
+    uint32_t sum; /* the seek table's checksum of the frame's bytes */
     stf_err err;
 } slot;
 
+/* One round on the pool: compress this batch's frames while the previous
+ * batch, already compressed, is written (item 0), so the threads do not
+ * wait for the write. */
 typedef struct batch {
-    slot *s;
+    slot *s;              /* this batch's slots */
     const stf__zframe *f; /* the batch's first frame */
+    size_t k;             /* its frames */
     int fd;
     const char *src_name;
     const stf__zpack_opts *o;
+    slot *ws;             /* the previous batch (NULL: none), to write */
+    size_t wk;
+    const stf__zframe *wf;
+    stf__seek_entry *we;  /* its seek-table entries */
+    stf__sink *dst;
+    stf_err werr;
 } batch;
 
 static int read_at(int fd, unsigned char *buf, size_t n, uint64_t off, const char *name,
@@ -53,28 +72,61 @@ static int read_at(int fd, unsigned char *buf, size_t n, uint64_t off, const cha
     return 0;
 }
 
-/* Compress frame i of the batch in slot i. */
+/* Append the compressed frames of slots ws[0, wk) in order, with their
+ * seek-table entries. */
+static int write_frames(stf__sink *dst, slot *ws, size_t wk, const stf__zframe *wf,
+                        stf__seek_entry *we, stf_err *err)
+{
+    for (size_t i = 0; i < wk; i++) {
+        if (ws[i].out_len > UINT32_MAX)
+            return stf__err(err, STF_ELIMIT, "%s: a compressed frame exceeds 4 GiB",
+                            dst->final_path);
+        we[i].csize = (uint32_t)ws[i].out_len;
+        we[i].dsize = wf[i].len;
+        we[i].checksum = ws[i].sum;
+        int rc = stf__sink_write(dst, ws[i].out, ws[i].out_len, err);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* Frame f into slot s: read it from the file, compress it. */
+static int pack_frame(const batch *b, slot *s, const stf__zframe *f)
+{
+    stf_err_clear(&s->err);
+    if (read_at(b->fd, s->in, f->len, f->off, b->src_name, &s->err)) return 1;
+    if (f->grouped) {
+        if (stf__stz_group_encode(s->cctx, s->out, stf__stz_group_bound(b->o->frame),
+                                  &s->out_len, s->in, f->len, s->scratch, &s->err))
+            return 1;
+        /* A grouped frame has no checksum of the restored order of its
+         * own: the table gives one, as for a zstd frame. */
+        s->sum = (uint32_t)(XXH64(s->in, f->len, 0) & 0xFFFFFFFFu);
+        return 0;
+    }
+    size_t r = ZSTD_compress2(s->cctx, s->out, ZSTD_compressBound((size_t)b->o->frame), s->in,
+                              f->len);
+    if (ZSTD_isError(r)) {
+        stf__err(&s->err, STF_EIO, "%s: zstd: %s", b->src_name, ZSTD_getErrorName(r));
+        return 1;
+    }
+    s->out_len = r;
+    /* The frame's checksum (its last four bytes) is the table's. */
+    s->sum = r >= 4 ? stf__le32(s->out + r - 4) : 0;
+    return 0;
+}
+
+/* Item 0 writes the previous batch (when there is one); item 1 + i
+ * compresses frame i of this one. */
 static int pack_one(void *ud, size_t begin, size_t end)
 {
     batch *b = ud;
     for (size_t i = begin; i < end; i++) {
-        slot *s = &b->s[i];
-        const stf__zframe *f = &b->f[i];
-        stf_err_clear(&s->err);
-        if (read_at(b->fd, s->in, f->len, f->off, b->src_name, &s->err)) return 1;
-        if (f->grouped) {
-            if (stf__stz_group_encode(s->cctx, s->out, stf__stz_group_bound(b->o->frame),
-                                      &s->out_len, s->in, f->len, s->scratch, &s->err))
-                return 1;
+        if (i == 0) {
+            if (b->ws && write_frames(b->dst, b->ws, b->wk, b->wf, b->we, &b->werr)) return 1;
             continue;
         }
-        size_t r = ZSTD_compress2(s->cctx, s->out, ZSTD_compressBound((size_t)b->o->frame),
-                                  s->in, f->len);
-        if (ZSTD_isError(r)) {
-            stf__err(&s->err, STF_EIO, "%s: zstd: %s", b->src_name, ZSTD_getErrorName(r));
-            return 1;
-        }
-        s->out_len = r;
+        if (pack_frame(b, &b->s[i - 1], &b->f[i - 1])) return 1;
     }
     return 0;
 }
@@ -114,11 +166,11 @@ static slot *slots_new(size_t n, const stf__zpack_opts *o)
     return s;
 }
 
-/* Append the seek table: one skippable frame. */
-static int put_table(stf__sink *dst, const stf__seek_entry *e, size_t n, int checksums,
-                     stf_err *err)
+/* Append the seek table: one skippable frame, with checksums (a .stz
+ * file's too). */
+static int put_table(stf__sink *dst, const stf__seek_entry *e, size_t n, stf_err *err)
 {
-    size_t per = checksums ? 12 : 8;
+    size_t per = STF__SEEK_ENTRY_SIZE_CHECKSUM;
     size_t body = n * per + STF__SEEK_FOOTER_SIZE;
     unsigned char *t = stf__malloc(8 + body);
     if (!t) return stf__err(err, STF_ENOMEM, "%s: out of memory", dst->final_path);
@@ -128,10 +180,10 @@ static int put_table(stf__sink *dst, const stf__seek_entry *e, size_t n, int che
     for (size_t i = 0; i < n; i++, p += per) {
         stf__put_le32(p, e[i].csize);
         stf__put_le32(p + 4, e[i].dsize);
-        if (checksums) stf__put_le32(p + 8, e[i].checksum);
+        stf__put_le32(p + 8, e[i].checksum);
     }
     stf__put_le32(p, (uint32_t)n);
-    p[4] = checksums ? STF__SEEK_CHECKSUM_FLAG : 0;
+    p[4] = STF__SEEK_CHECKSUM_FLAG;
     stf__put_le32(p + 5, STF__SEEKABLE_MAGIC);
     int rc = stf__sink_write(dst, t, 8 + body, err);
     stf__free(t);
@@ -150,46 +202,52 @@ int stf__zstd_pack(stf__sink *dst, int src_fd, const char *src_name, uint64_t to
     size_t threads = o->pool ? stf_pool_threads(o->pool) : 1;
     size_t nb = threads * PER_THREAD;
     if (nb > BATCH_MAX) nb = BATCH_MAX;
-    if (nb > BATCH_BYTES / o->frame) nb = (size_t)(BATCH_BYTES / o->frame);
+    if (nb > BATCH_BYTES / (2 * o->frame)) nb = (size_t)(BATCH_BYTES / (2 * o->frame));
     if (nb < 1) nb = 1;
     if (nb > nf) nb = nf ? nf : 1;
     stf__seek_entry *e = stf__calloc(nf ? nf : 1, sizeof *e);
-    slot *s = slots_new(nb, o);
+    /* Two sets of slots: one compressing, the other being written. */
+    slot *s = slots_new(2 * nb, o);
     if (!e || !s) {
         rc = stf__err(err, STF_ENOMEM, "%s: out of memory for compression", dst->final_path);
         goto done;
     }
-    for (size_t at = 0; at < nf; at += nb) {
-        size_t k = nf - at < nb ? nf - at : nb;
-        batch b = { s, f + at, src_fd, src_name, o };
-        if (stf_pool_run(o->pool, k, 1, pack_one, &b)) {
+    batch b = { 0 };
+    b.fd = src_fd;
+    b.src_name = src_name;
+    b.o = o;
+    b.dst = dst;
+    for (size_t at = 0, round = 0; at < nf || b.ws; round++) {
+        size_t k = at < nf ? (nf - at < nb ? nf - at : nb) : 0;
+        b.s = s + (round % 2) * nb;
+        b.f = f + at;
+        b.k = k;
+        stf_err_clear(&b.werr);
+        if (stf_pool_run(o->pool, k + 1, 1, pack_one, &b)) {
+            if (b.werr.code) {
+                if (err) *err = b.werr;
+                rc = b.werr.code;
+                goto done;
+            }
             for (size_t i = 0; i < k; i++)
-                if (s[i].err.code) {
-                    if (err) *err = s[i].err;
-                    rc = s[i].err.code;
+                if (b.s[i].err.code) {
+                    if (err) *err = b.s[i].err;
+                    rc = b.s[i].err.code;
                     goto done;
                 }
             rc = stf__err(err, STF_EIO, "%s: compression failed", dst->final_path);
             goto done;
         }
-        for (size_t i = 0; i < k; i++) {
-            if (s[i].out_len > UINT32_MAX) {
-                rc = stf__err(err, STF_ELIMIT, "%s: a compressed frame exceeds 4 GiB",
-                              dst->final_path);
-                goto done;
-            }
-            stf__seek_entry *x = &e[at + i];
-            x->csize = (uint32_t)s[i].out_len;
-            x->dsize = f[at + i].len;
-            x->checksum = o->grouped || s[i].out_len < 4
-                              ? 0
-                              : stf__le32(s[i].out + s[i].out_len - 4);
-            if ((rc = stf__sink_write(dst, s[i].out, s[i].out_len, err))) goto done;
-        }
+        /* What was compressed is written next round. */
+        b.ws = k ? b.s : NULL;
+        b.wk = k;
+        b.wf = f + at;
+        b.we = e + at;
+        at += k;
     }
-    rc = put_table(dst, e, nf, !o->grouped, err);
+    rc = put_table(dst, e, nf, err);
 done:
-    slots_free(s, nb);
+    slots_free(s, 2 * nb);
     stf__free(e);
     stf__free(f);
     return rc;

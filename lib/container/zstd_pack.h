@@ -84,7 +84,7 @@ int stf__zframes_plan(stf__zframe **out, size_t *n, uint64_t total, const stf__z
 /* How a file is compressed. */
 typedef struct stf__zpack_opts {
     int level;       /* zstd level, 1..22 */
-    int grouped;     /* .stz: grouped frames, seek table without checksums */
+    int grouped;     /* .stz: BF16/F16 frames grouped */
     uint64_t frame;  /* at most this many decompressed bytes per frame */
     stf_pool *pool;  /* frames are compressed on it; NULL: inline */
 } stf__zpack_opts;
@@ -93,9 +93,10 @@ typedef struct stf__zpack_opts {
  * Compress the `total` bytes of `src_fd` (read with pread; `src_name` for
  * messages) into `dst`, frame by frame along the plan, then append the seek
  * table. Frames are compressed a batch at a time on the pool, each with its
- * own context and the same parameters, and written in order: the bytes do
- * not depend on the thread count. Memory is bounded by the batch (two
- * frames per thread, at most 256 MiB of frames, at least one frame).
+ * own context and the same parameters, and written in order while the
+ * next batch compresses: the bytes do not depend on the thread count.
+ * Memory is bounded by the two batches in flight (two frames per thread
+ * each, at most 256 MiB of frames in all, at least one frame each).
  */
 int stf__zstd_pack(stf__sink *dst, int src_fd, const char *src_name, uint64_t total,
                    const stf__zspan *spans, size_t nspans, const stf__zpack_opts *o,
@@ -116,12 +117,16 @@ int stf__stz_group_encode(void *cctx, unsigned char *dst, size_t dcap, size_t *d
  * the header must be exact (magic, width 2, zero flags and reserved bytes,
  * an even size of at most dcap and STF__ZSTD_FRAME_MAX, the two frame
  * sizes adding up to n), and each inner frame must decompress to exactly
- * half the size. *dlen receives the decompressed size. STF_EFORMAT names
- * `name` and the offset `at` of the frame in its file; memory beyond dst
- * is one scratch buffer of dcap bytes.
+ * half the size, its own checksum checked. *dlen receives the decompressed
+ * size. `scratch` holds dcap bytes; `dctx` is a ZSTD_DCtx to reuse, or
+ * NULL. Nothing is allocated from what the frame claims. S26 (STF_EFORMAT)
+ * names `name` and the offset `at` of the frame in its file. The one
+ * decoder of grouped frames: stfix decompress and the seekable reader of
+ * every other command both call it.
  */
-int stf__stz_group_decode(const unsigned char *src, size_t n, unsigned char *dst, size_t dcap,
-                          size_t *dlen, const char *name, uint64_t at, stf_err *err);
+int stf__stz_group_decode(void *dctx, const unsigned char *src, size_t n, unsigned char *dst,
+                          size_t dcap, unsigned char *scratch, size_t *dlen, const char *name,
+                          uint64_t at, stf_err *err);
 
 /* Receives restored bytes in order; non-zero stops the restore. */
 typedef int (*stf__zout_fn)(void *ud, const void *p, size_t n, stf_err *err);

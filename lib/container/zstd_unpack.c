@@ -103,14 +103,18 @@ static int group(unpack *u, uint64_t *pos, stf_err *err)
     if (d > STF__ZSTD_FRAME_MAX || n > stf__stz_group_bound(STF__ZSTD_FRAME_MAX))
         return bad(u, at, "grouped frame claims too large a size", err);
     if (n > u->size - at) return bad(u, at, "truncated grouped frame", err);
-    unsigned char *src = stf__malloc((size_t)n), *dst = stf__malloc(d ? (size_t)d : 1);
+    unsigned char *src = stf__malloc((size_t)n), *dst = stf__malloc(d ? (size_t)d : 1),
+                  *tmp = stf__malloc(d ? (size_t)d : 1);
     size_t got = 0;
-    if (!src || !dst) rc = stf__err(err, STF_ENOMEM, "%s: out of memory", u->name);
+    if (!src || !dst || !tmp) rc = stf__err(err, STF_ENOMEM, "%s: out of memory", u->name);
     if (!rc) rc = rd(u, src, (size_t)n, at, err);
-    if (!rc) rc = stf__stz_group_decode(src, (size_t)n, dst, (size_t)d, &got, u->name, at, err);
+    if (!rc)
+        rc = stf__stz_group_decode(u->dctx, src, (size_t)n, dst, (size_t)d, tmp, &got, u->name,
+                                   at, err);
     if (!rc) rc = u->out(u->ud, dst, got, err);
     stf__free(src);
     stf__free(dst);
+    stf__free(tmp);
     if (!rc) *pos = at + n;
     return rc;
 }

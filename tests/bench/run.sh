@@ -8,7 +8,8 @@
 #   BENCH_ZSTD_MIB, BENCH_ZSTD_FRAME_KIB  the seekable zstd file of bench_zstd_seek
 #                    (default 2048 MiB in 4096 KiB frames; small values run fast)
 #   BENCH_SIZE, BENCH_REPS, BENCH_CASES, BENCH_JOBS  the end-to-end
-#                    cases' size, rounds, cases and -j (tests/bench/fix_e2e.sh)
+#                    cases' size, rounds, cases and -j (tests/bench/fix_e2e.sh;
+#                    size, rounds and -j of tests/bench/bench_zstd_fix.sh too)
 #   BENCH_BATCH_N, BENCH_BATCH_SIZE  the batch case's zoo: checkpoints and
 #                    the size of each (tests/bench/batch_e2e.sh)
 #   BENCH_ZSTD_MIB, BENCH_ZSTD_LEVELS, BENCH_ZSTD_DATA  the compressed
@@ -44,6 +45,8 @@ if [ -n "${STFIX:-}" ]; then
     else
         BENCH_JSON= sh "$(dirname "$0")/fix_e2e.sh" "$STFIX" || rc=$?
     fi
+    echo "== bench_zstd_fix"
+    sh "$(dirname "$0")/bench_zstd_fix.sh" "$STFIX" || rc=$?
     i=$((i + 1))
     echo "== batch_e2e"
     if [ -n "$json" ]; then

@@ -7,9 +7,11 @@ independently of stfix's code (stfix(1), COMPRESSED FILES):
 - the footer: seekable magic, a descriptor with only bit 7 possibly set,
   and a skippable frame of magic 0x184D2A5E whose size matches;
 - the compressed sizes add up to the file less the table, each entry's
-  frame starts with the zstd magic, and the uncompressed sizes add up to
-  PLAIN's size, none above FRAME;
-- each checksum is the low 32 bits of XXH64 (seed 0) of its slice of PLAIN;
+  frame starts with the zstd magic (in a .stz file, or the grouped-frame
+  magic "STZG"), and the uncompressed sizes add up to PLAIN's size, none
+  above FRAME;
+- the table has checksums, each the low 32 bits of XXH64 (seed 0) of its
+  slice of PLAIN (grouped frames included);
 - every frame ends at a tensor boundary (or the header's end) unless it is
   a full FRAME bytes long.
 Prints "ok" or the first problem, and exits 1 on a problem.
@@ -75,6 +77,9 @@ def main():
     nf, desc = struct.unpack_from("<IB", z, len(z) - 9)
     if magic != 0x8F92EAB1 or desc & 0x7F:
         return "bad footer"
+    if not desc & 0x80:
+        return "no checksums in the seek table"
+    magics = (0xFD2FB528, 0x475A5453) if sys.argv[1].endswith(".stz") else (0xFD2FB528,)
     per = 12 if desc & 0x80 else 8
     tab = 8 + nf * per + 9
     sm, size = struct.unpack_from("<II", z, len(z) - tab)
@@ -89,7 +94,7 @@ def main():
     c = d = 0
     for i in range(nf):
         e = struct.unpack_from("<III" if per == 12 else "<II", z, len(z) - tab + 8 + i * per)
-        if struct.unpack_from("<I", z, c)[0] != 0xFD2FB528:
+        if struct.unpack_from("<I", z, c)[0] not in magics:
             return "frame %d is not a zstd frame" % i
         if e[1] > frame:
             return "frame %d holds %d bytes" % (i, e[1])

@@ -20,16 +20,17 @@
 
 enum { CAP = 256 << 10 };
 
-static const char PREFIX[] = "fuzz.stz: corrupt grouped frame at compressed byte 0: ";
+static const char PREFIX[] = "fuzz.stz: S26 ZstdCorrupt: grouped frame at compressed byte 0: ";
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    unsigned char *dst = malloc(CAP);
-    CHECK(dst != NULL);
+    unsigned char *dst = malloc(CAP), *tmp = malloc(CAP);
+    CHECK(dst != NULL && tmp != NULL);
     size_t got = 1;
     stf_err err;
     stf_err_clear(&err);
-    int rc = stf__stz_group_decode(data, size, dst, CAP, &got, "fuzz.stz", 0, &err);
+    int rc = stf__stz_group_decode(NULL, data, size, dst, CAP, tmp, &got, "fuzz.stz", 0,
+                                   &err);
     if (rc) {
         CHECK(rc == STF_EFORMAT || rc == STF_ENOMEM);
         CHECK(got == 0);
@@ -38,6 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             CHECK(err.has_offset && err.offset == 0);
         }
         free(dst);
+        free(tmp);
         return 0;
     }
     CHECK(got % 2 == 0 && got <= CAP);
@@ -46,12 +48,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ZSTD_CCtx *c = ZSTD_createCCtx();
     CHECK(z && scratch && back && c);
     CHECK(stf__stz_group_encode(c, z, cap, &len, dst, got, scratch, &err) == 0);
-    CHECK(stf__stz_group_decode(z, len, back, got, &again, "fuzz.stz", 0, &err) == 0);
+    ZSTD_DCtx *d = ZSTD_createDCtx();
+    CHECK(d != NULL);
+    CHECK(stf__stz_group_decode(d, z, len, back, got, tmp, &again, "fuzz.stz", 0, &err) == 0);
+    ZSTD_freeDCtx(d);
     CHECK(again == got && !memcmp(back, dst, got));
     ZSTD_freeCCtx(c);
     free(z);
     free(scratch);
     free(back);
     free(dst);
+    free(tmp);
     return 0;
 }

@@ -426,7 +426,7 @@ static void test_seekable_corrupt_frame(void **state)
     char want[512];
     snprintf(want, sizeof want,
              "%s: S26 ZstdCorrupt: frame 1 at compressed byte %llu does not start with the zstd "
-             "magic number", st_in_dir("cf.safetensors.zst"), (unsigned long long)b.c_off[1]);
+             "or grouped-frame magic number", st_in_dir("cf.safetensors.zst"), (unsigned long long)b.c_off[1]);
     assert_non_null(strstr(e.msg, want));
     expect_msg(&e, STF_EFORMAT, "S26", b.c_off[1], e.msg);
     free(b.p);

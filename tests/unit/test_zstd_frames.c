@@ -114,7 +114,7 @@ static void test_group_round_trip(void **state)
 {
     (void)state;
     size_t n = 4096, len = 0, got = 0;
-    unsigned char *src = sample(n), *z = encode(src, n, &len), *back = malloc(n);
+    unsigned char *src = sample(n), *z = encode(src, n, &len), *back = malloc(n), *tmp = malloc(n);
     assert_int_equal(stf__le32(z), 0x475A5453u);
     assert_int_equal(z[4], 2);
     assert_int_equal(stf__le32(z + 8), 4096);
@@ -122,9 +122,18 @@ static void test_group_round_trip(void **state)
     /* The high bytes take few values: their stream is the smaller one. */
     assert_true(stf__le32(z + 12) < stf__le32(z + 16));
     stf_err err;
-    if (stf__stz_group_decode(z, len, back, n, &got, "x.stz", 0, &err)) fail_msg("%s", err.msg);
+    if (stf__stz_group_decode(NULL, z, len, back, n, tmp, &got, "x.stz", 0, &err))
+        fail_msg("%s", err.msg);
     assert_int_equal(got, n);
     assert_memory_equal(back, src, n);
+    /* A reused decompression context gives the same bytes. */
+    ZSTD_DCtx *d = ZSTD_createDCtx();
+    memset(back, 0, n);
+    if (stf__stz_group_decode(d, z, len, back, n, tmp, &got, "x.stz", 0, &err))
+        fail_msg("%s", err.msg);
+    assert_memory_equal(back, src, n);
+    ZSTD_freeDCtx(d);
+    free(tmp);
     free(src);
     free(z);
     free(back);
@@ -132,16 +141,18 @@ static void test_group_round_trip(void **state)
 
 static void expect_refusal(const unsigned char *z, size_t len, size_t dcap, const char *msg)
 {
-    unsigned char *dst = malloc(dcap ? dcap : 1);
+    unsigned char *dst = malloc(dcap ? dcap : 1), *tmp = malloc(dcap ? dcap : 1);
     size_t got = 7;
     stf_err err;
-    assert_int_equal(stf__stz_group_decode(z, len, dst, dcap, &got, "x.stz", 77, &err),
+    assert_int_equal(stf__stz_group_decode(NULL, z, len, dst, dcap, tmp, &got, "x.stz", 77, &err),
                      STF_EFORMAT);
     assert_string_equal(err.msg, msg);
+    assert_string_equal(err.rule, "S26");
     assert_int_equal(err.has_offset, 1);
     assert_int_equal(err.offset, 77);
     assert_int_equal(got, 0);
     free(dst);
+    free(tmp);
 }
 
 static void test_group_refusals(void **state)
@@ -149,7 +160,7 @@ static void test_group_refusals(void **state)
     (void)state;
     size_t n = 1024, len = 0;
     unsigned char *src = sample(n), *z = encode(src, n, &len), *bad = malloc(len);
-#define BAD(what) "x.stz: corrupt grouped frame at compressed byte 77: " what
+#define BAD(what) "x.stz: S26 ZstdCorrupt: grouped frame at compressed byte 77: " what
     expect_refusal(z, 19, n, BAD("truncated header"));
     memcpy(bad, z, len);
     bad[0] ^= 1;
@@ -181,13 +192,14 @@ static void test_group_refusals(void **state)
     /* A flipped byte in the low stream's data fails its checksum. */
     memcpy(bad, z, len);
     bad[len - 6] ^= 0x55;
-    unsigned char *dst = malloc(n);
+    unsigned char *dst = malloc(n), *tmp = malloc(n);
     size_t got = 0;
     stf_err err;
-    assert_int_equal(stf__stz_group_decode(bad, len, dst, n, &got, "x.stz", 77, &err),
+    assert_int_equal(stf__stz_group_decode(NULL, bad, len, dst, n, tmp, &got, "x.stz", 77, &err),
                      STF_EFORMAT);
-    assert_non_null(strstr(err.msg, "x.stz: corrupt grouped frame at compressed byte 77: "));
+    assert_non_null(strstr(err.msg, "x.stz: S26 ZstdCorrupt: grouped frame at compressed byte 77: "));
     free(dst);
+    free(tmp);
 #undef BAD
     free(src);
     free(z);
