@@ -386,7 +386,13 @@ int cmd_fix(int argc, char **argv)
     /* The run confirms the probes from the rows it reads: the input is read
      * once. --fail-if-unchanged decides on the plan before any run. */
     po.speculate = !a.fail_if_unchanged;
-    if (stf_plan_build(&p, c, rc, &po, &err)) {
+    /* The probes the plan still runs read weights: a line meanwhile. */
+    cli_progress *ppg = cli_progress_start("fix", NULL);
+    po.progress = ppg ? cli_progress_cb : NULL;
+    po.progress_ud = ppg;
+    int built = stf_plan_build(&p, c, rc, &po, &err);
+    cli_progress_end(ppg);
+    if (built) {
         ex = cli_report("fix", &err);
         goto done;
     }

@@ -32,6 +32,14 @@ if grep -q "$CR" "$T_TMP/piped.err" "$T_TMP/piped.out"; then t_notok "fix piped:
 else t_ok "fix piped: no progress"; fi
 t_true "fix piped: nothing on stderr" test ! -s "$T_TMP/piped.err"
 
+# fix's own plan probes the weights first where it does not leave the
+# verdict to the run (--fail-if-unchanged decides on the plan): the probes'
+# line (the 4096-byte weight) comes before the run's (the output's bytes).
+t_pty "fix plan probes on a tty" 0 "$STFIX" fix "$IN" -r comfyui-int8-convrot -o "$T_TMP/p.safetensors" --fail-if-unchanged
+t_true "fix plan probes on a tty: the probes' line" grep -qF \
+    "${CR}${ESC}[Kstfix: fix: 4.0 KiB of 4.0 KiB (100%)  blocks.0.attn.qkv" "$T_ERR"
+t_true "fix plan probes on a tty: then the run's" sh -c "grep -aoF -e '4.0 KiB of 4.0 KiB' -e '4.1 KiB of 4.1 KiB' '$T_ERR' | uniq | tr '\n' ' ' | grep -qx '4.0 KiB of 4.0 KiB 4.1 KiB of 4.1 KiB '"
+
 # --no-progress and -q: no line, also on a terminal.
 t_pty "fix --no-progress" 0 "$STFIX" fix "$IN" -r comfyui-int8-convrot -o "$T_TMP/a.safetensors" --no-progress
 if grep -q "$CR" "$T_ERR"; then t_notok "fix --no-progress: no progress" "$(od -c "$T_ERR" | head -3)"
