@@ -33,20 +33,28 @@ const char *stf_batch_status_name(stf_batch_status s)
     return NULL;
 }
 
+/* Forget the layer list (plan_layers makes it again). */
+static void free_layers(stf_batch_result *r)
+{
+    for (size_t i = 0; i < r->nlayers; i++) {
+        stf__free(r->layers[i].layer);
+        stf__free(r->layers[i].actions);
+    }
+    stf__free(r->layers);
+    r->layers = NULL;
+    r->nlayers = 0;
+}
+
 void stf_batch_result_free(stf_batch_result *r)
 {
     if (!r) return;
     for (size_t i = 0; i < r->nin; i++) stf__free(r->in[i].path);
     for (size_t i = 0; i < r->nout; i++) stf__free(r->out[i].path);
-    for (size_t i = 0; i < r->nlayers; i++) {
-        stf__free(r->layers[i].layer);
-        stf__free(r->layers[i].actions);
-    }
+    free_layers(r);
     stf__free(r->in);
     stf__free(r->out);
     stf__free(r->before);
     stf__free(r->after);
-    stf__free(r->layers);
     stf__free(r->input);
     stf__free(r->output);
     stf__free(r->recipe);
@@ -468,6 +476,11 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
     stf_plan_opts po;
     stf_plan_opts_init(&po);
     po.pool = o->pool;
+    /* As fix does: the run confirms the verdicts it can from the rows it
+     * reads, so the input is read once; the layer list is taken again
+     * after the run, from the plan as the run completed it. A dry run
+     * shows the plan without running it, so it probes. */
+    po.speculate = !o->dry_run;
     if (stf_plan_build(&p, c, rcp, &po, &e)) {
         fail(r, &e);
         goto finish;
@@ -514,7 +527,10 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
         r->status = STF_BATCH_SKIPPED;
         goto finish;
     }
-    run_plan(r, p, c, out_path, o);
+    if (!run_plan(r, p, c, out_path, o) && r->status == STF_BATCH_FIXED) {
+        free_layers(r);
+        if ((rc = plan_layers(r, p))) goto done;
+    }
 finish:
     helper_join(&hin);
     r->seconds = now() - t0;
