@@ -103,8 +103,8 @@ static int claim(stf__fstage *st, uint64_t b)
             if (posix_memalign(&p, STF__FS_ALIGN, STF__FS_BLOCK) != 0) return -1;
             s->buf = p;
         }
-        /* The padding of a last block goes out too: zeros, like a hole. */
-        if (block_len(st, b) < STF__FS_BLOCK) memset(s->buf, 0, STF__FS_BLOCK);
+        /* A last block's padding goes out as it is: the sink cuts the
+         * file back to its size right after. */
         s->used = 1;
         s->block = b;
         s->filled = 0;
@@ -182,12 +182,15 @@ int stf__fs_emit(stf__fstage *st, int slot, int (*hook)(void *, uint64_t, size_t
 }
 
 /* A block still staged (contract in fill_stage.h). */
-int stf__fs_pending(stf__fstage *st)
+int stf__fs_pending(stf__fstage *st, uint64_t *at)
 {
     pthread_mutex_lock(&st->mu);
-    int r = -1;
-    for (int i = 0; i < STF__FS_SLOTS && r < 0; i++)
-        if (st->slot[i].used) r = i;
+    int r = 0;
+    for (int i = 0; i < STF__FS_SLOTS && !r; i++)
+        if (st->slot[i].used) {
+            r = 1;
+            *at = st->slot[i].block * STF__FS_BLOCK;
+        }
     pthread_mutex_unlock(&st->mu);
     return r;
 }

@@ -113,8 +113,7 @@ int stf__fs_landed(stf__fstage *st, const stf__fs_piece *p);
 int stf__fs_emit(stf__fstage *st, int slot, int (*hook)(void *, uint64_t, size_t), void *ud,
                  uint64_t *at);
 
-/* The slot of a block still staged (fills missing: holes stay zeros), or
- * -1 when none is left. For the finish of an incomplete file. */
-int stf__fs_pending(stf__fstage *st);
+/* 1 and the offset of a block still staged (fills missing), else 0. */
+int stf__fs_pending(stf__fstage *st, uint64_t *at);
 
 #endif

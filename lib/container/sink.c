@@ -438,15 +438,13 @@ int stf__sink_finish(stf__sink *s, stf_err *err)
 {
     if (s->fd < 0 || s->finished)
         return stf__err(err, STF_EINVAL, "%s: sink is not open", s->final_path);
-    if (s->stage.live) {
-        /* Blocks with fills missing (commit refuses those outputs before
-         * finishing them): the holes read as zeros either way. */
-        int slot;
-        while ((slot = stf__fs_pending(&s->stage)) >= 0) {
-            int rc = emit(s, slot, NULL, err);
-            if (rc) return rc;
-        }
-    }
+    /* A staged block with fills missing: which of its bytes are holes is
+     * not kept (commit refuses such an output before finishing it). */
+    uint64_t blk;
+    if (s->stage.live && stf__fs_pending(&s->stage, &blk))
+        return stf__err_rule(err, STF_EINVAL, "", 1, blk,
+                             "%s: deferred bytes never filled in the block at byte %llu",
+                             s->final_path, (unsigned long long)blk);
     uint64_t at;
     int e = stf__wb_error(&s->wb, &at);
     if (e) return fail_at(s, NULL, at, e, err);

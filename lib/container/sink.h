@@ -126,8 +126,8 @@ int stf__sink_seal(stf__sink *s, stf_err *err);
 int stf__sink_pwrite(stf__sink *s, uint64_t at, const void *p, size_t n,
                      const char *tensor, stf_err *err);
 
-/* Write any block still staged (its unfilled bytes as zeros, as a hole
- * reads), fsync the temp file and end writing; a write-out error write-behind saw
+/* fsync the temp file and end writing; STF_EINVAL when a staged block
+ * still misses fills (fill every deferred byte first); a write-out error write-behind saw
  * fails it (STF_EIO naming the file and byte) as the fsync would have. A named one is closed and stays in
  * place until publish/abort; an unnamed one stays open, since closing it
  * would free the inode. */
