@@ -5,9 +5,9 @@
  * plus the kernel's write-out, which on a virtual disk cost as much as the
  * conversion. Here the file is cut into aligned blocks of STF__FS_BLOCK
  * bytes; a block that lies wholly inside the deferred part of the file is
- * assembled in one of STF__FS_SLOTS aligned staging buffers and written with
- * one O_DIRECT pwrite by the thread whose piece completes it, outside the
- * lock. Memory is bounded by the slots: a piece that finds no free slot, a
+ * assembled in one of STF__FS_SLOTS aligned staging buffers and, once
+ * complete, written with one O_DIRECT pwrite by the file's writer thread,
+ * so the threads that fill never wait for the disk. Memory is bounded by the slots: a piece that finds no free slot, a
  * small piece starting a block, and any block that also holds bytes written
  * in prepare, go through the page cache as before ("spilled"), at their
  * offset, and the block stays that way. Blocks never share a page, so the
@@ -54,12 +54,23 @@ typedef struct stf__fs_piece {
 
 typedef struct stf__fstage {
     pthread_mutex_t mu;
-    int live;               /* mu initialized */
+    pthread_cond_t cv;      /* a block queued, a block written, stop */
+    pthread_t writer;
+    int live;               /* mu, cv and the writer thread exist */
     int dfd;                /* O_DIRECT descriptor of the file; -1: never direct */
+    int tfd;                /* the sink's descriptor, for the size (not owned) */
+    int (*hook)(void *, uint64_t, size_t);
+    void *hook_ud;
     uint64_t size;          /* the file's final size */
+    uint64_t want, got;     /* bytes of the holes; bytes of finished fills */
     uint64_t nblocks;
     unsigned char *state;   /* per block */
     stf__fs_slot slot[STF__FS_SLOTS];
+    int q[STF__FS_SLOTS];   /* complete slots waiting for the writer, oldest first */
+    unsigned qh, qn;
+    int busy, stop;
+    int err;                /* the first write error (errno); 0: none */
+    uint64_t err_off;       /* the offset of the block it hit */
 } stf__fstage;
 
 /*
@@ -78,42 +89,49 @@ void stf__fs_holes_free(stf__fs_holes *h);
 /*
  * Set up staging for a file of `size` bytes with the given holes, writing
  * through `dfd` (an O_DIRECT descriptor of it, which the stage then owns and
- * closes). Blocks wholly inside a hole, and the last block when a hole runs
+ * closes) on a writer thread of its own; `tfd` is the file's ordinary
+ * descriptor, whose size the writer sets back after the padded last block.
+ * `hook` (may be NULL) is called before each direct write, on the writer
+ * thread. Blocks wholly inside a hole, and the last block when a hole runs
  * to the end of the file, become stageable; the rest stay spilled. Returns
  * 0, or STF_ENOMEM (dfd is then closed and the stage stays off).
  */
-int stf__fs_init(stf__fstage *st, int dfd, uint64_t size, const stf__fs_holes *h);
+int stf__fs_init(stf__fstage *st, int dfd, int tfd, uint64_t size, const stf__fs_holes *h,
+                 int (*hook)(void *, uint64_t, size_t), void *hook_ud);
 
-/* Release the buffers and close dfd; no-op on a zeroed or released one. */
+/* Stop the writer (blocks queued are still written), release the buffers
+ * and close dfd; no-op on a zeroed or released one. */
 void stf__fs_fini(stf__fstage *st);
 
 /*
  * Split [at, at + n) into at most `max` pieces, one per block, and claim a
- * slot for each piece that can be staged (counted as in flight until
- * stf__fs_landed). Returns the number of pieces; a return equal to `max`
- * may leave bytes for another call from pieces[max-1].at + len.
+ * slot for each piece that can be staged. Returns the number of pieces; a
+ * return equal to `max` may leave bytes for another call from
+ * pieces[max-1].at + len.
  */
 size_t stf__fs_plan(stf__fstage *st, uint64_t at, uint64_t n, stf__fs_piece *pieces, size_t max);
 
 /* The slot buffer address for a staged piece. */
 unsigned char *stf__fs_dest(stf__fstage *st, const stf__fs_piece *p);
 
-/*
- * A staged piece's bytes are in place. Returns 1 when this completed its
- * block, which the caller must then write (stf__fs_emit); 0 otherwise.
- */
-int stf__fs_landed(stf__fstage *st, const stf__fs_piece *p);
+/* A staged piece's bytes are in place; a block this completes is queued
+ * for the writer. */
+void stf__fs_landed(stf__fstage *st, const stf__fs_piece *p);
 
 /*
- * Write slot `slot`'s block with pwrite on dfd (padded to STF__FS_ALIGN for
- * the last block) and free the slot. `hook` (may be NULL) is called first,
- * as for every write of the sink. Returns 0 or an errno; *at is set to the
- * block's offset. The caller cuts the file to its size after the last block.
+ * A fill of n bytes is wholly in place (staged or written). The fill that
+ * brings the count to the holes' size waits until the writer has written
+ * every queued block, so that once every deferred byte is filled the file
+ * holds them all. Returns the first write error the writer met (an errno,
+ * *at its block's offset), else 0.
  */
-int stf__fs_emit(stf__fstage *st, int slot, int (*hook)(void *, uint64_t, size_t), void *ud,
-                 uint64_t *at);
+int stf__fs_done(stf__fstage *st, uint64_t n, uint64_t *at);
 
-/* 1 and the offset of a block still staged (fills missing), else 0. */
-int stf__fs_pending(stf__fstage *st, uint64_t *at);
+/*
+ * At finish: wait for the writer, then 1 and the offset of a block still
+ * staged (fills missing), or 0; *e gets the first write error (an errno,
+ * *err_at its offset) or 0.
+ */
+int stf__fs_drain(stf__fstage *st, uint64_t *at, int *e, uint64_t *err_at);
 
 #endif

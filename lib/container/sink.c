@@ -335,7 +335,8 @@ int stf__sink_seal(stf__sink *s, stf_err *err)
         /* A second open file description: the sink's own stays buffered for
          * spilled pieces. File systems without direct I/O refuse (EINVAL). */
         int dfd = open(s->tmp_path, O_WRONLY | O_DIRECT | O_CLOEXEC);
-        if (dfd >= 0 && stf__fs_init(&s->stage, dfd, s->off, &s->holes))
+        if (dfd >= 0 &&
+            stf__fs_init(&s->stage, dfd, s->fd, s->off, &s->holes, s->hook, s->hook_ud))
             rc = stf__err(err, STF_ENOMEM, "%s: out of memory", s->final_path);
     }
     stf__fs_holes_free(&s->holes);
@@ -374,26 +375,14 @@ static int pwrite_all(stf__sink *s, uint64_t at, const char *c, size_t n, const 
     return 0;
 }
 
-/* Write staged slot `slot`; the last block of the file went out padded,
- * so the size is set again. */
-static int emit(stf__sink *s, int slot, const char *tensor, stf_err *err)
-{
-    uint64_t at;
-    int e = stf__fs_emit(&s->stage, slot, s->hook, s->hook_ud, &at);
-    if (e) return fail_at(s, tensor, at, e, err);
-    if (at + STF__FS_BLOCK >= s->stage.size && s->stage.size % STF__FS_ALIGN &&
-        ftruncate(s->fd, (off_t)s->stage.size) != 0)
-        return fail_at(s, tensor, at, errno, err);
-    return 0;
-}
-
 /* Through the stage: runs of spilled pieces with one pwrite each, staged
- * pieces copied, a completed block written. */
+ * pieces copied (the writer thread writes the blocks they complete). */
 static int staged_pwrite(stf__sink *s, uint64_t at, const char *c, size_t n, const char *tensor,
                          stf_err *err)
 {
     enum { MAXP = 16 };
     stf__fs_piece p[MAXP];
+    uint64_t total = n;
     while (n) {
         size_t k = stf__fs_plan(&s->stage, at, n, p, MAXP);
         for (size_t i = 0, j; i < k; i = j) {
@@ -405,10 +394,7 @@ static int staged_pwrite(stf__sink *s, uint64_t at, const char *c, size_t n, con
                 continue;
             }
             memcpy(stf__fs_dest(&s->stage, &p[i]), c + (p[i].at - at), p[i].len);
-            if (stf__fs_landed(&s->stage, &p[i])) {
-                int rc = emit(s, p[i].slot, tensor, err);
-                if (rc) return rc;
-            }
+            stf__fs_landed(&s->stage, &p[i]);
             j = i + 1;
         }
         uint64_t done = p[k - 1].at + p[k - 1].len - at;
@@ -416,7 +402,11 @@ static int staged_pwrite(stf__sink *s, uint64_t at, const char *c, size_t n, con
         at += done;
         n -= (size_t)done;
     }
-    return 0;
+    /* A write error of any block (this fill's or another's) fails the
+     * fill: the output is lost either way. */
+    uint64_t bad;
+    int e = stf__fs_done(&s->stage, total, &bad);
+    return e ? fail_at(s, tensor, bad, e, err) : 0;
 }
 
 /* Positional write, safe for concurrent disjoint ranges (contract in sink.h). */
@@ -438,13 +428,18 @@ int stf__sink_finish(stf__sink *s, stf_err *err)
 {
     if (s->fd < 0 || s->finished)
         return stf__err(err, STF_EINVAL, "%s: sink is not open", s->final_path);
-    /* A staged block with fills missing: which of its bytes are holes is
-     * not kept (commit refuses such an output before finishing it). */
-    uint64_t blk;
-    if (s->stage.live && stf__fs_pending(&s->stage, &blk))
-        return stf__err_rule(err, STF_EINVAL, "", 1, blk,
-                             "%s: deferred bytes never filled in the block at byte %llu",
-                             s->final_path, (unsigned long long)blk);
+    if (s->stage.live) {
+        /* A staged block with fills missing: which of its bytes are holes
+         * is not kept (commit refuses such an output before finishing it). */
+        uint64_t blk = 0, bad = 0;
+        int we = 0;
+        int left = stf__fs_drain(&s->stage, &blk, &we, &bad);
+        if (we) return fail_at(s, NULL, bad, we, err);
+        if (left)
+            return stf__err_rule(err, STF_EINVAL, "", 1, blk,
+                                 "%s: deferred bytes never filled in the block at byte %llu",
+                                 s->final_path, (unsigned long long)blk);
+    }
     uint64_t at;
     int e = stf__wb_error(&s->wb, &at);
     if (e) return fail_at(s, NULL, at, e, err);
