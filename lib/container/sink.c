@@ -165,6 +165,8 @@ int stf__sink_open(stf__sink *s, const char *final_path, stf_err *err)
     s->no_fsync = test_hooks.no_fsync;
     s->hook = test_hooks.write_hook;
     s->hook_ud = test_hooks.write_hook_ud;
+    s->no_direct = test_hooks.no_direct;
+    s->stage.dfd = -1;
     if (stf__wb_init(&s->wb)) return stf__err(err, STF_ENOMEM, "%s: out of memory", final_path);
     int no_tmpfile = test_hooks.no_tmpfile;
     int rc = 0;
@@ -201,6 +203,8 @@ int stf__sink_open_mem(stf__sink *s, const char *final_path, stf_err *err)
     s->fd = -1;
     s->memory = 1;
     s->unnamed = 1;
+    s->no_direct = 1;
+    s->stage.dfd = -1;
     s->no_fsync = 1;
     s->hook = test_hooks.write_hook;
     s->hook_ud = test_hooks.write_hook_ud;
@@ -310,6 +314,8 @@ int stf__sink_reserve(stf__sink *s, uint64_t n, stf_err *err)
         return stf__err_rule(err, STF_EINVAL, "", 1, s->off,
                              "%s: file would exceed the largest file offset", s->final_path);
     if (lseek(s->fd, (off_t)end, SEEK_SET) < 0) return fail_io(s, errno, "lseek", err);
+    if (!s->no_direct && stf__fs_hole(&s->holes, s->off, n))
+        return stf__err(err, STF_ENOMEM, "%s: out of memory", s->final_path);
     s->off = end;
     return 0;
 }
@@ -319,6 +325,22 @@ int stf__sink_extend(stf__sink *s, stf_err *err)
 {
     if (ftruncate(s->fd, (off_t)s->off) != 0) return fail_io(s, errno, "ftruncate", err);
     return 0;
+}
+
+/* Stage fills where O_DIRECT works (contract in sink.h). */
+int stf__sink_seal(stf__sink *s, stf_err *err)
+{
+    int rc = 0;
+    if (!s->no_direct && s->holes.n && s->tmp_path && !s->stage.live) {
+        /* A second open file description: the sink's own stays buffered for
+         * spilled pieces. File systems without direct I/O refuse (EINVAL). */
+        int dfd = open(s->tmp_path, O_WRONLY | O_DIRECT | O_CLOEXEC);
+        if (dfd >= 0 &&
+            stf__fs_init(&s->stage, dfd, s->fd, s->off, &s->holes, s->hook, s->hook_ud))
+            rc = stf__err(err, STF_ENOMEM, "%s: out of memory", s->final_path);
+    }
+    stf__fs_holes_free(&s->holes);
+    return rc;
 }
 
 static int fail_at(const stf__sink *s, const char *tensor, uint64_t at, int e, stf_err *err)
@@ -331,18 +353,11 @@ static int fail_at(const stf__sink *s, const char *tensor, uint64_t at, int e, s
                          s->final_path, (unsigned long long)at, strerror(e));
 }
 
-/* Positional write, safe for concurrent disjoint ranges (contract in sink.h). */
-int stf__sink_pwrite(stf__sink *s, uint64_t at, const void *p, size_t n,
-                     const char *tensor, stf_err *err)
+/* pwrite all n bytes at `at` through the page cache. */
+static int pwrite_all(stf__sink *s, uint64_t at, const char *c, size_t n, const char *tensor,
+                      stf_err *err)
 {
-    const char *c = p;
     uint64_t len = n;
-    if (s->fd < 0 || s->finished)
-        return stf__err(err, STF_EINVAL, "%s: sink is not open", s->final_path);
-    if (at > (uint64_t)INT64_MAX || n > (uint64_t)INT64_MAX - at)
-        return stf__err_rule(err, STF_EINVAL, "", 1, at,
-                             "%s: write at byte %llu exceeds the largest file offset",
-                             s->final_path, (unsigned long long)at);
     while (n) {
         size_t k = n > ((size_t)1 << 30) ? (size_t)1 << 30 : n;
         if (s->hook && s->hook(s->hook_ud, at, k)) return fail_at(s, tensor, at, ENOSPC, err);
@@ -360,11 +375,71 @@ int stf__sink_pwrite(stf__sink *s, uint64_t at, const void *p, size_t n,
     return 0;
 }
 
+/* Through the stage: runs of spilled pieces with one pwrite each, staged
+ * pieces copied (the writer thread writes the blocks they complete). */
+static int staged_pwrite(stf__sink *s, uint64_t at, const char *c, size_t n, const char *tensor,
+                         stf_err *err)
+{
+    enum { MAXP = 16 };
+    stf__fs_piece p[MAXP];
+    uint64_t total = n;
+    while (n) {
+        size_t k = stf__fs_plan(&s->stage, at, n, p, MAXP);
+        for (size_t i = 0, j; i < k; i = j) {
+            size_t len = 0;
+            for (j = i; j < k && p[j].slot < 0; j++) len += p[j].len;
+            if (len) {
+                int rc = pwrite_all(s, p[i].at, c + (p[i].at - at), len, tensor, err);
+                if (rc) return rc;
+                continue;
+            }
+            memcpy(stf__fs_dest(&s->stage, &p[i]), c + (p[i].at - at), p[i].len);
+            stf__fs_landed(&s->stage, &p[i]);
+            j = i + 1;
+        }
+        uint64_t done = p[k - 1].at + p[k - 1].len - at;
+        c += done;
+        at += done;
+        n -= (size_t)done;
+    }
+    /* A write error of any block (this fill's or another's) fails the
+     * fill: the output is lost either way. */
+    uint64_t bad;
+    int e = stf__fs_done(&s->stage, total, &bad);
+    return e ? fail_at(s, tensor, bad, e, err) : 0;
+}
+
+/* Positional write, safe for concurrent disjoint ranges (contract in sink.h). */
+int stf__sink_pwrite(stf__sink *s, uint64_t at, const void *p, size_t n,
+                     const char *tensor, stf_err *err)
+{
+    if (s->fd < 0 || s->finished)
+        return stf__err(err, STF_EINVAL, "%s: sink is not open", s->final_path);
+    if (at > (uint64_t)INT64_MAX || n > (uint64_t)INT64_MAX - at)
+        return stf__err_rule(err, STF_EINVAL, "", 1, at,
+                             "%s: write at byte %llu exceeds the largest file offset",
+                             s->final_path, (unsigned long long)at);
+    if (s->stage.live) return staged_pwrite(s, at, p, n, tensor, err);
+    return pwrite_all(s, at, p, n, tensor, err);
+}
+
 /* fsync and end writing; a named file is closed (contract in sink.h). */
 int stf__sink_finish(stf__sink *s, stf_err *err)
 {
     if (s->fd < 0 || s->finished)
         return stf__err(err, STF_EINVAL, "%s: sink is not open", s->final_path);
+    if (s->stage.live) {
+        /* A staged block with fills missing: which of its bytes are holes
+         * is not kept (commit refuses such an output before finishing it). */
+        uint64_t blk = 0, bad = 0;
+        int we = 0;
+        int left = stf__fs_drain(&s->stage, &blk, &we, &bad);
+        if (we) return fail_at(s, NULL, bad, we, err);
+        if (left)
+            return stf__err_rule(err, STF_EINVAL, "", 1, blk,
+                                 "%s: deferred bytes never filled in the block at byte %llu",
+                                 s->final_path, (unsigned long long)blk);
+    }
     uint64_t at;
     int e = stf__wb_error(&s->wb, &at);
     if (e) return fail_at(s, NULL, at, e, err);
@@ -458,4 +533,6 @@ void stf__sink_abort(stf__sink *s)
     s->link_path = NULL;
     s->final_path = NULL;
     stf__wb_fini(&s->wb);
+    stf__fs_fini(&s->stage);
+    stf__fs_holes_free(&s->holes);
 }

@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "container/fill_stage.h"
 #include "container/write_behind.h"
 #include "stfix/container.h"
 
@@ -32,6 +33,9 @@ typedef struct stf__sink {
     int (*hook)(void *ud, uint64_t file_off, size_t len);
     void *hook_ud;
     stf__wbehind wb;         /* write-behind of what stf__sink_pwrite fills */
+    stf__fs_holes holes;     /* stf__sink_reserve's holes, until stf__sink_seal */
+    stf__fstage stage;       /* direct-I/O staging of fills (fill_stage.h); live after seal */
+    int no_direct;           /* test hook: never stage */
 } stf__sink;
 
 /*
@@ -47,6 +51,7 @@ typedef struct stf__write_test_hooks {
      * non-zero makes the write fail as if with ENOSPC. NULL: none. */
     int (*write_hook)(void *ud, uint64_t file_off, size_t len);
     void *write_hook_ud;
+    int no_direct;   /* fills always through the page cache (no fill_stage.h) */
 } stf__write_test_hooks;
 
 /* Copy *h into force; NULL restores the defaults (all off). */
@@ -98,16 +103,31 @@ int stf__sink_reserve(stf__sink *s, uint64_t n, stf_err *err);
 int stf__sink_extend(stf__sink *s, stf_err *err);
 
 /*
+ * The layout is complete (`off` is the file's size, every hole reserved):
+ * fills from now on may be staged and written with O_DIRECT
+ * (fill_stage.h) where the file system accepts an O_DIRECT descriptor of
+ * the temp file; elsewhere, for memory files and when the tests' no_direct
+ * is set, they go through the page cache as before. Never fails for want
+ * of O_DIRECT; STF_ENOMEM only.
+ */
+int stf__sink_seal(stf__sink *s, stf_err *err);
+
+/*
  * Write n bytes at absolute file offset `at` with pwrite; the hook applies
  * as for appends. Touches neither `off` nor the file position, so several
  * threads may call it at once for disjoint ranges (the hook then runs
  * concurrently too). `tensor` (may be NULL) names the tensor in messages.
- * The bytes then go to write-behind (write_behind.h).
+ * After stf__sink_seal, pieces that complete a staged block are written
+ * with O_DIRECT by this call (the error then names the block's offset);
+ * the rest go through the page cache and on to write-behind
+ * (write_behind.h). Once every byte of the file has been filled, the file
+ * holds them all and has its size.
  */
 int stf__sink_pwrite(stf__sink *s, uint64_t at, const void *p, size_t n,
                      const char *tensor, stf_err *err);
 
-/* fsync the temp file and end writing; a write-out error write-behind saw
+/* fsync the temp file and end writing; STF_EINVAL when a staged block
+ * still misses fills (fill every deferred byte first); a write-out error write-behind saw
  * fails it (STF_EIO naming the file and byte) as the fsync would have. A named one is closed and stays in
  * place until publish/abort; an unnamed one stays open, since closing it
  * would free the inode. */

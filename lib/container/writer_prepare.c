@@ -135,6 +135,8 @@ static int write_shard(stf_writer *w, stf__sink *sk, const char *path, size_t sh
     /* A trailing deferred tensor is a hole past the last write: the size
      * must cover it so fills land inside the file and readers see it. */
     if (holes) rc = stf__sink_extend(sk, err);
+    /* From here on fills may be staged and written with O_DIRECT. */
+    if (!rc) rc = stf__sink_seal(sk, err);
 done:
     stf__free(info);
     stf__buf_free(&hdr);

@@ -1,0 +1,261 @@
+/*
+ * Direct-I/O staging of deferred fills (contract in fill_stage.h). The lock
+ * guards only the block states, slot counters and the writer's queue; the
+ * copies into a slot and the direct writes run outside it, so threads
+ * filling different rows of a layer copy at once while the writer writes.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "container/container_internal.h"
+#include "container/fill_stage.h"
+
+/* Record a hole (contract in fill_stage.h). */
+int stf__fs_hole(stf__fs_holes *h, uint64_t at, uint64_t n)
+{
+    if (!n) return 0;
+    if (h->n && h->r[h->n - 1][1] == at) {
+        h->r[h->n - 1][1] = at + n;
+        return 0;
+    }
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? 2 * h->cap : 16;
+        void *g = stf__realloc(h->r, cap * sizeof *h->r);
+        if (!g) return STF_ENOMEM;
+        h->r = g;
+        h->cap = cap;
+    }
+    h->r[h->n][0] = at;
+    h->r[h->n][1] = at + n;
+    h->n++;
+    return 0;
+}
+
+void stf__fs_holes_free(stf__fs_holes *h)
+{
+    stf__free(h->r);
+    *h = (stf__fs_holes){ NULL, 0, 0 };
+}
+
+static void *writer_main(void *ud);
+
+/* Set up (contract in fill_stage.h). */
+int stf__fs_init(stf__fstage *st, int dfd, int tfd, uint64_t size, const stf__fs_holes *h,
+                 int (*hook)(void *, uint64_t, size_t), void *hook_ud)
+{
+    memset(st, 0, sizeof *st);
+    st->dfd = -1;
+    st->nblocks = (size + STF__FS_BLOCK - 1) / STF__FS_BLOCK;
+    st->state = stf__calloc(st->nblocks ? st->nblocks : 1, 1); /* all STF__FS_SPILL */
+    st->dfd = dfd;
+    st->tfd = tfd;
+    st->hook = hook;
+    st->hook_ud = hook_ud;
+    st->size = size;
+    int mu = 0, cv = 0;
+    if (!st->state || !(mu = pthread_mutex_init(&st->mu, NULL) == 0) ||
+        !(cv = pthread_cond_init(&st->cv, NULL) == 0) ||
+        pthread_create(&st->writer, NULL, writer_main, st) != 0) {
+        if (cv) pthread_cond_destroy(&st->cv);
+        if (mu) pthread_mutex_destroy(&st->mu);
+        stf__free(st->state);
+        st->state = NULL;
+        st->dfd = -1;
+        close(dfd);
+        return STF_ENOMEM;
+    }
+    st->live = 1;
+    for (size_t i = 0; i < h->n; i++) {
+        st->want += h->r[i][1] - h->r[i][0];
+        uint64_t a = (h->r[i][0] + STF__FS_BLOCK - 1) / STF__FS_BLOCK;
+        uint64_t e = h->r[i][1] / STF__FS_BLOCK; /* first block not wholly inside */
+        /* A hole to the end of the file also owns a partial last block. */
+        if (h->r[i][1] == size && size % STF__FS_BLOCK && e * STF__FS_BLOCK >= h->r[i][0]) e++;
+        for (uint64_t b = a; b < e && b < st->nblocks; b++) st->state[b] = STF__FS_FREE;
+    }
+    return 0;
+}
+
+/* Release (contract in fill_stage.h). */
+void stf__fs_fini(stf__fstage *st)
+{
+    if (!st->live) return;
+    pthread_mutex_lock(&st->mu);
+    st->stop = 1;
+    pthread_cond_broadcast(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+    pthread_join(st->writer, NULL);
+    for (int i = 0; i < STF__FS_SLOTS; i++) free(st->slot[i].buf);
+    stf__free(st->state);
+    if (st->dfd >= 0) close(st->dfd);
+    pthread_cond_destroy(&st->cv);
+    pthread_mutex_destroy(&st->mu);
+    memset(st, 0, sizeof *st);
+    st->dfd = -1;
+}
+
+static uint64_t block_len(const stf__fstage *st, uint64_t b)
+{
+    uint64_t a = b * STF__FS_BLOCK;
+    return st->size - a < STF__FS_BLOCK ? st->size - a : STF__FS_BLOCK;
+}
+
+/* The slot holding block b, or -1. Called with mu held. */
+static int slot_of(const stf__fstage *st, uint64_t b)
+{
+    for (int i = 0; i < STF__FS_SLOTS; i++)
+        if (st->slot[i].used && st->slot[i].block == b) return i;
+    return -1;
+}
+
+/* A free slot for block b (its buffer made on first use), or -1. Called
+ * with mu held. */
+static int claim(stf__fstage *st, uint64_t b)
+{
+    for (int i = 0; i < STF__FS_SLOTS; i++) {
+        stf__fs_slot *s = &st->slot[i];
+        if (s->used) continue;
+        if (!s->buf) {
+            void *p = NULL;
+            if (posix_memalign(&p, STF__FS_ALIGN, STF__FS_BLOCK) != 0) return -1;
+            s->buf = p;
+        }
+        /* A last block's padding goes out as it is: the sink cuts the
+         * file back to its size right after. */
+        s->used = 1;
+        s->block = b;
+        s->filled = 0;
+        return i;
+    }
+    return -1;
+}
+
+/* Split and claim (contract in fill_stage.h). */
+size_t stf__fs_plan(stf__fstage *st, uint64_t at, uint64_t n, stf__fs_piece *pieces, size_t max)
+{
+    size_t k = 0;
+    /* Small fills would pin a slot for long (a scale tensor filled a row
+     * block at a time): they go through the cache. The size that counts is
+     * the fill's, not the piece's: a large fill's few bytes past a block
+     * boundary start that block like any other. */
+    int big = n >= STF__FS_MIN;
+    pthread_mutex_lock(&st->mu);
+    while (n && k < max) {
+        uint64_t b = at / STF__FS_BLOCK, room = (b + 1) * STF__FS_BLOCK - at;
+        size_t len = (size_t)(n < room ? n : room);
+        int slot = -1;
+        if (b < st->nblocks) {
+            if (st->state[b] == STF__FS_STAGED) slot = slot_of(st, b);
+            else if (st->state[b] == STF__FS_FREE) {
+                if (big || len == block_len(st, b)) slot = claim(st, b);
+                st->state[b] = slot >= 0 ? STF__FS_STAGED : STF__FS_SPILL;
+            }
+        }
+        pieces[k++] = (stf__fs_piece){ at, len, slot };
+        at += len;
+        n -= len;
+    }
+    pthread_mutex_unlock(&st->mu);
+    return k;
+}
+
+unsigned char *stf__fs_dest(stf__fstage *st, const stf__fs_piece *p)
+{
+    return st->slot[p->slot].buf + p->at % STF__FS_BLOCK;
+}
+
+/* A staged piece landed (contract in fill_stage.h). */
+void stf__fs_landed(stf__fstage *st, const stf__fs_piece *p)
+{
+    pthread_mutex_lock(&st->mu);
+    stf__fs_slot *s = &st->slot[p->slot];
+    s->filled += p->len;
+    if (s->filled == block_len(st, s->block)) {
+        st->q[(st->qh + st->qn++) % STF__FS_SLOTS] = p->slot;
+        pthread_cond_broadcast(&st->cv);
+    }
+    pthread_mutex_unlock(&st->mu);
+}
+
+/* Write a slot's block with pwrite on dfd, padded to STF__FS_ALIGN, and set
+ * the size back after the last block: an errno or 0. */
+static int write_block(stf__fstage *st, const stf__fs_slot *s)
+{
+    uint64_t len = block_len(st, s->block), off = s->block * STF__FS_BLOCK;
+    uint64_t out = (len + STF__FS_ALIGN - 1) / STF__FS_ALIGN * STF__FS_ALIGN;
+    if (st->hook && st->hook(st->hook_ud, off, (size_t)len)) return ENOSPC;
+    for (uint64_t done = 0; done < out;) {
+        ssize_t w = pwrite(st->dfd, s->buf + done, (size_t)(out - done), (off_t)(off + done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return w < 0 ? errno : ENOSPC;
+        done += (uint64_t)w;
+    }
+    if (out != len && ftruncate(st->tfd, (off_t)st->size) != 0) return errno;
+    return 0;
+}
+
+/* The writer thread: queued blocks in turn, until stopped with none left. */
+static void *writer_main(void *ud)
+{
+    stf__fstage *st = ud;
+    pthread_mutex_lock(&st->mu);
+    for (;;) {
+        while (!st->qn && !st->stop) pthread_cond_wait(&st->cv, &st->mu);
+        if (!st->qn) break;
+        int i = st->q[st->qh];
+        st->qh = (st->qh + 1) % STF__FS_SLOTS;
+        st->qn--;
+        st->busy = 1;
+        int failed = st->err != 0; /* after a failure the output is lost: skip */
+        pthread_mutex_unlock(&st->mu);
+        int e = failed ? 0 : write_block(st, &st->slot[i]);
+        pthread_mutex_lock(&st->mu);
+        if (e && !st->err) {
+            st->err = e;
+            st->err_off = st->slot[i].block * STF__FS_BLOCK;
+        }
+        st->state[st->slot[i].block] = STF__FS_DONE;
+        st->slot[i].used = 0;
+        st->busy = 0;
+        pthread_cond_broadcast(&st->cv);
+    }
+    pthread_mutex_unlock(&st->mu);
+    return NULL;
+}
+
+/* Wait until the writer is idle with nothing queued. Called with mu held. */
+static void wait_idle(stf__fstage *st)
+{
+    while (st->qn || st->busy) pthread_cond_wait(&st->cv, &st->mu);
+}
+
+/* A fill is in place (contract in fill_stage.h). */
+int stf__fs_done(stf__fstage *st, uint64_t n, uint64_t *at)
+{
+    pthread_mutex_lock(&st->mu);
+    st->got += n;
+    if (st->got == st->want) wait_idle(st);
+    int e = st->err;
+    *at = st->err_off;
+    pthread_mutex_unlock(&st->mu);
+    return e;
+}
+
+/* The writer done, what is left (contract in fill_stage.h). */
+int stf__fs_drain(stf__fstage *st, uint64_t *at, int *e, uint64_t *err_at)
+{
+    pthread_mutex_lock(&st->mu);
+    wait_idle(st);
+    int r = 0;
+    for (int i = 0; i < STF__FS_SLOTS && !r; i++)
+        if (st->slot[i].used) {
+            r = 1;
+            *at = st->slot[i].block * STF__FS_BLOCK;
+        }
+    *e = st->err;
+    *err_at = st->err_off;
+    pthread_mutex_unlock(&st->mu);
+    return r;
+}
