@@ -10,7 +10,7 @@ E=$(printf '\033')
 
 # Run stfix with stdout and stderr on one pseudo-terminal; what it printed
 # (the terminal's \r\n as \n) goes to $T_OUT, its exit status is T_RC.
-t_pty() {
+t_pty_all() {
     : >"$T_ERR"
     python3 -c 'import os, subprocess, sys
 m, s = os.openpty()
@@ -78,20 +78,20 @@ t_stdout_has "fix verification" "    $E[1;31merror$E[0m   $E[1mR27$E[0m: Seriali
 
 # A terminal: colour by default; not with NO_COLOR set and not empty, not
 # with TERM=dumb, not with --color=never.
-t_pty env -u NO_COLOR TERM=xterm "$STFIX" check "$r23"
+t_pty_all env -u NO_COLOR TERM=xterm "$STFIX" check "$r23"
 t_true "terminal: exit 1" test "$T_RC" -eq 1
 t_stdout_has "terminal" "  $red"
-t_pty env NO_COLOR= TERM=xterm "$STFIX" check "$r23"
+t_pty_all env NO_COLOR= TERM=xterm "$STFIX" check "$r23"
 t_stdout_has "terminal, NO_COLOR empty" "  $red"
-t_pty env NO_COLOR=1 TERM=xterm "$STFIX" check "$r23"
+t_pty_all env NO_COLOR=1 TERM=xterm "$STFIX" check "$r23"
 t_true "terminal, NO_COLOR=1: exit 1" test "$T_RC" -eq 1
 t_plain "terminal, NO_COLOR=1"
 t_stdout_has "terminal, NO_COLOR=1" "  error   R23: Serialized"
-t_pty env -u NO_COLOR TERM=dumb "$STFIX" check "$r23"
+t_pty_all env -u NO_COLOR TERM=dumb "$STFIX" check "$r23"
 t_plain "terminal, TERM=dumb"
-t_pty env -u NO_COLOR TERM=xterm "$STFIX" check --color=never "$r23"
+t_pty_all env -u NO_COLOR TERM=xterm "$STFIX" check --color=never "$r23"
 t_plain "terminal, --color=never"
-t_pty env -u NO_COLOR TERM=xterm "$STFIX" inspect fixtures/malformed/s14_nul_in_name.safetensors
+t_pty_all env -u NO_COLOR TERM=xterm "$STFIX" inspect fixtures/malformed/s14_nul_in_name.safetensors
 t_stdout_has "terminal, stderr" "stfix: inspect: $E[33mwarning$E[0m $E[1mS14$E[0m: "
 
 # WHEN is auto, always or never; after "--" --color is an argument.

@@ -40,6 +40,17 @@ t_run() {
     fi
 }
 
+# t_pty NAME RC CMD...: run CMD with stderr on a pseudo-terminal
+# (tests/cli/pty_run.py) and stdout to a file: $T_OUT, $T_ERR. $PTY may name
+# the runner by an absolute path for tests that change directory.
+t_pty() {
+    _n=$1; _rc=$2; shift 2
+    ${PTY:-python3 tests/cli/pty_run.py} "$T_OUT" "$T_ERR" "$@"
+    _got=$?
+    if [ "$_got" -eq "$_rc" ]; then t_ok "$_n: exit $_rc"
+    else t_notok "$_n: exit $_rc" "got exit $_got; stderr: $(head -c 400 "$T_ERR")"; fi
+}
+
 t_stdout_is() {
     if cmp -s "$T_OUT" "$2"; then t_ok "$1: stdout"
     else t_notok "$1: stdout" "differs from $2:"; diff "$2" "$T_OUT" | head -20 | sed 's/^/#   /'; fi

@@ -8,14 +8,6 @@ IN=fixtures/comfy/r24_g128.safetensors
 ESC=$(printf '\033')
 CR=$(printf '\r')
 
-# t_pty NAME RC CMD...: run CMD with stderr on a terminal: $T_OUT, $T_ERR.
-t_pty() {
-    _n=$1; _rc=$2; shift 2
-    $PTY "$T_OUT" "$T_ERR" "$@"
-    _got=$?
-    if [ "$_got" -eq "$_rc" ]; then t_ok "$_n: exit $_rc"
-    else t_notok "$_n: exit $_rc" "got exit $_got; stderr: $(head -c 400 "$T_ERR")"; fi
-}
 has_progress() { grep -q "${CR}${ESC}\[Kstfix: $1: " "$T_ERR"; }
 
 # fix on a terminal: the line counts the output's bytes up to 100% and names

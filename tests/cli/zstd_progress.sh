@@ -11,13 +11,6 @@ if ! command -v zstd >/dev/null 2>&1; then
     t_notok "the zstd program is installed (make deps)"
     exit 0
 fi
-t_pty() {
-    _n=$1; _rc=$2; shift 2
-    $PTY "$T_OUT" "$T_ERR" "$@"
-    _got=$?
-    if [ "$_got" -eq "$_rc" ]; then t_ok "$_n: exit $_rc"
-    else t_notok "$_n: exit $_rc" "got exit $_got; stderr: $(head -c 400 "$T_ERR")"; fi
-}
 zstd -q fixtures/comfy/r24_g128.safetensors -o "$D/in.safetensors.zst"
 
 # fix reads in data order: no spool.
