@@ -140,6 +140,10 @@ int cli_progress_enabled(void);
 /* A line for `verb` counting bytes (unit NULL) or `unit`s (a noun such as
  * "checkpoints"); NULL when no line is shown (or out of memory). */
 cli_progress *cli_progress_start(const char *verb, const char *unit);
+/* cli_progress_start(verb, NULL), with *fn and *ud set to what the
+ * library's options take (cli_progress_cb and the line; NULL and NULL when
+ * no line is shown). */
+cli_progress *cli_progress_hook(const char *verb, stf_progress_fn *fn, void **ud);
 /* `done` of `total` (bytes, or units), `what` (what_len bytes, escaped as
  * a name; NULL for none) at work. Redrawn at most every 0.1 s, and always
  * the first time and when done reaches total. */

@@ -192,3 +192,12 @@ void cli_progress_end(cli_progress *p)
     cli_progress_clear(p);
     free(p);
 }
+
+/* See cli.h. */
+cli_progress *cli_progress_hook(const char *verb, stf_progress_fn *fn, void **ud)
+{
+    cli_progress *p = cli_progress_start(verb, NULL);
+    *fn = p ? cli_progress_cb : NULL;
+    *ud = p;
+    return p;
+}

@@ -146,9 +146,9 @@ static int check_one(const char *file, const char *target, const stf_check_opts 
     const cli_tp *tpp = t.count ? &tp : NULL;
     /* The numeric probes read every weight: a progress line meanwhile. */
     stf_check_opts co = *o;
-    cli_progress *pg = o->profiles & STF_CHECK_NUMERIC ? cli_progress_start("check", NULL) : NULL;
-    co.progress = pg ? cli_progress_cb : NULL;
-    co.progress_ud = pg;
+    cli_progress *pg = o->profiles & STF_CHECK_NUMERIC
+                           ? cli_progress_hook("check", &co.progress, &co.progress_ud)
+                           : NULL;
     int failed = stf_check_run_tp(&r, c, &co, &t, &err);
     cli_progress_end(pg);
     if (failed) {

@@ -268,9 +268,7 @@ int cmd_diff(int argc, char **argv)
         }
         o.pool = pool;
     }
-    cli_progress *pg = cli_progress_start("diff", NULL);
-    o.progress = pg ? cli_progress_cb : NULL;
-    o.progress_ud = pg;
+    cli_progress *pg = cli_progress_hook("diff", &o.progress, &o.progress_ud);
     int rc = stf_diff_run(&d, a, b, &o, &err);
     cli_progress_end(pg);
     if (rc) {

@@ -387,9 +387,7 @@ int cmd_fix(int argc, char **argv)
      * once. --fail-if-unchanged decides on the plan before any run. */
     po.speculate = !a.fail_if_unchanged;
     /* The probes the plan still runs read weights: a line meanwhile. */
-    cli_progress *ppg = cli_progress_start("fix", NULL);
-    po.progress = ppg ? cli_progress_cb : NULL;
-    po.progress_ud = ppg;
+    cli_progress *ppg = cli_progress_hook("fix", &po.progress, &po.progress_ud);
     int built = stf_plan_build(&p, c, rc, &po, &err);
     cli_progress_end(ppg);
     if (built) {
@@ -418,12 +416,10 @@ int cmd_fix(int argc, char **argv)
     ro.max_shard_size = a.max_shard_size;
     ro.allow_noncompliant = a.allow_noncompliant;
     ro.error_metrics = a.error_report;
-    cli_progress *pg = cli_progress_start("fix", NULL);
+    cli_progress *pg = cli_progress_hook("fix", &ro.progress, &ro.progress_ud);
     char spool[4096];
     const char *sd = cli_spool_dir(spool, sizeof spool, a.in_place ? a.in : a.out);
     cli_progress_source(pg, c, sd);
-    ro.progress = pg ? cli_progress_cb : NULL;
-    ro.progress_ud = pg;
     int run = stf_plan_run(&rep, p, out, &ro, &err);
     cli_progress_end(pg);
     cli_zstd_stream_info("fix", c, sd);

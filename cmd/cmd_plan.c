@@ -279,9 +279,7 @@ int cmd_plan(int argc, char **argv)
     }
     po.pool = pool;
     /* The probes read the weights they judge: a progress line meanwhile. */
-    cli_progress *pg = cli_progress_start("plan", NULL);
-    po.progress = pg ? cli_progress_cb : NULL;
-    po.progress_ud = pg;
+    cli_progress *pg = cli_progress_hook("plan", &po.progress, &po.progress_ud);
     int failed = stf_plan_build(&p, c, r, &po, &err);
     cli_progress_end(pg);
     if (failed) {

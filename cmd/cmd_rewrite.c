@@ -131,12 +131,10 @@ static int rewrite(const char *in, const char *out, unsigned long long max, int 
     }
     wo->pool = pool;
     size_t nt = stf_ckpt_tensor_count(c);
-    cli_progress *pg = cli_progress_start("rewrite", NULL);
+    cli_progress *pg = cli_progress_hook("rewrite", &wo->progress, &wo->progress_ud);
     char spool[4096];
     const char *sd = cli_spool_dir(spool, sizeof spool, out);
     cli_progress_source(pg, c, sd);
-    wo->progress = pg ? cli_progress_cb : NULL;
-    wo->progress_ud = pg;
     int rc = stf_ckpt_rewrite(c, out, wo, &err);
     cli_progress_end(pg);
     cli_zstd_stream_info("rewrite", c, sd);
