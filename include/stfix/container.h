@@ -323,9 +323,12 @@ typedef struct stf_write_opts {
      * ".zst" (".stz" with zstd_grouped), shards are named
      * STEM-0000i-of-0000N.safetensors.zst and the index, STEM.safetensors
      * .index.json, names them. The uncompressed file is made first (and is
-     * what stf_writer_temp_path shows until commit); commit compresses it
-     * on `pool` and publishes only the compressed file. Same bytes for any
-     * pool size. 0: uncompressed, and the fields below are ignored. */
+     * what stf_writer_temp_path shows until commit); each frame of it is
+     * compressed by the stf_writer_fill that completes it, on the caller's
+     * thread, into a spool beside the output; commit compresses the rest
+     * on `pool`, assembles the frames in order and publishes only the
+     * compressed file. Same bytes for any pool size and fill order. 0:
+     * uncompressed, and the fields below are ignored. */
     int zstd_level;
     uint64_t zstd_frame;      /* decompressed bytes per frame at most; 0: 4 MiB */
     int zstd_grouped;         /* BF16/F16 frames byte-grouped: a .stz file */

@@ -117,6 +117,16 @@ static int write_shard(stf_writer *w, stf__sink *sk, const char *path, size_t sh
     for (int i = 0; i < 8; i++) le[i] = (unsigned char)(hn >> (8 * i));
     if ((rc = w->memory ? stf__sink_open_mem(sk, path, err) : stf__sink_open(sk, path, err)))
         goto done;
+    int zlive = w->opts.zstd_level && !w->memory;
+    if (zlive) {
+        /* The temp file of a compressed output is scratch: its frames are
+         * read back as they complete, so fills go through the page cache
+         * (O_DIRECT bytes would be read from the disk), and it is neither
+         * written out early (write-behind) nor fsynced. */
+        sk->no_direct = 1;
+        sk->no_fsync = 1;
+        stf__wb_fini(&sk->wb);
+    }
     if ((rc = stf__sink_write(sk, le, 8, err))) goto done;
     if ((rc = stf__sink_write(sk, hdr.data, hdr.len, err))) goto done;
     for (size_t i = 0; i < n; i++) {
@@ -137,6 +147,8 @@ static int write_shard(stf_writer *w, stf__sink *sk, const char *path, size_t sh
     if (holes) rc = stf__sink_extend(sk, err);
     /* From here on fills may be staged and written with O_DIRECT. */
     if (!rc) rc = stf__sink_seal(sk, err);
+    /* The frame plan is fixed now: fills compress frames as they complete. */
+    if (!rc && zlive) rc = stf__writer_zstart(w, sk, shard, tt, n, err);
 done:
     stf__free(info);
     stf__buf_free(&hdr);
@@ -241,6 +253,7 @@ static int group_units(size_t *unit, stf__wtensor *const *wo, size_t n, stf_err 
 /* Abandon the files of a failed prepare or commit: temp files removed. */
 static void drop_files(stf_writer *w)
 {
+    stf__writer_zfree(w);
     for (size_t i = 0; i < w->nfiles; i++) {
         stf__sink_abort(&w->sinks[i]);
         stf__free(w->finals[i]);
@@ -382,6 +395,10 @@ int stf_writer_fill(stf_writer *w, size_t id, uint64_t off, const void *data, si
         return rc;
     }
     atomic_fetch_add(&w->filled[id], (uint64_t)len);
+    if (w->zl && (rc = stf__writer_zfilled(w, t->info.shard, t->file_off + off, len, err))) {
+        atomic_store(&w->fill_failed, 1);
+        return rc;
+    }
     return 0;
 }
 
@@ -448,7 +465,9 @@ int stf_writer_commit(stf_writer *w, stf_err *err)
     for (size_t s = 0; s < w->nfiles; s++)
         if ((rc = stf__sink_publish(&w->sinks[s], err))) goto done;
 done:
-    /* Published sinks have no temp file left; the rest are unlinked. */
+    /* Published sinks have no temp file left; the rest are unlinked, and
+     * the spools of a compressed output with them. */
+    stf__writer_zfree(w);
     for (size_t s = 0; s < w->nfiles; s++) stf__sink_abort(&w->sinks[s]);
     stf__out_lock_release(&w->lock);
     return rc;

@@ -6,11 +6,11 @@
  * the next batch compresses; the table closes the file. The bytes are
  * those of a one-thread run.
  *
- * The input is a finished temp file read back by frame (pread), so
- * compression starts at commit. The seam for overlapping it with the
- * jobs is pack_frame: it needs only a frame's bytes, in file order, and
- * the plan (stf__zframes_plan, known from the tensor table before any
- * byte is written).
+ * The input is the uncompressed temp file read back by frame (pread).
+ * The writer compresses most frames while the jobs still fill the file
+ * (zstd_live.c, with the same encoder, stf__zenc_frame) into a spool;
+ * those frames are copied from there in order here, and only the rest
+ * are compressed.
  */
 #define STF_EXPERIMENTAL
 #include <errno.h>
@@ -29,13 +29,14 @@
 #define BATCH_MAX 32
 #define BATCH_BYTES ((uint64_t)256 << 20)
 
-typedef struct slot {
+struct stf__zenc {
     ZSTD_CCtx *cctx;
     unsigned char *in, *out, *scratch;
     size_t out_len;
     uint32_t sum; /* the seek table's checksum of the frame's bytes */
     stf_err err;
-} slot;
+};
+typedef struct stf__zenc slot;
 
 /* One round on the pool: compress this batch's frames while the previous
  * batch, already compressed, is written (item 0), so the threads do not
@@ -43,6 +44,7 @@ typedef struct slot {
 typedef struct batch {
     slot *s;              /* this batch's slots */
     const stf__zframe *f; /* the batch's first frame */
+    const stf__zspooled *sp; /* its frames' spool entries (NULL: none spooled) */
     size_t k;             /* its frames */
     int fd;
     const char *src_name;
@@ -50,8 +52,10 @@ typedef struct batch {
     slot *ws;             /* the previous batch (NULL: none), to write */
     size_t wk;
     const stf__zframe *wf;
+    const stf__zspooled *wsp;
     stf__seek_entry *we;  /* its seek-table entries */
     stf__sink *dst;
+    int spool_fd;
     stf_err werr;
 } batch;
 
@@ -73,47 +77,68 @@ static int read_at(int fd, unsigned char *buf, size_t n, uint64_t off, const cha
 }
 
 /* Append the compressed frames of slots ws[0, wk) in order, with their
- * seek-table entries. */
+ * seek-table entries; a frame spooled already (sp[i].done) is copied from
+ * the spool instead. */
 static int write_frames(stf__sink *dst, slot *ws, size_t wk, const stf__zframe *wf,
-                        stf__seek_entry *we, stf_err *err)
+                        const stf__zspooled *sp, int spool_fd, stf__seek_entry *we,
+                        stf_err *err)
 {
     for (size_t i = 0; i < wk; i++) {
-        if (ws[i].out_len > UINT32_MAX)
+        int spooled = sp && sp[i].done;
+        size_t len = spooled ? sp[i].csize : ws[i].out_len;
+        if (len > UINT32_MAX)
             return stf__err(err, STF_ELIMIT, "%s: a compressed frame exceeds 4 GiB",
                             dst->final_path);
-        we[i].csize = (uint32_t)ws[i].out_len;
+        we[i].csize = (uint32_t)len;
         we[i].dsize = wf[i].len;
-        we[i].checksum = ws[i].sum;
-        int rc = stf__sink_write(dst, ws[i].out, ws[i].out_len, err);
+        we[i].checksum = spooled ? sp[i].sum : ws[i].sum;
+        int rc = spooled ? stf__sink_copy_fd(dst, spool_fd, sp[i].off, len, dst->final_path, err)
+                         : stf__sink_write(dst, ws[i].out, len, err);
         if (rc) return rc;
     }
     return 0;
 }
 
-/* Frame f into slot s: read it from the file, compress it. */
-static int pack_frame(const batch *b, slot *s, const stf__zframe *f)
+/* Read and compress one frame (contract in zstd_pack.h). */
+int stf__zenc_frame(stf__zenc *s, const stf__zpack_opts *o, const stf__zframe *f, int fd,
+                    const char *src_name, stf_err *err)
 {
-    stf_err_clear(&s->err);
-    if (read_at(b->fd, s->in, f->len, f->off, b->src_name, &s->err)) return 1;
+    if (read_at(fd, s->in, f->len, f->off, src_name, err)) return 1;
     if (f->grouped) {
-        if (stf__stz_group_encode(s->cctx, s->out, stf__stz_group_bound(b->o->frame),
-                                  &s->out_len, s->in, f->len, s->scratch, &s->err))
+        if (stf__stz_group_encode(s->cctx, s->out, stf__stz_group_bound(o->frame), &s->out_len,
+                                  s->in, f->len, s->scratch, err))
             return 1;
         /* A grouped frame has no checksum of the restored order of its
          * own: the table gives one, as for a zstd frame. */
         s->sum = (uint32_t)(XXH64(s->in, f->len, 0) & 0xFFFFFFFFu);
         return 0;
     }
-    size_t r = ZSTD_compress2(s->cctx, s->out, ZSTD_compressBound((size_t)b->o->frame), s->in,
+    size_t r = ZSTD_compress2(s->cctx, s->out, ZSTD_compressBound((size_t)o->frame), s->in,
                               f->len);
     if (ZSTD_isError(r)) {
-        stf__err(&s->err, STF_EIO, "%s: zstd: %s", b->src_name, ZSTD_getErrorName(r));
+        stf__err(err, STF_EIO, "%s: zstd: %s", src_name, ZSTD_getErrorName(r));
         return 1;
     }
     s->out_len = r;
     /* The frame's checksum (its last four bytes) is the table's. */
     s->sum = r >= 4 ? stf__le32(s->out + r - 4) : 0;
     return 0;
+}
+
+/* The compressed bytes of the last frame stf__zenc_frame made. */
+const unsigned char *stf__zenc_out(const stf__zenc *e, size_t *len, uint32_t *sum)
+{
+    *len = e->out_len;
+    *sum = e->sum;
+    return e->out;
+}
+
+/* Frame f into slot s, unless it is spooled already. */
+static int pack_frame(const batch *b, slot *s, const stf__zframe *f, const stf__zspooled *sp)
+{
+    stf_err_clear(&s->err);
+    if (sp && sp->done) return 0;
+    return stf__zenc_frame(s, b->o, f, b->fd, b->src_name, &s->err);
 }
 
 /* Item 0 writes the previous batch (when there is one); item 1 + i
@@ -123,13 +148,17 @@ static int pack_one(void *ud, size_t begin, size_t end)
     batch *b = ud;
     for (size_t i = begin; i < end; i++) {
         if (i == 0) {
-            if (b->ws && write_frames(b->dst, b->ws, b->wk, b->wf, b->we, &b->werr)) return 1;
+            if (b->ws && write_frames(b->dst, b->ws, b->wk, b->wf, b->wsp, b->spool_fd, b->we,
+                                      &b->werr))
+                return 1;
             continue;
         }
-        if (pack_frame(b, &b->s[i - 1], &b->f[i - 1])) return 1;
+        if (pack_frame(b, &b->s[i - 1], &b->f[i - 1], b->sp ? &b->sp[i - 1] : NULL)) return 1;
     }
     return 0;
 }
+
+static slot *slots_new(size_t n, const stf__zpack_opts *o);
 
 static void slots_free(slot *s, size_t n)
 {
@@ -140,6 +169,18 @@ static void slots_free(slot *s, size_t n)
         stf__free(s[i].scratch);
     }
     stf__free(s);
+}
+
+/* Release encoders (contract in zstd_pack.h). */
+void stf__zenc_free(stf__zenc *e)
+{
+    slots_free(e, 1);
+}
+
+/* One encoder (contract in zstd_pack.h). */
+stf__zenc *stf__zenc_new(const stf__zpack_opts *o)
+{
+    return slots_new(1, o);
 }
 
 static slot *slots_new(size_t n, const stf__zpack_opts *o)
@@ -198,7 +239,17 @@ int stf__zstd_pack(stf__sink *dst, int src_fd, const char *src_name, uint64_t to
     stf__zframe *f = NULL;
     size_t nf = 0;
     int rc = stf__zframes_plan(&f, &nf, total, spans, nspans, o->frame, o->grouped, err);
-    if (rc) return rc;
+    if (!rc) rc = stf__zstd_pack_frames(dst, src_fd, src_name, f, nf, NULL, -1, o, err);
+    stf__free(f);
+    return rc;
+}
+
+/* Compress or copy the frames of a plan into dst (contract in zstd_pack.h). */
+int stf__zstd_pack_frames(stf__sink *dst, int src_fd, const char *src_name,
+                          const stf__zframe *f, size_t nf, const stf__zspooled *sp,
+                          int spool_fd, const stf__zpack_opts *o, stf_err *err)
+{
+    int rc = 0;
     size_t threads = o->pool ? stf_pool_threads(o->pool) : 1;
     size_t nb = threads * PER_THREAD;
     if (nb > BATCH_MAX) nb = BATCH_MAX;
@@ -217,10 +268,12 @@ int stf__zstd_pack(stf__sink *dst, int src_fd, const char *src_name, uint64_t to
     b.src_name = src_name;
     b.o = o;
     b.dst = dst;
+    b.spool_fd = spool_fd;
     for (size_t at = 0, round = 0; at < nf || b.ws; round++) {
         size_t k = at < nf ? (nf - at < nb ? nf - at : nb) : 0;
         b.s = s + (round % 2) * nb;
         b.f = f + at;
+        b.sp = sp ? sp + at : NULL;
         b.k = k;
         stf_err_clear(&b.werr);
         if (stf_pool_run(o->pool, k + 1, 1, pack_one, &b)) {
@@ -242,6 +295,7 @@ int stf__zstd_pack(stf__sink *dst, int src_fd, const char *src_name, uint64_t to
         b.ws = k ? b.s : NULL;
         b.wk = k;
         b.wf = f + at;
+        b.wsp = sp ? sp + at : NULL;
         b.we = e + at;
         at += k;
     }
@@ -249,6 +303,5 @@ int stf__zstd_pack(stf__sink *dst, int src_fd, const char *src_name, uint64_t to
 done:
     slots_free(s, 2 * nb);
     stf__free(e);
-    stf__free(f);
     return rc;
 }
