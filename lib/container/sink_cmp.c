@@ -98,13 +98,15 @@ static size_t seg_of(const stf__cmp *c, uint64_t x)
     return lo;
 }
 
-/* Whether the k bytes at `from` of the file equal p; a short file differs. */
+/* Whether the k bytes at `from` of the file equal p, read through buf
+ * (cap bytes); a short file differs. */
 static int same_as_file(int *same, const stf__cmp *c, const char *path, uint64_t from,
-                        const unsigned char *p, size_t k, unsigned char *buf, stf_err *err)
+                        const unsigned char *p, size_t k, unsigned char *buf, size_t cap,
+                        stf_err *err)
 {
     *same = 1;
     while (k && *same) {
-        size_t m = k < CMP_CHUNK ? k : CMP_CHUNK;
+        size_t m = k < cap ? k : cap;
         ssize_t r = pread(c->fd, buf, m, (off_t)from);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0)
@@ -124,6 +126,7 @@ int stf__cmp_bytes(stf__cmp *c, const char *path, uint64_t at, const void *data,
 {
     const unsigned char *p = data;
     unsigned char *buf = NULL;
+    size_t cap = n < CMP_CHUNK ? n : CMP_CHUNK; /* small fills, small reads */
     int rc = 0;
     atomic_fetch_add(&c->compared, (uint64_t)n);
     for (size_t i = seg_of(c, at); n && i < c->nseg; i++) {
@@ -135,11 +138,12 @@ int stf__cmp_bytes(stf__cmp *c, const char *path, uint64_t at, const void *data,
         if (!k) continue;
         int same = 0;
         if (!past && !s->what && !atomic_load(&s->differs) && c->fd >= 0) {
-            if (!buf && !(buf = stf__malloc(CMP_CHUNK))) {
+            if (!buf && !(buf = stf__malloc(cap))) {
                 rc = stf__err(err, STF_ENOMEM, "%s: out of memory", path);
                 break;
             }
-            if ((rc = same_as_file(&same, c, path, s->to + (at - s->at), p, k, buf, err))) break;
+            if ((rc = same_as_file(&same, c, path, s->to + (at - s->at), p, k, buf, cap, err)))
+                break;
         }
         if (!same) atomic_store(&s->differs, 1);
         p += k;
