@@ -228,6 +228,26 @@ int stf__sink_open_mem(stf__sink *s, const char *final_path, stf_err *err)
     return 0;
 }
 
+/* A sink that only compares (contract in sink.h). */
+int stf__sink_open_cmp(stf__sink *s, const char *final_path, stf__cmp *cmp, stf_err *err)
+{
+    /* Zeroed: no write-behind, no stage, no hook (nothing is written). */
+    memset(s, 0, sizeof *s);
+    s->fd = -1;
+    s->memory = 1;
+    s->unnamed = 1;
+    s->no_direct = 1;
+    s->stage.dfd = -1;
+    s->no_fsync = 1;
+    s->cmp = cmp;
+    s->final_path = stf__strdup(final_path);
+    if (!s->final_path) {
+        stf__sink_abort(s);
+        return stf__err(err, STF_ENOMEM, "%s: out of memory", final_path);
+    }
+    return 0;
+}
+
 static int fail_io(stf__sink *s, int e, const char *what, stf_err *err)
 {
     return stf__err_rule(err, STF_EIO, "", 1, s->off, "%s: %s failed at byte %llu: %s",
@@ -238,6 +258,11 @@ static int fail_io(stf__sink *s, int e, const char *what, stf_err *err)
 int stf__sink_write(stf__sink *s, const void *p, size_t n, stf_err *err)
 {
     const char *c = p;
+    if (s->cmp) {
+        int rc = stf__cmp_bytes(s->cmp, s->final_path, s->off, p, n, err);
+        if (!rc) s->off += n;
+        return rc;
+    }
     while (n) {
         size_t k = n > ((size_t)1 << 30) ? (size_t)1 << 30 : n;
         if (s->hook && s->hook(s->hook_ud, s->off, k)) return fail_io(s, ENOSPC, "write", err);
@@ -284,6 +309,7 @@ done:
 int stf__sink_copy_fd(stf__sink *s, int fd, uint64_t off, uint64_t len, const char *src_name,
                       stf_err *err)
 {
+    if (s->cmp) return copy_fallback(s, fd, off, len, src_name, err);
     while (len) {
         size_t k = len < COPY_CHUNK * 64 ? (size_t)len : COPY_CHUNK * 64;
         if (s->hook && s->hook(s->hook_ud, s->off, k)) return fail_io(s, ENOSPC, "write", err);
@@ -313,7 +339,7 @@ int stf__sink_reserve(stf__sink *s, uint64_t n, stf_err *err)
     if (stf__add_u64(&end, s->off, n) || end > (uint64_t)INT64_MAX)
         return stf__err_rule(err, STF_EINVAL, "", 1, s->off,
                              "%s: file would exceed the largest file offset", s->final_path);
-    if (lseek(s->fd, (off_t)end, SEEK_SET) < 0) return fail_io(s, errno, "lseek", err);
+    if (!s->cmp && lseek(s->fd, (off_t)end, SEEK_SET) < 0) return fail_io(s, errno, "lseek", err);
     if (!s->no_direct && stf__fs_hole(&s->holes, s->off, n))
         return stf__err(err, STF_ENOMEM, "%s: out of memory", s->final_path);
     s->off = end;
@@ -323,6 +349,7 @@ int stf__sink_reserve(stf__sink *s, uint64_t n, stf_err *err)
 /* Set the size to `off` (contract in sink.h). */
 int stf__sink_extend(stf__sink *s, stf_err *err)
 {
+    if (s->cmp) return 0;
     if (ftruncate(s->fd, (off_t)s->off) != 0) return fail_io(s, errno, "ftruncate", err);
     return 0;
 }
@@ -413,12 +440,13 @@ static int staged_pwrite(stf__sink *s, uint64_t at, const char *c, size_t n, con
 int stf__sink_pwrite(stf__sink *s, uint64_t at, const void *p, size_t n,
                      const char *tensor, stf_err *err)
 {
-    if (s->fd < 0 || s->finished)
+    if ((s->fd < 0 && !s->cmp) || s->finished)
         return stf__err(err, STF_EINVAL, "%s: sink is not open", s->final_path);
     if (at > (uint64_t)INT64_MAX || n > (uint64_t)INT64_MAX - at)
         return stf__err_rule(err, STF_EINVAL, "", 1, at,
                              "%s: write at byte %llu exceeds the largest file offset",
                              s->final_path, (unsigned long long)at);
+    if (s->cmp) return stf__cmp_bytes(s->cmp, s->final_path, at, p, n, err);
     if (s->stage.live) return staged_pwrite(s, at, p, n, tensor, err);
     return pwrite_all(s, at, p, n, tensor, err);
 }
@@ -426,7 +454,7 @@ int stf__sink_pwrite(stf__sink *s, uint64_t at, const void *p, size_t n,
 /* fsync and end writing; a named file is closed (contract in sink.h). */
 int stf__sink_finish(stf__sink *s, stf_err *err)
 {
-    if (s->fd < 0 || s->finished)
+    if ((s->fd < 0 && !s->cmp) || s->finished)
         return stf__err(err, STF_EINVAL, "%s: sink is not open", s->final_path);
     if (s->stage.live) {
         /* A staged block with fills missing: which of its bytes are holes
@@ -535,4 +563,6 @@ void stf__sink_abort(stf__sink *s)
     stf__wb_fini(&s->wb);
     stf__fs_fini(&s->stage);
     stf__fs_holes_free(&s->holes);
+    stf__cmp_free(s->cmp);
+    s->cmp = NULL;
 }

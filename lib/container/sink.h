@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "container/fill_stage.h"
+#include "container/sink_cmp.h"
 #include "container/write_behind.h"
 #include "stfix/container.h"
 
@@ -36,6 +37,7 @@ typedef struct stf__sink {
     stf__fs_holes holes;     /* stf__sink_reserve's holes, until stf__sink_seal */
     stf__fstage stage;       /* direct-I/O staging of fills (fill_stage.h); live after seal */
     int no_direct;           /* test hook: never stage */
+    stf__cmp *cmp;           /* owned; stf__sink_open_cmp: compared, never written */
 } stf__sink;
 
 /*
@@ -78,6 +80,15 @@ int stf__sink_open(stf__sink *s, const char *final_path, stf_err *err);
  * the kernel refuses a memory file.
  */
 int stf__sink_open_mem(stf__sink *s, const char *final_path, stf_err *err);
+
+/*
+ * As stf__sink_open_mem, but nothing is written anywhere: every byte
+ * written, copied or filled is compared with the existing file `cmp`
+ * describes (sink_cmp.h), which the sink then owns (also on failure).
+ * `off` counts the bytes as ever; tmp_path stays NULL; fills are never
+ * staged; it cannot be published. STF_ENOMEM only.
+ */
+int stf__sink_open_cmp(stf__sink *s, const char *final_path, stf__cmp *cmp, stf_err *err);
 
 /* Append n bytes (looping on short writes and EINTR). STF_EIO names the
  * output path and byte offset. */

@@ -72,7 +72,7 @@ int stf_writer_new(stf_writer **out, const char *path, const stf_write_opts *opt
 
 /* A writer into memory files (contract in writer_internal.h). */
 int stf__writer_new_mem(stf_writer **out, const char *path, const stf_write_opts *opts,
-                        stf_err *err)
+                        int compare, stf_err *err)
 {
     *out = NULL;
     stf_write_opts o;
@@ -85,6 +85,7 @@ int stf__writer_new_mem(stf_writer **out, const char *path, const stf_write_opts
     if (!w) return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
     w->lock.fd = -1;
     w->memory = 1;
+    w->compare = compare;
     w->path = stf__strdup(path);
     if (!w->path) {
         stf__free(w);

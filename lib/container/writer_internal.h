@@ -16,9 +16,18 @@
  * that is checked and never published. No output guard, no lock; `path`
  * only names the files (stf_writer_final_path). stf_writer_temp_path is
  * each file's /proc/self/fd/N link after prepare; commit refuses.
+ * With `compare`, no file at all: each file's sink compares what it is
+ * given with the existing file at its final path (stf__sink_open_cmp;
+ * stf__writer_file_cmp has the outcome) and stf_writer_temp_path is NULL.
  */
 int stf__writer_new_mem(stf_writer **out, const char *path, const stf_write_opts *opts,
-                        stf_err *err);
+                        int compare, stf_err *err);
+
+/*
+ * A prepared comparing writer's file i (shards, then the index): its
+ * target, and in *size the bytes the file has; NULL for other writers.
+ */
+const struct stf__cmp *stf__writer_file_cmp(const stf_writer *w, size_t i, uint64_t *size);
 
 /* The reference writer's header limit (rule S2). */
 #define STF__MAX_HEADER 100000000ULL

@@ -90,6 +90,19 @@ static int write_tensor(stf__sink *sk, const stf__wtensor *t, stage *st, stf_err
     return 0;
 }
 
+/* The sink of a file whose first `head` bytes are the header and then
+ * the n tensors t (canonical order, data offsets set; a comparing writer
+ * compares them tensor by tensor when `safetensors`). */
+static int open_sink(const stf_writer *w, stf__sink *sk, const char *path, uint64_t head,
+                     const stf_tensor_info *t, size_t n, int safetensors, stf_err *err)
+{
+    if (!w->compare)
+        return w->memory ? stf__sink_open_mem(sk, path, err) : stf__sink_open(sk, path, err);
+    stf__cmp *c = NULL;
+    int rc = stf__cmp_new(&c, path, head, t, n, safetensors, err);
+    return rc ? rc : stf__sink_open_cmp(sk, path, c, err);
+}
+
 /*
  * Write shard `shard` holding tensors tt[0..n) (canonical order) into the
  * temp file of `sk`: header, non-deferred bytes, holes for deferred ones.
@@ -115,8 +128,7 @@ static int write_shard(stf_writer *w, stf__sink *sk, const char *path, size_t sh
     unsigned char le[8];
     uint64_t hn = hdr.len;
     for (int i = 0; i < 8; i++) le[i] = (unsigned char)(hn >> (8 * i));
-    if ((rc = w->memory ? stf__sink_open_mem(sk, path, err) : stf__sink_open(sk, path, err)))
-        goto done;
+    if ((rc = open_sink(w, sk, path, 8 + hn, info, n, 1, err))) goto done;
     int zlive = w->opts.zstd_level && !w->memory;
     if (zlive) {
         /* The temp file of a compressed output is scratch: its frames are
@@ -186,8 +198,7 @@ static int write_index(stf_writer *w, stf__sink *sk, const char *ipath,
         stf__err_prefix(err, "%s: ", ipath);
         goto done;
     }
-    if ((rc = w->memory ? stf__sink_open_mem(sk, ipath, err) : stf__sink_open(sk, ipath, err)))
-        goto done;
+    if ((rc = open_sink(w, sk, ipath, txt.len, NULL, 0, 0, err))) goto done;
     if ((rc = stf__sink_write(sk, txt.data, txt.len, err))) goto done;
     rc = stf__sink_finish(sk, err);
 done:
@@ -489,4 +500,12 @@ const char *stf_writer_temp_path(const stf_writer *w, size_t i)
 const char *stf_writer_final_path(const stf_writer *w, size_t i)
 {
     return w && i < w->nfiles ? w->finals[i] : NULL;
+}
+
+/* A comparing writer's target of file i (contract in writer_internal.h). */
+const stf__cmp *stf__writer_file_cmp(const stf_writer *w, size_t i, uint64_t *size)
+{
+    if (!w || i >= w->nfiles || !w->sinks[i].cmp) return NULL;
+    *size = w->sinks[i].off;
+    return w->sinks[i].cmp;
 }

@@ -50,6 +50,7 @@ struct stf_writer {
     stf__out_inputs inputs;        /* opts.input's files, for commit's re-check */
     uint64_t written, to_write;    /* prepare's bytes, for opts.progress */
     int memory;                    /* stf__writer_new_mem: memory files, no commit */
+    int compare;                   /* ... with compare set: comparing sinks, no files */
 };
 
 /*

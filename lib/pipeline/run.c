@@ -375,7 +375,8 @@ static int run_once(stf_run_report **out, const stf_plan *p, const char *out_pat
     if (o->max_shard_size) wo.max_shard_size = o->max_shard_size;
     if (!wo.input) wo.input = p->c; /* the guard never lets the output replace the input */
     if (!wo.pool) wo.pool = o->pool; /* compression at commit, after the jobs are done */
-    rc = mem ? stf__writer_new_mem(&w, out_path, &wo, err) : stf_writer_new(&w, out_path, &wo, err);
+    rc = mem ? stf__writer_new_mem(&w, out_path, &wo, mem->compare, err)
+             : stf_writer_new(&w, out_path, &wo, err);
     if (rc) goto done;
     ctx.w = w;
     if (p->emit_meta) stf_writer_keep_empty_meta(w);

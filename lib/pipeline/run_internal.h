@@ -12,6 +12,7 @@
 
 #include "pipeline/plan_internal.h"
 #include "container/writer_internal.h"
+#include "container/sink_cmp.h"  /* stf__cmp: verify compares as it runs */
 #include "container/zstd_pack.h" /* stf__zstd_sha256: verify of a .zst output */
 #include "quant/decode_rows.h"
 
@@ -19,10 +20,13 @@
 
 /* Where an in-memory run hands its files: `done` sees the prepared and
  * filled memory writer (stf_writer_temp_path reads each file) before it is
- * freed; its return is the run's. */
+ * freed; its return is the run's. With `compare` the writer makes no
+ * files but compares them with those at the output path as it goes
+ * (stf__writer_new_mem; stf__writer_file_cmp has the outcome). */
 typedef struct stf__run_mem {
     int (*done)(stf_writer *w, void *ud, stf_err *err);
     void *ud;
+    int compare;
 } stf__run_mem;
 
 /*

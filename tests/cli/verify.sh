@@ -1,6 +1,8 @@
 #!/bin/sh
 # stfix verify OUT --from IN -r RECIPE: a good output is identical (exit
-# 0); one flipped byte is found and its tensor named (exit 1); an output
+# 0); one flipped byte is found and its tensor named (exit 1), the
+# expected sha256 then unknown (verify compares the bytes it makes and
+# keeps none of them); an output
 # stamped by another recipe fails the stamp check; a missing output is
 # named; a sharded output gets each shard's lines, its differences under
 # it; nothing is ever written; usage errors exit 3.
@@ -28,7 +30,7 @@ cp out.safetensors bad.safetensors
 python3 -c 'import sys; p=sys.argv[1]; b=bytearray(open(p,"rb").read()); b[-1]^=1; open(p,"wb").write(b)' bad.safetensors
 t_run "tampered output" 1 "$S" verify bad.safetensors --from in.safetensors -r recipe.yaml
 t_stdout_has "tampered output: verdict" "recipe recipe.yaml): DIFFERENT"
-t_stdout_has "tampered output: expected" "    expected sha256 $sum"
+t_stdout_has "tampered output: expected" "    expected sha256 unknown"
 t_stdout_has "tampered output: actual" "    actual   sha256 $(t_sha256 bad.safetensors)"
 last=$("$S" inspect --json bad.safetensors | python3 -c '
 import json, sys
@@ -41,7 +43,7 @@ import json, sys
 d = json.load(open('$T_OUT'))
 assert d['identical'] is False and d['stamp_ok'] is True, d
 assert d['stamp'] == '$rsum', d
-assert d['files'] == [{'path': 'bad.safetensors', 'expected_sha256': '$sum', 'actual_sha256': '$(t_sha256 bad.safetensors)'}], d
+assert d['files'] == [{'path': 'bad.safetensors', 'expected_sha256': None, 'actual_sha256': '$(t_sha256 bad.safetensors)'}], d
 assert d['differences'] == [{'file': 'bad.safetensors', 'tensor': '$last', 'what': 'data'}], d"
 
 # Made by another recipe (same rules, one more comment): the stamp differs.
@@ -50,7 +52,7 @@ assert d['differences'] == [{'file': 'bad.safetensors', 'tensor': '$last', 'what
 t_run "other recipe's output" 1 "$S" verify other.safetensors --from in.safetensors -r recipe.yaml
 t_stdout_has "other recipe's output: stamp" "  stamp: stfix.recipe_sha256 $(t_sha256 other.yaml), but the recipe's is $rsum"
 t_stdout_has "other recipe's output: header" "  differs   other.safetensors
-    expected sha256 $sum
+    expected sha256 unknown
     actual   sha256 $(t_sha256 other.safetensors)
     header
 "
@@ -82,11 +84,11 @@ verify sh.safetensors.index.json (from m.safetensors, recipe $R): DIFFERENT
   identical sh-00001-of-00004.safetensors
     expected sha256 $s1
   missing   sh-00002-of-00004.safetensors
-    expected sha256 $s2
+    expected sha256 unknown
   identical sh-00003-of-00004.safetensors
     expected sha256 $s3
   differs   sh-00004-of-00004.safetensors
-    expected sha256 $s4
+    expected sha256 unknown
     actual   sha256 $(t_sha256 sh-00004-of-00004.safetensors)
     tensor 'img_in.weight': data
   identical sh.safetensors.index.json

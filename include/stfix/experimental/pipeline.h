@@ -229,7 +229,10 @@ int stf_batch_line_current(int *same, const stf_batch_line *l, const char *recip
 /* One file the conversion makes. */
 typedef struct stf_verify_file {
     const char *path;      /* its path in the output */
-    char expected[65];     /* sha256 of the bytes the conversion makes */
+    /* sha256 of the bytes the conversion makes; "" when unknown: a
+     * safetensors file's is known only when it is identical (its bytes
+     * are compared, not kept) */
+    char expected[65];
     char actual[65];       /* sha256 of the file there; "" when it is missing */
 } stf_verify_file;
 
@@ -252,13 +255,17 @@ typedef struct stf_verify_diff {
 typedef struct stf_verify_report stf_verify_report;
 
 /*
- * Re-run the conversion of plan `p` in memory, writing nothing (the files
- * are anonymous memory files as large as the output), and compare each
+ * Re-run the conversion of plan `p`, writing nothing, and compare each
  * file it makes with the file of the same name at `out_path` (as
- * stf_plan_run names them; o->max_shard_size as when it was written) by
- * sha256; where they differ, both are opened and compared tensor by
- * tensor. It also reads the output's stamped stfix.recipe_sha256. Errors
- * are those of the conversion; differences are in the report.
+ * stf_plan_run names them; o->max_shard_size as when it was written).
+ * Each byte made is compared as it is made with the output's (a tensor's
+ * with the same tensor's, wherever the output holds it), in bounded
+ * buffers: memory does not grow with the output's size. A compressed
+ * output (".zst", ".stz") is instead made into anonymous memory files as
+ * large as its uncompressed form and compared by the sha256 of what it
+ * restores to, then tensor by tensor. It also reads the output's stamped
+ * stfix.recipe_sha256. Errors are those of the conversion; differences
+ * are in the report.
  */
 STF_EXPERIMENTAL_API
 int stf_plan_verify(stf_verify_report **out, const stf_plan *p, const char *out_path,
