@@ -196,10 +196,15 @@ INL void fht_regs(__m512 *v, int nv)
 /*
  * Widen 16 source values at element i. FP8 sources (int8_row_fp8) are
  * decoded and multiplied by the row scale sv: fl32(fp8 * s), the value
- * fp8_decode stores.
+ * fp8_decode stores; INT8 codes (int8_row_i8) likewise give fl32(q * s),
+ * the value int8_dequant_row stores.
  */
 INL __m512 load16(const void *src, stf_dtype dt, size_t i, __m512 sv)
 {
+    if (dt == STF_I8) {
+        __m128i c = _mm_loadu_si128((const __m128i *)(const void *)((const int8_t *)src + i));
+        return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(c)), sv);
+    }
     if (dt == STF_BF16) {
         __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)src + i));
         return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
@@ -218,6 +223,10 @@ INL __m512 load16(const void *src, stf_dtype dt, size_t i, __m512 sv)
 /* The lanes outside m are 0 (for FP8 too, whatever the scale). */
 INL __m512 load16_mask(const void *src, stf_dtype dt, size_t i, __mmask16 m, __m512 sv)
 {
+    if (dt == STF_I8) {
+        __m128i c = _mm_maskz_loadu_epi8(m, (const int8_t *)src + i);
+        return _mm512_maskz_mul_ps(m, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(c)), sv);
+    }
     if (dt == STF_BF16) {
         __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)src + i);
         return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
@@ -627,6 +636,55 @@ static int int8_row_fp8_avx512_plain(int8_t *q, float *scale, const uint8_t *src
                                      stf_dtype t, float *scratch, float *row)
 {
     return int8_row_fp8_x(q, scale, src, dt, s, k, g, mode, t, scratch, row, 0);
+}
+
+/*
+ * Pass 1 of an INT8 row with a regular G = 256 rotation to undo: group256
+ * decodes fl32(q * s) as it loads (the tiny-value test included) and
+ * undoes the rotation in registers, fht_regular's values up to the sign
+ * of an exact zero, which neither a code nor the absmax sees (a zero's
+ * sign changes no nonzero sum); the target rotation g (0, 4, 16 or 64)
+ * then runs on the same registers, as pass1 runs it.
+ */
+INL uint32_t pass1_i8_undo256(float *x, const int8_t *src, size_t k, unsigned g, __m512 sv)
+{
+    __m512i a = _mm512_setzero_si512();
+    for (size_t i = 0; i < k; i += 256) {
+        __m512 v[16];
+        (void)group256(v, src, STF_I8, i, 1, sv);
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; j++) {
+            if (g == 64 && j % 4 == 0) fht_regs(&v[j], 4);
+            else if (g == 16) v[j] = fht_s4(fht_s1(v[j]));
+            else if (g == 4) v[j] = fht_s1(v[j]);
+        }
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; j++) {
+            a = amax_upd(a, v[j]);
+            _mm512_storeu_ps(x + i + 16 * (size_t)j, v[j]);
+        }
+    }
+    return _mm512_reduce_max_epu32(a);
+}
+
+/*
+ * int8_row_i8 (kernels.h) for one scale s and no rotation to undo (any
+ * target g), or a regular G = 256 one (target g 0, 4, 16 or 64): the codes
+ * are decoded in pass 1, so the only F32 row is int8_row's own scratch.
+ * Returns 1, nothing useful written, for a row the caller composes (one
+ * with NaN or Inf, or outside those cases).
+ */
+int stf__int8_row_i8_avx512_one(int8_t *q, float *scale, const int8_t *src, float s, unsigned ug,
+                                size_t k, unsigned g, stf_quant_mode mode, stf_dtype t,
+                                float *scratch, int hw_bf16)
+{
+    if (k == 0 || (g != 0 && (!is_pow4(g) || k % g != 0)) ||
+        (ug != 0 && (ug != 256 || g > 64 || k % 256 != 0)))
+        return 1;
+    __m512 sv = _mm512_set1_ps(s);
+    uint32_t abits = ug ? pass1_i8_undo256(scratch, src, k, g, sv)
+                        : pass1(scratch, src, STF_I8, k, g, 1, sv);
+    return codes_row(q, scale, scratch, k, abits, mode, t, hw_bf16);
 }
 
 static void fht_regular_avx512(float *x, size_t k, unsigned g)

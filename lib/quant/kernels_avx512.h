@@ -36,6 +36,17 @@ int stf__avx512_bf16_usable(void);
  * it leaves to the caller (R not finite, rT(max|R|) overflowing, an unusual
  * divisor); then nothing useful is written.
  */
+/*
+ * int8_row_i8 for one scale s without a rotation to undo (ug 0), or with
+ * a regular G = 256 one (ug 256, target g 0, 4, 16 or 64), decoded in
+ * pass 1 (kernels_avx512.c); hw_bf16 as for the table. Returns 0 with q
+ * and *scale written, or 1, nothing useful written, for a row the caller
+ * must compose (NaN or Inf, other cases).
+ */
+int stf__int8_row_i8_avx512_one(int8_t *q, float *scale, const int8_t *src, float s, unsigned ug,
+                                size_t k, unsigned g, stf_quant_mode mode, stf_dtype t,
+                                float *scratch, int hw_bf16);
+
 int stf__int8_row_bf16_g256(int8_t *q, float *scale, const uint16_t *src, size_t k,
                             stf_quant_mode mode, float *scratch);
 
