@@ -598,6 +598,67 @@ static uint32_t pass1_e5m2(float *x, const uint8_t *src, size_t k, unsigned g, f
 }
 
 /*
+ * The FP8 pass 1 for target G 0, 4, 16 and 64 where AVX512-VBMI is there:
+ * each code's BF16 word comes from the byte tables of fp8_tables (the
+ * values of fp8_16, which load16 uses) by vpermi2b, the sign OR-ed into
+ * the high byte, and 64 words widen to four F32 vectors in natural order
+ * (the byte order below puts code 16m + 4L + j at byte 16L + 4m + j, so
+ * the two byte and four word unpacks land each in place); times sv, these
+ * are load16's values, and the rotation and absmax are pass1's.
+ */
+static const uint8_t k_fp8_nat[64] __attribute__((aligned(64))) = {
+    0,  1,  2,  3,  16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51,
+    4,  5,  6,  7,  20, 21, 22, 23, 36, 37, 38, 39, 52, 53, 54, 55,
+    8,  9,  10, 11, 24, 25, 26, 27, 40, 41, 42, 43, 56, 57, 58, 59,
+    12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63,
+};
+
+/* One vector's rotation for g 0, 4 or 16, as pass1 does it. */
+INL __m512 rot16(__m512 v, unsigned g) { return g == 16 ? fht_s4(fht_s1(v)) : g == 4 ? fht_s1(v) : v; }
+
+STF__TGT_BF16 static uint32_t pass1_fp8_tab(float *x, const uint8_t *src, stf_dtype dt, size_t k,
+                                            unsigned g, float s)
+{
+    __m512i t[4];
+    fp8_tables(t, dt);
+    const __m512i order = _mm512_load_si512((const void *)k_fp8_nat), z = _mm512_setzero_si512();
+    const __m512 sv = _mm512_set1_ps(s);
+    __m512i a = z;
+    size_t i = 0;
+    for (; i + 64 <= k; i += 64) {
+        _mm_prefetch((const char *)((uintptr_t)(src + i) + 4096), _MM_HINT_T0);
+        __m512i c = _mm512_permutexvar_epi8(order, _mm512_loadu_si512((const void *)(src + i)));
+        __m512i lo = _mm512_permutex2var_epi8(t[0], c, t[1]);
+        __m512i hi = _mm512_permutex2var_epi8(t[2], c, t[3]);
+        hi = _mm512_ternarylogic_epi32(hi, c, _mm512_set1_epi8((char)0x80), 0xF8); /* | sign */
+        __m512i w0 = _mm512_unpacklo_epi8(lo, hi), w1 = _mm512_unpackhi_epi8(lo, hi);
+        __m512 v[4] = {
+            _mm512_mul_ps(_mm512_castsi512_ps(_mm512_unpacklo_epi16(z, w0)), sv),
+            _mm512_mul_ps(_mm512_castsi512_ps(_mm512_unpackhi_epi16(z, w0)), sv),
+            _mm512_mul_ps(_mm512_castsi512_ps(_mm512_unpacklo_epi16(z, w1)), sv),
+            _mm512_mul_ps(_mm512_castsi512_ps(_mm512_unpackhi_epi16(z, w1)), sv),
+        };
+        if (g == 64) fht_regs(v, 4);
+        else
+            for (int j = 0; j < 4; j++) v[j] = rot16(v[j], g);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            a = amax_upd(a, v[j]);
+            _mm512_storeu_ps(x + i + 16 * (size_t)j, v[j]);
+        }
+    }
+    /* The tail (g 0, 4 or 16): pass1's own loads. */
+    for (; i < k; i += 16) {
+        __mmask16 m = k - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (k - i)) - 1u);
+        __m512 v = load16_mask(src, dt, i, m, sv);
+        v = rot16(v, g);
+        a = amax_upd(a, v);
+        _mm512_mask_storeu_ps(x + i, m, v);
+    }
+    return _mm512_reduce_max_epu32(a);
+}
+
+/*
  * int8_row_fp8 (contract in kernels.h): the row is read once, each code
  * decoded to fl32(fp8 * s) in a register as fp8_decode stores it, and
  * rotated and measured there: the same F32 values in the same order as
@@ -617,8 +678,11 @@ INL int int8_row_fp8_x(int8_t *q, float *scale, const uint8_t *src, stf_dtype dt
         (mode == STF_QMODE_CUDA || mode == STF_QMODE_EAGER) && stf__avx512_bf16_usable() &&
         stf__int8_row_fp8_g256(q, scale, src, dt, s, k, mode, scratch) == 0)
         return 0;
-    uint32_t abits = dt == STF_F8_E4M3 ? pass1_e4m3(scratch, src, k, g, s)
-                                       : pass1_e5m2(scratch, src, k, g, s);
+    uint32_t abits;
+    if (hw_bf16 && g <= 64 && stf__avx512_bf16_usable())
+        abits = pass1_fp8_tab(scratch, src, dt, k, g, s);
+    else abits = dt == STF_F8_E4M3 ? pass1_e4m3(scratch, src, k, g, s)
+                                  : pass1_e5m2(scratch, src, k, g, s);
     if (codes_row(q, scale, scratch, k, abits, mode, t, hw_bf16))
         return stf__int8_row_fp8_scalar(q, scale, src, dt, s, k, g, mode, t, scratch, row);
     return 0;
