@@ -27,6 +27,7 @@
  *   uses too, and the saturating int32 -> int8 conversion is the clamp.
  * Anything the fast paths do not cover (other dtypes, odd group sizes) is
  * passed to the scalar table, so the answer is the scalar one by definition.
+ * The table's conversions and INT8 decodes live in kernels_conv_avx512.c.
  *
  * Data flow of int8_row: BF16 rows with G = 256 and T = BF16 take
  * kernels_bf16_avx512.c where AVX512-BF16 and VBMI exist. Otherwise the
@@ -206,8 +207,7 @@ INL __m512 load16(const void *src, stf_dtype dt, size_t i, __m512 sv)
         return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(c)), sv);
     }
     if (dt == STF_BF16) {
-        __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)src + i));
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+        return stf__bf16_widen16(_mm256_loadu_si256((const __m256i *)((const uint16_t *)src + i)));
     }
     if (dt == STF_F16) {
         __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)src + i));
@@ -228,8 +228,7 @@ INL __m512 load16_mask(const void *src, stf_dtype dt, size_t i, __mmask16 m, __m
         return _mm512_maskz_mul_ps(m, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(c)), sv);
     }
     if (dt == STF_BF16) {
-        __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)src + i);
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+        return stf__bf16_widen16(_mm256_maskz_loadu_epi16(m, (const uint16_t *)src + i));
     }
     if (dt == STF_F16) {
         __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)src + i);
@@ -614,7 +613,10 @@ static const uint8_t k_fp8_nat[64] __attribute__((aligned(64))) = {
 };
 
 /* One vector's rotation for g 0, 4 or 16, as pass1 does it. */
-INL __m512 rot16(__m512 v, unsigned g) { return g == 16 ? fht_s4(fht_s1(v)) : g == 4 ? fht_s1(v) : v; }
+INL __m512 rot16(__m512 v, unsigned g)
+{
+    return g == 16 ? fht_s4(fht_s1(v)) : g == 4 ? fht_s1(v) : v;
+}
 
 STF__TGT_BF16 static uint32_t pass1_fp8_tab(float *x, const uint8_t *src, stf_dtype dt, size_t k,
                                             unsigned g, float s)
@@ -765,109 +767,15 @@ static void fht_regular_avx512(float *x, size_t k, unsigned g)
         stf__canon_nan_row(x, k);
 }
 
-/* ------------------------------------------------------------- conversions */
-
-static void bf16_to_f32_avx512(float *dst, const uint16_t *src, size_t n)
-{
-    size_t i = 0;
-    const __m512 z = _mm512_setzero_ps();
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, load16(src, STF_BF16, i, z));
-    if (i < n) {
-        __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
-        _mm512_mask_storeu_ps(dst + i, m, load16_mask(src, STF_BF16, i, m, z));
-    }
-}
-
-/* Hardware F16 widening is exact but quiets signalling NaNs; the scalar
- * code keeps the payload bits as they are, so NaN lanes are rebuilt. */
-INL __m512 f16_widen(__m256i h)
-{
-    __m512 f = _mm512_cvtph_ps(h);
-    __m512i w = _mm512_cvtepu16_epi32(h);
-    __m512i mag = _mm512_and_si512(w, _mm512_set1_epi32(0x7FFF));
-    __mmask16 nan = _mm512_cmpgt_epu32_mask(mag, _mm512_set1_epi32(0x7C00));
-    if (nan) {
-        __m512i sign = _mm512_slli_epi32(_mm512_and_si512(w, _mm512_set1_epi32(0x8000)), 16);
-        __m512i man = _mm512_slli_epi32(_mm512_and_si512(w, _mm512_set1_epi32(0x3FF)), 13);
-        __m512i bits = _mm512_or_si512(_mm512_or_si512(sign, man),
-                                       _mm512_set1_epi32(0x7F800000));
-        f = _mm512_mask_mov_ps(f, nan, _mm512_castsi512_ps(bits));
-    }
-    return f;
-}
-
-static void f16_to_f32_avx512(float *dst, const uint16_t *src, size_t n)
-{
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(dst + i, f16_widen(_mm256_loadu_si256((const __m256i *)(src + i))));
-    if (i < n) {
-        __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
-        _mm512_mask_storeu_ps(dst + i, m, f16_widen(_mm256_maskz_loadu_epi16(m, src + i)));
-    }
-}
-
-/* RNE carry, NaN -> 0x7FC0 exactly as stf__f32_to_bf16. */
-INL __m256i bf16_narrow(__m512 x)
-{
-    __m512i b = _mm512_castps_si512(x);
-    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(b, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
-    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-    r = _mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0x7FC0));
-    return _mm512_cvtepi32_epi16(r);
-}
-
-static void f32_to_bf16_avx512(uint16_t *dst, const float *src, size_t n)
-{
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm256_storeu_si256((__m256i *)(dst + i), bf16_narrow(_mm512_loadu_ps(src + i)));
-    if (i < n) {
-        __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
-        _mm256_mask_storeu_epi16(dst + i, m, bf16_narrow(_mm512_maskz_loadu_ps(m, src + i)));
-    }
-}
-
-INL __m512 i8_widen(__m128i v) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v)); }
-
-/* q * s as F32, NaN stored as the one quiet NaN (nan_canon.h). */
-INL __m512 i8_times(__m128i q, __m512 s) { return stf__canon_nan16(_mm512_mul_ps(i8_widen(q), s)); }
-
-static void int8_dequant_row_avx512(float *dst, const int8_t *q, float s, size_t k)
-{
-    __m512 sv = _mm512_set1_ps(s);
-    size_t i = 0;
-    for (; i + 16 <= k; i += 16)
-        _mm512_storeu_ps(dst + i, i8_times(_mm_loadu_si128((const __m128i *)(q + i)), sv));
-    if (i < k) {
-        __mmask16 m = (__mmask16)((1u << (k - i)) - 1u);
-        _mm512_mask_storeu_ps(dst + i, m, i8_times(_mm_maskz_loadu_epi8(m, q + i), sv));
-    }
-}
-
-static void int8_dequant_row_cols_avx512(float *dst, const int8_t *q, const float *s, size_t k)
-{
-    size_t i = 0;
-    for (; i + 16 <= k; i += 16)
-        _mm512_storeu_ps(dst + i, i8_times(_mm_loadu_si128((const __m128i *)(q + i)),
-                                           _mm512_loadu_ps(s + i)));
-    if (i < k) {
-        __mmask16 m = (__mmask16)((1u << (k - i)) - 1u);
-        _mm512_mask_storeu_ps(dst + i, m,
-                              i8_times(_mm_maskz_loadu_epi8(m, q + i), _mm512_maskz_loadu_ps(m, s + i)));
-    }
-}
-
 const stf__kernels stf__kernels_avx512 = {
     STF_SIMD_AVX512,
     int8_row_avx512,
     fht_regular_avx512,
-    bf16_to_f32_avx512,
-    f16_to_f32_avx512,
-    f32_to_bf16_avx512,
-    int8_dequant_row_avx512,
-    int8_dequant_row_cols_avx512,
+    stf__bf16_to_f32_avx512,
+    stf__f16_to_f32_avx512,
+    stf__f32_to_bf16_avx512,
+    stf__int8_dequant_row_avx512,
+    stf__int8_dequant_row_cols_avx512,
     stf__fp8_decode_avx512,
     stf__fp8_decode_cols_avx512,
     stf__sylvester_undo_avx512,
@@ -882,11 +790,11 @@ const stf__kernels stf__kernels_avx512_plain = {
     STF_SIMD_AVX512,
     int8_row_avx512_plain,
     fht_regular_avx512,
-    bf16_to_f32_avx512,
-    f16_to_f32_avx512,
-    f32_to_bf16_avx512,
-    int8_dequant_row_avx512,
-    int8_dequant_row_cols_avx512,
+    stf__bf16_to_f32_avx512,
+    stf__f16_to_f32_avx512,
+    stf__f32_to_bf16_avx512,
+    stf__int8_dequant_row_avx512,
+    stf__int8_dequant_row_cols_avx512,
     stf__fp8_decode_avx512,
     stf__fp8_decode_cols_avx512,
     stf__sylvester_undo_avx512,

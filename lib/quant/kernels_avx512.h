@@ -181,6 +181,12 @@ INL void fp8_tables(__m512i t[4], stf_dtype dt)
     }
 }
 
+/* Sixteen BF16 words as their exact F32 values. */
+INL __m512 stf__bf16_widen16(__m256i h)
+{
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
 INL __m512i abs_bits(__m512 v)
 {
     return _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFFFFFF));
