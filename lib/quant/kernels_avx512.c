@@ -651,7 +651,8 @@ STF__TGT_BF16 static uint32_t pass1_fp8_tab(float *x, const uint8_t *src, stf_dt
     }
     /* The tail (g 0, 4 or 16): pass1's own loads. */
     for (; i < k; i += 16) {
-        __mmask16 m = k - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (k - i)) - 1u);
+        size_t left = k - i < 16 ? k - i : 16;
+        __mmask16 m = (__mmask16)((1u << left) - 1u);
         __m512 v = load16_mask(src, dt, i, m, sv);
         v = rot16(v, g);
         a = amax_upd(a, v);
