@@ -151,6 +151,12 @@ void stf__fp8_decode_cols_avx2(float *dst, const uint8_t *src, stf_dtype dt, siz
                                const float *s);
 void stf__sylvester_undo_avx2(float *x, size_t k, unsigned g);
 void stf__w4a4_unpack_avx2(float *dst, const uint8_t *src, size_t n, float s);
+/* The AVX-512 conversions and INT8 decodes (kernels_conv_avx512.c). */
+void stf__bf16_to_f32_avx512(float *dst, const uint16_t *src, size_t n);
+void stf__f16_to_f32_avx512(float *dst, const uint16_t *src, size_t n);
+void stf__f32_to_bf16_avx512(uint16_t *dst, const float *src, size_t n);
+void stf__int8_dequant_row_avx512(float *dst, const int8_t *q, float s, size_t k);
+void stf__int8_dequant_row_cols_avx512(float *dst, const int8_t *q, const float *s, size_t k);
 void stf__fp8_decode_avx512(float *dst, const uint8_t *src, stf_dtype dt, size_t n, float s);
 void stf__fp8_decode_cols_avx512(float *dst, const uint8_t *src, stf_dtype dt, size_t n,
                                  const float *s);

@@ -27,6 +27,7 @@
  *   uses too, and the saturating int32 -> int8 conversion is the clamp.
  * Anything the fast paths do not cover (other dtypes, odd group sizes) is
  * passed to the scalar table, so the answer is the scalar one by definition.
+ * The table's conversions and INT8 decodes live in kernels_conv_avx512.c.
  *
  * Data flow of int8_row: BF16 rows with G = 256 and T = BF16 take
  * kernels_bf16_avx512.c where AVX512-BF16 and VBMI exist. Otherwise the
@@ -196,13 +197,17 @@ INL void fht_regs(__m512 *v, int nv)
 /*
  * Widen 16 source values at element i. FP8 sources (int8_row_fp8) are
  * decoded and multiplied by the row scale sv: fl32(fp8 * s), the value
- * fp8_decode stores.
+ * fp8_decode stores; INT8 codes (int8_row_i8) likewise give fl32(q * s),
+ * the value int8_dequant_row stores.
  */
 INL __m512 load16(const void *src, stf_dtype dt, size_t i, __m512 sv)
 {
+    if (dt == STF_I8) {
+        __m128i c = _mm_loadu_si128((const __m128i *)(const void *)((const int8_t *)src + i));
+        return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(c)), sv);
+    }
     if (dt == STF_BF16) {
-        __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)src + i));
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+        return stf__bf16_widen16(_mm256_loadu_si256((const __m256i *)((const uint16_t *)src + i)));
     }
     if (dt == STF_F16) {
         __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)src + i));
@@ -218,9 +223,12 @@ INL __m512 load16(const void *src, stf_dtype dt, size_t i, __m512 sv)
 /* The lanes outside m are 0 (for FP8 too, whatever the scale). */
 INL __m512 load16_mask(const void *src, stf_dtype dt, size_t i, __mmask16 m, __m512 sv)
 {
+    if (dt == STF_I8) {
+        __m128i c = _mm_maskz_loadu_epi8(m, (const int8_t *)src + i);
+        return _mm512_maskz_mul_ps(m, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(c)), sv);
+    }
     if (dt == STF_BF16) {
-        __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)src + i);
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+        return stf__bf16_widen16(_mm256_maskz_loadu_epi16(m, (const uint16_t *)src + i));
     }
     if (dt == STF_F16) {
         __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)src + i);
@@ -589,6 +597,71 @@ static uint32_t pass1_e5m2(float *x, const uint8_t *src, size_t k, unsigned g, f
 }
 
 /*
+ * The FP8 pass 1 for target G 0, 4, 16 and 64 where AVX512-VBMI is there:
+ * each code's BF16 word comes from the byte tables of fp8_tables (the
+ * values of fp8_16, which load16 uses) by vpermi2b, the sign OR-ed into
+ * the high byte, and 64 words widen to four F32 vectors in natural order
+ * (the byte order below puts code 16m + 4L + j at byte 16L + 4m + j, so
+ * the two byte and four word unpacks land each in place); times sv, these
+ * are load16's values, and the rotation and absmax are pass1's.
+ */
+static const uint8_t k_fp8_nat[64] __attribute__((aligned(64))) = {
+    0,  1,  2,  3,  16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51,
+    4,  5,  6,  7,  20, 21, 22, 23, 36, 37, 38, 39, 52, 53, 54, 55,
+    8,  9,  10, 11, 24, 25, 26, 27, 40, 41, 42, 43, 56, 57, 58, 59,
+    12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63,
+};
+
+/* One vector's rotation for g 0, 4 or 16, as pass1 does it. */
+INL __m512 rot16(__m512 v, unsigned g)
+{
+    return g == 16 ? fht_s4(fht_s1(v)) : g == 4 ? fht_s1(v) : v;
+}
+
+STF__TGT_BF16 static uint32_t pass1_fp8_tab(float *x, const uint8_t *src, stf_dtype dt, size_t k,
+                                            unsigned g, float s)
+{
+    __m512i t[4];
+    fp8_tables(t, dt);
+    const __m512i order = _mm512_load_si512((const void *)k_fp8_nat), z = _mm512_setzero_si512();
+    const __m512 sv = _mm512_set1_ps(s);
+    __m512i a = z;
+    size_t i = 0;
+    for (; i + 64 <= k; i += 64) {
+        _mm_prefetch((const char *)((uintptr_t)(src + i) + 4096), _MM_HINT_T0);
+        __m512i c = _mm512_permutexvar_epi8(order, _mm512_loadu_si512((const void *)(src + i)));
+        __m512i lo = _mm512_permutex2var_epi8(t[0], c, t[1]);
+        __m512i hi = _mm512_permutex2var_epi8(t[2], c, t[3]);
+        hi = _mm512_ternarylogic_epi32(hi, c, _mm512_set1_epi8((char)0x80), 0xF8); /* | sign */
+        __m512i w0 = _mm512_unpacklo_epi8(lo, hi), w1 = _mm512_unpackhi_epi8(lo, hi);
+        __m512 v[4] = {
+            _mm512_mul_ps(_mm512_castsi512_ps(_mm512_unpacklo_epi16(z, w0)), sv),
+            _mm512_mul_ps(_mm512_castsi512_ps(_mm512_unpackhi_epi16(z, w0)), sv),
+            _mm512_mul_ps(_mm512_castsi512_ps(_mm512_unpacklo_epi16(z, w1)), sv),
+            _mm512_mul_ps(_mm512_castsi512_ps(_mm512_unpackhi_epi16(z, w1)), sv),
+        };
+        if (g == 64) fht_regs(v, 4);
+        else
+            for (int j = 0; j < 4; j++) v[j] = rot16(v[j], g);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            a = amax_upd(a, v[j]);
+            _mm512_storeu_ps(x + i + 16 * (size_t)j, v[j]);
+        }
+    }
+    /* The tail (g 0, 4 or 16): pass1's own loads. */
+    for (; i < k; i += 16) {
+        size_t left = k - i < 16 ? k - i : 16;
+        __mmask16 m = (__mmask16)((1u << left) - 1u);
+        __m512 v = load16_mask(src, dt, i, m, sv);
+        v = rot16(v, g);
+        a = amax_upd(a, v);
+        _mm512_mask_storeu_ps(x + i, m, v);
+    }
+    return _mm512_reduce_max_epu32(a);
+}
+
+/*
  * int8_row_fp8 (contract in kernels.h): the row is read once, each code
  * decoded to fl32(fp8 * s) in a register as fp8_decode stores it, and
  * rotated and measured there: the same F32 values in the same order as
@@ -608,8 +681,11 @@ INL int int8_row_fp8_x(int8_t *q, float *scale, const uint8_t *src, stf_dtype dt
         (mode == STF_QMODE_CUDA || mode == STF_QMODE_EAGER) && stf__avx512_bf16_usable() &&
         stf__int8_row_fp8_g256(q, scale, src, dt, s, k, mode, scratch) == 0)
         return 0;
-    uint32_t abits = dt == STF_F8_E4M3 ? pass1_e4m3(scratch, src, k, g, s)
-                                       : pass1_e5m2(scratch, src, k, g, s);
+    uint32_t abits;
+    if (hw_bf16 && g <= 64 && stf__avx512_bf16_usable())
+        abits = pass1_fp8_tab(scratch, src, dt, k, g, s);
+    else abits = dt == STF_F8_E4M3 ? pass1_e4m3(scratch, src, k, g, s)
+                                  : pass1_e5m2(scratch, src, k, g, s);
     if (codes_row(q, scale, scratch, k, abits, mode, t, hw_bf16))
         return stf__int8_row_fp8_scalar(q, scale, src, dt, s, k, g, mode, t, scratch, row);
     return 0;
@@ -629,6 +705,55 @@ static int int8_row_fp8_avx512_plain(int8_t *q, float *scale, const uint8_t *src
     return int8_row_fp8_x(q, scale, src, dt, s, k, g, mode, t, scratch, row, 0);
 }
 
+/*
+ * Pass 1 of an INT8 row with a regular G = 256 rotation to undo: group256
+ * decodes fl32(q * s) as it loads (the tiny-value test included) and
+ * undoes the rotation in registers, fht_regular's values up to the sign
+ * of an exact zero, which neither a code nor the absmax sees (a zero's
+ * sign changes no nonzero sum); the target rotation g (0, 4, 16 or 64)
+ * then runs on the same registers, as pass1 runs it.
+ */
+INL uint32_t pass1_i8_undo256(float *x, const int8_t *src, size_t k, unsigned g, __m512 sv)
+{
+    __m512i a = _mm512_setzero_si512();
+    for (size_t i = 0; i < k; i += 256) {
+        __m512 v[16];
+        (void)group256(v, src, STF_I8, i, 1, sv);
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; j++) {
+            if (g == 64 && j % 4 == 0) fht_regs(&v[j], 4);
+            else if (g == 16) v[j] = fht_s4(fht_s1(v[j]));
+            else if (g == 4) v[j] = fht_s1(v[j]);
+        }
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; j++) {
+            a = amax_upd(a, v[j]);
+            _mm512_storeu_ps(x + i + 16 * (size_t)j, v[j]);
+        }
+    }
+    return _mm512_reduce_max_epu32(a);
+}
+
+/*
+ * int8_row_i8 (kernels.h) for one scale s and no rotation to undo (any
+ * target g), or a regular G = 256 one (target g 0, 4, 16 or 64): the codes
+ * are decoded in pass 1, so the only F32 row is int8_row's own scratch.
+ * Returns 1, nothing useful written, for a row the caller composes (one
+ * with NaN or Inf, or outside those cases).
+ */
+int stf__int8_row_i8_avx512_one(int8_t *q, float *scale, const int8_t *src, float s, unsigned ug,
+                                size_t k, unsigned g, stf_quant_mode mode, stf_dtype t,
+                                float *scratch, int hw_bf16)
+{
+    if (k == 0 || (g != 0 && (!is_pow4(g) || k % g != 0)) ||
+        (ug != 0 && (ug != 256 || g > 64 || k % 256 != 0)))
+        return 1;
+    __m512 sv = _mm512_set1_ps(s);
+    uint32_t abits = ug ? pass1_i8_undo256(scratch, src, k, g, sv)
+                        : pass1(scratch, src, STF_I8, k, g, 1, sv);
+    return codes_row(q, scale, scratch, k, abits, mode, t, hw_bf16);
+}
+
 static void fht_regular_avx512(float *x, size_t k, unsigned g)
 {
     /* Odd sizes: the scalar code defines the result. */
@@ -643,109 +768,15 @@ static void fht_regular_avx512(float *x, size_t k, unsigned g)
         stf__canon_nan_row(x, k);
 }
 
-/* ------------------------------------------------------------- conversions */
-
-static void bf16_to_f32_avx512(float *dst, const uint16_t *src, size_t n)
-{
-    size_t i = 0;
-    const __m512 z = _mm512_setzero_ps();
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, load16(src, STF_BF16, i, z));
-    if (i < n) {
-        __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
-        _mm512_mask_storeu_ps(dst + i, m, load16_mask(src, STF_BF16, i, m, z));
-    }
-}
-
-/* Hardware F16 widening is exact but quiets signalling NaNs; the scalar
- * code keeps the payload bits as they are, so NaN lanes are rebuilt. */
-INL __m512 f16_widen(__m256i h)
-{
-    __m512 f = _mm512_cvtph_ps(h);
-    __m512i w = _mm512_cvtepu16_epi32(h);
-    __m512i mag = _mm512_and_si512(w, _mm512_set1_epi32(0x7FFF));
-    __mmask16 nan = _mm512_cmpgt_epu32_mask(mag, _mm512_set1_epi32(0x7C00));
-    if (nan) {
-        __m512i sign = _mm512_slli_epi32(_mm512_and_si512(w, _mm512_set1_epi32(0x8000)), 16);
-        __m512i man = _mm512_slli_epi32(_mm512_and_si512(w, _mm512_set1_epi32(0x3FF)), 13);
-        __m512i bits = _mm512_or_si512(_mm512_or_si512(sign, man),
-                                       _mm512_set1_epi32(0x7F800000));
-        f = _mm512_mask_mov_ps(f, nan, _mm512_castsi512_ps(bits));
-    }
-    return f;
-}
-
-static void f16_to_f32_avx512(float *dst, const uint16_t *src, size_t n)
-{
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(dst + i, f16_widen(_mm256_loadu_si256((const __m256i *)(src + i))));
-    if (i < n) {
-        __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
-        _mm512_mask_storeu_ps(dst + i, m, f16_widen(_mm256_maskz_loadu_epi16(m, src + i)));
-    }
-}
-
-/* RNE carry, NaN -> 0x7FC0 exactly as stf__f32_to_bf16. */
-INL __m256i bf16_narrow(__m512 x)
-{
-    __m512i b = _mm512_castps_si512(x);
-    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(b, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
-    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-    r = _mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0x7FC0));
-    return _mm512_cvtepi32_epi16(r);
-}
-
-static void f32_to_bf16_avx512(uint16_t *dst, const float *src, size_t n)
-{
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm256_storeu_si256((__m256i *)(dst + i), bf16_narrow(_mm512_loadu_ps(src + i)));
-    if (i < n) {
-        __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
-        _mm256_mask_storeu_epi16(dst + i, m, bf16_narrow(_mm512_maskz_loadu_ps(m, src + i)));
-    }
-}
-
-INL __m512 i8_widen(__m128i v) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v)); }
-
-/* q * s as F32, NaN stored as the one quiet NaN (nan_canon.h). */
-INL __m512 i8_times(__m128i q, __m512 s) { return stf__canon_nan16(_mm512_mul_ps(i8_widen(q), s)); }
-
-static void int8_dequant_row_avx512(float *dst, const int8_t *q, float s, size_t k)
-{
-    __m512 sv = _mm512_set1_ps(s);
-    size_t i = 0;
-    for (; i + 16 <= k; i += 16)
-        _mm512_storeu_ps(dst + i, i8_times(_mm_loadu_si128((const __m128i *)(q + i)), sv));
-    if (i < k) {
-        __mmask16 m = (__mmask16)((1u << (k - i)) - 1u);
-        _mm512_mask_storeu_ps(dst + i, m, i8_times(_mm_maskz_loadu_epi8(m, q + i), sv));
-    }
-}
-
-static void int8_dequant_row_cols_avx512(float *dst, const int8_t *q, const float *s, size_t k)
-{
-    size_t i = 0;
-    for (; i + 16 <= k; i += 16)
-        _mm512_storeu_ps(dst + i, i8_times(_mm_loadu_si128((const __m128i *)(q + i)),
-                                           _mm512_loadu_ps(s + i)));
-    if (i < k) {
-        __mmask16 m = (__mmask16)((1u << (k - i)) - 1u);
-        _mm512_mask_storeu_ps(dst + i, m,
-                              i8_times(_mm_maskz_loadu_epi8(m, q + i), _mm512_maskz_loadu_ps(m, s + i)));
-    }
-}
-
 const stf__kernels stf__kernels_avx512 = {
     STF_SIMD_AVX512,
     int8_row_avx512,
     fht_regular_avx512,
-    bf16_to_f32_avx512,
-    f16_to_f32_avx512,
-    f32_to_bf16_avx512,
-    int8_dequant_row_avx512,
-    int8_dequant_row_cols_avx512,
+    stf__bf16_to_f32_avx512,
+    stf__f16_to_f32_avx512,
+    stf__f32_to_bf16_avx512,
+    stf__int8_dequant_row_avx512,
+    stf__int8_dequant_row_cols_avx512,
     stf__fp8_decode_avx512,
     stf__fp8_decode_cols_avx512,
     stf__sylvester_undo_avx512,
@@ -760,11 +791,11 @@ const stf__kernels stf__kernels_avx512_plain = {
     STF_SIMD_AVX512,
     int8_row_avx512_plain,
     fht_regular_avx512,
-    bf16_to_f32_avx512,
-    f16_to_f32_avx512,
-    f32_to_bf16_avx512,
-    int8_dequant_row_avx512,
-    int8_dequant_row_cols_avx512,
+    stf__bf16_to_f32_avx512,
+    stf__f16_to_f32_avx512,
+    stf__f32_to_bf16_avx512,
+    stf__int8_dequant_row_avx512,
+    stf__int8_dequant_row_cols_avx512,
     stf__fp8_decode_avx512,
     stf__fp8_decode_cols_avx512,
     stf__sylvester_undo_avx512,

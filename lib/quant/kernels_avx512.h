@@ -36,6 +36,17 @@ int stf__avx512_bf16_usable(void);
  * it leaves to the caller (R not finite, rT(max|R|) overflowing, an unusual
  * divisor); then nothing useful is written.
  */
+/*
+ * int8_row_i8 for one scale s without a rotation to undo (ug 0), or with
+ * a regular G = 256 one (ug 256, target g 0, 4, 16 or 64), decoded in
+ * pass 1 (kernels_avx512.c); hw_bf16 as for the table. Returns 0 with q
+ * and *scale written, or 1, nothing useful written, for a row the caller
+ * must compose (NaN or Inf, other cases).
+ */
+int stf__int8_row_i8_avx512_one(int8_t *q, float *scale, const int8_t *src, float s, unsigned ug,
+                                size_t k, unsigned g, stf_quant_mode mode, stf_dtype t,
+                                float *scratch, int hw_bf16);
+
 int stf__int8_row_bf16_g256(int8_t *q, float *scale, const uint16_t *src, size_t k,
                             stf_quant_mode mode, float *scratch);
 
@@ -143,6 +154,38 @@ INL __m512 fp8_16(__m128i codes, stf_dtype dt)
     return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), sign));
 }
 
+
+/* Byte tables t[0..1] (low bytes) and t[2..3] (high bytes) of the BF16 words of the
+ * 128 FP8 magnitudes of dtype dt (from fp8_16), for the VBMI decodes
+ * (kernels_bf16_avx512.c, kernels_avx512.c). */
+INL void fp8_tables(__m512i t[4], stf_dtype dt)
+{
+    __m128i lo[8], hi[8];
+    const __m128i lanes = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; c++) {
+        __m128i codes = _mm_add_epi8(lanes, _mm_set1_epi8((char)(16 * c)));
+        __m512i b = _mm512_castps_si512(fp8_16(codes, dt));
+        lo[c] = _mm512_cvtepi32_epi8(_mm512_srli_epi32(b, 16));
+        hi[c] = _mm512_cvtepi32_epi8(_mm512_srli_epi32(b, 24));
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+        __m128i *src = h ? hi : lo;
+        for (int j = 0; j < 2; j++) {
+            __m512i v = _mm512_castsi128_si512(src[4 * j]);
+            v = _mm512_inserti32x4(v, src[4 * j + 1], 1);
+            v = _mm512_inserti32x4(v, src[4 * j + 2], 2);
+            t[2 * h + j] = _mm512_inserti32x4(v, src[4 * j + 3], 3);
+        }
+    }
+}
+
+/* Sixteen BF16 words as their exact F32 values. */
+INL __m512 stf__bf16_widen16(__m256i h)
+{
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
 
 INL __m512i abs_bits(__m512 v)
 {

@@ -468,31 +468,6 @@ int stf__int8_row_bf16_g256(int8_t *q, float *scale, const uint16_t *src, size_t
  * nonzero outputs do not depend on it, and its zeros give code 0.
  */
 
-/* Byte tables t[0..1] (low bytes) and t[2..3] (high bytes) of the BF16 words of the
- * 128 FP8 magnitudes of dtype dt. */
-TGT INL void fp8_tables(__m512i t[4], stf_dtype dt)
-{
-    __m128i lo[8], hi[8];
-    const __m128i lanes = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-#pragma GCC unroll 8
-    for (int c = 0; c < 8; c++) {
-        __m128i codes = _mm_add_epi8(lanes, _mm_set1_epi8((char)(16 * c)));
-        __m512i b = _mm512_castps_si512(fp8_16(codes, dt));
-        lo[c] = _mm512_cvtepi32_epi8(_mm512_srli_epi32(b, 16));
-        hi[c] = _mm512_cvtepi32_epi8(_mm512_srli_epi32(b, 24));
-    }
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; h++) {
-        __m128i *src = h ? hi : lo;
-        for (int j = 0; j < 2; j++) {
-            __m512i v = _mm512_castsi128_si512(src[4 * j]);
-            v = _mm512_inserti32x4(v, src[4 * j + 1], 1);
-            v = _mm512_inserti32x4(v, src[4 * j + 2], 2);
-            t[2 * h + j] = _mm512_inserti32x4(v, src[4 * j + 3], 3);
-        }
-    }
-}
-
 /* Byte order for fp8_words: after it, vpunpcklbw/vpunpckhbw give codes
  * 0..31 and 32..63 in order (byte 16L + j takes 8L + j, byte 16L + 8 + j
  * takes 32 + 8L + j). */

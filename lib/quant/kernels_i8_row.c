@@ -76,6 +76,9 @@ static int i8_avx512(const stf__kernels *kt, int8_t *q, float *scale, const int8
         (mode == STF_QMODE_CUDA || mode == STF_QMODE_EAGER) && stf__avx512_bf16_usable() &&
         stf__int8_row_syl128_g256(q, scale, src, s, k, mode, scratch) == 0)
         return 0;
+    if (!cols && !sylvester &&
+        stf__int8_row_i8_avx512_one(q, scale, src, s, ug, k, g, mode, t, scratch, hw_bf16) == 0)
+        return 0;
     if (ug && sylvester && !cols) {
         /* A Sylvester source: decoded and un-rotated in one pass, then int8_row. */
         stf__int8_dequant_syl_avx512(row, src, s, k, ug);

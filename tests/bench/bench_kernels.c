@@ -484,17 +484,25 @@ int main(void)
     printf("summary: target >= 0.80 on 1 thread (below 0.60 is not done); >= 1.70x on 2 "
            "threads\n");
     /* The repair kernels (one byte per value in): x memcpy on one thread,
-     * and values per second against the BF16 G = 256 kernel's (two bytes
-     * per value in). */
-    static const char *const repair[] = { "fp8_e4m3_to_int8_g256", "int8_g256_requant_g256",
-                                          "int8_rows_requant_g256", "int8_sylv128_requant_g256" };
-    for (size_t i = 0; i < sizeof repair / sizeof *repair; i++) {
-        const result *r = find(repair[i], best, 1);
-        if (!r) continue;
-        printf("summary (%s): %s 1-thread: %.2f x memcpy, %.2f x the values/s of %s%s\n", best,
-               repair[i], r->gbps / r->memcpy_gbps,
-               a1 ? (r->gbps / r->memcpy_gbps) / (a1->gbps / a1->memcpy_gbps / 2.0) : 0.0,
-               n1, a1 ? "" : " (not measured)");
+     * and values per second against the BF16 kernel's with the same target
+     * G (two bytes per value in), G = 16 and 64 as well as 256. */
+    static const char *const repair[] = { "fp8_e4m3_to_int8_g%u", "int8_g256_requant_g%u",
+                                          "int8_rows_requant_g%u", "int8_sylv128_requant_g%u" };
+    static const unsigned rgs[] = { 256, 64, 16 };
+    for (size_t gi = 0; gi < sizeof rgs / sizeof *rgs; gi++) {
+        char bk[64];
+        snprintf(bk, sizeof bk, "int8_bf16_g%u_%zux%zu", rgs[gi], N * div, K);
+        const result *b = find(bk, best, 1);
+        for (size_t i = 0; i < sizeof repair / sizeof *repair; i++) {
+            char rn[64];
+            snprintf(rn, sizeof rn, repair[i], rgs[gi]);
+            const result *r = find(rn, best, 1);
+            if (!r) continue;
+            printf("summary (%s): %s 1-thread: %.2f x memcpy, %.2f x the values/s of %s%s\n",
+                   best, rn, r->gbps / r->memcpy_gbps,
+                   b ? (r->gbps / r->memcpy_gbps) / (b->gbps / b->memcpy_gbps / 2.0) : 0.0, bk,
+                   b ? "" : " (not measured)");
+        }
     }
     printf("summary: repair target >= 0.35 x memcpy and >= 0.50 x the BF16 kernel's values/s\n");
 

@@ -144,6 +144,56 @@ static void test_variants_match_composition(void **state)
 }
 
 /*
+ * Target G 0, 4, 16 and 64 (the AVX-512 table decodes them by byte tables
+ * where AVX512-VBMI is there): every finite code at every position of a
+ * 64-code block (the row is code (i * 37 + off) mod 256 with the specials
+ * replaced), and rows with every code, specials included; lengths with
+ * and without a tail of less than 64; scales negative, zero, -0,
+ * subnormal-making, overflowing, NaN and Inf; every mode and dtype.
+ */
+static void test_small_groups(void **state)
+{
+    (void)state;
+    static const size_t ks[] = { 64, 256, 3072, 112, 100, 52 };
+    static const unsigned gs[] = { 0, 4, 16, 64 };
+    static const uint32_t scales[] = { 0x3C4985F0u, 0xBF000000u, 0x00000000u, 0x80000000u,
+                                       0x0B000000u, 0x79000000u, 0x7FC00000u, 0x7F800000u };
+    static const stf_quant_mode modes[] = { STF_QMODE_CUDA, STF_QMODE_FP32, STF_QMODE_EAGER };
+    static const stf_dtype ts[] = { STF_BF16, STF_F16, STF_F32 };
+    static uint8_t src[KMAX];
+    float *sa = aligned_floats(KMAX), *sb = aligned_floats(KMAX), *row = aligned_floats(KMAX);
+    size_t cases = 0;
+    for (int vi = 0; vi < QT_NVARIANTS; vi++) {
+        const stf__kernels *v = qt_kernel_variant(vi);
+        if (!v) continue;
+        for (int di = 0; di < 2; di++) {
+            stf_dtype dt = di ? STF_F8_E5M2 : STF_F8_E4M3;
+            for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+                for (size_t gi = 0; gi < sizeof gs / sizeof *gs; gi++)
+                    for (unsigned off = 0; off < 256; off += 51) {
+                        size_t k = ks[ki];
+                        unsigned g = gs[gi];
+                        if (g && k % g) continue;
+                        for (size_t i = 0; i < k; i++) {
+                            uint8_t c = (uint8_t)((i * 37 + off) & 0xFF);
+                            src[i] = off == 255 || !is_special(c, dt) ? c : (uint8_t)(c & 0x80);
+                        }
+                        for (size_t si = 0; si < sizeof scales / sizeof *scales; si++) {
+                            size_t c = ki + gi + si + off;
+                            cmp_case(v, src, dt, qt_float(scales[si]), k, g, modes[c % 3],
+                                     ts[(c / 3) % 3], sa, sb, row);
+                            cases++;
+                        }
+                    }
+        }
+    }
+    assert_true(cases >= 2 * 4 * 6 * 8);
+    free(sa);
+    free(sb);
+    free(row);
+}
+
+/*
  * The production case, G = 256 and T = BF16 (the AVX-512 table runs it on
  * decoded BF16 words, without an F32 row): both dtypes, both modes, scales
  * on both sides of the deferred-scaling guard (2^-113 for E4M3, 2^-106 for
@@ -290,6 +340,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_variants_match_composition),
         cmocka_unit_test(test_g256_bf16_path),
+        cmocka_unit_test(test_small_groups),
         cmocka_unit_test(test_exact_values),
         cmocka_unit_test(test_quantize_row_fp8),
     };

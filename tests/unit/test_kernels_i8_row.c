@@ -214,6 +214,48 @@ static void test_other_shapes(void **state)
     free(cols);
 }
 
+/* The one-scale path decoded in pass 1 (no rotation to undo and any
+ * target G, or a regular G = 256 one and target G 0, 4, 16 or 64): every
+ * mode and rounding dtype, rows of one to twelve groups and lengths that
+ * are no multiple of 16, every row kind and every scale above, NaN and Inf
+ * included. */
+static void test_one_scale_targets(void **state)
+{
+    (void)state;
+    static const unsigned gs[] = { 0, 4, 16, 64, 256, 1024 };
+    static const size_t ks[] = { 256, 768, 1024, 3072, 100, 52 };
+    static const stf_quant_mode modes[] = { STF_QMODE_CUDA, STF_QMODE_FP32, STF_QMODE_EAGER };
+    static const stf_dtype ts[] = { STF_BF16, STF_F16, STF_F32 };
+    static int8_t src[KMAX];
+    float *sa = aligned_floats(KMAX), *sb = aligned_floats(KMAX), *row = aligned_floats(KMAX);
+    size_t cases = 0;
+    g_rng.s = 10;
+    for (int vi = 0; vi < QT_NVARIANTS; vi++) {
+        const stf__kernels *v = qt_kernel_variant(vi);
+        if (!v) continue;
+        for (size_t si = 0; si < NSC + NSC256 + 2; si++)
+            for (size_t gi = 0; gi < sizeof gs / sizeof *gs; gi++)
+                for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+                    for (int kind = 0; kind < R_NKINDS; kind++)
+                        for (unsigned ug = 0; ug <= 256; ug += 256) {
+                            size_t k = ks[ki];
+                            if ((gs[gi] && k % gs[gi]) || (ug && k % ug)) continue;
+                            float sc = si < NSC            ? k_scales[si]
+                                       : si < NSC + NSC256 ? k_scales_g256[si - NSC]
+                                       : qt_float(si == NSC + NSC256 ? 0x7FC00000u : 0xFF800000u);
+                            size_t c = si + gi + ki + (size_t)kind;
+                            fill(src, k, kind);
+                            cmp_case(v, src, sc, NULL, ug, 0, k, gs[gi], modes[c % 3],
+                                     ts[(c / 3) % 3], sa, sb, row);
+                            cases++;
+                        }
+    }
+    assert_true(cases >= (NSC + NSC256 + 2) * R_NKINDS * 20);
+    free(sa);
+    free(sb);
+    free(row);
+}
+
 /* Exact values: a row of +-127 codes with scale 2 and no rotation gives
  * back +-127 and the scale 2; a zero row the floor; an Inf scale
  * STF_ENUMERIC. */
@@ -401,6 +443,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_g256_bf16),
         cmocka_unit_test(test_other_shapes),
+        cmocka_unit_test(test_one_scale_targets),
         cmocka_unit_test(test_exact_values),
         cmocka_unit_test(test_dequant_syl_matches_composition),
         cmocka_unit_test(test_dequantize_sylvester_rows),
