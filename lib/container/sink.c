@@ -195,10 +195,11 @@ done:
     return rc;
 }
 
-/* A memory file for a dry run (contract in sink.h). */
-int stf__sink_open_mem(stf__sink *s, const char *final_path, stf_err *err)
+/* A zeroed sink that never reaches a disk (a memory file, a comparison):
+ * no descriptor yet, no write-behind, no direct-I/O stage, no fsync, never
+ * published. */
+static void sink_init_off_disk(stf__sink *s)
 {
-    /* Zeroed, the write-behind is off: there is no disk to hand bytes to. */
     memset(s, 0, sizeof *s);
     s->fd = -1;
     s->memory = 1;
@@ -206,6 +207,13 @@ int stf__sink_open_mem(stf__sink *s, const char *final_path, stf_err *err)
     s->no_direct = 1;
     s->stage.dfd = -1;
     s->no_fsync = 1;
+}
+
+/* A memory file for a dry run (contract in sink.h). */
+int stf__sink_open_mem(stf__sink *s, const char *final_path, stf_err *err)
+{
+    /* The write-behind is off: there is no disk to hand bytes to. */
+    sink_init_off_disk(s);
     s->hook = test_hooks.write_hook;
     s->hook_ud = test_hooks.write_hook_ud;
     s->final_path = stf__strdup(final_path);
@@ -231,14 +239,8 @@ int stf__sink_open_mem(stf__sink *s, const char *final_path, stf_err *err)
 /* A sink that only compares (contract in sink.h). */
 int stf__sink_open_cmp(stf__sink *s, const char *final_path, stf__cmp *cmp, stf_err *err)
 {
-    /* Zeroed: no write-behind, no stage, no hook (nothing is written). */
-    memset(s, 0, sizeof *s);
-    s->fd = -1;
-    s->memory = 1;
-    s->unnamed = 1;
-    s->no_direct = 1;
-    s->stage.dfd = -1;
-    s->no_fsync = 1;
+    /* No hook either: nothing is written. */
+    sink_init_off_disk(s);
     s->cmp = cmp;
     s->final_path = stf__strdup(final_path);
     if (!s->final_path) {
