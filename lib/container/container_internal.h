@@ -89,6 +89,11 @@ void stf__header_free(stf__header *h);
  */
 int stf__json_put_string(stf_buf *b, const char *s, size_t n);
 
+/* pwrite all n bytes of p at `at` (retrying short writes and EINTR): 0, or
+ * the errno of the failing call (ENOSPC for a call that wrote nothing).
+ * The caller words the message. */
+int stf__pwrite_full(int fd, const void *p, size_t n, uint64_t at);
+
 /* The caller's write options (NULL: the defaults) into *dst in the newest
  * layout: a version-1 caller's struct is read only as far as it goes.
  * The version must have been checked. writer.c */

@@ -186,12 +186,8 @@ static int write_block(stf__fstage *st, const stf__fs_slot *s)
     uint64_t len = block_len(st, s->block), off = s->block * STF__FS_BLOCK;
     uint64_t out = (len + STF__FS_ALIGN - 1) / STF__FS_ALIGN * STF__FS_ALIGN;
     if (st->hook && st->hook(st->hook_ud, off, (size_t)len)) return ENOSPC;
-    for (uint64_t done = 0; done < out;) {
-        ssize_t w = pwrite(st->dfd, s->buf + done, (size_t)(out - done), (off_t)(off + done));
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return w < 0 ? errno : ENOSPC;
-        done += (uint64_t)w;
-    }
+    int e = stf__pwrite_full(st->dfd, s->buf, (size_t)out, off);
+    if (e) return e;
     if (out != len && ftruncate(st->tfd, (off_t)st->size) != 0) return errno;
     return 0;
 }

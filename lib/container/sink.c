@@ -382,6 +382,19 @@ static int fail_at(const stf__sink *s, const char *tensor, uint64_t at, int e, s
                          s->final_path, (unsigned long long)at, strerror(e));
 }
 
+/* See container_internal.h. */
+int stf__pwrite_full(int fd, const void *p, size_t n, uint64_t at)
+{
+    const unsigned char *c = p;
+    for (size_t done = 0; done < n;) {
+        ssize_t w = pwrite(fd, c + done, n - done, (off_t)(at + done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return w < 0 ? errno : ENOSPC;
+        done += (size_t)w;
+    }
+    return 0;
+}
+
 /* pwrite all n bytes at `at` through the page cache. */
 static int pwrite_all(stf__sink *s, uint64_t at, const char *c, size_t n, const char *tensor,
                       stf_err *err)

@@ -92,15 +92,10 @@ static int spool_open(stf__zstream *z, stf_err *err)
 static int spool_write(stf__zstream *z, const uint8_t *b, size_t n, stf_err *err)
 {
     char eb[128];
-    for (size_t done = 0; done < n;) {
-        ssize_t w = pwrite(z->spool_fd, b + done, n - done, (off_t)(z->spool_end + done));
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0)
-            return stf__err(err, STF_EIO, "%s: cannot write the spool file in %s: %s", z->path,
-                            z->spool_dir, w < 0 ? stf__errno_text(errno, eb, sizeof eb)
-                                                : "no space written");
-        done += (size_t)w;
-    }
+    int e = stf__pwrite_full(z->spool_fd, b, n, z->spool_end);
+    if (e)
+        return stf__err(err, STF_EIO, "%s: cannot write the spool file in %s: %s", z->path,
+                        z->spool_dir, stf__errno_text(e, eb, sizeof eb));
     z->spool_end += n;
     return 0;
 }

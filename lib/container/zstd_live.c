@@ -140,14 +140,9 @@ static int spool_put(stf__zlive *z, const stf__zframe *f, const unsigned char *p
 {
     uint64_t off = atomic_fetch_add(&z->spool_end, (uint64_t)n);
     *at = off;
-    int e = 0;
-    if (z->spool.hook && z->spool.hook(z->spool.hook_ud, off, n)) e = ENOSPC;
-    for (size_t done = 0; !e && done < n;) {
-        ssize_t w = pwrite(z->spool.fd, p + done, n - done, (off_t)(off + done));
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) e = w < 0 ? errno : ENOSPC;
-        else done += (size_t)w;
-    }
+    int e = z->spool.hook && z->spool.hook(z->spool.hook_ud, off, n)
+                ? ENOSPC
+                : stf__pwrite_full(z->spool.fd, p, n, off);
     if (!e) return 0;
     return stf__err_rule(err, STF_EIO, "", 1, f->off,
                          "%s: spooling the compressed frame at byte %llu failed: %s", z->name,
