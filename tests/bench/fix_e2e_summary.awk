@@ -56,6 +56,10 @@ END {
     }
     show_ratio("fix / (cp + sync)", "fix", "cp+sync", 0)
     show_ratio("fix / cp", "fix", "cp", 0)
+    # The disk's floor for fix's output bytes: fix / disk is how far fix is
+    # from the disk, disk / (cp + sync) the lowest fix / (cp + sync) can be.
+    show_ratio("fix / disk floor", "fix", "disk", 0)
+    show_ratio("disk floor / (cp + sync)", "disk", "cp+sync", 0)
     # CPU time (user + sys) swings less than wall time on a busy machine.
     show_ratio("fix / (cp + sync), cpu time", "fix", "cp+sync", 1)
     show_ratio("check --numeric / cat", "check", "cat", 0)
