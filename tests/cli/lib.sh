@@ -56,13 +56,26 @@ t_stdout_is() {
     else t_notok "$1: stdout" "differs from $2:"; diff "$2" "$T_OUT" | head -20 | sed 's/^/#   /'; fi
 }
 
+# t__has FILE TEXT: TEXT occurs in FILE. grep -F would read a TEXT of
+# several lines as several patterns, any one of which matches, so such a
+# TEXT is looked for whole, lines and all.
+t__has() {
+    case $2 in
+    *'
+'*)
+        case $(cat "$1"; echo x) in *"$2"*) return 0 ;; esac
+        return 1 ;;
+    esac
+    grep -qF -- "$2" "$1"
+}
+
 t_stdout_has() {
-    if grep -qF -- "$2" "$T_OUT"; then t_ok "$1: stdout has '$2'"
+    if t__has "$T_OUT" "$2"; then t_ok "$1: stdout has '$2'"
     else t_notok "$1: stdout has '$2'" "stdout: $(head -c 400 "$T_OUT")"; fi
 }
 
 t_stderr_has() {
-    if grep -qF -- "$2" "$T_ERR"; then t_ok "$1: stderr has '$2'"
+    if t__has "$T_ERR" "$2"; then t_ok "$1: stderr has '$2'"
     else t_notok "$1: stderr has '$2'" "stderr: $(head -c 400 "$T_ERR")"; fi
 }
 
