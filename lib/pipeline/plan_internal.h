@@ -24,7 +24,7 @@
 typedef enum stf__dec_kind {
     STF__DEC_FLOAT = 0, /* BF16/F16/F32 weight: convert (exact) */
     STF__DEC_INT8,      /* I8 codes (U8 when relabelled) x scale, then un-rotate */
-    STF__DEC_FP8,       /* F8_E4M3/F8_E5M2 x scalar scale */
+    STF__DEC_FP8,       /* F8_E4M3/F8_E5M2 x tensor, row or column scale */
     STF__DEC_W4A4       /* packed int4 [n, k/2] x scale[n], then un-rotate */
 } stf__dec_kind;
 
@@ -34,7 +34,7 @@ typedef struct stf__decode {
     stf_dtype w_dtype;       /* dtype to read it as (after relabel) */
     int64_t s_idx;           /* input tensor index of the scale, -1 when none */
     stf_dtype s_dtype;       /* F32, BF16 or F16 (read and widened exactly) */
-    stf_scale_axis axis;     /* INT8: tensor / row / column scales */
+    stf_scale_axis axis;     /* INT8, FP8: tensor / row / column scales */
     uint64_t groups;         /* INT8 with axis ROW: > 1 means scale [n, groups], one per row
                               * per block of k/groups consecutive columns (the `(N,g)`
                               * shape of stfix-defects(7), SCALE SHAPES);

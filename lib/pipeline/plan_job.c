@@ -11,6 +11,39 @@
 
 #include "pipeline/plan_work.h"
 
+/*
+ * The axis of a weight's scale S by its shape (stfix-defects(7), SCALE
+ * SHAPES), for INT8 and FP8 codes alike: one value is the tensor's; an
+ * `(N,g)` scale holds g groups a row (*groups = g; checked before the
+ * per-column reading, since N*g may equal K); N values are per row and K
+ * per column, except that a square layer's N values are per column only
+ * when the row/column probe says COLUMN. 0, or -1 for any other scale,
+ * with the refusal in msg.
+ */
+static int scale_axis(const stf__layer_work *w, const stf__tensor_slot *S, stf_scale_axis *axis,
+                      uint64_t *groups, char *msg, size_t cap)
+{
+    *groups = 0;
+    if (S->nelem == 1) *axis = STF_SCALE_TENSOR;
+    else if (S->rank == 2 && S->shape[0] == w->n && S->shape[1] > 1 && S->shape[1] != w->k &&
+             w->k % S->shape[1] == 0) {
+        *axis = STF_SCALE_ROW;
+        *groups = S->shape[1];
+    } else if (S->nelem == w->n && (w->n != w->k || w->v->probe != STF_PROBE_COLUMN))
+        *axis = STF_SCALE_ROW;
+    else if (S->nelem == w->k) *axis = STF_SCALE_COL;
+    else {
+        char sh[96];
+        snprintf(msg, cap,
+                 "scale %s is neither scalar, per row (N=%llu) nor per column "
+                 "(K=%llu): grouped/blockwise scales cannot be decoded",
+                 stf__shape_text(sh, sizeof sh, S->rank, S->shape), (unsigned long long)w->n,
+                 (unsigned long long)w->k);
+        return -1;
+    }
+    return 0;
+}
+
 /* How to read f32 rows of what the layer holds now (contract in plan_work.h). */
 int stf__work_decode(stf__layer_work *w, stf__decode *d, stf_err *err)
 {
@@ -38,7 +71,7 @@ int stf__work_decode(stf__layer_work *w, stf__decode *d, stf_err *err)
         memset(&sp, 0, sizeof sp);
     static const char *const decodable[] = { "int8_tensorwise", "int8_perrow", "convrot_w4a4",
                                              "int4_convrot_w4a4", "float8_e4m3fn",
-                                             "float8_e5m2", NULL };
+                                             "float8_e5m2", "float8_e4m3fn_rowwise", NULL };
     if (fmt[0]) {
         size_t i = 0;
         while (decodable[i] && strcmp(decodable[i], fmt)) i++;
@@ -68,10 +101,20 @@ int stf__work_decode(stf__layer_work *w, stf__decode *d, stf_err *err)
         }
         if (!S->present)
             return stf__work_refuse(w, err, "FP8 weight without weight_scale cannot be decoded");
-        if (S->nelem != 1)
-            return stf__work_refuse(w, err, "FP8 weight with a non-scalar scale cannot be decoded");
+        /* A scalar (the upstream formats), per-row (rowwise exporters) or
+         * per-column scale; groups of a row are INT8's only. H1 reads no
+         * FP8 codes, so a square layer's N values are read per row. */
+        uint64_t groups;
+        if (scale_axis(w, S, &d->axis, &groups, msg, sizeof msg))
+            return stf__work_refuse(w, err, msg);
+        if (groups) {
+            char sh[96];
+            snprintf(msg, sizeof msg, "FP8 weight with a grouped scale %s (%llu groups a row) "
+                     "cannot be decoded", stf__shape_text(sh, sizeof sh, S->rank, S->shape),
+                     (unsigned long long)groups);
+            return stf__work_refuse(w, err, msg);
+        }
         d->kind = STF__DEC_FP8;
-        d->axis = STF_SCALE_TENSOR;
         return 0;
     }
     if (W->dtype != STF_I8) {
@@ -99,25 +142,8 @@ int stf__work_decode(stf__layer_work *w, stf__decode *d, stf_err *err)
         return 0;
     }
     d->kind = STF__DEC_INT8;
-    if (S->nelem == 1) d->axis = STF_SCALE_TENSOR;
-    else if (S->rank == 2 && S->shape[0] == w->n && S->shape[1] > 1 && S->shape[1] != w->k &&
-             w->k % S->shape[1] == 0) {
-        /* `(N,g)` of stfix-defects(7), SCALE SHAPES: checked before the per-column reading, since
-         * N*g may equal K. */
-        d->axis = STF_SCALE_ROW;
-        d->groups = S->shape[1];
-    } else if (S->nelem == w->n && (w->n != w->k || w->v->probe != STF_PROBE_COLUMN))
-        d->axis = STF_SCALE_ROW;
-    else if (S->nelem == w->k) d->axis = STF_SCALE_COL;
-    else {
-        char sh[96];
-        snprintf(msg, sizeof msg,
-                 "scale %s is neither scalar, per row (N=%llu) nor per column "
-                 "(K=%llu): grouped/blockwise scales cannot be decoded",
-                 stf__shape_text(sh, sizeof sh, S->rank, S->shape), (unsigned long long)w->n,
-                 (unsigned long long)w->k);
+    if (scale_axis(w, S, &d->axis, &d->groups, msg, sizeof msg))
         return stf__work_refuse(w, err, msg);
-    }
     if (sp.convrot) {
         int kind = stf__power_kind(g);
         if (!kind || g > 4096) {

@@ -16,16 +16,22 @@ BF16 without a marker:
   int8-cols   I8 codes quantized per column, F32 [1,K] scales, marker
               int8_tensorwise with convrot, G 256 (stfix-defects(7),
               column-scales)
+  fp8-rows    F8_E4M3 codes quantized per row, F32 [N] scales, marker
+              float8_e4m3fn_rowwise (a rowwise FP8 exporter's form)
+  fp8-rows-e5m2
+              F8_E5M2 codes quantized per row, F32 [N,1] scales, marker
+              float8_e5m2
 
 Row-quantized codes reach |q| = 127 once in every row; column-quantized
 ones once in every column and in only 2 of every 64 rows, so the H1 probe
 (stfix-checks(7), NUMERIC PROBES) sees what the scales say. FP8 codes never
-hold the NaN encodings. Each weight repeats one block of 64 rows made from
+hold the NaN (or, for E5M2, Inf) encodings; row-quantized ones reach the
+largest finite magnitude once in every row. Each weight repeats one block of 64 rows made from
 a fixed seed, so a 2 GiB file takes seconds and never changes. The file is
 canonical (lib/README.md, Canonical form).
 
 Usage: gen_quant_ckpt.py KIND OUT SIZE [HIDDEN]
-  KIND    sylvester | fp8 | int8-rows | int8-cols
+  KIND    sylvester | fp8 | int8-rows | int8-cols | fp8-rows | fp8-rows-e5m2
   SIZE    quantized weight bytes to reach, in bytes or with KiB/MiB/GiB
   HIDDEN  hidden size (default 3072; tests use a small one)
 Python 3 standard library only.
@@ -50,10 +56,16 @@ MARKERS = {
     "fp8": {"format": "float8_e4m3fn"},
     "int8-rows": {"format": "int8_tensorwise"},
     "int8-cols": {"format": "int8_tensorwise", "convrot": True, "convrot_groupsize": 256},
+    "fp8-rows": {"format": "float8_e4m3fn_rowwise"},
+    "fp8-rows-e5m2": {"format": "float8_e5m2"},
 }
+# Weight dtype and per-row maximum code of the row-quantized FP8 kinds.
+FP8_ROWS = {"fp8-rows": ("F8_E4M3", 0x7E), "fp8-rows-e5m2": ("F8_E5M2", 0x7B)}
 # Codes in [-100, 100] from any byte; FP8 bytes with 0x7F/0xFF (NaN) moved off.
 I8_SMALL = bytes(((v % 201) - 100) & 0xFF for v in range(256))
 FP8_FINITE = bytes(v ^ 1 if v & 0x7F == 0x7F else v for v in range(256))
+# E5M2 bytes with 0x7C..0x7F/0xFC..0xFF (Inf, NaN) moved four below.
+E5M2_FINITE = bytes(v - 4 if v & 0x7C == 0x7C else v for v in range(256))
 
 
 def code_block(kind, k, rng):
@@ -61,6 +73,12 @@ def code_block(kind, k, rng):
     raw = bytes(rng.getrandbits(8) for _ in range(BLOCK_ROWS * k))
     if kind == "fp8":
         return raw.translate(FP8_FINITE)
+    if kind in FP8_ROWS:
+        b = bytearray(raw.translate(FP8_FINITE if kind == "fp8-rows" else E5M2_FINITE))
+        top = FP8_ROWS[kind][1]
+        for r in range(BLOCK_ROWS):  # one maximum per row
+            b[r * k + (r * 131 + 17) % k] = top | (0x80 if r % 2 else 0)
+        return bytes(b)
     b = bytearray(raw.translate(I8_SMALL))
     if kind == "int8-cols":
         for c in range(k):  # rows 0 and 1 hold every column's maximum
@@ -103,10 +121,13 @@ def tensors(kind, size):
         n, k = shape
         if k not in blocks:
             blocks[k] = code_block(kind, k, rng)
-        out.append((name, "F8_E4M3" if kind == "fp8" else "I8", shape,
-                    Repeated(blocks[k], n, k)))
+        wdt = "F8_E4M3" if kind == "fp8" else FP8_ROWS[kind][0] if kind in FP8_ROWS else "I8"
+        out.append((name, wdt, shape, Repeated(blocks[k], n, k)))
         if kind == "fp8":
             out.append((base + ".weight_scale", "F32", [], f32([0.002])))
+        elif kind in FP8_ROWS:
+            out.append((base + ".weight_scale", "F32", [n] if kind == "fp8-rows" else [n, 1],
+                        f32(0.001 + 0.0001 * (r % 7) for r in range(n))))
         elif kind == "int8-cols":
             out.append((base + ".weight_scale", "F32", [1, k],
                         f32(0.001 + 0.0001 * (c % 7) for c in range(k))))
@@ -119,7 +140,8 @@ def tensors(kind, size):
 
 def main():
     if len(sys.argv) not in (4, 5) or sys.argv[1] not in MARKERS:
-        sys.exit("usage: gen_quant_ckpt.py sylvester|fp8|int8-rows|int8-cols OUT SIZE [HIDDEN]")
+        sys.exit("usage: gen_quant_ckpt.py sylvester|fp8|int8-rows|int8-cols|fp8-rows|"
+                 "fp8-rows-e5m2 OUT SIZE [HIDDEN]")
     if len(sys.argv) == 5:
         bf.HIDDEN = int(sys.argv[4])
     kind, path, size = sys.argv[1], sys.argv[2], bf.parse_size(sys.argv[3])

@@ -598,6 +598,95 @@ static void test_fp8_scales(void **state)
 }
 
 /*
+ * FP8 scales other than a scalar, read as the INT8 path reads them
+ * (stfix-defects(7), SCALE SHAPES): N values per row, [1,K], [K] and [K,1]
+ * per column; a square layer's N values per row (H1 does not read FP8
+ * codes); in both dtypes and under the rowwise exporters' format name. A
+ * grouped [N,g] scale and any other count are refused with the shape.
+ */
+static void test_fp8_scale_axes(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *w, *dt;
+        uint64_t n, k;
+        unsigned srank;
+        uint64_t s0, s1;
+        stf_scale_axis axis;
+    } cases[] = {
+        { "a", "F8_E4M3", 16, 256, 1, 16, 0, STF_SCALE_ROW },
+        { "b", "F8_E4M3", 16, 256, 2, 16, 1, STF_SCALE_ROW },
+        { "c", "F8_E5M2", 16, 256, 2, 1, 16, STF_SCALE_ROW },
+        { "d", "F8_E5M2", 16, 256, 2, 1, 256, STF_SCALE_COL },
+        { "e", "F8_E4M3", 16, 256, 1, 256, 0, STF_SCALE_COL },
+        { "f", "F8_E4M3", 16, 256, 2, 256, 1, STF_SCALE_COL },
+        { "g", "F8_E5M2", 32, 32, 1, 32, 0, STF_SCALE_ROW },
+        { "h", "F8_E4M3", 32, 32, 2, 1, 32, STF_SCALE_ROW },
+    };
+    enum { NC = sizeof cases / sizeof cases[0] };
+    char names[NC][3][24];
+    pt_ckpt k = { 0 };
+    for (size_t i = 0; i < NC; i++) {
+        snprintf(names[i][0], 24, "%s.weight", cases[i].w);
+        snprintf(names[i][1], 24, "%s.weight_scale", cases[i].w);
+        snprintf(names[i][2], 24, "%s.comfy_quant", cases[i].w);
+        PT_ADD(&k, names[i][0], cases[i].dt, NULL, cases[i].n, cases[i].k);
+        pt_add(&k, names[i][1], "F32", cases[i].srank, PT_SHAPE(cases[i].s0, cases[i].s1), g_s16);
+        pt_marker(&k, names[i][2], i % 2 ? "{\"format\": \"float8_e4m3fn_rowwise\"}"
+                                         : cases[i].dt[4] == '5' ? "{\"format\": \"float8_e5m2\"}"
+                                                                 : "{\"format\": \"float8_e4m3fn\"}");
+    }
+    pt_open(&k);
+    pt_recipe1(&k, "{marker: present}", "requantize");
+    pt_plan_ok(&k);
+    for (size_t i = 0; i < NC; i++) {
+        const stf__job *j = pt_job_of(&k, names[i][0]);
+        assert_int_equal(j->kind, STF__JOB_REQUANT_INT8);
+        assert_int_equal(j->dec.kind, STF__DEC_FP8);
+        assert_int_equal(j->dec.w_dtype, cases[i].dt[4] == '5' ? STF_F8_E5M2 : STF_F8_E4M3);
+        assert_int_equal(j->dec.axis, cases[i].axis);
+        assert_int_equal(j->dec.groups, 0);
+        assert_int_equal(j->dec.s_idx, 3 * i + 1);
+        assert_int_equal(j->dec.n, cases[i].n);
+        assert_int_equal(j->dec.k, cases[i].k);
+        pt_shape_is(pt_out(&k, names[i][1]), 2, PT_SHAPE(cases[i].n, 1));
+    }
+    pt_free(&k);
+
+    /* Exclude decodes the same forms. */
+    memset(&k, 0, sizeof k);
+    PT_ADD(&k, L ".weight", "F8_E5M2", NULL, 16, 256);
+    PT_ADD(&k, L ".weight_scale", "F32", g_s16, 1, 16);
+    pt_open(&k);
+    pt_recipe1(&k, "{weight: present}", "{exclude: {dtype: F32}}");
+    pt_plan_ok(&k);
+    const stf__job *j = pt_job_of(&k, L ".weight");
+    assert_int_equal(j->kind, STF__JOB_DEQUANT);
+    assert_int_equal(j->dec.kind, STF__DEC_FP8);
+    assert_int_equal(j->dec.axis, STF_SCALE_ROW);
+    pt_free(&k);
+
+    memset(&k, 0, sizeof k);
+    PT_ADD(&k, L ".weight", "F8_E4M3", NULL, 16, 256);
+    PT_ADD(&k, L ".weight_scale", "F32", g_s16, 16, 4);
+    pt_open(&k);
+    pt_recipe1(&k, "{weight: present}", "requantize");
+    pt_expect_err(&k, "layer '" L "': rule 'r' (recipe line 6): requantize: FP8 weight with a "
+                      "grouped scale (16, 4) (4 groups a row) cannot be decoded");
+    pt_free(&k);
+
+    memset(&k, 0, sizeof k);
+    PT_ADD(&k, L ".weight", "F8_E5M2", NULL, 16, 256);
+    PT_ADD(&k, L ".weight_scale", "F32", g_s16, 2, 16);
+    pt_open(&k);
+    pt_recipe1(&k, "{weight: present}", "{exclude: {dtype: BF16}}");
+    pt_expect_err(&k, "layer '" L "': rule 'r' (recipe line 6): exclude: scale (2, 16) is "
+                      "neither scalar, per row (N=16) nor per column (K=256): grouped/blockwise "
+                      "scales cannot be decoded");
+    pt_free(&k);
+}
+
+/*
  * A weight with no elements is never requantized, dequantized or probed:
  * the layer is copied unchanged (the dimension that is not 0 has no byte
  * behind it, so it may not size scales), and the summary says so. Plain
@@ -687,6 +776,7 @@ int main(void)
         cmocka_unit_test(test_set_marker_unknown_format),
         cmocka_unit_test(test_set_marker_no_hoist),
         cmocka_unit_test(test_fp8_scales),
+        cmocka_unit_test(test_fp8_scale_axes),
         cmocka_unit_test(test_empty_weight_copied),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
