@@ -94,6 +94,11 @@ int stf__json_put_string(stf_buf *b, const char *s, size_t n);
  * The caller words the message. */
 int stf__pwrite_full(int fd, const void *p, size_t n, uint64_t at);
 
+/* pread n bytes into p from `at` (retrying short reads and EINTR) until n
+ * are in or the file ends: 0 with *got the bytes read, or the errno of the
+ * failing call. The caller words the message. */
+int stf__pread_full(int fd, void *p, size_t n, uint64_t at, size_t *got);
+
 /* The caller's write options (NULL: the defaults) into *dst in the newest
  * layout: a version-1 caller's struct is read only as far as it goes.
  * The version must have been checked. writer.c */

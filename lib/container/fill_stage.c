@@ -1,8 +1,9 @@
 /*
  * Direct-I/O staging of deferred fills (contract in fill_stage.h). The lock
  * guards only the block states, slot counters and the writer's queue; the
- * copies into a slot and the direct writes run outside it, so threads
- * filling different rows of a layer copy at once while the writer writes.
+ * copies into a slot, the read-back of a block's prepare bytes and the
+ * direct writes run outside it, so threads filling different rows of a
+ * layer copy at once while the writer writes.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -49,32 +50,36 @@ int stf__fs_init(stf__fstage *st, int dfd, int tfd, uint64_t size, const stf__fs
     st->dfd = -1;
     st->nblocks = (size + STF__FS_BLOCK - 1) / STF__FS_BLOCK;
     st->state = stf__calloc(st->nblocks ? st->nblocks : 1, 1); /* all STF__FS_SPILL */
+    st->hole = stf__malloc((h->n ? h->n : 1) * sizeof *st->hole);
     st->dfd = dfd;
     st->tfd = tfd;
     st->hook = hook;
     st->hook_ud = hook_ud;
     st->size = size;
     int mu = 0, cv = 0;
-    if (!st->state || !(mu = pthread_mutex_init(&st->mu, NULL) == 0) ||
+    if (!st->state || !st->hole || !(mu = pthread_mutex_init(&st->mu, NULL) == 0) ||
         !(cv = pthread_cond_init(&st->cv, NULL) == 0) ||
         pthread_create(&st->writer, NULL, writer_main, st) != 0) {
         if (cv) pthread_cond_destroy(&st->cv);
         if (mu) pthread_mutex_destroy(&st->mu);
         stf__free(st->state);
+        stf__free(st->hole);
         st->state = NULL;
+        st->hole = NULL;
         st->dfd = -1;
         close(dfd);
         return STF_ENOMEM;
     }
     st->live = 1;
     for (size_t i = 0; i < h->n; i++) {
+        st->hole[i][0] = h->r[i][0];
+        st->hole[i][1] = h->r[i][1];
         st->want += h->r[i][1] - h->r[i][0];
-        uint64_t a = (h->r[i][0] + STF__FS_BLOCK - 1) / STF__FS_BLOCK;
-        uint64_t e = h->r[i][1] / STF__FS_BLOCK; /* first block not wholly inside */
-        /* A hole to the end of the file also owns a partial last block. */
-        if (h->r[i][1] == size && size % STF__FS_BLOCK && e * STF__FS_BLOCK >= h->r[i][0]) e++;
-        for (uint64_t b = a; b < e && b < st->nblocks; b++) st->state[b] = STF__FS_FREE;
+        if (h->r[i][1] <= h->r[i][0]) continue;
+        uint64_t a = h->r[i][0] / STF__FS_BLOCK, e = (h->r[i][1] - 1) / STF__FS_BLOCK;
+        for (uint64_t b = a; b <= e && b < st->nblocks; b++) st->state[b] = STF__FS_FREE;
     }
+    st->nholes = h->n;
     return 0;
 }
 
@@ -89,6 +94,7 @@ void stf__fs_fini(stf__fstage *st)
     pthread_join(st->writer, NULL);
     for (int i = 0; i < STF__FS_SLOTS; i++) free(st->slot[i].buf);
     stf__free(st->state);
+    stf__free(st->hole);
     if (st->dfd >= 0) close(st->dfd);
     pthread_cond_destroy(&st->cv);
     pthread_mutex_destroy(&st->mu);
@@ -102,6 +108,30 @@ static uint64_t block_len(const stf__fstage *st, uint64_t b)
     return st->size - a < STF__FS_BLOCK ? st->size - a : STF__FS_BLOCK;
 }
 
+/* The first hole that ends after `at` (nholes if none). */
+static size_t first_hole(const stf__fstage *st, uint64_t at)
+{
+    size_t lo = 0, hi = st->nholes;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (st->hole[mid][1] <= at) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Bytes of block b inside holes: the deferred bytes its fills bring. */
+static uint64_t need_of(const stf__fstage *st, uint64_t b)
+{
+    uint64_t a = b * STF__FS_BLOCK, e = a + block_len(st, b), n = 0;
+    for (size_t i = first_hole(st, a); i < st->nholes && st->hole[i][0] < e; i++) {
+        uint64_t lo = st->hole[i][0] > a ? st->hole[i][0] : a;
+        uint64_t hi = st->hole[i][1] < e ? st->hole[i][1] : e;
+        n += hi - lo;
+    }
+    return n;
+}
+
 /* The slot holding block b, or -1. Called with mu held. */
 static int slot_of(const stf__fstage *st, uint64_t b)
 {
@@ -110,10 +140,12 @@ static int slot_of(const stf__fstage *st, uint64_t b)
     return -1;
 }
 
-/* A free slot for block b (its buffer made on first use), or -1. Called
- * with mu held. */
-static int claim(stf__fstage *st, uint64_t b)
+/* A free slot for block b (its buffer made on first use), or -1; `small`:
+ * a small fill asks, and gets one only while small fills hold fewer than
+ * half the slots. Called with mu held. */
+static int claim(stf__fstage *st, uint64_t b, int small)
 {
+    if (small && st->nsmall >= STF__FS_SLOTS / 2) return -1;
     for (int i = 0; i < STF__FS_SLOTS; i++) {
         stf__fs_slot *s = &st->slot[i];
         if (s->used) continue;
@@ -125,8 +157,11 @@ static int claim(stf__fstage *st, uint64_t b)
         /* A last block's padding goes out as it is: the sink cuts the
          * file back to its size right after. */
         s->used = 1;
+        s->small = small;
+        st->nsmall += small;
         s->block = b;
         s->filled = 0;
+        s->need = need_of(st, b);
         return i;
     }
     return -1;
@@ -136,11 +171,11 @@ static int claim(stf__fstage *st, uint64_t b)
 size_t stf__fs_plan(stf__fstage *st, uint64_t at, uint64_t n, stf__fs_piece *pieces, size_t max)
 {
     size_t k = 0;
-    /* Small fills would pin a slot for long (a scale tensor filled a row
-     * block at a time): they go through the cache. The size that counts is
-     * the fill's, not the piece's: a large fill's few bytes past a block
+    /* Small fills may pin a slot for long (a scale tensor filled a row
+     * block at a time): claim() caps them. The size that counts is the
+     * fill's, not the piece's: a large fill's few bytes past a block
      * boundary start that block like any other. */
-    int big = n >= STF__FS_MIN;
+    int small = n < STF__FS_MIN;
     pthread_mutex_lock(&st->mu);
     while (n && k < max) {
         uint64_t b = at / STF__FS_BLOCK, room = (b + 1) * STF__FS_BLOCK - at;
@@ -149,7 +184,7 @@ size_t stf__fs_plan(stf__fstage *st, uint64_t at, uint64_t n, stf__fs_piece *pie
         if (b < st->nblocks) {
             if (st->state[b] == STF__FS_STAGED) slot = slot_of(st, b);
             else if (st->state[b] == STF__FS_FREE) {
-                if (big || len == block_len(st, b)) slot = claim(st, b);
+                slot = claim(st, b, small);
                 st->state[b] = slot >= 0 ? STF__FS_STAGED : STF__FS_SPILL;
             }
         }
@@ -172,11 +207,34 @@ void stf__fs_landed(stf__fstage *st, const stf__fs_piece *p)
     pthread_mutex_lock(&st->mu);
     stf__fs_slot *s = &st->slot[p->slot];
     s->filled += p->len;
-    if (s->filled == block_len(st, s->block)) {
+    if (s->filled == s->need) {
         st->q[(st->qh + st->qn++) % STF__FS_SLOTS] = p->slot;
         pthread_cond_broadcast(&st->cv);
     }
     pthread_mutex_unlock(&st->mu);
+}
+
+/* Read [a, e) of the file into the slot's place for it: prepare's bytes,
+ * from the page cache. An errno, EIO for a file that ends early, or 0. */
+static int read_back(const stf__fstage *st, const stf__fs_slot *s, uint64_t a, uint64_t e)
+{
+    size_t got = 0;
+    int rc = stf__pread_full(st->tfd, s->buf + a % STF__FS_BLOCK, (size_t)(e - a), a, &got);
+    return rc ? rc : got == e - a ? 0 : EIO;
+}
+
+/* Bring in the bytes of the slot's block that lie outside every hole. */
+static int read_gaps(const stf__fstage *st, const stf__fs_slot *s, uint64_t len)
+{
+    uint64_t a = s->block * STF__FS_BLOCK, e = a + len, at = a;
+    for (size_t i = first_hole(st, a); at < e && i < st->nholes; i++) {
+        uint64_t h0 = st->hole[i][0], h1 = st->hole[i][1];
+        if (h0 >= e) break;
+        int rc = h0 > at ? read_back(st, s, at, h0) : 0;
+        if (rc) return rc;
+        if (h1 > at) at = h1;
+    }
+    return at < e ? read_back(st, s, at, e) : 0;
 }
 
 /* Write a slot's block with pwrite on dfd, padded to STF__FS_ALIGN, and set
@@ -185,6 +243,8 @@ static int write_block(stf__fstage *st, const stf__fs_slot *s)
 {
     uint64_t len = block_len(st, s->block), off = s->block * STF__FS_BLOCK;
     uint64_t out = (len + STF__FS_ALIGN - 1) / STF__FS_ALIGN * STF__FS_ALIGN;
+    int rc = s->need == len ? 0 : read_gaps(st, s, len);
+    if (rc) return rc;
     if (st->hook && st->hook(st->hook_ud, off, (size_t)len)) return ENOSPC;
     int e = stf__pwrite_full(st->dfd, s->buf, (size_t)out, off);
     if (e) return e;
@@ -214,6 +274,7 @@ static void *writer_main(void *ud)
         }
         st->state[st->slot[i].block] = STF__FS_DONE;
         st->slot[i].used = 0;
+        st->nsmall -= st->slot[i].small;
         st->busy = 0;
         pthread_cond_broadcast(&st->cv);
     }

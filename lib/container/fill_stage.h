@@ -4,16 +4,28 @@
  * order. Written through the page cache, every byte costs a page-cache copy
  * plus the kernel's write-out, which on a virtual disk cost as much as the
  * conversion. Here the file is cut into aligned blocks of STF__FS_BLOCK
- * bytes; a block that lies wholly inside the deferred part of the file is
- * assembled in one of STF__FS_SLOTS aligned staging buffers and, once
- * complete, written with one O_DIRECT pwrite by the file's writer thread,
- * so the threads that fill never wait for the disk. Memory is bounded by the slots: a piece that finds no free slot, a
- * small piece starting a block, and any block that also holds bytes written
- * in prepare, go through the page cache as before ("spilled"), at their
- * offset, and the block stays that way. Blocks never share a page, so the
- * two kinds of write never touch one page. The last block of the file is
- * written padded to the direct-I/O alignment and the file cut back to its
- * size. Internal to the container layer.
+ * bytes; a block that holds deferred bytes is assembled in one of
+ * STF__FS_SLOTS aligned staging buffers and, once its deferred bytes are
+ * all in, written with one O_DIRECT pwrite by the file's writer thread, so
+ * the threads that fill never wait for the disk. A block that also holds
+ * bytes written in prepare (the header, copied tensors, markers) gets them
+ * read back from the page cache by the writer thread just before its
+ * write: the filling threads then make no page-cache write to the file at
+ * all. That matters beyond the copy: a direct write that allocates holds
+ * the file's inode lock until the disk has the block, and a page-cache
+ * write to the same file waits for that lock, so every small fill (a
+ * chunk's scale rows) sent through the cache stalled its thread for up to
+ * a whole block's write.
+ *
+ * Memory is bounded by the slots: a piece that finds no free slot goes
+ * through the page cache ("spilled"), at its offset, and its block stays
+ * that way. Small fills (a scale tensor filled a row block at a time) may
+ * keep a block's slot for as long as a layer takes, so blocks they start
+ * hold at most STF__FS_SLOTS / 2 slots at once; past that they spill.
+ * Blocks never share a page, so the two kinds of write never touch one
+ * page. The last block of the file is written padded to the direct-I/O
+ * alignment and the file cut back to its size. Internal to the container
+ * layer.
  */
 #ifndef STF_FILL_STAGE_H
 #define STF_FILL_STAGE_H
@@ -30,7 +42,8 @@
 #ifndef STF__FS_SLOTS
 #define STF__FS_SLOTS 8
 #endif
-/* A fill smaller than this does not start a staged block (a scale row block). */
+/* A fill smaller than this is small: the blocks it starts are capped (a
+ * scale row block). */
 #define STF__FS_MIN ((uint64_t)64 << 10)
 /* Alignment of O_DIRECT buffers, offsets and lengths. */
 #define STF__FS_ALIGN ((uint64_t)4096)
@@ -42,7 +55,9 @@ typedef struct stf__fs_slot {
     unsigned char *buf;  /* STF__FS_BLOCK bytes, STF__FS_ALIGN-aligned; NULL until first use */
     uint64_t block;      /* the block it holds */
     uint64_t filled;     /* bytes copied in so far */
+    uint64_t need;       /* deferred bytes in the block: complete at filled == need */
     int used;
+    int small;           /* a small fill started it */
 } stf__fs_slot;
 
 /* Where a piece of a fill goes: `slot` >= 0 staged, -1 spilled. */
@@ -65,6 +80,9 @@ typedef struct stf__fstage {
     uint64_t want, got;     /* bytes of the holes; bytes of finished fills */
     uint64_t nblocks;
     unsigned char *state;   /* per block */
+    uint64_t (*hole)[2];    /* the holes, [begin, end) in increasing order (owned) */
+    size_t nholes;
+    int nsmall;             /* slots in use that a small fill claimed */
     stf__fs_slot slot[STF__FS_SLOTS];
     int q[STF__FS_SLOTS];   /* complete slots waiting for the writer, oldest first */
     unsigned qh, qn;
@@ -92,9 +110,9 @@ void stf__fs_holes_free(stf__fs_holes *h);
  * closes) on a writer thread of its own; `tfd` is the file's ordinary
  * descriptor, whose size the writer sets back after the padded last block.
  * `hook` (may be NULL) is called before each direct write, on the writer
- * thread. Blocks wholly inside a hole, and the last block when a hole runs
- * to the end of the file, become stageable; the rest stay spilled. Returns
- * 0, or STF_ENOMEM (dfd is then closed and the stage stays off).
+ * thread. Blocks that hold hole bytes become stageable; the rest stay
+ * spilled (nothing fills them). The stage keeps a copy of the holes.
+ * Returns 0, or STF_ENOMEM (dfd is then closed and the stage stays off).
  */
 int stf__fs_init(stf__fstage *st, int dfd, int tfd, uint64_t size, const stf__fs_holes *h,
                  int (*hook)(void *, uint64_t, size_t), void *hook_ud);
@@ -114,8 +132,8 @@ size_t stf__fs_plan(stf__fstage *st, uint64_t at, uint64_t n, stf__fs_piece *pie
 /* The slot buffer address for a staged piece. */
 unsigned char *stf__fs_dest(stf__fstage *st, const stf__fs_piece *p);
 
-/* A staged piece's bytes are in place; a block this completes is queued
- * for the writer. */
+/* A staged piece's bytes are in place; a block whose deferred bytes this
+ * completes is queued for the writer. */
 void stf__fs_landed(stf__fstage *st, const stf__fs_piece *p);
 
 /*

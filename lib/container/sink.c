@@ -395,6 +395,25 @@ int stf__pwrite_full(int fd, const void *p, size_t n, uint64_t at)
     return 0;
 }
 
+/* See container_internal.h. */
+int stf__pread_full(int fd, void *p, size_t n, uint64_t at, size_t *got)
+{
+    unsigned char *c = p;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t r = pread(fd, c + done, n - done, (off_t)(at + done));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            *got = done;
+            return errno;
+        }
+        if (r == 0) break;
+        done += (size_t)r;
+    }
+    *got = done;
+    return 0;
+}
+
 /* pwrite all n bytes at `at` through the page cache. */
 static int pwrite_all(stf__sink *s, uint64_t at, const char *c, size_t n, const char *tensor,
                       stf_err *err)

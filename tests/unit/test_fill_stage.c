@@ -1,11 +1,13 @@
 /* Tests for lib/container/fill_stage.c through the sink: which fills are
  * staged and written with O_DIRECT (seen through the write hook, which
  * every write passes), out-of-order and concurrent fills, more blocks in
- * flight than slots, small fills, the padded last block cut back to the
- * exact size, an unfinished staged block refused at finish, the no_direct switch,
- * a sink on /dev/shm, and ENOSPC on a direct write leaving nothing. The
- * direct writes run on the stage's writer thread; the fill that completes
- * the file waits for them, so the file is whole when it returns. */
+ * flight than slots, small fills and their cap, blocks that also hold
+ * prepare's bytes (read back, so fills make no page-cache write), the
+ * padded last block cut back to the exact size, an unfinished staged block
+ * refused at finish, the no_direct switch, a sink on /dev/shm, and ENOSPC
+ * on a direct write leaving nothing. The direct writes run on the stage's
+ * writer thread; the fill that completes the file waits for them, so the
+ * file is whole when it returns. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -108,6 +110,14 @@ static size_t direct_writes(uint64_t size)
     return k;
 }
 
+/* Wait until the stage's writer has written every complete block. */
+static void idle(stf__sink *s)
+{
+    uint64_t at, bad;
+    int e;
+    (void)stf__fs_drain(&s->stage, &at, &e, &bad);
+}
+
 static int has_call(uint64_t off, size_t len)
 {
     for (size_t i = 0; i < g_ncalls; i++)
@@ -116,8 +126,8 @@ static int has_call(uint64_t off, size_t len)
 }
 
 /* Fills in reverse order, 256 KiB each: blocks 1 and 2 go out whole, the
- * last (1100 bytes, padded) too and the size is cut back; block 0 holds
- * the header written in prepare, so its fills take the page cache. */
+ * last (1100 bytes, padded) too and the size is cut back; block 0, which
+ * also holds the header written in prepare, goes out whole as well. */
 static void test_reverse_fills(void **state)
 {
     (void)state;
@@ -138,7 +148,8 @@ static void test_reverse_fills(void **state)
     assert_true(has_call(B, B));
     assert_true(has_call(2 * B, B));
     assert_true(has_call(3 * B, 1100));
-    assert_int_equal(direct_writes(size), 3);
+    assert_true(has_call(0, B));
+    assert_int_equal(direct_writes(size), 4);
     assert_int_equal(stf__sink_finish(&s, &err), 0);
     expect_file(&s, want, size);
     stf__sink_abort(&s);
@@ -146,7 +157,7 @@ static void test_reverse_fills(void **state)
 }
 
 /* More blocks started than there are slots: the first STF__FS_SLOTS take a
- * slot, the two after them go through the page cache, and every byte
+ * slot, the one after them goes through the page cache, and every byte
  * lands; no block is ever waited for. */
 static void test_more_blocks_than_slots(void **state)
 {
@@ -157,12 +168,14 @@ static void test_more_blocks_than_slots(void **state)
     stf_err err;
     hooks(0);
     open_holed(&s, st_in_dir("w"), want, size - HDR);
-    /* Block 0 shares its page-cache fate with the header. */
+    /* Block 0 goes out, header and all, and gives its slot back. */
     fill(&s, want, HDR, B - HDR);
+    idle(&s);
+    assert_true(has_call(0, B));
     for (uint64_t b = 1; b < nb; b++) fill(&s, want, b * B, head);
-    assert_int_equal(direct_writes(size), 0);
+    assert_int_equal(direct_writes(size), 1);
     for (uint64_t b = 1; b < nb; b++) fill(&s, want, b * B + head, B - head);
-    assert_int_equal(direct_writes(size), STF__FS_SLOTS);
+    assert_int_equal(direct_writes(size), 1 + STF__FS_SLOTS);
     for (uint64_t b = 1; b <= STF__FS_SLOTS; b++) assert_true(has_call(b * B, B));
     assert_false(has_call((STF__FS_SLOTS + 1) * B, B));
     assert_true(has_call((STF__FS_SLOTS + 1) * B + head, B - head));
@@ -172,19 +185,93 @@ static void test_more_blocks_than_slots(void **state)
     free(want);
 }
 
-/* Fills under STF__FS_MIN never start a staged block (scale rows). */
-static void test_small_fills_not_staged(void **state)
+/* Fills under STF__FS_MIN (scale rows) start staged blocks while such
+ * blocks hold fewer than half the slots: with STF__FS_SLOTS / 2 of them
+ * open, the next block a small fill starts goes through the page cache;
+ * once they are written, small fills start staged blocks again. */
+static void test_small_fills_capped(void **state)
 {
     (void)state;
-    uint64_t size = 2 * B, piece = 4096;
+    uint64_t half = STF__FS_SLOTS / 2, nb = half + 3, size = nb * B, piece = 4096;
     unsigned char *want = pattern(size);
     stf__sink s;
     stf_err err;
     hooks(0);
     open_holed(&s, st_in_dir("s"), want, size - HDR);
     fill(&s, want, HDR, B - HDR);
-    for (uint64_t at = B; at < size; at += piece) fill(&s, want, at, piece);
-    assert_int_equal(direct_writes(size), 0);
+    idle(&s);
+    for (uint64_t b = 1; b <= half + 1; b++) fill(&s, want, b * B, piece);
+    for (uint64_t b = 1; b <= half + 1; b++)
+        for (uint64_t at = b * B + piece; at < (b + 1) * B; at += piece) fill(&s, want, at, piece);
+    idle(&s);
+    assert_int_equal(direct_writes(size), 1 + half);
+    for (uint64_t b = 0; b <= half; b++) assert_true(has_call(b * B, B));
+    /* Block half + 1 took the page cache, a piece at a time. */
+    assert_false(has_call((half + 1) * B, B));
+    assert_true(has_call((half + 1) * B, piece));
+    assert_true(has_call((half + 2) * B - piece, piece));
+    /* The cap counts open blocks only: the last block is staged again. */
+    for (uint64_t at = (nb - 1) * B; at < size; at += piece) fill(&s, want, at, piece);
+    assert_int_equal(direct_writes(size), 2 + half);
+    assert_true(has_call((nb - 1) * B, B));
+    assert_int_equal(stf__sink_finish(&s, &err), 0);
+    expect_file(&s, want, size);
+    stf__sink_abort(&s);
+    free(want);
+}
+
+/*
+ * Blocks that hold bytes written in prepare between and around the holes
+ * (a header, copied tensors in the middle of a block, markers across a
+ * block boundary and at the end of the file): each block with a hole goes
+ * out in one direct write with prepare's bytes read back in place, a block
+ * with no hole is never written again, and the fills make no page-cache
+ * write at all, small ones included. The last block is padded and cut back.
+ */
+static void test_prepare_bytes_read_back(void **state)
+{
+    (void)state;
+    /* [begin, end) of each range; even ranges are written in prepare, odd
+     * ones are holes. Block 4 lies wholly inside a written range. */
+    static const uint64_t r[][2] = {
+        { 0, HDR },
+        { HDR, B + 1000 },
+        { B + 1000, B + 6000 },
+        { B + 6000, 3 * B - 50 },
+        { 3 * B - 50, 3 * B + 300 },
+        { 3 * B + 300, 3 * B + 4096 },
+        { 3 * B + 4096, 5 * B + 8192 },
+        { 5 * B + 8192, 5 * B + 20000 },
+        { 5 * B + 20000, 5 * B + 20100 },
+    };
+    enum { NR = sizeof r / sizeof r[0] };
+    uint64_t size = r[NR - 1][1];
+    unsigned char *want = pattern(size);
+    stf__sink s;
+    stf_err err;
+    hooks(0);
+    assert_int_equal(stf__sink_open(&s, st_in_dir("p"), &err), 0);
+    for (size_t i = 0; i < NR; i++) {
+        uint64_t n = r[i][1] - r[i][0];
+        if (i % 2) assert_int_equal(stf__sink_reserve(&s, n, &err), 0);
+        else assert_int_equal(stf__sink_write(&s, want + r[i][0], (size_t)n, &err), 0);
+    }
+    assert_int_equal(stf__sink_seal(&s, &err), 0);
+    assert_true(s.stage.live);
+    g_ncalls = 0;
+    /* The holes back to front, in 200 KiB pieces from each hole's end. */
+    for (size_t i = NR - 2; i < NR; i -= 2) {
+        uint64_t at = r[i][1];
+        while (at > r[i][0]) {
+            uint64_t a = at - r[i][0] > (200 << 10) ? at - (200 << 10) : r[i][0];
+            fill(&s, want, a, at - a);
+            at = a;
+        }
+    }
+    idle(&s);
+    for (uint64_t b = 0; b < 4; b++) assert_true(has_call(b * B, B));
+    assert_true(has_call(5 * B, 20100));
+    assert_int_equal(g_ncalls, 5);
     assert_int_equal(stf__sink_finish(&s, &err), 0);
     expect_file(&s, want, size);
     stf__sink_abort(&s);
@@ -205,10 +292,11 @@ static void test_unfinished_block(void **state)
     open_holed(&s, st_in_dir("u"), want, size - HDR);
     fill(&s, want, HDR, B - HDR);
     fill(&s, want, B, B / 2);
-    assert_int_equal(direct_writes(size), 0);
     assert_int_equal(stf__sink_finish(&s, &err), STF_EINVAL);
     assert_non_null(strstr(err.msg, "bytes never filled in the block at byte 4194304"));
-    assert_int_equal(direct_writes(size), 0);
+    /* Block 0 went out whole; block 1 never did. */
+    assert_int_equal(direct_writes(size), 1);
+    assert_true(has_call(0, B));
     stf__sink_abort(&s);
     assert_int_equal(st_dir_entries(st_dir), 0);
     free(want);
@@ -260,7 +348,7 @@ static void test_concurrent_fills(void **state)
         assert_null(r);
     }
     expect_file(&s, want, size);
-    assert_int_equal(direct_writes(size), 5); /* blocks 1..5 */
+    assert_int_equal(direct_writes(size), 6); /* blocks 0..5 */
     assert_int_equal(stf__sink_finish(&s, &err), 0);
     stf__sink_abort(&s);
     free(want);
@@ -310,7 +398,7 @@ static void test_tmpfs(void **state)
     hooks(0);
     open_holed(&s, path, want, size - HDR);
     fill(&s, want, HDR, size - HDR);
-    assert_int_equal(direct_writes(size), s.stage.live ? 2 : 0); /* blocks 1 and 2 */
+    assert_int_equal(direct_writes(size), s.stage.live ? 3 : 0); /* blocks 0, 1 and 2 */
     assert_int_equal(stf__sink_finish(&s, &err), 0);
     assert_int_equal(stf__sink_publish(&s, &err), 0);
     size_t n = 0;
@@ -356,7 +444,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_reverse_fills, st_dir_setup, teardown),
         cmocka_unit_test_setup_teardown(test_more_blocks_than_slots, st_dir_setup, teardown),
-        cmocka_unit_test_setup_teardown(test_small_fills_not_staged, st_dir_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_small_fills_capped, st_dir_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prepare_bytes_read_back, st_dir_setup, teardown),
         cmocka_unit_test_setup_teardown(test_unfinished_block, st_dir_setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_fills, st_dir_setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_direct, st_dir_setup, teardown),

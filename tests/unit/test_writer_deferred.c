@@ -539,13 +539,18 @@ static int hook(void *ud, uint64_t off, size_t len)
     return ++h->calls == h->fail_at;
 }
 
-static int build_hooked(stf_writer **w, hook_state *h, uint64_t max_shard, stf_err *err)
+/* A writer of a, b, c with the hook in force; `no_direct`: fills through
+ * the page cache, one write each (staged fills and their write errors are
+ * tested in test_fill_stage.c). */
+static int build_hooked(stf_writer **w, hook_state *h, uint64_t max_shard, int no_direct,
+                        stf_err *err)
 {
     static const unsigned char d[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
     stf_tensor_src mem = { STF_SRC_MEM, d, NULL, 0, NULL, NULL };
     stf_write_opts o = opts(max_shard);
     stf__write_test_hooks_set(&(stf__write_test_hooks){
-        .no_fsync = 1, .no_tmpfile = g_named, .write_hook = hook, .write_hook_ud = h });
+        .no_fsync = 1, .no_tmpfile = g_named, .write_hook = hook, .write_hook_ud = h,
+        .no_direct = no_direct });
     uint64_t s2[] = { 2 };
     int rc = stf_writer_new(w, out_path("e.safetensors"), &o, err);
     if (!rc) rc = stf_writer_add(*w, "a", STF_F32, 1, s2, &mem, err);
@@ -564,7 +569,7 @@ static void test_enospc_prepare(void **state)
             hook_state h = { 0, fail_at };
             stf_writer *w;
             stf_err err;
-            assert_int_equal(build_hooked(&w, &h, sharded ? 8 : 0, &err), 0);
+            assert_int_equal(build_hooked(&w, &h, sharded ? 8 : 0, 0, &err), 0);
             assert_int_equal(stf_writer_prepare(w, &err), STF_EIO);
             assert_non_null(strstr(err.msg, "write failed at byte"));
             assert_non_null(strstr(err.msg, "No space left on device"));
@@ -579,7 +584,7 @@ static void test_enospc_prepare(void **state)
         hook_state h = { 0, writes + 1 };
         stf_writer *w;
         stf_err err;
-        assert_int_equal(build_hooked(&w, &h, sharded ? 8 : 0, &err), 0);
+        assert_int_equal(build_hooked(&w, &h, sharded ? 8 : 0, 0, &err), 0);
         assert_int_equal(stf_writer_prepare(w, &err), 0);
         assert_int_equal(h.calls, writes);
         stf_writer_free(w);
@@ -595,7 +600,7 @@ static void test_enospc_fill(void **state)
         hook_state h = { 0, 4 }; /* the first fill */
         stf_writer *w;
         stf_err err;
-        assert_int_equal(build_hooked(&w, &h, 0, &err), 0);
+        assert_int_equal(build_hooked(&w, &h, 0, 1, &err), 0);
         assert_int_equal(stf_writer_prepare(w, &err), 0);
         /* Header: a, b, c at data offsets 0, 8, 16; the text is 163 bytes, padded to 168. */
         size_t idc;
