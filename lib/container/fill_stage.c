@@ -56,11 +56,13 @@ int stf__fs_init(stf__fstage *st, int dfd, int tfd, uint64_t size, const stf__fs
     st->hook = hook;
     st->hook_ud = hook_ud;
     st->size = size;
-    int mu = 0, cv = 0;
+    int mu = 0, cw = 0, cf = 0;
     if (!st->state || !st->hole || !(mu = pthread_mutex_init(&st->mu, NULL) == 0) ||
-        !(cv = pthread_cond_init(&st->cv, NULL) == 0) ||
+        !(cw = pthread_cond_init(&st->cv_work, NULL) == 0) ||
+        !(cf = pthread_cond_init(&st->cv_free, NULL) == 0) ||
         pthread_create(&st->writer, NULL, writer_main, st) != 0) {
-        if (cv) pthread_cond_destroy(&st->cv);
+        if (cf) pthread_cond_destroy(&st->cv_free);
+        if (cw) pthread_cond_destroy(&st->cv_work);
         if (mu) pthread_mutex_destroy(&st->mu);
         stf__free(st->state);
         stf__free(st->hole);
@@ -89,14 +91,15 @@ void stf__fs_fini(stf__fstage *st)
     if (!st->live) return;
     pthread_mutex_lock(&st->mu);
     st->stop = 1;
-    pthread_cond_broadcast(&st->cv);
+    pthread_cond_signal(&st->cv_work);
     pthread_mutex_unlock(&st->mu);
     pthread_join(st->writer, NULL);
     for (int i = 0; i < STF__FS_SLOTS; i++) free(st->slot[i].buf);
     stf__free(st->state);
     stf__free(st->hole);
     if (st->dfd >= 0) close(st->dfd);
-    pthread_cond_destroy(&st->cv);
+    pthread_cond_destroy(&st->cv_free);
+    pthread_cond_destroy(&st->cv_work);
     pthread_mutex_destroy(&st->mu);
     memset(st, 0, sizeof *st);
     st->dfd = -1;
@@ -140,18 +143,21 @@ static int slot_of(const stf__fstage *st, uint64_t b)
     return -1;
 }
 
-/* A free slot for block b (its buffer made on first use), or -1; `small`:
- * a small fill asks, and gets one only while small fills hold fewer than
- * half the slots. Called with mu held. */
+/* claim()'s answers besides a slot. */
+enum { NO_FREE_SLOT = -1, REFUSED = -2 };
+
+/* A free slot for block b (its buffer made on first use), NO_FREE_SLOT, or
+ * REFUSED (no memory for a buffer, or a small fill, `small`, while small
+ * fills hold half the slots). Called with mu held. */
 static int claim(stf__fstage *st, uint64_t b, int small)
 {
-    if (small && st->nsmall >= STF__FS_SLOTS / 2) return -1;
+    if (small && st->nsmall >= STF__FS_SLOTS / 2) return REFUSED;
     for (int i = 0; i < STF__FS_SLOTS; i++) {
         stf__fs_slot *s = &st->slot[i];
         if (s->used) continue;
         if (!s->buf) {
             void *p = NULL;
-            if (posix_memalign(&p, STF__FS_ALIGN, STF__FS_BLOCK) != 0) return -1;
+            if (posix_memalign(&p, STF__FS_ALIGN, STF__FS_BLOCK) != 0) return REFUSED;
             s->buf = p;
         }
         /* A last block's padding goes out as it is: the sink cuts the
@@ -164,7 +170,36 @@ static int claim(stf__fstage *st, uint64_t b, int small)
         s->need = need_of(st, b);
         return i;
     }
-    return -1;
+    return NO_FREE_SLOT;
+}
+
+/*
+ * The slot for block b, claimed if it is free, or -1 (the block is or
+ * becomes spilled). With every slot in use and one of them queued or being
+ * written, the caller waits for the writer to free it: the disk is then
+ * the bottleneck, and a piece sent through the page cache instead would
+ * only wait for the inode lock the direct write holds. With none queued,
+ * the slots wait for fills (perhaps this thread's own), so it spills.
+ * Called with mu held.
+ */
+static int slot_for(stf__fstage *st, uint64_t b, int small)
+{
+    for (;;) {
+        if (st->state[b] == STF__FS_STAGED) return slot_of(st, b);
+        if (st->state[b] != STF__FS_FREE) return -1;
+        int slot = claim(st, b, small);
+        if (slot >= 0) {
+            st->state[b] = STF__FS_STAGED;
+            return slot;
+        }
+        if (slot == REFUSED || !(st->qn || st->busy)) {
+            st->state[b] = STF__FS_SPILL;
+            return -1;
+        }
+        /* Another thread may settle block b meanwhile: look again. */
+        st->waits++;
+        pthread_cond_wait(&st->cv_free, &st->mu);
+    }
 }
 
 /* Split and claim (contract in fill_stage.h). */
@@ -180,14 +215,7 @@ size_t stf__fs_plan(stf__fstage *st, uint64_t at, uint64_t n, stf__fs_piece *pie
     while (n && k < max) {
         uint64_t b = at / STF__FS_BLOCK, room = (b + 1) * STF__FS_BLOCK - at;
         size_t len = (size_t)(n < room ? n : room);
-        int slot = -1;
-        if (b < st->nblocks) {
-            if (st->state[b] == STF__FS_STAGED) slot = slot_of(st, b);
-            else if (st->state[b] == STF__FS_FREE) {
-                slot = claim(st, b, small);
-                st->state[b] = slot >= 0 ? STF__FS_STAGED : STF__FS_SPILL;
-            }
-        }
+        int slot = b < st->nblocks ? slot_for(st, b, small) : -1;
         pieces[k++] = (stf__fs_piece){ at, len, slot };
         at += len;
         n -= len;
@@ -209,7 +237,7 @@ void stf__fs_landed(stf__fstage *st, const stf__fs_piece *p)
     s->filled += p->len;
     if (s->filled == s->need) {
         st->q[(st->qh + st->qn++) % STF__FS_SLOTS] = p->slot;
-        pthread_cond_broadcast(&st->cv);
+        pthread_cond_signal(&st->cv_work);
     }
     pthread_mutex_unlock(&st->mu);
 }
@@ -258,7 +286,7 @@ static void *writer_main(void *ud)
     stf__fstage *st = ud;
     pthread_mutex_lock(&st->mu);
     for (;;) {
-        while (!st->qn && !st->stop) pthread_cond_wait(&st->cv, &st->mu);
+        while (!st->qn && !st->stop) pthread_cond_wait(&st->cv_work, &st->mu);
         if (!st->qn) break;
         int i = st->q[st->qh];
         st->qh = (st->qh + 1) % STF__FS_SLOTS;
@@ -276,7 +304,7 @@ static void *writer_main(void *ud)
         st->slot[i].used = 0;
         st->nsmall -= st->slot[i].small;
         st->busy = 0;
-        pthread_cond_broadcast(&st->cv);
+        pthread_cond_broadcast(&st->cv_free);
     }
     pthread_mutex_unlock(&st->mu);
     return NULL;
@@ -285,7 +313,7 @@ static void *writer_main(void *ud)
 /* Wait until the writer is idle with nothing queued. Called with mu held. */
 static void wait_idle(stf__fstage *st)
 {
-    while (st->qn || st->busy) pthread_cond_wait(&st->cv, &st->mu);
+    while (st->qn || st->busy) pthread_cond_wait(&st->cv_free, &st->mu);
 }
 
 /* A fill is in place (contract in fill_stage.h). */

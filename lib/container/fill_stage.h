@@ -17,9 +17,10 @@
  * chunk's scale rows) sent through the cache stalled its thread for up to
  * a whole block's write.
  *
- * Memory is bounded by the slots: a piece that finds no free slot goes
- * through the page cache ("spilled"), at its offset, and its block stays
- * that way. Small fills (a scale tensor filled a row block at a time) may
+ * Memory is bounded by the slots: a piece that finds every slot in use
+ * waits for the writer to free one when one is queued or being written
+ * (the disk is behind), and otherwise goes through the page cache
+ * ("spilled"), at its offset, and its block stays that way. Small fills (a scale tensor filled a row block at a time) may
  * keep a block's slot for as long as a layer takes, so blocks they start
  * hold at most STF__FS_SLOTS / 2 slots at once; past that they spill.
  * Blocks never share a page, so the two kinds of write never touch one
@@ -69,9 +70,10 @@ typedef struct stf__fs_piece {
 
 typedef struct stf__fstage {
     pthread_mutex_t mu;
-    pthread_cond_t cv;      /* a block queued, a block written, stop */
+    pthread_cond_t cv_work; /* for the writer: a block queued, stop */
+    pthread_cond_t cv_free; /* for fills: a block written (a slot freed) */
     pthread_t writer;
-    int live;               /* mu, cv and the writer thread exist */
+    int live;               /* mu, the conditions and the writer thread exist */
     int dfd;                /* O_DIRECT descriptor of the file; -1: never direct */
     int tfd;                /* the sink's descriptor, for the size (not owned) */
     int (*hook)(void *, uint64_t, size_t);
@@ -87,6 +89,7 @@ typedef struct stf__fstage {
     int q[STF__FS_SLOTS];   /* complete slots waiting for the writer, oldest first */
     unsigned qh, qn;
     int busy, stop;
+    unsigned long waits;    /* times a fill waited for a slot (for tests) */
     int err;                /* the first write error (errno); 0: none */
     uint64_t err_off;       /* the offset of the block it hit */
 } stf__fstage;
@@ -123,9 +126,10 @@ void stf__fs_fini(stf__fstage *st);
 
 /*
  * Split [at, at + n) into at most `max` pieces, one per block, and claim a
- * slot for each piece that can be staged. Returns the number of pieces; a
- * return equal to `max` may leave bytes for another call from
- * pieces[max-1].at + len.
+ * slot for each piece that can be staged, waiting for the writer to free
+ * one where every slot is in use and one is queued or being written.
+ * Returns the number of pieces; a return equal to `max` may leave bytes
+ * for another call from pieces[max-1].at + len.
  */
 size_t stf__fs_plan(stf__fstage *st, uint64_t at, uint64_t n, stf__fs_piece *pieces, size_t max);
 

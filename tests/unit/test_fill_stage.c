@@ -2,7 +2,8 @@
  * staged and written with O_DIRECT (seen through the write hook, which
  * every write passes), out-of-order and concurrent fills, more blocks in
  * flight than slots, small fills and their cap, blocks that also hold
- * prepare's bytes (read back, so fills make no page-cache write), the
+ * prepare's bytes (read back, so fills make no page-cache write), a fill
+ * waiting for a slot while the writer is behind instead of spilling, the
  * padded last block cut back to the exact size, an unfinished staged block
  * refused at finish, the no_direct switch, a sink on /dev/shm, and ENOSPC
  * on a direct write leaving nothing. The direct writes run on the stage's
@@ -19,6 +20,7 @@
 #include <cmocka.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "container/sink.h"
 #include "support/st_tmp.h"
@@ -35,12 +37,22 @@ static wcall g_calls[4096];
 static size_t g_ncalls;
 static uint64_t g_fail_off = UINT64_MAX; /* fail the write of exactly this offset and length B */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+/* The write at g_gate_off holds its thread (the stage's writer) until
+ * g_gate_open; g_at_gate says it got there. */
+static uint64_t g_gate_off = UINT64_MAX;
+static int g_at_gate, g_gate_open;
+static pthread_cond_t g_gate_cv = PTHREAD_COND_INITIALIZER;
 
 static int rec_hook(void *ud, uint64_t off, size_t len)
 {
     (void)ud;
     pthread_mutex_lock(&g_mu);
     if (g_ncalls < 4096) g_calls[g_ncalls++] = (wcall){ off, len };
+    if (off == g_gate_off) {
+        g_at_gate = 1;
+        pthread_cond_broadcast(&g_gate_cv);
+        while (!g_gate_open) pthread_cond_wait(&g_gate_cv, &g_mu);
+    }
     pthread_mutex_unlock(&g_mu);
     return off == g_fail_off && len == B;
 }
@@ -55,6 +67,8 @@ static void hooks(int no_direct)
 static int teardown(void **state)
 {
     g_fail_off = UINT64_MAX;
+    g_gate_off = UINT64_MAX;
+    g_at_gate = g_gate_open = 0;
     return st_dir_teardown(state);
 }
 
@@ -179,6 +193,66 @@ static void test_more_blocks_than_slots(void **state)
     for (uint64_t b = 1; b <= STF__FS_SLOTS; b++) assert_true(has_call(b * B, B));
     assert_false(has_call((STF__FS_SLOTS + 1) * B, B));
     assert_true(has_call((STF__FS_SLOTS + 1) * B + head, B - head));
+    assert_int_equal(stf__sink_finish(&s, &err), 0);
+    expect_file(&s, want, size);
+    stf__sink_abort(&s);
+    free(want);
+}
+
+typedef struct opener {
+    stf__sink *s;
+    uint64_t block;
+} opener;
+
+/* Open the gate once a fill waits for a slot, or once `block` is settled
+ * without waiting (spilled: the test then fails). */
+static void *open_gate(void *ud)
+{
+    opener *o = ud;
+    stf__fstage *st = &o->s->stage;
+    for (;;) {
+        pthread_mutex_lock(&st->mu);
+        int go = st->waits > 0 || st->state[o->block] != STF__FS_FREE;
+        pthread_mutex_unlock(&st->mu);
+        if (go) break;
+        nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+    }
+    pthread_mutex_lock(&g_mu);
+    g_gate_open = 1;
+    pthread_cond_broadcast(&g_gate_cv);
+    pthread_mutex_unlock(&g_mu);
+    return NULL;
+}
+
+/* Every slot in use, one of them held by the writer's direct write: a fill
+ * that starts another block waits for that write to free its slot, and the
+ * block is staged, not sent through the page cache. */
+static void test_fill_waits_for_writer(void **state)
+{
+    (void)state;
+    uint64_t nb = STF__FS_SLOTS + 2, size = nb * B, head = 128 << 10, last = nb - 1;
+    unsigned char *want = pattern(size);
+    stf__sink s;
+    stf_err err;
+    hooks(0);
+    g_gate_off = B;
+    open_holed(&s, st_in_dir("g"), want, size - HDR);
+    fill(&s, want, HDR, B - HDR);
+    idle(&s);
+    fill(&s, want, B, B); /* block 1: queued, then held at the gate */
+    pthread_mutex_lock(&g_mu);
+    while (!g_at_gate) pthread_cond_wait(&g_gate_cv, &g_mu);
+    pthread_mutex_unlock(&g_mu);
+    for (uint64_t b = 2; b < last; b++) fill(&s, want, b * B, head);
+    opener o = { &s, last };
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, open_gate, &o), 0);
+    fill(&s, want, last * B, head);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(s.stage.waits, 1);
+    assert_false(has_call(last * B, head));
+    for (uint64_t b = 2; b <= last; b++) fill(&s, want, b * B + head, B - head);
+    assert_int_equal(direct_writes(size), nb);
     assert_int_equal(stf__sink_finish(&s, &err), 0);
     expect_file(&s, want, size);
     stf__sink_abort(&s);
@@ -444,6 +518,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_reverse_fills, st_dir_setup, teardown),
         cmocka_unit_test_setup_teardown(test_more_blocks_than_slots, st_dir_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fill_waits_for_writer, st_dir_setup, teardown),
         cmocka_unit_test_setup_teardown(test_small_fills_capped, st_dir_setup, teardown),
         cmocka_unit_test_setup_teardown(test_prepare_bytes_read_back, st_dir_setup, teardown),
         cmocka_unit_test_setup_teardown(test_unfinished_block, st_dir_setup, teardown),
