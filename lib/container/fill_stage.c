@@ -321,7 +321,17 @@ int stf__fs_done(stf__fstage *st, uint64_t n, uint64_t *at)
 {
     pthread_mutex_lock(&st->mu);
     st->got += n;
-    if (st->got == st->want) wait_idle(st);
+    if (st->got == st->want) {
+        wait_idle(st);
+        /* The file is filled: its buffers go now, not at finish, so the
+         * shards of a sharded output, filled one after another, do not
+         * each keep theirs until commit. */
+        for (int i = 0; i < STF__FS_SLOTS; i++)
+            if (!st->slot[i].used) {
+                free(st->slot[i].buf);
+                st->slot[i].buf = NULL;
+            }
+    }
     int e = st->err;
     *at = st->err_off;
     pthread_mutex_unlock(&st->mu);

@@ -144,7 +144,7 @@ void stf__fs_landed(stf__fstage *st, const stf__fs_piece *p);
  * A fill of n bytes is wholly in place (staged or written). The fill that
  * brings the count to the holes' size waits until the writer has written
  * every queued block, so that once every deferred byte is filled the file
- * holds them all. Returns the first write error the writer met (an errno,
+ * holds them all, and then frees the staging buffers. Returns the first write error the writer met (an errno,
  * *at its block's offset), else 0.
  */
 int stf__fs_done(stf__fstage *st, uint64_t n, uint64_t *at);

@@ -141,7 +141,8 @@ static int has_call(uint64_t off, size_t len)
 
 /* Fills in reverse order, 256 KiB each: blocks 1 and 2 go out whole, the
  * last (1100 bytes, padded) too and the size is cut back; block 0, which
- * also holds the header written in prepare, goes out whole as well. */
+ * also holds the header written in prepare, goes out whole as well. The
+ * fill that completes the file leaves no staging buffer behind. */
 static void test_reverse_fills(void **state)
 {
     (void)state;
@@ -159,6 +160,8 @@ static void test_reverse_fills(void **state)
         at = a;
     }
     expect_file(&s, want, size);
+    /* The last fill freed the staging buffers. */
+    for (int i = 0; i < STF__FS_SLOTS; i++) assert_null(s.stage.slot[i].buf);
     assert_true(has_call(B, B));
     assert_true(has_call(2 * B, B));
     assert_true(has_call(3 * B, 1100));
