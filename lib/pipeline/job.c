@@ -8,12 +8,17 @@
  * quantization, so it must be spread over the threads like the compute.
  * A block holds as many rows as fit the cap next to the quantizers' scratch
  * of every thread; a row that, with that scratch, does not fit max_mem goes
- * in column pieces (job_wide.c). Rows are independent, metrics are merged row by row and a
- * NaN is named by its row in the layer, so the bytes, the metrics and the
- * error reported depend neither on the block size nor on the thread count.
+ * in column pieces (job_wide.c). Without metrics to merge in row order, a
+ * job is not cut into blocks at all: one pool run covers its rows, each
+ * chunk in a buffer set of its own (run_stream), so threads never wait for
+ * each other between blocks. Rows are independent, metrics are merged row
+ * by row and a NaN is named by its row in the layer, so the bytes, the
+ * metrics and the error reported depend neither on the block size nor on
+ * the thread count.
  */
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "pipeline/run_internal.h"
@@ -164,18 +169,30 @@ int stf__job_grow(void **p, size_t *cap, uint64_t need, stf_err *err)
     return 0;
 }
 
-/* One block in flight: what each chunk of its rows needs. */
+/*
+ * One block in flight, or a whole job streamed (see run_stream): what each
+ * chunk of its rows needs.
+ */
 typedef struct blk {
     stf__jobrun *jr;
     const stf__job *job;
     const stf__decoder *dc;
     stf__h1_acc *h1;         /* jr->h1 */
-    uint64_t r0;             /* first row of the block */
+    uint64_t r0;             /* first row of the block; 0 when streamed */
     int metrics;
     /* the failure of the lowest failing chunk (the one stf_pool_run reports) */
     pthread_mutex_t mu;
     size_t err_row;
     stf_err err;
+    /* Streamed only: the buffers hold one set of set_rows rows per thread,
+     * busy[s] while a chunk uses set s (under mu); the calling thread ticks
+     * once `done` rows passed tick_at, every tick_rows rows. */
+    size_t set_rows;
+    unsigned char *busy;
+    unsigned nsets;
+    pthread_t caller;
+    _Atomic uint64_t done;
+    uint64_t tick_at, tick_rows;
 } blk;
 
 static int chunk_fail(blk *b, size_t row, int rc, const stf_err *e)
@@ -286,13 +303,14 @@ static int emit_rows(stf__jobrun *jr, const stf__job *job, uint64_t row0, const 
     return rc;
 }
 
-/* Rows [i0, i1) of the block: produce, measure, emit. */
-static int chunk_rows(blk *b, size_t i0, size_t i1, stf_err *err)
+/* `rows` rows of the layer from row0, in the buffers' rows from i0: produce,
+ * measure, emit. */
+static int chunk_rows(blk *b, uint64_t row0, size_t rows, size_t i0, stf_err *err)
 {
     stf__jobrun *jr = b->jr;
     const stf__job *job = b->job;
-    size_t k = (size_t)job->dec.k, rows = i1 - i0;
-    uint64_t row0 = b->r0 + i0, orb = stf__job_out_row_bytes(job);
+    size_t k = (size_t)job->dec.k;
+    uint64_t orb = stf__job_out_row_bytes(job);
     unsigned char *out = jr->out + i0 * orb;
     float *scale = jr->scale ? jr->scale + i0 : NULL;
     float *ref = jr->ref ? jr->ref + i0 * k : NULL;
@@ -371,8 +389,46 @@ static int chunk_fn(void *ud, size_t begin, size_t end)
     blk *b = ud;
     stf_err e;
     stf_err_clear(&e);
-    int rc = chunk_rows(b, begin, end, &e);
+    int rc = chunk_rows(b, b->r0 + begin, end - begin, begin, &e);
     return rc ? chunk_fail(b, begin, rc, &e) : 0;
+}
+
+/* A free buffer set, marked busy: at most one chunk per thread runs at a
+ * time, so one of nsets is always free. */
+static size_t set_take(blk *b)
+{
+    size_t s = 0;
+    pthread_mutex_lock(&b->mu);
+    while (s + 1 < b->nsets && b->busy[s]) s++;
+    b->busy[s] = 1;
+    pthread_mutex_unlock(&b->mu);
+    return s;
+}
+
+static void set_give(blk *b, size_t s)
+{
+    pthread_mutex_lock(&b->mu);
+    b->busy[s] = 0;
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* A chunk of a streamed job: rows [begin, end) of the layer in a set of
+ * its own; progress from the calling thread only. */
+static int stream_fn(void *ud, size_t begin, size_t end)
+{
+    blk *b = ud;
+    stf_err e;
+    stf_err_clear(&e);
+    size_t s = set_take(b);
+    int rc = chunk_rows(b, begin, end - begin, s * b->set_rows, &e);
+    set_give(b, s);
+    if (rc) return chunk_fail(b, begin, rc, &e);
+    uint64_t done = atomic_fetch_add(&b->done, (uint64_t)(end - begin)) + (end - begin);
+    if (b->jr->tick && pthread_equal(pthread_self(), b->caller) && done >= b->tick_at) {
+        b->jr->tick(b->jr->tick_ud, b->job);
+        b->tick_at = (done / b->tick_rows + 1) * b->tick_rows;
+    }
+    return 0;
 }
 
 /*
@@ -396,12 +452,48 @@ static size_t chunk_grain(const stf__jobrun *jr, const stf__job *job, size_t row
     return g ? (size_t)g : 1;
 }
 
+/*
+ * Every row of the job in one pool run, without metrics: each chunk takes
+ * one of `nsets` buffer sets of `g` rows for as long as it runs, so no
+ * thread waits for the others between blocks (a block's end was a barrier,
+ * and on a virtual machine every barrier cost the time to wake an idle
+ * vCPU, several hundred a run). Progress ticks every `per` rows.
+ */
+static int run_stream(blk *bk, size_t g, unsigned nsets, uint64_t per, stf_err *err)
+{
+    const stf__job *job = bk->job;
+    bk->busy = stf__calloc(nsets, 1);
+    if (!bk->busy) return stf__err(err, STF_ENOMEM, "run: out of memory");
+    bk->set_rows = g;
+    bk->nsets = nsets;
+    bk->caller = pthread_self();
+    atomic_store(&bk->done, 0);
+    bk->tick_rows = per;
+    bk->tick_at = per;
+    bk->err_row = SIZE_MAX;
+    int rc = stf_pool_run(bk->jr->pool, (size_t)job->dec.n, g, stream_fn, bk);
+    if (rc && err) *err = bk->err;
+    if (!rc && bk->jr->tick) bk->jr->tick(bk->jr->tick_ud, job);
+    stf__free(bk->busy);
+    bk->busy = NULL;
+    return rc;
+}
+
 /* Every row of the job in blocks of rows; metrics (when non-NULL) merged in row order. */
 static int run_blocks(stf__jobrun *jr, const stf__job *job, const stf__decoder *dc,
                       stf_metrics *total, stf_err *err)
 {
     uint64_t n = job->dec.n, k = job->dec.k;
-    uint64_t b = stf__job_block_rows(jr, job);
+    uint64_t per = stf__job_block_rows(jr, job), b = per;
+    /* Without metrics to merge in row order, the job streams: one buffer
+     * set of g rows per thread, within the memory a block would take. */
+    unsigned t = stf_pool_threads(jr->pool);
+    size_t g = 0;
+    if (!total && per >= t) {
+        g = chunk_grain(jr, job, (size_t)n);
+        if (g > per / t) g = (size_t)(per / t);
+        b = (uint64_t)g * t;
+    }
     int have_scale = job->kind != STF__JOB_DEQUANT;
     int want_ref = total != NULL || !stf__job_direct(job);
     int rc;
@@ -432,7 +524,8 @@ static int run_blocks(stf__jobrun *jr, const stf__job *job, const stf__decoder *
     if (!want_ref) jr->ref = NULL;
     if (!have_scale) jr->scale = NULL;
     if (dc->mem) jr->raw = NULL;
-    for (uint64_t r0 = 0; r0 < n && rc == 0; r0 += b) {
+    if (g) rc = run_stream(&bk, g, t, per, err);
+    for (uint64_t r0 = 0; !g && r0 < n && rc == 0; r0 += b) {
         size_t rows = (size_t)(n - r0 < b ? n - r0 : b);
         bk.r0 = r0;
         bk.err_row = SIZE_MAX;

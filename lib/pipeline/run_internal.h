@@ -177,8 +177,9 @@ typedef struct stf__jobrun {
     size_t rowm_cap;
     float *wide;                /* a wide row's quantizer scratch (job_wide.c) */
     size_t wide_cap;
-    /* Called on the calling thread after each block of rows is emitted
-     * (progress); NULL: none. Set after stf__jobrun_init. */
+    /* Called on the calling thread after each block's worth of rows is
+     * emitted, and at the end of a streamed job (progress); NULL: none.
+     * Set after stf__jobrun_init. */
     void (*tick)(void *ud, const stf__job *job);
     void *tick_ud;
     /* When set (for the next job, whose weight is INT8 codes): the H1

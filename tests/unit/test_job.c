@@ -350,6 +350,95 @@ static void test_chunks_across_threads(void **state)
     free(q);
 }
 
+static int g_ticks;
+static void count_tick(void *ud, const stf__job *job)
+{
+    (void)ud;
+    (void)job;
+    g_ticks++;
+}
+
+/*
+ * Without metrics a job streams: one pool run over all its rows, each
+ * chunk in a buffer set of its own, one set per thread. Three threads give
+ * the bytes of one stf_int8_quantize_rows call over the whole tensor, in
+ * buffers of 3 sets of 7 rows (the 256 KiB grain: 100 rows of 32 KiB in 15
+ * chunks) instead of a 100-row block; a NaN in two chunks is named by the
+ * lower row; progress ticks on the calling thread every block's worth of
+ * rows and once at the end.
+ */
+static void test_streamed_job(void **state)
+{
+    (void)state;
+    enum { N = 100, K = 16384 };
+    uint16_t *w = malloc((size_t)N * K * 2);
+    int8_t *q = malloc((size_t)N * K);
+    float s[N];
+    assert_non_null(w);
+    assert_non_null(q);
+    qt_rng r = { 5 };
+    for (size_t i = 0; i < (size_t)N * K; i++) w[i] = stf_f32_to_bf16((float)qt_randn(&r));
+    st_tensor t[] = { { "l.weight", STF_BF16, 2, { N, K }, w, (size_t)N * K * 2 } };
+    st_ckfx f;
+    st_ckfx_open(&f, t, 1, 0);
+    stf_pool *pool;
+    stf_err err;
+    assert_int_equal(stf_pool_new(&pool, 3, &err), 0);
+    stf_int8_opts o = { 256, STF_QMODE_CUDA, STF_BF16 };
+    assert_int_equal(stf_int8_quantize_rows(q, s, w, STF_BF16, N, K, &o, NULL, &err), 0);
+    stf__job j = float_job(f.c, STF__JOB_REQUANT_INT8, STF_BF16, N, K, 256, STF_QMODE_CUDA);
+    sink sk;
+    sink_init(&sk, (size_t)N * K, N * 4);
+    stf__jobrun jr;
+    stf__jobrun_init(&jr, f.c, pool, 0, sink_emit, &sk);
+    assert_int_equal(stf__job_block_rows(&jr, &j), N);
+    assert_int_equal(stf__job_exec(&jr, &j, NULL, &err), 0);
+    assert_int_equal(jr.out_cap, 3 * 7 * K);
+    assert_int_equal(jr.scale_cap, 3 * 7 * 4);
+    stf__jobrun_fini(&jr);
+    assert_memory_equal(sk.buf[0], q, (size_t)N * K);
+    assert_memory_equal(sk.buf[1], s, sizeof s);
+    assert_int_equal(sk.calls, 2 * 15);
+    sink_free(&sk);
+    st_ckfx_close(&f);
+
+    /* NaNs at rows 80 and 13, in different chunks: row 13 is named. */
+    w[80 * K + 9] = 0x7FC0;
+    w[13 * K + 3] = 0x7F80; /* +Inf */
+    st_ckfx_open(&f, t, 1, 0);
+    j = float_job(f.c, STF__JOB_REQUANT_INT8, STF_BF16, N, K, 256, STF_QMODE_CUDA);
+    sink_init(&sk, (size_t)N * K, N * 4);
+    assert_int_equal(run_job(&sk, f.c, &j, 0, pool, NULL, &err), STF_ENUMERIC);
+    assert_string_equal(err.msg, "requantize 'l.weight': row 13, column 3: non-finite value "
+                                 "(NaN or Inf) cannot be quantized");
+    sink_free(&sk);
+    st_ckfx_close(&f);
+    w[80 * K + 9] = w[13 * K + 3] = 0;
+
+    /* One thread, blocks of 3 rows by the cap: chunks of 3 rows, a tick
+     * after rows 3, 6 and 9 and one at the end. */
+    st_tensor t10[] = { { "l.weight", STF_BF16, 2, { 10, K }, w, (size_t)10 * K * 2 } };
+    st_ckfx_open(&f, t10, 1, 0);
+    j = float_job(f.c, STF__JOB_REQUANT_INT8, STF_BF16, 10, K, 256, STF_QMODE_CUDA);
+    uint64_t row = 2 * K + 8 * K + K + 4 + sizeof(stf_metrics);
+    sink_init(&sk, (size_t)10 * K, 10 * 4);
+    stf__jobrun_init(&jr, f.c, NULL, 3 * row + 4 * K, sink_emit, &sk);
+    jr.tick = count_tick;
+    g_ticks = 0;
+    assert_int_equal(stf__job_block_rows(&jr, &j), 3);
+    assert_int_equal(stf__job_exec(&jr, &j, NULL, &err), 0);
+    stf__jobrun_fini(&jr);
+    assert_int_equal(g_ticks, 4);
+    assert_int_equal(sk.calls, 2 * 4);
+    assert_memory_equal(sk.buf[0], q, (size_t)10 * K);
+    assert_memory_equal(sk.buf[1], s, 10 * 4);
+    sink_free(&sk);
+    st_ckfx_close(&f);
+    stf_pool_free(pool);
+    free(w);
+    free(q);
+}
+
 /* A NaN weight fails with STF_ENUMERIC naming the weight; emission errors propagate. */
 static void test_errors(void **state)
 {
@@ -398,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_dequant_bf16),
         cmocka_unit_test(test_metrics_blocks_and_threads),
         cmocka_unit_test(test_chunks_across_threads),
+        cmocka_unit_test(test_streamed_job),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
