@@ -1,10 +1,12 @@
 /*
  * The numeric profile: probes.c measures each layer (N1/N2 over every
- * scale tensor, H1 on INT8 and W4A4 layers, H2 on INT8 ConvRot layers, N3
- * instead of H1/H2 on a layer whose weight has no elements), layers in
- * parallel on the options' pool; the findings are then added here in layer
- * order, so the report is the same for every thread count.
+ * scale tensor, H1 on INT8, W4A4 and square FP8 layers, H2 on INT8
+ * ConvRot layers, N3 instead of H1/H2 on a layer whose weight has no
+ * elements), layers in parallel on the options' pool; the findings are
+ * then added here in layer order, so the report is the same for every
+ * thread count.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "check/check_internal.h"
@@ -50,16 +52,23 @@ static void report_h1(stf__chk *k, const stf_layer *l, int w4, const stf_h1_resu
     const stf_tensor_info *w = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT);
     const stf_tensor_info *s = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT_SCALE);
     if (!h->probed) return;
+    /* FP8 codes: a square weight whose N scales (weight_scale or the
+     * legacy scale_weight) fix reads per row unless H1 says COLUMN. */
+    int fp8 = w->dtype == STF_F8_E4M3 || w->dtype == STF_F8_E5M2;
+    if (!s && fp8) s = stf_layer_tensor_info(k->m, l, STF_SFX_SCALE_WEIGHT);
+    if (!s) return;
     uint64_t n = w->shape[0];
     const char *verdict = stf_probe_verdict_name(h->verdict);
     uint64_t want2[2] = { n, 1 };
     int canonical = w4 ? stf__chk_shape_is(s, 1, &n) : stf__chk_shape_is(s, 2, want2);
     stf_severity sev = STF_SEV_WARNING;
-    const char *fix = "report only; decide with a recipe rule";
+    const char *fix = fp8 ? "report only; fix reads the scales per row"
+                          : "report only; decide with a recipe rule";
     if (h->verdict == STF_PROBE_ROW && s->nelem == n) {
-        sev = canonical ? STF_SEV_INFO : STF_SEV_WARNING;
-        fix = canonical ? "none" : w4 ? "header-only reshape of the scale to (N,)"
-                                      : "header-only reshape of the scale to (N, 1)";
+        sev = canonical || fp8 ? STF_SEV_INFO : STF_SEV_WARNING;
+        fix = canonical || fp8 ? "none"
+              : w4             ? "header-only reshape of the scale to (N,)"
+                               : "header-only reshape of the scale to (N, 1)";
     } else if (h->verdict == STF_PROBE_COLUMN) {
         sev = STF_SEV_ERROR;
         fix = "requantize rowwise: dequantize with the column scales, un-rotate, quantize per row";
@@ -67,12 +76,14 @@ static void report_h1(stf__chk *k, const stf_layer *l, int w4, const stf_h1_resu
         sev = STF_SEV_INFO;
         fix = "none for ComfyUI; requantize rowwise for SGLang";
     }
+    char reach[48];
+    snprintf(reach, sizeof reach, fp8 ? "the largest code 0x%02X" : "|q| >= %u", h->sat);
     stf__chk_add(k, "H1", sev, l->prefix, l->prefix_len, fix,
                  "%s quantization in %s: %.1f%% of %llu non-empty rows and %.1f%% of %llu "
-                 "non-empty columns reach |q| >= %u; weight %s, scale %s", verdict,
+                 "non-empty columns reach %s; weight %s, scale %s", verdict,
                  stf__chk_name(k, w->name, w->name_len),
                  100.0 * h->fr, (unsigned long long)h->rows_ne, 100.0 * h->fc,
-                 (unsigned long long)h->cols_ne, h->sat, stf__chk_shape(k, w),
+                 (unsigned long long)h->cols_ne, reach, stf__chk_shape(k, w),
                  stf__chk_shape(k, s));
 }
 

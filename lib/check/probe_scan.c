@@ -3,8 +3,9 @@
  * saturation counts, H2's group energies), in blocks of whole rows.
  *
  * A row is first turned into its absolute codes a[0..K) (0..128 for INT8,
- * 0..8 for int4). The loops over a[] run in fixed chunks of 32 columns
- * (one H1 block column) so that GCC vectorizes them at -O2; the remainder
+ * 0..8 for int4, the magnitude bits 0..0x7E of FP8). The loops over a[]
+ * run in fixed chunks of 32 columns (one H1 block column) so that GCC
+ * vectorizes them at -O2; the remainder
  * of a row runs the same operations one column at a time. Integer maxima
  * and counts do not depend on the order they are taken in. The H2 sums are
  * floating point, so they keep one order: row by row, and within a row in
@@ -36,6 +37,28 @@ INL void abs_i8(uint8_t *restrict a, const int8_t *restrict q, size_t n)
         a[i] = (uint8_t)(v < 0 ? -v : v);
     }
 }
+
+/*
+ * The magnitude bits c & 0x7F of n FP8 codes, which order the finite
+ * codes as their values do; a code above lim (the largest finite one:
+ * NaN, or E5M2's Inf) holds no magnitude and counts as 0.
+ */
+INL void abs_f8(uint8_t *restrict a, const uint8_t *restrict q, size_t n, uint8_t lim)
+{
+    size_t i = 0;
+    for (; i + CH <= n; i += CH)
+        for (size_t j = 0; j < CH; j++) {
+            uint8_t m = q[i + j] & 0x7Fu;
+            a[i + j] = m > lim ? 0 : m;
+        }
+    for (; i < n; i++) {
+        uint8_t m = q[i] & 0x7Fu;
+        a[i] = m > lim ? 0 : m;
+    }
+}
+
+/* The largest finite magnitude bits of FP8 dtype dt. */
+INL uint8_t f8_lim(int dt) { return dt == STF_F8_E5M2 ? 0x7Bu : 0x7Eu; }
 
 /* |q| of the 2 * nb signed nibbles of nb bytes, low nibble first. */
 INL void abs_i4(uint8_t *restrict a, const uint8_t *restrict b, size_t nb)
@@ -256,6 +279,7 @@ SCAN_CLONES static void scan_rows(scan_state *sc, const uint8_t *blk, size_t row
         const uint8_t *row = blk + i * sc->kb;
         uint64_t r = r0 + i;
         if (req->w4) abs_i4(sc->a, row, sc->kb);
+        else if (req->fp8) abs_f8(sc->a, row, sc->kk, f8_lim(req->fp8));
         else abs_i8(sc->a, (const int8_t *)row, sc->kk);
         unsigned mr = req->h1 ? row_h1(sc->a, sc->kk, sc->mc, sc->mb) : row_max(sc->a, sc->kk);
         if (req->h1) h1_row_end(sc, r, mr);
@@ -276,6 +300,7 @@ static void scan_piece(scan_state *sc, const uint8_t *p, size_t nb, size_t c0, u
     const stf__scan_req *req = sc->req;
     size_t n = req->w4 ? 2 * nb : nb;
     if (req->w4) abs_i4(sc->a, p, nb);
+    else if (req->fp8) abs_f8(sc->a, p, n, f8_lim(req->fp8));
     else abs_i8(sc->a, (const int8_t *)p, n);
     unsigned m = req->h1 ? row_h1(sc->a, n, sc->mc + c0, sc->mb + c0) : row_max(sc->a, n);
     if (m > *mr) *mr = m;
@@ -297,7 +322,7 @@ int stf__probe_scan(const stf_ckpt *c, size_t wi, const stf_tensor_info *w,
 {
     uint64_t n = w->shape[0], kb = w->shape[1];
     size_t kk = (size_t)(req->w4 ? 2 * kb : kb);
-    size_t g = req->w4 ? 0 : req->h2_group;
+    size_t g = req->w4 || req->fp8 ? 0 : req->h2_group;
     size_t nb32 = (kk + CH - 1) / CH, nbr = (size_t)((n + 31) / 32);
     size_t block = req->block ? req->block : READ_BLOCK;
     /* Whole rows per read, or (wide rows) bytes per piece of a row: a

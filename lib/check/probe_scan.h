@@ -24,6 +24,9 @@ typedef struct stf__h1_stat {
 typedef struct stf__scan_req {
     int h1;          /* fill *h1 */
     int w4;          /* codes are signed nibble pairs, low nibble first (H1 only) */
+    int fp8;         /* codes are FP8 bytes (STF_F8_E4M3 or STF_F8_E5M2; 0: INT8),
+                      * read as their magnitude bits c & 0x7F, a NaN or Inf
+                      * code as 0 (H1 only) */
     unsigned sat;    /* H1 saturation threshold */
     size_t h2_group; /* 0: no H2; else G, dividing K (int8 only) */
     size_t block;    /* bytes per read (0: 128 KiB); a wider row is read in
@@ -31,7 +34,8 @@ typedef struct stf__scan_req {
 } stf__scan_req;
 
 /*
- * Read weight tensor wi (info w: I8, rank 2, at least one element) once,
+ * Read weight tensor wi (info w: I8, or FP8 for H1 alone, rank 2, at
+ * least one element) once,
  * in blocks of whole rows (pieces of a row wider than req->block), and
  * compute what req asks for: the H1 counts in
  * *h1, and in h2e[0..G) the energy of each group position, each row

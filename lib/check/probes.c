@@ -3,7 +3,8 @@
  * data beyond the markers. Each probe is a diagnostic:
  *   N1  non-finite scale values, N2  zero or negative scales;
  *   H1  row- versus column-quantization by the max|q| test (stfix-defects(7),
- *       ROW AND COLUMN DETECTION);
+ *       ROW AND COLUMN DETECTION), on INT8 and W4A4 layers and on square
+ *       FP8 layers with one scale per row or column;
  *   H2  a Sylvester rather than a regular rotation on a ConvRot layer;
  *   N3  a weight with no elements (nothing to probe).
  * This file computes them as data (probes.h); probe_report.c turns them
@@ -65,14 +66,36 @@ static int probe_scale(stf__scale_probe *out, const stf_ckpt *c, size_t idx, stf
 
 static double frac(uint64_t a, uint64_t b) { return b ? (double)a / (double)b : 0.0; }
 
-/* Whether H1 can read layer l: an I8 rank-2 weight with elements, and a scale. */
+static int is_fp8(stf_dtype d) { return d == STF_F8_E4M3 || d == STF_F8_E5M2; }
+
+/* The scale H1 weighs its verdict with: weight_scale, or for an FP8 weight
+ * without one the legacy scale_weight; NULL when there is none. */
+static const stf_tensor_info *h1_scale(const stf_model *m, const stf_layer *l,
+                                       const stf_tensor_info *w)
+{
+    const stf_tensor_info *s = stf_layer_tensor_info(m, l, STF_SFX_WEIGHT_SCALE);
+    if (!s && w && is_fp8(w->dtype)) s = stf_layer_tensor_info(m, l, STF_SFX_SCALE_WEIGHT);
+    return s;
+}
+
+/* Whether H1 can read layer l: an I8 or FP8 rank-2 weight with elements,
+ * and a scale. */
 static int h1_applies(const stf_model *m, const stf_layer *l)
 {
     const stf_tensor_info *w = stf_layer_tensor_info(m, l, STF_SFX_WEIGHT);
-    const stf_tensor_info *s = stf_layer_tensor_info(m, l, STF_SFX_WEIGHT_SCALE);
     /* A weight with no elements has no data to probe (and its other
      * dimension, with nothing behind it, must not size a loop). */
-    return w && w->dtype == STF_I8 && w->rank == 2 && s && w->nelem != 0;
+    return w && (w->dtype == STF_I8 || is_fp8(w->dtype)) && w->rank == 2 && h1_scale(m, l, w) &&
+           w->nelem != 0;
+}
+
+/* The saturation threshold: the largest code of the weight's format
+ * (stfix-defects(7), ROW AND COLUMN DETECTION). */
+static unsigned h1_sat(const stf_tensor_info *w, int w4)
+{
+    if (w->dtype == STF_F8_E4M3) return 0x7E;
+    if (w->dtype == STF_F8_E5M2) return 0x7B;
+    return w4 ? 7 : 126;
 }
 
 /* The H1 verdict from the counts. */
@@ -126,13 +149,15 @@ int stf__probe_h1_block(stf_h1_result *out, const stf_ckpt *c, const stf_model *
     memset(out, 0, sizeof *out);
     out->verdict = STF_PROBE_UNKNOWN;
     if (!h1_applies(m, l)) return 0;
+    const stf_tensor_info *w = stf_layer_tensor_info(m, l, STF_SFX_WEIGHT);
+    int fp8 = is_fp8(w->dtype) ? (int)w->dtype : 0;
+    if (fp8) w4 = 0;
     stf__h1_stat st;
-    stf__scan_req req = { .h1 = 1, .w4 = w4, .sat = w4 ? 7 : 126, .block = block };
-    int rc = stf__probe_scan(c, (size_t)stf_layer_tensor(l, STF_SFX_WEIGHT),
-                             stf_layer_tensor_info(m, l, STF_SFX_WEIGHT), &req, &st, NULL, err);
+    stf__scan_req req = { .h1 = 1, .w4 = w4, .fp8 = fp8, .sat = h1_sat(w, w4), .block = block };
+    int rc = stf__probe_scan(c, (size_t)stf_layer_tensor(l, STF_SFX_WEIGHT), w, &req, &st, NULL,
+                             err);
     if (rc) return rc;
-    h1_finish(out, &st, stf_layer_tensor_info(m, l, STF_SFX_WEIGHT),
-              stf_layer_tensor_info(m, l, STF_SFX_WEIGHT_SCALE), w4, req.sat, tau);
+    h1_finish(out, &st, w, h1_scale(m, l, w), w4, req.sat, tau);
     return 0;
 }
 
@@ -239,9 +264,17 @@ int stf__probe_layer(stf__layer_probe *out, const stf_ckpt *c, const stf_model *
         return 0;
     }
     const char *fmt = stf__chk_format(stf__chk_marker(l));
-    if (!fmt) return 0;
-    int int8 = !strcmp(fmt, "int8_tensorwise");
-    if (!int8 && strcmp(fmt, "convrot_w4a4")) return 0;
+    int int8 = fmt && !strcmp(fmt, "int8_tensorwise");
+    if (!int8 && !(fmt && !strcmp(fmt, "convrot_w4a4"))) {
+        /* FP8 codes: H1 where the shapes cannot place N scales, a square
+         * weight (the plan reads its scales by the verdict). */
+        const stf_tensor_info *s = w && is_fp8(w->dtype) ? h1_scale(m, l, w) : NULL;
+        if (!s || w->rank != 2 || w->shape[0] != w->shape[1] || s->nelem != w->shape[0] ||
+            s->nelem < 2)
+            return 0;
+        out->h1_run = 1;
+        return stf__probe_h1_block(&out->h1, c, m, l, 0, tau, 0, err);
+    }
     out->h1_run = 1;
     out->w4 = !int8;
     out->h1.verdict = STF_PROBE_UNKNOWN;
@@ -250,7 +283,7 @@ int stf__probe_layer(stf__layer_probe *out, const stf_ckpt *c, const stf_model *
         out->h2_run = 1;
         g = h2_begin(&out->h2, m, l);
     }
-    int h1 = h1_applies(m, l);
+    int h1 = h1_applies(m, l) && w->dtype == STF_I8;
     if (!h1 && !g) return 0;
     double *e = g ? stf__calloc(g, sizeof *e) : NULL;
     if (g && !e) return h2_oom(w, err);

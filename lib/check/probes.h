@@ -26,7 +26,7 @@ typedef struct stf__scale_probe {
 typedef struct stf__layer_probe {
     stf__scale_probe scale[STF__PROBE_SCALES];
     int empty;        /* N3: the weight has no elements (H1 and H2 not run) */
-    int h1_run;       /* H1 ran (int8_tensorwise or convrot_w4a4) */
+    int h1_run;       /* H1 ran (int8_tensorwise, convrot_w4a4, square FP8) */
     int w4;           /* ... on packed int4 codes */
     stf_h1_result h1;
     int h2_run;       /* H2 ran (int8_tensorwise) */

@@ -423,8 +423,10 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                   "scanned: a row or column is saturated when its largest |q| reaches 126 (7 "
                   "for W4A4). Nearly all rows saturated means ROW, nearly all columns COLUMN "
                   "(threshold tau, 0.99 by default), otherwise TENSOR, BLOCK, AMBIGUOUS or "
-                  "UNKNOWN. Every row is read, not a sample, so a file gets the same verdict on "
-                  "every run and with any -j.",
+                  "UNKNOWN. A square FP8 layer (N equal to K) with N scales is scanned the same "
+                  "way, a slice being saturated when it holds the format's largest code (0x7E "
+                  "for E4M3, 0x7B for E5M2; NaN and Inf codes count as 0). Every row is read, "
+                  "not a sample, so a file gets the same verdict on every run and with any -j.",
         .why = "Scale shapes cannot tell rows from columns on a square layer, and ComfyUI "
                "applies scales along the output axis: column-quantized codes there give "
                "silently wrong output, and a flattened scale can only be reshaped safely when "
@@ -432,7 +434,9 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
         .ignored = "A column-quantized layer keeps producing wrong output without any error; a "
                    "flattened row scale is left for the dequantize paths to misread.",
         .fix = "ROW with a flattened scale (flattened-scales): reshape-scale, header-only. "
-               "COLUMN (column-scales): requantize rowwise. Other verdicts are reported only; "
+               "COLUMN (column-scales): requantize rowwise. A square FP8 layer's N scales are "
+               "read per column by requantize and exclude only on COLUMN, else per row. Other "
+               "verdicts are reported only; "
                "a recipe rule can match them with probe. Clamped or learned-rounding codes "
                "(clamped-codes) are tolerated.",
         .action = "reshape-scale, requantize",

@@ -215,6 +215,17 @@ static int collect(stf__matched_action **acts, size_t *nacts, size_t *cap, const
     return 0;
 }
 
+/* Whether v is an FP8 weight whose scale holds N values (a legacy
+ * scale_weight, which the view does not show, is probed too). */
+static int fp8_n_scales(const stf_layer_view *v)
+{
+    if (v->weight_dtype != STF_F8_E4M3 && v->weight_dtype != STF_F8_E5M2) return 0;
+    if (!v->has_scale) return 1;
+    uint64_t ne = 1;
+    for (unsigned i = 0; i < v->scale_rank; i++) ne *= v->scale_shape[i];
+    return ne == v->n;
+}
+
 static int needs_probe_action(const stf__matched_action *acts, size_t n, const stf_layer_view *v)
 {
     for (size_t i = 0; i < n; i++) {
@@ -225,6 +236,11 @@ static int needs_probe_action(const stf__matched_action *acts, size_t n, const s
             return 1;
         if ((a->kind == STF_ACT_REQUANTIZE || a->kind == STF_ACT_EXCLUDE) && v->n == v->k &&
             v->has_scale && v->weight_dtype == STF_I8)
+            return 1;
+        /* A square FP8 weight with N scales: H1 on its codes tells rows
+         * from columns (stfix-defects(7), ROW AND COLUMN DETECTION). */
+        if ((a->kind == STF_ACT_REQUANTIZE || a->kind == STF_ACT_EXCLUDE) && v->n == v->k &&
+            v->n > 1 && fp8_n_scales(v))
             return 1;
     }
     return 0;

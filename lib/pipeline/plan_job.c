@@ -102,8 +102,9 @@ int stf__work_decode(stf__layer_work *w, stf__decode *d, stf_err *err)
         if (!S->present)
             return stf__work_refuse(w, err, "FP8 weight without weight_scale cannot be decoded");
         /* A scalar (the upstream formats), per-row (rowwise exporters) or
-         * per-column scale; groups of a row are INT8's only. H1 reads no
-         * FP8 codes, so a square layer's N values are read per row. */
+         * per-column scale; groups of a row are INT8's only. A square
+         * layer's N values are per column when H1 on the FP8 codes says
+         * COLUMN (stfix-defects(7), ROW AND COLUMN DETECTION). */
         uint64_t groups;
         if (scale_axis(w, S, &d->axis, &groups, msg, sizeof msg))
             return stf__work_refuse(w, err, msg);

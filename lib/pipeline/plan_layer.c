@@ -445,7 +445,11 @@ int stf__layer_decode(stf__decode *d, const stf_model *m, size_t li, stf_err *er
     /* Per-channel scales of a square weight: the H1 probe tells rows from
      * columns, as for a recipe that asks for it. */
     int64_t wi = stf_layer_tensor(l, STF_SFX_WEIGHT), si = stf_layer_tensor(l, STF_SFX_WEIGHT_SCALE);
-    if (!rc && wi >= 0 && si >= 0 && v.n == v.k && v.weight_dtype == STF_I8 &&
+    if (!rc && si < 0 && (v.weight_dtype == STF_F8_E4M3 || v.weight_dtype == STF_F8_E5M2))
+        si = stf_layer_tensor(l, STF_SFX_SCALE_WEIGHT);
+    if (!rc && wi >= 0 && si >= 0 && v.n == v.k &&
+        (v.weight_dtype == STF_I8 || v.weight_dtype == STF_F8_E4M3 ||
+         v.weight_dtype == STF_F8_E5M2) &&
         stf_ckpt_tensor(p.c, (size_t)si)->nelem == v.n)
         rc = stf__plan_probe_h1(&v.probe, NULL, m, l, stf__plan_probe_w4(l), err);
     stf__layer_work w;

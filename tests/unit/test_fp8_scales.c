@@ -6,7 +6,9 @@
  * bytes of the scalar reference (decode each row, then
  * stf_int8_quantize_rows) with every kernel variant, with and without
  * metrics, on threads and in column pieces of a wide row; a NaN or Inf
- * code stops requantize naming its row and column.
+ * code stops requantize naming its row and column. A square layer's N
+ * scales are read per column exactly when H1 on its codes says COLUMN
+ * (stfix-defects(7), ROW AND COLUMN DETECTION).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -45,6 +47,7 @@ typedef struct layer {
     const float *scales;
     shape_kind sk;
     const char *fmt;
+    int col_square; /* N == K with N scales that belong to the columns */
 } layer;
 
 /* What one fix of the layer wrote: the weight's and the scale's bytes. */
@@ -135,7 +138,7 @@ static int fix_layer(fixed *o, const layer *ly, const char *act, uint64_t max_me
 /* The scale of element (row, col). */
 static float scale_at(const layer *ly, uint64_t row, uint64_t col)
 {
-    return ly->scales[per_col(ly->sk) ? col : row];
+    return ly->scales[per_col(ly->sk) || ly->col_square ? col : row];
 }
 
 /* Bits of fl32(fp8(code) * s), the one NaN for every NaN. */
@@ -199,7 +202,7 @@ static void test_exclude_exact(void **state)
         for (int fi = 0; fi < 3; fi++) {
             layer ly = { fi < 2 ? STF_F8_E4M3 : STF_F8_E5M2, EN, EK,
                          fi < 2 ? E4_CODES : E5_CODES, col ? COL_S : ROW_S, shapes[si],
-                         fi < 2 ? fmts[fi] : "float8_e5m2" };
+                         fi < 2 ? fmts[fi] : "float8_e5m2", 0 };
             fixed o;
             int rc = fix_layer(&o, &ly, "{exclude: {dtype: F32}}", 0, 0, 0, &err);
             if (rc) fprintf(stderr, "exclude: %s\n", err.msg);
@@ -296,7 +299,7 @@ static void test_requantize_equals_reference(void **state)
             make_codes(codes, dt, RN, k, 7 + ki);
             for (int col = 0; col < 2; col++) {
                 layer ly = { dt, RN, k, codes, sc, col ? S_1K : (dti ? S_N1 : S_N),
-                             dti ? "float8_e5m2" : "float8_e4m3fn_rowwise" };
+                             dti ? "float8_e5m2" : "float8_e4m3fn_rowwise", 0 };
                 reference(wq, ws, &ly);
                 for (size_t vi = 0; vi < 3; vi++) {
                     if (!stf_simd_supported(simds[vi])) continue;
@@ -338,11 +341,131 @@ static void test_requantize_nonfinite(void **state)
         stf_dtype dt = dti ? STF_F8_E5M2 : STF_F8_E4M3;
         make_codes(codes, dt, RN, K, 3);
         codes[4 * K + 9] = dti ? 0x7C : 0xFF; /* Inf (E5M2), NaN (E4M3) */
-        layer ly = { dt, RN, K, codes, sc, S_N, dti ? "float8_e5m2" : "float8_e4m3fn" };
+        layer ly = { dt, RN, K, codes, sc, S_N, dti ? "float8_e5m2" : "float8_e4m3fn", 0 };
         fixed o;
         assert_int_equal(fix_layer(&o, &ly, "requantize", 0, 0, 0, &err), STF_ENUMERIC);
         assert_non_null(strstr(err.msg, "requantize 'l.weight': row 4, column 9: non-finite"));
         fixed_free(&o);
+    }
+}
+
+/* ------------------------------------------------- square layers: H1 */
+
+enum { SQ = 64, SQ_TOP_ROWS = 8 };
+
+/*
+ * An SQ x SQ weight of finite codes below the largest one, where the
+ * largest magnitude (either sign) sits once in each column, in the rows
+ * 0..7 (cols: column-quantized), or once in each row, in the columns
+ * 0..7 (the transpose: row-quantized). nonfinite: every row also holds
+ * a NaN code (E5M2: Inf and NaN), which must not count as the largest.
+ */
+static void square_codes(uint8_t *q, stf_dtype dt, int cols, int nonfinite, uint64_t seed)
+{
+    qt_rng g = { seed };
+    uint8_t top = dt == STF_F8_E4M3 ? 0x7E : 0x7B;
+    for (size_t i = 0; i < SQ * SQ; i++) {
+        uint8_t v = (uint8_t)qt_next(&g);
+        if ((v & 0x7F) >= top) v = (uint8_t)(v & 0x80); /* +-0 instead */
+        q[i] = v;
+    }
+    for (size_t j = 0; j < SQ; j++) {
+        size_t r = cols ? j % SQ_TOP_ROWS : j, c = cols ? j : j % SQ_TOP_ROWS;
+        q[r * SQ + c] = (uint8_t)(top | (j % 3 ? 0 : 0x80));
+    }
+    if (nonfinite)
+        for (size_t r = 0; r < SQ; r++)
+            q[r * SQ + (r * 5 + 11) % SQ] = dt == STF_F8_E4M3 ? (r % 2 ? 0xFF : 0x7F)
+                                                              : (r % 2 ? 0xFC : 0x7D);
+}
+
+/* stf_probe_h1 on layer "l" of a square FP8 weight with an [N] scale. */
+static void probe_square(stf_h1_result *h, stf_dtype dt, const uint8_t *codes, const float *sc)
+{
+    const char *mk = dt == STF_F8_E4M3 ? "{\"format\": \"float8_e4m3fn\"}"
+                                       : "{\"format\": \"float8_e5m2\"}";
+    st_tensor t[3] = {
+        { "l.comfy_quant", STF_U8, 1, { strlen(mk) }, mk, strlen(mk) },
+        { "l.weight", dt, 2, { SQ, SQ }, codes, SQ * SQ },
+        { "l.weight_scale", STF_F32, 1, { SQ }, sc, SQ * sizeof(float) },
+    };
+    st_ckfx f;
+    st_ckfx_open(&f, t, 3, 0);
+    stf_model *m = NULL;
+    stf_err err;
+    assert_int_equal(stf_model_build(&m, f.c, &err), 0);
+    assert_int_equal(stf_probe_h1(h, f.c, m, stf_model_layer(m, 0), 0, 0.99, &err), 0);
+    stf_model_free(m);
+    st_ckfx_close(&f);
+}
+
+/* H1 reads FP8 codes: the largest code in every column (and in 8 of 64
+ * rows) is COLUMN, its transpose ROW; NaN and Inf codes count as 0. */
+static void test_square_probe_verdicts(void **state)
+{
+    (void)state;
+    static uint8_t codes[SQ * SQ];
+    float sc[SQ];
+    for (size_t i = 0; i < SQ; i++) sc[i] = 0.01f;
+    for (int dti = 0; dti < 2; dti++) {
+        stf_dtype dt = dti ? STF_F8_E5M2 : STF_F8_E4M3;
+        for (int cols = 0; cols < 2; cols++)
+            for (int nf = 0; nf < 2; nf++) {
+                stf_h1_result h;
+                square_codes(codes, dt, cols, nf, 11u + (unsigned)dti);
+                probe_square(&h, dt, codes, sc);
+                assert_int_equal(h.probed, 1);
+                assert_int_equal(h.sat, dti ? 0x7Bu : 0x7Eu);
+                assert_int_equal(h.verdict, cols ? STF_PROBE_COLUMN : STF_PROBE_ROW);
+                assert_int_equal(h.rows_sat, cols ? SQ_TOP_ROWS : SQ);
+                assert_int_equal(h.cols_sat, cols ? SQ : SQ_TOP_ROWS);
+                assert_int_equal(h.rows_ne, SQ);
+                assert_int_equal(h.cols_ne, SQ);
+            }
+        /* The largest code in every row and every column: AMBIGUOUS. */
+        square_codes(codes, dt, 0, 0, 5);
+        for (size_t j = 0; j < SQ; j++) codes[j * SQ + (j * 7 + 3) % SQ] = dti ? 0xFB : 0x7E;
+        stf_h1_result h;
+        probe_square(&h, dt, codes, sc);
+        assert_int_equal(h.verdict, STF_PROBE_AMBIGUOUS);
+    }
+}
+
+/* Exclude and requantize read a column-quantized square layer's N scales
+ * per column, a row-quantized one's per row. */
+static void test_square_decode_by_probe(void **state)
+{
+    (void)state;
+    static uint8_t codes[SQ * SQ];
+    static int8_t wq[SQ * SQ];
+    float sc[SQ], ws[SQ];
+    stf_err err;
+    for (size_t i = 0; i < SQ; i++) sc[i] = 0.001f * (float)(1 + (i * 7) % 13);
+    for (int dti = 0; dti < 2; dti++) {
+        stf_dtype dt = dti ? STF_F8_E5M2 : STF_F8_E4M3;
+        for (int cols = 0; cols < 2; cols++) {
+            square_codes(codes, dt, cols, 0, 21u + (unsigned)dti);
+            layer ly = { dt, SQ, SQ, codes, sc, dti ? S_N1 : S_N,
+                         dti ? "float8_e5m2" : "float8_e4m3fn", cols };
+            fixed o;
+            int rc = fix_layer(&o, &ly, "{exclude: {dtype: F32}}", 0, 0, 0, &err);
+            if (rc) fprintf(stderr, "exclude: %s\n", err.msg);
+            assert_int_equal(rc, 0);
+            expect_exact(&ly, &o);
+            /* Row 1, column 0 by hand: its own column's or row's scale. */
+            assert_int_equal(out_bits(&o, SQ),
+                             want_bits(codes[SQ], dt, cols ? sc[0] : sc[1]));
+            fixed_free(&o);
+            reference(wq, ws, &ly);
+            for (unsigned th = 0; th <= 2; th += 2) {
+                rc = fix_layer(&o, &ly, "requantize", 0, 0, th, &err);
+                if (rc) fprintf(stderr, "requantize: %s\n", err.msg);
+                assert_int_equal(rc, 0);
+                assert_memory_equal(o.w, wq, sizeof wq);
+                assert_memory_equal(o.s, ws, sizeof ws);
+                fixed_free(&o);
+            }
+        }
     }
 }
 
@@ -352,6 +475,8 @@ int main(void)
         cmocka_unit_test(test_exclude_exact),
         cmocka_unit_test(test_requantize_equals_reference),
         cmocka_unit_test(test_requantize_nonfinite),
+        cmocka_unit_test(test_square_probe_verdicts),
+        cmocka_unit_test(test_square_decode_by_probe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -301,6 +301,68 @@ static void test_empty_weight(void **state)
     free(dir);
 }
 
+/*
+ * H1 on FP8 codes: a square F8_E4M3 / F8_E5M2 weight with N scales is
+ * scanned for the format's largest code (stfix-defects(7), ROW AND COLUMN
+ * DETECTION); the largest code in each column and in 8 of 64 rows is
+ * COLUMN, the transpose ROW. A non-square weight or a scalar scale is not
+ * probed: the shapes decide there.
+ */
+static void test_h1_fp8_square(void **state)
+{
+    (void)state;
+    enum { Q = 64 };
+    static uint8_t codes[Q * Q];
+    static float sc[Q];
+    for (size_t i = 0; i < Q; i++) sc[i] = 0.5f;
+    stf_err err;
+    for (int dti = 0; dti < 2; dti++)
+        for (int cols = 0; cols < 3; cols++) {
+            stf_dtype dt = dti ? STF_F8_E5M2 : STF_F8_E4M3;
+            uint8_t top = dti ? 0x7B : 0x7E;
+            for (size_t i = 0; i < Q * Q; i++)
+                codes[i] = (uint8_t)(((i * 37u + (i / Q) * 11u + 5u) & 0x3Fu) |
+                                     ((i * 13u) & 0x80u));
+            for (size_t j = 0; j < Q; j++)
+                codes[cols == 1 ? (j % 8) * Q + j : j * Q + j % 8] =
+                    (uint8_t)(top | (j % 3 ? 0 : 0x80));
+            const char *mk = "{\"format\": \"float8_e4m3fn\"}";
+            /* cols 2: the row pattern under a one-value scale */
+            st_tensor t[3] = {
+                { "l.comfy_quant", STF_U8, 1, { strlen(mk) }, mk, strlen(mk) },
+                { "l.weight", dt, 2, { Q, Q }, codes, Q * Q },
+                { "l.weight_scale", STF_F32, cols == 2 ? 0 : 1, { Q }, sc,
+                  (cols == 2 ? 1 : Q) * sizeof(float) },
+            };
+            st_ckfx f;
+            st_ckfx_open(&f, t, 3, 0);
+            stf_check_opts o;
+            stf_check_opts_init(&o);
+            o.profiles = STF_CHECK_NUMERIC;
+            stf_check_report *r = NULL;
+            assert_int_equal(stf_check_run(&r, f.c, &o, &err), 0);
+            const stf_diag *d = st_check_find(r, "H1", NULL);
+            char want[256];
+            snprintf(want, sizeof want,
+                     "%s quantization in l.weight: %s of 64 non-empty rows and %s of 64 "
+                     "non-empty columns reach the largest code 0x%02X; weight (64, 64), scale "
+                     "(64,)", cols ? "COLUMN" : "ROW", cols ? "12.5%" : "100.0%",
+                     cols ? "100.0%" : "12.5%", top);
+            if (cols == 2) {
+                assert_null(d);
+            } else {
+                assert_non_null(d);
+                assert_string_equal(d->message, want);
+                assert_int_equal(d->severity, cols ? STF_SEV_ERROR : STF_SEV_INFO);
+                assert_string_equal(d->fix, cols ? "requantize rowwise: dequantize with the "
+                                                   "column scales, un-rotate, quantize per row"
+                                                 : "none");
+            }
+            stf_check_report_free(r);
+            st_ckfx_close(&f);
+        }
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -316,6 +378,7 @@ int main(void)
         cmocka_unit_test(test_empty_weight),
         cmocka_unit_test(test_h1_column_on_square_layer),
         cmocka_unit_test(test_h1_row_with_flat_scale),
+        cmocka_unit_test(test_h1_fp8_square),
         cmocka_unit_test(test_probe_h1_api),
         cmocka_unit_test(test_probe_h2_api),
         cmocka_unit_test(test_healthy_numeric),

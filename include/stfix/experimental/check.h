@@ -18,18 +18,22 @@ extern "C" {
 /* ------------------------------------------------------------ probes */
 
 typedef struct stf_h1_result {
-    int probed;          /* 0: the layer is not I8 rank 2 with a scale (verdict UNKNOWN) */
+    int probed;          /* 0: the layer is not I8 or FP8 rank 2 with a scale (UNKNOWN) */
     stf_probe_verdict verdict;
     double fr, fc;       /* saturated fraction of non-empty rows / columns */
     uint64_t rows_ne, rows_sat, cols_ne, cols_sat;
-    unsigned sat;        /* saturation threshold used: 126 (INT8) or 7 (W4A4) */
+    unsigned sat;        /* saturation threshold used: 126 (INT8), 7 (W4A4), or the
+                          * largest code 0x7E (F8_E4M3) or 0x7B (F8_E5M2) */
 } stf_h1_result;
 
 /*
  * The H1 row/column detector on layer `l` of model `m` (built from `c`):
  * reads P.weight row by row (O(K) memory). `w4` != 0 reads the weight as
- * packed int4 pairs (convrot_w4a4). tau <= 0 means 0.99. A layer without an
- * I8 rank-2 weight and a scale gives probed = 0, verdict UNKNOWN, return 0.
+ * packed int4 pairs (convrot_w4a4); an FP8 weight is read as FP8 codes
+ * whatever w4 says (stfix-defects(7), ROW AND COLUMN DETECTION). tau <= 0
+ * means 0.99. A layer without an I8 or FP8 rank-2 weight and a scale
+ * (weight_scale, or scale_weight for FP8) gives probed = 0, verdict
+ * UNKNOWN, return 0.
  * Errors: STF_ENOMEM, STF_EIO (tensor bytes unreadable).
  */
 STF_EXPERIMENTAL_API
