@@ -317,6 +317,14 @@ static void scan_piece(scan_state *sc, const uint8_t *p, size_t nb, size_t c0, u
 }
 
 /* Contract in probe_scan.h. */
+unsigned stf__h1_sat(stf_dtype dt, int w4)
+{
+    if (dt == STF_F8_E4M3) return 0x7E;
+    if (dt == STF_F8_E5M2) return 0x7B;
+    return w4 ? 7 : 126;
+}
+
+/* Contract in probe_scan.h. */
 int stf__probe_scan(const stf_ckpt *c, size_t wi, const stf_tensor_info *w,
                     const stf__scan_req *req, stf__h1_stat *h1, double *h2e, stf_err *err)
 {
@@ -398,6 +406,8 @@ int stf__h1_acc_init(stf__h1_acc *acc, const stf_tensor_info *w, stf_err *err)
     memset(acc, 0, sizeof *acc);
     acc->n = w->shape[0];
     acc->kk = (size_t)w->shape[1];
+    acc->fp8 = w->dtype == STF_F8_E4M3 || w->dtype == STF_F8_E5M2 ? (int)w->dtype : 0;
+    acc->sat = stf__h1_sat(w->dtype, 0);
     acc->nb32 = (acc->kk + CH - 1) / CH;
     acc->nbr = (size_t)((acc->n + 31) / 32);
     acc->mc = stf__calloc(acc->kk ? acc->kk : 1, 1);
@@ -424,7 +434,7 @@ int stf__h1_acc_rows(stf__h1_acc *acc, const void *rows, size_t nrows, uint64_t 
     /* Bands are numbered from the one holding r0. */
     uint64_t rel = r0 % 32;
     size_t nb = (size_t)((rel + nrows + 31) / 32);
-    stf__scan_req req = { .h1 = 1, .sat = 126 };
+    stf__scan_req req = { .h1 = 1, .fp8 = acc->fp8, .sat = acc->sat };
     stf__h1_stat st;
     memset(&st, 0, sizeof st);
     uint8_t *a = stf__malloc(kk ? kk : 1), *mc = stf__calloc(kk ? kk : 1, 1);
@@ -460,7 +470,7 @@ int stf__h1_acc_finish(stf__h1_acc *acc, stf__h1_stat *st)
     if (!acc->live || acc->rows_seen != acc->n) return 0;
     st->rows_ne = acc->rows_ne;
     st->rows_sat = acc->rows_sat;
-    h1_close(st, acc->mc, acc->kk, acc->blkall, acc->nbr, acc->nb32, 126);
+    h1_close(st, acc->mc, acc->kk, acc->blkall, acc->nbr, acc->nb32, acc->sat);
     return 1;
 }
 

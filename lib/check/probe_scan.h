@@ -48,8 +48,12 @@ typedef struct stf__scan_req {
 int stf__probe_scan(const stf_ckpt *c, size_t wi, const stf_tensor_info *w,
                     const stf__scan_req *req, stf__h1_stat *h1, double *h2e, stf_err *err);
 
+/* The H1 saturation threshold of weight dtype dt: the largest code 0x7E
+ * (F8_E4M3) or 0x7B (F8_E5M2), 7 for packed int4 (w4), else 126. */
+unsigned stf__h1_sat(stf_dtype dt, int w4);
+
 /*
- * H1 counts of an INT8 weight (I8, rank 2, at least one element) built
+ * H1 counts of an INT8 or FP8 weight (rank 2, at least one element) built
  * from rows that another pass over the tensor reads anyway (fix's jobs):
  * stf__h1_acc_rows takes any set of disjoint row ranges, from any threads
  * and in any order; once every row has been handed in exactly once,
@@ -61,6 +65,8 @@ int stf__probe_scan(const stf_ckpt *c, size_t wi, const stf_tensor_info *w,
 typedef struct stf__h1_acc {
     uint64_t n, rows_seen, rows_ne, rows_sat;
     size_t kk, nb32, nbr;
+    int fp8;              /* the weight's FP8 dtype (stf__scan_req.fp8), or 0 */
+    unsigned sat;         /* the saturation threshold for that dtype */
     uint8_t *mc, *blkall; /* column maxima, 32-block maxima */
     pthread_mutex_t mu;
     int live;

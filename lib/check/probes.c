@@ -89,15 +89,6 @@ static int h1_applies(const stf_model *m, const stf_layer *l)
            w->nelem != 0;
 }
 
-/* The saturation threshold: the largest code of the weight's format
- * (stfix-defects(7), ROW AND COLUMN DETECTION). */
-static unsigned h1_sat(const stf_tensor_info *w, int w4)
-{
-    if (w->dtype == STF_F8_E4M3) return 0x7E;
-    if (w->dtype == STF_F8_E5M2) return 0x7B;
-    return w4 ? 7 : 126;
-}
-
 /* The H1 verdict from the counts. */
 static void h1_finish(stf_h1_result *out, const stf__h1_stat *st, const stf_tensor_info *w,
                       const stf_tensor_info *s, int w4, unsigned sat, double tau)
@@ -153,7 +144,8 @@ int stf__probe_h1_block(stf_h1_result *out, const stf_ckpt *c, const stf_model *
     int fp8 = is_fp8(w->dtype) ? (int)w->dtype : 0;
     if (fp8) w4 = 0;
     stf__h1_stat st;
-    stf__scan_req req = { .h1 = 1, .w4 = w4, .fp8 = fp8, .sat = h1_sat(w, w4), .block = block };
+    stf__scan_req req = { .h1 = 1, .w4 = w4, .fp8 = fp8, .sat = stf__h1_sat(w->dtype, w4),
+                          .block = block };
     int rc = stf__probe_scan(c, (size_t)stf_layer_tensor(l, STF_SFX_WEIGHT), w, &req, &st, NULL,
                              err);
     if (rc) return rc;
@@ -169,12 +161,13 @@ int stf__probe_h1_rows(stf_h1_result *out, const stf_ckpt *c, size_t wi, size_t 
     stf__h1_stat st;
     memset(out, 0, sizeof *out);
     out->verdict = STF_PROBE_UNKNOWN;
+    unsigned sat = stf__h1_sat(w->dtype, 0);
     if (!acc || !stf__h1_acc_finish(acc, &st)) {
-        stf__scan_req req = { .h1 = 1, .sat = 126 };
+        stf__scan_req req = { .h1 = 1, .fp8 = is_fp8(w->dtype) ? (int)w->dtype : 0, .sat = sat };
         int rc = stf__probe_scan(c, wi, w, &req, &st, NULL, err);
         if (rc) return rc;
     }
-    h1_finish(out, &st, w, s, 0, 126, tau);
+    h1_finish(out, &st, w, s, 0, sat, tau);
     return 0;
 }
 

@@ -45,8 +45,8 @@ int stf__probe_h1_block(stf_h1_result *out, const stf_ckpt *c, const stf_model *
                         const stf_layer *l, int w4, double tau, size_t block, stf_err *err);
 
 /*
- * The H1 result of an INT8 weight wi (I8, rank 2, at least one element)
- * with scale si, not packed int4: from the counts acc gathered over rows
+ * The H1 result of an INT8 or FP8 weight wi (rank 2, at least one
+ * element) with scale si, not packed int4: from the counts acc gathered over rows
  * another pass read (probe_scan.h), or, when acc is NULL or missed rows,
  * from a scan of the weight; either way what stf_probe_h1 gives for the
  * layer. Errors: the scan's.

@@ -244,7 +244,7 @@ int stf__probe_ahead_get(stf_probe_verdict *out, const stf__probe_ahead *pa,
 void stf__probe_ahead_free(stf__probe_ahead *pa);
 /* Give layer li verdict v without probing it (mark 3). */
 void stf__probe_ahead_set(stf__probe_ahead *pa, size_t li, stf_probe_verdict v);
-/* The H1 verdict the shape of l's scale suggests for an INT8 layer H1 can
+/* The H1 verdict the shape of l's scale suggests for an INT8 or FP8 layer H1 can
  * read ([1, K]: COLUMN, else N scales: ROW, K scales: COLUMN),
  * STF_PROBE_COUNT when it suggests
  * none; *wi and *si its weight and scale. */

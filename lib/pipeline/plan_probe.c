@@ -114,13 +114,16 @@ void stf__probe_ahead_set(stf__probe_ahead *pa, size_t li, stf_probe_verdict v)
     pa->verdict[li] = (unsigned char)(v + 1);
 }
 
-/* Contract in plan_internal.h: the layers H1 reads as INT8 (probes.c). */
+/* Contract in plan_internal.h: the layers H1 reads as INT8 or FP8 codes
+ * (probes.c). */
 stf_probe_verdict stf__probe_shape_guess(const stf_model *m, const stf_layer *l, size_t *wi,
                                          size_t *si)
 {
     const stf_tensor_info *w = stf_layer_tensor_info(m, l, STF_SFX_WEIGHT);
     const stf_tensor_info *s = stf_layer_tensor_info(m, l, STF_SFX_WEIGHT_SCALE);
-    if (stf__plan_probe_w4(l) || !w || w->dtype != STF_I8 || w->rank != 2 || !s || !w->nelem)
+    if (stf__plan_probe_w4(l) || !w ||
+        (w->dtype != STF_I8 && w->dtype != STF_F8_E4M3 && w->dtype != STF_F8_E5M2) ||
+        w->rank != 2 || !s || !w->nelem)
         return STF_PROBE_COUNT;
     *wi = (size_t)stf_layer_tensor(l, STF_SFX_WEIGHT);
     *si = (size_t)stf_layer_tensor(l, STF_SFX_WEIGHT_SCALE);

@@ -35,7 +35,9 @@ int stf__guesses_for(stf__h1_acc **out, size_t *gi, stf__guesses *g, const stf_p
     *out = NULL;
     *gi = SIZE_MAX;
     const stf__decode *d = &job->dec;
-    if (d->kind != STF__DEC_INT8 || d->w_dtype != STF_I8) return 0;
+    if (!(d->kind == STF__DEC_INT8 && d->w_dtype == STF_I8) &&
+        !(d->kind == STF__DEC_FP8 && (d->w_dtype == STF_F8_E4M3 || d->w_dtype == STF_F8_E5M2)))
+        return 0;
     for (size_t i = 0; i < g->n; i++) {
         const stf__guess *gu = &p->guess[i];
         const stf_tensor_info *w = stf_ckpt_tensor(p->c, gu->wi);

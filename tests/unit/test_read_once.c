@@ -7,7 +7,9 @@
  * weight a second time. A wrong guess (a square layer with column-
  * saturated codes and N scales) stops the run at that layer and is
  * rebuilt: the plan after the run, and the output bytes, are those of the
- * plain plan.
+ * plain plan. A square FP8 layer with N scales is guessed and confirmed
+ * the same way from its FP8 codes (stfix-defects(7), ROW AND COLUMN
+ * DETECTION).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,6 +32,15 @@ static const char RECIPE[] = "stfix: 1\ntarget: sglang\nrules:\n"
                              "    match: {format: int8_tensorwise}\n"
                              "    do: requantize\n";
 static const char MARKER[] = "{\"format\": \"int8_tensorwise\"}";
+static const char FP8_RECIPE[] = "stfix: 1\ntarget: sglang\nrules:\n"
+                                 "  - name: cols\n"
+                                 "    match: {weight_dtype: [F8_E4M3], probe: columnwise}\n"
+                                 "    do: requantize\n"
+                                 "  - name: rest\n"
+                                 "    match: {weight_dtype: [F8_E4M3]}\n"
+                                 "    do: requantize\n";
+static const char FP8_MARKER[] = "{\"format\": \"float8_e4m3fn\"}";
+static const char *g_recipe = RECIPE; /* what fix_once plans */
 
 enum { N = 40, K = 256, S = 256, ML = sizeof MARKER - 1 };
 
@@ -75,7 +86,8 @@ static void fix_once(result *res, const st_ckfx *f, int speculate, const char *n
     stf_plan *p = NULL;
     stf_run_report *rep = NULL;
     stf_pool *pool = NULL;
-    assert_int_equal(stf_recipe_load_mem(&r, NULL, RECIPE, strlen(RECIPE), "r.yaml", &err), 0);
+    assert_int_equal(stf_recipe_load_mem(&r, NULL, g_recipe, strlen(g_recipe), "r.yaml", &err),
+                     0);
     assert_int_equal(stf_pool_new(&pool, 2, &err), 0);
     stf_plan_opts po;
     stf_plan_opts_init(&po);
@@ -225,6 +237,54 @@ static void test_wrong_guess_stops_early(void **state)
     st_ckfx_close(&f);
 }
 
+/*
+ * Square F8_E4M3 weights with N scales: row-quantized codes (the largest
+ * code 0x7E once in every row, in 32 of 256 columns) are guessed ROW and
+ * confirmed from the run's rows, read once; column-quantized ones (the
+ * transpose) refute the guess and are rebuilt as COLUMN. Either way the
+ * output is the plain plan's, which probes the weight before the run.
+ */
+static void test_fp8_square(void **state)
+{
+    (void)state;
+    static uint8_t codes[S * S];
+    enum { FL = sizeof FP8_MARKER - 1 };
+    g_recipe = FP8_RECIPE;
+    for (int cols = 0; cols < 2; cols++) {
+        for (size_t r = 0; r < S; r++)
+            for (size_t c = 0; c < S; c++)
+                codes[r * S + c] =
+                    (uint8_t)((r * 5 + c * 11) % 0x70 | ((r + c) % 3 ? 0 : 0x80));
+        for (size_t j = 0; j < S; j++)
+            codes[cols ? (j % 32) * S + j : j * S + j % 32] = (uint8_t)(j % 2 ? 0xFE : 0x7E);
+        for (size_t j = 0; j < S; j++) g_s256[j] = 0.02f;
+        st_tensor t[] = {
+            { "f.comfy_quant", STF_U8, 1, { FL }, FP8_MARKER, FL },
+            { "f.weight", STF_F8_E4M3, 2, { S, S }, codes, sizeof codes },
+            { "f.weight_scale", STF_F32, 1, { S }, g_s256, sizeof g_s256 },
+        };
+        st_ckfx f;
+        st_ckfx_open(&f, t, 3, 0);
+        result plain, spec;
+        fix_once(&plain, &f, 0, "plain.safetensors");
+        fix_once(&spec, &f, 1, "spec.safetensors");
+        assert_string_equal(plain.rule, cols ? "cols" : "rest");
+        assert_string_equal(spec.rule, cols ? "cols" : "rest");
+        assert_int_equal(plain.plan_read, FL + sizeof codes);
+        assert_int_equal(spec.plan_read, FL);
+        /* A refuted guess: the rebuild reads the marker, the second run
+         * the weight and scale again. */
+        assert_int_equal(spec.run_read, cols ? FL + 2 * (sizeof codes + sizeof g_s256)
+                                             : sizeof codes + sizeof g_s256);
+        assert_int_equal(spec.out_len, plain.out_len);
+        assert_memory_equal(spec.out, plain.out, plain.out_len);
+        free(plain.out);
+        free(spec.out);
+        st_ckfx_close(&f);
+    }
+    g_recipe = RECIPE;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -232,6 +292,7 @@ int main(void)
         cmocka_unit_test(test_wrong_guess_rebuilt),
         cmocka_unit_test(test_cols_read_once),
         cmocka_unit_test(test_wrong_guess_stops_early),
+        cmocka_unit_test(test_fp8_square),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
