@@ -31,6 +31,26 @@ stf_suffix stf__probe_scale_suffix(unsigned j)
     return scales[j];
 }
 
+/*
+ * The N1 and N2 counts of n values: NaN or Inf (exponent all ones), and
+ * finite values <= 0 (the sign bit set, or +0). Integer tests on the bits,
+ * no branch, so the compiler vectorizes the loop; the counts do not depend
+ * on the order they are taken in.
+ */
+static void count_bad(const float *v, size_t n, uint64_t *nf, uint64_t *np)
+{
+    uint32_t a = 0, b = 0;
+    for (size_t j = 0; j < n; j++) {
+        uint32_t x;
+        memcpy(&x, &v[j], 4);
+        uint32_t bad = (x & 0x7F800000u) == 0x7F800000u;
+        a += bad;
+        b += (bad ^ 1u) & ((x >> 31) | (uint32_t)(x == 0));
+    }
+    *nf += a;
+    *np += b;
+}
+
 static int probe_scale(stf__scale_probe *out, const stf_ckpt *c, size_t idx, stf_err *err)
 {
     const stf_tensor_info *t = stf_ckpt_tensor(c, idx);
@@ -45,17 +65,18 @@ static int probe_scale(stf__scale_probe *out, const stf_ckpt *c, size_t idx, stf
         int rc = stf_ckpt_read(raw, c, idx, at * isz, n * isz, err);
         if (!rc) rc = stf_convert_to_f32(v, raw, t->dtype, n, err);
         if (rc) return rc;
-        for (size_t j = 0; j < n; j++) {
+        uint64_t nf = out->nonfinite, np = out->nonpos;
+        count_bad(v, n, &out->nonfinite, &out->nonpos);
+        /* The first bad value of each kind, from the chunk that has it. */
+        for (size_t j = 0; j < n && ((!nf && out->nonfinite) || (!np && out->nonpos)); j++) {
             if (!isfinite(v[j])) {
-                if (!out->nonfinite++) {
+                if (!nf++) {
                     out->first_nf = at + j;
                     out->nf_val = v[j];
                 }
-            } else if (v[j] <= 0.0f) {
-                if (!out->nonpos++) {
-                    out->first_np = at + j;
-                    out->np_val = v[j];
-                }
+            } else if (v[j] <= 0.0f && !np++) {
+                out->first_np = at + j;
+                out->np_val = v[j];
             }
         }
     }

@@ -4,6 +4,7 @@
  * DETECTION), and the H2 Sylvester evidence, on the committed fixtures. Run
  * from the repository root.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -363,6 +364,58 @@ static void test_h1_fp8_square(void **state)
         }
 }
 
+/*
+ * N1 and N2 over a scale of more than one read chunk (4096 values): the
+ * counts of every chunk, the first bad value of each kind from the chunk
+ * that holds it, -0 and +0 as zero, a negative subnormal as negative, a
+ * positive subnormal as fine, -Inf as non-finite only.
+ */
+static void test_scale_counts(void **state)
+{
+    (void)state;
+    enum { NS = 9000 };
+    static float sc[NS];
+    static uint16_t w[NS];
+    for (size_t i = 0; i < NS; i++) sc[i] = 1.0f;
+    sc[10] = 0x1p-149f;
+    sc[4100] = -0.0f;
+    sc[4200] = NAN;
+    sc[4300] = -INFINITY;
+    sc[4400] = 0.0f;
+    sc[4500] = -0x1p-140f;
+    sc[8999] = INFINITY;
+    st_tensor t[2] = {
+        { "l.weight", STF_BF16, 2, { NS, 1 }, w, sizeof w },
+        { "l.weight_scale", STF_F32, 1, { NS }, sc, sizeof sc },
+    };
+    st_ckfx f;
+    st_ckfx_open(&f, t, 2, 0);
+    stf_check_opts o;
+    stf_check_opts_init(&o);
+    o.profiles = STF_CHECK_NUMERIC;
+    stf_check_report *r = NULL;
+    stf_err err;
+    assert_int_equal(stf_check_run(&r, f.c, &o, &err), 0);
+    size_t si = 0;
+    assert_int_equal(stf_ckpt_find(&si, f.c, "l.weight_scale"), 0);
+    uint64_t base = 8 + stf_ckpt_shard_header_len(f.c, 0) + stf_ckpt_tensor(f.c, si)->begin;
+    char want[512];
+    const stf_diag *d = st_check_find(r, "N1", NULL);
+    assert_non_null(d);
+    snprintf(want, sizeof want, "l.weight_scale: 3 non-finite scale value(s), first nan at "
+             "element 4200 (byte offset %llu of %s)", (unsigned long long)(base + 4 * 4200),
+             f.path);
+    assert_string_equal(d->message, want);
+    d = st_check_find(r, "N2", NULL);
+    assert_non_null(d);
+    snprintf(want, sizeof want, "l.weight_scale: 3 zero or negative scale value(s), first -0 "
+             "at element 4100 (byte offset %llu of %s)", (unsigned long long)(base + 4 * 4100),
+             f.path);
+    assert_string_equal(d->message, want);
+    stf_check_report_free(r);
+    st_ckfx_close(&f);
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -375,6 +428,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_scales),
+        cmocka_unit_test(test_scale_counts),
         cmocka_unit_test(test_empty_weight),
         cmocka_unit_test(test_h1_column_on_square_layer),
         cmocka_unit_test(test_h1_row_with_flat_scale),
