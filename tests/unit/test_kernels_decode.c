@@ -257,28 +257,47 @@ static void test_w4a4_unpack_variants(void **state)
 
 /* ------------------------------------------------------------ INT8 groups */
 
+/* Grouped [N, g] scales through each variant the CPU runs: one fl32
+ * product per element with its group's scale, NaN stored as the one NaN,
+ * over the extreme codes and zero, NaN, Inf, signed-zero and subnormal
+ * scales, at spans that split the vector widths. */
 static void test_int8_groups(void **state)
 {
     (void)state;
     enum { K = 96 };
     int8_t q[K];
     float s[K], out[K + 1];
+    static const stf_simd simds[] = { STF_SIMD_SCALAR, STF_SIMD_AVX2, STF_SIMD_AVX512 };
+    static const uint32_t odd[] = { 0x7FC00000u, 0xFFC12345u, 0x7F800000u, 0xFF800000u,
+                                    0x80000000u, 0x00000000u, 0x00000001u, 0x807FFFFFu };
+    stf_simd was = stf_simd_active();
+    stf_err err;
     g_rng.s = 0x16A0C0DEu;
     for (size_t i = 0; i < K; i++) {
-        q[i] = i == 0 ? -128 : i == 1 ? 127 : (int8_t)qt_next(&g_rng);
-        s[i] = ((float)qt_randn(&g_rng));
+        q[i] = i % 9 == 0 ? -128 : i % 9 == 1 ? 127 : i % 9 == 2 ? 0 : (int8_t)qt_next(&g_rng);
+        s[i] = i % 4 == 3 ? qt_float(odd[(i / 4) % 8]) : ((float)qt_randn(&g_rng));
     }
-    static const size_t spans[] = { 1, 3, 8, 12, 32, 96 };
-    for (size_t si = 0; si < sizeof spans / sizeof spans[0]; si++)
-        for (size_t c0 = 0; c0 < K; c0 += 5)
-            for (size_t n = 0; c0 + n <= K; n += 7) {
-                out[n] = qt_float(SENTINEL);
-                stf__int8_dequantize_groups(out, q + c0, s, c0, n, spans[si]);
-                for (size_t x = 0; x < n; x++)
-                    assert_int_equal(qt_bits(out[x]),
-                                     qt_bits((float)q[c0 + x] * s[(c0 + x) / spans[si]]));
-                assert_int_equal(qt_bits(out[n]), SENTINEL);
-            }
+    static const size_t spans[] = { 1, 3, 8, 12, 17, 32, 96 };
+    size_t cases = 0;
+    for (size_t vi = 0; vi < sizeof simds / sizeof simds[0]; vi++) {
+        if (!stf_simd_supported(simds[vi])) continue;
+        assert_int_equal(stf_simd_select(simds[vi], &err), 0);
+        for (size_t si = 0; si < sizeof spans / sizeof spans[0]; si++)
+            for (size_t c0 = 0; c0 < K; c0 += 5)
+                for (size_t n = 0; c0 + n <= K; n += 7) {
+                    out[n] = qt_float(SENTINEL);
+                    stf__int8_dequantize_groups(out, q + c0, s, c0, n, spans[si]);
+                    for (size_t x = 0; x < n; x++) {
+                        float want = (float)q[c0 + x] * s[(c0 + x) / spans[si]];
+                        assert_int_equal(qt_bits(out[x]),
+                                         want != want ? 0x7FC00000u : qt_bits(want));
+                    }
+                    assert_int_equal(qt_bits(out[n]), SENTINEL);
+                    cases++;
+                }
+    }
+    assert_true(cases > 0);
+    assert_int_equal(stf_simd_select(was, &err), 0);
 }
 
 int main(void)
