@@ -172,13 +172,15 @@ static void test_g256_bf16(void **state)
 }
 
 /* Everything else goes through the composition: other group sizes,
- * Sylvester sources, other modes and rounding dtypes. */
+ * Sylvester sources of every G the reader takes (2..4096), other modes
+ * and rounding dtypes. */
 static void test_other_shapes(void **state)
 {
     (void)state;
     static const struct { unsigned ug; int syl; } undo[] = {
         { 0, 0 }, { 4, 0 }, { 16, 0 }, { 64, 0 }, { 256, 0 }, { 1024, 0 },
-        { 2, 1 }, { 8, 1 }, { 128, 1 }, { 256, 1 }, { 2048, 1 },
+        { 2, 1 }, { 4, 1 }, { 8, 1 }, { 16, 1 }, { 32, 1 }, { 64, 1 }, { 128, 1 }, { 256, 1 },
+        { 512, 1 }, { 1024, 1 }, { 2048, 1 }, { 4096, 1 },
     };
     static const unsigned gs[] = { 0, 4, 16, 64, 256, 1024 };
     static const stf_quant_mode modes[] = { STF_QMODE_CUDA, STF_QMODE_FP32, STF_QMODE_EAGER };
@@ -207,7 +209,7 @@ static void test_other_shapes(void **state)
                     cases += 2;
                 }
     }
-    assert_true(cases >= 11 * 6 * R_NKINDS * 2);
+    assert_true(cases >= 18 * 6 * R_NKINDS * 2);
     free(sa);
     free(sb);
     free(row);
