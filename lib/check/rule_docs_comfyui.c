@@ -415,9 +415,9 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
     },
     {
         .id = "H1",
-        .severity = "info for rows with canonical scales and for tensorwise layers; warning for "
-                    "rows needing a reshape, blocks, ambiguous and unknown verdicts; error for "
-                    "columns",
+        .severity = "info for rows with canonical scales, FP8 rows and tensorwise layers; "
+                    "warning for rows needing a reshape, blocks, ambiguous and unknown verdicts; "
+                    "error for columns",
         .title = "numeric: row versus column quantization (max|q| test)",
         .checks = "With --numeric, the codes of each int8_tensorwise and convrot_w4a4 layer are "
                   "scanned: a row or column is saturated when its largest |q| reaches 126 (7 "
