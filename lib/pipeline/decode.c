@@ -80,6 +80,17 @@ static int grouped(const stf__decode *d)
     return d->kind == STF__DEC_INT8 && d->axis == STF_SCALE_ROW && d->groups > 1;
 }
 
+/* W4A4 rows stf_w4a4_dequantize takes whole: a regular G of 16, 64 or 256
+ * and K a multiple of 64. Other layers the reader accepts (a Sylvester G,
+ * a regular G of 4 or 1024, another K) are decoded span by span with the
+ * same unpack and transform. */
+static int w4_whole(const stf__decode *d)
+{
+    unsigned g = d->rot_group;
+    return d->kind == STF__DEC_W4A4 && !d->sylvester && d->k % 64 == 0 &&
+           (g == 16 || g == 64 || g == 256);
+}
+
 static int read_scales(stf__decoder *dc, stf_err *err)
 {
     const stf__decode *d = &dc->d;
@@ -201,8 +212,9 @@ static int decode_span(const stf__decoder *dc, float *out, const unsigned char *
     if (d->kind == STF__DEC_FLOAT) {
         rc = stf_convert_to_f32(out, src, d->w_dtype, n, NULL);
     } else if (d->kind == STF__DEC_W4A4) {
-        /* Layers the kernel refuses (K % 64 != 0, Sylvester G) still hold
-         * exact codes: unpack (low nibble = even column), x = fl32(q * s_n). */
+        /* Layers the kernel refuses (K % 64 != 0, a Sylvester G, a regular G
+         * of 4 or 1024) still hold exact codes: unpack (low nibble = even
+         * column), x = fl32(q * s_n). */
         stf__w4a4_unpack(out, src, n, dc->scales[row]);
     } else if (d->kind == STF__DEC_INT8 && grouped(d)) {
         /* Grouped scales: x = fl32(q * s[row, column / (k / groups)]), the
@@ -280,7 +292,7 @@ int stf__decoder_rows(const stf__decoder *dc, float *dst, uint64_t r0, uint64_t 
         stf_dequant_opts o = { d->axis, d->rot_group, d->sylvester };
         const float *s = d->axis == STF_SCALE_ROW ? dc->scales + r0 : dc->scales;
         rc = stf_int8_dequantize(dst, raw, s, rows, k, &o, pool, err);
-    } else if (d->kind == STF__DEC_W4A4 && !d->sylvester && k % 64 == 0) {
+    } else if (w4_whole(d)) {
         rc = stf_w4a4_dequantize(dst, raw, dc->scales + r0, rows, k, d->rot_group, pool, err);
     } else {
         span_job j = { dc, raw, dst, r0, 0, 0 };
@@ -331,7 +343,7 @@ int stf__decoder_cols(const stf__decoder *dc, float *dst, uint64_t row, uint64_t
                          : d->axis == STF_SCALE_COL ? dc->scales + c0
                                                     : dc->scales;
         rc = stf_int8_dequantize(dst, raw, s, 1, cols, &o, pool, err);
-    } else if (d->kind == STF__DEC_W4A4 && !d->sylvester && d->k % 64 == 0) {
+    } else if (w4_whole(d)) {
         rc = stf_w4a4_dequantize(dst, raw, dc->scales + row, 1, cols, d->rot_group, pool, err);
     } else {
         span_job j = { dc, raw, dst, row, c0, cols };

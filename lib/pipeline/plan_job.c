@@ -44,6 +44,20 @@ static int scale_axis(const stf__layer_work *w, const stf__tensor_slot *S, stf_s
     return 0;
 }
 
+/*
+ * A regular rotation (G a power of 4) larger than the transform's 1024
+ * (stfix-convrot(7), FAST TRANSFORM): the decoder cannot undo it, so the
+ * plan refuses it here rather than the run at that layer. 1 with the
+ * refusal in msg.
+ */
+static int regular_too_big(int kind, int64_t g, char *msg, size_t cap)
+{
+    if (kind != 1 || g <= 1024) return 0;
+    snprintf(msg, cap, "convrot_groupsize %lld is a power of 4 above 1024: stfix cannot undo "
+             "that regular rotation", (long long)g);
+    return 1;
+}
+
 /* How to read f32 rows of what the layer holds now (contract in plan_work.h). */
 int stf__work_decode(stf__layer_work *w, stf__decode *d, stf_err *err)
 {
@@ -135,6 +149,7 @@ int stf__work_decode(stf__layer_work *w, stf__decode *d, stf_err *err)
         if (!kind || g > 4096 || kk % (uint64_t)g)
             return stf__work_refuse(w, err,
                                     "W4A4 convrot_groupsize is not a power of 2 dividing K");
+        if (regular_too_big(kind, g, msg, sizeof msg)) return stf__work_refuse(w, err, msg);
         d->kind = STF__DEC_W4A4;
         d->n = W->shape[0];
         d->k = kk;
@@ -160,6 +175,7 @@ int stf__work_decode(stf__layer_work *w, stf__decode *d, stf_err *err)
             stf__work_note(w, "G=%s does not divide K: read as unrotated%s", gb, "");
             return 0;
         }
+        if (regular_too_big(kind, g, msg, sizeof msg)) return stf__work_refuse(w, err, msg);
         d->rot_group = (unsigned)g;
         d->sylvester = kind == 2;
     }

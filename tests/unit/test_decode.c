@@ -214,9 +214,10 @@ static void test_w4a4_matches_kernel(void **state)
     st_ckfx_close(&f);
 }
 
-/* The W4A4 rows the kernel refuses (K % 64 != 0, Sylvester G) decode by the
- * same math: unpack, fl32(q * s_n), then the rotation undone. At K = 64 the
- * same reference equals the kernel, so both paths agree. */
+/* The W4A4 rows the kernel refuses (K % 64 != 0, Sylvester G, a regular G
+ * other than 16, 64 and 256) decode by the same math: unpack, fl32(q *
+ * s_n), then the rotation undone. At K = 64 the same reference equals the
+ * kernel, so both paths agree. */
 static void w4_ref(float *out, const int8_t *p, const float *s, size_t n, size_t k, unsigned g,
                    int syl)
 {
@@ -236,11 +237,13 @@ static void test_w4a4_fallback(void **state)
 {
     (void)state;
     static const struct { size_t k; unsigned g; int syl; } cases[] = {
-        { 32, 16, 0 }, { 96, 16, 0 }, { 32, 8, 1 }, { 128, 128, 1 }, { 64, 16, 0 } };
+        { 32, 16, 0 }, { 96, 16, 0 }, { 32, 8, 1 }, { 128, 128, 1 }, { 64, 16, 0 },
+        { 128, 4, 0 }, { 1024, 1024, 0 } };
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         size_t k = cases[ci].k, n = 3;
-        int8_t p[3 * 128 / 2];
-        float s[3] = { 0.5f, 0.125f, 3.0f }, out[3 * 128], ref[3 * 128];
+        static int8_t p[3 * 1024 / 2];
+        static float out[3 * 1024], ref[3 * 1024];
+        float s[3] = { 0.5f, 0.125f, 3.0f };
         for (size_t i = 0; i < n * k / 2; i++) p[i] = (int8_t)(uint8_t)(i * 29u + 3u + ci);
         st_tensor t[] = { { "w.weight", STF_I8, 2, { 3, k / 2 }, p, n * k / 2 },
                           { "w.weight_scale", STF_F32, 1, { 3 }, s, sizeof s } };

@@ -394,6 +394,37 @@ static void test_refusals_name_layer_and_rule(void **state)
                                  "a format");
 }
 
+/* A regular rotation above 1024 (a power of 4: 4096) is refused by the
+ * plan, INT8 and W4A4 alike, naming the group; below it, or a G that does
+ * not divide K (read as unrotated), the plan goes on. */
+static void test_regular_rotation_above_1024(void **state)
+{
+    (void)state;
+    static const struct { const char *fmt; uint64_t cols; long g; int ok; } cases[] = {
+        { "int8_tensorwise", 4096, 4096, 0 }, { "convrot_w4a4", 2048, 4096, 0 },
+        { "int8_tensorwise", 4096, 1024, 1 }, { "int8_tensorwise", 2048, 4096, 1 },
+        { "convrot_w4a4", 2048, 1024, 1 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char mk[128];
+        snprintf(mk, sizeof mk, "{\"format\": \"%s\", \"convrot\": true, \"convrot_groupsize\": "
+                 "%ld}", cases[i].fmt, cases[i].g);
+        pt_ckpt k = { 0 };
+        PT_ADD(&k, "l.weight", "I8", NULL, 4, cases[i].cols);
+        PT_ADD(&k, "l.weight_scale", "F32", g_s, 4);
+        pt_marker(&k, "l.comfy_quant", mk);
+        pt_open(&k);
+        pt_recipe1(&k, "{prefix: l}", "requantize");
+        if (cases[i].ok)
+            pt_plan_ok(&k);
+        else
+            pt_expect_err(&k, "layer 'l': rule 'r' (recipe line 6): requantize: "
+                              "convrot_groupsize 4096 is a power of 4 above 1024: stfix cannot "
+                              "undo that regular rotation");
+        pt_free(&k);
+    }
+}
+
 int main(void)
 {
     for (int i = 0; i < 64; i++) g_s[i] = 0.5f + 0.01f * (float)i;
@@ -407,6 +438,7 @@ int main(void)
         cmocka_unit_test(test_bundled_recipes_on_healthy),
         cmocka_unit_test(test_bundled_recipes_on_broken),
         cmocka_unit_test(test_refusals_name_layer_and_rule),
+        cmocka_unit_test(test_regular_rotation_above_1024),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
