@@ -16,12 +16,19 @@ big=$D/big.safetensors
 python3 tests/gen/gen_bf16_ckpt.py "$big" 192MiB 1024
 in_sum=$(t_sha256 "$big")
 # The complete outputs, and the older outputs each trial starts from.
-"$STFIX" fix "$big" -r "$Q" -o "$T_TMP/ref.safetensors" -j 2 >/dev/null 2>&1
-"$STFIX" fix "$big" -r "$Q" -o "$T_TMP/old.safetensors" -j 2 --quant-mode fp32 >/dev/null 2>&1
+# A set-up run that fails (a full disk, say) is named here, not later as a
+# missing file.
+setup() {
+    name=$1
+    shift
+    if "$STFIX" fix "$big" -r "$Q" -j 2 "$@" >/dev/null 2>"$D/setup.err"; then t_ok "set-up: $name"
+    else t_notok "set-up: $name" "stderr: $(head -c 400 "$D/setup.err")"; fi
+}
+setup "reference output" -o "$T_TMP/ref.safetensors"
+setup "older output" -o "$T_TMP/old.safetensors" --quant-mode fp32
 mkdir -p "$T_TMP/ref-sh" "$T_TMP/old-sh"
-"$STFIX" fix "$big" -r "$Q" -o "$T_TMP/ref-sh/s.safetensors" --max-shard-size 32MiB -j 2 >/dev/null 2>&1
-"$STFIX" fix "$big" -r "$Q" -o "$T_TMP/old-sh/s.safetensors" --max-shard-size 32MiB -j 2 \
-    --quant-mode fp32 >/dev/null 2>&1
+setup "sharded reference" -o "$T_TMP/ref-sh/s.safetensors" --max-shard-size 32MiB
+setup "older sharded output" -o "$T_TMP/old-sh/s.safetensors" --max-shard-size 32MiB --quant-mode fp32
 t_true "references differ from the old outputs" sh -c "! cmp -s '$T_TMP/ref.safetensors' '$T_TMP/old.safetensors'"
 
 # Every shard named by the index in $1 equals the one in directory $2.
