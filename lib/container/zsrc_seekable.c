@@ -3,9 +3,21 @@
  * read once at open; a read finds its frames by binary search and copies
  * out of a cache of decoded frames. The cache has o->zstd_cache_frames
  * slots, each holding one frame of at most o->max_zstd_frame bytes, so the
- * memory is bounded by their product whatever the file says. Slots are
- * decoded outside the lock: threads reading different frames decode in
- * parallel, and a thread wanting a frame another is decoding waits for it.
+ * memory is bounded by their product whatever the file says. Each frame is
+ * decoded once while it stays cached:
+ *
+ *  - slots are decoded outside the lock: threads reading different frames
+ *    decode in parallel, and a thread wanting a frame another is decoding
+ *    waits for it instead of decoding it again;
+ *  - a run of contiguous reads (three in a row, by any thread: a pass over
+ *    the data) starts one read-ahead thread that decodes the next frames
+ *    ahead of the readers, at most `window` frames past the last one read,
+ *    so the readers find them decoded instead of decoding inline. Random
+ *    reads never trigger it: reading one tensor touches only its frames.
+ *
+ * The compressed bytes, a grouped frame's scratch and the decompression
+ * context are a decoder kit, taken per decode from a free list: as many
+ * kits as threads decoding at once, not one per slot.
  */
 #include <pthread.h>
 #include <string.h>
@@ -25,22 +37,43 @@ typedef struct slot {
     int state;
     unsigned refs;
     uint64_t used;           /* last use, for LRU eviction */
-    uint8_t *buf, *cbuf;     /* decoded and compressed bytes */
-    uint8_t *gbuf;           /* a grouped frame's scratch (.stz) */
-    size_t cap, ccap, gcap;
-    ZSTD_DCtx *dctx;
+    uint8_t *buf;            /* the decoded frame */
+    size_t cap;
 } slot;
+
+/* What one decode needs besides its output. */
+typedef struct kit {
+    struct kit *next;        /* the free list */
+    uint8_t *cbuf, *gbuf;    /* compressed bytes, a grouped frame's scratch */
+    size_t ccap, gcap;
+    ZSTD_DCtx *dctx;
+} kit;
+
+/* Contiguous reads: where a run of them ended, and how long it is. */
+enum { RUNS = 4, RUN_AHEAD = 3, WINDOW_MAX = 2, SLOTS_FOR_READERS = 4 };
 
 struct stf__zseek {
     stf__source *raw;
     const char *path;
     stf__seek_table t;
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv;       /* a slot was decoded or released */
     slot *slots;
     size_t nslots;
     uint64_t tick;
     uint64_t decoded;        /* frames decoded (under mu) */
+    kit *kits;               /* idle kits (under mu) */
+    struct {
+        uint64_t end;
+        unsigned len;
+    } run[RUNS];             /* recent contiguous runs of reads (under mu) */
+    unsigned run_next;
+    /* Read-ahead (under mu): frames [ra_lo, ra_end) wanted decoded. */
+    size_t window;           /* frames ahead; 0 when the cache is too small */
+    size_t ra_lo, ra_end;
+    int ra_state;            /* 0 not started, 1 running, 2 stopping */
+    pthread_t ra;
+    pthread_cond_t ra_cv;    /* read-ahead wanted, a slot freed, or stop */
 };
 
 static uint32_t le32(const uint8_t *p)
@@ -77,10 +110,18 @@ int stf__zseek_open(stf__zseek **out, stf__source *raw, const stf_open_opts *o, 
         z->nslots = o->zstd_cache_frames ? o->zstd_cache_frames : 1;
         z->slots = stf__calloc(z->nslots, sizeof *z->slots);
         if (!z->slots) rc = stf__err(err, STF_ENOMEM, "%s: out of memory", path);
+        /* Two readers each holding a frame and the next, then the window. */
+        size_t spare = z->nslots > SLOTS_FOR_READERS ? z->nslots - SLOTS_FOR_READERS : 0;
+        z->window = spare < WINDOW_MAX ? spare : WINDOW_MAX;
     }
     if (!rc && pthread_mutex_init(&z->mu, NULL) != 0)
         rc = stf__err(err, STF_ENOMEM, "%s: cannot create a mutex", path);
     if (!rc && pthread_cond_init(&z->cv, NULL) != 0) {
+        pthread_mutex_destroy(&z->mu);
+        rc = stf__err(err, STF_ENOMEM, "%s: cannot create a condition variable", path);
+    }
+    if (!rc && pthread_cond_init(&z->ra_cv, NULL) != 0) {
+        pthread_cond_destroy(&z->cv);
         pthread_mutex_destroy(&z->mu);
         rc = stf__err(err, STF_ENOMEM, "%s: cannot create a condition variable", path);
     }
@@ -118,16 +159,15 @@ static int grow(uint8_t **b, size_t *cap, size_t want, const char *path, stf_err
     return 0;
 }
 
-/* A .stz grouped frame k into slot s: the decoder stfix decompress uses,
+/* A .stz grouped frame k into dst: the decoder stfix decompress uses,
  * bounded by the table's decompressed size (at most the frame cap). */
-static int decode_grouped(stf__zseek *z, slot *s, size_t k, stf_err *err)
+static int decode_grouped(stf__zseek *z, kit *kt, size_t k, uint8_t *dst, stf_err *err)
 {
     const stf__seek_frame *fr = &z->t.frames[k];
     size_t got = 0;
-    int rc = grow(&s->buf, &s->cap, fr->d_size, z->path, err);
-    if (!rc) rc = grow(&s->gbuf, &s->gcap, fr->d_size, z->path, err);
+    int rc = grow(&kt->gbuf, &kt->gcap, fr->d_size, z->path, err);
     if (!rc)
-        rc = stf__stz_group_decode(s->dctx, s->cbuf, fr->c_size, s->buf, fr->d_size, s->gbuf,
+        rc = stf__stz_group_decode(kt->dctx, kt->cbuf, fr->c_size, dst, fr->d_size, kt->gbuf,
                                    &got, z->path, fr->c_off, err);
     if (!rc && got != fr->d_size)
         rc = stf__err_rule(err, STF_EFORMAT, "S27", 1, fr->c_off,
@@ -142,16 +182,17 @@ static int decode_grouped(stf__zseek *z, slot *s, size_t k, stf_err *err)
  * frame with its own checksum (stfix writes the same value into the table)
  * was checked against the bytes by libzstd: comparing the two values is
  * enough. Otherwise the bytes are hashed. */
-static int check_sum(stf__zseek *z, slot *s, size_t k, int plain, stf_err *err)
+static int check_sum(stf__zseek *z, const kit *kt, size_t k, const uint8_t *dst, int plain,
+                     stf_err *err)
 {
     const stf__seek_frame *fr = &z->t.frames[k];
     uint32_t h;
     /* Bit 2 of the frame header descriptor (byte 4): Content_Checksum_flag;
      * the checksum is then the frame's last four bytes. */
-    if (plain && fr->c_size >= 9 && (s->cbuf[4] & 0x04))
-        h = le32(s->cbuf + fr->c_size - 4);
+    if (plain && fr->c_size >= 9 && (kt->cbuf[4] & 0x04))
+        h = le32(kt->cbuf + fr->c_size - 4);
     else
-        h = (uint32_t)(XXH64(s->buf, fr->d_size, 0) & 0xFFFFFFFFu);
+        h = (uint32_t)(XXH64(dst, fr->d_size, 0) & 0xFFFFFFFFu);
     if (h == fr->checksum) return 0;
     return stf__err_rule(err, STF_EFORMAT, "S28", 1, fr->c_off,
                          "%s: S28 ZstdChecksum: frame %zu at compressed byte %llu "
@@ -161,28 +202,28 @@ static int check_sum(stf__zseek *z, slot *s, size_t k, int plain, stf_err *err)
                          (unsigned long)fr->checksum);
 }
 
-/* Frame k into slot s (held by this thread alone): read, check, decode. */
-static int decode(stf__zseek *z, slot *s, size_t k, stf_err *err)
+/* Frame k into dst (fr->d_size bytes, this thread's alone) with the kit:
+ * read, check, decode. */
+static int decode(stf__zseek *z, kit *kt, size_t k, uint8_t *dst, stf_err *err)
 {
     const stf__seek_frame *fr = &z->t.frames[k];
     unsigned long long at = (unsigned long long)fr->c_off;
     int rc;
     /* The compressed size is bounded by the decompressed one (the table
-     * parser checked both); the output buffer is taken only once the frame
-     * header agrees with the table. */
-    if ((rc = grow(&s->cbuf, &s->ccap, fr->c_size, z->path, err))) return rc;
-    if (!s->dctx && !(s->dctx = ZSTD_createDCtx()))
+     * parser checked both). */
+    if ((rc = grow(&kt->cbuf, &kt->ccap, fr->c_size, z->path, err))) return rc;
+    if (!kt->dctx && !(kt->dctx = ZSTD_createDCtx()))
         return stf__err(err, STF_ENOMEM, "%s: out of memory for a zstd context", z->path);
-    if ((rc = stf__source_read(z->raw, fr->c_off, s->cbuf, fr->c_size, err))) return rc;
-    if (fr->c_size >= 4 && le32(s->cbuf) == STF__STZ_GROUP_MAGIC) {
-        rc = decode_grouped(z, s, k, err);
-        return rc || !z->t.checksum ? rc : check_sum(z, s, k, 0, err);
+    if ((rc = stf__source_read(z->raw, fr->c_off, kt->cbuf, fr->c_size, err))) return rc;
+    if (fr->c_size >= 4 && le32(kt->cbuf) == STF__STZ_GROUP_MAGIC) {
+        rc = decode_grouped(z, kt, k, dst, err);
+        return rc || !z->t.checksum ? rc : check_sum(z, kt, k, dst, 0, err);
     }
-    if (fr->c_size < 4 || le32(s->cbuf) != STF__ZSTD_MAGIC)
+    if (fr->c_size < 4 || le32(kt->cbuf) != STF__ZSTD_MAGIC)
         return stf__err_rule(err, STF_EFORMAT, "S26", 1, fr->c_off,
                              "%s: S26 ZstdCorrupt: frame %zu at compressed byte %llu does not "
                              "start with the zstd or grouped-frame magic number", z->path, k, at);
-    unsigned long long fcs = ZSTD_getFrameContentSize(s->cbuf, fr->c_size);
+    unsigned long long fcs = ZSTD_getFrameContentSize(kt->cbuf, fr->c_size);
     if (fcs == ZSTD_CONTENTSIZE_ERROR)
         return stf__err_rule(err, STF_EFORMAT, "S26", 1, fr->c_off,
                              "%s: S26 ZstdCorrupt: frame %zu at compressed byte %llu has a "
@@ -192,7 +233,7 @@ static int decode(stf__zseek *z, slot *s, size_t k, stf_err *err)
                              "%s: S27 ZstdSeekTable: frame %zu at compressed byte %llu holds "
                              "%llu bytes by its header, %lu by the seek table",
                              z->path, k, at, fcs, (unsigned long)fr->d_size);
-    size_t fsz = ZSTD_findFrameCompressedSize(s->cbuf, fr->c_size);
+    size_t fsz = ZSTD_findFrameCompressedSize(kt->cbuf, fr->c_size);
     if (ZSTD_isError(fsz))
         return stf__err_rule(err, STF_EFORMAT, "S26", 1, fr->c_off,
                              "%s: S26 ZstdCorrupt: frame %zu at compressed byte %llu is "
@@ -203,8 +244,7 @@ static int decode(stf__zseek *z, slot *s, size_t k, stf_err *err)
                              "%s: S27 ZstdSeekTable: frame %zu at compressed byte %llu ends "
                              "after %zu bytes, the seek table says %lu",
                              z->path, k, at, fsz, (unsigned long)fr->c_size);
-    if ((rc = grow(&s->buf, &s->cap, fr->d_size, z->path, err))) return rc;
-    size_t got = ZSTD_decompressDCtx(s->dctx, s->buf, fr->d_size, s->cbuf, fr->c_size);
+    size_t got = ZSTD_decompressDCtx(kt->dctx, dst, fr->d_size, kt->cbuf, fr->c_size);
     if (ZSTD_isError(got)) {
         int code;
         const char *rule = stf__zstd_rule(got, &code);
@@ -224,7 +264,97 @@ static int decode(stf__zseek *z, slot *s, size_t k, stf_err *err)
                              "%s: S27 ZstdSeekTable: frame %zu at compressed byte %llu decodes "
                              "to %zu bytes, the seek table says %lu",
                              z->path, k, at, got, (unsigned long)fr->d_size);
-    return z->t.checksum ? check_sum(z, s, k, 1, err) : 0;
+    return z->t.checksum ? check_sum(z, kt, k, dst, 1, err) : 0;
+}
+
+/* ------------------------------------------------------------ kits */
+
+/* An idle kit, or a new empty one (its buffers grow on first use). */
+static kit *kit_take(stf__zseek *z, stf_err *err)
+{
+    pthread_mutex_lock(&z->mu);
+    kit *kt = z->kits;
+    if (kt) z->kits = kt->next;
+    pthread_mutex_unlock(&z->mu);
+    if (!kt && !(kt = stf__calloc(1, sizeof *kt)))
+        stf__err(err, STF_ENOMEM, "%s: out of memory for a zstd frame", z->path);
+    return kt;
+}
+
+static void kit_put(stf__zseek *z, kit *kt)
+{
+    pthread_mutex_lock(&z->mu);
+    kt->next = z->kits;
+    z->kits = kt;
+    pthread_mutex_unlock(&z->mu);
+}
+
+static void kit_free(kit *kt)
+{
+    stf__free(kt->cbuf);
+    stf__free(kt->gbuf);
+    ZSTD_freeDCtx(kt->dctx);
+    stf__free(kt);
+}
+
+/* Frame k into dst with a kit of the free list. */
+static int decode_with_kit(stf__zseek *z, size_t k, uint8_t *dst, stf_err *err)
+{
+    kit *kt = kit_take(z, err);
+    if (!kt) return STF_ENOMEM;
+    int rc = decode(z, kt, k, dst, err);
+    kit_put(z, kt);
+    return rc;
+}
+
+/* ------------------------------------------------------------ cache */
+
+/* The slot holding or decoding frame k (under mu), or NULL. */
+static slot *find_slot(stf__zseek *z, size_t k)
+{
+    for (size_t i = 0; i < z->nslots; i++)
+        if (z->slots[i].state != SLOT_EMPTY && z->slots[i].frame == k) return &z->slots[i];
+    return NULL;
+}
+
+/* Whether frame k is in the read-ahead window (under mu): decoded ahead
+ * of the reads, or about to be. */
+static int in_window(const stf__zseek *z, size_t k)
+{
+    return k >= z->ra_lo && k < z->ra_end;
+}
+
+/* A slot to decode into (under mu): an empty one, else the least recently
+ * used idle one, sparing frames decoded ahead and not read yet unless
+ * `any`. NULL when every slot is in use. */
+static slot *victim(stf__zseek *z, int any)
+{
+    slot *v = NULL;
+    for (size_t i = 0; i < z->nslots; i++) {
+        slot *s = &z->slots[i];
+        if (s->refs || s->state == SLOT_LOADING || (!any && in_window(z, s->frame))) continue;
+        if (s->state == SLOT_EMPTY) return s;
+        if (!v || s->used < v->used) v = s;
+    }
+    return v;
+}
+
+/* Slot s, claimed for frame k, decoded outside the lock (held on entry
+ * and on return); READY on success, EMPTY on failure. */
+static int fill(stf__zseek *z, slot *s, size_t k, stf_err *err)
+{
+    s->frame = k;
+    s->state = SLOT_LOADING;
+    s->used = ++z->tick;
+    z->decoded++;
+    pthread_mutex_unlock(&z->mu);
+    int rc = grow(&s->buf, &s->cap, z->t.frames[k].d_size, z->path, err);
+    if (!rc) rc = decode_with_kit(z, k, s->buf, err);
+    pthread_mutex_lock(&z->mu);
+    s->state = rc ? SLOT_EMPTY : SLOT_READY;
+    pthread_cond_broadcast(&z->cv);
+    pthread_cond_signal(&z->ra_cv);
+    return rc;
 }
 
 /* A slot holding frame k, decoded, with a reference taken for the caller. */
@@ -232,14 +362,7 @@ static int acquire(stf__zseek *z, size_t k, slot **out, stf_err *err)
 {
     pthread_mutex_lock(&z->mu);
     for (;;) {
-        slot *hit = NULL, *victim = NULL;
-        for (size_t i = 0; i < z->nslots; i++) {
-            slot *s = &z->slots[i];
-            if (s->state != SLOT_EMPTY && s->frame == k) hit = s;
-            else if (s->refs == 0 && (!victim || s->state == SLOT_EMPTY ||
-                                      (victim->state != SLOT_EMPTY && s->used < victim->used)))
-                victim = s;
-        }
+        slot *hit = find_slot(z, k), *v;
         if (hit && hit->state == SLOT_READY) {
             hit->refs++;
             hit->used = ++z->tick;
@@ -247,27 +370,16 @@ static int acquire(stf__zseek *z, size_t k, slot **out, stf_err *err)
             *out = hit;
             return 0;
         }
-        if (hit || !victim) { /* being decoded by another thread, or every slot busy */
+        /* Being decoded by another thread, or every slot busy: wait. */
+        if (hit || !((v = victim(z, 0)) || (v = victim(z, 1)))) {
             pthread_cond_wait(&z->cv, &z->mu);
             continue;
         }
-        victim->frame = k;
-        victim->state = SLOT_LOADING;
-        victim->refs = 1;
-        victim->used = ++z->tick;
-        z->decoded++;
+        v->refs = 1;
+        int rc = fill(z, v, k, err);
+        if (rc) v->refs = 0;
         pthread_mutex_unlock(&z->mu);
-        int rc = decode(z, victim, k, err);
-        pthread_mutex_lock(&z->mu);
-        if (rc) {
-            victim->state = SLOT_EMPTY;
-            victim->refs = 0;
-        } else {
-            victim->state = SLOT_READY;
-        }
-        pthread_cond_broadcast(&z->cv);
-        pthread_mutex_unlock(&z->mu);
-        *out = rc ? NULL : victim;
+        *out = rc ? NULL : v;
         return rc;
     }
 }
@@ -277,13 +389,83 @@ static void release(stf__zseek *z, slot *s)
     pthread_mutex_lock(&z->mu);
     s->refs--;
     pthread_cond_broadcast(&z->cv);
+    pthread_cond_signal(&z->ra_cv);
     pthread_mutex_unlock(&z->mu);
 }
+
+/* ------------------------------------------------------------ read-ahead */
+
+/* The read-ahead thread: decodes frames [ra_lo, ra_end) not cached yet into
+ * idle slots, the lowest first, until told to stop. A frame it fails to
+ * decode is left to the reader, whose decode reports the error. */
+static void *ahead_main(void *arg)
+{
+    stf__zseek *z = arg;
+    pthread_mutex_lock(&z->mu);
+    while (z->ra_state == 1) {
+        size_t k = z->ra_lo;
+        while (k < z->ra_end && find_slot(z, k)) k++;
+        slot *v = k < z->ra_end ? victim(z, 0) : NULL;
+        if (!v) {
+            pthread_cond_wait(&z->ra_cv, &z->mu);
+            continue;
+        }
+        stf_err e;
+        stf_err_clear(&e);
+        if (fill(z, v, k, &e)) z->ra_end = k; /* stop short of a bad frame */
+    }
+    pthread_mutex_unlock(&z->mu);
+    return NULL;
+}
+
+/*
+ * Note a read of [off, off + len) ending in frame `last` (under mu). The
+ * read continues a run when it starts where an earlier read ended; from
+ * the fourth read of a run on, the window is the `window` frames past
+ * `last` (moved only forward, or back to the start of a new pass), and
+ * the thread is started the first time.
+ */
+static void note_read(stf__zseek *z, uint64_t off, uint64_t len, size_t last)
+{
+    unsigned i = 0, n;
+    while (i < RUNS && !(z->run[i].len && z->run[i].end == off)) i++;
+    if (i == RUNS) {
+        i = z->run_next++ % RUNS;
+        n = 1;
+    } else {
+        n = z->run[i].len + 1;
+    }
+    z->run[i].end = off + len;
+    z->run[i].len = n;
+    if (n <= RUN_AHEAD || !z->window) return;
+    size_t end = last + 1 + z->window;
+    if (end > z->t.nframes) end = z->t.nframes;
+    /* A reader a few frames behind another leaves the window alone; one
+     * further back than the cache holds has started a new pass. */
+    if (end <= z->ra_end && last + 1 + z->nslots >= z->ra_lo) return;
+    z->ra_lo = last + 1;
+    z->ra_end = end;
+    if (z->ra_state == 0) {
+        z->ra_state = 1;
+        if (pthread_create(&z->ra, NULL, ahead_main, z) != 0) {
+            z->ra_state = 0;
+            z->window = 0; /* read without it */
+        }
+    }
+    pthread_cond_signal(&z->ra_cv);
+}
+
+/* ------------------------------------------------------------ reads */
 
 /* Copy decompressed bytes [off, off+len); see zsrc.h. */
 int stf__zseek_read(stf__zseek *z, uint64_t off, void *dst, size_t len, stf_err *err)
 {
     uint8_t *d = dst;
+    if (len) {
+        pthread_mutex_lock(&z->mu);
+        note_read(z, off, len, stf__seek_table_find(&z->t, off + len - 1));
+        pthread_mutex_unlock(&z->mu);
+    }
     while (len) {
         size_t k = stf__seek_table_find(&z->t, off);
         const stf__seek_frame *fr = &z->t.frames[k];
@@ -294,9 +476,11 @@ int stf__zseek_read(stf__zseek *z, uint64_t off, void *dst, size_t len, stf_err 
                             (unsigned long long)off);
         slot *s;
         int rc = acquire(z, k, &s, err);
+        if (!rc) {
+            memcpy(d, s->buf + in, n);
+            release(z, s);
+        }
         if (rc) return rc;
-        memcpy(d, s->buf + in, n);
-        release(z, s);
         d += n;
         off += n;
         len -= n;
@@ -307,14 +491,21 @@ int stf__zseek_read(stf__zseek *z, uint64_t off, void *dst, size_t len, stf_err 
 void stf__zseek_free(stf__zseek *z)
 {
     if (!z) return;
-    for (size_t i = 0; i < z->nslots; i++) {
-        stf__free(z->slots[i].buf);
-        stf__free(z->slots[i].cbuf);
-        stf__free(z->slots[i].gbuf);
-        ZSTD_freeDCtx(z->slots[i].dctx);
+    pthread_mutex_lock(&z->mu);
+    int started = z->ra_state != 0;
+    z->ra_state = 2;
+    pthread_cond_signal(&z->ra_cv);
+    pthread_mutex_unlock(&z->mu);
+    if (started) pthread_join(z->ra, NULL);
+    for (size_t i = 0; i < z->nslots; i++) stf__free(z->slots[i].buf);
+    while (z->kits) {
+        kit *kt = z->kits;
+        z->kits = kt->next;
+        kit_free(kt);
     }
     stf__free(z->slots);
     stf__seek_table_free(&z->t);
+    pthread_cond_destroy(&z->ra_cv);
     pthread_cond_destroy(&z->cv);
     pthread_mutex_destroy(&z->mu);
     stf__source_free(z->raw);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <xxhash.h>
 #include <zstd.h>
 
@@ -244,6 +245,59 @@ static void test_seekable_touches_its_frames(void **state)
     same_tensor(c, 1);
     same_tensor(c, 3);
     assert_int_equal(stf_ckpt_shard_frames_decoded(c, 0), at_open + 4);
+    stf_ckpt_free(c);
+    free(b.p);
+}
+
+/* Frames decoded once they reach `want`, waiting up to 10 s for the
+ * read-ahead thread; the count then. */
+static uint64_t decoded_reaching(const stf_ckpt *c, uint64_t want)
+{
+    const struct timespec tick = { 0, 5000000 };
+    for (int i = 0; i < 2000 && stf_ckpt_shard_frames_decoded(c, 0) < want; i++)
+        nanosleep(&tick, NULL);
+    return stf_ckpt_shard_frames_decoded(c, 0);
+}
+
+/*
+ * With the default cache (6 frames: 2 of read-ahead), random reads decode
+ * only their frames, and a run of contiguous reads decodes the next two
+ * frames ahead of it, each once: the pass that follows finds them cached.
+ */
+static void test_seekable_reads_ahead(void **state)
+{
+    (void)state;
+    zbuf b = seekable(65536, 1, 1);
+    const char *p = save(&b, "ra.safetensors.zst");
+    stf_ckpt *c = NULL;
+    stf_err e;
+    stf_err_clear(&e);
+    assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), 0);
+    uint64_t at_open = stf_ckpt_shard_frames_decoded(c, 0);
+    assert_int_equal(at_open, 1);
+    same_tensor(c, 5);
+    same_tensor(c, 2);
+    assert_int_equal(stf_ckpt_shard_frames_decoded(c, 0), at_open + 2);
+    /* Tensor 1 (frame 2) in four contiguous reads: the fourth moves the
+     * read-ahead to frames 3 and 4; frame 3 (tensor 2) is cached, frame 4
+     * (tensor 3) is decoded ahead. */
+    uint8_t buf[TBYTES];
+    for (int q = 0; q < 4; q++) {
+        assert_int_equal(stf_ckpt_read(buf + q * (TBYTES / 4), c, 1, (uint64_t)q * (TBYTES / 4),
+                                       TBYTES / 4, &e), 0);
+        if (q < 3) assert_int_equal(stf_ckpt_shard_frames_decoded(c, 0), at_open + 3);
+    }
+    assert_memory_equal(buf, g_plain + g_tbegin[1], TBYTES);
+    assert_int_equal(decoded_reaching(c, at_open + 4), at_open + 4);
+    /* The run goes on: tensor 2 moves the window to frames 4 and 5
+     * (tensor 4 decoded ahead), tensor 3 to frames 5 and 6 (tensor 5
+     * cached). Every frame of the pass was decoded once. */
+    same_tensor(c, 2);
+    same_tensor(c, 3);
+    assert_int_equal(decoded_reaching(c, at_open + 5), at_open + 5);
+    same_tensor(c, 4);
+    same_tensor(c, 5);
+    assert_int_equal(stf_ckpt_shard_frames_decoded(c, 0), at_open + 5);
     stf_ckpt_free(c);
     free(b.p);
 }
@@ -669,6 +723,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seekable_reads),
         cmocka_unit_test(test_seekable_touches_its_frames),
+        cmocka_unit_test(test_seekable_reads_ahead),
         cmocka_unit_test(test_seekable_no_checksum),
         cmocka_unit_test(test_seekable_wrong_checksum),
         cmocka_unit_test(test_seekable_truncated_last_frame),
