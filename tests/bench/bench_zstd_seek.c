@@ -9,16 +9,24 @@
  *
  *   one_tensor   read the middle tensor whole
  *   whole_file   read every tensor in file order
+ *   chunks_j1    read every tensor in 256 KiB reads, as fix's jobs read
+ *   chunks_j2    the same on 2 threads, each taking every other tensor
+ *                (the read-ahead thread decodes beside them)
+ *   libzstd      ZSTD_decompressDCtx of every frame on one thread, from
+ *                memory: the yardstick of one core's decompression
  *
  * Each line shows the median wall and CPU time (user + sys: the machine may
  * be shared) and the frames decoded after the
  * open (stf_ckpt_shard_frames_decoded); one_tensor must touch at most 2
  * frames (a 3 MiB tensor spans at most two 4 MiB frames), and the program
- * exits 1 when it touches more. The ratio is whole_file / one_tensor.
+ * exits 1 when it touches more. The ratio is whole_file / one_tensor. The
+ * chunked and libzstd lines give MiB/s of decompressed bytes by wall and
+ * by CPU.
  *
  *   BENCH_JSON=FILE  also write a JSON array
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,6 +210,100 @@ static int timed_read(const char *path, size_t from, size_t to, uint8_t *buf, do
     return 0;
 }
 
+/* One reader of chunked_read: tensors t, t + n, t + 2n, ... in 256 KiB reads. */
+typedef struct chunker {
+    stf_ckpt *c;
+    size_t first, step, nt;
+    uint8_t *buf;
+    int rc;
+} chunker;
+
+#define CHUNK ((size_t)256 << 10)
+
+static void *chunk_main(void *arg)
+{
+    chunker *k = arg;
+    stf_err e;
+    stf_err_clear(&e);
+    for (size_t i = k->first; i < k->nt && !k->rc; i += k->step)
+        for (size_t at = 0; at < TBYTES && !k->rc; at += CHUNK)
+            if (stf_ckpt_read(k->buf, k->c, i, at, TBYTES - at < CHUNK ? TBYTES - at : CHUNK, &e)) {
+                fprintf(stderr, "bench_zstd_seek: %s\n", e.msg);
+                k->rc = -1;
+            }
+    return NULL;
+}
+
+/* Every tensor of a fresh open in 256 KiB reads on `jobs` threads (at most 8). */
+static int chunked_read(const char *path, size_t nt, int jobs, double *wall, double *cpu,
+                        uint64_t *frames)
+{
+    stf_ckpt *c = NULL;
+    stf_err e;
+    stf_err_clear(&e);
+    if (stf_ckpt_open(&c, path, NULL, &e)) {
+        fprintf(stderr, "bench_zstd_seek: %s\n", e.msg);
+        return -1;
+    }
+    chunker k[8];
+    pthread_t th[8];
+    int rc = 0, started = 0;
+    uint64_t f0 = stf_ckpt_shard_frames_decoded(c, 0);
+    double t0 = now(), c0 = cpu_now();
+    for (int t = 0; t < jobs; t++) {
+        k[t] = (chunker){ c, (size_t)t, (size_t)jobs, nt, malloc(CHUNK), 0 };
+        if (!k[t].buf || pthread_create(&th[t], NULL, chunk_main, &k[t]) != 0) {
+            free(k[t].buf);
+            rc = -1;
+            break;
+        }
+        started++;
+    }
+    for (int t = 0; t < started; t++) {
+        pthread_join(th[t], NULL);
+        rc |= k[t].rc;
+        free(k[t].buf);
+    }
+    *wall = now() - t0;
+    *cpu = cpu_now() - c0;
+    *frames = stf_ckpt_shard_frames_decoded(c, 0) - f0;
+    stf_ckpt_free(c);
+    return rc;
+}
+
+/* Every frame of the file decoded by libzstd alone, one thread, from memory. */
+static int libzstd_read(const char *path, double *wall, double *cpu)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *z = n > 9 ? malloc((size_t)n) : NULL;
+    int rc = z && fread(z, 1, (size_t)n, f) == (size_t)n ? 0 : -1;
+    fclose(f);
+    uint32_t nf = rc ? 0 : (uint32_t)z[n - 9] | (uint32_t)z[n - 8] << 8 |
+                               (uint32_t)z[n - 7] << 16 | (uint32_t)z[n - 6] << 24;
+    const uint8_t *ent = rc ? NULL : z + n - 9 - 12 * (long)nf;
+    uint8_t *out = malloc((size_t)64 << 20);
+    ZSTD_DCtx *dc = ZSTD_createDCtx();
+    if (!out || !dc) rc = -1;
+    double t0 = now(), c0 = cpu_now();
+    size_t at = 0;
+    for (uint32_t i = 0; i < nf && !rc; i++) {
+        size_t cs = (size_t)ent[12 * i] | (size_t)ent[12 * i + 1] << 8 |
+                    (size_t)ent[12 * i + 2] << 16 | (size_t)ent[12 * i + 3] << 24;
+        if (ZSTD_isError(ZSTD_decompressDCtx(dc, out, (size_t)64 << 20, z + at, cs))) rc = -1;
+        at += cs;
+    }
+    *wall = now() - t0;
+    *cpu = cpu_now() - c0;
+    ZSTD_freeDCtx(dc);
+    free(out);
+    free(z);
+    return rc;
+}
+
 int main(void)
 {
     size_t mib = env_size("BENCH_ZSTD_MIB", 2048);
@@ -226,9 +328,14 @@ int main(void)
     uint64_t f_one = 0, f_all = 0;
     int rc = 0;
     if (reps > 64) reps = 64;
+    double ch[3][64], cch[3][64];
+    uint64_t f_ch[3] = { 0 };
     for (int r = 0; r < reps && !rc; r++)
         if (!buf || timed_read(path, nt / 2, nt / 2 + 1, buf, &one[r], &cone[r], &f_one) ||
-            timed_read(path, 0, nt, buf, &all[r], &call[r], &f_all))
+            timed_read(path, 0, nt, buf, &all[r], &call[r], &f_all) ||
+            chunked_read(path, nt, 1, &ch[0][r], &cch[0][r], &f_ch[0]) ||
+            chunked_read(path, nt, 2, &ch[1][r], &cch[1][r], &f_ch[1]) ||
+            libzstd_read(path, &ch[2][r], &cch[2][r]))
             rc = 1;
     int fd = open(path, O_RDONLY);
     off_t zsize = fd >= 0 ? lseek(fd, 0, SEEK_END) : 0;
@@ -250,6 +357,16 @@ int main(void)
     printf("  %-12s wall %8.4f s  cpu %8.4f s  frames decoded %6llu  %.1f MiB/s of cpu  "
            "(%.0f x one_tensor)\n",
            "whole_file", ma, ca, (unsigned long long)f_all, (double)(total >> 20) / ca, ma / m1);
+    static const char *const chn[3] = { "chunks_j1", "chunks_j2", "libzstd" };
+    for (int v = 0; v < 3; v++) {
+        qsort(ch[v], (size_t)reps, sizeof **ch, cmp_d);
+        qsort(cch[v], (size_t)reps, sizeof **cch, cmp_d);
+        double w = ch[v][reps / 2], cc = cch[v][reps / 2];
+        printf("  %-12s wall %8.4f s  cpu %8.4f s  frames decoded %6llu  %.1f MiB/s of wall  "
+               "%.1f MiB/s of cpu\n",
+               chn[v], w, cc, (unsigned long long)(v < 2 ? f_ch[v] : 0),
+               (double)(total >> 20) / w, (double)(total >> 20) / cc);
+    }
     const char *json = getenv("BENCH_JSON");
     if (json && *json) {
         FILE *f = fopen(json, "w");
