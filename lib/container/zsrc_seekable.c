@@ -13,7 +13,10 @@
  *    the data) starts one read-ahead thread that decodes the next frames
  *    ahead of the readers, at most `window` frames past the last one read,
  *    so the readers find them decoded instead of decoding inline. Random
- *    reads never trigger it: reading one tensor touches only its frames.
+ *    reads never trigger it: reading one tensor touches only its frames;
+ *  - a reader that would wait for a frame being decoded decodes a frame of
+ *    the window nobody has taken instead: when the readers outrun one
+ *    decoder, decoding spreads over every thread that would wait.
  *
  * The compressed bytes, a grouped frame's scratch and the decompression
  * context are a decoder kit, taken per decode from a free list: as many
@@ -357,18 +360,40 @@ static int fill(stf__zseek *z, slot *s, size_t k, stf_err *err)
     return rc;
 }
 
+/* The lowest frame of the read-ahead window nobody holds or decodes, and an
+ * idle slot for it (under mu): 0 when there is none. */
+static int ahead_pick(stf__zseek *z, size_t *k, slot **v)
+{
+    size_t f = z->ra_lo;
+    while (f < z->ra_end && find_slot(z, f)) f++;
+    if (f >= z->ra_end || !(*v = victim(z, 0))) return 0;
+    *k = f;
+    return 1;
+}
+
 /* A slot holding frame k, decoded, with a reference taken for the caller. */
 static int acquire(stf__zseek *z, size_t k, slot **out, stf_err *err)
 {
     pthread_mutex_lock(&z->mu);
     for (;;) {
         slot *hit = find_slot(z, k), *v;
+        size_t f;
         if (hit && hit->state == SLOT_READY) {
             hit->refs++;
             hit->used = ++z->tick;
             pthread_mutex_unlock(&z->mu);
             *out = hit;
             return 0;
+        }
+        /* Being decoded by another thread: rather than wait idle, decode a
+         * frame of the read-ahead window nobody has taken yet, so that
+         * decoding runs on as many threads as wait for it. A failure there
+         * is left to the reader of that frame, whose decode reports it. */
+        if (hit && ahead_pick(z, &f, &v)) {
+            stf_err e;
+            stf_err_clear(&e);
+            fill(z, v, f, &e);
+            continue;
         }
         /* Being decoded by another thread, or every slot busy: wait. */
         if (hit || !((v = victim(z, 0)) || (v = victim(z, 1)))) {
@@ -403,10 +428,9 @@ static void *ahead_main(void *arg)
     stf__zseek *z = arg;
     pthread_mutex_lock(&z->mu);
     while (z->ra_state == 1) {
-        size_t k = z->ra_lo;
-        while (k < z->ra_end && find_slot(z, k)) k++;
-        slot *v = k < z->ra_end ? victim(z, 0) : NULL;
-        if (!v) {
+        size_t k;
+        slot *v;
+        if (!ahead_pick(z, &k, &v)) {
             pthread_cond_wait(&z->ra_cv, &z->mu);
             continue;
         }
