@@ -53,7 +53,7 @@ typedef struct kit {
 } kit;
 
 /* Contiguous reads: where a run of them ended, and how long it is. */
-enum { RUNS = 4, RUN_AHEAD = 3, WINDOW_MAX = 2, SLOTS_FOR_READERS = 4 };
+enum { RUNS = 4, RUN_AHEAD = 3, WINDOW_MAX = 2, SLOTS_FOR_READERS = 3, STALE_READS = 64 };
 
 struct stf__zseek {
     stf__source *raw;
@@ -69,8 +69,11 @@ struct stf__zseek {
     struct {
         uint64_t end;
         unsigned len;
+        uint64_t seen;       /* `reads` at its last read */
     } run[RUNS];             /* recent contiguous runs of reads (under mu) */
     unsigned run_next;
+    uint64_t reads;          /* reads so far (under mu) */
+    unsigned ra_run;         /* the run that last moved the window */
     /* Read-ahead (under mu): frames [ra_lo, ra_end) wanted decoded. */
     size_t window;           /* frames ahead; 0 when the cache is too small */
     size_t ra_lo, ra_end;
@@ -113,7 +116,8 @@ int stf__zseek_open(stf__zseek **out, stf__source *raw, const stf_open_opts *o, 
         z->nslots = o->zstd_cache_frames ? o->zstd_cache_frames : 1;
         z->slots = stf__calloc(z->nslots, sizeof *z->slots);
         if (!z->slots) rc = stf__err(err, STF_ENOMEM, "%s: out of memory", path);
-        /* Two readers each holding a frame and the next, then the window. */
+        /* The frames of two readers and one a read straddles, then the
+         * window. */
         size_t spare = z->nslots > SLOTS_FOR_READERS ? z->nslots - SLOTS_FOR_READERS : 0;
         z->window = spare < WINDOW_MAX ? spare : WINDOW_MAX;
     }
@@ -446,8 +450,11 @@ static void *ahead_main(void *arg)
  * Note a read of [off, off + len) ending in frame `last` (under mu). The
  * read continues a run when it starts where an earlier read ended; from
  * the fourth read of a run on, the window is the `window` frames past
- * `last` (moved only forward, or back to the start of a new pass), and
- * the thread is started the first time.
+ * `last`, and the thread is started the first time. The window moves
+ * forward for any run; back only for a run behind the one that moved it
+ * last once that one has stopped (no read of it among the last
+ * STALE_READS): a reader lagging behind another does not drag the window
+ * to and fro, and a new pass from the start takes it over.
  */
 static void note_read(stf__zseek *z, uint64_t off, uint64_t len, size_t last)
 {
@@ -461,12 +468,13 @@ static void note_read(stf__zseek *z, uint64_t off, uint64_t len, size_t last)
     }
     z->run[i].end = off + len;
     z->run[i].len = n;
+    z->run[i].seen = ++z->reads;
     if (n <= RUN_AHEAD || !z->window) return;
     size_t end = last + 1 + z->window;
     if (end > z->t.nframes) end = z->t.nframes;
-    /* A reader a few frames behind another leaves the window alone; one
-     * further back than the cache holds has started a new pass. */
-    if (end <= z->ra_end && last + 1 + z->nslots >= z->ra_lo) return;
+    if (end <= z->ra_end && i != z->ra_run && z->reads - z->run[z->ra_run].seen <= STALE_READS)
+        return;
+    z->ra_run = i;
     z->ra_lo = last + 1;
     z->ra_end = end;
     if (z->ra_state == 0) {

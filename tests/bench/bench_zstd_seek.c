@@ -10,8 +10,8 @@
  *   one_tensor   read the middle tensor whole
  *   whole_file   read every tensor in file order
  *   chunks_j1    read every tensor in 256 KiB reads, as fix's jobs read
- *   chunks_j2    the same on 2 threads, each taking every other tensor
- *                (the read-ahead thread decodes beside them)
+ *   chunks_j2    the same on 2 threads, each taking the next read in file
+ *                order, as fix's pool does (the read-ahead decodes beside)
  *   libzstd      ZSTD_decompressDCtx of every frame on one thread, from
  *                memory: the yardstick of one core's decompression
  *
@@ -27,6 +27,7 @@
  */
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,27 +211,31 @@ static int timed_read(const char *path, size_t from, size_t to, uint8_t *buf, do
     return 0;
 }
 
-/* One reader of chunked_read: tensors t, t + n, t + 2n, ... in 256 KiB reads. */
+/* One reader of chunked_read: the next 256 KiB read in file order, taken
+ * from a counter shared with the other readers, until none is left. */
+#define CHUNK ((size_t)256 << 10)
+#define PER_TENSOR ((TBYTES + CHUNK - 1) / CHUNK)
+
 typedef struct chunker {
     stf_ckpt *c;
-    size_t first, step, nt;
+    size_t nt;
+    _Atomic size_t *next;
     uint8_t *buf;
     int rc;
 } chunker;
-
-#define CHUNK ((size_t)256 << 10)
 
 static void *chunk_main(void *arg)
 {
     chunker *k = arg;
     stf_err e;
     stf_err_clear(&e);
-    for (size_t i = k->first; i < k->nt && !k->rc; i += k->step)
-        for (size_t at = 0; at < TBYTES && !k->rc; at += CHUNK)
-            if (stf_ckpt_read(k->buf, k->c, i, at, TBYTES - at < CHUNK ? TBYTES - at : CHUNK, &e)) {
-                fprintf(stderr, "bench_zstd_seek: %s\n", e.msg);
-                k->rc = -1;
-            }
+    for (size_t q; !k->rc && (q = (*k->next)++) < k->nt * PER_TENSOR;) {
+        size_t i = q / PER_TENSOR, at = q % PER_TENSOR * CHUNK;
+        if (stf_ckpt_read(k->buf, k->c, i, at, TBYTES - at < CHUNK ? TBYTES - at : CHUNK, &e)) {
+            fprintf(stderr, "bench_zstd_seek: %s\n", e.msg);
+            k->rc = -1;
+        }
+    }
     return NULL;
 }
 
@@ -247,11 +252,12 @@ static int chunked_read(const char *path, size_t nt, int jobs, double *wall, dou
     }
     chunker k[8];
     pthread_t th[8];
+    _Atomic size_t next = 0;
     int rc = 0, started = 0;
     uint64_t f0 = stf_ckpt_shard_frames_decoded(c, 0);
     double t0 = now(), c0 = cpu_now();
     for (int t = 0; t < jobs; t++) {
-        k[t] = (chunker){ c, (size_t)t, (size_t)jobs, nt, malloc(CHUNK), 0 };
+        k[t] = (chunker){ c, nt, &next, malloc(CHUNK), 0 };
         if (!k[t].buf || pthread_create(&th[t], NULL, chunk_main, &k[t]) != 0) {
             free(k[t].buf);
             rc = -1;

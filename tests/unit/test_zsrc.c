@@ -260,7 +260,7 @@ static uint64_t decoded_reaching(const stf_ckpt *c, uint64_t want)
 }
 
 /*
- * With the default cache (6 frames: 2 of read-ahead), random reads decode
+ * With the default cache (5 frames: 2 of read-ahead), random reads decode
  * only their frames, and a run of contiguous reads decodes the next two
  * frames ahead of it, each once: the pass that follows finds them cached.
  */
