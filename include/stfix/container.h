@@ -72,7 +72,7 @@ typedef struct stf_open_opts {
                                  * freed); NULL: decompress again from the start instead */
     uint64_t max_zstd_frame;    /* decompressed bytes of one seekable frame (default 64 MiB) */
     uint64_t max_zstd_frames;   /* frames in one seek table (default 16,777,216) */
-    unsigned zstd_cache_frames; /* decoded frames kept per seekable shard (default 5, >= 1) */
+    unsigned zstd_cache_frames; /* decoded frames kept per seekable shard (default 4, >= 1) */
 } stf_open_opts;
 
 /*

@@ -60,7 +60,7 @@ void stf_open_opts_init_version(stf_open_opts *o, unsigned version)
     if (version == 1) return;
     o->max_zstd_frame = UINT64_C(64) << 20;
     o->max_zstd_frames = UINT64_C(1) << 24;
-    o->zstd_cache_frames = 5;
+    o->zstd_cache_frames = 4;
 }
 
 /* Options of any known layout as the current one; see container_internal.h. */

@@ -56,7 +56,7 @@ static void test_init_versions(void **state)
     assert_null(oo.spool_dir);
     assert_int_equal(oo.max_zstd_frame, (uint64_t)64 << 20);
     assert_int_equal(oo.max_zstd_frames, (uint64_t)1 << 24);
-    assert_int_equal(oo.zstd_cache_frames, 5);
+    assert_int_equal(oo.zstd_cache_frames, 4);
     assert_int_equal(oo.max_rank, 8);
     assert_int_equal(wo.version, STF_WRITE_OPTS_VERSION);
     assert_int_equal(co.version, STF_CHECK_OPTS_VERSION);

@@ -260,7 +260,7 @@ static uint64_t decoded_reaching(const stf_ckpt *c, uint64_t want)
 }
 
 /*
- * With the default cache (5 frames: 2 of read-ahead), random reads decode
+ * With a cache of 5 frames (2 of read-ahead), random reads decode
  * only their frames, and a run of contiguous reads decodes the next two
  * frames ahead of it, each once: the pass that follows finds them cached.
  */
@@ -272,7 +272,10 @@ static void test_seekable_reads_ahead(void **state)
     stf_ckpt *c = NULL;
     stf_err e;
     stf_err_clear(&e);
-    assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), 0);
+    stf_open_opts o;
+    stf_open_opts_init(&o);
+    o.zstd_cache_frames = 5;
+    assert_int_equal(stf_ckpt_open(&c, p, &o, &e), 0);
     uint64_t at_open = stf_ckpt_shard_frames_decoded(c, 0);
     assert_int_equal(at_open, 1);
     same_tensor(c, 5);
