@@ -195,6 +195,13 @@ done:
     return rc;
 }
 
+/* Fills through the page cache, kept there (contract in sink.h). */
+void stf__sink_keep_cache(stf__sink *s)
+{
+    s->no_direct = 1;
+    stf__wb_keep(&s->wb);
+}
+
 /* A zeroed sink that never reaches a disk (a memory file, a comparison):
  * no descriptor yet, no write-behind, no direct-I/O stage, no fsync, never
  * published. */

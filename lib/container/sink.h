@@ -90,6 +90,16 @@ int stf__sink_open_mem(stf__sink *s, const char *final_path, stf_err *err);
  */
 int stf__sink_open_cmp(stf__sink *s, const char *final_path, stf__cmp *cmp, stf_err *err);
 
+/*
+ * The file is read back whole right after it is finished (a batch hashes
+ * what it wrote): its fills go through the page cache, never staged for
+ * O_DIRECT, and write-behind keeps their pages (stf__wb_keep), so the read
+ * costs a copy from memory instead of a second pass over the disk. The
+ * bytes, the write-out pace and the fsync are as without it. Call right
+ * after stf__sink_open, before anything is written.
+ */
+void stf__sink_keep_cache(stf__sink *s);
+
 /* Append n bytes (looping on short writes and EINTR). STF_EIO names the
  * output path and byte offset. */
 int stf__sink_write(stf__sink *s, const void *p, size_t n, stf_err *err);

@@ -22,7 +22,7 @@ static stf__wb_ops ops;
 void stf__wb_ops_set(const stf__wb_ops *o)
 {
     if (o) ops = *o;
-    else ops = (stf__wb_ops){ NULL, NULL, NULL };
+    else ops = (stf__wb_ops){ NULL, NULL, NULL, NULL };
 }
 
 /* An errno that means the call is not available here, not that data failed. */
@@ -38,17 +38,25 @@ static int sys_start(int fd, uint64_t off, uint64_t len)
     return 0;
 }
 
-static int sys_drop(int fd, uint64_t off, uint64_t len)
+/* Wait for the write-out of a range (and write the edge pages a
+ * neighbouring fill dirtied after it started). */
+static int sys_wait(int fd, uint64_t off, uint64_t len)
 {
-    int e = 0;
 #ifdef SYNC_FILE_RANGE_WRITE
-    /* Pages under write-out cannot be dropped: wait for them (and write
-     * the edge pages a neighbouring fill dirtied after they started). */
     if (sync_file_range(fd, (off_t)off, (off_t)len,
                         SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
                             SYNC_FILE_RANGE_WAIT_AFTER) != 0)
-        e = errno;
+        return errno;
+#else
+    (void)fd, (void)off, (void)len;
 #endif
+    return 0;
+}
+
+static int sys_drop(int fd, uint64_t off, uint64_t len)
+{
+    /* Pages under write-out cannot be dropped: wait for them first. */
+    int e = sys_wait(fd, off, len);
     if (e == 0) (void)posix_fadvise(fd, (off_t)off, (off_t)len, POSIX_FADV_DONTNEED);
     return e;
 }
@@ -69,6 +77,9 @@ void stf__wb_fini(stf__wbehind *wb)
     pthread_mutex_destroy(&wb->mu);
     wb->live = 0;
 }
+
+/* Keep the pages (contract in write_behind.h). */
+void stf__wb_keep(stf__wbehind *wb) { wb->keep = 1; }
 
 /* The oldest run, out of the window. Called with mu held. */
 static stf__wb_range pop(stf__wbehind *wb)
@@ -155,8 +166,10 @@ void stf__wb_wrote(stf__wbehind *wb, int fd, uint64_t at, uint64_t n)
         out[nout++] = pop(wb);
     pthread_mutex_unlock(&wb->mu);
     for (unsigned i = 0; i < nout; i++) {
-        int rc = ops.drop ? ops.drop(ops.ud, fd, out[i].off, out[i].len)
-                          : sys_drop(fd, out[i].off, out[i].len);
+        int rc = wb->keep ? (ops.wait ? ops.wait(ops.ud, fd, out[i].off, out[i].len)
+                                      : sys_wait(fd, out[i].off, out[i].len))
+                 : ops.drop ? ops.drop(ops.ud, fd, out[i].off, out[i].len)
+                            : sys_drop(fd, out[i].off, out[i].len);
         note_error(wb, rc, out[i].off);
     }
 }

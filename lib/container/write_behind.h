@@ -44,18 +44,22 @@ typedef struct stf__wbehind {
     uint64_t bytes;                 /* sum of their lengths */
     int err;                        /* the first errno a wait returned; 0: none */
     uint64_t err_off;               /* where that wait started */
+    /* Runs out of the window are waited for but kept in the page cache
+     * (stf__wb_keep): the file is read back soon after. */
+    int keep;
 } stf__wbehind;
 
 /*
  * The calls write-behind makes, for tests: `start` hands [off, off + len)
- * to the disk, `drop` waits for it and drops it from the page cache. Each
- * returns 0 or an errno. NULL members (and a NULL argument) restore the
- * system calls.
+ * to the disk, `drop` waits for it and drops it from the page cache, `wait`
+ * (a keeping write-behind's) only waits for it. Each returns 0 or an errno.
+ * NULL members (and a NULL argument) restore the system calls.
  */
 typedef struct stf__wb_ops {
     int (*start)(void *ud, int fd, uint64_t off, uint64_t len);
     int (*drop)(void *ud, int fd, uint64_t off, uint64_t len);
     void *ud;
+    int (*wait)(void *ud, int fd, uint64_t off, uint64_t len);
 } stf__wb_ops;
 void stf__wb_ops_set(const stf__wb_ops *ops);
 
@@ -65,11 +69,20 @@ int stf__wb_init(stf__wbehind *wb);
 void stf__wb_fini(stf__wbehind *wb);
 
 /*
+ * From now on, runs that leave the window are waited for (the write-out
+ * still keeps pace with the fills) but their pages stay in the page cache,
+ * for a caller that reads the whole file back right after writing it
+ * (stf__sink_keep_cache). Call before the first stf__wb_wrote.
+ */
+void stf__wb_keep(stf__wbehind *wb);
+
+/*
  * [at, at + n) of fd has just been written. A fill of at least STF__WB_MIN
  * bytes joins the batch; when the batch holds STF__WB_BATCH bytes, this
  * caller merges it into runs of adjacent fills, starts the write-out of
  * each run's whole pages, adds the runs to the window and waits for and
- * drops the oldest runs beyond STF__WB_WINDOW bytes. Safe from several
+ * drops (with stf__wb_keep: only waits for) the oldest runs beyond
+ * STF__WB_WINDOW bytes. Safe from several
  * threads at once for disjoint ranges.
  */
 void stf__wb_wrote(stf__wbehind *wb, int fd, uint64_t at, uint64_t n);

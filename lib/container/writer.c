@@ -102,6 +102,12 @@ void stf_writer_keep_empty_meta(stf_writer *w)
     if (w) w->keep_meta = 1;
 }
 
+/* Files read back after commit (contract in writer_internal.h). */
+void stf__writer_keep_cache(stf_writer *w)
+{
+    if (w) w->keep_cache = 1;
+}
+
 static int meta_push(meta_list *l, const char *k, size_t klen, const char *v, size_t vlen)
 {
     if (l->n == l->cap) {

@@ -24,6 +24,14 @@ int stf__writer_new_mem(stf_writer **out, const char *path, const stf_write_opts
                         int compare, stf_err *err);
 
 /*
+ * The files of `w`, a stf_writer_new writer not prepared yet, are read
+ * back whole once committed (a batch hashes its outputs): each is written
+ * through the page cache and left there (stf__sink_keep_cache), not with
+ * O_DIRECT. The same bytes either way.
+ */
+void stf__writer_keep_cache(stf_writer *w);
+
+/*
  * A prepared comparing writer's file i (shards, then the index): its
  * target, and in *size the bytes the file has; NULL for other writers.
  */

@@ -96,8 +96,12 @@ static int write_tensor(stf__sink *sk, const stf__wtensor *t, stage *st, stf_err
 static int open_sink(const stf_writer *w, stf__sink *sk, const char *path, uint64_t head,
                      const stf_tensor_info *t, size_t n, int safetensors, stf_err *err)
 {
-    if (!w->compare)
-        return w->memory ? stf__sink_open_mem(sk, path, err) : stf__sink_open(sk, path, err);
+    if (!w->compare && w->memory) return stf__sink_open_mem(sk, path, err);
+    if (!w->compare) {
+        int rc = stf__sink_open(sk, path, err);
+        if (!rc && w->keep_cache) stf__sink_keep_cache(sk);
+        return rc;
+    }
     stf__cmp *c = NULL;
     int rc = stf__cmp_new(&c, path, head, t, n, safetensors, err);
     return rc ? rc : stf__sink_open_cmp(sk, path, c, err);

@@ -51,6 +51,7 @@ struct stf_writer {
     uint64_t written, to_write;    /* prepare's bytes, for opts.progress */
     int memory;                    /* stf__writer_new_mem: memory files, no commit */
     int compare;                   /* ... with compare set: comparing sinks, no files */
+    int keep_cache;                /* stf__writer_keep_cache: files read back after commit */
 };
 
 /*

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "pipeline/batch_internal.h"
+#include "pipeline/run_internal.h"
 
 void stf_batch_opts_init_version(stf_batch_opts *o, unsigned version)
 {
@@ -96,13 +97,13 @@ static int push_file(stf__batch_file **v, size_t *n, const char *path)
 }
 
 /* Hash every file of v; an unreadable one gets "" and size 0. The sizes
- * add up in *total. */
-static void hash_files(stf__batch_file *v, size_t n, uint64_t *total)
+ * add up in *total. With `uncache` their pages leave the page cache after. */
+static void hash_files(stf__batch_file *v, size_t n, uint64_t *total, int uncache)
 {
     for (size_t i = 0; i < n; i++) {
         stf_err e;
         stf_err_clear(&e);
-        if (stf_sha256_file(v[i].sha256, &v[i].size, v[i].path, &e)) {
+        if (stf__sha256_file_x(v[i].sha256, &v[i].size, v[i].path, uncache, &e)) {
             v[i].sha256[0] = '\0';
             v[i].size = 0;
         }
@@ -162,7 +163,7 @@ static void *helper_main(void *ud)
 {
     helper *h = ud;
     if (h->complete) stf_batch_result_complete(h->r, NULL);
-    else hash_files(h->r->in, h->r->nin, &h->r->bytes_read);
+    else hash_files(h->r->in, h->r->nin, &h->r->bytes_read, 0);
     return NULL;
 }
 
@@ -182,18 +183,19 @@ static void helper_join(helper *h)
 }
 
 /*
- * The sha256 of every output file, read back after the run. This is the
- * one place outputs are hashed, and the seam for hashing them as they are
- * written: the writer's write-behind drops the pages it wrote, so this
- * read comes from the disk, and with SHA-256 at about 1.5 GB/s a core it
- * is most of what a batch costs over its fix runs (tests/bench/
- * batch_e2e.sh). When the writer can report each file's digest of the
- * bytes as they go out, fill r->out[i].sha256 and .size from it here
- * instead.
+ * The sha256 of every output file, read back after the run. The canonical
+ * layout puts the scales, filled last, before the weights, so the digest
+ * cannot follow the writes in file order; instead the run of a batch
+ * writes through the page cache and keeps the pages (stf__plan_run_cached),
+ * so this read is a copy from memory, on a helper thread while the next
+ * checkpoint converts, and never competes with that checkpoint's writes
+ * for the disk. The pages of a file the batch wrote (not those of a link
+ * or copy of an input) then leave the cache, as O_DIRECT would have left
+ * them (lib/README.md, Data flow of fix).
  */
 static void hash_outputs(stf_batch_result *r)
 {
-    hash_files(r->out, r->nout, &r->bytes_written);
+    hash_files(r->out, r->nout, &r->bytes_written, r->status == STF_BATCH_FIXED);
 }
 
 /* Hash the outputs and make the line (contract in stfix/experimental/pipeline.h). */
@@ -412,7 +414,7 @@ static int run_plan(stf_batch_result *r, const stf_plan *p, const stf_ckpt *c,
             ro.write.zstd_grouped = o->zstd_grouped;
             ro.write.zstd_verify = o->zstd_verify;
         }
-        rc = stf_plan_run(&rep, p, out_path, &ro, &e);
+        rc = stf__plan_run_cached(&rep, p, out_path, &ro, &e);
         const stf_check_report *cr = rep ? stf_run_report_check(rep) : NULL;
         if (cr && count_rules(&r->after, &r->nafter, cr)) rc = STF_ENOMEM;
         for (size_t i = 0; !rc && rep && i < stf_run_report_file_count(rep); i++)

@@ -329,8 +329,8 @@ done:
 /* One run of the plan; *redo set (and nothing kept) when a verdict the
  * plan assumed is not the one measured, whose verdicts are then in gs. */
 static int run_once(stf_run_report **out, const stf_plan *p, const char *out_path,
-                    const stf_run_opts *o, const stf__run_mem *mem, stf__guesses *gs,
-                    int *redo, stf_err *err)
+                    const stf_run_opts *o, const stf__run_mem *mem, int keep_cache,
+                    stf__guesses *gs, int *redo, stf_err *err)
 {
     stf_run_opts defaults;
     stf_write_opts wo;
@@ -378,6 +378,7 @@ static int run_once(stf_run_report **out, const stf_plan *p, const char *out_pat
     rc = mem ? stf__writer_new_mem(&w, out_path, &wo, mem->compare, err)
              : stf_writer_new(&w, out_path, &wo, err);
     if (rc) goto done;
+    if (keep_cache) stf__writer_keep_cache(w);
     ctx.w = w;
     if (p->emit_meta) stf_writer_keep_empty_meta(w);
     for (size_t i = 0; i < p->nmeta; i++) {
@@ -453,28 +454,42 @@ done:
  * mem->done before they vanish (contract in run_internal.h). A plan whose
  * assumed verdicts the run refutes is rebuilt with the measured ones and
  * run again. */
-int stf__plan_run_to(stf_run_report **out, const stf_plan *p, const char *out_path,
-                     const stf_run_opts *o, const stf__run_mem *mem, stf_err *err)
+static int plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
+                    const stf_run_opts *o, const stf__run_mem *mem, int keep_cache, stf_err *err)
 {
     if (out) *out = NULL;
     if (!p || !out_path) return stf__err(err, STF_EINVAL, "run: NULL plan or output path");
     stf__guesses gs;
     int redo = 0, rc = stf__guesses_init(&gs, p, err);
-    if (!rc) rc = run_once(out, p, out_path, o, mem, &gs, &redo, err);
+    if (!rc) rc = run_once(out, p, out_path, o, mem, keep_cache, &gs, &redo, err);
     if (!rc && redo) {
         /* The plan object is the caller's; only its contents change. */
         rc = stf__plan_rebuild((stf_plan *)p, gs.v, err);
         stf__guesses_free(&gs);
         redo = 0;
-        if (!rc) rc = run_once(out, p, out_path, o, mem, &gs, &redo, err);
+        if (!rc) rc = run_once(out, p, out_path, o, mem, keep_cache, &gs, &redo, err);
     }
     stf__guesses_free(&gs);
     return rc;
+}
+
+/* Into files or memory files (contract in run_internal.h). */
+int stf__plan_run_to(stf_run_report **out, const stf_plan *p, const char *out_path,
+                     const stf_run_opts *o, const stf__run_mem *mem, stf_err *err)
+{
+    return plan_run(out, p, out_path, o, mem, 0, err);
+}
+
+/* Into files read back next (contract in run_internal.h). */
+int stf__plan_run_cached(stf_run_report **out, const stf_plan *p, const char *out_path,
+                         const stf_run_opts *o, stf_err *err)
+{
+    return plan_run(out, p, out_path, o, NULL, 1, err);
 }
 
 /* Execute the plan (contract in pipeline.h). */
 int stf_plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
                  const stf_run_opts *o, stf_err *err)
 {
-    return stf__plan_run_to(out, p, out_path, o, NULL, err);
+    return plan_run(out, p, out_path, o, NULL, 0, err);
 }

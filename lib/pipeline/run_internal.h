@@ -37,6 +37,16 @@ typedef struct stf__run_mem {
 int stf__plan_run_to(stf_run_report **out, const stf_plan *p, const char *out_path,
                      const stf_run_opts *o, const stf__run_mem *mem, stf_err *err);
 
+/*
+ * stf_plan_run for a caller that reads every output file back whole right
+ * after (a batch hashes them): the files are written through the page
+ * cache and stay there (stf__writer_keep_cache) instead of going to the
+ * disk with O_DIRECT, so that read is a copy from memory, not a second
+ * pass over the disk. The same files and report.
+ */
+int stf__plan_run_cached(stf_run_report **out, const stf_plan *p, const char *out_path,
+                         const stf_run_opts *o, stf_err *err);
+
 /* ------------------------------------------------------- run_guess.c */
 
 /* One H1 accumulator per verdict the plan assumed (p->guess), and the

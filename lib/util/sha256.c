@@ -36,6 +36,12 @@ void stf__sha256_hex(char out[65], const void *data, size_t n)
 /* The sha256 of a whole file, read once (contract in stfix/experimental/base.h). */
 int stf_sha256_file(char hex[65], uint64_t *size, const char *path, stf_err *err)
 {
+    return stf__sha256_file_x(hex, size, path, 0, err);
+}
+
+/* ... and its pages dropped after (contract in sha256.h). */
+int stf__sha256_file_x(char hex[65], uint64_t *size, const char *path, int uncache, stf_err *err)
+{
     static const char digits[] = "0123456789abcdef";
     enum { CHUNK = 1 << 20 };
     int rc = 0;
@@ -74,6 +80,7 @@ int stf_sha256_file(char hex[65], uint64_t *size, const char *path, stf_err *err
     }
     hex[64] = '\0';
     if (size) *size = total;
+    if (uncache) (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 done:
     if (began) {
         unsigned char sink[32];

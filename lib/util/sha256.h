@@ -7,11 +7,22 @@
 #define STF_SHA256_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "stfix/base.h"
 
 /* The 32-byte digest of data[0..n). */
 void stf__sha256(unsigned char out[32], const void *data, size_t n);
 /* The digest as 64 lower-case hex characters plus NUL. */
 void stf__sha256_hex(char out[65], const void *data, size_t n);
+
+/*
+ * stf_sha256_file; with `uncache`, the file's pages then leave the page
+ * cache (a file written to be hashed once, as stf__sink_keep_cache keeps
+ * it, goes as if it had been written with O_DIRECT).
+ */
+int stf__sha256_file_x(char hex[65], uint64_t *size, const char *path, int uncache,
+                       stf_err *err);
 
 /* The digest of a stream fed in pieces (a compressed output's restored
  * bytes): begin (-1 when libcrypto cannot make a context), update any
