@@ -7,6 +7,7 @@
 #ifndef STF_PIPELINE_BATCH_INTERNAL_H
 #define STF_PIPELINE_BATCH_INTERNAL_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include "container/index.h"
@@ -50,6 +51,8 @@ struct stf_batch_result {
     double seconds;
     char *line;               /* the report line (batch_line.c) */
     int pending;              /* outputs not hashed, no line yet */
+    pthread_t hin;            /* the thread hashing the inputs, while hin_live */
+    int hin_live;
 };
 
 /* Make r->line from the other fields: 0 or STF_ENOMEM. */

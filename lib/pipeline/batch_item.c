@@ -46,9 +46,12 @@ static void free_layers(stf_batch_result *r)
     r->nlayers = 0;
 }
 
+static void inputs_join(stf_batch_result *r);
+
 void stf_batch_result_free(stf_batch_result *r)
 {
     if (!r) return;
+    inputs_join(r);
     for (size_t i = 0; i < r->nin; i++) stf__free(r->in[i].path);
     for (size_t i = 0; i < r->nout; i++) stf__free(r->out[i].path);
     free_layers(r);
@@ -151,29 +154,46 @@ uint64_t stf_batch_item_size(const stf_batch_item *it)
     return n;
 }
 
-/* A helper thread: hash the inputs of one result, or complete another. */
+/* The thread hashing a result's inputs, or completing another result. */
 typedef struct helper {
     pthread_t t;
     int started;
     stf_batch_result *r;
-    int complete; /* 1: stf_batch_result_complete(r), 0: hash r's inputs */
 } helper;
 
-static void *helper_main(void *ud)
+static void *complete_main(void *ud)
 {
-    helper *h = ud;
-    if (h->complete) stf_batch_result_complete(h->r, NULL);
-    else hash_files(h->r->in, h->r->nin, &h->r->bytes_read, 0);
+    stf_batch_result_complete(((helper *)ud)->r, NULL);
     return NULL;
 }
 
-/* Start h on a thread; where no thread can be had, do the work now. */
-static void helper_start(helper *h, stf_batch_result *r, int complete)
+static void *inputs_main(void *ud)
+{
+    stf_batch_result *r = ud;
+    hash_files(r->in, r->nin, &r->bytes_read, 0);
+    return NULL;
+}
+
+/* Hash r's inputs on a thread of r's own (joined by inputs_join); where
+ * no thread can be had, now. */
+static void inputs_start(stf_batch_result *r)
+{
+    r->hin_live = pthread_create(&r->hin, NULL, inputs_main, r) == 0;
+    if (!r->hin_live) inputs_main(r);
+}
+
+static void inputs_join(stf_batch_result *r)
+{
+    if (r->hin_live) pthread_join(r->hin, NULL);
+    r->hin_live = 0;
+}
+
+/* Complete r on h's thread; where no thread can be had, now. */
+static void helper_start(helper *h, stf_batch_result *r)
 {
     h->r = r;
-    h->complete = complete;
-    h->started = pthread_create(&h->t, NULL, helper_main, h) == 0;
-    if (!h->started) helper_main(h);
+    h->started = pthread_create(&h->t, NULL, complete_main, h) == 0;
+    if (!h->started) complete_main(h);
 }
 
 static void helper_join(helper *h)
@@ -198,10 +218,12 @@ static void hash_outputs(stf_batch_result *r)
     hash_files(r->out, r->nout, &r->bytes_written, r->status == STF_BATCH_FIXED);
 }
 
-/* Hash the outputs and make the line (contract in stfix/experimental/pipeline.h). */
+/* Wait for the inputs' hashes, hash the outputs and make the line
+ * (contract in stfix/experimental/pipeline.h). */
 int stf_batch_result_complete(stf_batch_result *r, stf_err *err)
 {
     if (!r || (!r->pending && r->line)) return 0;
+    inputs_join(r);
     if (r->pending) hash_outputs(r);
     r->pending = 0; /* a line that could not be made is tried again */
     if (stf__batch_line_make(r)) return stf__err(err, STF_ENOMEM, "%s: out of memory", r->input);
@@ -449,7 +471,7 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
     stf_plan *p = NULL;
     stf_err e;
     stf_err_clear(&e);
-    helper hin = { 0 }, hprev = { 0 };
+    helper hprev = { 0 };
     int rc = 0;
     if (!r || !(r->input = stf__strdup(it->input)) ||
         !(r->recipe = stf__strdup(o->recipe_path ? o->recipe_path : ""))) {
@@ -459,9 +481,11 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
     snprintf(r->recipe_sha256, sizeof r->recipe_sha256, "%s", stf_recipe_sha256(rcp));
     if ((rc = input_files(r, it))) goto done;
     /* The inputs are hashed, and the previous result completed, while this
-     * checkpoint is converted: hashing adds threads, not wall time. */
-    helper_start(&hin, r, 0);
-    if (o->complete) helper_start(&hprev, o->complete, 1);
+     * checkpoint is converted: hashing adds threads, not wall time. With
+     * defer_output_hash the inputs' hashing may go on into the next
+     * checkpoint, whose helper completes this result. */
+    inputs_start(r);
+    if (o->complete) helper_start(&hprev, o->complete);
     if (stf_ckpt_open(&c, it->input, NULL, &e)) {
         fail(r, &e);
         goto finish;
@@ -500,7 +524,7 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
             r->nafter = r->nbefore;
         }
         if (o->link_compliant && !o->dry_run) {
-            helper_join(&hin); /* the links' entries carry the inputs' sha256 */
+            inputs_join(r); /* the links' entries carry the inputs' sha256 */
             char *made[64];
             size_t nmade = 0;
             /* A link keeps the input's bytes: with zstd output, its name
@@ -534,15 +558,10 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
         if ((rc = plan_layers(r, p))) goto done;
     }
 finish:
-    helper_join(&hin);
     r->seconds = now() - t0;
-    if (o->defer_output_hash && r->nout && r->status == STF_BATCH_FIXED) r->pending = 1;
-    else {
-        hash_outputs(r);
-        rc = stf__batch_line_make(r);
-    }
+    r->pending = 1;
+    if (!o->defer_output_hash) rc = stf_batch_result_complete(r, NULL);
 done:
-    helper_join(&hin);
     helper_join(&hprev);
     stf_plan_free(p);
     stf_check_report_free(cr);

@@ -1,8 +1,9 @@
 /*
  * The batch pieces of the experimental pipeline API: the shard key (fixed
  * values, from SHA-256 of the path), file hashing, discovery order and
- * the shards an index claims, manifests and their errors, and report lines
- * read back.
+ * the shards an index claims, manifests and their errors, report lines
+ * read back, and one checkpoint run with its hashing deferred (the line
+ * made only by stf_batch_result_complete, whatever the status) or not.
  */
 #define STF_EXPERIMENTAL
 #include <setjmp.h>
@@ -160,6 +161,64 @@ static void test_line_parse(void **state)
     assert_int_equal(stf_batch_line_parse(&l, text, 60, &err), STF_EFORMAT);
 }
 
+/* Run one fixture through rules/repair-scales.yaml into g_dir/out/NAME. */
+static stf_batch_result *run_one(const char *fixture, const char *name, int defer)
+{
+    stf_recipe *rcp = NULL;
+    stf_err err;
+    stf_err_clear(&err);
+    assert_int_equal(stf_recipe_load_file(&rcp, NULL, "rules/repair-scales.yaml", &err), 0);
+    char in[256], out[512];
+    snprintf(in, sizeof in, "fixtures/comfy/%s", fixture);
+    snprintf(out, sizeof out, "%s/out/%s", g_dir, name);
+    stf_batch_item it = { in, (char *)name, NULL, NULL, 0 };
+    stf_batch_opts o;
+    stf_batch_opts_init(&o);
+    o.recipe_path = "r.yaml";
+    o.defer_output_hash = defer;
+    stf_batch_result *r = NULL;
+    assert_int_equal(stf_batch_run_item(&r, &it, out, rcp, &o, &err), 0);
+    stf_recipe_free(rcp);
+    return r;
+}
+
+static void test_run_item(void **state)
+{
+    (void)state;
+    static const char in_fixed[] = "b2e757e611d454516380f6089582bd6a732a0be25fc95090bedbe5e687d3eb1e",
+                      out_fixed[] = "2bed70c7864c8bf3735aab15b1d5bfa2f781d7afa3fe5a81bab62802bd1680a4",
+                      in_ok[] = "645407efa83e70900637971b77344f6b5fc0a3150990b9e1ade2f4be274b11ef";
+    stf_err err;
+    stf_err_clear(&err);
+    /* Deferred: no line, whatever the status, until completed. */
+    stf_batch_result *f = run_one("r15_flat_scale_square.safetensors", "f.safetensors", 1);
+    stf_batch_result *c = run_one("healthy_int8_g64.safetensors", "c.safetensors", 1);
+    assert_int_equal(stf_batch_result_status(f), STF_BATCH_FIXED);
+    assert_int_equal(stf_batch_result_status(c), STF_BATCH_COMPLIANT);
+    assert_null(stf_batch_result_line(f));
+    assert_null(stf_batch_result_line(c));
+    assert_int_equal(stf_batch_result_complete(f, &err), 0);
+    assert_int_equal(stf_batch_result_complete(c, &err), 0);
+    assert_int_equal(stf_batch_result_complete(c, &err), 0); /* twice: a no-op */
+    assert_non_null(strstr(stf_batch_result_line(f), in_fixed));
+    assert_non_null(strstr(stf_batch_result_line(f), out_fixed));
+    assert_non_null(strstr(stf_batch_result_line(c), in_ok));
+    assert_int_equal(stf_batch_result_bytes_read(f), 66936);
+    assert_int_equal(stf_batch_result_bytes_written(f), 67056);
+    assert_int_equal(stf_batch_result_bytes_read(c), 1647);
+    assert_int_equal(stf_batch_result_bytes_written(c), 0);
+    stf_batch_result_free(f);
+    stf_batch_result_free(c);
+    /* Not deferred: complete at once. */
+    f = run_one("r15_flat_scale_square.safetensors", "g.safetensors", 0);
+    assert_non_null(stf_batch_result_line(f));
+    assert_non_null(strstr(stf_batch_result_line(f), out_fixed));
+    assert_int_equal(stf_batch_result_bytes_read(f), 66936);
+    stf_batch_result_free(f);
+    /* Deferred and freed without completing: its hashing is waited for. */
+    stf_batch_result_free(run_one("healthy_int8_g64.safetensors", "d.safetensors", 1));
+}
+
 int main(void)
 {
     if (!mkdtemp(g_dir)) return 1;
@@ -169,6 +228,7 @@ int main(void)
         cmocka_unit_test(test_discover),
         cmocka_unit_test(test_manifest),
         cmocka_unit_test(test_line_parse),
+        cmocka_unit_test(test_run_item),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[600];

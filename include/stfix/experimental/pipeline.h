@@ -124,11 +124,13 @@ typedef struct stf_batch_opts {
     int link_compliant;    /* a compliant checkpoint is hard-linked (else copied)
                             * to its output path; without it, nothing is */
     const char *recipe_path; /* the recipe's path as the report names it */
-    /* Leave the outputs of a fixed checkpoint unhashed and its line unmade
-     * (stf_batch_result_line NULL) until stf_batch_result_complete. */
+    /* Leave the result incomplete until stf_batch_result_complete: its
+     * inputs may still be being hashed, its outputs are not hashed yet,
+     * and it has no line (stf_batch_result_line NULL) nor byte counts. */
     int defer_output_hash;
     /* A result to complete on a helper thread while this checkpoint runs
-     * (NULL: none), so hashing one output overlaps converting the next. */
+     * (NULL: none), so hashing one checkpoint's files overlaps converting
+     * the next. */
     struct stf_batch_result *complete;
     /* Version 2: a fixed checkpoint is written zstd-compressed, as the
      * stf_write_opts fields of the same names say (stfix(1), COMPRESSED
@@ -161,8 +163,9 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
                        const stf_recipe *r, const stf_batch_opts *o, stf_err *err);
 
 /*
- * Hash the outputs of a result made with defer_output_hash and make its
- * line; no-op for a complete one. STF_ENOMEM.
+ * Complete a result made with defer_output_hash: wait for its inputs'
+ * hashes, hash its outputs and make its line; no-op for a complete one.
+ * STF_ENOMEM.
  */
 STF_EXPERIMENTAL_API
 int stf_batch_result_complete(stf_batch_result *r, stf_err *err);
