@@ -311,25 +311,51 @@ static void test_metrics_blocks_and_threads(void **state)
 /* Rows wide enough for several pool chunks per block (grain 32 rows at K =
  * 16384): 1 and 2 threads, and blocks cut across chunks, all give the bytes
  * and metrics of one stf_int8_quantize_rows call over the whole tensor. */
+/* A WN x WK BF16 weight of normal values (seed), its reference codes and
+ * scales from one stf_int8_quantize_rows call, and a pool of `threads`. */
+enum { WN = 100, WK = 16384 };
+typedef struct wide_case {
+    uint16_t *w;
+    int8_t *q;
+    float s[WN];
+    stf_pool *pool;
+} wide_case;
+
+static void wide_case_make(wide_case *c, uint32_t seed, unsigned threads)
+{
+    c->w = malloc((size_t)WN * WK * 2);
+    c->q = malloc((size_t)WN * WK);
+    assert_non_null(c->w);
+    assert_non_null(c->q);
+    qt_rng r = { seed };
+    for (size_t i = 0; i < (size_t)WN * WK; i++) c->w[i] = stf_f32_to_bf16((float)qt_randn(&r));
+    stf_err err;
+    assert_int_equal(stf_pool_new(&c->pool, threads, &err), 0);
+    stf_int8_opts o = { 256, STF_QMODE_CUDA, STF_BF16 };
+    assert_int_equal(stf_int8_quantize_rows(c->q, c->s, c->w, STF_BF16, WN, WK, &o, NULL, &err), 0);
+}
+
+static void wide_case_free(wide_case *c)
+{
+    stf_pool_free(c->pool);
+    free(c->w);
+    free(c->q);
+}
+
 static void test_chunks_across_threads(void **state)
 {
     (void)state;
-    enum { N = 100, K = 16384 };
-    uint16_t *w = malloc((size_t)N * K * 2);
-    int8_t *q = malloc((size_t)N * K);
-    float s[N];
-    assert_non_null(w);
-    assert_non_null(q);
-    qt_rng r = { 11 };
-    for (size_t i = 0; i < (size_t)N * K; i++) w[i] = stf_f32_to_bf16((float)qt_randn(&r));
+    enum { N = WN, K = WK };
+    wide_case wc;
+    wide_case_make(&wc, 11, 2);
+    uint16_t *w = wc.w;
+    const int8_t *q = wc.q;
+    const float *s = wc.s;
+    stf_pool *pool = wc.pool;
+    stf_err err;
     st_tensor t[] = { { "l.weight", STF_BF16, 2, { N, K }, w, (size_t)N * K * 2 } };
     st_ckfx f;
     st_ckfx_open(&f, t, 1, 0);
-    stf_pool *pool;
-    stf_err err;
-    assert_int_equal(stf_pool_new(&pool, 2, &err), 0);
-    stf_int8_opts o = { 256, STF_QMODE_CUDA, STF_BF16 };
-    assert_int_equal(stf_int8_quantize_rows(q, s, w, STF_BF16, N, K, &o, NULL, &err), 0);
     stf__job j = float_job(f.c, STF__JOB_REQUANT_INT8, STF_BF16, N, K, 256, STF_QMODE_CUDA);
     stf_metrics_result m0, m1;
     const uint64_t caps[3] = { 0, 0, (uint64_t)45 * K * 11 }; /* last: 45-row blocks */
@@ -339,15 +365,13 @@ static void test_chunks_across_threads(void **state)
         sink_init(&sk, (size_t)N * K, N * 4);
         assert_int_equal(run_job(&sk, f.c, &j, caps[ci], pools[ci], ci ? &m1 : &m0, &err), 0);
         assert_memory_equal(sk.buf[0], q, (size_t)N * K);
-        assert_memory_equal(sk.buf[1], s, sizeof s);
+        assert_memory_equal(sk.buf[1], s, sizeof wc.s);
         if (ci) assert_memory_equal(&m0, &m1, sizeof m0);
         assert_true(sk.calls >= 8); /* at least 4 chunks: weight + scale each */
         sink_free(&sk);
     }
-    stf_pool_free(pool);
     st_ckfx_close(&f);
-    free(w);
-    free(q);
+    wide_case_free(&wc);
 }
 
 static int g_ticks;
@@ -370,22 +394,17 @@ static void count_tick(void *ud, const stf__job *job)
 static void test_streamed_job(void **state)
 {
     (void)state;
-    enum { N = 100, K = 16384 };
-    uint16_t *w = malloc((size_t)N * K * 2);
-    int8_t *q = malloc((size_t)N * K);
-    float s[N];
-    assert_non_null(w);
-    assert_non_null(q);
-    qt_rng r = { 5 };
-    for (size_t i = 0; i < (size_t)N * K; i++) w[i] = stf_f32_to_bf16((float)qt_randn(&r));
+    enum { N = WN, K = WK };
+    wide_case wc;
+    wide_case_make(&wc, 5, 3);
+    uint16_t *w = wc.w;
+    const int8_t *q = wc.q;
+    const float *s = wc.s;
+    stf_pool *pool = wc.pool;
+    stf_err err;
     st_tensor t[] = { { "l.weight", STF_BF16, 2, { N, K }, w, (size_t)N * K * 2 } };
     st_ckfx f;
     st_ckfx_open(&f, t, 1, 0);
-    stf_pool *pool;
-    stf_err err;
-    assert_int_equal(stf_pool_new(&pool, 3, &err), 0);
-    stf_int8_opts o = { 256, STF_QMODE_CUDA, STF_BF16 };
-    assert_int_equal(stf_int8_quantize_rows(q, s, w, STF_BF16, N, K, &o, NULL, &err), 0);
     stf__job j = float_job(f.c, STF__JOB_REQUANT_INT8, STF_BF16, N, K, 256, STF_QMODE_CUDA);
     sink sk;
     sink_init(&sk, (size_t)N * K, N * 4);
@@ -397,7 +416,7 @@ static void test_streamed_job(void **state)
     assert_int_equal(jr.scale_cap, 3 * 7 * 4);
     stf__jobrun_fini(&jr);
     assert_memory_equal(sk.buf[0], q, (size_t)N * K);
-    assert_memory_equal(sk.buf[1], s, sizeof s);
+    assert_memory_equal(sk.buf[1], s, sizeof wc.s);
     assert_int_equal(sk.calls, 2 * 15);
     sink_free(&sk);
     st_ckfx_close(&f);
@@ -434,9 +453,7 @@ static void test_streamed_job(void **state)
     assert_memory_equal(sk.buf[1], s, 10 * 4);
     sink_free(&sk);
     st_ckfx_close(&f);
-    stf_pool_free(pool);
-    free(w);
-    free(q);
+    wide_case_free(&wc);
 }
 
 /* A NaN weight fails with STF_ENUMERIC naming the weight; emission errors propagate. */
