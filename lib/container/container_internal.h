@@ -99,6 +99,11 @@ int stf__pwrite_full(int fd, const void *p, size_t n, uint64_t at);
  * failing call. The caller words the message. */
 int stf__pread_full(int fd, void *p, size_t n, uint64_t at, size_t *got);
 
+/* stf__pread_full of exactly n bytes, else STF_EIO "NAME: read failed at
+ * byte B: REASON" (rule-less, at byte B), the end of the file being
+ * "unexpected end of file". */
+int stf__pread_exact(int fd, void *p, size_t n, uint64_t at, const char *name, stf_err *err);
+
 /* The caller's write options (NULL: the defaults) into *dst in the newest
  * layout: a version-1 caller's struct is read only as far as it goes.
  * The version must have been checked. writer.c */

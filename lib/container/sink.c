@@ -421,6 +421,17 @@ int stf__pread_full(int fd, void *p, size_t n, uint64_t at, size_t *got)
     return 0;
 }
 
+/* See container_internal.h. */
+int stf__pread_exact(int fd, void *p, size_t n, uint64_t at, const char *name, stf_err *err)
+{
+    size_t got;
+    int e = stf__pread_full(fd, p, n, at, &got);
+    if (!e && got == n) return 0;
+    return stf__err_rule(err, STF_EIO, "", 1, at + got, "%s: read failed at byte %llu: %s", name,
+                         (unsigned long long)(at + got),
+                         e ? strerror(e) : "unexpected end of file");
+}
+
 /* pwrite all n bytes at `at` through the page cache. */
 static int pwrite_all(stf__sink *s, uint64_t at, const char *c, size_t n, const char *tensor,
                       stf_err *err)

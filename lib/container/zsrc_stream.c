@@ -103,16 +103,12 @@ static int spool_write(stf__zstream *z, const uint8_t *b, size_t n, stf_err *err
 static int spool_read(stf__zstream *z, uint64_t off, uint8_t *d, size_t n, stf_err *err)
 {
     char eb[128];
-    for (size_t done = 0; done < n;) {
-        ssize_t r = pread(z->spool_fd, d + done, n - done, (off_t)(off + done));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0)
-            return stf__err(err, STF_EIO, "%s: cannot read the spool file in %s: %s", z->path,
-                            z->spool_dir, r < 0 ? stf__errno_text(errno, eb, sizeof eb)
-                                                : "it is shorter than written");
-        done += (size_t)r;
-    }
-    return 0;
+    size_t got;
+    int e = stf__pread_full(z->spool_fd, d, n, off, &got);
+    if (!e && got == n) return 0;
+    return stf__err(err, STF_EIO, "%s: cannot read the spool file in %s: %s", z->path,
+                    z->spool_dir, e ? stf__errno_text(e, eb, sizeof eb)
+                                    : "it is shorter than written");
 }
 
 /*

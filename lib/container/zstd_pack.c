@@ -19,6 +19,7 @@
 #include <xxhash.h>
 #include <zstd.h>
 
+#include "container/container_internal.h"
 #include "container/zstd_pack.h"
 
 /* Frames per batch per pool thread: enough to keep the threads busy; at
@@ -59,23 +60,6 @@ typedef struct batch {
     stf_err werr;
 } batch;
 
-static int read_at(int fd, unsigned char *buf, size_t n, uint64_t off, const char *name,
-                   stf_err *err)
-{
-    while (n) {
-        ssize_t r = pread(fd, buf, n, (off_t)off);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0)
-            return stf__err_rule(err, STF_EIO, "", 1, off, "%s: read failed at byte %llu: %s",
-                                 name, (unsigned long long)off,
-                                 r < 0 ? strerror(errno) : "unexpected end of file");
-        buf += r;
-        n -= (size_t)r;
-        off += (uint64_t)r;
-    }
-    return 0;
-}
-
 /* Append the compressed frames of slots ws[0, wk) in order, with their
  * seek-table entries; a frame spooled already (sp[i].done) is copied from
  * the spool instead. */
@@ -103,7 +87,7 @@ static int write_frames(stf__sink *dst, slot *ws, size_t wk, const stf__zframe *
 int stf__zenc_frame(stf__zenc *s, const stf__zpack_opts *o, const stf__zframe *f, int fd,
                     const char *src_name, stf_err *err)
 {
-    if (read_at(fd, s->in, f->len, f->off, src_name, err)) return 1;
+    if (stf__pread_exact(fd, s->in, f->len, f->off, src_name, err)) return 1;
     if (f->grouped) {
         if (stf__stz_group_encode(s->cctx, s->out, stf__stz_group_bound(o->frame), &s->out_len,
                                   s->in, f->len, s->scratch, err))

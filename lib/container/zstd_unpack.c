@@ -21,6 +21,7 @@
 #include <xxhash.h>
 #include <zstd.h>
 
+#include "container/container_internal.h"
 #include "container/zstd_pack.h"
 
 #define IN_BUF ((size_t)1 << 20)
@@ -45,19 +46,7 @@ typedef struct unpack {
 
 static int rd(const unpack *u, void *buf, size_t n, uint64_t off, stf_err *err)
 {
-    unsigned char *p = buf;
-    while (n) {
-        ssize_t r = pread(u->fd, p, n, (off_t)off);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0)
-            return stf__err_rule(err, STF_EIO, "", 1, off, "%s: read failed at byte %llu: %s",
-                                 u->name, (unsigned long long)off,
-                                 r < 0 ? strerror(errno) : "unexpected end of file");
-        p += r;
-        n -= (size_t)r;
-        off += (uint64_t)r;
-    }
-    return 0;
+    return stf__pread_exact(u->fd, buf, n, off, u->name, err);
 }
 
 static int bad(const unpack *u, uint64_t at, const char *what, stf_err *err)
