@@ -297,19 +297,12 @@ static int copy_fallback(stf__sink *s, int fd, uint64_t off, uint64_t len, const
     if (!buf) return stf__err(err, STF_ENOMEM, "%s: out of memory", s->final_path);
     while (len) {
         size_t k = len < cap ? (size_t)len : cap;
-        ssize_t r = pread(fd, buf, k, (off_t)off);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            rc = stf__err_rule(err, STF_EIO, "", 1, off, "%s: read failed at byte %llu: %s",
-                               src_name, (unsigned long long)off,
-                               r < 0 ? strerror(errno) : "unexpected end of file");
-            goto done;
-        }
-        if ((rc = stf__sink_write(s, buf, (size_t)r, err))) goto done;
-        off += (uint64_t)r;
-        len -= (uint64_t)r;
+        if ((rc = stf__pread_exact(fd, buf, k, off, src_name, err)) ||
+            (rc = stf__sink_write(s, buf, k, err)))
+            break;
+        off += k;
+        len -= k;
     }
-done:
     stf__free(buf);
     return rc;
 }
