@@ -8,7 +8,7 @@
  * finding it can decide from the file.
  *
  * Rule ids: "S1".."S28", "I1".."I7" (container, reported by the reader),
- * "R1".."R61" (SGLang), "C1".."C23" (ComfyUI), and the numeric probes
+ * "R1".."R62" (SGLang), "C1".."C24" (ComfyUI), and the numeric probes
  * "N1" (non-finite scale), "N2" (zero or negative scale), "H1" (row versus
  * column quantization: stfix-defects(7), ROW AND COLUMN DETECTION) and
  * "H2" (Sylvester rather than regular rotation), and the tensor-parallel

@@ -65,6 +65,8 @@ const char *stf__chk_name(stf__chk *k, const char *s, size_t n);
 const char *stf__chk_layer(stf__chk *k, const stf_layer *l);
 /* Python tuple of a tensor's shape, or "None" for NULL. */
 const char *stf__chk_shape(stf__chk *k, const stf_tensor_info *t);
+/* torch.Size([256, 1]) of a tensor's shape. */
+const char *stf__chk_torch_size(stf__chk *k, const stf_tensor_info *t);
 /* Python tuple of explicit dims. */
 const char *stf__chk_dims(stf__chk *k, unsigned rank, const uint64_t *dims);
 /* repr() / str() of a JSON value; "None" for NULL. */

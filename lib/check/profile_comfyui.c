@@ -1,5 +1,5 @@
 /*
- * The `comfyui` profile: ComfyUI's acceptance rules C1-C23
+ * The `comfyui` profile: ComfyUI's acceptance rules C1-C24
  * (stfix-checks(7), COMFYUI RULES). ComfyUI has an exact message for some of them;
  * most of its failures are silent (codes value-cast to floats, conv layers
  * fed raw codes, scales broadcast over the wrong axis, non-power-of-4 groups
@@ -216,6 +216,35 @@ static void w4a4_rules(stf__chk *k, const stf_layer *l, const stf_pyval *mk,
     }
 }
 
+/*
+ * C24: float8_e4m3fn and float8_e5m2 take one scale per tensor. ComfyUI
+ * hands weight_scale to comfy-kitchen as stored: its CUDA dequantize
+ * asserts a single element, its eager one multiplies the weight by the
+ * scale with torch broadcasting, which lines an (N,) or (1, N) scale up
+ * with the K columns.
+ */
+static void fp8_rules(stf__chk *k, const stf_layer *l, const stf_format_info *fi,
+                      const stf_tensor_info *w)
+{
+    const stf_tensor_info *s = T(k, l, STF_SFX_WEIGHT_SCALE);
+    if (!s || s->nelem == 1) return;
+    uint64_t n = w->shape[0], kk = w->shape[w->rank - 1];
+    int rows = w->rank == 2 && s->rank == 2 && s->shape[0] == n && s->shape[1] == 1;
+    int flat = w->rank == 2 && s->nelem == n && (s->rank == 1 || (s->rank == 2 && s->shape[0] == 1));
+    const char *eager = rows ? ", which happens to scale the rows here"
+                        : flat && n == kk ? ", which scales columns instead of rows: silently "
+                                            "wrong on this square layer"
+                        : flat ? ", which fails to broadcast it over the K columns"
+                               : "";
+    stf__chk_add(k, "C24", STF_SEV_ERROR, l->prefix, l->prefix_len,
+                 "requantize the layer: an FP8 format takes one scale per tensor",
+                 "FP8 weight scale of layer %s has shape %s for weight %s, but %s takes one scale "
+                 "per tensor: comfy-kitchen's CUDA dequantize raises \"Scale must be a scalar "
+                 "tensor\", its eager one multiplies the weight by the scale as stored%s",
+                 stf__chk_layer(k, l), stf__chk_shape(k, s), stf__chk_shape(k, w), fi->name,
+                 eager);
+}
+
 /* C11: scale dtypes (only fp8/e8m0 block scales are views). */
 static void scale_dtype_rules(stf__chk *k, const stf_layer *l, const stf_format_info *fi)
 {
@@ -334,6 +363,8 @@ static void check_layer(stf__chk *k, const stf_layer *l)
     if (fi->id == STF_FMT_INT8_TENSORWISE) int8_rules(k, l, mk, w);
     else if (fi->id == STF_FMT_CONVROT_W4A4) w4a4_rules(k, l, mk, w);
     else if (fi->id == STF_FMT_ASYM_W4A8_INT8) stf__check_comfyui_w4a8(k, l, mk, w);
+    else if (fi->id == STF_FMT_FLOAT8_E4M3FN || fi->id == STF_FMT_FLOAT8_E5M2)
+        fp8_rules(k, l, fi, w);
 }
 
 /* The comfyui profile: C-rules per layer in layer order. 0 or k->rc. */

@@ -412,6 +412,23 @@ static void config_int8(stf__chk *k, const stf_layer *l, const stf_pyval *mk)
                      "torch.Size([%llu, 1])", (unsigned long long)w->shape[0]);
 }
 
+/*
+ * R62: ComfyFp8Config's FP8 linear methods allocate weight_scale as a (1,)
+ * parameter for one Linear; the loader reshapes a scalar to (1,) and
+ * asserts equal sizes, so only () and (1,) load.
+ */
+static void config_fp8(stf__chk *k, const stf_layer *l)
+{
+    const stf_tensor_info *w = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT);
+    const stf_tensor_info *s = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT_SCALE);
+    uint64_t one = 1;
+    if (!w || w->rank != 2 || !s || s->rank == 0 || stf__chk_shape_is(s, 1, &one)) return;
+    stf__chk_add(k, "R62", STF_SEV_ERROR, l->prefix, l->prefix_len,
+                 "requantize the layer: float8_e4m3fn takes one scale per tensor",
+                 "Tried to load weights of size %sto a parameter of size torch.Size([1])",
+                 stf__chk_torch_size(k, s));
+}
+
 static void config_layer(stf__chk *k, cfg_kind kind, const stf_layer *l, const stf_pyval *mk,
                          const char *fmt)
 {
@@ -437,6 +454,8 @@ static void config_layer(stf__chk *k, cfg_kind kind, const stf_layer *l, const s
                              "Serialized W4A4 layer %s has unsupported linear_dtype=%s; expected "
                              "one of ('int4', 'int8')", p, stf__chk_repr(k, v, strlen(v)));
         }
+    } else if (is_fmt(fmt, "float8_e4m3fn") && kind == CFG_FP8) {
+        config_fp8(k, l);
     } else if (is_fmt(fmt, "asym_w4a8_int8") && kind == CFG_W4A8) {
         if (!stf_pyval_is_true(stf_pyval_find(mk, "convrot")))
             stf__chk_add(k, "R61", STF_SEV_ERROR, l->prefix, l->prefix_len,

@@ -83,6 +83,25 @@ const char *stf__chk_shape(stf__chk *k, const stf_tensor_info *t)
     return stf__chk_dims(k, t->rank, t->shape);
 }
 
+/* torch.Size repr of t's shape, as SGLang's loader messages print it:
+ * torch.Size([256, 1]); pooled, "" after a failure. */
+const char *stf__chk_torch_size(stf__chk *k, const stf_tensor_info *t)
+{
+    if (k->rc) return "";
+    stf_buf b;
+    stf__buf_init(&b);
+    stf__buf_puts(&b, "torch.Size([");
+    for (unsigned i = 0; i < t->rank; i++)
+        stf__buf_printf(&b, "%s%llu", i ? ", " : "", (unsigned long long)t->shape[i]);
+    stf__buf_puts(&b, "])");
+    if (b.oom) {
+        stf__buf_free(&b);
+        stf__chk_fail(k, STF_ENOMEM);
+        return "";
+    }
+    return stf__chk_keep(k, b.data);
+}
+
 /* repr() of a JSON value, "None" for NULL; pooled. */
 const char *stf__chk_pyrepr(stf__chk *k, const stf_pyval *v)
 {

@@ -368,6 +368,30 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
         .effect = "refuses",
     },
     {
+        .id = "C24",
+        .severity = "error",
+        .title = "ComfyUI: FP8 weight scale not a single value",
+        .checks = "A float8_e4m3fn or float8_e5m2 layer's weight_scale holds more than one "
+                  "element: per-row (N), (N, 1) or (1, N), per-column (K) or (1, K), or any "
+                  "other shape. (), (1,) and (1, 1) pass.",
+        .why = "Both formats are per-tensor. ComfyUI checks no scale shape and hands the scale "
+               "to comfy-kitchen as stored. Its CUDA dequantize then raises AssertionError "
+               "\"Scale must be a scalar tensor\"; its eager one, which ComfyUI uses when the "
+               "CUDA backend is off, multiplies the weight by the scale with broadcasting: an "
+               "(N, 1) scale happens to scale the rows, but an (N) or (1, N) one lines up with "
+               "the K columns, a RuntimeError when N differs from K and silently wrong output "
+               "on a square layer such as an attention projection, where each column is scaled "
+               "by a row's scale.",
+        .ignored = "The model loads; the layer then fails at its first forward, or on a square "
+                   "layer computes garbage without any error.",
+        .fix = "The exporter kept its per-row scales but wrote a per-tensor format name. "
+               "requantize decodes each row (or column) with its own scale exactly and writes "
+               "INT8 ConvRot; the bundled comfyui and sglang recipes do so for every such "
+               "layer. A rowwise FP8 format that ComfyUI loads does not exist.",
+        .action = "requantize",
+        .effect = "silent",
+    },
+    {
         .id = "N1",
         .severity = "error",
         .title = "numeric: non-finite scale values",

@@ -562,6 +562,26 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "set-marker",
         "refuses",
     },
+    {
+        "R62", "error",
+        "SGLang: FP8 weight_scale cannot be loaded into the (1,) parameter",
+        "A float8_e4m3fn layer of an FP8 checkpoint with a 2-D weight has a weight_scale of "
+        "any shape other than () or (1,): per-row (N), (N, 1) or (1, N), per-column, or even "
+        "(1, 1).",
+        "Inspection requires only that the weight and its scale exist. ComfyFp8Config's linear "
+        "methods then allocate weight_scale as a per-tensor (1,) parameter; the loader reshapes "
+        "a scalar to (1,), and its size assertion fails on anything else: 'Tried to load "
+        "weights of size torch.Size([N])to a parameter of size torch.Size([1])'. The message "
+        "is that of an unfused layer; a fused or tensor-parallel one fails a different "
+        "assertion.",
+        "Inspection passes, and loading then stops with an AssertionError that does not name "
+        "the layer.",
+        "The exporter kept its per-row scales but wrote a per-tensor format name: requantize "
+        "decodes each row with its own scale exactly and writes INT8 ConvRot, as the bundled "
+        "sglang recipe does for every FP8 layer, a (1, 1) scale included.",
+        "requantize",
+        "refuses",
+    },
 };
 const size_t stf__rule_docs_sglang_n =
     sizeof stf__rule_docs_sglang / sizeof stf__rule_docs_sglang[0];

@@ -21,7 +21,7 @@
 /* The ids the comfyui and numeric profiles report, in catalogue order. */
 static const char *const IDS[] = {
     "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9", "C10", "C11",
-    "C12", "C14", "C15", "C16", "C19", "C20", "C21", "C22", "C23", "N1", "N2", "N3", "H1", "H2",
+    "C12", "C14", "C15", "C16", "C19", "C20", "C21", "C22", "C23", "C24", "N1", "N2", "N3", "H1", "H2",
 };
 #define NIDS (sizeof IDS / sizeof IDS[0])
 
@@ -177,6 +177,13 @@ static void test_exact_fields(void **state)
     d = stf_rule_doc_find("C9");
     assert_string_equal(d->action, "reshape-scale, requantize");
     assert_non_null(strstr(d->fix, "flattened-scales"));
+    /* C24 names the square-layer garbage and comfy-kitchen's assertion. */
+    d = stf_rule_doc_find("C24");
+    assert_string_equal(d->severity, "error");
+    assert_string_equal(d->action, "requantize");
+    assert_string_equal(d->effect, "silent");
+    assert_non_null(strstr(d->why, "\"Scale must be a scalar tensor\""));
+    assert_non_null(strstr(d->why, "silently wrong output on a square layer"));
     assert_string_equal(stf_rule_doc_find("C14")->severity, "warning");
     assert_string_equal(stf_rule_doc_find("C19")->severity, "warning");
     assert_string_equal(stf_rule_doc_find("H2")->severity, "warning");

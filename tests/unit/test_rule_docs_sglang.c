@@ -232,6 +232,12 @@ static void test_known_entries(void **state)
     assert_string_equal(d->action, "set-marker");
     assert_non_null(strstr(d->fix, "w4a8-without-convrot"));
 
+    d = stf_rule_doc_find("R62");
+    assert_non_null(d);
+    assert_string_equal(d->action, "requantize");
+    assert_string_equal(d->effect, "refuses");
+    assert_non_null(strstr(d->why, "torch.Size([N])to a parameter of size torch.Size([1])"));
+
     /* stfix cannot decode W4A8 or NVFP4 layers: no action repairs these. */
     assert_null(stf_rule_doc_find("R48")->action);
     assert_null(stf_rule_doc_find("R53")->action);
