@@ -21,6 +21,10 @@ BF16 without a marker:
   fp8-rows-e5m2
               F8_E5M2 codes quantized per row, F32 [N,1] scales, marker
               float8_e5m2
+  fp8-rows-e4m3fn
+              F8_E4M3 codes quantized per row, F32 [N] scales, marker
+              float8_e4m3fn (row scales under a per-tensor format:
+              stfix-checks(7), rules C24 and R62)
 
 Row-quantized codes reach |q| = 127 once in every row; column-quantized
 ones once in every column and in only 2 of every 64 rows, so the H1 probe
@@ -31,7 +35,8 @@ a fixed seed, so a 2 GiB file takes seconds and never changes. The file is
 canonical (lib/README.md, Canonical form).
 
 Usage: gen_quant_ckpt.py KIND OUT SIZE [HIDDEN]
-  KIND    sylvester | fp8 | int8-rows | int8-cols | fp8-rows | fp8-rows-e5m2
+  KIND    sylvester | fp8 | int8-rows | int8-cols | fp8-rows | fp8-rows-e5m2 |
+          fp8-rows-e4m3fn
   SIZE    quantized weight bytes to reach, in bytes or with KiB/MiB/GiB
   HIDDEN  hidden size (default 3072; tests use a small one)
 Python 3 standard library only.
@@ -58,9 +63,11 @@ MARKERS = {
     "int8-cols": {"format": "int8_tensorwise", "convrot": True, "convrot_groupsize": 256},
     "fp8-rows": {"format": "float8_e4m3fn_rowwise"},
     "fp8-rows-e5m2": {"format": "float8_e5m2"},
+    "fp8-rows-e4m3fn": {"format": "float8_e4m3fn"},
 }
 # Weight dtype and per-row maximum code of the row-quantized FP8 kinds.
-FP8_ROWS = {"fp8-rows": ("F8_E4M3", 0x7E), "fp8-rows-e5m2": ("F8_E5M2", 0x7B)}
+FP8_ROWS = {"fp8-rows": ("F8_E4M3", 0x7E), "fp8-rows-e5m2": ("F8_E5M2", 0x7B),
+            "fp8-rows-e4m3fn": ("F8_E4M3", 0x7E)}
 # Codes in [-100, 100] from any byte; FP8 bytes with 0x7F/0xFF (NaN) moved off.
 I8_SMALL = bytes(((v % 201) - 100) & 0xFF for v in range(256))
 FP8_FINITE = bytes(v ^ 1 if v & 0x7F == 0x7F else v for v in range(256))
@@ -74,7 +81,8 @@ def code_block(kind, k, rng):
     if kind == "fp8":
         return raw.translate(FP8_FINITE)
     if kind in FP8_ROWS:
-        b = bytearray(raw.translate(FP8_FINITE if kind == "fp8-rows" else E5M2_FINITE))
+        e4 = FP8_ROWS[kind][0] == "F8_E4M3"
+        b = bytearray(raw.translate(FP8_FINITE if e4 else E5M2_FINITE))
         top = FP8_ROWS[kind][1]
         for r in range(BLOCK_ROWS):  # one maximum per row
             b[r * k + (r * 131 + 17) % k] = top | (0x80 if r % 2 else 0)
@@ -126,7 +134,7 @@ def tensors(kind, size):
         if kind == "fp8":
             out.append((base + ".weight_scale", "F32", [], f32([0.002])))
         elif kind in FP8_ROWS:
-            out.append((base + ".weight_scale", "F32", [n] if kind == "fp8-rows" else [n, 1],
+            out.append((base + ".weight_scale", "F32", [n, 1] if kind == "fp8-rows-e5m2" else [n],
                         f32(0.001 + 0.0001 * (r % 7) for r in range(n))))
         elif kind == "int8-cols":
             out.append((base + ".weight_scale", "F32", [1, k],
@@ -141,7 +149,7 @@ def tensors(kind, size):
 def main():
     if len(sys.argv) not in (4, 5) or sys.argv[1] not in MARKERS:
         sys.exit("usage: gen_quant_ckpt.py sylvester|fp8|int8-rows|int8-cols|fp8-rows|"
-                 "fp8-rows-e5m2 OUT SIZE [HIDDEN]")
+                 "fp8-rows-e5m2|fp8-rows-e4m3fn OUT SIZE [HIDDEN]")
     if len(sys.argv) == 5:
         bf.HIDDEN = int(sys.argv[4])
     kind, path, size = sys.argv[1], sys.argv[2], bf.parse_size(sys.argv[3])
