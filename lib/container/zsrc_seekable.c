@@ -11,12 +11,19 @@
  *    waits for it instead of decoding it again;
  *  - a run of contiguous reads (three in a row, by any thread: a pass over
  *    the data) starts one read-ahead thread that decodes the next frames
- *    ahead of the readers, at most `window` frames past the last one read,
- *    so the readers find them decoded instead of decoding inline. Random
- *    reads never trigger it: reading one tensor touches only its frames;
+ *    ahead of the readers, a window past the last frame read of one frame
+ *    more than there have been readers at once, within the cache less the
+ *    two frames the readers are in, so the readers find them decoded
+ *    instead of decoding inline. Random reads never trigger it: reading
+ *    one tensor touches only its frames;
  *  - a reader that would wait for a frame being decoded decodes a frame of
  *    the window nobody has taken instead: when the readers outrun one
- *    decoder, decoding spreads over every thread that would wait.
+ *    decoder, decoding spreads over every thread that would wait, one
+ *    frame each;
+ *  - a decode ahead takes the slot of a frame read through (every byte
+ *    served since it was decoded), or of one far behind the readers:
+ *    never one a reader that lags behind the others has still to read, so
+ *    a pass decodes each frame once whatever the window.
  *
  * The compressed bytes, a grouped frame's scratch and the decompression
  * context are a decoder kit, taken per decode from a free list: as many
@@ -40,6 +47,7 @@ typedef struct slot {
     int state;
     unsigned refs;
     uint64_t used;           /* last use, for LRU eviction */
+    uint64_t served;         /* bytes copied out since it was decoded */
     uint8_t *buf;            /* the decoded frame */
     size_t cap;
 } slot;
@@ -52,8 +60,10 @@ typedef struct kit {
     ZSTD_DCtx *dctx;
 } kit;
 
-/* Contiguous reads: where a run of them ended, and how long it is. */
-enum { RUNS = 4, RUN_AHEAD = 3, WINDOW_MAX = 2, SLOTS_FOR_READERS = 3, STALE_READS = 64 };
+/* Contiguous reads: where a run of them ended, and how long it is. The
+ * readers of a run are in its last frame or the one before; the window
+ * takes the other slots. */
+enum { RUNS = 4, RUN_AHEAD = 3, READER_FRAMES = 2, STALE_READS = 64 };
 
 struct stf__zseek {
     stf__source *raw;
@@ -74,8 +84,10 @@ struct stf__zseek {
     unsigned run_next;
     uint64_t reads;          /* reads so far (under mu) */
     unsigned ra_run;         /* the run that last moved the window */
+    unsigned inside;         /* threads in stf__zseek_read (under mu) */
+    unsigned readers;        /* the most there have been at once (under mu) */
     /* Read-ahead (under mu): frames [ra_lo, ra_end) wanted decoded. */
-    size_t window;           /* frames ahead; 0 when the cache is too small */
+    size_t wmax;             /* frames ahead at most; 0 when the cache is too small */
     size_t ra_lo, ra_end;
     int ra_state;            /* 0 not started, 1 running, 2 stopping */
     pthread_t ra;
@@ -116,10 +128,8 @@ int stf__zseek_open(stf__zseek **out, stf__source *raw, const stf_open_opts *o, 
         z->nslots = o->zstd_cache_frames ? o->zstd_cache_frames : 1;
         z->slots = stf__calloc(z->nslots, sizeof *z->slots);
         if (!z->slots) rc = stf__err(err, STF_ENOMEM, "%s: out of memory", path);
-        /* The frames of two readers and one a read straddles, then the
-         * window. */
-        size_t spare = z->nslots > SLOTS_FOR_READERS ? z->nslots - SLOTS_FOR_READERS : 0;
-        z->window = spare < WINDOW_MAX ? spare : WINDOW_MAX;
+        /* The readers' two frames, then the window. */
+        z->wmax = z->nslots > READER_FRAMES ? z->nslots - READER_FRAMES : 0;
     }
     if (!rc && pthread_mutex_init(&z->mu, NULL) != 0)
         rc = stf__err(err, STF_ENOMEM, "%s: cannot create a mutex", path);
@@ -324,24 +334,44 @@ static slot *find_slot(stf__zseek *z, size_t k)
     return NULL;
 }
 
-/* Whether frame k is in the read-ahead window (under mu): decoded ahead
- * of the reads, or about to be. */
-static int in_window(const stf__zseek *z, size_t k)
-{
-    return k >= z->ra_lo && k < z->ra_end;
-}
+/* Who wants a slot: a decode ahead of the reads, a reader's decode
+ * sparing the window and its readers, or one that takes any idle slot. */
+enum { FOR_AHEAD, FOR_READ, FOR_ANY };
 
-/* A slot to decode into (under mu): an empty one, else the least recently
- * used idle one, sparing frames decoded ahead and not read yet unless
- * `any`. NULL when every slot is in use. */
-static slot *victim(stf__zseek *z, int any)
+/*
+ * A slot to decode into (under mu), NULL when none suits `who`: an empty
+ * one, else the least recently used idle one of the best kind there is:
+ *
+ *  1. a frame every byte of which has been read since it was decoded (a
+ *     pass is done with it), outside the window;
+ *  2. another frame outside the window and the two frames before it (the
+ *     run's readers are there, or about to be); for a decode ahead, only
+ *     one more than a cache behind the window or past it;
+ *  3. any other (FOR_ANY only).
+ *
+ * A reader that lags behind the others keeps its frame, not yet read
+ * through, from the decodes ahead, however far behind it has fallen.
+ */
+static slot *victim(stf__zseek *z, int who)
 {
     slot *v = NULL;
+    int vk = 4;
     for (size_t i = 0; i < z->nslots; i++) {
         slot *s = &z->slots[i];
-        if (s->refs || s->state == SLOT_LOADING || (!any && in_window(z, s->frame))) continue;
+        if (s->refs || s->state == SLOT_LOADING) continue;
         if (s->state == SLOT_EMPTY) return s;
-        if (!v || s->used < v->used) v = s;
+        size_t f = s->frame;
+        int window = f >= z->ra_lo && f < z->ra_end;
+        int kind = !window && s->served >= z->t.frames[f].d_size ? 1
+                   : !window && f + READER_FRAMES < z->ra_lo    ? 2
+                   : f >= z->ra_end                             ? 2
+                                                                : 3;
+        if (who == FOR_AHEAD && kind == 2 && f + z->nslots >= z->ra_lo && f < z->ra_end) continue;
+        if (kind == 3 && who != FOR_ANY) continue;
+        if (kind < vk || (kind == vk && s->used < v->used)) {
+            v = s;
+            vk = kind;
+        }
     }
     return v;
 }
@@ -352,6 +382,7 @@ static int fill(stf__zseek *z, slot *s, size_t k, stf_err *err)
 {
     s->frame = k;
     s->state = SLOT_LOADING;
+    s->served = 0;
     s->used = ++z->tick;
     z->decoded++;
     pthread_mutex_unlock(&z->mu);
@@ -370,7 +401,7 @@ static int ahead_pick(stf__zseek *z, size_t *k, slot **v)
 {
     size_t f = z->ra_lo;
     while (f < z->ra_end && find_slot(z, f)) f++;
-    if (f >= z->ra_end || !(*v = victim(z, 0))) return 0;
+    if (f >= z->ra_end || !(*v = victim(z, FOR_AHEAD))) return 0;
     *k = f;
     return 1;
 }
@@ -400,7 +431,7 @@ static int acquire(stf__zseek *z, size_t k, slot **out, stf_err *err)
             continue;
         }
         /* Being decoded by another thread, or every slot busy: wait. */
-        if (hit || !((v = victim(z, 0)) || (v = victim(z, 1)))) {
+        if (hit || !((v = victim(z, FOR_READ)) || (v = victim(z, FOR_ANY)))) {
             pthread_cond_wait(&z->cv, &z->mu);
             continue;
         }
@@ -413,10 +444,12 @@ static int acquire(stf__zseek *z, size_t k, slot **out, stf_err *err)
     }
 }
 
-static void release(stf__zseek *z, slot *s)
+/* Give back the caller's reference to s, which served it n bytes. */
+static void release(stf__zseek *z, slot *s, size_t n)
 {
     pthread_mutex_lock(&z->mu);
     s->refs--;
+    s->served += n;
     pthread_cond_broadcast(&z->cv);
     pthread_cond_signal(&z->ra_cv);
     pthread_mutex_unlock(&z->mu);
@@ -449,8 +482,10 @@ static void *ahead_main(void *arg)
 /*
  * Note a read of [off, off + len) ending in frame `last` (under mu). The
  * read continues a run when it starts where an earlier read ended; from
- * the fourth read of a run on, the window is the `window` frames past
- * `last`, and the thread is started the first time. The window moves
+ * the fourth read of a run on, the window is the frames past `last`, one
+ * more than the most readers seen at once (so that the read-ahead thread
+ * and every reader can each decode one) within the cache's wmax, and the
+ * thread is started the first time. The window moves
  * forward for any run; back only for a run behind the one that moved it
  * last once that one has stopped (no read of it among the last
  * STALE_READS): a reader lagging behind another does not drag the window
@@ -458,8 +493,12 @@ static void *ahead_main(void *arg)
  */
 static void note_read(stf__zseek *z, uint64_t off, uint64_t len, size_t last)
 {
-    unsigned i = 0, n;
-    while (i < RUNS && !(z->run[i].len && z->run[i].end == off)) i++;
+    unsigned i = RUNS, n;
+    /* The longest run this read continues: a random read that ended where
+     * a run will pass does not split it. */
+    for (unsigned r = 0; r < RUNS; r++)
+        if (z->run[r].len && z->run[r].end == off && (i == RUNS || z->run[r].len > z->run[i].len))
+            i = r;
     if (i == RUNS) {
         i = z->run_next++ % RUNS;
         n = 1;
@@ -469,8 +508,9 @@ static void note_read(stf__zseek *z, uint64_t off, uint64_t len, size_t last)
     z->run[i].end = off + len;
     z->run[i].len = n;
     z->run[i].seen = ++z->reads;
-    if (n <= RUN_AHEAD || !z->window) return;
-    size_t end = last + 1 + z->window;
+    if (n <= RUN_AHEAD || !z->wmax) return;
+    size_t w = (size_t)z->readers + 1 < z->wmax ? (size_t)z->readers + 1 : z->wmax;
+    size_t end = last + 1 + w;
     if (end > z->t.nframes) end = z->t.nframes;
     if (end <= z->ra_end && i != z->ra_run && z->reads - z->run[z->ra_run].seen <= STALE_READS)
         return;
@@ -481,7 +521,7 @@ static void note_read(stf__zseek *z, uint64_t off, uint64_t len, size_t last)
         z->ra_state = 1;
         if (pthread_create(&z->ra, NULL, ahead_main, z) != 0) {
             z->ra_state = 0;
-            z->window = 0; /* read without it */
+            z->wmax = 0; /* read without it */
         }
     }
     pthread_cond_signal(&z->ra_cv);
@@ -493,31 +533,44 @@ static void note_read(stf__zseek *z, uint64_t off, uint64_t len, size_t last)
 int stf__zseek_read(stf__zseek *z, uint64_t off, void *dst, size_t len, stf_err *err)
 {
     uint8_t *d = dst;
-    if (len) {
-        pthread_mutex_lock(&z->mu);
-        note_read(z, off, len, stf__seek_table_find(&z->t, off + len - 1));
-        pthread_mutex_unlock(&z->mu);
+    int rc = 0;
+    if (!len) return 0;
+    pthread_mutex_lock(&z->mu);
+    if (++z->inside > z->readers) z->readers = z->inside;
+    note_read(z, off, len, stf__seek_table_find(&z->t, off + len - 1));
+    /* The first frame, when cached, is held from here: the window may have
+     * moved past it, and a decode ahead must not take it first. */
+    slot *pin = find_slot(z, stf__seek_table_find(&z->t, off));
+    if (pin && pin->state == SLOT_READY) {
+        pin->refs++;
+        pin->used = ++z->tick;
+    } else {
+        pin = NULL;
     }
-    while (len) {
+    pthread_mutex_unlock(&z->mu);
+    while (len && !rc) {
         size_t k = stf__seek_table_find(&z->t, off);
         const stf__seek_frame *fr = &z->t.frames[k];
         uint64_t in = off - fr->d_off;
         size_t n = fr->d_size - in < len ? (size_t)(fr->d_size - in) : len;
+        slot *s = pin && pin->frame == k ? pin : NULL;
         if (n == 0) /* only past the end, which the caller has excluded */
-            return stf__err(err, STF_EINVAL, "%s: no frame holds byte %llu", z->path,
-                            (unsigned long long)off);
-        slot *s;
-        int rc = acquire(z, k, &s, err);
-        if (!rc) {
+            rc = stf__err(err, STF_EINVAL, "%s: no frame holds byte %llu", z->path,
+                          (unsigned long long)off);
+        else if (s || !(rc = acquire(z, k, &s, err))) {
             memcpy(d, s->buf + in, n);
-            release(z, s);
+            release(z, s, n);
+            if (s == pin) pin = NULL;
         }
-        if (rc) return rc;
         d += n;
         off += n;
         len -= n;
     }
-    return 0;
+    if (pin) release(z, pin, 0);
+    pthread_mutex_lock(&z->mu);
+    z->inside--;
+    pthread_mutex_unlock(&z->mu);
+    return rc;
 }
 
 void stf__zseek_free(stf__zseek *z)

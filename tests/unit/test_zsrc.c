@@ -22,6 +22,7 @@
 #include "container/zstd_seek.h"
 #include "support/st_ckptfile.h"
 #include "support/st_tmp.h"
+#include "support/st_zseek.h"
 
 #define NT 6
 #define TBYTES 48000
@@ -73,20 +74,8 @@ static int free_plain(void **state)
 
 /* ------------------------------------------------------------ builders */
 
-typedef struct zbuf {
-    uint8_t *p;
-    size_t n;
-    uint64_t c_off[1024]; /* where each frame starts */
-    size_t nframes;
-} zbuf;
-
-static void zput(zbuf *b, const void *p, size_t n)
-{
-    b->p = realloc(b->p, b->n + n);
-    assert_non_null(b->p);
-    memcpy(b->p + b->n, p, n);
-    b->n += n;
-}
+typedef st_zbuf zbuf;
+#define zput st_zput
 
 /*
  * The plain checkpoint in the seekable format: frames of at most `frame`
@@ -95,38 +84,7 @@ static void zput(zbuf *b, const void *p, size_t n)
  */
 static zbuf seekable(size_t frame, int at_tensors, int checksum)
 {
-    zbuf b = { 0 };
-    static uint8_t ent[1024][12];
-    size_t pos = 0;
-    while (pos < g_plain_len) {
-        size_t n = g_plain_len - pos < frame ? g_plain_len - pos : frame;
-        for (int k = 0; at_tensors && k < NT; k++)
-            if (g_tbegin[k] > pos && g_tbegin[k] - pos < n) n = (size_t)(g_tbegin[k] - pos);
-        size_t cap = ZSTD_compressBound(n);
-        uint8_t *z = malloc(cap);
-        size_t zn = ZSTD_compress(z, cap, g_plain + pos, n, 3);
-        assert_false(ZSTD_isError(zn));
-        assert_true(b.nframes < 1024);
-        b.c_off[b.nframes] = b.n;
-        put32(ent[b.nframes], (uint32_t)zn);
-        put32(ent[b.nframes] + 4, (uint32_t)n);
-        put32(ent[b.nframes] + 8, (uint32_t)XXH64(g_plain + pos, n, 0));
-        b.nframes++;
-        zput(&b, z, zn);
-        free(z);
-        pos += n;
-    }
-    size_t esz = checksum ? 12 : 8;
-    uint8_t h[8], foot[9];
-    put32(h, STF__SEEK_TABLE_MAGIC);
-    put32(h + 4, (uint32_t)(b.nframes * esz + 9));
-    zput(&b, h, 8);
-    for (size_t i = 0; i < b.nframes; i++) zput(&b, ent[i], esz);
-    put32(foot, (uint32_t)b.nframes);
-    foot[4] = checksum ? 0x80 : 0;
-    put32(foot + 5, STF__SEEKABLE_MAGIC);
-    zput(&b, foot, 9);
-    return b;
+    return st_zseekable(g_plain, g_plain_len, frame, g_tbegin, at_tensors ? NT : 0, checksum);
 }
 
 /* The plain checkpoint as one zstd frame, with its content size in the
@@ -245,62 +203,6 @@ static void test_seekable_touches_its_frames(void **state)
     same_tensor(c, 1);
     same_tensor(c, 3);
     assert_int_equal(stf_ckpt_shard_frames_decoded(c, 0), at_open + 4);
-    stf_ckpt_free(c);
-    free(b.p);
-}
-
-/* Frames decoded once they reach `want`, waiting up to 10 s for the
- * read-ahead thread; the count then. */
-static uint64_t decoded_reaching(const stf_ckpt *c, uint64_t want)
-{
-    const struct timespec tick = { 0, 5000000 };
-    for (int i = 0; i < 2000 && stf_ckpt_shard_frames_decoded(c, 0) < want; i++)
-        nanosleep(&tick, NULL);
-    return stf_ckpt_shard_frames_decoded(c, 0);
-}
-
-/*
- * With a cache of 5 frames (2 of read-ahead), random reads decode
- * only their frames, and a run of contiguous reads decodes the next two
- * frames ahead of it, each once: the pass that follows finds them cached.
- */
-static void test_seekable_reads_ahead(void **state)
-{
-    (void)state;
-    zbuf b = seekable(65536, 1, 1);
-    const char *p = save(&b, "ra.safetensors.zst");
-    stf_ckpt *c = NULL;
-    stf_err e;
-    stf_err_clear(&e);
-    stf_open_opts o;
-    stf_open_opts_init(&o);
-    o.zstd_cache_frames = 5;
-    assert_int_equal(stf_ckpt_open(&c, p, &o, &e), 0);
-    uint64_t at_open = stf_ckpt_shard_frames_decoded(c, 0);
-    assert_int_equal(at_open, 1);
-    same_tensor(c, 5);
-    same_tensor(c, 2);
-    assert_int_equal(stf_ckpt_shard_frames_decoded(c, 0), at_open + 2);
-    /* Tensor 1 (frame 2) in four contiguous reads: the fourth moves the
-     * read-ahead to frames 3 and 4; frame 3 (tensor 2) is cached, frame 4
-     * (tensor 3) is decoded ahead. */
-    uint8_t buf[TBYTES];
-    for (int q = 0; q < 4; q++) {
-        assert_int_equal(stf_ckpt_read(buf + q * (TBYTES / 4), c, 1, (uint64_t)q * (TBYTES / 4),
-                                       TBYTES / 4, &e), 0);
-        if (q < 3) assert_int_equal(stf_ckpt_shard_frames_decoded(c, 0), at_open + 3);
-    }
-    assert_memory_equal(buf, g_plain + g_tbegin[1], TBYTES);
-    assert_int_equal(decoded_reaching(c, at_open + 4), at_open + 4);
-    /* The run goes on: tensor 2 moves the window to frames 4 and 5
-     * (tensor 4 decoded ahead), tensor 3 to frames 5 and 6 (tensor 5
-     * cached). Every frame of the pass was decoded once. */
-    same_tensor(c, 2);
-    same_tensor(c, 3);
-    assert_int_equal(decoded_reaching(c, at_open + 5), at_open + 5);
-    same_tensor(c, 4);
-    same_tensor(c, 5);
-    assert_int_equal(stf_ckpt_shard_frames_decoded(c, 0), at_open + 5);
     stf_ckpt_free(c);
     free(b.p);
 }
@@ -726,7 +628,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seekable_reads),
         cmocka_unit_test(test_seekable_touches_its_frames),
-        cmocka_unit_test(test_seekable_reads_ahead),
         cmocka_unit_test(test_seekable_no_checksum),
         cmocka_unit_test(test_seekable_wrong_checksum),
         cmocka_unit_test(test_seekable_truncated_last_frame),

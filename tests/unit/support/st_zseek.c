@@ -1,0 +1,64 @@
+/* Seekable zstd images for tests (st_zseek.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+#include <zstd.h>
+
+#include <cmocka.h>
+
+#include "container/zstd_seek.h"
+#include "support/st_zseek.h"
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+void st_zput(st_zbuf *b, const void *p, size_t n)
+{
+    b->p = realloc(b->p, b->n + n);
+    assert_non_null(b->p);
+    memcpy(b->p + b->n, p, n);
+    b->n += n;
+}
+
+st_zbuf st_zseekable(const uint8_t *plain, size_t len, size_t frame, const uint64_t *cuts,
+                     size_t ncuts, int checksum)
+{
+    st_zbuf b = { 0 };
+    static uint8_t ent[1024][12];
+    size_t pos = 0;
+    while (pos < len) {
+        size_t n = len - pos < frame ? len - pos : frame;
+        for (size_t k = 0; k < ncuts; k++)
+            if (cuts[k] > pos && cuts[k] - pos < n) n = (size_t)(cuts[k] - pos);
+        size_t cap = ZSTD_compressBound(n);
+        uint8_t *z = malloc(cap);
+        assert_non_null(z);
+        size_t zn = ZSTD_compress(z, cap, plain + pos, n, 3);
+        assert_false(ZSTD_isError(zn));
+        assert_true(b.nframes < 1024);
+        b.c_off[b.nframes] = b.n;
+        put32(ent[b.nframes], (uint32_t)zn);
+        put32(ent[b.nframes] + 4, (uint32_t)n);
+        put32(ent[b.nframes] + 8, (uint32_t)XXH64(plain + pos, n, 0));
+        b.nframes++;
+        st_zput(&b, z, zn);
+        free(z);
+        pos += n;
+    }
+    size_t esz = checksum ? 12 : 8;
+    uint8_t h[8], foot[9];
+    put32(h, STF__SEEK_TABLE_MAGIC);
+    put32(h + 4, (uint32_t)(b.nframes * esz + 9));
+    st_zput(&b, h, 8);
+    for (size_t i = 0; i < b.nframes; i++) st_zput(&b, ent[i], esz);
+    put32(foot, (uint32_t)b.nframes);
+    foot[4] = checksum ? 0x80 : 0;
+    put32(foot + 5, STF__SEEKABLE_MAGIC);
+    st_zput(&b, foot, 9);
+    return b;
+}

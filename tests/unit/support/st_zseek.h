@@ -1,0 +1,32 @@
+/*
+ * Test helper: zstd-compressed images of a byte buffer, in the zstd
+ * seekable format (frames cut where the test says, a seek table with or
+ * without checksums), for the readers of compressed checkpoints. Plain
+ * malloc; failures fail the test.
+ */
+#ifndef ST_ZSEEK_H
+#define ST_ZSEEK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Compressed bytes being built, and where each frame starts in them. */
+typedef struct st_zbuf {
+    uint8_t *p;
+    size_t n;
+    uint64_t c_off[1024];
+    size_t nframes;
+} st_zbuf;
+
+/* Append n bytes. */
+void st_zput(st_zbuf *b, const void *p, size_t n);
+
+/*
+ * plain[0..len) in the seekable format, level 3: frames of at most `frame`
+ * bytes, also cut at each offset of cuts[0..ncuts) (any order); entries
+ * with the low 32 bits of each frame's XXH64 when `checksum`.
+ */
+st_zbuf st_zseekable(const uint8_t *plain, size_t len, size_t frame, const uint64_t *cuts,
+                     size_t ncuts, int checksum);
+
+#endif

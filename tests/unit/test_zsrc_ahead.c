@@ -1,0 +1,195 @@
+/*
+ * Tests for the read-ahead of seekable zstd input (lib/container/
+ * zsrc_seekable.c): which frames a run of contiguous reads has decoded
+ * ahead, counted exactly with stf_ckpt_shard_frames_decoded, and which
+ * run the window follows when two are under way.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "support/st_ckptfile.h"
+#include "support/st_tmp.h"
+#include "support/st_zseek.h"
+
+#define NT 12
+#define TBYTES 48000
+
+/* The plain checkpoint: NT tensors of TBYTES bytes; tensor i is frame
+ * i + 1 of its seekable image (frame 0 holds the header). */
+static unsigned char *g_plain;
+static size_t g_plain_len;
+static uint64_t g_tbegin[NT]; /* absolute file offsets of the tensors */
+
+static int make_plain(void **state)
+{
+    if (st_dir_setup(state)) return -1;
+    static uint8_t data[NT][TBYTES];
+    static char names[NT][8];
+    st_tensor t[NT];
+    uint32_t x = 777;
+    for (int k = 0; k < NT; k++) {
+        for (int i = 0; i < TBYTES; i++) {
+            x = x * 1103515245u + 12345u;
+            data[k][i] = (uint8_t)(i % 64 < 32 ? (int)(x >> 16) : k * 5 + i / 64);
+        }
+        names[k][0] = (char)('a' + k);
+        t[k] = (st_tensor){ names[k], STF_U8, 1, { TBYTES }, data[k], TBYTES };
+    }
+    if (st_write_ckpt(st_in_dir("plain.safetensors"), t, NT, NULL)) return -1;
+    g_plain = st_read_file(st_in_dir("plain.safetensors"), &g_plain_len);
+    stf_ckpt *c = NULL;
+    if (!g_plain || stf_ckpt_open(&c, st_in_dir("plain.safetensors"), NULL, NULL)) return -1;
+    for (size_t i = 0; i < NT; i++)
+        g_tbegin[i] = 8 + stf_ckpt_shard_header_len(c, 0) + stf_ckpt_tensor(c, i)->begin;
+    stf_ckpt_free(c);
+    return 0;
+}
+
+static int free_plain(void **state)
+{
+    free(g_plain);
+    return st_dir_teardown(state);
+}
+
+/* The seekable image (frames cut at the tensors) opened with a cache of
+ * `cache` frames; the frames decoded at open (the header's) checked. */
+static stf_ckpt *open_cached(const char *name, unsigned cache)
+{
+    st_zbuf b = st_zseekable(g_plain, g_plain_len, 65536, g_tbegin, NT, 1);
+    assert_int_equal(b.nframes, NT + 1);
+    const char *p = st_in_dir(name);
+    assert_int_equal(st_write_file(p, b.p, b.n), 0);
+    free(b.p);
+    stf_open_opts o;
+    stf_open_opts_init(&o);
+    o.zstd_cache_frames = cache;
+    stf_ckpt *c = NULL;
+    stf_err e;
+    stf_err_clear(&e);
+    assert_int_equal(stf_ckpt_open(&c, p, &o, &e), 0);
+    assert_int_equal(stf_ckpt_shard_frames_decoded(c, 0), 1);
+    return c;
+}
+
+static uint64_t decoded(const stf_ckpt *c) { return stf_ckpt_shard_frames_decoded(c, 0); }
+
+/* Frames decoded once they reach `want`, waiting up to `ms` milliseconds
+ * for the read-ahead thread; the count then. */
+static uint64_t decoded_within(const stf_ckpt *c, uint64_t want, int ms)
+{
+    const struct timespec tick = { 0, 1000000 };
+    for (int i = 0; i < ms && decoded(c) < want; i++) nanosleep(&tick, NULL);
+    return decoded(c);
+}
+
+/* Frames decoded once they reach `want`, waiting up to 10 s. */
+static uint64_t decoded_reaching(const stf_ckpt *c, uint64_t want)
+{
+    return decoded_within(c, want, 10000);
+}
+
+/* Read tensor i in `parts` contiguous reads; the bytes checked. */
+static void read_parts(const stf_ckpt *c, size_t i, int parts)
+{
+    uint8_t buf[TBYTES];
+    stf_err e;
+    stf_err_clear(&e);
+    size_t at = 0;
+    for (int q = 0; q < parts; q++) {
+        size_t n = (size_t)TBYTES * (size_t)(q + 1) / (size_t)parts - at;
+        assert_int_equal(stf_ckpt_read(buf + at, c, i, at, n, &e), 0);
+        at += n;
+    }
+    assert_memory_equal(buf, g_plain + g_tbegin[i], TBYTES);
+}
+
+/*
+ * With a cache of 5 frames (2 of read-ahead), random reads decode
+ * only their frames, and a run of contiguous reads decodes the next two
+ * frames ahead of it, each once: the pass that follows finds them cached.
+ */
+static void test_seekable_reads_ahead(void **state)
+{
+    (void)state;
+    stf_ckpt *c = open_cached("ra.safetensors.zst", 5);
+    read_parts(c, 5, 1);
+    read_parts(c, 2, 1);
+    assert_int_equal(decoded(c), 3);
+    /* Tensor 1 (frame 2) in four contiguous reads: the fourth moves the
+     * read-ahead to frames 3 and 4; frame 3 (tensor 2) is cached, frame 4
+     * (tensor 3) is decoded ahead. */
+    stf_err e;
+    stf_err_clear(&e);
+    uint8_t buf[TBYTES];
+    for (int q = 0; q < 4; q++) {
+        assert_int_equal(stf_ckpt_read(buf + q * (TBYTES / 4), c, 1, (uint64_t)q * (TBYTES / 4),
+                                       TBYTES / 4, &e), 0);
+        if (q < 3) assert_int_equal(decoded(c), 4);
+    }
+    assert_memory_equal(buf, g_plain + g_tbegin[1], TBYTES);
+    assert_int_equal(decoded_reaching(c, 5), 5);
+    /* The run goes on: tensor 2 moves the window to frames 4 and 5
+     * (tensor 4 decoded ahead), tensor 3 to frames 5 and 6 (tensor 5
+     * cached); tensors 4 and 5 move it to frames 7 and 8, the last the
+     * run reaches. Every frame of the pass was decoded once. */
+    read_parts(c, 2, 1);
+    read_parts(c, 3, 1);
+    assert_int_equal(decoded_reaching(c, 6), 6);
+    read_parts(c, 4, 1);
+    read_parts(c, 5, 1);
+    assert_int_equal(decoded_reaching(c, 8), 8);
+    stf_ckpt_free(c);
+}
+
+/*
+ * Two runs (cache 5, a window of 2): the window stays with the run that
+ * moved it last while that run reads on, even when the other is far
+ * behind it; once the owner has made no read among the last 64, the run
+ * behind takes the window over, and its next frames are decoded ahead,
+ * each once.
+ */
+static void test_seekable_ahead_stays_with_its_owner(void **state)
+{
+    (void)state;
+    stf_ckpt *c = open_cached("own.safetensors.zst", 5);
+    /* The owner: tensor 9 (frame 10) in four reads; frames 11 and 12
+     * decoded ahead. */
+    read_parts(c, 9, 4);
+    assert_int_equal(decoded_reaching(c, 4), 4);
+    /* A run at the start: tensor 0 (frame 1) in four reads, then tensor 1
+     * (frame 2): only their own frames, nothing ahead of them. */
+    read_parts(c, 0, 4);
+    read_parts(c, 1, 1);
+    assert_int_equal(decoded_within(c, 7, 300), 6);
+    /* The owner reads on: frames 11 and 12 are still cached. */
+    read_parts(c, 10, 1);
+    read_parts(c, 11, 1);
+    assert_int_equal(decoded(c), 6);
+    /* The owner stops; the other run reads tensor 2 (frame 3) in 70 reads:
+     * from the 64th read after the owner's last, the window is frames 4
+     * and 5 (tensors 3 and 4), decoded ahead, once each. */
+    read_parts(c, 2, 70);
+    assert_int_equal(decoded_reaching(c, 9), 9);
+    /* It reads on through them, the window moving with it: frames 6
+     * and 7 decoded ahead. */
+    read_parts(c, 3, 1);
+    read_parts(c, 4, 1);
+    assert_int_equal(decoded_reaching(c, 11), 11);
+    stf_ckpt_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_seekable_reads_ahead),
+        cmocka_unit_test(test_seekable_ahead_stays_with_its_owner),
+    };
+    return cmocka_run_group_tests(tests, make_plain, free_plain);
+}
