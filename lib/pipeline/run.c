@@ -3,11 +3,15 @@
  * its source (verbatim copies, casts, new bytes, or deferred regions the
  * layer jobs fill), the layout is fixed, the jobs stream their rows into
  * the temp file(s), the result is verified, and only then renamed into
- * place. Any failure frees the writer, which removes its temps: nothing
+ * place. Copies and casts of a compressed input are filled between the
+ * jobs, in input order, so the pass decodes each frame once (a copy made
+ * at prepare would decode its frames ahead of the pass, which decodes
+ * them again). Any failure frees the writer, which removes its temps: nothing
  * appears at the output path and the input is never touched.
  */
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pipeline/run_internal.h"
@@ -120,6 +124,12 @@ typedef struct run_ctx {
     void *progress_ud;
     uint64_t written, shown;
     _Atomic uint64_t filled;
+    /* Outputs filled between the jobs (late_fill), in input order. */
+    struct late {
+        size_t out, in;          /* plan output, input tensor */
+        const cast_src *cast;    /* NULL for a verbatim copy */
+    } *late;
+    size_t nlate, late_next;
 } run_ctx;
 
 static int emit_fill(void *ud, size_t out, uint64_t off, const void *data, size_t len,
@@ -161,9 +171,10 @@ static void on_block(void *ud, const stf__job *job)
     else report(rc, wt->name, wt->name_len);
 }
 
-/* Add output i with its source. */
+/* Add output i with its source; a copy or cast of a compressed input is
+ * deferred and noted in ctx->late. */
 static int add_output(stf_writer *w, const stf_plan *p, size_t i, cast_src *casts,
-                      size_t *ncasts, stf_err *err)
+                      size_t *ncasts, run_ctx *ctx, stf_err *err)
 {
     const stf__out *o = &p->outs[i];
     const stf_plan_tensor_info *t = &o->pub;
@@ -190,22 +201,28 @@ static int add_output(stf_writer *w, const stf_plan *p, size_t i, cast_src *cast
             src.kind = STF_SRC_CKPT;
             src.ckpt = p->c;
             src.idx = (size_t)t->src;
-            break;
+        } else {
+            uint64_t want;
+            if (stf_dtype_bits(o->cast_from) % 8 || stf_dtype_bits(t->dtype) % 8 ||
+                in->dtype != o->cast_from ||
+                stf__mul_u64(&want, in->nelem, stf_dtype_bits(t->dtype) / 8u) ||
+                want != t->nbytes)
+                return stf__err(err, STF_EINVAL, "run: output '%s' is not a cast of '%s'",
+                                shown, from);
+            cast_src *cs = &casts[(*ncasts)++];
+            cs->c = p->c;
+            cs->idx = (size_t)t->src;
+            cs->from = o->cast_from;
+            cs->to = t->dtype;
+            src.kind = STF_SRC_FN;
+            src.fn = cast_produce;
+            src.ud = cs;
         }
-        uint64_t want;
-        if (stf_dtype_bits(o->cast_from) % 8 || stf_dtype_bits(t->dtype) % 8 ||
-            in->dtype != o->cast_from ||
-            stf__mul_u64(&want, in->nelem, stf_dtype_bits(t->dtype) / 8u) || want != t->nbytes)
-            return stf__err(err, STF_EINVAL, "run: output '%s' is not a cast of '%s'", shown,
-                            from);
-        cast_src *cs = &casts[(*ncasts)++];
-        cs->c = p->c;
-        cs->idx = (size_t)t->src;
-        cs->from = o->cast_from;
-        cs->to = t->dtype;
-        src.kind = STF_SRC_FN;
-        src.fn = cast_produce;
-        src.ud = cs;
+        if (stf_ckpt_shard_storage(p->c, in->shard) != STF_STORAGE_PLAIN) {
+            ctx->late[ctx->nlate++] = (struct late){ i, (size_t)t->src,
+                                                     src.kind == STF_SRC_FN ? src.ud : NULL };
+            src.kind = STF_SRC_DEFERRED;
+        }
         break;
     }
     case STF_OUT_NEW:
@@ -274,6 +291,44 @@ static int record_files(stf_run_report *rep, const stf_writer *w, stf_err *err)
     return 0;
 }
 
+static int late_cmp(const void *a, const void *b)
+{
+    size_t x = ((const struct late *)a)->in, y = ((const struct late *)b)->in;
+    return (x > y) - (x < y);
+}
+
+/* Fill the late outputs of input tensors before `upto` (in file order),
+ * in bounded pieces through one buffer. */
+enum { LATE_PIECE = 256 << 10 };
+static int late_fill(run_ctx *ctx, size_t upto, stf_err *err)
+{
+    unsigned char *buf = NULL;
+    int rc = 0;
+    for (; !rc && ctx->late_next < ctx->nlate && ctx->late[ctx->late_next].in < upto;
+         ctx->late_next++) {
+        const struct late *l = &ctx->late[ctx->late_next];
+        const stf_plan_tensor_info *t = &ctx->p->outs[l->out].pub;
+        if (!buf && t->nbytes && !(buf = stf__malloc(LATE_PIECE)))
+            rc = stf__err(err, STF_ENOMEM, "run: out of memory");
+        for (uint64_t off = 0; !rc && off < t->nbytes;) {
+            size_t k = t->nbytes - off < LATE_PIECE ? (size_t)(t->nbytes - off) : LATE_PIECE;
+            rc = l->cast ? cast_produce((void *)l->cast, buf, off, k, err)
+                         : stf_ckpt_read(buf, ctx->p->c, l->in, off, k, err);
+            if (rc) {
+                char shown[STF__NAME_SHOWN];
+                stf__err_prefix(err, "tensor '%s' at byte %llu: ",
+                                stf__name_render(shown, sizeof shown, t->name, t->name_len),
+                                (unsigned long long)off);
+            } else {
+                rc = emit_fill(ctx, l->out, off, buf, k, err);
+                off += k;
+            }
+        }
+    }
+    stf__free(buf);
+    return rc;
+}
+
 /* Run every job in plan order, into the writer; *same cleared (and the
  * jobs stopped) at the first verdict the plan assumed that its job
  * measures otherwise. */
@@ -299,6 +354,9 @@ static int run_jobs(stf_run_report *rep, const stf_plan *p, run_ctx *ctx,
         if (job->kind == STF__JOB_NONE) continue;
         stf_metrics_result mr;
         size_t gi;
+        /* The copies the input holds before this job's weight, so that the
+         * pass reads the input in order. */
+        if ((rc = late_fill(ctx, job->dec.w_idx, err))) goto done;
         rc = stf__guesses_for(&jr.h1, &gi, gs, p, job, err);
         if (!rc) rc = stf__job_exec(&jr, job, rep->metrics ? &mr : NULL, err);
         jr.h1 = NULL;
@@ -321,6 +379,7 @@ static int run_jobs(stf_run_report *rep, const stf_plan *p, run_ctx *ctx,
             rep->nmetrics++;
         }
     }
+    rc = late_fill(ctx, SIZE_MAX, err);
 done:
     stf__jobrun_fini(&jr);
     return rc;
@@ -359,7 +418,8 @@ static int run_once(stf_run_report **out, const stf_plan *p, const char *out_pat
         if (p->jobs[j].kind != STF__JOB_NONE && (rc = check_job(p, &p->jobs[j], err))) goto done;
     casts = stf__calloc(p->nouts ? p->nouts : 1, sizeof *casts);
     ctx.ids = stf__calloc(p->nouts ? p->nouts : 1, sizeof *ctx.ids);
-    if (!casts || !ctx.ids) {
+    ctx.late = stf__calloc(p->nouts ? p->nouts : 1, sizeof *ctx.late);
+    if (!casts || !ctx.ids || !ctx.late) {
         rc = stf__err(err, STF_ENOMEM, "run: out of memory");
         goto done;
     }
@@ -396,7 +456,8 @@ static int run_once(stf_run_report **out, const stf_plan *p, const char *out_pat
         if ((rc = stf_writer_set_index_meta(w, e->key, e->value, err))) goto done;
     }
     for (size_t i = 0; i < p->nouts; i++)
-        if ((rc = add_output(w, p, i, casts, &ncasts, err))) goto done;
+        if ((rc = add_output(w, p, i, casts, &ncasts, &ctx, err))) goto done;
+    qsort(ctx.late, ctx.nlate, sizeof *ctx.late, late_cmp);
     for (size_t i = 0; i < p->nouts; i++) {
         const stf__out *x = &p->outs[i];
         if (x->group && (rc = stf_writer_set_group_n(w, x->pub.name, x->pub.name_len, x->group,
@@ -441,6 +502,7 @@ done:
     stf_writer_free(w);
     stf__free(casts);
     stf__free(ctx.ids);
+    stf__free(ctx.late);
     if (out && !*redo) {
         *out = rep;
     } else {
