@@ -185,11 +185,49 @@ static void test_seekable_ahead_stays_with_its_owner(void **state)
     stf_ckpt_free(c);
 }
 
+/* Read quarter q of tensor i (the quarters of the tensors in file order are
+ * the chunks of a pass, as the jobs of fix take them). */
+static void read_quarter(const stf_ckpt *c, size_t i, int q)
+{
+    uint8_t buf[TBYTES / 4];
+    stf_err e;
+    stf_err_clear(&e);
+    assert_int_equal(stf_ckpt_read(buf, c, i, (uint64_t)q * (TBYTES / 4), TBYTES / 4, &e), 0);
+    assert_memory_equal(buf, g_plain + g_tbegin[i] + q * (TBYTES / 4), TBYTES / 4);
+}
+
+/*
+ * The default cache (4 frames) reads two frames ahead of one reader, and a
+ * reader that lags behind the pass keeps its frame: two readers share a
+ * pass in quarter-tensor chunks; the second has taken the first quarter of
+ * tensor 1 (frame 2) but is held up while the first reads on through
+ * tensors 1 to 3 (frames 2 to 4), the window moving to frames 5 and 6.
+ * The decodes ahead take the slots of the frames read through, never
+ * frame 2, which the late read finds cached: each frame decoded once.
+ */
+static void test_seekable_lagging_reader_keeps_its_frame(void **state)
+{
+    (void)state;
+    stf_ckpt *c = open_cached("lag.safetensors.zst", 4);
+    for (int q = 0; q < 4; q++) read_quarter(c, 0, q);
+    /* Frame 1 read in a run of four: frames 2 and 3 decoded ahead. */
+    assert_int_equal(decoded_reaching(c, 4), 4);
+    for (int q = 1; q < 4; q++) read_quarter(c, 1, q);
+    for (size_t i = 2; i < 4; i++)
+        for (int q = 0; q < 4; q++) read_quarter(c, i, q);
+    /* Frames 4 to 6 decoded ahead of the first reader, once each. */
+    assert_int_equal(decoded_reaching(c, 7), 7);
+    read_quarter(c, 1, 0);
+    assert_int_equal(decoded(c), 7);
+    stf_ckpt_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seekable_reads_ahead),
         cmocka_unit_test(test_seekable_ahead_stays_with_its_owner),
+        cmocka_unit_test(test_seekable_lagging_reader_keeps_its_frame),
     };
     return cmocka_run_group_tests(tests, make_plain, free_plain);
 }
