@@ -130,6 +130,7 @@ typedef struct run_ctx {
         const cast_src *cast;    /* NULL for a verbatim copy */
     } *late;
     size_t nlate, late_next;
+    unsigned char *late_buf;     /* LATE_PIECE bytes, or the largest such output */
 } run_ctx;
 
 static int emit_fill(void *ud, size_t out, uint64_t off, const void *data, size_t len,
@@ -298,18 +299,16 @@ static int late_cmp(const void *a, const void *b)
 }
 
 /* Fill the late outputs of input tensors before `upto` (in file order),
- * in bounded pieces through one buffer. */
+ * in bounded pieces through ctx->late_buf. */
 enum { LATE_PIECE = 256 << 10 };
 static int late_fill(run_ctx *ctx, size_t upto, stf_err *err)
 {
-    unsigned char *buf = NULL;
+    unsigned char *buf = ctx->late_buf;
     int rc = 0;
     for (; !rc && ctx->late_next < ctx->nlate && ctx->late[ctx->late_next].in < upto;
          ctx->late_next++) {
         const struct late *l = &ctx->late[ctx->late_next];
         const stf_plan_tensor_info *t = &ctx->p->outs[l->out].pub;
-        if (!buf && t->nbytes && !(buf = stf__malloc(LATE_PIECE)))
-            rc = stf__err(err, STF_ENOMEM, "run: out of memory");
         for (uint64_t off = 0; !rc && off < t->nbytes;) {
             size_t k = t->nbytes - off < LATE_PIECE ? (size_t)(t->nbytes - off) : LATE_PIECE;
             rc = l->cast ? cast_produce((void *)l->cast, buf, off, k, err)
@@ -325,7 +324,6 @@ static int late_fill(run_ctx *ctx, size_t upto, stf_err *err)
             }
         }
     }
-    stf__free(buf);
     return rc;
 }
 
@@ -458,6 +456,15 @@ static int run_once(stf_run_report **out, const stf_plan *p, const char *out_pat
     for (size_t i = 0; i < p->nouts; i++)
         if ((rc = add_output(w, p, i, casts, &ncasts, &ctx, err))) goto done;
     qsort(ctx.late, ctx.nlate, sizeof *ctx.late, late_cmp);
+    size_t piece = 0; /* small tensors (biases, norms) need no more than themselves */
+    for (size_t i = 0; i < ctx.nlate; i++) {
+        uint64_t n = p->outs[ctx.late[i].out].pub.nbytes;
+        if (n > piece) piece = n < LATE_PIECE ? (size_t)n : LATE_PIECE;
+    }
+    if (piece && !(ctx.late_buf = stf__malloc(piece))) {
+        rc = stf__err(err, STF_ENOMEM, "run: out of memory");
+        goto done;
+    }
     for (size_t i = 0; i < p->nouts; i++) {
         const stf__out *x = &p->outs[i];
         if (x->group && (rc = stf_writer_set_group_n(w, x->pub.name, x->pub.name_len, x->group,
@@ -503,6 +510,7 @@ done:
     stf__free(casts);
     stf__free(ctx.ids);
     stf__free(ctx.late);
+    stf__free(ctx.late_buf);
     if (out && !*redo) {
         *out = rep;
     } else {
