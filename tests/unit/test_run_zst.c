@@ -55,7 +55,7 @@ static unsigned char *fix(const char *in, const char *dir, const char *name, siz
 static void test_fix_decodes_each_frame_once(void **state)
 {
     (void)state;
-    static char names[LAYERS][2][16];
+    static char names[LAYERS][2][24];
     st_tensor t[2 * LAYERS];
     uint32_t x = 99;
     for (int l = 0; l < LAYERS; l++) {
