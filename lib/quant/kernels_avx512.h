@@ -70,17 +70,20 @@ int stf__int8_row_i8_g256(int8_t *q, float *scale, const int8_t *src, float s, c
  * Pass 1 of stf__int8_row_i8_g256 for one scale s (1 <= |s| * 2^100, s
  * finite) and a regular G = 256 rotation to undo (kernels_i8x2_avx512.c):
  * z and the returned max |U| bits exactly as the general INT8 pass 1
- * gives them. Only where stf__avx512_bf16_usable().
+ * gives them. qw: the k codes pass 2 will write, only prefetched here.
+ * Only where stf__avx512_bf16_usable().
  */
-uint32_t stf__int8_i8x2_pass1(uint16_t *z, const int8_t *src, float s, size_t k);
+uint32_t stf__int8_i8x2_pass1(uint16_t *z, const int8_t *src, float s, size_t k,
+                              const int8_t *qw);
 
 /*
  * The same for a Sylvester G = 128 source (1 <= |s| * 2^90, s finite):
  * z = rT(U) and max |U| bits for U = 16 R, R the regular G = 256 FHT of
  * the row int8_dequant_row + sylvester_undo(128) give, in fht256_eo's
- * order (kernels_i8x2_avx512.c).
+ * order (kernels_i8x2_avx512.c); qw as above.
  */
-uint32_t stf__int8_syl128_pass1(uint16_t *z, const int8_t *src, float s, size_t k);
+uint32_t stf__int8_syl128_pass1(uint16_t *z, const int8_t *src, float s, size_t k,
+                                const int8_t *qw);
 
 /*
  * int8_row_i8 for that source (T = BF16, G = 256, mode cuda or eager, k a

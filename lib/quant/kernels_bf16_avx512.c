@@ -653,7 +653,7 @@ int stf__int8_row_i8_g256(int8_t *q, float *scale, const int8_t *src, float s, c
      * register pass (kernels_i8x2_avx512.c). */
     float as = s < 0 ? -s : s;
     uint32_t ubits = ug && !cols && as >= 0x1p-100f && as <= FLT_MAX
-                         ? stf__int8_i8x2_pass1(z, src, s, k)
+                         ? stf__int8_i8x2_pass1(z, src, s, k, q)
                          : pass1_i8(z, src, s, cols, ug, k);
     return codes_from_u(q, scale, z, k, ubits, mode, ug ? 0x1p-8f : 0.0625f);
 }
@@ -667,5 +667,6 @@ int stf__int8_row_syl128_g256(int8_t *q, float *scale, const int8_t *src, float 
     float as = s < 0 ? -s : s;
     if (k % 256 != 0 || !(as >= 0x1p-90f) || !(as <= FLT_MAX)) return 1;
     uint16_t *z = (uint16_t *)(void *)scratch;
-    return codes_from_u(q, scale, z, k, stf__int8_syl128_pass1(z, src, s, k), mode, 0.0625f);
+    return codes_from_u(q, scale, z, k, stf__int8_syl128_pass1(z, src, s, k, q), mode,
+                        0.0625f);
 }

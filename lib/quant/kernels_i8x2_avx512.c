@@ -120,6 +120,17 @@ STF__TGT_BF16 INL void decode(__m512 *v, const int8_t *src, __m512 s24, const ui
     }
 }
 
+/* The four lines of codes pass 2 will write for the group at q, brought
+ * into the cache now: pass 2's stores then find them there instead of
+ * each waiting for its line from memory (streaming rows, about a tenth of
+ * the row's time). The ET0 hint is prefetcht0 in this build; prefetchw
+ * measured no better. */
+INL void prefetch_w(const int8_t *q)
+{
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) _mm_prefetch((const char *)(q + 64 * j), _MM_HINT_ET0);
+}
+
 /* Both transforms: the stages in order, each preceded by its moves. */
 INL void fht256_x2(__m512 *v)
 {
@@ -141,7 +152,8 @@ INL void fht256_x2(__m512 *v)
     stage(v, 4, 8);
 }
 
-STF__TGT_BF16 uint32_t stf__int8_i8x2_pass1(uint16_t *z, const int8_t *src, float s, size_t k)
+STF__TGT_BF16 uint32_t stf__int8_i8x2_pass1(uint16_t *z, const int8_t *src, float s, size_t k,
+                                           const int8_t *qw)
 {
     __m512 s24 = _mm512_set1_ps(s * 0x1p-24f);
     __m512i amax = _mm512_setzero_si512();
@@ -151,6 +163,8 @@ STF__TGT_BF16 uint32_t stf__int8_i8x2_pass1(uint16_t *z, const int8_t *src, floa
         __m512 a[16], b[16];
         decode(a, src + i, s24, k_col);
         decode(b, src + i + 256, s24, k_col);
+        prefetch_w(qw + i);
+        prefetch_w(qw + i + 256);
         fht256_x2(a);
         fht256_x2(b);
         group_out(z + i, a, &amax);
@@ -159,6 +173,7 @@ STF__TGT_BF16 uint32_t stf__int8_i8x2_pass1(uint16_t *z, const int8_t *src, floa
     if (i < k) {
         __m512 a[16];
         decode(a, src + i, s24, k_col);
+        prefetch_w(qw + i);
         fht256_x2(a);
         group_out(z + i, a, &amax);
     }
@@ -227,7 +242,8 @@ INL void syl128_fht256(__m512 *v, __m512 c)
     stage(v, 4, 8);      /* b6 b7 */
 }
 
-STF__TGT_BF16 uint32_t stf__int8_syl128_pass1(uint16_t *z, const int8_t *src, float s, size_t k)
+STF__TGT_BF16 uint32_t stf__int8_syl128_pass1(uint16_t *z, const int8_t *src, float s, size_t k,
+                                            const int8_t *qw)
 {
     __m512 s24 = _mm512_set1_ps(s * 0x1p-24f);
     /* The constant of sylvester_undo, by the same expression. */
@@ -238,6 +254,8 @@ STF__TGT_BF16 uint32_t stf__int8_syl128_pass1(uint16_t *z, const int8_t *src, fl
         __m512 a[16], b[16];
         decode(a, src + i, s24, k_col_n);
         decode(b, src + i + 256, s24, k_col_n);
+        prefetch_w(qw + i);
+        prefetch_w(qw + i + 256);
         syl128_fht256(a, c);
         syl128_fht256(b, c);
         group_out(z + i, a, &amax);
@@ -246,6 +264,7 @@ STF__TGT_BF16 uint32_t stf__int8_syl128_pass1(uint16_t *z, const int8_t *src, fl
     if (i < k) {
         __m512 a[16];
         decode(a, src + i, s24, k_col_n);
+        prefetch_w(qw + i);
         syl128_fht256(a, c);
         group_out(z + i, a, &amax);
     }
