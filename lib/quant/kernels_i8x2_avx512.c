@@ -25,11 +25,17 @@
  * brings one bit (a search over the start layouts and both rotations).
  *
  * The start layout is a 16 x 16 byte transpose of the group (b4..b7 into
- * the lanes): vpermt2b merges the 64-byte row blocks pairwise into
- * (8 rows x 8 columns) blocks, then one zero-masked vpermt2b per vector
- * puts each code into the top byte of its lane: the lane is q * 2^24
- * exactly, vcvtdq2ps converts it exactly, and times fl32(s * 2^-24) (exact
- * when |s| >= 2^-100, which the caller checks) it is fl32(q * s).
+ * the lanes), done on dwords (four codes of a row): two rounds of
+ * vpermt2d bring the group's 64 dwords into four vectors whose lane l
+ * holds columns 4g..4g + 3 of the lane's row, then a shift (and a mask)
+ * puts each of the four codes into the top byte of its own vector: the
+ * lane is q * 2^24 exactly, vcvtdq2ps converts it exactly, and times
+ * fl32(s * 2^-24) (exact when |s| >= 2^-100, which the caller checks) it
+ * is fl32(q * s). On Intel cores every 512-bit permute and shuffle runs
+ * on port 5 alone and the FP work on ports 0 and 5; vpermt2b issues one
+ * per two cycles there, vpermt2d one per cycle. So 8 vpermt2d, 12 shifts
+ * (port 0) and 12 ands replace the 20 vpermt2b of a byte transpose (40
+ * port-5 cycles), leaving port 5 to the 128 shuffles of the lane moves.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -37,53 +43,41 @@
 
 #include "kernels_avx512.h"
 
-/* Row blocks r, r + 1 (rows 4r..4r + 7 of 16 bytes) -> byte 8c + m holds
- * row m, column 8a + c (a = table index). */
-static const uint8_t k_rows8[2][64] __attribute__((aligned(64))) = {
-    {
-        0,  16, 32, 48, 64, 80, 96,  112, 1,  17, 33, 49, 65, 81, 97,  113,
-        2,  18, 34, 50, 66, 82, 98,  114, 3,  19, 35, 51, 67, 83, 99,  115,
-        4,  20, 36, 52, 68, 84, 100, 116, 5,  21, 37, 53, 69, 85, 101, 117,
-        6,  22, 38, 54, 70, 86, 102, 118, 7,  23, 39, 55, 71, 87, 103, 119,
-    },
-    {
-        8,  24, 40, 56, 72, 88, 104, 120, 9,  25, 41, 57, 73, 89, 105, 121,
-        10, 26, 42, 58, 74, 90, 106, 122, 11, 27, 43, 59, 75, 91, 107, 123,
-        12, 28, 44, 60, 76, 92, 108, 124, 13, 29, 45, 61, 77, 93, 109, 125,
-        14, 30, 46, 62, 78, 94, 110, 126, 15, 31, 47, 63, 79, 95, 111, 127,
-    },
-};
-
-/* Column c (0..7) of the two merged blocks (rows 0..7, rows 8..15) -> the
- * top byte of lane l, which holds row m = (b4 b5 b6 b7) with L = (b4, b6,
- * b5, b7): lane order m = 0, 1, 4, 5, 2, 3, 6, 7, then the same + 8. The
- * other bytes are zeroed by the mask, so their indices do not matter. */
-#define COL_LANE(c, m) ((64u * ((m) >> 3) + 8u * (c) + ((m) & 7u)) << 24)
-#define COL_TABLE(c)                                                                               \
+/* The decode moves dwords (four codes of a row: columns 4g..4g + 3) with
+ * vpermt2d. Step 1, table G: two 64-byte row blocks (rows 8h..8h + 7 of
+ * 16 bytes) -> dword 8e + m holds row 8h + m, columns 4g..4g + 3 for
+ * g = 2G + e. */
+#define ROWS_DW(G, t) ((((t) & 7u) >> 2) << 4 | (4u * ((t) & 3u) + 2u * (G) + ((t) >> 3)))
+#define ROWS_TABLE(G)                                                                              \
     {                                                                                              \
-        COL_LANE(c, 0), COL_LANE(c, 1), COL_LANE(c, 4), COL_LANE(c, 5), COL_LANE(c, 2),            \
-            COL_LANE(c, 3), COL_LANE(c, 6), COL_LANE(c, 7), COL_LANE(c, 8), COL_LANE(c, 9),        \
-            COL_LANE(c, 12), COL_LANE(c, 13), COL_LANE(c, 10), COL_LANE(c, 11), COL_LANE(c, 14),   \
-            COL_LANE(c, 15)                                                                        \
+        ROWS_DW(G, 0), ROWS_DW(G, 1), ROWS_DW(G, 2), ROWS_DW(G, 3), ROWS_DW(G, 4), ROWS_DW(G, 5),  \
+            ROWS_DW(G, 6), ROWS_DW(G, 7), ROWS_DW(G, 8), ROWS_DW(G, 9), ROWS_DW(G, 10),            \
+            ROWS_DW(G, 11), ROWS_DW(G, 12), ROWS_DW(G, 13), ROWS_DW(G, 14), ROWS_DW(G, 15)         \
     }
-static const uint32_t k_col[8][16] __attribute__((aligned(64))) = {
-    COL_TABLE(0), COL_TABLE(1), COL_TABLE(2), COL_TABLE(3),
-    COL_TABLE(4), COL_TABLE(5), COL_TABLE(6), COL_TABLE(7),
-};
+static const uint32_t k_rows[2][16] __attribute__((aligned(64))) = { ROWS_TABLE(0),
+                                                                      ROWS_TABLE(1) };
 
-/* The same with L = (b4, b5, b6, b7): lane l holds row l (the Sylvester
- * start layout). */
-#define COL_TABLE_N(c)                                                                             \
+/* Step 2, table e: the two halves (rows 0..7, rows 8..15) -> lane l holds
+ * row m of group g (g & 1 = e), with L = (b4, b6, b5, b7): lane order m =
+ * 0, 1, 4, 5, 2, 3, 6, 7, then the same + 8 (k_lane), or L = (b4, b5, b6,
+ * b7): lane l holds row l (k_lane_n, the Sylvester start layout). */
+#define LANE_DW(e, m) (((m) >> 3) << 4 | (8u * (e) + ((m) & 7u)))
+#define LANE_TABLE(e)                                                                              \
     {                                                                                              \
-        COL_LANE(c, 0), COL_LANE(c, 1), COL_LANE(c, 2), COL_LANE(c, 3), COL_LANE(c, 4),            \
-            COL_LANE(c, 5), COL_LANE(c, 6), COL_LANE(c, 7), COL_LANE(c, 8), COL_LANE(c, 9),        \
-            COL_LANE(c, 10), COL_LANE(c, 11), COL_LANE(c, 12), COL_LANE(c, 13), COL_LANE(c, 14),   \
-            COL_LANE(c, 15)                                                                        \
+        LANE_DW(e, 0), LANE_DW(e, 1), LANE_DW(e, 4), LANE_DW(e, 5), LANE_DW(e, 2), LANE_DW(e, 3),  \
+            LANE_DW(e, 6), LANE_DW(e, 7), LANE_DW(e, 8), LANE_DW(e, 9), LANE_DW(e, 12),            \
+            LANE_DW(e, 13), LANE_DW(e, 10), LANE_DW(e, 11), LANE_DW(e, 14), LANE_DW(e, 15)         \
     }
-static const uint32_t k_col_n[8][16] __attribute__((aligned(64))) = {
-    COL_TABLE_N(0), COL_TABLE_N(1), COL_TABLE_N(2), COL_TABLE_N(3),
-    COL_TABLE_N(4), COL_TABLE_N(5), COL_TABLE_N(6), COL_TABLE_N(7),
-};
+#define LANE_TABLE_N(e)                                                                            \
+    {                                                                                              \
+        LANE_DW(e, 0), LANE_DW(e, 1), LANE_DW(e, 2), LANE_DW(e, 3), LANE_DW(e, 4), LANE_DW(e, 5),  \
+            LANE_DW(e, 6), LANE_DW(e, 7), LANE_DW(e, 8), LANE_DW(e, 9), LANE_DW(e, 10),            \
+            LANE_DW(e, 11), LANE_DW(e, 12), LANE_DW(e, 13), LANE_DW(e, 14), LANE_DW(e, 15)         \
+    }
+static const uint32_t k_lane[2][16] __attribute__((aligned(64))) = { LANE_TABLE(0),
+                                                                      LANE_TABLE(1) };
+static const uint32_t k_lane_n[2][16] __attribute__((aligned(64))) = { LANE_TABLE_N(0),
+                                                                        LANE_TABLE_N(1) };
 
 /* One stage on every quad: the digit's low bit at vector stride sa, its
  * high bit at stride sb (x1 = v[m + sa], x2 = v[m + sb]). */
@@ -94,11 +88,12 @@ INL void stage(__m512 *v, int sa, int sb)
         if (!(m & (sa | sb))) fht_quad_x(&v[m], &v[m + sa], &v[m + sb], &v[m + sa + sb], 0, 1);
 }
 
-/* 256 codes at src -> v in the start layout of the lane tables col (k_col
- * or k_col_n), times s24 = fl32(s * 2^-24). */
-STF__TGT_BF16 INL void decode(__m512 *v, const int8_t *src, __m512 s24, const uint32_t (*col)[16])
+/* 256 codes at src -> v in the start layout of the lane tables lane
+ * (k_lane or k_lane_n), times s24 = fl32(s * 2^-24). */
+INL void decode(__m512 *v, const int8_t *src, __m512 s24, const uint32_t (*lane)[16])
 {
-    __m512i r[4], p[2][2];
+    const __m512i top = _mm512_set1_epi32((int)0xFF000000u);
+    __m512i r[4], t[2][2];
 #pragma GCC unroll 4
     for (int b = 0; b < 4; b++) {
         _mm_prefetch((const char *)((uintptr_t)(src + 64 * b) + 4096), _MM_HINT_T0);
@@ -106,17 +101,24 @@ STF__TGT_BF16 INL void decode(__m512 *v, const int8_t *src, __m512 s24, const ui
     }
 #pragma GCC unroll 2
     for (int h = 0; h < 2; h++)
-        for (int a = 0; a < 2; a++)
-            p[h][a] = _mm512_permutex2var_epi8(
-                r[2 * h], _mm512_load_si512((const void *)k_rows8[a]), r[2 * h + 1]);
-#pragma GCC unroll 16
-    for (int c = 0; c < 16; c++) {
-        __m512i w = _mm512_maskz_permutex2var_epi8(
-            0x8888888888888888u, p[0][c >> 3], _mm512_load_si512((const void *)col[c & 7]),
-            p[1][c >> 3]);
-        /* column c = (b0 b1 b2 b3) is vector (b0, b1, b3, b2) */
-        int j = (c & 3) | ((c >> 3) & 1) << 2 | ((c >> 2) & 1) << 3;
-        v[j] = _mm512_mul_ps(_mm512_cvtepi32_ps(w), s24);
+        for (int G = 0; G < 2; G++)
+            t[h][G] = _mm512_permutex2var_epi32(
+                r[2 * h], _mm512_load_si512((const void *)k_rows[G]), r[2 * h + 1]);
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) {
+        __m512i w = _mm512_permutex2var_epi32(
+            t[0][g >> 1], _mm512_load_si512((const void *)lane[g & 1]), t[1][g >> 1]);
+        /* byte k of each lane (column c = 4g + k) into the top byte, the
+         * rest zero */
+        __m512i col[4] = { _mm512_slli_epi32(w, 24), _mm512_and_si512(_mm512_slli_epi32(w, 16), top),
+                           _mm512_and_si512(_mm512_slli_epi32(w, 8), top),
+                           _mm512_and_si512(w, top) };
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            /* column c = (b0 b1 b2 b3) is vector (b0, b1, b3, b2) */
+            int j = k | (g >> 1) << 2 | (g & 1) << 3;
+            v[j] = _mm512_mul_ps(_mm512_cvtepi32_ps(col[k]), s24);
+        }
     }
 }
 
@@ -161,8 +163,8 @@ STF__TGT_BF16 uint32_t stf__int8_i8x2_pass1(uint16_t *z, const int8_t *src, floa
     /* Two groups per iteration: one alone is latency-bound. */
     for (; i + 512 <= k; i += 512) {
         __m512 a[16], b[16];
-        decode(a, src + i, s24, k_col);
-        decode(b, src + i + 256, s24, k_col);
+        decode(a, src + i, s24, k_lane);
+        decode(b, src + i + 256, s24, k_lane);
         prefetch_w(qw + i);
         prefetch_w(qw + i + 256);
         fht256_x2(a);
@@ -172,7 +174,7 @@ STF__TGT_BF16 uint32_t stf__int8_i8x2_pass1(uint16_t *z, const int8_t *src, floa
     }
     if (i < k) {
         __m512 a[16];
-        decode(a, src + i, s24, k_col);
+        decode(a, src + i, s24, k_lane);
         prefetch_w(qw + i);
         fht256_x2(a);
         group_out(z + i, a, &amax);
@@ -187,7 +189,7 @@ STF__TGT_BF16 uint32_t stf__int8_i8x2_pass1(uint16_t *z, const int8_t *src, floa
  * scalar.c: radix-2 stages of strides 1 to 64, each p[j] = a + b, p[j + s]
  * = a - b, then times c = fl32(1/fl32(sqrt(128)))) requantized with the
  * regular G = 256 FHT, unscaled as pass1_fp8 (U = 16 R). From L = (b4, b5,
- * b6, b7), V = (b0, b1, b3, b2) (k_col_n): seven moves for the seven
+ * b6, b7), V = (b0, b1, b3, b2) (k_lane_n): seven moves for the seven
  * radix-2 stages and four radix-4 ones. The two 128-halves of a group
  * (b7) are independent during the undo; b7 stays in the lanes there.
  */
@@ -252,8 +254,8 @@ STF__TGT_BF16 uint32_t stf__int8_syl128_pass1(uint16_t *z, const int8_t *src, fl
     size_t i = 0;
     for (; i + 512 <= k; i += 512) {
         __m512 a[16], b[16];
-        decode(a, src + i, s24, k_col_n);
-        decode(b, src + i + 256, s24, k_col_n);
+        decode(a, src + i, s24, k_lane_n);
+        decode(b, src + i + 256, s24, k_lane_n);
         prefetch_w(qw + i);
         prefetch_w(qw + i + 256);
         syl128_fht256(a, c);
@@ -263,7 +265,7 @@ STF__TGT_BF16 uint32_t stf__int8_syl128_pass1(uint16_t *z, const int8_t *src, fl
     }
     if (i < k) {
         __m512 a[16];
-        decode(a, src + i, s24, k_col_n);
+        decode(a, src + i, s24, k_lane_n);
         prefetch_w(qw + i);
         syl128_fht256(a, c);
         group_out(z + i, a, &amax);
