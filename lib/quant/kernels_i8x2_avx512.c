@@ -94,11 +94,12 @@ INL void decode(__m512 *v, const int8_t *src, __m512 s24, const uint32_t (*lane)
 {
     const __m512i top = _mm512_set1_epi32((int)0xFF000000u);
     __m512i r[4], t[2][2];
+    /* No software prefetch: the rows are read in order, which the
+     * hardware prefetchers follow; prefetcht0 4 KiB ahead only held L1
+     * fill buffers that the code lines' prefetches (prefetch_w) need
+     * (streaming rows were 4% slower with it). */
 #pragma GCC unroll 4
-    for (int b = 0; b < 4; b++) {
-        _mm_prefetch((const char *)((uintptr_t)(src + 64 * b) + 4096), _MM_HINT_T0);
-        r[b] = _mm512_loadu_si512((const void *)(src + 64 * b));
-    }
+    for (int b = 0; b < 4; b++) r[b] = _mm512_loadu_si512((const void *)(src + 64 * b));
 #pragma GCC unroll 2
     for (int h = 0; h < 2; h++)
         for (int G = 0; G < 2; G++)
