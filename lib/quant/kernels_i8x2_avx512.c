@@ -134,25 +134,47 @@ INL void prefetch_w(const int8_t *q)
     for (int j = 0; j < 4; j++) _mm_prefetch((const char *)(q + 64 * j), _MM_HINT_ET0);
 }
 
-/* Both transforms: the stages in order, each preceded by its moves. */
-INL void fht256_x2(__m512 *v)
+/* Step t (0..15) of both transforms on one group: the stages in order,
+ * each preceded by its moves. t is a constant wherever this is inlined. */
+INL void x2_step(__m512 *v, int t)
 {
-    stage(v, 1, 2);    /* undo, b0 b1: V0 V1 */
-    stage(v, 8, 4);    /* b2 b3: V3 V2 */
-    swap_all(v, 0, 2); /* L = (b6, b3, b5, b7), V = (b0, b1, b4, b2) */
-    swap_all(v, 2, 3); /* L = (b6, b3, b7, b2), V = (b0, b1, b4, b5) */
-    stage(v, 4, 8);
-    swap_all(v, 0, 2); /* L = (b3, b4, b7, b2), V = (b0, b1, b6, b5) */
-    swap_all(v, 2, 3); /* L = (b3, b4, b2, b5), V = (b0, b1, b6, b7) */
-    stage(v, 4, 8);
-    stage(v, 1, 2);    /* apply, b0 b1 */
-    swap_all(v, 0, 0); /* L = (b4, b0, b2, b5), V = (b3, b1, b6, b7) */
-    swap_all(v, 2, 1); /* L = (b4, b0, b5, b1), V = (b3, b2, b6, b7) */
-    stage(v, 2, 1);    /* b2 at V1, b3 at V0 */
-    swap_all(v, 0, 0); /* L = (b0, b3, b5, b1), V = (b4, b2, b6, b7) */
-    swap_all(v, 2, 1); /* L = (b0, b3, b1, b2), V = (b4, b5, b6, b7) */
-    stage(v, 1, 2);
-    stage(v, 4, 8);
+    switch (t) {
+    case 0: stage(v, 1, 2); break;     /* undo, b0 b1: V0 V1 */
+    case 1: stage(v, 8, 4); break;     /* b2 b3: V3 V2 */
+    case 2: swap_all(v, 0, 2); break;  /* L = (b6, b3, b5, b7), V = (b0, b1, b4, b2) */
+    case 3: swap_all(v, 2, 3); break;  /* L = (b6, b3, b7, b2), V = (b0, b1, b4, b5) */
+    case 4: stage(v, 4, 8); break;
+    case 5: swap_all(v, 0, 2); break;  /* L = (b3, b4, b7, b2), V = (b0, b1, b6, b5) */
+    case 6: swap_all(v, 2, 3); break;  /* L = (b3, b4, b2, b5), V = (b0, b1, b6, b7) */
+    case 7: stage(v, 4, 8); break;
+    case 8: stage(v, 1, 2); break;     /* apply, b0 b1 */
+    case 9: swap_all(v, 0, 0); break;  /* L = (b4, b0, b2, b5), V = (b3, b1, b6, b7) */
+    case 10: swap_all(v, 2, 1); break; /* L = (b4, b0, b5, b1), V = (b3, b2, b6, b7) */
+    case 11: stage(v, 2, 1); break;    /* b2 at V1, b3 at V0 */
+    case 12: swap_all(v, 0, 0); break; /* L = (b0, b3, b5, b1), V = (b4, b2, b6, b7) */
+    case 13: swap_all(v, 2, 1); break; /* L = (b0, b3, b1, b2), V = (b4, b5, b6, b7) */
+    case 14: stage(v, 1, 2); break;
+    case 15: stage(v, 4, 8); break;
+    default: break;
+    }
+}
+
+/*
+ * Both transforms on group a and, when b is not NULL, group b, b one step
+ * behind a in the instruction stream: step t of a, then step t - 1 of b.
+ * A move's 16 shuffles (port 5 only, on Intel cores) then sit next to the
+ * other group's stage or move, so the scheduler finds additions for
+ * port 0 while they run. Measured on an Intel core: pass 1 about 8%
+ * faster than a's 16 steps, then b's; b at a's own step or 2 to 8 steps
+ * behind was 2 to 10% slower than 1 step behind.
+ */
+INL void fht256_x2(__m512 *a, __m512 *b)
+{
+#pragma GCC unroll 17
+    for (int t = 0; t < 17; t++) {
+        if (t < 16) x2_step(a, t);
+        if (b && t >= 1) x2_step(b, t - 1);
+    }
 }
 
 STF__TGT_BF16 uint32_t stf__int8_i8x2_pass1(uint16_t *z, const int8_t *src, float s, size_t k,
@@ -168,8 +190,7 @@ STF__TGT_BF16 uint32_t stf__int8_i8x2_pass1(uint16_t *z, const int8_t *src, floa
         decode(b, src + i + 256, s24, k_lane);
         prefetch_w(qw + i);
         prefetch_w(qw + i + 256);
-        fht256_x2(a);
-        fht256_x2(b);
+        fht256_x2(a, b);
         group_out(z + i, a, &amax);
         group_out(z + i + 256, b, &amax);
     }
@@ -177,7 +198,7 @@ STF__TGT_BF16 uint32_t stf__int8_i8x2_pass1(uint16_t *z, const int8_t *src, floa
         __m512 a[16];
         decode(a, src + i, s24, k_lane);
         prefetch_w(qw + i);
-        fht256_x2(a);
+        fht256_x2(a, NULL);
         group_out(z + i, a, &amax);
     }
     return _mm512_reduce_max_epu32(amax);
