@@ -242,28 +242,44 @@ INL void swap_l3_all(__m512 *v, int vb)
         }
 }
 
-INL void syl128_fht256(__m512 *v, __m512 c)
+/* Step t (0..18) of the undo and the G = 256 FHT on one group. */
+INL void syl_step(__m512 *v, __m512 c, int t)
 {
-    radix2(v, 1);      /* b0 */
-    radix2(v, 2);      /* b1 */
-    radix2(v, 8);      /* b2 */
-    radix2(v, 4);      /* b3 */
-    swap_all(v, 0, 2); /* L = (b5, b3, b6, b7), V = (b0, b1, b4, b2) */
-    radix2(v, 4);      /* b4 */
-    swap_all(v, 0, 2); /* L = (b3, b4, b6, b7), V = (b0, b1, b5, b2) */
-    radix2(v, 4);      /* b5 */
-    swap_all(v, 2, 2); /* L = (b3, b4, b7, b5), V = (b0, b1, b6, b2) */
-    radix2(v, 4);      /* b6 */
+    switch (t) {
+    case 0: radix2(v, 1); break;      /* b0 */
+    case 1: radix2(v, 2); break;      /* b1 */
+    case 2: radix2(v, 8); break;      /* b2 */
+    case 3: radix2(v, 4); break;      /* b3 */
+    case 4: swap_all(v, 0, 2); break; /* L = (b5, b3, b6, b7), V = (b0, b1, b4, b2) */
+    case 5: radix2(v, 4); break;      /* b4 */
+    case 6: swap_all(v, 0, 2); break; /* L = (b3, b4, b6, b7), V = (b0, b1, b5, b2) */
+    case 7: radix2(v, 4); break;      /* b5 */
+    case 8: swap_all(v, 2, 2); break; /* L = (b3, b4, b7, b5), V = (b0, b1, b6, b2) */
+    case 9: radix2(v, 4); break;      /* b6 */
+    case 10:
 #pragma GCC unroll 16
-    for (int m = 0; m < 16; m++) v[m] = _mm512_mul_ps(v[m], c);
-    stage(v, 1, 2);      /* b0 b1 */
-    swap_all(v, 0, 0);   /* L = (b4, b0, b7, b5), V = (b3, b1, b6, b2) */
-    stage(v, 8, 1);      /* b2 at V3, b3 at V0 */
-    swap_all(v, 0, 0);   /* L = (b0, b3, b7, b5), V = (b4, b1, b6, b2) */
-    swap_l3_all(v, 1);   /* L = (b0, b3, b7, b1), V = (b4, b5, b6, b2) */
-    stage(v, 1, 2);      /* b4 b5 */
-    swap_all(v, 2, 3);   /* L = (b0, b3, b1, b2), V = (b4, b5, b6, b7) */
-    stage(v, 4, 8);      /* b6 b7 */
+        for (int m = 0; m < 16; m++) v[m] = _mm512_mul_ps(v[m], c);
+        break;
+    case 11: stage(v, 1, 2); break;     /* b0 b1 */
+    case 12: swap_all(v, 0, 0); break;  /* L = (b4, b0, b7, b5), V = (b3, b1, b6, b2) */
+    case 13: stage(v, 8, 1); break;     /* b2 at V3, b3 at V0 */
+    case 14: swap_all(v, 0, 0); break;  /* L = (b0, b3, b7, b5), V = (b4, b1, b6, b2) */
+    case 15: swap_l3_all(v, 1); break;  /* L = (b0, b3, b7, b1), V = (b4, b5, b6, b2) */
+    case 16: stage(v, 1, 2); break;     /* b4 b5 */
+    case 17: swap_all(v, 2, 3); break;  /* L = (b0, b3, b1, b2), V = (b4, b5, b6, b7) */
+    case 18: stage(v, 4, 8); break;     /* b6 b7 */
+    default: break;
+    }
+}
+
+/* Group a and, when b is not NULL, group b one step behind (as fht256_x2). */
+INL void syl128_fht256(__m512 *a, __m512 *b, __m512 c)
+{
+#pragma GCC unroll 20
+    for (int t = 0; t < 20; t++) {
+        if (t < 19) syl_step(a, c, t);
+        if (b && t >= 1) syl_step(b, c, t - 1);
+    }
 }
 
 STF__TGT_BF16 uint32_t stf__int8_syl128_pass1(uint16_t *z, const int8_t *src, float s, size_t k,
@@ -280,8 +296,7 @@ STF__TGT_BF16 uint32_t stf__int8_syl128_pass1(uint16_t *z, const int8_t *src, fl
         decode(b, src + i + 256, s24, k_lane_n);
         prefetch_w(qw + i);
         prefetch_w(qw + i + 256);
-        syl128_fht256(a, c);
-        syl128_fht256(b, c);
+        syl128_fht256(a, b, c);
         group_out(z + i, a, &amax);
         group_out(z + i + 256, b, &amax);
     }
@@ -289,7 +304,7 @@ STF__TGT_BF16 uint32_t stf__int8_syl128_pass1(uint16_t *z, const int8_t *src, fl
         __m512 a[16];
         decode(a, src + i, s24, k_lane_n);
         prefetch_w(qw + i);
-        syl128_fht256(a, c);
+        syl128_fht256(a, NULL, c);
         group_out(z + i, a, &amax);
     }
     return _mm512_reduce_max_epu32(amax);
