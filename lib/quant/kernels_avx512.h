@@ -216,7 +216,8 @@ INL void fht_quad_x(__m512 *p0, __m512 *p1, __m512 *p2, __m512 *p3, int scaled, 
      * rounds a + b once, as vaddps does, fmsub(a, 1, b) is fl(a - b), and
      * the sum of two zeros gets the sign IEEE 754 gives the addition.
      * The empty asm hides the 1 so the compiler cannot fold the FMA back
-     * into vaddps. */
+     * into vaddps. On Intel cores 512-bit vaddps and vfmadd both issue on
+     * ports 0 and 5, so there the split is neutral (measured the same). */
     __asm__("" : "+v"(one));
     __m512 s01 = _mm512_add_ps(x0, x1);
     __m512 d01 = _mm512_fmsub_ps(x0, one, x1);
@@ -260,7 +261,8 @@ INL __m512 group_maxabs(const __m512 *v)
  *           new l2 = old l3, new l3 = vector bit, new vector bit = old l2.
  * Why these and not bit swaps: on Zen 5 vshufps runs on all four FP
  * pipes, unmasked vshuff32x4 on two, while the masked forms a swap needs
- * (vpermilps{k}, vshuff32x4{k}) measured 2.6 and 1 per cycle.
+ * (vpermilps{k}, vshuff32x4{k}) measured 2.6 and 1 per cycle. On Intel
+ * cores every 512-bit shuffle issues on port 5 alone, one per cycle.
  */
 INL void eo_swap(__m512 *a, __m512 *b, int k)
 {
