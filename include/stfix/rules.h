@@ -64,6 +64,9 @@ typedef struct stf_layer_view {
     stf_probe_verdict probe;
     stf_rotation_kind rotation;
     stf_parallel_style parallel;   /* from the recipe's styles and its profile */
+    int has_input_scale;           /* appended: P.input_scale exists */
+    unsigned input_scale_rank;
+    const uint64_t *input_scale_shape;
 } stf_layer_view;
 
 /* ---------------------------------------------------------------- actions */

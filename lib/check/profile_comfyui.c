@@ -223,8 +223,8 @@ static void w4a4_rules(stf__chk *k, const stf_layer *l, const stf_pyval *mk,
  * scale with torch broadcasting, which lines an (N,) or (1, N) scale up
  * with the K columns.
  */
-static void fp8_rules(stf__chk *k, const stf_layer *l, const stf_format_info *fi,
-                      const stf_tensor_info *w)
+static void fp8_weight_scale(stf__chk *k, const stf_layer *l, const stf_format_info *fi,
+                             const stf_tensor_info *w)
 {
     const stf_tensor_info *s = T(k, l, STF_SFX_WEIGHT_SCALE);
     if (!s || s->nelem == 1) return;
@@ -241,6 +241,40 @@ static void fp8_rules(stf__chk *k, const stf_layer *l, const stf_format_info *fi
                  "FP8 weight scale of layer %s has shape %s for weight %s, but %s takes one scale "
                  "per tensor: comfy-kitchen's CUDA dequantize raises \"Scale must be a scalar "
                  "tensor\", its eager one multiplies the weight by the scale as stored%s",
+                 stf__chk_layer(k, l), stf__chk_shape(k, s), stf__chk_shape(k, w), fi->name,
+                 eager);
+}
+
+/*
+ * C24, input_scale: a Linear registers it as stored, and with FP8 matmuls
+ * (a device with FP8 compute, no full_precision_matrix_mult) quantizes
+ * each input with it. comfy-kitchen's CUDA quantize divides by the first
+ * element; torch's FP8 matmul refuses a scale of more than one, and the
+ * dequantizing fallback's CUDA dequantize asserts one element. Its eager
+ * quantize divides the (M, K) input by the scale with broadcasting: a (K,)
+ * or (1, K) scale divides each column and the fallback multiplies it back,
+ * a (X,) or (1, X) one with X != K fails. MoEExperts (3-D weights) never
+ * read input_scale.
+ */
+static void fp8_input_scale(stf__chk *k, const stf_layer *l, const stf_pyval *mk,
+                            const stf_format_info *fi, const stf_tensor_info *w)
+{
+    const stf_tensor_info *s = T(k, l, STF_SFX_INPUT_SCALE);
+    const stf_pyval *fp = stf_pyval_find(mk, "full_precision_matrix_mult");
+    if (!s || s->nelem == 1 || w->rank != 2 || (fp && stf_pyval_truthy(fp))) return;
+    uint64_t kk = w->shape[1];
+    int flat = s->rank == 1 || (s->rank == 2 && s->shape[0] == 1);
+    const char *eager = flat && s->nelem == kk ? ", one value per input column, and the layer "
+                                                 "then runs the matmul dequantized"
+                        : flat ? ", which fails to broadcast it over the K input columns"
+                               : "";
+    stf__chk_add(k, "C24", STF_SEV_ERROR, l->prefix, l->prefix_len,
+                 "requantize the layer: an FP8 format takes one input_scale per tensor",
+                 "FP8 input scale of layer %s has shape %s for weight %s, but %s takes one scale "
+                 "per tensor: comfy-kitchen's CUDA quantize divides the input by its first "
+                 "element and, when torch's FP8 matmul then refuses the scale, its CUDA "
+                 "dequantize raises \"Scale must be a scalar tensor\"; its eager quantize divides "
+                 "the input by the scale as stored%s",
                  stf__chk_layer(k, l), stf__chk_shape(k, s), stf__chk_shape(k, w), fi->name,
                  eager);
 }
@@ -363,8 +397,10 @@ static void check_layer(stf__chk *k, const stf_layer *l)
     if (fi->id == STF_FMT_INT8_TENSORWISE) int8_rules(k, l, mk, w);
     else if (fi->id == STF_FMT_CONVROT_W4A4) w4a4_rules(k, l, mk, w);
     else if (fi->id == STF_FMT_ASYM_W4A8_INT8) stf__check_comfyui_w4a8(k, l, mk, w);
-    else if (fi->id == STF_FMT_FLOAT8_E4M3FN || fi->id == STF_FMT_FLOAT8_E5M2)
-        fp8_rules(k, l, fi, w);
+    else if (fi->id == STF_FMT_FLOAT8_E4M3FN || fi->id == STF_FMT_FLOAT8_E5M2) {
+        fp8_weight_scale(k, l, fi, w);
+        fp8_input_scale(k, l, mk, fi, w);
+    }
 }
 
 /* The comfyui profile: C-rules per layer in layer order. 0 or k->rc. */

@@ -413,20 +413,32 @@ static void config_int8(stf__chk *k, const stf_layer *l, const stf_pyval *mk)
 }
 
 /*
- * R62: ComfyFp8Config's FP8 linear methods allocate weight_scale as a (1,)
- * parameter for one Linear; the loader reshapes a scalar to (1,) and
- * asserts equal sizes, so only () and (1,) load.
+ * R62: ComfyFp8Config's FP8 linear methods allocate weight_scale, and under
+ * the static activation scheme (chosen when the layer has an input_scale)
+ * input_scale, as a (1,) parameter for one Linear; the loader reshapes a
+ * scalar to (1,) and asserts equal sizes, so only () and (1,) load. A
+ * full_precision_matrix_mult layer's method allocates no input_scale.
  */
-static void config_fp8(stf__chk *k, const stf_layer *l)
+static void fp8_one_scale(stf__chk *k, const stf_layer *l, stf_suffix sx, const char *fix)
 {
-    const stf_tensor_info *w = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT);
-    const stf_tensor_info *s = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT_SCALE);
+    const stf_tensor_info *s = stf_layer_tensor_info(k->m, l, sx);
     uint64_t one = 1;
-    if (!w || w->rank != 2 || !s || s->rank == 0 || stf__chk_shape_is(s, 1, &one)) return;
-    stf__chk_add(k, "R62", STF_SEV_ERROR, l->prefix, l->prefix_len,
-                 "requantize the layer: float8_e4m3fn takes one scale per tensor",
+    if (!s || s->rank == 0 || stf__chk_shape_is(s, 1, &one)) return;
+    stf__chk_add(k, "R62", STF_SEV_ERROR, l->prefix, l->prefix_len, fix,
                  "Tried to load weights of size %sto a parameter of size torch.Size([1])",
                  stf__chk_torch_size(k, s));
+}
+
+static void config_fp8(stf__chk *k, const stf_layer *l, const stf_pyval *mk)
+{
+    const stf_tensor_info *w = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT);
+    if (!w || w->rank != 2) return;
+    fp8_one_scale(k, l, STF_SFX_WEIGHT_SCALE,
+                  "requantize the layer: float8_e4m3fn takes one scale per tensor");
+    const stf_pyval *fp = stf_pyval_find(mk, "full_precision_matrix_mult");
+    if (!fp || !stf_pyval_truthy(fp))
+        fp8_one_scale(k, l, STF_SFX_INPUT_SCALE,
+                      "requantize the layer: float8_e4m3fn takes one input_scale per tensor");
 }
 
 static void config_layer(stf__chk *k, cfg_kind kind, const stf_layer *l, const stf_pyval *mk,
@@ -455,7 +467,7 @@ static void config_layer(stf__chk *k, cfg_kind kind, const stf_layer *l, const s
                              "one of ('int4', 'int8')", p, stf__chk_repr(k, v, strlen(v)));
         }
     } else if (is_fmt(fmt, "float8_e4m3fn") && kind == CFG_FP8) {
-        config_fp8(k, l);
+        config_fp8(k, l, mk);
     } else if (is_fmt(fmt, "asym_w4a8_int8") && kind == CFG_W4A8) {
         if (!stf_pyval_is_true(stf_pyval_find(mk, "convrot")))
             stf__chk_add(k, "R61", STF_SEV_ERROR, l->prefix, l->prefix_len,

@@ -370,10 +370,12 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
     {
         .id = "C24",
         .severity = "error",
-        .title = "ComfyUI: FP8 weight scale not a single value",
+        .title = "ComfyUI: FP8 weight or input scale not a single value",
         .checks = "A float8_e4m3fn or float8_e5m2 layer's weight_scale holds more than one "
                   "element: per-row (N), (N, 1) or (1, N), per-column (K) or (1, K), or any "
-                  "other shape. (), (1,) and (1, 1) pass.",
+                  "other shape. Likewise its input_scale, such as one value per input column, "
+                  "(K) or (1, K), unless the marker sets full_precision_matrix_mult. (), (1,) "
+                  "and (1, 1) pass.",
         .why = "Both formats are per-tensor. ComfyUI checks no scale shape and hands the scale "
                "to comfy-kitchen as stored. Its CUDA dequantize then raises AssertionError "
                "\"Scale must be a scalar tensor\"; its eager one, which ComfyUI uses when the "
@@ -381,13 +383,19 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "(N, 1) scale happens to scale the rows, but an (N) or (1, N) one lines up with "
                "the K columns, a RuntimeError when N differs from K and silently wrong output "
                "on a square layer such as an attention projection, where each column is scaled "
-               "by a row's scale.",
+               "by a row's scale. A Linear registers input_scale as stored too and, where it "
+               "runs FP8 matmuls (a device with FP8 compute), quantizes each input with it: "
+               "comfy-kitchen's CUDA quantize divides by the first element, torch's FP8 matmul "
+               "refuses a longer scale, and the dequantizing fallback raises the same "
+               "assertion; the eager quantize divides the input columns by a (K) or (1, K) "
+               "scale, and the layer then runs dequantized, and fails on other lengths.",
         .ignored = "The model loads; the layer then fails at its first forward, or on a square "
                    "layer computes garbage without any error.",
-        .fix = "The exporter kept its per-row scales but wrote a per-tensor format name. "
-               "requantize decodes each row (or column) with its own scale exactly and writes "
-               "INT8 ConvRot; the bundled comfyui and sglang recipes do so for every such "
-               "layer. A rowwise FP8 format that ComfyUI loads does not exist.",
+        .fix = "The exporter kept its per-row scales, or per-column input scales, but wrote a "
+               "per-tensor format name. requantize decodes each row (or column) with its own "
+               "scale exactly and writes INT8 ConvRot, which takes no input scale; the bundled "
+               "comfyui and sglang recipes do so for every such layer. A rowwise FP8 format "
+               "that ComfyUI loads does not exist.",
         .action = "requantize",
         .effect = "silent",
     },

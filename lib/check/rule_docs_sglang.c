@@ -564,21 +564,25 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
     },
     {
         "R62", "error",
-        "SGLang: FP8 weight_scale cannot be loaded into the (1,) parameter",
-        "A float8_e4m3fn layer of an FP8 checkpoint with a 2-D weight has a weight_scale of "
-        "any shape other than () or (1,): per-row (N), (N, 1) or (1, N), per-column, or even "
-        "(1, 1).",
-        "Inspection requires only that the weight and its scale exist. ComfyFp8Config's linear "
-        "methods then allocate weight_scale as a per-tensor (1,) parameter; the loader reshapes "
-        "a scalar to (1,), and its size assertion fails on anything else: 'Tried to load "
-        "weights of size torch.Size([N])to a parameter of size torch.Size([1])'. The message "
-        "is that of an unfused layer; a fused or tensor-parallel one fails a different "
-        "assertion.",
+        "SGLang: FP8 weight_scale or input_scale cannot be loaded into the (1,) parameter",
+        "A float8_e4m3fn layer of an FP8 checkpoint with a 2-D weight has a weight_scale, or an "
+        "input_scale, of any shape other than () or (1,): per-row (N), (N, 1) or (1, N), "
+        "per-column, or even (1, 1). A layer whose marker sets full_precision_matrix_mult is "
+        "not checked for its input_scale.",
+        "Inspection requires only that the weight and its scale exist, and picks the static "
+        "activation scheme when the layer has an input_scale. ComfyFp8Config's linear methods "
+        "then allocate weight_scale, and under that scheme input_scale, as a per-tensor (1,) "
+        "parameter; the loader reshapes a scalar to (1,), and its size assertion fails on "
+        "anything else: 'Tried to load weights of size torch.Size([N])to a parameter of size "
+        "torch.Size([1])'. The message is that of an unfused layer; a fused or "
+        "tensor-parallel one fails a different assertion. The full-precision method allocates "
+        "no input_scale.",
         "Inspection passes, and loading then stops with an AssertionError that does not name "
         "the layer.",
-        "The exporter kept its per-row scales but wrote a per-tensor format name: requantize "
-        "decodes each row with its own scale exactly and writes INT8 ConvRot, as the bundled "
-        "sglang recipe does for every FP8 layer, a (1, 1) scale included.",
+        "The exporter kept its per-row scales, or per-column input scales, but wrote a "
+        "per-tensor format name: requantize decodes each row with its own scale exactly and "
+        "writes INT8 ConvRot, which takes no input scale, as the bundled sglang recipe does for "
+        "every FP8 layer, a (1, 1) scale included.",
         "requantize",
         "refuses",
     },

@@ -103,6 +103,12 @@ int stf__plan_view(stf_layer_view *v, stf__view_store *store, const stf_model *m
         v->scale_rank = s->rank;
         v->scale_shape = s->shape;
     }
+    const stf_tensor_info *in = stf_layer_tensor_info(m, l, STF_SFX_INPUT_SCALE);
+    if (in) {
+        v->has_input_scale = 1;
+        v->input_scale_rank = in->rank;
+        v->input_scale_shape = in->shape;
+    }
 done:
     if (rc) stf__view_store_free(store);
     return rc;

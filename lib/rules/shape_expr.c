@@ -12,7 +12,8 @@
  *   atom      := INTEGER | IDENT | "(" or ")"
  *
  * Names: N, K (logical out/in features), G (the marker's convrot_groupsize),
- * rank, numel, D0..D7 (weight dimensions), scale_rank, scale_numel, S0..S7.
+ * rank, numel, D0..D7 (weight dimensions), scale_rank, scale_numel, S0..S7,
+ * input_scale_rank, input_scale_numel.
  *
  * Every subexpression is either an integer or a truth value, checked at
  * compile time: the whole predicate must be a truth value, comparisons take
@@ -38,7 +39,8 @@ typedef enum op {
 } op;
 
 typedef enum ident {
-    ID_N, ID_K, ID_G, ID_RANK, ID_NUMEL, ID_SCALE_RANK, ID_SCALE_NUMEL, ID_D, ID_S
+    ID_N, ID_K, ID_G, ID_RANK, ID_NUMEL, ID_SCALE_RANK, ID_SCALE_NUMEL, ID_D, ID_S,
+    ID_INPUT_RANK, ID_INPUT_NUMEL
 } ident;
 
 typedef struct node {
@@ -130,7 +132,8 @@ static node *parse_ident(parser *p, size_t start, size_t len)
 {
     char name[32];
     if (len >= sizeof name) return fail(p, start, "unknown name (expected N, K, G, rank, numel, "
-                                                  "D0..D7, scale_rank, scale_numel, S0..S7)%s", NULL);
+                                                  "D0..D7, scale_rank, scale_numel, S0..S7, "
+                                                  "input_scale_rank, input_scale_numel)%s", NULL);
     memcpy(name, p->s + start, len);
     name[len] = '\0';
     node *n = mk(p, OP_ID, 0, NULL, NULL);
@@ -142,13 +145,16 @@ static node *parse_ident(parser *p, size_t start, size_t len)
     else if (!strcmp(name, "numel")) n->id = ID_NUMEL;
     else if (!strcmp(name, "scale_rank")) n->id = ID_SCALE_RANK;
     else if (!strcmp(name, "scale_numel")) n->id = ID_SCALE_NUMEL;
+    else if (!strcmp(name, "input_scale_rank")) n->id = ID_INPUT_RANK;
+    else if (!strcmp(name, "input_scale_numel")) n->id = ID_INPUT_NUMEL;
     else if ((name[0] == 'D' || name[0] == 'S') && len == 2 && name[1] >= '0' && name[1] <= '7') {
         n->id = name[0] == 'D' ? ID_D : ID_S;
         n->dim = (unsigned)(name[1] - '0');
     } else {
         stf__free(n);
         return fail(p, start, "unknown name '%s' (expected N, K, G, rank, numel, "
-                              "D0..D7, scale_rank, scale_numel, S0..S7)", name);
+                              "D0..D7, scale_rank, scale_numel, S0..S7, input_scale_rank, "
+                              "input_scale_numel)", name);
     }
     return n;
 }
@@ -409,6 +415,9 @@ static int lookup(const node *n, const stf_layer_view *l, long long *out)
     case ID_SCALE_NUMEL: return s ? numel(l->scale_shape, l->scale_rank, out) : -1;
     case ID_D: return w && n->dim < l->weight_rank ? dim(l->weight_shape[n->dim], out) : -1;
     case ID_S: return s && n->dim < l->scale_rank ? dim(l->scale_shape[n->dim], out) : -1;
+    case ID_INPUT_RANK: if (!l->has_input_scale) return -1; *out = l->input_scale_rank; return 0;
+    case ID_INPUT_NUMEL:
+        return l->has_input_scale ? numel(l->input_scale_shape, l->input_scale_rank, out) : -1;
     }
     return -1;
 }

@@ -12,7 +12,7 @@ t_run "lint all bundled" 0 "$STFIX" rules lint rules/sglang-int8-convrot.yaml \
     rules/exclude-conv-and-embeddings.yaml rules/quantize-int8-convrot.yaml
 cat >"$T_TMP/ok.txt" <<'EOF2'
 rules/sglang-int8-convrot.yaml: ok (17 rules)
-rules/comfyui-int8-convrot.yaml: ok (23 rules)
+rules/comfyui-int8-convrot.yaml: ok (24 rules)
 rules/repair-scales.yaml: ok (4 rules)
 rules/exclude-conv-and-embeddings.yaml: ok (3 rules)
 rules/quantize-int8-convrot.yaml: ok (3 rules)

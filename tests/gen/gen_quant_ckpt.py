@@ -25,6 +25,10 @@ BF16 without a marker:
               F8_E4M3 codes quantized per row, F32 [N] scales, marker
               float8_e4m3fn (row scales under a per-tensor format:
               stfix-checks(7), rules C24 and R62)
+  fp8-input-cols
+              as fp8, plus an F32 [K] input_scale per layer (one value
+              per input column under a per-tensor format: rules C24 and
+              R62)
 
 Row-quantized codes reach |q| = 127 once in every row; column-quantized
 ones once in every column and in only 2 of every 64 rows, so the H1 probe
@@ -36,7 +40,7 @@ canonical (lib/README.md, Canonical form).
 
 Usage: gen_quant_ckpt.py KIND OUT SIZE [HIDDEN]
   KIND    sylvester | fp8 | int8-rows | int8-cols | fp8-rows | fp8-rows-e5m2 |
-          fp8-rows-e4m3fn
+          fp8-rows-e4m3fn | fp8-input-cols
   SIZE    quantized weight bytes to reach, in bytes or with KiB/MiB/GiB
   HIDDEN  hidden size (default 3072; tests use a small one)
 Python 3 standard library only.
@@ -64,7 +68,10 @@ MARKERS = {
     "fp8-rows": {"format": "float8_e4m3fn_rowwise"},
     "fp8-rows-e5m2": {"format": "float8_e5m2"},
     "fp8-rows-e4m3fn": {"format": "float8_e4m3fn"},
+    "fp8-input-cols": {"format": "float8_e4m3fn"},
 }
+# Kinds with per-tensor FP8 codes and an F32 [] weight_scale.
+FP8_TENSOR = ("fp8", "fp8-input-cols")
 # Weight dtype and per-row maximum code of the row-quantized FP8 kinds.
 FP8_ROWS = {"fp8-rows": ("F8_E4M3", 0x7E), "fp8-rows-e5m2": ("F8_E5M2", 0x7B),
             "fp8-rows-e4m3fn": ("F8_E4M3", 0x7E)}
@@ -78,7 +85,7 @@ E5M2_FINITE = bytes(v - 4 if v & 0x7C == 0x7C else v for v in range(256))
 def code_block(kind, k, rng):
     """BLOCK_ROWS rows of k code bytes."""
     raw = bytes(rng.getrandbits(8) for _ in range(BLOCK_ROWS * k))
-    if kind == "fp8":
+    if kind in FP8_TENSOR:
         return raw.translate(FP8_FINITE)
     if kind in FP8_ROWS:
         e4 = FP8_ROWS[kind][0] == "F8_E4M3"
@@ -129,10 +136,13 @@ def tensors(kind, size):
         n, k = shape
         if k not in blocks:
             blocks[k] = code_block(kind, k, rng)
-        wdt = "F8_E4M3" if kind == "fp8" else FP8_ROWS[kind][0] if kind in FP8_ROWS else "I8"
+        wdt = "F8_E4M3" if kind in FP8_TENSOR else FP8_ROWS[kind][0] if kind in FP8_ROWS else "I8"
         out.append((name, wdt, shape, Repeated(blocks[k], n, k)))
-        if kind == "fp8":
+        if kind in FP8_TENSOR:
             out.append((base + ".weight_scale", "F32", [], f32([0.002])))
+            if kind == "fp8-input-cols":
+                out.append((base + ".input_scale", "F32", [k],
+                            f32(0.01 + 0.001 * (c % 5) for c in range(k))))
         elif kind in FP8_ROWS:
             out.append((base + ".weight_scale", "F32", [n, 1] if kind == "fp8-rows-e5m2" else [n],
                         f32(0.001 + 0.0001 * (r % 7) for r in range(n))))
@@ -149,7 +159,7 @@ def tensors(kind, size):
 def main():
     if len(sys.argv) not in (4, 5) or sys.argv[1] not in MARKERS:
         sys.exit("usage: gen_quant_ckpt.py sylvester|fp8|int8-rows|int8-cols|fp8-rows|"
-                 "fp8-rows-e5m2|fp8-rows-e4m3fn OUT SIZE [HIDDEN]")
+                 "fp8-rows-e5m2|fp8-rows-e4m3fn|fp8-input-cols OUT SIZE [HIDDEN]")
     if len(sys.argv) == 5:
         bf.HIDDEN = int(sys.argv[4])
     kind, path, size = sys.argv[1], sys.argv[2], bf.parse_size(sys.argv[3])

@@ -184,6 +184,10 @@ static void test_exact_fields(void **state)
     assert_string_equal(d->effect, "silent");
     assert_non_null(strstr(d->why, "\"Scale must be a scalar tensor\""));
     assert_non_null(strstr(d->why, "silently wrong output on a square layer"));
+    /* ... and the input scale: quantized with as stored, not read under full precision. */
+    assert_non_null(strstr(d->checks, "Likewise its input_scale"));
+    assert_non_null(strstr(d->checks, "unless the marker sets full_precision_matrix_mult"));
+    assert_non_null(strstr(d->why, "quantizes each input with it"));
     assert_string_equal(stf_rule_doc_find("C14")->severity, "warning");
     assert_string_equal(stf_rule_doc_find("C19")->severity, "warning");
     assert_string_equal(stf_rule_doc_find("H2")->severity, "warning");

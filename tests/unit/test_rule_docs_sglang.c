@@ -237,6 +237,10 @@ static void test_known_entries(void **state)
     assert_string_equal(d->action, "requantize");
     assert_string_equal(d->effect, "refuses");
     assert_non_null(strstr(d->why, "torch.Size([N])to a parameter of size torch.Size([1])"));
+    assert_non_null(strstr(d->why, "picks the static activation scheme when the layer has an "
+                                   "input_scale"));
+    assert_string_equal(d->title, "SGLang: FP8 weight_scale or input_scale cannot be loaded "
+                                  "into the (1,) parameter");
 
     /* stfix cannot decode W4A8 or NVFP4 layers: no action repairs these. */
     assert_null(stf_rule_doc_find("R48")->action);

@@ -97,6 +97,25 @@ static void test_undefined_is_false(void **state)
     assert_int_equal(holds("1 == 1", &v), 1);
 }
 
+/* input_scale_rank and input_scale_numel read P.input_scale, undefined without one. */
+static void test_input_scale(void **state)
+{
+    (void)state;
+    static const uint64_t in_cols[2] = { 1, 3072 };
+    stf_layer_view v = linear();
+    assert_int_equal(holds("input_scale_numel == 1", &v), 0);
+    assert_int_equal(holds("input_scale_numel != 1", &v), 0);
+    assert_int_equal(holds("input_scale_rank >= 0", &v), 0);
+    v.has_input_scale = 1;
+    v.input_scale_rank = 2;
+    v.input_scale_shape = in_cols;
+    assert_int_equal(holds("input_scale_numel != 1 && input_scale_numel == K", &v), 1);
+    assert_int_equal(holds("input_scale_rank == 2", &v), 1);
+    assert_int_equal(holds("scale_numel == N && input_scale_numel == 3072", &v), 1);
+    v.input_scale_rank = 0;
+    assert_int_equal(holds("input_scale_numel == 1 && input_scale_rank == 0", &v), 1);
+}
+
 static void test_conv_and_group(void **state)
 {
     (void)state;
@@ -125,10 +144,10 @@ static void test_errors(void **state)
     expect_error("K % 16 = 0", 7, "unexpected '= 0'");
     expect_error("X == 1", 0,
                  "unknown name 'X' (expected N, K, G, rank, numel, D0..D7, scale_rank, "
-                 "scale_numel, S0..S7)");
+                 "scale_numel, S0..S7, input_scale_rank, input_scale_numel)");
     expect_error("D8 == 1", 0,
                  "unknown name 'D8' (expected N, K, G, rank, numel, D0..D7, scale_rank, "
-                 "scale_numel, S0..S7)");
+                 "scale_numel, S0..S7, input_scale_rank, input_scale_numel)");
     expect_error("(K == 1", 7, "expected ')'");
     expect_error("K == ", 5, "unexpected end of expression");
     expect_error("K == 1 && 2", 7, "operator needs truth values on both sides");
@@ -160,6 +179,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_basic), cmocka_unit_test(test_undefined_is_false),
         cmocka_unit_test(test_conv_and_group), cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_input_scale),
         cmocka_unit_test(test_depth_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
