@@ -20,7 +20,6 @@
 #include "stfix.h"
 #include "support/st_check.h"
 #include "support/st_ckptfile.h"
-#include "support/st_tmp.h"
 
 #define PRE "FP8 input scale of layer blk.q has shape "
 #define CK "takes one scale per tensor: comfy-kitchen's CUDA quantize divides the input by its " \
@@ -103,15 +102,8 @@ static stf_check_report *check_layer(const char *fmt, const in_case *c)
         { "blk.q.input_scale", STF_F32, c->irank, { c->ishape[0], c->ishape[1] }, zero, 4 * inel },
         { "blk.q.comfy_quant", STF_U8, 1, { strlen(mk) }, mk, strlen(mk) },
     };
-    char *dir = st_tmpdir();
-    char *path = st_path(dir, "in.safetensors");
-    assert_int_equal(st_write_ckpt(path, t, 4, NULL), 0);
-    stf_check_report *r =
-        st_check_file(path, STF_CHECK_CONTAINER | STF_CONSUMER_COMFYUI | STF_CONSUMER_SGLANG);
-    st_rmtree(dir);
-    free(path);
-    free(dir);
-    return r;
+    return st_check_tensors(t, 4,
+                            STF_CHECK_CONTAINER | STF_CONSUMER_COMFYUI | STF_CONSUMER_SGLANG);
 }
 
 /* 0 when r holds exactly the findings w[0..] (after `skip`, which must be

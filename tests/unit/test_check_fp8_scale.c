@@ -18,7 +18,6 @@
 #include "stfix.h"
 #include "support/st_check.h"
 #include "support/st_ckptfile.h"
-#include "support/st_tmp.h"
 
 #define PRE "FP8 weight scale of layer blk.q has shape "
 #define CK "takes one scale per tensor: comfy-kitchen's CUDA dequantize raises \"Scale must be " \
@@ -76,15 +75,8 @@ static stf_check_report *check_layer(const char *fmt, const fp8_case *c)
         { "blk.q.weight_scale", STF_F32, c->srank, { c->sshape[0], c->sshape[1] }, zero, 4 * snel },
         { "blk.q.comfy_quant", STF_U8, 1, { strlen(mk) }, mk, strlen(mk) },
     };
-    char *dir = st_tmpdir();
-    char *path = st_path(dir, "in.safetensors");
-    assert_int_equal(st_write_ckpt(path, t, 3, NULL), 0);
-    stf_check_report *r =
-        st_check_file(path, STF_CHECK_CONTAINER | STF_CONSUMER_COMFYUI | STF_CONSUMER_SGLANG);
-    st_rmtree(dir);
-    free(path);
-    free(dir);
-    return r;
+    return st_check_tensors(t, 3,
+                            STF_CHECK_CONTAINER | STF_CONSUMER_COMFYUI | STF_CONSUMER_SGLANG);
 }
 
 /* The one finding of `rule`, which must be exactly: an error about blk.q

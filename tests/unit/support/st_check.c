@@ -9,6 +9,8 @@
 #include <cmocka.h>
 
 #include "support/st_check.h"
+#include "support/st_ckptfile.h"
+#include "support/st_tmp.h"
 
 static stf_check_report *run(stf_ckpt *c, const char *path, unsigned profiles)
 {
@@ -30,6 +32,18 @@ stf_check_report *st_check_file(const char *path, unsigned profiles)
     stf_ckpt *c = NULL;
     if (stf_ckpt_open(&c, path, NULL, &err)) fail_msg("open %s: %s", path, err.msg);
     return run(c, path, profiles);
+}
+
+stf_check_report *st_check_tensors(const st_tensor *t, size_t n, unsigned profiles)
+{
+    char *dir = st_tmpdir();
+    char *path = st_path(dir, "in.safetensors");
+    if (st_write_ckpt(path, t, n, NULL)) fail_msg("write %s", path);
+    stf_check_report *r = st_check_file(path, profiles);
+    st_rmtree(dir);
+    free(path);
+    free(dir);
+    return r;
 }
 
 stf_check_report *st_check_header(const char *hdr, unsigned profiles)

@@ -11,6 +11,11 @@
  * caller frees the report. Failing to open or to run fails the test. */
 stf_check_report *st_check_file(const char *path, unsigned profiles);
 
+/* Write the tensors t[0..n) to a checkpoint in a fresh temp directory,
+ * run `profiles` over it and remove the directory again. */
+struct st_tensor;
+stf_check_report *st_check_tensors(const struct st_tensor *t, size_t n, unsigned profiles);
+
 /* The same over a file of no tensor data whose header is the text `hdr`
  * (N = its length), opened from memory. */
 stf_check_report *st_check_header(const char *hdr, unsigned profiles);
