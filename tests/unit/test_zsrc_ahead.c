@@ -185,15 +185,21 @@ static void test_seekable_ahead_stays_with_its_owner(void **state)
     stf_ckpt_free(c);
 }
 
+/* Read bytes [at, at + n) of tensor i; the bytes checked. */
+static void read_span(const stf_ckpt *c, size_t i, size_t at, size_t n)
+{
+    uint8_t buf[TBYTES];
+    stf_err e;
+    stf_err_clear(&e);
+    assert_int_equal(stf_ckpt_read(buf, c, i, at, n, &e), 0);
+    assert_memory_equal(buf, g_plain + g_tbegin[i] + at, n);
+}
+
 /* Read quarter q of tensor i (the quarters of the tensors in file order are
  * the chunks of a pass, as the jobs of fix take them). */
 static void read_quarter(const stf_ckpt *c, size_t i, int q)
 {
-    uint8_t buf[TBYTES / 4];
-    stf_err e;
-    stf_err_clear(&e);
-    assert_int_equal(stf_ckpt_read(buf, c, i, (uint64_t)q * (TBYTES / 4), TBYTES / 4, &e), 0);
-    assert_memory_equal(buf, g_plain + g_tbegin[i] + q * (TBYTES / 4), TBYTES / 4);
+    read_span(c, i, (size_t)q * (TBYTES / 4), TBYTES / 4);
 }
 
 /*
@@ -222,12 +228,54 @@ static void test_seekable_lagging_reader_keeps_its_frame(void **state)
     stf_ckpt_free(c);
 }
 
+/*
+ * A decode ahead takes the slot of a frame far behind the window (more
+ * than a cache: 4 frames) or past it, never that of a frame a reader
+ * lagging behind has still to read, up to a cache behind: with the default
+ * cache, a reader has read the first quarter of tensor 2 (frame 3), then
+ * the first quarter of frame g, far behind (frame 2 of a window at frame
+ * 7: 2 + 4 < 7) or past the window (frame 10), then a run reads half of
+ * tensor 5 (frame 6) in four reads, which moves the window to frames 7
+ * and 8. Frame 3 (3 + 4 >= 7) is the least recently used of the frames
+ * neither read through nor next to the window, yet the decodes ahead take
+ * frame 0's slot and frame g's, and the lagging reader finds frame 3
+ * cached.
+ */
+static void test_seekable_ahead_spares_a_lagging_frame(void **state)
+{
+    (void)state;
+    static const size_t far[] = { 2, 10 };
+    for (size_t t = 0; t < sizeof far / sizeof far[0]; t++) {
+        const size_t g = far[t];
+        stf_ckpt *c = open_cached(t ? "sparep.safetensors.zst" : "spareb.safetensors.zst", 4);
+        read_quarter(c, 2, 0);
+        read_quarter(c, g - 1, 0);
+        assert_int_equal(decoded(c), 3);
+        for (int q = 0; q < 4; q++) read_span(c, 5, (size_t)q * (TBYTES / 8), TBYTES / 8);
+        /* Frames 3, g and 6 decoded for the reads, 7 and 8 ahead. */
+        assert_int_equal(decoded_reaching(c, 6), 6);
+        /* The lagging reader reads on: frame 3 is cached. */
+        read_quarter(c, 2, 1);
+        assert_int_equal(decoded(c), 6);
+        /* So are frames 7 and 8 (tensors 6 and 7), and frame 6. */
+        read_quarter(c, 6, 0);
+        read_quarter(c, 7, 0);
+        read_span(c, 5, TBYTES / 2, TBYTES / 2);
+        assert_int_equal(decoded(c), 6);
+        /* Frame g is not: reading it decodes it again. */
+        read_quarter(c, g - 1, 1);
+        assert_int_equal(decoded(c), 7);
+        stf_ckpt_free(c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seekable_reads_ahead),
         cmocka_unit_test(test_seekable_ahead_stays_with_its_owner),
         cmocka_unit_test(test_seekable_lagging_reader_keeps_its_frame),
+        cmocka_unit_test(test_seekable_ahead_spares_a_lagging_frame),
     };
     return cmocka_run_group_tests(tests, make_plain, free_plain);
 }
