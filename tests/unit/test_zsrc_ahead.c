@@ -1,13 +1,16 @@
 /*
  * Tests for the read-ahead of seekable zstd input (lib/container/
  * zsrc_seekable.c): which frames a run of contiguous reads has decoded
- * ahead, counted exactly with stf_ckpt_shard_frames_decoded, and which
- * run the window follows when two are under way.
+ * ahead, counted exactly with stf_ckpt_shard_frames_decoded, which run the
+ * window follows when two are under way, which cached frame a decode
+ * (ahead or for a read) takes the slot of, and a frame the read-ahead
+ * fails to decode.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -59,11 +62,16 @@ static int free_plain(void **state)
 }
 
 /* The seekable image (frames cut at the tensors) opened with a cache of
- * `cache` frames; the frames decoded at open (the header's) checked. */
-static stf_ckpt *open_cached(const char *name, unsigned cache)
+ * `cache` frames, frame `bad` made corrupt (its magic number's last byte;
+ * 0: none, frame 0 holds the header); the frames decoded at open (the
+ * header's) checked. *c_off (when not NULL): frame bad's compressed
+ * offset. */
+static stf_ckpt *open_image(const char *name, unsigned cache, size_t bad, uint64_t *c_off)
 {
     st_zbuf b = st_zseekable(g_plain, g_plain_len, 65536, g_tbegin, NT, 1);
     assert_int_equal(b.nframes, NT + 1);
+    if (bad) b.p[b.c_off[bad] + 3] ^= 0xFF;
+    if (c_off) *c_off = b.c_off[bad];
     const char *p = st_in_dir(name);
     assert_int_equal(st_write_file(p, b.p, b.n), 0);
     free(b.p);
@@ -76,6 +84,11 @@ static stf_ckpt *open_cached(const char *name, unsigned cache)
     assert_int_equal(stf_ckpt_open(&c, p, &o, &e), 0);
     assert_int_equal(stf_ckpt_shard_frames_decoded(c, 0), 1);
     return c;
+}
+
+static stf_ckpt *open_cached(const char *name, unsigned cache)
+{
+    return open_image(name, cache, 0, NULL);
 }
 
 static uint64_t decoded(const stf_ckpt *c) { return stf_ckpt_shard_frames_decoded(c, 0); }
@@ -131,7 +144,8 @@ static void test_seekable_reads_ahead(void **state)
     for (int q = 0; q < 4; q++) {
         assert_int_equal(stf_ckpt_read(buf + q * (TBYTES / 4), c, 1, (uint64_t)q * (TBYTES / 4),
                                        TBYTES / 4, &e), 0);
-        if (q < 3) assert_int_equal(decoded(c), 4);
+        /* Nothing ahead after the third: given time, none is decoded. */
+        if (q < 3) assert_int_equal(q < 2 ? decoded(c) : decoded_within(c, 5, 300), 4);
     }
     assert_memory_equal(buf, g_plain + g_tbegin[1], TBYTES);
     assert_int_equal(decoded_reaching(c, 5), 5);
@@ -269,6 +283,132 @@ static void test_seekable_ahead_spares_a_lagging_frame(void **state)
     }
 }
 
+/*
+ * A reader's decode spares the window and the two frames before it, where
+ * the run's readers are: with a cache of 5 (a window of 2), a run reads the
+ * last quarter of tensor 2 (frame 3) and the first of tensor 3 (frame 4)
+ * in four reads, a random read of tensor 9 (frame 10) coming between its
+ * second and third. The window is frames 5 and 6, decoded ahead into the
+ * free slot and frame 0's (read through at open). A random read of tensor
+ * 10 (frame 11) then takes frame 10's slot, past the window, not frame 3's,
+ * used less recently but next to the window.
+ */
+static void test_seekable_read_spares_the_run(void **state)
+{
+    (void)state;
+    const size_t e8 = TBYTES / 8;
+    stf_ckpt *c = open_cached("run.safetensors.zst", 5);
+    read_span(c, 2, 6 * e8, e8);
+    read_span(c, 2, 7 * e8, e8);
+    read_quarter(c, 9, 0);
+    read_span(c, 3, 0, e8);
+    read_span(c, 3, e8, e8);
+    assert_int_equal(decoded_reaching(c, 6), 6);
+    read_quarter(c, 10, 0);
+    assert_int_equal(decoded(c), 7);
+    /* Frames 3 to 6 are cached. */
+    read_span(c, 2, 0, e8);
+    read_span(c, 3, 5 * e8, e8);
+    read_quarter(c, 4, 0);
+    read_quarter(c, 5, 0);
+    assert_int_equal(decoded(c), 7);
+    /* Frame 10 is not. */
+    read_quarter(c, 9, 1);
+    assert_int_equal(decoded(c), 8);
+    stf_ckpt_free(c);
+}
+
+/*
+ * When every idle slot holds the window or the two frames before it, a
+ * read takes the least recently used of them rather than wait: with the
+ * default cache, a run reads the last quarter of tensor 2 (frame 3) and
+ * the first of tensor 3 (frame 4) in four reads; frames 5 and 6 are
+ * decoded ahead into the free slot and frame 0's. A random read of tensor
+ * 9 (frame 10) takes frame 3's slot, and returns.
+ */
+static void test_seekable_read_takes_a_run_slot_last(void **state)
+{
+    (void)state;
+    const size_t e8 = TBYTES / 8;
+    stf_ckpt *c = open_cached("last.safetensors.zst", 4);
+    read_span(c, 2, 6 * e8, e8);
+    read_span(c, 2, 7 * e8, e8);
+    read_span(c, 3, 0, e8);
+    read_span(c, 3, e8, e8);
+    assert_int_equal(decoded_reaching(c, 5), 5);
+    read_quarter(c, 9, 0);
+    assert_int_equal(decoded(c), 6);
+    /* Frames 4 to 6 and 10 are cached, frame 3 is not. */
+    read_span(c, 3, 5 * e8, e8);
+    read_quarter(c, 4, 0);
+    read_quarter(c, 5, 0);
+    read_quarter(c, 9, 1);
+    assert_int_equal(decoded(c), 6);
+    read_span(c, 2, 0, e8);
+    assert_int_equal(decoded(c), 7);
+    stf_ckpt_free(c);
+}
+
+/*
+ * A read continues the longest run it extends: a random read of the
+ * middle of tensor 2 (frame 3) comes first; a pass reads tensor 1 (frame
+ * 2) in four reads (cache 5: frames 3 and 4 then ahead of it), then the
+ * first half of tensor 2, ending where the random read ended. The pass's
+ * next reads, the rest of tensor 2 and tensor 3 (frame 4), continue the
+ * pass, not the random read, and move the window to frames 5 and 6:
+ * frame 6 is decoded ahead.
+ */
+static void test_seekable_run_continues_the_longest(void **state)
+{
+    (void)state;
+    stf_ckpt *c = open_cached("long.safetensors.zst", 5);
+    read_quarter(c, 2, 1);
+    assert_int_equal(decoded(c), 2);
+    read_parts(c, 1, 4);
+    assert_int_equal(decoded_reaching(c, 4), 4);
+    read_span(c, 2, 0, TBYTES / 2);
+    assert_int_equal(decoded_reaching(c, 5), 5);
+    read_span(c, 2, TBYTES / 2, TBYTES / 2);
+    read_parts(c, 3, 1);
+    assert_int_equal(decoded_reaching(c, 6), 6);
+    stf_ckpt_free(c);
+}
+
+/*
+ * A frame the read-ahead fails to decode is left to its reader, whose
+ * read fails naming the file and the frame's compressed offset; the
+ * read-ahead stops short of it and does not try it again: with the
+ * default cache and frame 5 (tensor 4) corrupt, a run reads tensor 2
+ * (frame 3) in four reads; frame 4 is decoded ahead, frame 5 tried once.
+ */
+static void test_seekable_ahead_stops_at_a_bad_frame(void **state)
+{
+    (void)state;
+    uint64_t at;
+    stf_ckpt *c = open_image("bad.safetensors.zst", 4, 5, &at);
+    read_parts(c, 2, 4);
+    assert_int_equal(decoded_reaching(c, 4), 4);
+    assert_int_equal(decoded_within(c, 5, 300), 4);
+    uint8_t buf[TBYTES / 4];
+    stf_err e;
+    stf_err_clear(&e);
+    assert_int_equal(stf_ckpt_read(buf, c, 4, 0, sizeof buf, &e), STF_EFORMAT);
+    assert_int_equal(decoded(c), 5);
+    char want[512];
+    snprintf(want, sizeof want,
+             "%s: S26 ZstdCorrupt: frame 5 at compressed byte %llu does not start with the zstd "
+             "or grouped-frame magic number", st_in_dir("bad.safetensors.zst"),
+             (unsigned long long)at);
+    assert_non_null(strstr(e.msg, want));
+    assert_string_equal(e.rule, "S26");
+    assert_true(e.has_offset);
+    assert_int_equal(e.offset, at);
+    /* Frame 4, decoded ahead, reads from the cache. */
+    read_span(c, 3, 100, TBYTES - 100);
+    assert_int_equal(decoded(c), 5);
+    stf_ckpt_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -276,6 +416,10 @@ int main(void)
         cmocka_unit_test(test_seekable_ahead_stays_with_its_owner),
         cmocka_unit_test(test_seekable_lagging_reader_keeps_its_frame),
         cmocka_unit_test(test_seekable_ahead_spares_a_lagging_frame),
+        cmocka_unit_test(test_seekable_read_spares_the_run),
+        cmocka_unit_test(test_seekable_read_takes_a_run_slot_last),
+        cmocka_unit_test(test_seekable_run_continues_the_longest),
+        cmocka_unit_test(test_seekable_ahead_stops_at_a_bad_frame),
     };
     return cmocka_run_group_tests(tests, make_plain, free_plain);
 }
