@@ -395,6 +395,15 @@ static int fill(stf__zseek *z, slot *s, size_t k, stf_err *err)
     return rc;
 }
 
+/* Frame k of the window failed to decode ahead (under mu): the window
+ * stops short of it until a read moves it, so that neither the read-ahead
+ * thread nor a waiting reader tries it again meanwhile; its reader's own
+ * decode reports the error. */
+static void stop_short(stf__zseek *z, size_t k)
+{
+    if (k >= z->ra_lo && k < z->ra_end) z->ra_end = k;
+}
+
 /* The lowest frame of the read-ahead window nobody holds or decodes, and an
  * idle slot for it (under mu): 0 when there is none. */
 static int ahead_pick(stf__zseek *z, size_t *k, slot **v)
@@ -427,7 +436,7 @@ static int acquire(stf__zseek *z, size_t k, slot **out, stf_err *err)
         if (hit && ahead_pick(z, &f, &v)) {
             stf_err e;
             stf_err_clear(&e);
-            fill(z, v, f, &e);
+            if (fill(z, v, f, &e)) stop_short(z, f);
             continue;
         }
         /* Being decoded by another thread, or every slot busy: wait. */
@@ -473,7 +482,7 @@ static void *ahead_main(void *arg)
         }
         stf_err e;
         stf_err_clear(&e);
-        if (fill(z, v, k, &e)) z->ra_end = k; /* stop short of a bad frame */
+        if (fill(z, v, k, &e)) stop_short(z, k);
     }
     pthread_mutex_unlock(&z->mu);
     return NULL;

@@ -6,6 +6,7 @@
  * (ahead or for a read) takes the slot of, and a frame the read-ahead
  * fails to decode.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -66,10 +67,13 @@ static int free_plain(void **state)
  * 0: none, frame 0 holds the header); the frames decoded at open (the
  * header's) checked. *c_off (when not NULL): frame bad's compressed
  * offset. */
-static stf_ckpt *open_image(const char *name, unsigned cache, size_t bad, uint64_t *c_off)
+static stf_ckpt *open_image(const char *name, unsigned cache, size_t bad, uint64_t *c_off);
+
+/* Image b (freed) written to `name`, frame `bad` made corrupt as above,
+ * opened as open_image says. */
+static stf_ckpt *open_zbuf(const char *name, unsigned cache, st_zbuf b, size_t bad,
+                           uint64_t *c_off)
 {
-    st_zbuf b = st_zseekable(g_plain, g_plain_len, 65536, g_tbegin, NT, 1);
-    assert_int_equal(b.nframes, NT + 1);
     if (bad) b.p[b.c_off[bad] + 3] ^= 0xFF;
     if (c_off) *c_off = b.c_off[bad];
     const char *p = st_in_dir(name);
@@ -84,6 +88,13 @@ static stf_ckpt *open_image(const char *name, unsigned cache, size_t bad, uint64
     assert_int_equal(stf_ckpt_open(&c, p, &o, &e), 0);
     assert_int_equal(stf_ckpt_shard_frames_decoded(c, 0), 1);
     return c;
+}
+
+static stf_ckpt *open_image(const char *name, unsigned cache, size_t bad, uint64_t *c_off)
+{
+    st_zbuf b = st_zseekable(g_plain, g_plain_len, 65536, g_tbegin, NT, 1);
+    assert_int_equal(b.nframes, NT + 1);
+    return open_zbuf(name, cache, b, bad, c_off);
 }
 
 static stf_ckpt *open_cached(const char *name, unsigned cache)
@@ -409,6 +420,147 @@ static void test_seekable_ahead_stops_at_a_bad_frame(void **state)
     stf_ckpt_free(c);
 }
 
+/* ------------------------------------------------------------ a held decode */
+
+/*
+ * An allocator that holds the first allocation of g_gate_size bytes (a
+ * frame buffer of that size, the first time a slot grows to it) until the
+ * test opens the gate: the decode of that frame stays under way, for as
+ * long as the test needs, without timing.
+ */
+static pthread_mutex_t g_gmu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_gcv = PTHREAD_COND_INITIALIZER;
+static size_t g_gate_size;
+static int g_gate; /* 0 closed, 1 a decode waits at it, 2 open */
+
+static void *gate_realloc(void *ud, void *p, size_t n)
+{
+    (void)ud;
+    pthread_mutex_lock(&g_gmu);
+    if (n == g_gate_size && g_gate == 0) {
+        g_gate = 1;
+        pthread_cond_broadcast(&g_gcv);
+        while (g_gate != 2) pthread_cond_wait(&g_gcv, &g_gmu);
+    }
+    pthread_mutex_unlock(&g_gmu);
+    return realloc(p, n);
+}
+
+static void gate_free(void *ud, void *p)
+{
+    (void)ud;
+    free(p);
+}
+
+static void gate_set(int to)
+{
+    pthread_mutex_lock(&g_gmu);
+    g_gate = to;
+    pthread_cond_broadcast(&g_gcv);
+    pthread_mutex_unlock(&g_gmu);
+}
+
+/* Until a decode waits at the gate. */
+static void gate_reached(void)
+{
+    pthread_mutex_lock(&g_gmu);
+    while (g_gate != 1) pthread_cond_wait(&g_gcv, &g_gmu);
+    pthread_mutex_unlock(&g_gmu);
+}
+
+/* After a test, failed or not: the gate open, the allocator the default. */
+static int gate_teardown(void **state)
+{
+    (void)state;
+    gate_set(2);
+    stf_set_allocator(NULL);
+    return 0;
+}
+
+/* A read of another thread: the second quarter of tensor i. */
+typedef struct reader {
+    const stf_ckpt *c;
+    size_t i;
+    int rc;
+    uint8_t buf[TBYTES / 4];
+} reader;
+
+static void *reader_main(void *arg)
+{
+    reader *r = arg;
+    stf_err e;
+    stf_err_clear(&e);
+    r->rc = stf_ckpt_read(r->buf, r->c, r->i, sizeof r->buf, sizeof r->buf, &e);
+    return NULL;
+}
+
+/*
+ * A reader that would wait for a frame being decoded decodes a frame of
+ * the window instead, once, then waits; a window frame it fails to decode
+ * stops the window short of it (it is not tried again while the reader
+ * waits), and its own reader gets the error. The image has frame 6 twice
+ * as long (tensors 5 and 6; frame k holds tensor k - 1 before it, tensor k
+ * after), cache 5. A run reads tensor 4 (frame 5) in four reads: the
+ * window is frames 6 and 7, and the read-ahead's decode of frame 6 is held.
+ * Another thread reads the second quarter of tensor 5 (frame 6; not where
+ * the run goes on): it decodes frame 7 (good or corrupt), and waits. A read of this thread meanwhile makes two readers
+ * at once. With frame 7 good, the run's next read (tensor 5) moves the
+ * window to frames 7 to 9, one more than those two readers: frames 8 and 9
+ * decoded ahead.
+ */
+static void test_seekable_waiting_reader_decodes_ahead(void **state)
+{
+    (void)state;
+    uint64_t cuts[NT];
+    size_t nc = 0;
+    for (size_t i = 0; i < NT; i++)
+        if (i != 6) cuts[nc++] = g_tbegin[i];
+    stf_allocator a = { gate_realloc, gate_free, NULL };
+    for (size_t bad = 0; bad <= 7; bad += 7) {
+        g_gate_size = 2 * TBYTES;
+        gate_set(0);
+        stf_set_allocator(&a);
+        st_zbuf b = st_zseekable(g_plain, g_plain_len, 4 * TBYTES, cuts, nc, 1);
+        assert_int_equal(b.nframes, NT);
+        uint64_t at;
+        stf_ckpt *c = open_zbuf(bad ? "gbad.safetensors.zst" : "gate.safetensors.zst", 5, b,
+                                bad, &at);
+        read_parts(c, 4, 4);
+        gate_reached();
+        assert_int_equal(decoded(c), 3);
+        reader r = { c, 5, -1, { 0 } };
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, reader_main, &r), 0);
+        assert_int_equal(decoded_reaching(c, 4), 4);
+        assert_int_equal(decoded_within(c, 5, 300), 4);
+        read_span(c, 4, 0, 100);
+        gate_set(2);
+        assert_int_equal(pthread_join(th, NULL), 0);
+        assert_int_equal(r.rc, 0);
+        assert_memory_equal(r.buf, g_plain + g_tbegin[5] + sizeof r.buf, sizeof r.buf);
+        assert_int_equal(decoded(c), 4);
+        if (bad) {
+            uint8_t buf[TBYTES / 4];
+            stf_err e;
+            stf_err_clear(&e);
+            assert_int_equal(stf_ckpt_read(buf, c, 7, 0, sizeof buf, &e), STF_EFORMAT);
+            assert_non_null(strstr(e.msg, st_in_dir("gbad.safetensors.zst")));
+            assert_string_equal(e.rule, "S26");
+            assert_int_equal(e.offset, at);
+            assert_int_equal(decoded(c), 5);
+        } else {
+            read_parts(c, 5, 1);
+            assert_int_equal(decoded_reaching(c, 6), 6);
+            read_quarter(c, 7, 0);
+            read_quarter(c, 8, 0);
+            read_quarter(c, 9, 0);
+            assert_int_equal(decoded(c), 6);
+        }
+        stf_ckpt_free(c);
+        stf_set_allocator(NULL);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -420,6 +572,7 @@ int main(void)
         cmocka_unit_test(test_seekable_read_takes_a_run_slot_last),
         cmocka_unit_test(test_seekable_run_continues_the_longest),
         cmocka_unit_test(test_seekable_ahead_stops_at_a_bad_frame),
+        cmocka_unit_test_teardown(test_seekable_waiting_reader_decodes_ahead, gate_teardown),
     };
     return cmocka_run_group_tests(tests, make_plain, free_plain);
 }
