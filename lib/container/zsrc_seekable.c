@@ -9,21 +9,23 @@
  *  - slots are decoded outside the lock: threads reading different frames
  *    decode in parallel, and a thread wanting a frame another is decoding
  *    waits for it instead of decoding it again;
- *  - a run of contiguous reads (three in a row, by any thread: a pass over
- *    the data) starts one read-ahead thread that decodes the next frames
- *    ahead of the readers, a window past the last frame read of one frame
- *    more than there have been readers at once, within the cache less the
- *    two frames the readers are in, so the readers find them decoded
- *    instead of decoding inline. Random reads never trigger it: reading
- *    one tensor touches only its frames;
+ *  - a run of contiguous reads (from the fourth in a row on, by any
+ *    thread: a pass over the data) starts one read-ahead thread that
+ *    decodes the next frames ahead of the readers, a window past the last
+ *    frame read of one frame more than there have been readers at once,
+ *    within the cache less the two frames the readers are in, so the
+ *    readers find them decoded instead of decoding inline. Random reads
+ *    never trigger it: reading one tensor touches only its frames;
  *  - a reader that would wait for a frame being decoded decodes a frame of
  *    the window nobody has taken instead: when the readers outrun one
  *    decoder, decoding spreads over every thread that would wait, one
- *    frame each;
+ *    frame each. A frame that fails to decode ahead ends the window until
+ *    a read moves it; its reader's own decode reports the error;
  *  - a decode ahead takes the slot of a frame read through (every byte
- *    served since it was decoded), or of one far behind the readers:
- *    never one a reader that lags behind the others has still to read, so
- *    a pass decodes each frame once whatever the window.
+ *    served since it was decoded), or of one far behind the readers (more
+ *    than a cache behind the window) or past the window: never one a
+ *    reader lagging behind the others, up to a cache behind, has still to
+ *    read, so a pass decodes each frame once whatever the window.
  *
  * The compressed bytes, a grouped frame's scratch and the decompression
  * context are a decoder kit, taken per decode from a free list: as many
@@ -350,7 +352,9 @@ enum { FOR_AHEAD, FOR_READ, FOR_ANY };
  *  3. any other (FOR_ANY only).
  *
  * A reader that lags behind the others keeps its frame, not yet read
- * through, from the decodes ahead, however far behind it has fallen.
+ * through, from the decodes ahead while it is up to a cache behind the
+ * window; further behind (a pass that stopped, a random read) the frame
+ * is only protected while a read holds it.
  */
 static slot *victim(stf__zseek *z, int who)
 {
