@@ -503,10 +503,10 @@ static void *reader_main(void *arg)
  * after), cache 5. A run reads tensor 4 (frame 5) in four reads: the
  * window is frames 6 and 7, and the read-ahead's decode of frame 6 is held.
  * Another thread reads the second quarter of tensor 5 (frame 6; not where
- * the run goes on): it decodes frame 7 (good or corrupt), and waits. A read of this thread meanwhile makes two readers
- * at once. With frame 7 good, the run's next read (tensor 5) moves the
- * window to frames 7 to 9, one more than those two readers: frames 8 and 9
- * decoded ahead.
+ * the run goes on): it decodes frame 7 (good or corrupt), and waits. A
+ * read of this thread meanwhile makes two readers at once. With frame 7
+ * good, the run's next read (tensor 5) moves the window to frames 7 to 9,
+ * one more than those two readers: frames 8 and 9 decoded ahead.
  */
 static void test_seekable_waiting_reader_decodes_ahead(void **state)
 {
