@@ -10,9 +10,11 @@
  * the table spelt in full, its value after '=' or in the next argument, a
  * flag takes none; "-abc" is a cluster of short options, a valued one
  * taking the rest of the cluster or the next argument; -h and -V end the
- * parse with 0, any problem with 3; everything else is an argument, kept in
- * order. It is run twice on each input, so that getopt's state left by one
- * run cannot change the next. A size is decimal digits and nothing else
+ * parse with 0, any problem with 3; the builtins -q, -v, --no-progress and
+ * --color[=auto|always|never] are accepted and change nothing recorded
+ * here; everything else is an argument, kept in order. It is run twice
+ * on each input, so that getopt's state left by one run cannot change the
+ * next. A size is decimal digits and nothing else
  * before an optional unit (B, KB/kB, MB, GB, KiB, MiB, GiB), refused when
  * the byte count does not fit in 64 bits.
  */
@@ -123,7 +125,8 @@ static int ref_apply(result *r, const char *name, const char *v)
 /* The contract, restated. */
 static void ref_parse(int argc, char **argv, result *r)
 {
-    static const char *const flags[] = { "json", "strict" };
+    /* The table's flags, then the builtins that take no value. */
+    static const char *const flags[] = { "json", "strict", "quiet", "verbose", "no-progress" };
     static const char *const valued[] = { "output", "max-shard-size", "jobs", "mode" };
     memset(r, 0, sizeof *r);
     r->status = -1;
@@ -139,8 +142,17 @@ static void ref_parse(int argc, char **argv, result *r)
             int eq = a[2 + len] == '=';
             const char *name = NULL;
             int takes = 0;
-            for (size_t k = 0; k < 2; k++)
+            for (size_t k = 0; k < 5; k++)
                 if (strlen(flags[k]) == len && !strncmp(a + 2, flags[k], len)) name = flags[k];
+            if (len == 5 && !strncmp(a + 2, "color", 5)) {
+                /* --color alone, or --color=WHEN; never the next argument */
+                const char *w = a + 8;
+                if (eq && strcmp(w, "auto") && strcmp(w, "always") && strcmp(w, "never")) {
+                    r->status = 3;
+                    return;
+                }
+                continue;
+            }
             for (size_t k = 0; k < 4; k++)
                 if (strlen(valued[k]) == len && !strncmp(a + 2, valued[k], len))
                     name = valued[k], takes = 1;
@@ -156,7 +168,7 @@ static void ref_parse(int argc, char **argv, result *r)
             }
             if (!takes) {
                 if (!strcmp(name, "json")) r->json = 1;
-                else r->strict = 1;
+                else if (!strcmp(name, "strict")) r->strict = 1;
                 continue;
             }
             const char *v = eq ? a + 3 + len : i + 1 < argc ? argv[++i] : NULL;
@@ -178,6 +190,7 @@ static void ref_parse(int argc, char **argv, result *r)
                     r->strict = 1;
                     continue;
                 }
+                if (c == 'q' || c == 'v') continue; /* the builtins -q and -v */
                 if (c != 'o' && c != 'j') {
                     r->status = 3;
                     return;
