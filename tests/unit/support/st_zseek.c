@@ -10,6 +10,9 @@
 #include <cmocka.h>
 
 #include "container/zstd_seek.h"
+#include "stfix.h"
+#include "support/st_ckptfile.h"
+#include "support/st_tmp.h"
 #include "support/st_zseek.h"
 
 static void put32(uint8_t *p, uint32_t v)
@@ -61,4 +64,21 @@ st_zbuf st_zseekable(const uint8_t *plain, size_t len, size_t frame, const uint6
     put32(foot + 5, STF__SEEKABLE_MAGIC);
     st_zput(&b, foot, 9);
     return b;
+}
+
+unsigned char *st_zplain(const st_tensor *t, size_t n, const char *meta, size_t *len,
+                         uint64_t *tbegin)
+{
+    const char *path = st_in_dir("plain.safetensors");
+    if (st_write_ckpt(path, t, n, meta)) return NULL;
+    unsigned char *plain = st_read_file(path, len);
+    stf_ckpt *c = NULL;
+    if (!plain || stf_ckpt_open(&c, path, NULL, NULL)) {
+        free(plain);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        tbegin[i] = 8 + stf_ckpt_shard_header_len(c, 0) + stf_ckpt_tensor(c, i)->begin;
+    stf_ckpt_free(c);
+    return plain;
 }

@@ -29,4 +29,13 @@ void st_zput(st_zbuf *b, const void *p, size_t n);
 st_zbuf st_zseekable(const uint8_t *plain, size_t len, size_t frame, const uint64_t *cuts,
                      size_t ncuts, int checksum);
 
+/*
+ * Write t[0..n) (with metadata `meta`, or none) as plain.safetensors in the
+ * test's directory and return its bytes (*len of them), with each
+ * tensor's absolute file offset in tbegin[0..n); NULL on failure.
+ */
+struct st_tensor;
+unsigned char *st_zplain(const struct st_tensor *t, size_t n, const char *meta, size_t *len,
+                         uint64_t *tbegin);
+
 #endif
