@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +62,15 @@ stf_check_report *st_check_header(const char *hdr, unsigned profiles)
     stf_check_report *r = run(c, "mem.safetensors", profiles);
     free(buf);
     return r;
+}
+
+const char *st_check_fmt_msg(char *buf, size_t cap, const char *msg, const char *fmt)
+{
+    static const char e4[] = "float8_e4m3fn";
+    const char *at = strstr(msg, e4);
+    if (!at) return msg;
+    snprintf(buf, cap, "%.*s%s%s", (int)(at - msg), msg, fmt, at + strlen(e4));
+    return buf;
 }
 
 void st_check_dump(const stf_check_report *r)

@@ -20,6 +20,11 @@ stf_check_report *st_check_tensors(const struct st_tensor *t, size_t n, unsigned
  * (N = its length), opened from memory. */
 stf_check_report *st_check_header(const char *hdr, unsigned profiles);
 
+/* msg with its first "float8_e4m3fn" spelt `fmt` instead, into buf (cap
+ * bytes); msg itself when it names no format. For messages that name the
+ * layer's format. */
+const char *st_check_fmt_msg(char *buf, size_t cap, const char *msg, const char *fmt);
+
 /* Print every finding (rule, severity, layer, message) through cmocka, so
  * a failing test shows what the report held. */
 void st_check_dump(const stf_check_report *r);
