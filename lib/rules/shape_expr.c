@@ -128,12 +128,15 @@ static int is_digit(char c)
     return c >= '0' && c <= '9';
 }
 
+/* The names a predicate may use, as the messages list them. */
+#define NAMES                                                                                      \
+    "N, K, G, rank, numel, D0..D7, scale_rank, scale_numel, S0..S7, input_scale_rank, "            \
+    "input_scale_numel"
+
 static node *parse_ident(parser *p, size_t start, size_t len)
 {
     char name[32];
-    if (len >= sizeof name) return fail(p, start, "unknown name (expected N, K, G, rank, numel, "
-                                                  "D0..D7, scale_rank, scale_numel, S0..S7, "
-                                                  "input_scale_rank, input_scale_numel)%s", NULL);
+    if (len >= sizeof name) return fail(p, start, "unknown name (expected " NAMES ")%s", NULL);
     memcpy(name, p->s + start, len);
     name[len] = '\0';
     node *n = mk(p, OP_ID, 0, NULL, NULL);
@@ -152,9 +155,7 @@ static node *parse_ident(parser *p, size_t start, size_t len)
         n->dim = (unsigned)(name[1] - '0');
     } else {
         stf__free(n);
-        return fail(p, start, "unknown name '%s' (expected N, K, G, rank, numel, "
-                              "D0..D7, scale_rank, scale_numel, S0..S7, input_scale_rank, "
-                              "input_scale_numel)", name);
+        return fail(p, start, "unknown name '%s' (expected " NAMES ")", name);
     }
     return n;
 }
