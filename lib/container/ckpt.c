@@ -586,3 +586,14 @@ uint64_t stf__ckpt_read_total(const stf_ckpt *c)
     for (size_t k = 0; c && k < c->nshards; k++) n += stf__source_read_total(c->shards[k].src);
     return n;
 }
+
+/* Contract in container_internal.h. Shards first: they hold the bytes. */
+int stf__ckpt_unchanged(const stf_ckpt *c, stf_err *err)
+{
+    for (size_t k = 0; c && k < c->nshards; k++) {
+        int rc = stf__source_unchanged(c->shards[k].src, err);
+        if (rc) return rc;
+    }
+    if (c && c->ix) return stf__file_stamp_check(&c->ix->stamp, c->index_path, err);
+    return 0;
+}

@@ -113,4 +113,15 @@ void stf__write_opts_upgrade(stf_write_opts *dst, const stf_write_opts *src);
  * together (stf__source_read_total), for tests. */
 uint64_t stf__ckpt_read_total(const stf_ckpt *c);
 
+/*
+ * Whether every file of c (each shard, compressed or not, and the index)
+ * is still what it was when c opened it: same device, inode, size,
+ * modification and status change times, looked up by name now. 0 when so
+ * (and always for a checkpoint in memory, or NULL); otherwise STF_EIO
+ * naming the first file that changed and how (file_stamp.h). A writer
+ * calls it just before it publishes, so an output is never made of an
+ * input that changed while it was read. ckpt.c
+ */
+int stf__ckpt_unchanged(const stf_ckpt *c, stf_err *err);
+
 #endif

@@ -15,15 +15,14 @@
 
 #include "container/container_internal.h"
 #include "container/fdcache.h"
+#include "container/file_stamp.h"
 
 struct stf__fdfile {
     stf__fdcache *c;
     char *path;
     int fd;                  /* -1 while closed */
     unsigned refs;           /* holders of fd */
-    dev_t dev;               /* identity recorded at the first open */
-    ino_t ino;
-    uint64_t size;
+    stf__file_stamp stamp;   /* what the file was at the first open */
     stf__fdfile *prev, *next; /* in c's list while fd >= 0, most recent first */
 };
 
@@ -212,10 +211,8 @@ int stf__fdfile_open(stf__fdfile **out, stf__fdcache *c, const char *path, uint6
         stf__free(f);
         return rc;
     }
-    f->dev = st.st_dev;
-    f->ino = st.st_ino;
-    f->size = (uint64_t)st.st_size;
-    *size = f->size;
+    stf__file_stamp_take(&f->stamp, &st);
+    *size = f->stamp.size;
     *out = f;
     return 0;
 }
@@ -227,16 +224,17 @@ static int reopen(stf__fdfile *f, stf_err *err)
     int fd;
     int rc = open_regular(f->c, f->path, "reopen", &fd, &st, NULL, err);
     if (rc) return rc;
-    if (st.st_dev != f->dev || st.st_ino != f->ino || (uint64_t)st.st_size != f->size) {
+    int other = (uint64_t)st.st_dev != f->stamp.dev || (uint64_t)st.st_ino != f->stamp.ino;
+    if (other || (uint64_t)st.st_size != f->stamp.size) {
         close(fd);
-        if (st.st_dev != f->dev || st.st_ino != f->ino)
+        if (other)
             return stf__err(err, STF_EIO,
                             "%s: the file was replaced by another since it was opened "
                             "(device or inode changed); open the checkpoint again", f->path);
         return stf__err(err, STF_EIO,
                         "%s: the file changed size since it was opened (%llu bytes, now "
                         "%llu); open the checkpoint again", f->path,
-                        (unsigned long long)f->size, (unsigned long long)st.st_size);
+                        (unsigned long long)f->stamp.size, (unsigned long long)st.st_size);
     }
     adopt(f->c, f, fd);
     return 0;
@@ -294,4 +292,10 @@ size_t stf__fdcache_open_count(stf__fdcache *c)
     size_t n = c->nopen;
     pthread_mutex_unlock(&c->mu);
     return n;
+}
+
+/* The file as first opened; see fdcache.h. */
+const stf__file_stamp *stf__fdfile_stamp(const stf__fdfile *f)
+{
+    return f ? &f->stamp : NULL;
 }

@@ -65,6 +65,10 @@ void stf__fdfile_release(stf__fdfile *f);
 /* Close f's descriptor (none may be held) and free f. No-op on NULL. */
 void stf__fdfile_close(stf__fdfile *f);
 
+/* What f was when stf__fdfile_open opened it (file_stamp.h); NULL for
+ * NULL. */
+const struct stf__file_stamp *stf__fdfile_stamp(const stf__fdfile *f);
+
 /* Descriptors of `c` open now (tests: the bound holds). */
 size_t stf__fdcache_open_count(stf__fdcache *c);
 

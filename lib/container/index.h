@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "container/container_internal.h"
+#include "container/file_stamp.h"
 
 /* One weight_map member. */
 typedef struct stf__index_entry {
@@ -35,6 +36,7 @@ typedef struct stf__index {
     int total_ok;            /* ... and an unsigned integer that fits u64 */
     uint64_t total_size;
     uint64_t total_off;      /* byte offset of the total_size value */
+    stf__file_stamp stamp;   /* the index file as stf__index_load opened it */
 } stf__index;
 
 /*
@@ -49,7 +51,8 @@ int stf__index_parse(stf__index **out, const uint8_t *buf, size_t len, const cha
                      const stf_open_opts *o, stf_err *err);
 
 /*
- * Read and parse the index file at `path` (never written). A file larger
+ * Read and parse the index file at `path` (never written), stamping it as
+ * opened (ix->stamp; stf__index_parse leaves the stamp zero). A file larger
  * than o->max_index_size is STF_ELIMIT ("L8") before anything is allocated;
  * open/read errors are STF_EIO naming the path.
  */

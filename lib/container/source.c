@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "container/container_internal.h"
+#include "container/file_stamp.h"
 #include "container/source.h"
 #include "container/zsrc.h"
 
@@ -34,6 +35,7 @@ struct stf__source {
     stf_storage storage;  /* PLAIN, or one of the zstd readers below */
     stf__zseek *zs;       /* a seekable zstd file (owns the raw source) */
     stf__zstream *zt;     /* a zstd stream (owns the raw source) */
+    const stf__source *raw; /* the compressed file's source, owned by zs or zt */
     uint64_t stored;      /* bytes on disk: size, or the compressed size */
     _Atomic uint64_t nread; /* bytes pread so far (stf__source_read_total) */
 };
@@ -183,6 +185,20 @@ int stf__source_read(const stf__source *s, uint64_t off, void *dst, size_t len, 
     return rc;
 }
 
+/* The stamp of the file behind s; see source.h. */
+const stf__file_stamp *stf__source_stamp(const stf__source *s)
+{
+    if (s && s->raw) return stf__source_stamp(s->raw);
+    return s ? stf__fdfile_stamp(s->file) : NULL;
+}
+
+/* See source.h. */
+int stf__source_unchanged(const stf__source *s, stf_err *err)
+{
+    const stf__file_stamp *st = stf__source_stamp(s);
+    return st ? stf__file_stamp_check(st, s->path, err) : 0;
+}
+
 /* Close, free; see source.h. */
 void stf__source_free(stf__source *s)
 {
@@ -217,6 +233,7 @@ int stf__source_decompress(stf__source **s, const stf_open_opts *o, stf_err *err
         stf__source_free(w);
         return rc;
     }
+    w->raw = *s;
     *s = w;
     return 0;
 }

@@ -93,6 +93,20 @@ stf_stream_mode stf__source_stream_mode(const stf__source *s);
  */
 int stf__source_hold_head(stf__source *s, uint64_t n, stf_err *err);
 
+/*
+ * What the file behind s was when it was opened (file_stamp.h): the file
+ * itself, or for a compressed source the compressed file; NULL for a
+ * memory source.
+ */
+const struct stf__file_stamp *stf__source_stamp(const stf__source *s);
+
+/*
+ * Whether the file behind s is still as it was opened: 0, or the STF_EIO
+ * of stf__file_stamp_check naming the path and what changed. Always 0 for
+ * a memory source.
+ */
+int stf__source_unchanged(const stf__source *s, stf_err *err);
+
 /* Close, free (the cache it was opened through stays). No-op on NULL. */
 void stf__source_free(stf__source *s);
 

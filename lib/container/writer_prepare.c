@@ -437,10 +437,30 @@ static int retire_old_index(const stf_writer *w, stf_err *err)
 }
 
 /*
+ * Every checkpoint the output was read from (the input, and any other a
+ * tensor was copied from) is still as it was opened: bytes read before
+ * another process rewrote it and bytes read after would make an output
+ * that is neither version. Checked last, after the slow work.
+ */
+static int inputs_unchanged(const stf_writer *w, stf_err *err)
+{
+    int rc = stf__ckpt_unchanged(w->opts.input, err);
+    const stf_ckpt *last = w->opts.input;
+    for (size_t i = 0; !rc && i < w->n; i++) {
+        const stf_ckpt *c = w->t[i].src.kind == STF_SRC_CKPT ? w->t[i].src.ckpt : NULL;
+        if (!c || c == w->opts.input || c == last) continue;
+        last = c;
+        rc = stf__ckpt_unchanged(c, err);
+    }
+    return rc;
+}
+
+/*
  * Prepare if needed, refuse unfilled deferred tensors, then fsync every
- * shard and rename: shards before the index, so a reader never sees an
- * index naming missing shards. Any failure before the renames removes
- * every temp file and leaves nothing at the final paths.
+ * shard, check the inputs are as they were opened, and rename: shards
+ * before the index, so a reader never sees an index naming missing shards.
+ * Any failure before the renames removes every temp file and leaves
+ * nothing at the final paths.
  */
 int stf_writer_commit(stf_writer *w, stf_err *err)
 {
@@ -472,6 +492,7 @@ int stf_writer_commit(stf_writer *w, stf_err *err)
     for (size_t s = 0; s < w->nshards; s++)
         if ((rc = stf__sink_finish(&w->sinks[s], err))) goto done;
     if (w->opts.zstd_level && (rc = stf__writer_compress(w, err))) goto done;
+    if ((rc = inputs_unchanged(w, err))) goto done;
     /* The guard again, on the exact names and as late as possible: what is
      * at a final path may have changed since stf_writer_new. */
     for (size_t s = 0; s < w->nfiles; s++)

@@ -20,6 +20,7 @@
 
 typedef struct job {
     char *in, *out; /* paths, owned */
+    stf__file_stamp stamp; /* the input as opened */
 } job;
 
 typedef struct files {
@@ -94,7 +95,7 @@ static int spans_of(stf__zspan **out, size_t *n, const char *path, stf_err *err)
     return rc;
 }
 
-static int compress_one(stf__sink *sk, const job *j, const stf_write_opts *o, stf_err *err)
+static int compress_one(stf__sink *sk, job *j, const stf_write_opts *o, stf_err *err)
 {
     stf__zspan *sp = NULL;
     size_t ns = 0;
@@ -103,6 +104,7 @@ static int compress_one(stf__sink *sk, const job *j, const stf_write_opts *o, st
     struct stat st;
     if (!rc && (fd < 0 || fstat(fd, &st) != 0))
         rc = stf__err(err, STF_EIO, "%s: cannot open: %s", j->in, strerror(errno));
+    if (!rc) stf__file_stamp_take(&j->stamp, &st);
     stf__zpack_opts po = { o->zstd_level, o->zstd_grouped,
                            o->zstd_frame ? o->zstd_frame : STF__ZSTD_FRAME_DEFAULT, o->pool };
     if (!rc) rc = stf__sink_open(sk, j->out, err);
@@ -115,12 +117,13 @@ static int compress_one(stf__sink *sk, const job *j, const stf_write_opts *o, st
     return rc;
 }
 
-static int decompress_one(stf__sink *sk, const job *j, stf_err *err)
+static int decompress_one(stf__sink *sk, job *j, stf_err *err)
 {
     int fd = open(j->in, O_RDONLY | O_CLOEXEC), rc = 0;
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0)
         rc = stf__err(err, STF_EIO, "%s: cannot open: %s", j->in, strerror(errno));
+    if (!rc) stf__file_stamp_take(&j->stamp, &st);
     if (!rc) rc = stf__sink_open(sk, j->out, err);
     if (!rc) rc = stf__zstd_unpack(fd, j->in, (uint64_t)st.st_size, sink_out, sk, err);
     if (!rc) rc = stf__sink_finish(sk, err);
@@ -254,7 +257,11 @@ static int run(const char *in, const char *out, const stf_write_opts *o, int com
         if (!rc) rc = stf__sink_write(&f.sinks[f.n], itxt.data, itxt.len, err);
         if (!rc) rc = stf__sink_finish(&f.sinks[f.n], err);
     }
-    /* The guard again right before the renames; shards before the index. */
+    /* Every input still as it was opened, and the guard again, right
+     * before the renames; shards before the index. */
+    for (size_t i = 0; !rc && i < f.n; i++)
+        rc = stf__file_stamp_check(&f.v[i].stamp, f.v[i].in, err);
+    if (!rc && ix) rc = stf__file_stamp_check(&ix->stamp, in, err);
     for (size_t i = 0; !rc && i < nsinks; i++) rc = guard(&f, i < f.n ? f.v[i].out : out, err);
     for (size_t i = 0; !rc && i < nsinks; i++) rc = stf__sink_publish(&f.sinks[i], err);
     files_free(&f, f.sinks ? nsinks : 0);

@@ -293,6 +293,8 @@ int stf_plan_verify(stf_verify_report **out, const stf_plan *p, const char *out_
     stf__run_mem mem = { on_files, &v, !v.zs };
     int rc = stf__plan_run_to(NULL, p, v.zs ? path.data : out_path, o, &mem, err);
     stf__buf_free(&path);
+    /* A run over an input that changed meanwhile proves nothing either way. */
+    if (!rc) rc = stf__ckpt_unchanged(p->c, err);
     if (!rc && r->nfiles) rc = read_stamp(r, r->files[0].path);
     if (rc == STF_ENOMEM && err && !err->msg[0]) stf__err(err, STF_ENOMEM, "verify: out of memory");
     if (rc) {
