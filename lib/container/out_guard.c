@@ -12,7 +12,10 @@
  *     shards or its index), compared by device and inode, so symlinks, hard
  *     links and ".." spellings are all caught; the one exception is an
  *     in-place fix, where replacing the input's single file is the point;
- *   - the directory must exist and be writable.
+ *   - the directory must exist and be writable;
+ *   - each name, with its temporary's ".NAME.stfix-XXXXXX" around it, must
+ *     fit the directory's file name limit and PATH_MAX, or the run would
+ *     fail only when it links its first finished file.
  * Temporary files are created with O_EXCL (or have no name at all), so they
  * can never replace anything.
  *
@@ -29,6 +32,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <stddef.h>
@@ -42,6 +46,8 @@
 
 #include "container/container_internal.h"
 #include "container/out_guard.h"
+#include "container/sink.h"
+#include "container/writer_internal.h"
 #include "container/zstd_pack.h"
 
 #define SUFFIX ".safetensors"
@@ -233,6 +239,71 @@ static int check_dir(const char *path, const char *dir, stf_err *err)
     return 0;
 }
 
+/* The longest file name `dir` takes: pathconf's, else NAME_MAX. */
+static size_t name_max(const char *dir)
+{
+    long n = pathconf(dir, _PC_NAME_MAX);
+    return n > 0 ? (size_t)n : NAME_MAX;
+}
+
+/*
+ * The file `base` in `dir`, one of output `path`'s files (`what` says
+ * which, for the message), can be written by way of its temporary.
+ */
+static int name_fits(const char *path, const char *dir, const char *base, const char *what,
+                     size_t max, stf_err *err)
+{
+    size_t tl = strlen(base) + STF__SINK_TEMP_EXTRA, pl = strlen(dir) + 1 + tl;
+    if (tl > max)
+        return stf__err(err, STF_EINVAL,
+                        "%s: %s is too long: its temporary file (.NAME" STF__SINK_TEMP_SUFFIX
+                        ") would have a %zu-byte name, over the limit of %zu bytes for a file "
+                        "name in '%s'; shorten the output's name by %zu bytes",
+                        path, what, tl, max, dir, tl - max);
+    if (pl >= PATH_MAX)
+        return stf__err(err, STF_EINVAL,
+                        "%s: %s is too long: its temporary file's path would be %zu bytes, over "
+                        "the limit of %d bytes (PATH_MAX); shorten the output path by %zu bytes",
+                        path, what, pl, PATH_MAX - 1, pl - (PATH_MAX - 1));
+    return 0;
+}
+
+/* See out_guard.h. */
+int stf__out_check_length(const char *path, stf_err *err)
+{
+    char *dir = dir_of(path);
+    if (!dir) return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
+    int rc = name_fits(path, dir, base_of(path), "the file name", name_max(dir), err);
+    stf__free(dir);
+    return rc;
+}
+
+/*
+ * The names a sharded output of `path` makes beside it: its shards (with
+ * the fewest digits a shard number has) and its index, `idx`.
+ */
+static int shard_names_fit(const char *path, const char *dir, const char *idx, size_t zl,
+                           stf_err *err)
+{
+    size_t max = name_max(dir), len = strlen(path);
+    char *plain = stf__strndup(path, len - zl);
+    char *shard = plain ? stf__shard_name(plain, 0, 1) : NULL;
+    stf_buf name, what;
+    stf__buf_init(&name);
+    stf__buf_init(&what);
+    int rc = 0;
+    if (!shard || stf__buf_printf(&name, "%s%s", shard, path + len - zl) ||
+        stf__buf_printf(&what, "the shard name '%s'", name.data))
+        rc = stf__err(err, STF_ENOMEM, "%s: out of memory", path);
+    if (!rc) rc = name_fits(path, dir, name.data, what.data, max, err);
+    if (!rc) rc = name_fits(path, dir, base_of(idx), "the index name", max, err);
+    stf__buf_free(&what);
+    stf__buf_free(&name);
+    stf__free(shard);
+    stf__free(plain);
+    return rc;
+}
+
 /* See container.h. */
 int stf_output_check(const char *path, const stf_write_opts *o, stf_err *err)
 {
@@ -266,13 +337,15 @@ int stf_output_check(const char *path, const stf_write_opts *o, stf_err *err)
     stf__out_inputs ids;
     rc = stf__out_inputs_make(&ids, o ? o->input : NULL, err);
     if (!rc) rc = check_dir(path, dir, err);
+    if (!rc) rc = name_fits(path, dir, base_of(path), "the file name", name_max(dir), err);
     if (!rc) rc = stf__out_check_name(path, o, &ids, err);
     if (!rc && sharded) {
         stf_buf idx;
         stf__buf_init(&idx);
         if (stf__buf_printf(&idx, "%.*s.index.json", (int)(len - zl), path))
             rc = stf__err(err, STF_ENOMEM, "%s: out of memory", path);
-        else rc = stf__out_check_name(idx.data, o, &ids, err);
+        else if (!(rc = shard_names_fit(path, dir, idx.data, zl, err)))
+            rc = stf__out_check_name(idx.data, o, &ids, err);
         stf__buf_free(&idx);
         if (!rc) rc = check_shard_names(dir, path, o, &ids, err);
     }

@@ -33,6 +33,14 @@ void stf__out_inputs_free(stf__out_inputs *ids);
 int stf__out_check_name(const char *path, const stf_write_opts *o, const stf__out_inputs *ids,
                         stf_err *err);
 
+/*
+ * Whether a writer can make `path` by way of its temporary file: the
+ * temporary's name (".NAME.stfix-XXXXXX") fits the directory's file name
+ * limit and its path PATH_MAX. 0, or STF_EINVAL naming the path, the
+ * length and the limit (stf_output_check does the same, for shards too).
+ */
+int stf__out_check_length(const char *path, stf_err *err);
+
 /* An exclusive lock on one output path; fd -1 when not held. */
 typedef struct stf__out_lock {
     int fd; /* the socket whose bound name is the lock */

@@ -177,7 +177,7 @@ int stf__sink_open(stf__sink *s, const char *final_path, stf_err *err)
     stf__buf_init(&tmp);
     s->final_path = stf__strdup(final_path);
     if (!dir || !s->final_path ||
-        stf__buf_printf(&tmp, "%s/.%s.stfix-XXXXXX", dir, base)) {
+        stf__buf_printf(&tmp, "%s/.%s" STF__SINK_TEMP_SUFFIX, dir, base)) {
         rc = stf__err(err, STF_ENOMEM, "%s: out of memory", final_path);
         goto done;
     }

@@ -17,6 +17,12 @@
 #include "container/write_behind.h"
 #include "stfix/container.h"
 
+/* The temporary of NAME is "." NAME STF__SINK_TEMP_SUFFIX, the X's random;
+ * the output guard makes sure such a name fits before any work. */
+#define STF__SINK_TEMP_SUFFIX ".stfix-XXXXXX"
+/* How many bytes longer than NAME that name is. */
+#define STF__SINK_TEMP_EXTRA (sizeof STF__SINK_TEMP_SUFFIX) /* the "." instead of the NUL */
+
 typedef struct stf__sink {
     int fd;                  /* -1 once closed */
     int unnamed;             /* fd is an O_TMPFILE inode without a directory entry */

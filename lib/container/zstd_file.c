@@ -54,9 +54,12 @@ static size_t dir_len(const char *p)
     return s ? (size_t)(s - p + 1) : 0;
 }
 
-/* An output may not be any input, and must be a name the guard allows. */
+/* An output may not be any input, and must be a name the guard allows,
+ * short enough for its temporary file. */
 static int guard(const files *f, const char *out, stf_err *err)
 {
+    int rc = stf__out_check_length(out, err);
+    if (rc) return rc;
     struct stat st;
     if (stat(out, &st) == 0)
         for (size_t i = 0; i < f->nins; i++)
