@@ -258,13 +258,15 @@ static int name_fits(const char *path, const char *dir, const char *base, const 
         return stf__err(err, STF_EINVAL,
                         "%s: %s is too long: its temporary file (.NAME" STF__SINK_TEMP_SUFFIX
                         ") would have a %zu-byte name, over the limit of %zu bytes for a file "
-                        "name in '%s'; shorten the output's name by %zu bytes",
-                        path, what, tl, max, dir, tl - max);
+                        "name in '%s'; shorten the output's name by %zu byte%s",
+                        path, what, tl, max, dir, tl - max, tl - max == 1 ? "" : "s");
+    /* The path last: at this length it would crowd out the rest. */
     if (pl >= PATH_MAX)
         return stf__err(err, STF_EINVAL,
-                        "%s: %s is too long: its temporary file's path would be %zu bytes, over "
-                        "the limit of %d bytes (PATH_MAX); shorten the output path by %zu bytes",
-                        path, what, pl, PATH_MAX - 1, pl - (PATH_MAX - 1));
+                        "%s is too long: its temporary file's path would be %zu bytes, over the "
+                        "limit of %d bytes (PATH_MAX); shorten the output path by %zu byte%s: %s",
+                        what, pl, PATH_MAX - 1, pl - (PATH_MAX - 1),
+                        pl - (PATH_MAX - 1) == 1 ? "" : "s", path);
     return 0;
 }
 
