@@ -2,6 +2,7 @@
  * files, directories, every spelling of an input file, every shard name a
  * sharded output may take), the re-check at commit, and the output lock. */
 #include <errno.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -216,6 +217,79 @@ static pid_t holder(const char *path, int ready, int go)
     _exit(stf_writer_commit(w, &err) ? 4 : 0);
 }
 
+/* `stem` bytes of 'a' then `tail`, in st_dir. */
+static char *long_name(char *buf, size_t cap, size_t stem, const char *tail)
+{
+    char name[600];
+    memset(name, 'a', stem);
+    snprintf(name + stem, sizeof name - stem, "%s", tail);
+    snprintf(buf, cap, "%s", st_in_dir(name));
+    return buf;
+}
+
+/* A name whose temporary (".NAME.stfix-XXXXXX", 14 bytes more) would not
+ * fit the file name limit, or whose temporary's path would not fit
+ * PATH_MAX, is refused before any work; with shards, their names. */
+static void test_name_length(void **state)
+{
+    (void)state;
+    long nm = pathconf(st_dir, _PC_NAME_MAX);
+    size_t max = nm > 0 ? (size_t)nm : NAME_MAX, ok = max - 14 - 12; /* + ".safetensors" */
+    stf_write_opts o = guard_opts(NULL, 0);
+    stf_err err;
+    char p[1200], msg[PATH_MAX * 2];
+    assert_int_equal(stf_output_check(long_name(p, sizeof p, ok, ".safetensors"), &o, &err), 0);
+    long_name(p, sizeof p, ok + 1, ".safetensors");
+    snprintf(msg, sizeof msg,
+             "%s: the file name is too long: its temporary file (.NAME.stfix-XXXXXX) would have "
+             "a %zu-byte name, over the limit of %zu bytes for a file name in '%s'; shorten the "
+             "output's name by 1 byte",
+             p, max + 1, max, st_dir);
+    refused(p, &o, STF_EINVAL, msg);
+    /* The largest legal name, 14 bytes over. */
+    long_name(p, sizeof p, max - 12, ".safetensors");
+    refused(p, &o, STF_EINVAL, "shorten the output's name by 14 bytes");
+    /* Sharded: STEM-00001-of-00001.safetensors is 15 bytes longer. */
+    stf_write_opts so = guard_opts(NULL, 100);
+    assert_int_equal(stf_output_check(long_name(p, sizeof p, ok - 15, ".safetensors"), &so, &err),
+                     0);
+    long_name(p, sizeof p, ok - 14, ".safetensors");
+    char shard[600];
+    memset(shard, 'a', ok - 14);
+    snprintf(shard + ok - 14, sizeof shard - (ok - 14), "-00001-of-00001.safetensors");
+    snprintf(msg, sizeof msg,
+             "%s: the shard name '%s' is too long: its temporary file (.NAME.stfix-XXXXXX) would "
+             "have a %zu-byte name, over the limit of %zu bytes for a file name in '%s'; "
+             "shorten the output's name by 1 byte",
+             p, shard, max + 1, max, st_dir);
+    refused(p, &so, STF_EINVAL, msg);
+    /* PATH_MAX: short names in a deep directory. */
+    char dir[PATH_MAX], comp[201];
+    memset(comp, 'd', 200);
+    comp[200] = '\0';
+    snprintf(dir, sizeof dir, "%s", st_dir);
+    while (strlen(dir) + 201 < PATH_MAX - 200) {
+        size_t n = strlen(dir);
+        snprintf(dir + n, sizeof dir - n, "/%s", comp);
+        assert_int_equal(mkdir(dir, 0755), 0);
+    }
+    char deep[PATH_MAX + 100];
+    size_t dl = strlen(dir), room = PATH_MAX - 1 - dl - 1 - 14; /* the longest name that fits */
+    assert_true(room > 12 && room < max - 14);
+    memset(comp, 'b', room - 12);
+    snprintf(comp + room - 12, sizeof comp - (room - 12), ".safetensors");
+    snprintf(deep, sizeof deep, "%s/%s", dir, comp);
+    assert_int_equal(stf_output_check(deep, &o, &err), 0);
+    snprintf(deep, sizeof deep, "%s/b%s", dir, comp);
+    /* The path comes last, where the message's cap may cut it. */
+    snprintf(msg, sizeof msg,
+             "the file name is too long: its temporary file's path would be %d bytes, over the "
+             "limit of %d bytes (PATH_MAX); shorten the output path by 1 byte: %.500s",
+             PATH_MAX, PATH_MAX - 1, deep);
+    refused(deep, &o, STF_EINVAL, msg);
+    assert_int_equal(st_dir_entries(st_dir), 1); /* the deep directory's first step */
+}
+
 static void test_lock(void **state)
 {
     (void)state;
@@ -281,6 +355,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_input_spellings, st_dir_setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_sharded_names, st_dir_setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_recheck_at_commit, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_name_length, st_dir_setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_lock, st_dir_setup, st_dir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

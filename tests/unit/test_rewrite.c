@@ -11,10 +11,13 @@
 
 #include <cmocka.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "container/sink.h"
 #include "container/writer_internal.h"
+#include "stfix/experimental/container.h"
 #include "support/st_bytes.h"
 #include "support/st_tmp.h"
 
@@ -178,6 +181,106 @@ static void test_in_place(void **state)
     free(want);
 }
 
+/* What the progress callback does, on its first call, to a file of the
+ * input: another process rewriting its last byte in place (xor `flip`),
+ * its size kept. */
+typedef struct meddler {
+    const char *path;
+    unsigned char flip, last; /* last: the byte it wrote */
+    int calls;
+} meddler;
+
+static void meddle(void *ud, uint64_t done, uint64_t total, const char *what, size_t len)
+{
+    (void)done, (void)total, (void)what, (void)len;
+    meddler *m = ud;
+    if (m->calls++) return;
+    int fd = open(m->path, O_RDWR);
+    off_t end = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
+    unsigned char b = 0;
+    if (end < 1 || pread(fd, &b, 1, end - 1) != 1) abort();
+    m->last = b ^ m->flip;
+    if (pwrite(fd, &m->last, 1, end - 1) != 1) abort();
+    close(fd);
+}
+
+/* Rewrite `in` into `out` (in place when they are the same) while
+ * `victim` changes: STF_EIO naming it, nothing at `out` (or `out` still
+ * the input as the other process left it), no temporary file left. */
+static void changed_mid_run(const char *in, const char *out, const char *victim,
+                            unsigned char flip, uint64_t max_shard)
+{
+    /* An old time, so the write is seen whatever the clock's granularity. */
+    struct timespec old[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
+    assert_int_equal(utimensat(AT_FDCWD, st_in_dir(victim), old, 0), 0);
+    size_t before = st_dir_entries(st_dir);
+    stf_ckpt *c = NULL;
+    stf_err err;
+    stf_err_clear(&err);
+    assert_int_equal(stf_ckpt_open(&c, st_in_dir(in), NULL, &err), 0);
+    meddler m = { st_in_dir(victim), flip, 0, 0 };
+    stf_write_opts o;
+    stf_write_opts_init(&o);
+    stf__write_test_hooks_set(&(stf__write_test_hooks){ .no_fsync = 1 });
+    o.max_shard_size = max_shard;
+    o.replace_input = !strcmp(in, out);
+    o.progress = meddle;
+    o.progress_ud = &m;
+    assert_int_equal(stf_ckpt_rewrite(c, st_in_dir(out), &o, &err), STF_EIO);
+    stf_ckpt_free(c);
+    assert_true(m.calls > 0);
+    char want[1200];
+    snprintf(want, sizeof want,
+             "%s: the input changed while stfix was reading it (modification time "
+             "2001-09-09T01:46:40.000000000Z, now ",
+             st_in_dir(victim));
+    if (strncmp(err.msg, want, strlen(want))) fail_msg("got '%s', expected '%s...'", err.msg, want);
+    assert_non_null(strstr(err.msg, "); nothing was written: run again once nothing changes it"));
+    /* Nothing new in the directory; the victim is as the other process left it. */
+    assert_int_equal(st_dir_entries(st_dir), before);
+    size_t len;
+    unsigned char *b = slurp(st_in_dir(victim), &len);
+    assert_int_equal(b[len - 1], m.last);
+    free(b);
+}
+
+/* A single file, in place or not, each shard and the index of a sharded
+ * checkpoint, and a compressed file: rewritten while read, the output is
+ * never published. */
+static void test_input_changed(void **state)
+{
+    (void)state;
+    size_t len;
+    unsigned char *b = canon_image(CANON, DATA, sizeof DATA, &len);
+    put_file("in.safetensors", b, len);
+    free(b);
+    changed_mid_run("in.safetensors", "out.safetensors", "in.safetensors", 0x55, 0);
+    assert_true(access(st_in_dir("out.safetensors"), F_OK) != 0);
+    changed_mid_run("in.safetensors", "in.safetensors", "in.safetensors", 0x55, 0);
+    changed_mid_run("in.safetensors", "s.safetensors", "in.safetensors", 0x55, 8);
+    assert_true(access(st_in_dir("s.safetensors.index.json"), F_OK) != 0);
+    rewrite_ok("in.safetensors", "m.safetensors", 8);
+    changed_mid_run("m.safetensors.index.json", "j.safetensors", "m-00002-of-00003.safetensors",
+                    0x55, 0);
+    /* The index's last byte is its newline: a space keeps it JSON. */
+    changed_mid_run("m.safetensors.index.json", "j.safetensors", "m.safetensors.index.json",
+                    '\n' ^ ' ', 0);
+    assert_true(access(st_in_dir("j.safetensors"), F_OK) != 0);
+    /* Compressed: the file as stored; its last byte is written back as it
+     * was (the footer, read at open), which is a change all the same. */
+    stf_write_opts zo;
+    stf_write_opts_init(&zo);
+    zo.zstd_level = 1;
+    stf_err err;
+    if (stf_zstd_compress(st_in_dir("in.safetensors"), st_in_dir("in.safetensors.zst"), &zo, &err))
+        fail_msg("%s", err.msg);
+    changed_mid_run("in.safetensors.zst", "z.safetensors", "in.safetensors.zst", 0, 0);
+    assert_true(access(st_in_dir("z.safetensors"), F_OK) != 0);
+    /* Unchanged, the same rewrites succeed. */
+    rewrite_ok("in.safetensors.zst", "z.safetensors", 0);
+    rewrite_ok("m.safetensors.index.json", "j.safetensors", 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -185,6 +288,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_noncanonical, st_dir_setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_shard_and_join, st_dir_setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_in_place, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_input_changed, st_dir_setup, st_dir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,16 +2,19 @@
  * lib/pipeline/run.c: a hand-built plan executed into a real file. Exact
  * output bytes for every output kind (copy, reshape, cast, new marker,
  * requantized weight and scale, dequantized weight), determinism across
- * pool sizes, ENOSPC during the fills, verification failure and in-place
- * runs: a failure never leaves a file at the output path nor a temp file,
- * and never changes the input.
+ * pool sizes, ENOSPC during the fills, verification failure, in-place
+ * runs and an input rewritten while it is read: a failure never leaves a
+ * file at the output path nor a temp file, and never changes the input.
  */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -393,6 +396,81 @@ static void test_in_place(void **state)
     fx_free(f);
 }
 
+/* Another process rewriting the input's last byte in place, once: the
+ * run's progress callback stands in for it, at a known moment. */
+typedef struct flipper {
+    const char *path;
+    int calls;
+} flipper;
+
+static void flip_last(void *ud, uint64_t done, uint64_t total, const char *what, size_t len)
+{
+    (void)done, (void)total, (void)what, (void)len;
+    flipper *fl = ud;
+    if (fl->calls++) return;
+    int fd = open(fl->path, O_RDWR);
+    off_t end = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
+    unsigned char b;
+    if (end < 1 || pread(fd, &b, 1, end - 1) != 1) abort();
+    b ^= 0x55;
+    if (pwrite(fd, &b, 1, end - 1) != 1) abort();
+    close(fd);
+}
+
+/* The input rewritten while the run reads it (its size kept): STF_EIO
+ * naming it, nothing published, to a new path or in place, no temp file. */
+static void test_input_changed(void **state)
+{
+    (void)state;
+    fx *f = fx_new(0);
+    /* Opened with an old modification time, so the write is seen however
+     * coarse the file system's clock. */
+    stf_ckpt_free(f->c);
+    struct timespec old[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
+    assert_int_equal(utimensat(AT_FDCWD, f->in, old, 0), 0);
+    stf_err err;
+    char want[1200];
+    snprintf(want, sizeof want,
+             "%s: the input changed while stfix was reading it (modification time "
+             "2001-09-09T01:46:40.000000000Z, now ",
+             f->in);
+    for (int in_place = 0; in_place < 2; in_place++) {
+        assert_int_equal(utimensat(AT_FDCWD, f->in, old, 0), 0);
+        if (stf_ckpt_open(&f->c, f->in, NULL, &err)) fail_msg("%s", err.msg);
+        fx_plan(f, 0);
+        size_t lin;
+        unsigned char *before = st_read_file(f->in, &lin);
+        flipper fl = { f->in, 0 };
+        stf_run_opts o = opts(NULL);
+        o.progress = flip_last;
+        o.progress_ud = &fl;
+        o.write.replace_input = in_place;
+        stf_err_clear(&err);
+        assert_int_equal(stf_plan_run(NULL, &f->t.p, in_place ? f->in : f->out, &o, &err),
+                         STF_EIO);
+        assert_true(fl.calls > 0);
+        if (strncmp(err.msg, want, strlen(want))) fail_msg("got '%s'", err.msg);
+        assert_int_equal(st_dir_entries(f->dir), 1);
+        /* The input is what the other process made of it, not the output. */
+        size_t l2;
+        unsigned char *after = st_read_file(f->in, &l2);
+        assert_int_equal(l2, lin);
+        assert_memory_equal(after, before, lin - 1);
+        assert_int_equal(after[lin - 1], before[lin - 1] ^ 0x55);
+        free(after);
+        free(before);
+        stf_ckpt_free(f->c);
+        f->c = NULL;
+    }
+    /* Left alone, the same run publishes. */
+    if (stf_ckpt_open(&f->c, f->in, NULL, &err)) fail_msg("%s", err.msg);
+    fx_plan(f, 0);
+    stf_run_opts o = opts(NULL);
+    if (stf_plan_run(NULL, &f->t.p, f->out, &o, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(st_dir_entries(f->dir), 2);
+    fx_free(f);
+}
+
 /* A plan whose job output size disagrees with the job fails before writing. */
 static void test_plan_mismatch(void **state)
 {
@@ -574,6 +652,7 @@ int main(void)
         cmocka_unit_test(test_enospc_leaves_nothing),
         cmocka_unit_test(test_verification_failure),
         cmocka_unit_test(test_in_place),
+        cmocka_unit_test(test_input_changed),
         cmocka_unit_test(test_plan_mismatch),
         cmocka_unit_test(test_sharded),
         cmocka_unit_test(test_wide_layer_threads),
