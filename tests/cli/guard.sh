@@ -165,3 +165,87 @@ for trial in 1 2 3 4 5; do
 done
 t_true "concurrent sharded writers: no mixed set in 5 trials ($mixed mixed)" test $mixed -eq 0
 t_no_temp "concurrent sharded writers" "$D"
+
+# ------------------------------------------------ names too long for their temporary
+# OUT is written as .OUT.stfix-XXXXXX first, 14 bytes longer: a name that
+# leaves no room for that is refused before any work. The recipe would fail
+# at plan time (exit 2), so exit 3 and the one line on stderr show the
+# guard ran first.
+mkdir -p "$D/long"
+n241=$(printf '%0229d.safetensors' 0)
+n242=$(printf '%0230d.safetensors' 0)
+n255=$(printf '%0243d.safetensors' 0)
+long_msg() { # PATH BYTES OVER
+    printf '%s: the file name is too long: its temporary file (.NAME.stfix-XXXXXX) would have a %s-byte name, over the limit of 255 bytes for a file name in '\''%s'\''; shorten the output'\''s name by %s' \
+        "$1" "$2" "$D/long" "$3"
+}
+for n in "$n255:269:14 bytes" "$n242:256:1 byte"; do
+    name=${n%%:*} rest=${n#*:}
+    t_run "fix -o a ${#name}-byte name" 3 "$STFIX" fix "$D/bf.safetensors" -r tests/recipes/requantize-fail-indivisible.yaml -o "$D/long/$name"
+    t_stderr_is "fix -o a ${#name}-byte name" "stfix: fix: $(long_msg "$D/long/$name" "${rest%%:*}" "${rest#*:}")"
+    t_run "rewrite -o a ${#name}-byte name" 3 "$STFIX" rewrite "$D/bf.safetensors" -o "$D/long/$name"
+    t_stderr_is "rewrite -o a ${#name}-byte name" "stfix: rewrite: $(long_msg "$D/long/$name" "${rest%%:*}" "${rest#*:}")"
+done
+cp "$D/bf.safetensors" "$D/long/$n242"
+t_run "fix --in-place of a 242-byte name" 3 "$STFIX" fix "$D/long/$n242" -r tests/recipes/cast-scale.yaml --in-place
+t_stderr_has "fix --in-place of a 242-byte name" "the file name is too long: its temporary file (.NAME.stfix-XXXXXX) would have a 256-byte name"
+t_same_sum "fix --in-place of a 242-byte name" "$D/long/$n242" "$(t_sha256 "$D/bf.safetensors")"
+rm "$D/long/$n242"
+t_run "compress -o a 255-byte name" 3 "$STFIX" compress "$D/bf.safetensors" -o "$D/long/$(printf '%0239d.safetensors.zst' 0)"
+t_stderr_has "compress -o a 255-byte name" "would have a 269-byte name, over the limit of 255 bytes"
+# Sharded: STEM-00001-of-00001.safetensors is 15 bytes longer than OUT.
+t_run "fix -o a 227-byte name, sharded" 3 "$STFIX" fix "$D/bf.safetensors" -r tests/recipes/requantize-fail-indivisible.yaml -o "$D/long/$(printf '%0215d.safetensors' 0)" --max-shard-size 1MiB
+t_stderr_has "fix -o a 227-byte name, sharded" "the shard name '$(printf '%0215d' 0)-00001-of-00001.safetensors' is too long: its temporary file (.NAME.stfix-XXXXXX) would have a 256-byte name"
+t_true "names too long: nothing written" test -z "$(ls -A "$D/long")"
+# 241 bytes leave room: the output is written.
+t_run "fix -o a 241-byte name" 0 "$STFIX" fix "$D/bf.safetensors" -r tests/recipes/cast-scale.yaml -o "$D/long/$n241"
+t_true "fix -o a 241-byte name: written" test -s "$D/long/$n241"
+t_run "rewrite -o a 240-byte name" 0 "$STFIX" rewrite "$D/bf.safetensors" -o "$D/long/$(printf '%0228d.safetensors' 0)"
+t_no_temp "241-byte names" "$D/long"
+
+# ------------------------------------------------ an input that changes while it is read
+# The run opens its input, then waits for OUT's lock (held by
+# hold_lock.py); its lock's socket showing in /proc/PID/fd says it waits.
+# Another process then rewrites one byte of the input in place (its size
+# kept; its modification time had been set in the past, so the change shows
+# whatever the clock's granularity) and the lock is let go: the run reads
+# the rest and must publish nothing.
+mkdir -p "$D/chg"
+changed_while_read() { # NAME IN OUT CMD...
+    _name=$1 _in=$2 _out=$3
+    shift 3
+    cp fixtures/comfy/healthy_int8_g64.safetensors "$_in"
+    touch -d @1000000000 "$_in"
+    rm -f "$D/chg/go" "$D/chg/go.held"
+    python3 tests/cli/hold_lock.py "$_out" --until "$D/chg/go" &
+    _holder=$!
+    _i=0
+    while [ ! -e "$D/chg/go.held" ] && [ $_i -lt 1000 ]; do sleep 0.01; _i=$((_i + 1)); done
+    "$STFIX" "$@" >"$T_OUT" 2>"$T_ERR" &
+    _pid=$!
+    _i=0
+    while ! ls -l "/proc/$_pid/fd" 2>/dev/null | grep -q 'socket:' && [ $_i -lt 1000 ]; do
+        sleep 0.01
+        _i=$((_i + 1))
+    done
+    python3 -c 'import sys
+f = open(sys.argv[1], "r+b"); f.seek(1000); b = f.read(1); f.seek(1000); f.write(bytes([b[0] ^ 0x55]))' "$_in"
+    _sum=$(t_sha256 "$_in")
+    touch "$D/chg/go"
+    wait "$_holder"
+    wait "$_pid"
+    _rc=$?
+    if [ $_rc -eq 4 ]; then t_ok "$_name: exit 4"; else t_notok "$_name: exit 4" "got exit $_rc; stderr: $(head -c 400 "$T_ERR")"; fi
+    t_stderr_has "$_name" "$_in: the input changed while stfix was reading it (modification time 2001-09-09T01:46:40.000000000Z, now "
+    t_stderr_has "$_name" "); nothing was written: run again once nothing changes it"
+    t_same_sum "$_name: the input is as the other process left it" "$_in" "$_sum"
+    t_no_temp "$_name" "$D/chg"
+}
+changed_while_read "fix -o, input changed" "$D/chg/in.safetensors" "$D/chg/out.safetensors" \
+    fix "$D/chg/in.safetensors" -r tests/recipes/cast-scale.yaml -o "$D/chg/out.safetensors" -j 1
+t_absent "fix -o, input changed" "$D/chg/out.safetensors"
+changed_while_read "fix --in-place, input changed" "$D/chg/in.safetensors" "$D/chg/in.safetensors" \
+    fix "$D/chg/in.safetensors" -r tests/recipes/cast-scale.yaml --in-place -j 1
+changed_while_read "rewrite, input changed" "$D/chg/in.safetensors" "$D/chg/out.safetensors" \
+    rewrite "$D/chg/in.safetensors" -o "$D/chg/out.safetensors"
+t_absent "rewrite, input changed" "$D/chg/out.safetensors"
