@@ -181,29 +181,6 @@ static void test_in_place(void **state)
     free(want);
 }
 
-/* What the progress callback does, on its first call, to a file of the
- * input: another process rewriting its last byte in place (xor `flip`),
- * its size kept. */
-typedef struct meddler {
-    const char *path;
-    unsigned char flip, last; /* last: the byte it wrote */
-    int calls;
-} meddler;
-
-static void meddle(void *ud, uint64_t done, uint64_t total, const char *what, size_t len)
-{
-    (void)done, (void)total, (void)what, (void)len;
-    meddler *m = ud;
-    if (m->calls++) return;
-    int fd = open(m->path, O_RDWR);
-    off_t end = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
-    unsigned char b = 0;
-    if (end < 1 || pread(fd, &b, 1, end - 1) != 1) abort();
-    m->last = b ^ m->flip;
-    if (pwrite(fd, &m->last, 1, end - 1) != 1) abort();
-    close(fd);
-}
-
 /* Rewrite `in` into `out` (in place when they are the same) while
  * `victim` changes: STF_EIO naming it, nothing at `out` (or `out` still
  * the input as the other process left it), no temporary file left. */
@@ -218,13 +195,14 @@ static void changed_mid_run(const char *in, const char *out, const char *victim,
     stf_err err;
     stf_err_clear(&err);
     assert_int_equal(stf_ckpt_open(&c, st_in_dir(in), NULL, &err), 0);
-    meddler m = { st_in_dir(victim), flip, 0, 0 };
+    /* The progress callback stands in for another process. */
+    st_meddler m = { st_in_dir(victim), flip, 0, 0 };
     stf_write_opts o;
     stf_write_opts_init(&o);
     stf__write_test_hooks_set(&(stf__write_test_hooks){ .no_fsync = 1 });
     o.max_shard_size = max_shard;
     o.replace_input = !strcmp(in, out);
-    o.progress = meddle;
+    o.progress = st_meddle;
     o.progress_ud = &m;
     assert_int_equal(stf_ckpt_rewrite(c, st_in_dir(out), &o, &err), STF_EIO);
     stf_ckpt_free(c);

@@ -23,6 +23,7 @@
 #include "run_testplan.h"
 #include "support/st_alloc.h"
 #include "support/st_ckptfile.h"
+#include "support/st_tmp.h"
 
 static const char MARKER16[] =
     "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": 16}";
@@ -396,27 +397,6 @@ static void test_in_place(void **state)
     fx_free(f);
 }
 
-/* Another process rewriting the input's last byte in place, once: the
- * run's progress callback stands in for it, at a known moment. */
-typedef struct flipper {
-    const char *path;
-    int calls;
-} flipper;
-
-static void flip_last(void *ud, uint64_t done, uint64_t total, const char *what, size_t len)
-{
-    (void)done, (void)total, (void)what, (void)len;
-    flipper *fl = ud;
-    if (fl->calls++) return;
-    int fd = open(fl->path, O_RDWR);
-    off_t end = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
-    unsigned char b;
-    if (end < 1 || pread(fd, &b, 1, end - 1) != 1) abort();
-    b ^= 0x55;
-    if (pwrite(fd, &b, 1, end - 1) != 1) abort();
-    close(fd);
-}
-
 /* The input rewritten while the run reads it (its size kept): STF_EIO
  * naming it, nothing published, to a new path or in place, no temp file. */
 static void test_input_changed(void **state)
@@ -440,9 +420,10 @@ static void test_input_changed(void **state)
         fx_plan(f, 0);
         size_t lin;
         unsigned char *before = st_read_file(f->in, &lin);
-        flipper fl = { f->in, 0 };
+        /* The progress callback stands in for another process. */
+        st_meddler fl = { f->in, 0x55, 0, 0 };
         stf_run_opts o = opts(NULL);
-        o.progress = flip_last;
+        o.progress = st_meddle;
         o.progress_ud = &fl;
         o.write.replace_input = in_place;
         stf_err_clear(&err);

@@ -3,6 +3,7 @@
 #include "container/sink.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,4 +123,19 @@ int st_dir_teardown(void **state)
     stf__write_test_hooks_set(NULL);
     st_rmtree(st_dir);
     return 0;
+}
+
+/* See st_tmp.h. */
+void st_meddle(void *ud, uint64_t done, uint64_t total, const char *what, size_t len)
+{
+    (void)done, (void)total, (void)what, (void)len;
+    st_meddler *m = ud;
+    if (m->calls++) return;
+    int fd = open(m->path, O_RDWR);
+    off_t end = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
+    unsigned char b = 0;
+    if (end < 1 || pread(fd, &b, 1, end - 1) != 1) abort();
+    m->last = b ^ m->flip;
+    if (pwrite(fd, &m->last, 1, end - 1) != 1) abort();
+    close(fd);
 }

@@ -7,6 +7,7 @@
 #define ST_TMP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* A fresh directory under $TMPDIR (or /tmp); the caller frees the string
  * (plain free) and removes it with st_rmtree. Aborts the test on failure. */
@@ -45,5 +46,19 @@ unsigned char *st_read_file(const char *path, size_t *len);
 
 /* Number of entries in dir other than . and .. (0 when it cannot be read). */
 size_t st_dir_entries(const char *dir);
+
+/*
+ * Another process rewriting a file while a run reads it, at a known
+ * moment: a stf_progress_fn (ud: an st_meddler) that on its first call
+ * rewrites the last byte of `path` in place, xor `flip`, its size kept;
+ * `last` is then the byte written, `calls` counts the calls. Aborts on an
+ * I/O error.
+ */
+typedef struct st_meddler {
+    const char *path;
+    unsigned char flip, last;
+    int calls;
+} st_meddler;
+void st_meddle(void *ud, uint64_t done, uint64_t total, const char *what, size_t len);
 
 #endif
