@@ -40,7 +40,7 @@ cat >"$T_TMP/broken.err" <<EOF2
 $T_TMP/broken.yaml:10:7: rules[1].match: unknown key 'dtyp' (expected one of: prefix, regex, weight, weight_dtype, shape, scale, scale_dtype, scale_shape, marker, format, probe, rotation, parallel, not)
 $T_TMP/broken.yaml:11:22: rules[1].match.shape: invalid predicate 'K % 16 = 0': unexpected '= 0'
 $T_TMP/broken.yaml:13:27: rules[1].do[0].exclude.dtype: expected one of BF16, F16, F32, source, got 'F8'
-$T_TMP/broken.yaml:14:9: rules[1].do[1]: unknown action 'requant' (expected one of: reshape-scale, transpose-scale, flatten-conv, exclude, rewrite-format, set-marker, cast-scale, relabel, requantize, rename, drop)
+$T_TMP/broken.yaml:14:9: rules[1].do[1]: unknown action 'requant' (expected one of: reshape-scale, transpose-scale, flatten-conv, exclude, rewrite-format, set-marker, cast-scale, relabel, requantize, rename, drop, migrate-scaled-fp8)
 EOF2
 t_run "broken recipe" 2 "$STFIX" rules lint "$T_TMP/broken.yaml"
 if cmp -s "$T_ERR" "$T_TMP/broken.err"; then t_ok "broken recipe: stderr"
