@@ -135,17 +135,23 @@ static int push_marker(layer_int *l, const stf_marker *mk)
     return 0;
 }
 
+/* Append idx to the growing list *v of *n entries (capacity *cap). */
+static int push_index(size_t **v, size_t *n, size_t *cap, size_t idx)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 16;
+        size_t *nv = stf__realloc(*v, nc * sizeof *nv);
+        if (!nv) return STF_ENOMEM;
+        *v = nv;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = idx;
+    return 0;
+}
+
 static int push_other(stf_model *m, size_t idx)
 {
-    if (m->nother == m->capother) {
-        size_t cap = m->capother ? m->capother * 2 : 16;
-        size_t *v = stf__realloc(m->other, cap * sizeof *v);
-        if (!v) return STF_ENOMEM;
-        m->other = v;
-        m->capother = cap;
-    }
-    m->other[m->nother++] = idx;
-    return 0;
+    return push_index(&m->other, &m->nother, &m->capother, idx);
 }
 
 /* The key prefix of a legacy scaled_fp8 tensor: its name is the prefix
@@ -164,15 +170,7 @@ static int note_scaled_fp8(stf_model *m, size_t idx)
 {
     size_t plen;
     if (!scaled_fp8_prefix(&plen, stf_ckpt_tensor(m->c, idx))) return 0;
-    if (m->nsfp8 == m->capsfp8) {
-        size_t cap = m->capsfp8 ? m->capsfp8 * 2 : 4;
-        size_t *v = stf__realloc(m->sfp8, cap * sizeof *v);
-        if (!v) return STF_ENOMEM;
-        m->sfp8 = v;
-        m->capsfp8 = cap;
-    }
-    m->sfp8[m->nsfp8++] = idx;
-    return 0;
+    return push_index(&m->sfp8, &m->nsfp8, &m->capsfp8, idx);
 }
 
 /* The prefix index of the scaled_fp8 tensors, once they are all known. */
