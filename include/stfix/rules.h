@@ -83,6 +83,7 @@ typedef enum stf_action_kind {
     STF_ACT_REQUANTIZE,
     STF_ACT_RENAME,
     STF_ACT_DROP,
+    STF_ACT_MIGRATE_SCALED_FP8,  /* legacy scaled FP8 -> comfy_quant form (header-only) */
     STF_ACT_COUNT
 } stf_action_kind;
 
@@ -193,6 +194,7 @@ typedef struct stf_action {
         } requantize;
         struct { const char *from; const char *to; } rename;
         struct { int scales; int markers; int input_scale; } drop;
+        struct { int unused; } migrate_scaled_fp8;
     } params;
 } stf_action;
 

@@ -87,6 +87,8 @@ void stf__chk_fail(stf__chk *k, int rc);
 const stf_pyval *stf__chk_marker(const stf_layer *l);
 /* Its "format" as a NUL-terminated string, or NULL when missing/not a str. */
 const char *stf__chk_format(const stf_pyval *marker);
+/* torch's name of a dtype (torch.bfloat16), else its safetensors name. */
+const char *stf__chk_torch_dtype(stf_dtype d);
 /* Dtype name ("I8") of a tensor, or "None". */
 const char *stf__chk_dtype(const stf_tensor_info *t);
 /* Whether the shape of t equals dims[0..rank). */
@@ -112,6 +114,11 @@ void stf__check_comfyui_qmeta(stf__chk *k);
 int stf__check_comfyui_marker(stf__chk *k, const stf_layer *l);
 void stf__check_comfyui_w4a8(stf__chk *k, const stf_layer *l, const stf_pyval *mk,
                              const stf_tensor_info *w);
+/* Legacy scaled-FP8 checkpoints (profile_legacy_fp8.c): C25 per scaled_fp8
+ * tensor and C26 (and C11) per layer under the comfyui profile, R63 once
+ * under the sglang profile. */
+void stf__check_comfyui_legacy(stf__chk *k);
+void stf__check_sglang_legacy(stf__chk *k);
 int stf__check_numeric(stf__chk *k);
 /* The T rules for the degrees of `tp` (profile_tp.c); fills k->r->tp. */
 int stf__check_tp(stf__chk *k, const stf_tp_opts *tp);

@@ -64,7 +64,8 @@ static int has_tensors(const stf_layer *l)
     return 0;
 }
 
-static const char *torch_dtype(stf_dtype d)
+/* torch's name of a dtype (torch.bfloat16), else its safetensors name. */
+const char *stf__chk_torch_dtype(stf_dtype d)
 {
     switch (d) {
     case STF_BF16: return "torch.bfloat16";
@@ -295,7 +296,7 @@ static void scale_dtype_rules(stf__chk *k, const stf_layer *l, const stf_format_
             stf__chk_add(k, "C11", STF_SEV_ERROR, l->prefix, l->prefix_len,
                          "cast the scale to F32 (exact, low-precision-scales)",
                          "No backend can handle 'dequantize_per_tensor_fp8': eager: scale: dtype "
-                         "%s not in {torch.float32}", torch_dtype(s->dtype));
+                         "%s not in {torch.float32}", stf__chk_torch_dtype(s->dtype));
         else
             stf__chk_add(k, "C11", STF_SEV_ERROR, l->prefix, l->prefix_len,
                          "cast the scale to F32 (exact, low-precision-scales)",
@@ -408,6 +409,7 @@ int stf__check_comfyui(stf__chk *k)
 {
     k->profile = "comfyui";
     stf__check_comfyui_qmeta(k);
+    stf__check_comfyui_legacy(k);
     size_t nl = stf_model_layer_count(k->m);
     for (size_t i = 0; i < nl && !k->rc; i++) check_layer(k, stf_model_layer(k->m, i));
     return k->rc;

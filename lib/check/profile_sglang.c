@@ -506,6 +506,7 @@ int stf__check_sglang(stf__chk *k)
     k->profile = "sglang";
     inspect_files(k);
     check_unmarked(k, synth);
+    stf__check_sglang_legacy(k);
     for (size_t i = 0; i < nl && !k->rc; i++) {
         const stf_layer *l = stf_model_layer(k->m, i);
         const stf_pyval *mk = stf__chk_marker(l);

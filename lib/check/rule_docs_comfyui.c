@@ -400,6 +400,57 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
         .effect = "silent",
     },
     {
+        .id = "C25",
+        .severity = "warning",
+        .title = "ComfyUI: legacy scaled-FP8 checkpoint, read only by some versions",
+        .checks = "The checkpoint holds a tensor named PREFIX scaled_fp8 (PREFIX empty or ending "
+                  "in a dot): the legacy scaled-FP8 form, written before comfy_quant markers, "
+                  "with each FP8 layer's scale in scale_weight and its activation scale in "
+                  "scale_input. One finding per scaled_fp8 tensor, naming its file and how many "
+                  "layers under its prefix have a scale_weight.",
+        .why = "No current exporter writes the form. The ComfyUI versions that read it convert "
+               "it as they load, and only for a file without _quantization_metadata: every "
+               "layer under the prefix with a scale_weight gets a float8_e4m3fn marker (with "
+               "full_precision_matrix_mult when scaled_fp8 holds two elements), scale_weight "
+               "becomes weight_scale, scale_input becomes input_scale unless its one value is "
+               "exactly 1.0, and scaled_fp8 is dropped. A version without that conversion "
+               "reports scaled_fp8 and the scales as unexpected keys and loads the FP8 weights "
+               "without their scales. SGLang does not read the form at all (R63).",
+        .ignored = "The file works or not depending on the ComfyUI version, and any update can "
+                   "change that; the per-layer misreads are C26.",
+        .fix = "The file predates comfy_quant markers (legacy-scaled-fp8): the bundled recipe "
+               "migrate-scaled-fp8 rewrites it in comfy_quant form, header and copies only: "
+               "markers of the weight's own FP8 format, weight_scale and input_scale in F32, "
+               "no scaled_fp8.",
+        .action = "migrate-scaled-fp8",
+        .effect = "note",
+    },
+    {
+        .id = "C26",
+        .severity = "error",
+        .title = "ComfyUI: legacy scaled-FP8 layer misread",
+        .checks = "A layer with a legacy scale_weight or scale_input that ComfyUI's load-time "
+                  "conversion gets wrong: it is not converted at all, because no scaled_fp8 "
+                  "tensor's prefix covers it or its file also carries _quantization_metadata; "
+                  "or it is converted as float8_e4m3fn while its weight is not F8_E4M3 (an "
+                  "F8_E5M2 weight); or its scale_input holds more than one element.",
+        .why = "The conversion marks every such layer float8_e4m3fn whatever its weight's "
+               "dtype, and ComfyUI converts the weight value by value to its storage dtype, "
+               "so an F8_E5M2 weight (range up to 57344) is squeezed into E4M3 (range up to "
+               "448). A layer the conversion skips keeps its scales under names nothing reads "
+               "and its weight loads without them. The conversion compares scale_input with "
+               "1.0 through Tensor.item(), which raises for more than one element.",
+        .ignored = "A skipped or E5M2 layer computes wrong values without any error; a "
+                   "scale_input of several elements stops the load with \"RuntimeError: a "
+                   "Tensor with N elements cannot be converted to Scalar\".",
+        .fix = "The file predates comfy_quant markers (legacy-scaled-fp8): migrate-scaled-fp8 "
+               "gives each layer the marker of its weight's own format (float8_e5m2 for an "
+               "E5M2 weight), renames the scales and drops scaled_fp8, whatever "
+               "_quantization_metadata says; the result is rebuilt from the new markers.",
+        .action = "migrate-scaled-fp8",
+        .effect = "silent",
+    },
+    {
         .id = "N1",
         .severity = "error",
         .title = "numeric: non-finite scale values",

@@ -586,6 +586,25 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "requantize",
         "refuses",
     },
+    {
+        "R63", "error",
+        "SGLang: legacy scaled-FP8 layers, which SGLang does not read",
+        "A layer keeps its scale in the legacy scale_weight or scale_input tensor (stfix "
+        "checks the form itself under the comfyui profile, C25). One finding per checkpoint, "
+        "counting such layers.",
+        "SGLang's loader knows only comfy_quant markers and the tensor names they govern: it "
+        "never reads scaled_fp8, scale_weight or scale_input. An F8_E4M3 weight without a "
+        "marker fails its inspection (R10); an F8_E5M2 weight, which it does not count as "
+        "quantized, is loaded as plain values without its scale.",
+        "With F8_E4M3 weights the model does not load; with F8_E5M2 weights it loads and "
+        "computes wrong values without any error.",
+        "The file predates comfy_quant markers (legacy-scaled-fp8): migrate-scaled-fp8 "
+        "rewrites it in comfy_quant form. SGLang then loads float8_e4m3fn layers; for "
+        "float8_e5m2 ones, which it rejects (R30), follow with the bundled sglang recipe, "
+        "which requantizes them to INT8 ConvRot.",
+        "migrate-scaled-fp8",
+        "refuses",
+    },
 };
 const size_t stf__rule_docs_sglang_n =
     sizeof stf__rule_docs_sglang / sizeof stf__rule_docs_sglang[0];

@@ -37,14 +37,26 @@ struct stf_model {
     shard_meta *meta;
     size_t nshards;
     size_t nmarkers_ok;
+    size_t *sfp8;        /* legacy scaled_fp8 tensors (ckpt indices), in ckpt order */
+    size_t nsfp8, capsfp8;
+    size_t *sfhidx;      /* open addressing over their prefixes: position + 1, 0 = empty */
+    size_t sfhcap;
 };
+
+/* The name every legacy scaled-FP8 checkpoint marks itself with, after the
+ * model's key prefix (stfix-defects(7), legacy-scaled-fp8). */
+#define SCALED_FP8 "scaled_fp8"
+#define SCALED_FP8_LEN (sizeof SCALED_FP8 - 1)
+
+#define FNV_BASIS 1469598103934665603ull
+#define FNV_PRIME 1099511628211ull
 
 static size_t prefix_hash(const char *k, size_t n)
 {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = FNV_BASIS;
     for (size_t i = 0; i < n; i++) {
         h ^= (unsigned char)k[i];
-        h *= 1099511628211ull;
+        h *= FNV_PRIME;
     }
     return (size_t)h;
 }
@@ -123,17 +135,74 @@ static int push_marker(layer_int *l, const stf_marker *mk)
     return 0;
 }
 
+/* Append idx to the growing list *v of *n entries (capacity *cap). */
+static int push_index(size_t **v, size_t *n, size_t *cap, size_t idx)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 16;
+        size_t *nv = stf__realloc(*v, nc * sizeof *nv);
+        if (!nv) return STF_ENOMEM;
+        *v = nv;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = idx;
+    return 0;
+}
+
 static int push_other(stf_model *m, size_t idx)
 {
-    if (m->nother == m->capother) {
-        size_t cap = m->capother ? m->capother * 2 : 16;
-        size_t *v = stf__realloc(m->other, cap * sizeof *v);
-        if (!v) return STF_ENOMEM;
-        m->other = v;
-        m->capother = cap;
+    return push_index(&m->other, &m->nother, &m->capother, idx);
+}
+
+/* The key prefix of a legacy scaled_fp8 tensor: its name is the prefix
+ * followed by "scaled_fp8", the prefix empty or ending in a dot. */
+static int scaled_fp8_prefix(size_t *plen, const stf_tensor_info *t)
+{
+    if (t->name_len < SCALED_FP8_LEN) return 0;
+    size_t p = t->name_len - SCALED_FP8_LEN;
+    if (memcmp(t->name + p, SCALED_FP8, SCALED_FP8_LEN) || (p && t->name[p - 1] != '.')) return 0;
+    *plen = p;
+    return 1;
+}
+
+/* Record tensor idx when it is a scaled_fp8 tensor. */
+static int note_scaled_fp8(stf_model *m, size_t idx)
+{
+    size_t plen;
+    if (!scaled_fp8_prefix(&plen, stf_ckpt_tensor(m->c, idx))) return 0;
+    return push_index(&m->sfp8, &m->nsfp8, &m->capsfp8, idx);
+}
+
+/* The prefix index of the scaled_fp8 tensors, once they are all known. */
+static int index_scaled_fp8(stf_model *m)
+{
+    if (!m->nsfp8) return 0;
+    size_t cap = 8;
+    while (cap < 2 * m->nsfp8) cap *= 2;
+    m->sfhidx = stf__calloc(cap, sizeof *m->sfhidx);
+    if (!m->sfhidx) return STF_ENOMEM;
+    m->sfhcap = cap;
+    for (size_t i = 0; i < m->nsfp8; i++) {
+        const stf_tensor_info *t = stf_ckpt_tensor(m->c, m->sfp8[i]);
+        hash_put(m->sfhidx, cap, prefix_hash(t->name, t->name_len - SCALED_FP8_LEN), i);
     }
-    m->other[m->nother++] = idx;
     return 0;
+}
+
+/* The position of the scaled_fp8 tensor whose prefix is p[0..n), followed
+ * by a dot when `dot`, with FNV hash h; SIZE_MAX when none. A name in two
+ * shards: the later file's. */
+static size_t find_scaled_fp8(const stf_model *m, const char *p, size_t n, int dot, size_t h)
+{
+    size_t mask = m->sfhcap - 1, best = SIZE_MAX;
+    for (size_t j = h & mask; m->sfhidx[j]; j = (j + 1) & mask) {
+        size_t at = m->sfhidx[j] - 1;
+        const stf_tensor_info *t = stf_ckpt_tensor(m->c, m->sfp8[at]);
+        if (t->name_len - SCALED_FP8_LEN == n + (dot ? 1 : 0) && !memcmp(t->name, p, n) &&
+            (!dot || t->name[n] == '.') && (best == SIZE_MAX || at > best))
+            best = at;
+    }
+    return best;
 }
 
 /* The longest known suffix `name` ends with, or -1. */
@@ -227,7 +296,7 @@ int stf_model_build(stf_model **out, const stf_ckpt *c, stf_err *err)
         size_t slen = 0;
         int s = match_suffix(t->name, t->name_len, &slen);
         if (s < 0) {
-            if (push_other(m, i) != 0) {
+            if (push_other(m, i) != 0 || note_scaled_fp8(m, i) != 0) {
                 rc = oom(err);
                 goto done;
             }
@@ -264,6 +333,7 @@ int stf_model_build(stf_model **out, const stf_ckpt *c, stf_err *err)
         }
     }
     for (size_t i = 0; i < m->nlayers; i++) settle_layer(m, &m->layers[i]);
+    if (index_scaled_fp8(m) != 0) rc = oom(err);
 done:
     if (rc) {
         stf_model_free(m);
@@ -291,6 +361,8 @@ void stf_model_free(stf_model *m)
     stf__free(m->layers);
     stf__free(m->hidx);
     stf__free(m->other);
+    stf__free(m->sfp8);
+    stf__free(m->sfhidx);
     stf__free(m);
 }
 
@@ -352,3 +424,33 @@ const char *stf_model_qmeta_error(const stf_model *m, size_t shard, uint64_t *of
 }
 
 size_t stf_model_marker_count(const stf_model *m) { return m->nmarkers_ok; }
+
+size_t stf_model_scaled_fp8_count(const stf_model *m) { return m->nsfp8; }
+
+size_t stf_model_scaled_fp8_at(const stf_model *m, size_t i)
+{
+    return i < m->nsfp8 ? m->sfp8[i] : SIZE_MAX;
+}
+
+/*
+ * The scaled_fp8 tensor governing l (contract in experimental/model.h):
+ * the longest prefix of "P." that ends in a dot, or the empty one, naming
+ * one. One pass over P, hashing as it goes.
+ */
+size_t stf_model_layer_scaled_fp8(const stf_model *m, const stf_layer *l)
+{
+    if (!m->nsfp8 || !l) return SIZE_MAX;
+    uint64_t h = FNV_BASIS;
+    size_t best = find_scaled_fp8(m, l->prefix, 0, 0, (size_t)h);
+    for (size_t i = 0; i <= l->prefix_len; i++) {
+        /* After P's last byte comes the dot of its tensor names ("P."). */
+        int end = i == l->prefix_len;
+        unsigned char ch = end ? '.' : (unsigned char)l->prefix[i];
+        h ^= ch;
+        h *= FNV_PRIME;
+        if (ch != '.') continue;
+        size_t at = find_scaled_fp8(m, l->prefix, end ? i : i + 1, end, (size_t)h);
+        if (at != SIZE_MAX) best = at;
+    }
+    return best;
+}

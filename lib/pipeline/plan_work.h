@@ -1,10 +1,11 @@
 /*
- * Internal to plan_layer.c, plan_job.c and plan_work.c: the working state
+ * Internal to plan_layer.c, plan_job.c, plan_legacy.c and plan_work.c: the working state
  * of one layer while its matched actions are applied (names, dtypes,
  * shapes, marker, job). Header-only actions live in plan_layer.c; the ones
  * that decode data (exclude, requantize) or rewrite markers live in
- * plan_job.c; the helpers both use live in plan_work.c, so that
- * plan_layer.c calls plan_job.c and plan_work.c, and plan_job.c calls only
+ * plan_job.c, the legacy scaled-FP8 migration in plan_legacy.c; the
+ * helpers they use live in plan_work.c, so that plan_layer.c calls
+ * plan_job.c, plan_legacy.c and plan_work.c, and those two call only
  * plan_work.c.
  */
 #ifndef STF_PIPELINE_PLAN_WORK_H
@@ -81,5 +82,12 @@ int stf__work_requantize(stf__layer_work *w, const stf_action *a, stf_format_id 
 void stf__requantize_defaults(stf_action *a);
 int stf__work_set_marker(stf__layer_work *w, const stf_action *a, stf_err *err);
 int stf__work_rewrite_format(stf__layer_work *w, const stf_action *a, stf_err *err);
+
+/* ------------------------------------------ legacy scaled FP8 (plan_legacy.c) */
+
+/* migrate-scaled-fp8 (stfix-rules(5)): a layer without scale_weight or
+ * scale_input is left as it is; 0 or STF_EFORMAT (stf__work_refuse), or
+ * the read error of an input scale. */
+int stf__work_migrate_scaled_fp8(stf__layer_work *w, stf_err *err);
 
 #endif

@@ -162,7 +162,7 @@ static const adesc actions[STF_ACT_COUNT] = {
     { "rewrite-format", p_rewrite, 0 },  { "set-marker", p_set_marker, 0 },
     { "cast-scale", p_cast, 0 },         { "relabel", p_relabel, 0 },
     { "requantize", p_requant, 1 },      { "rename", p_rename, 0 },
-    { "drop", p_drop, 1 },
+    { "drop", p_drop, 1 },               { "migrate-scaled-fp8", p_none, 0 },
 };
 
 /* Kebab-case action name; NULL when out of range. */
@@ -225,7 +225,7 @@ static void set_defaults(stf_action *a, stf_action_kind k)
         a->params.drop.scales = 1;
         a->params.drop.markers = 1;
         break;
-    default: break; /* transpose-scale, flatten-conv, rename: nothing to default */
+    default: break; /* transpose-scale, flatten-conv, rename, migrate-scaled-fp8: no defaults */
     }
 }
 

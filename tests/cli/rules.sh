@@ -40,7 +40,7 @@ cat >"$T_TMP/broken.err" <<EOF2
 $T_TMP/broken.yaml:10:7: rules[1].match: unknown key 'dtyp' (expected one of: prefix, regex, weight, weight_dtype, shape, scale, scale_dtype, scale_shape, marker, format, probe, rotation, parallel, not)
 $T_TMP/broken.yaml:11:22: rules[1].match.shape: invalid predicate 'K % 16 = 0': unexpected '= 0'
 $T_TMP/broken.yaml:13:27: rules[1].do[0].exclude.dtype: expected one of BF16, F16, F32, source, got 'F8'
-$T_TMP/broken.yaml:14:9: rules[1].do[1]: unknown action 'requant' (expected one of: reshape-scale, transpose-scale, flatten-conv, exclude, rewrite-format, set-marker, cast-scale, relabel, requantize, rename, drop)
+$T_TMP/broken.yaml:14:9: rules[1].do[1]: unknown action 'requant' (expected one of: reshape-scale, transpose-scale, flatten-conv, exclude, rewrite-format, set-marker, cast-scale, relabel, requantize, rename, drop, migrate-scaled-fp8)
 EOF2
 t_run "broken recipe" 2 "$STFIX" rules lint "$T_TMP/broken.yaml"
 if cmp -s "$T_ERR" "$T_TMP/broken.err"; then t_ok "broken recipe: stderr"
@@ -81,6 +81,7 @@ if [ ! -d /usr/local/share/stfix/rules ]; then
 cat >"$T_TMP/list.txt" <<'EOF2'
 comfyui-int8-convrot         ./rules/comfyui-int8-convrot.yaml         INT8 ConvRot output for ComfyUI; leaves what ComfyUI already loads correctly.
 exclude-conv-and-embeddings  ./rules/exclude-conv-and-embeddings.yaml  Dequantize conv kernels and embeddings to BF16 and drop their markers.
+migrate-scaled-fp8           ./rules/migrate-scaled-fp8.yaml           Legacy scaled FP8 (scaled_fp8, scale_weight, scale_input) to comfy_quant markers (no requantization).
 quantize-int8-convrot        ./rules/quantize-int8-convrot.yaml        Convert an unquantized checkpoint to INT8 ConvRot (G = 256, 64, 16).
 repair-scales                ./rules/repair-scales.yaml                Header-only fixes of scale shapes and dtypes (no requantization).
 sglang-int8-convrot          ./rules/sglang-int8-convrot.yaml          INT8 ConvRot output for SGLang (R1-R43); header-only where possible.
@@ -91,7 +92,7 @@ t_stdout_is "list" "$T_TMP/list.txt"
 t_run "list json" 0 env -u STFIX_RULES_PATH "$STFIX" rules list --json
 t_stdout_has "list json" '  {"name": "repair-scales", "path": "./rules/repair-scales.yaml", "description": "Header-only fixes of scale shapes and dtypes (no requantization)."},'
 if command -v python3 >/dev/null 2>&1; then
-    t_true "list json parses" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert [e["name"] for e in d] == ["comfyui-int8-convrot", "exclude-conv-and-embeddings", "quantize-int8-convrot", "repair-scales", "sglang-int8-convrot", "sglang-int8-convrot-tp8"]' "$T_OUT"
+    t_true "list json parses" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert [e["name"] for e in d] == ["comfyui-int8-convrot", "exclude-conv-and-embeddings", "migrate-scaled-fp8", "quantize-int8-convrot", "repair-scales", "sglang-int8-convrot", "sglang-int8-convrot-tp8"]' "$T_OUT"
 fi
 fi
 

@@ -81,6 +81,8 @@ static void test_names(void **state)
     assert_int_equal(stf_action_is_terminal(STF_ACT_REQUANTIZE), 1);
     assert_int_equal(stf_action_is_terminal(STF_ACT_DROP), 1);
     assert_int_equal(stf_action_is_terminal(STF_ACT_CAST_SCALE), 0);
+    assert_string_equal(stf_action_name(STF_ACT_MIGRATE_SCALED_FP8), "migrate-scaled-fp8");
+    assert_int_equal(stf_action_is_terminal(STF_ACT_MIGRATE_SCALED_FP8), 0);
     assert_int_equal(stf_action_is_terminal(STF_ACT_COUNT), 0);
 }
 
@@ -94,7 +96,7 @@ static void test_union_layout(void **state)
         { MEMBER(reshape_scale) }, { MEMBER(transpose_scale) }, { MEMBER(flatten_conv) },
         { MEMBER(exclude) },       { MEMBER(rewrite_format) },  { MEMBER(set_marker) },
         { MEMBER(cast_scale) },    { MEMBER(relabel) },         { MEMBER(requantize) },
-        { MEMBER(rename) },        { MEMBER(drop) },
+        { MEMBER(rename) },        { MEMBER(drop) },            { MEMBER(migrate_scaled_fp8) },
     };
 #undef MEMBER
     size_t largest = 0, sum = 0;
@@ -268,7 +270,7 @@ static void test_problems(void **state)
     expect_problem("requant",
                    "a.yaml:1:1: rules[0].do: unknown action 'requant' (expected one of: "
                    "reshape-scale, transpose-scale, flatten-conv, exclude, rewrite-format, "
-                   "set-marker, cast-scale, relabel, requantize, rename, drop)");
+                   "set-marker, cast-scale, relabel, requantize, rename, drop, migrate-scaled-fp8)");
     expect_problem("[]", "a.yaml:1:1: rules[0].do: expected at least one action");
     expect_problem("{exclude: {}, drop: {}}",
                    "a.yaml:1:1: rules[0].do: expected an action name or a one-key mapping "
@@ -288,6 +290,9 @@ static void test_problems(void **state)
     expect_problem("{transpose-scale: {axis: 1}}",
                    "a.yaml:1:20: rules[0].do.transpose-scale: unknown parameter 'axis' "
                    "(transpose-scale takes no parameters)");
+    expect_problem("{migrate-scaled-fp8: {format: float8_e5m2}}",
+                   "a.yaml:1:23: rules[0].do.migrate-scaled-fp8: unknown parameter 'format' "
+                   "(migrate-scaled-fp8 takes no parameters)");
     expect_problem("{requantize: {group_sizes: [256, 128]}}",
                    "a.yaml:1:34: rules[0].do.requantize.group_sizes[1]: expected 16, 64 or 256, "
                    "got '128'");

@@ -504,6 +504,54 @@ static void test_prefix_with_nul(void **state)
     free(f.buf);
 }
 
+/* Legacy scaled FP8: the scaled_fp8 tensors, and for each layer the one
+ * whose prefix is the longest its tensor names start with (a prefix that
+ * is empty or ends in a dot; "P." counts for layer P). */
+static void test_scaled_fp8(void **state)
+{
+    (void)state;
+    const tdef t[] = {
+        { "scaled_fp8", "F8_E4M3", "[0]", NULL, 0 },
+        { "a.b.weight", "F8_E4M3", "[2,2]", NULL, 4 },
+        { "a.b.scale_weight", "F32", "[]", NULL, 4 },
+        { "model.diffusion_model.scaled_fp8", "F8_E4M3", "[2]", NULL, 2 },
+        { "model.diffusion_model.x.weight", "F8_E5M2", "[2,2]", NULL, 4 },
+        { "model.diffusion_modelx.weight", "F8_E5M2", "[2,2]", NULL, 4 },
+        { "c.scaled_fp8", "F8_E4M3", "[0]", NULL, 0 },
+        { "c.weight", "F8_E4M3", "[2,2]", NULL, 4 },
+        { "notscaled_fp8", "F8_E4M3", "[0]", NULL, 0 },
+    };
+    file f = build(t, sizeof t / sizeof t[0], NULL);
+    stf_ckpt *c = open_mem(&f);
+    stf_model *m = build_model(c);
+    assert_int_equal(stf_model_scaled_fp8_count(m), 3);
+    assert_string_equal(stf_ckpt_tensor(c, stf_model_scaled_fp8_at(m, 0))->name, "scaled_fp8");
+    assert_string_equal(stf_ckpt_tensor(c, stf_model_scaled_fp8_at(m, 1))->name,
+                        "model.diffusion_model.scaled_fp8");
+    assert_string_equal(stf_ckpt_tensor(c, stf_model_scaled_fp8_at(m, 2))->name, "c.scaled_fp8");
+    assert_int_equal(stf_model_scaled_fp8_at(m, 3), SIZE_MAX);
+    assert_int_equal(stf_model_layer_scaled_fp8(m, layer(m, "a.b")), 0);
+    assert_int_equal(stf_model_layer_scaled_fp8(m, layer(m, "model.diffusion_model.x")), 1);
+    assert_int_equal(stf_model_layer_scaled_fp8(m, layer(m, "model.diffusion_modelx")), 0);
+    assert_int_equal(stf_model_layer_scaled_fp8(m, layer(m, "c")), 2);
+    stf_model_free(m);
+    stf_ckpt_free(c);
+    free(f.buf);
+
+    /* Without an empty-prefix one, a layer outside every prefix has none. */
+    const tdef u[] = {
+        { "p.scaled_fp8", "F8_E4M3", "[0]", NULL, 0 },
+        { "q.weight", "F8_E4M3", "[2,2]", NULL, 4 },
+    };
+    f = build(u, sizeof u / sizeof u[0], NULL);
+    c = open_mem(&f);
+    m = build_model(c);
+    assert_int_equal(stf_model_layer_scaled_fp8(m, layer(m, "q")), SIZE_MAX);
+    stf_model_free(m);
+    stf_ckpt_free(c);
+    free(f.buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -514,6 +562,7 @@ int main(void)
         cmocka_unit_test(test_sharded),
         cmocka_unit_test(test_allocation_failures),
         cmocka_unit_test(test_prefix_with_nul),
+        cmocka_unit_test(test_scaled_fp8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

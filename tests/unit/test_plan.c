@@ -320,7 +320,7 @@ static int plan_file(const char *recipe, const char *file, stf_err *err)
 static const char *const recipes[] = {
     "rules/sglang-int8-convrot.yaml", "rules/comfyui-int8-convrot.yaml",
     "rules/repair-scales.yaml", "rules/exclude-conv-and-embeddings.yaml",
-    "rules/quantize-int8-convrot.yaml",
+    "rules/quantize-int8-convrot.yaml", "rules/migrate-scaled-fp8.yaml",
 };
 
 static void test_bundled_recipes_on_healthy(void **state)

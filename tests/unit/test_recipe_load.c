@@ -210,7 +210,7 @@ static void test_bundled(void **state)
     static const char *const files[] = {
         "rules/sglang-int8-convrot.yaml", "rules/comfyui-int8-convrot.yaml",
         "rules/repair-scales.yaml", "rules/exclude-conv-and-embeddings.yaml",
-        "rules/quantize-int8-convrot.yaml",
+        "rules/migrate-scaled-fp8.yaml", "rules/quantize-int8-convrot.yaml",
     };
     stf_recipe *r = NULL;
     stf_err err;

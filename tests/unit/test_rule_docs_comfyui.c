@@ -21,12 +21,13 @@
 /* The ids the comfyui and numeric profiles report, in catalogue order. */
 static const char *const IDS[] = {
     "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9", "C10", "C11",
-    "C12", "C14", "C15", "C16", "C19", "C20", "C21", "C22", "C23", "C24", "N1", "N2", "N3", "H1", "H2",
+    "C12", "C14", "C15", "C16", "C19", "C20", "C21", "C22", "C23", "C24", "C25", "C26", "N1", "N2", "N3", "H1", "H2",
 };
 #define NIDS (sizeof IDS / sizeof IDS[0])
 
 static const char *const SOURCES[] = { "lib/check/profile_comfyui.c",
                                         "lib/check/profile_comfyui_raises.c",
+                                        "lib/check/profile_legacy_fp8.c",
                                         "lib/check/probe_report.c" };
 
 /* Whole file into a NUL-terminated buffer (the caller frees it). */
@@ -188,6 +189,15 @@ static void test_exact_fields(void **state)
     assert_non_null(strstr(d->checks, "Likewise its input_scale"));
     assert_non_null(strstr(d->checks, "unless the marker sets full_precision_matrix_mult"));
     assert_non_null(strstr(d->why, "quantizes each input with it"));
+    /* The legacy scaled-FP8 form: a note per file, a silent misread per layer. */
+    d = stf_rule_doc_find("C25");
+    assert_string_equal(d->severity, "warning");
+    assert_string_equal(d->effect, "note");
+    assert_string_equal(d->action, "migrate-scaled-fp8");
+    assert_non_null(strstr(d->fix, "legacy-scaled-fp8"));
+    d = stf_rule_doc_find("C26");
+    assert_string_equal(d->effect, "silent");
+    assert_non_null(strstr(d->checks, "_quantization_metadata"));
     assert_string_equal(stf_rule_doc_find("C14")->severity, "warning");
     assert_string_equal(stf_rule_doc_find("C19")->severity, "warning");
     assert_string_equal(stf_rule_doc_find("H2")->severity, "warning");

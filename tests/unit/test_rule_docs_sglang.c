@@ -20,6 +20,7 @@
 static const char *const SOURCES[] = {
     "lib/check/profile_sglang.c",
     "lib/check/profile_sglang_formats.c",
+    "lib/check/profile_legacy_fp8.c",
 };
 
 #define MAX_RULES 128

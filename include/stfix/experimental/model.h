@@ -259,6 +259,27 @@ int stf_qmeta_canonical(char **out, size_t *len, const char *const *prefixes,
 STF_EXPERIMENTAL_API
 const stf_pyval *stf_model_qmeta_value(const stf_model *m, size_t shard);
 
+/*
+ * Legacy scaled FP8 (stfix-defects(7), legacy-scaled-fp8): the tensors
+ * named PREFIX "scaled_fp8", PREFIX empty or ending in a dot, that mark a
+ * checkpoint older than comfy_quant markers. Their count, and the i-th
+ * one's checkpoint tensor index (SIZE_MAX out of range), in checkpoint
+ * order.
+ */
+STF_EXPERIMENTAL_API
+size_t stf_model_scaled_fp8_count(const stf_model *m);
+STF_EXPERIMENTAL_API
+size_t stf_model_scaled_fp8_at(const stf_model *m, size_t i);
+
+/*
+ * The position (for stf_model_scaled_fp8_at) of the scaled_fp8 tensor
+ * whose PREFIX is the longest that the names of l's tensors start with,
+ * as ComfyUI matches its model prefix; SIZE_MAX when none does. Time
+ * linear in the length of l's prefix.
+ */
+STF_EXPERIMENTAL_API
+size_t stf_model_layer_scaled_fp8(const stf_model *m, const stf_layer *l);
+
 #ifdef __cplusplus
 }
 #endif
