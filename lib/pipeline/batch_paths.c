@@ -241,6 +241,26 @@ static int record(stf_batch_paths *bp, const char *path, const stf_write_opts *w
     return 0;
 }
 
+/*
+ * The output guard on `path` as spelt (for its message), then on its
+ * resolved form `rp` (NULL: resolved here): a directory the batch has yet
+ * to make hides what "missing/.." will name once it is made. With `wo` the
+ * whole output check (stf__output_check_ids), else the check of one name.
+ */
+static int guard(const char *path, const char *rp, const stf_write_opts *wo,
+                 const stf__out_inputs *ids, stf_err *err)
+{
+    int rc = wo ? stf__output_check_ids(path, wo, ids, err)
+                : stf__out_check_name(path, NULL, ids, err);
+    char *own = rc || rp ? NULL : resolve(path, 1);
+    if (!rc && !rp && !own) return oom(err);
+    const char *r = rp ? rp : own;
+    if (!rc && strcmp(r, path))
+        rc = wo ? stf__output_check_ids(r, wo, ids, err) : stf__out_check_name(r, NULL, ids, err);
+    stf__free(own);
+    return rc;
+}
+
 /* A manifest item's refusal names the manifest and line. */
 static int refused(const stf_batch_paths *bp, const stf_batch_item *it, int rc, stf_err *err)
 {
@@ -275,7 +295,7 @@ static int link_names(stf_batch_paths *bp, const stf_batch_item *it, const char 
         if (it->sharded ? stf__buf_printf(&name, "%.*s%s", (int)dirlen, l.data, base)
                         : stf__buf_printf(&name, "%s%s", l.data, zst ? ".zst" : ""))
             rc = oom(err);
-        if (!rc) rc = stf__out_check_name(name.data, NULL, &bp->ids, err);
+        if (!rc) rc = guard(name.data, NULL, NULL, &bp->ids, err);
         if (!rc) rc = record(bp, name.data, NULL, it->input, err);
         stf__buf_free(&name);
     }
@@ -300,7 +320,6 @@ int stf_batch_paths_output(stf_batch_paths *bp, const stf_batch_item *it, const 
                       "inside it, or give --allow-outside-outdir",
                       out_path, bp->outdir_given, strcmp(ro, out_path) ? " (it resolves to '" : "",
                       strcmp(ro, out_path) ? ro : "", strcmp(ro, out_path) ? "')" : "");
-    stf__free(ro);
     stf_write_opts wo;
     stf_write_opts_init(&wo);
     if (o->version >= 2 && o->zstd_level) {
@@ -315,7 +334,8 @@ int stf_batch_paths_output(stf_batch_paths *bp, const stf_batch_item *it, const 
     /* A sharded set may be written as shards: their names, and the index's. */
     if (!rc && it->sharded && stf__ends_with(out_path, sfx.data)) wo.max_shard_size = 1;
     stf__buf_free(&sfx);
-    if (!rc) rc = stf__output_check_ids(out_path, &wo, &bp->ids, err);
+    if (!rc) rc = guard(out_path, ro, &wo, &bp->ids, err);
+    stf__free(ro);
     if (!rc) rc = record(bp, out_path, &wo, it->input, err);
     if (!rc && o->link_compliant) rc = link_names(bp, it, out_path, *zs ? zs : NULL, err);
     return refused(bp, it, rc, err);
@@ -326,7 +346,7 @@ int stf_batch_paths_report(const stf_batch_paths *bp, const char *path, int resu
                            stf_err *err)
 {
     if (!bp || !path || !*path) return stf__err(err, STF_EINVAL, "batch: NULL argument");
-    int rc = stf__output_check_ids(path, NULL, &bp->ids, err);
+    int rc = guard(path, NULL, NULL, &bp->ids, err);
     if (rc) {
         if (rc != STF_ENOMEM) stf__err_prefix(err, "the report: ");
         return rc;
