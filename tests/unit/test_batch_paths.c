@@ -39,6 +39,17 @@ static void manifest(stf_batch_list *l, const char *text)
     assert_int_equal(stf_batch_manifest_read(l, "m.jsonl", &err), 0);
 }
 
+/* The checks for the manifest batch l writing under out/. */
+static stf_batch_paths *paths_out(const stf_batch_list *l, int allow_outside)
+{
+    stf_batch_paths *bp = NULL;
+    stf_err err;
+    stf_err_clear(&err);
+    assert_int_equal(stf_batch_paths_new(&bp, l, "out", NULL, 0, "m.jsonl", allow_outside, &err),
+                     0);
+    return bp;
+}
+
 static int setup(void **state)
 {
     if (st_dir_setup(state)) return -1;
@@ -70,10 +81,7 @@ static void test_outputs(void **state)
     (void)state;
     stf_batch_list l;
     manifest(&l, "{\"input\": \"in/a.safetensors\"}\n{\"input\": \"in/b.safetensors\"}\n");
-    stf_batch_paths *bp = NULL;
-    stf_err err;
-    stf_err_clear(&err);
-    assert_int_equal(stf_batch_paths_new(&bp, &l, "out", NULL, 0, "m.jsonl", 0, &err), 0);
+    stf_batch_paths *bp = paths_out(&l, 0);
     char msg[1024], want[2048], *real = realpath(".", NULL);
     assert_non_null(real);
     assert_int_equal(output_rc(bp, &l, 0, "out/x/y.safetensors", msg), 0);
@@ -98,7 +106,7 @@ static void test_outputs(void **state)
 
     /* Allowed outside: the guard still refuses another checkpoint's input,
      * spelt through a directory still to be made. */
-    assert_int_equal(stf_batch_paths_new(&bp, &l, "out", NULL, 0, "m.jsonl", 1, &err), 0);
+    bp = paths_out(&l, 1);
     assert_int_equal(output_rc(bp, &l, 0, "out/../victim.txt", msg), 0);
     assert_int_equal(output_rc(bp, &l, 0, "out/new/../../in/b.safetensors", msg), STF_EINVAL);
     snprintf(want, sizeof want,
@@ -119,10 +127,9 @@ static void test_report(void **state)
     (void)state;
     stf_batch_list l;
     manifest(&l, "{\"input\": \"in/a.safetensors\"}\n");
-    stf_batch_paths *bp = NULL;
+    stf_batch_paths *bp = paths_out(&l, 0);
     stf_err err;
     stf_err_clear(&err);
-    assert_int_equal(stf_batch_paths_new(&bp, &l, "out", NULL, 0, "m.jsonl", 0, &err), 0);
     char msg[1024];
     assert_int_equal(output_rc(bp, &l, 0, "out/a.safetensors", msg), 0);
     assert_int_equal(stf_batch_paths_report(bp, "out/stfix-report.jsonl", 0, &err), 0);
