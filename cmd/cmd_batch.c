@@ -288,7 +288,7 @@ static int verify_report(const batch_args *a)
     }
     fprintf(stderr, "stfix batch: verified %zu, differ or failed %zu, skipped %zu\n", ok, bad,
             skipped);
-    stf_batch_report_lines_free(old, nold);
+    stf_batch_report_lines_free(old);
     stf_pool_free(pool);
     int fl = cli_stdout_flush("batch");
     return fl >= 0 ? cli_exit_worst(ex, fl) : ex;
@@ -540,7 +540,7 @@ done:
     }
     free(lines);
     for (size_t i = 0; old_input && i < nold; i++) free(old_input[i]);
-    stf_batch_report_lines_free(old, nold);
+    stf_batch_report_lines_free(old);
     free(old_input);
     free(keep_old);
     free(report);

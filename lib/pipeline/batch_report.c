@@ -107,9 +107,9 @@ void stf_batch_report_free(stf_batch_report *r)
     stf__free(r);
 }
 
-void stf_batch_report_lines_free(char **lines, size_t n)
+void stf_batch_report_lines_free(char **lines)
 {
-    for (size_t i = 0; lines && i < n; i++) stf__free(lines[i]);
+    for (size_t i = 0; lines && lines[i]; i++) stf__free(lines[i]);
     stf__free(lines);
 }
 
@@ -149,18 +149,21 @@ int stf_batch_report_read(char ***lines, size_t *n, const char *path, stf_err *e
     while (!rc && (k = getline(&buf, &cap, f)) >= 0) {
         /* A line a kill cut short has no newline: it is dropped. */
         if (k == 0 || buf[k - 1] != '\n') continue;
-        char **g = stf__realloc(*lines, (*n + 1) * sizeof *g);
+        char **g = stf__realloc(*lines, (*n + 2) * sizeof *g);
         if (g) *lines = g;
         if (!g || !(g[*n] = stf__strndup(buf, (size_t)k - 1)))
             rc = stf__err(err, STF_ENOMEM, "%s: out of memory", path);
-        else (*n)++;
+        else g[++*n] = NULL;
     }
+    if (!rc && !*lines && !(*lines = stf__calloc(1, sizeof **lines)))
+        rc = stf__err(err, STF_ENOMEM, "%s: out of memory", path);
     if (!rc && ferror(f))
         rc = stf__err(err, STF_EIO, "%s: cannot read the report: %s", path, strerror(errno));
     free(buf);
     fclose(f);
     if (rc) {
-        stf_batch_report_lines_free(*lines, *n);
+        if (*lines) (*lines)[*n] = NULL;
+        stf_batch_report_lines_free(*lines);
         *lines = NULL;
         *n = 0;
     }

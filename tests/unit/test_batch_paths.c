@@ -203,7 +203,7 @@ static void test_report_file(void **state)
     assert_int_equal(stf_batch_report_read(&lines, &n, "r.jsonl", &err), 0);
     assert_int_equal(n, 2);
     assert_string_equal(lines[1], "{\"b\":2}");
-    stf_batch_report_lines_free(lines, n);
+    stf_batch_report_lines_free(lines);
     const char *fin[] = { "{\"b\":2}", "{\"a\":1}" };
     assert_int_equal(stf_batch_report_end(r, fin, 2, &err), 0);
     stf_batch_report_free(r);

@@ -293,16 +293,16 @@ void stf_batch_report_free(stf_batch_report *r);
 
 /*
  * Read a report's complete lines (a last line without its newline, which a
- * kill cut short, is left out) into *lines (n of them, each without its
- * newline; free with stf_batch_report_lines_free). The file is opened
- * without blocking and must be a regular file: STF_ENOTFOUND when it does
- * not exist, STF_EIO when it cannot be read or is not a regular file (a
+ * kill cut short, is left out) into *lines: n of them, each without its
+ * newline, then a NULL (free with stf_batch_report_lines_free). The file is
+ * opened without blocking and must be a regular file: STF_ENOTFOUND when it
+ * does not exist, STF_EIO when it cannot be read or is not a regular file (a
  * FIFO, a device, a directory), STF_ENOMEM.
  */
 STF_EXPERIMENTAL_API
 int stf_batch_report_read(char ***lines, size_t *n, const char *path, stf_err *err);
 STF_EXPERIMENTAL_API
-void stf_batch_report_lines_free(char **lines, size_t n);
+void stf_batch_report_lines_free(char **lines);
 
 /* ------------------------------------------------------ report lines */
 
