@@ -1,31 +1,32 @@
 /*
  * stfix batch -r RECIPE -o OUTDIR (DIR... | FILE... | --manifest FILE)
  *             [-j N] [--resume] [--shard K/N] [--report FILE]
- *             [--link-compliant] [--dry-run]
+ *             [--link-compliant] [--allow-outside-outdir] [--dry-run]
  * stfix batch --verify REPORT [-j N]
  *
- * Every checkpoint found is checked, planned, repaired when it needs it
- * and verified (stf_batch_run_item); one JSON line per checkpoint goes to
- * the report, appended and fsynced as each one ends, so a batch killed at
- * any moment resumes where it stopped. At the end the report is rewritten
- * in discovery order and a summary table goes to stderr. Exit 0 when
- * nothing failed; 1 when a checkpoint failed or stayed non-compliant; 2 a
- * bad manifest or input; 3 usage.
+ * Before any work, every path the batch would write is judged
+ * (stf_batch_paths_*): the output directory against the input trees, each
+ * output against the output directory and the output guard, the report
+ * against the inputs and outputs. Then every checkpoint found is checked,
+ * planned, repaired when it needs it and verified (stf_batch_run_item); one
+ * JSON line per checkpoint goes to the report, appended and fsynced as each
+ * one ends, so a batch killed at any moment resumes where it stopped. At
+ * the end the report is rewritten in discovery order and a summary table
+ * goes to stderr. Exit statuses as stfix(1) EXIT STATUS: 1 when a
+ * checkpoint failed or stayed non-compliant, 3 when a path was refused.
  */
 /* Uses the experimental batch API and stf_pool_new (stfix/experimental.h). */
 #define STF_EXPERIMENTAL
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli.h"
 
 typedef struct batch_args {
     const char *recipe, *outdir, *manifest, *report, *shard, *verify;
-    int threads, resume, link_compliant, dry_run;
+    int threads, resume, link_compliant, dry_run, allow_outside;
     unsigned long long max_mem;
     unsigned shard_k, shard_n;
     cli_zstd z;
@@ -46,6 +47,9 @@ typedef struct recipes {
 
 /* One line of the final report, for the item at the same position. */
 typedef struct line {
+    char *out;      /* its output path (with --zstd, the compressed name) */
+    int refused;    /* the batch refused `out`: why */
+    stf_err why;
     char *text;
     stf_batch_status status;
     int has;
@@ -70,7 +74,7 @@ static int parse_shard(const char *s, unsigned *k, unsigned *n)
 
 static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cli_cmd **cmdp)
 {
-    static cli_opt opts[16];
+    static cli_opt opts[17];
     static cli_cmd cmd;
     memset(a, 0, sizeof *a);
     const cli_opt o[] = {
@@ -95,6 +99,8 @@ static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cl
           .help = "the JSON Lines report (default OUTDIR/stfix-report.jsonl)" },
         { .name = "link-compliant", .kind = CLI_FLAG, .target = &a->link_compliant,
           .help = "hard-link (or copy) compliant checkpoints to OUTDIR" },
+        { .name = "allow-outside-outdir", .kind = CLI_FLAG, .target = &a->allow_outside,
+          .help = "let a manifest's \"output\" lie outside OUTDIR" },
         { .name = "dry-run", .kind = CLI_FLAG, .target = &a->dry_run,
           .help = "check and plan only; the report goes to stdout" },
         { .name = "verify", .metavar = "REPORT", .kind = CLI_STR, .target = &a->verify,
@@ -148,28 +154,6 @@ static int recipe_get(recipes *rs, const char *path, stf_recipe **out, cli_progr
     return s->ex;
 }
 
-/* Write one line and fsync, so a kill never loses a finished checkpoint. */
-static int journal(int fd, const char *text)
-{
-    size_t n = strlen(text);
-    char *buf = malloc(n + 1);
-    if (!buf) return -1;
-    memcpy(buf, text, n);
-    buf[n] = '\n';
-    size_t off = 0;
-    while (off <= n) {
-        ssize_t k = write(fd, buf + off, n + 1 - off);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) {
-            free(buf);
-            return -1;
-        }
-        off += (size_t)k;
-    }
-    free(buf);
-    return fsync(fd);
-}
-
 static int mkdir_p(const char *dir)
 {
     char *d = strdup(dir);
@@ -186,35 +170,6 @@ static int mkdir_p(const char *dir)
         if (!c) break;
     }
     free(d);
-    return 0;
-}
-
-/* The old report's lines, for --resume (a missing report is an empty one). */
-static int read_old(const char *path, char ***out, size_t *n)
-{
-    *out = NULL;
-    *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return errno == ENOENT ? 0 : -1;
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t k;
-    while ((k = getline(&buf, &cap, f)) >= 0) {
-        /* A line a kill cut short has no newline: it is dropped. */
-        if (k == 0 || buf[k - 1] != '\n') continue;
-        buf[k - 1] = '\0';
-        char **g = realloc(*out, (*n + 1) * sizeof *g);
-        if (!g || !(g[*n] = strdup(buf))) {
-            if (g) *out = g;
-            free(buf);
-            fclose(f);
-            return -1;
-        }
-        *out = g;
-        (*n)++;
-    }
-    free(buf);
-    fclose(f);
     return 0;
 }
 
@@ -263,32 +218,27 @@ static void summary(const stf_batch_list *items, const line *lines, size_t kept)
 }
 
 /* The report, in item order, then old lines of other inputs; atomically. */
-static int rewrite_report(const char *path, const line *lines, size_t n, char **old, size_t nold,
-                          const char *const *keep_old)
+static int end_report(stf_batch_report *rep, const line *lines, size_t n, char **old,
+                      size_t nold, const char *const *keep_old, stf_err *err)
 {
-    size_t pl = strlen(path);
-    char *tmp = malloc(pl + 16);
-    if (!tmp) return -1;
-    snprintf(tmp, pl + 16, "%s.stfix-tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    int bad = !f;
-    for (size_t i = 0; !bad && i < n; i++)
-        if (lines[i].has && lines[i].text) bad |= fprintf(f, "%s\n", lines[i].text) < 0;
-    for (size_t i = 0; !bad && i < nold; i++)
-        if (keep_old[i]) bad |= fprintf(f, "%s\n", old[i]) < 0;
-    if (f) {
-        bad |= fflush(f) != 0 || fsync(fileno(f)) != 0;
-        bad |= fclose(f) != 0;
+    const char **v = calloc(n + nold + 1, sizeof *v);
+    if (!v) {
+        stf_err_clear(err);
+        return err->code = STF_ENOMEM;
     }
-    if (!bad) bad = rename(tmp, path) != 0;
-    if (bad) unlink(tmp);
-    free(tmp);
-    return bad ? -1 : 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (lines[i].has && lines[i].text) v[k++] = lines[i].text;
+    for (size_t i = 0; i < nold; i++)
+        if (keep_old[i]) v[k++] = old[i];
+    int rc = stf_batch_report_end(rep, v, k, err);
+    free(v);
+    return rc;
 }
 
 /* Complete a result, keep its line, print or journal it. -1 to go on,
  * else the exit status to end with. Frees res. */
-static int finish_item(const batch_args *a, int fd, const char *report, line *l,
+static int finish_item(const batch_args *a, stf_batch_report *rep, line *l,
                        stf_batch_result *res)
 {
     stf_err err;
@@ -300,12 +250,8 @@ static int finish_item(const batch_args *a, int fd, const char *report, line *l,
     line_from_result(l, res);
     stf_batch_result_free(res);
     if (!l->text) return cli_report_code("batch", STF_ENOMEM);
-    if (a->dry_run) {
-        fprintf(stdout, "%s\n", l->text);
-    } else if (journal(fd, l->text)) {
-        cli_errorf("batch", "%s: cannot append to the report: %s", report, strerror(errno));
-        return EXIT_FAILED;
-    }
+    if (a->dry_run) fprintf(stdout, "%s\n", l->text);
+    else if (stf_batch_report_append(rep, l->text, &err)) return cli_report("batch", &err);
     return -1;
 }
 
@@ -313,13 +259,10 @@ static int verify_report(const batch_args *a)
 {
     char **old = NULL;
     size_t nold = 0;
-    if (read_old(a->verify, &old, &nold) || (!nold && access(a->verify, R_OK) != 0)) {
-        cli_errorf("batch", "%s: cannot read the report: %s", a->verify, strerror(errno));
-        return EXIT_FAILED;
-    }
-    stf_pool *pool = NULL;
     stf_err err;
     stf_err_clear(&err);
+    if (stf_batch_report_read(&old, &nold, a->verify, &err)) return cli_report("batch", &err);
+    stf_pool *pool = NULL;
     int ex = EXIT_OK_;
     if (stf_pool_new(&pool, (unsigned)a->threads, &err)) ex = cli_report("batch", &err);
     size_t ok = 0, bad = 0, skipped = 0;
@@ -345,11 +288,54 @@ static int verify_report(const batch_args *a)
     }
     fprintf(stderr, "stfix batch: verified %zu, differ or failed %zu, skipped %zu\n", ok, bad,
             skipped);
-    for (size_t i = 0; i < nold; i++) free(old[i]);
-    free(old);
+    stf_batch_report_lines_free(old);
     stf_pool_free(pool);
     int fl = cli_stdout_flush("batch");
     return fl >= 0 ? cli_exit_worst(ex, fl) : ex;
+}
+
+/* Each item's output path into lines[i].out, and, unless a dry run,
+ * whether the batch may write it (a refusal is kept as the item's); then
+ * the report's path. -1 to go on, else the exit status to end with. */
+static int judge_paths(batch_args *a, const stf_batch_list *all, const stf_batch_list *items,
+                       line *lines, char *const *roots, size_t nroots, const char *report)
+{
+    stf_batch_paths *bp = NULL;
+    stf_err err;
+    stf_err_clear(&err);
+    if (!a->dry_run && stf_batch_paths_new(&bp, all, a->outdir, (const char *const *)roots,
+                                           nroots, a->manifest, a->allow_outside, &err))
+        return cli_report("batch", &err);
+    stf_batch_opts bo;
+    stf_batch_opts_init(&bo);
+    bo.link_compliant = a->link_compliant;
+    bo.zstd_level = a->zo.zstd_level;
+    bo.zstd_frame = a->zo.zstd_frame;
+    bo.zstd_grouped = a->zo.zstd_grouped;
+    int ex = -1;
+    for (size_t i = 0; i < items->n && ex < 0; i++) {
+        char *out = stf_batch_output_path(&items->v[i], a->dry_run ? "." : a->outdir);
+        /* With --zstd the output is named .zst/.stz, as fix names it. */
+        const char *opath = out;
+        if (out && (ex = cli_zstd_apply("batch", &a->z, &a->zo, &opath)) >= 0) {
+            free(out);
+            break;
+        }
+        lines[i].out = opath ? strdup(opath) : NULL;
+        cli_zstd_free(&a->z);
+        free(out);
+        if (!lines[i].out) {
+            ex = cli_report_code("batch", STF_ENOMEM);
+        } else if (bp && stf_batch_paths_output(bp, &items->v[i], lines[i].out, &bo, &err)) {
+            if (err.code == STF_ENOMEM) ex = cli_report("batch", &err);
+            lines[i].refused = 1;
+            lines[i].why = err;
+        }
+    }
+    if (ex < 0 && bp && stf_batch_paths_report(bp, report, a->resume, &err))
+        ex = cli_report("batch", &err);
+    stf_batch_paths_free(bp);
+    return ex;
 }
 
 int cmd_batch(int argc, char **argv)
@@ -368,9 +354,10 @@ int cmd_batch(int argc, char **argv)
     const char **keep_old = NULL;
     size_t nold = 0, kept = 0, prev_i = 0;
     stf_batch_result *prev = NULL;
+    stf_batch_report *rep = NULL;
     cli_progress *prog = NULL;
     uint64_t *sizes = NULL, bdone = 0, btotal = 0;
-    int fd = -1, worst = EXIT_OK_;
+    int worst = EXIT_OK_;
     stf_err err;
     stf_err_clear(&err);
     ex = EXIT_OK_;
@@ -404,8 +391,22 @@ int cmd_batch(int argc, char **argv)
         items.v[items.n++] = all.v[i];
     }
     lines = calloc(items.n ? items.n : 1, sizeof *lines);
-    if (!lines || stf_pool_new(&pool, (unsigned)a.threads, &err)) {
-        ex = lines ? cli_report("batch", &err) : cli_report_code("batch", STF_ENOMEM);
+    if (!a.dry_run) {
+        if (a.report) report = strdup(a.report);
+        else if ((report = malloc(strlen(a.outdir) + 32)))
+            sprintf(report, "%s/stfix-report.jsonl", a.outdir);
+    }
+    if (!lines || (!a.dry_run && !report)) {
+        ex = cli_report_code("batch", STF_ENOMEM);
+        goto done;
+    }
+    /* Every path the batch would write is judged before any work. */
+    if ((ex = judge_paths(&a, &all, &items, lines, a.manifest ? NULL : argv + 1,
+                          a.manifest ? 0 : (size_t)nargs, report)) >= 0)
+        goto done;
+    ex = EXIT_OK_;
+    if (stf_pool_new(&pool, (unsigned)a.threads, &err)) {
+        ex = cli_report("batch", &err);
         goto done;
     }
     if (!a.dry_run) {
@@ -414,22 +415,18 @@ int cmd_batch(int argc, char **argv)
             ex = EXIT_FAILED;
             goto done;
         }
-        if (a.report) report = strdup(a.report);
-        else if ((report = malloc(strlen(a.outdir) + 32)))
-            sprintf(report, "%s/stfix-report.jsonl", a.outdir);
-        if (!report || (a.resume && read_old(report, &old, &nold)) ||
-            !(keep_old = calloc(nold ? nold : 1, sizeof *keep_old))) {
-            cli_errorf("batch", "%s: cannot read the report: %s", report ? report : a.outdir,
-                       strerror(errno));
-            ex = EXIT_FAILED;
+        if (a.resume && stf_batch_report_read(&old, &nold, report, &err) &&
+            err.code != STF_ENOTFOUND) {
+            ex = cli_report("batch", &err);
+            goto done;
+        }
+        if (!(keep_old = calloc(nold ? nold : 1, sizeof *keep_old)) ||
+            !(old_input = calloc(nold ? nold : 1, sizeof *old_input))) {
+            ex = cli_report_code("batch", STF_ENOMEM);
             goto done;
         }
         /* Each old line's input, parsed once; a line that does not parse
          * (one a kill cut short) is dropped. */
-        if (!(old_input = calloc(nold ? nold : 1, sizeof *old_input))) {
-            ex = cli_report_code("batch", STF_ENOMEM);
-            goto done;
-        }
         for (size_t i = 0; i < nold; i++) {
             stf_batch_line l;
             if (stf_batch_line_parse(&l, old[i], strlen(old[i]), &err)) continue;
@@ -437,18 +434,9 @@ int cmd_batch(int argc, char **argv)
             keep_old[i] = old_input[i] ? old[i] : NULL;
             stf_batch_line_free(&l);
         }
-        /* A rewrite a kill interrupted leaves its temp file: it goes. */
-        char *stale = malloc(strlen(report) + 16);
-        if (stale) {
-            sprintf(stale, "%s.stfix-tmp", report);
-            unlink(stale);
-            free(stale);
-        }
-        fd = open(report, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (a.resume ? 0 : O_TRUNC),
-                  0644);
-        if (fd < 0) {
-            cli_errorf("batch", "%s: cannot open the report: %s", report, strerror(errno));
-            ex = EXIT_FAILED;
+        /* The report starts as a new file holding the old lines. */
+        if (stf_batch_report_start(&rep, report, (const char *const *)old, nold, &err)) {
+            ex = cli_report("batch", &err);
             goto done;
         }
     }
@@ -473,7 +461,8 @@ int cmd_batch(int argc, char **argv)
         for (size_t k = nold; k-- > 0;) {
             if (!keep_old[k] || strcmp(old_input[k], it->input)) continue;
             stf_batch_line l;
-            if (!lines[i].has && !stf_batch_line_parse(&l, old[k], strlen(old[k]), &err)) {
+            if (!lines[i].has && !lines[i].refused &&
+                !stf_batch_line_parse(&l, old[k], strlen(old[k]), &err)) {
                 int same = 0;
                 stf_batch_line_current(&same, &l, stf_recipe_sha256(r), &err);
                 if (same && (lines[i].text = strdup(old[k]))) {
@@ -487,13 +476,6 @@ int cmd_batch(int argc, char **argv)
             keep_old[k] = NULL;
         }
         if (lines[i].has) continue;
-        char *out = stf_batch_output_path(it, a.dry_run ? "." : a.outdir);
-        /* With --zstd the output is named .zst/.stz, as fix names it. */
-        const char *opath = out;
-        if (out && (ex = cli_zstd_apply("batch", &a.z, &a.zo, &opath)) >= 0) {
-            free(out);
-            goto done;
-        }
         stf_batch_opts bo;
         stf_batch_opts_init(&bo);
         bo.pool = pool;
@@ -508,34 +490,33 @@ int cmd_batch(int argc, char **argv)
         bo.zstd_frame = a.zo.zstd_frame;
         bo.zstd_grouped = a.zo.zstd_grouped;
         bo.zstd_verify = a.zo.zstd_verify;
+        /* A refused output is the checkpoint's failure, of the refusal's
+         * exit status. */
+        bo.refused = lines[i].refused ? &lines[i].why : NULL;
+        if (lines[i].refused) worst = cli_exit_worst(worst, cli_exit_for(lines[i].why.code));
         stf_batch_result *res = NULL;
-        if (!out || stf_batch_run_item(&res, it, opath, r, &bo, &err)) {
-            cli_zstd_free(&a.z);
-            free(out);
-            ex = out ? cli_report("batch", &err) : cli_report_code("batch", STF_ENOMEM);
+        if (stf_batch_run_item(&res, it, lines[i].out, r, &bo, &err)) {
+            ex = cli_report("batch", &err);
             goto done;
         }
-        cli_zstd_free(&a.z);
-        free(out);
         stf_batch_result *ended = prev;
         size_t ended_i = prev_i;
         prev = res;
         prev_i = i;
-        if (ended && (ex = finish_item(&a, fd, report, &lines[ended_i], ended)) >= 0) goto done;
+        if (ended && (ex = finish_item(&a, rep, &lines[ended_i], ended)) >= 0) goto done;
     }
     if (prev) {
         stf_batch_result *ended = prev;
         prev = NULL;
-        if ((ex = finish_item(&a, fd, report, &lines[prev_i], ended)) >= 0) goto done;
+        if ((ex = finish_item(&a, rep, &lines[prev_i], ended)) >= 0) goto done;
     }
     cli_progress_bytes(prog, btotal, btotal);
     cli_progress_show(prog, items.n, items.n, NULL, 0);
     cli_progress_end(prog);
     prog = NULL;
     ex = worst;
-    if (!a.dry_run && rewrite_report(report, lines, items.n, old, nold, keep_old)) {
-        cli_errorf("batch", "%s: cannot rewrite the report: %s", report, strerror(errno));
-        ex = EXIT_FAILED;
+    if (!a.dry_run && end_report(rep, lines, items.n, old, nold, keep_old, &err)) {
+        ex = cli_report("batch", &err);
         goto done;
     }
     summary(&items, lines, kept);
@@ -551,17 +532,15 @@ done:
     cli_progress_end(prog);
     free(sizes);
     stf_batch_result_free(prev);
-    if (fd >= 0) close(fd);
+    stf_batch_report_free(rep);
     for (size_t i = 0; lines && i < items.n; i++) {
+        free(lines[i].out);
         free(lines[i].text);
         free(lines[i].err);
     }
     free(lines);
-    for (size_t i = 0; i < nold; i++) {
-        free(old[i]);
-        if (old_input) free(old_input[i]);
-    }
-    free(old);
+    for (size_t i = 0; old_input && i < nold; i++) free(old_input[i]);
+    stf_batch_report_lines_free(old);
     free(old_input);
     free(keep_old);
     free(report);

@@ -111,6 +111,23 @@ int stf__out_inputs_make(stf__out_inputs *ids, const stf_ckpt *in, stf_err *err)
 }
 
 /* See out_guard.h. */
+int stf__out_inputs_paths(stf__out_inputs *ids, const char *const *paths, size_t n,
+                          stf_err *err)
+{
+    memset(ids, 0, sizeof *ids);
+    ids->v = stf__calloc(n ? n : 1, sizeof *ids->v);
+    if (!ids->v) return stf__err(err, STF_ENOMEM, "output check: out of memory");
+    for (size_t k = 0; k < n; k++) {
+        struct stat si;
+        if (!paths[k] || stat(paths[k], &si) != 0) continue;
+        ids->v[ids->n++] =
+            (struct stf__out_in){ (uint64_t)si.st_dev, (uint64_t)si.st_ino, paths[k] };
+    }
+    qsort(ids->v, ids->n, sizeof *ids->v, in_cmp);
+    return 0;
+}
+
+/* See out_guard.h. */
 void stf__out_inputs_free(stf__out_inputs *ids)
 {
     stf__free(ids->v);
@@ -151,7 +168,7 @@ int stf__out_check_name(const char *path, const stf_write_opts *o, const stf__ou
     if (!which) return 0;
     /* In place: the output is the input's single file itself, named
      * directly (not through a link, which the rename would replace). */
-    if (o && o->replace_input && stf_ckpt_shard_count(ids->ckpt) == 1 &&
+    if (o && o->replace_input && ids->ckpt && stf_ckpt_shard_count(ids->ckpt) == 1 &&
         !stf_ckpt_index_path(ids->ckpt) && !S_ISLNK(ls.st_mode))
         return 0;
     return stf__err(err, STF_EINVAL,
@@ -306,11 +323,11 @@ static int shard_names_fit(const char *path, const char *dir, const char *idx, s
     return rc;
 }
 
-/* See container.h. */
-int stf_output_check(const char *path, const stf_write_opts *o, stf_err *err)
+/* stf_output_check against `ids`; with dir_may_be_missing, a directory
+ * that does not exist yet passes (nothing is there to replace). */
+static int check_path(const char *path, const stf_write_opts *o, const stf__out_inputs *ids,
+                      int dir_may_be_missing, stf_err *err)
 {
-    if (o && stf__opts_version(err, o->version, STF_WRITE_OPTS_VERSION, "stf_write_opts"))
-        return STF_EINVAL;
     if (!path || !*path) return stf__err(err, STF_EINVAL, "empty output path");
     size_t len = strlen(path);
     int sharded = o && o->max_shard_size;
@@ -336,24 +353,66 @@ int stf_output_check(const char *path, const stf_write_opts *o, stf_err *err)
                         zs ? zs : "");
     char *dir = dir_of(path);
     if (!dir) return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
-    stf__out_inputs ids;
-    rc = stf__out_inputs_make(&ids, o ? o->input : NULL, err);
+    struct stat ds;
+    /* The names first: they need no directory yet. */
+    rc = name_fits(path, dir, base_of(path), "the file name", name_max(dir), err);
+    if (!rc && dir_may_be_missing && stat(dir, &ds) != 0 && errno == ENOENT) {
+        stf__free(dir);
+        return 0;
+    }
     if (!rc) rc = check_dir(path, dir, err);
-    if (!rc) rc = name_fits(path, dir, base_of(path), "the file name", name_max(dir), err);
-    if (!rc) rc = stf__out_check_name(path, o, &ids, err);
+    if (!rc) rc = stf__out_check_name(path, o, ids, err);
     if (!rc && sharded) {
         stf_buf idx;
         stf__buf_init(&idx);
         if (stf__buf_printf(&idx, "%.*s.index.json", (int)(len - zl), path))
             rc = stf__err(err, STF_ENOMEM, "%s: out of memory", path);
         else if (!(rc = shard_names_fit(path, dir, idx.data, zl, err)))
-            rc = stf__out_check_name(idx.data, o, &ids, err);
+            rc = stf__out_check_name(idx.data, o, ids, err);
         stf__buf_free(&idx);
-        if (!rc) rc = check_shard_names(dir, path, o, &ids, err);
+        if (!rc) rc = check_shard_names(dir, path, o, ids, err);
     }
-    stf__out_inputs_free(&ids);
     stf__free(dir);
     return rc;
+}
+
+/* See container.h. */
+int stf_output_check(const char *path, const stf_write_opts *o, stf_err *err)
+{
+    if (o && stf__opts_version(err, o->version, STF_WRITE_OPTS_VERSION, "stf_write_opts"))
+        return STF_EINVAL;
+    if (!path || !*path) return stf__err(err, STF_EINVAL, "empty output path");
+    stf__out_inputs ids;
+    int rc = stf__out_inputs_make(&ids, o ? o->input : NULL, err);
+    if (!rc) rc = check_path(path, o, &ids, 0, err);
+    stf__out_inputs_free(&ids);
+    return rc;
+}
+
+/* See out_guard.h. */
+int stf__output_check_ids(const char *path, const stf_write_opts *o, const stf__out_inputs *ids,
+                          stf_err *err)
+{
+    if (o && stf__opts_version(err, o->version, STF_WRITE_OPTS_VERSION, "stf_write_opts"))
+        return STF_EINVAL;
+    return check_path(path, o, ids, 1, err);
+}
+
+/* See out_guard.h. */
+int stf__out_takes_name(const char *out, const stf_write_opts *o, const char *name)
+{
+    if (!strcmp(out, name)) return 1;
+    if (!o || !o->max_shard_size) return 0;
+    const char *ob = base_of(out), *nb = base_of(name);
+    /* Same directory, as spelt. */
+    if (ob - out != nb - name || strncmp(out, name, (size_t)(ob - out))) return 0;
+    const char *zs = stf__zstd_suffix(o);
+    size_t len = strlen(ob), zl = zs ? strlen(zs) : 0;
+    if (len < SUFFIX_LEN + zl) return 0;
+    size_t stem_len = len - SUFFIX_LEN - zl;
+    /* The index: OUT less the compressed suffix, then ".index.json". */
+    if (!strncmp(nb, ob, len - zl) && !strcmp(nb + len - zl, ".index.json")) return 1;
+    return is_shard_name(nb, ob, stem_len, zs);
 }
 
 /* ------------------------------------------------------------------ lock */

@@ -21,6 +21,14 @@ typedef struct stf__out_inputs {
 } stf__out_inputs;
 
 int stf__out_inputs_make(stf__out_inputs *ids, const stf_ckpt *in, stf_err *err);
+/*
+ * As stf__out_inputs_make, for input files given by path (n of them; one
+ * that cannot be stat'ed is left out): a batch's inputs, every file of every
+ * checkpoint in it. The paths are borrowed and must outlive ids. Only
+ * STF_ENOMEM can fail.
+ */
+int stf__out_inputs_paths(stf__out_inputs *ids, const char *const *paths, size_t n,
+                          stf_err *err);
 void stf__out_inputs_free(stf__out_inputs *ids);
 
 /*
@@ -40,6 +48,23 @@ int stf__out_check_name(const char *path, const stf_write_opts *o, const stf__ou
  * length and the limit (stf_output_check does the same, for shards too).
  */
 int stf__out_check_length(const char *path, stf_err *err);
+
+/*
+ * stf_output_check with the input files in `ids` instead of o->input's
+ * (o->input and o->replace_input are not looked at), and a directory that
+ * does not exist yet passes, since nothing is there to replace (the writer
+ * makes it, and checks again). The same errors as stf_output_check.
+ */
+int stf__output_check_ids(const char *path, const stf_write_opts *o, const stf__out_inputs *ids,
+                          stf_err *err);
+
+/*
+ * 1 when a writer of `out` with options `o` (may be NULL) may put a file at
+ * `name`: `out` itself and, with o->max_shard_size, its index and any
+ * STEM-N-of-M.safetensors shard name beside it; else 0. Both paths are
+ * compared as spelt, so pass them resolved alike.
+ */
+int stf__out_takes_name(const char *out, const stf_write_opts *o, const char *name);
 
 /* An exclusive lock on one output path; fd -1 when not held. */
 typedef struct stf__out_lock {

@@ -11,6 +11,8 @@
 #include <stddef.h>
 
 #include "container/index.h"
+#include "container/out_guard.h"
+#include "container/sink.h"
 #include "stfix/experimental/pipeline.h"
 #include "util/sha256.h"
 #include "util/util.h"
@@ -54,6 +56,12 @@ struct stf_batch_result {
     pthread_t hin;            /* the thread hashing the inputs, while hin_live */
     int hin_live;
 };
+
+/* The files of checkpoint `it`, appended to (*v, *n), not hashed: the
+ * file, or an index and the shards it names (in the index's order:
+ * sorted; none when the index cannot be read). 0 or STF_ENOMEM (the entries
+ * made so far stay in *v for the caller to free). */
+int stf__batch_item_files(stf__batch_file **v, size_t *n, const stf_batch_item *it);
 
 /* Make r->line from the other fields: 0 or STF_ENOMEM. */
 int stf__batch_line_make(stf_batch_result *r);

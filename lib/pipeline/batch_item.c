@@ -18,7 +18,9 @@
 
 void stf_batch_opts_init_version(stf_batch_opts *o, unsigned version)
 {
-    if (!o || !stf__opts_reset_v(o, sizeof *o, offsetof(stf_batch_opts, zstd_level), version,
+    /* Layout 1 ends before zstd_level, layout 2 before refused. */
+    size_t size = version >= 3 ? sizeof *o : offsetof(stf_batch_opts, refused);
+    if (!o || !stf__opts_reset_v(o, size, offsetof(stf_batch_opts, zstd_level), version,
                                  STF_BATCH_OPTS_VERSION))
         return;
 }
@@ -114,12 +116,10 @@ static void hash_files(stf__batch_file *v, size_t n, uint64_t *total, int uncach
     }
 }
 
-/* The files of a checkpoint before it is opened: the file, or an index and
- * the shards it names (in the index's order: sorted), so they can be hashed
- * while the checkpoint is converted. */
-static int input_files(stf_batch_result *r, const stf_batch_item *it)
+/* The files of a checkpoint (contract in batch_internal.h). */
+int stf__batch_item_files(stf__batch_file **v, size_t *n, const stf_batch_item *it)
 {
-    if (push_file(&r->in, &r->nin, it->input)) return STF_ENOMEM;
+    if (push_file(v, n, it->input)) return STF_ENOMEM;
     if (!it->sharded) return 0;
     stf__index *ix = NULL;
     stf_err e;
@@ -130,7 +130,7 @@ static int input_files(stf_batch_result *r, const stf_batch_item *it)
     int rc = slash && !dir ? STF_ENOMEM : 0;
     for (size_t i = 0; !rc && i < ix->nfiles; i++) {
         char *p = stf__path_join(dir, ix->files[i]);
-        rc = !p || push_file(&r->in, &r->nin, p) ? STF_ENOMEM : 0;
+        rc = !p || push_file(v, n, p) ? STF_ENOMEM : 0;
         stf__free(p);
     }
     stf__free(dir);
@@ -144,7 +144,7 @@ uint64_t stf_batch_item_size(const stf_batch_item *it)
     stf_batch_result r;
     memset(&r, 0, sizeof r);
     uint64_t n = 0;
-    if (it && !input_files(&r, it))
+    if (it && !stf__batch_item_files(&r.in, &r.nin, it))
         for (size_t i = 0; i < r.nin; i++) {
             struct stat st;
             if (stat(r.in[i].path, &st) == 0 && S_ISREG(st.st_mode)) n += (uint64_t)st.st_size;
@@ -479,13 +479,17 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
         goto done;
     }
     snprintf(r->recipe_sha256, sizeof r->recipe_sha256, "%s", stf_recipe_sha256(rcp));
-    if ((rc = input_files(r, it))) goto done;
+    if ((rc = stf__batch_item_files(&r->in, &r->nin, it))) goto done;
     /* The inputs are hashed, and the previous result completed, while this
      * checkpoint is converted: hashing adds threads, not wall time. With
      * defer_output_hash the inputs' hashing may go on into the next
      * checkpoint, whose helper completes this result. */
     inputs_start(r);
     if (o->complete) helper_start(&hprev, o->complete);
+    if (o->version >= 3 && o->refused) {
+        fail(r, o->refused);
+        goto finish;
+    }
     if (stf_ckpt_open(&c, it->input, NULL, &e)) {
         fail(r, &e);
         goto finish;

@@ -5,9 +5,12 @@
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "pipeline/batch_internal.h"
 
@@ -83,6 +86,7 @@ static int parse_line(stf_batch_list *l, const char *text, size_t len, const cha
         rc = stf__err(err, STF_ENOMEM, "%s: out of memory", path);
         goto done;
     }
+    it->line = line;
     it->sharded = stf__ends_with(it->input, ".index.json");
     if (!it->sharded && !stf__ends_with(it->input, ".safetensors") &&
         !stf__ends_with(it->input, ".safetensors.zst"))
@@ -96,8 +100,21 @@ done:
 int stf_batch_manifest_read(stf_batch_list *out, const char *path, stf_err *err)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f) return stf__err(err, STF_EIO, "%s: cannot open: %s", path, strerror(errno));
+    /* Without blocking, so a FIFO cannot hold the batch; a regular file only. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0)
+        return stf__err(err, errno == ENOENT ? STF_ENOTFOUND : STF_EIO, "%s: cannot open: %s",
+                        path, strerror(errno));
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return stf__err(err, STF_EIO, "%s: cannot read: not a regular file", path);
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
+    }
     char *base = NULL;
     const char *slash = strrchr(path, '/');
     if (slash && !(base = stf__strndup(path, (size_t)(slash - path + 1)))) {

@@ -171,7 +171,7 @@ static stf_batch_result *run_one(const char *fixture, const char *name, int defe
     char in[256], out[512];
     snprintf(in, sizeof in, "fixtures/comfy/%s", fixture);
     snprintf(out, sizeof out, "%s/out/%s", g_dir, name);
-    stf_batch_item it = { in, (char *)name, NULL, NULL, 0 };
+    stf_batch_item it = { in, (char *)name, NULL, NULL, 0, 0 };
     stf_batch_opts o;
     stf_batch_opts_init(&o);
     o.recipe_path = "r.yaml";

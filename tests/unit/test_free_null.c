@@ -73,6 +73,9 @@ static void test_experimental(void **state)
     stf_pool_free(NULL);
     stf_batch_list_free(NULL);
     stf_batch_result_free(NULL);
+    stf_batch_paths_free(NULL);
+    stf_batch_report_free(NULL);
+    stf_batch_report_lines_free(NULL);
     stf_batch_line_free(NULL);
     stf_verify_report_free(NULL);
     assert_int_equal(g_calls, 0);

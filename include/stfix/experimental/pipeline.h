@@ -27,6 +27,7 @@ typedef struct stf_batch_item {
     char *output;     /* a manifest's "output", else NULL (OUTDIR/rel) */
     char *recipe;     /* a manifest's "recipe", else NULL (the batch's) */
     int sharded;      /* input is an index: the index and its shards are one */
+    size_t line;      /* its manifest line (from 1), 0 when discovered */
 } stf_batch_item;
 
 typedef struct stf_batch_list {
@@ -44,8 +45,9 @@ typedef struct stf_batch_list {
  * starting with '.' are passed over, symlinks to directories are not
  * followed, and `skip_dir` (may be NULL; e.g. the output directory) is not
  * entered. A *.safetensors entry that cannot be opened (a dangling link) is
- * still listed, so its failure is reported. STF_EIO names a root or
- * directory that cannot be read; STF_EINVAL a root file that is neither.
+ * still listed, so its failure is reported. STF_ENOTFOUND names a root
+ * that does not exist, STF_EIO a root or directory that cannot be read;
+ * STF_EINVAL a root file that is neither.
  */
 STF_EXPERIMENTAL_API
 int stf_batch_discover(stf_batch_list *out, const char *const *roots, size_t nroots,
@@ -56,9 +58,12 @@ int stf_batch_discover(stf_batch_list *out, const char *const *roots, size_t nro
  * (a string) and optionally "output" and "recipe" (strings), no other key.
  * Relative "input" and "recipe" paths are taken from the manifest's
  * directory (a "recipe" NAME, without '/' or a .yaml/.yml suffix, is kept
- * as it is, for the recipe search path); rel is "input" as written (less a leading "./" or "/").
- * STF_EFORMAT names the file and line of the first bad one; STF_EIO when
- * it cannot be read.
+ * as it is, for the recipe search path); rel is "input" as written (less a leading "./" or "/");
+ * a relative "output" is kept as written, to be taken from the output
+ * directory (stf_batch_output_path), and each item records its line.
+ * STF_EFORMAT names the file and line of the first bad one; STF_ENOTFOUND
+ * when it does not exist; STF_EIO when it cannot be read or is not a
+ * regular file (it is opened without blocking: a FIFO cannot hold it).
  */
 STF_EXPERIMENTAL_API
 int stf_batch_manifest_read(stf_batch_list *out, const char *path, stf_err *err);
@@ -114,7 +119,7 @@ STF_EXPERIMENTAL_API
 const char *stf_batch_status_name(stf_batch_status s);
 
 /* The layout of stf_batch_opts this header describes. */
-#define STF_BATCH_OPTS_VERSION 2u
+#define STF_BATCH_OPTS_VERSION 3u
 
 typedef struct stf_batch_opts {
     unsigned version;      /* STF_BATCH_OPTS_VERSION, set by stf_batch_opts_init */
@@ -140,6 +145,10 @@ typedef struct stf_batch_opts {
     uint64_t zstd_frame;
     int zstd_grouped;
     int zstd_verify;
+    /* Version 3: non-NULL when the batch refused out_path
+     * (stf_batch_paths_output): the checkpoint's files are hashed, and its
+     * result is failed with this error; nothing is opened or written. */
+    const stf_err *refused;
 } stf_batch_opts;
 
 STF_EXPERIMENTAL_API
@@ -194,6 +203,106 @@ STF_EXPERIMENTAL_API
 uint64_t stf_batch_result_bytes_written(const stf_batch_result *r);
 STF_EXPERIMENTAL_API
 double stf_batch_result_seconds(const stf_batch_result *r);
+
+/* ------------------------------------------------ where a batch writes */
+
+/*
+ * What a batch may write, decided before any work: its outputs stay under
+ * the output directory and out of the input trees, no output or report
+ * replaces a file of any checkpoint of the batch, and the report replaces
+ * none of the outputs. Paths are compared resolved: the part that exists
+ * through its symlinks and "..", the part still to be made as spelt, so
+ * "a/../../x" and a symlinked directory inside the output directory that
+ * points outside are seen for what they are. Files are compared by device
+ * and inode, as the output guard does (stf_output_check).
+ */
+typedef struct stf_batch_paths stf_batch_paths;
+
+/*
+ * Start the decisions for the batch `all` (every checkpoint, whichever
+ * --shard share runs) writing under `outdir`, its checkpoints found under
+ * `roots` (nroots; NULL and 0 for a manifest, whose path `manifest` then
+ * names refused lines in messages). STF_EINVAL, before anything is
+ * written, when outdir is one of the roots that are directories or lies
+ * inside one, or when a root lies inside outdir and an output would land
+ * inside that root (a later batch over it would take the output for an
+ * input). `allow_outside`: outputs may lie outside outdir (the output
+ * guard still applies to each). The list must outlive the result.
+ * STF_ENOMEM, STF_EIO when the working directory cannot be had.
+ */
+STF_EXPERIMENTAL_API
+int stf_batch_paths_new(stf_batch_paths **out, const stf_batch_list *all, const char *outdir,
+                        const char *const *roots, size_t nroots, const char *manifest,
+                        int allow_outside, stf_err *err);
+
+/*
+ * May the batch write item `it` to `out_path` (stf_batch_output_path, with
+ * the compressed suffix when o asks for zstd)? Checks, without creating
+ * anything: out_path lies inside the output directory (unless allowed
+ * otherwise); the output guard's rules for every name the output may take
+ * (and, with o->link_compliant, the names of its links), with every file
+ * of every checkpoint of the batch as the inputs. 0 records the output for
+ * stf_batch_paths_report. STF_EINVAL naming the path (and, for a manifest
+ * item, the manifest and line) when refused; STF_EIO when a path cannot be
+ * examined; STF_ENOMEM.
+ */
+STF_EXPERIMENTAL_API
+int stf_batch_paths_output(stf_batch_paths *bp, const stf_batch_item *it, const char *out_path,
+                           const stf_batch_opts *o, stf_err *err);
+
+/*
+ * May the batch write its report at `path`? The output guard's rules (never
+ * a file of a checkpoint of the batch however spelt, never a directory,
+ * device, FIFO or socket; the directory, when it exists, writable), and it
+ * is none of the names the outputs recorded so far may take. With
+ * `resume` (the report is read first), a symlink there must point to a file
+ * of this process's own user. STF_EINVAL when refused, STF_EIO when the
+ * path cannot be examined.
+ */
+STF_EXPERIMENTAL_API
+int stf_batch_paths_report(const stf_batch_paths *bp, const char *path, int resume,
+                           stf_err *err);
+
+STF_EXPERIMENTAL_API
+void stf_batch_paths_free(stf_batch_paths *bp);
+
+/* ------------------------------------------------------ the report file */
+
+/*
+ * The report file of a batch, written as every output is: never opened
+ * where it stands. stf_batch_report_start puts a new file holding `lines`
+ * (n lines, each without its newline: the lines a --resume keeps) at
+ * `path` by a temporary file and a rename, replacing what is there (a
+ * symlink is replaced itself); each stf_batch_report_append then adds a
+ * line to that file and fsyncs it, so a batch killed at any moment leaves
+ * every finished line; stf_batch_report_end replaces it, again by rename,
+ * with its final lines. Check the path first (stf_batch_paths_report).
+ * STF_EIO naming the path; STF_ENOMEM.
+ */
+typedef struct stf_batch_report stf_batch_report;
+
+STF_EXPERIMENTAL_API
+int stf_batch_report_start(stf_batch_report **out, const char *path, const char *const *lines,
+                           size_t n, stf_err *err);
+STF_EXPERIMENTAL_API
+int stf_batch_report_append(stf_batch_report *r, const char *line, stf_err *err);
+STF_EXPERIMENTAL_API
+int stf_batch_report_end(stf_batch_report *r, const char *const *lines, size_t n, stf_err *err);
+STF_EXPERIMENTAL_API
+void stf_batch_report_free(stf_batch_report *r);
+
+/*
+ * Read a report's complete lines (a last line without its newline, which a
+ * kill cut short, is left out) into *lines: n of them, each without its
+ * newline, then a NULL (free with stf_batch_report_lines_free). The file is
+ * opened without blocking and must be a regular file: STF_ENOTFOUND when it
+ * does not exist, STF_EIO when it cannot be read or is not a regular file (a
+ * FIFO, a device, a directory), STF_ENOMEM.
+ */
+STF_EXPERIMENTAL_API
+int stf_batch_report_read(char ***lines, size_t *n, const char *path, stf_err *err);
+STF_EXPERIMENTAL_API
+void stf_batch_report_lines_free(char **lines);
 
 /* ------------------------------------------------------ report lines */
 
