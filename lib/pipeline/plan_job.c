@@ -513,6 +513,9 @@ int stf__work_set_marker(stf__layer_work *w, const stf_action *a, stf_err *err)
     w->spec = sp;
     w->marker_change = MARKER_NEW;
     w->format = sp.format;
+    /* Emitting the layer says "already" when the bytes are the input's. */
+    w->canon_at = w->sum.len + (w->sum.len ? 2 : 0);
+    w->canon_noted = 1;
     stf__work_note(w, "marker canonical (%s)%s", sp.format, "");
     return 0;
 }
