@@ -114,7 +114,7 @@ STF_EXPERIMENTAL_API
 const char *stf_batch_status_name(stf_batch_status s);
 
 /* The layout of stf_batch_opts this header describes. */
-#define STF_BATCH_OPTS_VERSION 2u
+#define STF_BATCH_OPTS_VERSION 3u
 
 typedef struct stf_batch_opts {
     unsigned version;      /* STF_BATCH_OPTS_VERSION, set by stf_batch_opts_init */
@@ -140,6 +140,11 @@ typedef struct stf_batch_opts {
     uint64_t zstd_frame;
     int zstd_grouped;
     int zstd_verify;
+    /* Version 3: a compliant checkpoint (one the recipe leaves unchanged,
+     * stf_plan_changed 0, with no error-severity finding) is copied to its
+     * output path, never hard-linked; without it or link_compliant,
+     * nothing is written for it. */
+    int copy_compliant;
 } stf_batch_opts;
 
 STF_EXPERIMENTAL_API
@@ -151,8 +156,8 @@ typedef struct stf_batch_result stf_batch_result;
 /*
  * One checkpoint of a batch: hash its files (on a helper thread, while the
  * rest goes on), open, check against the
- * recipe's targets, plan; when a layer changes or an error-severity finding
- * is present, run the plan into `out_path` (stf_batch_output_path; its
+ * recipe's targets, plan; when the plan changes the checkpoint
+ * (stf_plan_changed) or an error-severity finding is present, run the plan into `out_path` (stf_batch_output_path; its
  * directories are made), which verifies before publishing; hash the files
  * written. Any failure of the checkpoint is its result (status failed, the
  * error kept) and leaves nothing at out_path; the return value is non-zero
