@@ -283,6 +283,23 @@ static int tensor_equals(const stf_ckpt *c, size_t i, const char *text, size_t n
     return !memcmp(buf, text, n);
 }
 
+/* Whether layer l's metadata-channel marker is usable and is `text` as
+ * Python writes it. */
+static int meta_text_is(int *is, const stf_layer *l, const char *text, stf_err *err)
+{
+    *is = 0;
+    const stf_marker *m = NULL;
+    for (size_t i = 0; i < l->nmarkers; i++)
+        if (l->markers[i].channel == STF_CHAN_METADATA) m = &l->markers[i];
+    if (!text || !m || m->status != STF_MARKER_OK || !m->value) return 0;
+    char *t = NULL;
+    int rc = stf_pyjson_dumps(&t, NULL, m->value, err);
+    if (rc) return rc;
+    *is = !strcmp(t, text);
+    stf_model_str_free(t);
+    return 0;
+}
+
 /*
  * Whether _quantization_metadata already says `text` for this layer (json
  * text of the metadata-channel marker equal to it), or the input has no
@@ -296,42 +313,20 @@ static int meta_agrees(int *agrees, const stf_layer *l, const stf__plan_builder 
     *agrees = 1;
     for (size_t s = 0; s < stf_ckpt_shard_count(c); s++)
         if (stf_ckpt_meta_find(c, s, "_quantization_metadata")) any_q = 1;
-    if (!any_q) return 0;
-    *agrees = 0;
-    if (!text) return 0;
-    const stf_marker *m = NULL;
-    for (size_t i = 0; i < l->nmarkers; i++)
-        if (l->markers[i].channel == STF_CHAN_METADATA) m = &l->markers[i];
-    if (!m || m->status != STF_MARKER_OK || !m->value) return 0;
-    char *t = NULL;
-    int rc = stf_pyjson_dumps(&t, NULL, m->value, err);
-    if (rc) return rc;
-    *agrees = !strcmp(t, text);
-    stf_model_str_free(t);
-    return 0;
+    return any_q ? meta_text_is(agrees, l, text, err) : 0;
 }
 
 /*
  * Whether the layer's own metadata-channel marker (no merged one) is
- * `text` as Python writes it: a canonical marker found there only is left
- * there, not copied into a new tensor marker, so that the layer stays as
- * it is.
+ * `text`: a canonical marker found there only is left there, not copied
+ * into a new tensor marker, so that the layer stays as it is.
  */
 static int meta_holds(int *holds, const stf__layer_work *w, size_t li, const char *text,
                       stf_err *err)
 {
     *holds = 0;
     if (w->l != stf_model_layer(w->b->m, li)) return 0;
-    const stf_marker *m = NULL;
-    for (size_t i = 0; i < w->l->nmarkers; i++)
-        if (w->l->markers[i].channel == STF_CHAN_METADATA) m = &w->l->markers[i];
-    if (!m || m->status != STF_MARKER_OK || !m->value) return 0;
-    char *t = NULL;
-    int rc = stf_pyjson_dumps(&t, NULL, m->value, err);
-    if (rc) return rc;
-    *holds = !strcmp(t, text);
-    stf_model_str_free(t);
-    return 0;
+    return meta_text_is(holds, w->l, text, err);
 }
 
 /* The summary's "marker canonical" note of set-marker becomes "marker
