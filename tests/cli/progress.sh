@@ -121,5 +121,5 @@ printf '{"input": "zoo/broken.safetensors", "recipe": "nope.yaml"}\n{"input": "z
     >m.jsonl
 t_pty "batch on a tty, a bad recipe" 2 "$STFIX" batch -r recipe.yaml -o out4 --manifest m.jsonl
 t_true "batch on a tty, a bad recipe: the line cleared before the error" grep -qF \
-    "broken.safetensors${CR}${ESC}[Kstfix: batch: nope.yaml: cannot open" "$T_ERR"
+    "broken.safetensors${CR}${ESC}[Kstfix: batch: recipe 'nope.yaml' not found" "$T_ERR"
 cd "$HERE" || exit 1
