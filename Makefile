@@ -118,7 +118,8 @@ REPLAY_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz-replay/%)
 # The program's shared helpers (cmd/cli_*.c, no main()), for fuzz_cli_args.
 CLI_SRC := $(filter cmd/cli_%.c,$(CMD_SRC))
 REPLAY_OBJ := $(BUILD)/obj/tests/fuzz/driver.o $(BUILD)/obj/tests/fuzz/support.o \
-              $(BUILD)/obj/tests/unit/support/st_tmp.o $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+              $(BUILD)/obj/tests/unit/support/st_tmp.o $(CLI_SRC:%.c=$(BUILD)/obj/%.o) \
+              $(BUILD)/obj/gen/cli_builtin_recipes.o
 
 STFIX_BIN := $(BUILD)/stfix
 LIBA := $(BUILD)/libstfix.a
@@ -192,8 +193,21 @@ $(BUILD)/$(SONAME): $(BUILD)/$(SOREAL)
 $(LIBSO): $(BUILD)/$(SONAME)
 	ln -sf $(SONAME) $@
 
-$(STFIX_BIN): $(CMD_OBJ) $(LIBA)
-	$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(LIBA) $(LDLIBS)
+# The bundled recipes, embedded in the program (cmd/embed_recipes.sh), so
+# that -r NAME finds them wherever it runs; files on the search path come
+# first (cmd/cli_recipes.c).
+BUILTIN_RECIPES := $(sort $(wildcard rules/*.yaml))
+BUILTIN_C := $(BUILD)/gen/cli_builtin_recipes.c
+BUILTIN_OBJ := $(BUILD)/obj/gen/cli_builtin_recipes.o
+$(BUILTIN_C): cmd/embed_recipes.sh $(BUILTIN_RECIPES)
+	@mkdir -p $(@D)
+	sh cmd/embed_recipes.sh $@ $(BUILTIN_RECIPES)
+$(BUILTIN_OBJ): $(BUILTIN_C) $(BUILD)/simd
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -Icmd -MMD -MP -c $< -o $@
+
+$(STFIX_BIN): $(CMD_OBJ) $(BUILTIN_OBJ) $(LIBA)
+	$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(BUILTIN_OBJ) $(LIBA) $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TSUP_OBJ) $(LIBA)
 	@mkdir -p $(@D)
@@ -203,7 +217,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TSUP_OBJ) $(LIBA)
 # links the program's shared helpers too (cmd/cli_*.c, no main()), which
 # call each other.
 $(BUILD)/tests/test_cli_%: $(BUILD)/obj/tests/unit/test_cli_%.o $(CLI_SRC:%.c=$(BUILD)/obj/%.o) \
-                           $(TSUP_OBJ) $(LIBA)
+                           $(BUILTIN_OBJ) $(TSUP_OBJ) $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)
 
@@ -223,7 +237,7 @@ $(BUILD)/fuzz-replay/%: $(BUILD)/obj/tests/fuzz/%.o $(REPLAY_OBJ) $(LIBA)
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TSUP_OBJ:.o=.d) \
          $(UNIT_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d) \
          $(FUZZ_SRC:%.c=$(BUILD)/obj/%.d) $(REPLAY_OBJ:.o=.d) \
-         $(BENCH_SRC:%.c=$(BUILD)/obj/%.d)
+         $(BENCH_SRC:%.c=$(BUILD)/obj/%.d) $(BUILTIN_OBJ:.o=.d)
 
 # ------------------------------------------------------------------ deps
 deps:
@@ -279,7 +293,7 @@ FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -DSTF_NO_SIMD -O1 -g -ffp-contract=off -fno
                -Iinclude -Ilib -Itests/unit -Icmd $(PKG_CFLAGS) -fsanitize=address,undefined \
                -fno-sanitize-recover=undefined
 FUZZ_SUP_SRC := $(filter-out %_avx2.c %_avx512.c,$(LIB_SRC)) tests/fuzz/support.c \
-                tests/unit/support/st_tmp.c $(CLI_SRC)
+                tests/unit/support/st_tmp.c $(CLI_SRC) $(BUILTIN_C)
 FUZZ_SUP_OBJ := $(FUZZ_SUP_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
 

@@ -77,7 +77,16 @@ int cli_recipe_load(stf_recipe **out, const char *verb, const char *path)
     stf_recipe_diags *d = NULL;
     stf_err err;
     stf_err_clear(&err);
-    if (!cli_recipe_load_file(out, &d, path, &err)) {
+    int rc = cli_recipe_load_file(out, &d, path, &err);
+    return cli_recipe_loaded(out, verb, path, rc, d, &err);
+}
+
+/* Report a recipe load: -1 or the exit status; see cli.h. */
+int cli_recipe_loaded(stf_recipe **out, const char *verb, const char *path, int rc,
+                      stf_recipe_diags *d, stf_err *e)
+{
+    stf_err err = *e;
+    if (!rc) {
         for (size_t i = 0; i < stf_recipe_file_count(*out); i++)
             cli_infof(verb, "recipe file %s", stf_recipe_file(*out, i));
         cli_infof(verb, "recipe %s: %zu rules, sha256 %s", path, stf_recipe_rule_count(*out),

@@ -1,8 +1,11 @@
 /*
  * Recipes by name: the search path (STFIX_RULES_PATH, the installed
- * directory, ./rules of the source tree), the lookup of `-r NAME` on it, and
- * the listing `stfix rules list` prints. The library never reads the
- * environment; this is the one place that does it for recipes.
+ * directory, ./rules of the source tree), then the bundled recipes built
+ * into the program (cli_builtin_recipes, generated from the YAML files of
+ * rules/), so that -r NAME works wherever stfix runs, also from the build
+ * tree or copied alone; the lookup of `-r NAME` on it, and the listing
+ * `stfix rules list` prints. The library never reads the environment; this
+ * is the one place that does it for recipes.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -88,14 +91,39 @@ static int is_file(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* The built-in recipe NAME (name_len bytes), or NULL. */
+static const cli_builtin_recipe *builtin_find(const char *name, size_t name_len)
+{
+    for (size_t i = 0; i < cli_builtin_recipe_count; i++) {
+        const cli_builtin_recipe *b = &cli_builtin_recipes[i];
+        if (strlen(b->name) == name_len && !strncmp(b->name, name, name_len)) return b;
+    }
+    return NULL;
+}
+
+/* Load a listing entry silently; see cli.h. */
+int cli_recipe_entry_load(stf_recipe **out, stf_recipe_diags **d, const cli_recipe_entry *e,
+                          stf_err *err)
+{
+    if (!e->builtin) return cli_recipe_load_file(out, d, e->path, err);
+    return stf_recipe_load_mem(out, d, e->builtin->bytes, e->builtin->len, e->path, err);
+}
+
 /* Load the recipe `arg` names: a file, or NAME on the search path; see cli.h. */
 int cli_recipe_load_arg(stf_recipe **out, const char *verb, const char *arg)
 {
-    if (!cli_recipe_is_name(arg)) return cli_recipe_load(out, verb, arg);
+    size_t nl = strlen(arg);
+    if (!cli_recipe_is_name(arg)) {
+        /* NAME.yaml with no directory: the file here, else the recipe NAME. */
+        size_t sl = ends_with(arg, ".yaml") ? 5 : ends_with(arg, ".yml") ? 4 : 0;
+        if (strchr(arg, '/') || !sl || sl == nl || is_file(arg))
+            return cli_recipe_load(out, verb, arg);
+        nl -= sl;
+    }
     cli_rules_path p;
     if (cli_rules_path_get(&p)) return cli_report_code(verb, STF_ENOMEM);
     for (size_t i = 0; i < p.n; i++) {
-        char *path = join(p.dirs[i], arg, strlen(arg));
+        char *path = join(p.dirs[i], arg, nl);
         if (!path) {
             cli_rules_path_free(&p);
             return cli_report_code(verb, STF_ENOMEM);
@@ -107,6 +135,21 @@ int cli_recipe_load_arg(stf_recipe **out, const char *verb, const char *arg)
             return ex;
         }
         free(path);
+    }
+    const cli_builtin_recipe *b = builtin_find(arg, nl);
+    if (b) {
+        cli_rules_path_free(&p);
+        cli_recipe_entry e = { NULL, NULL, b };
+        char *path = join(CLI_BUILTIN_DIR, arg, nl);
+        if (!path) return cli_report_code(verb, STF_ENOMEM);
+        e.path = path;
+        stf_recipe_diags *d = NULL;
+        stf_err err;
+        stf_err_clear(&err);
+        int rc = cli_recipe_entry_load(out, &d, &e, &err);
+        int ex = cli_recipe_loaded(out, verb, path, rc, d, &err);
+        free(path);
+        return ex;
     }
     /* The miss names every directory searched, in order. */
     size_t len = 0;
@@ -124,8 +167,9 @@ int cli_recipe_load_arg(stf_recipe **out, const char *verb, const char *arg)
     stf_err err;
     stf_err_clear(&err);
     err.code = STF_ENOTFOUND;
-    snprintf(err.msg, sizeof err.msg, "recipe '%s' not found (searched %s.yaml in: %s)", arg,
-             arg, list);
+    snprintf(err.msg, sizeof err.msg,
+             "recipe '%s' not found (searched %.*s.yaml in: %s; and the built-in recipes)", arg,
+             (int)nl, arg, list);
     free(list);
     cli_rules_path_free(&p);
     return cli_report(verb, &err);
@@ -147,7 +191,8 @@ void cli_recipe_list_free(cli_recipe_entry *v, size_t n)
 }
 
 /* Every NAME.yaml on the search path, first one per name; see cli.h. */
-int cli_recipe_list(const cli_rules_path *p, cli_recipe_entry **out, size_t *count)
+int cli_recipe_list(const cli_rules_path *p, int builtins, cli_recipe_entry **out,
+                    size_t *count)
 {
     cli_recipe_entry *v = NULL;
     size_t n = 0;
@@ -176,6 +221,7 @@ int cli_recipe_list(const cli_rules_path *p, cli_recipe_entry **out, size_t *cou
             }
             v = nv;
             v[n].path = path;
+            v[n].builtin = NULL;
             if (!(v[n].name = strndup(nm, nl))) {
                 free(path);
                 goto nomem;
@@ -188,6 +234,29 @@ int cli_recipe_list(const cli_rules_path *p, cli_recipe_entry **out, size_t *cou
             return -1;
         }
         closedir(d);
+    }
+    /* The built-in recipes that no directory has. */
+    for (size_t i = 0; builtins && i < cli_builtin_recipe_count; i++) {
+        const cli_builtin_recipe *b = &cli_builtin_recipes[i];
+        int seen = 0;
+        for (size_t k = 0; k < n && !seen; k++) seen = !strcmp(v[k].name, b->name);
+        if (seen) continue;
+        cli_recipe_entry *nv = realloc(v, (n + 1) * sizeof *nv);
+        if (!nv) {
+            cli_recipe_list_free(v, n);
+            return -1;
+        }
+        v = nv;
+        v[n].builtin = b;
+        v[n].path = join(CLI_BUILTIN_DIR, b->name, strlen(b->name));
+        v[n].name = strdup(b->name);
+        if (!v[n].path || !v[n].name) {
+            free(v[n].path);
+            free(v[n].name);
+            cli_recipe_list_free(v, n);
+            return -1;
+        }
+        n++;
     }
     if (n) qsort(v, n, sizeof *v, by_name);
     *out = v;

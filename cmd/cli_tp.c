@@ -89,7 +89,7 @@ static int load_bundled(cli_tp *t, const char *verb, const char *only)
     cli_recipe_entry *v = NULL;
     size_t n = 0;
     if (tp_path(&p)) return cli_report_code(verb, STF_ENOMEM);
-    int rc = cli_recipe_list(&p, &v, &n);
+    int rc = cli_recipe_list(&p, 0, &v, &n);
     cli_rules_path_free(&p);
     if (rc) return cli_report_code(verb, STF_ENOMEM);
     t->bundled = calloc(n ? n : 1, sizeof *t->bundled);

@@ -82,7 +82,7 @@ static void print_diff(FILE *o, const stf_verify_diff *d, const char *indent, in
 /* Each file the conversion makes, with its differences under it: one
  * shard's lines together. */
 static void print_text(FILE *o, const cli_verify_args *a, const stf_recipe *rc,
-                       const stf_verify_report *r)
+                       const stf_plan *p, const stf_verify_report *r)
 {
     int ok = stf_verify_ok(r);
     cli_textf(o, "verify %s (from %s, recipe %s): %s\n", a->out, a->in, a->recipe,
@@ -118,7 +118,11 @@ static void print_text(FILE *o, const cli_verify_args *a, const stf_recipe *rc,
         if (i == stf_verify_file_count(r)) print_diff(o, d, "  ", 1);
     }
     const char *st = stf_verify_stamp(r);
-    if (!st) cli_textf(o, "  stamp: none (expected stfix.recipe_sha256 %s)\n", stf_recipe_sha256(rc));
+    if (!stf_plan_changed(p))
+        cli_textf(o, "  stamp: %s (the recipe changes nothing: the output is the input's bytes)\n",
+                  st ? "the input's" : "none");
+    else if (!st)
+        cli_textf(o, "  stamp: none (expected stfix.recipe_sha256 %s)\n", stf_recipe_sha256(rc));
     else if (!stf_verify_stamp_ok(r))
         cli_textf(o, "  stamp: stfix.recipe_sha256 %s, but the recipe's is %s\n", st,
                   stf_recipe_sha256(rc));
@@ -170,7 +174,7 @@ int cli_verify_one(const char *verb, const cli_verify_args *a, stf_pool *pool, F
             goto done;
         }
     } else {
-        print_text(o, a, rc, r);
+        print_text(o, a, rc, p, r);
     }
     ex = stf_verify_ok(r) ? EXIT_OK_ : EXIT_FINDINGS;
 done:

@@ -1,7 +1,7 @@
 /*
  * stfix batch -r RECIPE -o OUTDIR (DIR... | FILE... | --manifest FILE)
  *             [-j N] [--resume] [--shard K/N] [--report FILE]
- *             [--link-compliant] [--allow-outside-outdir] [--dry-run]
+ *             [--link-compliant | --copy-compliant] [--allow-outside-outdir] [--dry-run]
  * stfix batch --verify REPORT [-j N]
  *
  * Before any work, every path the batch would write is judged
@@ -9,11 +9,13 @@
  * output against the output directory and the output guard, the report
  * against the inputs and outputs. Then every checkpoint found is checked,
  * planned, repaired when it needs it and verified (stf_batch_run_item); one
- * JSON line per checkpoint goes to the report, appended and fsynced as each
- * one ends, so a batch killed at any moment resumes where it stopped. At
- * the end the report is rewritten in discovery order and a summary table
- * goes to stderr. Exit statuses as stfix(1) EXIT STATUS: 1 when a
- * checkpoint failed or stayed non-compliant, 3 when a path was refused.
+ * the recipe (by default the repair recipe sglang-repair) leaves unchanged
+ * is compliant and left alone. One JSON line per checkpoint goes to the
+ * report, appended and fsynced as each one ends, so a batch killed at any
+ * moment resumes where it stopped. At the end the report is rewritten in
+ * discovery order and a summary table goes to stderr. Exit statuses as
+ * stfix(1) EXIT STATUS: 1 when a checkpoint failed or stayed non-compliant,
+ * 2 a bad manifest or input, 3 when a path was refused.
  */
 /* Uses the experimental batch API and stf_pool_new (stfix/experimental.h). */
 #define STF_EXPERIMENTAL
@@ -26,7 +28,7 @@
 
 typedef struct batch_args {
     const char *recipe, *outdir, *manifest, *report, *shard, *verify;
-    int threads, resume, link_compliant, dry_run, allow_outside;
+    int threads, resume, link_compliant, copy_compliant, dry_run, allow_outside;
     unsigned long long max_mem;
     unsigned shard_k, shard_n;
     cli_zstd z;
@@ -74,7 +76,7 @@ static int parse_shard(const char *s, unsigned *k, unsigned *n)
 
 static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cli_cmd **cmdp)
 {
-    static cli_opt opts[17];
+    static cli_opt opts[18];
     static cli_cmd cmd;
     memset(a, 0, sizeof *a);
     const cli_opt o[] = {
@@ -82,7 +84,8 @@ static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cl
           .help = "directories walked recursively, and single .safetensors\n"
                   "files or *.index.json sets" },
         { .name = "recipe", .letter = 'r', .metavar = "RECIPE", .kind = CLI_STR,
-          .target = &a->recipe, .help = "the repair recipe (a file or a NAME)" },
+          .target = &a->recipe,
+          .help = "the recipe (a file or a NAME; default sglang-repair)" },
         { .name = "output", .letter = 'o', .metavar = "OUTDIR", .kind = CLI_STR,
           .target = &a->outdir, .help = "where the outputs go, mirroring the input tree" },
         { .name = "manifest", .metavar = "FILE", .kind = CLI_STR, .target = &a->manifest,
@@ -98,7 +101,10 @@ static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cl
         { .name = "report", .metavar = "FILE", .kind = CLI_STR, .target = &a->report,
           .help = "the JSON Lines report (default OUTDIR/stfix-report.jsonl)" },
         { .name = "link-compliant", .kind = CLI_FLAG, .target = &a->link_compliant,
-          .help = "hard-link (or copy) compliant checkpoints to OUTDIR" },
+          .help = "hard-link (or copy) compliant checkpoints to OUTDIR\n"
+                  "(default: nothing is written for them)" },
+        { .name = "copy-compliant", .kind = CLI_FLAG, .target = &a->copy_compliant,
+          .help = "copy compliant checkpoints to OUTDIR" },
         { .name = "allow-outside-outdir", .kind = CLI_FLAG, .target = &a->allow_outside,
           .help = "let a manifest's \"output\" lie outside OUTDIR" },
         { .name = "dry-run", .kind = CLI_FLAG, .target = &a->dry_run,
@@ -111,7 +117,7 @@ static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cl
     };
     memcpy(opts, o, sizeof o);
     cmd = (cli_cmd){ .verb = "batch",
-                     .synopsis = "batch -r RECIPE -o OUTDIR (DIR... | FILE... | --manifest FILE) "
+                     .synopsis = "batch [-r RECIPE] -o OUTDIR (DIR... | FILE... | --manifest FILE) "
                                  "[options]\nbatch --verify REPORT [-j N]",
                      .opts = opts, .nopts = sizeof o / sizeof o[0] };
     *cmdp = &cmd;
@@ -125,7 +131,10 @@ static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cl
     if (!a->outdir && !a->dry_run) return cli_usage_error(&cmd, "no output directory given (-o OUTDIR)");
     if (!*nargs && !a->manifest) return cli_usage_error(&cmd, "no input given (DIR, FILE or --manifest)");
     if (*nargs && a->manifest) return cli_usage_error(&cmd, "give inputs or --manifest, not both");
-    if (!a->recipe && !a->manifest) return cli_usage_error(&cmd, "no recipe given (-r RECIPE)");
+    if (a->link_compliant && a->copy_compliant)
+        return cli_usage_error(&cmd, "give --link-compliant or --copy-compliant, not both");
+    /* The default repairs what SGLang refuses and leaves the rest alone. */
+    if (!a->recipe && !a->manifest) a->recipe = "sglang-repair";
     if (a->shard && parse_shard(a->shard, &a->shard_k, &a->shard_n))
         return cli_usage_error(&cmd, "--shard '%s': expected K/N with 1 <= K <= N", a->shard);
     if (!a->shard) a->shard_k = a->shard_n = 1;
@@ -190,7 +199,8 @@ static void line_from_result(line *l, const stf_batch_result *r)
     }
 }
 
-static void summary(const stf_batch_list *items, const line *lines, size_t kept)
+static void summary(const batch_args *a, const stf_batch_list *items, const line *lines,
+                    size_t kept)
 {
     size_t cnt[4] = { 0 };
     unsigned long long rd = 0, wr = 0;
@@ -209,6 +219,11 @@ static void summary(const stf_batch_list *items, const line *lines, size_t kept)
     for (int s = STF_BATCH_FIXED; s <= STF_BATCH_SKIPPED; s++)
         fprintf(stderr, "  %-10s %6zu\n", stf_batch_status_name((stf_batch_status)s), cnt[s]);
     fprintf(stderr, "  bytes read %llu, written %llu, %.1f s\n", rd, wr, sec);
+    fprintf(stderr, "  left alone %zu: compliant, %s\n", cnt[STF_BATCH_COMPLIANT],
+            a->dry_run          ? "nothing to write (--dry-run)"
+            : a->link_compliant ? "hard-linked (or copied) to the output (--link-compliant)"
+            : a->copy_compliant ? "copied to the output (--copy-compliant)"
+                                : "nothing written for them");
     for (size_t i = 0; i < items->n; i++)
         if (lines[i].has && lines[i].status == STF_BATCH_FAILED) {
             cli_textf(stderr, "  failed %s", items->v[i].input);
@@ -482,6 +497,7 @@ int cmd_batch(int argc, char **argv)
         bo.max_mem = a.max_mem;
         bo.dry_run = a.dry_run;
         bo.link_compliant = a.link_compliant;
+        bo.copy_compliant = a.copy_compliant;
         bo.recipe_path = rpath;
         /* The previous output is hashed while this checkpoint runs. */
         bo.defer_output_hash = 1;
@@ -519,7 +535,7 @@ int cmd_batch(int argc, char **argv)
         ex = cli_report("batch", &err);
         goto done;
     }
-    summary(&items, lines, kept);
+    summary(&a, &items, lines, kept);
     for (size_t i = 0; i < items.n; i++)
         if (lines[i].has && lines[i].status == STF_BATCH_FAILED)
             ex = cli_exit_worst(ex, EXIT_FINDINGS);

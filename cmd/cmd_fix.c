@@ -9,8 +9,9 @@
  * the library verify the result against the recipe's targets before it
  * becomes visible. Exit 0 ok; 1 the output failed verification (nothing
  * written); otherwise the status of the error (cli_exit.c). A recipe that
- * changes no layer still writes the canonical copy and says so on stderr;
- * with --fail-if-unchanged it writes nothing and exits 1.
+ * changes nothing says "unchanged": the output is the input's bytes, with
+ * no stamp, and --in-place touches nothing; with --fail-if-unchanged it
+ * writes nothing and exits 1.
  */
 /* Uses the experimental stf_pool_new, stf_pool_free (stfix/experimental.h). */
 #define STF_EXPERIMENTAL
@@ -70,8 +71,8 @@ static int parse_args(fix_args *a, int argc, char **argv)
           .help = "fail at once if another stfix run is writing OUT\n"
                   "(default: wait for it)" },
         { .name = "fail-if-unchanged", .kind = CLI_FLAG, .target = &a->fail_if_unchanged,
-          .help = "when the recipe changes no layer, write nothing and\n"
-                  "exit 1 (default: write the canonical copy, exit 0)" },
+          .help = "when the recipe changes nothing, write nothing and\n"
+                  "exit 1 (default: write the input's bytes, exit 0)" },
         { .name = "json", .kind = CLI_FLAG, .target = &a->json,
           .help = "one JSON document on stdout instead of the summary" },
         { .name = "tp-profile", .metavar = "NAME", .kind = CLI_STR, .target = &a->profile,
@@ -132,11 +133,13 @@ static int parse_args(fix_args *a, int argc, char **argv)
     return -1;
 }
 
+/* Layers whose output differs from the input; an action whose result is
+ * what the layer already holds does not count. */
 static size_t layers_changed(const stf_plan *p)
 {
     size_t n = 0;
     for (size_t i = 0; i < stf_plan_layer_count(p); i++)
-        if (stf_plan_layer(p, i)->nactions) n++;
+        if (stf_plan_layer(p, i)->changed) n++;
     return n;
 }
 
@@ -220,7 +223,7 @@ static int print_human(FILE *o, const fix_args *a, const char *out, const stf_re
     if (a->show_tp) cli_tp_describe(o, &a->tp);
     for (size_t i = 0; i < nl; i++) {
         const stf_plan_layer_info *l = stf_plan_layer(p, i);
-        if (!l->nactions) continue;
+        if (!l->changed) continue;
         /* A renamed layer shows both names, as `stfix plan` does; otherwise a
          * layer merged into another would be listed under the target's name. */
         fputs("  ", o);
@@ -240,6 +243,11 @@ static int print_human(FILE *o, const fix_args *a, const char *out, const stf_re
     fprintf(o, "data bytes: %llu (%llu copied unchanged)\n",
             (unsigned long long)stf_plan_bytes_total(p),
             (unsigned long long)stf_plan_bytes_copied(p));
+    if (!stf_plan_changed(p))
+        fprintf(o, "unchanged: the recipe changes nothing; %s\n",
+                !ok           ? "nothing written"
+                : a->in_place ? "the input was not touched"
+                              : "the output is the input's bytes");
     const stf_check_report *cr = r ? stf_run_report_check(r) : NULL;
     if (cr) {
         size_t ne = stf_check_count_severity(cr, STF_SEV_ERROR);
@@ -249,7 +257,7 @@ static int print_human(FILE *o, const fix_args *a, const char *out, const stf_re
                 stf_check_count_severity(cr, STF_SEV_INFO));
         if (cli_diags_listing(o, cr, "  ", NULL)) return -1;
     }
-    if (ok && r) {
+    if (ok && r && (stf_run_report_file_count(r) || !a->in_place)) {
         size_t nf = stf_run_report_file_count(r);
         fprintf(o, "files: %zu\n", nf);
         for (size_t i = 0; i < nf; i++) {
@@ -283,7 +291,7 @@ static int print_json(FILE *o, const fix_args *a, const char *out, const stf_rec
     cli_j_add(layers, "changed", cli_j_u64(layers_changed(p)), 0);
     for (size_t i = 0; i < nl; i++) {
         const stf_plan_layer_info *l = stf_plan_layer(p, i);
-        if (!l->nactions) continue;
+        if (!l->changed) continue;
         cJSON *x = cli_j_object(0);
         cli_j_add(x, "prefix", cli_j_strn(l->prefix, l->prefix_len), 0);
         cli_j_add(x, "out_prefix",
@@ -395,8 +403,7 @@ int cmd_fix(int argc, char **argv)
         goto done;
     }
 
-    size_t nch = layers_changed(p);
-    if (!nch && a.fail_if_unchanged) {
+    if (!stf_plan_changed(p) && a.fail_if_unchanged) {
         /* Nothing to repair: the summary says what would have been copied,
          * and no file is written. */
         if (a.json ? print_json(stdout, &a, a.in_place ? a.in : out, rc, p, NULL, 0, "unchanged")
@@ -405,7 +412,7 @@ int cmd_fix(int argc, char **argv)
             goto done;
         }
         if ((ex = cli_stdout_flush("fix")) >= 0) goto done;
-        cli_errorf("fix", "the recipe changes no layer of %s; nothing written "
+        cli_errorf("fix", "the recipe changes nothing in %s; nothing written "
                           "(--fail-if-unchanged)", a.in);
         ex = EXIT_FINDINGS;
         goto done;
@@ -430,7 +437,7 @@ int cmd_fix(int argc, char **argv)
         goto done;
     }
     if (a.json ? print_json(stdout, &a, a.in_place ? a.in : out, rc, p, rep, !run,
-                            run ? "rejected" : "ok")
+                            run ? "rejected" : stf_plan_changed(p) ? "ok" : "unchanged")
                : print_human(stdout, &a, a.in_place ? a.in : out, rc, p, rep, !run)) {
         ex = cli_report_code("fix", STF_ENOMEM);
         goto done;
@@ -445,9 +452,14 @@ int cmd_fix(int argc, char **argv)
         if (cr && stf_check_count_severity(cr, STF_SEV_ERROR))
             cli_notef("fix", "warning: the output fails verification for %s and was kept "
                              "(--allow-noncompliant)", targets_text(stf_plan_targets(p)));
-        if (!nch)
-            cli_notef("fix", "the recipe changed no layer of %s; the output is a canonical copy "
-                             "(--fail-if-unchanged refuses this)", a.in);
+        if (!stf_plan_changed(p) && a.in_place)
+            cli_notef("fix", "the recipe changes nothing in %s; it was not touched", a.in);
+        else if (!stf_plan_changed(p))
+            cli_notef("fix", "the recipe changes nothing in %s; the output is its bytes, "
+                             "unstamped (--fail-if-unchanged refuses this)", a.in);
+        else if (!layers_changed(p))
+            cli_notef("fix", "the recipe changed no layer of %s; the output is its canonical "
+                             "rewrite", a.in);
         ex = EXIT_OK_;
     }
 

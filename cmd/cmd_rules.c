@@ -16,11 +16,13 @@ static const cli_opt rules_opts[] = {
               "-r takes it) with every include: expanded; its SHA-256 is\n"
               "the stfix.recipe_sha256 a fix stamps" },
     { .kind = CLI_ARG, .metavar = "list",
-      .help = "the recipes -r NAME finds, one \"NAME  PATH  DESCRIPTION\"\n"
-              "a line, sorted by name (--json: a JSON array); searched\n"
-              "in order: each directory of $STFIX_RULES_PATH\n"
-              "(colon-separated), the installed directory, ./rules;\n"
-              "the first NAME.yaml wins" },
+      .help = "the recipes -r NAME finds, one \"NAME  KIND  PATH  DESCRIPTION\"\n"
+              "a line, sorted by name (--json: a JSON array); KIND is\n"
+              "repair, conversion or -; searched in order: each\n"
+              "directory of $STFIX_RULES_PATH (colon-separated), the\n"
+              "installed directory, ./rules, then the recipes built\n"
+              "into stfix (PATH \"(built-in)/NAME.yaml\"); the first\n"
+              "NAME wins" },
 };
 static const cli_cmd rules_cmd = { .verb = "rules",
                                    .synopsis = "rules lint FILE...\nrules show RECIPE\n"
@@ -68,21 +70,24 @@ static int show(int argc, char **argv)
     return flush >= 0 ? flush : EXIT_OK_;
 }
 
-/* The description of the recipe at `path`, malloc'd; NULL when it has none
- * or does not load (the problem is noted on stderr). */
-static char *describe(const char *path)
+/* The description of the recipe of `e`, malloc'd, and its kind (static)
+ * in *kind; NULL and NULL when it has none or does not load (the problem
+ * is noted on stderr). */
+static char *describe(const cli_recipe_entry *e, const char **kind)
 {
     stf_recipe *r = NULL;
     stf_recipe_diags *d = NULL;
     stf_err err;
     stf_err_clear(&err);
-    if (cli_recipe_load_file(&r, &d, path, &err)) {
-        cli_notef("rules", "%s: not a valid recipe: %s", path, cli_err_text(&err));
+    *kind = NULL;
+    if (cli_recipe_entry_load(&r, &d, e, &err)) {
+        cli_notef("rules", "%s: not a valid recipe: %s", e->path, cli_err_text(&err));
         stf_recipe_diags_free(d);
         return NULL;
     }
     const char *t = stf_recipe_description(r);
     char *s = t ? strdup(t) : NULL;
+    *kind = stf_recipe_kind(r);
     stf_recipe_free(r);
     return s;
 }
@@ -93,7 +98,7 @@ static int list(int argc, char **argv)
     int json = 0, nargs = 0;
     const cli_opt opts[] = {
         { .name = "json", .kind = CLI_FLAG, .target = &json,
-          .help = "a JSON array of {name, path, description} instead" },
+          .help = "a JSON array of {name, kind, path, description} instead" },
     };
     const cli_cmd cmd = { .verb = "rules", .synopsis = "rules list [--json]", .opts = opts,
                           .nopts = sizeof opts / sizeof opts[0] };
@@ -104,7 +109,7 @@ static int list(int argc, char **argv)
     cli_recipe_entry *v = NULL;
     size_t n = 0;
     if (cli_rules_path_get(&p)) return cli_report_code("rules", STF_ENOMEM);
-    int rc = cli_recipe_list(&p, &v, &n);
+    int rc = cli_recipe_list(&p, 1, &v, &n);
     cli_rules_path_free(&p);
     if (rc) return cli_report_code("rules", STF_ENOMEM);
     size_t wn = 0, wp = 0;
@@ -114,15 +119,18 @@ static int list(int argc, char **argv)
     }
     cJSON *arr = json ? cli_j_array(CLI_J_LINES | CLI_J_CLOSE) : NULL;
     for (size_t i = 0; i < n; i++) {
-        char *desc = describe(v[i].path);
+        const char *kind;
+        char *desc = describe(&v[i], &kind);
         if (json) {
             cJSON *e = cli_j_object(0);
             cli_j_add(e, "name", cli_j_str(v[i].name), 0);
+            cli_j_add(e, "kind", cli_j_str_or_null(kind), 0);
             cli_j_add(e, "path", cli_j_str(v[i].path), 0);
             cli_j_add(e, "description", cli_j_str_or_null(desc), 0);
             cli_j_push(arr, e);
         } else {
             cli_name_col(stdout, v[i].name, strlen(v[i].name), wn + 2);
+            cli_name_col(stdout, kind ? kind : "-", strlen(kind ? kind : "-"), 12);
             cli_name_col(stdout, v[i].path, strlen(v[i].path), wp + 2);
             cli_text(stdout, desc ? desc : "-");
             fputc('\n', stdout);

@@ -3,7 +3,8 @@
  *
  * Re-plans and re-runs the conversion of IN by RECIPE in memory, writing
  * nothing, and confirms that OUT is byte-identical (sha256) and stamped
- * with the recipe's sha256. Exit 0 identical; 1 different (the tensors
+ * with the recipe's sha256 (or, when the recipe changes nothing in IN,
+ * that OUT is IN's bytes, unstamped). Exit 0 identical; 1 different (the tensors
  * that differ are named); otherwise the status of the error (cli_exit.c).
  */
 /* Uses the experimental stf_pool_new, stf_pool_free (stfix/experimental.h). */

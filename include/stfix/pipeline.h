@@ -106,6 +106,12 @@ typedef struct stf_plan_layer_info {
     const char *format;      /* output format, NULL when the layer is left unquantized */
     unsigned group;          /* output ConvRot group size (0: none) */
     stf_quant_mode mode;     /* requantization mode */
+    /* 1 when the output differs from the input in this layer: a tensor's
+     * bytes, name, dtype or shape, a tensor added or dropped, or the
+     * layer's marker in _quantization_metadata. 0 when every action's
+     * result equals its input (the summary then says so: "marker already
+     * canonical"); such a layer is not counted as changed. */
+    int changed;
 } stf_plan_layer_info;
 
 typedef struct stf_plan stf_plan;
@@ -141,6 +147,18 @@ STF_API uint64_t stf_plan_bytes_total(const stf_plan *p);
 STF_API uint64_t stf_plan_bytes_copied(const stf_plan *p);
 /* The recipe's targets (STF_CONSUMER_* bits). */
 STF_API unsigned stf_plan_targets(const stf_plan *p);
+/*
+ * 1 when the output differs from the input: some layer changed
+ * (stf_plan_layer_info.changed), a tensor outside the layers is renamed or
+ * dropped, a __metadata__ entry differs, or a file of the input is not in
+ * canonical form (rewriting it canonically is a change). 0 when the plan
+ * leaves the input as it is: its output has the input's tensors, metadata
+ * and bytes, carries no stfix.version or stfix.recipe_sha256 stamp (only
+ * an output that changed is stamped), and a single input file is written
+ * byte for byte as it is; stf_plan_run of it in place
+ * (stf_write_opts.replace_input) writes nothing.
+ */
+STF_API int stf_plan_changed(const stf_plan *p);
 
 /* ---------------------------------------------------- tensor parallelism */
 
@@ -211,7 +229,10 @@ typedef struct stf_run_report stf_run_report;
  * give the same bytes with any pool size. A plan built with
  * stf_plan_opts.speculate is completed by its run: a refuted verdict
  * rebuilds it in place (the layer and tensor records read before the run
- * are then stale), so read the plan after the run.
+ * are then stale), so read the plan after the run. A plan that changes
+ * nothing (stf_plan_changed 0) run in place touches no file, not even a
+ * lock or the input's modification time: the input is verified as it
+ * stands, and the report lists no file.
  */
 STF_API int stf_plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
                          const stf_run_opts *o, stf_err *err);

@@ -263,6 +263,14 @@ STF_API void stf_recipe_free(stf_recipe *r);
 
 /* Bitmask of STF_CONSUMER_* named by `target`. */
 STF_API unsigned stf_recipe_targets(const stf_recipe *r);
+/*
+ * The `kind` the recipe says it is (stfix-rules(5), TOP-LEVEL KEYS):
+ * "repair" (it changes only what its targets refuse or misload, and leaves
+ * every layer they accept byte for byte), "conversion" (it converts, and
+ * may requantize layers its targets accept), or NULL when it does not say.
+ * Static strings.
+ */
+STF_API const char *stf_recipe_kind(const stf_recipe *r);
 /* The `description` text, or NULL. */
 STF_API const char *stf_recipe_description(const stf_recipe *r);
 /* Lower-case hex SHA-256 (64 characters) of the resolved recipe

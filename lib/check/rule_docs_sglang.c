@@ -153,9 +153,10 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "The model does not load in SGLang; ComfyUI instead value-casts the codes into a float "
         "weight and runs a silently broken model.",
         "Add the markers the tensors imply (missing-markers): set-marker infers int8_tensorwise "
-        "for an I8 weight with an F32 scale and takes an explicit format otherwise. Or dequantize "
-        "the layer with exclude.",
-        "set-marker, exclude",
+        "for an I8 weight with an F32 scale and takes an explicit format otherwise. SGLang's INT8 "
+        "path runs ConvRot layers only (R23), so for SGLang requantize such a layer instead "
+        "(sglang-repair does). Or dequantize the layer with exclude.",
+        "set-marker, requantize, exclude",
         "refuses",
     },
     {

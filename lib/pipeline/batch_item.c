@@ -19,7 +19,9 @@
 void stf_batch_opts_init_version(stf_batch_opts *o, unsigned version)
 {
     /* Layout 1 ends before zstd_level, layout 2 before refused. */
-    size_t size = version >= 3 ? sizeof *o : offsetof(stf_batch_opts, refused);
+    size_t size = version >= 3   ? sizeof *o
+                  : version == 2 ? offsetof(stf_batch_opts, refused)
+                                 : offsetof(stf_batch_opts, zstd_level);
     if (!o || !stf__opts_reset_v(o, size, offsetof(stf_batch_opts, zstd_level), version,
                                  STF_BATCH_OPTS_VERSION))
         return;
@@ -270,7 +272,7 @@ static int plan_layers(stf_batch_result *r, const stf_plan *p)
     size_t nl = stf_plan_layer_count(p);
     for (size_t i = 0; i < nl; i++) {
         const stf_plan_layer_info *l = stf_plan_layer(p, i);
-        if (!l->nactions) continue;
+        if (!l->changed) continue;
         stf__batch_layer *g = stf__realloc(r->layers, (r->nlayers + 1) * sizeof *g);
         if (!g) return STF_ENOMEM;
         r->layers = g;
@@ -328,9 +330,9 @@ static char *sibling(const char *path, const char *of)
     return o;
 }
 
-/* Put a hard link to (or, across file systems, a copy of) src at dst,
- * replacing it atomically. */
-static int link_one(const char *src, const char *dst, uint64_t *copied, stf_err *err)
+/* Put a hard link to (or, across file systems or with `copy`, a copy of)
+ * src at dst, replacing it atomically. */
+static int link_one(const char *src, const char *dst, int copy, uint64_t *copied, stf_err *err)
 {
     stf_buf tmp;
     stf__buf_init(&tmp);
@@ -339,8 +341,8 @@ static int link_one(const char *src, const char *dst, uint64_t *copied, stf_err 
                    : stf__buf_printf(&tmp, ".%s.stfix-link", dst);
     if (rc) return stf__err(err, STF_ENOMEM, "%s: out of memory", dst);
     unlink(tmp.data);
-    if (link(src, tmp.data) != 0) {
-        if (errno != EXDEV && errno != EPERM && errno != EMLINK) {
+    if (copy || link(src, tmp.data) != 0) {
+        if (!copy && errno != EXDEV && errno != EPERM && errno != EMLINK) {
             rc = stf__err(err, STF_EIO, "%s: cannot link '%s': %s", dst, src, strerror(errno));
             goto done;
         }
@@ -378,9 +380,10 @@ done:
     return rc;
 }
 
-/* --link-compliant: every input file at its place beside out_path. */
+/* --link-compliant, --copy-compliant: every input file at its place
+ * beside out_path. */
 static int link_compliant(stf_batch_result *r, const stf_batch_item *it, const char *out_path,
-                          stf_err *err)
+                          int copy, stf_err *err)
 {
     for (size_t i = 0; i < r->nin; i++) {
         /* A link keeps the bytes, so a compressed file keeps its ".zst". */
@@ -398,7 +401,7 @@ static int link_compliant(stf_batch_result *r, const stf_batch_item *it, const c
             dst = stf__strdup(out_path);
         }
         if (!dst) return stf__err(err, STF_ENOMEM, "%s: out of memory", out_path);
-        int rc = link_one(r->in[i].path, dst, &r->bytes_written, err);
+        int rc = link_one(r->in[i].path, dst, copy, &r->bytes_written, err);
         stf__batch_file *g = rc ? NULL : stf__realloc(r->out, (r->nout + 1) * sizeof *g);
         if (!rc && !g) rc = stf__err(err, STF_ENOMEM, "%s: out of memory", dst);
         if (rc) {
@@ -516,7 +519,9 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
         goto finish;
     }
     if ((rc = plan_layers(r, p))) goto done;
-    if (!r->nlayers && !stf_check_count_severity(cr, STF_SEV_ERROR)) {
+    /* Nothing to change and nothing refused: left alone. */
+    if (!stf_plan_changed(p) && !stf_check_count_severity(cr, STF_SEV_ERROR)) {
+        int copy = o->version >= 3 && o->copy_compliant;
         r->status = STF_BATCH_COMPLIANT;
         if (r->nbefore) {
             r->after = stf__calloc(r->nbefore, sizeof *r->after);
@@ -527,7 +532,7 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
             memcpy(r->after, r->before, r->nbefore * sizeof *r->after);
             r->nafter = r->nbefore;
         }
-        if (o->link_compliant && !o->dry_run) {
+        if ((o->link_compliant || copy) && !o->dry_run) {
             inputs_join(r); /* the links' entries carry the inputs' sha256 */
             char *made[64];
             size_t nmade = 0;
@@ -541,7 +546,7 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
                 goto done;
             }
             if (zs && stf__ends_with(lpath, zs)) lpath[strlen(lpath) - 4] = '\0';
-            if (make_dirs(lpath, made, &nmade, &e) || link_compliant(r, it, lpath, &e)) {
+            if (make_dirs(lpath, made, &nmade, &e) || link_compliant(r, it, lpath, copy, &e)) {
                 for (size_t i = 0; i < r->nout; i++) stf__free(r->out[i].path);
                 r->nout = 0;
                 stf__free(r->output);

@@ -337,7 +337,8 @@ int stf_batch_paths_output(stf_batch_paths *bp, const stf_batch_item *it, const 
     if (!rc) rc = guard(out_path, ro, &wo, &bp->ids, err);
     stf__free(ro);
     if (!rc) rc = record(bp, out_path, &wo, it->input, err);
-    if (!rc && o->link_compliant) rc = link_names(bp, it, out_path, *zs ? zs : NULL, err);
+    if (!rc && (o->link_compliant || (o->version >= 3 && o->copy_compliant)))
+        rc = link_names(bp, it, out_path, *zs ? zs : NULL, err);
     return refused(bp, it, rc, err);
 }
 

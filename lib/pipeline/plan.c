@@ -438,6 +438,7 @@ static int record_merged(stf__plan_builder *b, size_t li, const stf_layer *l,
     pl->pub.out_prefix = pl->out_prefix_store;
     pl->pub.out_prefix_len = target->prefix_len;
     pl->pub.summary = pl->summary_store;
+    pl->pub.changed = 1;
     b->markers_changed = 1;
     return 0;
 }

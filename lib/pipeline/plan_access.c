@@ -55,3 +55,6 @@ uint64_t stf_plan_bytes_copied(const stf_plan *p) { return p ? p->bytes_copied :
 
 /* STF_CONSUMER_* bits of the recipe. */
 unsigned stf_plan_targets(const stf_plan *p) { return p ? p->targets : 0; }
+
+/* Whether the output differs from the input (contract in pipeline.h). */
+int stf_plan_changed(const stf_plan *p) { return p ? p->changed : 0; }

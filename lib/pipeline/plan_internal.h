@@ -101,6 +101,7 @@ struct stf_plan {
     stf_meta_entry *meta;    /* sorted by key bytes; strings owned */
     size_t nmeta;
     int emit_meta;           /* write __metadata__ even when empty */
+    int changed;             /* stf_plan_changed: the output differs from the input */
     uint64_t bytes_total, bytes_copied;
     stf_model *model;        /* owned: markers and format names point into it */
     /* _quantization_metadata of the output, per layer, for a run that shards the output and must
@@ -264,12 +265,22 @@ int stf__plan_layer(stf__plan_builder *b, size_t li, const stf_layer *l, const s
 
 /*
  * Output __metadata__ into b->p->meta (sorted by key bytes): every input key
- * but quant_format (union over shards, first shard wins), stfix.version,
- * stfix.recipe_sha256,
+ * but quant_format (union over shards, first shard wins),
  * and _quantization_metadata rebuilt from b's entries, kept verbatim when no
- * marker changed, or removed (meta_drop, or no marker left).
+ * marker changed, or removed (meta_drop, or no marker left); then
+ * b->p->changed (stf__plan_differs), and only when it is set the stamp,
+ * stfix.version and stfix.recipe_sha256. Needs the outputs sorted.
  */
 int stf__plan_meta(stf__plan_builder *b, stf_err *err);
+
+/*
+ * Whether the plan's output differs from its input, before the stamp:
+ * (plan_same.c) a layer changed, an output tensor that is not a verbatim
+ * copy under the input's name, a dropped tensor, a __metadata__ of some
+ * shard other than p->meta (as a set), or a shard not in canonical form.
+ * Reads only the plan and the input's header.
+ */
+int stf__plan_differs(const stf_plan *p);
 
 /* Canonical writer order of two outputs: dtype index descending, then name bytes. */
 int stf__plan_out_cmp(const stf__out *a, const stf__out *b);

@@ -478,6 +478,9 @@ int stf__work_set_marker(stf__layer_work *w, const stf_action *a, stf_err *err)
         if (!strcmp(sp.format, "asym_w4a8_int8") && !sp.convrot) sp.convrot = 1;
     } else if (fmt) {
         sp.format = fmt;
+    } else if (m1 && !w->l->nmarkers) {
+        /* No marker at all: the tensors say what it is (missing-markers). */
+        sp.format = stf_format_name(STF_FMT_INT8_TENSORWISE);
     } else {
         return stf__work_refuse(w, err,
                                 "the layer has no usable marker (not a JSON object) and "
@@ -513,6 +516,9 @@ int stf__work_set_marker(stf__layer_work *w, const stf_action *a, stf_err *err)
     w->spec = sp;
     w->marker_change = MARKER_NEW;
     w->format = sp.format;
+    /* Emitting the layer says "already" when the bytes are the input's. */
+    w->canon_at = w->sum.len + (w->sum.len ? 2 : 0);
+    w->canon_noted = 1;
     stf__work_note(w, "marker canonical (%s)%s", sp.format, "");
     return 0;
 }

@@ -284,6 +284,23 @@ static int tensor_equals(const stf_ckpt *c, size_t i, const char *text, size_t n
     return !memcmp(buf, text, n);
 }
 
+/* Whether layer l's metadata-channel marker is usable and is `text` as
+ * Python writes it. */
+static int meta_text_is(int *is, const stf_layer *l, const char *text, stf_err *err)
+{
+    *is = 0;
+    const stf_marker *m = NULL;
+    for (size_t i = 0; i < l->nmarkers; i++)
+        if (l->markers[i].channel == STF_CHAN_METADATA) m = &l->markers[i];
+    if (!text || !m || m->status != STF_MARKER_OK || !m->value) return 0;
+    char *t = NULL;
+    int rc = stf_pyjson_dumps(&t, NULL, m->value, err);
+    if (rc) return rc;
+    *is = !strcmp(t, text);
+    stf_model_str_free(t);
+    return 0;
+}
+
 /*
  * Whether _quantization_metadata already says `text` for this layer (json
  * text of the metadata-channel marker equal to it), or the input has no
@@ -297,18 +314,39 @@ static int meta_agrees(int *agrees, const stf_layer *l, const stf__plan_builder 
     *agrees = 1;
     for (size_t s = 0; s < stf_ckpt_shard_count(c); s++)
         if (stf_ckpt_meta_find(c, s, "_quantization_metadata")) any_q = 1;
-    if (!any_q) return 0;
-    *agrees = 0;
-    if (!text) return 0;
-    const stf_marker *m = NULL;
-    for (size_t i = 0; i < l->nmarkers; i++)
-        if (l->markers[i].channel == STF_CHAN_METADATA) m = &l->markers[i];
-    if (!m || m->status != STF_MARKER_OK || !m->value) return 0;
-    char *t = NULL;
-    int rc = stf_pyjson_dumps(&t, NULL, m->value, err);
-    if (rc) return rc;
-    *agrees = !strcmp(t, text);
-    stf_model_str_free(t);
+    return any_q ? meta_text_is(agrees, l, text, err) : 0;
+}
+
+/*
+ * Whether the layer's own metadata-channel marker (no merged one) is
+ * `text`: a canonical marker found there only is left there, not copied
+ * into a new tensor marker, so that the layer stays as it is.
+ */
+static int meta_holds(int *holds, const stf__layer_work *w, size_t li, const char *text,
+                      stf_err *err)
+{
+    *holds = 0;
+    if (w->l != stf_model_layer(w->b->m, li)) return 0;
+    return meta_text_is(holds, w->l, text, err);
+}
+
+/* The summary's "marker canonical" note of set-marker becomes "marker
+ * already canonical": its bytes are the input's. */
+static int note_already(stf__layer_work *w)
+{
+    if (!w->canon_noted || w->canon_at > w->sum.len) return 0;
+    stf_buf nb;
+    stf__buf_init(&nb);
+    stf__buf_put(&nb, w->sum.data, w->canon_at);
+    stf__buf_puts(&nb, "marker already");
+    stf__buf_put(&nb, w->sum.data + w->canon_at + strlen("marker"),
+                 w->sum.len - w->canon_at - strlen("marker"));
+    if (nb.oom) {
+        stf__buf_free(&nb);
+        return -1;
+    }
+    stf__buf_free(&w->sum);
+    w->sum = nb;
     return 0;
 }
 
@@ -319,6 +357,10 @@ static int emit_all(stf__layer_work *w, size_t li, stf_err *err)
     char *text = NULL;
     size_t tlen = 0;
     size_t job = SIZE_MAX;
+    /* The layer changed when a tensor's name, dtype, shape or bytes do,
+     * one is added or dropped, or its metadata-channel marker does. */
+    w->changed = stf__bytes_cmp(w->out_prefix, w->out_prefix_len, w->l->prefix,
+                                w->l->prefix_len) != 0;
     if (w->job.kind != STF__JOB_NONE) {
         rc = stf__builder_add_job(b, &job, err);
         if (rc) return rc;
@@ -337,9 +379,11 @@ static int emit_all(stf__layer_work *w, size_t li, stf_err *err)
             continue; /* replaced below */
         if (sl->dropped || (sx == STF_SFX_COMFY_QUANT && w->marker_change == MARKER_NONE)) {
             const stf_tensor_info *t = stf_ckpt_tensor(b->p->c, sl->src);
+            w->changed = 1;
             if ((rc = stf__builder_drop(b, t->name, t->name_len, err))) goto done;
             continue;
         }
+        if (sl->op != STF_OUT_COPY) w->changed = 1;
         size_t oi;
         if ((rc = emit(w, li, (stf_suffix)sx, sl, &oi, err))) goto done;
         if (job != SIZE_MAX) {
@@ -357,7 +401,12 @@ static int emit_all(stf__layer_work *w, size_t li, stf_err *err)
         const char *mt = text; /* stays valid: ownership moves to the output below */
         int same = q->present && q->in_dtype == STF_U8 && q->rank == 1 && q->nelem == tlen &&
                    tensor_equals(b->p->c, q->src, text, tlen);
-        if (q->present || (w->s[STF_SFX_WEIGHT].present && !w->s[STF_SFX_WEIGHT].dropped)) {
+        int only_meta = 0;
+        if (!q->present && (rc = meta_holds(&only_meta, w, li, mt, err))) goto done;
+        if (only_meta) {
+            same = 1;
+        } else if (q->present ||
+                   (w->s[STF_SFX_WEIGHT].present && !w->s[STF_SFX_WEIGHT].dropped)) {
             stf__tensor_slot m;
             memset(&m, 0, sizeof m);
             m.dtype = m.in_dtype = STF_U8;
@@ -375,7 +424,13 @@ static int emit_all(stf__layer_work *w, size_t li, stf_err *err)
         }
         int agrees = 0;
         if ((rc = meta_agrees(&agrees, w->l, w->b, mt, err))) goto done;
-        if (!same || !agrees) b->markers_changed = 1;
+        if (!same || !agrees) {
+            b->markers_changed = 1;
+            w->changed = 1;
+        } else if (note_already(w)) {
+            rc = stf__err(err, STF_ENOMEM, "layer '%s': out of memory", w->shown);
+            goto done;
+        }
         rc = stf__builder_add_qmeta(b, w->out_prefix, w->out_prefix_len, mt, err);
     } else if (w->marker_change == MARKER_KEEP) {
         const stf_marker *c = w->l->comfy;
@@ -387,6 +442,7 @@ static int emit_all(stf__layer_work *w, size_t li, stf_err *err)
         }
     } else if (w->l->nmarkers) {
         b->markers_changed = 1;
+        w->changed = 1;
     }
 done:
     stf_model_str_free(text);
@@ -505,6 +561,7 @@ int stf__plan_layer(stf__plan_builder *b, size_t li, const stf_layer *l, const s
                                                      : w.format;
     pl->pub.group = w.requant ? w.job.group : 0;
     pl->pub.mode = w.job.mode;
+    pl->pub.changed = w.changed;
 done:
     stf__free(w.out_prefix);
     stf__buf_free(&w.sum);

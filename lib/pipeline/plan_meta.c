@@ -1,10 +1,12 @@
 /*
  * The output __metadata__ (stfix-defects(7), MARKER CHANNELS and REPAIR TO INT8
  * CONVROT): every input key is kept (union over shards, the first shard's value
- * wins), stfix stamps its version and the recipe's SHA-256, and
- * _quantization_metadata either stays byte-identical (no marker changed), is
- * rebuilt from the output markers so both channels agree, or is dropped (recipe
- * parameter, or no marker left). It is never created when the input had none.
+ * wins), _quantization_metadata either stays byte-identical (no marker
+ * changed), is rebuilt from the output markers so both channels agree, or is
+ * dropped (recipe parameter, or no marker left), and an output that differs
+ * from its input gets stfix's stamp: its version and the recipe's SHA-256.
+ * An output that does not differ is not stamped, so that it stays the
+ * input's bytes. It is never created when the input had none.
  * SGLang's "quant_format" key is not written either (same sections): it would
  * make SGLang synthesise markers for layers the recipe changed.
  */
@@ -40,6 +42,23 @@ static int put(stf_plan *p, size_t *cap, const char *key, size_t klen, const cha
     e->value = v;
     e->value_len = vlen;
     return 0;
+}
+
+/* Key `key` set to `val`, replacing the input's value (an older stamp). */
+static int stamp(stf_plan *p, size_t *cap, const char *key, const char *val, stf_err *err)
+{
+    size_t kl = strlen(key);
+    for (size_t i = 0; i < p->nmeta; i++) {
+        stf_meta_entry *e = &p->meta[i];
+        if (e->key_len != kl || memcmp(e->key, key, kl)) continue;
+        char *v = stf__strdup(val);
+        if (!v) return stf__err(err, STF_ENOMEM, "plan: out of memory");
+        stf__free((char *)e->value);
+        e->value = v;
+        e->value_len = strlen(val);
+        return 0;
+    }
+    return put(p, cap, key, kl, val, strlen(val), err);
 }
 
 static int meta_cmp(const void *x, const void *y)
@@ -101,11 +120,6 @@ int stf__plan_meta(stf__plan_builder *b, stf_err *err)
     const stf_meta_entry *first_q = NULL;
     char *q = NULL;
     size_t qlen = 0;
-    rc = put(p, &cap, "stfix.version", strlen("stfix.version"), STF_VERSION_STRING,
-             strlen(STF_VERSION_STRING), err);
-    const char *sha = stf_recipe_sha256(p->r);
-    if (!rc) rc = put(p, &cap, "stfix.recipe_sha256", strlen("stfix.recipe_sha256"),
-                      sha ? sha : "", sha ? strlen(sha) : 0, err);
     for (size_t s = 0; s < nsh && !rc; s++) {
         size_t nm = stf_ckpt_meta_count(p->c, s);
         for (size_t i = 0; i < nm && !rc; i++) {
@@ -155,7 +169,16 @@ int stf__plan_meta(stf__plan_builder *b, stf_err *err)
     b->qm_prefix = b->qm_text = NULL;
     b->qm_prefix_len = NULL;
     b->nqm = 0;
+    if ((p->changed = stf__plan_differs(p))) {
+        const char *sha = stf_recipe_sha256(p->r);
+        rc = stamp(p, &cap, "stfix.version", STF_VERSION_STRING, err);
+        if (!rc) rc = stamp(p, &cap, "stfix.recipe_sha256", sha ? sha : "", err);
+        if (rc) return rc;
+    }
     qsort(p->meta, p->nmeta, sizeof *p->meta, meta_cmp);
-    p->emit_meta = 1;
+    /* An empty __metadata__ is written where the input had one, or the
+     * stamp is (a file without one stays without). */
+    for (size_t s = 0; s < nsh; s++) p->emit_meta |= stf_ckpt_shard_has_meta(p->c, s);
+    p->emit_meta |= p->changed;
     return 0;
 }

@@ -46,6 +46,9 @@ typedef struct stf__layer_work {
     stf_pyval *recovered;    /* marker recovered from unusable tensor-marker bytes */
     int recover_tried;
     int recover_rc;          /* STF_ENOMEM when recovering the marker ran out of memory */
+    size_t canon_at;         /* where set-marker's "marker canonical" note starts in sum */
+    int canon_noted;         /* set-marker added that note */
+    int changed;             /* stf_plan_layer_info.changed, set by emitting the layer */
 } stf__layer_work;
 
 /* ---------------------------------------------------- shared helpers (plan_work.c) */

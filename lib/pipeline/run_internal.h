@@ -273,5 +273,9 @@ unsigned stf__verify_profiles(unsigned targets);
  */
 int stf__verify_output(stf_check_report ***reports, size_t *nreports, const stf_writer *w,
                        unsigned targets, int allow_noncompliant, stf_err *err);
+/* As stf__verify_output for the file at `path` as it stands: an input
+ * that a plan changing nothing leaves in place. */
+int stf__verify_path(stf_check_report ***reports, size_t *nreports, const char *path,
+                     unsigned targets, int allow_noncompliant, stf_err *err);
 
 #endif

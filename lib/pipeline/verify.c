@@ -117,3 +117,11 @@ int stf__verify_output(stf_check_report ***reports, size_t *nreports, const stf_
     }
     return 0;
 }
+
+/* Verify a file in place (contract in run_internal.h). */
+int stf__verify_path(stf_check_report ***reports, size_t *nreports, const char *path,
+                     unsigned targets, int allow_noncompliant, stf_err *err)
+{
+    return verify_file(reports, nreports, path, path, stf__verify_profiles(targets),
+                       allow_noncompliant, err);
+}

@@ -264,6 +264,7 @@ int stf__recipe_text_make(stf__rload *L, stf_recipe *r, const char *src, const s
         stf__buf_puts(&b, "description: ");
         put_lines(&b, src, stf__ymap_val(root, i), k->col - 1, 0);
     }
+    if (r->kind) stf__buf_printf(&b, "kind: %s\n", r->kind);
     if (L->styles_text.len) {
         stf__buf_puts(&b, "parallel:\n");
         stf__buf_put(&b, L->styles_text.data, L->styles_text.len);

@@ -15,7 +15,7 @@
 #define RECIPE_MAX_BYTES STF__RECIPE_MAX_BYTES
 #define RECIPE_MAX_RULES STF__RECIPE_MAX_RULES
 
-static const char top_keys[] = "stfix, target, description, include, rules, parallel";
+static const char top_keys[] = "stfix, target, kind, description, include, rules, parallel";
 static const char rule_keys[] = "name, description, match, do";
 
 /* Frees a recipe and everything it owns; no-op on NULL. */
@@ -48,6 +48,12 @@ void stf_recipe_opts_init_version(stf_recipe_opts *o, unsigned version)
 unsigned stf_recipe_targets(const stf_recipe *r)
 {
     return r ? r->targets : 0;
+}
+
+/* "repair", "conversion" or NULL (contract in rules.h). */
+const char *stf_recipe_kind(const stf_recipe *r)
+{
+    return r ? r->kind : NULL;
 }
 
 /* The description string owned by the recipe, or NULL. */
@@ -305,6 +311,15 @@ static int build(stf__rload *L, stf_recipe *r, const stf__ynode *root, const cha
         if (rc) return rc;
     }
     if ((v = stf__y_get(root, "target")) && (rc = parse_targets(r, v, d))) return rc;
+    /* What the recipe does to what its consumer already accepts: the
+     * loaded file says it (an included file's kind is checked, not kept). */
+    if ((v = stf__y_get(root, "kind"))) {
+        const char *k = stf__y_is_word(v, "repair")       ? "repair"
+                        : stf__y_is_word(v, "conversion") ? "conversion"
+                                                          : NULL;
+        if (!k && (rc = stf__bad(d, v, "kind", "repair or conversion"))) return rc;
+        if (top) r->kind = k;
+    }
     if ((v = stf__y_get(root, "description"))) {
         if (!stf__y_is_string(v)) {
             if ((rc = stf__bad(d, v, "description", "a string"))) return rc;

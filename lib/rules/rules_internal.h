@@ -259,6 +259,7 @@ struct stf_rule {
 struct stf_recipe {
     unsigned targets;
     char *description;
+    const char *kind;   /* "repair", "conversion" (static), or NULL: not said */
     char sha256[65];
     stf_rule *rules;
     size_t rule_count, rule_cap;

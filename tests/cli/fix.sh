@@ -547,19 +547,21 @@ t_true "--in-place refused: input unchanged" cmp "$ip" fixtures/demo/healthy.saf
 t_no_temp "--in-place rejected" "$D"
 
 # ------------------------------------------------------------- nothing to change
-# A recipe that changes no layer: the canonical copy is written, stderr says
-# so in one line, the JSON says "changed_layers": 0; --fail-if-unchanged
-# writes nothing and exits 1.
+# A recipe that changes nothing: the output is the input's bytes (no stamp),
+# stdout and stderr say so in one line each, the JSON says "unchanged" with
+# "changed_layers": 0; --fail-if-unchanged writes nothing and exits 1.
 h=$F/healthy_int8_g256.safetensors
 t_run "unchanged" 0 "$STFIX" fix "$h" -r "$R/cast-scale.yaml" -o "$D/same.safetensors"
 t_stdout_has "unchanged" "layers: 0 changed, 2 unchanged"
-t_stderr_is "unchanged" "stfix: fix: the recipe changed no layer of $h; the output is a canonical copy (--fail-if-unchanged refuses this)"
-t_true "unchanged: written" test -s "$D/same.safetensors"
+t_stdout_has "unchanged" "unchanged: the recipe changes nothing; the output is the input's bytes"
+t_stderr_is "unchanged" "stfix: fix: the recipe changes nothing in $h; the output is its bytes, unstamped (--fail-if-unchanged refuses this)"
+t_true "unchanged: the input's bytes" cmp "$h" "$D/same.safetensors"
 t_run "unchanged --json" 0 "$STFIX" fix --json "$h" -r "$R/cast-scale.yaml" -o "$D/same2.safetensors"
-t_true "unchanged --json: changed_layers 0" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["changed_layers"] == 0 and d["status"] == "ok" and d["files"], d' "$T_OUT"
+t_true "unchanged --json: changed_layers 0" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["changed_layers"] == 0 and d["status"] == "unchanged" and d["files"], d' "$T_OUT"
 t_run "--fail-if-unchanged" 1 "$STFIX" fix "$h" -r "$R/cast-scale.yaml" -o "$D/same3.safetensors" \
     --fail-if-unchanged
-t_stderr_is "--fail-if-unchanged" "stfix: fix: the recipe changes no layer of $h; nothing written (--fail-if-unchanged)"
+t_stderr_is "--fail-if-unchanged" "stfix: fix: the recipe changes nothing in $h; nothing written (--fail-if-unchanged)"
+t_stdout_has "--fail-if-unchanged" "unchanged: the recipe changes nothing; nothing written"
 t_stdout_has "--fail-if-unchanged" "files: 0 (nothing written)"
 t_absent "--fail-if-unchanged" "$D/same3.safetensors"
 t_no_temp "--fail-if-unchanged" "$D"

@@ -13,7 +13,7 @@ D=$T_TMP/fix_inplace_zstd
 mkdir -p "$D"
 R=rules/repair-scales.yaml
 # What fix writes for this input (tests/cli/batch.sh): restored from either.
-FIXED=2bed70c7864c8bf3735aab15b1d5bfa2f781d7afa3fe5a81bab62802bd1680a4
+FIXED=5052a2036b007fea260be34f41c6e85a9dd5801213a5f5c8153e0728adefcb9d
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 zstd -q fixtures/comfy/r15_flat_scale_square.safetensors -o "$D/b.safetensors.zst"
 cp "$D/b.safetensors.zst" "$D/orig.zst"

@@ -60,14 +60,14 @@ done
 mkdir -p "$T_TMP/elsewhere"
 F=$(pwd)/fixtures/comfy/r14_scale_bf16.safetensors
 t_run "installed: rules list" 0 sh -c "cd '$T_TMP/elsewhere' && env -u STFIX_RULES_PATH '$P2/bin/stfix' rules list"
-t_stdout_has "installed: rules list" "repair-scales                $P2/share/stfix/rules/repair-scales.yaml                Header-only"
-t_true "installed: rules list has 6" test "$(wc -l <"$T_OUT")" -eq 6
+t_stdout_has "installed: rules list" "repair-scales                repair      $P2/share/stfix/rules/repair-scales.yaml                Header-only"
+t_true "installed: rules list has 8" test "$(wc -l <"$T_OUT")" -eq 8
 t_run "installed: tp profiles" 0 sh -c "cd '$T_TMP/elsewhere' && env -u STFIX_RULES_PATH '$P2/bin/stfix' check --tp-profile list"
 t_true "installed: tp profiles are 3" test "$(wc -l <"$T_OUT")" -eq 3
 t_run "installed: plan -r NAME" 0 sh -c "cd '$T_TMP/elsewhere' && env -u STFIX_RULES_PATH '$P2/bin/stfix' plan '$F' -r repair-scales --json"
 t_stdout_has "installed: plan -r NAME" '"recipe_sha256": "'"$(sha256sum rules/repair-scales.yaml | cut -c1-64)"'"'
 t_run "installed: miss" 2 sh -c "cd '$T_TMP/elsewhere' && env -u STFIX_RULES_PATH '$P2/bin/stfix' plan '$F' -r nope"
-t_stderr_is "installed: miss" "stfix: plan: recipe 'nope' not found (searched nope.yaml in: $P2/share/stfix/rules, ./rules)"
+t_stderr_is "installed: miss" "stfix: plan: recipe 'nope' not found (searched nope.yaml in: $P2/share/stfix/rules, ./rules; and the built-in recipes)"
 # A program built with the installed stfix.pc: against the shared library
 # (only -lstfix: the dependencies are private) it needs the soname; with
 # --static it gets them all.
@@ -140,4 +140,5 @@ done
 t_run "uninstall from the prefix" 0 env -u SAN -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s uninstall BUILD="$T_TMP/build" PREFIX="$P2"
 t_true "no recipes left" test ! -e "$P2/share/stfix"
 t_true "nothing left in the prefix" test -z "$(find "$P2" -type f -o -type l)"
-t_run "uninstalled: miss" 2 sh -c "cd '$T_TMP/elsewhere' && env -u STFIX_RULES_PATH '$T_TMP/build/stfix' plan '$F' -r repair-scales"
+# The bundled recipes are built into the program: found without the files.
+t_run "uninstalled: built in" 0 sh -c "cd '$T_TMP/elsewhere' && env -u STFIX_RULES_PATH '$T_TMP/build/stfix' plan '$F' -r repair-scales"

@@ -14,7 +14,7 @@ layer blocks.0.attn.qkv
     copy         blocks.0.attn.qkv.weight I8 (16, 256) 4096 bytes
     copy         blocks.0.attn.qkv.comfy_quant U8 (72,) 72 bytes
 metadata: format = pt
-metadata: stfix.recipe_sha256 = eed183aab9dc32337e90e0ae950c8f34a4695dc4a738b6f0a1e747946f83eb21
+metadata: stfix.recipe_sha256 = 097bf6a107fd5fabb3e39d051f0707b43d37e7d7ef7889a9af422f71516658cd
 metadata: stfix.version = 0.1.0
 totals: 1 tensor(s) changed, 2 copied, 0 dropped; 4232 bytes to write, 4168 bytes copied
 EOF2

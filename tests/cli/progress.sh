@@ -73,7 +73,7 @@ t_true "check (no probes) on a tty: no progress" test ! -s "$T_ERR"
 printf 'stfix: 1\ntarget: comfyui\nrules: []\n' >"$T_TMP/none.yaml"
 OK=fixtures/comfy/healthy_int8_g64.safetensors
 t_run "note" 0 "$STFIX" fix "$OK" -r "$T_TMP/none.yaml" -o "$T_TMP/d.safetensors"
-t_stderr_is "note" "stfix: fix: the recipe changed no layer of $OK; the output is a canonical copy (--fail-if-unchanged refuses this)"
+t_stderr_is "note" "stfix: fix: the recipe changes nothing in $OK; the output is its bytes, unstamped (--fail-if-unchanged refuses this)"
 t_run "note -q" 0 "$STFIX" fix "$OK" -r "$T_TMP/none.yaml" -o "$T_TMP/e.safetensors" -q
 t_true "note -q: stderr empty" test ! -s "$T_ERR"
 t_run "error -q" 2 "$STFIX" check "$T_TMP/nope.safetensors" -q
@@ -121,5 +121,5 @@ printf '{"input": "zoo/broken.safetensors", "recipe": "nope.yaml"}\n{"input": "z
     >m.jsonl
 t_pty "batch on a tty, a bad recipe" 2 "$STFIX" batch -r recipe.yaml -o out4 --manifest m.jsonl
 t_true "batch on a tty, a bad recipe: the line cleared before the error" grep -qF \
-    "broken.safetensors${CR}${ESC}[Kstfix: batch: nope.yaml: cannot open" "$T_ERR"
+    "broken.safetensors${CR}${ESC}[Kstfix: batch: recipe 'nope.yaml' not found" "$T_ERR"
 cd "$HERE" || exit 1

@@ -79,20 +79,22 @@ t_stdout_has "help" "usage: stfix rules lint FILE..."
 # (the installed directory of this build is left out when it exists).
 if [ ! -d /usr/local/share/stfix/rules ]; then
 cat >"$T_TMP/list.txt" <<'EOF2'
-comfyui-int8-convrot         ./rules/comfyui-int8-convrot.yaml         INT8 ConvRot output for ComfyUI; leaves what ComfyUI already loads correctly.
-exclude-conv-and-embeddings  ./rules/exclude-conv-and-embeddings.yaml  Dequantize conv kernels and embeddings to BF16 and drop their markers.
-migrate-scaled-fp8           ./rules/migrate-scaled-fp8.yaml           Legacy scaled FP8 (scaled_fp8, scale_weight, scale_input) to comfy_quant markers (no requantization).
-quantize-int8-convrot        ./rules/quantize-int8-convrot.yaml        Convert an unquantized checkpoint to INT8 ConvRot (G = 256, 64, 16).
-repair-scales                ./rules/repair-scales.yaml                Header-only fixes of scale shapes and dtypes (no requantization).
-sglang-int8-convrot          ./rules/sglang-int8-convrot.yaml          INT8 ConvRot output for SGLang (R1-R43); header-only where possible.
-sglang-int8-convrot-tp8      ./rules/sglang-int8-convrot-tp8.yaml      INT8 ConvRot output for SGLang (R1-R43), ready for TP 8 (T2).
+comfyui-int8-convrot         conversion  ./rules/comfyui-int8-convrot.yaml         Convert for ComfyUI to INT8 ConvRot; requantizes the layers ComfyUI cannot run (comfyui-repair only repairs).
+comfyui-repair               repair      ./rules/comfyui-repair.yaml               Repair for ComfyUI; changes only what ComfyUI refuses or misloads, leaves accepted layers byte for byte.
+exclude-conv-and-embeddings  conversion  ./rules/exclude-conv-and-embeddings.yaml  Dequantize conv kernels and embeddings to BF16 and drop their markers (a conversion).
+migrate-scaled-fp8           repair      ./rules/migrate-scaled-fp8.yaml           Legacy scaled FP8 (scaled_fp8, scale_weight, scale_input) to comfy_quant markers (no requantization).
+quantize-int8-convrot        conversion  ./rules/quantize-int8-convrot.yaml        Convert an unquantized checkpoint to INT8 ConvRot (G = 256, 64, 16); quantizes every Linear.
+repair-scales                repair      ./rules/repair-scales.yaml                Header-only fixes of scale shapes and dtypes (no requantization).
+sglang-int8-convrot          conversion  ./rules/sglang-int8-convrot.yaml          Convert for SGLang to INT8 ConvRot (R1-R43); requantizes FP8, W4A4 and other formats too (sglang-repair only repairs).
+sglang-int8-convrot-tp8      conversion  ./rules/sglang-int8-convrot-tp8.yaml      Convert for SGLang to INT8 ConvRot ready for TP 8 (R1-R43, T2); requantizes FP8, W4A4 and other formats too.
+sglang-repair                repair      ./rules/sglang-repair.yaml                Repair for SGLang; changes only what SGLang refuses or misloads, leaves accepted layers (FP8, W4A4 too) byte for byte.
 EOF2
 t_run "list" 0 env -u STFIX_RULES_PATH "$STFIX" rules list
 t_stdout_is "list" "$T_TMP/list.txt"
 t_run "list json" 0 env -u STFIX_RULES_PATH "$STFIX" rules list --json
-t_stdout_has "list json" '  {"name": "repair-scales", "path": "./rules/repair-scales.yaml", "description": "Header-only fixes of scale shapes and dtypes (no requantization)."},'
+t_stdout_has "list json" '  {"name": "repair-scales", "kind": "repair", "path": "./rules/repair-scales.yaml", "description": "Header-only fixes of scale shapes and dtypes (no requantization)."},'
 if command -v python3 >/dev/null 2>&1; then
-    t_true "list json parses" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert [e["name"] for e in d] == ["comfyui-int8-convrot", "exclude-conv-and-embeddings", "migrate-scaled-fp8", "quantize-int8-convrot", "repair-scales", "sglang-int8-convrot", "sglang-int8-convrot-tp8"]' "$T_OUT"
+    t_true "list json parses" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert [e["name"] for e in d] == ["comfyui-int8-convrot", "comfyui-repair", "exclude-conv-and-embeddings", "migrate-scaled-fp8", "quantize-int8-convrot", "repair-scales", "sglang-int8-convrot", "sglang-int8-convrot-tp8", "sglang-repair"]' "$T_OUT"
 fi
 fi
 
@@ -104,9 +106,9 @@ printf 'stfix: 1\ntarget: comfyui\ndescription: mine\nrules:\n  - {name: a, matc
 printf 'stfix: 1\ntarget: comfyui\nrules:\n  - {name: a, match: {}, do: cast-scale}\n' >"$T_TMP/rb/repair-scales.yaml"
 cp "$T_TMP/rb/repair-scales.yaml" "$T_TMP/rb/aaa.yaml"
 t_run "list path" 0 env STFIX_RULES_PATH="$T_TMP/ra::$T_TMP/rb" "$STFIX" rules list
-t_stdout_has "list path" "repair-scales                $T_TMP/ra/repair-scales.yaml"
+t_stdout_has "list path" "repair-scales                -           $T_TMP/ra/repair-scales.yaml"
 t_stdout_has "list path" "  mine"
-t_true "list path: aaa first, no description" sh -c "head -n 1 '$T_OUT' | grep -q '^aaa  .*$T_TMP/rb/aaa.yaml  *-\$'"
+t_true "list path: aaa first, no description" sh -c "head -n 1 '$T_OUT' | grep -q '^aaa  *-  *$T_TMP/rb/aaa.yaml  *-\$'"
 t_true "list path: sglang from the source tree" grep -qF "./rules/sglang-int8-convrot.yaml" "$T_OUT"
 t_run "plan -r NAME from STFIX_RULES_PATH" 0 env STFIX_RULES_PATH="$T_TMP/rb:$T_TMP/ra" \
     "$STFIX" plan fixtures/comfy/r14_scale_bf16.safetensors -r aaa --json
@@ -119,17 +121,24 @@ t_stdout_has "plan -r NAME from the source tree" '"recipe_sha256": "'"$(sha256su
 t_run "fix -r NAME from the source tree" 0 env -u STFIX_RULES_PATH \
     "$STFIX" fix fixtures/comfy/r14_scale_bf16.safetensors -r repair-scales -o "$T_TMP/fixed.safetensors"
 
-# A miss names every directory searched, exit 2; a path (a '/' or .yaml) is
-# never looked up.
+# A miss names every directory searched, exit 2; a path (a '/', or a
+# .yaml file that is there) is never looked up; NAME.yaml that is no file
+# here is the recipe NAME.
 t_run "miss" 2 env STFIX_RULES_PATH="$T_TMP/ra:$T_TMP/rb" \
     "$STFIX" plan fixtures/comfy/r14_scale_bf16.safetensors -r nope
-t_stderr_is "miss" "stfix: plan: recipe 'nope' not found (searched nope.yaml in: $T_TMP/ra, $T_TMP/rb, /usr/local/share/stfix/rules, ./rules)"
+t_stderr_is "miss" "stfix: plan: recipe 'nope' not found (searched nope.yaml in: $T_TMP/ra, $T_TMP/rb, /usr/local/share/stfix/rules, ./rules; and the built-in recipes)"
 t_run "miss (fix, json)" 2 env -u STFIX_RULES_PATH \
     "$STFIX" fix fixtures/comfy/r14_scale_bf16.safetensors -r nope -o "$T_TMP/x.safetensors" --json
 t_stdout_has "miss (fix, json)" '"code": "STF_ENOTFOUND"'
-t_run "a .yaml is a path" 2 env STFIX_RULES_PATH="$T_TMP/ra" \
+t_run "a .yaml is a name" 2 env STFIX_RULES_PATH="$T_TMP/ra" \
     "$STFIX" plan fixtures/comfy/r14_scale_bf16.safetensors -r aaa.yaml
-t_stderr_is "a .yaml is a path" "stfix: plan: aaa.yaml: cannot open: No such file or directory"
+t_stderr_is "a .yaml is a name" "stfix: plan: recipe 'aaa.yaml' not found (searched aaa.yaml in: $T_TMP/ra, /usr/local/share/stfix/rules, ./rules; and the built-in recipes)"
+t_run "a .yaml is a name: found" 0 env STFIX_RULES_PATH="$T_TMP/rb" \
+    "$STFIX" plan fixtures/comfy/r14_scale_bf16.safetensors -r aaa.yaml --json
+t_stdout_has "a .yaml is a name: found" '"recipe_sha256": "'"$(sha256sum "$T_TMP/rb/aaa.yaml" | cut -c1-64)"'"'
+t_run "a ./x.yaml is a path" 2 env STFIX_RULES_PATH="$T_TMP/rb" \
+    "$STFIX" plan fixtures/comfy/r14_scale_bf16.safetensors -r ./aaa.yaml
+t_stderr_is "a ./x.yaml is a path" "stfix: plan: ./aaa.yaml: cannot open: No such file or directory"
 t_run "list: extra argument" 3 "$STFIX" rules list x
 t_run "help lists list" 0 "$STFIX" rules --help
 t_stdout_has "help lists list" "stfix rules list [--json]"

@@ -31,6 +31,7 @@ static inline void tp_init(tplan *t, const stf_ckpt *c, unsigned targets)
     t->p.jobs = t->jobs;
     t->p.layers = t->layers;
     t->p.meta = t->meta;
+    t->p.changed = 1; /* a plan made by hand changes its input */
 }
 
 static inline size_t tp_in(const stf_ckpt *c, const char *name)

@@ -140,6 +140,35 @@ static void test_set_marker_m1_needs_f32_scale(void **state)
     pt_free(&k);
 }
 
+/* A layer with no marker at all: an I8 weight with an F32 scale is
+ * int8_tensorwise, and set-marker writes that marker; with a BF16 scale
+ * the tensors say nothing, and it asks for a format. */
+static void test_set_marker_infers_from_tensors(void **state)
+{
+    (void)state;
+    char b[256];
+    for (int f32 = 1; f32 >= 0; f32--) {
+        pt_ckpt k = { 0 };
+        PT_ADD(&k, "a.weight", "I8", NULL, 4, 256);
+        PT_ADD(&k, "a.weight_scale", f32 ? "F32" : "BF16", g_s16, 4, 1);
+        pt_open(&k);
+        pt_recipe1(&k, "{marker: absent, weight_dtype: I8}", "set-marker");
+        if (f32) {
+            pt_plan_ok(&k);
+            assert_string_equal(pt_new_bytes(&k, "a.comfy_quant", b, sizeof b),
+                                "{\"format\": \"int8_tensorwise\"}");
+            assert_string_equal(stf_plan_layer(k.p, 0)->summary,
+                                "marker canonical (int8_tensorwise)");
+            assert_int_equal(stf_plan_layer(k.p, 0)->changed, 1);
+        } else {
+            pt_expect_err(&k, "layer 'a': rule 'r' (recipe line 6): set-marker: the layer has no "
+                              "usable marker (not a JSON object) and the action names no format; "
+                              "give set-marker a format");
+        }
+        pt_free(&k);
+    }
+}
+
 static void test_rewrite_format_rename_and_mismatch(void **state)
 {
     (void)state;
@@ -762,6 +791,7 @@ int main(void)
         cmocka_unit_test(test_set_marker_adds_format_and_hoists),
         cmocka_unit_test(test_set_marker_canonical_input_is_copied),
         cmocka_unit_test(test_set_marker_m1_needs_f32_scale),
+        cmocka_unit_test(test_set_marker_infers_from_tensors),
         cmocka_unit_test(test_rewrite_format_rename_and_mismatch),
         cmocka_unit_test(test_requantize_float_linear),
         cmocka_unit_test(test_requantize_mode_and_groups),

@@ -1,6 +1,7 @@
 /*
  * lib/pipeline/plan_meta.c: the output __metadata__ — input keys kept
- * (union over shards), stfix.version and stfix.recipe_sha256 stamped, and
+ * (union over shards), stfix.version and stfix.recipe_sha256 stamped when
+ * the output differs from the input (plan_same.c), and
  * _quantization_metadata kept verbatim, rebuilt from the output markers,
  * dropped on request or when no marker is left, never invented.
  * Run from the repository root.
@@ -46,6 +47,50 @@ static void test_keys_kept_and_stamped(void **state)
     assert_null(pt_meta(&k, "_quantization_metadata"));
     assert_int_equal(k.p->emit_meta, 1);
     pt_free(&k);
+}
+
+/* A plan whose actions leave every byte of a canonical file as it is: not
+ * changed, not stamped, its marker "already canonical". The same layer in
+ * a file that is not canonical, or with a metadata key the plan drops, is
+ * a change of the file though not of the layer, and is stamped. */
+static void test_unchanged_not_stamped(void **state)
+{
+    (void)state;
+    stf_ckpt *c = NULL;
+    stf_recipe *r = NULL;
+    stf_plan *p = NULL;
+    stf_err err;
+    stf_err_clear(&err);
+    assert_int_equal(stf_ckpt_open(&c, "fixtures/comfy/healthy_int8_g256.safetensors", NULL,
+                                   &err), 0);
+    assert_int_equal(stf_recipe_load_mem(&r, NULL, set_marker_yaml, strlen(set_marker_yaml),
+                                         "m.yaml", &err), 0);
+    assert_int_equal(stf_plan_build(&p, c, r, NULL, &err), 0);
+    assert_int_equal(stf_plan_changed(p), 0);
+    assert_int_equal(stf_plan_layer(p, 0)->changed, 0);
+    assert_int_equal(stf_plan_layer(p, 0)->nactions, 1);
+    assert_string_equal(stf_plan_layer(p, 0)->summary,
+                        "marker already canonical (int8_tensorwise)");
+    for (size_t i = 0; i < stf_plan_meta_count(p); i++)
+        assert_null(strstr(stf_plan_meta(p, i)->key, "stfix."));
+    assert_int_equal(stf_plan_meta_count(p), stf_ckpt_meta_count(c, 0));
+    stf_plan_free(p);
+    stf_recipe_free(r);
+    stf_ckpt_free(c);
+
+    for (int drop = 0; drop < 2; drop++) {
+        pt_ckpt k = { 0 };
+        layer(&k, MK_G256);
+        k.meta_json = drop ? "{\"format\":\"pt\",\"quant_format\":\"int8\"}"
+                           : "{\"format\":\"pt\"}"; /* after the tensors: not canonical */
+        pt_open(&k);
+        pt_recipe(&k, set_marker_yaml);
+        pt_plan_ok(&k);
+        assert_int_equal(stf_plan_changed(k.p), 1);
+        assert_int_equal(stf_plan_layer(k.p, 0)->changed, 0);
+        assert_string_equal(pt_meta(&k, "stfix.version"), STF_VERSION_STRING);
+        pt_free(&k);
+    }
 }
 
 static void test_qmeta_verbatim_when_unchanged(void **state)
@@ -178,8 +223,9 @@ static void test_sharded_union(void **state)
                                    NULL, &err), 0);
     assert_int_equal(stf_recipe_load_file(&r, NULL, "rules/repair-scales.yaml", &err), 0);
     assert_int_equal(stf_plan_build(&p, c, r, NULL, &err), 0);
-    /* Both shards say format=pt: one entry. */
-    assert_int_equal(stf_plan_meta_count(p), 3);
+    /* Both shards say format=pt: one entry; nothing changes, so no stamp. */
+    assert_int_equal(stf_plan_changed(p), 0);
+    assert_int_equal(stf_plan_meta_count(p), 1);
     assert_string_equal(stf_plan_meta(p, 0)->key, "format");
     assert_string_equal(stf_plan_meta(p, 0)->value, "pt");
     assert_int_equal(stf_plan_tensor_count(p), 8);
@@ -193,6 +239,7 @@ int main(void)
     for (int i = 0; i < 16; i++) g_s[i] = 0.25f;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_keys_kept_and_stamped),
+        cmocka_unit_test(test_unchanged_not_stamped),
         cmocka_unit_test(test_qmeta_verbatim_when_unchanged),
         cmocka_unit_test(test_qmeta_rebuilt_from_markers),
         cmocka_unit_test(test_qmeta_follows_rename_and_drop),

@@ -69,6 +69,15 @@ static void test_good(void **state)
     assert_null(d);
     assert_int_equal(stf_recipe_targets(r), STF_CONSUMER_SGLANG | STF_CONSUMER_COMFYUI);
     assert_string_equal(stf_recipe_description(r), "test recipe");
+    assert_null(stf_recipe_kind(r)); /* it says none */
+    for (int k = 0; k < 2; k++) {
+        const char *y = k ? "stfix: 1\nkind: conversion\ntarget: sglang\nrules: []\n"
+                          : "stfix: 1\nkind: repair\ntarget: sglang\nrules: []\n";
+        stf_recipe *kr = NULL;
+        assert_int_equal(stf_recipe_load_mem(&kr, NULL, y, strlen(y), "k.yaml", &err), 0);
+        assert_string_equal(stf_recipe_kind(kr), k ? "conversion" : "repair");
+        stf_recipe_free(kr);
+    }
     assert_string_equal(stf_recipe_sha256(r),
                         "4f708b438f1c24350077997d59e395869047bac58b7f974714affdbf80405d41");
     assert_int_equal(stf_recipe_rule_count(r), 2);
@@ -121,12 +130,16 @@ static void test_top_level_problems(void **state)
     expect_problem("- a\n", "bad.yaml:1:1: recipe: expected a mapping with stfix, target and "
                             "rules, got a sequence");
     static const char *const missing[] = {
-        "bad.yaml:1:1: recipe: unknown key 'stfx' (expected one of: stfix, target, "
+        "bad.yaml:1:1: recipe: unknown key 'stfx' (expected one of: stfix, target, kind, "
         "description, include, rules, parallel)",
         "bad.yaml:1:1: recipe: missing required key 'stfix'",
         "bad.yaml:1:1: recipe: missing required key 'target'",
     };
     expect_problems("stfx: 1\nrules: []\n", 3, missing);
+    expect_problem("stfix: 1\nkind: fix\ntarget: sglang\nrules: []\n",
+                   "bad.yaml:2:7: kind: expected repair or conversion, got 'fix'");
+    expect_problem("stfix: 1\nkind: [repair]\ntarget: sglang\nrules: []\n",
+                   "bad.yaml:2:7: kind: expected repair or conversion, got a sequence");
     expect_problem("stfix: 2\ntarget: sglang\nrules: []\n",
                    "bad.yaml:1:8: stfix: unsupported recipe format version 2 (this stfix reads "
                    "version 1)");

@@ -2,9 +2,10 @@
  * lib/pipeline/run.c: a hand-built plan executed into a real file. Exact
  * output bytes for every output kind (copy, reshape, cast, new marker,
  * requantized weight and scale, dequantized weight), determinism across
- * pool sizes, ENOSPC during the fills, verification failure, in-place
- * runs and an input rewritten while it is read: a failure never leaves a
- * file at the output path nor a temp file, and never changes the input.
+ * pool sizes, ENOSPC during the fills, verification failure and in-place
+ * runs: a failure never leaves a file at the output path nor a temp file,
+ * and never changes the input, nor does a plan that changes nothing; an
+ * input rewritten while it is read is never published.
  */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -452,6 +453,39 @@ static void test_input_changed(void **state)
     fx_free(f);
 }
 
+/* In place, a plan that changes nothing touches nothing: not the bytes, not
+ * the modification time, no lock or temporary beside it; the input is
+ * verified as it stands and the report lists no file. */
+static void test_in_place_unchanged(void **state)
+{
+    (void)state;
+    fx *f = fx_new(0);
+    f->t.p.changed = 0;
+    size_t lin;
+    unsigned char *before = st_read_file(f->in, &lin);
+    struct timespec old[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
+    assert_int_equal(utimensat(AT_FDCWD, f->in, old, 0), 0);
+    stf_run_opts o = opts(NULL);
+    o.write.replace_input = 1;
+    stf_run_report *rep = NULL;
+    stf_err err;
+    assert_int_equal(stf_plan_run(&rep, &f->t.p, f->in, &o, &err), 0);
+    assert_int_equal(stf_run_report_file_count(rep), 0);
+    assert_non_null(stf_run_report_check(rep));
+    stf_run_report_free(rep);
+    struct stat st;
+    assert_int_equal(stat(f->in, &st), 0);
+    assert_int_equal(st.st_mtim.tv_sec, 1000000000);
+    size_t l2;
+    unsigned char *after = st_read_file(f->in, &l2);
+    assert_int_equal(lin, l2);
+    assert_memory_equal(before, after, lin);
+    free(after);
+    free(before);
+    assert_int_equal(st_dir_entries(f->dir), 1);
+    fx_free(f);
+}
+
 /* A plan whose job output size disagrees with the job fails before writing. */
 static void test_plan_mismatch(void **state)
 {
@@ -634,6 +668,7 @@ int main(void)
         cmocka_unit_test(test_verification_failure),
         cmocka_unit_test(test_in_place),
         cmocka_unit_test(test_input_changed),
+        cmocka_unit_test(test_in_place_unchanged),
         cmocka_unit_test(test_plan_mismatch),
         cmocka_unit_test(test_sharded),
         cmocka_unit_test(test_wide_layer_threads),

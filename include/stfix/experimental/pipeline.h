@@ -149,6 +149,11 @@ typedef struct stf_batch_opts {
      * (stf_batch_paths_output): the checkpoint's files are hashed, and its
      * result is failed with this error; nothing is opened or written. */
     const stf_err *refused;
+    /* Version 3 too: a compliant checkpoint (one the recipe leaves unchanged,
+     * stf_plan_changed 0, with no error-severity finding) is copied to its
+     * output path, never hard-linked; without it or link_compliant,
+     * nothing is written for it. */
+    int copy_compliant;
 } stf_batch_opts;
 
 STF_EXPERIMENTAL_API
@@ -160,8 +165,8 @@ typedef struct stf_batch_result stf_batch_result;
 /*
  * One checkpoint of a batch: hash its files (on a helper thread, while the
  * rest goes on), open, check against the
- * recipe's targets, plan; when a layer changes or an error-severity finding
- * is present, run the plan into `out_path` (stf_batch_output_path; its
+ * recipe's targets, plan; when the plan changes the checkpoint
+ * (stf_plan_changed) or an error-severity finding is present, run the plan into `out_path` (stf_batch_output_path; its
  * directories are made), which verifies before publishing; hash the files
  * written. Any failure of the checkpoint is its result (status failed, the
  * error kept) and leaves nothing at out_path; the return value is non-zero
