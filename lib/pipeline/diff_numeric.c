@@ -3,7 +3,8 @@
  * present in both checkpoints decoded as exclude would decode it, and the
  * two f32 weights compared block of rows by block of rows (stfix-convrot(7),
  * ERROR METRICS), A the reference. Memory is bounded by the options'
- * max_mem (at least one row of each).
+ * max_mem: a row too wide for it goes in column pieces, the way fix takes
+ * such a row (job_wide.c), with the same results as whole rows.
  */
 #include <stdio.h>
 #include <string.h>
@@ -43,7 +44,64 @@ static int not_compared(stf_diff_numeric_info *r, stf_err *err, const char *fmt,
     return r->why ? 0 : stf__err(err, STF_ENOMEM, "diff: out of memory");
 }
 
-/* Decode both sides in blocks of rows and accumulate B against A. */
+/*
+ * Columns per piece when one row of each side (two f32 rows and both
+ * sides' bytes, `per_row`) does not fit max_mem and the row is wider than
+ * STF__WIDE_UNIT: a multiple of it (at least one) within max_mem, as
+ * stf__decoder_cols takes them. 0 when blocks of whole rows fit.
+ */
+static size_t piece_cols(const stf__decoder *da, const stf__decoder *db, uint64_t per_row,
+                         uint64_t max_mem)
+{
+    uint64_t k = da->d.k;
+    if (k <= STF__WIDE_UNIT || per_row <= max_mem) return 0;
+    /* Per column: two f32 values and at most 4 input bytes a side. */
+    uint64_t per_unit = (uint64_t)STF__WIDE_UNIT * 8 + stf__decoder_span_bytes(da, STF__WIDE_UNIT) +
+                        stf__decoder_span_bytes(db, STF__WIDE_UNIT);
+    uint64_t c = max_mem / per_unit * STF__WIDE_UNIT;
+    if (c < STF__WIDE_UNIT) c = STF__WIDE_UNIT;
+    return (size_t)(c < k ? c : k);
+}
+
+/*
+ * Every row in column pieces of pc columns: each piece of A and of B
+ * decoded (the values of the whole rows) and added to *m in column order,
+ * so the sums and the first position of the maximum are those of the rows.
+ */
+static int compare_pieces(stf_metrics *m, const stf_diff_numeric_info *r, const stf__decoder *da,
+                          const stf__decoder *db, size_t pc, const stf_diff_opts *o,
+                          stf__diff_progress *pg, stf_err *err)
+{
+    uint64_t n = da->d.n, k = da->d.k;
+    int rc = 0;
+    float *fa = stf__malloc(pc * sizeof *fa), *fb = stf__malloc(pc * sizeof *fb);
+    unsigned char *sa = da->mem ? NULL : stf__malloc((size_t)stf__decoder_span_bytes(da, pc));
+    unsigned char *sb = db->mem ? NULL : stf__malloc((size_t)stf__decoder_span_bytes(db, pc));
+    if (!fa || !fb || (!da->mem && !sa) || (!db->mem && !sb)) {
+        rc = stf__err(err, STF_ENOMEM, "diff: out of memory for a piece of %zu columns", pc);
+        goto done;
+    }
+    for (uint64_t row = 0; row < n; row++) {
+        for (uint64_t c0 = 0; c0 < k; c0 += pc) {
+            size_t cols = (size_t)(k - c0 < pc ? k - c0 : pc);
+            if ((rc = stf__decoder_cols(da, fa, row, c0, cols, sa, o->pool, err)) ||
+                (rc = stf__decoder_cols(db, fb, row, c0, cols, sb, o->pool, err)))
+                goto done;
+            stf_metrics_add(m, fa, fb, cols, row, c0);
+            uint64_t read = stf__decoder_span_bytes(da, cols) + stf__decoder_span_bytes(db, cols);
+            stf__diff_tick(pg, read, r->prefix, r->prefix_len);
+        }
+    }
+done:
+    stf__free(fa);
+    stf__free(fb);
+    stf__free(sa);
+    stf__free(sb);
+    return rc;
+}
+
+/* Decode both sides in blocks of rows (or a row too wide for max_mem in
+ * column pieces) and accumulate B against A. */
 static int compare(stf_diff_numeric_info *r, const stf__decoder *da, const stf__decoder *db,
                    const stf_diff_opts *o, stf__diff_progress *pg, stf_err *err)
 {
@@ -51,6 +109,16 @@ static int compare(stf_diff_numeric_info *r, const stf__decoder *da, const stf__
     size_t ra = da->row_bytes, rb = db->row_bytes;
     /* Per row: two f32 rows and the raw bytes of each side. */
     uint64_t per_row = 8 * k + ra + rb;
+    stf_metrics m;
+    stf_metrics_init(&m);
+    size_t pc = n ? piece_cols(da, db, per_row, o->max_mem) : 0;
+    if (pc) {
+        int rc = compare_pieces(&m, r, da, db, pc, o, pg, err);
+        if (rc) return rc;
+        stf_metrics_finish(&r->m, &m);
+        r->compared = 1;
+        return 0;
+    }
     uint64_t rows = per_row ? o->max_mem / per_row : n;
     if (rows < 1) rows = 1;
     if (rows > n) rows = n;
@@ -69,8 +137,6 @@ static int compare(stf_diff_numeric_info *r, const stf__decoder *da, const stf__
             goto done;
         }
     }
-    stf_metrics m;
-    stf_metrics_init(&m);
     for (uint64_t r0 = 0; r0 < n && k; r0 += rows) {
         uint64_t r1 = n - r0 < rows ? n : r0 + rows;
         if ((rc = stf__decoder_rows(da, fa, r0, r1, sa, o->pool, err)) ||
