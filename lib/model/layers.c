@@ -17,6 +17,7 @@ typedef struct layer_int {
     int64_t tensor[STF_SFX_COUNT]; /* ckpt index per suffix, -1 when absent; pub.tensors */
     stf_marker *mk;
     size_t nmk, capmk;
+    int own_prefix;                /* pub.prefix is a copy (else a metadata key's bytes) */
 } layer_int;
 
 typedef struct shard_meta {
@@ -81,8 +82,10 @@ static int grow_hash(stf_model *m)
     return 0;
 }
 
-/* The layer for prefix p[0..n), created (prefix copied) when new. */
-static int get_layer(layer_int **out, stf_model *m, const char *p, size_t n)
+/* The layer for prefix p[0..n), created when new: with p itself as its
+ * prefix when `keep` (p is NUL-terminated at n and outlives the model),
+ * else a copy. */
+static int get_layer(layer_int **out, stf_model *m, const char *p, size_t n, int keep)
 {
     long at = find_layer(m, p, n);
     if (at >= 0) {
@@ -97,10 +100,11 @@ static int get_layer(layer_int **out, stf_model *m, const char *p, size_t n)
         m->layers = v;
         m->cap = cap;
     }
-    char *copy = stf__strndup(p, n);
+    const char *copy = keep ? p : stf__strndup(p, n);
     if (!copy) return STF_ENOMEM;
     layer_int *l = &m->layers[m->nlayers];
     memset(l, 0, sizeof *l);
+    l->own_prefix = !keep;
     l->pub.prefix = copy;
     l->pub.prefix_len = n;
     for (int s = 0; s < STF_SFX_COUNT; s++) l->tensor[s] = -1;
@@ -113,7 +117,8 @@ static int get_layer(layer_int **out, stf_model *m, const char *p, size_t n)
 static int push_marker(layer_int *l, const stf_marker *mk)
 {
     if (l->nmk == l->capmk) {
-        size_t cap = l->capmk ? l->capmk * 2 : 2;
+        /* Most layers have one marker: start with room for exactly one. */
+        size_t cap = l->capmk ? l->capmk * 2 : 1;
         stf_marker *v = stf__realloc(l->mk, cap * sizeof *v);
         if (!v) return STF_ENOMEM;
         l->mk = v;
@@ -166,7 +171,8 @@ static int add_meta_markers(stf_model *m, size_t shard, stf_err *err)
         const char *key = stf_pyval_key(layers, i, &klen);
         const stf_pyval *v = stf_pyval_item(layers, i);
         layer_int *l;
-        if (get_layer(&l, m, key, klen) != 0) return oom(err);
+        /* The key lives in the metadata tree, which the model keeps. */
+        if (get_layer(&l, m, key, klen, 1) != 0) return oom(err);
         stf_marker mk;
         memset(&mk, 0, sizeof mk);
         mk.channel = STF_CHAN_METADATA;
@@ -234,7 +240,7 @@ int stf_model_build(stf_model **out, const stf_ckpt *c, stf_err *err)
             continue;
         }
         layer_int *l;
-        if (get_layer(&l, m, t->name, t->name_len - slen) != 0) {
+        if (get_layer(&l, m, t->name, t->name_len - slen, 0) != 0) {
             rc = oom(err);
             goto done;
         }
@@ -256,11 +262,21 @@ int stf_model_build(stf_model **out, const stf_ckpt *c, stf_err *err)
             rc = stf__marker_from_tensor(&mk, c, i, err);
             if (rc) goto done;
             layer_int *l;
-            if (get_layer(&l, m, t->name, t->name_len - slen) != 0 || push_marker(l, &mk) != 0) {
+            if (get_layer(&l, m, t->name, t->name_len - slen, 0) != 0 ||
+                push_marker(l, &mk) != 0) {
                 stf__marker_clear(&mk);
                 rc = oom(err);
                 goto done;
             }
+        }
+    }
+    /* The array stops growing here: give back its spare room before the
+     * layers point into it. */
+    if (m->nlayers && m->nlayers < m->cap) {
+        layer_int *v = stf__realloc(m->layers, m->nlayers * sizeof *v);
+        if (v) {
+            m->layers = v;
+            m->cap = m->nlayers;
         }
     }
     for (size_t i = 0; i < m->nlayers; i++) settle_layer(m, &m->layers[i]);
@@ -281,7 +297,7 @@ void stf_model_free(stf_model *m)
         layer_int *l = &m->layers[i];
         for (size_t k = 0; k < l->nmk; k++) stf__marker_clear(&l->mk[k]);
         stf__free(l->mk);
-        stf__free((char *)(uintptr_t)l->pub.prefix);
+        if (l->own_prefix) stf__free((char *)(uintptr_t)l->pub.prefix);
     }
     for (size_t s = 0; m->meta && s < m->nshards; s++) {
         stf_pyval_free(m->meta[s].root);
