@@ -14,11 +14,16 @@
 
 typedef struct layer_int {
     stf_layer pub;
-    int64_t tensor[STF_SFX_COUNT]; /* ckpt index per suffix, -1 when absent; pub.tensors */
     stf_marker *mk;
     size_t nmk, capmk;
+    size_t tslot;                  /* its row of the model's `tens` + 1; 0: no tensors */
     int own_prefix;                /* pub.prefix is a copy (else a metadata key's bytes) */
 } layer_int;
+
+/* A layer's tensors: ckpt index per suffix, -1 when absent (pub.tensors).
+ * Only layers with tensors have a row, so a layer that only a metadata
+ * entry names costs no row. */
+typedef int64_t tensor_row[STF_SFX_COUNT];
 
 typedef struct shard_meta {
     stf_qmeta_status status;
@@ -38,6 +43,8 @@ struct stf_model {
     shard_meta *meta;
     size_t nshards;
     size_t nmarkers_ok;
+    tensor_row *tens;
+    size_t ntens, captens;
 };
 
 static size_t prefix_hash(const char *k, size_t n)
@@ -107,7 +114,6 @@ static int get_layer(layer_int **out, stf_model *m, const char *p, size_t n, int
     l->own_prefix = !keep;
     l->pub.prefix = copy;
     l->pub.prefix_len = n;
-    for (int s = 0; s < STF_SFX_COUNT; s++) l->tensor[s] = -1;
     hash_put(m->hidx, m->hcap, prefix_hash(p, n), m->nlayers);
     m->nlayers++;
     *out = l;
@@ -126,6 +132,22 @@ static int push_marker(layer_int *l, const stf_marker *mk)
     }
     l->mk[l->nmk++] = *mk;
     return 0;
+}
+
+/* The layer's row of tensor indices, made (all -1) when it has none yet. */
+static int64_t *tensor_slots(stf_model *m, layer_int *l)
+{
+    if (l->tslot) return m->tens[l->tslot - 1];
+    if (m->ntens == m->captens) {
+        size_t cap = m->captens ? m->captens * 2 : 16;
+        tensor_row *v = stf__realloc(m->tens, cap * sizeof *v);
+        if (!v) return NULL;
+        m->tens = v;
+        m->captens = cap;
+    }
+    for (int s = 0; s < STF_SFX_COUNT; s++) m->tens[m->ntens][s] = -1;
+    l->tslot = ++m->ntens;
+    return m->tens[m->ntens - 1];
 }
 
 static int push_other(stf_model *m, size_t idx)
@@ -192,8 +214,9 @@ static int add_meta_markers(stf_model *m, size_t shard, stf_err *err)
 static void settle_layer(stf_model *m, layer_int *l)
 {
     stf_layer *p = &l->pub;
-    p->tensors = l->tensor; /* the layer array no longer moves */
-    p->ntensors = STF_SFX_COUNT;
+    /* The arrays no longer move. */
+    p->tensors = l->tslot ? m->tens[l->tslot - 1] : NULL;
+    p->ntensors = l->tslot ? STF_SFX_COUNT : 0;
     p->markers = l->mk;
     p->nmarkers = l->nmk;
     const stf_marker *first = NULL, *last_meta = NULL, *last_tensor = NULL;
@@ -240,11 +263,13 @@ int stf_model_build(stf_model **out, const stf_ckpt *c, stf_err *err)
             continue;
         }
         layer_int *l;
-        if (get_layer(&l, m, t->name, t->name_len - slen, 0) != 0) {
+        int64_t *row = NULL;
+        if (get_layer(&l, m, t->name, t->name_len - slen, 0) != 0 ||
+            !(row = tensor_slots(m, l))) {
             rc = oom(err);
             goto done;
         }
-        l->tensor[s] = (int64_t)i; /* ckpt order is shard order: the later file wins */
+        row[s] = (int64_t)i; /* ckpt order is shard order: the later file wins */
     }
     size_t ti = 0; /* tensors come in shard order: one pass over them in total */
     for (size_t sh = 0; sh < m->nshards; sh++) {
@@ -305,6 +330,7 @@ void stf_model_free(stf_model *m)
     }
     stf__free(m->meta);
     stf__free(m->layers);
+    stf__free(m->tens);
     stf__free(m->hidx);
     stf__free(m->other);
     stf__free(m);
