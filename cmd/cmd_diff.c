@@ -235,8 +235,8 @@ int cmd_diff(int argc, char **argv)
           .help = "threads for --numeric (default: one per online core);\n"
                   "the results do not depend on N" },
         { .name = "max-mem", .metavar = "SIZE", .kind = CLI_SIZE, .target = &max_mem, .min = 1,
-          .help = "working set of --numeric (default 256MiB, at least one\n"
-                  "row of each weight)" },
+          .help = "working set of --numeric (default 256MiB; a row too\n"
+                  "wide for it goes in column pieces)" },
         { .name = "json", .kind = CLI_FLAG, .target = &json,
           .help = "one JSON document instead of the listing" },
     };

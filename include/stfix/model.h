@@ -231,7 +231,7 @@ typedef struct stf_layer {
     size_t prefix_len;
     /* The layer's tensors by suffix: read them with stf_layer_tensor(). A
      * count and a pointer, so the struct keeps its layout when suffixes are
-     * added. */
+     * added; a layer without tensors (only a marker names it) has none. */
     const int64_t *tensors;
     size_t ntensors;
     const stf_marker *markers;   /* all markers, both channels, every shard: per shard the

@@ -254,7 +254,8 @@ STF_API const char *stf_run_report_file(const stf_run_report *r, size_t i);
 typedef struct stf_diff_opts {
     unsigned version;          /* STF_DIFF_OPTS_VERSION, set by stf_diff_opts_init */
     int numeric;               /* compare the dequantized weights of quantized layers */
-    uint64_t max_mem;          /* numeric working set (default 256 MiB; at least one row) */
+    uint64_t max_mem;          /* numeric working set (default 256 MiB; a row too wide for
+                                  it goes in column pieces) */
     stf_pool *pool;            /* numeric decoding split over it; NULL = inline */
     stf_progress_fn progress;  /* bytes read of both inputs; NULL: none */
     void *progress_ud;
@@ -310,8 +311,9 @@ typedef struct stf_diff stf_diff;
  * __metadata__ entries (of all shards, the first shard's value of a key).
  * With o->numeric, every layer present in both with a weight and a marker or
  * quantized weight on either side is decoded as exclude would decode it and
- * compared in blocks of rows that fit o->max_mem (stfix-convrot(7), ERROR
- * METRICS). Tensor data is compared in bounded pieces. Errors: STF_EIO from
+ * compared in blocks of rows that fit o->max_mem, a row too wide for it in
+ * column pieces with the same results (stfix-convrot(7), ERROR METRICS).
+ * Tensor data is compared in bounded pieces. Errors: STF_EIO from
  * a read, STF_ENOMEM; a layer that cannot be decoded is reported in its
  * stf_diff_numeric_info, not as an error. Names, keys and tensor infos point
  * into `a` and `b`, which must outlive the result.

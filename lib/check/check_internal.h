@@ -24,6 +24,12 @@ struct stf_check_report {
     size_t n, cap;
     stf_tp_summary *tp;   /* one per degree asked (stf_check_run_tp) */
     size_t ntp;
+    /* The diagnostics' strings: messages, and each distinct layer and fix
+     * once (a layer's findings come together, and a rule's fix is mostly
+     * the same text), so a report holds little beyond its messages. */
+    stf__arena strs;
+    const char **fixes;   /* open addressing over the distinct fixes */
+    size_t nfixes, capfixes;
 };
 
 /*
@@ -79,6 +85,12 @@ const char *stf__chk_sorted(stf__chk *k, const char *const *names, const size_t 
                             size_t limit);
 /* Keep a string returned by the model layer until the run ends. */
 const char *stf__chk_keep(stf__chk *k, char *s);
+/* The pool's present size, for stf__chk_release. */
+size_t stf__chk_mark(const stf__chk *k);
+/* Free the strings pooled since `mark`: a profile's loop releases what one
+ * layer's messages needed once they are added, so the pool holds one
+ * layer's strings, not the whole run's. */
+void stf__chk_release(stf__chk *k, size_t mark);
 /* Record a failure code from a model/container call (first one wins). */
 void stf__chk_fail(stf__chk *k, int rc);
 

@@ -411,6 +411,10 @@ int stf__check_comfyui(stf__chk *k)
     stf__check_comfyui_qmeta(k);
     stf__check_comfyui_legacy(k);
     size_t nl = stf_model_layer_count(k->m);
-    for (size_t i = 0; i < nl && !k->rc; i++) check_layer(k, stf_model_layer(k->m, i));
+    for (size_t i = 0; i < nl && !k->rc; i++) {
+        size_t mark = stf__chk_mark(k);
+        check_layer(k, stf_model_layer(k->m, i));
+        stf__chk_release(k, mark);
+    }
     return k->rc;
 }

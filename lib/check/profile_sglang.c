@@ -512,7 +512,9 @@ int stf__check_sglang(stf__chk *k)
         const stf_pyval *mk = stf__chk_marker(l);
         if (!mk) continue;
         has[i] = 1;
+        size_t mark = stf__chk_mark(k);
         check_required(k, l, mk, stf__chk_format(mk));
+        stf__chk_release(k, mark);
     }
     if (!k->rc) check_collisions(k, has);
     cfg_kind kind = k->rc ? CFG_NONE : resolve(k, has, synth);
@@ -520,9 +522,11 @@ int stf__check_sglang(stf__chk *k)
         const stf_layer *l = stf_model_layer(k->m, i);
         if (!has[i]) continue;
         const stf_pyval *mk = stf__chk_marker(l);
+        size_t mark = stf__chk_mark(k);
         if (kind != CFG_NONE && kind != CFG_REJECTED)
             config_layer(k, kind, l, mk, stf__chk_format(mk));
         check_selection(k, l);
+        stf__chk_release(k, mark);
     }
     stf__free(synth);
     return k->rc;

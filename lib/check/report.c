@@ -12,11 +12,8 @@
 void stf_check_report_free(stf_check_report *r)
 {
     if (!r) return;
-    for (size_t i = 0; i < r->n; i++) {
-        stf__free((char *)r->v[i].layer);
-        stf__free((char *)r->v[i].message);
-        stf__free((char *)r->v[i].fix);
-    }
+    stf__arena_clear(&r->strs);
+    stf__free(r->fixes);
     stf__free(r->v);
     stf__free(r->tp);
     stf__free(r);
@@ -68,14 +65,64 @@ static int report_push(stf_check_report *r, const stf_diag *d)
     return 0;
 }
 
+static size_t fix_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return (size_t)h;
+}
+
+/* The report's copy of fix text s, made once per distinct text; NULL when
+ * out of memory. */
+static const char *intern_fix(stf_check_report *r, const char *s)
+{
+    if ((r->nfixes + 1) * 2 > r->capfixes) {
+        size_t cap = r->capfixes ? r->capfixes * 2 : 64;
+        const char **t = stf__calloc(cap, sizeof *t);
+        if (!t) return NULL;
+        for (size_t i = 0; i < r->capfixes; i++) {
+            if (!r->fixes[i]) continue;
+            size_t j = fix_hash(r->fixes[i]) & (cap - 1);
+            while (t[j]) j = (j + 1) & (cap - 1);
+            t[j] = r->fixes[i];
+        }
+        stf__free(r->fixes);
+        r->fixes = t;
+        r->capfixes = cap;
+    }
+    size_t j = fix_hash(s) & (r->capfixes - 1);
+    for (; r->fixes[j]; j = (j + 1) & (r->capfixes - 1))
+        if (!strcmp(r->fixes[j], s)) return r->fixes[j];
+    char *c = stf__arena_strndup(&r->strs, s, strlen(s));
+    if (!c) return NULL;
+    r->fixes[j] = c;
+    r->nfixes++;
+    return c;
+}
+
+/* The report's copy of a layer name: the previous finding's when it names
+ * the same layer. NULL when out of memory. */
+static const char *layer_copy(stf_check_report *r, const char *layer, size_t len)
+{
+    if (!len) return "";
+    const stf_diag *prev = r->n ? &r->v[r->n - 1] : NULL;
+    if (prev && prev->layer_len == len && !memcmp(prev->layer, layer, len)) return prev->layer;
+    return stf__arena_strndup(&r->strs, layer, len);
+}
+
 /*
- * Append a finding (copies layer, fix and the formatted message); on
- * allocation failure the run turns sticky STF_ENOMEM and nothing is added.
+ * Append a finding (copies layer, fix and the formatted message into the
+ * report); on allocation failure the run turns sticky STF_ENOMEM and
+ * nothing is added.
  */
 void stf__chk_add(stf__chk *k, const char *rule, stf_severity sev, const char *layer,
                   size_t layer_len, const char *fix, const char *fmt, ...)
 {
     if (k->rc) return;
+    stf_check_report *r = k->r;
     va_list ap;
     va_start(ap, fmt);
     int len = vsnprintf(NULL, 0, fmt, ap);
@@ -86,20 +133,16 @@ void stf__chk_add(stf__chk *k, const char *rule, stf_severity sev, const char *l
     d.severity = sev;
     d.profile = k->profile;
     d.effect = stf__effect_of(d.rule, k->profile, sev);
-    char *msg = len >= 0 ? stf__malloc((size_t)len + 1) : NULL;
+    char *msg = len >= 0 ? stf__arena_alloc(&r->strs, (size_t)len + 1) : NULL;
     if (msg) {
         va_start(ap, fmt);
         vsnprintf(msg, (size_t)len + 1, fmt, ap);
         va_end(ap);
     }
     d.message = msg;
-    d.layer = stf__strndup(layer ? layer : "", layer ? layer_len : 0);
     d.layer_len = layer ? layer_len : 0;
-    d.fix = stf__strdup(fix ? fix : "");
-    if (!msg || !d.layer || !d.fix || report_push(k->r, &d)) {
-        stf__free(msg);
-        stf__free((char *)d.layer);
-        stf__free((char *)d.fix);
-        stf__chk_fail(k, STF_ENOMEM);
-    }
+    d.layer = layer_copy(r, layer, d.layer_len);
+    d.fix = intern_fix(r, fix ? fix : "");
+    /* What a failure took from the arena stays there until the report goes. */
+    if (!msg || !d.layer || !d.fix || report_push(r, &d)) stf__chk_fail(k, STF_ENOMEM);
 }

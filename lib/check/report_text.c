@@ -1,6 +1,7 @@
 /*
  * The strings profiles build their messages from (Python reprs, escaped
- * names, shapes, dtype names), pooled in the run until it ends.
+ * names, shapes, dtype names), pooled in the run until it ends or a
+ * profile's loop releases one layer's.
  */
 #include <stdint.h>
 
@@ -29,6 +30,15 @@ const char *stf__chk_keep(stf__chk *k, char *s)
     }
     k->pool[k->npool++] = s;
     return s;
+}
+
+/* The pool's size (contract in check_internal.h). */
+size_t stf__chk_mark(const stf__chk *k) { return k->npool; }
+
+/* Free what was pooled since mark (contract in check_internal.h). */
+void stf__chk_release(stf__chk *k, size_t mark)
+{
+    while (k->npool > mark) stf_model_str_free(k->pool[--k->npool]);
 }
 
 /* Wrap a model formatting call: rc/out pair into a pooled string. */

@@ -40,7 +40,6 @@
 
 #define HEADER_REF_MAX UINT64_C(100000000) /* S2: the reference's limit, 10^8 */
 #define HEADER_MAX_DEPTH 3u
-#define ARENA_BLOCK 65536u
 
 /* Fill `o` with the documented defaults (lib/README.md, Resource caps). */
 void stf_open_opts_init_version(stf_open_opts *o, unsigned version)
@@ -73,48 +72,15 @@ void stf__open_opts_upgrade(stf_open_opts *dst, const stf_open_opts *src)
 
 /* ------------------------------------------------------------ arena */
 
-/* Names, values and shapes live in a few large blocks, so a header with a
- * million tensors costs a few hundred allocations, not millions. */
-typedef struct arena_blk {
-    struct arena_blk *next;
-    size_t used, cap;
-    uint64_t data[]; /* u64 elements keep every block start aligned */
-} arena_blk;
-
-typedef struct arena {
-    arena_blk *head;
-} arena;
+/* Names, values and shapes live in a few large blocks (stf__arena), so a
+ * header with a million tensors costs a few hundred allocations, not
+ * millions. */
+typedef stf__arena arena;
 
 static void arena_free(arena *a)
 {
-    if (!a) return;
-    arena_blk *b = a->head;
-    while (b) {
-        arena_blk *next = b->next;
-        stf__free(b);
-        b = next;
-    }
+    stf__arena_clear(a);
     stf__free(a);
-}
-
-static void *arena_alloc(arena *a, size_t n)
-{
-    size_t need = (n + 7) & ~(size_t)7;
-    if (need < n) return NULL;
-    arena_blk *b = a->head;
-    if (!b || b->cap - b->used < need) {
-        size_t cap = need > ARENA_BLOCK ? need : ARENA_BLOCK;
-        if (cap > SIZE_MAX - sizeof *b) return NULL;
-        b = stf__malloc(sizeof *b + cap);
-        if (!b) return NULL;
-        b->cap = cap;
-        b->used = 0;
-        b->next = a->head;
-        a->head = b;
-    }
-    void *p = (unsigned char *)b->data + b->used;
-    b->used += need;
-    return p;
 }
 
 /* ------------------------------------------------------------ framing */
@@ -218,7 +184,7 @@ static int expect(pstate *ps, int type)
 static int str_dup(pstate *ps, const stf__json_token *t, char **out, size_t *len)
 {
     size_t body = t->len - 2;
-    char *d = arena_alloc(ps->ar, body + 1);
+    char *d = stf__arena_alloc(ps->ar, body + 1);
     if (!d) return stf__err(ps->c->err, STF_ENOMEM, "%s: out of memory", ps->c->path);
     size_t n = body;
     if (t->flags & STF__JS_ESCAPE)
@@ -326,7 +292,7 @@ static int parse_shape(pstate *ps, const stf__json_token *t, stf__tensor_record 
     r->ti.rank = rank;
     r->ti.shape = NULL;
     if (rank) {
-        uint64_t *s = arena_alloc(ps->ar, rank * sizeof *s);
+        uint64_t *s = stf__arena_alloc(ps->ar, rank * sizeof *s);
         if (!s) return stf__err(ps->c->err, STF_ENOMEM, "%s: out of memory", ps->c->path);
         memcpy(s, dims, rank * sizeof *s);
         r->ti.shape = s;

@@ -14,10 +14,16 @@
 
 typedef struct layer_int {
     stf_layer pub;
-    int64_t tensor[STF_SFX_COUNT]; /* ckpt index per suffix, -1 when absent; pub.tensors */
     stf_marker *mk;
     size_t nmk, capmk;
+    size_t tslot;                  /* its row of the model's `tens` + 1; 0: no tensors */
+    int own_prefix;                /* pub.prefix is a copy (else a metadata key's bytes) */
 } layer_int;
+
+/* A layer's tensors: ckpt index per suffix, -1 when absent (pub.tensors).
+ * Only layers with tensors have a row, so a layer that only a metadata
+ * entry names costs no row. */
+typedef int64_t tensor_row[STF_SFX_COUNT];
 
 typedef struct shard_meta {
     stf_qmeta_status status;
@@ -41,6 +47,8 @@ struct stf_model {
     size_t nsfp8, capsfp8;
     size_t *sfhidx;      /* open addressing over their prefixes: position + 1, 0 = empty */
     size_t sfhcap;
+    tensor_row *tens;
+    size_t ntens, captens;
 };
 
 /* The name every legacy scaled-FP8 checkpoint marks itself with, after the
@@ -93,8 +101,10 @@ static int grow_hash(stf_model *m)
     return 0;
 }
 
-/* The layer for prefix p[0..n), created (prefix copied) when new. */
-static int get_layer(layer_int **out, stf_model *m, const char *p, size_t n)
+/* The layer for prefix p[0..n), created when new: with p itself as its
+ * prefix when `keep` (p is NUL-terminated at n and outlives the model),
+ * else a copy. */
+static int get_layer(layer_int **out, stf_model *m, const char *p, size_t n, int keep)
 {
     long at = find_layer(m, p, n);
     if (at >= 0) {
@@ -109,13 +119,13 @@ static int get_layer(layer_int **out, stf_model *m, const char *p, size_t n)
         m->layers = v;
         m->cap = cap;
     }
-    char *copy = stf__strndup(p, n);
+    const char *copy = keep ? p : stf__strndup(p, n);
     if (!copy) return STF_ENOMEM;
     layer_int *l = &m->layers[m->nlayers];
     memset(l, 0, sizeof *l);
+    l->own_prefix = !keep;
     l->pub.prefix = copy;
     l->pub.prefix_len = n;
-    for (int s = 0; s < STF_SFX_COUNT; s++) l->tensor[s] = -1;
     hash_put(m->hidx, m->hcap, prefix_hash(p, n), m->nlayers);
     m->nlayers++;
     *out = l;
@@ -125,7 +135,8 @@ static int get_layer(layer_int **out, stf_model *m, const char *p, size_t n)
 static int push_marker(layer_int *l, const stf_marker *mk)
 {
     if (l->nmk == l->capmk) {
-        size_t cap = l->capmk ? l->capmk * 2 : 2;
+        /* Most layers have one marker: start with room for exactly one. */
+        size_t cap = l->capmk ? l->capmk * 2 : 1;
         stf_marker *v = stf__realloc(l->mk, cap * sizeof *v);
         if (!v) return STF_ENOMEM;
         l->mk = v;
@@ -147,6 +158,22 @@ static int push_index(size_t **v, size_t *n, size_t *cap, size_t idx)
     }
     (*v)[(*n)++] = idx;
     return 0;
+}
+
+/* The layer's row of tensor indices, made (all -1) when it has none yet. */
+static int64_t *tensor_slots(stf_model *m, layer_int *l)
+{
+    if (l->tslot) return m->tens[l->tslot - 1];
+    if (m->ntens == m->captens) {
+        size_t cap = m->captens ? m->captens * 2 : 16;
+        tensor_row *v = stf__realloc(m->tens, cap * sizeof *v);
+        if (!v) return NULL;
+        m->tens = v;
+        m->captens = cap;
+    }
+    for (int s = 0; s < STF_SFX_COUNT; s++) m->tens[m->ntens][s] = -1;
+    l->tslot = ++m->ntens;
+    return m->tens[m->ntens - 1];
 }
 
 static int push_other(stf_model *m, size_t idx)
@@ -235,7 +262,8 @@ static int add_meta_markers(stf_model *m, size_t shard, stf_err *err)
         const char *key = stf_pyval_key(layers, i, &klen);
         const stf_pyval *v = stf_pyval_item(layers, i);
         layer_int *l;
-        if (get_layer(&l, m, key, klen) != 0) return oom(err);
+        /* The key lives in the metadata tree, which the model keeps. */
+        if (get_layer(&l, m, key, klen, 1) != 0) return oom(err);
         stf_marker mk;
         memset(&mk, 0, sizeof mk);
         mk.channel = STF_CHAN_METADATA;
@@ -255,8 +283,9 @@ static int add_meta_markers(stf_model *m, size_t shard, stf_err *err)
 static void settle_layer(stf_model *m, layer_int *l)
 {
     stf_layer *p = &l->pub;
-    p->tensors = l->tensor; /* the layer array no longer moves */
-    p->ntensors = STF_SFX_COUNT;
+    /* The arrays no longer move. */
+    p->tensors = l->tslot ? m->tens[l->tslot - 1] : NULL;
+    p->ntensors = l->tslot ? STF_SFX_COUNT : 0;
     p->markers = l->mk;
     p->nmarkers = l->nmk;
     const stf_marker *first = NULL, *last_meta = NULL, *last_tensor = NULL;
@@ -303,11 +332,13 @@ int stf_model_build(stf_model **out, const stf_ckpt *c, stf_err *err)
             continue;
         }
         layer_int *l;
-        if (get_layer(&l, m, t->name, t->name_len - slen) != 0) {
+        int64_t *row = NULL;
+        if (get_layer(&l, m, t->name, t->name_len - slen, 0) != 0 ||
+            !(row = tensor_slots(m, l))) {
             rc = oom(err);
             goto done;
         }
-        l->tensor[s] = (int64_t)i; /* ckpt order is shard order: the later file wins */
+        row[s] = (int64_t)i; /* ckpt order is shard order: the later file wins */
     }
     size_t ti = 0; /* tensors come in shard order: one pass over them in total */
     for (size_t sh = 0; sh < m->nshards; sh++) {
@@ -325,11 +356,21 @@ int stf_model_build(stf_model **out, const stf_ckpt *c, stf_err *err)
             rc = stf__marker_from_tensor(&mk, c, i, err);
             if (rc) goto done;
             layer_int *l;
-            if (get_layer(&l, m, t->name, t->name_len - slen) != 0 || push_marker(l, &mk) != 0) {
+            if (get_layer(&l, m, t->name, t->name_len - slen, 0) != 0 ||
+                push_marker(l, &mk) != 0) {
                 stf__marker_clear(&mk);
                 rc = oom(err);
                 goto done;
             }
+        }
+    }
+    /* The array stops growing here: give back its spare room before the
+     * layers point into it. */
+    if (m->nlayers && m->nlayers < m->cap) {
+        layer_int *v = stf__realloc(m->layers, m->nlayers * sizeof *v);
+        if (v) {
+            m->layers = v;
+            m->cap = m->nlayers;
         }
     }
     for (size_t i = 0; i < m->nlayers; i++) settle_layer(m, &m->layers[i]);
@@ -351,7 +392,7 @@ void stf_model_free(stf_model *m)
         layer_int *l = &m->layers[i];
         for (size_t k = 0; k < l->nmk; k++) stf__marker_clear(&l->mk[k]);
         stf__free(l->mk);
-        stf__free((char *)(uintptr_t)l->pub.prefix);
+        if (l->own_prefix) stf__free((char *)(uintptr_t)l->pub.prefix);
     }
     for (size_t s = 0; m->meta && s < m->nshards; s++) {
         stf_pyval_free(m->meta[s].root);
@@ -359,6 +400,7 @@ void stf_model_free(stf_model *m)
     }
     stf__free(m->meta);
     stf__free(m->layers);
+    stf__free(m->tens);
     stf__free(m->hidx);
     stf__free(m->other);
     stf__free(m->sfp8);

@@ -254,6 +254,21 @@ static long hex4(const parser *p, size_t i)
 static int scan_string(parser *p, size_t i, size_t *next, char **s, size_t *slen)
 {
     size_t begin = i - 1;
+    /* A string without escapes (most keys and values) is copied as it
+     * stands, into exactly its size: a tree of a million short strings
+     * then holds their bytes, not a growing buffer's slack each. */
+    size_t j = i;
+    while (j < p->n && p->t[j] != '"' && p->t[j] != '\\' && p->t[j] >= 0x20) j++;
+    if (j < p->n && p->t[j] == '"') {
+        char *d = stf__malloc(j - i + 1);
+        if (!d) return pnomem(p);
+        memcpy(d, p->t + i, j - i);
+        d[j - i] = '\0';
+        *s = d;
+        *slen = j - i;
+        *next = j + 1;
+        return 0;
+    }
     stf_buf b;
     stf__buf_init(&b);
     int rc = 0;

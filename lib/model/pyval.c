@@ -42,7 +42,8 @@ void stf_pyval_free(stf_pyval *v)
 static int grow(stf_pyval *v)
 {
     if (v->n < v->cap) return 0;
-    size_t cap = v->cap ? v->cap * 2 : 4;
+    /* Most dicts of a marker or a metadata entry hold one or two keys. */
+    size_t cap = v->cap ? v->cap * 2 : 2;
     if (cap > SIZE_MAX / sizeof(void *) / 2) return STF_ENOMEM;
     stf_pyval **it = stf__realloc(v->items, cap * sizeof *it);
     if (!it) return STF_ENOMEM;

@@ -243,8 +243,8 @@ static int decode_span(const stf__decoder *dc, float *out, const unsigned char *
     return rc;
 }
 
-/* Input bytes of `cols` columns (a whole number of bytes: cols even for W4A4). */
-static uint64_t span_bytes(const stf__decoder *dc, uint64_t cols)
+/* Input bytes of `cols` columns (contract in run_internal.h). */
+uint64_t stf__decoder_span_bytes(const stf__decoder *dc, uint64_t cols)
 {
     return dc->d.kind == STF__DEC_W4A4 ? cols / 2 : dc->d.k ? cols * (dc->row_bytes / dc->d.k) : 0;
 }
@@ -275,7 +275,8 @@ static int cols_chunk(void *ud, size_t begin, size_t end)
     const span_job *j = ud;
     size_t b = begin * STF__WIDE_UNIT, e = end * STF__WIDE_UNIT;
     if (e > j->cols) e = j->cols;
-    return decode_span(j->dc, j->dst + b, j->raw + span_bytes(j->dc, b), j->r0, j->c0 + b, e - b);
+    return decode_span(j->dc, j->dst + b, j->raw + stf__decoder_span_bytes(j->dc, b), j->r0,
+                       j->c0 + b, e - b);
 }
 
 /* Decode rows [r0, r1) to f32 (contract in run_internal.h). */
@@ -315,12 +316,13 @@ int stf__decoder_raw_cols(const stf__decoder *dc, const void **out, uint64_t row
     if (row >= d->n || c0 > d->k || cols > d->k - c0 ||
         (d->kind == STF__DEC_W4A4 && (c0 % 2 || cols % 2)))
         return stf__err(err, STF_EINVAL, "decode: columns out of range");
-    uint64_t off = row * dc->row_bytes + span_bytes(dc, c0);
+    uint64_t off = row * dc->row_bytes + stf__decoder_span_bytes(dc, c0);
     if (dc->mem) {
         *out = dc->mem + off;
         return 0;
     }
-    int rc = stf_ckpt_read(scratch, dc->c, d->w_idx, off, (size_t)span_bytes(dc, cols), err);
+    int rc = stf_ckpt_read(scratch, dc->c, d->w_idx, off,
+                           (size_t)stf__decoder_span_bytes(dc, cols), err);
     if (rc) return rc;
     *out = scratch;
     return 0;

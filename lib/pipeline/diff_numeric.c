@@ -3,7 +3,8 @@
  * present in both checkpoints decoded as exclude would decode it, and the
  * two f32 weights compared block of rows by block of rows (stfix-convrot(7),
  * ERROR METRICS), A the reference. Memory is bounded by the options'
- * max_mem (at least one row of each).
+ * max_mem: a row too wide for it goes in column pieces, the way fix takes
+ * such a row (job_wide.c), with the same results as whole rows.
  */
 #include <stdio.h>
 #include <string.h>
@@ -43,7 +44,81 @@ static int not_compared(stf_diff_numeric_info *r, stf_err *err, const char *fmt,
     return r->why ? 0 : stf__err(err, STF_ENOMEM, "diff: out of memory");
 }
 
-/* Decode both sides in blocks of rows and accumulate B against A. */
+/*
+ * Columns per piece when one row of each side (two f32 rows and both
+ * sides' bytes, `per_row`) does not fit max_mem and the row is wider than
+ * STF__WIDE_UNIT: a multiple of it (at least one) within max_mem, as
+ * stf__decoder_cols takes them. 0 when blocks of whole rows fit.
+ */
+static size_t piece_cols(const stf__decoder *da, const stf__decoder *db, uint64_t per_row,
+                         uint64_t max_mem)
+{
+    uint64_t k = da->d.k;
+    if (k <= STF__WIDE_UNIT || per_row <= max_mem) return 0;
+    /* Per column: two f32 values and at most 4 input bytes a side. */
+    uint64_t per_unit = (uint64_t)STF__WIDE_UNIT * 8 + stf__decoder_span_bytes(da, STF__WIDE_UNIT) +
+                        stf__decoder_span_bytes(db, STF__WIDE_UNIT);
+    uint64_t c = max_mem / per_unit * STF__WIDE_UNIT;
+    if (c < STF__WIDE_UNIT) c = STF__WIDE_UNIT;
+    return (size_t)(c < k ? c : k);
+}
+
+/* A comparison's buffers: `nf` f32 values of each side, and the input
+ * bytes of a side read from a file (na, nb bytes; none for one in memory). */
+typedef struct sides {
+    float *fa, *fb;
+    unsigned char *sa, *sb;
+} sides;
+
+static int sides_alloc(sides *s, const stf__decoder *da, const stf__decoder *db, size_t nf,
+                       size_t na, size_t nb)
+{
+    s->fa = stf__malloc(nf * sizeof *s->fa);
+    s->fb = stf__malloc(nf * sizeof *s->fb);
+    s->sa = da->mem ? NULL : stf__malloc(na);
+    s->sb = db->mem ? NULL : stf__malloc(nb);
+    return s->fa && s->fb && (da->mem || s->sa) && (db->mem || s->sb) ? 0 : STF_ENOMEM;
+}
+
+static void sides_free(sides *s)
+{
+    stf__free(s->fa);
+    stf__free(s->fb);
+    stf__free(s->sa);
+    stf__free(s->sb);
+}
+
+/*
+ * Every row in column pieces of pc columns: each piece of A and of B
+ * decoded (the values of the whole rows) and added to *m in column order,
+ * so the sums and the first position of the maximum are those of the rows.
+ */
+static int compare_pieces(stf_metrics *m, const stf_diff_numeric_info *r, const stf__decoder *da,
+                          const stf__decoder *db, size_t pc, const stf_diff_opts *o,
+                          stf__diff_progress *pg, stf_err *err)
+{
+    uint64_t n = da->d.n, k = da->d.k;
+    sides b;
+    int rc = sides_alloc(&b, da, db, pc, (size_t)stf__decoder_span_bytes(da, pc),
+                         (size_t)stf__decoder_span_bytes(db, pc));
+    if (rc) rc = stf__err(err, STF_ENOMEM, "diff: out of memory for a piece of %zu columns", pc);
+    for (uint64_t row = 0; row < n && !rc; row++) {
+        for (uint64_t c0 = 0; c0 < k && !rc; c0 += pc) {
+            size_t cols = (size_t)(k - c0 < pc ? k - c0 : pc);
+            if ((rc = stf__decoder_cols(da, b.fa, row, c0, cols, b.sa, o->pool, err)) ||
+                (rc = stf__decoder_cols(db, b.fb, row, c0, cols, b.sb, o->pool, err)))
+                break;
+            stf_metrics_add(m, b.fa, b.fb, cols, row, c0);
+            uint64_t read = stf__decoder_span_bytes(da, cols) + stf__decoder_span_bytes(db, cols);
+            stf__diff_tick(pg, read, r->prefix, r->prefix_len);
+        }
+    }
+    sides_free(&b);
+    return rc;
+}
+
+/* Decode both sides in blocks of rows (or a row too wide for max_mem in
+ * column pieces) and accumulate B against A. */
 static int compare(stf_diff_numeric_info *r, const stf__decoder *da, const stf__decoder *db,
                    const stf_diff_opts *o, stf__diff_progress *pg, stf_err *err)
 {
@@ -51,42 +126,40 @@ static int compare(stf_diff_numeric_info *r, const stf__decoder *da, const stf__
     size_t ra = da->row_bytes, rb = db->row_bytes;
     /* Per row: two f32 rows and the raw bytes of each side. */
     uint64_t per_row = 8 * k + ra + rb;
+    stf_metrics m;
+    stf_metrics_init(&m);
+    size_t pc = n ? piece_cols(da, db, per_row, o->max_mem) : 0;
+    int rc = 0;
+    if (pc) {
+        if ((rc = compare_pieces(&m, r, da, db, pc, o, pg, err))) return rc;
+        stf_metrics_finish(&r->m, &m);
+        r->compared = 1;
+        return 0;
+    }
     uint64_t rows = per_row ? o->max_mem / per_row : n;
     if (rows < 1) rows = 1;
     if (rows > n) rows = n;
     if (k && rows > SIZE_MAX / 8 / k) rows = SIZE_MAX / 8 / k;
-    int rc = 0;
-    float *fa = NULL, *fb = NULL;
-    unsigned char *sa = NULL, *sb = NULL;
-    if (n && k) {
-        fa = stf__malloc((size_t)(rows * k) * sizeof *fa);
-        fb = stf__malloc((size_t)(rows * k) * sizeof *fb);
-        sa = da->mem ? NULL : stf__malloc((size_t)rows * ra);
-        sb = db->mem ? NULL : stf__malloc((size_t)rows * rb);
-        if (!fa || !fb || (!da->mem && !sa) || (!db->mem && !sb)) {
-            rc = stf__err(err, STF_ENOMEM, "diff: out of memory for %llu rows of %llu columns",
-                          (unsigned long long)rows, (unsigned long long)k);
-            goto done;
-        }
+    sides b = { NULL, NULL, NULL, NULL };
+    if (n && k && sides_alloc(&b, da, db, (size_t)(rows * k), (size_t)rows * ra,
+                              (size_t)rows * rb)) {
+        rc = stf__err(err, STF_ENOMEM, "diff: out of memory for %llu rows of %llu columns",
+                      (unsigned long long)rows, (unsigned long long)k);
+        goto done;
     }
-    stf_metrics m;
-    stf_metrics_init(&m);
     for (uint64_t r0 = 0; r0 < n && k; r0 += rows) {
         uint64_t r1 = n - r0 < rows ? n : r0 + rows;
-        if ((rc = stf__decoder_rows(da, fa, r0, r1, sa, o->pool, err)) ||
-            (rc = stf__decoder_rows(db, fb, r0, r1, sb, o->pool, err)))
+        if ((rc = stf__decoder_rows(da, b.fa, r0, r1, b.sa, o->pool, err)) ||
+            (rc = stf__decoder_rows(db, b.fb, r0, r1, b.sb, o->pool, err)))
             goto done;
         for (uint64_t i = r0; i < r1; i++)
-            stf_metrics_add(&m, fa + (i - r0) * k, fb + (i - r0) * k, (size_t)k, i, 0);
+            stf_metrics_add(&m, b.fa + (i - r0) * k, b.fb + (i - r0) * k, (size_t)k, i, 0);
         stf__diff_tick(pg, (r1 - r0) * (ra + rb), r->prefix, r->prefix_len);
     }
     stf_metrics_finish(&r->m, &m);
     r->compared = 1;
 done:
-    stf__free(fa);
-    stf__free(fb);
-    stf__free(sa);
-    stf__free(sb);
+    sides_free(&b);
     return rc;
 }
 

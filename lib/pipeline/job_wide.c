@@ -18,13 +18,6 @@ static uint64_t out_span(const stf__job *job, uint64_t cols)
     return cols * (stf__job_out_row_bytes(job) / job->dec.k);
 }
 
-/* Input bytes of `cols` columns of a row. */
-static uint64_t in_span(const stf__decoder *dc, uint64_t cols)
-{
-    if (dc->d.kind == STF__DEC_W4A4) return cols / 2;
-    return cols * (dc->row_bytes / dc->d.k);
-}
-
 /* A piece's source values: the weight's own bytes (direct) or f32 decoded into jr->ref. */
 static int piece_src(stf__jobrun *jr, const stf__job *job, const stf__decoder *dc, uint64_t row,
                      uint64_t c0, size_t cols, const void **src, stf_dtype *dt, stf_err *err)
@@ -112,8 +105,8 @@ int stf__job_wide(stf__jobrun *jr, const stf__job *job, const stf__decoder *dc, 
     int quant = job->kind != STF__JOB_DEQUANT;
     int want_ref = total != NULL || !stf__job_direct(job);
     int rc;
-    if ((rc = stf__job_grow((void **)&jr->raw, &jr->raw_cap, dc->mem ? 0 : in_span(dc, pc),
-                            err)) ||
+    if ((rc = stf__job_grow((void **)&jr->raw, &jr->raw_cap,
+                            dc->mem ? 0 : stf__decoder_span_bytes(dc, pc), err)) ||
         (rc = stf__job_grow((void **)&jr->ref, &jr->ref_cap, want_ref ? (uint64_t)pc * 4 : 0,
                             err)) ||
         (rc = stf__job_grow((void **)&jr->test, &jr->test_cap, total ? (uint64_t)pc * 4 : 0,

@@ -135,6 +135,9 @@ int stf__decoder_row(const stf__decoder *dc, float *dst, const void *raw, uint64
  */
 #define STF__WIDE_UNIT 4096u
 
+/* Input bytes of `cols` columns of a row (cols even for W4A4). */
+uint64_t stf__decoder_span_bytes(const stf__decoder *dc, uint64_t cols);
+
 /*
  * Input bytes of columns [c0, c0 + cols) of one row, as stf__decoder_raw
  * (scratch: those bytes, unless the checkpoint is in memory). W4A4 needs c0

@@ -136,6 +136,27 @@ int stf__buf_puts(stf_buf *b, const char *s);
 int stf__buf_putc(stf_buf *b, char c);
 int stf__buf_printf(stf_buf *b, const char *fmt, ...) STF_PRINTF(2, 3);
 
+/* ------------------------------------------------------------ arena.c */
+
+/* Bytes of an arena's blocks (a larger piece gets a block of its own). */
+#define STF__ARENA_BLOCK 65536u
+
+typedef struct stf__arena_blk stf__arena_blk;
+
+/* Many small pieces in a few large blocks, all freed at once. Zeroed is
+ * empty. */
+typedef struct stf__arena {
+    stf__arena_blk *head;
+} stf__arena;
+
+/* n bytes from the arena, 8-byte aligned, valid until stf__arena_clear;
+ * NULL when out of memory. */
+void *stf__arena_alloc(stf__arena *a, size_t n);
+/* s[0..n) and a NUL, copied into the arena; NULL when out of memory. */
+char *stf__arena_strndup(stf__arena *a, const char *s, size_t n);
+/* Free every piece; the arena is empty again. No-op on NULL. */
+void stf__arena_clear(stf__arena *a);
+
 /* ------------------------------------------------------------ text */
 
 /*

@@ -10,6 +10,8 @@
 #   BENCH_SIZE, BENCH_REPS, BENCH_CASES, BENCH_JOBS  the end-to-end
 #                    cases' size, rounds, cases and -j (tests/bench/fix_e2e.sh;
 #                    size, rounds and -j of tests/bench/bench_zstd_fix.sh too)
+#   BENCH_META_LAYERS  layers of the metadata-only header whose check and
+#                    plan peak memory tests/bench/meta_mem.sh measures
 #   BENCH_BATCH_N, BENCH_BATCH_SIZE  the batch case's zoo: checkpoints and
 #                    the size of each (tests/bench/batch_e2e.sh)
 #   BENCH_ZSTD_MIB, BENCH_ZSTD_LEVELS, BENCH_ZSTD_DATA  the compressed
@@ -39,6 +41,8 @@ if [ -n "${STFIX:-}" ]; then
     i=$((i + 1))
     echo "== check_2g"
     sh "$(dirname "$0")/check_2g.sh" "$STFIX" || rc=$?
+    echo "== meta_mem"
+    sh "$(dirname "$0")/meta_mem.sh" "$STFIX" || rc=$?
     echo "== fix_e2e"
     if [ -n "$json" ]; then
         BENCH_JSON="$tmp/part$i.json" sh "$(dirname "$0")/fix_e2e.sh" "$STFIX" || rc=$?

@@ -2,7 +2,8 @@
 # Hostile shapes in bounded time and memory. A weight with no elements
 # (N or K is 0, so the other dimension is a bare number in the header) is
 # copied, never planned into terabytes of scales or probed row by row; a
-# row wider than --max-mem is quantized in column pieces within the limit.
+# row wider than --max-mem is quantized (fix) and compared (diff --numeric)
+# in column pieces within the limit.
 # Every command runs under t_capped (10 s, 64 MiB of address space; fix
 # with -j 2, since each thread reserves a stack), so a regression fails
 # here within seconds instead of running for days.
@@ -107,3 +108,57 @@ t_run "pieces = rows: pieces" 0 "$STFIX" fix "$D/rand.safetensors" -r $Q -o "$D/
 grep -A1 'rel-L2' "$T_OUT" >"$D/r2.err"
 t_true "pieces = rows: same bytes" cmp "$D/r1.safetensors" "$D/r2.safetensors"
 t_true "pieces = rows: same metrics" cmp "$D/r1.err" "$D/r2.err"
+
+# ------------------------------------- diff --numeric of rows wider than --max-mem
+# Whole rows and column pieces give the same numbers, rotations undone in
+# pieces included.
+t_run "diff pieces = rows: whole" 1 "$STFIX" diff "$D/rand.safetensors" "$D/r1.safetensors" --numeric -j 2
+grep '^numeric ' "$T_OUT" >"$D/d1.txt"
+t_true "diff pieces = rows: one numeric line" test "$(wc -l <"$D/d1.txt")" -eq 1
+t_run "diff pieces = rows: pieces" 1 t_capped "$STFIX" diff "$D/rand.safetensors" "$D/r1.safetensors" \
+    --numeric -j 2 --max-mem 1MiB
+grep '^numeric ' "$T_OUT" >"$D/d2.txt"
+t_true "diff pieces = rows: same numbers" cmp "$D/d1.txt" "$D/d2.txt"
+# One row of 2^24 columns, BF16 against INT8 codes with a tensor scale,
+# zero but for four columns (the rest holes): whole rows would take
+# 2^24 x (4 + 4 + 2 + 1) bytes, over the 64 MiB cap. The two largest
+# differences are equal and lie in different pieces: the first is named.
+python3 - "$D" <<'EOF2'
+import json, os, struct, sys
+d = sys.argv[1]
+K = 1 << 24
+# column: (A, B's code); B's scale is 0.75
+COLS = {5: (1.0, 2), 4096 * 5 + 3: (2.0, 4), 4096 * 3000 + 1: (2.0, 4), K - 1: (-1.0, -1)}
+
+
+def write(name, tensors, cells):
+    hdr, off = {}, 0
+    for t, dt, shape, n in tensors:
+        hdr[t] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + n]}
+        off += n
+    h = json.dumps(hdr, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h)
+        f.truncate(8 + len(h) + off)
+        for t, at, b in cells:
+            f.seek(8 + len(h) + hdr[t]["data_offsets"][0] + at)
+            f.write(b)
+
+
+write("wa.safetensors", [("w.weight", "BF16", [1, K], 2 * K)],
+      [("w.weight", 2 * c, struct.pack("<f", v)[2:]) for c, (v, q) in COLS.items()])
+M = b'{"format": "int8_tensorwise"}'
+write("wb.safetensors", [("w.comfy_quant", "U8", [len(M)], len(M)),
+                         ("w.weight_scale", "F32", [], 4), ("w.weight", "I8", [1, K], K)],
+      [("w.comfy_quant", 0, M), ("w.weight_scale", 0, struct.pack("<f", 0.75))] +
+      [("w.weight", c, struct.pack("<b", q)) for c, (v, q) in COLS.items()])
+EOF2
+t_run "diff wide row: whole" 1 "$STFIX" diff "$D/wa.safetensors" "$D/wb.safetensors" --numeric -j 2
+grep '^numeric ' "$T_OUT" >"$D/w1.txt"
+echo 'numeric w  rel-l2 4.808846e-01  cosine 0.987762965  max-abs 1.000000e+00 at (0, 20483)' >"$D/w0.txt"
+t_true "diff wide row: the numbers" cmp "$D/w0.txt" "$D/w1.txt"
+t_run "diff wide row, --max-mem 4MiB" 1 t_capped "$STFIX" diff "$D/wa.safetensors" \
+    "$D/wb.safetensors" --numeric -j 2 --max-mem 4MiB
+grep '^numeric ' "$T_OUT" >"$D/w2.txt"
+t_true "diff wide row: same numbers" cmp "$D/w1.txt" "$D/w2.txt"

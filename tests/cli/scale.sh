@@ -2,7 +2,8 @@
 # The human listings stay linear in the number of layers: `check` on 100,000
 # metadata-only layers and `plan` on 64,000 layers finish well inside the
 # time limit below (they took minutes when the listing rescanned the report
-# for each layer), and say the same as the JSON documents.
+# for each layer), and say the same as the JSON documents. check and plan
+# of the 100,000 layers also fit an address-space cap.
 . tests/cli/lib.sh
 D=$T_TMP
 LIMIT=120
@@ -15,6 +16,20 @@ t_true "check, 100,000 layers: one group per layer" \
     test "$(grep -c '^layer blocks\.[0-9]*\.attn\.qkv:$' "$T_OUT")" -eq 100000
 t_true "check, 100,000 layers: in order of first appearance" \
     test "$(grep -m 3 '^layer blocks' "$T_OUT" | tr '\n' ' ')" = "layer blocks.0.attn.qkv: layer blocks.1.attn.qkv: layer blocks.2.attn.qkv: "
+cp "$T_OUT" "$D/check.txt"
+# Memory follows the header (6 MB) too: under an address-space cap that
+# the run needed 1.4 times over when every finding held its own copies and
+# every repr lived until the end, the same listing comes out. One thread,
+# so no thread stacks count against the cap.
+t_run "check, 100,000 layers, 230 MiB" 1 sh -c "ulimit -v 235520 && exec timeout $LIMIT \"\$0\" check \"\$1\" -j 1" \
+    "$STFIX" "$D/meta.safetensors"
+t_stdout_is "check, 100,000 layers, 230 MiB" "$D/check.txt"
+t_run "plan, 100,000 metadata layers" 0 timeout "$LIMIT" "$STFIX" plan "$D/meta.safetensors" \
+    -r rules/comfyui-int8-convrot.yaml -j 1
+cp "$T_OUT" "$D/plan.txt"
+t_run "plan, 100,000 metadata layers, 145 MiB" 0 sh -c "ulimit -v 148480 && exec timeout $LIMIT \"\$0\" plan \"\$1\" -r rules/comfyui-int8-convrot.yaml -j 1" \
+    "$STFIX" "$D/meta.safetensors"
+t_stdout_is "plan, 100,000 metadata layers, 145 MiB" "$D/plan.txt"
 t_run "check --json, 100,000 layers" 1 timeout "$LIMIT" "$STFIX" check "$D/meta.safetensors" --json
 t_true "check --json, 100,000 layers: same count" \
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d["summary"]["errors"] != 400000)' "$T_OUT"

@@ -2,7 +2,8 @@
  * stf_diff_run: tensors added, removed and changed (dtype, shape, data with
  * the first differing byte), markers and __metadata__ entries that differ,
  * the numeric comparison of a quantized layer (exact metrics), a layer that
- * cannot be decoded, identical inputs, and the progress callback.
+ * cannot be decoded, identical inputs, the progress callback, and rows too
+ * wide for max_mem compared in column pieces with the numbers of whole rows.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -17,6 +18,7 @@
 
 #include "stfix.h"
 #include "support/st_ckptfile.h"
+#include "support/st_peak.h"
 #include "support/st_tmp.h"
 
 static const int8_t codes_a[8] = { 1, 2, 3, 4, -1, -2, -3, -4 };
@@ -202,11 +204,95 @@ static void test_identical(void **state)
     stf_ckpt_free(b);
 }
 
+/* 3 rows of WK columns (three 4096-column pieces and 512 more), BF16 in A,
+ * INT8 codes with a tensor scale and a 256-column rotation in B. */
+#define WK (3 * 4096 + 512)
+static const char mk_rot[] = "{\"format\": \"int8_tensorwise\", \"convrot\": true, "
+                             "\"convrot_groupsize\": 256}";
+
+typedef struct wide_run {
+    stf_metrics_result m;
+    uint64_t total;
+    size_t peak;
+} wide_run;
+
+static void diff_wide(wide_run *out, const stf_ckpt *a, const stf_ckpt *b, int numeric,
+                      uint64_t max_mem)
+{
+    stf_diff *d = NULL;
+    stf_diff_opts o;
+    stf_diff_opts_init(&o);
+    o.numeric = numeric;
+    o.max_mem = max_mem;
+    seen s = { 0, 0, 0, 0 };
+    o.progress = on_progress;
+    o.progress_ud = &s;
+    stf_err err;
+    st_peak_reset();
+    assert_int_equal(stf_diff_run(&d, a, b, &o, &err), 0);
+    out->peak = st_peak_bytes();
+    assert_int_equal(stf_diff_numeric_count(d), numeric ? 1 : 0);
+    const stf_diff_numeric_info *x = stf_diff_numeric(d, 0);
+    if (x) {
+        assert_true(x->compared);
+        out->m = x->m;
+    }
+    assert_false(s.down);
+    assert_int_equal(s.last, s.total);
+    out->total = s.total;
+    stf_diff_free(d);
+}
+
+static void test_wide_pieces(void **state)
+{
+    (void)state;
+    uint16_t *wa = malloc(3 * WK * sizeof *wa);
+    int8_t *wb = malloc(3 * WK);
+    assert_non_null(wa);
+    assert_non_null(wb);
+    uint32_t x = 12345;
+    for (size_t i = 0; i < 3 * WK; i++) {
+        x = x * 1103515245u + 12345u;
+        /* Finite BF16 of either sign, exponents around 1. */
+        wa[i] = (uint16_t)(((x >> 16) & 0x807fu) | 0x3e00u);
+        wb[i] = (int8_t)(x >> 8);
+    }
+    const float sb = 0.01f;
+    const st_tensor ta[] = { { "w.weight", STF_BF16, 2, { 3, WK }, wa, 3 * WK * 2 } };
+    const st_tensor tb[] = {
+        { "w.comfy_quant", STF_U8, 1, { sizeof mk_rot - 1 }, mk_rot, sizeof mk_rot - 1 },
+        { "w.weight", STF_I8, 2, { 3, WK }, wb, 3 * WK },
+        { "w.weight_scale", STF_F32, 0, { 0 }, &sb, 4 },
+    };
+    st_peak_install();
+    for (int in_mem = 0; in_mem < 2; in_mem++) {
+        st_ckfx fa, fb;
+        st_ckfx_open(&fa, ta, 1, in_mem);
+        st_ckfx_open(&fb, tb, 3, in_mem);
+        wide_run plain, whole, pieces;
+        diff_wide(&plain, fa.c, fb.c, 0, 1);
+        diff_wide(&whole, fa.c, fb.c, 1, (uint64_t)256 << 20);
+        /* One 4096-column piece of each side at a time: two f32 pieces and
+         * the bytes read, under the two f32 rows that whole rows take. */
+        diff_wide(&pieces, fa.c, fb.c, 1, 1);
+        assert_true(pieces.peak < plain.peak + 2 * 4 * WK);
+        assert_memory_equal(&whole.m, &pieces.m, sizeof whole.m);
+        assert_int_equal(whole.total, pieces.total);
+        assert_true(whole.m.max_abs > 0.0);
+        st_ckfx_close(&fa);
+        st_ckfx_close(&fb);
+    }
+    st_peak_uninstall();
+    free(wa);
+    free(wb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_differences, st_dir_setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_identical, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test(test_wide_pieces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
