@@ -144,7 +144,7 @@ const stf__ynode *stf__y_get(const stf__ynode *m, const char *key)
 int stf__check_keys(const stf__ynode *m, const char *path, const char *allowed,
                     const char *const *required, stf_recipe_diags *d)
 {
-    char clip[STF__CLIP_SIZE];
+    char clip[STF__KEY_CLIP_SIZE];
     for (size_t i = 0; i < stf__ymap_size(m); i++) {
         const stf__ynode *k = stf__ymap_key(m, i);
         const char *p = allowed;
@@ -159,8 +159,7 @@ int stf__check_keys(const stf__ynode *m, const char *path, const char *allowed,
         if (!found) {
             int rc = stf__diag_add(d, k->line, k->col,
                                    "%s: unknown key '%s' (expected one of: %s)", path,
-                                   stf__clip(clip, k->text),
-                                   allowed);
+                                   stf__clip_key(clip, k->text), allowed);
             if (rc) return rc;
         }
     }
@@ -288,8 +287,25 @@ static int build(stf__rload *L, stf_recipe *r, const stf__ynode *root, const cha
     if (!root || stf__y_is_null(root))
         return stf__diag_add(d, 1, 1, "recipe: empty document (expected a mapping with "
                                       "stfix, target and rules)");
+    /* A file named by mistake (a password file, a log) is refused as a
+     * whole, quoting none of its text. */
     if (root->type != STF__Y_MAP)
-        return stf__bad(d, root, "recipe", "a mapping with stfix, target and rules");
+        return stf__diag_add(d, 0, 0, "not a recipe (the top level is %s, not a mapping)",
+                             root->type == STF__Y_SEQ ? "a sequence" : "a scalar");
+    size_t known = 0;
+    for (size_t i = 0; i < stf__ymap_size(root); i++) {
+        const char *k = stf__ymap_key(root, i)->text;
+        size_t kl = strlen(k);
+        for (const char *p = top_keys; *p; ) {
+            size_t n = strcspn(p, ",");
+            if (n == kl && !strncmp(p, k, n)) known++;
+            p += n;
+            while (*p == ',' || *p == ' ') p++;
+        }
+    }
+    if (!known)
+        return stf__diag_add(d, 0, 0, "not a recipe (none of the keys %s at the top level)",
+                             top_keys);
     /* A file that includes others may leave target and rules to them; an
      * included file may leave target to the file that includes it. */
     const stf__ynode *inc = stf__y_get(root, "include");
@@ -357,6 +373,30 @@ static int build(stf__rload *L, stf_recipe *r, const stf__ynode *root, const cha
     return 0;
 }
 
+/*
+ * Why len bytes at buf cannot be a recipe's text: the offset of a NUL byte
+ * or of bytes that are not UTF-8 (surrogates included), in why; 0 when
+ * they can. The reason quotes none of the bytes.
+ */
+static int text_problem(char *why, size_t size, const char *buf, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)buf;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp = 0;
+        size_t n = u[i] < 0x80 ? 1 : stf__utf8_decode(u, len, i, &cp);
+        if (u[i] == 0) {
+            snprintf(why, size, "a NUL byte at offset %zu", i);
+            return 1;
+        }
+        if (!n || (cp >= 0xD800 && cp < 0xE000)) {
+            snprintf(why, size, "bytes that are not UTF-8 at offset %zu", i);
+            return 1;
+        }
+        i += n;
+    }
+    return 0;
+}
+
 /* One file of a recipe (contract in rules_internal.h). */
 int stf__recipe_load_doc(stf__rload *L, stf_recipe *r, const char *buf, size_t len,
                          const char *name, char *real)
@@ -381,8 +421,12 @@ int stf__recipe_load_doc(stf__rload *L, stf_recipe *r, const char *buf, size_t l
     stf__ynode *root = NULL;
     stf_err perr;
     stf_err_clear(&perr);
-    int rc = stf__yaml_parse(&root, L->d, len ? buf : "", len, &perr);
-    if (rc == STF_EFORMAT) rc = 0; /* the problem is in L->d */
+    char why[64];
+    int rc = 0;
+    if (text_problem(why, sizeof why, buf, len))
+        rc = stf__diag_add(L->d, 0, 0, "not a recipe (%s)", why);
+    else if ((rc = stf__yaml_parse(&root, L->d, len ? buf : "", len, &perr)) == STF_EFORMAT)
+        rc = 0; /* the problem is in L->d */
     else if (rc == 0) rc = build(L, r, root, len ? buf : "", file, top);
     L->d->name = outer;
     stf__free(L->real[--L->depth]);

@@ -33,7 +33,8 @@ struct stf_recipe_diags {
 stf_recipe_diags *stf__diags_new(const char *name);
 
 /*
- * Append "NAME:LINE:COL: <fmt...>". Returns 0, or STF_ENOMEM. Beyond
+ * Append "NAME:LINE:COL: <fmt...>" ("NAME: <fmt...>" for line 0: a
+ * problem of the file as a whole). Returns 0, or STF_ENOMEM. Beyond
  * STF__DIAGS_MAX problems only a count is kept. Control characters in the
  * message are written as \xNN so that every problem stays on one line.
  */
@@ -50,6 +51,12 @@ void stf__path(char *dst, size_t size, const char *fmt, ...) STF_PRINTF(3, 4);
 #define STF__CLIP_SIZE (STF__CLIP_LEN + 4)
 /* Copy of s for a message, clipped; returns buf. */
 const char *stf__clip(char buf[STF__CLIP_SIZE], const char *s);
+/* A mapping key in a message ("unknown key '...'") is clipped shorter: the
+ * file may be no recipe at all but some other file named by mistake, whose
+ * lines (a password file's hashes) must not be shown. */
+#define STF__KEY_CLIP_LEN 16
+#define STF__KEY_CLIP_SIZE (STF__KEY_CLIP_LEN + 4)
+const char *stf__clip_key(char buf[STF__KEY_CLIP_SIZE], const char *s);
 
 /* ------------------------------------------------- YAML document model */
 

@@ -415,7 +415,7 @@ int stf__selector_compile(stf__selector **out, const stf__ynode *match, const ch
     if (!s) return STF_ENOMEM;
     size_t before = d->count + d->dropped;
     int rc = 0;
-    char clip[STF__CLIP_SIZE];
+    char clip[STF__KEY_CLIP_SIZE];
     for (size_t i = 0; i < stf__ymap_size(match); i++) {
         const stf__ynode *key = stf__ymap_key(match, i);
         size_t j = 0;
@@ -425,7 +425,7 @@ int stf__selector_compile(stf__selector **out, const stf__ynode *match, const ch
                                "%s: unknown key '%s' (expected one of: prefix, regex, "
                                "weight, weight_dtype, shape, scale, scale_dtype, scale_shape, "
                                "marker, format, probe, rotation, parallel, not)", path,
-                               stf__clip(clip, key->text));
+                               stf__clip_key(clip, key->text));
         } else {
             char kp[STF__PATH_MAX];
             stf__path(kp, sizeof kp, "%s.%s", path, key->text);

@@ -118,8 +118,7 @@ static void test_top_level_problems(void **state)
     (void)state;
     expect_problem("", "bad.yaml:1:1: recipe: empty document (expected a mapping with stfix, "
                        "target and rules)");
-    expect_problem("- a\n", "bad.yaml:1:1: recipe: expected a mapping with stfix, target and "
-                            "rules, got a sequence");
+    expect_problem("- a\n", "bad.yaml: not a recipe (the top level is a sequence, not a mapping)");
     static const char *const missing[] = {
         "bad.yaml:1:1: recipe: unknown key 'stfx' (expected one of: stfix, target, "
         "description, include, rules, parallel)",
@@ -185,6 +184,48 @@ static void test_rule_problems(void **state)
                     5, several);
 }
 
+/* A file that is no recipe is refused as a whole, and nothing of its text
+ * but the first 16 bytes of a key is ever shown. */
+static void expect_not_recipe(const char *src, size_t len, const char *want)
+{
+    stf_recipe *r = (stf_recipe *)1;
+    stf_recipe_diags *d = NULL;
+    stf_err err;
+    assert_int_equal(stf_recipe_load_mem(&r, &d, src, len, "bad.yaml", &err), STF_EFORMAT);
+    assert_null(r);
+    assert_int_equal(stf_recipe_diags_count(d), 1);
+    assert_string_equal(stf_recipe_diags_text(d, 0), want);
+    assert_string_equal(err.msg, want);
+    stf_recipe_diags_free(d);
+}
+
+static void test_not_a_recipe(void **state)
+{
+    (void)state;
+    static const char shadow[] = "root:$6$saltsalt$SECRETHASH:20228:0:99999:7:::\n"
+                                 "bin:*:20228:0:99999:7:::\n";
+    expect_not_recipe(shadow, sizeof shadow - 1,
+                      "bad.yaml: not a recipe (none of the keys stfix, target, description, "
+                      "include, rules, parallel at the top level)");
+    expect_not_recipe("stfix: 1\0\n", 10, "bad.yaml: not a recipe (a NUL byte at offset 8)");
+    expect_not_recipe("stfix: \xe9t\xe9\n", 11,
+                      "bad.yaml: not a recipe (bytes that are not UTF-8 at offset 7)");
+    /* An encoded surrogate is not UTF-8 either. */
+    expect_not_recipe("a: \xed\xa0\x80\n", 7,
+                      "bad.yaml: not a recipe (bytes that are not UTF-8 at offset 3)");
+    expect_not_recipe("SECRETHASH\n", 11,
+                      "bad.yaml: not a recipe (the top level is a scalar, not a mapping)");
+    /* In a recipe, an unknown or duplicate key is shown by its first 16 bytes. */
+    static const char *const keys[] = {
+        "bad.yaml:4:1: recipe: unknown key 'root:$6$saltsalt...' (expected one of: stfix, "
+        "target, description, include, rules, parallel)",
+    };
+    expect_problems("stfix: 1\ntarget: sglang\nrules: []\nroot:$6$saltsalt$SECRETHASH: 1\n", 1,
+                    keys);
+    expect_problem("stfix: 1\nroot:$6$saltsalt$SECRETHASH: 1\nroot:$6$saltsalt$SECRETHASH: 1\n",
+                   "bad.yaml:3:1: duplicate key 'root:$6$saltsalt...' (first at line 2)");
+}
+
 static void test_file_errors(void **state)
 {
     (void)state;
@@ -201,6 +242,13 @@ static void test_file_errors(void **state)
     assert_int_equal(stf_recipe_load_mem(&r, NULL, buf, big, "big.yaml", &err), STF_ELIMIT);
     assert_string_equal(err.msg, "big.yaml: recipe is larger than 1048576 bytes");
     free(buf);
+    /* A directory or a device is refused before it is read. */
+    assert_int_equal(stf_recipe_load_file(&r, &d, "/", &err), STF_EFORMAT);
+    assert_null(r);
+    assert_null(d);
+    assert_string_equal(err.msg, "/: not a recipe (a directory, not a regular file)");
+    assert_int_equal(stf_recipe_load_file(&r, &d, "/dev/zero", &err), STF_EFORMAT);
+    assert_string_equal(err.msg, "/dev/zero: not a recipe (a character device, not a regular file)");
 }
 
 /* The bundled recipes load, and quantize-int8-convrot selects what its comments say. */
@@ -295,7 +343,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good),        cmocka_unit_test(test_top_level_problems),
-        cmocka_unit_test(test_rule_problems), cmocka_unit_test(test_file_errors),
+        cmocka_unit_test(test_rule_problems), cmocka_unit_test(test_not_a_recipe),
+        cmocka_unit_test(test_file_errors),
         cmocka_unit_test(test_bundled),     cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
