@@ -70,7 +70,7 @@ static int parse_shard(const char *s, unsigned *k, unsigned *n)
 
 static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cli_cmd **cmdp)
 {
-    static cli_opt opts[16];
+    static cli_opt opts[17];
     static cli_cmd cmd;
     memset(a, 0, sizeof *a);
     const cli_opt o[] = {
@@ -79,6 +79,7 @@ static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cl
                   "files or *.index.json sets" },
         { .name = "recipe", .letter = 'r', .metavar = "RECIPE", .kind = CLI_STR,
           .target = &a->recipe, .help = "the repair recipe (a file or a NAME)" },
+        CLI_REGEX_STEPS_OPT,
         { .name = "output", .letter = 'o', .metavar = "OUTDIR", .kind = CLI_STR,
           .target = &a->outdir, .help = "where the outputs go, mirroring the input tree" },
         { .name = "manifest", .metavar = "FILE", .kind = CLI_STR, .target = &a->manifest,

@@ -6,6 +6,7 @@
  * every one of them in a single run.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +42,9 @@ void stf_recipe_free(stf_recipe *r)
 /* Defaults (contract in rules.h). */
 void stf_recipe_opts_init_version(stf_recipe_opts *o, unsigned version)
 {
-    if (o) stf__opts_reset(o, sizeof *o, version, STF_RECIPE_OPTS_VERSION);
+    if (o)
+        stf__opts_reset_v(o, sizeof *o, offsetof(stf_recipe_opts, max_regex_steps), version,
+                          STF_RECIPE_OPTS_VERSION);
 }
 
 /* Bitmask of STF_CONSUMER_*; 0 for NULL. */
@@ -201,7 +204,7 @@ static int parse_targets(stf_recipe *r, const stf__ynode *v, stf_recipe_diags *d
 
 /* Rule `idx` of its file, at r->rules[base + idx]. */
 static int parse_rule(stf_recipe *r, size_t base, const stf__ynode *m, size_t idx,
-                      stf_recipe_diags *d)
+                      stf__regex_set *set, stf_recipe_diags *d)
 {
     stf_rule *ru = &r->rules[base + idx];
     static const char *const required[] = { "name", "match", "do", NULL };
@@ -245,7 +248,7 @@ static int parse_rule(stf_recipe *r, size_t base, const stf__ynode *m, size_t id
     const stf__ynode *match = stf__y_get(m, "match");
     if (match) {
         stf__path(sub, sizeof sub, "%s.match", path);
-        rc = stf__selector_compile(&ru->sel, match, sub, d);
+        rc = stf__selector_compile(&ru->sel, match, sub, set, d);
         if (rc) return rc;
     }
     const stf__ynode *act = stf__y_get(m, "do");
@@ -336,7 +339,7 @@ static int build(stf__rload *L, stf_recipe *r, const stf__ynode *root, const cha
     if ((v = stf__y_get(root, "parallel"))) {
         stf__style_entry *sv = NULL;
         size_t sn = 0;
-        if ((rc = stf__styles_parse(&sv, &sn, v, "parallel", d))) return rc;
+        if ((rc = stf__styles_parse(&sv, &sn, v, "parallel", &L->regexes, d))) return rc;
         if (sn) {
             stf__style_entry *all = stf__realloc(r->styles, (r->nstyles + sn) * sizeof *all);
             if (!all) {
@@ -361,7 +364,7 @@ static int build(stf__rload *L, stf_recipe *r, const stf__ynode *root, const cha
     for (size_t i = 0; i < n; i++) {
         r->rule_count = base + i + 1;
         r->rules[base + i].file = file;
-        if ((rc = parse_rule(r, base, v->items[i], i, d))) return rc;
+        if ((rc = parse_rule(r, base, v->items[i], i, &L->regexes, d))) return rc;
         if ((rc = stf__recipe_text_item(&L->rules_text, src, v->items[i]))) return rc;
     }
     if (top && L->includes && !d->count) {
@@ -456,11 +459,16 @@ static int load(stf_recipe **out, stf_recipe_diags **diags, const void *buf, siz
     if (len > RECIPE_MAX_BYTES)
         return stf__err(err, STF_ELIMIT, "%s: recipe is larger than %u bytes", name,
                         RECIPE_MAX_BYTES);
-    stf_recipe_opts defaults;
-    stf_recipe_opts_init(&defaults);
-    if (!o) o = &defaults;
-    int rc = stf__opts_version(err, o->version, STF_RECIPE_OPTS_VERSION, "stf_recipe_opts");
+    stf_recipe_opts own;
+    stf_recipe_opts_init(&own);
+    int rc = o ? stf__opts_version(err, o->version, STF_RECIPE_OPTS_VERSION, "stf_recipe_opts")
+               : 0;
     if (rc) return rc;
+    /* A layout 1 caller's options stop before max_regex_steps. */
+    if (o)
+        stf__opts_take(&own, o, sizeof own, offsetof(stf_recipe_opts, max_regex_steps),
+                       o->version);
+    o = &own;
     stf__rload L;
     memset(&L, 0, sizeof L);
     L.o = o;
@@ -495,6 +503,8 @@ static int load(stf_recipe **out, stf_recipe_diags **diags, const void *buf, siz
         r->resolved_len = len;
     }
     stf__sha256_hex(r->sha256, r->resolved, r->resolved_len);
+    r->nregex = L.regexes.n;
+    r->max_regex_steps = o->max_regex_steps;
     *out = r;
     r = NULL;
     rc = 0;
@@ -502,6 +512,7 @@ done:
     stf_recipe_free(r);
     stf__buf_free(&L.rules_text);
     stf__buf_free(&L.styles_text);
+    stf__regex_set_clear(&L.regexes);
     stf_recipe_diags_free(L.d);
     return rc;
 }

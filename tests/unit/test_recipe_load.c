@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -226,6 +227,90 @@ static void test_not_a_recipe(void **state)
                    "bad.yaml:3:1: duplicate key 'root:$6$saltsalt...' (first at line 2)");
 }
 
+/* Each pattern is compiled once per recipe, however many rules use it; a
+ * run searches a layer name once per pattern and stops every search once
+ * its step budget is spent, with rule L13. */
+static void test_regex_budget(void **state)
+{
+    (void)state;
+    static const char src[] = "stfix: 1\n"
+                              "target: comfyui\n"
+                              "parallel:\n"
+                              "  - {match: {regex: '(a+)+$'}, style: row}\n"
+                              "rules:\n"
+                              "  - {name: r0, match: {regex: '(a+)+$'}, do: cast-scale}\n"
+                              "  - {name: r1, match: {regex: '(a+)+$'}, do: cast-scale}\n"
+                              "  - {name: r2, match: {regex: 'attn'}, do: cast-scale}\n"
+                              "  - {name: r3, match: {not: {regex: '(a+)+$'}}, do: cast-scale}\n";
+    stf_recipe *r = NULL;
+    stf_err err;
+    assert_int_equal(stf_recipe_load_mem(&r, NULL, src, sizeof src - 1, "re.yaml", &err), 0);
+    assert_int_equal(r->nregex, 2);
+    assert_int_equal(r->max_regex_steps, 0);
+    stf_layer_view v;
+    memset(&v, 0, sizeof v);
+    v.prefix = "aaaaaaaaaaaab";
+    stf__rules_run run;
+    assert_int_equal(stf__rules_run_init(&run, r, UINT64_MAX, &err), 0);
+    assert_true(run.budget.left == STF__REGEX_STEPS_DEFAULT);
+    int m = -1;
+    assert_int_equal(stf__rules_match_run(&m, stf_recipe_rule(r, 0), &v, &run, &err), 0);
+    assert_int_equal(m, 0);
+    uint64_t left = run.budget.left;
+    assert_true(left < STF__REGEX_STEPS_DEFAULT);
+    /* The same pattern on the same name: no step taken. */
+    assert_int_equal(stf__rules_match_run(&m, stf_recipe_rule(r, 1), &v, &run, &err), 0);
+    assert_int_equal(stf__rules_match_run(&m, stf_recipe_rule(r, 3), &v, &run, &err), 0);
+    assert_int_equal(m, 1);
+    stf_parallel_style st;
+    assert_int_equal(stf__recipe_parallel_style_run(&st, r, &v, &run, &err), 0);
+    assert_int_equal(st, STF_PARALLEL_UNKNOWN);
+    assert_true(run.budget.left == left);
+    uint64_t used = STF__REGEX_STEPS_DEFAULT - left;
+    stf__rules_run_free(&run);
+
+    /* A budget one step short: the search that needs it fails, and so does
+     * every later one, with the same message. */
+    assert_int_equal(stf__rules_run_init(&run, r, used - 1, &err), 0);
+    static const char want[] =
+        "re.yaml:6:31: rules[0].match.regex: L13 LimitExceeded: '(a+)+$' spent the run's budget "
+        "of 100000000 regex steps matching 'aaaaaaaaaaaab'; simplify the regex, or raise the "
+        "budget with --max-regex-steps";
+    assert_int_equal(stf__rules_match_run(&m, stf_recipe_rule(r, 0), &v, &run, &err),
+                     STF_ELIMIT);
+    assert_string_equal(err.msg, want);
+    assert_string_equal(err.rule, "L13");
+    v.prefix = "attn";
+    stf_err_clear(&err);
+    assert_int_equal(stf__rules_match_run(&m, stf_recipe_rule(r, 2), &v, &run, &err),
+                     STF_ELIMIT);
+    assert_string_equal(err.msg, want);
+    stf__rules_run_free(&run);
+    /* Exactly enough is enough. */
+    v.prefix = "aaaaaaaaaaaab";
+    assert_int_equal(stf__rules_run_init(&run, r, used, &err), 0);
+    assert_int_equal(stf__rules_match_run(&m, stf_recipe_rule(r, 0), &v, &run, &err), 0);
+    assert_true(run.budget.left == 0);
+    stf__rules_run_free(&run);
+    stf_recipe_free(r);
+
+    /* The budget comes from the options. */
+    stf_recipe_opts o;
+    stf_recipe_opts_init(&o);
+    o.max_regex_steps = 1000;
+    char path[] = "/tmp/stfix-regex-budget-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, src, sizeof src - 1), (ssize_t)(sizeof src - 1));
+    close(fd);
+    assert_int_equal(stf_recipe_load_file_opts(&r, NULL, path, &o, &err), 0);
+    unlink(path);
+    assert_int_equal(stf__rules_run_init(&run, r, UINT64_MAX, &err), 0);
+    assert_true(run.budget.left == 1000);
+    stf__rules_run_free(&run);
+    stf_recipe_free(r);
+}
+
 static void test_file_errors(void **state)
 {
     (void)state;
@@ -344,7 +429,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good),        cmocka_unit_test(test_top_level_problems),
         cmocka_unit_test(test_rule_problems), cmocka_unit_test(test_not_a_recipe),
-        cmocka_unit_test(test_file_errors),
+        cmocka_unit_test(test_file_errors), cmocka_unit_test(test_regex_budget),
         cmocka_unit_test(test_bundled),     cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -56,11 +56,11 @@ static int sel_rc(const char *src, const stf_layer_view *v, int *selected, stf_e
     stf__ynode *root = NULL;
     assert_int_equal(stf__yaml_parse(&root, d, src, strlen(src), err), 0);
     stf__selector *s = NULL;
-    assert_int_equal(stf__selector_compile(&s, root, "match", d), 0);
+    assert_int_equal(stf__selector_compile(&s, root, "match", NULL, d), 0);
     if (d->count) fail_msg("%s", d->v[0].text);
     assert_non_null(s);
     *selected = -1;
-    int rc = stf__selector_eval(selected, s, v, err);
+    int rc = stf__selector_eval(selected, s, v, NULL, err);
     stf__selector_free(s);
     stf__ynode_free(root);
     stf_recipe_diags_free(d);
@@ -99,7 +99,7 @@ static void expect_problem(const char *src, const char *want)
     stf_err err;
     assert_int_equal(stf__yaml_parse(&root, d, src, strlen(src), &err), 0);
     stf__selector *s = (stf__selector *)1;
-    assert_int_equal(stf__selector_compile(&s, root, "rules[0].match", d), 0);
+    assert_int_equal(stf__selector_compile(&s, root, "rules[0].match", NULL, d), 0);
     assert_null(s);
     assert_true(d->count >= 1);
     assert_string_equal(d->v[0].text, want);
@@ -511,9 +511,9 @@ static int regex_roundtrip(void *ud, stf_err *err)
     int hit = 0;
     stf_layer_view v = int8_layer();
     int rc = stf__yaml_parse(&root, d, src, strlen(src), err);
-    if (!rc) rc = stf__selector_compile(&s, root, "match", d);
+    if (!rc) rc = stf__selector_compile(&s, root, "match", NULL, d);
     if (!rc && !s) rc = STF_EFORMAT;
-    if (!rc) rc = stf__selector_eval(&hit, s, &v, err);
+    if (!rc) rc = stf__selector_eval(&hit, s, &v, NULL, err);
     if (!rc && !hit) rc = STF_EINVAL;
     stf__selector_free(s);
     stf__ynode_free(root);
