@@ -349,6 +349,16 @@ STF_API const stf_tp_profile *stf_recipe_tp_profile(const stf_recipe *r);
 STF_API int stf_recipe_parallel_style(stf_parallel_style *style, const stf_recipe *r,
                                       const stf_layer_view *layer, stf_err *err);
 
+/*
+ * Warnings of a loaded recipe: what is valid but may be slow, such as a
+ * regex that repeats a group holding a repeat ((a+)+; stfix-rules(5),
+ * REGULAR EXPRESSIONS). Each is "FILE:LINE:COL: PATH: warning: message",
+ * in the order the files were read; owned by the recipe. NULL when i is
+ * out of range.
+ */
+STF_API size_t stf_recipe_warning_count(const stf_recipe *r);
+STF_API const char *stf_recipe_warning(const stf_recipe *r, size_t i);
+
 STF_API size_t stf_recipe_diags_count(const stf_recipe_diags *d);
 /* "FILE:LINE:COL: message" of problem i. */
 STF_API const char *stf_recipe_diags_text(const stf_recipe_diags *d, size_t i);

@@ -36,7 +36,20 @@ void stf_recipe_free(stf_recipe *r)
     for (size_t i = 0; i < r->file_count; i++) stf__free(r->files[i]);
     stf__free(r->files);
     stf__free(r->resolved);
+    stf_recipe_diags_free(r->warnings);
     stf__free(r);
+}
+
+/* Number of warnings; 0 for NULL. */
+size_t stf_recipe_warning_count(const stf_recipe *r)
+{
+    return r ? stf_recipe_diags_count(r->warnings) : 0;
+}
+
+/* Warning i as "FILE:LINE:COL: message" (borrowed), or NULL. */
+const char *stf_recipe_warning(const stf_recipe *r, size_t i)
+{
+    return r ? stf_recipe_diags_text(r->warnings, i) : NULL;
 }
 
 /* Defaults (contract in rules.h). */
@@ -418,9 +431,10 @@ int stf__recipe_load_doc(stf__rload *L, stf_recipe *r, const char *buf, size_t l
     int top = L->depth == 0;
     L->chain[L->depth] = file;
     L->real[L->depth++] = real;
-    /* Problems in this file are named after it. */
-    char *outer = L->d->name;
+    /* Problems and warnings in this file are named after it. */
+    char *outer = L->d->name, *wouter = L->regexes.warn->name;
     L->d->name = (char *)file;
+    L->regexes.warn->name = (char *)file;
     stf__ynode *root = NULL;
     stf_err perr;
     stf_err_clear(&perr);
@@ -432,6 +446,7 @@ int stf__recipe_load_doc(stf__rload *L, stf_recipe *r, const char *buf, size_t l
         rc = 0; /* the problem is in L->d */
     else if (rc == 0) rc = build(L, r, root, len ? buf : "", file, top);
     L->d->name = outer;
+    L->regexes.warn->name = wouter;
     stf__free(L->real[--L->depth]);
     L->real[L->depth] = NULL;
     stf__ynode_free(root);
@@ -478,7 +493,9 @@ static int load(stf_recipe **out, stf_recipe_diags **diags, const void *buf, siz
     stf_recipe *r = NULL;
     char *real = NULL;
     L.d = stf__diags_new(name);
-    if (!L.d || !(r = stf__calloc(1, sizeof *r)) || !(real = real_or_copy(name)) ||
+    L.regexes.warn = stf__diags_new(name);
+    if (!L.d || !L.regexes.warn || !(r = stf__calloc(1, sizeof *r)) ||
+        !(real = real_or_copy(name)) ||
         stf__recipe_load_doc(&L, r, len ? buf : "", len, name, real)) {
         rc = stf__err(err, STF_ENOMEM, "out of memory");
         goto done;
@@ -505,6 +522,10 @@ static int load(stf_recipe **out, stf_recipe_diags **diags, const void *buf, siz
     stf__sha256_hex(r->sha256, r->resolved, r->resolved_len);
     r->nregex = L.regexes.n;
     r->max_regex_steps = o->max_regex_steps;
+    if (L.regexes.warn->count) {
+        r->warnings = L.regexes.warn;
+        L.regexes.warn = NULL;
+    }
     *out = r;
     r = NULL;
     rc = 0;
@@ -512,6 +533,7 @@ done:
     stf_recipe_free(r);
     stf__buf_free(&L.rules_text);
     stf__buf_free(&L.styles_text);
+    stf_recipe_diags_free(L.regexes.warn);
     stf__regex_set_clear(&L.regexes);
     stf_recipe_diags_free(L.d);
     return rc;

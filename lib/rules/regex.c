@@ -106,7 +106,8 @@ void stf__regex_set_clear(stf__regex_set *set)
     if (!set) return;
     for (size_t i = 0; i < set->n; i++) stf__regex_free(set->v[i]);
     stf__free(set->v);
-    memset(set, 0, sizeof *set);
+    set->v = NULL;
+    set->n = set->cap = 0;
 }
 
 /* The index of the pattern in its set, SIZE_MAX when none. */
@@ -322,4 +323,121 @@ int stf__regex_search(int *found, const stf__regex *re, const char *subject, siz
         return STF_ELIMIT;
     default: error_text(msg, msg_size, rc); return STF_EFORMAT;
     }
+}
+
+/* ------------------------------------------------------- nested repeats */
+
+/* The repeat at p[i..len): *n its length (0: none there) and whether it can
+ * match its atom more than once; a possessive one (a++) gives back nothing,
+ * so it is not counted. */
+static int repeat_at(const char *p, size_t len, size_t i, size_t *n)
+{
+    *n = 0;
+    int many = 0;
+    size_t j = i;
+    if (p[j] == '*' || p[j] == '+') {
+        many = 1;
+        j++;
+    } else if (p[j] == '?') {
+        j++;
+    } else if (p[j] == '{') {
+        unsigned long lo = 0, hi = 0;
+        size_t k = j + 1, d = 0;
+        for (; k < len && p[k] >= '0' && p[k] <= '9' && d < 9; k++, d++)
+            lo = lo * 10 + (unsigned long)(p[k] - '0');
+        if (!d || k >= len) return 0;
+        if (p[k] == '}') {
+            hi = lo;
+        } else if (p[k] == ',') {
+            k++;
+            d = 0;
+            for (; k < len && p[k] >= '0' && p[k] <= '9' && d < 9; k++, d++)
+                hi = hi * 10 + (unsigned long)(p[k] - '0');
+            if (!d) hi = (unsigned long)-1;
+            if (k >= len || p[k] != '}') return 0;
+        } else {
+            return 0; /* a literal brace */
+        }
+        many = hi > 1;
+        j = k + 1;
+    } else {
+        return 0;
+    }
+    if (j < len && p[j] == '+') {
+        many = 0;
+        j++;
+    } else if (j < len && p[j] == '?') {
+        j++;
+    }
+    *n = j - i;
+    return many;
+}
+
+/* Whether a repeated group of the pattern holds a repeat (contract in
+ * rules_internal.h). A lexical scan: escapes, classes and \Q...\E are
+ * skipped, and a quantifier counts only after an atom. */
+int stf__regex_nested_repeat(const char *p, size_t len, size_t *pos)
+{
+    struct { size_t open; int holds; } st[REGEX_MAX_NEST * 2 + 2];
+    size_t depth = 0, i = 0, last_open = 0;
+    int atom = 0, group = 0, group_holds = 0;
+    while (i < len) {
+        char c = p[i];
+        size_t n = 0;
+        int many = atom ? repeat_at(p, len, i, &n) : 0;
+        if (n) {
+            if (many && group && group_holds) {
+                *pos = last_open;
+                return 1;
+            }
+            if (depth && (many || (group && group_holds))) st[depth - 1].holds = 1;
+            atom = group = 0;
+            i += n;
+            continue;
+        }
+        if (group && depth && group_holds) st[depth - 1].holds = 1;
+        group = 0;
+        atom = 1;
+        if (c == '\\' && i + 1 < len && p[i + 1] == 'Q') {
+            const char *e = NULL;
+            for (size_t k = i + 2; k + 1 < len && !e; k++)
+                if (p[k] == '\\' && p[k + 1] == 'E') e = p + k;
+            i = e ? (size_t)(e - p) + 2 : len;
+        } else if (c == '\\') {
+            i += 2;
+        } else if (c == '[') {
+            size_t k = i + 1;
+            if (k < len && p[k] == '^') k++;
+            if (k < len && p[k] == ']') k++;
+            while (k < len && p[k] != ']') {
+                if (p[k] == '\\') k += 2;
+                else if (p[k] == '[' && k + 1 < len && p[k + 1] == ':') {
+                    const char *e = NULL;
+                    for (size_t m = k + 2; m + 1 < len && !e; m++)
+                        if (p[m] == ':' && p[m + 1] == ']') e = p + m;
+                    k = e ? (size_t)(e - p) + 2 : k + 1;
+                } else k++;
+            }
+            i = k + 1;
+        } else if (c == '(') {
+            if (depth == sizeof st / sizeof st[0]) return 0;
+            st[depth].open = i;
+            st[depth++].holds = 0;
+            atom = 0;
+            i++;
+        } else if (c == ')' && depth) {
+            depth--;
+            last_open = st[depth].open;
+            group = 1;
+            group_holds = st[depth].holds;
+            i++;
+        } else if (c == '|') {
+            atom = 0;
+            i++;
+        } else {
+            i++;
+        }
+    }
+    if (group && depth && group_holds) st[depth - 1].holds = 1;
+    return 0;
 }

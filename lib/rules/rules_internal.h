@@ -174,6 +174,7 @@ typedef struct stf__regex stf__regex;
 typedef struct stf__regex_set {
     stf__regex **v;
     size_t n, cap;
+    stf_recipe_diags *warn; /* where warnings about patterns go; NULL: nowhere */
 } stf__regex_set;
 
 /*
@@ -216,6 +217,15 @@ typedef struct stf__regex_budget {
  */
 int stf__regex_search(int *found, const stf__regex *re, const char *subject, size_t len,
                       stf__regex_budget *b, char *msg, size_t msg_size);
+
+/*
+ * Whether the pattern (len bytes; compiled without error) repeats a group
+ * that holds a repeat, such as (a+)+, (a*)* or (a{1,9}){1,9}: the shape
+ * whose search may try exponentially many ways to split a name. 1 and in
+ * *pos the offset of the outer group's '(' when it does, else 0. A
+ * possessive repeat (a++) does not count, since it gives nothing back.
+ */
+int stf__regex_nested_repeat(const char *pattern, size_t len, size_t *pos);
 
 /* Drops a reference; the last one frees the regex. No-op on NULL. */
 void stf__regex_free(stf__regex *re);
@@ -347,6 +357,7 @@ struct stf_recipe {
     char *resolved; /* stf_recipe_resolved */
     size_t resolved_len;
     size_t nregex;            /* distinct patterns, each compiled once (ids 0..nregex-1) */
+    stf_recipe_diags *warnings; /* stf_recipe_warning; NULL: none */
     uint64_t max_regex_steps; /* the step budget of each run (stf_recipe_opts) */
 };
 

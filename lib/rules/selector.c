@@ -200,6 +200,14 @@ static int add_regex(stf__selector *s, const stf__ynode *v, const char *path, st
     if (rc)
         return stf__diag_add(d, v->line, text_col(v, pos), "%s: invalid regex '%s': %s", path,
                              stf__clip(clip, v->text), msg);
+    if (s->set && s->set->warn && stf__regex_nested_repeat(v->text, v->len, &pos) &&
+        (rc = stf__diag_add(s->set->warn, v->line, text_col(v, pos),
+                            "%s: warning: '%s' repeats a group that holds a repeat: a search "
+                            "may try exponentially many ways to split a name it does not "
+                            "match; remove one of the repeats, or make the inner one "
+                            "possessive (a++)",
+                            path, stf__clip(clip, v->text))))
+        return rc;
     stf_buf w;
     stf__buf_init(&w);
     stf__buf_printf(&w, "%s:%u:%u: %s", d->name, v->line, v->col, path);

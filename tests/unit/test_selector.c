@@ -49,7 +49,9 @@ static stf_layer_view int8_layer(void)
 }
 
 /* Compile the flow mapping `src` (problems must not occur) and evaluate it:
- * returns what stf__selector_eval returns, the verdict in *selected. */
+ * returns what stf__selector_eval returns, the verdict in *selected. A
+ * search counted against a run's step budget (the code compiled with a
+ * callout before each item) must find what the plain one finds. */
 static int sel_rc(const char *src, const stf_layer_view *v, int *selected, stf_err *err)
 {
     stf_recipe_diags *d = stf__diags_new("m.yaml");
@@ -60,7 +62,16 @@ static int sel_rc(const char *src, const stf_layer_view *v, int *selected, stf_e
     if (d->count) fail_msg("%s", d->v[0].text);
     assert_non_null(s);
     *selected = -1;
+    stf__rules_run run;
+    stf_err rerr;
+    int counted = -1;
+    assert_int_equal(stf__rules_run_init(&run, NULL, UINT64_MAX, &rerr), 0);
+    int rrc = stf__selector_eval(&counted, s, v, &run, &rerr);
+    stf__rules_run_free(&run);
     int rc = stf__selector_eval(selected, s, v, NULL, err);
+    assert_int_equal(rrc, rc);
+    assert_int_equal(counted, *selected);
+    if (rc) assert_string_equal(rerr.msg, err->msg);
     stf__selector_free(s);
     stf__ynode_free(root);
     stf_recipe_diags_free(d);
