@@ -49,7 +49,8 @@ int stf__read_small_file(char **buf, size_t *len, const char *path, const char *
         goto done;
     }
     if (!S_ISREG(st.st_mode)) {
-        rc = stf__err(err, STF_EFORMAT, "%s: not a %s (%s, not a regular file)", path, what,
+        /* STF_EIO, as for a checkpoint that is not a regular file. */
+        rc = stf__err(err, STF_EIO, "%s: not a %s (%s, not a regular file)", path, what,
                       file_kind(st.st_mode));
         goto done;
     }

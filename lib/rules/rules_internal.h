@@ -308,8 +308,9 @@ const stf__ynode *stf__y_get(const stf__ynode *m, const char *key);
 int stf__check_keys(const stf__ynode *m, const char *path, const char *allowed,
                     const char *const *required, stf_recipe_diags *d);
 /* Reads at most 1 MiB of the file at `path` into a new *buf (*len bytes);
- * `what` names it in the too-large message. STF_ENOTFOUND, STF_EIO,
- * STF_ELIMIT, STF_ENOMEM. */
+ * `what` names it in messages. A file that is not a regular one is refused
+ * before it is read ("PATH: not a WHAT (a FIFO, not a regular file)",
+ * STF_EIO). STF_ENOTFOUND, STF_EIO, STF_ELIMIT, STF_ENOMEM. */
 int stf__read_small_file(char **buf, size_t *len, const char *path, const char *what,
                          stf_err *err);
 

@@ -117,14 +117,15 @@ t_run "NUL" 2 "$STFIX" plan "$F" -r "$T_TMP/nul.yaml"
 t_stderr_is "NUL" "$T_TMP/nul.yaml: not a recipe (a NUL byte at offset 8)"
 
 # Special files are refused without being read: a FIFO with no writer, a
-# device that never ends, a directory; included or given to -r.
+# device that never ends, a directory; included (a problem of the entry,
+# exit 2) or given to -r (exit 4, as for a checkpoint that is no regular file).
 mkfifo "$T_TMP/fifo.yaml"
 printf 'stfix: 1\ntarget: sglang\ninclude: [fifo.yaml]\nrules: []\n' >"$T_TMP/inc_fifo.yaml"
 t_run "FIFO include" 2 t_capped "$STFIX" rules lint "$T_TMP/inc_fifo.yaml"
 t_stderr_is "FIFO include" "$T_TMP/inc_fifo.yaml:3:11: include[0]: '$T_TMP/fifo.yaml' is not a regular file"
-t_run "FIFO -r" 2 t_capped "$STFIX" plan "$F" -r "$T_TMP/fifo.yaml"
+t_run "FIFO -r" 4 t_capped "$STFIX" plan "$F" -r "$T_TMP/fifo.yaml"
 t_stderr_is "FIFO -r" "stfix: plan: $T_TMP/fifo.yaml: not a recipe (a FIFO, not a regular file)"
-t_run "device -r" 2 t_capped "$STFIX" rules lint /dev/zero
+t_run "device -r" 4 t_capped "$STFIX" rules lint /dev/zero
 t_stderr_is "device -r" "stfix: rules: /dev/zero: not a recipe (a character device, not a regular file)"
-t_run "directory -r" 2 t_capped "$STFIX" rules lint "$T_TMP/team"
+t_run "directory -r" 4 t_capped "$STFIX" rules lint "$T_TMP/team"
 t_stderr_is "directory -r" "stfix: rules: $T_TMP/team: not a recipe (a directory, not a regular file)"

@@ -328,11 +328,11 @@ static void test_file_errors(void **state)
     assert_string_equal(err.msg, "big.yaml: recipe is larger than 1048576 bytes");
     free(buf);
     /* A directory or a device is refused before it is read. */
-    assert_int_equal(stf_recipe_load_file(&r, &d, "/", &err), STF_EFORMAT);
+    assert_int_equal(stf_recipe_load_file(&r, &d, "/", &err), STF_EIO);
     assert_null(r);
     assert_null(d);
     assert_string_equal(err.msg, "/: not a recipe (a directory, not a regular file)");
-    assert_int_equal(stf_recipe_load_file(&r, &d, "/dev/zero", &err), STF_EFORMAT);
+    assert_int_equal(stf_recipe_load_file(&r, &d, "/dev/zero", &err), STF_EIO);
     assert_string_equal(err.msg, "/dev/zero: not a recipe (a character device, not a regular file)");
 }
 
