@@ -13,17 +13,6 @@
 
 #include "rules/rules_internal.h"
 
-/* What a file that is not a regular one is, for a message. */
-static const char *file_kind(mode_t m)
-{
-    if (S_ISDIR(m)) return "a directory";
-    if (S_ISFIFO(m)) return "a FIFO";
-    if (S_ISCHR(m)) return "a character device";
-    if (S_ISBLK(m)) return "a block device";
-    if (S_ISSOCK(m)) return "a socket";
-    return "a special file";
-}
-
 /* Reads the file at `path` (at most 1 MiB) into a new buffer *buf of *len
  * bytes; `what` ("recipe") names the file in messages (rules_internal.h).
  * The file is opened without blocking and refused unless it is a regular
@@ -51,7 +40,7 @@ int stf__read_small_file(char **buf, size_t *len, const char *path, const char *
     if (!S_ISREG(st.st_mode)) {
         /* STF_EIO, as for a checkpoint that is not a regular file. */
         rc = stf__err(err, STF_EIO, "%s: not a %s (%s, not a regular file)", path, what,
-                      file_kind(st.st_mode));
+                      stf__file_kind(st.st_mode));
         goto done;
     }
     if (st.st_size > (off_t)STF__RECIPE_MAX_BYTES) {
