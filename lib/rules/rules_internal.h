@@ -252,6 +252,13 @@ typedef struct stf__rules_run {
  * 0 or STF_ENOMEM. */
 int stf__rules_run_init(stf__rules_run *run, const stf_recipe *r, uint64_t left, stf_err *err);
 void stf__rules_run_free(stf__rules_run *run);
+/* The run's verdict of pattern `id` on the name (len bytes): *known 1 with
+ * it in *holds when the run has it, else 0 (the name is then the one the
+ * next verdict is kept for, stf__rules_run_keep). 0 or STF_ENOMEM. */
+int stf__rules_run_cached(stf__rules_run *run, size_t id, const char *name, size_t len,
+                          int *holds, int *known);
+/* Keep `holds` as pattern id's verdict on that name; no-op without a run. */
+void stf__rules_run_keep(stf__rules_run *run, size_t id, int holds);
 
 /* stf_rules_match and stf_recipe_parallel_style within a run (NULL:
  * none). A search that spends the run's budget is STF_ELIMIT, rule L13. */

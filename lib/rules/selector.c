@@ -619,25 +619,6 @@ static const char *name_for_msg(char *buf, size_t size, const char *name, size_t
     return buf;
 }
 
-/* The run's verdict of the regex on this name, searched when not known:
- * *known 1 when the verdict is in *holds. */
-static int run_cached(stf__rules_run *run, size_t id, const char *name, size_t len, int *holds,
-                      int *known)
-{
-    *known = 0;
-    if (!run || id >= run->nre) return 0;
-    if (run->subject.len != len || (len && memcmp(run->subject.data, name, len))) {
-        run->subject.len = 0;
-        if (stf__buf_put(&run->subject, name, len)) return STF_ENOMEM;
-        run->gen++;
-    }
-    if (run->seen[id] == run->gen) {
-        *holds = run->verdict[id];
-        *known = 1;
-    }
-    return 0;
-}
-
 static int regex_holds(int *holds, const stf__selector *s, const char *prefix, size_t plen,
                        stf__rules_run *run, stf_err *err)
 {
@@ -649,14 +630,11 @@ static int regex_holds(int *holds, const stf__selector *s, const char *prefix, s
         if (err) *err = run->spent_err;
         return run->spent_err.code;
     }
-    int known, rc = run_cached(run, id, prefix, plen, holds, &known);
+    int known, rc = stf__rules_run_cached(run, id, prefix, plen, holds, &known);
     if (rc || known) return rc ? stf__err(err, rc, "%s: out of memory", s->re_where) : 0;
     rc = stf__regex_search(holds, s->re, prefix, plen, run ? &run->budget : NULL, why, sizeof why);
     if (!rc) {
-        if (run && id < run->nre) {
-            run->seen[id] = run->gen;
-            run->verdict[id] = (unsigned char)*holds;
-        }
+        stf__rules_run_keep(run, id, *holds);
         return 0;
     }
     name_for_msg(shown, sizeof shown, prefix, plen);
@@ -760,34 +738,4 @@ int stf__rules_match_run(int *matched, const stf_rule *rule, const stf_layer_vie
 {
     *matched = 0;
     return rule ? stf__selector_eval(matched, rule->sel, layer, run, err) : 0;
-}
-
-/* A run of recipe r (rules_internal.h). */
-int stf__rules_run_init(stf__rules_run *run, const stf_recipe *r, uint64_t left, stf_err *err)
-{
-    memset(run, 0, sizeof *run);
-    stf__buf_init(&run->subject);
-    run->steps = r && r->max_regex_steps ? r->max_regex_steps : STF__REGEX_STEPS_DEFAULT;
-    run->budget.left = left != UINT64_MAX ? left : run->steps;
-    run->nre = r ? r->nregex : 0;
-    if (!run->nre) return 0;
-    run->seen = stf__calloc(run->nre, sizeof *run->seen);
-    run->verdict = stf__calloc(run->nre, sizeof *run->verdict);
-    if (!run->seen || !run->verdict) {
-        stf__rules_run_free(run);
-        return stf__err(err, STF_ENOMEM, "out of memory");
-    }
-    return 0;
-}
-
-/* Frees what a run holds (not the run); no-op on NULL. */
-void stf__rules_run_free(stf__rules_run *run)
-{
-    if (!run) return;
-    stf__free(run->seen);
-    stf__free(run->verdict);
-    stf__buf_free(&run->subject);
-    run->seen = NULL;
-    run->verdict = NULL;
-    run->nre = 0;
 }
