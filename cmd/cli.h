@@ -272,6 +272,17 @@ int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_
  * path of cli_rules_path_get (as -r NAME is): 0 or the library's code. */
 int cli_recipe_load_file(stf_recipe **out, stf_recipe_diags **d, const char *path, stf_err *err);
 
+/* --max-regex-steps N (1 or more): the regex steps each plan of a recipe
+ * loaded from now on (cli_recipe_load_file) may take over all its searches
+ * (stf_recipe_opts.max_regex_steps). A command that evaluates recipes puts
+ * CLI_REGEX_STEPS_OPT in its table. */
+int cli_opt_regex_steps(const char *verb, const char *value, void *target);
+#define CLI_REGEX_STEPS_OPT                                                               \
+    { .name = "max-regex-steps", .metavar = "N", .kind = CLI_CALL,                        \
+      .call = cli_opt_regex_steps,                                                        \
+      .help = "regex steps one plan may take, all rules and layers\n"                      \
+              "together (default 100000000)" }
+
 /* Load the recipe at `path` (cli_recipe_load_file). -1 when it is loaded in *out; otherwise every
  * problem is printed (FILE:LINE:COL: message, one a line, or the error for
  * `verb`), the first is kept as the run's error, and its exit status comes

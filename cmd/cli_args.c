@@ -50,6 +50,25 @@ const char *cli_spool_dir(char *buf, size_t cap, const char *out_path)
     return tmp && *tmp ? tmp : "/tmp";
 }
 
+/* --max-regex-steps for every recipe the command loads; 0: the library's default. */
+static uint64_t regex_steps;
+
+/* --max-regex-steps N; see cli.h. */
+int cli_opt_regex_steps(const char *verb, const char *value, void *target)
+{
+    (void)target;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long n = value && *value >= '0' && *value <= '9' ? strtoull(value, &end, 10) : 0;
+    if (!end || *end || errno == ERANGE || n == 0) {
+        cli_errorf(verb, "--max-regex-steps takes a whole number from 1 to %llu, not '%s'",
+                   (unsigned long long)UINT64_MAX, value ? value : "");
+        return -1;
+    }
+    regex_steps = (uint64_t)n;
+    return 0;
+}
+
 /* stf_recipe_load_file_opts with the search path; see cli.h. */
 int cli_recipe_load_file(stf_recipe **out, stf_recipe_diags **d, const char *path, stf_err *err)
 {
@@ -66,6 +85,7 @@ int cli_recipe_load_file(stf_recipe **out, stf_recipe_diags **d, const char *pat
     stf_recipe_opts_init(&o);
     o.search_dirs = (const char *const *)p.dirs;
     o.search_count = p.n;
+    o.max_regex_steps = regex_steps;
     int rc = stf_recipe_load_file_opts(out, d, path, &o, err);
     cli_rules_path_free(&p);
     return rc;

@@ -76,7 +76,7 @@ static int parse_shard(const char *s, unsigned *k, unsigned *n)
 
 static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cli_cmd **cmdp)
 {
-    static cli_opt opts[18];
+    static cli_opt opts[19];
     static cli_cmd cmd;
     memset(a, 0, sizeof *a);
     const cli_opt o[] = {
@@ -86,6 +86,7 @@ static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cl
         { .name = "recipe", .letter = 'r', .metavar = "RECIPE", .kind = CLI_STR,
           .target = &a->recipe,
           .help = "the recipe (a file or a NAME; default sglang-repair)" },
+        CLI_REGEX_STEPS_OPT,
         { .name = "output", .letter = 'o', .metavar = "OUTDIR", .kind = CLI_STR,
           .target = &a->outdir, .help = "where the outputs go, mirroring the input tree" },
         { .name = "manifest", .metavar = "FILE", .kind = CLI_STR, .target = &a->manifest,
@@ -115,6 +116,7 @@ static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cl
           .min = 1, .help = "working set for requantization (default 2GiB)" },
         CLI_ZSTD_OPTS(&a->z),
     };
+    _Static_assert(sizeof o == sizeof opts, "opts holds the table");
     memcpy(opts, o, sizeof o);
     cmd = (cli_cmd){ .verb = "batch",
                      .synopsis = "batch [-r RECIPE] -o OUTDIR (DIR... | FILE... | --manifest FILE) "

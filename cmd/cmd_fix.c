@@ -46,6 +46,7 @@ static int parse_args(fix_args *a, int argc, char **argv)
           .target = &a->recipe,
           .help = "the repair recipe (stfix-rules(5)): a file, or the NAME\n"
                   "of one on the search path (see `stfix rules list`)" },
+        CLI_REGEX_STEPS_OPT,
         { .name = "output", .letter = 'o', .metavar = "OUT", .kind = CLI_STR, .target = &a->out,
           .help = "the output file (must not be an input file)" },
         { .name = "in-place", .kind = CLI_FLAG, .target = &a->in_place,

@@ -238,6 +238,7 @@ int cmd_plan(int argc, char **argv)
           .target = &recipe,
           .help = "a recipe file (stfix-rules(5)), or the NAME of one on\n"
                   "the search path (see `stfix rules list`)" },
+        CLI_REGEX_STEPS_OPT,
         { .name = "quant-mode", .metavar = "MODE", .kind = CLI_CALL,
           .call = cli_opt_quant_mode, .target = &po,
           .help = "cuda, fp32 or eager: overrides the recipe's mode" },

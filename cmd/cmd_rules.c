@@ -10,7 +10,8 @@ static const cli_opt rules_opts[] = {
     { .kind = CLI_ARG, .metavar = "lint",
       .help = "check recipe files against the recipe format (stfix-rules(5));\n"
               "prints \"FILE: ok (N rules)\" for each valid file and every\n"
-              "problem as FILE:LINE:COL: message on stderr" },
+              "problem as FILE:LINE:COL: message on stderr, and warns\n"
+              "there about a regex that repeats a group holding a repeat" },
     { .kind = CLI_ARG, .metavar = "show",
       .help = "print the resolved recipe: RECIPE (a file or a NAME, as\n"
               "-r takes it) with every include: expanded; its SHA-256 is\n"
@@ -37,6 +38,9 @@ static int lint_one(const char *path)
     stf_recipe *r = NULL;
     int ex = cli_recipe_load(&r, "rules", path);
     if (ex >= 0) return ex;
+    /* Warnings do not make the file invalid: on stderr, as problems are. */
+    for (size_t i = 0; i < stf_recipe_warning_count(r) && cli_verbosity() != CLI_QUIET; i++)
+        cli_textf(stderr, "%s\n", stf_recipe_warning(r, i));
     /* Always "rules": the output format is fixed for scripts. */
     size_t n = stf_recipe_rule_count(r);
     cli_textf(stdout, "%s: ok (%zu rule%s)\n", path, n, n == 1 ? "" : "s");

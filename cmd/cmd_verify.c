@@ -24,6 +24,7 @@ int cmd_verify(int argc, char **argv)
           .help = "the checkpoint OUT was made from" },
         { .name = "recipe", .letter = 'r', .metavar = "RECIPE", .kind = CLI_STR,
           .target = &a.recipe, .help = "the recipe OUT was made with (a file or a NAME)" },
+        CLI_REGEX_STEPS_OPT,
         { .name = "max-shard-size", .metavar = "SIZE", .kind = CLI_SIZE,
           .target = &a.max_shard_size, .min = 1,
           .help = "as given to fix (default for an index OUT: the\n"

@@ -224,18 +224,26 @@ typedef struct stf_recipe_diags stf_recipe_diags;
 STF_API int stf_recipe_load_file(stf_recipe **out, stf_recipe_diags **diags, const char *path,
                                  stf_err *err);
 
-/* The layout of stf_recipe_opts this header describes. */
-#define STF_RECIPE_OPTS_VERSION 1u
+/* The layout of stf_recipe_opts this header describes (1: without
+ * max_regex_steps). */
+#define STF_RECIPE_OPTS_VERSION 2u
 
-/* How a recipe's `include:` entries are found (stfix-rules(5), INCLUDES). */
+/* How a recipe's `include:` entries are found (stfix-rules(5), INCLUDES),
+ * and what a use of it may cost. */
 typedef struct stf_recipe_opts {
     unsigned version;                 /* STF_RECIPE_OPTS_VERSION, set by stf_recipe_opts_init */
     const char *const *search_dirs;   /* where `include: NAME` looks for NAME.yaml, in order */
     size_t search_count;              /* 0: an include by name is an error */
+    /* Version 2: the regex steps one plan of the recipe may take over all
+     * its searches, every rule against every layer (stfix-rules(5),
+     * REGULAR EXPRESSIONS); one more is STF_ELIMIT, rule L13. 0: the
+     * default, 100,000,000. */
+    uint64_t max_regex_steps;
 } stf_recipe_opts;
 
-/* Defaults of layout `version` (no search directories); as
- * stf_open_opts_init_version. Call it through the stf_recipe_opts_init macro. */
+/* Defaults of layout `version` (no search directories, the default regex
+ * step budget); as stf_open_opts_init_version. Call it through the
+ * stf_recipe_opts_init macro. */
 STF_API void stf_recipe_opts_init_version(stf_recipe_opts *o, unsigned version);
 #define stf_recipe_opts_init(o) stf_recipe_opts_init_version((o), STF_RECIPE_OPTS_VERSION)
 
@@ -350,6 +358,16 @@ STF_API const stf_tp_profile *stf_recipe_tp_profile(const stf_recipe *r);
  */
 STF_API int stf_recipe_parallel_style(stf_parallel_style *style, const stf_recipe *r,
                                       const stf_layer_view *layer, stf_err *err);
+
+/*
+ * Warnings of a loaded recipe: what is valid but may be slow, such as a
+ * regex that repeats a group holding a repeat ((a+)+; stfix-rules(5),
+ * REGULAR EXPRESSIONS). Each is "FILE:LINE:COL: PATH: warning: message",
+ * in the order the files were read; owned by the recipe. NULL when i is
+ * out of range.
+ */
+STF_API size_t stf_recipe_warning_count(const stf_recipe *r);
+STF_API const char *stf_recipe_warning(const stf_recipe *r, size_t i);
 
 STF_API size_t stf_recipe_diags_count(const stf_recipe_diags *d);
 /* "FILE:LINE:COL: message" of problem i. */

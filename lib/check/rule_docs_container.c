@@ -416,6 +416,22 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "A seek table lists at most 16,777,216 frames by default: 64 TiB in the default 4 MiB "
       "frames.",
       CAP_WHY, CAP_IGNORED, CAP_FIX, NULL, "note" },
+    { "L13", "error", "Regex step budget of a run spent",
+      "The regex selectors of one plan (stfix plan, fix, verify, or one input of batch) take at "
+      "most 100,000,000 steps by default over all their searches, every rule against every "
+      "layer name; a step is one item of a pattern tried at one position. A pattern is compiled "
+      "once per recipe and searched once per layer name, however many rules use it. Each "
+      "search also has its own limits (stfix-rules(5), REGULAR EXPRESSIONS).",
+      "A pattern with nested repeats such as (a+)+$ can take up to a million steps on one long "
+      "layer name without reaching the limit of one search, and a plan searches every name with "
+      "every pattern, so a short recipe could keep a plan busy for hours. The budget bounds the "
+      "whole run; ordinary patterns take tens of steps per name.",
+      "It cannot be ignored: the plan stops (exit 2) and nothing is written. The message names "
+      "the rule's FILE:LINE:COL, the pattern and the layer whose search spent the budget.",
+      "Simplify the pattern: remove nested repeats (stfix rules lint warns about them), anchor "
+      "it, or use a prefix glob. Where many regex rules meet a very large model, raise the "
+      "budget with --max-regex-steps N (stf_recipe_opts.max_regex_steps in the library).",
+      NULL, "note" },
 };
 const size_t stf__rule_docs_container_n =
     sizeof stf__rule_docs_container / sizeof stf__rule_docs_container[0];

@@ -67,16 +67,6 @@ static char *dir_of(const char *path)
     return stf__strndup(path, (size_t)(b - path - 1));
 }
 
-static const char *kind_of(mode_t m)
-{
-    if (S_ISDIR(m)) return "a directory";
-    if (S_ISCHR(m)) return "a character device";
-    if (S_ISBLK(m)) return "a block device";
-    if (S_ISFIFO(m)) return "a FIFO";
-    if (S_ISSOCK(m)) return "a socket";
-    return "not a regular file";
-}
-
 /* One input file by device and inode; path borrowed from the checkpoint. */
 struct stf__out_in {
     uint64_t dev, ino;
@@ -163,7 +153,7 @@ int stf__out_check_name(const char *path, const stf_write_opts *o, const stf__ou
         return stf__err(err, STF_EINVAL,
                         "%s: the output path exists and is %s%s; stfix only replaces regular "
                         "files: choose another output path",
-                        path, kind_of(st.st_mode), S_ISLNK(ls.st_mode) ? " (through a symlink)" : "");
+                        path, stf__file_kind(st.st_mode), S_ISLNK(ls.st_mode) ? " (through a symlink)" : "");
     const char *which = input_path(ids, &st);
     if (!which) return 0;
     /* In place: the output is the input's single file itself, named

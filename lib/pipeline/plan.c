@@ -165,7 +165,8 @@ void stf_plan_free(stf_plan *p)
 }
 
 /* *need: whether some rule's verdict on this view depends on the H1 probe. */
-static int rules_need_probe(int *need, const stf_recipe *r, stf_layer_view *v, stf_err *err)
+static int rules_need_probe(int *need, const stf_recipe *r, stf__rules_run *run,
+                            stf_layer_view *v, stf_err *err)
 {
     *need = 0;
     int rc = 0;
@@ -174,10 +175,10 @@ static int rules_need_probe(int *need, const stf_recipe *r, stf_layer_view *v, s
         const stf_rule *rule = stf_recipe_rule(r, i);
         int base, m;
         v->probe = STF_PROBE_UNKNOWN;
-        rc = stf_rules_match(&base, rule, v, err);
+        rc = stf__rules_match_run(&base, rule, v, run, err);
         for (stf_probe_verdict pv = STF_PROBE_ROW; pv < STF_PROBE_COUNT && !rc && !*need; pv++) {
             v->probe = pv;
-            rc = stf_rules_match(&m, rule, v, err);
+            rc = stf__rules_match_run(&m, rule, v, run, err);
             *need = !rc && m != base;
         }
     }
@@ -187,14 +188,14 @@ static int rules_need_probe(int *need, const stf_recipe *r, stf_layer_view *v, s
 
 /* Matched actions of every rule in order, up to and including the first terminal one. */
 static int collect(stf__matched_action **acts, size_t *nacts, size_t *cap, const stf_recipe *r,
-                   const stf_layer_view *v, stf_err *err)
+                   stf__rules_run *run, const stf_layer_view *v, stf_err *err)
 {
     *nacts = 0;
     size_t nr = stf_recipe_rule_count(r);
     for (size_t i = 0; i < nr; i++) {
         const stf_rule *rule = stf_recipe_rule(r, i);
         int hit;
-        int rc = stf_rules_match(&hit, rule, v, err);
+        int rc = stf__rules_match_run(&hit, rule, v, run, err);
         if (rc) return rc;
         if (!hit) continue;
         size_t na = stf_rule_action_count(rule);
@@ -276,7 +277,7 @@ static int plan_other(stf__plan_builder *b, size_t ti, stf__matched_action **act
     v.prefix = t->name;
     v.prefix_len = t->name_len;
     size_t n = 0, len = t->name_len;
-    int rc = collect(acts, &n, cap, b->p->r, &v, err);
+    int rc = collect(acts, &n, cap, b->p->r, &b->run, &v, err);
     if (rc) return rc;
     char *name = stf__strndup(t->name, t->name_len);
     if (!name) return stf__err(err, STF_ENOMEM, "plan: out of memory");
@@ -384,8 +385,8 @@ static int find_merges(size_t *into, size_t *from, stf__plan_builder *b, stf__ma
         size_t n = 0, t = 0;
         if ((rc = stf__plan_view(&v, &store, m, l, err))) break;
         v.rotation = stf__plan_rotation(l);
-        rc = stf_recipe_parallel_style(&v.parallel, b->p->r, &v, err);
-        if (!rc) rc = collect(acts, &n, cap, b->p->r, &v, err);
+        rc = stf__recipe_parallel_style_run(&v.parallel, b->p->r, &v, &b->run, err);
+        if (!rc) rc = collect(acts, &n, cap, b->p->r, &b->run, &v, err);
         stf__view_store_free(&store);
         if (rc) break;
         size_t nplen = 0;
@@ -520,12 +521,12 @@ static const stf_layer *layer_as_planned(const stf_model *m, const size_t *from,
 }
 
 /* Whether, with verdict g, the layer's actions make a job that reads its weight. */
-static int job_under(stf_layer_view *v, stf_probe_verdict g, const stf_recipe *r,
+static int job_under(stf_layer_view *v, stf_probe_verdict g, stf__plan_builder *b,
                      stf__matched_action **acts, size_t *cap, stf_err *err)
 {
     size_t n = 0;
     v->probe = g;
-    int rc = collect(acts, &n, cap, r, v, err), job = 0;
+    int rc = collect(acts, &n, cap, b->p->r, &b->run, v, err), job = 0;
     v->probe = STF_PROBE_UNKNOWN;
     for (size_t i = 0; !rc && i < n; i++)
         job |= (*acts)[i].a->kind == STF_ACT_REQUANTIZE || (*acts)[i].a->kind == STF_ACT_EXCLUDE;
@@ -550,7 +551,7 @@ static int want_verdict(stf__probe_ahead *pa, stf__plan_builder *b, size_t i,
     stf_probe_verdict g = b->o->version >= 3 && b->o->speculate && !known
                               ? stf__probe_shape_guess(b->m, l, &wi, &si)
                               : STF_PROBE_COUNT;
-    if (g == STF_PROBE_COUNT || !job_under(v, g, p->r, acts, cap, scratch)) {
+    if (g == STF_PROBE_COUNT || !job_under(v, g, b, acts, cap, scratch)) {
         stf__probe_ahead_want(pa, i, l);
         return 0;
     }
@@ -587,11 +588,11 @@ static int probe_ahead(stf__probe_ahead *pa, stf__plan_builder *b, const size_t 
         int need = 0, r2 = stf__plan_view(&v, &store, m, l, &scratch);
         if (!r2) {
             v.rotation = stf__plan_rotation(l);
-            r2 = stf_recipe_parallel_style(&v.parallel, b->p->r, &v, &scratch);
-            if (!r2) r2 = rules_need_probe(&need, b->p->r, &v, &scratch);
+            r2 = stf__recipe_parallel_style_run(&v.parallel, b->p->r, &v, &b->run, &scratch);
+            if (!r2) r2 = rules_need_probe(&need, b->p->r, &b->run, &v, &scratch);
         }
         if (!r2 && !need) {
-            r2 = collect(acts, &n, cap, b->p->r, &v, &scratch);
+            r2 = collect(acts, &n, cap, b->p->r, &b->run, &v, &scratch);
             need = !r2 && needs_probe_action(*acts, n, &v);
         }
         if (!r2 && need && want_verdict(pa, b, i, l, &v, known, acts, cap, &scratch))
@@ -605,7 +606,7 @@ static int probe_ahead(stf__probe_ahead *pa, stf__plan_builder *b, const size_t 
 
 /* The plan, with the verdicts of known[] (per layer; STF_PROBE_COUNT: none) or NULL. */
 static int build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r, const stf_plan_opts *o,
-                 const stf_probe_verdict *known, stf_err *err)
+                 const stf_probe_verdict *known, uint64_t regex_left, stf_err *err)
 {
     int rc = 0;
     stf_plan_opts defo;
@@ -642,6 +643,7 @@ static int build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r, const s
     if (o->version >= 2) p->opts.max_mem = o->max_mem;
     b.p = p;
     b.o = o;
+    if ((rc = stf__rules_run_init(&b.run, r, regex_left, err))) goto done;
     if ((rc = stf_model_build(&p->model, c, err))) goto done;
     b.m = p->model;
     size_t nl = stf_model_layer_count(p->model);
@@ -669,14 +671,14 @@ static int build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r, const s
         size_t n = 0;
         if ((rc = stf__plan_view(&v, &store, p->model, l, err))) goto done;
         v.rotation = stf__plan_rotation(l);
-        if ((rc = stf_recipe_parallel_style(&v.parallel, r, &v, err))) goto done;
+        if ((rc = stf__recipe_parallel_style_run(&v.parallel, r, &v, &b.run, err))) goto done;
         int probed = 0, need;
-        if ((rc = rules_need_probe(&need, r, &v, err))) goto done;
+        if ((rc = rules_need_probe(&need, r, &b.run, &v, err))) goto done;
         if (need) {
             if ((rc = stf__probe_ahead_get(&v.probe, &ahead, o, p->model, i, l, err))) goto done;
             probed = 1;
         }
-        if ((rc = collect(&acts, &n, &acap, r, &v, err))) goto done;
+        if ((rc = collect(&acts, &n, &acap, r, &b.run, &v, err))) goto done;
         if (!probed && needs_probe_action(acts, n, &v) &&
             (rc = stf__probe_ahead_get(&v.probe, &ahead, o, p->model, i, l, err)))
             goto done;
@@ -705,6 +707,8 @@ static int build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r, const s
             p->bytes_copied += x->pub.nbytes;
     }
 done:
+    p->regex_left = b.run.budget.left;
+    stf__rules_run_free(&b.run);
     stf__view_store_free(&store);
     stf__probe_ahead_free(&ahead);
     stf__free(acts);
@@ -729,7 +733,7 @@ done:
 int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r,
                    const stf_plan_opts *o, stf_err *err)
 {
-    return build(out, c, r, o, NULL, err);
+    return build(out, c, r, o, NULL, UINT64_MAX, err);
 }
 
 /* Contract in plan_internal.h. */
@@ -741,7 +745,7 @@ int stf__plan_rebuild(stf_plan *p, const stf_probe_verdict *v, stf_err *err)
     for (size_t i = 0; i < nl; i++) known[i] = STF_PROBE_COUNT;
     for (size_t i = 0; i < p->nguess; i++) known[p->guess[i].layer] = v[i];
     stf_plan *np = NULL;
-    int rc = build(&np, p->c, p->r, &p->opts, known, err);
+    int rc = build(&np, p->c, p->r, &p->opts, known, p->regex_left, err);
     stf__free(known);
     if (rc) return rc;
     stf_plan tmp = *p;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "check/probes.h"
+#include "rules/rules_internal.h"
 #include "stfix/pipeline.h"
 #include "stfix/experimental/check.h"
 #include "stfix/experimental/quant.h"
@@ -116,6 +117,7 @@ struct stf_plan {
     struct stf__guess *guess;
     size_t nguess;
     stf_plan_opts opts;
+    uint64_t regex_left;     /* the regex steps its build left, for a rebuild */
 };
 
 /* A verdict assumed from the scale's shape: layer, its weight and scale
@@ -160,6 +162,7 @@ typedef struct stf__plan_builder {
     size_t nqm, qm_cap, qml_cap, qmt_cap;
     int markers_changed;   /* some layer's marker was rewritten, dropped or renamed */
     int meta_drop;         /* an applied action asked to drop _quantization_metadata */
+    stf__rules_run run;    /* the selectors' regex budget and verdicts, for the whole build */
 } stf__plan_builder;
 
 /*

@@ -4,36 +4,67 @@
  * resolved text whose SHA-256 the output is stamped with.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "rules/rules_internal.h"
 
 /* Reads the file at `path` (at most 1 MiB) into a new buffer *buf of *len
- * bytes; `what` ("recipe") names the file in messages (rules_internal.h). */
+ * bytes; `what` ("recipe") names the file in messages (rules_internal.h).
+ * The file is opened without blocking and refused unless it is a regular
+ * file, so that a FIFO or a device neither hangs nor streams forever. */
 int stf__read_small_file(char **buf, size_t *len, const char *path, const char *what,
                          stf_err *err)
 {
     *buf = NULL;
     *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    char eb[128];
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
         int e = errno;
         return stf__err(err, e == ENOENT ? STF_ENOTFOUND : STF_EIO, "%s: cannot open: %s", path,
-                        strerror(e));
+                        stf__errno_text(e, eb, sizeof eb));
     }
-    char *b = stf__malloc(STF__RECIPE_MAX_BYTES + 1);
+    char *b = NULL;
     int rc = 0;
+    struct stat st;
+    if (fstat(fd, &st)) {
+        rc = stf__err(err, STF_EIO, "%s: cannot open: %s", path,
+                      stf__errno_text(errno, eb, sizeof eb));
+        goto done;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        /* STF_EIO, as for a checkpoint that is not a regular file. */
+        rc = stf__err(err, STF_EIO, "%s: not a %s (%s, not a regular file)", path, what,
+                      stf__file_kind(st.st_mode));
+        goto done;
+    }
+    if (st.st_size > (off_t)STF__RECIPE_MAX_BYTES) {
+        rc = stf__err(err, STF_ELIMIT, "%s: %s is larger than %u bytes", path, what,
+                      STF__RECIPE_MAX_BYTES);
+        goto done;
+    }
+    /* The size may change under us: read one byte more than the cap. */
+    b = stf__malloc(STF__RECIPE_MAX_BYTES + 1);
     if (!b) {
         rc = stf__err(err, STF_ENOMEM, "out of memory");
         goto done;
     }
-    size_t n = fread(b, 1, STF__RECIPE_MAX_BYTES + 1, f);
-    if (ferror(f)) {
-        rc = stf__err(err, STF_EIO, "%s: read error: %s", path, strerror(errno));
-        goto done;
+    size_t n = 0;
+    while (n < STF__RECIPE_MAX_BYTES + 1) {
+        ssize_t got = read(fd, b + n, STF__RECIPE_MAX_BYTES + 1 - n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            rc = stf__err(err, STF_EIO, "%s: read error: %s", path,
+                          stf__errno_text(errno, eb, sizeof eb));
+            goto done;
+        }
+        if (got == 0) break;
+        n += (size_t)got;
     }
     if (n > STF__RECIPE_MAX_BYTES) {
         rc = stf__err(err, STF_ELIMIT, "%s: %s is larger than %u bytes", path, what,
@@ -45,7 +76,7 @@ int stf__read_small_file(char **buf, size_t *len, const char *path, const char *
     b = NULL;
 done:
     stf__free(b);
-    fclose(f);
+    close(fd);
     return rc;
 }
 

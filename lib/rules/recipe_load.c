@@ -6,6 +6,7 @@
  * every one of them in a single run.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,13 +36,28 @@ void stf_recipe_free(stf_recipe *r)
     for (size_t i = 0; i < r->file_count; i++) stf__free(r->files[i]);
     stf__free(r->files);
     stf__free(r->resolved);
+    stf_recipe_diags_free(r->warnings);
     stf__free(r);
+}
+
+/* Number of warnings; 0 for NULL. */
+size_t stf_recipe_warning_count(const stf_recipe *r)
+{
+    return r ? stf_recipe_diags_count(r->warnings) : 0;
+}
+
+/* Warning i as "FILE:LINE:COL: message" (borrowed), or NULL. */
+const char *stf_recipe_warning(const stf_recipe *r, size_t i)
+{
+    return r ? stf_recipe_diags_text(r->warnings, i) : NULL;
 }
 
 /* Defaults (contract in rules.h). */
 void stf_recipe_opts_init_version(stf_recipe_opts *o, unsigned version)
 {
-    if (o) stf__opts_reset(o, sizeof *o, version, STF_RECIPE_OPTS_VERSION);
+    if (o)
+        stf__opts_reset_v(o, sizeof *o, offsetof(stf_recipe_opts, max_regex_steps), version,
+                          STF_RECIPE_OPTS_VERSION);
 }
 
 /* Bitmask of STF_CONSUMER_*; 0 for NULL. */
@@ -150,7 +166,7 @@ const stf__ynode *stf__y_get(const stf__ynode *m, const char *key)
 int stf__check_keys(const stf__ynode *m, const char *path, const char *allowed,
                     const char *const *required, stf_recipe_diags *d)
 {
-    char clip[STF__CLIP_SIZE];
+    char clip[STF__KEY_CLIP_SIZE];
     for (size_t i = 0; i < stf__ymap_size(m); i++) {
         const stf__ynode *k = stf__ymap_key(m, i);
         const char *p = allowed;
@@ -165,8 +181,7 @@ int stf__check_keys(const stf__ynode *m, const char *path, const char *allowed,
         if (!found) {
             int rc = stf__diag_add(d, k->line, k->col,
                                    "%s: unknown key '%s' (expected one of: %s)", path,
-                                   stf__clip(clip, k->text),
-                                   allowed);
+                                   stf__clip_key(clip, k->text), allowed);
             if (rc) return rc;
         }
     }
@@ -208,7 +223,7 @@ static int parse_targets(stf_recipe *r, const stf__ynode *v, stf_recipe_diags *d
 
 /* Rule `idx` of its file, at r->rules[base + idx]. */
 static int parse_rule(stf_recipe *r, size_t base, const stf__ynode *m, size_t idx,
-                      stf_recipe_diags *d)
+                      stf__regex_set *set, stf_recipe_diags *d)
 {
     stf_rule *ru = &r->rules[base + idx];
     static const char *const required[] = { "name", "match", "do", NULL };
@@ -252,7 +267,7 @@ static int parse_rule(stf_recipe *r, size_t base, const stf__ynode *m, size_t id
     const stf__ynode *match = stf__y_get(m, "match");
     if (match) {
         stf__path(sub, sizeof sub, "%s.match", path);
-        rc = stf__selector_compile(&ru->sel, match, sub, d);
+        rc = stf__selector_compile(&ru->sel, match, sub, set, d);
         if (rc) return rc;
     }
     const stf__ynode *act = stf__y_get(m, "do");
@@ -294,8 +309,25 @@ static int build(stf__rload *L, stf_recipe *r, const stf__ynode *root, const cha
     if (!root || stf__y_is_null(root))
         return stf__diag_add(d, 1, 1, "recipe: empty document (expected a mapping with "
                                       "stfix, target and rules)");
+    /* A file named by mistake (a password file, a log) is refused as a
+     * whole, quoting none of its text. */
     if (root->type != STF__Y_MAP)
-        return stf__bad(d, root, "recipe", "a mapping with stfix, target and rules");
+        return stf__diag_add(d, 0, 0, "not a recipe (the top level is %s, not a mapping)",
+                             root->type == STF__Y_SEQ ? "a sequence" : "a scalar");
+    size_t known = 0;
+    for (size_t i = 0; i < stf__ymap_size(root); i++) {
+        const char *k = stf__ymap_key(root, i)->text;
+        size_t kl = strlen(k);
+        for (const char *p = top_keys; *p; ) {
+            size_t n = strcspn(p, ",");
+            if (n == kl && !strncmp(p, k, n)) known++;
+            p += n;
+            while (*p == ',' || *p == ' ') p++;
+        }
+    }
+    if (!known)
+        return stf__diag_add(d, 0, 0, "not a recipe (none of the keys %s at the top level)",
+                             top_keys);
     /* A file that includes others may leave target and rules to them; an
      * included file may leave target to the file that includes it. */
     const stf__ynode *inc = stf__y_get(root, "include");
@@ -335,7 +367,7 @@ static int build(stf__rload *L, stf_recipe *r, const stf__ynode *root, const cha
     if ((v = stf__y_get(root, "parallel"))) {
         stf__style_entry *sv = NULL;
         size_t sn = 0;
-        if ((rc = stf__styles_parse(&sv, &sn, v, "parallel", d))) return rc;
+        if ((rc = stf__styles_parse(&sv, &sn, v, "parallel", &L->regexes, d))) return rc;
         if (sn) {
             stf__style_entry *all = stf__realloc(r->styles, (r->nstyles + sn) * sizeof *all);
             if (!all) {
@@ -360,7 +392,7 @@ static int build(stf__rload *L, stf_recipe *r, const stf__ynode *root, const cha
     for (size_t i = 0; i < n; i++) {
         r->rule_count = base + i + 1;
         r->rules[base + i].file = file;
-        if ((rc = parse_rule(r, base, v->items[i], i, d))) return rc;
+        if ((rc = parse_rule(r, base, v->items[i], i, &L->regexes, d))) return rc;
         if ((rc = stf__recipe_text_item(&L->rules_text, src, v->items[i]))) return rc;
     }
     if (top && L->includes && !d->count) {
@@ -368,6 +400,30 @@ static int build(stf__rload *L, stf_recipe *r, const stf__ynode *root, const cha
             return stf__diag_add(d, root->line, root->col,
                                  "target: neither this recipe nor the ones it includes name one");
         return stf__recipe_text_make(L, r, src, root);
+    }
+    return 0;
+}
+
+/*
+ * Why len bytes at buf cannot be a recipe's text: the offset of a NUL byte
+ * or of bytes that are not UTF-8 (surrogates included), in why; 0 when
+ * they can. The reason quotes none of the bytes.
+ */
+static int text_problem(char *why, size_t size, const char *buf, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)buf;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp = 0;
+        size_t n = u[i] < 0x80 ? 1 : stf__utf8_decode(u, len, i, &cp);
+        if (u[i] == 0) {
+            snprintf(why, size, "a NUL byte at offset %zu", i);
+            return 1;
+        }
+        if (!n || (cp >= 0xD800 && cp < 0xE000)) {
+            snprintf(why, size, "bytes that are not UTF-8 at offset %zu", i);
+            return 1;
+        }
+        i += n;
     }
     return 0;
 }
@@ -390,16 +446,22 @@ int stf__recipe_load_doc(stf__rload *L, stf_recipe *r, const char *buf, size_t l
     int top = L->depth == 0;
     L->chain[L->depth] = file;
     L->real[L->depth++] = real;
-    /* Problems in this file are named after it. */
-    char *outer = L->d->name;
+    /* Problems and warnings in this file are named after it. */
+    char *outer = L->d->name, *wouter = L->regexes.warn->name;
     L->d->name = (char *)file;
+    L->regexes.warn->name = (char *)file;
     stf__ynode *root = NULL;
     stf_err perr;
     stf_err_clear(&perr);
-    int rc = stf__yaml_parse(&root, L->d, len ? buf : "", len, &perr);
-    if (rc == STF_EFORMAT) rc = 0; /* the problem is in L->d */
+    char why[64];
+    int rc = 0;
+    if (text_problem(why, sizeof why, buf, len))
+        rc = stf__diag_add(L->d, 0, 0, "not a recipe (%s)", why);
+    else if ((rc = stf__yaml_parse(&root, L->d, len ? buf : "", len, &perr)) == STF_EFORMAT)
+        rc = 0; /* the problem is in L->d */
     else if (rc == 0) rc = build(L, r, root, len ? buf : "", file, top);
     L->d->name = outer;
+    L->regexes.warn->name = wouter;
     stf__free(L->real[--L->depth]);
     L->real[L->depth] = NULL;
     stf__ynode_free(root);
@@ -427,11 +489,16 @@ static int load(stf_recipe **out, stf_recipe_diags **diags, const void *buf, siz
     if (len > RECIPE_MAX_BYTES)
         return stf__err(err, STF_ELIMIT, "%s: recipe is larger than %u bytes", name,
                         RECIPE_MAX_BYTES);
-    stf_recipe_opts defaults;
-    stf_recipe_opts_init(&defaults);
-    if (!o) o = &defaults;
-    int rc = stf__opts_version(err, o->version, STF_RECIPE_OPTS_VERSION, "stf_recipe_opts");
+    stf_recipe_opts own;
+    stf_recipe_opts_init(&own);
+    int rc = o ? stf__opts_version(err, o->version, STF_RECIPE_OPTS_VERSION, "stf_recipe_opts")
+               : 0;
     if (rc) return rc;
+    /* A layout 1 caller's options stop before max_regex_steps. */
+    if (o)
+        stf__opts_take(&own, o, sizeof own, offsetof(stf_recipe_opts, max_regex_steps),
+                       o->version);
+    o = &own;
     stf__rload L;
     memset(&L, 0, sizeof L);
     L.o = o;
@@ -441,7 +508,9 @@ static int load(stf_recipe **out, stf_recipe_diags **diags, const void *buf, siz
     stf_recipe *r = NULL;
     char *real = NULL;
     L.d = stf__diags_new(name);
-    if (!L.d || !(r = stf__calloc(1, sizeof *r)) || !(real = real_or_copy(name)) ||
+    L.regexes.warn = stf__diags_new(name);
+    if (!L.d || !L.regexes.warn || !(r = stf__calloc(1, sizeof *r)) ||
+        !(real = real_or_copy(name)) ||
         stf__recipe_load_doc(&L, r, len ? buf : "", len, name, real)) {
         rc = stf__err(err, STF_ENOMEM, "out of memory");
         goto done;
@@ -466,6 +535,12 @@ static int load(stf_recipe **out, stf_recipe_diags **diags, const void *buf, siz
         r->resolved_len = len;
     }
     stf__sha256_hex(r->sha256, r->resolved, r->resolved_len);
+    r->nregex = L.regexes.n;
+    r->max_regex_steps = o->max_regex_steps;
+    if (L.regexes.warn->count) {
+        r->warnings = L.regexes.warn;
+        L.regexes.warn = NULL;
+    }
     *out = r;
     r = NULL;
     rc = 0;
@@ -473,6 +548,8 @@ done:
     stf_recipe_free(r);
     stf__buf_free(&L.rules_text);
     stf__buf_free(&L.styles_text);
+    stf_recipe_diags_free(L.regexes.warn);
+    stf__regex_set_clear(&L.regexes);
     stf_recipe_diags_free(L.d);
     return rc;
 }

@@ -33,7 +33,8 @@ struct stf_recipe_diags {
 stf_recipe_diags *stf__diags_new(const char *name);
 
 /*
- * Append "NAME:LINE:COL: <fmt...>". Returns 0, or STF_ENOMEM. Beyond
+ * Append "NAME:LINE:COL: <fmt...>" ("NAME: <fmt...>" for line 0: a
+ * problem of the file as a whole). Returns 0, or STF_ENOMEM. Beyond
  * STF__DIAGS_MAX problems only a count is kept. Control characters in the
  * message are written as \xNN so that every problem stays on one line.
  */
@@ -50,6 +51,12 @@ void stf__path(char *dst, size_t size, const char *fmt, ...) STF_PRINTF(3, 4);
 #define STF__CLIP_SIZE (STF__CLIP_LEN + 4)
 /* Copy of s for a message, clipped; returns buf. */
 const char *stf__clip(char buf[STF__CLIP_SIZE], const char *s);
+/* A mapping key in a message ("unknown key '...'") is clipped shorter: the
+ * file may be no recipe at all but some other file named by mistake, whose
+ * lines (a password file's hashes) must not be shown. */
+#define STF__KEY_CLIP_LEN 16
+#define STF__KEY_CLIP_SIZE (STF__KEY_CLIP_LEN + 4)
+const char *stf__clip_key(char buf[STF__KEY_CLIP_SIZE], const char *s);
 
 /* ------------------------------------------------- YAML document model */
 
@@ -154,47 +161,134 @@ typedef struct stf__regex stf__regex;
 #define STF__REGEX_MAX_LEN 1024u
 /* A position that means "the pattern as a whole". */
 #define STF__REGEX_WHOLE ((size_t)-1)
+/* The regex steps one plan may take over all its searches, by default
+ * (stf_recipe_opts.max_regex_steps). */
+#define STF__REGEX_STEPS_DEFAULT 100000000ull
+
+/*
+ * The patterns of one recipe, each compiled once however many selectors
+ * use it: a selector takes a reference to the one the set holds, and the
+ * set's index of it is the pattern's id (stf__regex_id). `v` holds a
+ * reference to each until stf__regex_set_clear.
+ */
+typedef struct stf__regex_set {
+    stf__regex **v;
+    size_t n, cap;
+    stf_recipe_diags *warn; /* where warnings about patterns go; NULL: nowhere */
+} stf__regex_set;
 
 /*
  * Compile the `len` bytes at `pattern` (PCRE2 syntax, stfix-rules(5)) under
- * the load-time limits. STF_EFORMAT with a message in msg and in *pos the
- * 0-based byte offset of the problem, or STF__REGEX_WHOLE when it concerns
- * the whole pattern (length, size, back-references); STF_ENOMEM.
+ * the load-time limits, or take a new reference to the same pattern in
+ * `set` (NULL: none) and add a new one there. STF_EFORMAT with a message in
+ * msg and in *pos the 0-based byte offset of the problem, or
+ * STF__REGEX_WHOLE when it concerns the whole pattern (length, size,
+ * back-references); STF_ENOMEM.
  */
-int stf__regex_compile(stf__regex **out, const char *pattern, size_t len, size_t *pos, char *msg,
-                       size_t msg_size);
+int stf__regex_compile(stf__regex **out, stf__regex_set *set, const char *pattern, size_t len,
+                       size_t *pos, char *msg, size_t msg_size);
+
+/* Drop the set's references (the selectors keep theirs). */
+void stf__regex_set_clear(stf__regex_set *set);
+
+/* The pattern's index in its set; SIZE_MAX when compiled without one. */
+size_t stf__regex_id(const stf__regex *re);
+
+/* The pattern's text, NUL-terminated (and cut at a NUL it holds), for messages. */
+const char *stf__regex_text(const stf__regex *re);
 
 /*
- * Search subject[0..len) for a match anywhere (*found 1 or 0). A search
- * that reaches a match-time limit returns STF_ELIMIT, another PCRE2 failure
- * STF_EFORMAT, both with the reason in msg; STF_ENOMEM. Safe to call from
- * several threads on one regex.
+ * The regex steps a run may still take: every search counts each item of
+ * the pattern it tries, and one that would go past `left` stops with
+ * `spent` set. One thread at a time.
+ */
+typedef struct stf__regex_budget {
+    uint64_t left;
+    int spent;
+} stf__regex_budget;
+
+/*
+ * Search subject[0..len) for a match anywhere (*found 1 or 0), its steps
+ * counted against `b` when not NULL. A search that reaches a match-time
+ * limit, or spends the budget (b->spent then set), returns STF_ELIMIT,
+ * another PCRE2 failure STF_EFORMAT, both with the reason in msg;
+ * STF_ENOMEM. Safe to call from several threads on one regex with
+ * distinct budgets.
  */
 int stf__regex_search(int *found, const stf__regex *re, const char *subject, size_t len,
-                      char *msg, size_t msg_size);
+                      stf__regex_budget *b, char *msg, size_t msg_size);
 
+/*
+ * Whether the pattern (len bytes; compiled without error) repeats a group
+ * that holds a repeat, such as (a+)+, (a*)* or (a{1,9}){1,9}: the shape
+ * whose search may try exponentially many ways to split a name. 1 and in
+ * *pos the offset of the outer group's '(' when it does, else 0. A
+ * possessive repeat (a++) does not count, since it gives nothing back.
+ */
+int stf__regex_nested_repeat(const char *pattern, size_t len, size_t *pos);
+
+/* Drops a reference; the last one frees the regex. No-op on NULL. */
 void stf__regex_free(stf__regex *re);
+
+/*
+ * What the selectors of one run (one plan) share: the regex step budget,
+ * and each pattern's verdict on the layer name searched last, so that a
+ * pattern several rules use, or a rule evaluated again for the same layer,
+ * searches the name once. One thread at a time.
+ */
+typedef struct stf__rules_run {
+    stf__regex_budget budget;
+    uint64_t steps;     /* the budget at the start, for messages */
+    size_t nre;         /* the recipe's patterns */
+    uint64_t *seen;     /* per pattern: the subject generation of its verdict */
+    unsigned char *verdict;
+    uint64_t gen;       /* the generation of `subject` */
+    stf_buf subject;    /* the layer name searched last */
+    stf_err spent_err;  /* the error of the search that spent the budget */
+} stf__rules_run;
+
+/* A run of recipe r with r's step budget, or `left` steps when not
+ * UINT64_MAX (a rebuilt plan goes on with what its first build left).
+ * 0 or STF_ENOMEM. */
+int stf__rules_run_init(stf__rules_run *run, const stf_recipe *r, uint64_t left, stf_err *err);
+void stf__rules_run_free(stf__rules_run *run);
+/* The run's verdict of pattern `id` on the name (len bytes): *known 1 with
+ * it in *holds when the run has it, else 0 (the name is then the one the
+ * next verdict is kept for, stf__rules_run_keep). 0 or STF_ENOMEM. */
+int stf__rules_run_cached(stf__rules_run *run, size_t id, const char *name, size_t len,
+                          int *holds, int *known);
+/* Keep `holds` as pattern id's verdict on that name; no-op without a run. */
+void stf__rules_run_keep(stf__rules_run *run, size_t id, int holds);
+
+/* stf_rules_match and stf_recipe_parallel_style within a run (NULL:
+ * none). A search that spends the run's budget is STF_ELIMIT, rule L13. */
+int stf__rules_match_run(int *matched, const stf_rule *rule, const stf_layer_view *layer,
+                         stf__rules_run *run, stf_err *err);
+int stf__recipe_parallel_style_run(stf_parallel_style *style, const stf_recipe *r,
+                                   const stf_layer_view *layer, stf__rules_run *run,
+                                   stf_err *err);
 
 /* ------------------------------------------------------------ selectors */
 
 typedef struct stf__selector stf__selector;
 
 /*
- * Compile a `match` mapping. Schema problems are added to `d` (path names
- * the node, e.g. "rules[2].match") and leave *out NULL with 0 returned;
- * STF_ENOMEM is the only failure.
+ * Compile a `match` mapping, its regex through `set` (NULL: none). Schema
+ * problems are added to `d` (path names the node, e.g. "rules[2].match")
+ * and leave *out NULL with 0 returned; STF_ENOMEM is the only failure.
  */
 int stf__selector_compile(stf__selector **out, const stf__ynode *match, const char *path,
-                          stf_recipe_diags *d);
+                          stf__regex_set *set, stf_recipe_diags *d);
 
 /*
  * *selected is 1 when every key of the selector holds for the layer, else 0.
- * A regex search that reaches its limit is an error (STF_ELIMIT, or
- * STF_EFORMAT, STF_ENOMEM) whose message starts with the regex's position
- * "FILE:LINE:COL: PATH" and names the layer prefix searched.
+ * A regex search that reaches its limit or spends the budget of `run`
+ * (NULL: none) is an error (STF_ELIMIT, or STF_EFORMAT, STF_ENOMEM) whose
+ * message starts with the regex's position "FILE:LINE:COL: PATH" and names
+ * the layer prefix searched.
  */
 int stf__selector_eval(int *selected, const stf__selector *s, const stf_layer_view *layer,
-                       stf_err *err);
+                       stf__rules_run *run, stf_err *err);
 
 void stf__selector_free(stf__selector *s);
 
@@ -221,8 +315,9 @@ const stf__ynode *stf__y_get(const stf__ynode *m, const char *key);
 int stf__check_keys(const stf__ynode *m, const char *path, const char *allowed,
                     const char *const *required, stf_recipe_diags *d);
 /* Reads at most 1 MiB of the file at `path` into a new *buf (*len bytes);
- * `what` names it in the too-large message. STF_ENOTFOUND, STF_EIO,
- * STF_ELIMIT, STF_ENOMEM. */
+ * `what` names it in messages. A file that is not a regular one is refused
+ * before it is read ("PATH: not a WHAT (a FIFO, not a regular file)",
+ * STF_EIO). STF_ENOTFOUND, STF_EIO, STF_ELIMIT, STF_ENOMEM. */
 int stf__read_small_file(char **buf, size_t *len, const char *path, const char *what,
                          stf_err *err);
 
@@ -236,14 +331,14 @@ typedef struct stf__style_entry {
     unsigned line;
 } stf__style_entry;
 
-/* Parse a sequence of {match, style} mappings at `node` (path names it).
- * Problems go to d; 0 or STF_ENOMEM. */
+/* Parse a sequence of {match, style} mappings at `node` (path names it),
+ * regexes through `set` (NULL: none). Problems go to d; 0 or STF_ENOMEM. */
 int stf__styles_parse(stf__style_entry **out, size_t *count, const stf__ynode *node,
-                      const char *path, stf_recipe_diags *d);
+                      const char *path, stf__regex_set *set, stf_recipe_diags *d);
 void stf__styles_free(stf__style_entry *v, size_t n);
 /* *style of the first entry selecting the layer; *found 0 when none does. */
 int stf__styles_eval(stf_parallel_style *style, int *found, const stf__style_entry *v, size_t n,
-                     const stf_layer_view *l, stf_err *err);
+                     const stf_layer_view *l, stf__rules_run *run, stf_err *err);
 
 /* ---------------------------------------------------------------- recipe */
 
@@ -270,6 +365,9 @@ struct stf_recipe {
     size_t file_count;
     char *resolved; /* stf_recipe_resolved */
     size_t resolved_len;
+    size_t nregex;            /* distinct patterns, each compiled once (ids 0..nregex-1) */
+    stf_recipe_diags *warnings; /* stf_recipe_warning; NULL: none */
+    uint64_t max_regex_steps; /* the step budget of each run (stf_recipe_opts) */
 };
 
 struct stf_tp_profile {
@@ -298,6 +396,7 @@ typedef struct stf__rload {
     int includes;        /* some file has an include: the resolved text is made */
     stf_buf rules_text;  /* "- RULE" items of the resolved text, in order */
     stf_buf styles_text; /* "- ENTRY" items of its `parallel`, in order */
+    stf__regex_set regexes; /* the patterns of every file, each compiled once */
 } stf__rload;
 
 /* recipe_load.c: read `len` bytes of the file `name` (real path `real`,

@@ -47,6 +47,7 @@ struct stf__selector {
     char *globs[SEL_MAX];
     stf__regex *re;
     char *re_where; /* "FILE:LINE:COL: PATH" of the regex, for match-time errors */
+    stf__regex_set *set; /* while compiling: where regexes are shared */
     size_t nwdtypes;
     stf_dtype wdtypes[SEL_MAX];
     size_t nexprs;
@@ -194,11 +195,19 @@ static int add_regex(stf__selector *s, const stf__ynode *v, const char *path, st
     size_t pos;
     if (!stf__y_is_string(v) || v->len == 0)
         return bad(d, v, path, "a regular expression (PCRE2 syntax)");
-    int rc = stf__regex_compile(&s->re, v->text, v->len, &pos, msg, sizeof msg);
+    int rc = stf__regex_compile(&s->re, s->set, v->text, v->len, &pos, msg, sizeof msg);
     if (rc == STF_ENOMEM) return rc;
     if (rc)
         return stf__diag_add(d, v->line, text_col(v, pos), "%s: invalid regex '%s': %s", path,
                              stf__clip(clip, v->text), msg);
+    if (s->set && s->set->warn && stf__regex_nested_repeat(v->text, v->len, &pos) &&
+        (rc = stf__diag_add(s->set->warn, v->line, text_col(v, pos),
+                            "%s: warning: '%s' repeats a group that holds a repeat: a search "
+                            "may try exponentially many ways to split a name it does not "
+                            "match; remove one of the repeats, or make the inner one "
+                            "possessive (a++)",
+                            path, stf__clip(clip, v->text))))
+        return rc;
     stf_buf w;
     stf__buf_init(&w);
     stf__buf_printf(&w, "%s:%u:%u: %s", d->name, v->line, v->col, path);
@@ -390,7 +399,7 @@ static int compile_key(stf__selector *s, const stf__ynode *key, const stf__ynode
     if (!strcmp(k, "format")) return each(s, v, path, d, "a format, absent, or a list", add_format);
     if (!strcmp(k, "probe")) return each(s, v, path, d, "a probe verdict or a list", add_probe);
     if (!strcmp(k, "weight")) return parse_presence(&s->weight, v, path, d);
-    if (!strcmp(k, "not")) return stf__selector_compile(&s->negated, v, path, d);
+    if (!strcmp(k, "not")) return stf__selector_compile(&s->negated, v, path, s->set, d);
     if (!strcmp(k, "parallel"))
         return each(s, v, path, d, "a parallel style or a list", add_parallel);
     return each(s, v, path, d, "a rotation or a list", add_rotation);
@@ -401,7 +410,7 @@ static int compile_key(stf__selector *s, const stf__ynode *key, const stf__ynode
  * 0 or STF_ENOMEM.
  */
 int stf__selector_compile(stf__selector **out, const stf__ynode *match, const char *path,
-                          stf_recipe_diags *d)
+                          stf__regex_set *set, stf_recipe_diags *d)
 {
     *out = NULL;
     if (!match || match->type != STF__Y_MAP) {
@@ -413,9 +422,10 @@ int stf__selector_compile(stf__selector **out, const stf__ynode *match, const ch
     }
     stf__selector *s = stf__calloc(1, sizeof *s);
     if (!s) return STF_ENOMEM;
+    s->set = set;
     size_t before = d->count + d->dropped;
     int rc = 0;
-    char clip[STF__CLIP_SIZE];
+    char clip[STF__KEY_CLIP_SIZE];
     for (size_t i = 0; i < stf__ymap_size(match); i++) {
         const stf__ynode *key = stf__ymap_key(match, i);
         size_t j = 0;
@@ -425,7 +435,7 @@ int stf__selector_compile(stf__selector **out, const stf__ynode *match, const ch
                                "%s: unknown key '%s' (expected one of: prefix, regex, "
                                "weight, weight_dtype, shape, scale, scale_dtype, scale_shape, "
                                "marker, format, probe, rotation, parallel, not)", path,
-                               stf__clip(clip, key->text));
+                               stf__clip_key(clip, key->text));
         } else {
             char kp[STF__PATH_MAX];
             stf__path(kp, sizeof kp, "%s.%s", path, key->text);
@@ -433,6 +443,7 @@ int stf__selector_compile(stf__selector **out, const stf__ynode *match, const ch
         }
         if (rc) break;
     }
+    s->set = NULL;
     if (rc || d->count + d->dropped != before) {
         stf__selector_free(s);
         return rc;
@@ -609,12 +620,34 @@ static const char *name_for_msg(char *buf, size_t size, const char *name, size_t
 }
 
 static int regex_holds(int *holds, const stf__selector *s, const char *prefix, size_t plen,
-                       stf_err *err)
+                       stf__rules_run *run, stf_err *err)
 {
-    char why[160], shown[16 * STF__CLIP_SIZE];
-    int rc = stf__regex_search(holds, s->re, prefix, plen, why, sizeof why);
-    if (!rc) return 0;
+    char why[160], shown[16 * STF__CLIP_SIZE], clip[STF__CLIP_SIZE];
+    size_t id = stf__regex_id(s->re);
+    /* Once spent, the budget stays spent: every later search of the run
+     * fails with the message of the one that spent it. */
+    if (run && run->budget.spent) {
+        if (err) *err = run->spent_err;
+        return run->spent_err.code;
+    }
+    int known, rc = stf__rules_run_cached(run, id, prefix, plen, holds, &known);
+    if (rc || known) return rc ? stf__err(err, rc, "%s: out of memory", s->re_where) : 0;
+    rc = stf__regex_search(holds, s->re, prefix, plen, run ? &run->budget : NULL, why, sizeof why);
+    if (!rc) {
+        stf__rules_run_keep(run, id, *holds);
+        return 0;
+    }
     name_for_msg(shown, sizeof shown, prefix, plen);
+    if (rc == STF_ELIMIT && run && run->budget.spent) {
+        stf__err_rule(&run->spent_err, rc, "L13", 0, 0,
+                      "%s: L13 LimitExceeded: '%s' spent the run's budget of %llu regex steps "
+                      "matching '%s'; simplify the regex, or raise the budget with "
+                      "--max-regex-steps",
+                      s->re_where, stf__clip(clip, stf__regex_text(s->re)),
+                      (unsigned long long)run->steps, shown);
+        if (err) *err = run->spent_err;
+        return rc;
+    }
     if (rc == STF_ELIMIT)
         return stf__err(err, rc, "%s: matching '%s' needed %s; simplify the regex",
                         s->re_where, shown, why);
@@ -674,7 +707,7 @@ static int plain_keys_hold(const stf__selector *s, const stf_layer_view *l, cons
  * keys hold, so a costly pattern is searched no more often than needed.
  */
 int stf__selector_eval(int *selected, const stf__selector *s, const stf_layer_view *l,
-                       stf_err *err)
+                       stf__rules_run *run, stf_err *err)
 {
     *selected = 0;
     if (!s || !l) return 0;
@@ -682,10 +715,10 @@ int stf__selector_eval(int *selected, const stf__selector *s, const stf_layer_vi
     size_t plen = l->prefix_len ? l->prefix_len : strlen(prefix);
     if (!plain_keys_hold(s, l, prefix, plen)) return 0;
     int holds = 1, rc;
-    if (s->re && (rc = regex_holds(&holds, s, prefix, plen, err))) return rc;
+    if (s->re && (rc = regex_holds(&holds, s, prefix, plen, run, err))) return rc;
     if (!holds) return 0;
     if (s->negated) {
-        if ((rc = stf__selector_eval(&holds, s->negated, l, err))) return rc;
+        if ((rc = stf__selector_eval(&holds, s->negated, l, run, err))) return rc;
         if (holds) return 0;
     }
     *selected = 1;
@@ -696,6 +729,13 @@ int stf__selector_eval(int *selected, const stf__selector *s, const stf_layer_vi
 int stf_rules_match(int *matched, const stf_rule *rule, const stf_layer_view *layer,
                     stf_err *err)
 {
+    return stf__rules_match_run(matched, rule, layer, NULL, err);
+}
+
+/* stf_rules_match within a run (rules_internal.h). */
+int stf__rules_match_run(int *matched, const stf_rule *rule, const stf_layer_view *layer,
+                         stf__rules_run *run, stf_err *err)
+{
     *matched = 0;
-    return rule ? stf__selector_eval(matched, rule->sel, layer, err) : 0;
+    return rule ? stf__selector_eval(matched, rule->sel, layer, run, err) : 0;
 }

@@ -21,7 +21,7 @@ void stf__styles_free(stf__style_entry *v, size_t n)
 }
 
 static int parse_entry(stf__style_entry *e, const stf__ynode *m, const char *path,
-                       stf_recipe_diags *d)
+                       stf__regex_set *set, stf_recipe_diags *d)
 {
     static const char *const required[] = { "match", "style", NULL };
     char sub[STF__PATH_MAX];
@@ -32,7 +32,7 @@ static int parse_entry(stf__style_entry *e, const stf__ynode *m, const char *pat
     const stf__ynode *match = stf__y_get(m, "match");
     if (match) {
         stf__path(sub, sizeof sub, "%s.match", path);
-        if ((rc = stf__selector_compile(&e->sel, match, sub, d))) return rc;
+        if ((rc = stf__selector_compile(&e->sel, match, sub, set, d))) return rc;
     }
     const stf__ynode *style = stf__y_get(m, "style");
     if (style) {
@@ -47,7 +47,7 @@ static int parse_entry(stf__style_entry *e, const stf__ynode *m, const char *pat
 
 /* Parses a sequence of entries; problems go to d. 0 or STF_ENOMEM. */
 int stf__styles_parse(stf__style_entry **out, size_t *count, const stf__ynode *node,
-                      const char *path, stf_recipe_diags *d)
+                      const char *path, stf__regex_set *set, stf_recipe_diags *d)
 {
     *out = NULL;
     *count = 0;
@@ -60,7 +60,7 @@ int stf__styles_parse(stf__style_entry **out, size_t *count, const stf__ynode *n
     for (size_t i = 0; i < node->count && !rc; i++) {
         char p[STF__PATH_MAX];
         stf__path(p, sizeof p, "%s[%zu]", path, i);
-        rc = parse_entry(&v[i], node->items[i], p, d);
+        rc = parse_entry(&v[i], node->items[i], p, set, d);
     }
     if (rc) {
         stf__styles_free(v, node->count);
@@ -73,12 +73,12 @@ int stf__styles_parse(stf__style_entry **out, size_t *count, const stf__ynode *n
 
 /* The first entry whose selector holds; *found 0 when none. */
 int stf__styles_eval(stf_parallel_style *style, int *found, const stf__style_entry *v, size_t n,
-                     const stf_layer_view *l, stf_err *err)
+                     const stf_layer_view *l, stf__rules_run *run, stf_err *err)
 {
     *found = 0;
     for (size_t i = 0; i < n; i++) {
         int sel = 0;
-        int rc = stf__selector_eval(&sel, v[i].sel, l, err);
+        int rc = stf__selector_eval(&sel, v[i].sel, l, run, err);
         if (rc) return rc;
         if (sel) {
             *style = v[i].style;
@@ -137,7 +137,7 @@ static int build_profile(void *obj, const stf__ynode *root, stf_recipe_diags *d)
         (rc = take_string(&p->description, v, "description", d)))
         return rc;
     if ((v = stf__y_get(root, "styles")))
-        return stf__styles_parse(&p->styles, &p->nstyles, v, "styles", d);
+        return stf__styles_parse(&p->styles, &p->nstyles, v, "styles", NULL, d);
     return 0;
 }
 
@@ -181,7 +181,7 @@ int stf_tp_profile_style(stf_parallel_style *style, const stf_tp_profile *p,
     int found;
     *style = STF_PARALLEL_UNKNOWN;
     if (!p || !layer) return 0;
-    return stf__styles_eval(style, &found, p->styles, p->nstyles, layer, err);
+    return stf__styles_eval(style, &found, p->styles, p->nstyles, layer, NULL, err);
 }
 
 /* ------------------------------------------------------------- recipes */
@@ -199,10 +199,18 @@ const stf_tp_profile *stf_recipe_tp_profile(const stf_recipe *r)
 int stf_recipe_parallel_style(stf_parallel_style *style, const stf_recipe *r,
                               const stf_layer_view *layer, stf_err *err)
 {
+    return stf__recipe_parallel_style_run(style, r, layer, NULL, err);
+}
+
+/* stf_recipe_parallel_style within a run (rules_internal.h). */
+int stf__recipe_parallel_style_run(stf_parallel_style *style, const stf_recipe *r,
+                                   const stf_layer_view *layer, stf__rules_run *run,
+                                   stf_err *err)
+{
     int found = 0;
     *style = STF_PARALLEL_UNKNOWN;
     if (!r || !layer) return 0;
-    int rc = stf__styles_eval(style, &found, r->styles, r->nstyles, layer, err);
+    int rc = stf__styles_eval(style, &found, r->styles, r->nstyles, layer, run, err);
     if (rc || found) return rc;
     return stf_tp_profile_style(style, r->tp_profile, layer, err);
 }

@@ -55,7 +55,8 @@ int stf__diag_add(stf_recipe_diags *d, unsigned line, unsigned col, const char *
     }
     stf_buf b;
     stf__buf_init(&b);
-    stf__buf_printf(&b, "%s:%u:%u: ", d->name, line, col);
+    if (line) stf__buf_printf(&b, "%s:%u:%u: ", d->name, line, col);
+    else stf__buf_printf(&b, "%s: ", d->name);
     va_list ap;
     va_start(ap, fmt);
     char tmp[1024];
@@ -77,19 +78,32 @@ int stf__diag_add(stf_recipe_diags *d, unsigned line, unsigned col, const char *
     return 0;
 }
 
-/* Clips s to STF__CLIP_LEN bytes, backing up to a UTF-8 character start. */
-const char *stf__clip(char buf[STF__CLIP_SIZE], const char *s)
+/* Copies s into buf, clipped to `max` bytes backing up to a UTF-8
+ * character start, with "..." after a clipped one. */
+static const char *clip_to(char *buf, const char *s, size_t max)
 {
     size_t n = strlen(s);
-    if (n <= STF__CLIP_LEN) {
+    if (n <= max) {
         memcpy(buf, s, n + 1);
         return buf;
     }
-    n = STF__CLIP_LEN;
+    n = max;
     while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--;
     memcpy(buf, s, n);
     memcpy(buf + n, "...", 4);
     return buf;
+}
+
+/* Clips s to STF__CLIP_LEN bytes (rules_internal.h). */
+const char *stf__clip(char buf[STF__CLIP_SIZE], const char *s)
+{
+    return clip_to(buf, s, STF__CLIP_LEN);
+}
+
+/* Clips a key to STF__KEY_CLIP_LEN bytes (rules_internal.h). */
+const char *stf__clip_key(char buf[STF__KEY_CLIP_SIZE], const char *s)
+{
+    return clip_to(buf, s, STF__KEY_CLIP_LEN);
 }
 
 /* Formats a node path for messages, truncating silently. */
@@ -237,10 +251,10 @@ static int attach(pstate *ps, stf_recipe_diags *d, stf__ynode *n)
         }
         for (size_t i = 0; i < p->count; i += 2) {
             if (!strcmp(p->items[i]->text, n->text)) {
-                char c[STF__CLIP_SIZE];
+                char c[STF__KEY_CLIP_SIZE];
                 int rc = stf__diag_add(d, n->line, n->col,
                                        "duplicate key '%s' (first at line %u)",
-                                       stf__clip(c, n->text), p->items[i]->line);
+                                       stf__clip_key(c, n->text), p->items[i]->line);
                 stf__ynode_free(n);
                 return rc ? rc : STF_EFORMAT;
             }

@@ -1,6 +1,7 @@
 /* Error contexts and their messages. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "util.h"
 
@@ -94,6 +95,18 @@ int stf__err_prefix(stf_err *err, const char *fmt, ...)
 const char *stf__errno_text(int e, char *buf, size_t n)
 {
     return strerror_r(e, buf, n);
+}
+
+/* The kind of a file that is not a regular one (contract in util.h). */
+const char *stf__file_kind(unsigned mode)
+{
+    mode_t m = (mode_t)mode;
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISSOCK(m)) return "a socket";
+    return "a special file";
 }
 
 /* Refuse an options struct of an unknown layout (contract in util.h). */

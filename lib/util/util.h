@@ -64,6 +64,11 @@ int stf__pool_each(stf_pool *p, size_t count, stf_each_fn fn, void *ud, size_t *
 /* strerror(e), thread-safe: the text, in `buf` (n bytes) or static storage. */
 const char *stf__errno_text(int e, char *buf, size_t n);
 
+/* What a file of st_mode `mode` is, for a message: "a directory", "a FIFO",
+ * "a character device", "a block device", "a socket", else "a special
+ * file" (for one that is not a regular file). err.c */
+const char *stf__file_kind(unsigned mode);
+
 /* Overflow-checked u64 arithmetic: return 0 on success, -1 on overflow. */
 /*
  * The start of every stf_X_opts_init_version, whose struct has `unsigned

@@ -146,7 +146,7 @@ t_stderr_is "rules missing recipe" "stfix: rules: $D/none.yaml: cannot open: No 
 t_run "rules bad subcommand" 3 "$STFIX" rules check rules/repair-scales.yaml
 t_run "rules bad flag" 3 "$STFIX" rules lint --frobnicate
 t_run "rules unreadable recipe" 4 "$STFIX" rules lint "$D/adir"
-t_stderr_is "rules unreadable recipe" "stfix: rules: $D/adir: read error: Is a directory"
+t_stderr_is "rules unreadable recipe" "stfix: rules: $D/adir: not a recipe (a directory, not a regular file)"
 # One invalid file among valid ones decides; the worse status wins.
 t_run "rules worst status" 4 "$STFIX" rules lint rules/repair-scales.yaml $R/broken.yaml "$D/adir"
 

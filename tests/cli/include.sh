@@ -86,3 +86,46 @@ if [ -s "$T_OUT" ]; then t_notok "missing include: no stdout"; else t_ok "missin
 
 t_run "show: no recipe" 3 "$STFIX" rules show
 t_run "show: two recipes" 3 "$STFIX" rules show a b
+
+# A file named by mistake is refused as no recipe, quoting none of its text:
+# a password file's hashes must not reach stderr or the JSON error, whether
+# it is included or given to -r.
+printf 'root:$6$saltsalt$SECRETHASH0:20228:0:99999:7:::\ndaemon:*:20228:0:99999:7:::\n' >"$T_TMP/shadow"
+printf 'stfix: 1\ntarget: sglang\ninclude: [%s]\nrules: []\n' "$T_TMP/shadow" >"$T_TMP/inc_shadow.yaml"
+notrec="not a recipe (none of the keys stfix, target, description, include, rules, parallel at the top level)"
+t_run "shadow include" 2 "$STFIX" rules lint "$T_TMP/inc_shadow.yaml"
+t_stderr_is "shadow include" "$T_TMP/shadow: $notrec"
+t_run "shadow -r" 2 "$STFIX" plan "$F" -r "$T_TMP/shadow" --json
+t_stderr_is "shadow -r" "$T_TMP/shadow: $notrec"
+t_stdout_has "shadow -r" "\"message\": \"$T_TMP/shadow: $notrec\""
+t_run "shadow fix" 2 "$STFIX" fix "$F" -r "$T_TMP/inc_shadow.yaml" -o "$T_TMP/never.safetensors" --json
+for f in "$T_OUT" "$T_ERR"; do
+    if grep -q 'SECRETHASH\|20228\|daemon' "$f"; then t_notok "shadow: nothing of it in $f"
+    else t_ok "shadow: nothing of it in $f"; fi
+done
+# A key of a recipe is shown by its first 16 bytes at most.
+printf 'stfix: 1\ntarget: sglang\nrules: []\nroot:$6$saltsalt$SECRETHASH0: 1\n' >"$T_TMP/key.yaml"
+t_run "long key" 2 "$STFIX" rules lint "$T_TMP/key.yaml"
+t_stderr_is "long key" "$T_TMP/key.yaml:4:1: recipe: unknown key 'root:\$6\$saltsalt...' (expected one of: stfix, target, description, include, rules, parallel)"
+
+# Bytes that are not text: the offset, never the bytes.
+printf 'stfix: 1\ntarget: \377\376\n' >"$T_TMP/binary.yaml"
+t_run "binary" 2 "$STFIX" rules lint "$T_TMP/binary.yaml"
+t_stderr_is "binary" "$T_TMP/binary.yaml: not a recipe (bytes that are not UTF-8 at offset 17)"
+printf 'stfix: 1\000SECRET\n' >"$T_TMP/nul.yaml"
+t_run "NUL" 2 "$STFIX" plan "$F" -r "$T_TMP/nul.yaml"
+t_stderr_is "NUL" "$T_TMP/nul.yaml: not a recipe (a NUL byte at offset 8)"
+
+# Special files are refused without being read: a FIFO with no writer, a
+# device that never ends, a directory; included (a problem of the entry,
+# exit 2) or given to -r (exit 4, as for a checkpoint that is no regular file).
+mkfifo "$T_TMP/fifo.yaml"
+printf 'stfix: 1\ntarget: sglang\ninclude: [fifo.yaml]\nrules: []\n' >"$T_TMP/inc_fifo.yaml"
+t_run "FIFO include" 2 t_capped "$STFIX" rules lint "$T_TMP/inc_fifo.yaml"
+t_stderr_is "FIFO include" "$T_TMP/inc_fifo.yaml:3:11: include[0]: '$T_TMP/fifo.yaml' is not a regular file"
+t_run "FIFO -r" 4 t_capped "$STFIX" plan "$F" -r "$T_TMP/fifo.yaml"
+t_stderr_is "FIFO -r" "stfix: plan: $T_TMP/fifo.yaml: not a recipe (a FIFO, not a regular file)"
+t_run "device -r" 4 t_capped "$STFIX" rules lint /dev/zero
+t_stderr_is "device -r" "stfix: rules: /dev/zero: not a recipe (a character device, not a regular file)"
+t_run "directory -r" 4 t_capped "$STFIX" rules lint "$T_TMP/team"
+t_stderr_is "directory -r" "stfix: rules: $T_TMP/team: not a recipe (a directory, not a regular file)"

@@ -52,9 +52,9 @@ t_help_lists "check --help" check "--target TARGET" "--numeric" "-j, --jobs N" "
     "--tp T[,T...]" "--tp-profile NAME"
 t_help_lists "rewrite --help" rewrite "-o, --output OUT" "--max-shard-size SIZE" "--strict" \
     "--no-wait" "-j, --jobs N" "--zstd[=LEVEL]" "--zstd-frame SIZE" "--zstd-grouped" "--zstd-verify"
-t_help_lists "plan --help" plan "-r, --recipe RECIPE" "--quant-mode MODE" "-j, --jobs N" "--json" \
+t_help_lists "plan --help" plan "-r, --recipe RECIPE" "--max-regex-steps N" "--quant-mode MODE" "-j, --jobs N" "--json" \
     "--tp-profile NAME"
-t_help_lists "fix --help" fix "-r, --recipe RECIPE" "-o, --output OUT" "--in-place" "-j, --jobs N" \
+t_help_lists "fix --help" fix "-r, --recipe RECIPE" "--max-regex-steps N" "-o, --output OUT" "--in-place" "-j, --jobs N" \
     "--quant-mode MODE" "--error-report" "--allow-noncompliant" "--max-shard-size SIZE" \
     "--max-mem SIZE" "--no-wait" "--fail-if-unchanged" "--json" "--tp-profile NAME" \
     "--zstd[=LEVEL]" "--zstd-frame SIZE" "--zstd-grouped" "--zstd-verify"

@@ -142,3 +142,13 @@ t_stderr_is "a ./x.yaml is a path" "stfix: plan: ./aaa.yaml: cannot open: No suc
 t_run "list: extra argument" 3 "$STFIX" rules list x
 t_run "help lists list" 0 "$STFIX" rules --help
 t_stdout_has "help lists list" "stfix rules list [--json]"
+
+# lint warns about a regex that repeats a group holding a repeat, at the
+# group; the recipe stays valid (exit 0), and -q leaves the warning out.
+printf 'stfix: 1\ntarget: comfyui\nrules:\n  - name: r\n    match: {regex: "^x(a+)+$"}\n    do: cast-scale\n  - {name: s, match: {regex: "(a++)+|(a*)?"}, do: cast-scale}\n' >"$T_TMP/nested.yaml"
+t_run "lint nested repeat" 0 "$STFIX" rules lint "$T_TMP/nested.yaml"
+t_stderr_is "lint nested repeat" "$T_TMP/nested.yaml:5:23: rules[0].match.regex: warning: '^x(a+)+\$' repeats a group that holds a repeat: a search may try exponentially many ways to split a name it does not match; remove one of the repeats, or make the inner one possessive (a++)"
+printf '%s: ok (2 rules)\n' "$T_TMP/nested.yaml" >"$T_TMP/nested.txt"
+t_stdout_is "lint nested repeat" "$T_TMP/nested.txt"
+t_run "lint nested repeat -q" 0 "$STFIX" rules lint -q "$T_TMP/nested.yaml"
+t_true "lint nested repeat -q: nothing on stderr" test ! -s "$T_ERR"

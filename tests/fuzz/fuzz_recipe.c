@@ -80,8 +80,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else if (rc == STF_EFORMAT) {
         CHECK(!r && d && stf_recipe_diags_count(d) >= 1);
         for (size_t i = 0; i < stf_recipe_diags_count(d); i++) {
-            CHECK(!strncmp(stf_recipe_diags_text(d, i), "fuzz.yaml:", 10));
-            CHECK(stf_recipe_diags_line(d, i) >= 1 && stf_recipe_diags_column(d, i) >= 1);
+            const char *t = stf_recipe_diags_text(d, i);
+            CHECK(!strncmp(t, "fuzz.yaml:", 10));
+            /* A problem of the file as a whole (not a recipe at all) has no
+             * position, and is the only problem. */
+            if (stf_recipe_diags_line(d, i) == 0)
+                CHECK(stf_recipe_diags_column(d, i) == 0 &&
+                      !strncmp(t, "fuzz.yaml: not a recipe (", 25) &&
+                      stf_recipe_diags_count(d) == 1);
+            else
+                CHECK(stf_recipe_diags_line(d, i) >= 1 && stf_recipe_diags_column(d, i) >= 1);
         }
         /* err.msg holds the first problem, truncated to its buffer. */
         CHECK(!strncmp(err.msg, stf_recipe_diags_text(d, 0), sizeof err.msg - 1));

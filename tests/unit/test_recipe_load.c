@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -27,14 +28,14 @@ static const char good[] =
     "      - {exclude: {dtype: F16}}\n"
     "      - drop\n";
 
-static void expect_problems(const char *src, size_t n, const char *const *want)
+/* The problems of the len bytes at src, which may hold a NUL. */
+static void expect_problems_n(const char *src, size_t len, size_t n, const char *const *want)
 {
     stf_recipe *r = (stf_recipe *)1;
     stf_recipe_diags *d = NULL;
     stf_err err;
     stf_err_clear(&err);
-    assert_int_equal(stf_recipe_load_mem(&r, &d, src, strlen(src), "bad.yaml", &err),
-                     STF_EFORMAT);
+    assert_int_equal(stf_recipe_load_mem(&r, &d, src, len, "bad.yaml", &err), STF_EFORMAT);
     assert_null(r);
     assert_non_null(d);
     for (size_t i = 0; i < stf_recipe_diags_count(d) && i < n; i++)
@@ -43,6 +44,11 @@ static void expect_problems(const char *src, size_t n, const char *const *want)
     assert_string_equal(err.msg, want[0]);
     assert_int_equal(err.code, STF_EFORMAT);
     stf_recipe_diags_free(d);
+}
+
+static void expect_problems(const char *src, size_t n, const char *const *want)
+{
+    expect_problems_n(src, strlen(src), n, want);
 }
 
 static void expect_problem(const char *src, const char *want)
@@ -127,8 +133,7 @@ static void test_top_level_problems(void **state)
     (void)state;
     expect_problem("", "bad.yaml:1:1: recipe: empty document (expected a mapping with stfix, "
                        "target and rules)");
-    expect_problem("- a\n", "bad.yaml:1:1: recipe: expected a mapping with stfix, target and "
-                            "rules, got a sequence");
+    expect_problem("- a\n", "bad.yaml: not a recipe (the top level is a sequence, not a mapping)");
     static const char *const missing[] = {
         "bad.yaml:1:1: recipe: unknown key 'stfx' (expected one of: stfix, target, kind, "
         "description, include, rules, parallel)",
@@ -198,6 +203,124 @@ static void test_rule_problems(void **state)
                     5, several);
 }
 
+/* A file that is no recipe is refused as a whole, and nothing of its text
+ * but the first 16 bytes of a key is ever shown. */
+static void expect_not_recipe(const char *src, size_t len, const char *want)
+{
+    expect_problems_n(src, len, 1, &want);
+}
+
+static void test_not_a_recipe(void **state)
+{
+    (void)state;
+    static const char shadow[] = "root:$6$saltsalt$SECRETHASH:20228:0:99999:7:::\n"
+                                 "bin:*:20228:0:99999:7:::\n";
+    expect_not_recipe(shadow, sizeof shadow - 1,
+                      "bad.yaml: not a recipe (none of the keys stfix, target, description, "
+                      "include, rules, parallel at the top level)");
+    expect_not_recipe("stfix: 1\0\n", 10, "bad.yaml: not a recipe (a NUL byte at offset 8)");
+    expect_not_recipe("stfix: \xe9t\xe9\n", 11,
+                      "bad.yaml: not a recipe (bytes that are not UTF-8 at offset 7)");
+    /* An encoded surrogate is not UTF-8 either. */
+    expect_not_recipe("a: \xed\xa0\x80\n", 7,
+                      "bad.yaml: not a recipe (bytes that are not UTF-8 at offset 3)");
+    expect_not_recipe("SECRETHASH\n", 11,
+                      "bad.yaml: not a recipe (the top level is a scalar, not a mapping)");
+    /* In a recipe, an unknown or duplicate key is shown by its first 16 bytes. */
+    static const char *const keys[] = {
+        "bad.yaml:4:1: recipe: unknown key 'root:$6$saltsalt...' (expected one of: stfix, "
+        "target, description, include, rules, parallel)",
+    };
+    expect_problems("stfix: 1\ntarget: sglang\nrules: []\nroot:$6$saltsalt$SECRETHASH: 1\n", 1,
+                    keys);
+    expect_problem("stfix: 1\nroot:$6$saltsalt$SECRETHASH: 1\nroot:$6$saltsalt$SECRETHASH: 1\n",
+                   "bad.yaml:3:1: duplicate key 'root:$6$saltsalt...' (first at line 2)");
+}
+
+/* Each pattern is compiled once per recipe, however many rules use it; a
+ * run searches a layer name once per pattern and stops every search once
+ * its step budget is spent, with rule L13. */
+static void test_regex_budget(void **state)
+{
+    (void)state;
+    static const char src[] = "stfix: 1\n"
+                              "target: comfyui\n"
+                              "parallel:\n"
+                              "  - {match: {regex: '(a+)+$'}, style: row}\n"
+                              "rules:\n"
+                              "  - {name: r0, match: {regex: '(a+)+$'}, do: cast-scale}\n"
+                              "  - {name: r1, match: {regex: '(a+)+$'}, do: cast-scale}\n"
+                              "  - {name: r2, match: {regex: 'attn'}, do: cast-scale}\n"
+                              "  - {name: r3, match: {not: {regex: '(a+)+$'}}, do: cast-scale}\n";
+    stf_recipe *r = NULL;
+    stf_err err;
+    assert_int_equal(stf_recipe_load_mem(&r, NULL, src, sizeof src - 1, "re.yaml", &err), 0);
+    assert_int_equal(r->nregex, 2);
+    assert_int_equal(r->max_regex_steps, 0);
+    stf_layer_view v;
+    memset(&v, 0, sizeof v);
+    v.prefix = "aaaaaaaaaaaab";
+    stf__rules_run run;
+    assert_int_equal(stf__rules_run_init(&run, r, UINT64_MAX, &err), 0);
+    assert_true(run.budget.left == STF__REGEX_STEPS_DEFAULT);
+    int m = -1;
+    assert_int_equal(stf__rules_match_run(&m, stf_recipe_rule(r, 0), &v, &run, &err), 0);
+    assert_int_equal(m, 0);
+    uint64_t left = run.budget.left;
+    assert_true(left < STF__REGEX_STEPS_DEFAULT);
+    /* The same pattern on the same name: no step taken. */
+    assert_int_equal(stf__rules_match_run(&m, stf_recipe_rule(r, 1), &v, &run, &err), 0);
+    assert_int_equal(stf__rules_match_run(&m, stf_recipe_rule(r, 3), &v, &run, &err), 0);
+    assert_int_equal(m, 1);
+    stf_parallel_style st;
+    assert_int_equal(stf__recipe_parallel_style_run(&st, r, &v, &run, &err), 0);
+    assert_int_equal(st, STF_PARALLEL_UNKNOWN);
+    assert_true(run.budget.left == left);
+    uint64_t used = STF__REGEX_STEPS_DEFAULT - left;
+    stf__rules_run_free(&run);
+
+    /* A budget one step short: the search that needs it fails, and so does
+     * every later one, with the same message. */
+    assert_int_equal(stf__rules_run_init(&run, r, used - 1, &err), 0);
+    static const char want[] =
+        "re.yaml:6:31: rules[0].match.regex: L13 LimitExceeded: '(a+)+$' spent the run's budget "
+        "of 100000000 regex steps matching 'aaaaaaaaaaaab'; simplify the regex, or raise the "
+        "budget with --max-regex-steps";
+    assert_int_equal(stf__rules_match_run(&m, stf_recipe_rule(r, 0), &v, &run, &err),
+                     STF_ELIMIT);
+    assert_string_equal(err.msg, want);
+    assert_string_equal(err.rule, "L13");
+    v.prefix = "attn";
+    stf_err_clear(&err);
+    assert_int_equal(stf__rules_match_run(&m, stf_recipe_rule(r, 2), &v, &run, &err),
+                     STF_ELIMIT);
+    assert_string_equal(err.msg, want);
+    stf__rules_run_free(&run);
+    /* Exactly enough is enough. */
+    v.prefix = "aaaaaaaaaaaab";
+    assert_int_equal(stf__rules_run_init(&run, r, used, &err), 0);
+    assert_int_equal(stf__rules_match_run(&m, stf_recipe_rule(r, 0), &v, &run, &err), 0);
+    assert_true(run.budget.left == 0);
+    stf__rules_run_free(&run);
+    stf_recipe_free(r);
+
+    /* The budget comes from the options. */
+    stf_recipe_opts o;
+    stf_recipe_opts_init(&o);
+    o.max_regex_steps = 1000;
+    char path[] = "/tmp/stfix-regex-budget-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, src, sizeof src - 1), (ssize_t)(sizeof src - 1));
+    close(fd);
+    assert_int_equal(stf_recipe_load_file_opts(&r, NULL, path, &o, &err), 0);
+    unlink(path);
+    assert_int_equal(stf__rules_run_init(&run, r, UINT64_MAX, &err), 0);
+    assert_true(run.budget.left == 1000);
+    stf__rules_run_free(&run);
+    stf_recipe_free(r);
+}
+
 static void test_file_errors(void **state)
 {
     (void)state;
@@ -214,6 +337,13 @@ static void test_file_errors(void **state)
     assert_int_equal(stf_recipe_load_mem(&r, NULL, buf, big, "big.yaml", &err), STF_ELIMIT);
     assert_string_equal(err.msg, "big.yaml: recipe is larger than 1048576 bytes");
     free(buf);
+    /* A directory or a device is refused before it is read. */
+    assert_int_equal(stf_recipe_load_file(&r, &d, "/", &err), STF_EIO);
+    assert_null(r);
+    assert_null(d);
+    assert_string_equal(err.msg, "/: not a recipe (a directory, not a regular file)");
+    assert_int_equal(stf_recipe_load_file(&r, &d, "/dev/zero", &err), STF_EIO);
+    assert_string_equal(err.msg, "/dev/zero: not a recipe (a character device, not a regular file)");
 }
 
 /* The bundled recipes load, and quantize-int8-convrot selects what its comments say. */
@@ -308,7 +438,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good),        cmocka_unit_test(test_top_level_problems),
-        cmocka_unit_test(test_rule_problems), cmocka_unit_test(test_file_errors),
+        cmocka_unit_test(test_rule_problems), cmocka_unit_test(test_not_a_recipe),
+        cmocka_unit_test(test_file_errors), cmocka_unit_test(test_regex_budget),
         cmocka_unit_test(test_bundled),     cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

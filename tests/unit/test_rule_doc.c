@@ -62,7 +62,9 @@ static void test_title(void **state)
     assert_null(stf_check_rule_title(NULL));
 }
 
-/* The container part: S1-S28, I1-I7, L1-L10, in that order, nothing else. */
+/* The container part: S1-S28, I1-I7, L1-L10, in that order, then the
+ * other L rules in increasing order (L13, the regex step budget, has no
+ * L11 and L12 of this part before it), nothing else. */
 static void test_container_ids(void **state)
 {
     (void)state;
@@ -76,7 +78,15 @@ static void test_container_ids(void **state)
             assert_non_null(d);
             assert_string_equal(d->id, want);
         }
-    const stf_rule_doc *next = stf_rule_doc_at(i);
+    int last = 10;
+    const stf_rule_doc *next;
+    for (; (next = stf_rule_doc_at(i)) && next->id[0] == 'L'; i++) {
+        int n = atoi(next->id + 1);
+        assert_true(n > last);
+        last = n;
+    }
+    assert_true(last >= 13);
+    assert_string_equal(stf_rule_doc_find("L13")->title, "Regex step budget of a run spent");
     if (next) assert_true(strchr("RCNH", next->id[0]) != NULL);
 }
 

@@ -49,18 +49,29 @@ static stf_layer_view int8_layer(void)
 }
 
 /* Compile the flow mapping `src` (problems must not occur) and evaluate it:
- * returns what stf__selector_eval returns, the verdict in *selected. */
+ * returns what stf__selector_eval returns, the verdict in *selected. A
+ * search counted against a run's step budget (the code compiled with a
+ * callout before each item) must find what the plain one finds. */
 static int sel_rc(const char *src, const stf_layer_view *v, int *selected, stf_err *err)
 {
     stf_recipe_diags *d = stf__diags_new("m.yaml");
     stf__ynode *root = NULL;
     assert_int_equal(stf__yaml_parse(&root, d, src, strlen(src), err), 0);
     stf__selector *s = NULL;
-    assert_int_equal(stf__selector_compile(&s, root, "match", d), 0);
+    assert_int_equal(stf__selector_compile(&s, root, "match", NULL, d), 0);
     if (d->count) fail_msg("%s", d->v[0].text);
     assert_non_null(s);
     *selected = -1;
-    int rc = stf__selector_eval(selected, s, v, err);
+    stf__rules_run run;
+    stf_err rerr;
+    int counted = -1;
+    assert_int_equal(stf__rules_run_init(&run, NULL, UINT64_MAX, &rerr), 0);
+    int rrc = stf__selector_eval(&counted, s, v, &run, &rerr);
+    stf__rules_run_free(&run);
+    int rc = stf__selector_eval(selected, s, v, NULL, err);
+    assert_int_equal(rrc, rc);
+    assert_int_equal(counted, *selected);
+    if (rc) assert_string_equal(rerr.msg, err->msg);
     stf__selector_free(s);
     stf__ynode_free(root);
     stf_recipe_diags_free(d);
@@ -99,7 +110,7 @@ static void expect_problem(const char *src, const char *want)
     stf_err err;
     assert_int_equal(stf__yaml_parse(&root, d, src, strlen(src), &err), 0);
     stf__selector *s = (stf__selector *)1;
-    assert_int_equal(stf__selector_compile(&s, root, "rules[0].match", d), 0);
+    assert_int_equal(stf__selector_compile(&s, root, "rules[0].match", NULL, d), 0);
     assert_null(s);
     assert_true(d->count >= 1);
     assert_string_equal(d->v[0].text, want);
@@ -511,9 +522,9 @@ static int regex_roundtrip(void *ud, stf_err *err)
     int hit = 0;
     stf_layer_view v = int8_layer();
     int rc = stf__yaml_parse(&root, d, src, strlen(src), err);
-    if (!rc) rc = stf__selector_compile(&s, root, "match", d);
+    if (!rc) rc = stf__selector_compile(&s, root, "match", NULL, d);
     if (!rc && !s) rc = STF_EFORMAT;
-    if (!rc) rc = stf__selector_eval(&hit, s, &v, err);
+    if (!rc) rc = stf__selector_eval(&hit, s, &v, NULL, err);
     if (!rc && !hit) rc = STF_EINVAL;
     stf__selector_free(s);
     stf__ynode_free(root);
