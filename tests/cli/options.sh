@@ -59,8 +59,8 @@ t_help_lists "fix --help" fix "-r, --recipe RECIPE" "-o, --output OUT" "--in-pla
     "--max-mem SIZE" "--no-wait" "--fail-if-unchanged" "--json" "--tp-profile NAME" \
     "--zstd[=LEVEL]" "--zstd-frame SIZE" "--zstd-grouped" "--zstd-verify"
 t_help_lists "compress --help" compress "-o, --output OUT" "--grouped" "-l, --level N" \
-    "--frame SIZE" "--verify" "-j, --jobs N" "--no-wait"
-t_help_lists "decompress --help" decompress "-o, --output OUT" "--no-wait"
+    "--frame SIZE" "--verify" "-j, --jobs N" "-f, --force" "--no-wait"
+t_help_lists "decompress --help" decompress "-o, --output OUT" "-f, --force" "--no-wait"
 t_help_lists "rules list --help" "rules list" "--json"
 t_help_lists "rules lint --help" "rules lint"
 t_help_lists "rules show --help" "rules show"
