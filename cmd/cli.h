@@ -512,6 +512,14 @@ typedef struct cli_verify_args {
  * error's status (reported for `verb`). `pool` may be NULL. */
 int cli_verify_one(const char *verb, const cli_verify_args *a, stf_pool *pool, FILE *o);
 
+/* --max-spool SIZE, for a command that may read a plain zstd stream out of
+ * data order: the cap on its spool (stf_open_opts.max_spool, rule L11) in
+ * the unsigned long long at `t`, 0 when not given. */
+#define CLI_SPOOL_OPT(t)                                                                  \
+    { .name = "max-spool", .metavar = "SIZE", .kind = CLI_SIZE, .target = (t), .min = 1,  \
+      .help = "spool at most SIZE bytes of a plain zstd stream read\n"                    \
+              "out of order (default: its size as the header declares)" }
+
 /* cli_zstd.c: the compressed-output options every writing command takes
  * (stfix(1), COMPRESSED FILES). A command puts CLI_ZSTD_OPTS(&z) in its
  * table and calls cli_zstd_apply after parsing. */

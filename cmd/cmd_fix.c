@@ -28,7 +28,7 @@ typedef struct fix_args {
     int in_place, json, error_report, allow_noncompliant, no_wait, fail_if_unchanged;
     int threads;        /* 0: one per online core */
     stf_plan_opts po;   /* --quant-mode */
-    unsigned long long max_shard_size, max_mem; /* 0: not given */
+    unsigned long long max_shard_size, max_mem, max_spool; /* 0: not given */
     cli_tp tp;          /* the parallel-style profile attached to the recipe */
     int show_tp;        /* --tp-profile given, or the recipe requantizes with tp */
     cli_zstd z;         /* --zstd and its companions */
@@ -80,6 +80,7 @@ static int parse_args(fix_args *a, int argc, char **argv)
           .help = "parallel styles for requantize's tp: a bundled profile\n"
                   "NAME or a profile file (default: detected from the\n"
                   "layer names)" },
+        CLI_SPOOL_OPT(&a->max_spool),
         CLI_ZSTD_OPTS(&a->z),
     };
     const cli_cmd cmd = { .verb = "fix",
@@ -364,7 +365,10 @@ int cmd_fix(int argc, char **argv)
     stf_err_clear(&err);
 
     if ((ex = cli_recipe_load_arg(&rc, "fix", a.recipe)) >= 0) goto done;
-    if ((ex = cli_ckpt_open(&c, "fix", a.in, NULL, a.in_place ? a.in : a.out)) >= 0) goto done;
+    stf_open_opts oo;
+    stf_open_opts_init(&oo);
+    oo.max_spool = a.max_spool;
+    if ((ex = cli_ckpt_open(&c, "fix", a.in, &oo, a.in_place ? a.in : a.out)) >= 0) goto done;
     if ((ex = cli_tp_attach(&a.tp, "fix", a.profile, c, rc)) >= 0) goto done;
     a.show_tp = a.profile || cli_recipe_uses_tp(rc);
     if (a.in_place) {

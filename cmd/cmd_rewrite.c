@@ -48,14 +48,14 @@ static int verify(const char *out, int sharded, size_t zs, stf_err *err)
 }
 
 static int rewrite(const char *in, const char *out, unsigned long long max, int strict,
-                   int no_wait, int threads, stf_write_opts *wo);
+                   unsigned long long max_spool, int no_wait, int threads, stf_write_opts *wo);
 
 /* stfix rewrite: parse options, open, write, read back; returns the exit
  * status. */
 int cmd_rewrite(int argc, char **argv)
 {
     const char *out = NULL;
-    unsigned long long max = 0;
+    unsigned long long max = 0, max_spool = 0;
     int strict = 0, no_wait = 0, nargs = 0, threads = 0;
     cli_zstd z = { 0 };
     const cli_opt opts[] = {
@@ -77,6 +77,7 @@ int cmd_rewrite(int argc, char **argv)
           .min = 1, .max = 1024,
           .help = "compression threads (default: one per online core);\n"
                   "the output bytes do not depend on N" },
+        CLI_SPOOL_OPT(&max_spool),
         CLI_ZSTD_OPTS(&z),
     };
     const cli_cmd cmd = {
@@ -101,20 +102,21 @@ int cmd_rewrite(int argc, char **argv)
         cli_zstd_free(&z);
         return EXIT_USAGE;
     }
-    ex = rewrite(in, out, max, strict, no_wait, threads, &wo);
+    ex = rewrite(in, out, max, strict, max_spool, no_wait, threads, &wo);
     cli_zstd_free(&z);
     return ex;
 }
 
 /* Open, write (compressing on a pool of `threads`), read back. */
 static int rewrite(const char *in, const char *out, unsigned long long max, int strict,
-                   int no_wait, int threads, stf_write_opts *wo)
+                   unsigned long long max_spool, int no_wait, int threads, stf_write_opts *wo)
 {
     int ex;
 
     stf_open_opts o;
     stf_open_opts_init(&o);
     o.strict = strict;
+    o.max_spool = max_spool;
     stf_ckpt *c = NULL;
     ex = cli_ckpt_open(&c, "rewrite", in, &o, out);
     if (ex >= 0) return ex;

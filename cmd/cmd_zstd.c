@@ -1,12 +1,13 @@
 /*
  * stfix compress IN [-o OUT] [--grouped] [--level N] [--frame SIZE]
- *                [--verify] [-j N] [--no-wait]
- * stfix decompress IN [-o OUT] [--no-wait]
+ *                [--verify] [-j N] [-f] [--no-wait]
+ * stfix decompress IN [-o OUT] [-f] [--no-wait]
  *
  * Whole files and sharded checkpoints to and from the zstd seekable format
  * (stfix(1), COMPRESSED FILES), their bytes kept exactly. Without -o a
  * file gets IN plus ".zst" (".stz" grouped), or IN less it; an index needs
- * -o. Exit 0 ok, otherwise the status of the error (cli_exit.c).
+ * -o. An existing output is replaced only with --force, as zstd(1) does.
+ * Exit 0 ok, otherwise the status of the error (cli_exit.c).
  */
 /* Uses the experimental stf_pool_*, stf_zstd_compress, stf_zstd_decompress. */
 #define STF_EXPERIMENTAL
@@ -41,7 +42,7 @@ static char *default_out(const char *in, int compress, const char *suf)
 static int zrun(int argc, char **argv, int compress)
 {
     const char *verb = compress ? "compress" : "decompress", *out = NULL;
-    int grouped = 0, verify = 0, no_wait = 0, level = 3, threads = 0, nargs = 0;
+    int grouped = 0, verify = 0, no_wait = 0, force = 0, level = 3, threads = 0, nargs = 0;
     unsigned long long frame = 0;
     const cli_opt copts[] = {
         { .kind = CLI_ARG, .metavar = "IN",
@@ -61,6 +62,9 @@ static int zrun(int argc, char **argv, int compress)
           .min = 1, .max = 1024,
           .help = "worker threads (default: one per online core);\n"
                   "the output bytes do not depend on N" },
+        { .name = "force", .letter = 'f', .kind = CLI_FLAG, .target = &force,
+          .help = "replace an existing OUT or shard (default: refuse\n"
+                  "it, even with the same bytes)" },
         { .name = "no-wait", .kind = CLI_FLAG, .target = &no_wait,
           .help = "fail at once if another stfix run is writing OUT" },
     };
@@ -70,13 +74,16 @@ static int zrun(int argc, char **argv, int compress)
         { .name = "output", .letter = 'o', .metavar = "OUT", .kind = CLI_STR, .target = &out,
           .help = "the output (default IN less .zst or .stz;\n"
                   "for an index: the new index, required)" },
+        { .name = "force", .letter = 'f', .kind = CLI_FLAG, .target = &force,
+          .help = "replace an existing OUT or shard (default: refuse\n"
+                  "it, even with the same bytes)" },
         { .name = "no-wait", .kind = CLI_FLAG, .target = &no_wait,
           .help = "fail at once if another stfix run is writing OUT" },
     };
     const cli_cmd cmd = {
         .verb = verb,
         .synopsis = compress ? "compress IN [-o OUT] [--grouped] [--level N] [options]"
-                             : "decompress IN [-o OUT] [--no-wait]",
+                             : "decompress IN [-o OUT] [-f] [--no-wait]",
         .opts = compress ? copts : dopts,
         .nopts = compress ? sizeof copts / sizeof copts[0] : sizeof dopts / sizeof dopts[0],
         .input_arg = 1
@@ -108,9 +115,9 @@ static int zrun(int argc, char **argv, int compress)
     int rc = 0;
     if (compress && (rc = stf_pool_new(&pool, (unsigned)threads, &err)) == 0) {
         wo.pool = pool;
-        rc = stf_zstd_compress(in, out, &wo, &err);
+        rc = stf_zstd_compress(in, out, &wo, force, &err);
     } else if (!compress)
-        rc = stf_zstd_decompress(in, out, &wo, &err);
+        rc = stf_zstd_decompress(in, out, &wo, force, &err);
     stf_pool_free(pool);
     if (rc) ex = cli_report(verb, &err);
     else {

@@ -46,7 +46,7 @@ STF_API int stf_dtype_from_name(stf_dtype *out, const char *name, size_t len);
 #define STF_MAX_RANK_HARD 64 /* compile-time bound for shape arrays */
 
 /* The layout of stf_open_opts this header describes. */
-#define STF_OPEN_OPTS_VERSION 2u
+#define STF_OPEN_OPTS_VERSION 3u
 
 /*
  * Options for opening files. Make them with stf_open_opts_init(), which
@@ -73,6 +73,10 @@ typedef struct stf_open_opts {
     uint64_t max_zstd_frame;    /* decompressed bytes of one seekable frame (default 64 MiB) */
     uint64_t max_zstd_frames;   /* frames in one seek table (default 16,777,216) */
     unsigned zstd_cache_frames; /* decoded frames kept per seekable shard (default 4, >= 1) */
+    /* Version 3. */
+    uint64_t max_spool;         /* bytes the spool of one stream may hold (L11); 0, the
+                                 * default: the stream's size, which for frames that do not
+                                 * record theirs is the size the safetensors header declares */
 } stf_open_opts;
 
 /*

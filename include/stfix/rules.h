@@ -236,7 +236,7 @@ typedef struct stf_recipe_opts {
     size_t search_count;              /* 0: an include by name is an error */
     /* Version 2: the regex steps one plan of the recipe may take over all
      * its searches, every rule against every layer (stfix-rules(5),
-     * REGULAR EXPRESSIONS); one more is STF_ELIMIT, rule L13. 0: the
+     * REGULAR EXPRESSIONS); one more is STF_ELIMIT, rule L12. 0: the
      * default, 100,000,000. */
     uint64_t max_regex_steps;
 } stf_recipe_opts;

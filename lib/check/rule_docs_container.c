@@ -220,7 +220,10 @@ const stf_rule_doc stf__rule_docs_container[] = {
     { "S19", "error", "Data section longer or shorter than the tensors",
       "The file ends where the last tensor ends: 8 + N + the end of the data equals the file "
       "size. Trailing bytes are refused as well as missing ones, and a file without tensors has "
-      "an empty data section.",
+      "an empty data section. A zstd stream whose frames do not record their size (zstd < "
+      "FILE) is not decompressed to learn it: the file is taken to be as long as its header "
+      "declares, which is refused at open when the stream's block headers show it decodes to "
+      "more or less, and otherwise when a read reaches the end and finds it does.",
       "The reference reader refuses it with MetadataIncompleteBuffer. A short file has lost "
       "tensor data; trailing bytes can hold a second file format (a polyglot file) that other "
       "tools read instead.",
@@ -416,7 +419,21 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "A seek table lists at most 16,777,216 frames by default: 64 TiB in the default 4 MiB "
       "frames.",
       CAP_WHY, CAP_IGNORED, CAP_FIX, NULL, "note" },
-    { "L13", "error", "Regex step budget of a run spent",
+    { "L11", "error", "zstd stream spool too large",
+      "A plain zstd stream (not seekable) read out of data order, as rewrite and fix may read "
+      "it, is decompressed again into a spool file, beside the output or in $TMPDIR, that holds "
+      "the bytes already passed. It holds at most --max-spool bytes; by default the file's "
+      "size, which for a stream whose frames do not record it is the size its header declares, "
+      "so a stream that claims little cannot fill the disk. A read that needs more is refused "
+      "before anything is spooled for it; the message gives the decompressed byte it wanted and "
+      "the spool it would take.",
+      "The spool takes disk space the size of the decompressed checkpoint; the cap keeps it "
+      "within what the user allows.",
+      CAP_IGNORED,
+      "Raise --max-spool, or compress the file in the seekable format (stfix compress), which "
+      "is read at any offset without a spool; or decompress it first.",
+      NULL, "note" },
+    { "L12", "error", "Regex step budget of a run spent",
       "The regex selectors of one plan (stfix plan, fix, verify, or one input of batch) take at "
       "most 100,000,000 steps by default over all their searches, every rule against every "
       "layer name; a step is one item of a pattern tried at one position. A pattern is compiled "

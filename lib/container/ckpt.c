@@ -81,7 +81,12 @@ static int shard_load(ckpt_shard *sh, const stf_open_opts *o, stf__findings *f, 
         if (rc) goto done;
         hdr = copy;
     }
-    rc = stf__header_parse(&sh->hdr, hdr, n, size, path, o, f, err);
+    /* A stream that does not record its size takes the header's. */
+    int unsized = stf__source_unsized(sh->src);
+    rc = stf__header_parse(&sh->hdr, hdr, n, unsized ? STF__SIZE_FROM_HEADER : size, path, o, f,
+                           err);
+    if (!rc && unsized)
+        rc = stf__source_settle(sh->src, 8 + n + sh->hdr->data_size, n, err);
 done:
     stf__free(copy);
     return rc;

@@ -68,12 +68,17 @@ typedef struct stf__header {
 int stf__frame_check(uint64_t *n_out, const uint8_t *first, uint64_t file_size,
                      const char *path, const stf_open_opts *o, stf_err *err);
 
+/* A file_size for stf__header_parse: the file is as long as its header
+ * declares (a zstd stream that does not record its size; S19 is then the
+ * reader's, stf__source_settle). */
+#define STF__SIZE_FROM_HEADER UINT64_MAX
+
 /*
  * S4-S20: lex, parse and validate the N header bytes `hdr` of a file of
- * `file_size` bytes. REF violations (and STRICT ones when o->strict) fail
- * with STF_EFORMAT, err->rule set and err->offset the absolute file offset
- * (8 + position in the header). Warnings go to `findings` (may be NULL).
- * Caps from `o` fail with STF_ELIMIT.
+ * `file_size` bytes (or STF__SIZE_FROM_HEADER). REF violations (and STRICT
+ * ones when o->strict) fail with STF_EFORMAT, err->rule set and err->offset
+ * the absolute file offset (8 + position in the header). Warnings go to
+ * `findings` (may be NULL). Caps from `o` fail with STF_ELIMIT.
  */
 int stf__header_parse(stf__header **out, const uint8_t *hdr, uint64_t n, uint64_t file_size,
                       const char *path, const stf_open_opts *o, stf__findings *findings,

@@ -41,11 +41,16 @@
 #define HEADER_REF_MAX UINT64_C(100000000) /* S2: the reference's limit, 10^8 */
 #define HEADER_MAX_DEPTH 3u
 
+/* The size of version 2 of stf_open_opts. */
+#define OPEN_OPTS_V2 (offsetof(stf_open_opts, zstd_cache_frames) + sizeof(unsigned))
+
 /* Fill `o` with the documented defaults (lib/README.md, Resource caps). */
 void stf_open_opts_init_version(stf_open_opts *o, unsigned version)
 {
-    /* Version 1 is the layout up to canon_findings: fill just that part. */
-    if (!o || !stf__opts_reset_v(o, sizeof *o, offsetof(stf_open_opts, spool_dir), version,
+    /* Version 1 is the layout up to canon_findings, version 2 up to
+     * zstd_cache_frames: fill just that part. */
+    if (!o || !stf__opts_reset_v(o, version == 2 ? OPEN_OPTS_V2 : sizeof *o,
+                                 offsetof(stf_open_opts, spool_dir), version,
                                  STF_OPEN_OPTS_VERSION))
         return;
     o->max_header = HEADER_REF_MAX;
@@ -66,7 +71,8 @@ void stf_open_opts_init_version(stf_open_opts *o, unsigned version)
 void stf__open_opts_upgrade(stf_open_opts *dst, const stf_open_opts *src)
 {
     stf_open_opts_init(dst);
-    stf__opts_take(dst, src, sizeof *dst, offsetof(stf_open_opts, spool_dir), src->version);
+    stf__opts_take(dst, src, src->version == 2 ? OPEN_OPTS_V2 : sizeof *dst,
+                   offsetof(stf_open_opts, spool_dir), src->version);
     if (dst->zstd_cache_frames == 0) dst->zstd_cache_frames = 1;
 }
 

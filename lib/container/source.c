@@ -265,3 +265,16 @@ int stf__source_hold_head(stf__source *s, uint64_t n, stf_err *err)
 {
     return s && s->zt ? stf__zstream_hold_head(s->zt, n, err) : 0;
 }
+
+int stf__source_unsized(const stf__source *s)
+{
+    return s && s->zt && stf__zstream_unsized(s->zt);
+}
+
+int stf__source_settle(stf__source *s, uint64_t size, uint64_t hdr_n, stf_err *err)
+{
+    if (!stf__source_unsized(s)) return 0;
+    int rc = stf__zstream_settle(s->zt, size, hdr_n, err);
+    if (!rc) s->size = size;
+    return rc;
+}

@@ -92,6 +92,15 @@ stf_stream_mode stf__source_stream_mode(const stf__source *s);
  * other sources.
  */
 int stf__source_hold_head(stf__source *s, uint64_t n, stf_err *err);
+/*
+ * Whether the size is not known yet: a zstd stream whose frames do not all
+ * record their content size. Its size is then only an upper bound, until
+ * stf__source_settle gives it the size the safetensors header declares
+ * (8 + hdr_n + the data bytes): S19 when the stream is seen to decode to
+ * more or less (zsrc.h, stf__zstream_settle). No-op for other sources.
+ */
+int stf__source_unsized(const stf__source *s);
+int stf__source_settle(stf__source *s, uint64_t size, uint64_t hdr_n, stf_err *err);
 
 /*
  * What the file behind s was when it was opened (file_stamp.h): the file

@@ -48,13 +48,26 @@ typedef struct stf__zstream stf__zstream;
 
 /*
  * Open a stream reader over `raw`: walk its frames (S26 for a truncated or
- * malformed one, L9 for a window above 128 MiB) and learn the decompressed
- * size, from the frame headers or, when one does not say, by
- * decompressing once. On success the reader owns raw.
+ * malformed one, L9 for a window above 128 MiB), without decompressing.
+ * When every frame header gives its content size, that is the size.
+ * When one does not, the size is unsized until stf__zstream_settle: until
+ * then it is the most the walk allows, and reads are for the header. On
+ * success the reader owns raw.
  */
 int stf__zstream_open(stf__zstream **out, stf__source *raw, const stf_open_opts *o,
                       stf_err *err);
 uint64_t stf__zstream_size(const stf__zstream *z);
+/* Whether the frames did not all give their content size. */
+int stf__zstream_unsized(const stf__zstream *z);
+/*
+ * An unsized stream takes `size`, the file size the safetensors header
+ * declares (8 + hdr_n + its data bytes), as its own: S19 when the walk
+ * shows it decodes to more or less. From then on nothing past `size` is
+ * decompressed: a read that reaches it checks the stream ends there (S19
+ * otherwise), and a stream that ends before it is S19 at the read that
+ * finds it. A no-op for a sized stream.
+ */
+int stf__zstream_settle(stf__zstream *z, uint64_t size, uint64_t hdr_n, stf_err *err);
 uint64_t stf__zstream_frames(const stf__zstream *z);
 stf_stream_mode stf__zstream_mode(const stf__zstream *z);
 /* Keep the first n decompressed bytes (the header) in memory once read,
@@ -70,6 +83,7 @@ typedef struct stf__zwalk {
     uint64_t frames;         /* zstd frames (skippable ones not counted) */
     int size_known;          /* every frame header gave its content size */
     uint64_t d_size;         /* their sum, when size_known */
+    uint64_t d_min, d_max;   /* bounds on the decompressed size (d_size when known) */
 } stf__zwalk;
 
 /*

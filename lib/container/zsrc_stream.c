@@ -8,7 +8,16 @@
  * gone on every path out, a crash included), decompresses again from the
  * start into it, and from then on serves every byte already passed from
  * the spool: the stream is decompressed at most twice, and once when the
- * consumer reads in data order. All of it under one mutex.
+ * consumer reads in data order. The spool holds at most max_spool bytes
+ * (L11). All of it under one mutex.
+ *
+ * Frames that do not record their content size are not decompressed to
+ * learn it: the safetensors header declares the file's size, and the
+ * reader takes that (stf__zstream_settle), after the walk's bounds agree.
+ * Nothing past it is ever decompressed, so a stream that decodes to more
+ * (a bomb) costs no more than the size it claims, and a command that reads
+ * only the header and a few tensors decompresses only up to them. Whether
+ * the stream really ends there is known when a read gets there.
  */
 #define _FILE_OFFSET_BITS 64
 #include <errno.h>
@@ -43,8 +52,28 @@ struct stf__zstream {
     char *spool_dir;
     int spool_fd;            /* -1 until a read goes back */
     uint64_t spool_end;      /* bytes [0, spool_end) are in the spool */
+    uint64_t max_spool;      /* spool cap; 0: d_size */
     stf_stream_mode mode;
+    int unsized;             /* some frame does not record its content size */
+    int settled;             /* d_size is the header's (unsized only) */
+    int end_checked;         /* the stream was seen to end at d_size */
+    uint64_t d_min;          /* the least the walk allows (unsized only) */
+    uint64_t hdr_n;          /* the header's N, for S19 (settled only) */
 };
+
+/* S19 for an unsized stream that decodes to more or less than the header
+ * declares; `how` says what is known of it ("at least 5"). */
+static int size_mismatch(const stf__zstream *z, uint64_t size, uint64_t hdr_n, const char *how,
+                         uint64_t bytes, stf_err *err)
+{
+    return stf__err_rule(err, STF_EFORMAT, "S19", 1, 8 + hdr_n,
+                         "%s: S19 MetadataIncompleteBuffer (byte %llu): the tensors cover %llu "
+                         "data bytes, so the file should be %llu bytes, but its zstd stream, "
+                         "whose frames do not record their size, decodes to %s %llu",
+                         z->path, (unsigned long long)(8 + hdr_n),
+                         (unsigned long long)(size - 8 - hdr_n), (unsigned long long)size, how,
+                         (unsigned long long)bytes);
+}
 
 static void restart(stf__zstream *z)
 {
@@ -89,9 +118,24 @@ static int spool_open(stf__zstream *z, stf_err *err)
     return 0;
 }
 
+/* L11: a read behind the position at `off` that needs the spool to hold
+ * [0, need), more than the cap. */
+static int spool_over(const stf__zstream *z, uint64_t off, uint64_t need, stf_err *err)
+{
+    return stf__err_rule(err, STF_ELIMIT, "L11", 1, off,
+                         "%s: L11 LimitExceeded: reading the stream out of order at decompressed "
+                         "byte %llu needs a spool of %llu bytes, more than the %llu allowed",
+                         z->path, (unsigned long long)off, (unsigned long long)need,
+                         (unsigned long long)z->max_spool);
+}
+
+/* Append to the spool, which stops growing at the cap. */
 static int spool_write(stf__zstream *z, const uint8_t *b, size_t n, stf_err *err)
 {
     char eb[128];
+    if (z->max_spool && n > z->max_spool - z->spool_end)
+        n = (size_t)(z->max_spool - z->spool_end);
+    if (!n) return 0;
     int e = stf__pwrite_full(z->spool_fd, b, n, z->spool_end);
     if (e)
         return stf__err(err, STF_EIO, "%s: cannot write the spool file in %s: %s", z->path,
@@ -121,6 +165,14 @@ static int step(stf__zstream *z, uint64_t *off, uint8_t **dst, size_t *len, stf_
     int rc;
     if (z->ib.pos == z->ib.size && !z->pending) {
         uint64_t left = stf__source_size(z->raw) - z->in_off;
+        if (left == 0 && z->settled)
+            return size_mismatch(z, z->d_size, z->hdr_n, "only", z->pos, err);
+        if (left == 0 && z->unsized)
+            return stf__err_rule(err, STF_EFORMAT, "S26", 1, z->in_off,
+                                 "%s: S26 ZstdCorrupt: the stream ends at compressed byte %llu "
+                                 "after %llu decompressed bytes, inside the safetensors header",
+                                 z->path, (unsigned long long)z->in_off,
+                                 (unsigned long long)z->pos);
         if (left == 0)
             return stf__err_rule(err, STF_EFORMAT, "S26", 1, z->in_off,
                                  "%s: S26 ZstdCorrupt: the stream ends at compressed byte %llu "
@@ -154,6 +206,8 @@ static int step(stf__zstream *z, uint64_t *off, uint8_t **dst, size_t *len, stf_
     if (k > z->d_size - z->pos) {
         uint64_t at = z->in_off - z->ib.size + z->ib.pos;
         restart(z);
+        if (z->settled)
+            return size_mismatch(z, z->d_size, z->hdr_n, "more than", z->d_size, err);
         return stf__err_rule(err, STF_EFORMAT, "S26", 1, at,
                              "%s: S26 ZstdCorrupt: the stream decodes to more than the %llu "
                              "bytes its frame headers declare (at compressed byte %llu)",
@@ -180,10 +234,24 @@ static int step(stf__zstream *z, uint64_t *off, uint8_t **dst, size_t *len, stf_
     return 0;
 }
 
+/* A read reached the end of a settled stream: decompress on until the
+ * stream ends, which step refuses to do past d_size. */
+static int check_end(stf__zstream *z, stf_err *err)
+{
+    uint8_t *none = NULL;
+    size_t zero = 0;
+    uint64_t off = z->pos;
+    int rc = 0;
+    while (!rc && !at_end(z)) rc = step(z, &off, &none, &zero, err);
+    if (!rc) z->end_checked = 1;
+    return rc;
+}
+
 /* Read under the lock; see zsrc.h. */
 static int read_locked(stf__zstream *z, uint64_t off, uint8_t *d, size_t len, stf_err *err)
 {
     int rc = 0;
+    uint64_t end = off + len;
     if (z->head_n && off + len > z->head_n && z->mode == STF_STREAM_NONE)
         z->mode = STF_STREAM_IN_ORDER;
     while (len) {
@@ -201,6 +269,9 @@ static int read_locked(stf__zstream *z, uint64_t off, uint8_t *d, size_t len, st
             memcpy(d, z->out + in, n);
             d += n, off += n, len -= n;
         } else if (off < z->pos) {
+            /* The spool would have to hold [0, end): refuse before filling it. */
+            if (z->spool_dir && z->max_spool && end > z->max_spool)
+                return spool_over(z, off, end, err);
             if (z->spool_dir && z->spool_fd < 0) {
                 if ((rc = spool_open(z, err))) return rc;
             } else {
@@ -211,6 +282,8 @@ static int read_locked(stf__zstream *z, uint64_t off, uint8_t *d, size_t len, st
             return rc;
         }
     }
+    if (z->settled && end == z->d_size && !z->end_checked && z->pos == end)
+        return check_end(z, err);
     return 0;
 }
 
@@ -249,6 +322,26 @@ int stf__zstream_hold_head(stf__zstream *z, uint64_t n, stf_err *err)
 }
 
 uint64_t stf__zstream_size(const stf__zstream *z) { return z->d_size; }
+
+int stf__zstream_unsized(const stf__zstream *z) { return z->unsized && !z->settled; }
+
+/* Take the header's size; see zsrc.h. */
+int stf__zstream_settle(stf__zstream *z, uint64_t size, uint64_t hdr_n, stf_err *err)
+{
+    if (!z->unsized || z->settled) return 0;
+    pthread_mutex_lock(&z->mu);
+    int rc = 0;
+    if (size < z->d_min) rc = size_mismatch(z, size, hdr_n, "at least", z->d_min, err);
+    else if (size > z->d_size) rc = size_mismatch(z, size, hdr_n, "at most", z->d_size, err);
+    else if (z->pos > size) rc = size_mismatch(z, size, hdr_n, "more than", size, err);
+    else {
+        z->d_size = size;
+        z->hdr_n = hdr_n;
+        z->settled = 1;
+    }
+    pthread_mutex_unlock(&z->mu);
+    return rc;
+}
 
 uint64_t stf__zstream_frames(const stf__zstream *z) { return z->frames; }
 
@@ -291,28 +384,18 @@ int stf__zstream_open(stf__zstream **out, stf__source *raw, const stf_open_opts 
         goto fail;
     }
     z->raw = raw;
+    z->max_spool = o->max_spool;
     if (w.size_known) {
         z->d_size = w.d_size;
     } else {
-        /* No size in some frame header: decompress once to learn it, into
-         * the spool when there is a directory for one (then that pass is
-         * the only one). */
-        z->d_size = UINT64_MAX;
-        if (z->spool_dir && (rc = spool_open(z, err))) goto fail_raw;
-        uint8_t *none = NULL;
-        size_t zero = 0;
-        uint64_t off = 0;
-        do {
-            if ((rc = step(z, &off, &none, &zero, err))) goto fail_raw;
-        } while (!at_end(z));
-        z->d_size = z->pos;
-        restart(z);
+        /* No size in some frame header: the most the walk allows until the
+         * header settles it. */
+        z->unsized = 1;
+        z->d_min = w.d_min;
+        z->d_size = w.d_max;
     }
     *out = z;
     return 0;
-fail_raw:
-    z->raw = NULL;
-    pthread_mutex_destroy(&z->mu);
 fail:
     if (z->spool_fd >= 0) close(z->spool_fd);
     ZSTD_freeDStream(z->ds);

@@ -71,6 +71,23 @@ static int guard(const files *f, const char *out, stf_err *err)
     return stf__out_check_name(out, NULL, NULL, err);
 }
 
+/* The guard of every output name, then, without `replace`, that nothing is
+ * at any of them (a file, a link, even one with the very bytes the output
+ * would have): the refusals --force cannot lift come first. */
+static int guard_all(const files *f, size_t nsinks, const char *out, int replace, stf_err *err)
+{
+    int rc = 0;
+    struct stat st;
+    for (size_t i = 0; !rc && i < nsinks; i++) rc = guard(f, i < f->n ? f->v[i].out : out, err);
+    for (size_t i = 0; !rc && !replace && i < nsinks; i++) {
+        const char *p = i < f->n ? f->v[i].out : out;
+        if (lstat(p, &st) == 0)
+            rc = stf__err(err, STF_EINVAL, "%s: the output exists; give --force to replace it",
+                          p);
+    }
+    return rc;
+}
+
 static int sink_out(void *ud, const void *p, size_t n, stf_err *err)
 {
     return stf__sink_write(ud, p, n, err);
@@ -213,7 +230,7 @@ static void files_free(files *f, size_t nsinks)
 }
 
 static int run(const char *in, const char *out, const stf_write_opts *o, int compress,
-               stf_err *err)
+               int replace, stf_err *err)
 {
     files f;
     memset(&f, 0, sizeof f);
@@ -249,7 +266,7 @@ static int run(const char *in, const char *out, const stf_write_opts *o, int com
         const char *p = i < f.n ? f.v[i].in : in;
         if (stat(p, &f.ins[f.nins]) == 0) f.nins++;
     }
-    for (size_t i = 0; !rc && i < nsinks; i++) rc = guard(&f, i < f.n ? f.v[i].out : out, err);
+    if (!rc) rc = guard_all(&f, nsinks, out, replace, err);
     if (!rc) rc = stf__out_lock_take(&lock, out, o->no_wait, err);
     for (size_t i = 0; !rc && i < f.n; i++)
         rc = compress ? compress_one(&f.sinks[i], &f.v[i], o, err)
@@ -265,7 +282,7 @@ static int run(const char *in, const char *out, const stf_write_opts *o, int com
     for (size_t i = 0; !rc && i < f.n; i++)
         rc = stf__file_stamp_check(&f.v[i].stamp, f.v[i].in, err);
     if (!rc && ix) rc = stf__file_stamp_check(&ix->stamp, in, err);
-    for (size_t i = 0; !rc && i < nsinks; i++) rc = guard(&f, i < f.n ? f.v[i].out : out, err);
+    if (!rc) rc = guard_all(&f, nsinks, out, replace, err);
     for (size_t i = 0; !rc && i < nsinks; i++) rc = stf__sink_publish(&f.sinks[i], err);
     files_free(&f, f.sinks ? nsinks : 0);
     stf__out_lock_release(&lock);
@@ -275,7 +292,8 @@ static int run(const char *in, const char *out, const stf_write_opts *o, int com
 }
 
 /* Compress a file or an index's shards (contract in experimental/container.h). */
-int stf_zstd_compress(const char *in, const char *out, const stf_write_opts *o, stf_err *err)
+int stf_zstd_compress(const char *in, const char *out, const stf_write_opts *o, int replace,
+                      stf_err *err)
 {
     if (!in || !out || !o) return stf__err(err, STF_EINVAL, "compress: NULL argument");
     if (stf__opts_version(err, o->version, STF_WRITE_OPTS_VERSION, "stf_write_opts"))
@@ -285,11 +303,12 @@ int stf_zstd_compress(const char *in, const char *out, const stf_write_opts *o, 
     g.max_shard_size = 0;
     /* The index keeps its name; the guard's suffix rule is for the shards. */
     int rc = ends_with(in, ".index.json") ? 0 : stf_output_check(out, &g, err);
-    return rc ? rc : run(in, out, o, 1, err);
+    return rc ? rc : run(in, out, o, 1, replace, err);
 }
 
 /* Restore a file or an index's shards (contract in experimental/container.h). */
-int stf_zstd_decompress(const char *in, const char *out, const stf_write_opts *o, stf_err *err)
+int stf_zstd_decompress(const char *in, const char *out, const stf_write_opts *o, int replace,
+                        stf_err *err)
 {
     if (!in || !out) return stf__err(err, STF_EINVAL, "decompress: NULL argument");
     stf_write_opts d;
@@ -297,5 +316,5 @@ int stf_zstd_decompress(const char *in, const char *out, const stf_write_opts *o
     if (o && stf__opts_version(err, o->version, STF_WRITE_OPTS_VERSION, "stf_write_opts"))
         return STF_EINVAL;
     if (o) d.no_wait = o->no_wait;
-    return run(in, out, &d, 0, err);
+    return run(in, out, &d, 0, replace, err);
 }

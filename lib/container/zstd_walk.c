@@ -77,10 +77,14 @@ static int need(const stf__source *raw, uint64_t at, uint8_t *b, unsigned n, con
     return stf__source_read(raw, at, b, n, err);
 }
 
+static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
 /* One zstd frame at `at`: its size in *next, its content size in *fcs (or
- * UINT64_MAX when the header does not say). */
+ * UINT64_MAX when the header does not say), and bounds on what its blocks
+ * decode to in [*lo, *hi]: a raw or RLE block exactly its size, a
+ * compressed one at most the block maximum (the window, at most 128 KiB). */
 static int walk_frame(const stf__source *raw, uint64_t at, uint64_t *next, uint64_t *fcs,
-                      stf_err *err)
+                      uint64_t *lo, uint64_t *hi, stf_err *err)
 {
     const char *path = stf__source_path(raw);
     uint8_t h[14];
@@ -111,7 +115,8 @@ static int walk_frame(const stf__source *raw, uint64_t at, uint64_t *next, uint6
                              "%llu-byte window to decode, more than the %llu bytes allowed",
                              path, (unsigned long long)at, (unsigned long long)window,
                              (unsigned long long)STF__ZSTD_WINDOW_MAX);
-    uint64_t p = at + 4 + hlen;
+    uint64_t p = at + 4 + hlen, bmax = window < BLOCK_MAX ? window : BLOCK_MAX;
+    *lo = *hi = 0;
     for (;;) {
         uint8_t b[3];
         if ((rc = need(raw, p, b, 3, "a block header", err))) return rc;
@@ -121,6 +126,8 @@ static int walk_frame(const stf__source *raw, uint64_t at, uint64_t *next, uint6
         if (bsize > BLOCK_MAX)
             return corrupt(err, path, p, "a block larger than 128 KiB");
         uint64_t body = type == 1 ? 1 : bsize;
+        if (type != 2) *lo = sat_add(*lo, bsize);
+        *hi = sat_add(*hi, type == 2 ? bmax : bsize);
         p += 3;
         uint64_t size = stf__source_size(raw);
         if (p > size || size - p < body)
@@ -160,12 +167,14 @@ int stf__zwalk_run(stf__zwalk *out, const stf__source *raw, stf_err *err)
         }
         if (m != STF__ZSTD_MAGIC)
             return corrupt(err, path, at, "no zstd frame (bad magic number)");
-        uint64_t next = 0, fcs = 0;
-        if ((rc = walk_frame(raw, at, &next, &fcs, err))) return rc;
+        uint64_t next = 0, fcs = 0, lo = 0, hi = 0;
+        if ((rc = walk_frame(raw, at, &next, &fcs, &lo, &hi, err))) return rc;
         out->frames++;
         if (fcs == UINT64_MAX) out->size_known = 0;
         else if (out->size_known && stf__add_u64(&out->d_size, out->d_size, fcs))
             return corrupt(err, path, at, "frame content sizes that overflow 64 bits");
+        out->d_min = sat_add(out->d_min, fcs == UINT64_MAX ? lo : fcs);
+        out->d_max = sat_add(out->d_max, fcs == UINT64_MAX ? hi : fcs);
         at = next;
     }
     if (!out->size_known) out->d_size = 0;

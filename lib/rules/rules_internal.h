@@ -261,7 +261,7 @@ int stf__rules_run_cached(stf__rules_run *run, size_t id, const char *name, size
 void stf__rules_run_keep(stf__rules_run *run, size_t id, int holds);
 
 /* stf_rules_match and stf_recipe_parallel_style within a run (NULL:
- * none). A search that spends the run's budget is STF_ELIMIT, rule L13. */
+ * none). A search that spends the run's budget is STF_ELIMIT, rule L12. */
 int stf__rules_match_run(int *matched, const stf_rule *rule, const stf_layer_view *layer,
                          stf__rules_run *run, stf_err *err);
 int stf__recipe_parallel_style_run(stf_parallel_style *style, const stf_recipe *r,

@@ -639,8 +639,8 @@ static int regex_holds(int *holds, const stf__selector *s, const char *prefix, s
     }
     name_for_msg(shown, sizeof shown, prefix, plen);
     if (rc == STF_ELIMIT && run && run->budget.spent) {
-        stf__err_rule(&run->spent_err, rc, "L13", 0, 0,
-                      "%s: L13 LimitExceeded: '%s' spent the run's budget of %llu regex steps "
+        stf__err_rule(&run->spent_err, rc, "L12", 0, 0,
+                      "%s: L12 LimitExceeded: '%s' spent the run's budget of %llu regex steps "
                       "matching '%s'; simplify the regex, or raise the budget with "
                       "--max-regex-steps",
                       s->re_where, stf__clip(clip, stf__regex_text(s->re)),

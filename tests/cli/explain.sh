@@ -54,8 +54,8 @@ t_stderr_is "i0" "stfix: explain: unknown rule 'i0'; did you mean I1? (stfix exp
 t_run "Q1" 3 "$STFIX" explain Q1
 t_stderr_is "Q1" "stfix: explain: unknown rule 'Q1' (stfix explain --list shows every rule)"
 # One unknown id among known ones: nothing is printed for the others.
-t_run "mixed" 3 "$STFIX" explain S1 L11
-t_stderr_is "mixed" "stfix: explain: unknown rule 'L11'; did you mean L10? (stfix explain --list shows every rule)"
+t_run "mixed" 3 "$STFIX" explain S1 L0
+t_stderr_is "mixed" "stfix: explain: unknown rule 'L0'; did you mean L1? (stfix explain --list shows every rule)"
 if [ -s "$T_OUT" ]; then t_notok "mixed: no stdout" "$(head -3 "$T_OUT")"; else t_ok "mixed: no stdout"; fi
 
 # Usage errors.

@@ -62,7 +62,7 @@ t_stderr_is "slow layer" "stfix: plan: $T_TMP/slow.yaml:5:20: rules[0].match.reg
 
 # Each search below stays under its own limit, but ten rules against 100
 # layers would run for minutes: the plan's searches share one budget of
-# regex steps, and the search that would go past it stops the run (L13).
+# regex steps, and the search that would go past it stops the run (L12).
 # The pattern is compiled and searched once per name, whatever the number
 # of rules that use it.
 python3 - "$T_TMP" <<'EOF3'
@@ -80,18 +80,18 @@ printf 'stfix: 1\ntarget: comfyui\nrules:\n' >"$T_TMP/ten.yaml"
 for i in 0 1 2 3 4 5 6 7 8 9; do
     printf '  - name: r%d\n    match: {regex: "(a+)+$"}\n    do: cast-scale\n' $i >>"$T_TMP/ten.yaml"
 done
-l13="$T_TMP/ten.yaml:5:20: rules[0].match.regex: L13 LimitExceeded: '(a+)+\$' spent the run's budget of 100000000 regex steps matching 'aaaaaaaaaaaaaaaaaab063'; simplify the regex, or raise the budget with --max-regex-steps"
+l12="$T_TMP/ten.yaml:5:20: rules[0].match.regex: L12 LimitExceeded: '(a+)+\$' spent the run's budget of 100000000 regex steps matching 'aaaaaaaaaaaaaaaaaab063'; simplify the regex, or raise the budget with --max-regex-steps"
 t_run "budget plan" 2 t_capped "$STFIX" plan "$T_TMP/layers100.safetensors" -r "$T_TMP/ten.yaml"
-t_stderr_is "budget plan" "stfix: plan: $l13"
+t_stderr_is "budget plan" "stfix: plan: $l12"
 t_run "budget plan json" 2 t_capped "$STFIX" plan "$T_TMP/layers100.safetensors" -r "$T_TMP/ten.yaml" --json
-t_stdout_has "budget plan json" "\"rule\": \"L13\""
+t_stdout_has "budget plan json" "\"rule\": \"L12\""
 t_run "budget fix" 2 t_capped "$STFIX" fix "$T_TMP/layers100.safetensors" -r "$T_TMP/ten.yaml" \
     -o "$T_TMP/budget.safetensors"
-t_stderr_is "budget fix" "stfix: fix: $l13"
+t_stderr_is "budget fix" "stfix: fix: $l12"
 t_absent "budget fix" "$T_TMP/budget.safetensors"
 t_run "smaller budget" 2 t_capped "$STFIX" plan "$T_TMP/layers100.safetensors" -r "$T_TMP/ten.yaml" \
     --max-regex-steps 5000000
-t_stderr_is "smaller budget" "stfix: plan: $T_TMP/ten.yaml:5:20: rules[0].match.regex: L13 LimitExceeded: '(a+)+\$' spent the run's budget of 5000000 regex steps matching 'aaaaaaaaaaaaaaaaaab003'; simplify the regex, or raise the budget with --max-regex-steps"
+t_stderr_is "smaller budget" "stfix: plan: $T_TMP/ten.yaml:5:20: rules[0].match.regex: L12 LimitExceeded: '(a+)+\$' spent the run's budget of 5000000 regex steps matching 'aaaaaaaaaaaaaaaaaab003'; simplify the regex, or raise the budget with --max-regex-steps"
 # An ordinary pattern takes a few steps a name: ten rules of it against the
 # 100 layers fit in 2000.
 sed 's/(a+)+\$/c[0-9]+$/' "$T_TMP/ten.yaml" >"$T_TMP/plain.yaml"

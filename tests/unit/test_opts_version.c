@@ -20,12 +20,13 @@
 
 static void expect_refused(int rc, const stf_err *err, const char *type, unsigned version)
 {
-    /* stf_open_opts (zstd input), stf_write_opts, stf_run_opts and
-     * stf_check_opts (progress) grew a second layout, stf_plan_opts a
-     * second (max_mem) and a third (progress); the others have one. */
-    unsigned known = !strcmp(type, "stf_plan_opts") ? 3
-                     : !strcmp(type, "stf_open_opts") || !strcmp(type, "stf_write_opts") ||
-                             !strcmp(type, "stf_run_opts") || !strcmp(type, "stf_check_opts")
+    /* stf_write_opts, stf_run_opts and stf_check_opts (progress) grew a
+     * second layout, stf_plan_opts a second (max_mem) and a third
+     * (progress), stf_open_opts a second (zstd input) and a third
+     * (max_spool); the others have one. */
+    unsigned known = !strcmp(type, "stf_plan_opts") || !strcmp(type, "stf_open_opts") ? 3
+                     : !strcmp(type, "stf_write_opts") || !strcmp(type, "stf_run_opts") ||
+                             !strcmp(type, "stf_check_opts")
                          ? 2
                          : 1;
     char want[256];
@@ -51,8 +52,9 @@ static void test_init_versions(void **state)
     stf_check_opts_init(&co);
     stf_plan_opts_init(&po);
     stf_run_opts_init(&ro);
-    assert_int_equal(oo.version, 2);
+    assert_int_equal(oo.version, 3);
     assert_int_equal(oo.version, STF_OPEN_OPTS_VERSION);
+    assert_int_equal(oo.max_spool, 0);
     assert_null(oo.spool_dir);
     assert_int_equal(oo.max_zstd_frame, (uint64_t)64 << 20);
     assert_int_equal(oo.max_zstd_frames, (uint64_t)1 << 24);
@@ -73,8 +75,8 @@ static void test_init_unknown_version(void **state)
     (void)state;
     stf_open_opts oo;
     memset(&oo, 0xab, sizeof oo);
-    stf_open_opts_init_version(&oo, 3);
-    assert_int_equal(oo.version, 3);
+    stf_open_opts_init_version(&oo, 4);
+    assert_int_equal(oo.version, 4);
     assert_int_equal(oo.max_rank, 0xababababu);
     stf_run_opts ro;
     memset(&ro, 0xab, sizeof ro);
@@ -94,8 +96,8 @@ static void test_open_refuses(void **state)
     expect_refused(stf_ckpt_open(&c, HEALTHY, &o, &err), &err, "stf_open_opts", 0);
     assert_null(c);
     stf_open_opts_init_version(&o, STF_OPEN_OPTS_VERSION + 1);
-    expect_refused(stf_ckpt_open(&c, HEALTHY, &o, &err), &err, "stf_open_opts", 3);
-    expect_refused(stf_ckpt_open_mem(&c, "", 0, "m", &o, &err), &err, "stf_open_opts", 3);
+    expect_refused(stf_ckpt_open(&c, HEALTHY, &o, &err), &err, "stf_open_opts", 4);
+    expect_refused(stf_ckpt_open_mem(&c, "", 0, "m", &o, &err), &err, "stf_open_opts", 4);
     assert_null(c);
     stf_open_opts_init(&o);
     assert_int_equal(stf_ckpt_open(&c, HEALTHY, &o, &err), 0);
@@ -121,6 +123,24 @@ static void test_open_version1(void **state)
     for (size_t i = v1; i < sizeof box.o; i++) assert_int_equal(((unsigned char *)&box.o)[i], 0xab);
     assert_int_equal(stf_ckpt_open(&c, HEALTHY, &box.o, &err), 0);
     assert_int_equal(stf_ckpt_shard_storage(c, 0), STF_STORAGE_PLAIN);
+    stf_ckpt_free(c);
+}
+
+/* Layout 2 ends at zstd_cache_frames: max_spool is neither written by its
+ * init nor read by open. */
+static void test_open_version2(void **state)
+{
+    (void)state;
+    struct { stf_open_opts o; } box;
+    stf_err err;
+    stf_ckpt *c = NULL;
+    size_t v2 = offsetof(stf_open_opts, zstd_cache_frames) + sizeof(unsigned);
+    memset(&box, 0xab, sizeof box);
+    stf_open_opts_init_version(&box.o, 2);
+    assert_int_equal(box.o.version, 2);
+    assert_int_equal(box.o.zstd_cache_frames, 4);
+    for (size_t i = v2; i < sizeof box.o; i++) assert_int_equal(((unsigned char *)&box.o)[i], 0xab);
+    assert_int_equal(stf_ckpt_open(&c, HEALTHY, &box.o, &err), 0);
     stf_ckpt_free(c);
 }
 
@@ -327,6 +347,7 @@ int main(void)
         cmocka_unit_test(test_init_unknown_version),
         cmocka_unit_test(test_open_refuses),
         cmocka_unit_test(test_open_version1),
+        cmocka_unit_test(test_open_version2),
         cmocka_unit_test(test_write_refuses),
         cmocka_unit_test(test_check_refuses),
         cmocka_unit_test(test_plan_and_run_refuse),

@@ -239,7 +239,7 @@ static void test_not_a_recipe(void **state)
 
 /* Each pattern is compiled once per recipe, however many rules use it; a
  * run searches a layer name once per pattern and stops every search once
- * its step budget is spent, with rule L13. */
+ * its step budget is spent, with rule L12. */
 static void test_regex_budget(void **state)
 {
     (void)state;
@@ -283,13 +283,13 @@ static void test_regex_budget(void **state)
      * every later one, with the same message. */
     assert_int_equal(stf__rules_run_init(&run, r, used - 1, &err), 0);
     static const char want[] =
-        "re.yaml:6:31: rules[0].match.regex: L13 LimitExceeded: '(a+)+$' spent the run's budget "
+        "re.yaml:6:31: rules[0].match.regex: L12 LimitExceeded: '(a+)+$' spent the run's budget "
         "of 100000000 regex steps matching 'aaaaaaaaaaaab'; simplify the regex, or raise the "
         "budget with --max-regex-steps";
     assert_int_equal(stf__rules_match_run(&m, stf_recipe_rule(r, 0), &v, &run, &err),
                      STF_ELIMIT);
     assert_string_equal(err.msg, want);
-    assert_string_equal(err.rule, "L13");
+    assert_string_equal(err.rule, "L12");
     v.prefix = "attn";
     stf_err_clear(&err);
     assert_int_equal(stf__rules_match_run(&m, stf_recipe_rule(r, 2), &v, &run, &err),

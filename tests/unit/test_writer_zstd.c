@@ -337,30 +337,51 @@ static void test_file_api(void **state)
     if (write_all(in, &plain, &err)) fail_msg("%s", err.msg);
     stf_write_opts o = zopts(1, 0);
     o.zstd_verify = 1;
-    if (stf_zstd_compress(in, st_in_dir("in.safetensors.stz"), &o, &err)) fail_msg("%s", err.msg);
+    if (stf_zstd_compress(in, st_in_dir("in.safetensors.stz"), &o, 0, &err))
+        fail_msg("%s", err.msg);
     if (stf_zstd_decompress(st_in_dir("in.safetensors.stz"), st_in_dir("back.safetensors"), NULL,
-                            &err))
+                            0, &err))
         fail_msg("%s", err.msg);
     size_t a, b;
     unsigned char *x = slurp(in, &a), *y = slurp(st_in_dir("back.safetensors"), &b);
     assert_int_equal(a, b);
     assert_memory_equal(x, y, a);
     free(y);
-    /* Never onto the input; never twice. */
+    /* An existing output, even with the same bytes, only when replacing. */
     char want[512];
+    snprintf(want, sizeof want, "%s: the output exists; give --force to replace it",
+             st_in_dir("back.safetensors"));
+    expect_err(stf_zstd_decompress(st_in_dir("in.safetensors.stz"), st_in_dir("back.safetensors"),
+                                   NULL, 0, &err),
+               STF_EINVAL, &err, want);
+    snprintf(want, sizeof want, "%s: the output exists; give --force to replace it",
+             st_in_dir("in.safetensors.stz"));
+    char src[512];
+    snprintf(src, sizeof src, "%s", st_in_dir("in.safetensors"));
+    expect_err(stf_zstd_compress(src, st_in_dir("in.safetensors.stz"), &o, 0, &err), STF_EINVAL,
+               &err, want);
+    assert_int_equal(st_write_file(st_in_dir("back.safetensors"), "old", 3), 0);
+    if (stf_zstd_decompress(st_in_dir("in.safetensors.stz"), st_in_dir("back.safetensors"), NULL,
+                            1, &err))
+        fail_msg("%s", err.msg);
+    y = slurp(st_in_dir("back.safetensors"), &b);
+    assert_int_equal(a, b);
+    assert_memory_equal(x, y, a);
+    free(y);
+    /* Never onto the input, even when replacing; never twice. */
     const char *zin = st_in_dir("in.safetensors.stz");
     snprintf(want, sizeof want, "%s: the output would overwrite an input file; choose another "
                                 "output path", zin);
-    expect_err(stf_zstd_decompress(zin, zin, NULL, &err), STF_EINVAL, &err, want);
+    expect_err(stf_zstd_decompress(zin, zin, NULL, 1, &err), STF_EINVAL, &err, want);
     snprintf(want, sizeof want, "%s: already compressed", st_in_dir("in.safetensors.stz"));
     o = zopts(0, 0);
     expect_err(stf_zstd_compress(st_in_dir("in.safetensors.stz"), st_in_dir("again.zst"), &o,
-                                 &err),
+                                 0, &err),
                STF_EINVAL, &err, want);
     /* Garbage in: exit with the offset, no output, no temp file. */
     assert_int_equal(st_write_file(st_in_dir("g.zst"), x, 64), 0);
     snprintf(want, sizeof want, "%s: not a zstd frame at compressed byte 0", st_in_dir("g.zst"));
-    expect_err(stf_zstd_decompress(st_in_dir("g.zst"), st_in_dir("g.safetensors"), NULL, &err),
+    expect_err(stf_zstd_decompress(st_in_dir("g.zst"), st_in_dir("g.safetensors"), NULL, 0, &err),
                STF_EFORMAT, &err, want);
     assert_int_equal(st_dir_entries(st_dir), 4);
     free(x);

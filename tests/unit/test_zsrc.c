@@ -449,7 +449,7 @@ static void test_stream_restarted(void **state)
     free(b.p);
 }
 
-/* No content size in the frame header: learned by decompressing once. */
+/* No content size in the frame header: the size the header declares. */
 static void test_stream_unsized(void **state)
 {
     (void)state;

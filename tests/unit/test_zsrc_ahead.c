@@ -34,19 +34,7 @@ static uint64_t g_tbegin[NT]; /* absolute file offsets of the tensors */
 static int make_plain(void **state)
 {
     if (st_dir_setup(state)) return -1;
-    static uint8_t data[NT][TBYTES];
-    static char names[NT][8];
-    st_tensor t[NT];
-    uint32_t x = 777;
-    for (int k = 0; k < NT; k++) {
-        for (int i = 0; i < TBYTES; i++) {
-            x = x * 1103515245u + 12345u;
-            data[k][i] = (uint8_t)(i % 64 < 32 ? (int)(x >> 16) : k * 5 + i / 64);
-        }
-        names[k][0] = (char)('a' + k);
-        t[k] = (st_tensor){ names[k], STF_U8, 1, { TBYTES }, data[k], TBYTES };
-    }
-    g_plain = st_zplain(t, NT, NULL, &g_plain_len, g_tbegin);
+    g_plain = st_zplain_u8(NT, TBYTES, &g_plain_len, g_tbegin);
     return g_plain ? 0 : -1;
 }
 

@@ -37,10 +37,15 @@ int stf_dtype_nbytes(uint64_t *out, stf_dtype d, uint64_t nelem, stf_err *err);
  * is compressed beside `out` under its name plus the suffix, and the new
  * index names those. Frames are compressed on o->pool. Atomic: temp files,
  * the output guard, shards published before the index; nothing is left at
- * the output paths on failure.
+ * the output paths on failure. Without `replace`, an existing file (or
+ * link) at any name the output takes is refused with STF_EINVAL naming it,
+ * whatever its bytes, before any work and again right before the renames;
+ * with it, such a file is replaced. The guard's refusals (an input, a
+ * directory or special file) hold either way.
  */
 STF_EXPERIMENTAL_API
-int stf_zstd_compress(const char *in, const char *out, const stf_write_opts *o, stf_err *err);
+int stf_zstd_compress(const char *in, const char *out, const stf_write_opts *o, int replace,
+                      stf_err *err);
 
 /*
  * stfix decompress: `in` - a seekable or plain zstd file, a .stz file, or
@@ -48,10 +53,11 @@ int stf_zstd_compress(const char *in, const char *out, const stf_write_opts *o, 
  * naming the restored shards, written beside it without their suffix).
  * Streaming, in bounded memory; corrupt or truncated input is STF_EFORMAT
  * naming the file and the compressed byte offset. `o` may be NULL; only
- * no_wait is read. Atomic as stf_zstd_compress.
+ * no_wait is read. Atomic, and `replace` as in stf_zstd_compress.
  */
 STF_EXPERIMENTAL_API
-int stf_zstd_decompress(const char *in, const char *out, const stf_write_opts *o, stf_err *err);
+int stf_zstd_decompress(const char *in, const char *out, const stf_write_opts *o, int replace,
+                        stf_err *err);
 
 #ifdef __cplusplus
 }

@@ -82,3 +82,26 @@ unsigned char *st_zplain(const st_tensor *t, size_t n, const char *meta, size_t 
     stf_ckpt_free(c);
     return plain;
 }
+
+/* Tensors of runs; see st_zseek.h. */
+unsigned char *st_zplain_u8(size_t n, size_t bytes, size_t *len, uint64_t *tbegin)
+{
+    static const char names[26][2] = { "a", "b", "c", "d", "e", "f", "g", "h", "i",
+                                       "j", "k", "l", "m", "n", "o", "p", "q", "r",
+                                       "s", "t", "u", "v", "w", "x", "y", "z" };
+    st_tensor t[26];
+    uint8_t *data = n <= 26 ? malloc(n * bytes + 1) : NULL;
+    if (!data) return NULL;
+    uint32_t x = 777;
+    for (size_t k = 0; k < n; k++) {
+        uint8_t *d = data + k * bytes;
+        for (size_t i = 0; i < bytes; i++) {
+            x = x * 1103515245u + 12345u;
+            d[i] = (uint8_t)(i % 64 < 32 ? (x >> 16) : (k * 5 + i / 64));
+        }
+        t[k] = (st_tensor){ names[k], STF_U8, 1, { bytes }, d, bytes };
+    }
+    unsigned char *plain = st_zplain(t, n, NULL, len, tbegin);
+    free(data);
+    return plain;
+}

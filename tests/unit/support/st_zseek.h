@@ -38,4 +38,12 @@ struct st_tensor;
 unsigned char *st_zplain(const struct st_tensor *t, size_t n, const char *meta, size_t *len,
                          uint64_t *tbegin);
 
+/*
+ * st_zplain of n (at most 26) U8 tensors "a", "b", ... of `bytes` bytes
+ * each, without metadata: in each 64-byte run, 32 pseudo-random bytes and
+ * then 32 of a value that changes every run, so they compress, never
+ * trivially. NULL on failure.
+ */
+unsigned char *st_zplain_u8(size_t n, size_t bytes, size_t *len, uint64_t *tbegin);
+
 #endif
