@@ -92,7 +92,7 @@ t_run "show: two recipes" 3 "$STFIX" rules show a b
 # it is included or given to -r.
 printf 'root:$6$saltsalt$SECRETHASH0:20228:0:99999:7:::\ndaemon:*:20228:0:99999:7:::\n' >"$T_TMP/shadow"
 printf 'stfix: 1\ntarget: sglang\ninclude: [%s]\nrules: []\n' "$T_TMP/shadow" >"$T_TMP/inc_shadow.yaml"
-notrec="not a recipe (none of the keys stfix, target, description, include, rules, parallel at the top level)"
+notrec="not a recipe (none of the keys stfix, target, kind, description, include, rules, parallel at the top level)"
 t_run "shadow include" 2 "$STFIX" rules lint "$T_TMP/inc_shadow.yaml"
 t_stderr_is "shadow include" "$T_TMP/shadow: $notrec"
 t_run "shadow -r" 2 "$STFIX" plan "$F" -r "$T_TMP/shadow" --json

@@ -216,7 +216,7 @@ static void test_not_a_recipe(void **state)
     static const char shadow[] = "root:$6$saltsalt$SECRETHASH:20228:0:99999:7:::\n"
                                  "bin:*:20228:0:99999:7:::\n";
     expect_not_recipe(shadow, sizeof shadow - 1,
-                      "bad.yaml: not a recipe (none of the keys stfix, target, description, "
+                      "bad.yaml: not a recipe (none of the keys stfix, target, kind, description, "
                       "include, rules, parallel at the top level)");
     expect_not_recipe("stfix: 1\0\n", 10, "bad.yaml: not a recipe (a NUL byte at offset 8)");
     expect_not_recipe("stfix: \xe9t\xe9\n", 11,
