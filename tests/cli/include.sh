@@ -106,7 +106,7 @@ done
 # A key of a recipe is shown by its first 16 bytes at most.
 printf 'stfix: 1\ntarget: sglang\nrules: []\nroot:$6$saltsalt$SECRETHASH0: 1\n' >"$T_TMP/key.yaml"
 t_run "long key" 2 "$STFIX" rules lint "$T_TMP/key.yaml"
-t_stderr_is "long key" "$T_TMP/key.yaml:4:1: recipe: unknown key 'root:\$6\$saltsalt...' (expected one of: stfix, target, description, include, rules, parallel)"
+t_stderr_is "long key" "$T_TMP/key.yaml:4:1: recipe: unknown key 'root:\$6\$saltsalt...' (expected one of: stfix, target, kind, description, include, rules, parallel)"
 
 # Bytes that are not text: the offset, never the bytes.
 printf 'stfix: 1\ntarget: \377\376\n' >"$T_TMP/binary.yaml"

@@ -229,7 +229,7 @@ static void test_not_a_recipe(void **state)
     /* In a recipe, an unknown or duplicate key is shown by its first 16 bytes. */
     static const char *const keys[] = {
         "bad.yaml:4:1: recipe: unknown key 'root:$6$saltsalt...' (expected one of: stfix, "
-        "target, description, include, rules, parallel)",
+        "target, kind, description, include, rules, parallel)",
     };
     expect_problems("stfix: 1\ntarget: sglang\nrules: []\nroot:$6$saltsalt$SECRETHASH: 1\n", 1,
                     keys);
