@@ -250,7 +250,7 @@ static void test_input_changed(void **state)
     stf_write_opts_init(&zo);
     zo.zstd_level = 1;
     stf_err err;
-    if (stf_zstd_compress(st_in_dir("in.safetensors"), st_in_dir("in.safetensors.zst"), &zo, &err))
+    if (stf_zstd_compress(st_in_dir("in.safetensors"), st_in_dir("in.safetensors.zst"), &zo, 0, &err))
         fail_msg("%s", err.msg);
     changed_mid_run("in.safetensors.zst", "z.safetensors", "in.safetensors.zst", 0, 0);
     assert_true(access(st_in_dir("z.safetensors"), F_OK) != 0);
