@@ -62,11 +62,11 @@ static void test_title(void **state)
     assert_null(stf_check_rule_title(NULL));
 }
 
-/* The container part: S1-S28, I1-I7, L1-L10, in that order, nothing else. */
+/* The container part: S1-S29, I1-I7, L1-L10, in that order, nothing else. */
 static void test_container_ids(void **state)
 {
     (void)state;
-    static const struct { char fam; int n; } parts[] = { { 'S', 28 }, { 'I', 7 }, { 'L', 10 } };
+    static const struct { char fam; int n; } parts[] = { { 'S', 29 }, { 'I', 7 }, { 'L', 10 } };
     size_t i = 0;
     for (size_t p = 0; p < 3; p++)
         for (int k = 1; k <= parts[p].n; k++, i++) {
