@@ -38,12 +38,13 @@ static void test_lookup(void **state)
     assert_string_equal(d->severity, "warning");
     assert_non_null(stf_rule_doc_find("L8"));
     assert_non_null(stf_rule_doc_find("S28"));
+    assert_non_null(stf_rule_doc_find("S29"));
     assert_non_null(stf_rule_doc_find("L10"));
     /* Exact and case-sensitive; no prefix matches. */
     assert_null(stf_rule_doc_find("s1"));
     assert_null(stf_rule_doc_find("S"));
     assert_null(stf_rule_doc_find("S1 "));
-    assert_null(stf_rule_doc_find("S29"));
+    assert_null(stf_rule_doc_find("S30"));
     assert_null(stf_rule_doc_find(""));
     assert_null(stf_rule_doc_find(NULL));
     assert_null(stf_rule_doc_at(stf_rule_doc_count()));
