@@ -25,7 +25,7 @@
 
 typedef struct batch_args {
     const char *recipe, *outdir, *manifest, *report, *shard, *verify;
-    int threads, resume, link_compliant, dry_run;
+    int threads, resume, link_compliant, dry_run, no_hash;
     unsigned long long max_mem;
     unsigned shard_k, shard_n;
     cli_zstd z;
@@ -68,9 +68,20 @@ static int parse_shard(const char *s, unsigned *k, unsigned *n)
     return 0;
 }
 
+/* --hash: sha256 or none into the int at `target` (1 for none). */
+static int set_hash(const char *verb, const char *v, void *target)
+{
+    if (strcmp(v, "sha256") && strcmp(v, "none")) {
+        cli_errorf(verb, "--hash takes sha256 or none");
+        return -1;
+    }
+    *(int *)target = !strcmp(v, "none");
+    return 0;
+}
+
 static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cli_cmd **cmdp)
 {
-    static cli_opt opts[16];
+    static cli_opt opts[17];
     static cli_cmd cmd;
     memset(a, 0, sizeof *a);
     const cli_opt o[] = {
@@ -101,8 +112,13 @@ static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cl
           .help = "re-verify every fixed checkpoint of a report" },
         { .name = "max-mem", .metavar = "SIZE", .kind = CLI_SIZE, .target = &a->max_mem,
           .min = 1, .help = "working set for requantization (default 2GiB)" },
+        { .name = "hash", .metavar = "sha256|none", .kind = CLI_CALL, .call = set_hash,
+          .target = &a->no_hash,
+          .help = "hash every file read and written for the report\n"
+                  "(sha256 and autov2: the default), or none" },
         CLI_ZSTD_OPTS(&a->z),
     };
+    _Static_assert(sizeof o <= sizeof opts, "batch: room for every option");
     memcpy(opts, o, sizeof o);
     cmd = (cli_cmd){ .verb = "batch",
                      .synopsis = "batch -r RECIPE -o OUTDIR (DIR... | FILE... | --manifest FILE) "
@@ -508,6 +524,7 @@ int cmd_batch(int argc, char **argv)
         bo.zstd_frame = a.zo.zstd_frame;
         bo.zstd_grouped = a.zo.zstd_grouped;
         bo.zstd_verify = a.zo.zstd_verify;
+        bo.no_hash = a.no_hash;
         stf_batch_result *res = NULL;
         if (!out || stf_batch_run_item(&res, it, opath, r, &bo, &err)) {
             cli_zstd_free(&a.z);

@@ -114,7 +114,7 @@ STF_EXPERIMENTAL_API
 const char *stf_batch_status_name(stf_batch_status s);
 
 /* The layout of stf_batch_opts this header describes. */
-#define STF_BATCH_OPTS_VERSION 2u
+#define STF_BATCH_OPTS_VERSION 3u
 
 typedef struct stf_batch_opts {
     unsigned version;      /* STF_BATCH_OPTS_VERSION, set by stf_batch_opts_init */
@@ -140,6 +140,10 @@ typedef struct stf_batch_opts {
     uint64_t zstd_frame;
     int zstd_grouped;
     int zstd_verify;
+    /* Version 3: no file is read to be hashed: the report line's "sha256"
+     * and "autov2" are null and its sizes come from stat (stfix batch
+     * --hash none). */
+    int no_hash;
 } stf_batch_opts;
 
 STF_EXPERIMENTAL_API
@@ -176,7 +180,8 @@ STF_EXPERIMENTAL_API
 stf_batch_status stf_batch_result_status(const stf_batch_result *r);
 /*
  * The report line, one JSON object without the newline: "input",
- * "input_files" ([{"path", "sha256"}]), "output" (null when nothing was
+ * "input_files" ([{"path", "sha256", "autov2"}]: autov2 is the first 10
+ * digits of sha256, both null when not hashed), "output" (null when nothing was
  * written), "output_files", "recipe", "recipe_sha256", "stfix_version",
  * "status", "error" ({"rule", "message"} or null), "findings_before" and
  * "findings_after" ({RULE: count}, ids sorted), "actions" ([{"layer",
