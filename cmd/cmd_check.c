@@ -227,7 +227,7 @@ int cmd_check(int argc, char **argv)
     };
     const cli_cmd cmd = {
         .verb = "check",
-        .synopsis = "check FILE|INDEX.json... [--target T] [--numeric] [--hash] [-j N] [--json]",
+        .synopsis = "check FILE|INDEX.json... [--target T] [--numeric] [-j N] [--json]",
         .opts = opts, .nopts = sizeof opts / sizeof opts[0], .input_arg = 1
     };
     int ex = cli_opts_parse(&cmd, argc, argv, &nfiles);
