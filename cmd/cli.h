@@ -36,6 +36,7 @@ int cmd_batch(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_compress(int argc, char **argv);
 int cmd_decompress(int argc, char **argv);
+int cmd_hash(int argc, char **argv);
 
 /* cli_exit.c: the one table from library error code to exit status. */
 /* The exit status for `code`: 0 for STF_OK, the table's entry, else
@@ -267,6 +268,12 @@ const char *cli_spool_dir(char *buf, size_t cap, const char *out_path);
  * $TMPDIR (else /tmp) when out_path is NULL, unless o names a directory. */
 int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_open_opts *o,
                   const char *out_path);
+
+/* --hash of check and inspect: S29 findings added to c for every shard
+ * whose modelspec.hash_sha256 its tensor data do not match (those shards
+ * are read whole, with a progress line). -1 to go on; otherwise the error
+ * is reported for `verb` and its exit status comes back. */
+int cli_ckpt_check_hashes(stf_ckpt *c, const char *verb);
 
 /* stf_recipe_load_file_opts with `include: NAME` looked up on the search
  * path of cli_rules_path_get (as -r NAME is): 0 or the library's code. */

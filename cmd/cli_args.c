@@ -4,6 +4,8 @@
  * (recipe diagnostics, checkpoint open errors, reader findings), and sizes
  * ("500MB", "4GiB"). The options themselves are parsed in cli_opts.c.
  */
+/* Uses the experimental stf_ckpt_check_hashes (stfix/experimental.h). */
+#define STF_EXPERIMENTAL
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +35,19 @@ int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_
     cli_infof(verb, "%s: %zu tensors in %zu file(s), %llu bytes", path,
               stf_ckpt_tensor_count(*out), stf_ckpt_shard_count(*out), (unsigned long long)bytes);
     return -1;
+}
+
+/* S29 on an open checkpoint, with a progress line; see cli.h. */
+int cli_ckpt_check_hashes(stf_ckpt *c, const char *verb)
+{
+    stf_err err;
+    stf_progress_fn fn;
+    void *ud;
+    stf_err_clear(&err);
+    cli_progress *pg = cli_progress_hook(verb, &fn, &ud);
+    int rc = stf_ckpt_check_hashes(c, fn, ud, &err);
+    cli_progress_end(pg);
+    return rc ? cli_report(verb, &err) : -1;
 }
 
 /* Where a stream read out of order spools; see cli.h. */

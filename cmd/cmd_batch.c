@@ -28,7 +28,7 @@
 
 typedef struct batch_args {
     const char *recipe, *outdir, *manifest, *report, *shard, *verify;
-    int threads, resume, link_compliant, copy_compliant, dry_run, allow_outside;
+    int threads, resume, link_compliant, copy_compliant, dry_run, allow_outside, no_hash;
     unsigned long long max_mem;
     unsigned shard_k, shard_n;
     cli_zstd z;
@@ -74,9 +74,20 @@ static int parse_shard(const char *s, unsigned *k, unsigned *n)
     return 0;
 }
 
+/* --hash: sha256 or none into the int at `target` (1 for none). */
+static int set_hash(const char *verb, const char *v, void *target)
+{
+    if (strcmp(v, "sha256") && strcmp(v, "none")) {
+        cli_errorf(verb, "--hash takes sha256 or none");
+        return -1;
+    }
+    *(int *)target = !strcmp(v, "none");
+    return 0;
+}
+
 static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cli_cmd **cmdp)
 {
-    static cli_opt opts[19];
+    static cli_opt opts[20];
     static cli_cmd cmd;
     memset(a, 0, sizeof *a);
     const cli_opt o[] = {
@@ -114,6 +125,10 @@ static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cl
           .help = "re-verify every fixed checkpoint of a report" },
         { .name = "max-mem", .metavar = "SIZE", .kind = CLI_SIZE, .target = &a->max_mem,
           .min = 1, .help = "working set for requantization (default 2GiB)" },
+        { .name = "hash", .metavar = "sha256|none", .kind = CLI_CALL, .call = set_hash,
+          .target = &a->no_hash,
+          .help = "hash every file read and written for the report\n"
+                  "(sha256 and autov2: the default), or none" },
         CLI_ZSTD_OPTS(&a->z),
     };
     _Static_assert(sizeof o == sizeof opts, "opts holds the table");
@@ -512,6 +527,7 @@ int cmd_batch(int argc, char **argv)
          * exit status. */
         bo.refused = lines[i].refused ? &lines[i].why : NULL;
         if (lines[i].refused) worst = cli_exit_worst(worst, cli_exit_for(lines[i].why.code));
+        bo.no_hash = a.no_hash;
         stf_batch_result *res = NULL;
         if (stf_batch_run_item(&res, it, lines[i].out, r, &bo, &err)) {
             ex = cli_report("batch", &err);

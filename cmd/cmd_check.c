@@ -1,5 +1,6 @@
 /*
- * stfix check FILE|INDEX.json... [--target sglang|comfyui|all] [--numeric] [-j N] [--json]
+ * stfix check FILE|INDEX.json... [--target sglang|comfyui|all] [--numeric] [--hash] [-j N]
+ *             [--json]
  *             [--tp T[,T...]] [--tp-profile FILE|NAME|list]
  *
  * Runs the acceptance profiles and prints the findings: grouped by layer in
@@ -122,8 +123,8 @@ static int print_human(FILE *o, const char *file, const char *target, const stf_
 /* Check one input and print its report; returns its exit status. An error
  * is printed to stderr (and kept as the run's) as with a single input. */
 static int check_one(const char *file, const char *target, const stf_check_opts *o,
-                     const stf_tp_opts *tpo, const char *profile, int json, int lines, char *hint,
-                     size_t hint_cap)
+                     const stf_tp_opts *tpo, const char *profile, int json, int lines, int hash,
+                     char *hint, size_t hint_cap)
 {
     stf_err err;
     stf_err_clear(&err);
@@ -132,6 +133,10 @@ static int check_one(const char *file, const char *target, const stf_check_opts 
     cli_run_input(file);
     int ex = cli_ckpt_open(&c, "check", file, NULL, NULL);
     if (ex >= 0) return ex;
+    if (hash && (ex = cli_ckpt_check_hashes(c, "check")) >= 0) {
+        stf_ckpt_free(c);
+        return ex;
+    }
     cli_tp tp;
     memset(&tp, 0, sizeof tp);
     stf_tp_opts t = *tpo;
@@ -184,7 +189,7 @@ static int check_one(const char *file, const char *target, const stf_check_opts 
 int cmd_check(int argc, char **argv)
 {
     const char *target = "all", *profile = NULL;
-    int json = 0, numeric = 0, nfiles = 0, threads = 0;
+    int json = 0, numeric = 0, hash = 0, nfiles = 0, threads = 0;
     stf_tp_opts tpo;
     stf_tp_opts_init(&tpo);
     const cli_opt opts[] = {
@@ -199,6 +204,10 @@ int cmd_check(int argc, char **argv)
         { .name = "numeric", .kind = CLI_FLAG, .target = &numeric,
           .help = "also read tensor data: NaN/Inf/zero/negative scales, row\n"
                   "versus column quantization (H1), Sylvester rotations (H2)" },
+        { .name = "hash", .kind = CLI_FLAG, .target = &hash,
+          .help = "also read every file whose metadata holds\n"
+                  "modelspec.hash_sha256 and compare it with the data (S29;\n"
+                  "--numeric does too)" },
         { .name = "jobs", .letter = 'j', .metavar = "N", .kind = CLI_INT, .target = &threads,
           .min = 1, .max = 1024,
           .help = "threads for --numeric (default: one per online core);\n"
@@ -247,8 +256,8 @@ int cmd_check(int argc, char **argv)
     char hint[sizeof ((stf_diag *)0)->rule] = "";
     for (int k = 0; k < nfiles && !stopped; k++) {
         if (!json && k) fputc('\n', stdout);
-        int st = check_one(files[k], target, &o, &tpo, profile, json, nfiles > 1, hint,
-                           sizeof hint);
+        int st = check_one(files[k], target, &o, &tpo, profile, json, nfiles > 1,
+                           hash || numeric, hint, sizeof hint);
         if (st != EXIT_OK_ && st != EXIT_FINDINGS) {
             stf_err err;
             cli_run_error_take(&err);

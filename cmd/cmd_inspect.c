@@ -1,5 +1,5 @@
 /*
- * stfix inspect FILE|INDEX.json [--json] [--strict]
+ * stfix inspect FILE|INDEX.json [--json] [--strict] [--hash]
  *
  * Lists the metadata and every tensor of a checkpoint, then a summary per
  * dtype. Findings the reader reports without failing go to stderr with
@@ -274,7 +274,7 @@ static void print_human(FILE *o, const char *path, const stf_ckpt *c)
 /* stfix inspect: parse options, open, print; returns the exit status. */
 int cmd_inspect(int argc, char **argv)
 {
-    int json = 0, strict = 0, nargs = 0;
+    int json = 0, strict = 0, hash = 0, nargs = 0;
     const cli_opt opts[] = {
         { .kind = CLI_ARG, .metavar = "FILE|INDEX.json",
           .help = "a .safetensors file or a *.safetensors.index.json" },
@@ -282,9 +282,12 @@ int cmd_inspect(int argc, char **argv)
           .help = "one JSON document (schema in stfix(1)) instead of the listing" },
         { .name = "strict", .kind = CLI_FLAG, .target = &strict,
           .help = "treat stfix's stricter-than-reference rules as errors" },
+        { .name = "hash", .kind = CLI_FLAG, .target = &hash,
+          .help = "read a file whose metadata holds modelspec.hash_sha256\n"
+                  "and compare it with the data (S29)" },
     };
     const cli_cmd cmd = { .verb = "inspect",
-                          .synopsis = "inspect FILE|INDEX.json [--json] [--strict]",
+                          .synopsis = "inspect FILE|INDEX.json [--json] [--strict] [--hash]",
                           .opts = opts, .nopts = sizeof opts / sizeof opts[0], .input_arg = 1 };
     int ex = cli_opts_parse(&cmd, argc, argv, &nargs);
     if (ex >= 0) return ex;
@@ -299,6 +302,10 @@ int cmd_inspect(int argc, char **argv)
     stf_ckpt *c = NULL;
     ex = cli_ckpt_open(&c, "inspect", path, &o, NULL);
     if (ex >= 0) return ex;
+    if (hash && (ex = cli_ckpt_check_hashes(c, "inspect")) >= 0) {
+        stf_ckpt_free(c);
+        return ex;
+    }
     cli_findings_print("inspect", c, STF_SEV_INFO);
     if (!json) {
         print_human(stdout, path, c);

@@ -27,6 +27,7 @@ static const command commands[] = {
     { "explain", cmd_explain, "describe a rule id (stfix explain R15; --list: all)", 1 },
     { "compress", cmd_compress, "compress a checkpoint to zstd seekable files (.zst)", 0 },
     { "decompress", cmd_decompress, "restore .safetensors from .zst or .stz files", 0 },
+    { "hash", cmd_hash, "SHA-256, AutoV2 and tensor-data hashes of checkpoint files", 1 },
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

@@ -7,7 +7,8 @@
  * Unlike SGLang, which stops at its first error, a check run reports every
  * finding it can decide from the file.
  *
- * Rule ids: "S1".."S28", "I1".."I7" (container, reported by the reader),
+ * Rule ids: "S1".."S29", "I1".."I7" (container, reported by the reader;
+ * S29 only after stf_ckpt_check_hashes),
  * "R1".."R62" (SGLang), "C1".."C24" (ComfyUI), and the numeric probes
  * "N1" (non-finite scale), "N2" (zero or negative scale), "H1" (row versus
  * column quantization: stfix-defects(7), ROW AND COLUMN DETECTION) and

@@ -10,6 +10,8 @@ static const char *container_fix(const char *rule)
     for (const char *p = rule + 1; *p >= '0' && *p <= '9' && n < 1000; p++) n = n * 10 + (*p - '0');
     if (rule[0] == 'I')
         return "rewrite the checkpoint with `stfix rewrite` to rebuild the index";
+    if (n == 29)
+        return "rewrite with `stfix rewrite`, which writes the hash of the data it writes";
     if (n >= 21)
         return "rewrite with `stfix rewrite` to get the canonical layout";
     return "rewrite with `stfix rewrite`, which emits only what every reader accepts";

@@ -304,6 +304,22 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "frame, and writes no output.",
       "Obtain an intact copy.",
       NULL, "refuses" },
+    { "S29", "info (with stfix check --hash or --numeric, stfix inspect --hash)",
+      "modelspec.hash_sha256 does not match the tensor data",
+      "When __metadata__ holds modelspec.hash_sha256, its value is 0x and the SHA-256 of the "
+      "file's tensor data: the bytes after the 8-byte length and the N header bytes, to the end "
+      "of the file, as the ModelSpec metadata standard defines it (hex digits in either case "
+      "are accepted). The check reads every byte of such a file, so stfix check makes it only "
+      "with --hash or --numeric and stfix inspect only with --hash; a compressed file is "
+      "checked as the bytes it restores to.",
+      "Model browsers and UIs show the value as the model's identity and may warn that the "
+      "file is corrupt when it does not match. A stale value is almost always left by a tool "
+      "that changed the tensors or their order and copied the metadata unchanged, not by "
+      "damage to the data: stfix hash prints the value the data have (DATA).",
+      "Nothing fails to load: SGLang and ComfyUI never read the key.",
+      "stfix rewrite and stfix fix write the value their output's data have whenever the "
+      "metadata holds the key (they never add it), so a rewrite corrects a stale one.",
+      NULL, "note" },
 
     { "I1", "error", "Index is not valid JSON or lacks a weight_map",
       "A sharded checkpoint's index (NAME.safetensors.index.json) is a JSON object with a "

@@ -402,6 +402,8 @@ void stf_writer_free(stf_writer *w)
     }
     stf__free(w->t);
     stf__free(w->slots);
+    stf__free(w->hash_at);
+    stf__free(w->data_at);
     meta_free(&w->meta);
     meta_free(&w->imeta);
     stf__free(w->path);

@@ -32,6 +32,16 @@ int stf__writer_new_mem(stf_writer **out, const char *path, const stf_write_opts
 void stf__writer_keep_cache(stf_writer *w);
 
 /*
+ * modelspec.hash_sha256 made true (writer_hash.c): when the metadata holds
+ * it, hash each shard's tensor data, now that every byte is in, and write
+ * "0x" and the digits in its place. Commit calls it; a memory writer's
+ * files hold the value only after it, so call it before reading them. A
+ * comparing writer's header holds the existing file's value already, and
+ * nothing is done. STF_ENOMEM, STF_EIO naming the file and byte.
+ */
+int stf__whash_finish(stf_writer *w, stf_err *err);
+
+/*
  * A prepared comparing writer's file i (shards, then the index): its
  * target, and in *size the bytes the file has; NULL for other writers.
  */

@@ -116,6 +116,7 @@ static int write_shard(stf_writer *w, stf__sink *sk, const char *path, size_t sh
                        stf__wtensor **tt, size_t n, stage *st, stf_err *err)
 {
     int rc = 0, holes = 0;
+    stf_meta_entry *hmeta = NULL;
     stf_buf hdr;
     stf__buf_init(&hdr);
     stf_tensor_info *info = stf__calloc(n ? n : 1, sizeof *info);
@@ -125,10 +126,13 @@ static int write_shard(stf_writer *w, stf__sink *sk, const char *path, size_t sh
     }
     for (size_t i = 0; i < n; i++) info[i] = tt[i]->info;
     if ((rc = stf__canon_order(info, n, err))) goto done;
-    if ((rc = stf__canon_header(&hdr, info, n, w->meta.v, w->meta.n, w->keep_meta, err))) {
+    if ((rc = stf__whash_meta(w, shard, &hmeta, err))) goto done;
+    if ((rc = stf__canon_header(&hdr, info, n, hmeta ? hmeta : w->meta.v, w->meta.n,
+                                w->keep_meta, err))) {
         stf__err_prefix(err, "%s: ", path);
         goto done;
     }
+    if (hmeta) stf__whash_locate(w, shard, hdr.data, hdr.len);
     unsigned char le[8];
     uint64_t hn = hdr.len;
     for (int i = 0; i < 8; i++) le[i] = (unsigned char)(hn >> (8 * i));
@@ -166,6 +170,7 @@ static int write_shard(stf_writer *w, stf__sink *sk, const char *path, size_t sh
     /* The frame plan is fixed now: fills compress frames as they complete. */
     if (!rc && zlive) rc = stf__writer_zstart(w, sk, shard, tt, n, err);
 done:
+    stf__free(hmeta);
     stf__free(info);
     stf__buf_free(&hdr);
     return rc;
@@ -489,6 +494,7 @@ int stf_writer_commit(stf_writer *w, stf_err *err)
                       (unsigned long long)t->info.nbytes);
         goto done;
     }
+    if ((rc = stf__whash_finish(w, err))) goto done;
     for (size_t s = 0; s < w->nshards; s++)
         if ((rc = stf__sink_finish(&w->sinks[s], err))) goto done;
     if (w->opts.zstd_level && (rc = stf__writer_compress(w, err))) goto done;

@@ -52,6 +52,11 @@ struct stf_writer {
     int memory;                    /* stf__writer_new_mem: memory files, no commit */
     int compare;                   /* ... with compare set: comparing sinks, no files */
     int keep_cache;                /* stf__writer_keep_cache: files read back after commit */
+    /* modelspec.hash_sha256 (writer_hash.c), when the metadata has it: per
+     * shard, where its 64 digits go and where the data starts; the value
+     * the header is made with. */
+    uint64_t *hash_at, *data_at;
+    char hash_value[67];
 };
 
 /*
@@ -71,5 +76,19 @@ int stf__writer_zstart(stf_writer *w, stf__sink *sk, size_t s, stf__wtensor *con
 int stf__writer_zfilled(stf_writer *w, size_t s, uint64_t at, uint64_t len, stf_err *err);
 int stf__writer_compress(stf_writer *w, stf_err *err);
 void stf__writer_zfree(stf_writer *w);
+
+/*
+ * modelspec.hash_sha256 (writer_hash.c). stf__whash_meta, from prepare
+ * before shard `shard`'s header is made: when the metadata holds the key,
+ * *meta gets a copy of it (free with stf__free; the strings are borrowed)
+ * with the key's value replaced by one of its final length; else NULL.
+ * stf__whash_locate, with the header text made from it (n bytes): notes
+ * where the digits and the data are. stf__whash_finish, at commit once
+ * every byte is in (and before a memory writer's files are read): hashes
+ * each shard's data and writes the digits; a comparing writer's header
+ * already holds the existing file's value. STF_ENOMEM, STF_EIO.
+ */
+int stf__whash_meta(stf_writer *w, size_t shard, stf_meta_entry **meta, stf_err *err);
+void stf__whash_locate(stf_writer *w, size_t shard, const char *hdr, size_t n);
 
 #endif

@@ -28,7 +28,7 @@ int stf__writer_zstart(stf_writer *w, stf__sink *sk, size_t s, stf__wtensor *con
 {
     if (!w->zl && !(w->zl = stf__calloc(w->nshards ? w->nshards : 1, sizeof *w->zl)))
         return stf__err(err, STF_ENOMEM, "%s: out of memory", sk->final_path);
-    stf__zspan *spans = stf__calloc(n ? 2 * n : 1, sizeof *spans), *holes = spans + n;
+    stf__zspan *spans = stf__calloc(2 * n + 1, sizeof *spans), *holes = spans + n;
     if (!spans) return stf__err(err, STF_ENOMEM, "%s: out of memory", sk->final_path);
     size_t nh = 0;
     for (size_t i = 0; i < n; i++) {
@@ -37,6 +37,8 @@ int stf__writer_zstart(stf_writer *w, stf__sink *sk, size_t s, stf__wtensor *con
                                  t->info.dtype == STF_BF16 || t->info.dtype == STF_F16 };
         if (t->src.kind == STF_SRC_DEFERRED && t->info.nbytes) holes[nh++] = spans[i];
     }
+    /* modelspec.hash_sha256's digits come in at commit (writer_hash.c). */
+    if (w->hash_at && w->hash_at[s]) holes[nh++] = (stf__zspan){ w->hash_at[s], 64, 0 };
     stf__zpack_opts o = pack_opts(w);
     int rc = stf__zlive_new(&w->zl[s], sk->final_path, sk->tmp_path, sk->off, spans, n, holes,
                             nh, &o, err);

@@ -53,6 +53,7 @@ struct stf_batch_result {
     double seconds;
     char *line;               /* the report line (batch_line.c) */
     int pending;              /* outputs not hashed, no line yet */
+    int no_hash;              /* stf_batch_opts.no_hash: sizes only */
     pthread_t hin;            /* the thread hashing the inputs, while hin_live */
     int hin_live;
 };

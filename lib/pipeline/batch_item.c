@@ -104,13 +104,18 @@ static int push_file(stf__batch_file **v, size_t *n, const char *path)
 }
 
 /* Hash every file of v; an unreadable one gets "" and size 0. The sizes
- * add up in *total. With `uncache` their pages leave the page cache after. */
-static void hash_files(stf__batch_file *v, size_t n, uint64_t *total, int uncache)
+ * add up in *total. With `uncache` their pages leave the page cache after;
+ * with `no_hash` only their sizes are taken (stat), and sha256 stays "". */
+static void hash_files(stf__batch_file *v, size_t n, uint64_t *total, int uncache, int no_hash)
 {
     for (size_t i = 0; i < n; i++) {
         stf_err e;
         stf_err_clear(&e);
-        if (stf__sha256_file_x(v[i].sha256, &v[i].size, v[i].path, uncache, &e)) {
+        if (no_hash) {
+            struct stat st;
+            v[i].sha256[0] = '\0';
+            v[i].size = stat(v[i].path, &st) == 0 ? (uint64_t)st.st_size : 0;
+        } else if (stf__sha256_file_x(v[i].sha256, &v[i].size, v[i].path, uncache, &e)) {
             v[i].sha256[0] = '\0';
             v[i].size = 0;
         }
@@ -172,7 +177,7 @@ static void *complete_main(void *ud)
 static void *inputs_main(void *ud)
 {
     stf_batch_result *r = ud;
-    hash_files(r->in, r->nin, &r->bytes_read, 0);
+    hash_files(r->in, r->nin, &r->bytes_read, 0, r->no_hash);
     return NULL;
 }
 
@@ -217,7 +222,7 @@ static void helper_join(helper *h)
  */
 static void hash_outputs(stf_batch_result *r)
 {
-    hash_files(r->out, r->nout, &r->bytes_written, r->status == STF_BATCH_FIXED);
+    hash_files(r->out, r->nout, &r->bytes_written, r->status == STF_BATCH_FIXED, r->no_hash);
 }
 
 /* Wait for the inputs' hashes, hash the outputs and make the line
@@ -439,7 +444,10 @@ static int run_plan(stf_batch_result *r, const stf_plan *p, const stf_ckpt *c,
             ro.write.zstd_grouped = o->zstd_grouped;
             ro.write.zstd_verify = o->zstd_verify;
         }
-        rc = stf__plan_run_cached(&rep, p, out_path, &ro, &e);
+        /* Files read back to be hashed stay in the page cache; unhashed
+         * ones are written as fix writes them. */
+        rc = r->no_hash ? stf_plan_run(&rep, p, out_path, &ro, &e)
+                        : stf__plan_run_cached(&rep, p, out_path, &ro, &e);
         const stf_check_report *cr = rep ? stf_run_report_check(rep) : NULL;
         if (cr && count_rules(&r->after, &r->nafter, cr)) rc = STF_ENOMEM;
         for (size_t i = 0; !rc && rep && i < stf_run_report_file_count(rep); i++)
@@ -482,6 +490,7 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
         goto done;
     }
     snprintf(r->recipe_sha256, sizeof r->recipe_sha256, "%s", stf_recipe_sha256(rcp));
+    r->no_hash = o->version >= 3 && o->no_hash;
     if ((rc = stf__batch_item_files(&r->in, &r->nin, it))) goto done;
     /* The inputs are hashed, and the previous result completed, while this
      * checkpoint is converted: hashing adds threads, not wall time. With

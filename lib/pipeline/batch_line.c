@@ -23,9 +23,13 @@ static cJSON *files(const stf__batch_file *f, size_t n)
     cJSON *a = cJSON_CreateArray();
     for (size_t i = 0; a && i < n; i++) {
         cJSON *o = cJSON_CreateObject();
+        char autov2[11]; /* AutoV2: the first 10 digits */
+        snprintf(autov2, sizeof autov2, "%s", f[i].sha256);
         if (!o || !cJSON_AddItemToArray(a, o) || !cJSON_AddStringToObject(o, "path", f[i].path) ||
             !(f[i].sha256[0] ? cJSON_AddStringToObject(o, "sha256", f[i].sha256)
-                             : cJSON_AddNullToObject(o, "sha256"))) {
+                             : cJSON_AddNullToObject(o, "sha256")) ||
+            !(f[i].sha256[0] ? cJSON_AddStringToObject(o, "autov2", autov2)
+                             : cJSON_AddNullToObject(o, "autov2"))) {
             cJSON_Delete(a);
             return NULL;
         }

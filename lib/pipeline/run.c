@@ -493,7 +493,8 @@ static int run_once(stf_run_report **out, const stf_plan *p, const char *out_pat
         goto done;
     }
     if (mem) {
-        rc = mem->done(w, mem->ud, err);
+        rc = stf__whash_finish(w, err);
+        if (!rc) rc = mem->done(w, mem->ud, err);
         goto done;
     }
     rc = stf__verify_output(&rep->checks, &rep->nchecks, w, p->targets, o->allow_noncompliant,

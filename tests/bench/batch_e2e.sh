@@ -6,12 +6,15 @@
 # round times, interleaved as tests/bench/fix_e2e.sh does (settled with
 # tests/bench/timed.py, dirty pages written back before each command):
 #   batch     stfix batch -r RECIPE -o OUT ZOO (hashes every file read and written)
+#   nohash    the same with --hash none (no file read to be hashed)
 #   fixes     stfix fix ZOO/x -r RECIPE -o OUT/x for every checkpoint, one after another
 #   cp-r      cp -r ZOO COPY
 #   cp-r+sync cp -r ZOO COPY, then sync: the copy on disk, as batch and fix
 #             leave their outputs (fsync), so the durable yardstick
 # and prints the medians (wall and CPU time) and the ratios batch / fixes
-# (the bar: 1.05) and batch / cp-r (+ sync). Nothing here asserts a time.
+# (the bar: 1.05), batch / nohash (what hashing costs), nohash / fixes
+# (the batch machinery alone) and batch / cp-r (+ sync). Nothing here
+# asserts a time.
 #
 #   sh tests/bench/batch_e2e.sh [STFIX]
 #   BENCH_BATCH_N=20        checkpoints in the zoo
@@ -67,6 +70,8 @@ run_cmd() {
     cat "$tmp"/zoo/*/*.safetensors >/dev/null # the inputs are warm for every command alike
     case $2 in
     batch) $timed "$tmp/r" "$tmp/log" "$STFIX" batch -r "$recipe" -o "$tmp/out" "$tmp/zoo" $jobs ;;
+    nohash) $timed "$tmp/r" "$tmp/log" "$STFIX" batch --hash none -r "$recipe" -o "$tmp/out" \
+        "$tmp/zoo" $jobs ;;
     fixes) $timed "$tmp/r" "$tmp/log" sh "$tmp/fixes.sh" ;;
     cp-r) $timed "$tmp/r" "$tmp/log" cp -r "$tmp/zoo" "$tmp/copy" ;;
     cp-r+sync) $timed "$tmp/r" "$tmp/log" sh -c 'cp -r "$1" "$2" && sync' sh "$tmp/zoo" "$tmp/copy" ;;
@@ -84,8 +89,8 @@ run_cmd() {
 
 rc=0
 outsize=0
-cmds="batch fixes cp-r cp-r+sync"
-ncmds=4
+cmds="batch nohash fixes cp-r cp-r+sync"
+ncmds=5
 r=0
 while [ "$r" -lt "$reps" ]; do
     i=0

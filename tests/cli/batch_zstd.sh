@@ -31,7 +31,7 @@ for f in out/broken.safetensors.zst out/bset/b.safetensors.zst; do
     zstd -q -d "$f" -o "$f.plain"
     t_true "$f: zstd -d gives the fixed bytes" test "$(sha "$f.plain")" = "$FIXED"
     t_true "$f: the report names it with its sha256" \
-        grep -qF "\"output\":\"$f\",\"output_files\":[{\"path\":\"$f\",\"sha256\":\"$(sha "$f")\"}]" \
+        grep -qF "\"output\":\"$f\",\"output_files\":[{\"path\":\"$f\",\"sha256\":\"$(sha "$f")\",\"autov2\":\"$(sha "$f" | cut -c1-10)\"}]" \
         out/stfix-report.jsonl
 done
 t_true "--zstd: the output checks clean" sh -c "'$S' check out/broken.safetensors.zst >/dev/null"

@@ -47,8 +47,8 @@ first=$(grep -n '^[A-Z][0-9]*  ' "$T_OUT" | cut -d: -f2- | cut -c1-5 | tr '\n' '
 if [ "$first" = "L2  T S1  F " ]; then t_ok "two: order"; else t_notok "two: order" "got '$first'"; fi
 
 # Unknown ids: exit 3, the id named with the nearest ids of its family.
-t_run "S29" 3 "$STFIX" explain S29
-t_stderr_is "S29" "stfix: explain: unknown rule 'S29'; did you mean S28? (stfix explain --list shows every rule)"
+t_run "S30" 3 "$STFIX" explain S30
+t_stderr_is "S30" "stfix: explain: unknown rule 'S30'; did you mean S29? (stfix explain --list shows every rule)"
 t_run "i0" 3 "$STFIX" explain i0
 t_stderr_is "i0" "stfix: explain: unknown rule 'i0'; did you mean I1? (stfix explain --list shows every rule)"
 t_run "Q1" 3 "$STFIX" explain Q1

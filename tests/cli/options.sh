@@ -47,8 +47,8 @@ t_help_lists() {
     else t_notok "$_n: lists the table" "$(diff "$D/help_want" "$D/help_got" | tr '\n' '|')"; fi
 }
 
-t_help_lists "inspect --help" inspect "--json" "--strict"
-t_help_lists "check --help" check "--target TARGET" "--numeric" "-j, --jobs N" "--json" \
+t_help_lists "inspect --help" inspect "--json" "--strict" "--hash"
+t_help_lists "check --help" check "--target TARGET" "--numeric" "--hash" "-j, --jobs N" "--json" \
     "--tp T[,T...]" "--tp-profile NAME"
 t_help_lists "rewrite --help" rewrite "-o, --output OUT" "--max-shard-size SIZE" "--strict" \
     "--no-wait" "-j, --jobs N" "--max-spool SIZE" "--zstd[=LEVEL]" "--zstd-frame SIZE" \
@@ -82,10 +82,12 @@ for c in "" inspect check rewrite plan fix rules "rules lint" "rules show" "rule
 done
 "$STFIX" --help | sed -n '/^Exit status:$/,$p' >"$D/exit_lines"
 cat >"$D/inspect_help" <<'EOF'
-usage: stfix inspect FILE|INDEX.json [--json] [--strict]
+usage: stfix inspect FILE|INDEX.json [--json] [--strict] [--hash]
   FILE|INDEX.json  a .safetensors file or a *.safetensors.index.json
   --json           one JSON document (schema in stfix(1)) instead of the listing
   --strict         treat stfix's stricter-than-reference rules as errors
+  --hash           read a file whose metadata holds modelspec.hash_sha256
+                   and compare it with the data (S29)
   -h, --help       show this help and exit
   -V, --version    print "stfix VERSION" and exit
   --color[=WHEN]   colour severities in human text: auto (the default:
@@ -150,7 +152,7 @@ t_absent "no output on usage errors" "$D/x.safetensors"
 # Nothing near: the message, then the usage on stderr.
 t_unknown "inspect --frobnicate" "stfix: inspect: unknown option '--frobnicate'" \
     "$STFIX" inspect --frobnicate "$in"
-t_stderr_has "inspect --frobnicate" "usage: stfix inspect FILE|INDEX.json [--json] [--strict]"
+t_stderr_has "inspect --frobnicate" "usage: stfix inspect FILE|INDEX.json [--json] [--strict] [--hash]"
 # With --json, the usage error is the JSON error document, suggestion included.
 t_run "fix --json --jsn" 3 "$STFIX" fix "$in" --jsn --json
 t_true "fix --json --jsn: JSON error" python3 -c '

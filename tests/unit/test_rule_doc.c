@@ -38,12 +38,13 @@ static void test_lookup(void **state)
     assert_string_equal(d->severity, "warning");
     assert_non_null(stf_rule_doc_find("L8"));
     assert_non_null(stf_rule_doc_find("S28"));
+    assert_non_null(stf_rule_doc_find("S29"));
     assert_non_null(stf_rule_doc_find("L10"));
     /* Exact and case-sensitive; no prefix matches. */
     assert_null(stf_rule_doc_find("s1"));
     assert_null(stf_rule_doc_find("S"));
     assert_null(stf_rule_doc_find("S1 "));
-    assert_null(stf_rule_doc_find("S29"));
+    assert_null(stf_rule_doc_find("S30"));
     assert_null(stf_rule_doc_find(""));
     assert_null(stf_rule_doc_find(NULL));
     assert_null(stf_rule_doc_at(stf_rule_doc_count()));
@@ -62,11 +63,11 @@ static void test_title(void **state)
     assert_null(stf_check_rule_title(NULL));
 }
 
-/* The container part: S1-S28, I1-I7, L1-L12, in that order, nothing else. */
+/* The container part: S1-S29, I1-I7, L1-L12, in that order, nothing else. */
 static void test_container_ids(void **state)
 {
     (void)state;
-    static const struct { char fam; int n; } parts[] = { { 'S', 28 }, { 'I', 7 }, { 'L', 12 } };
+    static const struct { char fam; int n; } parts[] = { { 'S', 29 }, { 'I', 7 }, { 'L', 12 } };
     size_t i = 0;
     for (size_t p = 0; p < 3; p++)
         for (int k = 1; k <= parts[p].n; k++, i++) {

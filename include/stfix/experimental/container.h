@@ -1,6 +1,6 @@
 /*
  * stfix EXPERIMENTAL API, container layer: dtype arithmetic, whole-file
- * compression.
+ * compression, the hashes that name a checkpoint file.
  *
  * Part of <stfix/experimental.h>: may change in any MINOR release (the
  * contract is at the top of that header). Include that header, not this
@@ -58,6 +58,47 @@ int stf_zstd_compress(const char *in, const char *out, const stf_write_opts *o, 
 STF_EXPERIMENTAL_API
 int stf_zstd_decompress(const char *in, const char *out, const stf_write_opts *o, int replace,
                         stf_err *err);
+
+/* ------------------------------------------------------------ hashing */
+
+/* The metadata key of ModelSpec's hash of the tensor data. */
+#define STF_MODELSPEC_HASH_KEY "modelspec.hash_sha256"
+
+/* The hashes of one checkpoint file, as lower-case hex and a NUL. */
+typedef struct stf_file_hash {
+    char sha256[65];      /* SHA-256 of the whole file */
+    char autov2[11];      /* its first 10 hex digits: the AutoV2 hash of model sites */
+    char data_sha256[65]; /* SHA-256 of the tensor data, bytes data_start to size: the
+                           * addnet hash (sshs_model_hash); ModelSpec's hash_sha256 is
+                           * "0x" and these digits */
+    uint64_t size;        /* bytes hashed */
+    uint64_t data_start;  /* 8 + N */
+} stf_file_hash;
+
+/*
+ * Hash shard `shard` of c (0 for a single file) in one pass from its first
+ * byte to its last, in bounded memory (a 1 MiB buffer). A compressed shard
+ * is hashed as the bytes it restores to, the .safetensors file the hashes
+ * of model sites are about. fn (may be NULL) gets the bytes hashed of the
+ * shard's size after each chunk, with the shard's path. Errors: STF_EINVAL
+ * (NULL, no such shard), STF_ENOMEM, and the read errors of stf_ckpt_read
+ * (STF_EIO, a zstd shard's S26-S28) naming the file and offset.
+ */
+STF_EXPERIMENTAL_API
+int stf_ckpt_shard_hash(stf_file_hash *out, const stf_ckpt *c, size_t shard, stf_progress_fn fn,
+                        void *ud, stf_err *err);
+
+/*
+ * S29: hash the tensor data of every shard of c whose __metadata__ holds
+ * modelspec.hash_sha256, and add an info finding to c's findings
+ * (stf_ckpt_finding) for each whose value is not "0x" and the data's
+ * SHA-256 (hex digits in either case). Reads those shards whole; shards
+ * without the key are not read. fn (may be NULL) gets the bytes hashed of
+ * those shards' total. Modifies c's findings list: no other thread may
+ * read c meanwhile. Errors as stf_ckpt_shard_hash.
+ */
+STF_EXPERIMENTAL_API
+int stf_ckpt_check_hashes(stf_ckpt *c, stf_progress_fn fn, void *ud, stf_err *err);
 
 #ifdef __cplusplus
 }

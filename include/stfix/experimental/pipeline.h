@@ -154,6 +154,10 @@ typedef struct stf_batch_opts {
      * output path, never hard-linked; without it or link_compliant,
      * nothing is written for it. */
     int copy_compliant;
+    /* Version 3 too: no file is read to be hashed: the report line's "sha256"
+     * and "autov2" are null and its sizes come from stat (stfix batch
+     * --hash none). */
+    int no_hash;
 } stf_batch_opts;
 
 STF_EXPERIMENTAL_API
@@ -190,7 +194,8 @@ STF_EXPERIMENTAL_API
 stf_batch_status stf_batch_result_status(const stf_batch_result *r);
 /*
  * The report line, one JSON object without the newline: "input",
- * "input_files" ([{"path", "sha256"}]), "output" (null when nothing was
+ * "input_files" ([{"path", "sha256", "autov2"}]: autov2 is the first 10
+ * digits of sha256, both null when not hashed), "output" (null when nothing was
  * written), "output_files", "recipe", "recipe_sha256", "stfix_version",
  * "status", "error" ({"rule", "message"} or null), "findings_before" and
  * "findings_after" ({RULE: count}, ids sorted), "actions" ([{"layer",
