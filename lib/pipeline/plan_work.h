@@ -3,7 +3,8 @@
  * of one layer while its matched actions are applied (names, dtypes,
  * shapes, marker, job). Header-only actions live in plan_layer.c; the ones
  * that decode data (exclude, requantize) or rewrite markers live in
- * plan_job.c, the legacy scaled-FP8 migration in plan_legacy.c; the
+ * plan_job.c, the legacy scaled-FP8 migration in plan_legacy.c, inferred
+ * markers in plan_infer.c; the
  * helpers they use live in plan_work.c, so that plan_layer.c calls
  * plan_job.c, plan_legacy.c and plan_work.c, and those two call only
  * plan_work.c.
@@ -89,5 +90,12 @@ int stf__work_rewrite_format(stf__layer_work *w, const stf_action *a, stf_err *e
  * scale_input is left as it is; 0 or STF_EFORMAT (stf__work_refuse), or
  * the read error of an input scale. */
 int stf__work_migrate_scaled_fp8(stf__layer_work *w, stf_err *err);
+
+/* ------------------------------------------ inferred markers (plan_infer.c) */
+
+/* infer-marker (stfix-rules(5)): a layer whose markers all read is left as it
+ * is; 0 or STF_EFORMAT (stf__work_refuse) naming what the file leaves
+ * open and the rule that would settle it, or STF_ENOMEM. */
+int stf__work_infer_marker(stf__layer_work *w, const stf_action *a, stf_err *err);
 
 #endif
