@@ -1,7 +1,8 @@
 /*
  * infer-marker: a layer whose marker is missing (missing-markers) or cannot
- * be read (unreadable-marker: zeroed, empty or non-UTF-8 bytes, a dtype
- * numpy refuses) gets the marker the file itself determines, or the plan
+ * be read at all (unreadable-marker: zeroed, empty or non-UTF-8 bytes, where
+ * set-marker finds no JSON object even without trailing NULs) gets the
+ * marker the file itself determines, or the plan
  * refuses the layer and says which rule would settle it. The sources, in
  * order (stfix-rules(5), infer-marker):
  *
@@ -268,21 +269,34 @@ static const char *format_list(char *buf, size_t cap, const stf_format_id *ids, 
     return buf;
 }
 
-/* Whether the layer's markers can all be read: nothing to infer then. */
-static int readable(const stf_layer *l)
+/*
+ * Whether the layer has no marker, or a comfy_quant tensor whose bytes hold
+ * none: not JSON, not an object, a dtype numpy refuses, and nothing left
+ * once trailing NULs are stripped. Bytes set-marker still reads (a C
+ * writer's trailing NUL, JSON under a BF16 label) and metadata entries
+ * (a string value) are set-marker's to rewrite.
+ */
+static int needs_marker(stf__layer_work *w)
 {
-    if (!l->nmarkers) return 0;
+    const stf_layer *l = w->l;
+    if (!l->nmarkers) return 1;
+    int bad = 0;
     for (size_t j = 0; j < l->nmarkers; j++)
-        if (l->markers[j].status != STF_MARKER_OK ||
-            stf_pyval_type(l->markers[j].value) != STF_PY_DICT)
-            return 0;
-    return 1;
+        if (l->markers[j].channel == STF_CHAN_TENSOR &&
+            (l->markers[j].status != STF_MARKER_OK ||
+             stf_pyval_type(l->markers[j].value) != STF_PY_DICT))
+            bad = 1;
+    return bad && !stf__work_recovered(w);
 }
 
 /* See plan_work.h. */
 int stf__work_infer_marker(stf__layer_work *w, const stf_action *a, stf_err *err)
 {
-    if (w->marker_change != MARKER_KEEP || readable(w->l)) return 0;
+    if (w->marker_change != MARKER_KEEP || !needs_marker(w)) {
+        if (w->recover_rc)
+            return stf__err(err, w->recover_rc, "layer '%s': out of memory", w->shown);
+        return 0;
+    }
     const stf__tensor_slot *W = &w->s[STF_SFX_WEIGHT];
     if (!W->present || W->dropped)
         return stf__work_refuse(w, err, "the layer has no weight to infer a marker for");

@@ -60,6 +60,9 @@ const char *stf__shape_text(char *buf, size_t cap, unsigned rank, const uint64_t
 void stf__slot_set_shape(stf__tensor_slot *sl, unsigned rank, const uint64_t *shape);
 /* The marker an action reads (preferred channel, else recovered from raw bytes), or NULL. */
 const stf_pyval *stf__work_marker(stf__layer_work *w, stf_channel_pref pref);
+/* The dict recovered from unusable tensor-marker bytes (trailing NULs
+ * stripped, any dtype label), or NULL; w->recover_rc says STF_ENOMEM. */
+const stf_pyval *stf__work_recovered(stf__layer_work *w);
 int stf__dtype_is_float(stf_dtype d);
 /* 1: g a power of 4; 2: a power of 2 but not of 4; 0: neither. */
 int stf__power_kind(int64_t g);
