@@ -343,11 +343,13 @@ int stf__work_infer_marker(stf__layer_work *w, const stf_action *a, stf_err *err
         const char *lead = w->l->nmarkers ? "the marker cannot be read" : "the layer has no marker";
         if (nfit)
             snprintf(msg, sizeof msg, "%s and the file does not determine it (%.500s); settle it "
-                     "with a rule for this layer that does set-marker: {format: %s}", lead,
-                     no.data, format_list(names, sizeof names, ids, nfit, " or "));
+                     "with a rule for this layer, ahead of this one, that does set-marker: "
+                     "{format: %s}", lead, no.data,
+                     format_list(names, sizeof names, ids, nfit, " or "));
         else
             snprintf(msg, sizeof msg, "%s and the file does not determine it (%.500s); store the "
-                     "layer in BF16 with a rule for it that does exclude", lead, no.data);
+                     "layer in BF16 with a rule for it, ahead of this one, that does exclude",
+                     lead, no.data);
         stf__buf_free(&no);
         return stf__work_refuse(w, err, msg);
     }
