@@ -30,12 +30,13 @@ The file is canonical (lib/README.md, Canonical form) and the same bytes
 every run. Python 3 standard library only.
 """
 import json
+import os
 import struct
 import sys
 
-DTYPES = ["BOOL", "F4", "F6_E2M3", "F6_E3M2", "U8", "I8", "F8_E5M2", "F8_E4M3", "F8_E8M0",
-          "F8_E4M3FNUZ", "F8_E5M2FNUZ", "I16", "U16", "F16", "BF16", "I32", "U32", "F32",
-          "C64", "F64", "I64", "U64"]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_comfy_fixtures import st_bytes  # noqa: E402  (the canonical file bytes)
+
 LAYERS = [("blocks.0.attn.qkv", 48), ("blocks.0.attn.out", 32), ("blocks.0.mlp.fc1", 64)]
 K = 256
 FORMAT = {"int8": "int8_tensorwise", "fp8": "float8_e4m3fn", "e5m2": "float8_e5m2",
@@ -154,21 +155,13 @@ def main():
         ts.append((p + ".comfy_quant", "U8", [len(text)], text))
     ts.append(("blocks.0.attn.qkv.bias", "BF16", [48], bf16([0.5] * 48)))
     ts.append(("blocks.0.norm.weight", "BF16", [K], bf16([1.0] * K)))
-    ts.sort(key=lambda t: (-DTYPES.index(t[1]), t[0].encode("utf-8")))
-    hdr = {}
+    meta = None
     if opt["qmeta"]:
         q = {"format_version": "1.0",
              "layers": {p: m for p, m in sorted(layers.items()) if p not in opt["omit"]}}
-        hdr["__metadata__"] = {"_quantization_metadata": json.dumps(q)}
-    off = 0
-    for name, dt, shape, data in ts:
-        hdr[name] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + len(data)]}
-        off += len(data)
-    h = json.dumps(hdr, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    h += b" " * (-len(h) % 8)
+        meta = {"_quantization_metadata": json.dumps(q)}
     with open(out, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(t[3] for t in ts))
-
+        f.write(st_bytes(ts, meta))
 
 if __name__ == "__main__":
     main()

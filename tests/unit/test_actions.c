@@ -265,20 +265,14 @@ static void test_single_forms(void **state)
     assert_string_equal(p.v[0].params.rename.from, "");
     assert_string_equal(p.v[0].params.rename.to, "model.diffusion_model.");
     parsed_free(&p);
-}
-
-/* infer-marker: from names its sources, one or a list; all three by default. */
-static void test_infer_marker(void **state)
-{
-    (void)state;
-    parsed p = parse_do("[infer-marker, {infer-marker: {from: peers}}, "
-                        "{infer-marker: {from: [tensors, metadata]}}]");
+    /* infer-marker's from: all three sources, one, or a list of them. */
+    p = parse_do("[infer-marker, {infer-marker: {from: peers}}, "
+                 "{infer-marker: {from: [tensors, metadata]}}]");
     expect_ok(&p, 3);
     assert_int_equal(p.v[0].kind, STF_ACT_INFER_MARKER);
-    assert_int_equal(p.v[0].params.infer_marker.from, STF_INFER_FROM_ALL);
-    assert_int_equal(p.v[1].params.infer_marker.from, STF_INFER_FROM_PEERS);
-    assert_int_equal(p.v[2].params.infer_marker.from,
-                     STF_INFER_FROM_TENSORS | STF_INFER_FROM_METADATA);
+    unsigned want[3] = { STF_INFER_FROM_ALL, STF_INFER_FROM_PEERS,
+                         STF_INFER_FROM_TENSORS | STF_INFER_FROM_METADATA };
+    for (size_t i = 0; i < 3; i++) assert_int_equal(p.v[i].params.infer_marker.from, want[i]);
     parsed_free(&p);
 }
 
@@ -396,7 +390,6 @@ int main(void)
         cmocka_unit_test(test_requantize_tp),
         cmocka_unit_test(test_defaults),     cmocka_unit_test(test_parameters),
         cmocka_unit_test(test_single_forms), cmocka_unit_test(test_problems),
-        cmocka_unit_test(test_infer_marker),
         cmocka_unit_test(test_scale_and_label_forms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
