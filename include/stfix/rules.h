@@ -84,6 +84,7 @@ typedef enum stf_action_kind {
     STF_ACT_RENAME,
     STF_ACT_DROP,
     STF_ACT_MIGRATE_SCALED_FP8,  /* legacy scaled FP8 -> comfy_quant form (header-only) */
+    STF_ACT_INFER_MARKER,        /* a missing or unreadable marker the file determines */
     STF_ACT_COUNT
 } stf_action_kind;
 
@@ -131,6 +132,14 @@ typedef enum stf_cast_scales {
     STF_CAST_WEIGHT_SCALE = 0,
     STF_CAST_ALL_SCALES = 1
 } stf_cast_scales;
+
+/* Where infer-marker may find a layer's marker (bits of its `from`), tried
+ * in this order: the layer's _quantization_metadata entry, the file's other
+ * readable markers that fit the layer's tensors, the tensors alone. */
+#define STF_INFER_FROM_METADATA 1u
+#define STF_INFER_FROM_PEERS 2u
+#define STF_INFER_FROM_TENSORS 4u
+#define STF_INFER_FROM_ALL 7u
 
 /* "Keep the source dtype" for exclude and requantize's fallback. */
 #define STF_DTYPE_SOURCE STF_DTYPE_COUNT
@@ -195,6 +204,7 @@ typedef struct stf_action {
         struct { const char *from; const char *to; } rename;
         struct { int scales; int markers; int input_scale; } drop;
         struct { int unused; } migrate_scaled_fp8;
+        struct { unsigned from; } infer_marker;       /* STF_INFER_FROM_* bits; default all */
     } params;
 } stf_action;
 

@@ -314,14 +314,30 @@ static void check_layer(stf__chk *k, const stf_layer *l)
     const stf_tensor_info *w = T(k, l, STF_SFX_WEIGHT);
     const stf_marker *cm = l->comfy;
     if (!cm) {
-        if (w && quantized_dtype(w->dtype) && stf_layer_tensor(l, STF_SFX_SCALE_WEIGHT) < 0)
-            stf__chk_add(k, "C1", STF_SEV_ERROR, l->prefix, l->prefix_len,
-                         "add a comfy_quant marker, or dequantize the weight to BF16 "
-                         "(missing-markers)",
-                         "Layer %s has a quantized %s weight %s but no comfy_quant marker: ComfyUI "
-                         "value-casts the codes to the compute dtype (silently garbage)",
-                         stf__chk_layer(k, l),
-                         stf__chk_dtype(w), stf__chk_shape(k, w));
+        if (!w || !quantized_dtype(w->dtype) || stf_layer_tensor(l, STF_SFX_SCALE_WEIGHT) >= 0)
+            return;
+        /* FP8 codes are values: without any scale they are the weights,
+         * as in checkpoints cast to FP8 whole, and the value-cast is right. */
+        int fp8 = w->dtype == STF_F8_E4M3 || w->dtype == STF_F8_E5M2;
+        if (fp8 && stf_layer_tensor(l, STF_SFX_WEIGHT_SCALE) < 0 &&
+            stf_layer_tensor(l, STF_SFX_WEIGHT_SCALE_2) < 0 &&
+            stf_layer_tensor(l, STF_SFX_INPUT_SCALE) < 0) {
+            stf__chk_add(k, "C1", STF_SEV_WARNING, l->prefix, l->prefix_len,
+                         "nothing when the weights were cast to FP8 unscaled; otherwise restore "
+                         "the scale and add a marker (missing-markers)",
+                         "Layer %s has an %s weight %s with no scale and no comfy_quant marker: "
+                         "ComfyUI value-casts it to the compute dtype, which is right only if the "
+                         "weights were cast to FP8 without a scale",
+                         stf__chk_layer(k, l), stf__chk_dtype(w), stf__chk_shape(k, w));
+            stf__chk_effect(k, STF_EFFECT_NOTE);
+            return;
+        }
+        stf__chk_add(k, "C1", STF_SEV_ERROR, l->prefix, l->prefix_len,
+                     "add the comfy_quant marker the file determines (infer-marker), or "
+                     "dequantize the weight to BF16 (missing-markers)",
+                     "Layer %s has a quantized %s weight %s but no comfy_quant marker: ComfyUI "
+                     "value-casts the codes to the compute dtype (silently garbage)",
+                     stf__chk_layer(k, l), stf__chk_dtype(w), stf__chk_shape(k, w));
         return;
     }
     if (stf__check_comfyui_marker(k, l)) return;

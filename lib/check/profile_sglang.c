@@ -214,6 +214,38 @@ static void check_unmarked(stf__chk *k, unsigned char *synth)
     stf__free(lens);
 }
 
+/*
+ * R70: SGLang's marker check (R10) passes F8_E5M2 weights, so a layer of
+ * them without a marker loads through the unquantized method, which copies
+ * the codes into the float parameter as values; its scale is an unexpected
+ * key the loader skips. Legacy layers (scale_weight) are R63's.
+ */
+static void check_unmarked_e5m2(stf__chk *k)
+{
+    static const stf_suffix scales[] = { STF_SFX_WEIGHT_SCALE, STF_SFX_WEIGHT_SCALE_2,
+                                         STF_SFX_INPUT_SCALE };
+    size_t nl = stf_model_layer_count(k->m);
+    for (size_t i = 0; i < nl && !k->rc; i++) {
+        const stf_layer *l = stf_model_layer(k->m, i);
+        const stf_tensor_info *w = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT);
+        if (!w || w->dtype != STF_F8_E5M2 || l->nmarkers ||
+            stf_layer_tensor(l, STF_SFX_SCALE_WEIGHT) >= 0 ||
+            stf_layer_tensor(l, STF_SFX_SCALE_INPUT) >= 0)
+            continue;
+        size_t j = 0;
+        while (j < sizeof scales / sizeof scales[0] && stf_layer_tensor(l, scales[j]) < 0) j++;
+        if (j == sizeof scales / sizeof scales[0]) continue;
+        stf__chk_add(k, "R70", STF_SEV_ERROR, l->prefix, l->prefix_len,
+                     "requantize the layer (SGLang loads no float8_e5m2 layer, R30), or "
+                     "dequantize it to BF16 with exclude",
+                     "Comfy layer %s has an F8_E5M2 weight %s and a %s but no comfy_quant marker: "
+                     "SGLang's marker check passes F8_E5M2 weights, so it loads the codes as "
+                     "plain values and never reads the scale (silently wrong)",
+                     stf__chk_repr(k, l->prefix, l->prefix_len), stf__chk_shape(k, w),
+                     stf_suffix_name(scales[j]) + 1);
+    }
+}
+
 /* ------------------------------------------------------------ R12, R20 */
 
 static void check_required(stf__chk *k, const stf_layer *l, const stf_pyval *mk, const char *fmt)
@@ -506,6 +538,7 @@ int stf__check_sglang(stf__chk *k)
     k->profile = "sglang";
     inspect_files(k);
     check_unmarked(k, synth);
+    check_unmarked_e5m2(k);
     stf__check_sglang_legacy(k);
     for (size_t i = 0; i < nl && !k->rc; i++) {
         const stf_layer *l = stf_model_layer(k->m, i);

@@ -14,16 +14,21 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
         .title = "ComfyUI: quantized weight without a marker (silently value-cast)",
         .checks = "A layer whose weight has a quantized dtype (I8, U8, F8_E4M3 or F8_E5M2) has no "
                   "comfy_quant marker in either channel. A layer with a legacy scale_weight "
-                  "tensor is left out: ComfyUI converts those itself.",
+                  "tensor is left out: ComfyUI converts those itself. An FP8 weight with no "
+                  "scale at all (weight_scale, weight_scale_2, input_scale) is a warning: its "
+                  "codes are values, right as they are when the weights were cast to FP8 "
+                  "unscaled.",
         .why = "Without a marker ComfyUI loads the weight as a plain tensor and value-casts the "
                "codes to the compute dtype, so integer codes become large floats. The model "
                "loads and runs, and its output is silently garbage.",
         .ignored = "No error is ever raised: images or text come out wrong, and only the outputs "
                    "show it. stfix check exits 1.",
-        .fix = "The markers were never written (missing-markers): synthesise one from the "
-               "tensor set with set-marker and a format, or dequantize the weight to BF16 with "
-               "exclude when its scale is present but the format cannot be told.",
-        .action = "set-marker, exclude",
+        .fix = "The markers were never written (missing-markers): infer-marker adds the one the "
+               "file determines (the layer's _quantization_metadata entry, the file's other "
+               "markers when they agree and fit the layer, or the FP8, NVFP4 or MXFP8 format its "
+               "tensors alone spell out) and names the layers it cannot settle; set-marker with "
+               "a format writes one by hand; exclude dequantizes the weight to BF16.",
+        .action = "infer-marker, set-marker, exclude",
         .effect = "silent",
     },
     {
@@ -323,11 +328,14 @@ const stf_rule_doc stf__rule_docs_comfyui[] = {
                "trip as the same value and fails the same way. The message is that exception "
                "as Python prints it.",
         .ignored = "The checkpoint does not load in ComfyUI.",
-        .fix = "Rewrite the marker as canonical U8 JSON bytes with set-marker; when the old "
-               "marker cannot be read, give the action a format (it infers int8_tensorwise "
-               "from an I8 weight with an F32 scale). A string metadata entry is wrapped as "
-               "{\"format\": value} (string-metadata-value).",
-        .action = "set-marker",
+        .fix = "Rewrite the marker as canonical U8 JSON bytes with set-marker. Bytes that hold "
+               "no marker at all, zeroed, empty or not UTF-8 (unreadable-marker), are rebuilt "
+               "with infer-marker from what the file determines: the layer's "
+               "_quantization_metadata entry, the file's other markers when they agree and fit "
+               "the layer, or the FP8, NVFP4 or MXFP8 format its tensors spell out; a layer it "
+               "cannot settle is named, and set-marker with a format settles it. A string "
+               "metadata entry is wrapped as {\"format\": value} (string-metadata-value).",
+        .action = "set-marker, infer-marker",
         .effect = "refuses",
     },
     {

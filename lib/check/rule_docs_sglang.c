@@ -14,9 +14,10 @@
 #define QMETA_FIX "Rebuild the entry from the tensor markers with a set-marker rule (metadata: " \
                   "mirror), or remove it (metadata: drop); SGLang needs only the tensor markers."
 
-#define MARKER_FIX "Rewrite the marker as canonical U8 JSON bytes with set-marker; when the old " \
-                   "marker cannot be read, give the action a format (it infers int8_tensorwise " \
-                   "from an I8 weight with an F32 scale)."
+#define MARKER_FIX "Rewrite the marker as canonical U8 JSON bytes with set-marker, which still " \
+                   "reads JSON under a trailing NUL or a BF16 label. Bytes that hold no marker " \
+                   "at all, zeroed, empty or not UTF-8 (unreadable-marker), are rebuilt with " \
+                   "infer-marker from what the file determines, or given a format by set-marker."
 
 #define W4A8_NODECODE "stfix cannot decode W4A8 layers, so re-export the layer from the original " \
                       "weights, or store it unquantized."
@@ -101,7 +102,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "deep nesting raises a RecursionError it does not catch.",
         "The model does not load; SGLang names the marker tensor, or dies with a traceback.",
         MARKER_FIX,
-        "set-marker",
+        "set-marker, infer-marker",
         "refuses",
     },
     {
@@ -112,7 +113,7 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "SGLang raises ValueError 'Comfy quantization marker KEY must contain a JSON object'.",
         "The model does not load; SGLang names the marker tensor.",
         MARKER_FIX,
-        "set-marker",
+        "set-marker, infer-marker",
         "refuses",
     },
     {
@@ -152,11 +153,14 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "weights are missing comfy_quant metadata: [...]'.",
         "The model does not load in SGLang; ComfyUI instead value-casts the codes into a float "
         "weight and runs a silently broken model.",
-        "Add the markers the tensors imply (missing-markers): set-marker infers int8_tensorwise "
-        "for an I8 weight with an F32 scale and takes an explicit format otherwise. SGLang's INT8 "
-        "path runs ConvRot layers only (R23), so for SGLang requantize such a layer instead "
-        "(sglang-repair does). Or dequantize the layer with exclude.",
-        "set-marker, requantize, exclude",
+        "Add the markers the file determines (missing-markers): infer-marker takes the layer's "
+        "_quantization_metadata entry, the file's other markers when they agree and fit the "
+        "layer, or the format its tensors alone spell out (FP8, NVFP4, MXFP8), and refuses the "
+        "layer otherwise; set-marker infers int8_tensorwise for an I8 weight with an F32 scale "
+        "and takes an explicit format otherwise. SGLang's INT8 path runs ConvRot layers only "
+        "(R23), so for SGLang requantize such a layer instead (sglang-repair does). Or dequantize "
+        "the layer with exclude.",
+        "infer-marker, set-marker, requantize, exclude",
         "refuses",
     },
     {
@@ -605,6 +609,21 @@ const stf_rule_doc stf__rule_docs_sglang[] = {
         "which requantizes them to INT8 ConvRot.",
         "migrate-scaled-fp8",
         "refuses",
+    },
+    {
+        "R70", "error",
+        "SGLang: F8_E5M2 weights with a scale but no marker (silently unscaled)",
+        "A layer whose P.weight is F8_E5M2 has a weight_scale, weight_scale_2 or input_scale "
+        "but no marker in either channel (legacy scale_weight layers are R63's).",
+        "SGLang counts only F8_E4M3, I8 and U8 weights as quantized (R10), so it loads an "
+        "unmarked F8_E5M2 weight through the unquantized method: the codes are copied into the "
+        "float parameter as values, and the scale is an unexpected key the loader skips.",
+        "The model loads and computes with weights off by their scale, without any error.",
+        "The markers were never written (missing-markers), and SGLang loads no float8_e5m2 "
+        "layer (R30) even with one: requantize decodes the codes with their scale and writes "
+        "INT8 ConvRot, as the bundled sglang recipe does; or dequantize the layer with exclude.",
+        "requantize, exclude",
+        "silent",
     },
 };
 const size_t stf__rule_docs_sglang_n =

@@ -721,6 +721,7 @@ done:
     stf__free(b.qm_prefix);
     stf__free(b.qm_prefix_len);
     stf__free(b.qm_text);
+    stf__peers_free(b.peers);
     if (rc) {
         stf_plan_free(p);
         return rc;

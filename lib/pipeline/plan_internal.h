@@ -144,6 +144,11 @@ enum {
 
 /* ------------------------------------------------ plan construction (plan*.c) */
 
+/* The file's readable markers by format, built by infer-marker's first use
+ * (plan_infer.c) and freed with the builder. */
+typedef struct stf__peers stf__peers;
+void stf__peers_free(stf__peers *p);
+
 /*
  * The plan under construction. plan.c drives it; plan_layer.c appends each
  * layer's outputs, jobs and dropped names; plan_meta.c turns the collected
@@ -163,6 +168,7 @@ typedef struct stf__plan_builder {
     int markers_changed;   /* some layer's marker was rewritten, dropped or renamed */
     int meta_drop;         /* an applied action asked to drop _quantization_metadata */
     stf__rules_run run;    /* the selectors' regex budget and verdicts, for the whole build */
+    stf__peers *peers;     /* infer-marker's summary of the file's markers, or NULL */
 } stf__plan_builder;
 
 /*

@@ -231,6 +231,7 @@ static int apply(stf__layer_work *w, const stf_action *a, stf_err *err)
     case STF_ACT_RENAME: return do_rename(w, a, err);
     case STF_ACT_DROP: return do_drop(w, a);
     case STF_ACT_MIGRATE_SCALED_FP8: return stf__work_migrate_scaled_fp8(w, err);
+    case STF_ACT_INFER_MARKER: return stf__work_infer_marker(w, a, err);
     default: return stf__work_refuse(w, err, "unknown action");
     }
 }

@@ -100,6 +100,13 @@ const stf_pyval *stf__work_marker(stf__layer_work *w, stf_channel_pref pref)
     return w->recovered;
 }
 
+/* The marker recovered from the layer's tensor-marker bytes, or NULL. */
+const stf_pyval *stf__work_recovered(stf__layer_work *w)
+{
+    if (!w->recover_tried) recover_marker(w);
+    return w->recovered;
+}
+
 /* BF16, F16 or F32. */
 int stf__dtype_is_float(stf_dtype d) { return d == STF_BF16 || d == STF_F16 || d == STF_F32; }
 

@@ -3,7 +3,8 @@
  * of one layer while its matched actions are applied (names, dtypes,
  * shapes, marker, job). Header-only actions live in plan_layer.c; the ones
  * that decode data (exclude, requantize) or rewrite markers live in
- * plan_job.c, the legacy scaled-FP8 migration in plan_legacy.c; the
+ * plan_job.c, the legacy scaled-FP8 migration in plan_legacy.c, inferred
+ * markers in plan_infer.c; the
  * helpers they use live in plan_work.c, so that plan_layer.c calls
  * plan_job.c, plan_legacy.c and plan_work.c, and those two call only
  * plan_work.c.
@@ -62,6 +63,9 @@ const char *stf__shape_text(char *buf, size_t cap, unsigned rank, const uint64_t
 void stf__slot_set_shape(stf__tensor_slot *sl, unsigned rank, const uint64_t *shape);
 /* The marker an action reads (preferred channel, else recovered from raw bytes), or NULL. */
 const stf_pyval *stf__work_marker(stf__layer_work *w, stf_channel_pref pref);
+/* The dict recovered from unusable tensor-marker bytes (trailing NULs
+ * stripped, any dtype label), or NULL; w->recover_rc says STF_ENOMEM. */
+const stf_pyval *stf__work_recovered(stf__layer_work *w);
 int stf__dtype_is_float(stf_dtype d);
 /* 1: g a power of 4; 2: a power of 2 but not of 4; 0: neither. */
 int stf__power_kind(int64_t g);
@@ -92,5 +96,12 @@ int stf__work_rewrite_format(stf__layer_work *w, const stf_action *a, stf_err *e
  * scale_input is left as it is; 0 or STF_EFORMAT (stf__work_refuse), or
  * the read error of an input scale. */
 int stf__work_migrate_scaled_fp8(stf__layer_work *w, stf_err *err);
+
+/* ------------------------------------------ inferred markers (plan_infer.c) */
+
+/* infer-marker (stfix-rules(5)): a layer whose markers all read is left as it
+ * is; 0 or STF_EFORMAT (stf__work_refuse) naming what the file leaves
+ * open and the rule that would settle it, or STF_ENOMEM. */
+int stf__work_infer_marker(stf__layer_work *w, const stf_action *a, stf_err *err);
 
 #endif

@@ -14,8 +14,10 @@
 
 /* P_FORMAT: a format name of the model's table (stf_format_name), limited
  * to the `allowed` ids when there are any. */
+/* P_ENUMSET: one name of `choices` or a sequence of them, no repeats; the
+ * values are bits, or-ed into an unsigned. */
 typedef enum ptype {
-    P_BOOL, P_ENUM, P_FORMAT, P_UINT, P_STRING, P_STRLIST, P_UINTLIST, P_TPLIST
+    P_BOOL, P_ENUM, P_FORMAT, P_UINT, P_STRING, P_STRLIST, P_UINTLIST, P_TPLIST, P_ENUMSET
 } ptype;
 
 typedef struct penum {
@@ -78,6 +80,10 @@ static const penum quant_modes[] = {
     { "cuda", STF_QMODE_CUDA }, { "fp32", STF_QMODE_FP32 }, { "eager", STF_QMODE_EAGER },
     { NULL, 0 }
 };
+static const penum infer_sources[] = {
+    { "metadata", STF_INFER_FROM_METADATA }, { "peers", STF_INFER_FROM_PEERS },
+    { "tensors", STF_INFER_FROM_TENSORS }, { NULL, 0 }
+};
 static const penum linear_dtypes[] = { { "int4", 0 }, { "int8", 1 }, { NULL, 0 } };
 static const unsigned group_sizes[] = { 16, 64, 256 };
 
@@ -108,6 +114,10 @@ static const pdesc p_set_marker[] = {
       0, 0, NO_FLAG },
     { "metadata", P_ENUM, F(set_marker.metadata), 0, meta_policies, NULL, 0, 0, NO_FLAG },
     { "prefer", P_ENUM, F(set_marker.prefer), 0, channel_prefs, NULL, 0, 0, NO_FLAG },
+    { NULL, P_BOOL, 0, 0, NULL, NULL, 0, 0, NO_FLAG }
+};
+static const pdesc p_infer[] = {
+    { "from", P_ENUMSET, F(infer_marker.from), 0, infer_sources, NULL, 0, 0, NO_FLAG },
     { NULL, P_BOOL, 0, 0, NULL, NULL, 0, 0, NO_FLAG }
 };
 static const pdesc p_cast[] = {
@@ -163,6 +173,7 @@ static const adesc actions[STF_ACT_COUNT] = {
     { "cast-scale", p_cast, 0 },         { "relabel", p_relabel, 0 },
     { "requantize", p_requant, 1 },      { "rename", p_rename, 0 },
     { "drop", p_drop, 1 },               { "migrate-scaled-fp8", p_none, 0 },
+    { "infer-marker", p_infer, 0 },
 };
 
 /* Kebab-case action name; NULL when out of range. */
@@ -225,6 +236,7 @@ static void set_defaults(stf_action *a, stf_action_kind k)
         a->params.drop.scales = 1;
         a->params.drop.markers = 1;
         break;
+    case STF_ACT_INFER_MARKER: a->params.infer_marker.from = STF_INFER_FROM_ALL; break;
     default: break; /* transpose-scale, flatten-conv, rename, migrate-scaled-fp8: no defaults */
     }
 }
@@ -362,6 +374,35 @@ static int parse_tp(stf_action *a, const pdesc *p, const stf__ynode *v, const ch
     return 0;
 }
 
+/* A P_ENUMSET value: one name or a sequence of them, each once. */
+static int parse_enumset(stf_action *a, const pdesc *p, const stf__ynode *v, const char *path,
+                         stf_recipe_diags *d)
+{
+    char exp[256];
+    snprintf(exp, sizeof exp, "one of ");
+    enum_list(p->choices, exp + 7, sizeof exp - 7);
+    size_t n = v && v->type == STF__Y_SEQ ? v->count : 1;
+    if (!v || v->type == STF__Y_MAP || n == 0 || n > STF_RULES_MAX_LIST)
+        return bad_value(d, v, path, "a name or a sequence of names");
+    unsigned *slot = (unsigned *)(void *)((char *)a + p->off);
+    *slot = 0;
+    for (size_t i = 0; i < n; i++) {
+        const stf__ynode *it = v->type == STF__Y_SEQ ? v->items[i] : v;
+        char ipath[STF__PATH_MAX];
+        if (v->type == STF__Y_SEQ) stf__path(ipath, sizeof ipath, "%s[%zu]", path, i);
+        else stf__path(ipath, sizeof ipath, "%s", path);
+        size_t j = 0;
+        while (p->choices[j].name &&
+               !(it && it->type == STF__Y_SCALAR && !strcmp(it->text, p->choices[j].name)))
+            j++;
+        if (!p->choices[j].name) return bad_value(d, it, ipath, exp);
+        unsigned bit = (unsigned)p->choices[j].value;
+        if (*slot & bit) return bad_value(d, it, ipath, "no repeated name");
+        *slot |= bit;
+    }
+    return 0;
+}
+
 static int parse_param(stf_action *a, const pdesc *p, const stf__ynode *v, const char *path,
                        stf_recipe_diags *d)
 {
@@ -408,6 +449,8 @@ static int parse_param(stf_action *a, const pdesc *p, const stf__ynode *v, const
         return parse_string((const char **)(void *)(base + p->off), v, path, d);
     case P_TPLIST:
         return parse_tp(a, p, v, path, d);
+    case P_ENUMSET:
+        return parse_enumset(a, p, v, path, d);
     case P_STRLIST:
     case P_UINTLIST: {
         int strs = p->type == P_STRLIST;

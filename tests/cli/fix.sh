@@ -365,23 +365,24 @@ refusal() { # FILE TARGET -> "RC TEXT" when the fix must refuse, else nothing
     case "$1:$2" in
     # Tensors that are not there cannot be made up: a missing scale (R12/C4);
     # an I8 weight without any marker (R10/C1: its rotation and group size
-    # are unknown).
+    # are unknown, and infer-marker names the layer).
     r12_missing_scale*:sglang) echo "1 R12" ;;
     r12_missing_scale*:comfyui) echo "1 C4" ;;
-    r10_no_marker*:sglang) echo "1 R10" ;;
-    r10_no_marker*:comfyui) echo "1 C1" ;;
-    r09_mxfp8_shape*:comfyui) echo "1 C1" ;;
+    r10_no_marker*:*) echo "2 infer-marker: the layer has no marker and the file does not determine it" ;;
+    # An F8_E4M3 weight with a U8 scale of the wrong shape for MXFP8: its
+    # tensors fit no format.
+    r09_mxfp8_shape*:comfyui) echo "2 its tensors fit no format" ;;
     # U8 weights become I8 only on an explicit recipe assertion (storage-dtype-mismatch, relabel).
     r14_weight_u8*:sglang) echo "1 R14" ;;
     r14_weight_u8*:comfyui) echo "1 C10" ;;
-    # A marker whose JSON is not an object gives no format to normalise; the
-    # recipe would have to name one.
-    r07_marker_not_object*:*) echo "2 the layer has no usable marker" ;;
+    # A marker whose JSON is not an object gives no format to normalise, and
+    # the file holds no other marker: the recipe would have to name one.
+    r07_marker_not_object*:*) echo "2 infer-marker: the marker cannot be read and the file does not determine it" ;;
     # MXFP8 synthesised from quant_format with a scale of the wrong shape:
     # nothing tells the block layout, so nothing is decoded (R9).
     # quant_format=mxfp8 is never written (stfix-defects(7), MARKER CHANNELS), so its synthesised
     # markers go with it and the incompatible F8 weight is left unmarked.
-    r09_mxfp8_shape*:sglang) echo "1 R10" ;;
+    r09_mxfp8_shape*:sglang) echo "2 its tensors fit no format" ;;
     # Two spellings of one layer need model-specific fusion (split-qkv, R20).
     r20_collision*:sglang) echo "1 R20" ;;
     # W4A8 and NVFP4 payloads are not among the formats requantize decodes

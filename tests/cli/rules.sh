@@ -11,8 +11,8 @@ t_run "lint all bundled" 0 "$STFIX" rules lint rules/sglang-int8-convrot.yaml \
     rules/comfyui-int8-convrot.yaml rules/repair-scales.yaml \
     rules/exclude-conv-and-embeddings.yaml rules/quantize-int8-convrot.yaml
 cat >"$T_TMP/ok.txt" <<'EOF2'
-rules/sglang-int8-convrot.yaml: ok (17 rules)
-rules/comfyui-int8-convrot.yaml: ok (24 rules)
+rules/sglang-int8-convrot.yaml: ok (19 rules)
+rules/comfyui-int8-convrot.yaml: ok (25 rules)
 rules/repair-scales.yaml: ok (4 rules)
 rules/exclude-conv-and-embeddings.yaml: ok (3 rules)
 rules/quantize-int8-convrot.yaml: ok (3 rules)
@@ -40,7 +40,7 @@ cat >"$T_TMP/broken.err" <<EOF2
 $T_TMP/broken.yaml:10:7: rules[1].match: unknown key 'dtyp' (expected one of: prefix, regex, weight, weight_dtype, shape, scale, scale_dtype, scale_shape, marker, format, probe, rotation, parallel, not)
 $T_TMP/broken.yaml:11:22: rules[1].match.shape: invalid predicate 'K % 16 = 0': unexpected '= 0'
 $T_TMP/broken.yaml:13:27: rules[1].do[0].exclude.dtype: expected one of BF16, F16, F32, source, got 'F8'
-$T_TMP/broken.yaml:14:9: rules[1].do[1]: unknown action 'requant' (expected one of: reshape-scale, transpose-scale, flatten-conv, exclude, rewrite-format, set-marker, cast-scale, relabel, requantize, rename, drop, migrate-scaled-fp8)
+$T_TMP/broken.yaml:14:9: rules[1].do[1]: unknown action 'requant' (expected one of: reshape-scale, transpose-scale, flatten-conv, exclude, rewrite-format, set-marker, cast-scale, relabel, requantize, rename, drop, migrate-scaled-fp8, infer-marker)
 EOF2
 t_run "broken recipe" 2 "$STFIX" rules lint "$T_TMP/broken.yaml"
 if cmp -s "$T_ERR" "$T_TMP/broken.err"; then t_ok "broken recipe: stderr"

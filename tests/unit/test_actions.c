@@ -83,6 +83,8 @@ static void test_names(void **state)
     assert_int_equal(stf_action_is_terminal(STF_ACT_CAST_SCALE), 0);
     assert_string_equal(stf_action_name(STF_ACT_MIGRATE_SCALED_FP8), "migrate-scaled-fp8");
     assert_int_equal(stf_action_is_terminal(STF_ACT_MIGRATE_SCALED_FP8), 0);
+    assert_string_equal(stf_action_name(STF_ACT_INFER_MARKER), "infer-marker");
+    assert_int_equal(stf_action_is_terminal(STF_ACT_INFER_MARKER), 0);
     assert_int_equal(stf_action_is_terminal(STF_ACT_COUNT), 0);
 }
 
@@ -97,6 +99,7 @@ static void test_union_layout(void **state)
         { MEMBER(exclude) },       { MEMBER(rewrite_format) },  { MEMBER(set_marker) },
         { MEMBER(cast_scale) },    { MEMBER(relabel) },         { MEMBER(requantize) },
         { MEMBER(rename) },        { MEMBER(drop) },            { MEMBER(migrate_scaled_fp8) },
+        { MEMBER(infer_marker) },
     };
 #undef MEMBER
     size_t largest = 0, sum = 0;
@@ -262,6 +265,15 @@ static void test_single_forms(void **state)
     assert_string_equal(p.v[0].params.rename.from, "");
     assert_string_equal(p.v[0].params.rename.to, "model.diffusion_model.");
     parsed_free(&p);
+    /* infer-marker's from: all three sources, one, or a list of them. */
+    p = parse_do("[infer-marker, {infer-marker: {from: peers}}, "
+                 "{infer-marker: {from: [tensors, metadata]}}]");
+    expect_ok(&p, 3);
+    assert_int_equal(p.v[0].kind, STF_ACT_INFER_MARKER);
+    unsigned want[3] = { STF_INFER_FROM_ALL, STF_INFER_FROM_PEERS,
+                         STF_INFER_FROM_TENSORS | STF_INFER_FROM_METADATA };
+    for (size_t i = 0; i < 3; i++) assert_int_equal(p.v[i].params.infer_marker.from, want[i]);
+    parsed_free(&p);
 }
 
 static void test_problems(void **state)
@@ -270,7 +282,20 @@ static void test_problems(void **state)
     expect_problem("requant",
                    "a.yaml:1:1: rules[0].do: unknown action 'requant' (expected one of: "
                    "reshape-scale, transpose-scale, flatten-conv, exclude, rewrite-format, "
-                   "set-marker, cast-scale, relabel, requantize, rename, drop, migrate-scaled-fp8)");
+                   "set-marker, cast-scale, relabel, requantize, rename, drop, migrate-scaled-fp8, "
+                   "infer-marker)");
+    expect_problem("{infer-marker: {from: bytes}}",
+                   "a.yaml:1:23: rules[0].do.infer-marker.from: expected one of metadata, peers, "
+                   "tensors, got 'bytes'");
+    expect_problem("{infer-marker: {from: [peers, metadata, peers]}}",
+                   "a.yaml:1:41: rules[0].do.infer-marker.from[2]: expected no repeated name, got "
+                   "'peers'");
+    expect_problem("{infer-marker: {from: []}}",
+                   "a.yaml:1:23: rules[0].do.infer-marker.from: expected a name or a sequence of "
+                   "names, got a sequence");
+    expect_problem("{infer-marker: {format: nvfp4}}",
+                   "a.yaml:1:17: rules[0].do.infer-marker: unknown parameter 'format' (expected "
+                   "one of: from)");
     expect_problem("[]", "a.yaml:1:1: rules[0].do: expected at least one action");
     expect_problem("{exclude: {}, drop: {}}",
                    "a.yaml:1:1: rules[0].do: expected an action name or a one-key mapping "

@@ -357,7 +357,7 @@ static void test_bundled_recipes_on_broken(void **state)
     static const char *const int8_broken[] = {
         "r01_meta_not_json", "r02_meta_not_object", "r03_meta_no_layers",
         "r04_meta_layer_string", "r05_conflict", "r06_marker_nul", "r08_marker_bf16",
-        "r10_no_marker", "r12_missing_scale", "r12_missing_weight", "r13_tensorwise_3d",
+        "r12_missing_scale", "r12_missing_weight", "r13_tensorwise_3d",
         "r14_scale_bf16", "r15_flat_scale_square", "r15_grouped_scale", "r16_w4a4_scale_f16",
         "r17_w4a4_scale_2d", "r18_w4a4_g128", "r19_w4a4_k96", "r20_collision",
         "r23_convrot_int", "r23_no_convrot", "r23_params_nested", "r24_g128",
@@ -388,10 +388,21 @@ static void test_refusals_name_layer_and_rule(void **state)
                                  "layers); exclude needs the original weights");
     assert_int_equal(plan_file("rules/sglang-int8-convrot.yaml",
                                FIX "r07_marker_not_object.safetensors", &err), STF_EFORMAT);
-    assert_string_equal(err.msg, "layer 'blocks.0.attn.qkv': rule 'normalise-markers' (recipe "
-                                 "line 122): set-marker: the layer has no usable marker (not a "
-                                 "JSON object) and the action names no format; give set-marker "
-                                 "a format");
+    assert_string_equal(err.msg, "layer 'blocks.0.attn.qkv': rule 'infer-markers' (recipe line "
+                                 "132): infer-marker: the marker cannot be read and the file does "
+                                 "not determine it (_quantization_metadata does not list the "
+                                 "layer; no readable marker of the file fits its tensors; its "
+                                 "tensors fit int8_tensorwise but do not tell its rotation or "
+                                 "group size); settle it with a rule for this layer, ahead of "
+                                 "this one, that does set-marker: {format: int8_tensorwise}");
+    /* An I8 weight without any marker: its rotation and group size are
+     * unknown (the sglang and comfyui recipes). */
+    for (size_t r = 0; r < 2; r++) {
+        assert_int_equal(plan_file(recipes[r], FIX "r10_no_marker.safetensors", &err),
+                         STF_EFORMAT);
+        assert_non_null(strstr(err.msg, "infer-marker: the layer has no marker and the file does "
+                                        "not determine it"));
+    }
 }
 
 /* A regular rotation above 1024 (a power of 4: 4096) is refused by the
