@@ -225,7 +225,9 @@ static int print_human(FILE *o, const fix_args *a, const char *out, const stf_re
     if (a->show_tp) cli_tp_describe(o, &a->tp);
     for (size_t i = 0; i < nl; i++) {
         const stf_plan_layer_info *l = stf_plan_layer(p, i);
-        if (!l->changed) continue;
+        /* A layer a rule selected is listed also when the rule changed
+         * nothing: its summary says so ("marker already canonical"). */
+        if (!l->changed && !l->nrules) continue;
         /* A renamed layer shows both names, as `stfix plan` does; otherwise a
          * layer merged into another would be listed under the target's name. */
         fputs("  ", o);

@@ -383,6 +383,16 @@ done:
     return rc;
 }
 
+
+/* The run's options and its embedded writer options are of a layout this
+ * library reads. */
+static int opts_known(const stf_run_opts *o, stf_err *err)
+{
+    int rc = stf__opts_version(err, o->version, STF_RUN_OPTS_VERSION, "stf_run_opts");
+    if (!rc)
+        rc = stf__opts_version(err, o->write.version, STF_WRITE_OPTS_VERSION, "stf_write_opts");
+    return rc;
+}
 /* One run of the plan; *redo set (and nothing kept) when a verdict the
  * plan assumed is not the one measured, whose verdicts are then in gs. */
 static int run_once(stf_run_report **out, const stf_plan *p, const char *out_path,
@@ -406,10 +416,7 @@ static int run_once(stf_run_report **out, const stf_plan *p, const char *out_pat
         stf_run_opts_init(&defaults);
         o = &defaults;
     }
-    if ((rc = stf__opts_version(err, o->version, STF_RUN_OPTS_VERSION, "stf_run_opts")) ||
-        (rc = stf__opts_version(err, o->write.version, STF_WRITE_OPTS_VERSION,
-                                "stf_write_opts")))
-        return rc;
+    if ((rc = opts_known(o, err))) return rc;
     rc = report_new(&rep, err);
     if (rc) goto done;
     for (size_t j = 0; j < p->njobs; j++)
@@ -578,7 +585,13 @@ static int run_untouched(stf_run_report **out, const stf_plan *p, const char *in
 int stf_plan_run(stf_run_report **out, const stf_plan *p, const char *out_path,
                  const stf_run_opts *o, stf_err *err)
 {
-    if (p && out_path && o && o->version >= 1 && o->write.replace_input && !p->changed &&
+    if (out) *out = NULL;
+    /* Unknown layouts are refused before their fields are read. */
+    if (o) {
+        int rc = opts_known(o, err);
+        if (rc) return rc;
+    }
+    if (p && out_path && o && o->write.replace_input && !p->changed &&
         stf_ckpt_shard_count(p->c) == 1)
         return run_untouched(out, p, out_path, o, err);
     return plan_run(out, p, out_path, o, NULL, 0, err);

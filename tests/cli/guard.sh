@@ -214,7 +214,9 @@ mkdir -p "$D/chg"
 changed_while_read() { # NAME IN OUT CMD...
     _name=$1 _in=$2 _out=$3
     shift 3
-    cp fixtures/comfy/healthy_int8_g64.safetensors "$_in"
+    # An input the recipe changes (its BF16 scale is widened), so that even
+    # --in-place has an output to withhold.
+    cp fixtures/comfy/r14_scale_bf16.safetensors "$_in"
     touch -d @1000000000 "$_in"
     rm -f "$D/chg/go" "$D/chg/go.held"
     python3 tests/cli/hold_lock.py "$_out" --until "$D/chg/go" &

@@ -18,7 +18,9 @@ grep -v '^kind:' rules/sglang-int8-convrot.yaml >"$D/convrot.yaml"
 t_run "healthy fix" 0 "$STFIX" fix "$G64" -r "$D/convrot.yaml" -o "$D/g64.safetensors"
 t_stdout_has "healthy fix" "layers: 0 changed, 2 unchanged"
 t_stdout_has "healthy fix" "unchanged: the recipe changes nothing; the output is the input's bytes"
-t_true "healthy fix: no layer listed" sh -c "! grep -q 'normalise-markers' '$T_OUT'"
+# The rules that selected the layer are listed, and say they changed nothing.
+t_stdout_has "healthy fix" "  blocks.0.attn.qkv: infer-markers, normalise-markers -> marker already canonical (int8_tensorwise)"
+t_true "healthy fix: nothing claimed" sh -c "! grep -q -- '-> marker canonical' '$T_OUT'"
 t_stderr_is "healthy fix" "stfix: fix: the recipe changes nothing in $G64; the output is its bytes, unstamped (--fail-if-unchanged refuses this)"
 t_true "healthy fix: output is the input's bytes" cmp "$G64" "$D/g64.safetensors"
 t_run "healthy fix --fail-if-unchanged" 1 "$STFIX" fix "$G64" -r "$D/convrot.yaml" \
