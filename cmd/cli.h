@@ -164,6 +164,15 @@ void cli_progress_source(cli_progress *p, const stf_ckpt *c, const char *spool_d
 void cli_progress_clear(cli_progress *p);
 /* Clear the line (if one was drawn) and free p. */
 void cli_progress_end(cli_progress *p);
+/* cli_progress_clear of the line started last and not yet ended, for a
+ * message that does not know it (a callback's). */
+void cli_progress_clear_current(void);
+
+/* cli_wait.c: main installs, for the run of `verb`, the library's
+ * lock-wait hook: when a writer waits for an output another run is
+ * writing, "stfix: VERB: waiting for OUT, locked by another stfix run..."
+ * goes to stderr, on a terminal (unless -q) and always with -v. */
+void cli_wait_install(const char *verb);
 
 /* cli_opts.c: one declarative table of options per command, which drives
  * both the parsing (getopt_long underneath) and the --help text. */

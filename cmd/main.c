@@ -76,6 +76,7 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     cli_run_begin(cmd->name, cmd->json && wants_json(argc - 1, argv + 1));
+    cli_wait_install(cmd->name);
     const char *simd = getenv("STFIX_SIMD");
     if (simd && *simd) {
         stf_simd s;
