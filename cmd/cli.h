@@ -84,7 +84,8 @@ int cli_report_silent(const stf_err *err);
 void cli_run_begin(const char *verb, int json);
 
 /* The command's input path as given, for the JSON error ("file"); borrowed
- * (argv). Not called: "file" is null. */
+ * (argv). Not called: "file" is null. A command that reads several files
+ * calls it again before each, so that "file" names the one that failed. */
 void cli_run_input(const char *path);
 
 /* main: end the run with `status` and return it. When the run asked for

@@ -237,6 +237,17 @@ t_json_error "fix --json output names a directory" "$ok_in" fix 3 null null STF_
 t_run "fix --json output is the input" 3 "$STFIX" fix "$o" -r $R/cast-scale.yaml -o "$o" --json
 t_json_error "fix --json output is the input" "$o" fix 3 null null STF_EINVAL \
     "$o: the output would overwrite the input file '$o'; choose another output path"
+# verify reads a recipe and an input besides its OUT: "file" names the one
+# that failed, not OUT.
+t_run "verify --json missing input" 2 "$STFIX" verify --json "$D/v.safetensors" --from "$D/none.safetensors" -r $R/cast-scale.yaml
+t_json_error "verify --json missing input" "$D/none.safetensors" verify 2 null null STF_ENOTFOUND \
+    "$D/none.safetensors: cannot open: No such file or directory"
+t_run "verify --json missing recipe" 2 "$STFIX" verify "$D/v.safetensors" --from "$ok_in" -r "$D/none.yaml" --json
+t_json_error "verify --json missing recipe" "$D/none.yaml" verify 2 null null STF_ENOTFOUND \
+    "$D/none.yaml: cannot open: No such file or directory"
+t_run "verify --json unreadable input" 4 "$STFIX" verify "$D/v.safetensors" --from "$D/adir" -r $R/cast-scale.yaml --json
+t_json_error "verify --json unreadable input" "$D/adir" verify 4 null null STF_EIO \
+    "$D/adir: cannot read: Is a directory"
 # Usage errors too, also when --json comes after the bad option.
 t_run "fix --json bad flag" 3 "$STFIX" fix "$ok_in" --frobnicate --json
 t_json_error "fix --json bad flag" "$ok_in" fix 3 null null null "unknown option '--frobnicate'"
