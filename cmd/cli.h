@@ -471,6 +471,37 @@ int cli_json_print(FILE *o, cJSON *doc);
  * rule, offset and code are null when `err` has none. */
 void cli_json_error(FILE *o, const char *verb, const char *file, int status, const stf_err *err);
 
+/* cli_json_out.c: the --json documents of the commands that write files
+ * (stfix(1), JSON OUTPUT). Each prints one document and a newline to o:
+ * 0, or -1 when out of memory (nothing printed). A sharded output is
+ * described from the index at its path. */
+/* rewrite: {"input", "output", "tensors", "zstd": null|{"level", "grouped",
+ * "verified"}, "files": [{"path", "bytes"}]}; out is the index for a
+ * sharded output; wo as the rewrite used it. */
+int cli_json_rewrite(FILE *o, const char *in, const char *out, size_t tensors,
+                     const stf_write_opts *wo);
+/* compress and decompress: {"input", "output", "bytes_in", "bytes_out",
+ * "files": [{"input", "output", "bytes_in", "bytes_out"}]}: an index's
+ * shards paired by the tensors they hold, then the file or index itself. */
+int cli_json_zstd(FILE *o, const char *in, const char *out);
+/* What a batch did, for its summary document. */
+typedef struct cli_batch_failure {
+    const char *input, *error; /* error: "RULE: message", or NULL */
+} cli_batch_failure;
+typedef struct cli_batch_summary {
+    size_t checkpoints, kept;    /* found (this share), taken from the report by --resume */
+    size_t count[4];             /* by stf_batch_status */
+    unsigned long long bytes_read, bytes_written;
+    const char *report;          /* the JSON Lines report, NULL for none */
+    int exit;                    /* the batch's exit status */
+    const cli_batch_failure *failed;
+    size_t nfailed;
+} cli_batch_summary;
+/* batch: {"checkpoints", "resumed", "status": {"fixed", "compliant",
+ * "failed", "skipped"}, "bytes_read", "bytes_written", "report", "exit",
+ * "failed": [{"input", "error"}]}. */
+int cli_json_batch(FILE *o, const cli_batch_summary *s);
+
 /* cli_verify.c: one verification of an output (stfix verify, batch --verify). */
 typedef struct cli_verify_args {
     const char *out, *in, *recipe;

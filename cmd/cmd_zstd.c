@@ -1,7 +1,7 @@
 /*
  * stfix compress IN [-o OUT] [--grouped] [--level N] [--frame SIZE]
- *                [--verify] [-j N] [--no-wait]
- * stfix decompress IN [-o OUT] [--no-wait]
+ *                [--verify] [-j N] [--no-wait] [--json]
+ * stfix decompress IN [-o OUT] [--no-wait] [--json]
  *
  * Whole files and sharded checkpoints to and from the zstd seekable format
  * (stfix(1), COMPRESSED FILES), their bytes kept exactly. Without -o a
@@ -41,7 +41,7 @@ static char *default_out(const char *in, int compress, const char *suf)
 static int zrun(int argc, char **argv, int compress)
 {
     const char *verb = compress ? "compress" : "decompress", *out = NULL;
-    int grouped = 0, verify = 0, no_wait = 0, level = 3, threads = 0, nargs = 0;
+    int grouped = 0, verify = 0, no_wait = 0, level = 3, threads = 0, nargs = 0, json = 0;
     unsigned long long frame = 0;
     const cli_opt copts[] = {
         { .kind = CLI_ARG, .metavar = "IN",
@@ -63,6 +63,9 @@ static int zrun(int argc, char **argv, int compress)
                   "the output bytes do not depend on N" },
         { .name = "no-wait", .kind = CLI_FLAG, .target = &no_wait,
           .help = "fail at once if another stfix run is writing OUT" },
+        { .name = "json", .kind = CLI_FLAG, .target = &json,
+          .help = "one JSON document on stdout instead of the line\n"
+                  "(each file read and written, with their sizes)" },
     };
     const cli_opt dopts[] = {
         { .kind = CLI_ARG, .metavar = "IN",
@@ -72,11 +75,14 @@ static int zrun(int argc, char **argv, int compress)
                   "for an index: the new index, required)" },
         { .name = "no-wait", .kind = CLI_FLAG, .target = &no_wait,
           .help = "fail at once if another stfix run is writing OUT" },
+        { .name = "json", .kind = CLI_FLAG, .target = &json,
+          .help = "one JSON document on stdout instead of the line\n"
+                  "(each file read and written, with their sizes)" },
     };
     const cli_cmd cmd = {
         .verb = verb,
         .synopsis = compress ? "compress IN [-o OUT] [--grouped] [--level N] [options]"
-                             : "decompress IN [-o OUT] [--no-wait]",
+                             : "decompress IN [-o OUT] [--no-wait] [--json]",
         .opts = compress ? copts : dopts,
         .nopts = compress ? sizeof copts / sizeof copts[0] : sizeof dopts / sizeof dopts[0],
         .input_arg = 1
@@ -113,8 +119,10 @@ static int zrun(int argc, char **argv, int compress)
         rc = stf_zstd_decompress(in, out, &wo, &err);
     stf_pool_free(pool);
     if (rc) ex = cli_report(verb, &err);
+    else if (json && cli_json_zstd(stdout, in, out))
+        ex = cli_report_code(verb, STF_ENOMEM);
     else {
-        cli_textf(stdout, "wrote %s\n", out);
+        if (!json) cli_textf(stdout, "wrote %s\n", out);
         ex = cli_stdout_flush(verb);
         if (ex < 0) ex = EXIT_OK_;
     }
