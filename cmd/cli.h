@@ -282,6 +282,11 @@ int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_
  * path of cli_rules_path_get (as -r NAME is): 0 or the library's code. */
 int cli_recipe_load_file(stf_recipe **out, stf_recipe_diags **d, const char *path, stf_err *err);
 
+/* Why cli_recipe_load_file failed, printed: each problem of d as
+ * FILE:LINE:COL: message, one a line (or, d NULL, err for `verb`); err is
+ * kept as the run's error and its exit status comes back. */
+int cli_recipe_problems(const char *verb, const stf_recipe_diags *d, const stf_err *err);
+
 /* Load the recipe at `path` (cli_recipe_load_file). -1 when it is loaded in *out; otherwise every
  * problem is printed (FILE:LINE:COL: message, one a line, or the error for
  * `verb`), the first is kept as the run's error, and its exit status comes
@@ -501,6 +506,17 @@ typedef struct cli_batch_summary {
  * "failed", "skipped"}, "bytes_read", "bytes_written", "report", "exit",
  * "failed": [{"input", "error"}]}. */
 int cli_json_batch(FILE *o, const cli_batch_summary *s);
+
+/* cli_json_rules.c: the --json documents of `stfix rules` (stfix(1), JSON
+ * OUTPUT); each 0, or -1 when out of memory (nothing printed). */
+/* rules lint: each of paths[0..n) linted (its problems on stderr as
+ * without --json, the first kept as the run's error), then {"files":
+ * [{"file", "exit", "rules", "sha256", "findings": [{"file", "line",
+ * "col", "severity", "message"}]}]} on o; *worst: the highest status. */
+int cli_json_rules_lint(FILE *o, char *const *paths, size_t n, int *worst);
+/* rules show: {"recipe": arg, "files", "rules", "description", "sha256",
+ * "text"} of the recipe r loaded from arg. */
+int cli_json_rules_show(FILE *o, const char *arg, const stf_recipe *r);
 
 /* cli_verify.c: one verification of an output (stfix verify, batch --verify). */
 typedef struct cli_verify_args {
