@@ -99,7 +99,8 @@ t_absent "bad manifest: nothing written" out6
 t_run "no -o" 3 "$S" batch -r recipe.yaml zoo
 t_run "inputs and a manifest" 3 "$S" batch -r recipe.yaml -o x --manifest manifest.jsonl zoo
 t_run "no recipe" 3 "$S" batch -o x zoo
-t_run "missing input" 4 "$S" batch -r recipe.yaml -o x nothere
+# A missing input is the user's to correct (2), as for every command.
+t_run "missing input" 2 "$S" batch -r recipe.yaml -o x nothere
 
 # batch --verify re-checks every fixed line of a report.
 t_run "batch --verify" 0 "$S" batch --verify out/stfix-report.jsonl
