@@ -4,10 +4,12 @@
  * resolved text whose SHA-256 the output is stamped with.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "rules/rules_internal.h"
 
@@ -18,9 +20,20 @@ int stf__read_small_file(char **buf, size_t *len, const char *path, const char *
 {
     *buf = NULL;
     *len = 0;
-    FILE *f = fopen(path, "rb");
+    /* Opened without blocking: fopen would wait on a FIFO for a writer that
+     * may never come. Like a checkpoint, a recipe is read from a file (a
+     * directory fails at its read), not a FIFO, socket or device. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    int e = fd < 0 ? errno : fstat(fd, &st) ? errno : 0;
+    if (!e && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        close(fd);
+        return stf__err(err, STF_EIO, "%s: cannot read: not a regular file", path);
+    }
+    FILE *f = e ? NULL : fdopen(fd, "rb");
     if (!f) {
-        int e = errno;
+        if (!e) e = errno;
+        if (fd >= 0) close(fd);
         return stf__err(err, e == ENOENT ? STF_ENOTFOUND : STF_EIO, "%s: cannot open: %s", path,
                         strerror(e));
     }
