@@ -117,7 +117,12 @@ t_run "compress 4 (output locked)" 4 $HOLD "$D/c2.safetensors.zst" \
 printf 'not zstd' >"$D/junk.safetensors.zst"
 t_run "decompress 0" 0 "$STFIX" decompress "$D/c.safetensors.zst" -o "$D/d.safetensors"
 t_run "decompress 2" 2 "$STFIX" decompress "$D/junk.safetensors.zst" -o "$D/d2.safetensors"
+t_is "decompress 2 (missing)" 2 "stfix: decompress: $D/none.safetensors.zst: cannot open: No such file or directory" \
+    "$STFIX" decompress "$D/none.safetensors.zst"
 t_run "decompress 3" 3 "$STFIX" decompress "$ok"
+mkfifo "$D/fifo.safetensors.zst"
+t_is "decompress 4 (a FIFO)" 4 "stfix: decompress: $D/fifo.safetensors.zst: cannot read: not a regular file" \
+    t_capped "$STFIX" decompress "$D/fifo.safetensors.zst" -o "$D/d3.safetensors"
 t_run "decompress 4 (output locked)" 4 $HOLD "$D/d2.safetensors" \
     "$STFIX" decompress "$D/c.safetensors.zst" -o "$D/d2.safetensors" --no-wait
 
