@@ -89,7 +89,7 @@ int cmd_rewrite(int argc, char **argv)
     };
     const cli_cmd cmd = {
         .verb = "rewrite",
-        .synopsis = "rewrite IN -o OUT [--max-shard-size SIZE] [--strict] [--no-wait] [--json]\n"
+        .synopsis = "rewrite IN -o OUT [--max-shard-size SIZE] [--strict] [--no-wait]\n"
                     "rewrite IN -o OUT --zstd[=LEVEL] [--zstd-...] [-j N] [options]",
         .opts = opts, .nopts = sizeof opts / sizeof opts[0], .input_arg = 1
     };

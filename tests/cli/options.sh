@@ -51,7 +51,8 @@ t_help_lists "inspect --help" inspect "--json" "--strict"
 t_help_lists "check --help" check "--target TARGET" "--numeric" "-j, --jobs N" "--json" \
     "--tp T[,T...]" "--tp-profile NAME"
 t_help_lists "rewrite --help" rewrite "-o, --output OUT" "--max-shard-size SIZE" "--strict" \
-    "--no-wait" "-j, --jobs N" "--zstd[=LEVEL]" "--zstd-frame SIZE" "--zstd-grouped" "--zstd-verify"
+    "--no-wait" "-j, --jobs N" "--json" "--zstd[=LEVEL]" "--zstd-frame SIZE" "--zstd-grouped" \
+    "--zstd-verify"
 t_help_lists "plan --help" plan "-r, --recipe RECIPE" "--quant-mode MODE" "-j, --jobs N" "--json" \
     "--tp-profile NAME"
 t_help_lists "fix --help" fix "-r, --recipe RECIPE" "-o, --output OUT" "--in-place" "-j, --jobs N" \
@@ -59,11 +60,11 @@ t_help_lists "fix --help" fix "-r, --recipe RECIPE" "-o, --output OUT" "--in-pla
     "--max-mem SIZE" "--no-wait" "--fail-if-unchanged" "--json" "--tp-profile NAME" \
     "--zstd[=LEVEL]" "--zstd-frame SIZE" "--zstd-grouped" "--zstd-verify"
 t_help_lists "compress --help" compress "-o, --output OUT" "--grouped" "-l, --level N" \
-    "--frame SIZE" "--verify" "-j, --jobs N" "--no-wait"
-t_help_lists "decompress --help" decompress "-o, --output OUT" "--no-wait"
+    "--frame SIZE" "--verify" "-j, --jobs N" "--no-wait" "--json"
+t_help_lists "decompress --help" decompress "-o, --output OUT" "--no-wait" "--json"
 t_help_lists "rules list --help" "rules list" "--json"
-t_help_lists "rules lint --help" "rules lint"
-t_help_lists "rules show --help" "rules show"
+t_help_lists "rules lint --help" "rules lint" "--json"
+t_help_lists "rules show --help" "rules show" "--json"
 t_help_lists "diff --help" diff "--numeric" "-j, --jobs N" "--max-mem SIZE" "--json"
 t_help_lists "explain --help" explain "--list" "--json"
 t_help_lists "stfix --help" ""
