@@ -217,16 +217,24 @@ static pid_t holder(const char *path, int ready, int go)
     _exit(stf_writer_commit(w, &err) ? 4 : 0);
 }
 
+/* A holder of `path` (pipes ready and go made here), once it holds the lock. */
+static pid_t held(const char *path, int ready[2], int go[2])
+{
+    assert_int_equal(pipe(ready), 0);
+    assert_int_equal(pipe(go), 0);
+    pid_t pid = holder(path, ready[1], go[0]);
+    char b;
+    assert_int_equal(read(ready[0], &b, 1), 1);
+    return pid;
+}
+
 static void test_lock(void **state)
 {
     (void)state;
     int ready[2], go[2];
-    assert_int_equal(pipe(ready), 0);
-    assert_int_equal(pipe(go), 0);
     const char *path = st_in_dir("locked.safetensors");
-    pid_t pid = holder(path, ready[1], go[0]);
+    pid_t pid = held(path, ready, go);
     char b;
-    assert_int_equal(read(ready[0], &b, 1), 1);
 
     /* No wait: refused at once, naming the output. */
     stf_write_opts o = guard_opts(NULL, 0);
@@ -297,12 +305,8 @@ static void test_lock_wait_hook(void **state)
 {
     (void)state;
     int ready[2], go[2];
-    assert_int_equal(pipe(ready), 0);
-    assert_int_equal(pipe(go), 0);
     const char *path = st_in_dir("locked.safetensors");
-    pid_t pid = holder(path, ready[1], go[0]);
-    char b;
-    assert_int_equal(read(ready[0], &b, 1), 1);
+    pid_t pid = held(path, ready, go);
     memset(&waited, 0, sizeof waited);
     waited.go = go[1];
     stf_set_lock_wait_hook(on_wait, &waited);
