@@ -85,7 +85,8 @@ int cli_report_silent(const stf_err *err);
 void cli_run_begin(const char *verb, int json);
 
 /* The command's input path as given, for the JSON error ("file"); borrowed
- * (argv). Not called: "file" is null. */
+ * (argv). Not called: "file" is null. A command that reads several files
+ * calls it again before each, so that "file" names the one that failed. */
 void cli_run_input(const char *path);
 
 /* main: end the run with `status` and return it. When the run asked for
@@ -165,6 +166,15 @@ void cli_progress_source(cli_progress *p, const stf_ckpt *c, const char *spool_d
 void cli_progress_clear(cli_progress *p);
 /* Clear the line (if one was drawn) and free p. */
 void cli_progress_end(cli_progress *p);
+/* cli_progress_clear of the line started last and not yet ended, for a
+ * message that does not know it (a callback's). */
+void cli_progress_clear_current(void);
+
+/* cli_wait.c: main installs, for the run of `verb`, the library's
+ * lock-wait hook: when a writer waits for an output another run is
+ * writing, "stfix: VERB: waiting for OUT, locked by another stfix run..."
+ * goes to stderr, on a terminal (unless -q) and always with -v. */
+void cli_wait_install(const char *verb);
 
 /* cli_opts.c: one declarative table of options per command, which drives
  * both the parsing (getopt_long underneath) and the --help text. */
@@ -289,6 +299,11 @@ int cli_opt_regex_steps(const char *verb, const char *value, void *target);
       .call = cli_opt_regex_steps,                                                        \
       .help = "regex steps one plan may take, all rules and layers\n"                      \
               "together (default 100000000)" }
+
+/* Why cli_recipe_load_file failed, printed: each problem of d as
+ * FILE:LINE:COL: message, one a line (or, d NULL, err for `verb`); err is
+ * kept as the run's error and its exit status comes back. */
+int cli_recipe_problems(const char *verb, const stf_recipe_diags *d, const stf_err *err);
 
 /* Load the recipe at `path` (cli_recipe_load_file). -1 when it is loaded in *out; otherwise every
  * problem is printed (FILE:LINE:COL: message, one a line, or the error for
@@ -505,6 +520,48 @@ int cli_json_print(FILE *o, cJSON *doc);
  *            "code": "STF_E..."|null}} and a newline. `file` may be NULL;
  * rule, offset and code are null when `err` has none. */
 void cli_json_error(FILE *o, const char *verb, const char *file, int status, const stf_err *err);
+
+/* cli_json_out.c: the --json documents of the commands that write files
+ * (stfix(1), JSON OUTPUT). Each prints one document and a newline to o:
+ * 0, or -1 when out of memory (nothing printed). A sharded output is
+ * described from the index at its path. */
+/* rewrite: {"input", "output", "tensors", "zstd": null|{"level", "grouped",
+ * "verified"}, "files": [{"path", "bytes"}]}; out is the index for a
+ * sharded output; wo as the rewrite used it. */
+int cli_json_rewrite(FILE *o, const char *in, const char *out, size_t tensors,
+                     const stf_write_opts *wo);
+/* compress and decompress: {"input", "output", "bytes_in", "bytes_out",
+ * "files": [{"input", "output", "bytes_in", "bytes_out"}]}: an index's
+ * shards paired by the tensors they hold, then the file or index itself. */
+int cli_json_zstd(FILE *o, const char *in, const char *out);
+/* What a batch did, for its summary document. */
+typedef struct cli_batch_failure {
+    const char *input, *error; /* error: "RULE: message", or NULL */
+} cli_batch_failure;
+typedef struct cli_batch_summary {
+    size_t checkpoints, kept;    /* found (this share), taken from the report by --resume */
+    size_t count[4];             /* by stf_batch_status */
+    unsigned long long bytes_read, bytes_written;
+    const char *report;          /* the JSON Lines report, NULL for none */
+    int exit;                    /* the batch's exit status */
+    const cli_batch_failure *failed;
+    size_t nfailed;
+} cli_batch_summary;
+/* batch: {"checkpoints", "resumed", "status": {"fixed", "compliant",
+ * "failed", "skipped"}, "bytes_read", "bytes_written", "report", "exit",
+ * "failed": [{"input", "error"}]}. */
+int cli_json_batch(FILE *o, const cli_batch_summary *s);
+
+/* cli_json_rules.c: the --json documents of `stfix rules` (stfix(1), JSON
+ * OUTPUT); each 0, or -1 when out of memory (nothing printed). */
+/* rules lint: each of paths[0..n) linted (its problems on stderr as
+ * without --json, the first kept as the run's error), then {"files":
+ * [{"file", "exit", "rules", "sha256", "findings": [{"file", "line",
+ * "col", "severity", "message"}]}]} on o; *worst: the highest status. */
+int cli_json_rules_lint(FILE *o, char *const *paths, size_t n, int *worst);
+/* rules show: {"recipe": arg, "files", "rules", "description", "sha256",
+ * "text"} of the recipe r loaded from arg. */
+int cli_json_rules_show(FILE *o, const char *arg, const stf_recipe *r);
 
 /* cli_verify.c: one verification of an output (stfix verify, batch --verify). */
 typedef struct cli_verify_args {

@@ -128,12 +128,19 @@ int cli_recipe_loaded(stf_recipe **out, const char *verb, const char *path, int 
                   stf_recipe_sha256(*out));
         return -1;
     }
-    if (!d) return cli_report(verb, &err);
+    int ex = cli_recipe_problems(verb, d, &err);
+    stf_recipe_diags_free(d);
+    return ex;
+}
+
+/* Print why a recipe did not load, keep it: the exit status; see cli.h. */
+int cli_recipe_problems(const char *verb, const stf_recipe_diags *d, const stf_err *err)
+{
+    if (!d) return cli_report(verb, err);
     /* Each problem as FILE:LINE:COL: message; err holds the first. */
     for (size_t i = 0; i < stf_recipe_diags_count(d); i++)
         cli_textf(stderr, "%s\n", stf_recipe_diags_text(d, i));
-    stf_recipe_diags_free(d);
-    return cli_report_silent(&err);
+    return cli_report_silent(err);
 }
 
 /* Flush stdout or report the write error: -1 or the exit status; see cli.h. */

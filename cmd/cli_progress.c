@@ -35,6 +35,10 @@ struct cli_progress {
 
 static int disabled;
 
+/* The line of the run, while there is one (one at a time): what a message
+ * from outside the command, such as cli_wait.c's, clears first. */
+static cli_progress *current;
+
 /* --no-progress; see cli.h. */
 void cli_progress_disable(void)
 {
@@ -63,6 +67,7 @@ cli_progress *cli_progress_start(const char *verb, const char *unit)
     p->verb = verb;
     p->unit = unit;
     p->start = now();
+    current = p;
     return p;
 }
 
@@ -190,7 +195,14 @@ void cli_progress_clear(cli_progress *p)
 void cli_progress_end(cli_progress *p)
 {
     cli_progress_clear(p);
+    if (p == current) current = NULL;
     free(p);
+}
+
+/* Clear the run's line, whichever it is; see cli.h. */
+void cli_progress_clear_current(void)
+{
+    cli_progress_clear(current);
 }
 
 /* See cli.h. */

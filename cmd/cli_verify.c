@@ -139,7 +139,12 @@ int cli_verify_one(const char *verb, const cli_verify_args *a, stf_pool *pool, F
     stf_err err;
     stf_err_clear(&err);
     int ex;
+    /* The JSON error names the file that failed: the recipe, then IN (every
+     * later error is the conversion's; what is wrong with OUT is a
+     * difference, not an error). */
+    cli_run_input(a->recipe);
     if ((ex = cli_recipe_load_arg(&rc, verb, a->recipe)) >= 0) goto done;
+    cli_run_input(a->in);
     if ((ex = cli_ckpt_open(&c, verb, a->in, NULL, NULL)) >= 0) goto done;
     stf_plan_opts po;
     stf_plan_opts_init(&po);

@@ -28,7 +28,7 @@
 
 typedef struct batch_args {
     const char *recipe, *outdir, *manifest, *report, *shard, *verify;
-    int threads, resume, link_compliant, copy_compliant, dry_run, allow_outside, no_hash;
+    int threads, resume, link_compliant, copy_compliant, dry_run, allow_outside, no_hash, json;
     unsigned long long max_mem;
     unsigned shard_k, shard_n;
     cli_zstd z;
@@ -87,7 +87,7 @@ static int set_hash(const char *verb, const char *v, void *target)
 
 static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cli_cmd **cmdp)
 {
-    static cli_opt opts[20];
+    static cli_opt opts[21];
     static cli_cmd cmd;
     memset(a, 0, sizeof *a);
     const cli_opt o[] = {
@@ -130,6 +130,9 @@ static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cl
           .help = "hash every file read and written for the report\n"
                   "(sha256 and autov2: the default), or none" },
         CLI_ZSTD_OPTS(&a->z),
+        { .name = "json", .kind = CLI_FLAG, .target = &a->json,
+          .help = "a JSON summary document on stdout (the report is\n"
+                  "still written to its file)" },
     };
     _Static_assert(sizeof o == sizeof opts, "opts holds the table");
     memcpy(opts, o, sizeof o);
@@ -140,6 +143,10 @@ static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cl
     *cmdp = &cmd;
     int ex = cli_opts_parse(&cmd, argc, argv, nargs);
     if (ex >= 0) return ex;
+    if (a->json && (a->verify || a->dry_run))
+        return cli_usage_error(&cmd, "--json does not go with %s",
+                               a->verify ? "--verify"
+                                         : "--dry-run, whose report is JSON Lines on stdout");
     if (a->verify) {
         if (*nargs || a->manifest || a->outdir)
             return cli_usage_error(&cmd, "--verify REPORT takes no inputs and no -o");
@@ -247,6 +254,31 @@ static void summary(const batch_args *a, const stf_batch_list *items, const line
             if (lines[i].err) cli_textf(stderr, ": %s", lines[i].err);
             fputs("\n", stderr);
         }
+}
+
+/* --json: the summary document on stdout, which then stands for the run's
+ * error too; -1, or the exit status of a failure to print it. */
+static int json_summary(const stf_batch_list *items, const line *lines, size_t kept,
+                        const char *report, int ex)
+{
+    cli_batch_summary s = { .checkpoints = items->n, .kept = kept, .report = report, .exit = ex };
+    cli_batch_failure *f = calloc(items->n ? items->n : 1, sizeof *f);
+    if (!f) return cli_report_code("batch", STF_ENOMEM);
+    for (size_t i = 0; i < items->n; i++) {
+        if (!lines[i].has) continue;
+        s.count[lines[i].status]++;
+        s.bytes_read += lines[i].rd;
+        s.bytes_written += lines[i].wr;
+        if (lines[i].status == STF_BATCH_FAILED)
+            f[s.nfailed++] = (cli_batch_failure){ items->v[i].input, lines[i].err };
+    }
+    s.failed = f;
+    int rc = cli_json_batch(stdout, &s);
+    free(f);
+    if (rc) return cli_report_code("batch", STF_ENOMEM);
+    cli_run_json_handled();
+    int fl = cli_stdout_flush("batch");
+    return fl >= 0 ? fl : -1;
 }
 
 /* The report, in item order, then old lines of other inputs; atomically. */
@@ -557,6 +589,10 @@ int cmd_batch(int argc, char **argv)
     for (size_t i = 0; i < items.n; i++)
         if (lines[i].has && lines[i].status == STF_BATCH_FAILED)
             ex = cli_exit_worst(ex, EXIT_FINDINGS);
+    if (a.json) {
+        int jx = json_summary(&items, lines, kept, report, ex);
+        if (jx >= 0) ex = jx;
+    }
     if (a.dry_run) {
         int fl = cli_stdout_flush("batch");
         if (fl >= 0) ex = cli_exit_worst(ex, fl);

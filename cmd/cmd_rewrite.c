@@ -1,7 +1,7 @@
 /*
  * stfix rewrite IN -o OUT [--max-shard-size SIZE] [--strict] [--no-wait]
  *               [--zstd[=LEVEL]] [--zstd-frame SIZE] [--zstd-grouped]
- *               [--zstd-verify] [-j N]
+ *               [--zstd-verify] [-j N] [--json]
  *
  * Writes IN (a file or an index with shards) in canonical form: same
  * tensors, bytes and metadata, canonical header and data order, optionally
@@ -22,8 +22,10 @@
 #include "cli.h"
 
 /* `zs`: the bytes of OUT's compressed suffix (".zst"), which the index's
- * name does not have; 0 for an uncompressed output. */
-static int verify(const char *out, int sharded, size_t zs, stf_err *err)
+ * name does not have; 0 for an uncompressed output. What was written goes
+ * to stdout, as text or (json) the JSON document of IN's rewrite by wo. */
+static int verify(const char *out, int sharded, size_t zs, const char *in,
+                  const stf_write_opts *wo, int json, stf_err *err)
 {
     char idx[4096];
     snprintf(idx, sizeof idx, "%.*s.index.json", (int)(strlen(out) - zs), out);
@@ -39,7 +41,10 @@ static int verify(const char *out, int sharded, size_t zs, stf_err *err)
             rc = STF_EFORMAT;
             break;
         }
-    if (!rc)
+    if (!rc && json && cli_json_rewrite(stdout, in, p, stf_ckpt_tensor_count(c), wo)) {
+        snprintf(err->msg, sizeof err->msg, "out of memory");
+        rc = err->code = STF_ENOMEM;
+    } else if (!rc && !json)
         cli_textf(stdout, "wrote %s: %zu tensor%s in %zu file%s\n", p,
                   stf_ckpt_tensor_count(c), stf_ckpt_tensor_count(c) == 1 ? "" : "s",
                   stf_ckpt_shard_count(c), stf_ckpt_shard_count(c) == 1 ? "" : "s");
@@ -48,7 +53,8 @@ static int verify(const char *out, int sharded, size_t zs, stf_err *err)
 }
 
 static int rewrite(const char *in, const char *out, unsigned long long max, int strict,
-                   unsigned long long max_spool, int no_wait, int threads, stf_write_opts *wo);
+                   unsigned long long max_spool, int no_wait, int threads, int json,
+                   stf_write_opts *wo);
 
 /* stfix rewrite: parse options, open, write, read back; returns the exit
  * status. */
@@ -56,7 +62,7 @@ int cmd_rewrite(int argc, char **argv)
 {
     const char *out = NULL;
     unsigned long long max = 0, max_spool = 0;
-    int strict = 0, no_wait = 0, nargs = 0, threads = 0;
+    int strict = 0, no_wait = 0, nargs = 0, threads = 0, json = 0;
     cli_zstd z = { 0 };
     const cli_opt opts[] = {
         { .kind = CLI_ARG, .metavar = "IN",
@@ -78,6 +84,9 @@ int cmd_rewrite(int argc, char **argv)
           .help = "compression threads (default: one per online core);\n"
                   "the output bytes do not depend on N" },
         CLI_SPOOL_OPT(&max_spool),
+        { .name = "json", .kind = CLI_FLAG, .target = &json,
+          .help = "one JSON document on stdout instead of the line\n"
+                  "(the files written, with their sizes)" },
         CLI_ZSTD_OPTS(&z),
     };
     const cli_cmd cmd = {
@@ -102,14 +111,15 @@ int cmd_rewrite(int argc, char **argv)
         cli_zstd_free(&z);
         return EXIT_USAGE;
     }
-    ex = rewrite(in, out, max, strict, max_spool, no_wait, threads, &wo);
+    ex = rewrite(in, out, max, strict, max_spool, no_wait, threads, json, &wo);
     cli_zstd_free(&z);
     return ex;
 }
 
 /* Open, write (compressing on a pool of `threads`), read back. */
 static int rewrite(const char *in, const char *out, unsigned long long max, int strict,
-                   unsigned long long max_spool, int no_wait, int threads, stf_write_opts *wo)
+                   unsigned long long max_spool, int no_wait, int threads, int json,
+                   stf_write_opts *wo)
 {
     int ex;
 
@@ -146,7 +156,7 @@ static int rewrite(const char *in, const char *out, unsigned long long max, int 
     stf_err_clear(&err);
     if (wo->zstd_level && !wo->zstd_grouped) {
         /* The seekable output reads back like any other. */
-        if ((rc = verify(out, max != 0, 4, &err))) {
+        if ((rc = verify(out, max != 0, 4, in, wo, json, &err))) {
             cli_errorf("rewrite", "verifying the output: %s", cli_err_text(&err));
             return EXIT_FAILED;
         }
@@ -156,10 +166,13 @@ static int rewrite(const char *in, const char *out, unsigned long long max, int 
         char idx[4096];
         struct stat st;
         snprintf(idx, sizeof idx, "%.*s.index.json", (int)(strlen(out) - 4), out);
-        cli_textf(stdout, "wrote %s: %zu tensor%s, zstd level %d%s\n",
-                  max && stat(idx, &st) == 0 ? idx : out, nt, nt == 1 ? "" : "s",
-                  wo->zstd_level, wo->zstd_verify ? ", verified" : "");
-    } else if ((rc = verify(out, max != 0, 0, &err))) {
+        const char *p = max && stat(idx, &st) == 0 ? idx : out;
+        if (json && cli_json_rewrite(stdout, in, p, nt, wo))
+            return cli_report_code("rewrite", STF_ENOMEM);
+        if (!json)
+            cli_textf(stdout, "wrote %s: %zu tensor%s, zstd level %d%s\n", p, nt,
+                      nt == 1 ? "" : "s", wo->zstd_level, wo->zstd_verify ? ", verified" : "");
+    } else if ((rc = verify(out, max != 0, 0, in, wo, json, &err))) {
         /* Our own output failed to read back: whatever the code says about
          * that file, this run failed; it is not the input's fault. */
         cli_errorf("rewrite", "verifying the output: %s", cli_err_text(&err));

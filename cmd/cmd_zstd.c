@@ -1,7 +1,7 @@
 /*
  * stfix compress IN [-o OUT] [--grouped] [--level N] [--frame SIZE]
- *                [--verify] [-j N] [-f] [--no-wait]
- * stfix decompress IN [-o OUT] [-f] [--no-wait]
+ *                [--verify] [-j N] [-f] [--no-wait] [--json]
+ * stfix decompress IN [-o OUT] [-f] [--no-wait] [--json]
  *
  * Whole files and sharded checkpoints to and from the zstd seekable format
  * (stfix(1), COMPRESSED FILES), their bytes kept exactly. Without -o a
@@ -43,6 +43,7 @@ static int zrun(int argc, char **argv, int compress)
 {
     const char *verb = compress ? "compress" : "decompress", *out = NULL;
     int grouped = 0, verify = 0, no_wait = 0, force = 0, level = 3, threads = 0, nargs = 0;
+    int json = 0;
     unsigned long long frame = 0;
     const cli_opt copts[] = {
         { .kind = CLI_ARG, .metavar = "IN",
@@ -67,6 +68,9 @@ static int zrun(int argc, char **argv, int compress)
                   "it, even with the same bytes)" },
         { .name = "no-wait", .kind = CLI_FLAG, .target = &no_wait,
           .help = "fail at once if another stfix run is writing OUT" },
+        { .name = "json", .kind = CLI_FLAG, .target = &json,
+          .help = "one JSON document on stdout instead of the line\n"
+                  "(each file read and written, with their sizes)" },
     };
     const cli_opt dopts[] = {
         { .kind = CLI_ARG, .metavar = "IN",
@@ -79,11 +83,14 @@ static int zrun(int argc, char **argv, int compress)
                   "it, even with the same bytes)" },
         { .name = "no-wait", .kind = CLI_FLAG, .target = &no_wait,
           .help = "fail at once if another stfix run is writing OUT" },
+        { .name = "json", .kind = CLI_FLAG, .target = &json,
+          .help = "one JSON document on stdout instead of the line\n"
+                  "(each file read and written, with their sizes)" },
     };
     const cli_cmd cmd = {
         .verb = verb,
         .synopsis = compress ? "compress IN [-o OUT] [--grouped] [--level N] [options]"
-                             : "decompress IN [-o OUT] [-f] [--no-wait]",
+                             : "decompress IN [-o OUT] [-f] [--no-wait] [--json]",
         .opts = compress ? copts : dopts,
         .nopts = compress ? sizeof copts / sizeof copts[0] : sizeof dopts / sizeof dopts[0],
         .input_arg = 1
@@ -120,8 +127,10 @@ static int zrun(int argc, char **argv, int compress)
         rc = stf_zstd_decompress(in, out, &wo, force, &err);
     stf_pool_free(pool);
     if (rc) ex = cli_report(verb, &err);
+    else if (json && cli_json_zstd(stdout, in, out))
+        ex = cli_report_code(verb, STF_ENOMEM);
     else {
-        cli_textf(stdout, "wrote %s\n", out);
+        if (!json) cli_textf(stdout, "wrote %s\n", out);
         ex = cli_stdout_flush(verb);
         if (ex < 0) ex = EXIT_OK_;
     }

@@ -17,16 +17,16 @@ typedef struct command {
 static const command commands[] = {
     { "inspect", cmd_inspect, "list the metadata and tensors of a checkpoint", 1 },
     { "check", cmd_check, "validate against the SGLang/ComfyUI acceptance rules", 1 },
-    { "rewrite", cmd_rewrite, "rewrite a checkpoint canonically, optionally re-sharded", 0 },
-    { "rules", cmd_rules, "check repair recipes (stfix rules lint FILE...)", 0 },
+    { "rewrite", cmd_rewrite, "rewrite a checkpoint canonically, optionally re-sharded", 1 },
+    { "rules", cmd_rules, "check repair recipes (stfix rules lint FILE...)", 1 },
     { "plan", cmd_plan, "show what a recipe would change (stfix plan FILE -r RECIPE)", 1 },
     { "fix", cmd_fix, "repair or convert a checkpoint with a recipe", 1 },
     { "diff", cmd_diff, "what differs between two checkpoints (stfix diff A B)", 1 },
-    { "batch", cmd_batch, "repair a whole set of checkpoints, with a JSON Lines report", 0 },
+    { "batch", cmd_batch, "repair a whole set of checkpoints, with a JSON Lines report", 1 },
     { "verify", cmd_verify, "re-run a conversion in memory and compare it with its output", 1 },
     { "explain", cmd_explain, "describe a rule id (stfix explain R15; --list: all)", 1 },
-    { "compress", cmd_compress, "compress a checkpoint to zstd seekable files (.zst)", 0 },
-    { "decompress", cmd_decompress, "restore .safetensors from .zst or .stz files", 0 },
+    { "compress", cmd_compress, "compress a checkpoint to zstd seekable files (.zst)", 1 },
+    { "decompress", cmd_decompress, "restore .safetensors from .zst or .stz files", 1 },
     { "hash", cmd_hash, "SHA-256, AutoV2 and tensor-data hashes of checkpoint files", 1 },
 };
 
@@ -77,6 +77,7 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     cli_run_begin(cmd->name, cmd->json && wants_json(argc - 1, argv + 1));
+    cli_wait_install(cmd->name);
     const char *simd = getenv("STFIX_SIMD");
     if (simd && *simd) {
         stf_simd s;

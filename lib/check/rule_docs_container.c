@@ -343,8 +343,10 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "its own.",
       "Loaders open every shard, so a missing or broken one fails the load partway through, "
       "often after minutes of loading.",
-      "The checkpoint does not load. stfix refuses it (exit 2), naming the shard and one tensor "
-      "weight_map places in it, followed by the shard's own error.",
+      "The checkpoint does not load. stfix refuses it, naming the shard and one tensor "
+      "weight_map places in it, followed by the shard's own error: exit 2, or 4 when the shard "
+      "exists but cannot be read as a file (a directory, a FIFO, no read permission), as for "
+      "such a file given directly.",
       "Restore the shard: an incomplete download is the usual cause. If the shard is there but "
       "broken, see the S rule in the message.",
       NULL, "refuses" },

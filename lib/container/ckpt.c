@@ -171,7 +171,12 @@ static char *join_dir(const char *index_path, const char *file)
  * Whether a shard's failed open (errno e; 0: not a regular file) means the
  * shard is missing or unreadable as named, which is the index's fault (I3).
  * Anything else, running out of descriptors or memory above all, is the
- * environment's, and is no finding about the checkpoint.
+ * environment's, and is no finding about the checkpoint. Either way the
+ * error keeps the code the same path would get as the checkpoint itself:
+ * a shard that does not exist is a malformed index (STF_EFORMAT, as a
+ * missing file is STF_ENOTFOUND: both the input's to correct), one that
+ * exists but cannot be read as a file (a directory, a FIFO, no read
+ * permission) is STF_EIO, as that file given directly is.
  */
 static int shard_is_missing(int e)
 {
@@ -220,7 +225,7 @@ static int open_index(stf_ckpt *c, const char *path, const stf_open_opts *o, stf
         if (rc) {
             char why[sizeof err->msg], held[STF__NAME_SHOWN];
             snprintf(why, sizeof why, "%s", err ? err->msg : "");
-            return stf__err_rule(err, STF_EFORMAT, "I3", 0, 0,
+            return stf__err_rule(err, rc == STF_ENOTFOUND ? STF_EFORMAT : rc, "I3", 0, 0,
                                  "%s: I3 MissingShard: shard '%s' (holding '%s' per "
                                  "weight_map) cannot be read: %s",
                                  path, file, example_entry(held, c->ix, k), why);

@@ -410,6 +410,18 @@ int stf__out_takes_name(const char *out, const stf_write_opts *o, const char *na
 /* Waits between attempts on a held lock: short at first, then at most this. */
 #define LOCK_WAIT_MAX_NS 200000000L
 
+/* The lock-wait hook (stf_set_lock_wait_hook): set before writers start,
+ * read by them. */
+static stf_lock_wait_fn wait_hook;
+static void *wait_hook_ud;
+
+/* See experimental/container.h. */
+void stf_set_lock_wait_hook(stf_lock_wait_fn fn, void *ud)
+{
+    wait_hook = fn;
+    wait_hook_ud = fn ? ud : NULL;
+}
+
 /*
  * The lock's name: the output directory's device and inode and the
  * output's file name, hashed to a fixed length (a socket name holds at most
@@ -459,6 +471,7 @@ int stf__out_lock_take(stf__out_lock *l, const char *path, int no_wait, stf_err 
         return stf__err(err, STF_EIO, "%s: cannot create the output lock: %s", path,
                         strerror(errno));
     long wait_ns = 1000000L;
+    int told = 0; /* the hook heard of this wait */
     while (bind(fd, (struct sockaddr *)&a, alen) != 0) {
         if (errno != EADDRINUSE) {
             rc = stf__err(err, STF_EIO, "%s: cannot take the output lock: %s", path,
@@ -472,6 +485,8 @@ int stf__out_lock_take(stf__out_lock *l, const char *path, int no_wait, stf_err 
                           path);
             break;
         }
+        if (!told && wait_hook) wait_hook(wait_hook_ud, path);
+        told = 1;
         struct timespec ts = { 0, wait_ns };
         nanosleep(&ts, NULL);
         if (wait_ns < LOCK_WAIT_MAX_NS) wait_ns *= 2;

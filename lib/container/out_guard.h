@@ -74,7 +74,8 @@ typedef struct stf__out_lock {
 /*
  * Take the lock of output `path` (named after its directory's device and
  * inode and its file name; nothing is created on disk). Waits, polling,
- * while another process holds it, or fails at once with STF_EBUSY when
+ * while another process holds it (telling the lock-wait hook, when one is
+ * set, before the first pause), or fails at once with STF_EBUSY when
  * no_wait. STF_EIO when the directory cannot be examined or no socket can
  * be made. On failure l->fd is -1.
  */

@@ -139,10 +139,17 @@ static int compress_one(stf__sink *sk, job *j, const stf_write_opts *o, stf_err 
 
 static int decompress_one(stf__sink *sk, job *j, stf_err *err)
 {
-    int fd = open(j->in, O_RDONLY | O_CLOEXEC), rc = 0;
+    /* Without blocking: a FIFO would hold open() until a writer came. A
+     * missing file is the user's to correct, as for a checkpoint; anything
+     * but a regular file cannot be read as one. */
+    int fd = open(j->in, O_RDONLY | O_CLOEXEC | O_NONBLOCK), rc = 0;
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0)
-        rc = stf__err(err, STF_EIO, "%s: cannot open: %s", j->in, strerror(errno));
+        rc = stf__err(err, errno == ENOENT ? STF_ENOTFOUND : STF_EIO, "%s: cannot open: %s",
+                      j->in, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        rc = stf__err(err, STF_EIO, "%s: cannot read: %s", j->in,
+                      S_ISDIR(st.st_mode) ? strerror(EISDIR) : "not a regular file");
     if (!rc) stf__file_stamp_take(&j->stamp, &st);
     if (!rc) rc = stf__sink_open(sk, j->out, err);
     if (!rc) rc = stf__zstd_unpack(fd, j->in, (uint64_t)st.st_size, sink_out, sk, err);

@@ -233,8 +233,11 @@ int stf_batch_discover(stf_batch_list *out, const char *const *roots, size_t nro
     for (size_t i = 0; i < nroots && !rc; i++) {
         struct stat st;
         if (stat(roots[i], &st) != 0) {
-            rc = stf__err(err, errno == ENOENT ? STF_ENOTFOUND : STF_EIO, "%s: %s", roots[i],
-                          strerror(errno));
+            /* As for a checkpoint named to any command: missing is the
+             * user's to correct (2), anything else a failure (4). */
+            int e = errno;
+            rc = stf__err(err, e == ENOENT ? STF_ENOTFOUND : STF_EIO, "%s: %s", roots[i],
+                          strerror(e));
         } else if (S_ISDIR(st.st_mode)) {
             rc = walk(out, roots[i], NULL, have_skip ? &skip : NULL, 0, err);
         } else {

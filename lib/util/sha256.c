@@ -9,6 +9,7 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "stfix/experimental/base.h"
@@ -47,8 +48,19 @@ int stf__sha256_file_x(char hex[65], uint64_t *size, const char *path, int uncac
     int rc = 0;
     uint64_t total = 0;
     stf__sha256_ctx ctx;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO would otherwise hold open() until a writer came;
+     * only a regular file is read (O_NONBLOCK does nothing to one). */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return stf__err(err, STF_EIO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    int serr = fstat(fd, &st) != 0 ? errno : 0;
+    if (serr || !S_ISREG(st.st_mode)) {
+        rc = serr ? stf__err(err, STF_EIO, "%s: cannot stat: %s", path, strerror(serr))
+                  : stf__err(err, STF_EIO, "%s: cannot read: %s", path,
+                             S_ISDIR(st.st_mode) ? strerror(EISDIR) : "not a regular file");
+        close(fd);
+        return rc;
+    }
     (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     unsigned char *buf = stf__malloc(CHUNK);
     int began = 1; /* end frees the context even when begin failed */

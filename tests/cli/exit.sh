@@ -17,7 +17,9 @@ s5_msg="$s5: S5 InvalidHeaderDeserialization (byte 9): EOF while parsing an obje
 # A directory where a file should be: open works, reading does not (an I/O
 # failure, also for root, who reads mode-000 files anyway).
 mkdir -p "$D/adir"
-# An index that names a shard it cannot have: the index is wrong (I3).
+# An index whose shard exists but is no file: I3, with the status that
+# path has as a direct input (4, as for $D/adir), not that of a malformed
+# index.
 mkdir -p "$D/us"
 cp $F/healthy_sharded.safetensors.index.json $F/healthy_sharded-00001-of-00002.safetensors "$D/us/"
 mkdir -p "$D/us/healthy_sharded-00002-of-00002.safetensors"
@@ -100,7 +102,7 @@ t_run "inspect missing shard (I3)" 2 "$STFIX" inspect $M/i3_missing_shard/model.
 t_run "inspect bad flag" 3 "$STFIX" inspect --frobnicate "$ok_in"
 t_run "inspect unreadable input" 4 "$STFIX" inspect "$D/adir"
 t_stderr_is "inspect unreadable input" "stfix: inspect: $D/adir: cannot read: Is a directory"
-t_run "inspect shard not a file (I3)" 2 "$STFIX" inspect "$us"
+t_run "inspect shard not a file (I3)" 4 "$STFIX" inspect "$us"
 t_stderr_is "inspect shard not a file (I3)" "stfix: inspect: $us_msg"
 
 # ------------------------------------------------------------- check
@@ -113,7 +115,7 @@ t_run "check bad flag" 3 "$STFIX" check --fast "$ok_in"
 t_run "check no file" 3 "$STFIX" check
 t_stderr_has "check no file" "stfix: check: missing FILE"
 t_run "check unreadable input" 4 "$STFIX" check "$D/adir"
-t_run "check shard not a file (I3)" 2 "$STFIX" check "$us"
+t_run "check shard not a file (I3)" 4 "$STFIX" check "$us"
 
 # ------------------------------------------------------------- rewrite
 t_run "rewrite ok" 0 "$STFIX" rewrite "$ok_in" -o "$D/rw.safetensors"
@@ -160,7 +162,7 @@ t_run "plan recipe cannot apply" 2 "$STFIX" plan $F/r44_w4a8_group2.safetensors 
 t_run "plan missing recipe" 2 "$STFIX" plan "$ok_in" -r "$D/none.yaml"
 t_run "plan bad flag" 3 "$STFIX" plan "$ok_in" -r rules/repair-scales.yaml --frobnicate
 t_run "plan unreadable input" 4 "$STFIX" plan "$D/adir" -r rules/repair-scales.yaml
-t_run "plan shard not a file (I3)" 2 "$STFIX" plan "$us" -r rules/repair-scales.yaml
+t_run "plan shard not a file (I3)" 4 "$STFIX" plan "$us" -r rules/repair-scales.yaml
 t_run "plan unreadable recipe" 4 "$STFIX" plan "$ok_in" -r "$D/adir"
 
 # ------------------------------------------------------------- fix
@@ -182,7 +184,7 @@ t_run "fix unwritable output directory" 4 "$STFIX" fix "$ok_in" -r $R/cast-scale
 t_stderr_is "fix unwritable output directory" "stfix: fix: $D/no/such/dir/o.safetensors: the output directory '$D/no/such/dir' cannot be used: No such file or directory"
 t_run "fix output locked" 4 $HOLD "$D/f2.safetensors" \
     "$STFIX" fix "$ok_in" -r $R/cast-scale.yaml -o "$D/f2.safetensors" --no-wait
-t_run "fix shard not a file (I3)" 2 "$STFIX" fix "$us" -r $R/cast-scale.yaml -o "$D/f2.safetensors"
+t_run "fix shard not a file (I3)" 4 "$STFIX" fix "$us" -r $R/cast-scale.yaml -o "$D/f2.safetensors"
 t_true "fix failures wrote nothing" test ! -e "$D/f2.safetensors"
 
 # ------------------------------------------------------------- environment
@@ -217,8 +219,8 @@ t_json_error "plan --json cannot apply" $F/r44_w4a8_group2.safetensors plan 2 nu
 t_run "fix --json non-finite" 2 "$STFIX" fix --json "$D/nan.safetensors" -r rules/quantize-int8-convrot.yaml -o "$D/f2.safetensors"
 t_json_error "fix --json non-finite" "$D/nan.safetensors" fix 2 null null STF_ENUMERIC \
     "requantize 'blocks.0.attn.qkv.weight': row 5, column 7: non-finite value (NaN or Inf) cannot be quantized"
-t_run "check --json shard not a file" 2 "$STFIX" check "$us" --json
-t_json_error "check --json shard not a file" "$us" check 2 I3 null STF_EFORMAT "$us_msg"
+t_run "check --json shard not a file" 4 "$STFIX" check "$us" --json
+t_json_error "check --json shard not a file" "$us" check 4 I3 null STF_EIO "$us_msg"
 t_run "inspect --json unreadable input" 4 "$STFIX" inspect --json "$D/adir"
 t_json_error "inspect --json unreadable input" "$D/adir" inspect 4 null null STF_EIO \
     "$D/adir: cannot read: Is a directory"
@@ -235,6 +237,17 @@ t_json_error "fix --json output names a directory" "$ok_in" fix 3 null null STF_
 t_run "fix --json output is the input" 3 "$STFIX" fix "$o" -r $R/cast-scale.yaml -o "$o" --json
 t_json_error "fix --json output is the input" "$o" fix 3 null null STF_EINVAL \
     "$o: the output would overwrite the input file '$o'; choose another output path"
+# verify reads a recipe and an input besides its OUT: "file" names the one
+# that failed, not OUT.
+t_run "verify --json missing input" 2 "$STFIX" verify --json "$D/v.safetensors" --from "$D/none.safetensors" -r $R/cast-scale.yaml
+t_json_error "verify --json missing input" "$D/none.safetensors" verify 2 null null STF_ENOTFOUND \
+    "$D/none.safetensors: cannot open: No such file or directory"
+t_run "verify --json missing recipe" 2 "$STFIX" verify "$D/v.safetensors" --from "$ok_in" -r "$D/none.yaml" --json
+t_json_error "verify --json missing recipe" "$D/none.yaml" verify 2 null null STF_ENOTFOUND \
+    "$D/none.yaml: cannot open: No such file or directory"
+t_run "verify --json unreadable input" 4 "$STFIX" verify "$D/v.safetensors" --from "$D/adir" -r $R/cast-scale.yaml --json
+t_json_error "verify --json unreadable input" "$D/adir" verify 4 null null STF_EIO \
+    "$D/adir: cannot read: Is a directory"
 # Usage errors too, also when --json comes after the bad option.
 t_run "fix --json bad flag" 3 "$STFIX" fix "$ok_in" --frobnicate --json
 t_json_error "fix --json bad flag" "$ok_in" fix 3 null null null "unknown option '--frobnicate'"

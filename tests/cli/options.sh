@@ -51,7 +51,7 @@ t_help_lists "inspect --help" inspect "--json" "--strict" "--hash"
 t_help_lists "check --help" check "--target TARGET" "--numeric" "--hash" "-j, --jobs N" "--json" \
     "--tp T[,T...]" "--tp-profile NAME"
 t_help_lists "rewrite --help" rewrite "-o, --output OUT" "--max-shard-size SIZE" "--strict" \
-    "--no-wait" "-j, --jobs N" "--max-spool SIZE" "--zstd[=LEVEL]" "--zstd-frame SIZE" \
+    "--no-wait" "-j, --jobs N" "--max-spool SIZE" "--json" "--zstd[=LEVEL]" "--zstd-frame SIZE" \
     "--zstd-grouped" "--zstd-verify"
 t_help_lists "plan --help" plan "-r, --recipe RECIPE" "--max-regex-steps N" "--quant-mode MODE" "-j, --jobs N" "--json" \
     "--tp-profile NAME"
@@ -60,11 +60,11 @@ t_help_lists "fix --help" fix "-r, --recipe RECIPE" "--max-regex-steps N" "-o, -
     "--max-mem SIZE" "--no-wait" "--fail-if-unchanged" "--json" "--tp-profile NAME" \
     "--max-spool SIZE" "--zstd[=LEVEL]" "--zstd-frame SIZE" "--zstd-grouped" "--zstd-verify"
 t_help_lists "compress --help" compress "-o, --output OUT" "--grouped" "-l, --level N" \
-    "--frame SIZE" "--verify" "-j, --jobs N" "-f, --force" "--no-wait"
-t_help_lists "decompress --help" decompress "-o, --output OUT" "-f, --force" "--no-wait"
+    "--frame SIZE" "--verify" "-j, --jobs N" "-f, --force" "--no-wait" "--json"
+t_help_lists "decompress --help" decompress "-o, --output OUT" "-f, --force" "--no-wait" "--json"
 t_help_lists "rules list --help" "rules list" "--json"
-t_help_lists "rules lint --help" "rules lint"
-t_help_lists "rules show --help" "rules show"
+t_help_lists "rules lint --help" "rules lint" "--json"
+t_help_lists "rules show --help" "rules show" "--json"
 t_help_lists "diff --help" diff "--numeric" "-j, --jobs N" "--max-mem SIZE" "--json"
 t_help_lists "explain --help" explain "--list" "--json"
 t_help_lists "stfix --help" ""

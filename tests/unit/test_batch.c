@@ -56,6 +56,14 @@ static void test_sha256_file(void **state)
     assert_int_equal(size, 5);
     snprintf(p, sizeof p, "%s/none", g_dir);
     assert_int_equal(stf_sha256_file(hex, NULL, p, &err), STF_EIO);
+    /* A FIFO is refused at once, not waited on for a writer; so is a
+     * directory. */
+    snprintf(p, sizeof p, "%s/fifo", g_dir);
+    assert_int_equal(mkfifo(p, 0600), 0);
+    assert_int_equal(stf_sha256_file(hex, NULL, p, &err), STF_EIO);
+    assert_non_null(strstr(err.msg, "fifo: cannot read: not a regular file"));
+    assert_int_equal(unlink(p), 0);
+    assert_int_equal(stf_sha256_file(hex, NULL, g_dir, &err), STF_EIO);
 }
 
 static void test_discover(void **state)
@@ -80,6 +88,12 @@ static void test_discover(void **state)
     stf_batch_list l;
     stf_err err;
     stf_err_clear(&err);
+    /* A root that does not exist is the user's to correct, as a missing
+     * checkpoint is for every command. */
+    char none[600];
+    snprintf(none, sizeof none, "%s/none", p);
+    const char *missing[] = { none };
+    assert_int_equal(stf_batch_discover(&l, missing, 1, NULL, &err), STF_ENOTFOUND);
     assert_int_equal(stf_batch_discover(&l, roots, 1, NULL, &err), 0);
     assert_int_equal(l.n, 4);
     assert_string_equal(l.v[0].rel, "a.safetensors");

@@ -428,6 +428,27 @@ static void test_sharded_i3_i6(void **state)
     assert_string_equal(e.rule, "I3");
     assert_non_null(strstr(e.msg, "shard 'gone.safetensors' (holding 'z' per weight_map)"));
 
+    /* A shard that exists but is no file is I3 with the code that path
+     * gets when opened directly (an I/O failure), not a malformed index. */
+    make_ckpt("adir", GOOD_INDEX);
+    char sp[300];
+    snprintf(sp, sizeof sp, "%s/adir/m-00002-of-00002.safetensors", st_dir);
+    assert_int_equal(unlink(sp), 0);
+    assert_int_equal(mkdir(sp, 0700), 0);
+    snprintf(p, sizeof p, "%s/adir/m.safetensors.index.json", st_dir);
+    assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), STF_EIO);
+    assert_null(c);
+    assert_string_equal(e.rule, "I3");
+    assert_non_null(strstr(e.msg, "shard 'm-00002-of-00002.safetensors' (holding 'b' per "
+                                  "weight_map) cannot be read"));
+    assert_int_equal(stf_ckpt_open(&c, sp, NULL, &e), STF_EIO);
+    assert_int_equal(rmdir(sp), 0);
+    assert_int_equal(mkfifo(sp, 0600), 0);
+    assert_int_equal(stf_ckpt_open(&c, p, NULL, &e), STF_EIO);
+    assert_string_equal(e.rule, "I3");
+    assert_non_null(strstr(e.msg, "not a regular file"));
+    assert_int_equal(stf_ckpt_open(&c, sp, NULL, &e), STF_EIO);
+
     /* a shard that breaks S19 keeps its own rule, prefixed with the index */
     make_ckpt("bad", GOOD_INDEX);
     put_st(st_dir, "bad/m-00002-of-00002.safetensors", SH2, 5, 0);

@@ -1,6 +1,7 @@
 /* Tests for lib/container/out_guard.c: what a writer may replace (special
  * files, directories, every spelling of an input file, every shard name a
  * sharded output may take), the re-check at commit, and the output lock. */
+#define STF_EXPERIMENTAL
 #include <errno.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -290,16 +291,24 @@ static void test_name_length(void **state)
     assert_int_equal(st_dir_entries(st_dir), 1); /* the deep directory's first step */
 }
 
+/* A holder of `path` (pipes ready and go made here), once it holds the lock. */
+static pid_t held(const char *path, int ready[2], int go[2])
+{
+    assert_int_equal(pipe(ready), 0);
+    assert_int_equal(pipe(go), 0);
+    pid_t pid = holder(path, ready[1], go[0]);
+    char b;
+    assert_int_equal(read(ready[0], &b, 1), 1);
+    return pid;
+}
+
 static void test_lock(void **state)
 {
     (void)state;
     int ready[2], go[2];
-    assert_int_equal(pipe(ready), 0);
-    assert_int_equal(pipe(go), 0);
     const char *path = st_in_dir("locked.safetensors");
-    pid_t pid = holder(path, ready[1], go[0]);
+    pid_t pid = held(path, ready, go);
     char b;
-    assert_int_equal(read(ready[0], &b, 1), 1);
 
     /* No wait: refused at once, naming the output. */
     stf_write_opts o = guard_opts(NULL, 0);
@@ -348,6 +357,58 @@ static void test_lock(void **state)
     close(go[1]);
 }
 
+/* The lock-wait hook's record: the calls, the path of the last, and the
+ * pipe whose byte lets the holder go. */
+static struct {
+    int calls, go;
+    char path[600];
+} waited;
+
+static void on_wait(void *ud, const char *path)
+{
+    assert_ptr_equal(ud, &waited);
+    waited.calls++;
+    snprintf(waited.path, sizeof waited.path, "%s", path);
+    assert_int_equal(write(waited.go, "g", 1), 1);
+}
+
+/* The hook hears of a wait once, with the output, before the first pause
+ * (here it lets the holder go, so the wait ends); never under no_wait, nor
+ * when the lock is free. */
+static void test_lock_wait_hook(void **state)
+{
+    (void)state;
+    int ready[2], go[2];
+    const char *path = st_in_dir("locked.safetensors");
+    pid_t pid = held(path, ready, go);
+    memset(&waited, 0, sizeof waited);
+    waited.go = go[1];
+    stf_set_lock_wait_hook(on_wait, &waited);
+    stf_write_opts o = guard_opts(NULL, 0);
+    o.no_wait = 1;
+    stf_writer *w = NULL;
+    stf_err err;
+    assert_int_equal(stf_writer_new(&w, path, &o, &err), STF_EBUSY);
+    assert_int_equal(waited.calls, 0);
+    o.no_wait = 0;
+    assert_int_equal(stf_writer_new(&w, path, &o, &err), 0);
+    assert_int_equal(waited.calls, 1);
+    assert_string_equal(waited.path, path);
+    stf_writer_free(w);
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    assert_int_equal(stf_writer_new(&w, path, &o, &err), 0);
+    assert_int_equal(waited.calls, 1);
+    stf_writer_free(w);
+    stf_set_lock_wait_hook(NULL, NULL);
+    close(ready[0]);
+    close(ready[1]);
+    close(go[0]);
+    close(go[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -357,6 +418,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_recheck_at_commit, st_dir_setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_name_length, st_dir_setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_lock, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_lock_wait_hook, st_dir_setup, st_dir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -42,7 +42,8 @@ size_t stf_text_escape(char *dst, size_t cap, const char *s, size_t n);
 /*
  * The SHA-256 of the file at `path` as 64 lower-case hex digits and a NUL,
  * read once from start to end; *size (may be NULL) gets its length.
- * STF_EIO names the path when it cannot be opened or read.
+ * STF_EIO names the path when it cannot be opened or read, or is not a
+ * regular file (a directory, a FIFO: never waited on).
  */
 STF_EXPERIMENTAL_API
 int stf_sha256_file(char hex[65], uint64_t *size, const char *path, stf_err *err);

@@ -100,6 +100,25 @@ int stf_ckpt_shard_hash(stf_file_hash *out, const stf_ckpt *c, size_t shard, stf
 STF_EXPERIMENTAL_API
 int stf_ckpt_check_hashes(stf_ckpt *c, stf_progress_fn fn, void *ud, stf_err *err);
 
+/*
+ * Told when a writer finds its output locked by another run (stfix(1),
+ * Output safety) and starts waiting for it: `path` is the output, borrowed
+ * for the call. Called once per wait, before the first pause, from the
+ * thread that creates the writer (stf_writer_new, stf_ckpt_rewrite,
+ * stf_plan_run, stf_zstd_compress, stf_zstd_decompress); never under
+ * no_wait, which fails with STF_EBUSY instead. It must not call back into
+ * the library's writers.
+ */
+typedef void (*stf_lock_wait_fn)(void *ud, const char *path);
+
+/*
+ * Install fn (with ud) as the process's lock-wait hook; NULL removes it
+ * (the default: waits are silent). Process-wide, like stf_set_allocator:
+ * set it before any writer starts, not while one may be waiting.
+ */
+STF_EXPERIMENTAL_API
+void stf_set_lock_wait_hook(stf_lock_wait_fn fn, void *ud);
+
 #ifdef __cplusplus
 }
 #endif
