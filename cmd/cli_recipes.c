@@ -101,19 +101,12 @@ static const cli_builtin_recipe *builtin_find(const char *name, size_t name_len)
     return NULL;
 }
 
-/* The built-in recipe b, silently: 0 or the library's code. */
-static int builtin_load(stf_recipe **out, stf_recipe_diags **d, const cli_builtin_recipe *b,
-                        stf_err *err)
-{
-    return stf_recipe_load_mem(out, d, b->bytes, b->len, b->path, err);
-}
-
 /* Load a listing entry silently; see cli.h. */
 int cli_recipe_entry_load(stf_recipe **out, stf_recipe_diags **d, const cli_recipe_entry *e,
                           stf_err *err)
 {
     if (!e->builtin) return cli_recipe_load_file(out, d, e->path, err);
-    return builtin_load(out, d, e->builtin, err);
+    return cli_recipe_load_builtin(out, d, e->builtin, err);
 }
 
 /* Load the recipe `arg` names: a file, or NAME on the search path; see cli.h. */
@@ -149,7 +142,7 @@ int cli_recipe_load_arg(stf_recipe **out, const char *verb, const char *arg)
         stf_recipe_diags *d = NULL;
         stf_err err;
         stf_err_clear(&err);
-        int rc = builtin_load(out, &d, b, &err);
+        int rc = cli_recipe_load_builtin(out, &d, b, &err);
         return cli_recipe_loaded(out, verb, b->path, rc, d, &err);
     }
     /* The miss names every directory searched, in order. */
