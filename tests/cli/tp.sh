@@ -206,12 +206,12 @@ t_stderr_has "rewrite tp fail" "rwfail.yaml:6:10: rules[0].do.rewrite-format.tp:
 # plan and fix --json say which profile was used, whether it was detected
 # and how many of the Linear layers it classifies; a given profile too.
 t_run "alias plan json" 0 "$STFIX" plan "$T_TMP/alias.safetensors" -r sglang-int8-convrot-tp8 --json
-t_stdout_has "alias plan json" '"targets": ["sglang"], "tp": {"profile": "qwen-llama", "detected": true, "classified": 1, "linear": 1}, "layers": ['
-t_stdout_has "alias plan json" '"requantize": true, "format": "int8_tensorwise", "group": 64, "mode": "cuda"}'
+t_stdout_has "alias plan json" '"targets": ["sglang"], "tp": {"profile": "qwen-llama", "detected": true, "classified": 1, "linear": 1}, "changed": true, "layers": ['
+t_stdout_has "alias plan json" '"changed": true, "requantize": true, "format": "int8_tensorwise", "group": 64, "mode": "cuda"}'
 t_run "plan json given" 0 "$STFIX" plan $F/flux_tp8.safetensors -r sglang-int8-convrot-tp8 --json --tp-profile "$T_TMP/mine.yaml"
-t_stdout_has "plan json given" '"tp": {"profile": "mine", "detected": false, "classified": 2, "linear": 9}, "layers": ['
+t_stdout_has "plan json given" '"tp": {"profile": "mine", "detected": false, "classified": 2, "linear": 9}, "changed": true, "layers": ['
 t_run "plan json none" 0 "$STFIX" plan $F/flux_tp8.safetensors -r sglang-int8-convrot --json --tp-profile wan
-t_stdout_has "plan json none" '"tp": {"profile": "wan", "detected": false, "classified": 0, "linear": 9}, "layers": ['
+t_stdout_has "plan json none" '"tp": {"profile": "wan", "detected": false, "classified": 0, "linear": 9}, "changed": false, "layers": ['
 t_run "fix json" 0 "$STFIX" fix "$T_TMP/alias.safetensors" -r sglang-int8-convrot-tp8 -o "$T_TMP/alias.fixed2.safetensors" --json
 t_stdout_has "fix json" '"targets": ["sglang"], "tp": {"profile": "qwen-llama", "detected": true, "classified": 1, "linear": 1}, "status": "ok"'
 
