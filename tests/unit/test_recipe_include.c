@@ -100,15 +100,25 @@ static void setup_tree(void)
     put("lib/named.yaml", named_yaml);
 }
 
-static int load(stf_recipe **r, stf_recipe_diags **d, const char *name, stf_err *err)
+/* Load `name` with the built-in recipes `b` (n of them) and the first
+ * ndirs of the search directories nowhere/ and lib/. */
+static int load_mem(stf_recipe **r, stf_recipe_diags **d, const char *name,
+                    const stf_recipe_builtin *b, size_t n, size_t ndirs, stf_err *err)
 {
     const char *dirs[] = { st_in_dir("nowhere"), st_in_dir("lib") };
     stf_recipe_opts o;
     stf_recipe_opts_init(&o);
     o.search_dirs = dirs;
-    o.search_count = 2;
+    o.search_count = ndirs;
+    o.builtins = b;
+    o.builtin_count = n;
     stf_err_clear(err);
     return stf_recipe_load_file_opts(r, d, st_in_dir(name), &o, err);
+}
+
+static int load(stf_recipe **r, stf_recipe_diags **d, const char *name, stf_err *err)
+{
+    return load_mem(r, d, name, NULL, 0, 2, err);
 }
 
 /* A chain of three levels and a name: rules in include order, files listed,
@@ -322,22 +332,6 @@ static const stf_recipe_builtin mem[] = {
     { "cyc-b", "(mem)/cyc-b.yaml", cyc_b, sizeof cyc_b - 1 },
     { "uses-named", NULL, uses_named, sizeof uses_named - 1 },
 };
-
-/* As load, with the built-in recipes `b` (n of them) and ndirs of the two
- * search directories. */
-static int load_mem(stf_recipe **r, stf_recipe_diags **d, const char *name,
-                    const stf_recipe_builtin *b, size_t n, size_t ndirs, stf_err *err)
-{
-    const char *dirs[] = { st_in_dir("nowhere"), st_in_dir("lib") };
-    stf_recipe_opts o;
-    stf_recipe_opts_init(&o);
-    o.search_dirs = dirs;
-    o.search_count = ndirs;
-    o.builtins = b;
-    o.builtin_count = n;
-    stf_err_clear(err);
-    return stf_recipe_load_file_opts(r, d, st_in_dir(name), &o, err);
-}
 
 /* The one problem of loading `file` with the built-in recipes of mem[]. */
 static void expect_mem(const char *file, size_t ndirs, const char *want)
