@@ -268,12 +268,12 @@ const char *cli_spool_dir(char *buf, size_t cap, const char *out_path);
 int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_open_opts *o,
                   const char *out_path);
 
-/* stf_recipe_load_file_opts with `include: NAME` looked up as -r NAME is:
- * on the search path of cli_rules_path_get, then among the built-in
- * recipes: 0 or the library's code. */
+/* stf_recipe_load_file_opts with `include: NAME` looked up on the search
+ * path of cli_rules_path_get (as -r NAME is): 0 or the library's code. */
 int cli_recipe_load_file(stf_recipe **out, stf_recipe_diags **d, const char *path, stf_err *err);
 /* The same for the built-in recipe b (cli_builtin_recipes), loaded from
- * its bytes under its path. */
+ * its bytes under its path; for both, a NAME on no directory of the path
+ * is the built-in recipe NAME, as for -r NAME. */
 int cli_recipe_load_builtin(stf_recipe **out, stf_recipe_diags **d, const stf_recipe_builtin *b,
                             stf_err *err);
 
