@@ -193,15 +193,17 @@ $(BUILD)/$(SONAME): $(BUILD)/$(SOREAL)
 $(LIBSO): $(BUILD)/$(SONAME)
 	ln -sf $(SONAME) $@
 
-# The bundled recipes, embedded in the program (cmd/embed_recipes.sh), so
-# that -r NAME finds them wherever it runs; files on the search path come
-# first (cmd/cli_recipes.c).
+# The bundled recipes and parallel-style profiles, embedded in the program
+# (cmd/embed_recipes.sh), so that -r NAME and --tp-profile NAME find them
+# wherever it runs; files on the search path come first (cmd/cli_recipes.c,
+# cmd/cli_tp.c).
 BUILTIN_RECIPES := $(sort $(wildcard rules/*.yaml))
+BUILTIN_PROFILES := $(sort $(wildcard rules/tp/*.yaml))
 BUILTIN_C := $(BUILD)/gen/cli_builtin_recipes.c
 BUILTIN_OBJ := $(BUILD)/obj/gen/cli_builtin_recipes.o
-$(BUILTIN_C): cmd/embed_recipes.sh $(BUILTIN_RECIPES)
+$(BUILTIN_C): cmd/embed_recipes.sh $(BUILTIN_RECIPES) $(BUILTIN_PROFILES)
 	@mkdir -p $(@D)
-	sh cmd/embed_recipes.sh $@ $(BUILTIN_RECIPES)
+	sh cmd/embed_recipes.sh $@ $(BUILTIN_RECIPES) --tp $(BUILTIN_PROFILES)
 $(BUILTIN_OBJ): $(BUILTIN_C) $(BUILD)/simd
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) -Icmd -MMD -MP -c $< -o $@

@@ -84,10 +84,12 @@ int cli_opt_regex_steps(const char *verb, const char *value, void *target)
     return 0;
 }
 
-/* stf_recipe_load_file_opts with the search path; see cli.h. */
-int cli_recipe_load_file(stf_recipe **out, stf_recipe_diags **d, const char *path, stf_err *err)
+/* The recipe file at `path`, or the built-in recipe b when b is not NULL,
+ * with `include: NAME` looked up where -r NAME looks: 0 or the library's
+ * code. */
+static int recipe_load(stf_recipe **out, stf_recipe_diags **d, const char *path,
+                       const cli_builtin_recipe *b, stf_err *err)
 {
-    /* `include: NAME` looks NAME up where -r NAME does. */
     cli_rules_path p;
     if (cli_rules_path_get(&p)) {
         *out = NULL;
@@ -100,10 +102,26 @@ int cli_recipe_load_file(stf_recipe **out, stf_recipe_diags **d, const char *pat
     stf_recipe_opts_init(&o);
     o.search_dirs = (const char *const *)p.dirs;
     o.search_count = p.n;
+    o.builtins = cli_builtin_recipes;
+    o.builtin_count = cli_builtin_recipe_count;
     o.max_regex_steps = regex_steps;
-    int rc = stf_recipe_load_file_opts(out, d, path, &o, err);
+    int rc = b ? stf_recipe_load_mem_opts(out, d, b->bytes, b->len, b->path, &o, err)
+               : stf_recipe_load_file_opts(out, d, path, &o, err);
     cli_rules_path_free(&p);
     return rc;
+}
+
+/* stf_recipe_load_file_opts as -r NAME looks; see cli.h. */
+int cli_recipe_load_file(stf_recipe **out, stf_recipe_diags **d, const char *path, stf_err *err)
+{
+    return recipe_load(out, d, path, NULL, err);
+}
+
+/* A built-in recipe, its includes as -r NAME looks; see cli.h. */
+int cli_recipe_load_builtin(stf_recipe **out, stf_recipe_diags **d, const cli_builtin_recipe *b,
+                            stf_err *err)
+{
+    return recipe_load(out, d, b->path, b, err);
 }
 
 /* Load a recipe or report why not: -1 or the exit status; see cli.h. */

@@ -106,7 +106,7 @@ int cli_recipe_entry_load(stf_recipe **out, stf_recipe_diags **d, const cli_reci
                           stf_err *err)
 {
     if (!e->builtin) return cli_recipe_load_file(out, d, e->path, err);
-    return stf_recipe_load_mem(out, d, e->builtin->bytes, e->builtin->len, e->path, err);
+    return cli_recipe_load_builtin(out, d, e->builtin, err);
 }
 
 /* Load the recipe `arg` names: a file, or NAME on the search path; see cli.h. */
@@ -139,17 +139,11 @@ int cli_recipe_load_arg(stf_recipe **out, const char *verb, const char *arg)
     const cli_builtin_recipe *b = builtin_find(arg, nl);
     if (b) {
         cli_rules_path_free(&p);
-        cli_recipe_entry e = { NULL, NULL, b };
-        char *path = join(CLI_BUILTIN_DIR, arg, nl);
-        if (!path) return cli_report_code(verb, STF_ENOMEM);
-        e.path = path;
         stf_recipe_diags *d = NULL;
         stf_err err;
         stf_err_clear(&err);
-        int rc = cli_recipe_entry_load(out, &d, &e, &err);
-        int ex = cli_recipe_loaded(out, verb, path, rc, d, &err);
-        free(path);
-        return ex;
+        int rc = cli_recipe_load_builtin(out, &d, b, &err);
+        return cli_recipe_loaded(out, verb, b->path, rc, d, &err);
     }
     /* The miss names every directory searched, in order. */
     size_t len = 0;
@@ -191,8 +185,8 @@ void cli_recipe_list_free(cli_recipe_entry *v, size_t n)
 }
 
 /* Every NAME.yaml on the search path, first one per name; see cli.h. */
-int cli_recipe_list(const cli_rules_path *p, int builtins, cli_recipe_entry **out,
-                    size_t *count)
+int cli_recipe_list(const cli_rules_path *p, const cli_builtin_recipe *builtins,
+                    size_t nbuiltins, cli_recipe_entry **out, size_t *count)
 {
     cli_recipe_entry *v = NULL;
     size_t n = 0;
@@ -235,9 +229,9 @@ int cli_recipe_list(const cli_rules_path *p, int builtins, cli_recipe_entry **ou
         }
         closedir(d);
     }
-    /* The built-in recipes that no directory has. */
-    for (size_t i = 0; builtins && i < cli_builtin_recipe_count; i++) {
-        const cli_builtin_recipe *b = &cli_builtin_recipes[i];
+    /* The built-in ones that no directory has. */
+    for (size_t i = 0; builtins && i < nbuiltins; i++) {
+        const cli_builtin_recipe *b = &builtins[i];
         int seen = 0;
         for (size_t k = 0; k < n && !seen; k++) seen = !strcmp(v[k].name, b->name);
         if (seen) continue;
@@ -248,7 +242,7 @@ int cli_recipe_list(const cli_rules_path *p, int builtins, cli_recipe_entry **ou
         }
         v = nv;
         v[n].builtin = b;
-        v[n].path = join(CLI_BUILTIN_DIR, b->name, strlen(b->name));
+        v[n].path = strdup(b->path);
         v[n].name = strdup(b->name);
         if (!v[n].path || !v[n].name) {
             free(v[n].path);

@@ -4,7 +4,9 @@
  * NAME of a bundled one, or `list`), the detection of the profile from the
  * layer names when none is given, and the per-degree summary (human and
  * JSON). Bundled profiles are NAME.yaml in the tp/ subdirectory of each
- * directory of the recipe search path (cli_recipes.c).
+ * directory of the recipe search path (cli_recipes.c), then those built
+ * into the program (cli_builtin_profiles, from rules/tp/), so that they are
+ * found wherever stfix runs, as the bundled recipes are.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,14 +58,18 @@ static int tp_path(cli_rules_path *p)
     return 0;
 }
 
-/* Load the profile at `path`: -1 when loaded, else the exit status (every
- * problem printed as FILE:LINE:COL: message). */
-static int load_profile(stf_tp_profile **out, const char *verb, const char *path)
+/* Load the profile at `path`, or the built-in one b when b is not NULL:
+ * -1 when loaded, else the exit status (every problem printed as
+ * FILE:LINE:COL: message). */
+static int load_profile(stf_tp_profile **out, const char *verb, const char *path,
+                        const cli_builtin_recipe *b)
 {
     stf_recipe_diags *d = NULL;
     stf_err err;
     stf_err_clear(&err);
-    if (!stf_tp_profile_load_file(out, &d, path, &err)) return -1;
+    if (!(b ? stf_tp_profile_load_mem(out, &d, b->bytes, b->len, b->path, &err)
+            : stf_tp_profile_load_file(out, &d, path, &err)))
+        return -1;
     if (!d) return cli_report(verb, &err);
     for (size_t i = 0; i < stf_recipe_diags_count(d); i++)
         cli_textf(stderr, "%s\n", stf_recipe_diags_text(d, i));
@@ -80,16 +86,16 @@ void cli_tp_free(cli_tp *t)
 }
 
 /* The bundled profiles into t->bundled: every one, or when `only` is not
- * NULL just DIR/tp/ONLY.yaml (none when there is no such file). A profile
- * that is not asked for is not read, so a broken one stops only the runs
- * that need it. */
+ * NULL just the first DIR/tp/ONLY.yaml, else the built-in ONLY (none when
+ * there is neither). A profile that is not asked for is not read, so a
+ * broken one stops only the runs that need it. */
 static int load_bundled(cli_tp *t, const char *verb, const char *only)
 {
     cli_rules_path p;
     cli_recipe_entry *v = NULL;
     size_t n = 0;
     if (tp_path(&p)) return cli_report_code(verb, STF_ENOMEM);
-    int rc = cli_recipe_list(&p, 0, &v, &n);
+    int rc = cli_recipe_list(&p, cli_builtin_profiles, cli_builtin_profile_count, &v, &n);
     cli_rules_path_free(&p);
     if (rc) return cli_report_code(verb, STF_ENOMEM);
     t->bundled = calloc(n ? n : 1, sizeof *t->bundled);
@@ -100,7 +106,7 @@ static int load_bundled(cli_tp *t, const char *verb, const char *only)
     int ex = -1;
     for (size_t i = 0; i < n && ex < 0; i++) {
         if (only && strcmp(v[i].name, only)) continue;
-        ex = load_profile(&t->bundled[t->nbundled], verb, v[i].path);
+        ex = load_profile(&t->bundled[t->nbundled], verb, v[i].path, v[i].builtin);
         if (ex < 0) t->nbundled++;
     }
     cli_recipe_list_free(v, n);
@@ -117,7 +123,7 @@ int cli_tp_list(const char *verb)
         cli_tp_free(&t);
         return ex;
     }
-    if (!t.nbundled) fputs("no bundled parallel-style profiles on the search path\n", stdout);
+    if (!t.nbundled) fputs("no bundled parallel-style profiles\n", stdout);
     for (size_t i = 0; i < t.nbundled; i++) {
         const char *d = stf_tp_profile_description(t.bundled[i]);
         cli_textf(stdout, "%-12s %s\n", stf_tp_profile_name(t.bundled[i]), d ? d : "");
@@ -137,7 +143,7 @@ int cli_tp_resolve(cli_tp *t, const char *verb, const char *arg, const stf_ckpt 
     memset(t, 0, sizeof t[0]);
     int ex;
     if (arg && !cli_recipe_is_name(arg)) {
-        if ((ex = load_profile(&t->given, verb, arg)) >= 0) return ex;
+        if ((ex = load_profile(&t->given, verb, arg, NULL)) >= 0) return ex;
         t->use = t->given;
     } else {
         if ((ex = load_bundled(t, verb, arg)) >= 0) return ex;

@@ -3,7 +3,8 @@
  *
  * Shows what `stfix fix` would do: per layer the rules that matched, their
  * actions, a summary, and every output tensor with its op, dtype, shape and
- * size; then the totals. Writes nothing. The --json schema is in stfix(1).
+ * size; then the totals, and "unchanged" when fix would write the input's
+ * bytes (stf_plan_changed). Writes nothing. The --json schema is in stfix(1).
  * Exit 0 planned; otherwise the status of the error (cli_exit.c).
  */
 /* Uses the experimental stf_text_escape, stf_pool_new, stf_pool_free
@@ -149,6 +150,10 @@ static int print_human(FILE *o, const char *file, const char *recipe, const stf_
                " bytes to write, %" PRIu64 " bytes copied\n",
             changed, copied, stf_plan_dropped_count(p), stf_plan_bytes_total(p),
             stf_plan_bytes_copied(p));
+    /* As fix says it: the output would be the input's bytes, unstamped. */
+    if (!stf_plan_changed(p))
+        fputs("unchanged: the recipe changes nothing; fix would write the input's bytes, "
+              "unstamped\n", o);
     return 0;
 }
 
@@ -164,6 +169,7 @@ static int print_json(FILE *o, const char *file, const char *recipe, const stf_r
     cJSON *tpo = cli_j_object(0);
     cli_tp_profile_add(tpo, tp);
     cli_j_add(doc, "tp", tpo, 0);
+    cli_j_add(doc, "changed", cli_j_bool(stf_plan_changed(p)), 0);
     for (size_t i = 0; i < stf_plan_layer_count(p); i++) {
         const stf_plan_layer_info *l = stf_plan_layer(p, i);
         cJSON *x = cli_j_object(0), *acts = cli_j_array(0);
@@ -174,6 +180,7 @@ static int print_json(FILE *o, const char *file, const char *recipe, const stf_r
             cli_j_push(acts, cli_j_str(stf_action_name(l->actions[k]->kind)));
         cli_j_add(x, "actions", acts, 0);
         cli_j_add(x, "summary", cli_j_str(l->summary), 0);
+        cli_j_add(x, "changed", cli_j_bool(l->changed), 0);
         cli_j_add(x, "requantize", cli_j_bool(l->requantize), 0);
         cli_j_add(x, "format", cli_j_str_or_null(l->format), 0);
         cli_j_add(x, "group", cli_j_u64(l->group), 0);

@@ -125,7 +125,7 @@ static int list(int argc, char **argv)
     cli_recipe_entry *v = NULL;
     size_t n = 0;
     if (cli_rules_path_get(&p)) return cli_report_code("rules", STF_ENOMEM);
-    int rc = cli_recipe_list(&p, 1, &v, &n);
+    int rc = cli_recipe_list(&p, cli_builtin_recipes, cli_builtin_recipe_count, &v, &n);
     cli_rules_path_free(&p);
     if (rc) return cli_report_code("rules", STF_ENOMEM);
     size_t wn = 0, wp = 0;

@@ -235,25 +235,43 @@ STF_API int stf_recipe_load_file(stf_recipe **out, stf_recipe_diags **diags, con
                                  stf_err *err);
 
 /* The layout of stf_recipe_opts this header describes (1: without
- * max_regex_steps). */
-#define STF_RECIPE_OPTS_VERSION 2u
+ * max_regex_steps; 2: without builtins). */
+#define STF_RECIPE_OPTS_VERSION 3u
+
+/* A recipe a program holds in memory (its built-in copy of a bundled
+ * recipe), found by `include: NAME` after every search directory. All
+ * borrowed for the load. An entry with a NULL name, or with NULL bytes and
+ * a length, is skipped. */
+typedef struct stf_recipe_builtin {
+    const char *name;  /* the NAME an include names it by */
+    const char *path;  /* what messages and stf_recipe_file call it (NULL: name);
+                          never opened */
+    const void *bytes; /* the recipe's text, len bytes */
+    size_t len;
+} stf_recipe_builtin;
 
 /* How a recipe's `include:` entries are found (stfix-rules(5), INCLUDES),
  * and what a use of it may cost. */
 typedef struct stf_recipe_opts {
     unsigned version;                 /* STF_RECIPE_OPTS_VERSION, set by stf_recipe_opts_init */
     const char *const *search_dirs;   /* where `include: NAME` looks for NAME.yaml, in order */
-    size_t search_count;              /* 0: an include by name is an error */
+    size_t search_count;              /* 0 (and no builtins): an include by name is an error */
     /* Version 2: the regex steps one plan of the recipe may take over all
      * its searches, every rule against every layer (stfix-rules(5),
      * REGULAR EXPRESSIONS); one more is STF_ELIMIT, rule L12. 0: the
      * default, 100,000,000. */
     uint64_t max_regex_steps;
+    /* Version 3: where `include: NAME` looks when no search directory has
+     * NAME.yaml: the first of these builtin_count recipes named NAME. Its
+     * text is held to the same limits as a file's (1 MiB, and the
+     * includes' depth, count and total). NULL: none. */
+    const stf_recipe_builtin *builtins;
+    size_t builtin_count;
 } stf_recipe_opts;
 
-/* Defaults of layout `version` (no search directories, the default regex
- * step budget); as stf_open_opts_init_version. Call it through the
- * stf_recipe_opts_init macro. */
+/* Defaults of layout `version` (no search directories nor builtins, the
+ * default regex step budget); as stf_open_opts_init_version. Call it
+ * through the stf_recipe_opts_init macro. */
 STF_API void stf_recipe_opts_init_version(stf_recipe_opts *o, unsigned version);
 #define stf_recipe_opts_init(o) stf_recipe_opts_init_version((o), STF_RECIPE_OPTS_VERSION)
 
@@ -261,11 +279,11 @@ STF_API void stf_recipe_opts_init_version(stf_recipe_opts *o, unsigned version);
  * As stf_recipe_load_file, with the recipes it includes resolved as `o`
  * says (NULL: stf_recipe_opts_init's defaults). An include is a path
  * relative to the directory of the file that names it, or the NAME of a
- * recipe in o->search_dirs. Rules are concatenated in order, each included
- * file's where its `include:` is, before the file's own rules. A missing or
- * invalid include, a cycle (the message names every file of it), more than
- * 16 levels, 64 files or 4 MiB in all are problems of the including file,
- * positioned at the include entry (STF_EFORMAT).
+ * recipe in o->search_dirs, else in o->builtins. Rules are concatenated in
+ * order, each included file's where its `include:` is, before the file's
+ * own rules. A missing or invalid include, a cycle (the message names every
+ * file of it), more than 16 levels, 64 files or 4 MiB in all are problems
+ * of the including file, positioned at the include entry (STF_EFORMAT).
  */
 STF_API int stf_recipe_load_file_opts(stf_recipe **out, stf_recipe_diags **diags,
                                       const char *path, const stf_recipe_opts *o, stf_err *err);
@@ -275,6 +293,11 @@ STF_API int stf_recipe_load_file_opts(stf_recipe **out, stf_recipe_diags **diags
  * directory). */
 STF_API int stf_recipe_load_mem(stf_recipe **out, stf_recipe_diags **diags, const void *buf,
                                 size_t len, const char *name, stf_err *err);
+/* As stf_recipe_load_mem, with the recipes it includes resolved as `o`
+ * says (stf_recipe_load_file_opts). */
+STF_API int stf_recipe_load_mem_opts(stf_recipe **out, stf_recipe_diags **diags,
+                                     const void *buf, size_t len, const char *name,
+                                     const stf_recipe_opts *o, stf_err *err);
 
 /* No-op on NULL. */
 STF_API void stf_recipe_free(stf_recipe *r);

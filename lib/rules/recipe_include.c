@@ -92,17 +92,30 @@ static int is_file(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* The first of o->builtins named `name`, or NULL. */
+static const stf_recipe_builtin *builtin_find(const stf_recipe_opts *o, const char *name)
+{
+    for (size_t i = 0; o->builtins && i < o->builtin_count; i++) {
+        const stf_recipe_builtin *b = &o->builtins[i];
+        if (b->name && (b->bytes || !b->len) && !strcmp(b->name, name)) return b;
+    }
+    return NULL;
+}
+
 /*
- * The path an include entry names, malloc'd into *out: NAME.yaml from the
- * first search directory that has it for a NAME (no '/', no .yaml or .yml
- * ending), else the entry relative to the directory of `from`. 0, 1 when a
- * NAME is in no directory, or STF_ENOMEM.
+ * Where an include entry leads: for a NAME (no '/', no .yaml or .yml
+ * ending) NAME.yaml from the first search directory that has it, malloc'd
+ * into *out, else the built-in recipe NAME into *mem; for a path the entry
+ * relative to the directory of `from`, into *out. 0, 1 when a NAME is
+ * found nowhere, or STF_ENOMEM.
  */
-static int locate(char **out, const stf_recipe_opts *o, const char *from, const char *entry)
+static int locate(char **out, const stf_recipe_builtin **mem, const stf_recipe_opts *o,
+                  const char *from, const char *entry)
 {
     stf_buf b;
     stf__buf_init(&b);
     *out = NULL;
+    *mem = NULL;
     if (!strchr(entry, '/') && !ends_with(entry, ".yaml") && !ends_with(entry, ".yml")) {
         for (size_t i = 0; i < o->search_count; i++) {
             b.len = 0;
@@ -115,7 +128,9 @@ static int locate(char **out, const stf_recipe_opts *o, const char *from, const 
         }
         int oom = b.oom;
         stf__buf_free(&b);
-        return oom ? STF_ENOMEM : 1;
+        if (oom) return STF_ENOMEM;
+        *mem = builtin_find(o, entry);
+        return *mem ? 0 : 1;
     }
     const char *slash = strrchr(from, '/');
     if (entry[0] != '/' && slash) stf__buf_put(&b, from, (size_t)(slash - from) + 1);
@@ -128,17 +143,26 @@ static int locate(char **out, const stf_recipe_opts *o, const char *from, const 
     return 0;
 }
 
-/* The search directories, ", "-separated, for a NAME that is in none. */
-static void dirs_list(char *dst, size_t cap, const stf_recipe_opts *o)
+/* Where a NAME found nowhere was looked for, after "searched ": NAME.yaml
+ * in the search directories, ", "-separated, then the built-in recipes. */
+static void dirs_list(char *dst, size_t cap, const stf_recipe_opts *o, const char *name)
 {
     size_t at = 0;
+    char clip[STF__CLIP_SIZE];
     dst[0] = '\0';
+    int n = o->search_count || !o->builtin_count
+                ? snprintf(dst, cap, "%s.yaml in: ", stf__clip(clip, name))
+                : 0;
+    if (n > 0) at = (size_t)n;
     for (size_t i = 0; i < o->search_count && at + 1 < cap; i++) {
-        int n = snprintf(dst + at, cap - at, "%s%s", i ? ", " : "", o->search_dirs[i]);
+        n = snprintf(dst + at, cap - at, "%s%s", i ? ", " : "", o->search_dirs[i]);
         if (n < 0) break;
         at += (size_t)n;
     }
-    if (!o->search_count) snprintf(dst, cap, "no search directories");
+    if (!o->search_count && !o->builtin_count && at + 1 < cap)
+        snprintf(dst + at, cap - at, "no search directories");
+    else if (o->builtin_count && at + 1 < cap)
+        snprintf(dst + at, cap - at, "%sthe built-in recipes", o->search_count ? "; and " : "");
 }
 
 /* One include entry `e` (at `path` in messages) of the file `name`. */
@@ -154,37 +178,41 @@ static int include_one(stf__rload *L, stf_recipe *r, const stf__ynode *e, const 
                              "%s: expected a recipe path or name, got %s", path, got);
     }
     char *file = NULL;
-    int rc = locate(&file, L->o, name, e->text);
+    const stf_recipe_builtin *mem = NULL;
+    int rc = locate(&file, &mem, L->o, name, e->text);
     if (rc == STF_ENOMEM) return rc;
     if (rc == 1) {
         char dirs[512];
-        dirs_list(dirs, sizeof dirs, L->o);
-        return stf__diag_add(d, e->line, e->col, "%s: no recipe named '%s' (searched %s.yaml in: %s)",
-                             path, stf__clip(clip, e->text), stf__clip(clip, e->text), dirs);
+        dirs_list(dirs, sizeof dirs, L->o, e->text);
+        return stf__diag_add(d, e->line, e->col, "%s: no recipe named '%s' (searched %s)", path,
+                             stf__clip(clip, e->text), dirs);
     }
-    char *real = realpath(file, NULL);
-    char *buf = NULL;
+    /* A built-in recipe is named by its path and is never opened; what
+     * tells two files apart is their real path. */
+    char *real = NULL, *buf = NULL;
+    const char *shown = file, *id = NULL;
     size_t len = 0;
     stf_err ferr;
     stf_err_clear(&ferr);
-    if (!real) {
+    if (mem) {
+        shown = id = mem->path ? mem->path : mem->name;
+    } else if (!(id = real = realpath(file, NULL))) {
         char eb[128];
         rc = stf__diag_add(d, e->line, e->col, "%s: cannot open '%s': %s", path, file,
                            stf__errno_text(errno, eb, sizeof eb));
         goto done;
-    }
-    if (!is_file(real)) {
+    } else if (!is_file(real)) {
         /* A FIFO or a device could block or never end. */
         rc = stf__diag_add(d, e->line, e->col, "%s: '%s' is not a regular file", path, file);
         goto done;
     }
     for (size_t i = 0; i < L->depth; i++) {
-        if (strcmp(L->real[i], real)) continue;
+        if (strcmp(L->real[i], id)) continue;
         /* The chain from the file loaded to this include. */
         stf_buf c;
         stf__buf_init(&c);
         for (size_t j = 0; j < L->depth; j++) stf__buf_printf(&c, "%s -> ", L->chain[j]);
-        stf__buf_puts(&c, file);
+        stf__buf_puts(&c, shown);
         rc = c.oom ? STF_ENOMEM
                    : stf__diag_add(d, e->line, e->col, "%s: include cycle: %s", path, c.data);
         stf__buf_free(&c);
@@ -192,29 +220,40 @@ static int include_one(stf__rload *L, stf_recipe *r, const stf__ynode *e, const 
     }
     if (L->depth >= STF__INCLUDE_DEPTH_MAX) {
         rc = stf__diag_add(d, e->line, e->col, "%s: '%s' is more than %d includes deep", path,
-                           file, STF__INCLUDE_DEPTH_MAX);
+                           shown, STF__INCLUDE_DEPTH_MAX);
         goto done;
     }
     if (r->file_count >= STF__INCLUDE_FILES_MAX) {
         rc = stf__diag_add(d, e->line, e->col, "%s: '%s' would make more than %d recipe files",
-                           path, file, STF__INCLUDE_FILES_MAX);
+                           path, shown, STF__INCLUDE_FILES_MAX);
         goto done;
     }
-    rc = stf__read_small_file(&buf, &len, file, "recipe", &ferr);
-    if (rc == STF_ENOMEM) goto done;
-    if (rc) {
-        rc = stf__diag_add(d, e->line, e->col, "%s: %s", path, ferr.msg);
+    const char *text = "";
+    if (mem && mem->len > STF__RECIPE_MAX_BYTES) {
+        rc = stf__diag_add(d, e->line, e->col, "%s: %s: recipe is larger than %u bytes", path,
+                           shown, STF__RECIPE_MAX_BYTES);
         goto done;
+    } else if (mem) {
+        len = mem->len;
+        if (len) text = mem->bytes;
+    } else {
+        rc = stf__read_small_file(&buf, &len, file, "recipe", &ferr);
+        if (rc == STF_ENOMEM) goto done;
+        if (rc) {
+            rc = stf__diag_add(d, e->line, e->col, "%s: %s", path, ferr.msg);
+            goto done;
+        }
+        text = buf;
     }
     if (len > STF__INCLUDE_BYTES_MAX - L->bytes) {
         rc = stf__diag_add(d, e->line, e->col,
                            "%s: '%s' would make the recipe and its includes larger than %u "
-                           "bytes", path, file, STF__INCLUDE_BYTES_MAX);
+                           "bytes", path, shown, STF__INCLUDE_BYTES_MAX);
         goto done;
     }
     L->bytes += len;
-    char *owned = stf__strdup(real);
-    rc = owned ? stf__recipe_load_doc(L, r, buf, len, file, owned) : STF_ENOMEM;
+    char *owned = stf__strdup(id);
+    rc = owned ? stf__recipe_load_doc(L, r, text, len, shown, owned) : STF_ENOMEM;
 done:
     free(real);
     stf__free(buf);

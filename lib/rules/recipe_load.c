@@ -52,12 +52,21 @@ const char *stf_recipe_warning(const stf_recipe *r, size_t i)
     return r ? stf_recipe_diags_text(r->warnings, i) : NULL;
 }
 
+/* The size of version 2 of stf_recipe_opts, which ends at max_regex_steps. */
+#define RECIPE_OPTS_V2 (offsetof(stf_recipe_opts, max_regex_steps) + sizeof(uint64_t))
+
+/* The bytes of stf_recipe_opts that layout `version` has (1 to the newest). */
+static size_t opts_size(unsigned version)
+{
+    return version == 2 ? RECIPE_OPTS_V2 : sizeof(stf_recipe_opts);
+}
+
 /* Defaults (contract in rules.h). */
 void stf_recipe_opts_init_version(stf_recipe_opts *o, unsigned version)
 {
     if (o)
-        stf__opts_reset_v(o, sizeof *o, offsetof(stf_recipe_opts, max_regex_steps), version,
-                          STF_RECIPE_OPTS_VERSION);
+        stf__opts_reset_v(o, opts_size(version), offsetof(stf_recipe_opts, max_regex_steps),
+                          version, STF_RECIPE_OPTS_VERSION);
 }
 
 /* Bitmask of STF_CONSUMER_*; 0 for NULL. */
@@ -494,9 +503,10 @@ static int load(stf_recipe **out, stf_recipe_diags **diags, const void *buf, siz
     int rc = o ? stf__opts_version(err, o->version, STF_RECIPE_OPTS_VERSION, "stf_recipe_opts")
                : 0;
     if (rc) return rc;
-    /* A layout 1 caller's options stop before max_regex_steps. */
+    /* A layout 1 caller's options stop before max_regex_steps, a layout 2
+     * caller's before builtins. */
     if (o)
-        stf__opts_take(&own, o, sizeof own, offsetof(stf_recipe_opts, max_regex_steps),
+        stf__opts_take(&own, o, opts_size(o->version), offsetof(stf_recipe_opts, max_regex_steps),
                        o->version);
     o = &own;
     stf__rload L;
@@ -559,6 +569,14 @@ int stf_recipe_load_mem(stf_recipe **out, stf_recipe_diags **diags, const void *
                         size_t len, const char *name, stf_err *err)
 {
     return load(out, diags, buf, len, name, NULL, err);
+}
+
+/* Loads a recipe from memory with its includes; see rules.h. */
+int stf_recipe_load_mem_opts(stf_recipe **out, stf_recipe_diags **diags, const void *buf,
+                             size_t len, const char *name, const stf_recipe_opts *o,
+                             stf_err *err)
+{
+    return load(out, diags, buf, len, name, o, err);
 }
 
 /* Reads a recipe file and loads it with its includes; see rules.h. */

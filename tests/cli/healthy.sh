@@ -153,10 +153,15 @@ t_run "rules list away" 0 sh -c "cd '$D/away' && env -u STFIX_RULES_PATH ./stfix
 t_stdout_is "rules list away" "$D/list.txt"
 t_run "rules list --json away" 0 sh -c "cd '$D/away' && env -u STFIX_RULES_PATH ./stfix-alone rules list --json"
 t_stdout_has "rules list --json away" '  {"name": "sglang-repair", "kind": "repair", "path": "(built-in)/sglang-repair.yaml", "description": "Repair for SGLang; changes only what SGLang refuses or misloads, leaves accepted layers (FP8, W4A4 too) byte for byte."}'
-for r in sglang-int8-convrot sglang-int8-convrot.yaml; do
+for r in sglang-int8-convrot sglang-int8-convrot.yaml sglang-int8-convrot.yml; do
     t_run "-r $r away" 0 sh -c "cd '$D/away' && env -u STFIX_RULES_PATH ./stfix-alone plan '$ROOT/$G64' -r $r --json"
     t_stdout_has "-r $r away" '"recipe_sha256": "'"$(t_sha256 rules/sglang-int8-convrot.yaml)"'"'
 done
+# A ./rules of another project, without the recipe, does not hide the built-in one.
+mkdir "$D/other" "$D/other/rules"
+cp "$STFIX" "$D/other/stfix-alone"
+t_run "-r NAME.yaml, another ./rules" 0 sh -c "cd '$D/other' && env -u STFIX_RULES_PATH ./stfix-alone plan '$ROOT/$G64' -r sglang-int8-convrot.yaml --json"
+t_stdout_has "-r NAME.yaml, another ./rules" '"recipe_sha256": "'"$(t_sha256 rules/sglang-int8-convrot.yaml)"'"'
 t_run "fix -r sglang-repair away" 0 sh -c "cd '$D/away' && env -u STFIX_RULES_PATH ./stfix-alone fix '$ROOT/$G64' -r sglang-repair -o out.safetensors"
 t_true "fix -r sglang-repair away: the input's bytes" cmp "$G64" "$D/away/out.safetensors"
 t_run "miss away" 2 sh -c "cd '$D/away' && env -u STFIX_RULES_PATH ./stfix-alone plan '$ROOT/$G64' -r nope.yaml"

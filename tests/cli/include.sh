@@ -1,7 +1,8 @@
 # CLI scenarios for recipes that include recipes (stfix-rules(5), INCLUDES):
 # `stfix rules show` prints the resolved recipe, whose SHA-256 is the stamp;
 # a change in an included file changes the stamp; a cycle and a missing
-# include are FILE:LINE:COL problems, exit 2.
+# include are FILE:LINE:COL problems, exit 2; an include by name finds the
+# built-in recipes wherever stfix runs.
 . tests/cli/lib.sh
 F=fixtures/comfy/r14_scale_bf16.safetensors
 
@@ -129,3 +130,37 @@ t_run "device -r" 4 t_capped "$STFIX" rules lint /dev/zero
 t_stderr_is "device -r" "stfix: rules: /dev/zero: not a recipe (a character device, not a regular file)"
 t_run "directory -r" 4 t_capped "$STFIX" rules lint "$T_TMP/team"
 t_stderr_is "directory -r" "stfix: rules: $T_TMP/team: not a recipe (a directory, not a regular file)"
+
+# An include by NAME finds what -r NAME finds, the built-in recipes last:
+# from a copy of the program alone, in a directory without rules/ and with
+# no installed recipes, a recipe of the user's includes a bundled one by
+# name (resolved as in the source tree, so stamped the same); an include by
+# path stays a path; a file on STFIX_RULES_PATH comes before the built-in
+# recipe of its name.
+if [ ! -d /usr/local/share/stfix/rules ]; then
+ROOT=$(pwd)
+mkdir "$T_TMP/away"
+cp "$STFIX" "$T_TMP/away/stfix-alone"
+away() { (cd "$T_TMP/away" && env -u STFIX_RULES_PATH ./stfix-alone "$@"); }
+printf 'stfix: 1\ntarget: sglang\ninclude: repair-scales\n' >"$T_TMP/away/mine.yaml"
+t_run "away: include NAME" 0 away rules lint mine.yaml
+printf 'mine.yaml: ok (4 rules)\n' >"$T_TMP/want.txt"
+t_stdout_is "away: include NAME" "$T_TMP/want.txt"
+t_run "away: include NAME, plan -v" 0 away plan -v "$ROOT/$F" -r mine.yaml
+t_stderr_has "away: include NAME, plan -v" "stfix: plan: recipe file (built-in)/repair-scales.yaml"
+t_run "away: rules show" 0 away rules show mine.yaml
+cp "$T_OUT" "$T_TMP/away.resolved"
+t_run "tree: rules show" 0 env -u STFIX_RULES_PATH "$STFIX" rules show "$T_TMP/away/mine.yaml"
+t_stdout_is "tree: rules show" "$T_TMP/away.resolved"
+printf 'stfix: 1\ntarget: sglang\ninclude: repair-scales.yaml\n' >"$T_TMP/away/path.yaml"
+t_run "away: include by path" 2 away rules lint path.yaml
+t_stderr_is "away: include by path" "path.yaml:3:10: include: cannot open 'repair-scales.yaml': No such file or directory"
+printf 'stfix: 1\ntarget: sglang\ninclude: nope\n' >"$T_TMP/away/miss.yaml"
+t_run "away: include miss" 2 away rules lint miss.yaml
+t_stderr_is "away: include miss" "miss.yaml:3:10: include: no recipe named 'nope' (searched nope.yaml in: /usr/local/share/stfix/rules, ./rules; and the built-in recipes)"
+mkdir "$T_TMP/mine"
+printf 'stfix: 1\nrules:\n  - {name: ours, match: {}, do: drop}\n' >"$T_TMP/mine/repair-scales.yaml"
+t_run "away: search path first" 0 sh -c "cd '$T_TMP/away' && STFIX_RULES_PATH='$T_TMP/mine' ./stfix-alone rules lint mine.yaml"
+printf 'mine.yaml: ok (1 rule)\n' >"$T_TMP/want.txt"
+t_stdout_is "away: search path first" "$T_TMP/want.txt"
+fi

@@ -206,12 +206,12 @@ t_stderr_has "rewrite tp fail" "rwfail.yaml:6:10: rules[0].do.rewrite-format.tp:
 # plan and fix --json say which profile was used, whether it was detected
 # and how many of the Linear layers it classifies; a given profile too.
 t_run "alias plan json" 0 "$STFIX" plan "$T_TMP/alias.safetensors" -r sglang-int8-convrot-tp8 --json
-t_stdout_has "alias plan json" '"targets": ["sglang"], "tp": {"profile": "qwen-llama", "detected": true, "classified": 1, "linear": 1}, "layers": ['
-t_stdout_has "alias plan json" '"requantize": true, "format": "int8_tensorwise", "group": 64, "mode": "cuda"}'
+t_stdout_has "alias plan json" '"targets": ["sglang"], "tp": {"profile": "qwen-llama", "detected": true, "classified": 1, "linear": 1}, "changed": true, "layers": ['
+t_stdout_has "alias plan json" '"changed": true, "requantize": true, "format": "int8_tensorwise", "group": 64, "mode": "cuda"}'
 t_run "plan json given" 0 "$STFIX" plan $F/flux_tp8.safetensors -r sglang-int8-convrot-tp8 --json --tp-profile "$T_TMP/mine.yaml"
-t_stdout_has "plan json given" '"tp": {"profile": "mine", "detected": false, "classified": 2, "linear": 9}, "layers": ['
+t_stdout_has "plan json given" '"tp": {"profile": "mine", "detected": false, "classified": 2, "linear": 9}, "changed": true, "layers": ['
 t_run "plan json none" 0 "$STFIX" plan $F/flux_tp8.safetensors -r sglang-int8-convrot --json --tp-profile wan
-t_stdout_has "plan json none" '"tp": {"profile": "wan", "detected": false, "classified": 0, "linear": 9}, "layers": ['
+t_stdout_has "plan json none" '"tp": {"profile": "wan", "detected": false, "classified": 0, "linear": 9}, "changed": false, "layers": ['
 t_run "fix json" 0 "$STFIX" fix "$T_TMP/alias.safetensors" -r sglang-int8-convrot-tp8 -o "$T_TMP/alias.fixed2.safetensors" --json
 t_stdout_has "fix json" '"targets": ["sglang"], "tp": {"profile": "qwen-llama", "detected": true, "classified": 1, "linear": 1}, "status": "ok"'
 
@@ -232,11 +232,37 @@ t_run "broken: list" 2 env STFIX_RULES_PATH="$T_TMP/broken" "$STFIX" check --tp-
 fi
 
 # No bundled profile knows the names: every Linear layer is unknown (T5).
-# (Only where no installed profiles are on the search path.)
+python3 "$TOOL" new "$T_TMP/odd.safetensors" blocks.0.zzz.weight BF16 '[8, 16]' "[$(seq -s, 1 128)]"
+t_run "none detected" 0 "$STFIX" check "$T_TMP/odd.safetensors" --tp 8 --target sglang
+t_stdout_has "none detected" "tp profile: none (no bundled profile classifies any of 1 Linear layers: every layer is unknown)"
+t_stdout_has "none detected" "  info    T5:  layer blocks.0.zzz (8x16) has no parallel style in profile none: not checked for tensor parallelism"
+
+# The bundled profiles are built into the program: a copy of it alone, in
+# a directory with no rules/ and with no installed ones, lists them, finds
+# one by name, detects one for the TP-8 recipe (by NAME or NAME.yaml) and
+# repairs as the source tree's profiles do.
 if [ ! -d /usr/local/share/stfix/rules/tp ]; then
-mkdir -p "$T_TMP/only/tp"
-cp rules/tp/wan.yaml "$T_TMP/only/tp/"
-t_run "none detected" 0 sh -c "cd '$T_TMP' && STFIX_RULES_PATH='$T_TMP/only' '$STFIX' check '$(pwd)/fixtures/comfy/healthy_int8_g64.safetensors' --tp 8 --target sglang"
-t_stdout_has "none detected" "tp profile: none (no bundled profile classifies any of 2 Linear layers: every layer is unknown)"
-t_stdout_has "none detected" "  info    T5:  layer blocks.0.attn.qkv (8x128) has no parallel style in profile none: not checked for tensor parallelism"
+ROOT=$(pwd)
+mkdir "$T_TMP/away"
+cp "$STFIX" "$T_TMP/away/stfix-alone"
+away() { (cd "$T_TMP/away" && env -u STFIX_RULES_PATH ./stfix-alone "$@"); }
+t_run "away: profile list" 0 away check --tp-profile list
+t_stdout_is "away: profile list" "$T_TMP/list.txt"
+t_run "away: --tp-profile flux" 0 away check "$ROOT/$F/flux_tp8.safetensors" --tp 8 --tp-profile flux --target sglang
+t_stdout_has "away: --tp-profile flux" "tp profile: flux (given: it classifies 8 of 9 Linear layers)"
+t_stdout_has "away: --tp-profile flux" "  TP 8: replicated; 4 sharded, 2 replicated by style, 2 replicated (20672 bytes per GPU instead of 2584), 0 cannot load, 1 unknown"
+t_run "away: detected" 0 away check "$ROOT/$F/encoder_tp8.safetensors" --tp 4
+t_stdout_has "away: detected" "tp profile: qwen-llama (detected: it classifies 7 of 7 Linear layers)"
+"$STFIX" fix $F/flux_tp8.safetensors -r rules/sglang-int8-convrot-tp8.yaml -o "$T_TMP/tree.safetensors" >/dev/null 2>&1
+for r in sglang-int8-convrot-tp8 sglang-int8-convrot-tp8.yaml; do
+    t_run "away: fix -r $r" 0 away fix "$ROOT/$F/flux_tp8.safetensors" -r $r -o "$r.safetensors"
+    t_stdout_has "away: fix -r $r" "tp profile: flux (detected: it classifies 8 of 9 Linear layers)"
+    t_stdout_has "away: fix -r $r" "layers: 2 changed, 7 unchanged"
+    t_true "away: fix -r $r: the source tree's bytes" cmp "$T_TMP/tree.safetensors" "$T_TMP/away/$r.safetensors"
+done
+# A profile on the search path comes before the built-in one of its name.
+mkdir -p "$T_TMP/mine/tp"
+sed 's/^description: .*/description: mine/' rules/tp/flux.yaml >"$T_TMP/mine/tp/flux.yaml"
+t_run "away: search path first" 0 sh -c "cd '$T_TMP/away' && STFIX_RULES_PATH='$T_TMP/mine' ./stfix-alone check --tp-profile list"
+t_stdout_has "away: search path first" "flux         mine"
 fi

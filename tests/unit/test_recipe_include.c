@@ -1,7 +1,8 @@
 /*
  * Recipes that include recipes (stfix-rules(5), INCLUDES): rules in order,
- * the resolved text and its SHA-256, include by name, and the problems of a
- * cycle, a missing file and an unknown name, each at FILE:LINE:COL.
+ * the resolved text and its SHA-256, include by name (a search directory,
+ * then the built-in recipes of the options), and the problems of a cycle, a
+ * missing file and an unknown name, each at FILE:LINE:COL.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -99,15 +100,25 @@ static void setup_tree(void)
     put("lib/named.yaml", named_yaml);
 }
 
-static int load(stf_recipe **r, stf_recipe_diags **d, const char *name, stf_err *err)
+/* Load `name` with the built-in recipes `b` (n of them) and the first
+ * ndirs of the search directories nowhere/ and lib/. */
+static int load_mem(stf_recipe **r, stf_recipe_diags **d, const char *name,
+                    const stf_recipe_builtin *b, size_t n, size_t ndirs, stf_err *err)
 {
     const char *dirs[] = { st_in_dir("nowhere"), st_in_dir("lib") };
     stf_recipe_opts o;
     stf_recipe_opts_init(&o);
     o.search_dirs = dirs;
-    o.search_count = 2;
+    o.search_count = ndirs;
+    o.builtins = b;
+    o.builtin_count = n;
     stf_err_clear(err);
     return stf_recipe_load_file_opts(r, d, st_in_dir(name), &o, err);
+}
+
+static int load(stf_recipe **r, stf_recipe_diags **d, const char *name, stf_err *err)
+{
+    return load_mem(r, d, name, NULL, 0, 2, err);
 }
 
 /* A chain of three levels and a name: rules in include order, files listed,
@@ -306,6 +317,169 @@ static void test_parallel(void **state)
     stf_recipe_free(r);
 }
 
+/* Built-in recipes of the tests: "named" is also in lib/, where it is
+ * found first; "extra" only here; cyc-a and cyc-b include each other. */
+static const char extra_yaml[] = "stfix: 1\nrules:\n  - {name: extra, match: {}, do: drop}\n";
+static const char cyc_a[] = "stfix: 1\ninclude: cyc-b\nrules: []\n";
+static const char cyc_b[] = "stfix: 1\nrules: []\ninclude: [cyc-a]\n";
+static const char uses_named[] = "stfix: 1\ntarget: sglang\ninclude: named\n";
+static const stf_recipe_builtin mem[] = {
+    { NULL, "(mem)/skipped.yaml", "x", 1 },          /* no name: skipped */
+    { "extra", "(mem)/nobytes.yaml", NULL, 5 },      /* bytes missing: skipped */
+    { "named", "(mem)/named.yaml", "stfix: 1\nrules: []\n", 19 },
+    { "extra", "(mem)/extra.yaml", extra_yaml, sizeof extra_yaml - 1 },
+    { "cyc-a", "(mem)/cyc-a.yaml", cyc_a, sizeof cyc_a - 1 },
+    { "cyc-b", "(mem)/cyc-b.yaml", cyc_b, sizeof cyc_b - 1 },
+    { "uses-named", NULL, uses_named, sizeof uses_named - 1 },
+};
+
+/* The one problem of loading `file` with the built-in recipes of mem[]. */
+static void expect_mem(const char *file, size_t ndirs, const char *want)
+{
+    stf_recipe *r = (stf_recipe *)1;
+    stf_recipe_diags *d = NULL;
+    stf_err err;
+    assert_int_equal(load_mem(&r, &d, file, mem, sizeof mem / sizeof mem[0], ndirs, &err),
+                     STF_EFORMAT);
+    assert_null(r);
+    assert_int_equal(stf_recipe_diags_count(d), 1);
+    assert_string_equal(stf_recipe_diags_text(d, 0), want);
+    stf_recipe_diags_free(d);
+}
+
+/* `include: NAME` finds a built-in recipe when no search directory has
+ * NAME.yaml, by its path in messages; a directory's comes first, a path
+ * stays a path, and every include rule holds for built-in ones too. */
+static void test_builtins(void **state)
+{
+    (void)state;
+    setup_tree();
+    size_t nmem = sizeof mem / sizeof mem[0];
+    put("b.yaml", "stfix: 1\ntarget: sglang\ninclude: [named, extra]\n");
+    stf_recipe *r = NULL;
+    stf_recipe_diags *d = NULL;
+    stf_err err;
+    assert_int_equal(load_mem(&r, &d, "b.yaml", mem, nmem, 2, &err), 0);
+    char got[256];
+    names(r, got, sizeof got);
+    assert_string_equal(got, "from-named, extra");
+    assert_int_equal(stf_recipe_file_count(r), 3);
+    assert_string_equal(stf_recipe_file(r, 1), st_in_dir("lib/named.yaml"));
+    assert_string_equal(stf_recipe_file(r, 2), "(mem)/extra.yaml");
+    assert_string_equal(stf_recipe_resolved(r, NULL),
+                        "stfix: 1\ntarget: [sglang, comfyui]\nrules:\n"
+                        "- name: from-named\n  match: {format: mxfp8}\n"
+                        "  do: {relabel: {tensor: scale, from: F8_E8M0, to: U8}}\n"
+                        "- {name: extra, match: {}, do: drop}\n");
+    stf_recipe_free(r);
+    /* Without the directories, the built-in "named". */
+    assert_int_equal(load_mem(&r, &d, "b.yaml", mem, nmem, 0, &err), 0);
+    assert_string_equal(stf_recipe_file(r, 1), "(mem)/named.yaml");
+    stf_recipe_free(r);
+    /* Without built-ins (as before), "extra" is found nowhere. */
+    char want[1024];
+    snprintf(want, sizeof want,
+             "%s:3:18: include[1]: no recipe named 'extra' (searched extra.yaml in: %s, %s)",
+             st_in_dir("b.yaml"), st_in_dir("nowhere"), st_in_dir("lib"));
+    assert_int_equal(load_mem(&r, &d, "b.yaml", NULL, 0, 2, &err), STF_EFORMAT);
+    assert_string_equal(err.msg, want);
+    stf_recipe_diags_free(d);
+    d = NULL;
+
+    /* A miss names the built-in recipes after the directories. */
+    put("n.yaml", "stfix: 1\ntarget: sglang\ninclude: nosuch\n");
+    snprintf(want, sizeof want,
+             "%s:3:10: include: no recipe named 'nosuch' (searched nosuch.yaml in: %s, %s; "
+             "and the built-in recipes)", st_in_dir("n.yaml"), st_in_dir("nowhere"),
+             st_in_dir("lib"));
+    expect_mem("n.yaml", 2, want);
+    snprintf(want, sizeof want,
+             "%s:3:10: include: no recipe named 'nosuch' (searched the built-in recipes)",
+             st_in_dir("n.yaml"));
+    expect_mem("n.yaml", 0, want);
+    /* A path is never a built-in recipe. */
+    put("p.yaml", "stfix: 1\ntarget: sglang\ninclude: extra.yaml\n");
+    snprintf(want, sizeof want,
+             "%s:3:10: include: cannot open '%s': No such file or directory",
+             st_in_dir("p.yaml"), st_in_dir("extra.yaml"));
+    expect_mem("p.yaml", 2, want);
+    /* A cycle through built-in recipes names them by their paths. */
+    put("c.yaml", "stfix: 1\ntarget: sglang\ninclude: cyc-a\n");
+    snprintf(want, sizeof want,
+             "(mem)/cyc-b.yaml:3:11: include[0]: include cycle: %s -> (mem)/cyc-a.yaml -> "
+             "(mem)/cyc-b.yaml -> (mem)/cyc-a.yaml", st_in_dir("c.yaml"));
+    expect_mem("c.yaml", 2, want);
+    /* One larger than a recipe file may be is refused, unread. */
+    size_t big_len = 1048577;
+    char *big = malloc(big_len);
+    assert_non_null(big);
+    memset(big, '#', big_len);
+    const stf_recipe_builtin huge[] = { { "extra", "(mem)/huge.yaml", big, big_len } };
+    snprintf(want, sizeof want,
+             "%s:3:18: include[1]: (mem)/huge.yaml: recipe is larger than 1048576 bytes",
+             st_in_dir("b.yaml"));
+    assert_int_equal(load_mem(&r, &d, "b.yaml", huge, 1, 2, &err), STF_EFORMAT);
+    assert_string_equal(err.msg, want);
+    stf_recipe_diags_free(d);
+    d = NULL;
+    free(big);
+
+    /* A recipe loaded from memory finds its includes the same way; an
+     * entry without a path goes by its name. */
+    const char *dirs[] = { st_in_dir("lib") };
+    stf_recipe_opts o;
+    stf_recipe_opts_init(&o);
+    o.search_dirs = dirs;
+    o.search_count = 1;
+    o.builtins = mem;
+    o.builtin_count = nmem;
+    put("u.yaml", "stfix: 1\ntarget: sglang\ninclude: uses-named\n");
+    assert_int_equal(stf_recipe_load_file_opts(&r, &d, st_in_dir("u.yaml"), &o, &err), 0);
+    assert_string_equal(stf_recipe_file(r, 1), "uses-named");
+    assert_string_equal(stf_recipe_file(r, 2), st_in_dir("lib/named.yaml"));
+    stf_recipe_free(r);
+    assert_int_equal(stf_recipe_load_mem_opts(&r, &d, uses_named, sizeof uses_named - 1,
+                                              "(mem)/uses-named.yaml", &o, &err), 0);
+    names(r, got, sizeof got);
+    assert_string_equal(got, "from-named");
+    stf_recipe_free(r);
+}
+
+/* The options of layout 2 end before builtins: init writes none of the
+ * bytes after them, and a load reads none (no built-in recipe is found). */
+static void test_opts_v2(void **state)
+{
+    (void)state;
+    setup_tree();
+    size_t v2 = offsetof(stf_recipe_opts, max_regex_steps) + sizeof(uint64_t);
+    union {
+        stf_recipe_opts o;
+        unsigned char b[sizeof(stf_recipe_opts)];
+    } u;
+    memset(&u, 0xA5, sizeof u);
+    stf_recipe_opts_init_version(&u.o, 2);
+    assert_int_equal(u.o.version, 2);
+    assert_null(u.o.search_dirs);
+    assert_int_equal(u.o.max_regex_steps, 0);
+    for (size_t i = v2; i < sizeof u; i++) assert_int_equal(u.b[i], 0xA5);
+    put("b.yaml", "stfix: 1\ntarget: sglang\ninclude: extra\n");
+    u.o.builtins = mem; /* not part of layout 2 */
+    u.o.builtin_count = sizeof mem / sizeof mem[0];
+    memset(u.b + v2, 0xA5, sizeof u - v2);
+    stf_recipe *r = NULL;
+    stf_recipe_diags *d = NULL;
+    stf_err err;
+    stf_err_clear(&err);
+    assert_int_equal(stf_recipe_load_file_opts(&r, &d, st_in_dir("b.yaml"), &u.o, &err),
+                     STF_EFORMAT);
+    char want[512];
+    snprintf(want, sizeof want,
+             "%s:3:10: include: no recipe named 'extra' (searched extra.yaml in: no search "
+             "directories)", st_in_dir("b.yaml"));
+    assert_string_equal(err.msg, want);
+    stf_recipe_diags_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -315,6 +489,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing, st_dir_setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_depth, st_dir_setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_parallel, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_builtins, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_opts_v2, st_dir_setup, st_dir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
