@@ -192,6 +192,9 @@ typedef struct cli_opt {
     int (*call)(const char *verb, const char *value, void *target); /* CLI_CALL */
     int optional;       /* CLI_CALL: the value may be left out ("--name" alone:
                          * call gets NULL; "--name=VALUE" gives one) */
+    const char *alias;  /* an older long name, still taken as `name` is (spelt in
+                         * full too); --help names it under the entry, and
+                         * messages name the option as it was typed */
 } cli_opt;
 
 /* A command's command line. */
@@ -247,10 +250,16 @@ size_t cli_edit_distance(const char *a, const char *b, size_t limit);
  * `typed` of up to 3 characters, 2 up to 6, else 3). NULL when none is. */
 const char *cli_suggest(const char *typed, const char *const *cand, size_t n);
 
-/* cli_args.c. */
-
-/* Parse a size like "5000000000", "5GB", "500MB", "4GiB" into bytes. 0 or -1. */
+/* cli_size.c: a size into bytes: "5000000000", "5GB", "5gb", "1.5GB",
+ * "512MiB", "5G", "4Gi". Digits, an optional fraction ('.' and digits),
+ * then a unit of any case: none or B (bytes), K M G T P E alone or with
+ * "i" or "iB" (powers of 1024), with "B" (powers of 1000). The value is
+ * the exact decimal rational times the unit, a fraction of a byte
+ * dropped. 0 and *out; -1 when s is not a size (*out untouched); -2 when
+ * it is one but above 2^64 - 1 bytes. */
 int cli_parse_size(const char *s, unsigned long long *out);
+
+/* cli_args.c. */
 
 /* The CLI_CALL of --quant-mode: cuda, fp32 or eager into the
  * stf_plan_opts at `target` (quant_mode, quant_mode_set). */
