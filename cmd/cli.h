@@ -470,7 +470,7 @@ int cli_json_print(FILE *o, cJSON *doc);
  * rule, offset and code are null when `err` has none. */
 void cli_json_error(FILE *o, const char *verb, const char *file, int status, const stf_err *err);
 
-/* cli_verify.c: one verification of an output (stfix verify, batch --verify). */
+/* cli_verify.c: one verification of an output (stfix verify, batch --verify-report). */
 typedef struct cli_verify_args {
     const char *out, *in, *recipe;
     unsigned long long max_shard_size; /* 0: one file, or for an index OUT IN's largest shard */

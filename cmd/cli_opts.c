@@ -113,6 +113,13 @@ void cli_opts_help(FILE *to, const cli_cmd *cmd)
 {
     cli_opts_usage(to, cmd);
     if (cmd->epilog) fprintf(to, "\n%s", cmd->epilog);
+    int sizes = 0;
+    for (size_t i = 0; i < cmd->nopts; i++) sizes |= cmd->opts[i].kind == CLI_SIZE;
+    if (sizes) /* cli_size.c's units */
+        fputs("\nSIZE: bytes, or a number (a decimal fraction allowed) and a unit of any\n"
+              "case: KB MB GB TB (powers of 1000), KiB MiB GiB TiB or K M G T (powers\n"
+              "of 1024); e.g. 5GB, 1.5GiB, 512MiB, 5G.\n",
+              to);
     cli_exit_help(to);
 }
 

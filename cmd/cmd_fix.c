@@ -63,7 +63,7 @@ static int parse_args(fix_args *a, int argc, char **argv)
           .help = "keep the output even if it fails the recipe's targets" },
         { .name = "max-shard-size", .metavar = "SIZE", .kind = CLI_SIZE,
           .target = &a->max_shard_size, .min = 1,
-          .help = "split the output into shards (e.g. 5GB, 500MB, 4GiB)" },
+          .help = "split the output into shards (e.g. 5GB, 1.5GiB, 5G)" },
         { .name = "max-mem", .metavar = "SIZE", .kind = CLI_SIZE, .target = &a->max_mem,
           .min = 1, .help = "working set for requantization (default 2GiB)" },
         { .name = "no-wait", .kind = CLI_FLAG, .target = &a->no_wait,
