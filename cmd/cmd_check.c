@@ -1,5 +1,5 @@
 /*
- * stfix check FILE|INDEX.json... [--target sglang|comfyui|all] [--numeric] [-j N] [--json]
+ * stfix check FILE|INDEX.json... [--target sglang|comfyui|all[,...]] [--numeric] [-j N] [--json]
  *             [--tp T[,T...]] [--tp-profile FILE|NAME|list]
  *
  * Runs the acceptance profiles and prints the findings: grouped by layer in
@@ -20,14 +20,26 @@
 
 #include "cli.h"
 
-/* --target: one of the three names. */
+/* --target: sglang, comfyui or all, or a comma-separated list of them as
+ * --tp takes its degrees ("sglang,comfyui" is all). The target is named
+ * by the one word that says the same. */
 static int set_target(const char *verb, const char *v, void *target)
 {
-    if (strcmp(v, "sglang") && strcmp(v, "comfyui") && strcmp(v, "all")) {
-        cli_errorf(verb, "--target takes sglang, comfyui or all");
-        return -1;
+    unsigned bits = 0;
+    for (const char *p = v;; p++) {
+        size_t n = strcspn(p, ",");
+        if (n == 6 && !strncmp(p, "sglang", n)) bits |= 1;
+        else if (n == 7 && !strncmp(p, "comfyui", n)) bits |= 2;
+        else if (n == 3 && !strncmp(p, "all", n)) bits |= 3;
+        else {
+            cli_errorf(verb, "--target takes sglang, comfyui or all, or a list such as "
+                             "sglang,comfyui; not '%s'", v);
+            return -1;
+        }
+        p += n;
+        if (!*p) break;
     }
-    *(const char **)target = v;
+    *(const char **)target = bits == 3 ? "all" : bits == 1 ? "sglang" : "comfyui";
     return 0;
 }
 
@@ -194,8 +206,9 @@ int cmd_check(int argc, char **argv)
                   "the rest go on" },
         { .name = "target", .metavar = "TARGET", .kind = CLI_CALL, .call = set_target,
           .target = &target,
-          .help = "sglang, comfyui or all: the acceptance profile(s) besides\n"
-                  "the container rules (default all)" },
+          .help = "sglang, comfyui or all, or a list (sglang,comfyui): the\n"
+                  "acceptance profiles besides the container rules (default\n"
+                  "all)" },
         { .name = "numeric", .kind = CLI_FLAG, .target = &numeric,
           .help = "also read tensor data: NaN/Inf/zero/negative scales, row\n"
                   "versus column quantization (H1), Sylvester rotations (H2)" },

@@ -92,7 +92,24 @@ t_stderr_has "invalid container" "stfix: check: "
 # Exit 3: usage.
 t_run "no file" 3 "$STFIX" check
 t_run "bad target" 3 "$STFIX" check --target vllm $F/healthy_fp8.safetensors
-t_stderr_is "bad target" "stfix: check: --target takes sglang, comfyui or all"
+t_stderr_is "bad target" \
+    "stfix: check: --target takes sglang, comfyui or all, or a list such as sglang,comfyui; not 'vllm'"
+# A list, as --tp takes: both profiles are all, and so named.
+"$STFIX" check --json $F/healthy_fp8.safetensors >"$T_TMP/target_all"
+"$STFIX" check --json --target sglang $F/healthy_fp8.safetensors >"$T_TMP/target_sglang"
+for t in sglang,comfyui comfyui,sglang all,sglang sglang,all comfyui,comfyui,sglang; do
+    t_run "--target $t" 0 "$STFIX" check --json --target $t $F/healthy_fp8.safetensors
+    t_stdout_is "--target $t: as all" "$T_TMP/target_all"
+done
+t_run "--target sglang,sglang" 0 "$STFIX" check --json --target sglang,sglang $F/healthy_fp8.safetensors
+t_stdout_is "--target sglang,sglang: as sglang" "$T_TMP/target_sglang"
+t_run "--target sglang,comfyui (text)" 0 "$STFIX" check --target=sglang,comfyui $F/healthy_fp8.safetensors
+t_stdout_has "--target sglang,comfyui (text)" "check $F/healthy_fp8.safetensors (target all)"
+for t in "sglang," ",comfyui" "sglang,,comfyui" "sglang comfyui" "SGLang" "sglang,vllm" ""; do
+    t_run "--target '$t'" 3 "$STFIX" check --target "$t" $F/healthy_fp8.safetensors
+    t_stderr_is "--target '$t'" \
+        "stfix: check: --target takes sglang, comfyui or all, or a list such as sglang,comfyui; not '$t'"
+done
 t_run "unknown option" 3 "$STFIX" check --fast $F/healthy_fp8.safetensors
 t_run "help" 0 "$STFIX" check --help
 t_stdout_has "help" "usage: stfix check FILE|INDEX.json"
