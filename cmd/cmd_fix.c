@@ -235,11 +235,13 @@ static int print_human(FILE *o, const fix_args *a, const char *out, const stf_re
         cli_textf(o, " -> %s\n", l->summary ? l->summary : "");
     }
     fprintf(o, "layers: %zu changed, %zu unchanged\n", nch, nl - nch);
-    fprintf(o, "tensors: %zu written, %zu copied unchanged, %zu dropped\n",
-            stf_plan_tensor_count(p), tensors_copied(p), stf_plan_dropped_count(p));
-    fprintf(o, "data bytes: %llu (%llu copied unchanged)\n",
-            (unsigned long long)stf_plan_bytes_total(p),
-            (unsigned long long)stf_plan_bytes_copied(p));
+    /* The copied are among the written: said inside the count they part. */
+    size_t nt = stf_plan_tensor_count(p), nc = tensors_copied(p);
+    uint64_t bt = stf_plan_bytes_total(p), bc = stf_plan_bytes_copied(p);
+    fprintf(o, "tensors: %zu written (%zu copied unchanged, %zu changed or new), %zu dropped\n",
+            nt, nc, nt - nc, stf_plan_dropped_count(p));
+    fprintf(o, "data bytes: %llu written (%llu copied unchanged, %llu computed)\n",
+            (unsigned long long)bt, (unsigned long long)bc, (unsigned long long)(bt - bc));
     const stf_check_report *cr = r ? stf_run_report_check(r) : NULL;
     if (cr) {
         size_t ne = stf_check_count_severity(cr, STF_SEV_ERROR);
