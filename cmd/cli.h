@@ -416,11 +416,17 @@ void cli_diag_line(FILE *o, const stf_diag *d, const char *indent);
 /* One reader finding on stderr: "stfix: VERB: SEVERITY RULE: MESSAGE"
  * (with -q, only one of error severity). */
 void cli_finding_line(const char *verb, stf_severity s, const char *rule, const char *msg);
-/* The report's diagnostics grouped by layer: file-level findings first
- * under "INDENT file-level:", then each layer in order of first appearance
- * under "INDENT layer NAME:", its findings (cli_diag_line, indented two
- * more) in report order. *first (may be NULL) gets the rule id of the
- * first line, NULL when there is none. 0, or -1 when out of memory. */
+/* The order every listing of a report's diagnostics follows, text and
+ * JSON alike: file-level findings first, then each layer in order of its
+ * first finding in the report, a layer's findings in report order. *out
+ * gets the report's indices in that order (free it): 0, or -1 when out
+ * of memory (*out NULL). */
+int cli_diags_order(const stf_check_report *r, size_t **out);
+/* The report's diagnostics in cli_diags_order, grouped: the file-level
+ * ones under "INDENT file-level:", each layer's under "INDENT layer
+ * NAME:" (cli_diag_line, indented two more). *first (may be NULL) gets the
+ * rule id of the first line, NULL when there is none. 0, or -1 when out
+ * of memory. */
 int cli_diags_listing(FILE *o, const stf_check_report *r, const char *indent, const char **first);
 
 /*

@@ -43,16 +43,19 @@ static int set_target(const char *verb, const char *v, void *target)
     return 0;
 }
 
-/* The report as one document; -1 when out of memory. */
+/* The report as one document, its diagnostics in the listing's order
+ * (cli_diags_order); -1 when out of memory. */
 static int print_json(FILE *o, const char *file, const char *target, const stf_check_report *r,
                       const cli_tp *tp)
 {
-    size_t n = stf_check_count(r);
+    size_t n = stf_check_count(r), *ord = NULL;
+    if (cli_diags_order(r, &ord)) return -1;
     cJSON *doc = cli_j_object(0), *diags = cli_j_array(CLI_J_LINES | CLI_J_CLOSE),
           *sum = cli_j_object(0);
     cli_j_add(doc, "file", cli_j_str(file), 0);
     cli_j_add(doc, "target", cli_j_str(target), 0);
-    for (size_t i = 0; i < n; i++) cli_j_push(diags, cli_j_diag(stf_check_diag(r, i), 1));
+    for (size_t i = 0; i < n; i++) cli_j_push(diags, cli_j_diag(stf_check_diag(r, ord[i]), 1));
+    free(ord);
     cli_j_add(doc, "diagnostics", diags, 0);
     if (tp) cli_j_add(doc, "tp", cli_tp_summary_json(tp, r), 0);
     cli_j_add(sum, "errors", cli_j_u64(stf_check_count_severity(r, STF_SEV_ERROR)), 0);
@@ -95,19 +98,23 @@ static int print_json_line(FILE *o, const char *file, const char *target,
 static int print_human(FILE *o, const char *file, const char *target, const stf_check_report *r,
                        const cli_tp *tp, const char **first)
 {
-    size_t n = stf_check_count(r);
+    size_t n = stf_check_count(r), *ord = NULL;
     const char **rules = calloc(n ? n : 1, sizeof *rules);
-    if (!rules) return -1;
-    cli_textf(o, "check %s (target %s)\n", file, target);
-    if (cli_diags_listing(o, r, "", first)) {
+    if (!rules || cli_diags_order(r, &ord)) {
         free(rules);
         return -1;
     }
-    /* One suggested fix per rule, in report order; rule ids are few. */
+    cli_textf(o, "check %s (target %s)\n", file, target);
+    if (cli_diags_listing(o, r, "", first)) {
+        free(ord);
+        free(rules);
+        return -1;
+    }
+    /* One suggested fix per rule, in the listing's order; rule ids are few. */
     size_t nrules = 0;
     int header = 0;
     for (size_t i = 0; i < n; i++) {
-        const stf_diag *d = stf_check_diag(r, i);
+        const stf_diag *d = stf_check_diag(r, ord[i]);
         size_t k = 0;
         while (k < nrules && strcmp(rules[k], d->rule)) k++;
         if (k < nrules) continue;
@@ -127,6 +134,7 @@ static int print_human(FILE *o, const char *file, const char *target, const stf_
     fprintf(o, "summary: %zu error(s), %zu warning(s), %zu info\n",
             stf_check_count_severity(r, STF_SEV_ERROR), stf_check_count_severity(r, STF_SEV_WARNING),
             stf_check_count_severity(r, STF_SEV_INFO));
+    free(ord);
     free(rules);
     return 0;
 }

@@ -316,8 +316,14 @@ static int print_json(FILE *o, const fix_args *a, const char *out, const stf_rec
         cli_j_add(ver, "errors", cli_j_u64(stf_check_count_severity(cr, STF_SEV_ERROR)), 0);
         cli_j_add(ver, "warnings", cli_j_u64(stf_check_count_severity(cr, STF_SEV_WARNING)), 0);
         cli_j_add(ver, "info", cli_j_u64(stf_check_count_severity(cr, STF_SEV_INFO)), 0);
-        for (size_t i = 0; i < stf_check_count(cr); i++)
-            cli_j_push(diags, cli_j_diag(stf_check_diag(cr, i), 0));
+        size_t *ord = NULL;
+        if (cli_diags_order(cr, &ord)) { /* out of memory: adding NULL fails the print */
+            cJSON_Delete(diags);
+            diags = NULL;
+        }
+        for (size_t i = 0; ord && i < stf_check_count(cr); i++)
+            cli_j_push(diags, cli_j_diag(stf_check_diag(cr, ord[i]), 0));
+        free(ord);
         cli_j_add(ver, "diagnostics", diags, 0);
     }
     cli_j_add(doc, "verification", ver, CLI_J_BREAK);

@@ -89,6 +89,21 @@ printf 'not a safetensors file' >"$T_TMP/garbage.safetensors"
 t_run "invalid container" 2 "$STFIX" check "$T_TMP/garbage.safetensors"
 t_stderr_has "invalid container" "stfix: check: "
 
+# The JSON lists the findings in the human listing's order: file-level
+# first, then layer by layer (C15 of blocks.0.attn.qkv beside its R12, not
+# after the C1 of another layer), and the suggested fixes follow it.
+c15=$F/c15_meta_bare.safetensors
+t_run "order: text" 1 "$STFIX" check $c15
+sed -n 's/^  *\(error\|warning\|info\) *\([A-Z][0-9]*\):.*/\2/p' "$T_OUT" >"$T_TMP/order_text"
+sed -n '/^suggested fixes:/,/^summary/s/^  \([A-Z][0-9]*\) .*/\1/p' "$T_OUT" >"$T_TMP/order_fixes"
+printf '%s\n' R10 R12 C15 C1 >"$T_TMP/order_want"
+t_true "order: text listing" cmp "$T_TMP/order_want" "$T_TMP/order_text"
+t_true "order: suggested fixes" cmp "$T_TMP/order_want" "$T_TMP/order_fixes"
+t_run "order: JSON" 1 "$STFIX" check --json $c15
+python3 -c 'import json, sys
+for d in json.load(open(sys.argv[1]))["diagnostics"]: print(d["rule"])' "$T_OUT" >"$T_TMP/order_json"
+t_true "order: JSON as the text" cmp "$T_TMP/order_want" "$T_TMP/order_json"
+
 # Exit 3: usage.
 t_run "no file" 3 "$STFIX" check
 t_run "bad target" 3 "$STFIX" check --target vllm $F/healthy_fp8.safetensors
