@@ -1,6 +1,6 @@
 /*
  * Sizes as people type them: "5000000000", "5GB", "5gb", "1.5GB",
- * "512MiB", "5G", "4Gi" (stfix(1), SIZES). The number is a decimal with an
+ * "512MiB", "5G", "4Gi" (stfix(1), Sizes). The number is a decimal with an
  * optional fraction, taken as the exact rational it spells: "1.1GB" is
  * 1100000000 bytes, never 1099999999.9999 of a double rounded. A fraction of
  * a byte left over ("0.3KiB" is 307.2) is dropped: every size stfix takes

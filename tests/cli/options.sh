@@ -23,6 +23,22 @@ for c in "" inspect check rewrite plan fix rules "rules lint" "rules show" "rule
         t_stdout_is "stfix $c $v" "$D/version"
     done
 done
+# As people type them: stfix version, stfix help, stfix help COMMAND.
+t_run "stfix version" 0 "$STFIX" version
+t_stdout_is "stfix version" "$D/version"
+t_run "stfix version x" 3 "$STFIX" version x
+t_stderr_has "stfix version x" "stfix: version takes no arguments"
+"$STFIX" --help >"$D/top_help"
+t_run "stfix help" 0 "$STFIX" help
+t_stdout_is "stfix help" "$D/top_help"
+t_stdout_has "stfix help" "stfix <command> --help (or stfix help <command>) shows a command's"
+"$STFIX" compress --help >"$D/compress_help0"
+t_run "stfix help compress" 0 "$STFIX" help compress
+t_stdout_is "stfix help compress" "$D/compress_help0"
+t_run "stfix help chekc" 3 "$STFIX" help chekc
+t_stderr_is "stfix help chekc" "stfix: unknown command 'chekc'; did you mean check?"
+t_run "stfix help a b" 3 "$STFIX" help a b
+t_stderr_has "stfix help a b" "stfix: help takes one command at most"
 # Also after other options and arguments, as the first option that ends the run.
 t_run "fix IN -r R -V" 0 "$STFIX" fix "$in" -r $R/cast-scale.yaml -V
 t_stdout_is "fix IN -r R -V" "$D/version"
