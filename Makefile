@@ -14,7 +14,8 @@
 #                   on any crash); FUZZ_MERGE=1 then minimizes tests/fuzz/corpus/
 #   make bench      benchmarks, as ratios to a yardstick (BENCH_JSON=FILE;
 #                   BENCH_SIZE=2G BENCH_REPS=5 for the end-to-end cases)
-#   make install    PREFIX=/usr/local DESTDIR= (recipes in $(PREFIX)/share/stfix/rules)
+#   make install    PREFIX=/usr/local DESTDIR= (recipes in $(PREFIX)/share/stfix/rules,
+#                   shell completion for bash and zsh in $(PREFIX)/share/...)
 #   make man        regenerate man/stfix-checks.7 and the rule list of man/stfix.1
 #                   from the rule catalogue (stfix explain --list --json)
 #
@@ -61,6 +62,7 @@ pkg_flags = $(if $(call pkg_missing,$(2)),$(error $(if $(shell command -v pkg-co
   the build dependencies),$(shell pkg-config $(1) $(2)))
 PKG_CFLAGS = $(eval PKG_CFLAGS := $$(call pkg_flags,--cflags,$$(PKGS)))$(PKG_CFLAGS)
 PKG_LIBS = $(eval PKG_LIBS := $$(call pkg_flags,--libs,$$(PKGS)))$(PKG_LIBS)
+PKG_LIBS_STATIC = $(eval PKG_LIBS_STATIC := $$(call pkg_flags,--static --libs,$$(PKGS)))$(PKG_LIBS_STATIC)
 CMOCKA_CFLAGS = $(eval CMOCKA_CFLAGS := $$(call pkg_flags,--cflags,cmocka))$(CMOCKA_CFLAGS)
 CMOCKA_LIBS = $(eval CMOCKA_LIBS := $$(call pkg_flags,--libs,cmocka))$(CMOCKA_LIBS)
 
@@ -324,6 +326,9 @@ bench: all $(BENCH_BIN)
 # Every page of man/ goes to the section directory its suffix names (man1,
 # man5, man7).
 MAN_DIR := $(PREFIX)/share/man
+# Where bash-completion and zsh look by default under a prefix.
+BASH_COMP_DIR := $(PREFIX)/share/bash-completion/completions
+ZSH_COMP_DIR := $(PREFIX)/share/zsh/site-functions
 MAN_PAGES := $(sort $(wildcard man/*.[1-9]))
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/stfix \
@@ -338,6 +343,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/include/stfix/experimental
 	install -m 644 include/stfix/experimental/*.h $(DESTDIR)$(PREFIX)/include/stfix/experimental/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	  -e 's|@LIBS_PRIVATE@|$(strip $(PKG_LIBS_STATIC))|g' \
 	  lib/stfix.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/stfix.pc
 	for f in $(MAN_PAGES); do \
 	  install -d "$(DESTDIR)$(MAN_DIR)/man$${f##*.}" && \
@@ -346,6 +352,9 @@ install: all
 	install -m 644 rules/*.yaml $(DESTDIR)$(RULES_DIR)/
 	install -d $(DESTDIR)$(RULES_DIR)/tp
 	install -m 644 rules/tp/*.yaml $(DESTDIR)$(RULES_DIR)/tp/
+	install -d $(DESTDIR)$(BASH_COMP_DIR) $(DESTDIR)$(ZSH_COMP_DIR)
+	install -m 644 cmd/completion/stfix.bash $(DESTDIR)$(BASH_COMP_DIR)/stfix
+	install -m 644 cmd/completion/_stfix $(DESTDIR)$(ZSH_COMP_DIR)/_stfix
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/stfix $(DESTDIR)$(PREFIX)/lib/libstfix.a \
@@ -356,6 +365,7 @@ uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/include/stfix
 	for f in rules/*.yaml rules/tp/*.yaml; do rm -f "$(DESTDIR)$(RULES_DIR)/$${f#rules/}"; done
 	-rmdir $(DESTDIR)$(RULES_DIR)/tp $(DESTDIR)$(RULES_DIR) $(DESTDIR)$(PREFIX)/share/stfix 2>/dev/null
+	rm -f $(DESTDIR)$(BASH_COMP_DIR)/stfix $(DESTDIR)$(ZSH_COMP_DIR)/_stfix
 
 clean:
 	rm -rf build stfix libstfix.a libstfix.so

@@ -203,6 +203,9 @@ typedef struct cli_opt {
     int (*call)(const char *verb, const char *value, void *target); /* CLI_CALL */
     int optional;       /* CLI_CALL: the value may be left out ("--name" alone:
                          * call gets NULL; "--name=VALUE" gives one) */
+    const char *alias;  /* an older long name, still taken as `name` is (spelt in
+                         * full too); --help names it under the entry, and
+                         * messages name the option as it was typed */
 } cli_opt;
 
 /* A command's command line. */
@@ -258,10 +261,16 @@ size_t cli_edit_distance(const char *a, const char *b, size_t limit);
  * `typed` of up to 3 characters, 2 up to 6, else 3). NULL when none is. */
 const char *cli_suggest(const char *typed, const char *const *cand, size_t n);
 
-/* cli_args.c. */
-
-/* Parse a size like "5000000000", "5GB", "500MB", "4GiB" into bytes. 0 or -1. */
+/* cli_size.c: a size into bytes: "5000000000", "5GB", "5gb", "1.5GB",
+ * "512MiB", "5G", "4Gi". Digits, an optional fraction ('.' and digits),
+ * then a unit of any case: none or B (bytes), K M G T P E alone or with
+ * "i" or "iB" (powers of 1024), with "B" (powers of 1000). The value is
+ * the exact decimal rational times the unit, a fraction of a byte
+ * dropped. 0 and *out; -1 when s is not a size (*out untouched); -2 when
+ * it is one but above 2^64 - 1 bytes. */
 int cli_parse_size(const char *s, unsigned long long *out);
+
+/* cli_args.c. */
 
 /* The CLI_CALL of --quant-mode: cuda, fp32 or eager into the
  * stf_plan_opts at `target` (quant_mode, quant_mode_set). */
@@ -475,11 +484,17 @@ void cli_diag_line(FILE *o, const stf_diag *d, const char *indent);
 /* One reader finding on stderr: "stfix: VERB: SEVERITY RULE: MESSAGE"
  * (with -q, only one of error severity). */
 void cli_finding_line(const char *verb, stf_severity s, const char *rule, const char *msg);
-/* The report's diagnostics grouped by layer: file-level findings first
- * under "INDENT file-level:", then each layer in order of first appearance
- * under "INDENT layer NAME:", its findings (cli_diag_line, indented two
- * more) in report order. *first (may be NULL) gets the rule id of the
- * first line, NULL when there is none. 0, or -1 when out of memory. */
+/* The order every listing of a report's diagnostics follows, text and
+ * JSON alike: file-level findings first, then each layer in order of its
+ * first finding in the report, a layer's findings in report order. *out
+ * gets the report's indices in that order (free it): 0, or -1 when out
+ * of memory (*out NULL). */
+int cli_diags_order(const stf_check_report *r, size_t **out);
+/* The report's diagnostics in cli_diags_order, grouped: the file-level
+ * ones under "INDENT file-level:", each layer's under "INDENT layer
+ * NAME:" (cli_diag_line, indented two more). *first (may be NULL) gets the
+ * rule id of the first line, NULL when there is none. 0, or -1 when out
+ * of memory. */
 int cli_diags_listing(FILE *o, const stf_check_report *r, const char *indent, const char **first);
 
 /*
@@ -571,7 +586,7 @@ int cli_json_rules_lint(FILE *o, char *const *paths, size_t n, int *worst);
  * "text"} of the recipe r loaded from arg. */
 int cli_json_rules_show(FILE *o, const char *arg, const stf_recipe *r);
 
-/* cli_verify.c: one verification of an output (stfix verify, batch --verify). */
+/* cli_verify.c: one verification of an output (stfix verify, batch --verify-report). */
 typedef struct cli_verify_args {
     const char *out, *in, *recipe;
     unsigned long long max_shard_size; /* 0: one file, or for an index OUT IN's largest shard */

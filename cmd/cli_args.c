@@ -1,8 +1,8 @@
 /*
  * Command-line pieces the subcommands share: reading the inputs the
  * command line names with the same messages and exit codes everywhere
- * (recipe diagnostics, checkpoint open errors, reader findings), and sizes
- * ("500MB", "4GiB"). The options themselves are parsed in cli_opts.c.
+ * (recipe diagnostics, checkpoint open errors, reader findings). The
+ * options themselves are parsed in cli_opts.c, sizes in cli_size.c.
  */
 /* Uses the experimental stf_ckpt_check_hashes (stfix/experimental.h). */
 #define STF_EXPERIMENTAL
@@ -193,29 +193,5 @@ int cli_opt_quant_mode(const char *verb, const char *value, void *target)
         return -1;
     }
     po->quant_mode_set = 1;
-    return 0;
-}
-
-/* A byte count with an optional unit suffix; see cli.h. */
-int cli_parse_size(const char *s, unsigned long long *out)
-{
-    char *end = NULL;
-    /* Digits first: strtoull alone would skip blanks, take a sign (" -1"
-     * wraps to 2^64-1) and clamp an overflowing number to ULLONG_MAX. */
-    if (!s || *s < '0' || *s > '9') return -1;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno == ERANGE) return -1;
-    unsigned long long mul = 1;
-    if (!strcmp(end, "") || !strcmp(end, "B")) mul = 1;
-    else if (!strcmp(end, "KB") || !strcmp(end, "kB")) mul = 1000ULL;
-    else if (!strcmp(end, "MB")) mul = 1000000ULL;
-    else if (!strcmp(end, "GB")) mul = 1000000000ULL;
-    else if (!strcmp(end, "KiB")) mul = 1ULL << 10;
-    else if (!strcmp(end, "MiB")) mul = 1ULL << 20;
-    else if (!strcmp(end, "GiB")) mul = 1ULL << 30;
-    else return -1;
-    if (v > ~0ULL / mul) return -1;
-    *out = v * mul;
     return 0;
 }

@@ -108,21 +108,20 @@ static int by_listing(const void *a, const void *b)
 }
 
 /*
- * The listing grouped by layer; see cli.h. Two sorts and one pass: linear
- * enough for a file with hundreds of thousands of layers.
+ * The listing order; see cli.h. Two sorts and one pass: linear enough for
+ * a file with hundreds of thousands of layers.
  */
-int cli_diags_listing(FILE *o, const stf_check_report *r, const char *indent, const char **first)
+int cli_diags_order(const stf_check_report *r, size_t **out)
 {
     size_t n = stf_check_count(r);
-    if (first) *first = NULL;
+    *out = NULL;
     slot *s = calloc(n ? n : 1, sizeof *s);
-    char *inner = malloc(strlen(indent) + 3);
-    if (!s || !inner) {
+    size_t *ord = malloc((n ? n : 1) * sizeof *ord);
+    if (!s || !ord) {
         free(s);
-        free(inner);
+        free(ord);
         return -1;
     }
-    sprintf(inner, "%s  ", indent);
     for (size_t i = 0; i < n; i++) {
         const stf_diag *d = stf_check_diag(r, i);
         s[i] = (slot){ d->layer, d->layer_len, i, i };
@@ -131,10 +130,29 @@ int cli_diags_listing(FILE *o, const stf_check_report *r, const char *indent, co
     for (size_t i = 1; i < n; i++)
         if (!layer_cmp(&s[i], &s[i - 1])) s[i].first = s[i - 1].first;
     qsort(s, n, sizeof *s, by_listing);
+    for (size_t k = 0; k < n; k++) ord[k] = s[k].i;
+    free(s);
+    *out = ord;
+    return 0;
+}
+
+/* The listing grouped by layer, in cli_diags_order; see cli.h. */
+int cli_diags_listing(FILE *o, const stf_check_report *r, const char *indent, const char **first)
+{
+    size_t n = stf_check_count(r), *ord = NULL;
+    if (first) *first = NULL;
+    char *inner = malloc(strlen(indent) + 3);
+    if (!inner || cli_diags_order(r, &ord)) {
+        free(inner);
+        return -1;
+    }
+    sprintf(inner, "%s  ", indent);
+    const stf_diag *prev = NULL;
     for (size_t k = 0; k < n; k++) {
-        const stf_diag *e = stf_check_diag(r, s[k].i);
+        const stf_diag *e = stf_check_diag(r, ord[k]);
         if (!k && first) *first = e->rule;
-        if (!k || layer_cmp(&s[k], &s[k - 1])) {
+        if (!prev || prev->layer_len != e->layer_len ||
+            (e->layer_len && memcmp(prev->layer, e->layer, e->layer_len))) {
             fputs(indent, o);
             if (e->layer_len) {
                 fputs("layer ", o);
@@ -145,8 +163,9 @@ int cli_diags_listing(FILE *o, const stf_check_report *r, const char *indent, co
             }
         }
         cli_diag_line(o, e, inner);
+        prev = e;
     }
-    free(s);
+    free(ord);
     free(inner);
     return 0;
 }

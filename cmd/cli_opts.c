@@ -10,6 +10,10 @@
  * names must be spelt in full: getopt_long would take "--js" for "--json",
  * which the program's --json error document (main.c) would not see, and a
  * new option would break an abbreviation that scripts came to rely on.
+ *
+ * An entry may carry an alias, an older long name kept so that command
+ * lines written for it go on working: getopt_long gets it as a second
+ * name of the same entry, and --help shows it under the entry's text.
  */
 #include <ctype.h>
 #include <getopt.h>
@@ -75,6 +79,7 @@ static void entry(FILE *to, const cli_opt *o, size_t col)
     for (const char *nl; (nl = strchr(h, '\n')); h = nl + 1)
         fprintf(to, "%.*s\n%*s", (int)(nl - h), h, (int)col, "");
     fprintf(to, "%s\n", h);
+    if (o->alias) fprintf(to, "%*s(older spelling: --%s)\n", (int)col, "", o->alias);
 }
 
 /* The usage lines and the aligned table; see cli.h. */
@@ -108,6 +113,13 @@ void cli_opts_help(FILE *to, const cli_cmd *cmd)
 {
     cli_opts_usage(to, cmd);
     if (cmd->epilog) fprintf(to, "\n%s", cmd->epilog);
+    int sizes = 0;
+    for (size_t i = 0; i < cmd->nopts; i++) sizes |= cmd->opts[i].kind == CLI_SIZE;
+    if (sizes) /* cli_size.c's units */
+        fputs("\nSIZE: bytes, or a number (a decimal fraction allowed) and a unit of any\n"
+              "case: KB MB GB TB (powers of 1000), KiB MiB GiB TiB or K M G T (powers\n"
+              "of 1024); e.g. 5GB, 1.5GiB, 512MiB, 5G.\n",
+              to);
     cli_exit_help(to);
 }
 
@@ -205,13 +217,27 @@ static const cli_opt *by_val(const parse *ps, int val)
     return NULL;
 }
 
-/* The entry whose long name is the first `len` bytes of s, NULL if none. */
+/* Whether `name` is the first `len` bytes of s. */
+static int is_name(const char *name, const char *s, size_t len)
+{
+    return name && strlen(name) == len && !strncmp(name, s, len);
+}
+
+/* The long name of o that `arg` ("--NAME" or "--NAME=VALUE") spells: its
+ * alias when it spells that, else its name. */
+static const char *spelt(const cli_opt *o, const char *arg)
+{
+    return is_name(o->alias, arg + 2, strcspn(arg + 2, "=")) ? o->alias : o->name;
+}
+
+/* The entry whose long name or alias is the first `len` bytes of s, NULL
+ * if none. */
 static const cli_opt *by_name(const parse *ps, const char *s, size_t len)
 {
     size_t n = ps->cmd->nopts;
     for (size_t i = 0; i < n + NBUILTIN; i++) {
         const cli_opt *o = i < n ? &ps->cmd->opts[i] : &builtin[i - n];
-        if (o->name && o->kind != CLI_ARG && strlen(o->name) == len && !strncmp(o->name, s, len))
+        if (o->kind != CLI_ARG && (is_name(o->name, s, len) || is_name(o->alias, s, len)))
             return o;
     }
     return NULL;
@@ -266,8 +292,9 @@ static int digits(const char *s, long long max, long long *out)
 }
 
 /* Store the option's value (v is NULL for a flag): 0, or EXIT_USAGE once
- * the problem is printed. */
-static int apply(const parse *ps, const cli_opt *o, const char *v)
+ * the problem is printed, naming the option as `name` (its name or alias,
+ * as typed). */
+static int apply(const parse *ps, const cli_opt *o, const char *name, const char *v)
 {
     const char *verb = ps->verb;
     switch (o->kind) {
@@ -275,12 +302,17 @@ static int apply(const parse *ps, const cli_opt *o, const char *v)
     case CLI_STR: *(const char **)o->target = v; return 0;
     case CLI_SIZE: {
         unsigned long long n = 0;
-        if (cli_parse_size(v, &n)) {
-            cli_errorf(verb, "--%s: '%s' is not a size (e.g. 5GB, 500MB, 4GiB)", o->name, v);
+        int rc = cli_parse_size(v, &n);
+        if (rc == -2) {
+            cli_errorf(verb, "--%s: '%s' is too large (the most is %llu bytes)", name, v, ~0ULL);
+            return EXIT_USAGE;
+        }
+        if (rc) {
+            cli_errorf(verb, "--%s: '%s' is not a size (e.g. 5GB, 1.5GiB, 512MiB, 5G)", name, v);
             return EXIT_USAGE;
         }
         if (n < (unsigned long long)o->min) {
-            cli_errorf(verb, "--%s: '%s' is too small (the least is %lld)", o->name, v, o->min);
+            cli_errorf(verb, "--%s: '%s' is too small (the least is %lld)", name, v, o->min);
             return EXIT_USAGE;
         }
         *(unsigned long long *)o->target = n;
@@ -289,7 +321,7 @@ static int apply(const parse *ps, const cli_opt *o, const char *v)
     case CLI_INT: {
         long long n = 0;
         if (digits(v, o->max, &n) || n < o->min || n > o->max) {
-            cli_errorf(verb, "--%s takes a number from %lld to %lld, not '%s'", o->name, o->min,
+            cli_errorf(verb, "--%s takes a number from %lld to %lld, not '%s'", name, o->min,
                        o->max, v);
             return EXIT_USAGE;
         }
@@ -306,10 +338,11 @@ static int apply(const parse *ps, const cli_opt *o, const char *v)
 static int build(const cli_cmd *cmd, char **optstring, struct option **longopts,
                  const char ***names, size_t *nnames)
 {
-    size_t n = cmd->nopts + NBUILTIN, k = 0, m = 0;
+    size_t n = cmd->nopts + NBUILTIN, k = 0, m = 0, na = 0;
+    for (size_t i = 0; i < cmd->nopts; i++) na += cmd->opts[i].alias != NULL;
     char *s = malloc(2 * n + 3);
-    struct option *lo = calloc(n + 1, sizeof *lo);
-    const char **nm = calloc(n, sizeof *nm);
+    struct option *lo = calloc(n + na + 1, sizeof *lo);
+    const char **nm = calloc(n + na, sizeof *nm);
     if (!s || !lo || !nm) {
         free(s);
         free(lo);
@@ -328,9 +361,13 @@ static int build(const cli_cmd *cmd, char **optstring, struct option **longopts,
         int has = o == &builtin[2] || o->optional ? optional_argument
                   : o->metavar   ? required_argument
                                  : no_argument;
-        lo[m] = (struct option){ o->name, has, NULL,
-                                 o->letter ? o->letter : VAL_BASE + (int)i };
+        int val = o->letter ? o->letter : VAL_BASE + (int)i;
+        lo[m] = (struct option){ o->name, has, NULL, val };
         nm[m++] = o->name;
+        if (o->alias) {
+            lo[m] = (struct option){ o->alias, has, NULL, val };
+            nm[m++] = o->alias;
+        }
     }
     s[k] = '\0';
     *optstring = s;
@@ -363,7 +400,7 @@ static int run(const parse *ps, const char *optstring, const struct option *long
             if (is_long) o = by_name(ps, arg + 2, strcspn(arg + 2, "="));
             else if (optopt >= VAL_BASE) o = by_val(ps, optopt);
             if (!o) return unknown(ps, arg, is_long ? 0 : optopt);
-            cli_errorf(ps->verb, "option '--%s' takes no value", o->name);
+            cli_errorf(ps->verb, "option '--%s' takes no value", spelt(o, arg));
             return EXIT_USAGE;
         }
         const cli_opt *o = by_val(ps, c == ':' ? optopt : c);
@@ -372,12 +409,13 @@ static int run(const parse *ps, const char *optstring, const struct option *long
             char typed[8];
             snprintf(typed, sizeof typed, "-%c", o->letter);
             cli_errorf(ps->verb, "option '%s%s' needs a value (%s)", is_long ? "--" : "",
-                       is_long ? o->name : typed, o->metavar);
+                       is_long ? spelt(o, arg) : typed, o->metavar);
             return EXIT_USAGE;
         }
         /* getopt_long takes any unambiguous beginning of a name; we do not. */
-        if (li >= 0 && (!is_long || strncmp(arg + 2, o->name, strlen(o->name)) ||
-                        (arg[2 + strlen(o->name)] && arg[2 + strlen(o->name)] != '=')))
+        size_t len = is_long ? strcspn(arg + 2, "=") : 0;
+        if (li >= 0 && (!is_long || !(is_name(o->name, arg + 2, len) ||
+                                      is_name(o->alias, arg + 2, len))))
             return unknown(ps, arg, 0);
         if (o == &builtin[0]) {
             cli_opts_help(stdout, ps->cmd);
@@ -404,7 +442,7 @@ static int run(const parse *ps, const char *optstring, const struct option *long
             cli_progress_disable();
             continue;
         }
-        int ex = apply(ps, o, o->metavar ? optarg : NULL);
+        int ex = apply(ps, o, is_long ? spelt(o, arg) : o->name, o->metavar ? optarg : NULL);
         if (ex) return ex;
     }
     for (int i = optind; i < argc; i++) { /* after "--", or from the first with stop_at_arg */

@@ -208,11 +208,14 @@ void cli_tp_summary_human(FILE *o, const stf_check_report *r)
 {
     for (size_t i = 0; i < stf_check_tp_count(r); i++) {
         const stf_tp_summary *s = stf_check_tp_summary(r, i);
-        fprintf(o, "  TP %u: %s; %zu sharded, %zu replicated by style, %zu replicated "
-                   "(%llu bytes per GPU instead of %llu), %zu cannot load, %zu unknown\n",
-                s->tp, verdict(s), s->sharded, s->replicated_by_style, s->replicated,
-                (unsigned long long)s->replicated_bytes,
-                (unsigned long long)(s->replicated_bytes / s->tp), s->cannot_load, s->unknown);
+        fprintf(o, "  TP %u: %s; %zu sharded, %zu replicated by style, %zu replicated", s->tp,
+                verdict(s), s->sharded, s->replicated_by_style, s->replicated);
+        /* The bytes only when there are some: "(0 bytes ... instead of 0)" says nothing. */
+        if (s->replicated)
+            fprintf(o, " (%llu bytes per GPU instead of %llu)",
+                    (unsigned long long)s->replicated_bytes,
+                    (unsigned long long)(s->replicated_bytes / s->tp));
+        fprintf(o, ", %zu cannot load, %zu unknown\n", s->cannot_load, s->unknown);
     }
 }
 

@@ -1,6 +1,6 @@
 /*
  * Verifying one output against its input and recipe, for `stfix verify`
- * and `stfix batch --verify`: re-plan, re-run in memory, compare, and say
+ * and `stfix batch --verify-report`: re-plan, re-run in memory, compare, and say
  * what differs (text on stdout, or one JSON document).
  */
 /* Uses the experimental stf_plan_verify and stf_batch_shard_size (stfix/experimental.h). */

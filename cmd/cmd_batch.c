@@ -2,7 +2,7 @@
  * stfix batch -r RECIPE -o OUTDIR (DIR... | FILE... | --manifest FILE)
  *             [-j N] [--resume] [--shard K/N] [--report FILE]
  *             [--link-compliant | --copy-compliant] [--allow-outside-outdir] [--dry-run]
- * stfix batch --verify REPORT [-j N]
+ * stfix batch --verify-report REPORT [-j N]   (--verify REPORT: the older spelling)
  *
  * Before any work, every path the batch would write is judged
  * (stf_batch_paths_*): the output directory against the input trees, each
@@ -121,8 +121,8 @@ static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cl
           .help = "let a manifest's \"output\" lie outside OUTDIR" },
         { .name = "dry-run", .kind = CLI_FLAG, .target = &a->dry_run,
           .help = "check and plan only; the report goes to stdout" },
-        { .name = "verify", .metavar = "REPORT", .kind = CLI_STR, .target = &a->verify,
-          .help = "re-verify every fixed checkpoint of a report" },
+        { .name = "verify-report", .metavar = "REPORT", .kind = CLI_STR, .target = &a->verify,
+          .alias = "verify", .help = "re-verify every fixed checkpoint of a report" },
         { .name = "max-mem", .metavar = "SIZE", .kind = CLI_SIZE, .target = &a->max_mem,
           .min = 1, .help = "working set for requantization (default 2GiB)" },
         { .name = "hash", .metavar = "sha256|none", .kind = CLI_CALL, .call = set_hash,
@@ -138,18 +138,18 @@ static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cl
     memcpy(opts, o, sizeof o);
     cmd = (cli_cmd){ .verb = "batch",
                      .synopsis = "batch [-r RECIPE] -o OUTDIR (DIR... | FILE... | --manifest FILE) "
-                                 "[options]\nbatch --verify REPORT [-j N]",
+                                 "[options]\nbatch --verify-report REPORT [-j N]",
                      .opts = opts, .nopts = sizeof o / sizeof o[0] };
     *cmdp = &cmd;
     int ex = cli_opts_parse(&cmd, argc, argv, nargs);
     if (ex >= 0) return ex;
     if (a->json && (a->verify || a->dry_run))
         return cli_usage_error(&cmd, "--json does not go with %s",
-                               a->verify ? "--verify"
+                               a->verify ? "--verify-report"
                                          : "--dry-run, whose report is JSON Lines on stdout");
     if (a->verify) {
         if (*nargs || a->manifest || a->outdir)
-            return cli_usage_error(&cmd, "--verify REPORT takes no inputs and no -o");
+            return cli_usage_error(&cmd, "--verify-report takes no inputs and no -o");
         return -1;
     }
     if (!a->outdir && !a->dry_run) return cli_usage_error(&cmd, "no output directory given (-o OUTDIR)");

@@ -1,6 +1,6 @@
 /*
- * stfix check FILE|INDEX.json... [--target sglang|comfyui|all] [--numeric] [--hash] [-j N]
- *             [--json]
+ * stfix check FILE|INDEX.json... [--target sglang|comfyui|all[,...]] [--numeric] [--hash]
+ *             [-j N] [--json]
  *             [--tp T[,T...]] [--tp-profile FILE|NAME|list]
  *
  * Runs the acceptance profiles and prints the findings: grouped by layer in
@@ -21,27 +21,42 @@
 
 #include "cli.h"
 
-/* --target: one of the three names. */
+/* --target: sglang, comfyui or all, or a comma-separated list of them as
+ * --tp takes its degrees ("sglang,comfyui" is all). The target is named
+ * by the one word that says the same. */
 static int set_target(const char *verb, const char *v, void *target)
 {
-    if (strcmp(v, "sglang") && strcmp(v, "comfyui") && strcmp(v, "all")) {
-        cli_errorf(verb, "--target takes sglang, comfyui or all");
-        return -1;
+    unsigned bits = 0;
+    for (const char *p = v;; p++) {
+        size_t n = strcspn(p, ",");
+        if (n == 6 && !strncmp(p, "sglang", n)) bits |= 1;
+        else if (n == 7 && !strncmp(p, "comfyui", n)) bits |= 2;
+        else if (n == 3 && !strncmp(p, "all", n)) bits |= 3;
+        else {
+            cli_errorf(verb, "--target takes sglang, comfyui or all, or a list such as "
+                             "sglang,comfyui; not '%s'", v);
+            return -1;
+        }
+        p += n;
+        if (!*p) break;
     }
-    *(const char **)target = v;
+    *(const char **)target = bits == 3 ? "all" : bits == 1 ? "sglang" : "comfyui";
     return 0;
 }
 
-/* The report as one document; -1 when out of memory. */
+/* The report as one document, its diagnostics in the listing's order
+ * (cli_diags_order); -1 when out of memory. */
 static int print_json(FILE *o, const char *file, const char *target, const stf_check_report *r,
                       const cli_tp *tp)
 {
-    size_t n = stf_check_count(r);
+    size_t n = stf_check_count(r), *ord = NULL;
+    if (cli_diags_order(r, &ord)) return -1;
     cJSON *doc = cli_j_object(0), *diags = cli_j_array(CLI_J_LINES | CLI_J_CLOSE),
           *sum = cli_j_object(0);
     cli_j_add(doc, "file", cli_j_str(file), 0);
     cli_j_add(doc, "target", cli_j_str(target), 0);
-    for (size_t i = 0; i < n; i++) cli_j_push(diags, cli_j_diag(stf_check_diag(r, i), 1));
+    for (size_t i = 0; i < n; i++) cli_j_push(diags, cli_j_diag(stf_check_diag(r, ord[i]), 1));
+    free(ord);
     cli_j_add(doc, "diagnostics", diags, 0);
     if (tp) cli_j_add(doc, "tp", cli_tp_summary_json(tp, r), 0);
     cli_j_add(sum, "errors", cli_j_u64(stf_check_count_severity(r, STF_SEV_ERROR)), 0);
@@ -84,19 +99,23 @@ static int print_json_line(FILE *o, const char *file, const char *target,
 static int print_human(FILE *o, const char *file, const char *target, const stf_check_report *r,
                        const cli_tp *tp, const char **first)
 {
-    size_t n = stf_check_count(r);
+    size_t n = stf_check_count(r), *ord = NULL;
     const char **rules = calloc(n ? n : 1, sizeof *rules);
-    if (!rules) return -1;
-    cli_textf(o, "check %s (target %s)\n", file, target);
-    if (cli_diags_listing(o, r, "", first)) {
+    if (!rules || cli_diags_order(r, &ord)) {
         free(rules);
         return -1;
     }
-    /* One suggested fix per rule, in report order; rule ids are few. */
+    cli_textf(o, "check %s (target %s)\n", file, target);
+    if (cli_diags_listing(o, r, "", first)) {
+        free(ord);
+        free(rules);
+        return -1;
+    }
+    /* One suggested fix per rule, in the listing's order; rule ids are few. */
     size_t nrules = 0;
     int header = 0;
     for (size_t i = 0; i < n; i++) {
-        const stf_diag *d = stf_check_diag(r, i);
+        const stf_diag *d = stf_check_diag(r, ord[i]);
         size_t k = 0;
         while (k < nrules && strcmp(rules[k], d->rule)) k++;
         if (k < nrules) continue;
@@ -116,6 +135,7 @@ static int print_human(FILE *o, const char *file, const char *target, const stf_
     fprintf(o, "summary: %zu error(s), %zu warning(s), %zu info\n",
             stf_check_count_severity(r, STF_SEV_ERROR), stf_check_count_severity(r, STF_SEV_WARNING),
             stf_check_count_severity(r, STF_SEV_INFO));
+    free(ord);
     free(rules);
     return 0;
 }
@@ -199,8 +219,9 @@ int cmd_check(int argc, char **argv)
                   "the rest go on" },
         { .name = "target", .metavar = "TARGET", .kind = CLI_CALL, .call = set_target,
           .target = &target,
-          .help = "sglang, comfyui or all: the acceptance profile(s) besides\n"
-                  "the container rules (default all)" },
+          .help = "sglang, comfyui or all, or a list (sglang,comfyui): the\n"
+                  "acceptance profiles besides the container rules (default\n"
+                  "all)" },
         { .name = "numeric", .kind = CLI_FLAG, .target = &numeric,
           .help = "also read tensor data: NaN/Inf/zero/negative scales, row\n"
                   "versus column quantization (H1), Sylvester rotations (H2)" },

@@ -65,7 +65,7 @@ static int parse_args(fix_args *a, int argc, char **argv)
           .help = "keep the output even if it fails the recipe's targets" },
         { .name = "max-shard-size", .metavar = "SIZE", .kind = CLI_SIZE,
           .target = &a->max_shard_size, .min = 1,
-          .help = "split the output into shards (e.g. 5GB, 500MB, 4GiB)" },
+          .help = "split the output into shards (e.g. 5GB, 1.5GiB, 5G)" },
         { .name = "max-mem", .metavar = "SIZE", .kind = CLI_SIZE, .target = &a->max_mem,
           .min = 1, .help = "working set for requantization (default 2GiB)" },
         { .name = "no-wait", .kind = CLI_FLAG, .target = &a->no_wait,
@@ -242,11 +242,13 @@ static int print_human(FILE *o, const fix_args *a, const char *out, const stf_re
         cli_textf(o, " -> %s\n", l->summary ? l->summary : "");
     }
     fprintf(o, "layers: %zu changed, %zu unchanged\n", nch, nl - nch);
-    fprintf(o, "tensors: %zu written, %zu copied unchanged, %zu dropped\n",
-            stf_plan_tensor_count(p), tensors_copied(p), stf_plan_dropped_count(p));
-    fprintf(o, "data bytes: %llu (%llu copied unchanged)\n",
-            (unsigned long long)stf_plan_bytes_total(p),
-            (unsigned long long)stf_plan_bytes_copied(p));
+    /* The copied are among the written: said inside the count they part. */
+    size_t nt = stf_plan_tensor_count(p), nc = tensors_copied(p);
+    uint64_t bt = stf_plan_bytes_total(p), bc = stf_plan_bytes_copied(p);
+    fprintf(o, "tensors: %zu written (%zu copied unchanged, %zu changed or new), %zu dropped\n",
+            nt, nc, nt - nc, stf_plan_dropped_count(p));
+    fprintf(o, "data bytes: %llu written (%llu copied unchanged, %llu computed)\n",
+            (unsigned long long)bt, (unsigned long long)bc, (unsigned long long)(bt - bc));
     if (!stf_plan_changed(p))
         fprintf(o, "unchanged: the recipe changes nothing; %s\n",
                 !ok           ? "nothing written"
@@ -326,8 +328,14 @@ static int print_json(FILE *o, const fix_args *a, const char *out, const stf_rec
         cli_j_add(ver, "errors", cli_j_u64(stf_check_count_severity(cr, STF_SEV_ERROR)), 0);
         cli_j_add(ver, "warnings", cli_j_u64(stf_check_count_severity(cr, STF_SEV_WARNING)), 0);
         cli_j_add(ver, "info", cli_j_u64(stf_check_count_severity(cr, STF_SEV_INFO)), 0);
-        for (size_t i = 0; i < stf_check_count(cr); i++)
-            cli_j_push(diags, cli_j_diag(stf_check_diag(cr, i), 0));
+        size_t *ord = NULL;
+        if (cli_diags_order(cr, &ord)) { /* out of memory: adding NULL fails the print */
+            cJSON_Delete(diags);
+            diags = NULL;
+        }
+        for (size_t i = 0; ord && i < stf_check_count(cr); i++)
+            cli_j_push(diags, cli_j_diag(stf_check_diag(cr, ord[i]), 0));
+        free(ord);
         cli_j_add(ver, "diagnostics", diags, 0);
     }
     cli_j_add(doc, "verification", ver, CLI_J_BREAK);

@@ -73,7 +73,7 @@ int cmd_rewrite(int argc, char **argv)
                   "index OUT.index.json, unless everything fits one file)" },
         { .name = "max-shard-size", .metavar = "SIZE", .kind = CLI_SIZE, .target = &max,
           .help = "split into shards of at most SIZE tensor bytes\n"
-                  "(e.g. 5GB, 500MB, 4GiB, 1000000)" },
+                  "(e.g. 5GB, 1.5GiB, 5G, 1000000)" },
         { .name = "strict", .kind = CLI_FLAG, .target = &strict,
           .help = "refuse input that breaks stfix's stricter rules" },
         { .name = "no-wait", .kind = CLI_FLAG, .target = &no_wait,

@@ -1,13 +1,15 @@
 /*
- * stfix compress IN [-o OUT] [--grouped] [--level N] [--frame SIZE]
- *                [--verify] [-j N] [-f] [--no-wait] [--json]
+ * stfix compress IN [-o OUT] [--zstd-grouped] [--level N] [--zstd-frame SIZE]
+ *                [--zstd-verify] [-j N] [-f] [--no-wait] [--json]
  * stfix decompress IN [-o OUT] [-f] [--no-wait] [--json]
  *
  * Whole files and sharded checkpoints to and from the zstd seekable format
  * (stfix(1), COMPRESSED FILES), their bytes kept exactly. Without -o a
  * file gets IN plus ".zst" (".stz" grouped), or IN less it; an index needs
  * -o. An existing output is replaced only with --force, as zstd(1) does.
- * Exit 0 ok, otherwise the status of the error (cli_exit.c).
+ * Exit 0 ok, otherwise the status of the error (cli_exit.c). The
+ * options are spelt as the writing commands spell them (CLI_ZSTD_OPTS);
+ * --grouped, --frame and --verify are their older aliases.
  */
 /* Uses the experimental stf_pool_*, stf_zstd_compress, stf_zstd_decompress. */
 #define STF_EXPERIMENTAL
@@ -49,15 +51,15 @@ static int zrun(int argc, char **argv, int compress)
         { .kind = CLI_ARG, .metavar = "IN",
           .help = "a .safetensors file or a *.safetensors.index.json" },
         { .name = "output", .letter = 'o', .metavar = "OUT", .kind = CLI_STR, .target = &out,
-          .help = "the output (default IN.zst, IN.stz with --grouped;\n"
+          .help = "the output (default IN.zst, IN.stz with --zstd-grouped;\n"
                   "for an index: the new index, required)" },
-        { .name = "grouped", .kind = CLI_FLAG, .target = &grouped,
+        { .name = "zstd-grouped", .kind = CLI_FLAG, .target = &grouped, .alias = "grouped",
           .help = "BF16/F16 frames byte-grouped: a .stz file" },
         { .name = "level", .letter = 'l', .metavar = "N", .kind = CLI_INT, .target = &level,
           .min = 1, .max = 22, .help = "zstd level (default 3)" },
-        { .name = "frame", .metavar = "SIZE", .kind = CLI_SIZE, .target = &frame, .min = 1024,
-          .help = "at most SIZE bytes per frame (default 4MiB)" },
-        { .name = "verify", .kind = CLI_FLAG, .target = &verify,
+        { .name = "zstd-frame", .metavar = "SIZE", .kind = CLI_SIZE, .target = &frame,
+          .min = 1024, .alias = "frame", .help = "at most SIZE bytes per frame (default 4MiB)" },
+        { .name = "zstd-verify", .kind = CLI_FLAG, .target = &verify, .alias = "verify",
           .help = "decompress after writing and compare SHA-256" },
         { .name = "jobs", .letter = 'j', .metavar = "N", .kind = CLI_INT, .target = &threads,
           .min = 1, .max = 1024,
@@ -89,7 +91,7 @@ static int zrun(int argc, char **argv, int compress)
     };
     const cli_cmd cmd = {
         .verb = verb,
-        .synopsis = compress ? "compress IN [-o OUT] [--grouped] [--level N] [options]"
+        .synopsis = compress ? "compress IN [-o OUT] [--zstd-grouped] [--level N] [options]"
                              : "decompress IN [-o OUT] [-f] [--no-wait] [--json]",
         .opts = compress ? copts : dopts,
         .nopts = compress ? sizeof copts / sizeof copts[0] : sizeof dopts / sizeof dopts[0],

@@ -54,7 +54,8 @@ int main(int argc, char **argv)
     }
     const cli_cmd top = {
         .synopsis = "<command> [options] ...", .opts = list, .nopts = NCOMMANDS,
-        .epilog = "stfix <command> --help shows a command's options.\n"
+        .epilog = "stfix <command> --help (or stfix help <command>) shows a command's\n"
+                  "options; stfix version is stfix --version.\n"
                   "Environment: STFIX_SIMD=scalar|avx2|avx512 forces a kernel variant.\n",
         .stop_at_arg = 1
     };
@@ -63,8 +64,17 @@ int main(int argc, char **argv)
     if (!nargs) return cli_usage_error(&top, "missing command");
     /* argv[1] is the command, its arguments follow. */
     argc = nargs + 1;
-    if (!strcmp(argv[1], "help")) {
-        cli_opts_help(stdout, &top);
+    /* "help", "help COMMAND" and "version", as people type them. */
+    static char help_opt[] = "--help";
+    if (!strcmp(argv[1], "help") && nargs == 2) {
+        argv[1] = argv[2];
+        argv[2] = help_opt;
+    } else if (!strcmp(argv[1], "help") || !strcmp(argv[1], "version")) {
+        if (nargs > 1)
+            return cli_usage_error(&top, "%s", argv[1][0] == 'h' ? "help takes one command at most"
+                                                                 : "version takes no arguments");
+        if (argv[1][0] == 'h') cli_opts_help(stdout, &top);
+        else printf("stfix %s\n", STF_VERSION_STRING);
         return EXIT_OK_;
     }
     const command *cmd = NULL;

@@ -8,6 +8,8 @@
 # pages must resolve: every page in man/ and every page given is copied into
 # a temporary man tree (man1, man5, man7, ...) indexed by makewhatis and
 # searched before the system's, so a misspelt or missing stfix page fails.
+# Each page is also rendered, and a line with two closing or two opening
+# quotes in a row (quoting macros nested on one line) is a message too.
 # Exit status: 0 clean, 1 messages, 2 mandoc or makewhatis missing or broken.
 if ! command -v mandoc >/dev/null 2>&1 || ! command -v makewhatis >/dev/null 2>&1; then
     echo "lint: mandoc and makewhatis are needed (make deps installs mandoc)" >&2
@@ -52,6 +54,13 @@ awk '
     }
     { print }
 ' "$tmp/out" >"$tmp/kept"
+# What mandoc cannot see: a quoting macro whose arguments run on into
+# another one (".Pq Dq a , Dq b" quotes "a, "b"" inside "a") renders two
+# closing or two opening quotes in a row, which no sentence of ours has.
+for p in "$@"; do
+    mandoc -Tutf8 "$p" 2>/dev/null | sed 's/.\x08//g' |
+        awk -v p="$p" '/””|““|’’|‘‘/ { sub(/^ +/, ""); print p ": rendered line " NR ": nested quotes: " $0 }'
+done >>"$tmp/kept"
 if [ -s "$tmp/kept" ]; then
     cat "$tmp/kept"
     exit 1

@@ -75,9 +75,12 @@ static int write_tensor(stf__sink *sk, const stf__wtensor *t, stage *st, stf_err
     if ((rc = stage_get(st, len, sk->final_path, err))) return rc;
     for (uint64_t off = 0; off < len;) {
         size_t k = len - off < st->cap ? (size_t)(len - off) : st->cap;
-        if (src->kind == STF_SRC_CKPT) rc = stf_ckpt_read(st->buf, src->ckpt, src->idx, off, k, err);
-        else rc = src->fn(src->ud, st->buf, off, k, err);
-        if (rc) {
+        /* A failed read of the input already names its tensor, file and
+         * byte: a second "tensor" in front would only repeat it. A
+         * producer's error is the caller's own, and gets the output's. */
+        if (src->kind == STF_SRC_CKPT) {
+            if ((rc = stf_ckpt_read(st->buf, src->ckpt, src->idx, off, k, err))) return rc;
+        } else if ((rc = src->fn(src->ud, st->buf, off, k, err))) {
             char shown[STF__NAME_SHOWN];
             return stf__err_prefix(err, "%s: tensor '%s' at byte %llu: ", sk->final_path,
                                    stf__name_render(shown, sizeof shown, t->info.name,

@@ -311,14 +311,11 @@ static int late_fill(run_ctx *ctx, size_t upto, stf_err *err)
         const stf_plan_tensor_info *t = &ctx->p->outs[l->out].pub;
         for (uint64_t off = 0; !rc && off < t->nbytes;) {
             size_t k = t->nbytes - off < LATE_PIECE ? (size_t)(t->nbytes - off) : LATE_PIECE;
+            /* Both read the input through stf_ckpt_read, whose error names
+             * the tensor, its file and the byte: nothing to add. */
             rc = l->cast ? cast_produce((void *)l->cast, buf, off, k, err)
                          : stf_ckpt_read(buf, ctx->p->c, l->in, off, k, err);
-            if (rc) {
-                char shown[STF__NAME_SHOWN];
-                stf__err_prefix(err, "tensor '%s' at byte %llu: ",
-                                stf__name_render(shown, sizeof shown, t->name, t->name_len),
-                                (unsigned long long)off);
-            } else {
+            if (!rc) {
                 rc = emit_fill(ctx, l->out, off, buf, k, err);
                 off += k;
             }

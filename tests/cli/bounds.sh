@@ -59,7 +59,7 @@ t_stdout_has "plan [2^40, 0]" "copy         x.weight BF16 (1099511627776, 0) 0 b
 t_stdout_has "plan [2^40, 0]" "0 bytes to write"
 t_run "fix [2^40, 0]" 0 t_capped "$STFIX" fix "$D/big0.safetensors" -r $Q -o "$D/big0.out.safetensors" -j 2
 t_stdout_has "fix [2^40, 0]" "  x: quantize-linear -> weight (1099511627776, 0) has no elements: copied unchanged, not requantized"
-t_stdout_has "fix [2^40, 0]" "data bytes: 0 (0 copied unchanged)"
+t_stdout_has "fix [2^40, 0]" "data bytes: 0 written (0 copied unchanged, 0 computed)"
 t_run "fix [2^40, 0]: output" 0 "$STFIX" inspect "$D/big0.out.safetensors"
 t_stdout_has "fix [2^40, 0]: output" "  x.weight  BF16  [1099511627776, 0]  0 bytes"
 t_run "fix [0, 2^47]" 0 t_capped "$STFIX" fix "$D/zero_wide.safetensors" -r $Q -o "$D/zw.out.safetensors" -j 2

@@ -89,10 +89,42 @@ printf 'not a safetensors file' >"$T_TMP/garbage.safetensors"
 t_run "invalid container" 2 "$STFIX" check "$T_TMP/garbage.safetensors"
 t_stderr_has "invalid container" "stfix: check: "
 
+# The JSON lists the findings in the human listing's order: file-level
+# first, then layer by layer (C15 of blocks.0.attn.qkv beside its R12, not
+# after the C1 of another layer), and the suggested fixes follow it.
+c15=$F/c15_meta_bare.safetensors
+t_run "order: text" 1 "$STFIX" check $c15
+sed -n 's/^  *\(error\|warning\|info\) *\([A-Z][0-9]*\):.*/\2/p' "$T_OUT" >"$T_TMP/order_text"
+sed -n '/^suggested fixes:/,/^summary/s/^  \([A-Z][0-9]*\) .*/\1/p' "$T_OUT" >"$T_TMP/order_fixes"
+printf '%s\n' R10 R12 C15 C1 >"$T_TMP/order_want"
+t_true "order: text listing" cmp "$T_TMP/order_want" "$T_TMP/order_text"
+t_true "order: suggested fixes" cmp "$T_TMP/order_want" "$T_TMP/order_fixes"
+t_run "order: JSON" 1 "$STFIX" check --json $c15
+python3 -c 'import json, sys
+for d in json.load(open(sys.argv[1]))["diagnostics"]: print(d["rule"])' "$T_OUT" >"$T_TMP/order_json"
+t_true "order: JSON as the text" cmp "$T_TMP/order_want" "$T_TMP/order_json"
+
 # Exit 3: usage.
 t_run "no file" 3 "$STFIX" check
 t_run "bad target" 3 "$STFIX" check --target vllm $F/healthy_fp8.safetensors
-t_stderr_is "bad target" "stfix: check: --target takes sglang, comfyui or all"
+t_stderr_is "bad target" \
+    "stfix: check: --target takes sglang, comfyui or all, or a list such as sglang,comfyui; not 'vllm'"
+# A list, as --tp takes: both profiles are all, and so named.
+"$STFIX" check --json $F/healthy_fp8.safetensors >"$T_TMP/target_all"
+"$STFIX" check --json --target sglang $F/healthy_fp8.safetensors >"$T_TMP/target_sglang"
+for t in sglang,comfyui comfyui,sglang all,sglang sglang,all comfyui,comfyui,sglang; do
+    t_run "--target $t" 0 "$STFIX" check --json --target $t $F/healthy_fp8.safetensors
+    t_stdout_is "--target $t: as all" "$T_TMP/target_all"
+done
+t_run "--target sglang,sglang" 0 "$STFIX" check --json --target sglang,sglang $F/healthy_fp8.safetensors
+t_stdout_is "--target sglang,sglang: as sglang" "$T_TMP/target_sglang"
+t_run "--target sglang,comfyui (text)" 0 "$STFIX" check --target=sglang,comfyui $F/healthy_fp8.safetensors
+t_stdout_has "--target sglang,comfyui (text)" "check $F/healthy_fp8.safetensors (target all)"
+for t in "sglang," ",comfyui" "sglang,,comfyui" "sglang comfyui" "SGLang" "sglang,vllm" ""; do
+    t_run "--target '$t'" 3 "$STFIX" check --target "$t" $F/healthy_fp8.safetensors
+    t_stderr_is "--target '$t'" \
+        "stfix: check: --target takes sglang, comfyui or all, or a list such as sglang,comfyui; not '$t'"
+done
 t_run "unknown option" 3 "$STFIX" check --fast $F/healthy_fp8.safetensors
 t_run "help" 0 "$STFIX" check --help
 t_stdout_has "help" "usage: stfix check FILE|INDEX.json"

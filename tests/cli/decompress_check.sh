@@ -48,3 +48,34 @@ for ext in zst stz; do
     t_run ".$ext: decompress" 0 "$STFIX" decompress "$D/b.safetensors.$ext" -o "$D/ok.$ext.out"
     t_true ".$ext: decompress: the same bytes" cmp "$D/b.safetensors" "$D/ok.$ext.out"
 done
+
+# A wrong checksum in a frame of tensor data, found while the tensor is
+# copied: the reader's message names the tensor once, in front of the file
+# and frame, whether the tensor goes to a plain output, to a compressed one
+# or is filled in after the others (fix).
+cp fixtures/comfy/r14_scale_bf16.safetensors "$D/r.safetensors"
+t_run "compress r" 0 "$STFIX" compress "$D/r.safetensors" --zstd-frame 1KiB
+python3 - "$D/r.safetensors.zst" "$D/rk.safetensors.zst" >"$D/rk" <<'PY'
+import struct, sys
+z = bytearray(open(sys.argv[1], "rb").read())
+nf = struct.unpack_from("<I", z, len(z) - 9)[0]
+e = len(z) - 9 - nf * 12 + 12 + 8    # frame 1's checksum
+c = struct.unpack_from("<I", z, len(z) - 9 - nf * 12)[0]    # frame 0's compressed size
+ck = struct.unpack_from("<I", z, e)[0]
+z[e] ^= 0xFF
+open(sys.argv[2], "wb").write(z)
+print(c, "%08x" % ck, "%08x" % (ck ^ 0xFF))
+PY
+read -r AT CK BAD <"$D/rk"
+MSG="tensor 'blocks.0.attn.qkv.weight': $D/rk.safetensors.zst: S28 ZstdChecksum: frame 1 at compressed byte $AT decodes to bytes whose checksum is 0x$CK, the seek table says 0x$BAD"
+t_run "rewrite, a tensor's frame" 2 "$STFIX" rewrite "$D/rk.safetensors.zst" -o "$D/rk.out"
+t_stderr_is "rewrite, a tensor's frame" "stfix: rewrite: $MSG"
+t_run "rewrite --zstd, a tensor's frame" 2 "$STFIX" rewrite "$D/rk.safetensors.zst" \
+    -o "$D/rk.out" --zstd
+t_stderr_is "rewrite --zstd, a tensor's frame" "stfix: rewrite: $MSG"
+t_run "fix, a tensor's frame" 2 "$STFIX" fix "$D/rk.safetensors.zst" \
+    -r tests/recipes/cast-scale.yaml -o "$D/rk.out"
+t_stderr_is "fix, a tensor's frame" "stfix: fix: $MSG"
+t_absent "a tensor's frame: no output" "$D/rk.out"
+t_absent "a tensor's frame: no .zst output" "$D/rk.out.zst"
+t_no_temp "a tensor's frame: no temporary" "$D"

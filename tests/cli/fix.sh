@@ -82,6 +82,9 @@ t_absent "bad input" "$D/x.safetensors"
 o=$D/reshape.safetensors
 t_run "reshape-scale" 0 "$STFIX" fix "$F/probe_rowquant_flat.safetensors" -r "$R/reshape-scale.yaml" -o "$o"
 t_stdout_has "reshape-scale" "layers: 1 changed, 0 unchanged"
+# The copied are among the written, and said so: the counts part it.
+t_stdout_has "reshape-scale" "tensors: 3 written (2 copied unchanged, 1 changed or new), 0 dropped"
+t_stdout_has "reshape-scale" "data bytes: 4423 written (4423 copied unchanged, 0 computed)"
 t_tensor "reshape-scale" "$o" blocks.0.attn.qkv.weight_scale F32 "[64, 1]"
 t_same_bytes "reshape-scale" "$o" blocks.0.attn.qkv.weight_scale "$F/probe_rowquant_flat.safetensors"
 t_same_bytes "reshape-scale" "$o" blocks.0.attn.qkv.weight "$F/probe_rowquant_flat.safetensors"

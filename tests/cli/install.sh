@@ -20,6 +20,10 @@ done
 for f in man/*.[1-9]; do
     t_true "installed $f" cmp "$f" "$D$P/share/man/man${f##*.}/${f#man/}"
 done
+# Shell completion where bash-completion and zsh look under the prefix.
+t_true "installed bash completion" cmp cmd/completion/stfix.bash \
+    "$D$P/share/bash-completion/completions/stfix"
+t_true "installed zsh completion" cmp cmd/completion/_stfix "$D$P/share/zsh/site-functions/_stfix"
 t_run "installed binary" 0 "$D$P/bin/stfix" --version
 t_stdout_has "installed binary" "stfix "
 # The shared library: real name libstfix.so.MAJOR.MINOR.PATCH (the version
@@ -61,7 +65,7 @@ mkdir -p "$T_TMP/elsewhere"
 F=$(pwd)/fixtures/comfy/r14_scale_bf16.safetensors
 t_run "installed: rules list" 0 sh -c "cd '$T_TMP/elsewhere' && env -u STFIX_RULES_PATH '$P2/bin/stfix' rules list"
 t_stdout_has "installed: rules list" "repair-scales                repair      $P2/share/stfix/rules/repair-scales.yaml                Header-only"
-t_true "installed: rules list has 8" test "$(wc -l <"$T_OUT")" -eq 8
+t_true "installed: rules list has every bundled recipe" test "$(wc -l <"$T_OUT")" -eq "$(ls rules/*.yaml | wc -l)"
 t_run "installed: tp profiles" 0 sh -c "cd '$T_TMP/elsewhere' && env -u STFIX_RULES_PATH '$P2/bin/stfix' check --tp-profile list"
 t_true "installed: tp profiles are 3" test "$(wc -l <"$T_OUT")" -eq 3
 t_run "installed: plan -r NAME" 0 sh -c "cd '$T_TMP/elsewhere' && env -u STFIX_RULES_PATH '$P2/bin/stfix' plan '$F' -r repair-scales --json"
@@ -84,11 +88,18 @@ PCP="PKG_CONFIG_PATH='$P2/lib/pkgconfig'"
 t_stdout_is_text() { printf '%s\n' "$2" >"$T_TMP/want"; t_stdout_is "$1" "$T_TMP/want"; }
 t_run "pkg-config --libs stfix" 0 sh -c "$PCP pkg-config --libs stfix | sed 's/ *\$//'"
 t_stdout_is_text "pkg-config --libs stfix" "-L$P2/lib -lstfix"
-t_run "pkg-config --print-requires-private stfix" 0 \
-    sh -c "$PCP pkg-config --print-requires-private stfix | tr '\n' ' '"
-t_stdout_has "pkg-config --print-requires-private stfix" "yaml-0.1 libcjson libzstd libpcre2-8 libcrypto "
+# The libraries stfix links are private, and so are their include paths:
+# a consumer's Cflags are stfix's own directory alone (no -I/usr/include/cjson).
+t_run "pkg-config --cflags stfix" 0 sh -c "$PCP pkg-config --cflags stfix | sed 's/ *\$//'"
+t_stdout_is_text "pkg-config --cflags stfix" "-I$P2/include"
+t_run "pkg-config --print-requires-private stfix" 0 sh -c "$PCP pkg-config --print-requires-private stfix"
+t_true "pkg-config --print-requires-private stfix: none" test ! -s "$T_OUT"
 t_run "pkg-config --print-requires stfix" 0 sh -c "$PCP pkg-config --print-requires stfix"
 t_true "pkg-config --print-requires stfix: none" test ! -s "$T_OUT"
+t_run "pkg-config --static --libs stfix" 0 sh -c "$PCP pkg-config --static --libs stfix"
+for l in -lyaml -lcjson -lzstd -lpcre2-8 -lcrypto -lxxhash -lpthread -lm; do
+    t_true "pkg-config --static --libs stfix: $l" grep -q -- " $l\( \|\$\)" "$T_OUT"
+done
 t_run "link to the shared library" 0 sh -c "cc -std=c11 -o '$T_TMP/ver' '$T_TMP/ver.c' \
     \$($PCP pkg-config --cflags --libs stfix)"
 t_run "NEEDED $SONAME" 0 readelf -d "$T_TMP/ver"

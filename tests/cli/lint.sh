@@ -35,3 +35,16 @@ page '.Ql stfix: prefix:' '.Xr stfix 1'
 t_run "lint: trailing delimiter" 1 sh tests/lint_man.sh "$P"
 t_stdout_has "lint: trailing delimiter" \
     "stfix-probe.7:8:18: STYLE: no blank before trailing delimiter: Ql stfix: prefix:"
+
+# Quoting macros nested on one line: mandoc says nothing, the rendered page
+# shows "a, "b"" with two closing quotes in a row.
+page '.Pq Dq added , Dq removed' '.Xr stfix 1'
+t_run "lint: nested quotes" 1 sh tests/lint_man.sh "$P"
+t_stdout_is_text() { printf '%s\n' "$2" >"$T_TMP/want"; t_stdout_is "$1" "$T_TMP/want"; }
+t_stdout_is_text "lint: nested quotes" \
+    "$P: rendered line 7: nested quotes: (“added, “removed””)"
+printf '%s\n' '.Dd November 29, 2026' '.Dt STFIX-PROBE 7' '.Os' '.Sh NAME' '.Nm stfix-probe' \
+    '.Nd a page for the lint tests' '.Sh DESCRIPTION' '.Po' '.Dq added ,' '.Dq removed' '.Pc' \
+    '.Sh SEE ALSO' '.Xr stfix 1' >"$P"
+t_run "lint: quotes one a line" 0 sh tests/lint_man.sh "$P"
+t_true "lint: quotes one a line prints nothing" test ! -s "$T_OUT"

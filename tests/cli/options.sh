@@ -23,6 +23,22 @@ for c in "" inspect check rewrite plan fix rules "rules lint" "rules show" "rule
         t_stdout_is "stfix $c $v" "$D/version"
     done
 done
+# As people type them: stfix version, stfix help, stfix help COMMAND.
+t_run "stfix version" 0 "$STFIX" version
+t_stdout_is "stfix version" "$D/version"
+t_run "stfix version x" 3 "$STFIX" version x
+t_stderr_has "stfix version x" "stfix: version takes no arguments"
+"$STFIX" --help >"$D/top_help"
+t_run "stfix help" 0 "$STFIX" help
+t_stdout_is "stfix help" "$D/top_help"
+t_stdout_has "stfix help" "stfix <command> --help (or stfix help <command>) shows a command's"
+"$STFIX" compress --help >"$D/compress_help0"
+t_run "stfix help compress" 0 "$STFIX" help compress
+t_stdout_is "stfix help compress" "$D/compress_help0"
+t_run "stfix help chekc" 3 "$STFIX" help chekc
+t_stderr_is "stfix help chekc" "stfix: unknown command 'chekc'; did you mean check?"
+t_run "stfix help a b" 3 "$STFIX" help a b
+t_stderr_has "stfix help a b" "stfix: help takes one command at most"
 # Also after other options and arguments, as the first option that ends the run.
 t_run "fix IN -r R -V" 0 "$STFIX" fix "$in" -r $R/cast-scale.yaml -V
 t_stdout_is "fix IN -r R -V" "$D/version"
@@ -59,8 +75,8 @@ t_help_lists "fix --help" fix "-r, --recipe RECIPE" "--max-regex-steps N" "-o, -
     "--quant-mode MODE" "--error-report" "--allow-noncompliant" "--max-shard-size SIZE" \
     "--max-mem SIZE" "--no-wait" "--fail-if-unchanged" "--json" "--tp-profile NAME" \
     "--max-spool SIZE" "--zstd[=LEVEL]" "--zstd-frame SIZE" "--zstd-grouped" "--zstd-verify"
-t_help_lists "compress --help" compress "-o, --output OUT" "--grouped" "-l, --level N" \
-    "--frame SIZE" "--verify" "-j, --jobs N" "-f, --force" "--no-wait" "--json"
+t_help_lists "compress --help" compress "-o, --output OUT" "--zstd-grouped" "-l, --level N" \
+    "--zstd-frame SIZE" "--zstd-verify" "-j, --jobs N" "-f, --force" "--no-wait" "--json"
 t_help_lists "decompress --help" decompress "-o, --output OUT" "-f, --force" "--no-wait" "--json"
 t_help_lists "rules list --help" "rules list" "--json"
 t_help_lists "rules lint --help" "rules lint" "--json"
@@ -181,6 +197,75 @@ t_stderr_is "fix -j 0" "stfix: fix: --jobs takes a number from 1 to 1024, not '0
 t_run "fix --max-mem 0" 3 "$STFIX" fix "$in" -r $R/cast-scale.yaml -o "$D/x.safetensors" --max-mem 0
 t_stderr_is "fix --max-mem 0" "stfix: fix: --max-mem: '0' is too small (the least is 1)"
 t_absent "no output on value errors" "$D/x.safetensors"
+
+# ------------------------------------------------------------- one vocabulary
+# compress spells its options as rewrite, fix and batch do (--zstd-grouped,
+# --zstd-frame, --zstd-verify); batch's mode is --verify-report. The older
+# spellings still work, give the same bytes, and --help names each under
+# the option it stands for.
+"$STFIX" compress --help >"$D/compress_help"
+for old in grouped frame verify; do
+    t_true "compress --help names --$old" grep -qx "  *(older spelling: --$old)" "$D/compress_help"
+done
+"$STFIX" batch --help >"$D/batch_help"
+t_true "batch --help: --verify-report" grep -q "^  --verify-report REPORT  *re-verify every" \
+    "$D/batch_help"
+t_true "batch --help names --verify" grep -qx "  *(older spelling: --verify)" "$D/batch_help"
+cp "$ok" "$D/v.safetensors"
+t_run "compress, new spellings" 0 "$STFIX" compress "$D/v.safetensors" -o "$D/new.stz" \
+    --zstd-grouped --zstd-frame 1KiB --zstd-verify -l 5
+t_run "compress, old spellings" 0 "$STFIX" compress "$D/v.safetensors" -o "$D/old.stz" \
+    --grouped --frame=1KiB --verify --level 5
+t_true "compress: the same bytes either way" cmp "$D/new.stz" "$D/old.stz"
+t_run "compress --zstd-frame 1000" 3 "$STFIX" compress "$D/v.safetensors" --zstd-frame 1000
+t_stderr_is "compress --zstd-frame 1000" \
+    "stfix: compress: --zstd-frame: '1000' is too small (the least is 1024)"
+# An older spelling is named as it was typed.
+t_run "compress --frame 1000" 3 "$STFIX" compress "$D/v.safetensors" --frame 1000
+t_stderr_is "compress --frame 1000" "stfix: compress: --frame: '1000' is too small (the least is 1024)"
+t_run "compress --verify=1" 3 "$STFIX" compress "$D/v.safetensors" --verify=1
+t_stderr_is "compress --verify=1" "stfix: compress: option '--verify' takes no value"
+t_unknown "compress --group" "stfix: compress: unknown option '--group'; did you mean --grouped?" \
+    "$STFIX" compress "$D/v.safetensors" --group
+t_absent "no .zst on usage errors" "$D/v.safetensors.zst"
+for v in --verify-report --verify; do
+    t_run "batch $v REPORT FILE" 3 "$STFIX" batch $v "$D/r.jsonl" "$ok"
+    t_stderr_has "batch $v REPORT FILE" "stfix: batch: --verify-report takes no inputs and no -o"
+    t_run "batch $v, no report" 2 "$STFIX" batch $v "$D/none.jsonl"
+    t_stderr_has "batch $v, no report" "$D/none.jsonl"
+done
+
+# ------------------------------------------------------------- sizes
+# A size as people type it: any case, a decimal fraction taken exactly,
+# K/M/G alone as powers of 1024 (stfix(1), Sizes).
+mkdir "$D/ref"
+"$STFIX" rewrite "$in" -o "$D/ref/s.safetensors" --max-shard-size 1536 >/dev/null
+for sz in 1.5KiB 1.5kib 1.5Ki 1.5K 1.5k 1.536KB 1.536kb 0.00146484375mib 1536B 1536.9; do
+    rm -rf "$D/sz" && mkdir "$D/sz"
+    t_run "rewrite --max-shard-size $sz" 0 "$STFIX" rewrite "$in" -o "$D/sz/s.safetensors" \
+        --max-shard-size "$sz"
+    t_true "--max-shard-size $sz: as 1536" diff -r "$D/ref" "$D/sz"
+done
+for sz in "5 GB" " 5GB" 5GBs .5G 5. -1 1e9 5XB 5gig; do
+    t_run "--max-shard-size '$sz'" 3 "$STFIX" rewrite "$in" -o "$D/x.safetensors" \
+        --max-shard-size "$sz"
+    t_stderr_is "--max-shard-size '$sz'" \
+        "stfix: rewrite: --max-shard-size: '$sz' is not a size (e.g. 5GB, 1.5GiB, 512MiB, 5G)"
+done
+for sz in 18446744073709551616 16EiB 18.446744073709551616EB 17179869184G; do
+    t_run "--max-shard-size $sz" 3 "$STFIX" rewrite "$in" -o "$D/x.safetensors" \
+        --max-shard-size "$sz"
+    t_stderr_is "--max-shard-size $sz" \
+        "stfix: rewrite: --max-shard-size: '$sz' is too large (the most is 18446744073709551615 bytes)"
+done
+t_run "--max-mem 0.5B" 3 "$STFIX" fix "$in" -r $R/cast-scale.yaml -o "$D/x.safetensors" \
+    --max-mem 0.5B
+t_stderr_is "--max-mem 0.5B" "stfix: fix: --max-mem: '0.5B' is too small (the least is 1)"
+t_absent "no output on size errors" "$D/x.safetensors"
+"$STFIX" rewrite --help >"$D/rewrite_help"
+t_true "rewrite --help: the units" grep -qx "case: KB MB GB TB (powers of 1000), KiB MiB GiB TiB or K M G T (powers" \
+    "$D/rewrite_help"
+t_true "inspect --help: no SIZE, no units" sh -c "! grep -q '^SIZE:' $D/inspect_help"
 
 # ------------------------------------------------------------- "--"
 # Files whose names start with '-': an unknown option before "--", an

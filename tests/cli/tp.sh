@@ -42,8 +42,8 @@ layer model.layers.0.self_attn.o_proj:
 suggested fixes:
   T2   requantize with a group size that divides K/T (requantize tp: T, e.g. stfix fix -r sglang-int8-convrot-tp8 for T = 8)
 tp profile: qwen-llama (detected: it classifies 7 of 7 Linear layers)
-  TP 2: clean; 7 sharded, 0 replicated by style, 0 replicated (0 bytes per GPU instead of 0), 0 cannot load, 0 unknown
-  TP 4: clean; 7 sharded, 0 replicated by style, 0 replicated (0 bytes per GPU instead of 0), 0 cannot load, 0 unknown
+  TP 2: clean; 7 sharded, 0 replicated by style, 0 replicated, 0 cannot load, 0 unknown
+  TP 4: clean; 7 sharded, 0 replicated by style, 0 replicated, 0 cannot load, 0 unknown
   TP 8: replicated; 5 sharded, 0 replicated by style, 2 replicated (32928 bytes per GPU instead of 4116), 0 cannot load, 0 unknown
 summary: 0 error(s), 2 warning(s), 0 info
 hint: stfix explain T2 shows what a rule checks and how to fix it
@@ -55,7 +55,7 @@ t_stdout_is "encoder 2,4,8" "$T_TMP/enc.txt"
 t_run "unsplittable" 1 "$STFIX" check $F/flux_tp_unsplittable.safetensors --target sglang --tp 8
 t_stdout_has "unsplittable" "  error   T1:  row-parallel layer single_blocks.0.linear2: K=100 input columns do not split into 8 equal shards; SGLang's RowParallelLinear refuses the layer and the model does not load at TP 8"
 t_stdout_has "unsplittable" "  error   T3:  column-parallel layer double_blocks.0.txt_mlp.0: N=100 output rows do not split into 8 equal shards; SGLang's ColumnParallelLinear refuses the layer and the model does not load at TP 8"
-t_stdout_has "unsplittable" "  TP 8: cannot load; 1 sharded, 0 replicated by style, 0 replicated (0 bytes per GPU instead of 0), 2 cannot load, 0 unknown"
+t_stdout_has "unsplittable" "  TP 8: cannot load; 1 sharded, 0 replicated by style, 0 replicated, 2 cannot load, 0 unknown"
 # T4: NVFP4 scale blocks of 16 columns cut by 8 shards of K=64.
 t_run "nvfp4" 1 "$STFIX" check $F/encoder_tp_nvfp4.safetensors --target sglang --tp 8
 t_stdout_has "nvfp4" "  error   T4:  row-parallel layer model.layers.0.mlp.down_proj (nvfp4): at TP 8 each shard holds K/8=8 input columns, which splits its scale blocks of 16 columns; SGLang cannot load the shard's scales and the model does not load at TP 8"
@@ -190,7 +190,7 @@ t_run "alias fix" 0 "$STFIX" fix "$T_TMP/alias.safetensors" -r sglang-int8-convr
 python3 "$TOOL" tensor "$T_TMP/alias.fixed.safetensors" $L.comfy_quant >"$T_TMP/mk"
 t_true "alias: G=64" grep -q '"convrot_groupsize": 64' "$T_TMP/mk"
 t_run "alias fixed: tp 8" 0 "$STFIX" check "$T_TMP/alias.fixed.safetensors" --target sglang --tp 8
-t_stdout_has "alias fixed: tp 8" "  TP 8: clean; 1 sharded, 0 replicated by style, 0 replicated (0 bytes per GPU instead of 0), 0 cannot load, 0 unknown"
+t_stdout_has "alias fixed: tp 8" "  TP 8: clean; 1 sharded, 0 replicated by style, 0 replicated, 0 cannot load, 0 unknown"
 # rewrite-format's tp belongs to its requantize: with mismatch: fail it is refused.
 cat >"$T_TMP/rwfail.yaml" <<'EOF'
 stfix: 1

@@ -1,6 +1,6 @@
 /*
  * libFuzzer harness for the program's command-line helpers (cmd/cli_opts.c
- * and cmd/cli_args.c, linked with the rest of cmd/cli_*.c): the option
+ * and cmd/cli_size.c, linked with the rest of cmd/cli_*.c): the option
  * table parser, the "did you mean" suggestion, sizes ("500MB", "4GiB") and
  * an error's text. The input is an argument vector: strings separated by
  * NUL bytes (at most 16), the first one standing for the verb.
@@ -14,10 +14,13 @@
  * --color[=auto|always|never] are accepted and change nothing recorded
  * here; everything else is an argument, kept in order. It is run twice
  * on each input, so that getopt's state left by one run cannot change the
- * next. A size is decimal digits and nothing else
- * before an optional unit (B, KB/kB, MB, GB, KiB, MiB, GiB), refused when
- * the byte count does not fit in 64 bits.
+ * next. A size is decimal digits, an optional fraction ('.' and digits),
+ * and an optional unit of any case (B; K, M, G, T, P, E alone or with i or
+ * iB: powers of 1024; with B: powers of 1000); its byte count is the exact
+ * product, a fraction of a byte dropped, refused when it does not fit in
+ * 64 bits.
  */
+#include <ctype.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,23 +32,59 @@
 
 enum { MAX_ARGS = 16, MAX_INPUT = 4096 };
 
-/* The size grammar, restated: 0 and *out, or -1. */
+__extension__ typedef unsigned __int128 u128;
+
+/* The size grammar, restated: 0 and *out; -1 not a size; -2 above
+ * 2^64 - 1. The product is worked out in full, a decimal digit array
+ * times the unit from its lowest digit, then read back from the top. */
+
 static int ref_size(const char *s, unsigned long long *out)
 {
     static const struct { const char *sfx; unsigned long long mul; } units[] = {
-        { "", 1 }, { "B", 1 }, { "KB", 1000ULL }, { "kB", 1000ULL }, { "MB", 1000000ULL },
-        { "GB", 1000000000ULL }, { "KiB", 1ULL << 10 }, { "MiB", 1ULL << 20 }, { "GiB", 1ULL << 30 },
+        { "", 1 }, { "b", 1 },
+        { "k", 1ULL << 10 }, { "ki", 1ULL << 10 }, { "kib", 1ULL << 10 }, { "kb", 1000ULL },
+        { "m", 1ULL << 20 }, { "mi", 1ULL << 20 }, { "mib", 1ULL << 20 }, { "mb", 1000000ULL },
+        { "g", 1ULL << 30 }, { "gi", 1ULL << 30 }, { "gib", 1ULL << 30 }, { "gb", 1000000000ULL },
+        { "t", 1ULL << 40 }, { "ti", 1ULL << 40 }, { "tib", 1ULL << 40 }, { "tb", 1000000000000ULL },
+        { "p", 1ULL << 50 }, { "pi", 1ULL << 50 }, { "pib", 1ULL << 50 }, { "pb", 1000000000000000ULL },
+        { "e", 1ULL << 60 }, { "ei", 1ULL << 60 }, { "eib", 1ULL << 60 }, { "eb", 1000000000000000000ULL },
     };
-    unsigned long long v = 0;
-    size_t i = 0;
-    for (; s[i] >= '0' && s[i] <= '9'; i++)
-        if (__builtin_mul_overflow(v, 10ULL, &v) ||
-            __builtin_add_overflow(v, (unsigned long long)(s[i] - '0'), &v))
-            return -1;
+    unsigned char dig[MAX_INPUT + 40];
+    size_t n = 0, nfrac = 0, i = 0;
+    for (; s[i] >= '0' && s[i] <= '9'; i++) dig[n++] = (unsigned char)(s[i] - '0');
     if (i == 0) return -1;
+    if (s[i] == '.') {
+        size_t f = ++i;
+        for (; s[i] >= '0' && s[i] <= '9'; i++) dig[n++] = (unsigned char)(s[i] - '0');
+        nfrac = i - f;
+        if (!nfrac) return -1;
+    }
+    char low[8];
+    size_t ul = strlen(s + i);
+    if (ul >= sizeof low) return -1;
+    for (size_t k = 0; k <= ul; k++) low[k] = (char)tolower((unsigned char)s[i + k]);
+    unsigned long long mul = 0;
     for (size_t u = 0; u < sizeof units / sizeof units[0]; u++)
-        if (!strcmp(s + i, units[u].sfx)) return __builtin_mul_overflow(v, units[u].mul, out) ? -1 : 0;
-    return -1;
+        if (!strcmp(low, units[u].sfx)) mul = units[u].mul;
+    if (!mul) return -1;
+    /* prod = dig * mul, most significant first, 20 digits of room. */
+    unsigned char prod[MAX_INPUT + 40];
+    size_t m = n + 20;
+    memset(prod, 0, m);
+    u128 carry = 0;
+    for (size_t k = m; k-- > 0;) {
+        size_t at = k - 20; /* dig[at] lines up with prod[k] */
+        u128 v = carry + (k >= 20 ? (u128)dig[at] * mul : 0);
+        prod[k] = (unsigned char)(v % 10);
+        carry = v / 10;
+    }
+    u128 v = 0;
+    for (size_t k = 0; k < m - nfrac; k++) {
+        v = v * 10 + prod[k];
+        if (v > ~0ULL) return -2;
+    }
+    *out = (unsigned long long)v;
+    return 0;
 }
 
 /* What one parse produced. */

@@ -80,7 +80,7 @@ typedef struct got {
           .target = &(g).out, .help = "the output file\nsecond line" },                         \
         { .name = "json", .kind = CLI_FLAG, .target = &(g).json, .help = "JSON instead" },      \
         { .name = "jobs", .letter = 'j', .metavar = "N", .kind = CLI_INT, .target = &(g).jobs,  \
-          .min = 1, .max = 1024, .help = "threads" },                                           \
+          .min = 1, .max = 1024, .help = "threads", .alias = "threads" },                       \
         { .name = "a-rather-long-option-name", .metavar = "SIZE", .kind = CLI_SIZE,             \
           .target = &(g).size, .min = 1, .help = "a size" },                                    \
     };                                                                                          \
@@ -144,6 +144,26 @@ static void test_parse_spellings(void **state)
     assert_int_equal(g.json, 0);
 }
 
+/* An alias sets what its entry's name sets, in every spelling. */
+static void test_parse_alias(void **state)
+{
+    (void)state;
+    got g;
+    int n = -1;
+    char msg[1024];
+    char *a1[] = { "demo", "--threads", "7", "in", NULL };
+    assert_int_equal(parse(a1, &g, &n, msg, sizeof msg), -1);
+    assert_int_equal(g.jobs, 7);
+    assert_int_equal(n, 1);
+    char *a2[] = { "demo", "--threads=9", NULL };
+    assert_int_equal(parse(a2, &g, &n, msg, sizeof msg), -1);
+    assert_int_equal(g.jobs, 9);
+    /* The last one given wins, whichever name it has. */
+    char *a3[] = { "demo", "--threads=9", "--jobs", "3", "-j4", "--threads", "5", NULL };
+    assert_int_equal(parse(a3, &g, &n, msg, sizeof msg), -1);
+    assert_int_equal(g.jobs, 5);
+}
+
 static void test_parse_double_dash(void **state)
 {
     (void)state;
@@ -184,7 +204,16 @@ static void test_parse_errors(void **state)
         { { "--jobs=1025" }, 3, "--jobs takes a number from 1 to 1024, not '1025'" },
         { { "--jobs", "+3" }, 3, "--jobs takes a number from 1 to 1024, not '+3'" },
         { { "--a-rather-long-option-name", "5XB" }, 3,
-          "--a-rather-long-option-name: '5XB' is not a size (e.g. 5GB, 500MB, 4GiB)" },
+          "--a-rather-long-option-name: '5XB' is not a size (e.g. 5GB, 1.5GiB, 512MiB, 5G)" },
+        { { "--a-rather-long-option-name", "16EiB" }, 3,
+          "--a-rather-long-option-name: '16EiB' is too large (the most is 18446744073709551615 "
+          "bytes)" },
+        /* An alias is named as it was typed, spelt in full as a name is. */
+        { { "--threads", "0" }, 3, "--threads takes a number from 1 to 1024, not '0'" },
+        { { "--threads" }, 3, "option '--threads' needs a value (N)" },
+        { { "--threads=" }, 3, "--threads takes a number from 1 to 1024, not ''" },
+        { { "--thread", "2" }, 3, "unknown option '--thread'; did you mean --threads?" },
+        { { "--threadz=2" }, 3, "unknown option '--threadz'; did you mean --threads?" },
         { { "--a-rather-long-option-name", "0" }, 3,
           "--a-rather-long-option-name: '0' is too small (the least is 1)" },
         /* In argv order: the first problem is the one reported. */
@@ -246,6 +275,7 @@ static void test_usage_text(void **state)
                         "                    second line\n"
                         "  --json            JSON instead\n"
                         "  -j, --jobs N      threads\n"
+                        "                    (older spelling: --threads)\n"
                         "  --a-rather-long-option-name SIZE\n"
                         "                    a size\n"
                         "  -h, --help        show this help and exit\n"
@@ -287,6 +317,7 @@ int main(void)
         cmocka_unit_test(test_suggest),
         cmocka_unit_test(test_parse_mixed_order),
         cmocka_unit_test(test_parse_spellings),
+        cmocka_unit_test(test_parse_alias),
         cmocka_unit_test(test_parse_double_dash),
         cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_parse_again),
