@@ -20,8 +20,8 @@ t_stdout_has "check: mlp.2" "layer double_blocks.0.mlp.2:
   error   C24: FP8 input scale of layer double_blocks.0.mlp.2 has shape (256,) for weight (64, 256), but float8_e4m3fn takes one scale per tensor: comfy-kitchen's CUDA quantize divides the input by its first element and, when torch's FP8 matmul then refuses the scale, its CUDA dequantize raises \"Scale must be a scalar tensor\"; its eager quantize divides the input by the scale as stored, one value per input column, and the layer then runs the matmul dequantized [silent]"
 t_stdout_has "check: summary" "summary: 12 error(s), 0 warning(s), 0 info"
 
-# --json: every finding, exactly, in report order (the sglang profile's
-# R62 for each layer, then the comfyui profile's C24).
+# --json: every finding, exactly, in the order of the text listing: by
+# layer, each layer's sglang R62 before its comfyui C24.
 t_run "check --json" 1 "$STFIX" check --json "$IN"
 t_true "check --json: no stderr" test ! -s "$T_ERR"
 t_true "check --json: exact findings" python3 -c '
@@ -46,7 +46,7 @@ for layer, n, k in [("attn.k", 64, 64), ("attn.proj", 64, 64), ("attn.q", 64, 64
                            "layer then runs the matmul dequantized" % (p, k, n, k),
                 "fix": "requantize the layer: an FP8 format takes one input_scale per tensor",
                 "effect": "silent"})
-assert got == {"file": sys.argv[2], "target": "all", "diagnostics": r62 + c24,
+assert got == {"file": sys.argv[2], "target": "all", "diagnostics": [d for pair in zip(r62, c24) for d in pair],
                "summary": {"errors": 12, "warnings": 0, "info": 0, "total": 12}}, got
 ' "$T_OUT" "$IN"
 

@@ -30,8 +30,8 @@ t_stdout_has "e4m3fn: N > K" "layer double_blocks.0.mlp.0:
   error   C24: FP8 weight scale of layer double_blocks.0.mlp.0 has shape (256,) for weight (256, 64), but float8_e4m3fn $CK, which fails to broadcast it over the K columns [silent]"
 t_stdout_has "e4m3fn: summary" "summary: 12 error(s), 0 warning(s), 0 info"
 
-# --json: every finding, exactly, in report order (the sglang profile's
-# R62 for each layer, then the comfyui profile's C24).
+# --json: every finding, exactly, in the order of the text listing: by
+# layer, each layer's sglang R62 before its comfyui C24.
 t_run "e4m3fn: check --json" 1 "$STFIX" check --json "$E4"
 t_true "e4m3fn: check --json: no stderr" test ! -s "$T_ERR"
 t_true "e4m3fn: check --json: exact findings" python3 -c '
@@ -54,7 +54,7 @@ for layer, n, k in [("attn.k", 64, 64), ("attn.proj", 64, 64), ("attn.q", 64, 64
                             "but float8_e4m3fn %s%s" % (p, n, n, k, ck, tail),
                  "fix": "requantize the layer: an FP8 format takes one scale per tensor",
                  "effect": "silent"})
-assert got == {"file": sys.argv[2], "target": "all", "diagnostics": r62 + c24,
+assert got == {"file": sys.argv[2], "target": "all", "diagnostics": [d for pair in zip(r62, c24) for d in pair],
                "summary": {"errors": 12, "warnings": 0, "info": 0, "total": 12}}, got
 ' "$T_OUT" "$E4" "$CK"
 
