@@ -316,8 +316,7 @@ int stf__plan_meta(stf__plan_builder *b, stf_err *err);
  * Whether the plan's output differs from its input, before the stamp:
  * (plan_same.c) a layer changed, an output tensor that is not a verbatim
  * copy under the input's name, a dropped tensor, a __metadata__ of some
- * shard other than p->meta (as a set), or (not asked of a repair recipe's
- * plan) a shard not in canonical form.
+ * shard other than p->meta (as a set), or a shard not in canonical form.
  * Reads only the plan and the input's header.
  */
 int stf__plan_differs(const stf_plan *p);

@@ -50,9 +50,7 @@ int stf__plan_differs(const stf_plan *p)
     size_t nsh = stf_ckpt_shard_count(p->c);
     for (size_t s = 0; s < nsh; s++)
         if (!meta_is_input(p, s)) return 1;
-    /* Last: it re-reads each header. A repair recipe leaves a file that
-     * needs nothing as it is, canonical or not: the form is no finding's. */
-    if (p->gated) return 0;
+    /* Last: it re-reads each header. */
     for (size_t s = 0; s < nsh; s++)
         if (!stf_ckpt_shard_is_canonical(p->c, s)) return 1;
     return 0;

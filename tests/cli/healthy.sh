@@ -114,7 +114,7 @@ for l in open(sys.argv[1]):
 compliant "$D/bs/stfix-report.jsonl" >"$D/got.txt"
 t_true "batch sglang-repair: the files check passes are compliant" cmp "$D/compliant.txt" "$D/got.txt"
 t_run "batch comfyui-repair" 1 "$STFIX" batch -r comfyui-repair -o "$D/bc" "$F"
-t_stderr_has "batch comfyui-repair" "  left alone 16: compliant, nothing written for them"
+t_stderr_has "batch comfyui-repair" "  left alone 22: compliant, nothing written for them"
 compliant "$D/bc/stfix-report.jsonl" | grep -e '^healthy' -e '^probe' >"$D/got.txt"
 t_true "batch comfyui-repair: the files check passes are compliant" cmp "$D/compliant.txt" "$D/got.txt"
 # The default recipe is sglang-repair.
