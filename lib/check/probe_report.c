@@ -47,6 +47,12 @@ static void report_scale(stf__chk *k, const stf_layer *l, size_t idx, const stf_
                           "zero or negative", p->nonpos, p->np_val, p->first_np);
 }
 
+/* Contract in probes.h. */
+int stf__h1_is_error(stf_probe_verdict v)
+{
+    return v == STF_PROBE_COLUMN;
+}
+
 static void report_h1(stf__chk *k, const stf_layer *l, int w4, const stf_h1_result *h)
 {
     const stf_tensor_info *w = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT);
@@ -69,7 +75,7 @@ static void report_h1(stf__chk *k, const stf_layer *l, int w4, const stf_h1_resu
         fix = canonical || fp8 ? "none"
               : w4             ? "header-only reshape of the scale to (N,)"
                                : "header-only reshape of the scale to (N, 1)";
-    } else if (h->verdict == STF_PROBE_COLUMN) {
+    } else if (stf__h1_is_error(h->verdict)) {
         sev = STF_SEV_ERROR;
         fix = "requantize rowwise: dequantize with the column scales, un-rotate, quantize per row";
     } else if (h->verdict == STF_PROBE_TENSOR) {

@@ -33,6 +33,13 @@ typedef struct stf__layer_probe {
     stf_h2_result h2;
 } stf__layer_probe;
 
+/*
+ * Whether H1 reports verdict v as an error: codes quantized per column
+ * (stfix-defects(7), ROW AND COLUMN DETECTION), which every consumer reads
+ * per row. The plan of a repair recipe counts such a layer as refused.
+ */
+int stf__h1_is_error(stf_probe_verdict v);
+
 /* The suffix of scale slot j (STF_SFX_WEIGHT_SCALE, ...). */
 stf_suffix stf__probe_scale_suffix(unsigned j);
 

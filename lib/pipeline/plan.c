@@ -277,7 +277,8 @@ static int plan_other(stf__plan_builder *b, size_t ti, stf__matched_action **act
     v.prefix = t->name;
     v.prefix_len = t->name_len;
     size_t n = 0, len = t->name_len;
-    int rc = collect(acts, &n, cap, b->p->r, &b->run, &v, err);
+    /* A repair recipe leaves it as read unless a finding names no layer. */
+    int rc = b->gate.on && !b->gate.all ? 0 : collect(acts, &n, cap, b->p->r, &b->run, &v, err);
     if (rc) return rc;
     char *name = stf__strndup(t->name, t->name_len);
     if (!name) return stf__err(err, STF_ENOMEM, "plan: out of memory");
@@ -405,6 +406,26 @@ static int find_merges(size_t *into, size_t *from, stf__plan_builder *b, stf__ma
     }
     stf__view_store_free(&store);
     return rc;
+}
+
+/*
+ * Under a repair recipe's gate a merge happens only when a finding concerns
+ * the marker or the layer it would join; both are then open. Otherwise the
+ * marker stays where it is, as read.
+ */
+static void gate_merges(stf__gate *g, size_t *into, size_t *from, size_t nl)
+{
+    if (!g->on || g->all) return;
+    for (size_t i = 0; i < nl; i++) {
+        size_t t = into[i];
+        if (t == SIZE_MAX) continue;
+        if (g->want[i] || g->want[t]) {
+            g->want[i] = g->want[t] = 1;
+        } else {
+            into[i] = SIZE_MAX;
+            from[t] = SIZE_MAX;
+        }
+    }
 }
 
 /*
@@ -591,7 +612,8 @@ static int probe_ahead(stf__probe_ahead *pa, stf__plan_builder *b, const size_t 
             r2 = stf__recipe_parallel_style_run(&v.parallel, b->p->r, &v, &b->run, &scratch);
             if (!r2) r2 = rules_need_probe(&need, b->p->r, &b->run, &v, &scratch);
         }
-        if (!r2 && !need) {
+        /* A layer the gate closes is probed only for the rules' sake. */
+        if (!r2 && !need && stf__gate_open(&b->gate, i)) {
             r2 = collect(acts, &n, cap, b->p->r, &b->run, &v, &scratch);
             need = !r2 && needs_probe_action(*acts, n, &v);
         }
@@ -663,6 +685,9 @@ static int build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r, const s
         }
         if ((rc = find_merges(into, from, &b, &acts, &acap, err))) goto done;
     }
+    if ((rc = stf__gate_init(&b.gate, c, p->model, r, o->pool, err))) goto done;
+    p->gated = b.gate.on;
+    gate_merges(&b.gate, into, from, nl);
     if (nl && (rc = probe_ahead(&ahead, &b, from, known, &acts, &acap, err))) goto done;
     for (size_t i = 0; i < nl; i++) {
         stf_layer merged;
@@ -678,11 +703,19 @@ static int build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r, const s
             if ((rc = stf__probe_ahead_get(&v.probe, &ahead, o, p->model, i, l, err))) goto done;
             probed = 1;
         }
+        p->nlayers = i + 1;
+        if (!stf__gate_open(&b.gate, i) && !(probed && stf__h1_is_error(v.probe))) {
+            b.leave = 1;
+            rc = stf__plan_layer(&b, i, l, &v, acts, 0, err);
+            b.leave = 0;
+            if (rc || (rc = stf__gate_note(&p->layers[i], &b.gate, err))) goto done;
+            stf__view_store_free(&store);
+            continue;
+        }
         if ((rc = collect(&acts, &n, &acap, r, &b.run, &v, err))) goto done;
         if (!probed && needs_probe_action(acts, n, &v) &&
             (rc = stf__probe_ahead_get(&v.probe, &ahead, o, p->model, i, l, err)))
             goto done;
-        p->nlayers = i + 1;
         if (into[i] != SIZE_MAX) {
             if ((rc = record_merged(&b, i, l, stf_model_layer(p->model, into[i]), acts, n, err)))
                 goto done;
@@ -722,6 +755,7 @@ done:
     stf__free(b.qm_prefix_len);
     stf__free(b.qm_text);
     stf__peers_free(b.peers);
+    stf__gate_free(&b.gate);
     if (rc) {
         stf_plan_free(p);
         return rc;

@@ -118,6 +118,7 @@ struct stf_plan {
     size_t nguess;
     stf_plan_opts opts;
     uint64_t regex_left;     /* the regex steps its build left, for a rebuild */
+    int gated;               /* a repair recipe's plan (plan_gate.c) */
 };
 
 /* A verdict assumed from the scale's shape: layer, its weight and scale
@@ -144,6 +145,33 @@ enum {
 
 /* ------------------------------------------------ plan construction (plan*.c) */
 
+/*
+ * The gate of a repair recipe (plan_gate.c): which layers the input's
+ * error findings under the recipe's targets concern. `on` is 0 for any
+ * other recipe, and then every layer is open.
+ */
+typedef struct stf__gate {
+    int on;
+    int all;                 /* a file-level error that names no layer: everything is open */
+    unsigned char *want;     /* per model layer: an error finding concerns it */
+    char targets[32];        /* the targets' names, for the summary */
+} stf__gate;
+/*
+ * Fill g for recipe r over c (model m): for a recipe of kind repair, run
+ * the container profile and r's targets' profiles over c (headers and
+ * markers only) on `pool`, and mark the layers each error finding names or,
+ * for a file-level one, quotes in its message; one that names no layer of
+ * m opens everything. Otherwise g->on is 0. Errors: stf_check_run's.
+ * Free with stf__gate_free, also after an error.
+ */
+int stf__gate_init(stf__gate *g, const stf_ckpt *c, const stf_model *m, const stf_recipe *r,
+                   stf_pool *pool, stf_err *err);
+/* Whether the plan may change layer li. */
+int stf__gate_open(const stf__gate *g, size_t li);
+/* Layer record pl's summary: left alone by the gate. */
+int stf__gate_note(stf__player *pl, const stf__gate *g, stf_err *err);
+void stf__gate_free(stf__gate *g);
+
 /* The file's readable markers by format, built by infer-marker's first use
  * (plan_infer.c) and freed with the builder. */
 typedef struct stf__peers stf__peers;
@@ -169,6 +197,8 @@ typedef struct stf__plan_builder {
     int meta_drop;         /* an applied action asked to drop _quantization_metadata */
     stf__rules_run run;    /* the selectors' regex budget and verdicts, for the whole build */
     stf__peers *peers;     /* infer-marker's summary of the file's markers, or NULL */
+    stf__gate gate;        /* a repair recipe's: the layers it may change */
+    int leave;             /* the layer stf__plan_layer emits is left alone by the gate */
 } stf__plan_builder;
 
 /*

@@ -435,6 +435,9 @@ static int emit_all(stf__layer_work *w, size_t li, stf_err *err)
         rc = stf__builder_add_qmeta(b, w->out_prefix, w->out_prefix_len, mt, err);
     } else if (w->marker_change == MARKER_KEEP) {
         const stf_marker *c = w->l->comfy;
+        /* A layer a repair recipe leaves alone keeps its metadata entry,
+         * and gains none. */
+        if (b->leave && c && c->channel != STF_CHAN_METADATA) c = NULL;
         if (c && c->value && c->status == STF_MARKER_OK) {
             char *t = NULL;
             rc = stf_pyjson_dumps(&t, NULL, c->value, err);

@@ -8,7 +8,8 @@
  * An output that does not differ is not stamped, so that it stays the
  * input's bytes. It is never created when the input had none.
  * SGLang's "quant_format" key is not written either (same sections): it would
- * make SGLang synthesise markers for layers the recipe changed.
+ * make SGLang synthesise markers for layers the recipe changed; a repair
+ * recipe that changes no layer keeps it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,10 @@ int stf__plan_meta(stf__plan_builder *b, stf_err *err)
     const stf_meta_entry *first_q = NULL;
     char *q = NULL;
     size_t qlen = 0;
+    /* A repair recipe that changes no layer keeps quant_format too: it
+     * leaves the file as read. */
+    int keep_qf = p->gated;
+    for (size_t i = 0; i < p->nlayers && keep_qf; i++) keep_qf = !p->layers[i].pub.changed;
     for (size_t s = 0; s < nsh && !rc; s++) {
         size_t nm = stf_ckpt_meta_count(p->c, s);
         for (size_t i = 0; i < nm && !rc; i++) {
@@ -130,7 +135,8 @@ int stf__plan_meta(stf__plan_builder *b, stf_err *err)
                 if (!first_q) first_q = e;
                 continue;
             }
-            if (e->key_len == strlen(QFORMAT_KEY) && !memcmp(e->key, QFORMAT_KEY, e->key_len))
+            if (e->key_len == strlen(QFORMAT_KEY) && !memcmp(e->key, QFORMAT_KEY, e->key_len) &&
+                !keep_qf)
                 continue;
             rc = put(p, &cap, e->key, e->key_len, e->value, e->value_len, err);
         }

@@ -116,7 +116,7 @@ for l in open(sys.argv[1]):
 compliant "$D/bs/stfix-report.jsonl" >"$D/got.txt"
 t_true "batch sglang-repair: the files check passes are compliant" cmp "$D/compliant.txt" "$D/got.txt"
 t_run "batch comfyui-repair" 1 "$STFIX" batch -r comfyui-repair -o "$D/bc" "$F"
-t_stderr_has "batch comfyui-repair" "  left alone 16: compliant, nothing written for them"
+t_stderr_has "batch comfyui-repair" "  left alone 22: compliant, nothing written for them"
 compliant "$D/bc/stfix-report.jsonl" | grep -e '^healthy' -e '^probe' >"$D/got.txt"
 t_true "batch comfyui-repair: the files check passes are compliant" cmp "$D/compliant.txt" "$D/got.txt"
 # The default recipe is sglang-repair.
@@ -142,7 +142,7 @@ cat >"$D/list.txt" <<'EOF'
 comfyui-int8-convrot         conversion  (built-in)/comfyui-int8-convrot.yaml         Convert for ComfyUI to INT8 ConvRot; requantizes the layers ComfyUI cannot run (comfyui-repair only repairs).
 comfyui-repair               repair      (built-in)/comfyui-repair.yaml               Repair for ComfyUI; changes only what ComfyUI refuses or misloads, leaves accepted layers byte for byte.
 exclude-conv-and-embeddings  conversion  (built-in)/exclude-conv-and-embeddings.yaml  Dequantize conv kernels and embeddings to BF16 and drop their markers (a conversion).
-migrate-scaled-fp8           repair      (built-in)/migrate-scaled-fp8.yaml           Legacy scaled FP8 (scaled_fp8, scale_weight, scale_input) to comfy_quant markers (no requantization).
+migrate-scaled-fp8           conversion  (built-in)/migrate-scaled-fp8.yaml           Legacy scaled FP8 (scaled_fp8, scale_weight, scale_input) to comfy_quant markers (no requantization).
 quantize-int8-convrot        conversion  (built-in)/quantize-int8-convrot.yaml        Convert an unquantized checkpoint to INT8 ConvRot (G = 256, 64, 16); quantizes every Linear.
 repair-scales                repair      (built-in)/repair-scales.yaml                Header-only fixes of scale shapes and dtypes (no requantization).
 sglang-int8-convrot          conversion  (built-in)/sglang-int8-convrot.yaml          Convert for SGLang to INT8 ConvRot (R1-R43); requantizes FP8, W4A4 and other formats too (sglang-repair only repairs).

@@ -82,7 +82,7 @@ cat >"$T_TMP/list.txt" <<'EOF2'
 comfyui-int8-convrot         conversion  ./rules/comfyui-int8-convrot.yaml         Convert for ComfyUI to INT8 ConvRot; requantizes the layers ComfyUI cannot run (comfyui-repair only repairs).
 comfyui-repair               repair      ./rules/comfyui-repair.yaml               Repair for ComfyUI; changes only what ComfyUI refuses or misloads, leaves accepted layers byte for byte.
 exclude-conv-and-embeddings  conversion  ./rules/exclude-conv-and-embeddings.yaml  Dequantize conv kernels and embeddings to BF16 and drop their markers (a conversion).
-migrate-scaled-fp8           repair      ./rules/migrate-scaled-fp8.yaml           Legacy scaled FP8 (scaled_fp8, scale_weight, scale_input) to comfy_quant markers (no requantization).
+migrate-scaled-fp8           conversion  ./rules/migrate-scaled-fp8.yaml           Legacy scaled FP8 (scaled_fp8, scale_weight, scale_input) to comfy_quant markers (no requantization).
 quantize-int8-convrot        conversion  ./rules/quantize-int8-convrot.yaml        Convert an unquantized checkpoint to INT8 ConvRot (G = 256, 64, 16); quantizes every Linear.
 repair-scales                repair      ./rules/repair-scales.yaml                Header-only fixes of scale shapes and dtypes (no requantization).
 sglang-int8-convrot          conversion  ./rules/sglang-int8-convrot.yaml          Convert for SGLang to INT8 ConvRot (R1-R43); requantizes FP8, W4A4 and other formats too (sglang-repair only repairs).
