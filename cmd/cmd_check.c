@@ -31,47 +31,39 @@ static int set_target(const char *verb, const char *v, void *target)
     return 0;
 }
 
-/* The report as one document; -1 when out of memory. */
+/* The report as one document, written as it goes so that the diagnostics
+ * cost no memory of their own; with oneline, on one line (JSON Lines,
+ * several inputs). -1 when out of memory. */
 static int print_json(FILE *o, const char *file, const char *target, const stf_check_report *r,
-                      const cli_tp *tp)
+                      const cli_tp *tp, int oneline)
 {
     size_t n = stf_check_count(r);
-    cJSON *doc = cli_j_object(0), *diags = cli_j_array(CLI_J_LINES | CLI_J_CLOSE),
-          *sum = cli_j_object(0);
-    cli_j_add(doc, "file", cli_j_str(file), 0);
-    cli_j_add(doc, "target", cli_j_str(target), 0);
-    for (size_t i = 0; i < n; i++) cli_j_push(diags, cli_j_diag(stf_check_diag(r, i), 1));
-    cli_j_add(doc, "diagnostics", diags, 0);
-    if (tp) cli_j_add(doc, "tp", cli_tp_summary_json(tp, r), 0);
+    cli_jw w;
+    cli_jw_begin(&w, o, oneline);
+    cli_jw_text(&w, "{\"file\": ");
+    cli_jw_str(&w, file, strlen(file));
+    cli_jw_text(&w, ", \"target\": ");
+    cli_jw_str(&w, target, strlen(target));
+    cli_jw_text(&w, ", \"diagnostics\": [");
+    for (size_t i = 0; i < n && !w.failed; i++) {
+        cli_jw_text(&w, i ? ",\n  " : "\n  ");
+        cli_jw_diag(&w, stf_check_diag(r, i), 1);
+    }
+    cli_jw_text(&w, n ? "\n]" : "]");
+    if (tp) {
+        cli_jw_text(&w, ", \"tp\": ");
+        cli_jw_value(&w, cli_tp_summary_json(tp, r));
+    }
+    cJSON *sum = cli_j_object(0);
     cli_j_add(sum, "errors", cli_j_u64(stf_check_count_severity(r, STF_SEV_ERROR)), 0);
     cli_j_add(sum, "warnings", cli_j_u64(stf_check_count_severity(r, STF_SEV_WARNING)), 0);
     cli_j_add(sum, "info", cli_j_u64(stf_check_count_severity(r, STF_SEV_INFO)), 0);
     cli_j_add(sum, "total", cli_j_u64(n), 0);
-    cli_j_add(doc, "summary", sum, 0);
-    return cli_json_print(o, doc);
-}
-
-/* The JSON document on one line, for JSON Lines (several inputs): the
- * document's only raw newlines are layout (strings escape theirs), so it
- * is rendered and written without them. -1 when out of memory. */
-static int print_json_line(FILE *o, const char *file, const char *target,
-                           const stf_check_report *r, const cli_tp *tp)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    if (!m) return -1;
-    int bad = print_json(m, file, target, r, tp);
-    bad |= ferror(m);
-    if (fclose(m) || bad) {
-        free(buf);
-        return -1;
-    }
-    for (size_t i = 0; i < len; i++)
-        if (buf[i] != '\n') fputc(buf[i], o);
+    cli_jw_text(&w, ", \"summary\": ");
+    cli_jw_value(&w, sum);
+    cli_jw_text(&w, "}");
     fputc('\n', o);
-    free(buf);
-    return 0;
+    return cli_jw_end(&w);
 }
 
 /*
@@ -157,8 +149,7 @@ static int check_one(const char *file, const char *target, const stf_check_opts 
         return cli_report("check", &err);
     }
     int oom = 0;
-    if (json && lines) oom = print_json_line(stdout, file, target, r, tpp);
-    else if (json) oom = print_json(stdout, file, target, r, tpp);
+    if (json) oom = print_json(stdout, file, target, r, tpp, lines);
     else {
         const char *first = NULL;
         oom = print_human(stdout, file, target, r, tpp, &first);

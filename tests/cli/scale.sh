@@ -33,6 +33,12 @@ t_stdout_is "plan, 100,000 metadata layers, 145 MiB" "$D/plan.txt"
 t_run "check --json, 100,000 layers" 1 timeout "$LIMIT" "$STFIX" check "$D/meta.safetensors" --json
 t_true "check --json, 100,000 layers: same count" \
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d["summary"]["errors"] != 400000)' "$T_OUT"
+cp "$T_OUT" "$D/check.json"
+# The document is written as it goes, so it fits the text listing's cap
+# (a tree of every diagnostic needed 2.4 times that).
+t_run "check --json, 100,000 layers, 230 MiB" 1 sh -c "ulimit -v 235520 && exec timeout $LIMIT \"\$0\" check \"\$1\" -j 1 --json" \
+    "$STFIX" "$D/meta.safetensors"
+t_stdout_is "check --json, 100,000 layers, 230 MiB" "$D/check.json"
 
 t_run "plan, 64,000 layers" 0 timeout "$LIMIT" "$STFIX" plan "$D/int8.safetensors" -r rules/sglang-int8-convrot.yaml
 t_true "plan, 64,000 layers: every layer listed" test "$(grep -c '^layer ' "$T_OUT")" -eq 64000
