@@ -448,9 +448,14 @@ void cli_finding_line(const char *verb, stf_severity s, const char *rule, const 
 /* The report's diagnostics grouped by layer: file-level findings first
  * under "INDENT file-level:", then each layer in order of first appearance
  * under "INDENT layer NAME:", its findings (cli_diag_line, indented two
- * more) in report order. *first (may be NULL) gets the rule id of the
- * first line, NULL when there is none. 0, or -1 when out of memory. */
-int cli_diags_listing(FILE *o, const stf_check_report *r, const char *indent, const char **first);
+ * more) in report order. first (may be NULL; room for a stf_diag rule)
+ * gets the rule id of the first line, "" when there is none. 0, or -1
+ * when out of memory. */
+int cli_diags_listing(FILE *o, const stf_check_report *r, const char *indent, char *first);
+/* Diagnostic i of r into *d (stf_check_diag_peek) with its message in
+ * *buf, which is grown (realloc) to hold it: a report read a finding at a
+ * time keeps no message. 0, or -1 when out of memory. */
+int cli_diag_get(const stf_check_report *r, size_t i, stf_diag *d, char **buf, size_t *cap);
 
 /*
  * cli_json.c: the --json documents, built as cJSON trees and printed in

@@ -45,10 +45,18 @@ static int print_json(FILE *o, const char *file, const char *target, const stf_c
     cli_jw_text(&w, ", \"target\": ");
     cli_jw_str(&w, target, strlen(target));
     cli_jw_text(&w, ", \"diagnostics\": [");
+    char *msg = NULL;
+    size_t cap = 0;
     for (size_t i = 0; i < n && !w.failed; i++) {
+        stf_diag d;
+        if (cli_diag_get(r, i, &d, &msg, &cap)) {
+            w.failed = 1;
+            break;
+        }
         cli_jw_text(&w, i ? ",\n  " : "\n  ");
-        cli_jw_diag(&w, stf_check_diag(r, i), 1);
+        cli_jw_diag(&w, &d, 1);
     }
+    free(msg);
     cli_jw_text(&w, n ? "\n]" : "]");
     if (tp) {
         cli_jw_text(&w, ", \"tp\": ");
@@ -68,36 +76,41 @@ static int print_json(FILE *o, const char *file, const char *target, const stf_c
 
 /*
  * The human listing: grouped by layer (cli_diags_listing), one suggested
- * fix per rule, the counts. *first gets the rule id of the first finding
- * listed (NULL when none), for the hint that ends the output. Returns -1
+ * fix per rule, the counts. first gets the rule id of the first finding
+ * listed ("" when none), for the hint that ends the output. Returns -1
  * when out of memory.
  */
 static int print_human(FILE *o, const char *file, const char *target, const stf_check_report *r,
-                       const cli_tp *tp, const char **first)
+                       const cli_tp *tp, char *first)
 {
     size_t n = stf_check_count(r);
-    const char **rules = calloc(n ? n : 1, sizeof *rules);
-    if (!rules) return -1;
     cli_textf(o, "check %s (target %s)\n", file, target);
-    if (cli_diags_listing(o, r, "", first)) {
-        free(rules);
-        return -1;
-    }
+    if (cli_diags_listing(o, r, "", first)) return -1;
     /* One suggested fix per rule, in report order; rule ids are few. */
-    size_t nrules = 0;
+    char(*rules)[sizeof ((stf_diag *)0)->rule] = NULL;
+    size_t nrules = 0, caprules = 0;
     int header = 0;
     for (size_t i = 0; i < n; i++) {
-        const stf_diag *d = stf_check_diag(r, i);
+        stf_diag d;
+        stf_check_diag_peek(r, i, &d, NULL, 0);
         size_t k = 0;
-        while (k < nrules && strcmp(rules[k], d->rule)) k++;
+        while (k < nrules && strcmp(rules[k], d.rule)) k++;
         if (k < nrules) continue;
-        rules[nrules++] = d->rule;
-        if (!d->fix[0]) continue;
+        if (nrules == caprules) {
+            void *t = realloc(rules, (caprules = caprules ? 2 * caprules : 16) * sizeof *rules);
+            if (!t) {
+                free(rules);
+                return -1;
+            }
+            rules = t;
+        }
+        memcpy(rules[nrules++], d.rule, sizeof d.rule);
+        if (!d.fix[0]) continue;
         if (!header++) fputs("suggested fixes:\n", o);
         fputs("  ", o);
-        cli_rule_id(o, d->rule);
-        for (size_t w = strlen(d->rule); w < 5; w++) fputc(' ', o);
-        cli_text(o, d->fix);
+        cli_rule_id(o, d.rule);
+        for (size_t w = strlen(d.rule); w < 5; w++) fputc(' ', o);
+        cli_text(o, d.fix);
         fputc('\n', o);
     }
     if (tp) {
@@ -151,9 +164,9 @@ static int check_one(const char *file, const char *target, const stf_check_opts 
     int oom = 0;
     if (json) oom = print_json(stdout, file, target, r, tpp, lines);
     else {
-        const char *first = NULL;
-        oom = print_human(stdout, file, target, r, tpp, &first);
-        if (first && !hint[0]) snprintf(hint, hint_cap, "%s", first);
+        char first[sizeof ((stf_diag *)0)->rule];
+        oom = print_human(stdout, file, target, r, tpp, first);
+        if (first[0] && !hint[0]) snprintf(hint, hint_cap, "%s", first);
     }
     cli_tp_free(&tp);
     if (oom) {
