@@ -492,10 +492,14 @@ void cli_finding_line(const char *verb, stf_severity s, const char *rule, const 
 int cli_diags_order(const stf_check_report *r, size_t **out);
 /* The report's diagnostics in cli_diags_order, grouped: the file-level
  * ones under "INDENT file-level:", each layer's under "INDENT layer
- * NAME:" (cli_diag_line, indented two more). *first (may be NULL) gets the
- * rule id of the first line, NULL when there is none. 0, or -1 when out
- * of memory. */
-int cli_diags_listing(FILE *o, const stf_check_report *r, const char *indent, const char **first);
+ * NAME:" (cli_diag_line, indented two more). first (may be NULL; room for
+ * a stf_diag rule) gets the rule id of the first line, "" when there is
+ * none. 0, or -1 when out of memory. */
+int cli_diags_listing(FILE *o, const stf_check_report *r, const char *indent, char *first);
+/* Diagnostic i of r into *d (stf_check_diag_peek) with its message in
+ * *buf, which is grown (realloc) to hold it: a report read a finding at a
+ * time keeps no message. 0, or -1 when out of memory. */
+int cli_diag_get(const stf_check_report *r, size_t i, stf_diag *d, char **buf, size_t *cap);
 
 /*
  * cli_json.c: the --json documents, built as cJSON trees and printed in
@@ -532,11 +536,32 @@ cJSON *cli_j_strv(const char *const *v, size_t n);         /* ["s0", ...] */
 /* ["sglang", "comfyui"], either or both, per the STF_CONSUMER_* bits. */
 cJSON *cli_j_targets(unsigned targets);
 /* {"rule", "severity", "layer", "message"}, "fix" when with_fix, then
- * "effect". */
+ * "effect": the bytes of cli_jw_diag as a node. */
 cJSON *cli_j_diag(const stf_diag *d, int with_fix);
 /* Print doc and a newline to o, and free it: 0, or -1 (nothing printed)
  * when a builder ran out of memory since the last print. */
 int cli_json_print(FILE *o, cJSON *doc);
+/*
+ * A document written as it goes, for one whose items are too many to hold
+ * as a tree (check's diagnostics): the program writes its own punctuation
+ * and each item, and the parts it builds as trees, in the layout above.
+ * With oneline (JSON Lines) every line break is left out. cli_jw_end says
+ * whether everything could be made: -1 when a part ran out of memory
+ * (then the document is cut short there).
+ */
+typedef struct cli_jw {
+    FILE *o;
+    int oneline;
+    int failed;
+    char *buf;   /* a string literal being quoted */
+    size_t cap;
+} cli_jw;
+void cli_jw_begin(cli_jw *w, FILE *o, int oneline);
+void cli_jw_text(cli_jw *w, const char *t);          /* punctuation, keys: as they are */
+void cli_jw_str(cli_jw *w, const char *s, size_t n); /* s[0..n) as a string literal */
+void cli_jw_value(cli_jw *w, cJSON *v);              /* a built tree, printed and freed */
+void cli_jw_diag(cli_jw *w, const stf_diag *d, int with_fix); /* as cli_j_diag */
+int cli_jw_end(cli_jw *w);
 /* The document a --json command prints instead of its own when it fails:
  * {"file": PATH|null, "command": VERB, "exit": status,
  *  "error": {"rule": RULE|null, "message": MSG, "offset": N|null,

@@ -73,99 +73,85 @@ void cli_finding_line(const char *verb, stf_severity s, const char *rule, const 
     fputc('\n', stderr);
 }
 
-/* One diagnostic's place in the listing. */
-typedef struct slot {
-    const char *layer;
-    size_t layer_len;
-    size_t i;     /* index in the report */
-    size_t first; /* index of its layer's first diagnostic */
-} slot;
-
-/* Layers are compared by all their bytes: a prefix may hold U+0000. */
-static int layer_cmp(const slot *x, const slot *y)
+/* Diagnostic i with its message in *buf, grown as needed; see cli.h. */
+int cli_diag_get(const stf_check_report *r, size_t i, stf_diag *d, char **buf, size_t *cap)
 {
-    size_t m = x->layer_len < y->layer_len ? x->layer_len : y->layer_len;
-    int c = m ? memcmp(x->layer, y->layer, m) : 0;
-    return c ? c : (x->layer_len > y->layer_len) - (x->layer_len < y->layer_len);
-}
-
-static int by_layer(const void *a, const void *b)
-{
-    const slot *x = a, *y = b;
-    int c = layer_cmp(x, y);
-    return c ? c : (x->i > y->i) - (x->i < y->i);
-}
-
-/* File-level findings first, then layers in order of first appearance,
- * each layer's findings in report order. */
-static int by_listing(const void *a, const void *b)
-{
-    const slot *x = a, *y = b;
-    int fx = x->layer_len != 0, fy = y->layer_len != 0;
-    if (fx != fy) return fx - fy;
-    if (x->first != y->first) return (x->first > y->first) - (x->first < y->first);
-    return (x->i > y->i) - (x->i < y->i);
-}
-
-/*
- * The listing order; see cli.h. Two sorts and one pass: linear enough for
- * a file with hundreds of thousands of layers.
- */
-int cli_diags_order(const stf_check_report *r, size_t **out)
-{
-    size_t n = stf_check_count(r);
-    *out = NULL;
-    slot *s = calloc(n ? n : 1, sizeof *s);
-    size_t *ord = malloc((n ? n : 1) * sizeof *ord);
-    if (!s || !ord) {
-        free(s);
-        free(ord);
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const stf_diag *d = stf_check_diag(r, i);
-        s[i] = (slot){ d->layer, d->layer_len, i, i };
-    }
-    qsort(s, n, sizeof *s, by_layer);
-    for (size_t i = 1; i < n; i++)
-        if (!layer_cmp(&s[i], &s[i - 1])) s[i].first = s[i - 1].first;
-    qsort(s, n, sizeof *s, by_listing);
-    for (size_t k = 0; k < n; k++) ord[k] = s[k].i;
-    free(s);
-    *out = ord;
+    size_t len = stf_check_diag_peek(r, i, d, *buf, *cap);
+    if (len == SIZE_MAX) return -1;
+    if (len < *cap) return 0;
+    char *b = realloc(*buf, len + 1);
+    if (!b) return -1;
+    *buf = b;
+    *cap = len + 1;
+    stf_check_diag_peek(r, i, d, b, len + 1);
     return 0;
 }
 
-/* The listing grouped by layer, in cli_diags_order; see cli.h. */
-int cli_diags_listing(FILE *o, const stf_check_report *r, const char *indent, const char **first)
+/*
+ * The listing order; see cli.h. The findings are put in order by their
+ * layer's rank (0 for file-level, then layers by first appearance): a
+ * counting sort, linear in the findings, which keeps report order within
+ * a layer.
+ */
+int cli_diags_order(const stf_check_report *r, size_t **out)
 {
-    size_t n = stf_check_count(r), *ord = NULL;
-    if (first) *first = NULL;
-    char *inner = malloc(strlen(indent) + 3);
-    if (!inner || cli_diags_order(r, &ord)) {
-        free(inner);
+    size_t n = stf_check_count(r), nranks = 1;
+    *out = NULL;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = stf_check_diag_layer_rank(r, i);
+        if (k >= nranks) nranks = k + 1;
+    }
+    size_t *at = calloc(nranks + 1, sizeof *at), *order = malloc((n ? n : 1) * sizeof *order);
+    if (!at || !order) {
+        free(at);
+        free(order);
         return -1;
     }
-    sprintf(inner, "%s  ", indent);
-    const stf_diag *prev = NULL;
+    for (size_t i = 0; i < n; i++) at[stf_check_diag_layer_rank(r, i) + 1]++;
+    for (size_t k = 0; k < nranks; k++) at[k + 1] += at[k];
+    for (size_t i = 0; i < n; i++) order[at[stf_check_diag_layer_rank(r, i)]++] = i;
+    free(at);
+    *out = order;
+    return 0;
+}
+
+/*
+ * The listing grouped by layer, in cli_diags_order; see cli.h. The
+ * findings are read a message at a time, so a report of millions of
+ * findings costs the listing a few bytes each.
+ */
+int cli_diags_listing(FILE *o, const stf_check_report *r, const char *indent, char *first)
+{
+    size_t n = stf_check_count(r), *order = NULL;
+    if (first) first[0] = '\0';
+    if (cli_diags_order(r, &order)) return -1;
+    char *msg = NULL;
+    size_t cap = 0, prev = SIZE_MAX;
+    int bad = 0;
     for (size_t k = 0; k < n; k++) {
-        const stf_diag *e = stf_check_diag(r, ord[k]);
-        if (!k && first) *first = e->rule;
-        if (!prev || prev->layer_len != e->layer_len ||
-            (e->layer_len && memcmp(prev->layer, e->layer, e->layer_len))) {
+        stf_diag e;
+        size_t rank = stf_check_diag_layer_rank(r, order[k]);
+        if (cli_diag_get(r, order[k], &e, &msg, &cap)) {
+            bad = 1;
+            break;
+        }
+        if (!k && first) memcpy(first, e.rule, sizeof e.rule);
+        if (rank != prev) {
             fputs(indent, o);
-            if (e->layer_len) {
+            if (e.layer_len) {
                 fputs("layer ", o);
-                cli_name(o, e->layer, e->layer_len);
+                cli_name(o, e.layer, e.layer_len);
                 fputs(":\n", o);
             } else {
                 fputs("file-level:\n", o);
             }
+            prev = rank;
         }
-        cli_diag_line(o, e, inner);
-        prev = e;
+        fputs(indent, o);
+        fputs("  ", o);
+        cli_diag_line(o, &e, "");
     }
-    free(ord);
-    free(inner);
-    return 0;
+    free(order);
+    free(msg);
+    return bad ? -1 : 0;
 }

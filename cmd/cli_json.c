@@ -162,72 +162,163 @@ cJSON *cli_j_targets(unsigned targets)
     return a;
 }
 
-/* One diagnostics entry; see cli.h. */
+/* One diagnostics entry as a tree node: the bytes cli_jw_diag writes. */
 cJSON *cli_j_diag(const stf_diag *d, int with_fix)
 {
-    cJSON *o = cli_j_object(0);
-    cli_j_add(o, "rule", cli_j_str(d->rule), 0);
-    cli_j_add(o, "severity", cli_j_str(stf_severity_name(d->severity)), 0);
-    cli_j_add(o, "layer", cli_j_strn(d->layer, d->layer_len), 0);
-    cli_j_add(o, "message", cli_j_str(d->message), 0);
-    if (with_fix) cli_j_add(o, "fix", cli_j_str(d->fix), 0);
-    cli_j_add(o, "effect", cli_j_str(stf_effect_name(d->effect)), 0);
-    return o;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m) return made(NULL);
+    cli_jw w;
+    cli_jw_begin(&w, m, 0);
+    cli_jw_diag(&w, d, with_fix);
+    int bad = cli_jw_end(&w) | ferror(m);
+    if (fclose(m) || bad) {
+        free(buf);
+        return made(NULL);
+    }
+    cJSON *j = cli_j_raw(buf, len);
+    free(buf);
+    return j;
 }
 
 /* ---------------------------------------------------------------- print */
 
-static void put(FILE *o, const cJSON *j);
+/* Text of the document: with oneline (JSON Lines), without its line
+ * breaks, which are all layout (strings escape theirs). */
+static void out(cli_jw *w, const char *t, size_t n)
+{
+    if (!w->oneline) {
+        fwrite(t, 1, n, w->o);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (t[i] != '\n') fputc(t[i], w->o);
+}
 
-static void put_key(FILE *o, const char *k)
+/* Text the program spells; see cli.h. */
+void cli_jw_text(cli_jw *w, const char *t)
+{
+    out(w, t, strlen(t));
+}
+
+/* Start a document; see cli.h. */
+void cli_jw_begin(cli_jw *w, FILE *o, int oneline)
+{
+    memset(w, 0, sizeof *w);
+    w->o = o;
+    w->oneline = oneline;
+}
+
+/* s[0..n) as a string literal; see cli.h. */
+void cli_jw_str(cli_jw *w, const char *s, size_t n)
+{
+    size_t need = stf_json_quote(NULL, 0, s, n);
+    if (need + 1 > w->cap) {
+        char *b = realloc(w->buf, need + 1);
+        if (!b) {
+            w->failed = 1;
+            return;
+        }
+        w->buf = b;
+        w->cap = need + 1;
+    }
+    stf_json_quote(w->buf, need + 1, s, n);
+    out(w, w->buf, need);
+}
+
+/* One diagnostics entry; see cli.h. */
+void cli_jw_diag(cli_jw *w, const stf_diag *d, int with_fix)
+{
+    const char *sev = stf_severity_name(d->severity), *fx = stf_effect_name(d->effect);
+    cli_jw_text(w, "{\"rule\": ");
+    cli_jw_str(w, d->rule, strlen(d->rule));
+    cli_jw_text(w, ", \"severity\": ");
+    cli_jw_str(w, sev ? sev : "", sev ? strlen(sev) : 0);
+    cli_jw_text(w, ", \"layer\": ");
+    cli_jw_str(w, d->layer, d->layer_len);
+    cli_jw_text(w, ", \"message\": ");
+    cli_jw_str(w, d->message ? d->message : "", d->message ? strlen(d->message) : 0);
+    if (with_fix) {
+        cli_jw_text(w, ", \"fix\": ");
+        cli_jw_str(w, d->fix ? d->fix : "", d->fix ? strlen(d->fix) : 0);
+    }
+    cli_jw_text(w, ", \"effect\": ");
+    cli_jw_str(w, fx ? fx : "", fx ? strlen(fx) : 0);
+    cli_jw_text(w, "}");
+}
+
+static void put(cli_jw *w, const cJSON *j);
+
+static void put_key(cli_jw *w, const char *k)
 {
     /* The program's own ASCII names, or a literal already quoted
      * (cli_j_add_raw_key), which alone starts with a quote. */
-    if (k[0] == '"') fprintf(o, "%s: ", k);
-    else fprintf(o, "\"%s\": ", k);
+    if (k[0] != '"') cli_jw_text(w, "\"");
+    cli_jw_text(w, k);
+    cli_jw_text(w, k[0] == '"' ? ": " : "\": ");
 }
 
-static void put_children(FILE *o, const cJSON *j, char open, char close)
+static void put_children(cli_jw *w, const cJSON *j, const char *open, const char *close)
 {
-    int lines = (j->type & CLI_J_LINES) != 0, obj = open == '{';
-    fputc(open, o);
+    int lines = (j->type & CLI_J_LINES) != 0, obj = open[0] == '{';
+    cli_jw_text(w, open);
     const cJSON *c = j->child;
     for (int first = 1; c; c = c->next, first = 0) {
-        if (lines) fputs(first ? "\n  " : ",\n  ", o);
-        else if (!first) fputs(obj && (c->type & CLI_J_BREAK) ? ",\n " : ", ", o);
-        if (obj) put_key(o, c->string);
-        put(o, c);
+        if (lines) cli_jw_text(w, first ? "\n  " : ",\n  ");
+        else if (!first) cli_jw_text(w, obj && (c->type & CLI_J_BREAK) ? ",\n " : ", ");
+        if (obj) put_key(w, c->string);
+        put(w, c);
     }
-    if (lines && (j->type & CLI_J_CLOSE) && j->child) fputc('\n', o);
-    fputc(close, o);
+    if (lines && (j->type & CLI_J_CLOSE) && j->child) cli_jw_text(w, "\n");
+    cli_jw_text(w, close);
 }
 
-static void put(FILE *o, const cJSON *j)
+static void put(cli_jw *w, const cJSON *j)
 {
+    char t[40];
     switch (j->type & 0xFF) {
-    case cJSON_False: fputs("false", o); break;
-    case cJSON_True: fputs("true", o); break;
-    case cJSON_NULL: fputs("null", o); break;
-    case cJSON_Raw: fputs(j->valuestring, o); break;
-    case cJSON_Number: fprintf(o, "%.17g", j->valuedouble); break;
-    case cJSON_String: fputs("\"\"", o); break; /* never made: strings are raw */
-    case cJSON_Array: put_children(o, j, '[', ']'); break;
-    case cJSON_Object: put_children(o, j, '{', '}'); break;
-    default: fputs("null", o); break;
+    case cJSON_False: cli_jw_text(w, "false"); break;
+    case cJSON_True: cli_jw_text(w, "true"); break;
+    case cJSON_NULL: cli_jw_text(w, "null"); break;
+    case cJSON_Raw: cli_jw_text(w, j->valuestring); break;
+    case cJSON_Number:
+        snprintf(t, sizeof t, "%.17g", j->valuedouble);
+        cli_jw_text(w, t);
+        break;
+    case cJSON_String: cli_jw_text(w, "\"\""); break; /* never made: strings are raw */
+    case cJSON_Array: put_children(w, j, "[", "]"); break;
+    case cJSON_Object: put_children(w, j, "{", "}"); break;
+    default: cli_jw_text(w, "null"); break;
     }
+}
+
+/* A built value, printed and freed; see cli.h. */
+void cli_jw_value(cli_jw *w, cJSON *v)
+{
+    if (failed || !v) w->failed = 1;
+    failed = 0;
+    if (!w->failed) put(w, v);
+    cJSON_Delete(v);
+}
+
+/* End a document; see cli.h. */
+int cli_jw_end(cli_jw *w)
+{
+    free(w->buf);
+    w->buf = NULL;
+    w->cap = 0;
+    return w->failed ? -1 : 0;
 }
 
 /* Print and free a document; see cli.h. */
 int cli_json_print(FILE *o, cJSON *doc)
 {
-    int bad = failed || !doc;
-    failed = 0;
-    if (!bad) {
-        put(o, doc);
-        fputc('\n', o);
-    }
-    cJSON_Delete(doc);
-    return bad ? -1 : 0;
+    cli_jw w;
+    cli_jw_begin(&w, o, 0);
+    cli_jw_value(&w, doc);
+    if (!w.failed) fputc('\n', o);
+    return cli_jw_end(&w);
 }
 
 /* The document a --json command prints when it fails; see cli.h. */

@@ -45,87 +45,92 @@ static int set_target(const char *verb, const char *v, void *target)
 }
 
 /* The report as one document, its diagnostics in the listing's order
- * (cli_diags_order); -1 when out of memory. */
+ * (cli_diags_order), written as it goes so that the diagnostics cost no
+ * memory of their own; with oneline, on one line (JSON Lines, several
+ * inputs). -1 when out of memory. */
 static int print_json(FILE *o, const char *file, const char *target, const stf_check_report *r,
-                      const cli_tp *tp)
+                      const cli_tp *tp, int oneline)
 {
     size_t n = stf_check_count(r), *ord = NULL;
     if (cli_diags_order(r, &ord)) return -1;
-    cJSON *doc = cli_j_object(0), *diags = cli_j_array(CLI_J_LINES | CLI_J_CLOSE),
-          *sum = cli_j_object(0);
-    cli_j_add(doc, "file", cli_j_str(file), 0);
-    cli_j_add(doc, "target", cli_j_str(target), 0);
-    for (size_t i = 0; i < n; i++) cli_j_push(diags, cli_j_diag(stf_check_diag(r, ord[i]), 1));
+    cli_jw w;
+    cli_jw_begin(&w, o, oneline);
+    cli_jw_text(&w, "{\"file\": ");
+    cli_jw_str(&w, file, strlen(file));
+    cli_jw_text(&w, ", \"target\": ");
+    cli_jw_str(&w, target, strlen(target));
+    cli_jw_text(&w, ", \"diagnostics\": [");
+    char *msg = NULL;
+    size_t cap = 0;
+    for (size_t i = 0; i < n && !w.failed; i++) {
+        stf_diag d;
+        if (cli_diag_get(r, ord[i], &d, &msg, &cap)) {
+            w.failed = 1;
+            break;
+        }
+        cli_jw_text(&w, i ? ",\n  " : "\n  ");
+        cli_jw_diag(&w, &d, 1);
+    }
+    free(msg);
     free(ord);
-    cli_j_add(doc, "diagnostics", diags, 0);
-    if (tp) cli_j_add(doc, "tp", cli_tp_summary_json(tp, r), 0);
+    cli_jw_text(&w, n ? "\n]" : "]");
+    if (tp) {
+        cli_jw_text(&w, ", \"tp\": ");
+        cli_jw_value(&w, cli_tp_summary_json(tp, r));
+    }
+    cJSON *sum = cli_j_object(0);
     cli_j_add(sum, "errors", cli_j_u64(stf_check_count_severity(r, STF_SEV_ERROR)), 0);
     cli_j_add(sum, "warnings", cli_j_u64(stf_check_count_severity(r, STF_SEV_WARNING)), 0);
     cli_j_add(sum, "info", cli_j_u64(stf_check_count_severity(r, STF_SEV_INFO)), 0);
     cli_j_add(sum, "total", cli_j_u64(n), 0);
-    cli_j_add(doc, "summary", sum, 0);
-    return cli_json_print(o, doc);
-}
-
-/* The JSON document on one line, for JSON Lines (several inputs): the
- * document's only raw newlines are layout (strings escape theirs), so it
- * is rendered and written without them. -1 when out of memory. */
-static int print_json_line(FILE *o, const char *file, const char *target,
-                           const stf_check_report *r, const cli_tp *tp)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    if (!m) return -1;
-    int bad = print_json(m, file, target, r, tp);
-    bad |= ferror(m);
-    if (fclose(m) || bad) {
-        free(buf);
-        return -1;
-    }
-    for (size_t i = 0; i < len; i++)
-        if (buf[i] != '\n') fputc(buf[i], o);
+    cli_jw_text(&w, ", \"summary\": ");
+    cli_jw_value(&w, sum);
+    cli_jw_text(&w, "}");
     fputc('\n', o);
-    free(buf);
-    return 0;
+    return cli_jw_end(&w);
 }
 
 /*
  * The human listing: grouped by layer (cli_diags_listing), one suggested
- * fix per rule, the counts. *first gets the rule id of the first finding
- * listed (NULL when none), for the hint that ends the output. Returns -1
+ * fix per rule, the counts. first gets the rule id of the first finding
+ * listed ("" when none), for the hint that ends the output. Returns -1
  * when out of memory.
  */
 static int print_human(FILE *o, const char *file, const char *target, const stf_check_report *r,
-                       const cli_tp *tp, const char **first)
+                       const cli_tp *tp, char *first)
 {
     size_t n = stf_check_count(r), *ord = NULL;
-    const char **rules = calloc(n ? n : 1, sizeof *rules);
-    if (!rules || cli_diags_order(r, &ord)) {
-        free(rules);
-        return -1;
-    }
     cli_textf(o, "check %s (target %s)\n", file, target);
-    if (cli_diags_listing(o, r, "", first)) {
+    if (cli_diags_listing(o, r, "", first) || cli_diags_order(r, &ord)) {
         free(ord);
-        free(rules);
         return -1;
     }
     /* One suggested fix per rule, in the listing's order; rule ids are few. */
-    size_t nrules = 0;
+    char(*rules)[sizeof ((stf_diag *)0)->rule] = NULL;
+    size_t nrules = 0, caprules = 0;
     int header = 0;
     for (size_t i = 0; i < n; i++) {
-        const stf_diag *d = stf_check_diag(r, ord[i]);
+        stf_diag d;
+        stf_check_diag_peek(r, ord[i], &d, NULL, 0);
         size_t k = 0;
-        while (k < nrules && strcmp(rules[k], d->rule)) k++;
+        while (k < nrules && strcmp(rules[k], d.rule)) k++;
         if (k < nrules) continue;
-        rules[nrules++] = d->rule;
-        if (!d->fix[0]) continue;
+        if (nrules == caprules) {
+            void *t = realloc(rules, (caprules = caprules ? 2 * caprules : 16) * sizeof *rules);
+            if (!t) {
+                free(rules);
+                free(ord);
+                return -1;
+            }
+            rules = t;
+        }
+        memcpy(rules[nrules++], d.rule, sizeof d.rule);
+        if (!d.fix[0]) continue;
         if (!header++) fputs("suggested fixes:\n", o);
         fputs("  ", o);
-        cli_rule_id(o, d->rule);
-        for (size_t w = strlen(d->rule); w < 5; w++) fputc(' ', o);
-        cli_text(o, d->fix);
+        cli_rule_id(o, d.rule);
+        for (size_t w = strlen(d.rule); w < 5; w++) fputc(' ', o);
+        cli_text(o, d.fix);
         fputc('\n', o);
     }
     if (tp) {
@@ -182,12 +187,11 @@ static int check_one(const char *file, const char *target, const stf_check_opts 
         return cli_report("check", &err);
     }
     int oom = 0;
-    if (json && lines) oom = print_json_line(stdout, file, target, r, tpp);
-    else if (json) oom = print_json(stdout, file, target, r, tpp);
+    if (json) oom = print_json(stdout, file, target, r, tpp, lines);
     else {
-        const char *first = NULL;
-        oom = print_human(stdout, file, target, r, tpp, &first);
-        if (first && !hint[0]) snprintf(hint, hint_cap, "%s", first);
+        char first[sizeof ((stf_diag *)0)->rule];
+        oom = print_human(stdout, file, target, r, tpp, first);
+        if (first[0] && !hint[0]) snprintf(hint, hint_cap, "%s", first);
     }
     cli_tp_free(&tp);
     if (oom) {

@@ -19,18 +19,61 @@
 #include "util/progress.h"
 #include "util/util.h"
 
+/* One finding as a report keeps it: its strings by number, so that the
+ * findings of many layers cost a few bytes each. */
+typedef struct stf__rec {
+    uint32_t msg;   /* strs: the message, its layer's name left out (report_store.c) */
+    uint32_t fix;   /* strs */
+    uint32_t layer; /* layers; 0: file level */
+    uint16_t rule;  /* rules */
+    uint8_t sev;    /* stf_severity */
+    uint8_t bits;   /* stf_effect | profile index << 2 */
+} stf__rec;
+
+/* A distinct layer name: len bytes (a prefix may hold U+0000), then a NUL. */
+typedef struct stf__rep_layer {
+    const char *p;
+    size_t len;
+} stf__rep_layer;
+
 struct stf_check_report {
-    stf_diag *v;
+    stf__rec *v;
     size_t n, cap;
     stf_tp_summary *tp;   /* one per degree asked (stf_check_run_tp) */
     size_t ntp;
-    /* The diagnostics' strings: messages, and each distinct layer and fix
-     * once (a layer's findings come together, and a rule's fix is mostly
-     * the same text), so a report holds little beyond its messages. */
-    stf__arena strs;
-    const char **fixes;   /* open addressing over the distinct fixes */
-    size_t nfixes, capfixes;
+    /* Each distinct message (with its layer's name left out), fix and
+     * layer name once, in `text`: the messages of the many layers a
+     * header can name are one text each. */
+    stf__arena text;
+    const char **strs;    /* distinct messages and fixes, by number */
+    size_t nstrs, capstrs;
+    uint32_t *strs_ix;    /* open addressing over strs: number + 1 */
+    size_t capstrs_ix;
+    stf__rep_layer *layers; /* distinct layer names in order of first appearance; [0] "" */
+    size_t nlayers, caplayers;
+    uint32_t *layers_ix;  /* open addressing over layers: number + 1 */
+    size_t caplayers_ix;
+    char (*rules)[8];     /* distinct rule ids */
+    size_t nrules, caprules;
+    const char *profiles[64]; /* distinct profile names */
+    size_t nprofiles;
+    char *line;           /* a message being made */
+    size_t capline;
+    /* stf_check_diag's findings, made when first asked for, in blocks of
+     * STF__DIAG_BLOCK, with their messages in `made_text`. */
+    stf_diag **made;
+    stf__arena made_text;
+    void *lock;           /* a pthread_mutex_t: the report is read from several threads */
 };
+
+/* Findings stf_check_diag makes at once. */
+#define STF__DIAG_BLOCK 64
+
+/* A new empty report (report_store.c); NULL when out of memory. */
+stf_check_report *stf__report_new(void);
+/* Finding i as stf_check_diag_peek gives it (report_store.c). */
+size_t stf__report_peek(const stf_check_report *r, size_t i, stf_diag *out, char *buf,
+                        size_t cap);
 
 /*
  * The state of one run. Profiles add findings with stf__chk_add and borrow

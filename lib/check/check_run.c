@@ -61,7 +61,7 @@ int stf_check_run_tp(stf_check_report **out, const stf_ckpt *c, const stf_check_
     k.c = c;
     k.o = opts;
     k.err = err;
-    k.r = stf__calloc(1, sizeof *k.r);
+    k.r = stf__report_new();
     if (!k.r) return stf__err(err, STF_ENOMEM, "out of memory");
     rc = stf_model_build(&m, c, err);
     if (rc) goto done;

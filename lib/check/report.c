@@ -1,9 +1,8 @@
 /*
- * The check report: its public accessors and stf__chk_add, through which
- * every profile appends a finding.
+ * The check report's public accessors (how it keeps its findings is
+ * report_store.c).
  */
-#include <stdarg.h>
-#include <stdio.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "check/check_internal.h"
@@ -12,8 +11,21 @@
 void stf_check_report_free(stf_check_report *r)
 {
     if (!r) return;
-    stf__arena_clear(&r->strs);
-    stf__free(r->fixes);
+    stf__arena_clear(&r->text);
+    stf__arena_clear(&r->made_text);
+    if (r->made)
+        for (size_t b = 0; b * STF__DIAG_BLOCK < r->n; b++) stf__free(r->made[b]);
+    stf__free(r->made);
+    if (r->lock) {
+        pthread_mutex_destroy(r->lock);
+        stf__free(r->lock);
+    }
+    stf__free(r->strs);
+    stf__free(r->strs_ix);
+    stf__free(r->layers);
+    stf__free(r->layers_ix);
+    stf__free(r->rules);
+    stf__free(r->line);
     stf__free(r->v);
     stf__free(r->tp);
     stf__free(r);
@@ -22,10 +34,56 @@ void stf_check_report_free(stf_check_report *r)
 /* Number of diagnostics; 0 for NULL. */
 size_t stf_check_count(const stf_check_report *r) { return r ? r->n : 0; }
 
-/* Diagnostic i, owned by the report; NULL when out of range. */
+/* Block b of stf_check_diag's findings, made now; NULL when out of memory. */
+static stf_diag *make_block(stf_check_report *r, size_t b)
+{
+    size_t from = b * STF__DIAG_BLOCK, to = from + STF__DIAG_BLOCK < r->n ? from + STF__DIAG_BLOCK : r->n;
+    stf_diag *v = stf__calloc(to - from, sizeof *v);
+    if (!v) return NULL;
+    for (size_t i = from; i < to; i++) {
+        size_t len = stf__report_peek(r, i, &v[i - from], NULL, 0);
+        char *m = len < SIZE_MAX ? stf__arena_alloc(&r->made_text, len + 1) : NULL;
+        if (!m) {
+            stf__free(v);
+            return NULL;
+        }
+        stf__report_peek(r, i, &v[i - from], m, len + 1);
+    }
+    return v;
+}
+
+/*
+ * Diagnostic i, owned by the report; NULL when out of range or out of
+ * memory. Findings are made as they are first asked for, a block at a
+ * time, and kept until the report goes; the lock lets several threads ask.
+ */
 const stf_diag *stf_check_diag(const stf_check_report *r, size_t i)
 {
-    return (r && i < r->n) ? &r->v[i] : NULL;
+    if (!r || i >= r->n) return NULL;
+    stf_check_report *w = (stf_check_report *)r; /* what is made is the report's */
+    if (!w->lock) return NULL;
+    const stf_diag *d = NULL;
+    size_t b = i / STF__DIAG_BLOCK;
+    pthread_mutex_lock(w->lock);
+    if (!w->made) w->made = stf__calloc((r->n + STF__DIAG_BLOCK - 1) / STF__DIAG_BLOCK, sizeof *w->made);
+    if (w->made && !w->made[b]) w->made[b] = make_block(w, b);
+    if (w->made && w->made[b]) d = &w->made[b][i % STF__DIAG_BLOCK];
+    pthread_mutex_unlock(w->lock);
+    return d;
+}
+
+/* Diagnostic i without keeping its message (stfix/experimental/check.h). */
+size_t stf_check_diag_peek(const stf_check_report *r, size_t i, stf_diag *out, char *buf,
+                           size_t cap)
+{
+    if (!out) return SIZE_MAX;
+    return stf__report_peek(r, i, out, buf, cap);
+}
+
+/* The place of diagnostic i's layer (stfix/experimental/check.h). */
+size_t stf_check_diag_layer_rank(const stf_check_report *r, size_t i)
+{
+    return (r && i < r->n) ? r->v[i].layer : SIZE_MAX;
 }
 
 /* Diagnostics of severity s; 0 for NULL. */
@@ -33,7 +91,7 @@ size_t stf_check_count_severity(const stf_check_report *r, stf_severity s)
 {
     size_t n = 0;
     for (size_t i = 0; r && i < r->n; i++)
-        if (r->v[i].severity == s) n++;
+        if (r->v[i].sev == (uint8_t)s) n++;
     return n;
 }
 
@@ -50,99 +108,4 @@ const stf_tp_summary *stf_check_tp_summary(const stf_check_report *r, size_t i)
 void stf__chk_fail(stf__chk *k, int rc)
 {
     if (rc && !k->rc) k->rc = rc;
-}
-
-static int report_push(stf_check_report *r, const stf_diag *d)
-{
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 16;
-        stf_diag *v = stf__realloc(r->v, cap * sizeof *v);
-        if (!v) return STF_ENOMEM;
-        r->v = v;
-        r->cap = cap;
-    }
-    r->v[r->n++] = *d;
-    return 0;
-}
-
-static size_t fix_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return (size_t)h;
-}
-
-/* The report's copy of fix text s, made once per distinct text; NULL when
- * out of memory. */
-static const char *intern_fix(stf_check_report *r, const char *s)
-{
-    if ((r->nfixes + 1) * 2 > r->capfixes) {
-        size_t cap = r->capfixes ? r->capfixes * 2 : 64;
-        const char **t = stf__calloc(cap, sizeof *t);
-        if (!t) return NULL;
-        for (size_t i = 0; i < r->capfixes; i++) {
-            if (!r->fixes[i]) continue;
-            size_t j = fix_hash(r->fixes[i]) & (cap - 1);
-            while (t[j]) j = (j + 1) & (cap - 1);
-            t[j] = r->fixes[i];
-        }
-        stf__free(r->fixes);
-        r->fixes = t;
-        r->capfixes = cap;
-    }
-    size_t j = fix_hash(s) & (r->capfixes - 1);
-    for (; r->fixes[j]; j = (j + 1) & (r->capfixes - 1))
-        if (!strcmp(r->fixes[j], s)) return r->fixes[j];
-    char *c = stf__arena_strndup(&r->strs, s, strlen(s));
-    if (!c) return NULL;
-    r->fixes[j] = c;
-    r->nfixes++;
-    return c;
-}
-
-/* The report's copy of a layer name: the previous finding's when it names
- * the same layer. NULL when out of memory. */
-static const char *layer_copy(stf_check_report *r, const char *layer, size_t len)
-{
-    if (!len) return "";
-    const stf_diag *prev = r->n ? &r->v[r->n - 1] : NULL;
-    if (prev && prev->layer_len == len && !memcmp(prev->layer, layer, len)) return prev->layer;
-    return stf__arena_strndup(&r->strs, layer, len);
-}
-
-/*
- * Append a finding (copies layer, fix and the formatted message into the
- * report); on allocation failure the run turns sticky STF_ENOMEM and
- * nothing is added.
- */
-void stf__chk_add(stf__chk *k, const char *rule, stf_severity sev, const char *layer,
-                  size_t layer_len, const char *fix, const char *fmt, ...)
-{
-    if (k->rc) return;
-    stf_check_report *r = k->r;
-    va_list ap;
-    va_start(ap, fmt);
-    int len = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    stf_diag d;
-    memset(&d, 0, sizeof d);
-    snprintf(d.rule, sizeof d.rule, "%s", rule);
-    d.severity = sev;
-    d.profile = k->profile;
-    d.effect = stf__effect_of(d.rule, k->profile, sev);
-    char *msg = len >= 0 ? stf__arena_alloc(&r->strs, (size_t)len + 1) : NULL;
-    if (msg) {
-        va_start(ap, fmt);
-        vsnprintf(msg, (size_t)len + 1, fmt, ap);
-        va_end(ap);
-    }
-    d.message = msg;
-    d.layer_len = layer ? layer_len : 0;
-    d.layer = layer_copy(r, layer, d.layer_len);
-    d.fix = intern_fix(r, fix ? fix : "");
-    /* What a failure took from the arena stays there until the report goes. */
-    if (!msg || !d.layer || !d.fix || report_push(r, &d)) stf__chk_fail(k, STF_ENOMEM);
 }

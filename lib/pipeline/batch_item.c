@@ -247,15 +247,17 @@ static int count_rules(stf__rule_count **out, size_t *n, const stf_check_report 
     stf__rule_count *v = stf__calloc(nd, sizeof *v);
     if (!v) return STF_ENOMEM;
     for (size_t i = 0; i < nd; i++) {
-        const stf_diag *d = stf_check_diag(r, i);
+        /* The rule alone: no message is made. */
+        stf_diag d;
+        stf_check_diag_peek(r, i, &d, NULL, 0);
         size_t k = 0;
-        while (k < *n && strcmp(v[k].rule, d->rule) < 0) k++;
-        if (k < *n && !strcmp(v[k].rule, d->rule)) {
+        while (k < *n && strcmp(v[k].rule, d.rule) < 0) k++;
+        if (k < *n && !strcmp(v[k].rule, d.rule)) {
             v[k].n++;
             continue;
         }
         memmove(v + k + 1, v + k, (*n - k) * sizeof *v);
-        memcpy(v[k].rule, d->rule, sizeof v[k].rule);
+        memcpy(v[k].rule, d.rule, sizeof v[k].rule);
         v[k].n = 1;
         (*n)++;
     }

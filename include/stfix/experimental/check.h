@@ -1,5 +1,6 @@
 /*
- * stfix EXPERIMENTAL API, check layer: the per-layer numeric probes.
+ * stfix EXPERIMENTAL API, check layer: the per-layer numeric probes, and
+ * a report read a finding at a time.
  *
  * Part of <stfix/experimental.h>: may change in any MINOR release (the
  * contract is at the top of that header). Include that header, not this
@@ -58,6 +59,32 @@ typedef struct stf_h2_result {
 STF_EXPERIMENTAL_API
 int stf_probe_h2(stf_h2_result *out, const stf_ckpt *c, const stf_model *m,
                  const stf_layer *l, stf_err *err);
+
+/* ------------------------------------------------------------ reports */
+
+/*
+ * Diagnostic i of a report without keeping its message: *out as
+ * stf_check_diag gives it (its other strings the report's), except that
+ * out->message is `buf` (NULL when cap is 0), holding the message cut to
+ * cap - 1 bytes and a NUL. stf_check_diag keeps every message it is asked
+ * for until the report is freed; a program that lists a report of very
+ * many findings reads them this way, a message at a time. Returns the
+ * message's whole length (a longer buffer is needed when it is cap or
+ * more), or SIZE_MAX when i is out of range or r or out is NULL.
+ */
+STF_EXPERIMENTAL_API
+size_t stf_check_diag_peek(const stf_check_report *r, size_t i, stf_diag *out, char *buf,
+                           size_t cap);
+
+/*
+ * Where diagnostic i's layer first appears among the report's layers: 0
+ * for a file-level finding, else 1 for the layer of the earliest finding
+ * that names a layer, 2 for the next layer, and so on (layers compared by
+ * all their bytes). SIZE_MAX when i is out of range. Grouping a report by
+ * layer sorts on this number rather than on names.
+ */
+STF_EXPERIMENTAL_API
+size_t stf_check_diag_layer_rank(const stf_check_report *r, size_t i);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,290 @@
+/*
+ * How a check report keeps its findings: each as a record of numbers
+ * (stf__rec), each distinct message, fix and layer name once. A message
+ * is kept with its layer's name left out wherever the name's bytes occur
+ * in it, so the findings of a rule on many layers whose messages differ
+ * only by the name (a header can name a million layers) are one text;
+ * a finding's message is put together again when it is read.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check/check_internal.h"
+
+/* In a kept message, ESC ESC is an ESC of the message, ESC NAME its
+ * layer's name; any other byte is itself. */
+#define ESC '\001'
+#define NAME '\002'
+
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+    }
+    return h ^ n;
+}
+
+/* Grow an open-addressing table of numbers + 1 to twice its size, placing
+ * each number again by `key` (the hash of entry i of `ctx`). 0, or
+ * STF_ENOMEM with the table as it was. */
+static int rehash(uint32_t **ix, size_t *cap, const void *ctx,
+                  uint64_t (*key)(const void *ctx, size_t i))
+{
+    size_t ncap = *cap ? *cap * 2 : 64;
+    uint32_t *t = stf__calloc(ncap, sizeof *t);
+    if (!t) return STF_ENOMEM;
+    for (size_t i = 0; i < *cap; i++) {
+        if (!(*ix)[i]) continue;
+        size_t j = (size_t)key(ctx, (*ix)[i] - 1) & (ncap - 1);
+        while (t[j]) j = (j + 1) & (ncap - 1);
+        t[j] = (*ix)[i];
+    }
+    stf__free(*ix);
+    *ix = t;
+    *cap = ncap;
+    return 0;
+}
+
+static uint64_t str_key(const void *ctx, size_t i)
+{
+    const char *s = ((const stf_check_report *)ctx)->strs[i];
+    return hash_bytes(s, strlen(s));
+}
+
+static uint64_t layer_key(const void *ctx, size_t i)
+{
+    const stf__rep_layer *l = &((const stf_check_report *)ctx)->layers[i];
+    return hash_bytes(l->p, l->len);
+}
+
+/* Room for one more item in an array of `size`-byte items. */
+static int reserve(void **v, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap) return 0;
+    size_t ncap = *cap ? *cap * 2 : 16;
+    if (ncap > UINT32_MAX) return STF_ENOMEM;
+    void *t = stf__realloc(*v, ncap * size);
+    if (!t) return STF_ENOMEM;
+    *v = t;
+    *cap = ncap;
+    return 0;
+}
+
+/* The number of text s (n bytes, no NUL), kept once; 0 or STF_ENOMEM. */
+static int intern_str(stf_check_report *r, const char *s, size_t n, uint32_t *out)
+{
+    if ((r->nstrs + 1) * 2 > r->capstrs_ix &&
+        rehash(&r->strs_ix, &r->capstrs_ix, r, str_key))
+        return STF_ENOMEM;
+    size_t mask = r->capstrs_ix - 1, j = (size_t)hash_bytes(s, n) & mask;
+    for (; r->strs_ix[j]; j = (j + 1) & mask) {
+        const char *t = r->strs[r->strs_ix[j] - 1];
+        if (!strncmp(t, s, n) && !t[n]) {
+            *out = r->strs_ix[j] - 1;
+            return 0;
+        }
+    }
+    void *v = r->strs;
+    if (reserve(&v, &r->capstrs, r->nstrs, sizeof *r->strs)) return STF_ENOMEM;
+    r->strs = v;
+    char *c = stf__arena_strndup(&r->text, s, n);
+    if (!c) return STF_ENOMEM;
+    r->strs[r->nstrs] = c;
+    r->strs_ix[j] = (uint32_t)++r->nstrs;
+    *out = (uint32_t)(r->nstrs - 1);
+    return 0;
+}
+
+/* The number of layer name s (n bytes), kept once; 0 or STF_ENOMEM. */
+static int intern_layer(stf_check_report *r, const char *s, size_t n, uint32_t *out)
+{
+    if (!n) {
+        *out = 0;
+        return 0;
+    }
+    const stf__rep_layer *last = &r->layers[r->nlayers - 1];
+    if (last->len == n && !memcmp(last->p, s, n)) {
+        *out = (uint32_t)(r->nlayers - 1);
+        return 0;
+    }
+    if ((r->nlayers + 1) * 2 > r->caplayers_ix &&
+        rehash(&r->layers_ix, &r->caplayers_ix, r, layer_key))
+        return STF_ENOMEM;
+    size_t mask = r->caplayers_ix - 1, j = (size_t)hash_bytes(s, n) & mask;
+    for (; r->layers_ix[j]; j = (j + 1) & mask) {
+        const stf__rep_layer *l = &r->layers[r->layers_ix[j] - 1];
+        if (l->len == n && !memcmp(l->p, s, n)) {
+            *out = r->layers_ix[j] - 1;
+            return 0;
+        }
+    }
+    void *v = r->layers;
+    if (reserve(&v, &r->caplayers, r->nlayers, sizeof *r->layers)) return STF_ENOMEM;
+    r->layers = v;
+    char *c = stf__arena_strndup(&r->text, s, n);
+    if (!c) return STF_ENOMEM;
+    r->layers[r->nlayers] = (stf__rep_layer){ c, n };
+    r->layers_ix[j] = (uint32_t)++r->nlayers;
+    *out = (uint32_t)(r->nlayers - 1);
+    return 0;
+}
+
+/* A new empty report (contract in check_internal.h). */
+stf_check_report *stf__report_new(void)
+{
+    stf_check_report *r = stf__calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->layers = stf__calloc(16, sizeof *r->layers);
+    if (!r->layers) {
+        stf__free(r);
+        return NULL;
+    }
+    r->caplayers = 16;
+    r->layers[0] = (stf__rep_layer){ "", 0 };
+    r->nlayers = 1;
+    pthread_mutex_t *m = stf__malloc(sizeof *m);
+    if (!m || pthread_mutex_init(m, NULL)) {
+        stf__free(m);
+        stf_check_report_free(r);
+        return NULL;
+    }
+    r->lock = m;
+    return r;
+}
+
+/* The message msg (n bytes) with every occurrence of the layer name's
+ * bytes left out, into r->line as a NUL-free text; its length, or
+ * SIZE_MAX when out of memory. */
+static size_t leave_out(stf_check_report *r, const char *msg, size_t n, const char *layer,
+                        size_t len)
+{
+    if (n > (SIZE_MAX - 1) / 2) return SIZE_MAX;
+    if (2 * n + 1 > r->capline) {
+        char *t = stf__realloc(r->line, 2 * n + 1);
+        if (!t) return SIZE_MAX;
+        r->line = t;
+        r->capline = 2 * n + 1;
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        if (len && n - i >= len && !memcmp(msg + i, layer, len)) {
+            r->line[o++] = ESC;
+            r->line[o++] = NAME;
+            i += len;
+            continue;
+        }
+        if (msg[i] == ESC) r->line[o++] = ESC;
+        r->line[o++] = msg[i++];
+    }
+    return o;
+}
+
+static uint16_t rule_index(stf_check_report *r, const char rule[8], int *fail)
+{
+    for (size_t i = r->nrules; i-- > 0;)
+        if (!memcmp(r->rules[i], rule, 8)) return (uint16_t)i;
+    void *v = r->rules;
+    if (r->nrules > UINT16_MAX || reserve(&v, &r->caprules, r->nrules, sizeof *r->rules)) {
+        *fail = 1;
+        return 0;
+    }
+    r->rules = v;
+    memcpy(r->rules[r->nrules], rule, 8);
+    return (uint16_t)r->nrules++;
+}
+
+static uint8_t profile_index(stf_check_report *r, const char *profile, int *fail)
+{
+    for (size_t i = 0; i < r->nprofiles; i++)
+        if (r->profiles[i] == profile || !strcmp(r->profiles[i], profile)) return (uint8_t)i;
+    if (r->nprofiles == sizeof r->profiles / sizeof r->profiles[0]) {
+        *fail = 1;
+        return 0;
+    }
+    r->profiles[r->nprofiles] = profile;
+    return (uint8_t)r->nprofiles++;
+}
+
+/*
+ * Append a finding (keeps layer, fix and the formatted message in the
+ * report); on allocation failure the run turns sticky STF_ENOMEM and
+ * nothing is added.
+ */
+void stf__chk_add(stf__chk *k, const char *rule, stf_severity sev, const char *layer,
+                  size_t layer_len, const char *fix, const char *fmt, ...)
+{
+    if (k->rc) return;
+    stf_check_report *r = k->r;
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *msg = len >= 0 ? stf__malloc((size_t)len + 1) : NULL;
+    if (!msg) {
+        stf__chk_fail(k, STF_ENOMEM);
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(msg, (size_t)len + 1, fmt, ap);
+    va_end(ap);
+    stf__rec d;
+    memset(&d, 0, sizeof d);
+    char id[8] = { 0 };
+    snprintf(id, sizeof id, "%s", rule);
+    int fail = 0;
+    size_t ll = layer ? layer_len : 0;
+    size_t tl = leave_out(r, msg, (size_t)len, layer, ll);
+    stf__free(msg);
+    if (tl == SIZE_MAX || intern_str(r, r->line, tl, &d.msg) ||
+        intern_str(r, fix ? fix : "", fix ? strlen(fix) : 0, &d.fix) ||
+        intern_layer(r, layer, ll, &d.layer))
+        fail = 1;
+    d.rule = rule_index(r, id, &fail);
+    d.sev = (uint8_t)sev;
+    d.bits = (uint8_t)((unsigned)stf__effect_of(id, k->profile, sev) |
+                       (unsigned)profile_index(r, k->profile, &fail) << 2);
+    void *v = r->v;
+    if (!fail && !reserve(&v, &r->cap, r->n, sizeof *r->v)) {
+        r->v = v;
+        r->v[r->n++] = d;
+        return;
+    }
+    /* What a failure took from the tables stays there until the report goes. */
+    stf__chk_fail(k, STF_ENOMEM);
+}
+
+/* Finding i's fields, its message put together into buf (contract in
+ * check_internal.h). */
+size_t stf__report_peek(const stf_check_report *r, size_t i, stf_diag *out, char *buf,
+                        size_t cap)
+{
+    if (!r || i >= r->n) return SIZE_MAX;
+    const stf__rec *d = &r->v[i];
+    const stf__rep_layer *l = &r->layers[d->layer];
+    memset(out, 0, sizeof *out);
+    memcpy(out->rule, r->rules[d->rule], sizeof out->rule);
+    out->severity = (stf_severity)d->sev;
+    out->profile = r->profiles[d->bits >> 2];
+    out->layer = l->p;
+    out->layer_len = l->len;
+    out->fix = r->strs[d->fix];
+    out->effect = (stf_effect)(d->bits & 3);
+    out->message = buf && cap ? buf : NULL;
+    size_t o = 0;
+    for (const char *t = r->strs[d->msg]; *t; t++) {
+        const char *piece = t;
+        size_t n = 1;
+        if (*t == ESC) {
+            t++;
+            if (*t == NAME) piece = l->p, n = l->len;
+        }
+        for (size_t j = 0; j < n; j++, o++)
+            if (o + 1 < cap) buf[o] = piece[j];
+    }
+    if (cap) buf[o < cap ? o : cap - 1] = '\0';
+    return o;
+}
