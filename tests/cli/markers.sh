@@ -35,7 +35,7 @@ def d(rule, sev, layer, msg, effect, fix):
 
 
 def findings(kind):
-    """What check --json says of a file without markers (report order)."""
+    """What check --json says of a file without markers (listing order)."""
     dt = {"int8": "I8", "fp8": "F8_E4M3", "e5m2": "F8_E5M2", "nvfp4": "U8", "mxfp8": "F8_E4M3",
           "fp8ns": "F8_E4M3"}[kind]
     out = []
@@ -71,7 +71,12 @@ def findings(kind):
                          "(silently garbage)" % (l, dt, SHAPES[l], k), "silent",
                          "add the comfy_quant marker the file determines (infer-marker), or "
                          "dequantize the weight to BF16 (missing-markers)"))
-    return out
+    # check --json lists them as the text does: file-level findings first,
+    # then by layer in order of first appearance, report order within one.
+    first = {}
+    for x in out:
+        first.setdefault(x["layer"], len(first))
+    return sorted(out, key=lambda x: (x["layer"] != "", first[x["layer"]]))
 
 
 cmd = sys.argv[1]

@@ -37,7 +37,7 @@ fi
 # is not in canonical form (a header with leading blanks) is a change,
 # though it has no layer.
 cat >"$T_TMP/healthy.txt" <<'EOF2'
-plan: fixtures/comfy/healthy_int8_g64.safetensors with rules/repair-scales.yaml
+plan: fixtures/comfy/healthy_int8_g64.safetensors with rules/exclude-conv-and-embeddings.yaml
 layer blocks.0.attn.qkv
   rules: (none)
   actions: (none)
@@ -55,11 +55,13 @@ metadata: format = pt
 totals: 0 tensor(s) changed, 5 copied, 0 dropped; 1207 bytes to write, 1207 bytes copied
 unchanged: the recipe changes nothing; fix would write the input's bytes, unstamped
 EOF2
-t_run "unchanged" 0 "$STFIX" plan $F/healthy_int8_g64.safetensors -r rules/repair-scales.yaml
+# A conversion recipe none of whose rules selects a layer (a repair recipe
+# would leave them alone before any rule, tests/cli/repair_gate.sh).
+t_run "unchanged" 0 "$STFIX" plan $F/healthy_int8_g64.safetensors -r rules/exclude-conv-and-embeddings.yaml
 t_stdout_is "unchanged" "$T_TMP/healthy.txt"
-t_run "unchanged --json" 0 "$STFIX" plan $F/healthy_int8_g64.safetensors -r rules/sglang-repair.yaml --json
+t_run "unchanged --json" 0 "$STFIX" plan $F/healthy_int8_g64.safetensors -r rules/sglang-int8-convrot.yaml --json
 t_stdout_has "unchanged --json" '"linear": 2}, "changed": false, "layers": ['
-t_stdout_has "unchanged --json" '{"prefix": "blocks.0.attn.qkv", "out_prefix": "blocks.0.attn.qkv", "rules": ["normalise-markers"], "actions": ["set-marker"], "summary": "marker already canonical (int8_tensorwise)", "changed": false, "requantize": false, "format": "int8_tensorwise", "group": 0, "mode": null}'
+t_stdout_has "unchanged --json" '{"prefix": "blocks.0.attn.qkv", "out_prefix": "blocks.0.attn.qkv", "rules": ["infer-markers", "normalise-markers"], "actions": ["infer-marker", "set-marker"], "summary": "marker already canonical (int8_tensorwise)", "changed": false, "requantize": false, "format": "int8_tensorwise", "group": 0, "mode": null}'
 if grep -q '"changed": true' "$T_OUT"; then t_notok "unchanged --json: nothing changed"
 else t_ok "unchanged --json: nothing changed"; fi
 S07=fixtures/malformed/s07_leading_whitespace.safetensors

@@ -135,6 +135,7 @@ layer blocks.0.attn.qkv
     copy         blocks.0.attn.qkv.comfy_quant U8 (84,) 84 bytes
 metadata: format = pt
 totals: 0 tensor(s) changed, 3 copied, 0 dropped; 4244 bytes to write, 4244 bytes copied
+unchanged: the recipe changes nothing; fix would write the input's bytes, unstamped
 EOF
 t_stdout_is "plan left alone" "$D/plan.want"
 # The same file through a conversion recipe is rewritten as before.
