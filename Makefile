@@ -6,6 +6,8 @@
 #   make replay     only the fuzz corpora, each file through its harness
 #   make lint       mandoc -Tlint -Wstyle over every man page (also in make check)
 #   make demo       the main job on the bundled demo fixture
+#   make readme     rerun the examples of README.md and rewrite the outputs that
+#                   differ (tests/readme_examples.py; tests/cli/readme.sh compares)
 #   make asan       the tests under AddressSanitizer + UBSan
 #   make fuzz       build the libFuzzer harnesses (clang) and run each once over its
 #                   corpus; FUZZ_SECONDS=N fuzzes each for N s (FUZZ_RUNS=N: N
@@ -128,7 +130,7 @@ LIBA := $(BUILD)/libstfix.a
 LIBSO := $(BUILD)/libstfix.so
 LIBSO_FILES := $(BUILD)/$(SOREAL) $(BUILD)/$(SONAME) $(LIBSO)
 
-.PHONY: FORCE all deps check unit cli replay lint man demo asan fuzz bench install uninstall clean
+.PHONY: FORCE all deps check unit cli replay lint man demo readme asan fuzz bench install uninstall clean
 .DEFAULT_GOAL := all
 
 all: $(STFIX_BIN) $(LIBA) $(LIBSO_FILES)
@@ -285,6 +287,11 @@ asan:
 
 demo: all
 	@sh tests/demo.sh $(abspath $(STFIX_BIN))
+
+# The README's examples are real runs: each block after "<!-- example -->"
+# is run and its output written back where it differs (make check compares).
+readme: all
+	python3 tests/readme_examples.py $(STFIX_BIN) --update
 
 # ------------------------------------------------------------------ fuzz
 # Each harness is built twice: with clang and libFuzzer here (make fuzz),
