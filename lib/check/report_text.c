@@ -122,12 +122,16 @@ const char *stf__chk_pyrepr(stf__chk *k, const stf_pyval *v)
     return kept(k, rc, o);
 }
 
-/* str() of a JSON value, "None" for NULL; pooled. */
+/* str() of a JSON value, "None" for NULL; pooled. A string is its own
+ * bytes: the model's values outlive the pool, and a check of a million
+ * layers then keeps no copy of each one's format. */
 const char *stf__chk_pystr(stf__chk *k, const stf_pyval *v)
 {
     char *o = NULL;
     if (!v) return "None";
     if (k->rc) return "";
+    const char *s = stf_pyval_str(v, NULL);
+    if (s) return s;
     int rc = stf_pystr_value(&o, v, k->err);
     return kept(k, rc, o);
 }

@@ -15,10 +15,13 @@
 typedef struct layer_int {
     stf_layer pub;
     stf_marker *mk;
-    size_t nmk, capmk;
-    size_t tslot;                  /* its row of the model's `tens` + 1; 0: no tensors */
-    int own_prefix;                /* pub.prefix is a copy (else a metadata key's bytes) */
+    uint32_t nmk;                  /* room for the next power of two: they come one by one */
+    uint32_t tslot : 31;           /* its row of the model's `tens` + 1; 0: no tensors */
+    uint32_t own_prefix : 1;       /* pub.prefix is a copy (else a metadata key's bytes) */
 } layer_int;
+
+/* Rows of `tens` a model can number in a layer's tslot. */
+#define TSLOT_MAX 0x7fffffffu
 
 /* A layer's tensors: ckpt index per suffix, -1 when absent (pub.tensors).
  * Only layers with tensors have a row, so a layer that only a metadata
@@ -123,7 +126,7 @@ static int get_layer(layer_int **out, stf_model *m, const char *p, size_t n, int
     if (!copy) return STF_ENOMEM;
     layer_int *l = &m->layers[m->nlayers];
     memset(l, 0, sizeof *l);
-    l->own_prefix = !keep;
+    l->own_prefix = !keep & 1;
     l->pub.prefix = copy;
     l->pub.prefix_len = n;
     hash_put(m->hidx, m->hcap, prefix_hash(p, n), m->nlayers);
@@ -134,13 +137,14 @@ static int get_layer(layer_int **out, stf_model *m, const char *p, size_t n, int
 
 static int push_marker(layer_int *l, const stf_marker *mk)
 {
-    if (l->nmk == l->capmk) {
-        /* Most layers have one marker: start with room for exactly one. */
-        size_t cap = l->capmk ? l->capmk * 2 : 1;
+    /* Most layers have one marker: room for exactly one first, then double
+     * whenever the count reaches a power of two. */
+    if ((l->nmk & (l->nmk - 1u)) == 0) {
+        if (l->nmk == UINT32_MAX >> 1) return STF_ENOMEM;
+        size_t cap = l->nmk ? (size_t)l->nmk * 2 : 1;
         stf_marker *v = stf__realloc(l->mk, cap * sizeof *v);
         if (!v) return STF_ENOMEM;
         l->mk = v;
-        l->capmk = cap;
     }
     l->mk[l->nmk++] = *mk;
     return 0;
@@ -164,6 +168,7 @@ static int push_index(size_t **v, size_t *n, size_t *cap, size_t idx)
 static int64_t *tensor_slots(stf_model *m, layer_int *l)
 {
     if (l->tslot) return m->tens[l->tslot - 1];
+    if (m->ntens >= TSLOT_MAX) return NULL;
     if (m->ntens == m->captens) {
         size_t cap = m->captens ? m->captens * 2 : 16;
         tensor_row *v = stf__realloc(m->tens, cap * sizeof *v);
@@ -172,7 +177,7 @@ static int64_t *tensor_slots(stf_model *m, layer_int *l)
         m->captens = cap;
     }
     for (int s = 0; s < STF_SFX_COUNT; s++) m->tens[m->ntens][s] = -1;
-    l->tslot = ++m->ntens;
+    l->tslot = (uint32_t)++m->ntens & TSLOT_MAX;
     return m->tens[m->ntens - 1];
 }
 

@@ -14,44 +14,51 @@
 #include "util/util.h"
 
 /*
- * One node. STR and INT keep their text in `s` (NUL-terminated; INT text is
- * canonical: no '+', no leading zeros, "-0" folded to "0"). LIST keeps
- * items[0..n); DICT keeps keys/klens/items[0..n) in insertion order and,
- * once it grows past a few entries, an open-addressing index `hidx` of
- * hcap slots holding entry+1 (0 = empty) so duplicate detection and
- * lookup stay linear for large `layers` objects.
+ * One node, 16 bytes. STR and INT keep their text at u.s (NUL-terminated;
+ * INT text is canonical: no '+', no leading zeros, "-0" folded to "0") and
+ * its length in n. LIST and DICT keep their n entries in one block at
+ * u.kids, sized once when the container closes: a LIST's items, a DICT's
+ * key (a STR node) and value pairs in insertion order, then, for a DICT of
+ * STF__PV_HASH_MIN entries or more, an open-addressing index of
+ * stf__pyval_hcap(n) slots (uint32 entry+1, 0 = empty), then the bytes of
+ * the strings and ints among the entries. A root is its own allocation
+ * (STF__PV_ROOT) with a scalar's bytes after it; only roots are freed.
  */
 struct stf_pyval {
-    stf_pytype type;
-    int b;              /* BOOL */
-    int nan_const;      /* FLOAT parsed from the NaN literal (one shared object in Python) */
-    double f;           /* FLOAT */
-    char *s;            /* STR bytes / INT text */
-    size_t slen;
-    stf_pyval **items;  /* LIST items / DICT values */
-    char **keys;        /* DICT keys (NUL-terminated) */
-    size_t *klens;
-    size_t n, cap;
-    size_t *hidx;
-    size_t hcap;
+    uint8_t type;  /* stf_pytype */
+    uint8_t flags; /* STF__PV_* */
+    uint32_t n;    /* STR/INT bytes, LIST items, DICT entries */
+    union {
+        double f;          /* FLOAT */
+        const char *s;     /* STR bytes / INT text */
+        stf_pyval *kids;   /* LIST items / DICT key, value pairs */
+        size_t off;        /* while parsing: where s lies in the parser's bytes */
+    } u;
 };
 
-/* A fresh node of type t (zeroed), or NULL on allocation failure. */
-stf_pyval *stf__pyval_new(stf_pytype t);
+#define STF__PV_TRUE 1u  /* BOOL True */
+#define STF__PV_NAN 2u   /* FLOAT parsed from the NaN literal (one shared object in Python) */
+#define STF__PV_ROOT 4u  /* allocated on its own; stf_pyval_free takes it */
 
-/* Append v to a LIST node (takes ownership of v on success only). */
-int stf__pyval_list_push(stf_pyval *list, stf_pyval *v);
+/* Below this many entries a dict is searched by a linear scan. */
+#define STF__PV_HASH_MIN 16u
 
 /*
- * dict[key] = v with Python semantics: a new key is appended, an existing
- * key keeps its position and gets the new value (the old one is freed).
- * Takes ownership of `key` (malloc'd, NUL-terminated, klen bytes) and `v`
- * on success only.
+ * Close a LIST (n items) or DICT (n key, value pairs) whose entries lie in
+ * kids[] with their strings' bytes in bytes[base..base+nbytes) (u.off
+ * counts from bytes[0]): a later duplicate key replaces the earlier one's
+ * value in its place, as Python's dict does; the entries are moved into one
+ * exact block at out->u.kids. On failure (STF_ENOMEM) the entries still
+ * in kids[0..*left) are the caller's to drop.
  */
-int stf__pyval_dict_set(stf_pyval *dict, char *key, size_t klen, stf_pyval *v);
+int stf__pyval_seal(stf_pyval *out, stf_pytype t, stf_pyval *kids, size_t n, size_t *left,
+                    const char *bytes, size_t base, size_t nbytes);
 
-/* Index of key in a DICT node, or -1. */
-long stf__pyval_dict_find(const stf_pyval *dict, const char *key, size_t klen);
+/* A root copy of node v (its bytes, for STR/INT, at bytes + v->u.off). */
+stf_pyval *stf__pyval_root(const stf_pyval *v, const char *bytes);
+
+/* Free what node v owns below it (not v itself). */
+void stf__pyval_drop(stf_pyval *v);
 
 /*
  * Parse UTF-8 text as Python json.loads(str) does (the metadata channel:

@@ -26,6 +26,9 @@ typedef struct parser {
     size_t n;
     stf_err *err;
     int failed;             /* error already filled */
+    stf_pyval *stk;         /* entries of the containers still open, then the last value */
+    size_t sn, scap;
+    stf_buf bytes;          /* their strings' bytes (each NUL-terminated) */
 } parser;
 
 /* ------------------------------------------------------------ decoding */
@@ -251,26 +254,22 @@ static long hex4(const parser *p, size_t i)
 }
 
 /* scanstring: `i` is just past the opening quote; *next just past the closing one. */
-static int scan_string(parser *p, size_t i, size_t *next, char **s, size_t *slen)
+static int scan_string(parser *p, size_t i, size_t *next, size_t *off, size_t *slen)
 {
     size_t begin = i - 1;
-    /* A string without escapes (most keys and values) is copied as it
-     * stands, into exactly its size: a tree of a million short strings
-     * then holds their bytes, not a growing buffer's slack each. */
+    /* The bytes go to the parser's scratch, and from there into their
+     * container's one block when it closes. */
+    stf_buf *b = &p->bytes;
+    size_t start = b->len;
+    *off = start;
     size_t j = i;
     while (j < p->n && p->t[j] != '"' && p->t[j] != '\\' && p->t[j] >= 0x20) j++;
     if (j < p->n && p->t[j] == '"') {
-        char *d = stf__malloc(j - i + 1);
-        if (!d) return pnomem(p);
-        memcpy(d, p->t + i, j - i);
-        d[j - i] = '\0';
-        *s = d;
+        if (stf__buf_put(b, p->t + i, j - i) != 0 || stf__buf_putc(b, '\0') != 0) return pnomem(p);
         *slen = j - i;
         *next = j + 1;
         return 0;
     }
-    stf_buf b;
-    stf__buf_init(&b);
     int rc = 0;
     for (;;) {
         size_t run = i;
@@ -281,7 +280,7 @@ static int scan_string(parser *p, size_t i, size_t *next, char **s, size_t *slen
             }
             i++;
         }
-        if (i > run && stf__buf_put(&b, p->t + run, i - run) != 0) goto nomem;
+        if (i > run && stf__buf_put(b, p->t + run, i - run) != 0) goto nomem;
         if (i >= p->n) {
             rc = perr(p, begin, "Unterminated string starting at");
             goto done;
@@ -311,7 +310,7 @@ static int scan_string(parser *p, size_t i, size_t *next, char **s, size_t *slen
                 rc = perr(p, i - 1, "Invalid \\escape");
                 goto done;
             }
-            if (stf__buf_putc(&b, o) != 0) goto nomem;
+            if (stf__buf_putc(b, o) != 0) goto nomem;
             i++;
             continue;
         }
@@ -334,15 +333,16 @@ static int scan_string(parser *p, size_t i, size_t *next, char **s, size_t *slen
                 i += 6;
             }
         }
-        if (stf__utf8_put(&b, cp) != 0) goto nomem;
+        if (stf__utf8_put(b, cp) != 0) goto nomem;
     }
-    if (stf__buf_take(s, slen, &b) != 0) goto nomem;
+    *slen = b->len - start;
+    if (stf__buf_putc(b, '\0') != 0) goto nomem;
     *next = i;
     return 0;
 nomem:
     rc = pnomem(p);
 done:
-    stf__buf_free(&b);
+    b->len = start;
     return rc;
 }
 
@@ -352,16 +352,39 @@ static int lit_at(const parser *p, size_t i, const char *lit)
     return p->n - i >= l && memcmp(p->t + i, lit, l) == 0;
 }
 
-static int scan_value(parser *p, size_t i, unsigned depth, stf_pyval **out, size_t *next);
+static int scan_value(parser *p, size_t i, unsigned depth, size_t *next);
 
-static int new_node(parser *p, stf_pytype t, stf_pyval **out)
+/* Push a node of type t on the scratch stack; *out is it. */
+static int push(parser *p, stf_pytype t, stf_pyval **out)
 {
-    *out = stf__pyval_new(t);
-    return *out ? 0 : pnomem(p);
+    if (p->sn == p->scap) {
+        size_t cap = p->scap ? p->scap * 2 : 64;
+        if (cap > SIZE_MAX / sizeof *p->stk) return pnomem(p);
+        stf_pyval *st = stf__realloc(p->stk, cap * sizeof *st);
+        if (!st) return pnomem(p);
+        p->stk = st;
+        p->scap = cap;
+    }
+    stf_pyval *v = &p->stk[p->sn++];
+    memset(v, 0, sizeof *v);
+    v->type = (uint8_t)t;
+    *out = v;
+    return 0;
+}
+
+/* Push a STR or INT node over the bytes just scanned at off. */
+static int push_text(parser *p, stf_pytype t, size_t off, size_t len)
+{
+    stf_pyval *v;
+    int rc = push(p, t, &v);
+    if (rc) return rc;
+    v->n = (uint32_t)len;
+    v->u.off = off;
+    return 0;
 }
 
 /* The NUMBER_RE of json.scanner; Python has no depth of its own here. */
-static int scan_number(parser *p, size_t start, stf_pyval **out, size_t *next)
+static int scan_number(parser *p, size_t start, size_t *next)
 {
     size_t i = start;
     if (i < p->n && p->t[i] == '-') i++;
@@ -394,8 +417,9 @@ static int scan_number(parser *p, size_t start, stf_pyval **out, size_t *next)
     if (is_float) {
         char *txt = stf__strndup((const char *)p->t + start, i - start);
         if (!txt) return pnomem(p);
-        int rc = new_node(p, STF_PY_FLOAT, out);
-        if (rc == 0) (*out)->f = strtod(txt, NULL); /* correctly rounded; overflow -> inf as float() */
+        stf_pyval *v;
+        int rc = push(p, STF_PY_FLOAT, &v);
+        if (rc == 0) v->u.f = strtod(txt, NULL); /* correctly rounded; overflow -> inf as float() */
         stf__free(txt);
         if (rc) return rc;
     } else {
@@ -408,139 +432,115 @@ static int scan_number(parser *p, size_t start, stf_pyval **out, size_t *next)
                                  "increase the limit", PY_INT_MAX_STR_DIGITS, nd);
         }
         int neg = p->t[start] == '-' && !(nd == 1 && p->t[int_begin] == '0');
-        int rc = new_node(p, STF_PY_INT, out);
-        if (rc) return rc;
-        char *txt = stf__malloc(nd + 2);
-        if (!txt) {
-            stf_pyval_free(*out);
-            *out = NULL;
+        size_t off = p->bytes.len;
+        if ((neg && stf__buf_putc(&p->bytes, '-') != 0) ||
+            stf__buf_put(&p->bytes, p->t + int_begin, nd) != 0 || stf__buf_putc(&p->bytes, '\0') != 0)
             return pnomem(p);
-        }
-        size_t k = 0;
-        if (neg) txt[k++] = '-';
-        memcpy(txt + k, p->t + int_begin, nd);
-        txt[k + nd] = '\0';
-        (*out)->s = txt;
-        (*out)->slen = k + nd;
+        int rc = push_text(p, STF_PY_INT, off, nd + (neg ? 1u : 0u));
+        if (rc) return rc;
     }
     *next = i;
     return 0;
 }
 
-static int scan_array(parser *p, size_t i, unsigned depth, stf_pyval **out, size_t *next)
+/*
+ * Close the container whose entries start at stack slot `base` and bytes
+ * at `bbase`: they become one block, and the container's node takes their
+ * place on the stack.
+ */
+static int close_container(parser *p, stf_pytype t, size_t base, size_t bbase)
 {
-    stf_pyval *list = NULL;
-    int rc = new_node(p, STF_PY_LIST, &list);
-    if (rc) return rc;
+    size_t nodes = p->sn - base;
+    size_t n = t == STF_PY_DICT ? nodes / 2 : nodes;
+    stf_pyval node;
+    size_t left;
+    int rc = stf__pyval_seal(&node, t, p->stk + base, n, &left, p->bytes.data, bbase,
+                             p->bytes.len - bbase);
+    if (rc) {
+        p->sn = base + (t == STF_PY_DICT ? 2 * left : left);
+        return pnomem(p);
+    }
+    p->sn = base;
+    p->bytes.len = bbase;
+    stf_pyval *v;
+    rc = push(p, t, &v);
+    if (rc) {
+        stf__pyval_drop(&node);
+        return rc;
+    }
+    *v = node;
+    return 0;
+}
+
+static int scan_array(parser *p, size_t i, unsigned depth, size_t *next)
+{
+    size_t base = p->sn, bbase = p->bytes.len;
+    int rc;
     i = skip_ws(p, i);
     if (i < p->n && p->t[i] != ']') {
         for (;;) {
-            stf_pyval *v = NULL;
-            rc = scan_value(p, i, depth, &v, &i);
-            if (rc) goto fail;
-            if (stf__pyval_list_push(list, v) != 0) {
-                stf_pyval_free(v);
-                rc = pnomem(p);
-                goto fail;
-            }
+            rc = scan_value(p, i, depth, &i);
+            if (rc) return rc;
             i = skip_ws(p, i);
             if (i < p->n && p->t[i] == ']') break;
-            if (i >= p->n || p->t[i] != ',') {
-                rc = perr(p, i, "Expecting ',' delimiter");
-                goto fail;
-            }
+            if (i >= p->n || p->t[i] != ',') return perr(p, i, "Expecting ',' delimiter");
             i = skip_ws(p, i + 1);
         }
     }
-    if (i >= p->n || p->t[i] != ']') {
-        rc = perr(p, i, "Expecting value");
-        goto fail;
-    }
-    *out = list;
+    if (i >= p->n || p->t[i] != ']') return perr(p, i, "Expecting value");
+    rc = close_container(p, STF_PY_LIST, base, bbase);
+    if (rc) return rc;
     *next = i + 1;
     return 0;
-fail:
-    stf_pyval_free(list);
-    return rc;
 }
 
-static int scan_object(parser *p, size_t i, unsigned depth, stf_pyval **out, size_t *next)
+static int scan_object(parser *p, size_t i, unsigned depth, size_t *next)
 {
-    stf_pyval *dict = NULL;
-    int rc = new_node(p, STF_PY_DICT, &dict);
-    if (rc) return rc;
+    size_t base = p->sn, bbase = p->bytes.len;
+    int rc;
     i = skip_ws(p, i);
     if (i < p->n && p->t[i] != '}') {
         for (;;) {
-            if (i >= p->n || p->t[i] != '"') {
-                rc = perr(p, i, "Expecting property name enclosed in double quotes");
-                goto fail;
-            }
-            char *key = NULL;
-            size_t klen = 0;
-            rc = scan_string(p, i + 1, &i, &key, &klen);
-            if (rc) goto fail;
+            if (i >= p->n || p->t[i] != '"')
+                return perr(p, i, "Expecting property name enclosed in double quotes");
+            size_t koff = 0, klen = 0;
+            rc = scan_string(p, i + 1, &i, &koff, &klen);
+            if (rc) return rc;
+            rc = push_text(p, STF_PY_STR, koff, klen);
+            if (rc) return rc;
             i = skip_ws(p, i);
-            if (i >= p->n || p->t[i] != ':') {
-                stf__free(key);
-                rc = perr(p, i, "Expecting ':' delimiter");
-                goto fail;
-            }
+            if (i >= p->n || p->t[i] != ':') return perr(p, i, "Expecting ':' delimiter");
             i = skip_ws(p, i + 1);
-            stf_pyval *v = NULL;
-            rc = scan_value(p, i, depth, &v, &i);
-            if (rc) {
-                stf__free(key);
-                goto fail;
-            }
-            if (stf__pyval_dict_set(dict, key, klen, v) != 0) {
-                stf__free(key);
-                stf_pyval_free(v);
-                rc = pnomem(p);
-                goto fail;
-            }
+            rc = scan_value(p, i, depth, &i);
+            if (rc) return rc;
             i = skip_ws(p, i);
             if (i < p->n && p->t[i] == '}') break;
-            if (i >= p->n || p->t[i] != ',') {
-                rc = perr(p, i, "Expecting ',' delimiter");
-                goto fail;
-            }
+            if (i >= p->n || p->t[i] != ',') return perr(p, i, "Expecting ',' delimiter");
             i = skip_ws(p, i + 1);
         }
     }
-    if (i >= p->n || p->t[i] != '}') {
-        rc = perr(p, i, "Expecting property name enclosed in double quotes");
-        goto fail;
-    }
-    *out = dict;
+    if (i >= p->n || p->t[i] != '}')
+        return perr(p, i, "Expecting property name enclosed in double quotes");
+    rc = close_container(p, STF_PY_DICT, base, bbase);
+    if (rc) return rc;
     *next = i + 1;
     return 0;
-fail:
-    stf_pyval_free(dict);
-    return rc;
 }
 
-/* scan_once: `depth` containers already open around position i. */
-static int scan_value(parser *p, size_t i, unsigned depth, stf_pyval **out, size_t *next)
+/* scan_once: `depth` containers already open around position i; pushes
+ * the value's node. */
+static int scan_value(parser *p, size_t i, unsigned depth, size_t *next)
 {
-    *out = NULL;
     if (i >= p->n) return perr(p, i, "Expecting value");
     unsigned char c = p->t[i];
+    stf_pyval *v;
     int rc;
     switch (c) {
     case '"': {
-        char *s = NULL;
-        size_t slen = 0;
-        rc = scan_string(p, i + 1, next, &s, &slen);
+        size_t off = 0, slen = 0;
+        rc = scan_string(p, i + 1, next, &off, &slen);
         if (rc) return rc;
-        rc = new_node(p, STF_PY_STR, out);
-        if (rc) {
-            stf__free(s);
-            return rc;
-        }
-        (*out)->s = s;
-        (*out)->slen = slen;
-        return 0;
+        return push_text(p, STF_PY_STR, off, slen);
     }
     case '{':
     case '[':
@@ -552,33 +552,33 @@ static int scan_value(parser *p, size_t i, unsigned depth, stf_pyval **out, size
                                  "maximum recursion depth exceeded while decoding a JSON %s "
                                  "from a unicode string", c == '{' ? "object" : "array");
         }
-        return c == '{' ? scan_object(p, i + 1, depth + 1, out, next)
-                        : scan_array(p, i + 1, depth + 1, out, next);
+        return c == '{' ? scan_object(p, i + 1, depth + 1, next)
+                        : scan_array(p, i + 1, depth + 1, next);
     default:
         break;
     }
     if (lit_at(p, i, "null")) {
         *next = i + 4;
-        return new_node(p, STF_PY_NONE, out);
+        return push(p, STF_PY_NONE, &v);
     }
     if (lit_at(p, i, "true") || lit_at(p, i, "false")) {
-        rc = new_node(p, STF_PY_BOOL, out);
+        rc = push(p, STF_PY_BOOL, &v);
         if (rc) return rc;
-        (*out)->b = c == 't';
+        if (c == 't') v->flags = STF__PV_TRUE;
         *next = i + (c == 't' ? 4 : 5);
         return 0;
     }
     const char *lits[3] = { "NaN", "Infinity", "-Infinity" };
     for (int k = 0; k < 3; k++) {
         if (!lit_at(p, i, lits[k])) continue;
-        rc = new_node(p, STF_PY_FLOAT, out);
+        rc = push(p, STF_PY_FLOAT, &v);
         if (rc) return rc;
-        (*out)->f = k == 0 ? NAN : k == 1 ? INFINITY : -INFINITY;
-        (*out)->nan_const = k == 0;
+        v->u.f = k == 0 ? NAN : k == 1 ? INFINITY : -INFINITY;
+        if (k == 0) v->flags = STF__PV_NAN;
         *next = i + strlen(lits[k]);
         return 0;
     }
-    return scan_number(p, i, out, next);
+    return scan_number(p, i, next);
 }
 
 /*
@@ -588,21 +588,29 @@ static int scan_value(parser *p, size_t i, unsigned depth, stf_pyval **out, size
 static int parse_text(stf_pyval **out, const unsigned char *t, size_t n, int is_str,
                       stf_err *err)
 {
-    parser p = { t, n, err, 0 };
+    parser p = { t, n, err, 0, NULL, 0, 0, { NULL, 0, 0, 0 } };
     *out = NULL;
     if (is_str && n >= 3 && t[0] == 0xEF && t[1] == 0xBB && t[2] == 0xBF)
         return perr(&p, 0, "Unexpected UTF-8 BOM (decode using utf-8-sig)");
+    /* A node keeps a length or a count in 32 bits. */
+    if (n > UINT32_MAX)
+        return stf__err(err, STF_ELIMIT, "JSON text of %zu bytes is larger than 4 GiB", n);
+    stf__buf_init(&p.bytes);
     size_t i = skip_ws(&p, 0);
-    stf_pyval *v = NULL;
-    int rc = scan_value(&p, i, 0, &v, &i);
-    if (rc) return rc;
-    i = skip_ws(&p, i);
-    if (i != n) {
-        stf_pyval_free(v);
-        return perr(&p, i, "Extra data");
+    int rc = scan_value(&p, i, 0, &i);
+    if (rc == 0) {
+        i = skip_ws(&p, i);
+        if (i != n) rc = perr(&p, i, "Extra data");
     }
-    *out = v;
-    return 0;
+    if (rc == 0) {
+        *out = stf__pyval_root(&p.stk[0], p.bytes.data);
+        if (!*out) rc = pnomem(&p);
+        else p.sn = 0;
+    }
+    for (size_t k = 0; k < p.sn; k++) stf__pyval_drop(&p.stk[k]);
+    stf__free(p.stk);
+    stf__buf_free(&p.bytes);
+    return rc;
 }
 
 /* json.loads(str) of UTF-8 text (metadata channel); contract in model_internal.h. */

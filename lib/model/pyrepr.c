@@ -149,24 +149,24 @@ static int repr_put(stf_buf *b, const stf_pyval *v)
 {
     switch (v->type) {
     case STF_PY_NONE: return stf__buf_puts(b, "None");
-    case STF_PY_BOOL: return stf__buf_puts(b, v->b ? "True" : "False");
-    case STF_PY_INT: return stf__buf_put(b, v->s, v->slen);
-    case STF_PY_FLOAT: return stf__pyrepr_double_put(b, v->f);
-    case STF_PY_STR: return stf__pyrepr_str_put(b, v->s, v->slen);
+    case STF_PY_BOOL: return stf__buf_puts(b, (v->flags & STF__PV_TRUE) ? "True" : "False");
+    case STF_PY_INT: return stf__buf_put(b, v->u.s, v->n);
+    case STF_PY_FLOAT: return stf__pyrepr_double_put(b, v->u.f);
+    case STF_PY_STR: return stf__pyrepr_str_put(b, v->u.s, v->n);
     case STF_PY_LIST:
         stf__buf_putc(b, '[');
         for (size_t i = 0; i < v->n; i++) {
             if (i) stf__buf_puts(b, ", ");
-            repr_put(b, v->items[i]);
+            repr_put(b, stf_pyval_item(v, i));
         }
         return stf__buf_putc(b, ']');
     case STF_PY_DICT:
         stf__buf_putc(b, '{');
         for (size_t i = 0; i < v->n; i++) {
             if (i) stf__buf_puts(b, ", ");
-            stf__pyrepr_str_put(b, v->keys[i], v->klens[i]);
+            stf__pyrepr_str_put(b, v->u.kids[2 * i].u.s, v->u.kids[2 * i].n);
             stf__buf_puts(b, ": ");
-            repr_put(b, v->items[i]);
+            repr_put(b, stf_pyval_item(v, i));
         }
         return stf__buf_putc(b, '}');
     }
@@ -177,27 +177,27 @@ static int dumps_put(stf_buf *b, const stf_pyval *v)
 {
     switch (v->type) {
     case STF_PY_NONE: return stf__buf_puts(b, "null");
-    case STF_PY_BOOL: return stf__buf_puts(b, v->b ? "true" : "false");
-    case STF_PY_INT: return stf__buf_put(b, v->s, v->slen);
+    case STF_PY_BOOL: return stf__buf_puts(b, (v->flags & STF__PV_TRUE) ? "true" : "false");
+    case STF_PY_INT: return stf__buf_put(b, v->u.s, v->n);
     case STF_PY_FLOAT:
-        if (isnan(v->f)) return stf__buf_puts(b, "NaN");
-        if (isinf(v->f)) return stf__buf_puts(b, v->f < 0 ? "-Infinity" : "Infinity");
-        return stf__pyrepr_double_put(b, v->f);
-    case STF_PY_STR: return stf__pyjson_str_put(b, v->s, v->slen);
+        if (isnan(v->u.f)) return stf__buf_puts(b, "NaN");
+        if (isinf(v->u.f)) return stf__buf_puts(b, v->u.f < 0 ? "-Infinity" : "Infinity");
+        return stf__pyrepr_double_put(b, v->u.f);
+    case STF_PY_STR: return stf__pyjson_str_put(b, v->u.s, v->n);
     case STF_PY_LIST:
         stf__buf_putc(b, '[');
         for (size_t i = 0; i < v->n; i++) {
             if (i) stf__buf_puts(b, ", ");
-            dumps_put(b, v->items[i]);
+            dumps_put(b, stf_pyval_item(v, i));
         }
         return stf__buf_putc(b, ']');
     case STF_PY_DICT:
         stf__buf_putc(b, '{');
         for (size_t i = 0; i < v->n; i++) {
             if (i) stf__buf_puts(b, ", ");
-            stf__pyjson_str_put(b, v->keys[i], v->klens[i]);
+            stf__pyjson_str_put(b, v->u.kids[2 * i].u.s, v->u.kids[2 * i].n);
             stf__buf_puts(b, ": ");
-            dumps_put(b, v->items[i]);
+            dumps_put(b, stf_pyval_item(v, i));
         }
         return stf__buf_putc(b, '}');
     }
@@ -255,7 +255,7 @@ int stf_pystr_value(char **out, const stf_pyval *v, stf_err *err)
     if (!v) return null_arg(out, err);
     stf_buf b;
     stf__buf_init(&b);
-    if (v->type == STF_PY_STR) stf__buf_put(&b, v->s, v->slen);
+    if (v->type == STF_PY_STR) stf__buf_put(&b, v->u.s, v->n);
     else repr_put(&b, v);
     return finish(out, NULL, &b, err);
 }

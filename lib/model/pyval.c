@@ -14,58 +14,38 @@
 /* Frees strings this layer hands out (they come from the allocation hook). */
 void stf_model_str_free(char *s) { stf__free(s); }
 
-/* A zeroed node of type t, or NULL (model_internal.h). */
-stf_pyval *stf__pyval_new(stf_pytype t)
+/* Free what node v owns below it (model_internal.h). */
+void stf__pyval_drop(stf_pyval *v)
 {
-    stf_pyval *v = stf__calloc(1, sizeof *v);
-    if (v) v->type = t;
-    return v;
+    if (v->type != STF_PY_LIST && v->type != STF_PY_DICT) return;
+    int dict = v->type == STF_PY_DICT;
+    for (size_t i = 0; i < v->n; i++) stf__pyval_drop(&v->u.kids[dict ? 2 * i + 1 : i]);
+    stf__free(v->u.kids);
 }
 
 /* Frees a whole tree; only roots may be passed (model.h). No-op on NULL. */
 void stf_pyval_free(stf_pyval *v)
 {
-    if (!v) return;
-    for (size_t i = 0; i < v->n; i++) {
-        stf_pyval_free(v->items[i]);
-        if (v->keys) stf__free(v->keys[i]);
-    }
-    stf__free(v->items);
-    stf__free(v->keys);
-    stf__free(v->klens);
-    stf__free(v->hidx);
-    stf__free(v->s);
+    if (!v || !(v->flags & STF__PV_ROOT)) return;
+    stf__pyval_drop(v);
     stf__free(v);
 }
 
-/* Grow items (and keys for a dict) to hold one more entry. */
-static int grow(stf_pyval *v)
+/* A root copy of a parsed node (model_internal.h). */
+stf_pyval *stf__pyval_root(const stf_pyval *v, const char *bytes)
 {
-    if (v->n < v->cap) return 0;
-    /* Most dicts of a marker or a metadata entry hold one or two keys. */
-    size_t cap = v->cap ? v->cap * 2 : 2;
-    if (cap > SIZE_MAX / sizeof(void *) / 2) return STF_ENOMEM;
-    stf_pyval **it = stf__realloc(v->items, cap * sizeof *it);
-    if (!it) return STF_ENOMEM;
-    v->items = it;
-    if (v->type == STF_PY_DICT) {
-        char **k = stf__realloc(v->keys, cap * sizeof *k);
-        if (!k) return STF_ENOMEM;
-        v->keys = k;
-        size_t *kl = stf__realloc(v->klens, cap * sizeof *kl);
-        if (!kl) return STF_ENOMEM;
-        v->klens = kl;
+    int text = v->type == STF_PY_STR || v->type == STF_PY_INT;
+    size_t extra = text ? (size_t)v->n + 1 : 0;
+    stf_pyval *r = stf__malloc(sizeof *r + extra);
+    if (!r) return NULL;
+    *r = *v;
+    r->flags |= STF__PV_ROOT;
+    if (text) {
+        char *d = (char *)(r + 1);
+        memcpy(d, bytes + v->u.off, extra);
+        r->u.s = d;
     }
-    v->cap = cap;
-    return 0;
-}
-
-/* Append v to a list; ownership passes only on success (model_internal.h). */
-int stf__pyval_list_push(stf_pyval *list, stf_pyval *v)
-{
-    if (grow(list) != 0) return STF_ENOMEM;
-    list->items[list->n++] = v;
-    return 0;
+    return r;
 }
 
 /* FNV-1a: dict keys are short; any fixed hash keeps lookups linear overall. */
@@ -79,100 +59,167 @@ static size_t key_hash(const char *k, size_t n)
     return (size_t)h;
 }
 
-#define HASH_MIN 16 /* below this many entries a linear scan is cheaper */
+/* Slots of a dict's index: a power of two at least twice its entries. */
+static size_t hcap_of(size_t n)
+{
+    size_t c = 32;
+    while (c < 2 * n) c *= 2;
+    return c;
+}
 
-static void hash_insert(size_t *tab, size_t cap, size_t h, size_t entry)
+/* Index of key in table tab (of kids' keys, whose text is at key()), or -1. */
+static long tab_find(const uint32_t *tab, size_t cap, const stf_pyval *kids, const char *bytes,
+                     const char *key, size_t klen)
 {
     size_t m = cap - 1;
-    for (size_t j = h & m;; j = (j + 1) & m)
+    for (size_t j = key_hash(key, klen) & m; tab[j]; j = (j + 1) & m) {
+        size_t e = tab[j] - 1u;
+        const stf_pyval *k = &kids[2 * e];
+        const char *ks = bytes ? bytes + k->u.off : k->u.s;
+        if (k->n == klen && memcmp(ks, key, klen) == 0) return (long)e;
+    }
+    return -1;
+}
+
+static void tab_put(uint32_t *tab, size_t cap, const char *key, size_t klen, size_t e)
+{
+    size_t m = cap - 1;
+    for (size_t j = key_hash(key, klen) & m;; j = (j + 1) & m)
         if (!tab[j]) {
-            tab[j] = entry + 1;
+            tab[j] = (uint32_t)(e + 1);
             return;
         }
 }
 
-static int rehash(stf_pyval *d, size_t cap)
+/*
+ * Python dict assignment over the parsed pairs: a later duplicate key gives
+ * the earlier one its value; the pairs kept move to the front. Returns the
+ * number kept, or SIZE_MAX when out of memory (nothing changed then).
+ */
+static size_t dedup(stf_pyval *kids, size_t n, const char *bytes)
 {
-    size_t *tab = stf__calloc(cap, sizeof *tab);
-    if (!tab) return STF_ENOMEM;
-    for (size_t i = 0; i < d->n; i++) hash_insert(tab, cap, key_hash(d->keys[i], d->klens[i]), i);
-    stf__free(d->hidx);
-    d->hidx = tab;
-    d->hcap = cap;
-    return 0;
-}
-
-/* Index of key in a dict, or -1 (model_internal.h). */
-long stf__pyval_dict_find(const stf_pyval *d, const char *key, size_t klen)
-{
-    if (!d || d->type != STF_PY_DICT) return -1;
-    if (d->hidx) {
-        size_t m = d->hcap - 1;
-        for (size_t j = key_hash(key, klen) & m; d->hidx[j]; j = (j + 1) & m) {
-            size_t e = d->hidx[j] - 1;
-            if (d->klens[e] == klen && memcmp(d->keys[e], key, klen) == 0) return (long)e;
-        }
-        return -1;
+    uint32_t *tab = NULL;
+    size_t cap = 0;
+    if (n >= STF__PV_HASH_MIN) {
+        cap = hcap_of(n);
+        tab = stf__calloc(cap, sizeof *tab);
+        if (!tab) return SIZE_MAX;
     }
-    for (size_t i = 0; i < d->n; i++)
-        if (d->klens[i] == klen && memcmp(d->keys[i], key, klen) == 0) return (long)i;
-    return -1;
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *key = bytes + kids[2 * i].u.off;
+        size_t klen = kids[2 * i].n;
+        long at = -1;
+        if (tab) {
+            at = tab_find(tab, cap, kids, bytes, key, klen);
+        } else {
+            for (size_t j = 0; j < w && at < 0; j++)
+                if (kids[2 * j].n == klen && memcmp(bytes + kids[2 * j].u.off, key, klen) == 0)
+                    at = (long)j;
+        }
+        if (at >= 0) {
+            /* Python dict: re-assignment keeps the first position. */
+            stf__pyval_drop(&kids[2 * (size_t)at + 1]);
+            kids[2 * (size_t)at + 1] = kids[2 * i + 1];
+            continue;
+        }
+        if (w != i) {
+            kids[2 * w] = kids[2 * i];
+            kids[2 * w + 1] = kids[2 * i + 1];
+        }
+        if (tab) tab_put(tab, cap, key, klen, w);
+        w++;
+    }
+    stf__free(tab);
+    return w;
 }
 
-/* Python dict assignment; ownership of key and v passes only on success. */
-int stf__pyval_dict_set(stf_pyval *d, char *key, size_t klen, stf_pyval *v)
+/* Close a container into one exact block (model_internal.h). */
+int stf__pyval_seal(stf_pyval *out, stf_pytype t, stf_pyval *kids, size_t n, size_t *left,
+                    const char *bytes, size_t base, size_t nbytes)
 {
-    long at = stf__pyval_dict_find(d, key, klen);
-    if (at >= 0) {
-        /* Python dict: re-assignment keeps the first position. */
-        stf_pyval_free(d->items[at]);
-        d->items[at] = v;
-        stf__free(key);
+    int dict = t == STF_PY_DICT;
+    const char *rel = bytes ? bytes : "";
+    *left = n;
+    if (dict) {
+        size_t w = dedup(kids, n, rel);
+        if (w == SIZE_MAX) return STF_ENOMEM;
+        n = w;
+        *left = n;
+    }
+    size_t nodes = dict ? 2 * n : n;
+    size_t cap = dict && n >= STF__PV_HASH_MIN ? hcap_of(n) : 0;
+    size_t size = nodes * sizeof *kids + cap * sizeof(uint32_t) + nbytes;
+    memset(out, 0, sizeof *out);
+    out->type = (uint8_t)t;
+    out->n = (uint32_t)n;
+    if (!size) {
+        out->u.kids = NULL;
         return 0;
     }
-    if (grow(d) != 0) return STF_ENOMEM;
-    if (d->n + 1 >= HASH_MIN && (d->n + 1) * 2 > d->hcap) {
-        size_t cap = d->hcap ? d->hcap * 2 : 64;
-        if (rehash(d, cap) != 0) return STF_ENOMEM;
+    stf_pyval *blk = stf__malloc(size);
+    if (!blk) return STF_ENOMEM;
+    uint32_t *tab = (uint32_t *)(blk + nodes);
+    char *txt = (char *)(tab + cap);
+    if (nbytes) memcpy(txt, rel + base, nbytes);
+    for (size_t i = 0; i < nodes; i++) {
+        blk[i] = kids[i];
+        if (blk[i].type == STF_PY_STR || blk[i].type == STF_PY_INT)
+            blk[i].u.s = txt + (kids[i].u.off - base);
     }
-    d->keys[d->n] = key;
-    d->klens[d->n] = klen;
-    d->items[d->n] = v;
-    if (d->hidx) hash_insert(d->hidx, d->hcap, key_hash(key, klen), d->n);
-    d->n++;
+    if (cap) {
+        memset(tab, 0, cap * sizeof *tab);
+        for (size_t i = 0; i < n; i++) tab_put(tab, cap, blk[2 * i].u.s, blk[2 * i].n, i);
+    }
+    out->u.kids = blk;
+    *left = 0;
     return 0;
+}
+
+/* Index of key in a dict, or -1. */
+static long dict_find(const stf_pyval *d, const char *key, size_t klen)
+{
+    if (!d || d->type != STF_PY_DICT) return -1;
+    if (d->n >= STF__PV_HASH_MIN)
+        return tab_find((const uint32_t *)(d->u.kids + 2 * (size_t)d->n), hcap_of(d->n),
+                        d->u.kids, NULL, key, klen);
+    for (size_t i = 0; i < d->n; i++) {
+        const stf_pyval *k = &d->u.kids[2 * i];
+        if (k->n == klen && memcmp(k->u.s, key, klen) == 0) return (long)i;
+    }
+    return -1;
 }
 
 /* ------------------------------------------------------------ accessors */
 
-stf_pytype stf_pyval_type(const stf_pyval *v) { return v->type; }
+stf_pytype stf_pyval_type(const stf_pyval *v) { return (stf_pytype)v->type; }
 
 /*
  * Accessors (contracts in model.h): NULL or a node of another type gives the
  * documented neutral value (0, NULL, 0.0) instead of failing.
  */
-int stf_pyval_is_true(const stf_pyval *v) { return v && v->type == STF_PY_BOOL && v->b; }
+int stf_pyval_is_true(const stf_pyval *v) { return v && v->type == STF_PY_BOOL && (v->flags & STF__PV_TRUE); }
 
 int stf_pyval_truthy(const stf_pyval *v)
 {
     if (!v) return 0;
     switch (v->type) {
     case STF_PY_NONE: return 0;
-    case STF_PY_BOOL: return v->b;
-    case STF_PY_INT: return strcmp(v->s, "0") != 0;
-    case STF_PY_FLOAT: return v->f != 0.0 || isnan(v->f);
-    case STF_PY_STR: return v->slen != 0;
+    case STF_PY_BOOL: return v->flags & STF__PV_TRUE;
+    case STF_PY_INT: return strcmp(v->u.s, "0") != 0;
+    case STF_PY_FLOAT: return v->u.f != 0.0 || isnan(v->u.f);
+    case STF_PY_STR: return v->n != 0;
     case STF_PY_LIST:
     case STF_PY_DICT: return v->n != 0;
     }
     return 0;
 }
 
-int stf_pyval_bool(const stf_pyval *v) { return v && v->type == STF_PY_BOOL ? v->b : 0; }
+int stf_pyval_bool(const stf_pyval *v) { return v && v->type == STF_PY_BOOL ? v->flags & STF__PV_TRUE : 0; }
 
 const char *stf_pyval_int_text(const stf_pyval *v)
 {
-    return v && v->type == STF_PY_INT ? v->s : NULL;
+    return v && v->type == STF_PY_INT ? v->u.s : NULL;
 }
 
 /* Parse canonical int text into int64; STF_ELIMIT when it does not fit. */
@@ -194,23 +241,23 @@ static int text_int64(int64_t *out, const char *s)
 int stf_pyval_int64(int64_t *out, const stf_pyval *v)
 {
     if (!v || v->type != STF_PY_INT) return STF_EINVAL;
-    return text_int64(out, v->s);
+    return text_int64(out, v->u.s);
 }
 
 double stf_pyval_float(const stf_pyval *v)
 {
     if (!v) return 0.0;
-    if (v->type == STF_PY_FLOAT) return v->f;
-    if (v->type == STF_PY_BOOL) return v->b ? 1.0 : 0.0;
-    if (v->type == STF_PY_INT) return strtod(v->s, NULL);
+    if (v->type == STF_PY_FLOAT) return v->u.f;
+    if (v->type == STF_PY_BOOL) return (v->flags & STF__PV_TRUE) ? 1.0 : 0.0;
+    if (v->type == STF_PY_INT) return strtod(v->u.s, NULL);
     return 0.0;
 }
 
 const char *stf_pyval_str(const stf_pyval *v, size_t *len)
 {
     if (!v || v->type != STF_PY_STR) return NULL;
-    if (len) *len = v->slen;
-    return v->s;
+    if (len) *len = v->n;
+    return v->u.s;
 }
 
 size_t stf_pyval_len(const stf_pyval *v)
@@ -221,20 +268,20 @@ size_t stf_pyval_len(const stf_pyval *v)
 const stf_pyval *stf_pyval_item(const stf_pyval *v, size_t i)
 {
     if (!v || (v->type != STF_PY_LIST && v->type != STF_PY_DICT) || i >= v->n) return NULL;
-    return v->items[i];
+    return &v->u.kids[v->type == STF_PY_DICT ? 2 * i + 1 : i];
 }
 
 const char *stf_pyval_key(const stf_pyval *v, size_t i, size_t *len)
 {
     if (!v || v->type != STF_PY_DICT || i >= v->n) return NULL;
-    if (len) *len = v->klens[i];
-    return v->keys[i];
+    if (len) *len = v->u.kids[2 * i].n;
+    return v->u.kids[2 * i].u.s;
 }
 
 const stf_pyval *stf_pyval_find(const stf_pyval *v, const char *key)
 {
-    long at = stf__pyval_dict_find(v, key, strlen(key));
-    return at >= 0 ? v->items[at] : NULL;
+    long at = dict_find(v, key, strlen(key));
+    return at >= 0 ? &v->u.kids[2 * (size_t)at + 1] : NULL;
 }
 
 /* ------------------------------------------------------------ equality */
@@ -252,8 +299,8 @@ static int int_eq_float(const char *s, double f)
 /* Numeric view: bools are the ints 0 and 1 in Python comparisons. */
 static const char *num_text(const stf_pyval *v)
 {
-    if (v->type == STF_PY_BOOL) return v->b ? "1" : "0";
-    return v->s;
+    if (v->type == STF_PY_BOOL) return (v->flags & STF__PV_TRUE) ? "1" : "0";
+    return v->u.s;
 }
 
 static int is_num(const stf_pyval *v)
@@ -270,7 +317,7 @@ static int eq(const stf_pyval *a, const stf_pyval *b);
  */
 static int eq_item(const stf_pyval *a, const stf_pyval *b)
 {
-    if (a->type == STF_PY_FLOAT && b->type == STF_PY_FLOAT && a->nan_const && b->nan_const)
+    if (a->type == STF_PY_FLOAT && b->type == STF_PY_FLOAT && (a->flags & STF__PV_NAN) && (b->flags & STF__PV_NAN))
         return 1;
     return eq(a, b);
 }
@@ -278,25 +325,26 @@ static int eq_item(const stf_pyval *a, const stf_pyval *b)
 static int eq(const stf_pyval *a, const stf_pyval *b)
 {
     if (is_num(a) && is_num(b)) {
-        if (a->type == STF_PY_FLOAT && b->type == STF_PY_FLOAT) return a->f == b->f;
-        if (a->type == STF_PY_FLOAT) return int_eq_float(num_text(b), a->f);
-        if (b->type == STF_PY_FLOAT) return int_eq_float(num_text(a), b->f);
+        if (a->type == STF_PY_FLOAT && b->type == STF_PY_FLOAT) return a->u.f == b->u.f;
+        if (a->type == STF_PY_FLOAT) return int_eq_float(num_text(b), a->u.f);
+        if (b->type == STF_PY_FLOAT) return int_eq_float(num_text(a), b->u.f);
         return strcmp(num_text(a), num_text(b)) == 0;
     }
     if (a->type != b->type) return 0;
     switch (a->type) {
     case STF_PY_NONE: return 1;
-    case STF_PY_STR: return a->slen == b->slen && memcmp(a->s, b->s, a->slen) == 0;
+    case STF_PY_STR: return a->n == b->n && memcmp(a->u.s, b->u.s, a->n) == 0;
     case STF_PY_LIST:
         if (a->n != b->n) return 0;
         for (size_t i = 0; i < a->n; i++)
-            if (!eq_item(a->items[i], b->items[i])) return 0;
+            if (!eq_item(&a->u.kids[i], &b->u.kids[i])) return 0;
         return 1;
     case STF_PY_DICT:
         if (a->n != b->n) return 0;
         for (size_t i = 0; i < a->n; i++) {
-            long j = stf__pyval_dict_find(b, a->keys[i], a->klens[i]);
-            if (j < 0 || !eq_item(a->items[i], b->items[j])) return 0;
+            const stf_pyval *k = &a->u.kids[2 * i];
+            long j = dict_find(b, k->u.s, k->n);
+            if (j < 0 || !eq_item(&a->u.kids[2 * i + 1], &b->u.kids[2 * (size_t)j + 1])) return 0;
         }
         return 1;
     default: return 0;
@@ -316,7 +364,7 @@ int stf_pyval_eq_int(const stf_pyval *v, int64_t n)
     if (!v || !is_num(v)) return 0;
     char buf[32];
     snprintf(buf, sizeof buf, "%lld", (long long)n);
-    if (v->type == STF_PY_FLOAT) return int_eq_float(buf, v->f);
+    if (v->type == STF_PY_FLOAT) return int_eq_float(buf, v->u.f);
     return strcmp(num_text(v), buf) == 0;
 }
 
@@ -367,18 +415,18 @@ int stf_pyval_pyint(int64_t *out, const stf_pyval *v, stf_err *err)
 {
     if (!v) return stf__err(err, STF_EINVAL, "int() argument must be a string or a number");
     switch (v->type) {
-    case STF_PY_BOOL: *out = v->b; return 0;
+    case STF_PY_BOOL: *out = v->flags & STF__PV_TRUE; return 0;
     case STF_PY_INT:
-        if (text_int64(out, v->s) != 0) return stf__err(err, STF_ELIMIT, "int() result does not fit in 64 bits");
+        if (text_int64(out, v->u.s) != 0) return stf__err(err, STF_ELIMIT, "int() result does not fit in 64 bits");
         return 0;
     case STF_PY_FLOAT:
-        if (isnan(v->f)) return stf__err(err, STF_EINVAL, "cannot convert float NaN to integer");
-        if (isinf(v->f)) return stf__err(err, STF_EINVAL, "cannot convert float infinity to integer");
-        if (v->f >= 9223372036854775808.0 || v->f < -9223372036854775808.0)
+        if (isnan(v->u.f)) return stf__err(err, STF_EINVAL, "cannot convert float NaN to integer");
+        if (isinf(v->u.f)) return stf__err(err, STF_EINVAL, "cannot convert float infinity to integer");
+        if (v->u.f >= 9223372036854775808.0 || v->u.f < -9223372036854775808.0)
             return stf__err(err, STF_ELIMIT, "int() result does not fit in 64 bits");
-        *out = (int64_t)v->f; /* C truncation toward zero = Python int(float) */
+        *out = (int64_t)v->u.f; /* C truncation toward zero = Python int(float) */
         return 0;
-    case STF_PY_STR: return str_to_int(out, v->s, v->slen, err);
+    case STF_PY_STR: return str_to_int(out, v->u.s, v->n, err);
     default:
         return stf__err(err, STF_EINVAL, "int() argument must be a string, a bytes-like object "
                                          "or a real number");

@@ -132,7 +132,6 @@ void stf_plan_free(stf_plan *p)
     for (size_t i = 0; i < p->nlayers; i++) {
         stf__free(p->layers[i].rule_names);
         stf__free(p->layers[i].acts);
-        stf__free(p->layers[i].prefix_store);
         stf__free(p->layers[i].out_prefix_store);
         stf__free(p->layers[i].summary_store);
     }
@@ -448,14 +447,13 @@ static int record_merged(stf__plan_builder *b, size_t li, const stf_layer *l,
     stf__buf_init(&sum);
     stf__buf_printf(&sum, "rename -> '%s'; marker merged into that layer",
                     stf__name_render(shown, sizeof shown, target->prefix, target->prefix_len));
-    pl->prefix_store = stf__strndup(l->prefix, l->prefix_len);
     pl->out_prefix_store = stf__strndup(target->prefix, target->prefix_len);
     pl->summary_store = sum.oom ? NULL : sum.data;
     if (!pl->summary_store) stf__buf_free(&sum);
-    if (!pl->prefix_store || !pl->out_prefix_store || !pl->summary_store)
+    if (!pl->out_prefix_store || !pl->summary_store)
         return stf__err(err, STF_ENOMEM, "layer '%s': out of memory",
                         stf__name_render(shown, sizeof shown, l->prefix, l->prefix_len));
-    pl->pub.prefix = pl->prefix_store;
+    pl->pub.prefix = l->prefix; /* the model's, which the plan keeps */
     pl->pub.prefix_len = l->prefix_len;
     pl->pub.out_prefix = pl->out_prefix_store;
     pl->pub.out_prefix_len = target->prefix_len;

@@ -83,7 +83,9 @@ typedef struct stf__player {
     stf_plan_layer_info pub;
     const char **rule_names; /* nrules */
     const stf_action **acts; /* nactions */
-    char *prefix_store, *out_prefix_store, *summary_store;
+    /* Owned texts; the prefix is the model's, and an unchanged layer's
+     * summary the static "unchanged". */
+    char *out_prefix_store, *summary_store;
 } stf__player;
 
 struct stf_plan {

@@ -545,19 +545,18 @@ int stf__plan_layer(stf__plan_builder *b, size_t li, const stf_layer *l, const s
     if ((rc = emit_all(&w, li, err))) goto done;
 
     stf__player *pl = &b->p->layers[li];
-    pl->prefix_store = stf__strndup(l->prefix, l->prefix_len);
     pl->out_prefix_store = w.out_prefix;
     w.out_prefix = NULL;
-    pl->summary_store = stf__strdup(w.sum.len ? w.sum.data : "unchanged");
-    if (!pl->prefix_store || !pl->summary_store || w.sum.oom) {
+    pl->summary_store = w.sum.len ? stf__strdup(w.sum.data) : NULL;
+    if ((w.sum.len && !pl->summary_store) || w.sum.oom) {
         rc = stf__err(err, STF_ENOMEM, "layer '%s': out of memory", w.shown);
         goto done;
     }
-    pl->pub.prefix = pl->prefix_store;
+    pl->pub.prefix = l->prefix; /* the model's, which the plan keeps */
     pl->pub.prefix_len = l->prefix_len;
     pl->pub.out_prefix = pl->out_prefix_store;
     pl->pub.out_prefix_len = w.out_prefix_len;
-    pl->pub.summary = pl->summary_store;
+    pl->pub.summary = pl->summary_store ? pl->summary_store : "unchanged";
     pl->pub.requantize = w.requant;
     /* Format strings point into the model (kept by the plan) or are static names. */
     pl->pub.format = w.marker_change == MARKER_NONE  ? NULL
