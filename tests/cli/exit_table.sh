@@ -138,3 +138,12 @@ t_run "explain 0" 0 "$STFIX" explain R15
 t_run "explain 3" 3 "$STFIX" explain ZZ9
 t_run "explain 4 (stdout full)" 4 sh -c '"$1" explain R15 >/dev/full' - "$STFIX"
 t_stderr_is "explain 4 (stdout full)" "stfix: explain: cannot write to standard output: No space left on device"
+
+# ------------------------------------------------------------- hash
+t_run "hash 0" 0 "$STFIX" hash "$ok"
+t_run "hash 2 (malformed)" 2 "$STFIX" hash "$s5"
+t_is "hash 2 (missing)" 2 "stfix: hash: $D/none: cannot open: No such file or directory" \
+    "$STFIX" hash "$D/none"
+t_run "hash 3" 3 "$STFIX" hash --frobnicate "$ok"
+t_is "hash 4 (a FIFO)" 4 "stfix: hash: $D/fifo.safetensors: cannot read: not a regular file" \
+    t_capped "$STFIX" hash "$D/fifo.safetensors"
