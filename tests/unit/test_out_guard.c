@@ -274,7 +274,7 @@ static void test_name_length(void **state)
         snprintf(dir + n, sizeof dir - n, "/%s", comp);
         assert_int_equal(mkdir(dir, 0755), 0);
     }
-    char deep[PATH_MAX + 100];
+    char deep[PATH_MAX + 210]; /* dir (< PATH_MAX), "/b" and comp (200) */
     size_t dl = strlen(dir), room = PATH_MAX - 1 - dl - 1 - 14; /* the longest name that fits */
     assert_true(room > 12 && room < max - 14);
     memset(comp, 'b', room - 12);
