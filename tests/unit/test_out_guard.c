@@ -265,16 +265,19 @@ static void test_name_length(void **state)
              p, shard, max + 1, max, st_dir);
     refused(p, &so, STF_EINVAL, msg);
     /* PATH_MAX: short names in a deep directory. */
-    char dir[PATH_MAX], comp[201];
+    char dir[PATH_MAX], comp[512]; /* comp: 200 bytes, then a name of up to 400 */
     memset(comp, 'd', 200);
     comp[200] = '\0';
     snprintf(dir, sizeof dir, "%s", st_dir);
-    while (strlen(dir) + 201 < PATH_MAX - 200) {
-        size_t n = strlen(dir);
-        snprintf(dir + n, sizeof dir - n, "/%s", comp);
+    /* Components of up to 200 bytes until the directory is PATH_MAX - 200
+     * (or one more) long, wherever st_dir is: the name that then fits is
+     * 183 or 184 bytes, under the file name limit. */
+    for (size_t n = strlen(dir), want = PATH_MAX - 200; n < want; n = strlen(dir)) {
+        size_t step = want - n > 201 ? 201 : want - n < 2 ? 2 : want - n;
+        snprintf(dir + n, sizeof dir - n, "/%.*s", (int)(step - 1), comp);
         assert_int_equal(mkdir(dir, 0755), 0);
     }
-    char deep[PATH_MAX + 210]; /* dir (< PATH_MAX), "/b" and comp (200) */
+    char deep[PATH_MAX + 520]; /* dir (< PATH_MAX), "/b" and comp */
     size_t dl = strlen(dir), room = PATH_MAX - 1 - dl - 1 - 14; /* the longest name that fits */
     assert_true(room > 12 && room < max - 14);
     memset(comp, 'b', room - 12);
