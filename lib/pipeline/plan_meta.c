@@ -181,7 +181,9 @@ int stf__plan_meta(stf__plan_builder *b, stf_err *err)
         if (!rc) rc = stamp(p, &cap, "stfix.recipe_sha256", sha ? sha : "", err);
         if (rc) return rc;
     }
-    qsort(p->meta, p->nmeta, sizeof *p->meta, meta_cmp);
+    /* qsort takes no NULL, even for none: a plan that changes nothing may
+     * have no metadata at all. */
+    if (p->nmeta > 1) qsort(p->meta, p->nmeta, sizeof *p->meta, meta_cmp);
     /* An empty __metadata__ is written where the input had one, or the
      * stamp is (a file without one stays without). */
     for (size_t s = 0; s < nsh; s++) p->emit_meta |= stf_ckpt_shard_has_meta(p->c, s);
