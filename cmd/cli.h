@@ -677,7 +677,8 @@ void cli_zstd_free(cli_zstd *z);
  */
 size_t cli_zstd_stream_note(char *buf, size_t cap, const stf_ckpt *c, const char *spool_dir,
                             int brief);
-/* With -v and no progress line on a terminal: the note as a line. */
+/* With -v and no progress line on a terminal: the note as a line, where
+ * the line would have shown it (cli_progress.c). */
 void cli_zstd_stream_info(const char *verb, const stf_ckpt *c, const char *spool_dir);
 
 #endif
