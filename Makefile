@@ -172,15 +172,15 @@ $(BUILD)/simd: FORCE
 	@mkdir -p $(@D)
 	@echo '$(SIMD_USE)' | cmp -s - $@ || echo '$(SIMD_USE)' >$@
 
-# The installed recipes' directory is compiled into the lookup of -r NAME
-# (cmd/cli_recipes.c); $(BUILD)/prefix holds the PREFIX it was built for, so
-# that a different PREFIX rebuilds it.
+# The installed recipes' directory is compiled into the recipe search path
+# (cmd/cli_rules_path.c); $(BUILD)/prefix holds the PREFIX it was built for,
+# so that a different PREFIX rebuilds it.
 RULES_DIR := $(PREFIX)/share/stfix/rules
 $(BUILD)/prefix: FORCE
 	@mkdir -p $(@D)
 	@echo '$(RULES_DIR)' | cmp -s - $@ || echo '$(RULES_DIR)' >$@
-$(BUILD)/obj/cmd/cli_recipes.o: BASE_CFLAGS += -DSTFIX_RULES_DIR='"$(RULES_DIR)"'
-$(BUILD)/obj/cmd/cli_recipes.o: $(BUILD)/prefix
+$(BUILD)/obj/cmd/cli_rules_path.o: BASE_CFLAGS += -DSTFIX_RULES_DIR='"$(RULES_DIR)"'
+$(BUILD)/obj/cmd/cli_rules_path.o: $(BUILD)/prefix
 FORCE:
 
 $(LIBA): $(LIB_OBJ)

@@ -3,7 +3,9 @@
  * time left and what is at work (a layer, a tensor, a checkpoint), redrawn
  * in place at most ten times a second. Only when stderr is a terminal, and
  * neither -q nor --no-progress was given: logs and pipes stay clean, and
- * stdout never sees it. API in cli.h.
+ * stdout never sees it. The note on how a zstd stream input is read
+ * (cli_zstd.c) goes on the line, or with -v, when there is none, on a line
+ * of its own. API in cli.h.
  */
 /* Uses the experimental stf_name_escape (stfix/experimental.h). */
 #define STF_EXPERIMENTAL
@@ -155,6 +157,14 @@ void cli_progress_source(cli_progress *p, const stf_ckpt *c, const char *spool_d
     if (!p) return;
     p->src = c;
     p->spool = spool_dir;
+}
+
+/* The same note with -v when no line shows it; see cli.h. */
+void cli_zstd_stream_info(const char *verb, const stf_ckpt *c, const char *spool_dir)
+{
+    char note[4200];
+    if (cli_progress_enabled() || !cli_zstd_stream_note(note, sizeof note, c, spool_dir, 0)) return;
+    cli_infof(verb, "%s", note);
 }
 
 /* Update the count; see cli.h. */

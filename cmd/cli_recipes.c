@@ -1,11 +1,9 @@
 /*
- * Recipes by name: the search path (STFIX_RULES_PATH, the installed
- * directory, ./rules of the source tree), then the bundled recipes built
- * into the program (cli_builtin_recipes, generated from the YAML files of
- * rules/), so that -r NAME works wherever stfix runs, also from the build
- * tree or copied alone; the lookup of `-r NAME` on it, and the listing
- * `stfix rules list` prints. The library never reads the environment; this
- * is the one place that does it for recipes.
+ * Recipes by name: the directories of the search path (cli_rules_path.c),
+ * then the bundled recipes built into the program (cli_builtin_recipes,
+ * generated from the YAML files of rules/), so that -r NAME works wherever
+ * stfix runs, also from the build tree or copied alone; the lookup of
+ * `-r NAME` on it, and the listing `stfix rules list` prints.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -14,14 +12,6 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-
-/* The installed recipes, from the Makefile's PREFIX. */
-#ifndef STFIX_RULES_DIR
-#define STFIX_RULES_DIR "/usr/local/share/stfix/rules"
-#endif
-
-/* The source tree's recipes, relative to the current directory. */
-#define SOURCE_RULES_DIR "./rules"
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -33,47 +23,6 @@ static int ends_with(const char *s, const char *suffix)
 int cli_recipe_is_name(const char *arg)
 {
     return arg[0] && !strchr(arg, '/') && !ends_with(arg, ".yaml") && !ends_with(arg, ".yml");
-}
-
-/* Frees a search path; see cli.h. */
-void cli_rules_path_free(cli_rules_path *p)
-{
-    if (!p) return;
-    for (size_t i = 0; i < p->n; i++) free(p->dirs[i]);
-    free(p->dirs);
-    p->dirs = NULL;
-    p->n = 0;
-}
-
-static int push(cli_rules_path *p, const char *s, size_t n)
-{
-    char **d = realloc(p->dirs, (p->n + 1) * sizeof *d);
-    if (!d) return -1;
-    p->dirs = d;
-    if (!(d[p->n] = strndup(s, n))) return -1;
-    p->n++;
-    return 0;
-}
-
-/* The directories searched, in order; see cli.h. */
-int cli_rules_path_get(cli_rules_path *p)
-{
-    p->dirs = NULL;
-    p->n = 0;
-    const char *env = getenv("STFIX_RULES_PATH");
-    while (env && *env) {
-        const char *colon = strchr(env, ':');
-        size_t n = colon ? (size_t)(colon - env) : strlen(env);
-        /* An empty entry ("a::b", a leading or trailing colon) adds nothing. */
-        if (n && push(p, env, n)) goto nomem;
-        env = colon ? colon + 1 : NULL;
-    }
-    if (push(p, STFIX_RULES_DIR, strlen(STFIX_RULES_DIR))) goto nomem;
-    if (push(p, SOURCE_RULES_DIR, strlen(SOURCE_RULES_DIR))) goto nomem;
-    return 0;
-nomem:
-    cli_rules_path_free(p);
-    return -1;
 }
 
 /* DIR/NAME.yaml, malloc'd; NULL when out of memory. */

@@ -2,7 +2,9 @@
  * The compressed-output options (--zstd, --zstd-frame, --zstd-grouped,
  * --zstd-verify) shared by every writing command (stfix(1), COMPRESSED
  * FILES): one table entry macro in cli.h and the checks here. Also the
- * note that says how a plain zstd input is read (stfix(1), INPUT FORMATS).
+ * note that says how a plain zstd input is read (stfix(1), INPUT FORMATS),
+ * which the progress line shows (cli_progress.c, which also prints it with
+ * -v when there is no line).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,12 +100,4 @@ size_t cli_zstd_stream_note(char *buf, size_t cap, const stf_ckpt *c, const char
     default: n = snprintf(buf, cap, "reading %s as a stream", f); break;
     }
     return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
-}
-
-/* -v without a terminal line (contract in cli.h). */
-void cli_zstd_stream_info(const char *verb, const stf_ckpt *c, const char *spool_dir)
-{
-    char note[4200];
-    if (cli_progress_enabled() || !cli_zstd_stream_note(note, sizeof note, c, spool_dir, 0)) return;
-    cli_infof(verb, "%s", note);
 }

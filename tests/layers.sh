@@ -63,6 +63,7 @@ function hdr_layer(h) {
 # ---------------------------------------------------------------- symbols
 # "D NAME LAYER OBJECT" for each global symbol an object defines, then
 # "U NAME LAYER OBJECT" for each it references.
+. "$(dirname "$0")/symbols.sh"
 status=0
 for l in $LAYERS; do
     set -- "$OBJ/lib/$l"/*.o
@@ -71,11 +72,8 @@ for l in $LAYERS; do
         status=2
         continue
     fi
-    # nm -A -P: "OBJECT: NAME TYPE ...", one symbol a line.
-    nm -A -P --defined-only "$@" 2>/dev/null | sed "s|^$OBJ/||" |
-        awk -v l="$l" '$3 ~ /^[A-TV-Z]$/ { sub(/:$/, "", $1); print "D", $2, l, $1 }' >>"$tmp/def"
-    nm -A -P --undefined-only "$@" 2>/dev/null | sed "s|^$OBJ/||" |
-        awk -v l="$l" '{ sub(/:$/, "", $1); print "U", $2, l, $1 }' >>"$tmp/use"
+    symbols "$OBJ" "$@" | awk -v l="$l" -v def="$tmp/def" -v use="$tmp/use" '
+        { print $1, $2, l, $3 >>($1 == "D" ? def : use) }'
 done
 [ "$status" -eq 0 ] || exit "$status"
 awk "$MAY"'

@@ -157,7 +157,7 @@ void stf__check_sglang_layer_formats(stf__chk *k, const stf_layer *l, const stf_
                                      const char *fmt);
 int stf__check_comfyui(stf__chk *k);
 /* ComfyUI's reading of a marker key: the top level, then under `params`
- * (profile_comfyui.c). */
+ * (comfy_param.c). */
 const stf_pyval *stf__comfy_param(const stf_pyval *mk, const char *key);
 /* int(convrot_groupsize), default 256, as ComfyUI reads it; -1 where int() raises. */
 int64_t stf__comfy_groupsize(const stf_pyval *mk);

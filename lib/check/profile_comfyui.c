@@ -28,24 +28,6 @@ static int is_pow4(int64_t g)
     return tz % 2 == 0;
 }
 
-/* ComfyUI reads a key at the top level, then under `params` (Linear). */
-const stf_pyval *stf__comfy_param(const stf_pyval *mk, const char *key)
-{
-    const stf_pyval *v = stf_pyval_find(mk, key);
-    if (v) return v;
-    const stf_pyval *p = stf_pyval_find(mk, "params");
-    return (p && stf_pyval_type(p) == STF_PY_DICT) ? stf_pyval_find(p, key) : NULL;
-}
-
-/* int(get(key, 256)) as ComfyUI reads convrot_groupsize; -1 where int() raises. */
-int64_t stf__comfy_groupsize(const stf_pyval *mk)
-{
-    const stf_pyval *v = stf__comfy_param(mk, "convrot_groupsize");
-    int64_t g = 256;
-    if (v && stf_pyval_pyint(&g, v, NULL)) return -1;
-    return g;
-}
-
 static int quantized_dtype(stf_dtype d)
 {
     return d == STF_I8 || d == STF_U8 || d == STF_F8_E4M3 || d == STF_F8_E5M2;
@@ -62,17 +44,6 @@ static int has_tensors(const stf_layer *l)
     for (int s = 0; s < STF_SFX_COUNT; s++)
         if (stf_layer_tensor(l, s) >= 0) return 1;
     return 0;
-}
-
-/* torch's name of a dtype (torch.bfloat16), else its safetensors name. */
-const char *stf__chk_torch_dtype(stf_dtype d)
-{
-    switch (d) {
-    case STF_BF16: return "torch.bfloat16";
-    case STF_F16: return "torch.float16";
-    case STF_F64: return "torch.float64";
-    default: return stf_dtype_name(d);
-    }
 }
 
 /* C4: the required companions of the format. */

@@ -103,9 +103,3 @@ const stf_tp_summary *stf_check_tp_summary(const stf_check_report *r, size_t i)
 {
     return (r && i < r->ntp) ? &r->tp[i] : NULL;
 }
-
-/* Record the first failure code of a run; later ones are dropped. */
-void stf__chk_fail(stf__chk *k, int rc)
-{
-    if (rc && !k->rc) k->rc = rc;
-}

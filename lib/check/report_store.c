@@ -149,7 +149,8 @@ stf_check_report *stf__report_new(void)
     pthread_mutex_t *m = stf__malloc(sizeof *m);
     if (!m || pthread_mutex_init(m, NULL)) {
         stf__free(m);
-        stf_check_report_free(r);
+        stf__free(r->layers);
+        stf__free(r);
         return NULL;
     }
     r->lock = m;
@@ -207,6 +208,12 @@ static uint8_t profile_index(stf_check_report *r, const char *profile, int *fail
     }
     r->profiles[r->nprofiles] = profile;
     return (uint8_t)r->nprofiles++;
+}
+
+/* Record the first failure code of a run; later ones are dropped. */
+void stf__chk_fail(stf__chk *k, int rc)
+{
+    if (rc && !k->rc) k->rc = rc;
 }
 
 /*

@@ -155,6 +155,17 @@ const char *stf__chk_sorted(stf__chk *k, const char *const *names, const size_t 
     return kept(k, rc, o);
 }
 
+/* torch's name of a dtype (torch.bfloat16), else its safetensors name. */
+const char *stf__chk_torch_dtype(stf_dtype d)
+{
+    switch (d) {
+    case STF_BF16: return "torch.bfloat16";
+    case STF_F16: return "torch.float16";
+    case STF_F64: return "torch.float64";
+    default: return stf_dtype_name(d);
+    }
+}
+
 /* Static dtype name of t, "None" for NULL. */
 const char *stf__chk_dtype(const stf_tensor_info *t)
 {

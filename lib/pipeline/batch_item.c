@@ -27,17 +27,6 @@ void stf_batch_opts_init_version(stf_batch_opts *o, unsigned version)
         return;
 }
 
-const char *stf_batch_status_name(stf_batch_status s)
-{
-    switch (s) {
-    case STF_BATCH_FIXED: return "fixed";
-    case STF_BATCH_COMPLIANT: return "compliant";
-    case STF_BATCH_FAILED: return "failed";
-    case STF_BATCH_SKIPPED: return "skipped";
-    }
-    return NULL;
-}
-
 /* Forget the layer list (plan_layers makes it again). */
 static void free_layers(stf_batch_result *r)
 {

@@ -11,6 +11,18 @@
 
 #include "pipeline/batch_internal.h"
 
+/* The name a status has in a report line, which reading one matches. */
+const char *stf_batch_status_name(stf_batch_status s)
+{
+    switch (s) {
+    case STF_BATCH_FIXED: return "fixed";
+    case STF_BATCH_COMPLIANT: return "compliant";
+    case STF_BATCH_FAILED: return "failed";
+    case STF_BATCH_SKIPPED: return "skipped";
+    }
+    return NULL;
+}
+
 static int add_u64(cJSON *o, const char *key, uint64_t v)
 {
     char num[24];
