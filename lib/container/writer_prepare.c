@@ -158,6 +158,10 @@ static int write_shard(stf_writer *w, stf__sink *sk, const char *path, size_t sh
         tt[i]->info.shard = (unsigned)shard;
         tt[i]->file_off = 8 + hn + info[i].begin;
         if (tt[i]->src.kind == STF_SRC_DEFERRED && tt[i]->info.nbytes) holes = 1;
+        else if (w->cancel && *w->cancel) {
+            rc = stf__err(err, STF_ECANCELED, "%s: canceled; nothing written", w->path);
+            goto done;
+        }
         if ((rc = write_tensor(sk, tt[i], st, err))) goto done;
         if (tt[i]->src.kind != STF_SRC_DEFERRED && w->opts.progress) {
             w->written += tt[i]->info.nbytes;
