@@ -37,5 +37,5 @@ def write_export(path, layers=16, nbytes=1 << 20):
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(h)))
         f.write(h)
-        f.write(b"\x3f\x80" * (off // 2))
+        f.write(b"\x80\x3f" * (off // 2))  # BF16 1.0
     return path

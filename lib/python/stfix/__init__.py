@@ -14,7 +14,7 @@ from ._version import __version__
 from ._lib import lib as _lib_handle
 from ._errors import (CanceledError, Error, InvalidInputError, OperationError,
                       UsageError)
-from ._ckpt import Checkpoint, Tensor, open
+from ._ckpt import Checkpoint, Layer, Marker, Tensor, open
 from ._check import Diagnostic, Report, check
 from ._recipe import (FixResult, Plan, PlanLayer, Recipe, VerificationError, explain, fix,
                       plan, recipes)
@@ -23,5 +23,6 @@ library_version = _lib_handle.stf_version().decode()
 
 __all__ = ["__version__", "library_version", "Error", "InvalidInputError", "UsageError",
            "OperationError", "CanceledError", "VerificationError", "Checkpoint", "Tensor",
+           "Layer", "Marker",
            "open", "Diagnostic", "Report", "check", "Recipe", "recipes", "Plan", "PlanLayer",
            "plan", "FixResult", "fix", "explain"]

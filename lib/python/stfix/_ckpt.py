@@ -1,5 +1,7 @@
 """Checkpoints: a file, an index with its shards, or bytes a file object supplies."""
+import array
 import ctypes
+import json
 import os
 import threading
 from typing import Any, Dict, List, Optional, Tuple, Union
@@ -8,6 +10,17 @@ from . import _errors, _lib
 from ._lib import lib
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _numpy() -> Any:
+    """numpy when it is importable and not hidden (STFIX_NO_NUMPY=1), else None."""
+    if os.environ.get("STFIX_NO_NUMPY") == "1":
+        return None
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
 
 
 class Tensor:
@@ -26,6 +39,63 @@ class Tensor:
     def __repr__(self) -> str:
         return "Tensor(%r, %s, %r, bytes %d..%d)" % (self.name, self.dtype, self.shape,
                                                      self.begin, self.end)
+
+
+_STATUS = {0: "ok", 1: "not json", 2: "not an object", 3: "bad dtype", 4: "too deep"}
+
+
+class Marker:
+    """One quantization marker as found: ``channel`` (``"tensor"``: the ``.comfy_quant``
+    tensor, or ``"metadata"``: ``_quantization_metadata``), ``status`` (``"ok"``, ``"not
+    json"``, ``"not an object"``, ``"bad dtype"``, ``"too deep"``), ``value`` (the parsed
+    JSON as Python's ``json.loads`` gives it, or None) and ``error`` (Python's message when
+    it is not JSON)."""
+
+    __slots__ = ("channel", "status", "value", "error", "file")
+
+    def __init__(self, mk: "_lib.Marker") -> None:
+        self.channel = "metadata" if mk.channel else "tensor"
+        self.status = _STATUS.get(mk.status, str(mk.status))
+        self.file = (mk.path or b"").decode("utf-8", "surrogateescape")
+        self.error = mk.error.decode("utf-8", "replace") if mk.error else None
+        self.value: Any = None
+        if mk.value:
+            out, n, err = ctypes.c_void_p(), ctypes.c_size_t(), _lib.Err()
+            _errors.check(lib.stf_pyjson_dumps(ctypes.byref(out), ctypes.byref(n), mk.value,
+                                               ctypes.byref(err)), err)
+            try:
+                self.value = json.loads(_lib.text(out.value, n.value))
+            finally:
+                lib.stf_model_str_free(out)
+
+    def __repr__(self) -> str:
+        return "<Marker %s %s %r>" % (self.channel, self.status, self.value)
+
+
+class Layer:
+    """A ComfyUI layer: every tensor sharing ``prefix`` (``tensors``: suffix to tensor
+    name, e.g. ``{"weight": "blocks.0.attn.qkv.weight", ...}``), its ``markers`` from both
+    channels, ``marker`` (the one ComfyUI uses, parsed, or None) and ``conflict`` (two
+    markers that disagree)."""
+
+    __slots__ = ("index", "prefix", "tensors", "markers", "marker", "conflict")
+
+    def __init__(self, index: int, ly: "_lib.Layer", names: List[str]) -> None:
+        self.index = index
+        self.prefix = _lib.text(ly.prefix, ly.prefix_len)
+        self.tensors: Dict[str, str] = {}
+        for s in range(ly.ntensors):
+            t = ly.tensors[s]
+            if t >= 0:
+                self.tensors[lib.stf_suffix_name(s).decode().lstrip(".")] = names[t]
+        self.markers = [Marker(ly.markers[i]) for i in range(ly.nmarkers)]
+        self.conflict = bool(ly.conflict)
+        self.marker: Any = None
+        if ly.comfy:
+            self.marker = Marker(ly.comfy.contents).value
+
+    def __repr__(self) -> str:
+        return "<Layer %r %r>" % (self.prefix, self.marker)
 
 
 class _HostFile:
@@ -98,6 +168,9 @@ class Checkpoint:
                                    ctypes.byref(err))
         _errors.check(rc, err, self.name)
         self._tensors: Optional[List[Tensor]] = None
+        self._model = ctypes.c_void_p()
+        self._layers: Optional[List[Layer]] = None
+        self._lock = threading.Lock()
 
     @property
     def handle(self) -> ctypes.c_void_p:
@@ -108,6 +181,9 @@ class Checkpoint:
 
     def close(self) -> None:
         """Free the checkpoint (also done when it is collected)."""
+        if getattr(self, "_model", None):
+            lib.stf_model_free(self._model)
+            self._model = ctypes.c_void_p()
         if self._c:
             lib.stf_ckpt_free(self._c)
             self._c = ctypes.c_void_p()
@@ -168,6 +244,61 @@ class Checkpoint:
             self._host.reraise()
         _errors.check(rc, err, self.name)
         return memoryview(bytes(buf))
+
+    def _model_handle(self) -> ctypes.c_void_p:
+        with self._lock:
+            if not self._model:
+                err = _lib.Err()
+                m = ctypes.c_void_p()
+                rc = lib.stf_model_build(ctypes.byref(m), self.handle, ctypes.byref(err))
+                if self._host:
+                    self._host.reraise()
+                _errors.check(rc, err, self.name)
+                self._model = m
+            return self._model
+
+    @property
+    def layers(self) -> List[Layer]:
+        """The ComfyUI layers (prefix, tensors by suffix, parsed markers), in order of
+        first appearance."""
+        if self._layers is None:
+            m = self._model_handle()
+            names = [t.name for t in self.tensors]
+            self._layers = [Layer(i, lib.stf_model_layer(m, i).contents, names)
+                            for i in range(lib.stf_model_layer_count(m))]
+        return self._layers
+
+    def layer(self, prefix: str) -> Layer:
+        """The layer with this prefix (KeyError when there is none)."""
+        for ly in self.layers:
+            if ly.prefix == prefix:
+                return ly
+        raise KeyError(prefix)
+
+    def dequantize(self, layer: Union[str, Layer]) -> Any:
+        """The layer's weight as float32, decoded by the library as stored (INT8 codes
+        times their scales with the rotation undone, FP8 times its scale, W4A4 unpacked,
+        float weights widened): a numpy array of shape (N, K) when numpy is present, else
+        a tuple ``(array('f'), (N, K))``."""
+        ly = layer if isinstance(layer, Layer) else self.layer(layer)
+        m = self._model_handle()
+        n, k, err = ctypes.c_uint64(), ctypes.c_uint64(), _lib.Err()
+        rc = lib.stf_layer_dequant_shape(ctypes.byref(n), ctypes.byref(k), m, ly.index,
+                                         ctypes.byref(err))
+        _errors.check(rc, err, self.name)
+        count = n.value * k.value
+        np = _numpy()
+        if np is not None:
+            out = np.empty((n.value, k.value), dtype=np.float32)
+            dst = out.ctypes.data_as(ctypes.c_void_p)
+        else:
+            out = array.array("f", bytes(4 * count))
+            dst = out.buffer_info()[0] if count else None
+        rc = lib.stf_layer_dequantize(dst, count, m, ly.index, None, ctypes.byref(err))
+        if self._host:
+            self._host.reraise()
+        _errors.check(rc, err, self.name)
+        return out if np is not None else (out, (n.value, k.value))
 
     def __repr__(self) -> str:
         return "<stfix.Checkpoint %r, %d tensors>" % (self.name, len(self.tensors))

@@ -125,6 +125,18 @@ class HostIO(Structure):
 HOST_OPEN = CFUNCTYPE(c_int, c_void_p, c_char_p, POINTER(HostIO))
 
 
+class Marker(Structure):
+    _fields_ = [("channel", c_int), ("status", c_int), ("shard", c_size_t), ("path", c_char_p),
+                ("key", c_void_p), ("key_len", c_size_t), ("tensor", c_int64),
+                ("value", c_void_p), ("error", c_char_p), ("error_offset", c_uint64)]
+
+
+class Layer(Structure):
+    _fields_ = [("prefix", c_void_p), ("prefix_len", c_size_t), ("tensors", POINTER(c_int64)),
+                ("ntensors", c_size_t), ("markers", POINTER(Marker)), ("nmarkers", c_size_t),
+                ("conflict", c_int), ("comfy", POINTER(Marker))]
+
+
 class RecipeBuiltin(Structure):
     _fields_ = [("name", c_char_p), ("path", c_char_p), ("bytes", c_void_p), ("len", c_size_t)]
 
@@ -164,6 +176,13 @@ _PROTOS = {
     # model
     "stf_model_build": (c_int, [POINTER(P), P, E]),
     "stf_model_free": (None, [P]),
+    "stf_model_layer_count": (c_size_t, [P]),
+    "stf_model_layer": (POINTER(Layer), [P, c_size_t]),
+    "stf_suffix_name": (c_char_p, [c_int]),
+    "stf_pyjson_dumps": (c_int, [POINTER(c_void_p), POINTER(c_size_t), P, E]),
+    "stf_model_str_free": (None, [c_void_p]),
+    "stf_layer_dequant_shape": (c_int, [POINTER(c_uint64), POINTER(c_uint64), P, c_size_t, E]),
+    "stf_layer_dequantize": (c_int, [P, c_size_t, P, c_size_t, P, E]),
     # check
     "stf_check_opts_init_version": (None, [POINTER(CheckOpts), c_uint]),
     "stf_tp_opts_init_version": (None, [POINTER(TpOpts), c_uint]),
