@@ -16,6 +16,7 @@ from ._errors import (CanceledError, Error, InvalidInputError, OperationError,
                       UsageError)
 from ._ckpt import Checkpoint, Layer, Marker, Tensor, open
 from ._check import Diagnostic, Report, check
+from ._compare import Diff, diff, hash
 from ._recipe import (FixResult, Plan, PlanLayer, Recipe, VerificationError, explain, fix,
                       plan, recipes)
 
@@ -25,4 +26,4 @@ __all__ = ["__version__", "library_version", "Error", "InvalidInputError", "Usag
            "OperationError", "CanceledError", "VerificationError", "Checkpoint", "Tensor",
            "Layer", "Marker",
            "open", "Diagnostic", "Report", "check", "Recipe", "recipes", "Plan", "PlanLayer",
-           "plan", "FixResult", "fix", "explain"]
+           "plan", "FixResult", "fix", "explain", "Diff", "diff", "hash"]

@@ -137,6 +137,37 @@ class Layer(Structure):
                 ("conflict", c_int), ("comfy", POINTER(Marker))]
 
 
+class FileHash(Structure):
+    _fields_ = [("sha256", c_char * 65), ("autov2", c_char * 11), ("data_sha256", c_char * 65),
+                ("size", c_uint64), ("data_start", c_uint64)]
+
+
+class Metrics(Structure):
+    _fields_ = [("rel_l2", c_double), ("cosine", c_double), ("snr_db", c_double),
+                ("max_abs", c_double), ("max_row", c_uint64), ("max_col", c_uint64),
+                ("kitchen", c_double)]
+
+
+class DiffOpts(Structure):
+    _fields_ = [("version", c_uint), ("numeric", c_int), ("max_mem", c_uint64),
+                ("pool", c_void_p), ("progress", PROGRESS), ("progress_ud", c_void_p)]
+
+
+class DiffTensor(Structure):
+    _fields_ = [("name", c_void_p), ("name_len", c_size_t), ("what", c_uint), ("a", c_void_p),
+                ("b", c_void_p), ("first_byte", c_uint64)]
+
+
+class DiffText(Structure):
+    _fields_ = [("key", c_void_p), ("key_len", c_size_t), ("a", c_void_p), ("b", c_void_p),
+                ("a_len", c_size_t), ("b_len", c_size_t)]
+
+
+class DiffNumeric(Structure):
+    _fields_ = [("prefix", c_void_p), ("prefix_len", c_size_t), ("compared", c_int),
+                ("why", c_char_p), ("m", Metrics)]
+
+
 class RecipeBuiltin(Structure):
     _fields_ = [("name", c_char_p), ("path", c_char_p), ("bytes", c_void_p), ("len", c_size_t)]
 
@@ -219,6 +250,19 @@ _PROTOS = {
     "stf_tp_profile_detect": (c_int, [POINTER(c_size_t), POINTER(c_size_t), POINTER(c_size_t),
                                       POINTER(P), c_size_t, P, E]),
     # pipeline
+    "stf_ckpt_shard_hash": (c_int, [POINTER(FileHash), P, c_size_t, PROGRESS, P, E]),
+    "stf_diff_opts_init_version": (None, [POINTER(DiffOpts), c_uint]),
+    "stf_diff_run": (c_int, [POINTER(P), P, P, POINTER(DiffOpts), E]),
+    "stf_diff_free": (None, [P]),
+    "stf_diff_identical": (c_int, [P]),
+    "stf_diff_tensor_count": (c_size_t, [P]),
+    "stf_diff_tensor": (POINTER(DiffTensor), [P, c_size_t]),
+    "stf_diff_marker_count": (c_size_t, [P]),
+    "stf_diff_marker": (POINTER(DiffText), [P, c_size_t]),
+    "stf_diff_meta_count": (c_size_t, [P]),
+    "stf_diff_meta": (POINTER(DiffText), [P, c_size_t]),
+    "stf_diff_numeric_count": (c_size_t, [P]),
+    "stf_diff_numeric": (POINTER(DiffNumeric), [P, c_size_t]),
     "stf_plan_opts_init_version": (None, [POINTER(PlanOpts), c_uint]),
     "stf_plan_build": (c_int, [POINTER(P), P, P, POINTER(PlanOpts), E]),
     "stf_plan_free": (None, [P]),
@@ -249,6 +293,7 @@ TP_OPTS_VERSION = 1
 PLAN_OPTS_VERSION = 3
 RUN_OPTS_VERSION = 3
 RECIPE_OPTS_VERSION = 3
+DIFF_OPTS_VERSION = 1
 
 # Bits and codes of the headers.
 CONSUMER_SGLANG = 2
