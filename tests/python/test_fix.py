@@ -147,3 +147,19 @@ def test_version_mismatch_is_an_importerror(tmp_path):
                        cwd=str(tmp_path))
     assert "ImportError: stfix: the package is version 9.9.9 but" in p.stderr
     assert "is libstfix %s" % stfix.library_version in p.stderr
+
+
+def test_verify_agrees_with_cli(tmp_path):
+    src = "fixtures/comfy/r06_marker_nul.safetensors"
+    out = tmp_path / "out.safetensors"
+    assert stfix.fix(src, "comfyui-repair", out).changed
+    v = stfix.verify(out, src, "comfyui-repair")
+    assert v.ok and v.stamp_ok and v.differences == []
+    cmd = [STFIX, "verify", str(out), "--from", src, "-r", "comfyui-repair"]
+    assert subprocess.run(cmd, capture_output=True).returncode == 0
+    data = bytearray(out.read_bytes())
+    data[-1] ^= 1
+    out.write_bytes(bytes(data))
+    v = stfix.verify(out, src, "comfyui-repair")
+    assert not v.ok and v.differences
+    assert subprocess.run(cmd, capture_output=True).returncode == 1

@@ -17,8 +17,8 @@ from ._errors import (CanceledError, Error, InvalidInputError, OperationError,
 from ._ckpt import Checkpoint, Layer, Marker, Tensor, open
 from ._check import Diagnostic, Report, check
 from ._compare import Diff, diff, hash
-from ._recipe import (FixResult, Plan, PlanLayer, Recipe, VerificationError, explain, fix,
-                      plan, recipes)
+from ._recipe import (FixResult, Plan, PlanLayer, Recipe, Verification, VerificationError,
+                      explain, fix, plan, recipes, verify)
 
 library_version = _lib_handle.stf_version().decode()
 
@@ -26,4 +26,5 @@ __all__ = ["__version__", "library_version", "Error", "InvalidInputError", "Usag
            "OperationError", "CanceledError", "VerificationError", "Checkpoint", "Tensor",
            "Layer", "Marker",
            "open", "Diagnostic", "Report", "check", "Recipe", "recipes", "Plan", "PlanLayer",
-           "plan", "FixResult", "fix", "explain", "Diff", "diff", "hash"]
+           "plan", "FixResult", "fix", "explain", "Diff", "diff", "hash",
+           "Verification", "verify"]

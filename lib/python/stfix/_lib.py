@@ -168,6 +168,16 @@ class DiffNumeric(Structure):
                 ("why", c_char_p), ("m", Metrics)]
 
 
+class VerifyFile(Structure):
+    _fields_ = [("path", c_char_p), ("expected", c_char * 65), ("actual", c_char * 65)]
+
+
+class VerifyDiff(Structure):
+    _fields_ = [("file", c_char_p), ("tensor", c_void_p), ("tensor_len", c_size_t),
+                ("what", c_char_p), ("detail", c_char_p), ("has_offset", c_int),
+                ("offset", c_uint64)]
+
+
 class RecipeBuiltin(Structure):
     _fields_ = [("name", c_char_p), ("path", c_char_p), ("bytes", c_void_p), ("len", c_size_t)]
 
@@ -251,6 +261,16 @@ _PROTOS = {
                                       POINTER(P), c_size_t, P, E]),
     # pipeline
     "stf_ckpt_shard_hash": (c_int, [POINTER(FileHash), P, c_size_t, PROGRESS, P, E]),
+    "stf_plan_verify": (c_int, [POINTER(P), P, c_char_p, POINTER(RunOpts), E]),
+    "stf_verify_report_free": (None, [P]),
+    "stf_verify_ok": (c_int, [P]),
+    "stf_verify_file_count": (c_size_t, [P]),
+    "stf_verify_file_at": (POINTER(VerifyFile), [P, c_size_t]),
+    "stf_verify_diff_count": (c_size_t, [P]),
+    "stf_verify_diff_at": (POINTER(VerifyDiff), [P, c_size_t]),
+    "stf_verify_stamp": (c_char_p, [P]),
+    "stf_verify_stamp_ok": (c_int, [P]),
+    "stf_batch_shard_size": (c_uint64, [P]),
     "stf_diff_opts_init_version": (None, [POINTER(DiffOpts), c_uint]),
     "stf_diff_run": (c_int, [POINTER(P), P, P, POINTER(DiffOpts), E]),
     "stf_diff_free": (None, [P]),

@@ -315,6 +315,59 @@ def fix(source: Union[PathLike, Checkpoint, Any], recipe: Union[Recipe, PathLike
         j.close()
 
 
+class Verification:
+    """What :func:`verify` found: ``ok`` (every file identical and stamped with the
+    recipe's sha256), ``files`` as ``(path, expected_sha256, actual_sha256)`` ("" when
+    unknown or missing), ``differences`` as ``(file, tensor, what, detail)``, ``stamp``."""
+
+    def __init__(self, r: ctypes.c_void_p) -> None:
+        self.ok = bool(lib.stf_verify_ok(r))
+        self.files = []
+        for i in range(lib.stf_verify_file_count(r)):
+            f = lib.stf_verify_file_at(r, i).contents
+            self.files.append((f.path.decode("utf-8", "surrogateescape"), f.expected.decode(),
+                               f.actual.decode()))
+        self.differences = []
+        for i in range(lib.stf_verify_diff_count(r)):
+            d = lib.stf_verify_diff_at(r, i).contents
+            self.differences.append((d.file.decode("utf-8", "surrogateescape"),
+                                     _lib.text(d.tensor, d.tensor_len), d.what.decode(),
+                                     d.detail.decode("utf-8", "replace") if d.detail else None))
+        st = lib.stf_verify_stamp(r)
+        self.stamp = st.decode() if st else None
+        self.stamp_ok = bool(lib.stf_verify_stamp_ok(r))
+
+
+def verify(output: PathLike, source: Union[PathLike, Checkpoint, Any],
+           recipe: Union[Recipe, PathLike], max_shard_size: int = 0,
+           jobs: Optional[int] = None) -> Verification:
+    """Re-run the conversion of `source` by `recipe` in memory, writing nothing, and
+    compare it with `output` (``stfix verify``): a :class:`Verification`."""
+    j = _Job(source, recipe, jobs)
+    r = ctypes.c_void_p()
+    try:
+        j.build(False, 0)
+        ro = _lib.RunOpts()
+        lib.stf_run_opts_init_version(ctypes.byref(ro), _lib.RUN_OPTS_VERSION)
+        ro.pool = j.pool
+        out = os.fspath(output)
+        index = out.endswith(".index.json")
+        if index:
+            out = out[:-len(".index.json")]  # the writer's STEM: it adds index and shards
+        ro.max_shard_size = max_shard_size or (lib.stf_batch_shard_size(j.c.handle)
+                                               if index else 0)
+        err = _lib.Err()
+        rc = lib.stf_plan_verify(ctypes.byref(r), j.plan, os.fsencode(out), ctypes.byref(ro),
+                                 ctypes.byref(err))
+        if j.c._host:
+            j.c._host.reraise()
+        _errors.check(rc, err, out)
+        return Verification(r)
+    finally:
+        lib.stf_verify_report_free(r)
+        j.close()
+
+
 class _RunReport:
     """A run report, freed when the last object that reads it goes."""
 
