@@ -163,3 +163,31 @@ def test_verify_agrees_with_cli(tmp_path):
     v = stfix.verify(out, src, "comfyui-repair")
     assert not v.ok and v.differences
     assert subprocess.run(cmd, capture_output=True).returncode == 1
+
+
+def test_sigint_from_outside_during_a_fix(tmp_path):
+    """Another process interrupts a running fix: KeyboardInterrupt once the library has
+    removed its temporary files, and nothing at the output."""
+    big = write_export(str(tmp_path / "big.safetensors"), layers=64)
+    code = ("import sys, stfix\n"
+            "def progress(done, total):\n"
+            "    if done and not progress.said:\n"
+            "        progress.said = True\n"
+            "        print('started', flush=True)\n"
+            "        sys.stdin.readline()\n"  # the parent's SIGINT comes meanwhile
+            "progress.said = False\n"
+            "try:\n"
+            "    stfix.fix(sys.argv[1], 'quantize-int8-convrot', sys.argv[2], progress=progress,"
+            " jobs=1)\n"
+            "except KeyboardInterrupt:\n"
+            "    print('interrupted', flush=True)\n")
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "lib", "python"))
+    p = subprocess.Popen([sys.executable, "-c", code, big, str(tmp_path / "out.safetensors")],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    assert p.stdout.readline() == "started\n"
+    p.send_signal(signal.SIGINT)
+    p.stdin.write("\n")
+    p.stdin.flush()
+    assert p.stdout.read() == "interrupted\n"
+    assert p.wait(timeout=60) == 0
+    assert sorted(os.listdir(tmp_path)) == ["big.safetensors"]
