@@ -255,7 +255,8 @@ deps:
 	@missing=""; \
 	for p in $(PKGS) cmocka; do pkg-config --exists $$p 2>/dev/null || missing=1; done; \
 	for c in cc g++ pkg-config clang mandoc python3 zstd; do command -v $$c >/dev/null 2>&1 || missing=1; done; \
-	python3 -c 'import pytest, setuptools' >/dev/null 2>&1 || missing=1; \
+	{ python3 -c 'import pytest, setuptools' || /usr/bin/python3 -c 'import pytest, setuptools'; } \
+	  >/dev/null 2>&1 || missing=1; \
 	[ -e /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a ] || \
 	  ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || missing=1; \
 	if [ -z "$$missing" ]; then echo "deps: everything is present"; exit 0; fi; \

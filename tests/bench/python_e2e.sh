@@ -4,12 +4,14 @@
 # and CPU (user + sys) time of each whole process (tests/bench/timed.py):
 #   check  `stfix check --json` of the largest fixture, against
 #          stfix.check(...).to_json() (the interpreter's start and the
-#          import included: the check itself takes milliseconds)
+#          import included: the check itself takes milliseconds; the time
+#          of the call alone, measured inside, is printed beside it)
 #   fix    `stfix fix -r quantize-int8-convrot` of a generated BF16 export
 #          of BENCH_PY_MIB MiB (default 256), against stfix.fix(...)
 # and prints each ratio python/program. Nothing here asserts a time.
 #
 #   sh tests/bench/python_e2e.sh [STFIX]   (default $STFIX, else ./build/stfix)
+#   BENCH_PYTHON  the interpreter (default: the one python3 resolves to)
 set -u
 STFIX=${1:-${STFIX:-$(pwd)/build/stfix}}
 [ -x "$STFIX" ] || { echo "python_e2e: $STFIX is not executable" >&2; exit 2; }
@@ -22,6 +24,9 @@ so=$(ls "$(dirname "$STFIX")"/libstfix.so.*.*.* 2>/dev/null | head -n 1)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/stfix-pybench.XXXXXX") || exit 2
 trap 'rm -rf "$tmp"' EXIT INT TERM
 export PYTHONPATH="$root/lib/python" STFIX_LIBRARY="$so"
+# The interpreter itself, not a launcher in front of it (a pyenv shim costs
+# more than the check): BENCH_PYTHON, else what python3 resolves to.
+py=${BENCH_PYTHON:-$(python3 -c 'import sys; print(sys.executable)')}
 
 big=$(ls -S "$root"/fixtures/*/*.safetensors | head -n 1)
 python3 - "$tmp/export.safetensors" "$mib" <<'PY' || exit 2
@@ -50,16 +55,21 @@ run() {
     python3 "$here/timed.py" "$tmp/res" "$tmp/$name.log" "$@"
     read -r wall user sys rss code settled <"$tmp/res"
     [ "$code" -eq 0 ] || { echo "python_e2e: $name failed (exit $code):"; cat "$tmp/$name.log"; exit 1; }
-    echo "$wall $(echo "$user $sys" | awk '{print $1 + $2}')" >>"$tmp/$name.times"
+    call=$(sed -n 's/^call_s //p' "$tmp/$name.log")
+    echo "$wall $(echo "$user $sys" | awk '{print $1 + $2}') ${call:-0}" >>"$tmp/$name.times"
     rm -f "$tmp"/out-*.safetensors
 }
 
 i=1
 while [ "$i" -le "$reps" ]; do
     run check_cli "$i" "$STFIX" check --json "$big"
-    run check_py "$i" python3 -c 'import stfix, sys; sys.stdout.write(stfix.check(sys.argv[1]).to_json())' "$big"
+    run check_py "$i" "$py" -c 'import stfix, sys, time; t = time.perf_counter()
+sys.stdout.write(stfix.check(sys.argv[1]).to_json())
+sys.stderr.write("call_s %.6f\n" % (time.perf_counter() - t))' "$big"
     run fix_cli "$i" "$STFIX" fix "$tmp/export.safetensors" -r quantize-int8-convrot -o "$tmp/out-cli.safetensors"
-    run fix_py "$i" python3 -c 'import stfix, sys; stfix.fix(sys.argv[1], "quantize-int8-convrot", sys.argv[2])' \
+    run fix_py "$i" "$py" -c 'import stfix, sys, time; t = time.perf_counter()
+stfix.fix(sys.argv[1], "quantize-int8-convrot", sys.argv[2])
+sys.stderr.write("call_s %.6f\n" % (time.perf_counter() - t))' \
         "$tmp/export.safetensors" "$tmp/out-py.safetensors"
     i=$((i + 1))
 done
@@ -70,6 +80,7 @@ for case in check fix; do
     cc=$(cut -d' ' -f2 "$tmp/${case}_cli.times" | median)
     pw=$(cut -d' ' -f1 "$tmp/${case}_py.times" | median)
     pc=$(cut -d' ' -f2 "$tmp/${case}_py.times" | median)
-    echo "$case $cw $cc $pw $pc" | awk '{printf "%-6s program %.3f s wall %.3f s cpu; python %.3f s wall %.3f s cpu; ratio %.2f wall %.2f cpu\n", $1, $2, $3, $4, $5, $4 / $2, $5 / $3}'
+    pk=$(cut -d' ' -f3 "$tmp/${case}_py.times" | median)
+    echo "$case $cw $cc $pw $pc $pk" | awk '{printf "%-6s program %.3f s wall %.3f s cpu; python %.3f s wall %.3f s cpu (the call alone %.3f s); ratio %.2f wall %.2f cpu, call alone / program %.2f\n", $1, $2, $3, $4, $5, $6, $4 / $2, $5 / $3, $6 / $2}'
 done
 echo "python_e2e: check of $(basename "$big"), fix of a $mib MiB BF16 export; median of $reps"
