@@ -269,19 +269,20 @@ def fix(source: Union[PathLike, Checkpoint, Any], recipe: Union[Recipe, PathLike
 
         cb = _lib.PROGRESS(on_progress)
         ro.progress = cb
-        old = None
+        installed, old = False, None
         if threading.current_thread() is threading.main_thread():
             def on_sigint(signum: int, frame: Any) -> None:
                 state["signal"] = True
                 stop.value = 1
             old = signal.signal(signal.SIGINT, on_sigint)
+            installed = True
         rep = ctypes.c_void_p()
         try:
             rc = lib.stf_plan_run(ctypes.byref(rep), j.plan, os.fsencode(out), ctypes.byref(ro),
                                   ctypes.byref(err))
         finally:
-            if old is not None:
-                signal.signal(signal.SIGINT, old)
+            if installed:  # a handler set outside Python reads as None: restore the default
+                signal.signal(signal.SIGINT, old if old is not None else signal.SIG_DFL)
         try:
             if j.c._host:
                 j.c._host.reraise()
