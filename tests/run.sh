@@ -100,7 +100,14 @@ if [ -z "$ONLY" ] || [ "$ONLY" = python ]; then
     for c in python3 /usr/bin/python3; do
         if "$c" -c 'import pytest' >/dev/null 2>&1; then py=$c; break; fi
     done
+    # A sanitizer build's library needs its runtimes loaded first (make asan);
+    # the interpreter's own allocations are not the library's leaks.
+    pre=""
+    if [ -n "$so" ] && ldd "$so" 2>/dev/null | grep -q libasan; then
+        pre="$(cc -print-file-name=libasan.so) $(cc -print-file-name=libubsan.so)"
+    fi
     if [ -n "$py" ]; then
+        LD_PRELOAD=$pre ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} \
         STFIX_LIBRARY=${so:+$(cd "$(dirname "$so")" && pwd)/$(basename "$so")} BUILD="$BUILD" \
             "$py" -m pytest -q -p no:cacheprovider tests/python >"$out" 2>&1
         rc=$?

@@ -135,7 +135,9 @@ def test_no_leak_over_10000_checks():
     tracemalloc.stop()
     grown = rss_kib() - before
     assert grown_py < 256 * 1024, grown_py
-    assert grown < 4096, grown
+    # AddressSanitizer keeps freed memory in quarantine: resident memory grows there.
+    if "libasan" not in os.environ.get("LD_PRELOAD", ""):
+        assert grown < 4096, grown
 
 
 def test_explain_and_version():
