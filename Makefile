@@ -20,6 +20,10 @@
 #                   shell completion for bash and zsh in $(PREFIX)/share/...)
 #   make man        regenerate man/stfix-checks.7 and the rule list of man/stfix.1
 #                   from the rule catalogue (stfix explain --list --json)
+#   make python     the Python package (lib/python, with this libstfix.so and the
+#                   bundled recipes) as a wheel in build/python/, installed with
+#                   PYTHON=python3 -m pip (PIP_FLAGS=, e.g. --user or --target DIR;
+#                   PYTHON=VENV/bin/python for a virtual environment)
 #
 # WERROR=1 turns warnings into errors (CI does). V=1 shows the commands
 # (otherwise make prints only diagnostics). SIMD=none builds without the
@@ -41,7 +45,7 @@ endif
 
 PKGS := yaml-0.1 libcjson libzstd libpcre2-8 libcrypto libxxhash
 DEB_PKGS := build-essential pkg-config libyaml-dev libcjson-dev libzstd-dev libpcre2-dev libssl-dev libcmocka-dev libxxhash-dev zstd \
-            clang libclang-rt-14-dev mandoc python3
+            clang libclang-rt-14-dev mandoc python3 python3-pytest python3-setuptools
 
 # The version, from the one place it is written (include/stfix/base.h). The
 # shared library's soname is libstfix.so.MAJOR, its real name
@@ -130,7 +134,8 @@ LIBA := $(BUILD)/libstfix.a
 LIBSO := $(BUILD)/libstfix.so
 LIBSO_FILES := $(BUILD)/$(SOREAL) $(BUILD)/$(SONAME) $(LIBSO)
 
-.PHONY: FORCE all deps check unit cli replay lint man demo readme asan fuzz bench install uninstall clean
+.PHONY: FORCE all deps check unit cli replay lint man demo readme asan fuzz bench install uninstall clean \
+        python
 .DEFAULT_GOAL := all
 
 all: $(STFIX_BIN) $(LIBA) $(LIBSO_FILES)
@@ -250,6 +255,8 @@ deps:
 	@missing=""; \
 	for p in $(PKGS) cmocka; do pkg-config --exists $$p 2>/dev/null || missing=1; done; \
 	for c in cc g++ pkg-config clang mandoc python3 zstd; do command -v $$c >/dev/null 2>&1 || missing=1; done; \
+	{ python3 -c 'import pytest, setuptools' || /usr/bin/python3 -c 'import pytest, setuptools'; } \
+	  >/dev/null 2>&1 || missing=1; \
 	[ -e /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a ] || \
 	  ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || missing=1; \
 	if [ -z "$$missing" ]; then echo "deps: everything is present"; exit 0; fi; \
@@ -292,6 +299,19 @@ demo: all
 # is run and its output written back where it differs (make check compares).
 readme: all
 	python3 tests/readme_examples.py $(STFIX_BIN) --update
+
+# ------------------------------------------------------------------ python
+# The wheel bundles the real-named shared library and the recipes; pip
+# installs it offline into PYTHON's environment (no build step there).
+PYTHON ?= python3
+PIP_FLAGS ?=
+WHEEL := $(BUILD)/python/stfix-$(VERSION)-py3-none-linux_x86_64.whl
+$(WHEEL): $(BUILD)/$(SOREAL) lib/python/mkwheel.py $(wildcard lib/python/stfix/*.py) \
+          $(BUILTIN_RECIPES) $(BUILTIN_PROFILES)
+	python3 lib/python/mkwheel.py $(VERSION) $(BUILD)/$(SOREAL) rules $(BUILD)/python >/dev/null
+python: $(WHEEL)
+	$(PYTHON) -m pip install --no-deps --no-index --force-reinstall --disable-pip-version-check \
+	  $(PIP_FLAGS) $(WHEEL)
 
 # ------------------------------------------------------------------ fuzz
 # Each harness is built twice: with clang and libFuzzer here (make fuzz),

@@ -94,6 +94,14 @@ void cli_run_input(const char *path);
  * first error kept (cli_json_error) on stdout, unless stdout has failed. */
 int cli_run_end(int status);
 
+/* cli_report.c: the document a --json command prints instead of its own
+ * when it fails:
+ * {"file": PATH|null, "command": VERB, "exit": status,
+ *  "error": {"rule": RULE|null, "message": MSG, "offset": N|null,
+ *            "code": "STF_E..."|null}} and a newline. `file` may be NULL;
+ * rule, offset and code are null when `err` has none. */
+void cli_json_error(FILE *o, const char *verb, const char *file, int status, const stf_err *err);
+
 /* For a command with several inputs, each reported on its own: copy the
  * run's kept error into *out and forget it, so that the next input's first
  * error is kept in turn. 1 when there was one, else 0 (*out cleared). */
@@ -418,9 +426,6 @@ void cli_tp_summary_human(FILE *o, const stf_check_report *r);
 /* Adds the members profile (NAME or null), detected, classified and linear
  * to the JSON object o: which profile gave the layer styles. */
 void cli_tp_profile_add(cJSON *o, const cli_tp *t);
-/* The value of the JSON member "tp": the profile members and degrees, one
- * object per degree (cli_json.c builders). */
-cJSON *cli_tp_summary_json(const cli_tp *t, const stf_check_report *r);
 
 /* Flush stdout: -1 when everything written reached it, else the failure is
  * reported for `verb` as an STF_EIO error and its exit status comes back. */
@@ -564,12 +569,6 @@ void cli_jw_str(cli_jw *w, const char *s, size_t n); /* s[0..n) as a string lite
 void cli_jw_value(cli_jw *w, cJSON *v);              /* a built tree, printed and freed */
 void cli_jw_diag(cli_jw *w, const stf_diag *d, int with_fix); /* as cli_j_diag */
 int cli_jw_end(cli_jw *w);
-/* The document a --json command prints instead of its own when it fails:
- * {"file": PATH|null, "command": VERB, "exit": status,
- *  "error": {"rule": RULE|null, "message": MSG, "offset": N|null,
- *            "code": "STF_E..."|null}} and a newline. `file` may be NULL;
- * rule, offset and code are null when `err` has none. */
-void cli_json_error(FILE *o, const char *verb, const char *file, int status, const stf_err *err);
 
 /* cli_json_out.c: the --json documents of the commands that write files
  * (stfix(1), JSON OUTPUT). Each prints one document and a newline to o:

@@ -6,7 +6,8 @@
  * and rule coloured where the stream takes colour (cli_color.c). A check
  * report is listed grouped by layer, each layer named once in a header.
  */
-/* Uses the experimental stf_text_escape (stfix/experimental.h). */
+/* Uses the experimental stf_text_escape and stf_check_diag_order
+ * (stfix/experimental.h). */
 #define STF_EXPERIMENTAL
 #include <stdlib.h>
 #include <string.h>
@@ -87,30 +88,15 @@ int cli_diag_get(const stf_check_report *r, size_t i, stf_diag *d, char **buf, s
     return 0;
 }
 
-/*
- * The listing order; see cli.h. The findings are put in order by their
- * layer's rank (0 for file-level, then layers by first appearance): a
- * counting sort, linear in the findings, which keeps report order within
- * a layer.
- */
+/* The listing order (the library's, stf_check_diag_order); see cli.h. */
 int cli_diags_order(const stf_check_report *r, size_t **out)
 {
-    size_t n = stf_check_count(r), nranks = 1;
+    size_t n = stf_check_count(r), *order = malloc((n ? n : 1) * sizeof *order);
     *out = NULL;
-    for (size_t i = 0; i < n; i++) {
-        size_t k = stf_check_diag_layer_rank(r, i);
-        if (k >= nranks) nranks = k + 1;
-    }
-    size_t *at = calloc(nranks + 1, sizeof *at), *order = malloc((n ? n : 1) * sizeof *order);
-    if (!at || !order) {
-        free(at);
+    if (!order || stf_check_diag_order(order, r, NULL)) {
         free(order);
         return -1;
     }
-    for (size_t i = 0; i < n; i++) at[stf_check_diag_layer_rank(r, i) + 1]++;
-    for (size_t k = 0; k < nranks; k++) at[k + 1] += at[k];
-    for (size_t i = 0; i < n; i++) order[at[stf_check_diag_layer_rank(r, i)]++] = i;
-    free(at);
     *out = order;
     return 0;
 }

@@ -1,48 +1,30 @@
 /*
- * The exit status of every stfix command, in one table: which library
- * error code ends a run with which status, and the lines every --help ends
- * with. stfix(1) EXIT STATUS documents the same contract.
+ * The exit status of every stfix command: which library error code ends
+ * a run with which status (the library's table, stf_err_exit_status), and
+ * the lines every --help ends with. stfix(1) EXIT STATUS documents the
+ * same contract.
  *
  * The classes say who has to act: 2 the user must change an input file or
  * the recipe, 3 the user must change the command line (including an
  * argument the library refused, such as an output path that would replace
  * an input), 4 the run itself failed and may succeed when repeated.
  */
+/* Uses the experimental stf_err_exit_status, stf_err_code_name
+ * (stfix/experimental.h): the library holds the table, which programs
+ * binding it share. */
+#define STF_EXPERIMENTAL
 #include "cli.h"
-
-static const struct {
-    int code;
-    const char *name;
-    int status;
-} exit_table[] = {
-    { STF_EFORMAT, "STF_EFORMAT", EXIT_INVALID },
-    { STF_ELIMIT, "STF_ELIMIT", EXIT_INVALID },
-    { STF_ENOTFOUND, "STF_ENOTFOUND", EXIT_INVALID },
-    { STF_EUNSUPPORTED, "STF_EUNSUPPORTED", EXIT_INVALID },
-    { STF_ENUMERIC, "STF_ENUMERIC", EXIT_INVALID },
-    { STF_EINVAL, "STF_EINVAL", EXIT_USAGE },
-    { STF_EIO, "STF_EIO", EXIT_FAILED },
-    { STF_ENOMEM, "STF_ENOMEM", EXIT_FAILED },
-    { STF_EBUSY, "STF_EBUSY", EXIT_FAILED },
-};
-
-#define EXIT_TABLE_LEN (sizeof exit_table / sizeof exit_table[0])
 
 /* The exit status for a library error code; see cli.h. */
 int cli_exit_for(int code)
 {
-    if (code == STF_OK) return EXIT_OK_;
-    for (size_t i = 0; i < EXIT_TABLE_LEN; i++)
-        if (exit_table[i].code == code) return exit_table[i].status;
-    return EXIT_FAILED;
+    return stf_err_exit_status(code);
 }
 
 /* "STF_EFORMAT" and so on, NULL for a code not in the table; see cli.h. */
 const char *cli_exit_code_name(int code)
 {
-    for (size_t i = 0; i < EXIT_TABLE_LEN; i++)
-        if (exit_table[i].code == code) return exit_table[i].name;
-    return NULL;
+    return stf_err_code_name(code);
 }
 
 /* The worse of two statuses: the higher; see cli.h. */

@@ -10,7 +10,8 @@
  * numbers as doubles, exact only up to 2^53. See lib/README.md, Why not
  * cJSON.
  */
-/* Uses the experimental stf_json_quote (stfix/experimental.h). */
+/* Uses the experimental stf_json_quote and stf_check_diag_json
+ * (stfix/experimental.h). */
 #define STF_EXPERIMENTAL
 #include <inttypes.h>
 #include <math.h>
@@ -227,25 +228,18 @@ void cli_jw_str(cli_jw *w, const char *s, size_t n)
     out(w, w->buf, need);
 }
 
-/* One diagnostics entry; see cli.h. */
+/* The library's text sink onto a document being written. */
+static int put_doc(void *ud, const char *t, size_t n)
+{
+    out(ud, t, n);
+    return 0;
+}
+
+/* One diagnostics entry, as the library writes it in check's document
+ * (stf_check_diag_json); see cli.h. */
 void cli_jw_diag(cli_jw *w, const stf_diag *d, int with_fix)
 {
-    const char *sev = stf_severity_name(d->severity), *fx = stf_effect_name(d->effect);
-    cli_jw_text(w, "{\"rule\": ");
-    cli_jw_str(w, d->rule, strlen(d->rule));
-    cli_jw_text(w, ", \"severity\": ");
-    cli_jw_str(w, sev ? sev : "", sev ? strlen(sev) : 0);
-    cli_jw_text(w, ", \"layer\": ");
-    cli_jw_str(w, d->layer, d->layer_len);
-    cli_jw_text(w, ", \"message\": ");
-    cli_jw_str(w, d->message ? d->message : "", d->message ? strlen(d->message) : 0);
-    if (with_fix) {
-        cli_jw_text(w, ", \"fix\": ");
-        cli_jw_str(w, d->fix ? d->fix : "", d->fix ? strlen(d->fix) : 0);
-    }
-    cli_jw_text(w, ", \"effect\": ");
-    cli_jw_str(w, fx ? fx : "", fx ? strlen(fx) : 0);
-    cli_jw_text(w, "}");
+    if (stf_check_diag_json(put_doc, w, d, with_fix)) w->failed = 1;
 }
 
 static void put(cli_jw *w, const cJSON *j);
@@ -319,19 +313,4 @@ int cli_json_print(FILE *o, cJSON *doc)
     cli_jw_value(&w, doc);
     if (!w.failed) fputc('\n', o);
     return cli_jw_end(&w);
-}
-
-/* The document a --json command prints when it fails; see cli.h. */
-void cli_json_error(FILE *o, const char *verb, const char *file, int status, const stf_err *err)
-{
-    cJSON *doc = cli_j_object(0), *e = cli_j_object(0);
-    cli_j_add(doc, "file", cli_j_str_or_null(file), 0);
-    cli_j_add(doc, "command", cli_j_str_or_null(verb), 0);
-    cli_j_add(doc, "exit", cli_j_u64((uint64_t)status), 0);
-    cli_j_add(e, "rule", cli_j_str_or_null(err->rule[0] ? err->rule : NULL), 0);
-    cli_j_add(e, "message", cli_j_str(cli_err_text(err)), 0);
-    cli_j_add(e, "offset", err->has_offset ? cli_j_u64(err->offset) : cli_j_null(), 0);
-    cli_j_add(e, "code", cli_j_str_or_null(cli_exit_code_name(err->code)), 0);
-    cli_j_add(doc, "error", e, 0);
-    if (cli_json_print(o, doc)) fputs("{}\n", o); /* out of memory: still one document */
 }

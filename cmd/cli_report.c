@@ -2,8 +2,8 @@
  * How a run reports failure. Every error goes to stderr as
  * "stfix: VERB: message"; the first one is also kept, so that a command
  * run with --json can end with one JSON document on stdout saying why it
- * failed (cli_run_end), whatever path the failure took. The exit status of
- * a library error comes from the table in cli_exit.c.
+ * failed (cli_run_end, cli_json_error), whatever path the failure took.
+ * The exit status of a library error comes from the table in cli_exit.c.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -167,4 +167,19 @@ int cli_run_end(int status)
     cli_json_error(stdout, run.verb, run.input, status, &run.err);
     fflush(stdout);
     return status;
+}
+
+/* The document a --json command prints when it fails; see cli.h. */
+void cli_json_error(FILE *o, const char *verb, const char *file, int status, const stf_err *err)
+{
+    cJSON *doc = cli_j_object(0), *e = cli_j_object(0);
+    cli_j_add(doc, "file", cli_j_str_or_null(file), 0);
+    cli_j_add(doc, "command", cli_j_str_or_null(verb), 0);
+    cli_j_add(doc, "exit", cli_j_u64((uint64_t)status), 0);
+    cli_j_add(e, "rule", cli_j_str_or_null(err->rule[0] ? err->rule : NULL), 0);
+    cli_j_add(e, "message", cli_j_str(cli_err_text(err)), 0);
+    cli_j_add(e, "offset", err->has_offset ? cli_j_u64(err->offset) : cli_j_null(), 0);
+    cli_j_add(e, "code", cli_j_str_or_null(cli_exit_code_name(err->code)), 0);
+    cli_j_add(doc, "error", e, 0);
+    if (cli_json_print(o, doc)) fputs("{}\n", o); /* out of memory: still one document */
 }

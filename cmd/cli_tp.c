@@ -2,12 +2,15 @@
  * Tensor parallelism on the command line, for check, plan and fix: the
  * degrees of --tp, the parallel-style profile of --tp-profile (a file, the
  * NAME of a bundled one, or `list`), the detection of the profile from the
- * layer names when none is given, and the per-degree summary (human and
- * JSON). Bundled profiles are NAME.yaml in the tp/ subdirectory of each
- * directory of the recipe search path (cli_recipes.c), then those built
- * into the program (cli_builtin_profiles, from rules/tp/), so that they are
- * found wherever stfix runs, as the bundled recipes are.
+ * layer names when none is given, and the per-degree human summary (check
+ * --json's is the library's, stf_check_report_json). Bundled profiles are
+ * NAME.yaml in the tp/ subdirectory of each directory of the recipe search
+ * path (cli_recipes.c), then those built into the program
+ * (cli_builtin_profiles, from rules/tp/), so that they are found wherever
+ * stfix runs, as the bundled recipes are.
  */
+/* Uses the experimental stf_tp_verdict_name (stfix/experimental.h). */
+#define STF_EXPERIMENTAL
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,22 +197,13 @@ void cli_tp_describe(FILE *o, const cli_tp *t)
                      "every layer is unknown)\n", t->linear);
 }
 
-/* The verdict word of a degree. */
-static const char *verdict(const stf_tp_summary *s)
-{
-    if (s->cannot_load) return "cannot load";
-    if (s->replicated) return "replicated";
-    if (s->unknown) return "unchecked layers";
-    return "clean";
-}
-
 /* The human per-degree summary. */
 void cli_tp_summary_human(FILE *o, const stf_check_report *r)
 {
     for (size_t i = 0; i < stf_check_tp_count(r); i++) {
         const stf_tp_summary *s = stf_check_tp_summary(r, i);
         fprintf(o, "  TP %u: %s; %zu sharded, %zu replicated by style, %zu replicated", s->tp,
-                verdict(s), s->sharded, s->replicated_by_style, s->replicated);
+                stf_tp_verdict_name(s), s->sharded, s->replicated_by_style, s->replicated);
         /* The bytes only when there are some: "(0 bytes ... instead of 0)" says nothing. */
         if (s->replicated)
             fprintf(o, " (%llu bytes per GPU instead of %llu)",
@@ -226,28 +220,6 @@ void cli_tp_profile_add(cJSON *o, const cli_tp *t)
     cli_j_add(o, "detected", cli_j_bool(t->detected), 0);
     cli_j_add(o, "classified", cli_j_u64(t->classified), 0);
     cli_j_add(o, "linear", cli_j_u64(t->linear), 0);
-}
-
-/* The "tp" member of check's JSON document (without the leading comma). */
-cJSON *cli_tp_summary_json(const cli_tp *t, const stf_check_report *r)
-{
-    cJSON *o = cli_j_object(0), *degrees = cli_j_array(0);
-    cli_tp_profile_add(o, t);
-    for (size_t i = 0; i < stf_check_tp_count(r); i++) {
-        const stf_tp_summary *s = stf_check_tp_summary(r, i);
-        cJSON *d = cli_j_object(0);
-        cli_j_add(d, "tp", cli_j_u64(s->tp), 0);
-        cli_j_add(d, "verdict", cli_j_str(verdict(s)), 0);
-        cli_j_add(d, "sharded", cli_j_u64(s->sharded), 0);
-        cli_j_add(d, "replicated_by_style", cli_j_u64(s->replicated_by_style), 0);
-        cli_j_add(d, "replicated", cli_j_u64(s->replicated), 0);
-        cli_j_add(d, "replicated_bytes_per_gpu", cli_j_u64(s->replicated_bytes), 0);
-        cli_j_add(d, "cannot_load", cli_j_u64(s->cannot_load), 0);
-        cli_j_add(d, "unknown", cli_j_u64(s->unknown), 0);
-        cli_j_push(degrees, d);
-    }
-    cli_j_add(o, "degrees", degrees, 0);
-    return o;
 }
 
 /* Whether a requantize of r (an action, or rewrite-format's fallback) has a

@@ -12,7 +12,8 @@
  * checked reports its error and the others go on; the exit status is the
  * worst of the inputs' (cli_exit_worst).
  */
-/* Uses the experimental stf_pool_new, stf_pool_free (stfix/experimental.h). */
+/* Uses the experimental stf_pool_new, stf_pool_free and stf_check_report_json
+ * (stfix/experimental.h). */
 #define STF_EXPERIMENTAL
 #include <stdint.h>
 #include <stdio.h>
@@ -44,50 +45,31 @@ static int set_target(const char *verb, const char *v, void *target)
     return 0;
 }
 
-/* The report as one document, its diagnostics in the listing's order
- * (cli_diags_order), written as it goes so that the diagnostics cost no
- * memory of their own; with oneline, on one line (JSON Lines, several
- * inputs). -1 when out of memory. */
+/* The library's text sink onto a stream; a failed write shows in ferror,
+ * which the command's flush reports (cli_stdout_flush). */
+static int put_stream(void *ud, const char *t, size_t n)
+{
+    fwrite(t, 1, n, (FILE *)ud);
+    return 0;
+}
+
+/* The report as one document (stf_check_report_json: the bytes a binding
+ * of the library gets too); with oneline, on one line (JSON Lines,
+ * several inputs). -1 when out of memory. */
 static int print_json(FILE *o, const char *file, const char *target, const stf_check_report *r,
                       const cli_tp *tp, int oneline)
 {
-    size_t n = stf_check_count(r), *ord = NULL;
-    if (cli_diags_order(r, &ord)) return -1;
-    cli_jw w;
-    cli_jw_begin(&w, o, oneline);
-    cli_jw_text(&w, "{\"file\": ");
-    cli_jw_str(&w, file, strlen(file));
-    cli_jw_text(&w, ", \"target\": ");
-    cli_jw_str(&w, target, strlen(target));
-    cli_jw_text(&w, ", \"diagnostics\": [");
-    char *msg = NULL;
-    size_t cap = 0;
-    for (size_t i = 0; i < n && !w.failed; i++) {
-        stf_diag d;
-        if (cli_diag_get(r, ord[i], &d, &msg, &cap)) {
-            w.failed = 1;
-            break;
-        }
-        cli_jw_text(&w, i ? ",\n  " : "\n  ");
-        cli_jw_diag(&w, &d, 1);
-    }
-    free(msg);
-    free(ord);
-    cli_jw_text(&w, n ? "\n]" : "]");
+    stf_check_json_tp jt;
     if (tp) {
-        cli_jw_text(&w, ", \"tp\": ");
-        cli_jw_value(&w, cli_tp_summary_json(tp, r));
+        jt.profile = tp->use ? stf_tp_profile_name(tp->use) : NULL;
+        jt.detected = tp->detected;
+        jt.classified = tp->classified;
+        jt.linear = tp->linear;
     }
-    cJSON *sum = cli_j_object(0);
-    cli_j_add(sum, "errors", cli_j_u64(stf_check_count_severity(r, STF_SEV_ERROR)), 0);
-    cli_j_add(sum, "warnings", cli_j_u64(stf_check_count_severity(r, STF_SEV_WARNING)), 0);
-    cli_j_add(sum, "info", cli_j_u64(stf_check_count_severity(r, STF_SEV_INFO)), 0);
-    cli_j_add(sum, "total", cli_j_u64(n), 0);
-    cli_jw_text(&w, ", \"summary\": ");
-    cli_jw_value(&w, sum);
-    cli_jw_text(&w, "}");
-    fputc('\n', o);
-    return cli_jw_end(&w);
+    return stf_check_report_json(put_stream, o, r, file, target, tp ? &jt : NULL,
+                                 oneline ? STF_CHECK_JSON_ONELINE : 0, NULL)
+               ? -1
+               : 0;
 }
 
 /*

@@ -1,11 +1,13 @@
 #!/bin/sh
 # The library's layering, enforced (lib/README.md, Layers):
 #
-#   util  <-  container  <-  { model, quant }  <-  { check, rules }  <-  pipeline
+#   util  <-  io  <-  container  <-  { model, quant }  <-  { check, rules }  <-  pipeline
 #
 # A layer may use its own layer and the layers to its left; the two layers in
 # one pair of braces do not use each other. The public headers map onto the
-# layers one to one, except that the util layer's public header is base.h:
+# layers one to one, except that the util layer's public header is base.h and
+# the io layer (the bytes read and written) has none: its types reach
+# programs only through the container layer's header:
 #
 #   include/stfix/base.h       util        include/stfix/check.h     check
 #   include/stfix/container.h  container   include/stfix/rules.h     rules
@@ -37,7 +39,7 @@
 # Exit status: 0 clean, 1 violations, 2 a layer without objects or nm missing.
 SRC=${1:-.}
 OBJ=${2:-build/obj}
-LAYERS="util container model quant check rules pipeline"
+LAYERS="util io container model quant check rules pipeline"
 command -v nm >/dev/null 2>&1 || { echo "layers: nm is needed (binutils)" >&2; exit 2; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/stfix-layers.XXXXXX") || exit 2
 trap 'rm -rf "$tmp"' EXIT INT TERM
@@ -46,10 +48,11 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 MAY='
 function rank(l) {
     if (l == "util") return 0
-    if (l == "container") return 1
-    if (l == "model" || l == "quant") return 2
-    if (l == "check" || l == "rules") return 3
-    if (l == "pipeline") return 4
+    if (l == "io") return 1
+    if (l == "container") return 2
+    if (l == "model" || l == "quant") return 3
+    if (l == "check" || l == "rules") return 4
+    if (l == "pipeline") return 5
     return -1
 }
 function may(l, m) { return l == m || (rank(m) >= 0 && rank(m) < rank(l)) }

@@ -5,7 +5,9 @@
 #   fuzz: each fuzz harness in $BUILD/fuzz-replay over its corpus
 #         tests/fuzz/corpus/<harness>/ (one passed test per file)
 #   lint: tests/lint_man.sh (mandoc -Tlint -Wstyle) over each man page
-# ONLY=unit|cli|fuzz|lint restricts the run. Exit status is non-zero on any failure.
+#   python: the Python package's pytest suite (tests/python) against this
+#         build's libstfix.so, one passed test per case (python3 -m pytest)
+# ONLY=unit|cli|fuzz|lint|python restricts the run. Exit status is non-zero on any failure.
 BUILD=${BUILD:-build}
 ONLY=${ONLY:-}
 STFIX=${STFIX:-$(pwd)/build/stfix}
@@ -88,6 +90,35 @@ if [ -z "$ONLY" ] || [ "$ONLY" = lint ]; then
             note_fail "lint:$m" 1; echo "FAIL lint $m:"; sed 's/^/    /' "$tmp/lint.log"
         fi
     done
+fi
+
+if [ -z "$ONLY" ] || [ "$ONLY" = python ]; then
+    out="$tmp/python.log"
+    so=$(ls "$BUILD"/libstfix.so.*.*.* 2>/dev/null | head -n 1)
+    # The first python3 with pytest: the one on PATH, else Debian's (make deps).
+    py=""
+    for c in python3 /usr/bin/python3; do
+        if "$c" -c 'import pytest' >/dev/null 2>&1; then py=$c; break; fi
+    done
+    # A sanitizer build's library needs its runtimes loaded first (make asan);
+    # the interpreter's own allocations are not the library's leaks.
+    pre=""
+    if [ -n "$so" ] && ldd "$so" 2>/dev/null | grep -q libasan; then
+        pre="$(cc -print-file-name=libasan.so) $(cc -print-file-name=libubsan.so)"
+    fi
+    if [ -n "$py" ]; then
+        LD_PRELOAD=$pre ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} \
+        STFIX_LIBRARY=${so:+$(cd "$(dirname "$so")" && pwd)/$(basename "$so")} BUILD="$BUILD" \
+            "$py" -m pytest -q -p no:cacheprovider tests/python >"$out" 2>&1
+        rc=$?
+    else
+        echo "no python3 with pytest (make deps installs python3-pytest)" >"$out"
+        rc=1
+    fi
+    last=$(tail -n 1 "$out")
+    p=$(echo "$last" | sed -n 's/.*[^0-9]\([0-9][0-9]*\) passed.*/\1/p; s/^\([0-9][0-9]*\) passed.*/\1/p' | head -n 1)
+    f=$(echo "$last" | sed -n 's/.*[^0-9]\([0-9][0-9]*\) failed.*/\1/p; s/^\([0-9][0-9]*\) failed.*/\1/p' | head -n 1)
+    tally python "$rc" "${p:-0}" "${f:-0}" "$out" tests
 fi
 
 [ -n "$failed_names" ] && echo "failed:$failed_names"

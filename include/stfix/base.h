@@ -74,7 +74,8 @@ enum {
     STF_EUNSUPPORTED = -6, /* valid input that stfix does not handle */
     STF_ENOTFOUND = -7,    /* a named tensor, layer or file does not exist */
     STF_ENUMERIC = -8,     /* non-finite or otherwise unusable numeric data */
-    STF_EBUSY = -9         /* the output is locked by another writer (no-wait mode) */
+    STF_EBUSY = -9,        /* the output is locked by another writer (no-wait mode) */
+    STF_ECANCELED = -10    /* the caller asked the call to stop (stf_run_opts.cancel) */
 };
 
 /*

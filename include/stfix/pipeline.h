@@ -183,8 +183,9 @@ STF_API int stf_tp_profile_detect(size_t *best, size_t *classified, size_t *line
 
 /* ------------------------------------------------------------------ run */
 
-/* The layout of stf_run_opts this header describes. */
-#define STF_RUN_OPTS_VERSION 2u
+/* The layout of stf_run_opts this header describes (1: without progress,
+ * 2: without cancel). */
+#define STF_RUN_OPTS_VERSION 3u
 
 typedef struct stf_run_opts {
     unsigned version;            /* STF_RUN_OPTS_VERSION, set by stf_run_opts_init */
@@ -199,6 +200,13 @@ typedef struct stf_run_opts {
      * It replaces write.progress for the run. */
     stf_progress_fn progress;
     void *progress_ud;
+    /* Version 3: when not NULL, the run reads *cancel before each tensor
+     * it copies, each layer job and each piece of a compressed input's
+     * copies, and before it verifies and publishes; once it is non-zero
+     * (set from any thread, or from a signal handler) the run stops with
+     * STF_ECANCELED, removing its temporary files: nothing appears at the
+     * output path. A job under way finishes its layer first. */
+    const volatile int *cancel;
 } stf_run_opts;
 
 /* Defaults of layout `version` (2 GiB working set, one output file; `write`

@@ -108,6 +108,12 @@ void stf__writer_keep_cache(stf_writer *w)
     if (w) w->keep_cache = 1;
 }
 
+/* Stop prepare when asked (contract in writer_internal.h). */
+void stf__writer_set_cancel(stf_writer *w, const volatile int *cancel)
+{
+    if (w) w->cancel = cancel;
+}
+
 static int meta_push(meta_list *l, const char *k, size_t klen, const char *v, size_t vlen)
 {
     if (l->n == l->cap) {

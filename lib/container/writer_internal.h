@@ -32,6 +32,13 @@ int stf__writer_new_mem(stf_writer **out, const char *path, const stf_write_opts
 void stf__writer_keep_cache(stf_writer *w);
 
 /*
+ * Prepare reads *cancel (when not NULL) before each tensor it writes, and
+ * once it is non-zero fails with STF_ECANCELED naming the output; the
+ * caller frees the writer, which removes its temps (stf_run_opts.cancel).
+ */
+void stf__writer_set_cancel(stf_writer *w, const volatile int *cancel);
+
+/*
  * modelspec.hash_sha256 made true (writer_hash.c): when the metadata holds
  * it, hash each shard's tensor data, now that every byte is in, and write
  * "0x" and the digits in its place. Commit calls it; a memory writer's

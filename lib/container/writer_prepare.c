@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "container/source.h"
 #include "container/writer_state.h"
 #include "container/zstd_pack.h"
 
@@ -61,7 +60,7 @@ static int write_tensor(stf__sink *sk, const stf__wtensor *t, stage *st, stf_err
         uint64_t foff = 0;
         int fd = -1;
         if (!stf__ckpt_tensor_source(src->ckpt, src->idx, &s, &foff, NULL) && s &&
-            !stf__source_data(s) && stf__source_storage(s) == STF_STORAGE_PLAIN) {
+            !stf__source_data(s) && stf__source_storage(s) == STF__STORE_PLAIN) {
             /* The descriptor may be a cached one reopened: hold it for the copy. */
             if ((rc = stf__source_fd_acquire(s, &fd, err)))
                 return stf__err_prefix(err, "tensor '%s': ", t->info.name);
@@ -158,6 +157,10 @@ static int write_shard(stf_writer *w, stf__sink *sk, const char *path, size_t sh
         tt[i]->info.shard = (unsigned)shard;
         tt[i]->file_off = 8 + hn + info[i].begin;
         if (tt[i]->src.kind == STF_SRC_DEFERRED && tt[i]->info.nbytes) holes = 1;
+        else if (w->cancel && *w->cancel) {
+            rc = stf__err(err, STF_ECANCELED, "%s: canceled; nothing written", w->path);
+            goto done;
+        }
         if ((rc = write_tensor(sk, tt[i], st, err))) goto done;
         if (tt[i]->src.kind != STF_SRC_DEFERRED && w->opts.progress) {
             w->written += tt[i]->info.nbytes;

@@ -52,6 +52,7 @@ struct stf_writer {
     int memory;                    /* stf__writer_new_mem: memory files, no commit */
     int compare;                   /* ... with compare set: comparing sinks, no files */
     int keep_cache;                /* stf__writer_keep_cache: files read back after commit */
+    const volatile int *cancel;    /* stf__writer_set_cancel: prepare stops when it is set */
     /* modelspec.hash_sha256 (writer_hash.c), when the metadata has it: per
      * shard, where its 64 digits go and where the data starts; the value
      * the header is made with. */

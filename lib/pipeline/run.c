@@ -28,9 +28,11 @@ struct stf_run_report {
 /* Defaults (contract in pipeline.h). */
 void stf_run_opts_init_version(stf_run_opts *o, unsigned version)
 {
-    /* Version 1 ends with a version-1 stf_write_opts. */
+    /* Version 1 ends with a version-1 stf_write_opts, version 2 before
+     * cancel. */
     size_t v1 = offsetof(stf_run_opts, write) + offsetof(stf_write_opts, progress);
-    if (!o || !stf__opts_reset_v(o, sizeof *o, v1, version, STF_RUN_OPTS_VERSION)) return;
+    size_t size = version >= 3 ? sizeof *o : offsetof(stf_run_opts, cancel);
+    if (!o || !stf__opts_reset_v(o, size, v1, version, STF_RUN_OPTS_VERSION)) return;
     o->max_mem = (uint64_t)2 << 30;
     stf_write_opts_init_version(&o->write, version >= 2 ? STF_WRITE_OPTS_VERSION : 1);
 }
@@ -131,7 +133,16 @@ typedef struct run_ctx {
     } *late;
     size_t nlate, late_next;
     unsigned char *late_buf;     /* LATE_PIECE bytes, or the largest such output */
+    const volatile int *cancel;  /* stf_run_opts.cancel (version 3), or NULL */
+    const char *path;            /* the output, for the message */
 } run_ctx;
+
+/* STF_ECANCELED once the caller has asked the run to stop, else 0. */
+static int cancelled(const run_ctx *rc, stf_err *err)
+{
+    if (!rc->cancel || !*rc->cancel) return 0;
+    return stf__err(err, STF_ECANCELED, "%s: canceled; nothing written", rc->path);
+}
 
 static int emit_fill(void *ud, size_t out, uint64_t off, const void *data, size_t len,
                      stf_err *err)
@@ -313,6 +324,7 @@ static int late_fill(run_ctx *ctx, size_t upto, stf_err *err)
             size_t k = t->nbytes - off < LATE_PIECE ? (size_t)(t->nbytes - off) : LATE_PIECE;
             /* Both read the input through stf_ckpt_read, whose error names
              * the tensor, its file and the byte: nothing to add. */
+            if ((rc = cancelled(ctx, err))) break;
             rc = l->cast ? cast_produce((void *)l->cast, buf, off, k, err)
                          : stf_ckpt_read(buf, ctx->p->c, l->in, off, k, err);
             if (!rc) {
@@ -351,7 +363,7 @@ static int run_jobs(stf_run_report *rep, const stf_plan *p, run_ctx *ctx,
         size_t gi;
         /* The copies the input holds before this job's weight, so that the
          * pass reads the input in order. */
-        if ((rc = late_fill(ctx, job->dec.w_idx, err))) goto done;
+        if ((rc = late_fill(ctx, job->dec.w_idx, err)) || (rc = cancelled(ctx, err))) goto done;
         rc = stf__guesses_for(&jr.h1, &gi, gs, p, job, err);
         if (!rc) rc = stf__job_exec(&jr, job, rep->metrics ? &mr : NULL, err);
         jr.h1 = NULL;
@@ -442,6 +454,11 @@ static int run_once(stf_run_report **out, const stf_plan *p, const char *out_pat
     if (rc) goto done;
     if (keep_cache) stf__writer_keep_cache(w);
     ctx.w = w;
+    ctx.path = out_path;
+    if (o->version >= 3 && o->cancel) {
+        ctx.cancel = o->cancel;
+        stf__writer_set_cancel(w, o->cancel);
+    }
     if (p->emit_meta) stf_writer_keep_empty_meta(w);
     for (size_t i = 0; i < p->nmeta; i++) {
         /* I7: a shard's _quantization_metadata may list only that shard's layers, and every shard
@@ -501,9 +518,10 @@ static int run_once(stf_run_report **out, const stf_plan *p, const char *out_pat
         if (!rc) rc = mem->done(w, mem->ud, err);
         goto done;
     }
+    if ((rc = cancelled(&ctx, err))) goto done;
     rc = stf__verify_output(&rep->checks, &rep->nchecks, w, p->targets, o->allow_noncompliant,
                             err);
-    if (rc) goto done;
+    if (rc || (rc = cancelled(&ctx, err))) goto done;
     rc = stf_writer_commit(w, err);
     if (!rc && ctx.progress) {
         ctx.written = p->bytes_total;

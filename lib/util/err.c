@@ -18,8 +18,45 @@ const char *stf_strerror(int code)
     case STF_ENOTFOUND: return "not found";
     case STF_ENUMERIC: return "unusable numeric data";
     case STF_EBUSY: return "output locked by another writer";
+    case STF_ECANCELED: return "canceled";
     default: return "unknown error";
     }
+}
+
+/* Each error code, its name and the exit status of its class: 2 the user
+ * must change an input or the recipe, 3 the command line (an argument the
+ * library refused included), 4 the run failed and may succeed when
+ * repeated. Contract in experimental/base.h. */
+static const struct {
+    int code;
+    const char *name;
+    int status;
+} code_table[] = {
+    { STF_EFORMAT, "STF_EFORMAT", 2 },
+    { STF_ELIMIT, "STF_ELIMIT", 2 },
+    { STF_ENOTFOUND, "STF_ENOTFOUND", 2 },
+    { STF_EUNSUPPORTED, "STF_EUNSUPPORTED", 2 },
+    { STF_ENUMERIC, "STF_ENUMERIC", 2 },
+    { STF_EINVAL, "STF_EINVAL", 3 },
+    { STF_EIO, "STF_EIO", 4 },
+    { STF_ENOMEM, "STF_ENOMEM", 4 },
+    { STF_EBUSY, "STF_EBUSY", 4 },
+    { STF_ECANCELED, "STF_ECANCELED", 4 },
+};
+
+int stf_err_exit_status(int code)
+{
+    if (code == STF_OK) return 0;
+    for (size_t i = 0; i < sizeof code_table / sizeof code_table[0]; i++)
+        if (code_table[i].code == code) return code_table[i].status;
+    return 4;
+}
+
+const char *stf_err_code_name(int code)
+{
+    for (size_t i = 0; i < sizeof code_table / sizeof code_table[0]; i++)
+        if (code_table[i].code == code) return code_table[i].name;
+    return NULL;
 }
 
 const char *stf_severity_name(stf_severity s)

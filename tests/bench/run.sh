@@ -10,6 +10,7 @@
 #   BENCH_SIZE, BENCH_REPS, BENCH_CASES, BENCH_JOBS  the end-to-end
 #                    cases' size, rounds, cases and -j (tests/bench/fix_e2e.sh;
 #                    size, rounds and -j of tests/bench/bench_zstd_fix.sh too)
+#   BENCH_PY_MIB     the BF16 export tests/bench/python_e2e.sh fixes (default 256)
 #   BENCH_META_LAYERS  layers of the metadata-only header whose check and
 #                    plan peak memory tests/bench/meta_mem.sh measures
 #   BENCH_BATCH_N, BENCH_BATCH_SIZE  the batch case's zoo: checkpoints and
@@ -49,6 +50,8 @@ if [ -n "${STFIX:-}" ]; then
     else
         BENCH_JSON= sh "$(dirname "$0")/fix_e2e.sh" "$STFIX" || rc=$?
     fi
+    echo "== python_e2e"
+    sh "$(dirname "$0")/python_e2e.sh" "$STFIX" || rc=$?
     echo "== bench_zstd_fix"
     sh "$(dirname "$0")/bench_zstd_fix.sh" "$STFIX" || rc=$?
     i=$((i + 1))

@@ -1,5 +1,6 @@
 /*
- * cmd/cli_exit.c: the one table from library error code to exit status.
+ * cmd/cli_exit.c: the one table from library error code to exit status
+ * (the library's, stf_err_exit_status, which bindings share).
  * Every code the library names (stf_strerror knows it) is listed with its
  * status from the contract in stfix(1); a code it does not know is a failed
  * operation.
@@ -22,7 +23,7 @@ static const struct {
     { STF_EINVAL, "STF_EINVAL", 3 },     { STF_EFORMAT, "STF_EFORMAT", 2 },
     { STF_ELIMIT, "STF_ELIMIT", 2 },     { STF_EUNSUPPORTED, "STF_EUNSUPPORTED", 2 },
     { STF_ENOTFOUND, "STF_ENOTFOUND", 2 }, { STF_ENUMERIC, "STF_ENUMERIC", 2 },
-    { STF_EBUSY, "STF_EBUSY", 4 },
+    { STF_EBUSY, "STF_EBUSY", 4 },       { STF_ECANCELED, "STF_ECANCELED", 4 },
 };
 #define NCONTRACT (sizeof contract / sizeof contract[0])
 

@@ -23,10 +23,11 @@ static void expect_refused(int rc, const stf_err *err, const char *type, unsigne
     /* stf_write_opts, stf_run_opts and stf_check_opts (progress) grew a
      * second layout, stf_plan_opts a second (max_mem) and a third
      * (progress), stf_open_opts a second (zstd input) and a third
-     * (max_spool); the others have one. */
-    unsigned known = !strcmp(type, "stf_plan_opts") || !strcmp(type, "stf_open_opts") ? 3
-                     : !strcmp(type, "stf_write_opts") || !strcmp(type, "stf_run_opts") ||
-                             !strcmp(type, "stf_check_opts")
+     * (max_spool), stf_run_opts a third (cancel); the others have one. */
+    unsigned known = !strcmp(type, "stf_plan_opts") || !strcmp(type, "stf_open_opts") ||
+                             !strcmp(type, "stf_run_opts")
+                         ? 3
+                     : !strcmp(type, "stf_write_opts") || !strcmp(type, "stf_check_opts")
                          ? 2
                          : 1;
     char want[256];
@@ -220,9 +221,15 @@ static void test_plan_and_run_refuse(void **state)
 
     stf_run_opts ro;
     stf_run_report *rep = (stf_run_report *)&ro;
-    stf_run_opts_init_version(&ro, 3);
-    expect_refused(stf_plan_run(&rep, p, NOWHERE, &ro, &err), &err, "stf_run_opts", 3);
+    stf_run_opts_init_version(&ro, 4);
+    expect_refused(stf_plan_run(&rep, p, NOWHERE, &ro, &err), &err, "stf_run_opts", 4);
     assert_null(rep);
+    /* Layout 2 ends before cancel: its init leaves that field alone. */
+    static const volatile int stop = 1;
+    ro.cancel = &stop;
+    stf_run_opts_init_version(&ro, 2);
+    assert_int_equal(ro.version, 2);
+    assert_ptr_equal((const void *)ro.cancel, (const void *)&stop);
     /* The embedded writer options are checked too. */
     stf_run_opts_init(&ro);
     stf_write_opts_init_version(&ro.write, 0);

@@ -320,6 +320,46 @@ static void test_enospc_leaves_nothing(void **state)
     fx_free(f);
 }
 
+/* A caller's progress callback that asks the run to stop. */
+static void stop_on_progress(void *ud, uint64_t done, uint64_t total, const char *what,
+                             size_t len)
+{
+    (void)done, (void)total, (void)what, (void)len;
+    *(volatile int *)ud = 1;
+}
+
+/* stf_run_opts.cancel: set before the run, or by the first progress call,
+ * the run fails with STF_ECANCELED and leaves only the input. */
+static void test_cancel_leaves_nothing(void **state)
+{
+    (void)state;
+    for (int from_progress = 0; from_progress < 2; from_progress++) {
+        fx *f = fx_new(0);
+        volatile int stop = !from_progress;
+        stf_run_opts o = opts(NULL);
+        o.cancel = &stop;
+        if (from_progress) {
+            o.progress = stop_on_progress;
+            o.progress_ud = (void *)&stop;
+        }
+        stf_err err;
+        stf_run_report *rep = NULL;
+        assert_int_equal(stf_plan_run(&rep, &f->t.p, f->out, &o, &err), STF_ECANCELED);
+        assert_int_equal(err.code, STF_ECANCELED);
+        char want[4200];
+        snprintf(want, sizeof want, "%s: canceled; nothing written", f->out);
+        assert_string_equal(err.msg, want);
+        stf_run_report_free(rep);
+        assert_null(st_read_file(f->out, NULL));
+        assert_int_equal(st_dir_entries(f->dir), 1);
+        /* Not asked: the same run succeeds. */
+        stop = 0;
+        o.progress = NULL;
+        assert_int_equal(stf_plan_run(NULL, &f->t.p, f->out, &o, &err), 0);
+        fx_free(f);
+    }
+}
+
 /* An int8 layer whose scale is missing: SGLang refuses it. */
 static void broken_layer(fx *f)
 {
@@ -665,6 +705,7 @@ int main(void)
         cmocka_unit_test(test_run_exact_outputs),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_enospc_leaves_nothing),
+        cmocka_unit_test(test_cancel_leaves_nothing),
         cmocka_unit_test(test_verification_failure),
         cmocka_unit_test(test_in_place),
         cmocka_unit_test(test_input_changed),

@@ -37,6 +37,31 @@ size_t stf_json_quote(char *dst, size_t cap, const char *s, size_t n);
 STF_EXPERIMENTAL_API
 size_t stf_text_escape(char *dst, size_t cap, const char *s, size_t n);
 
+/*
+ * Where a function that renders text (stf_check_report_json) writes it:
+ * len bytes at `text`, not NUL-terminated, in order. Return 0 to go on, or
+ * a negative value to stop: the renderer then returns STF_EIO.
+ */
+typedef int (*stf_text_fn)(void *ud, const char *text, size_t len);
+
+/* ------------------------------------------------------------- errors */
+
+/*
+ * The exit status stfix(1) ends with for an error code (stfix(1), EXIT
+ * STATUS): 0 for STF_OK; 2, invalid input, for STF_EFORMAT, STF_ELIMIT,
+ * STF_ENOTFOUND, STF_EUNSUPPORTED and STF_ENUMERIC; 3, usage, for
+ * STF_EINVAL; 4, the operation failed, for STF_EIO, STF_ENOMEM, STF_EBUSY,
+ * STF_ECANCELED and any other code. Bindings map errors to their classes
+ * with it, so a host program and the command line agree.
+ */
+STF_EXPERIMENTAL_API
+int stf_err_exit_status(int code);
+
+/* "STF_EFORMAT" and so on: the name of a code of base.h; NULL for STF_OK
+ * and for a code base.h does not define. */
+STF_EXPERIMENTAL_API
+const char *stf_err_code_name(int code);
+
 /* ------------------------------------------------------------- hashing */
 
 /*

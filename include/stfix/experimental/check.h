@@ -1,6 +1,6 @@
 /*
- * stfix EXPERIMENTAL API, check layer: the per-layer numeric probes, and
- * a report read a finding at a time.
+ * stfix EXPERIMENTAL API, check layer: the per-layer numeric probes, a
+ * report read a finding at a time, and a report as JSON.
  *
  * Part of <stfix/experimental.h>: may change in any MINOR release (the
  * contract is at the top of that header). Include that header, not this
@@ -85,6 +85,62 @@ size_t stf_check_diag_peek(const stf_check_report *r, size_t i, stf_diag *out, c
  */
 STF_EXPERIMENTAL_API
 size_t stf_check_diag_layer_rank(const stf_check_report *r, size_t i);
+
+/* ------------------------------------------------------------ JSON */
+
+/*
+ * The order a report is listed in: order[0..stf_check_count(r)) gets the
+ * findings' indices by their layer's rank (stf_check_diag_layer_rank:
+ * file-level findings first, then each layer where it first appears),
+ * report order kept within a layer. Linear in the findings. Errors:
+ * STF_ENOMEM, STF_EINVAL (order NULL for a report with findings).
+ */
+STF_EXPERIMENTAL_API
+int stf_check_diag_order(size_t *order, const stf_check_report *r, stf_err *err);
+
+/*
+ * One finding as the JSON object of stfix(1), JSON OUTPUT: {"rule",
+ * "severity", "layer", "message", ("fix" when with_fix,) "effect"} on one
+ * line, written through fn. Returns 0, STF_EIO when fn stopped it,
+ * STF_ENOMEM, or STF_EINVAL for a NULL fn or d.
+ */
+STF_EXPERIMENTAL_API
+int stf_check_diag_json(stf_text_fn fn, void *ud, const stf_diag *d, int with_fix);
+
+/* "clean", "unchecked layers", "replicated" or "cannot load": what a
+ * degree's summary says about the file at that degree (the worst that
+ * applies); NULL for NULL. */
+STF_EXPERIMENTAL_API
+const char *stf_tp_verdict_name(const stf_tp_summary *s);
+
+/* The parallel-style profile a report's "tp" member names (the program's
+ * --tp-profile, given or detected). */
+typedef struct stf_check_json_tp {
+    const char *profile;   /* its name; NULL: none (null) */
+    int detected;          /* detected from the layer names rather than given */
+    size_t classified;     /* Linear layers it gives a style */
+    size_t linear;         /* Linear layers (a 2-D weight) */
+} stf_check_json_tp;
+
+/* stf_check_report_json flag: JSON Lines, the document on one line. */
+#define STF_CHECK_JSON_ONELINE 1u
+
+/*
+ * The document `stfix check --json` prints for one input, byte for byte,
+ * its closing newline included: {"file", "target", "diagnostics" (in
+ * stf_check_diag_order, one a line), "tp" (only when tp is not NULL: the
+ * profile and each degree of stf_check_tp_summary), "summary"}. `file` and
+ * `target` ("all", "sglang" or "comfyui") are written as given. With
+ * STF_CHECK_JSON_ONELINE the layout's line breaks are left out (several
+ * inputs, one document a line). The text goes to fn in pieces, in order;
+ * each message is read when written (stf_check_diag_peek), so memory does
+ * not grow with the findings' texts. Errors: STF_EIO when fn stopped it,
+ * STF_ENOMEM, STF_EINVAL for a NULL argument.
+ */
+STF_EXPERIMENTAL_API
+int stf_check_report_json(stf_text_fn fn, void *ud, const stf_check_report *r, const char *file,
+                          const char *target, const stf_check_json_tp *tp, unsigned flags,
+                          stf_err *err);
 
 #ifdef __cplusplus
 }

@@ -412,6 +412,28 @@ const char *stf_verify_stamp(const stf_verify_report *r);
 STF_EXPERIMENTAL_API
 int stf_verify_stamp_ok(const stf_verify_report *r);
 
+/* -------------------------------------------------------- dequantize */
+
+/*
+ * The weight of layer li of `m` (stf_model_layer) read as f32, as stored:
+ * *n rows of *k values, decoded the way `exclude` and `stfix diff
+ * --numeric` decode it (stfix-convrot(7), DEQUANTIZATION: INT8 codes times
+ * their scales with the rotation undone, FP8 times its scale, W4A4
+ * unpacked, float weights widened exactly). stf_layer_dequant_shape gives
+ * the shape; stf_layer_dequantize fills dst, which holds count == n * k
+ * floats, reading the weight in blocks of rows (on `pool`, which may be
+ * NULL; the values do not depend on it). Errors: STF_EFORMAT naming the
+ * layer when it has no weight or one stfix does not decode,
+ * STF_EUNSUPPORTED, STF_EINVAL (a count that is not n * k, li out of
+ * range), STF_EIO from a read, STF_ENOMEM.
+ */
+STF_EXPERIMENTAL_API
+int stf_layer_dequant_shape(uint64_t *n, uint64_t *k, const stf_model *m, size_t li,
+                            stf_err *err);
+STF_EXPERIMENTAL_API
+int stf_layer_dequantize(float *dst, size_t count, const stf_model *m, size_t li, stf_pool *pool,
+                         stf_err *err);
+
 #ifdef __cplusplus
 }
 #endif
