@@ -5,7 +5,7 @@
  * layer names when none is given, and the per-degree human summary (check
  * --json's is the library's, stf_check_report_json). Bundled profiles are
  * NAME.yaml in the tp/ subdirectory of each directory of the recipe search
- * path (cli_recipes.c), then those built into the program
+ * path (cli_rules_path.c), then those built into the program
  * (cli_builtin_profiles, from rules/tp/), so that they are found wherever
  * stfix runs, as the bundled recipes are.
  */

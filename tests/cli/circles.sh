@@ -28,9 +28,6 @@ obj b cmd a
 obj c cmd d
 obj d cmd e
 obj e cmd c
-obj f cmd a cli_json
-obj cli_json cmd cli_report
-obj cli_report cmd cli_json
 obj k1 lib/check k2
 obj k2 lib/check k1
 obj s1 lib/check s2
@@ -69,13 +66,6 @@ circles: lib/README.md: a bullet of Circles that stay names no objects: what the
 W
 t_stdout_is "the check finds each circle" "$T_TMP/want"
 t_true "the check finds each circle: no stderr" test ! -s "$T_ERR"
-
-# The pair let through in cmd/ is let through only as that pair.
-obj g cmd cli_json
-obj cli_report cmd cli_json g
-t_run "a circle grown from the pending pair" 1 sh tests/circles.sh "$F" "$F/obj"
-t_stdout_has "a circle grown from the pending pair" \
-    "circles: cmd: cli_json.o cli_report.o g.o: a circle, and cmd may have none"
 
 # A strict room without a folder is skipped; lib/ alone, with its circle
 # named, is clean.
