@@ -46,7 +46,6 @@
 
 #include "container/container_internal.h"
 #include "container/out_guard.h"
-#include "container/sink.h"
 #include "container/writer_internal.h"
 #include "container/zstd_pack.h"
 

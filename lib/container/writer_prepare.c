@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "container/sink_cmp.h"
 #include "container/writer_state.h"
 #include "container/zstd_pack.h"
 

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "container/container_internal.h"
-#include "container/sink.h"
+#include "io/sink.h"
 #include "io/zstd_frames.h"
 #include "io/zstd_seek.h"
 

@@ -22,7 +22,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "container/sink.h"
+#include "container/container_internal.h"
+#include "io/sink.h"
 #include "support/st_tmp.h"
 
 #define B STF__FS_BLOCK

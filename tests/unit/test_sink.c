@@ -19,7 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "container/sink.h"
+#include "container/container_internal.h"
+#include "io/sink.h"
 #include "support/st_tmp.h"
 
 static int setup(void **state)

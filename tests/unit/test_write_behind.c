@@ -23,7 +23,8 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "container/sink.h"
+#include "container/container_internal.h"
+#include "io/sink.h"
 #include "support/st_tmp.h"
 #include "util/sha256.h"
 

@@ -17,8 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "container/container_internal.h"
-#include "container/sink.h"
+#include "io/sink.h"
 
 /* Bounce buffer for the pread/write fallback; big enough that syscall
  * overhead is negligible, small enough to never matter for memory. */
@@ -244,11 +243,13 @@ int stf__sink_open_mem(stf__sink *s, const char *final_path, stf_err *err)
 }
 
 /* A sink that only compares (contract in sink.h). */
-int stf__sink_open_cmp(stf__sink *s, const char *final_path, stf__cmp *cmp, stf_err *err)
+int stf__sink_open_check(stf__sink *s, const char *final_path, const stf__sink_check_ops *ops,
+                         void *target, stf_err *err)
 {
     /* No hook either: nothing is written. */
     sink_init_off_disk(s);
-    s->cmp = cmp;
+    s->cmp = target;
+    s->cmp_ops = ops;
     s->final_path = stf__strdup(final_path);
     if (!s->final_path) {
         stf__sink_abort(s);
@@ -268,7 +269,7 @@ int stf__sink_write(stf__sink *s, const void *p, size_t n, stf_err *err)
 {
     const char *c = p;
     if (s->cmp) {
-        int rc = stf__cmp_bytes(s->cmp, s->final_path, s->off, p, n, err);
+        int rc = s->cmp_ops->bytes(s->cmp, s->final_path, s->off, p, n, err);
         if (!rc) s->off += n;
         return rc;
     }
@@ -448,7 +449,7 @@ int stf__sink_pwrite(stf__sink *s, uint64_t at, const void *p, size_t n,
         return stf__err_rule(err, STF_EINVAL, "", 1, at,
                              "%s: write at byte %llu exceeds the largest file offset",
                              s->final_path, (unsigned long long)at);
-    if (s->cmp) return stf__cmp_bytes(s->cmp, s->final_path, at, p, n, err);
+    if (s->cmp) return s->cmp_ops->bytes(s->cmp, s->final_path, at, p, n, err);
     if (s->stage.live) return staged_pwrite(s, at, p, n, tensor, err);
     return pwrite_all(s, at, p, n, tensor, err);
 }
@@ -565,6 +566,6 @@ void stf__sink_abort(stf__sink *s)
     stf__wb_fini(&s->wb);
     stf__fs_fini(&s->stage);
     stf__fs_holes_free(&s->holes);
-    stf__cmp_free(s->cmp);
+    if (s->cmp) s->cmp_ops->free(s->cmp);
     s->cmp = NULL;
 }
