@@ -26,14 +26,6 @@
 /* Names tried before giving up on EEXIST, as mkstemp does. */
 #define NAME_TRIES 100
 
-static char *dir_of(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash) return stf__strdup(".");
-    if (slash == path) return stf__strdup("/");
-    return stf__strndup(path, (size_t)(slash - path));
-}
-
 static uint64_t mix64(uint64_t x)
 {
     x += 0x9e3779b97f4a7c15u;
@@ -169,7 +161,7 @@ int stf__sink_open(stf__sink *s, const char *final_path, stf_err *err)
     if (stf__wb_init(&s->wb)) return stf__err(err, STF_ENOMEM, "%s: out of memory", final_path);
     int no_tmpfile = test_hooks.no_tmpfile;
     int rc = 0;
-    char *dir = dir_of(final_path);
+    char *dir = stf__path_dir(final_path);
     const char *base = strrchr(final_path, '/');
     base = base ? base + 1 : final_path;
     stf_buf tmp;
@@ -485,7 +477,7 @@ int stf__sink_finish(stf__sink *s, stf_err *err)
 
 static int fsync_dir(const stf__sink *s, stf_err *err)
 {
-    char *dir = dir_of(s->final_path);
+    char *dir = stf__path_dir(s->final_path);
     if (!dir) return stf__err(err, STF_ENOMEM, "%s: out of memory", s->final_path);
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int e = dfd < 0 ? errno : 0;
