@@ -1,4 +1,4 @@
-/* Tests for lib/container/fill_stage.c through the sink: which fills are
+/* Tests for lib/io/fill_stage.c through the sink: which fills are
  * staged and written with O_DIRECT (seen through the write hook, which
  * every write passes), out-of-order and concurrent fills, more blocks in
  * flight than slots, small fills and their cap, blocks that also hold

@@ -1,4 +1,4 @@
-/* Tests for lib/container/sink.c: temp file next to the target (unnamed
+/* Tests for lib/io/sink.c: temp file next to the target (unnamed
  * O_TMPFILE, or named when forced with no_tmpfile), rename on publish,
  * cleanup on abort, file modes under the umask, copy_file_range with its
  * read/write fallback, and the write hook; then, through the writer, what

@@ -1,4 +1,4 @@
-/* Tests for lib/container/write_behind.c: which ranges fills hand to the
+/* Tests for lib/io/write_behind.c: which ranges fills hand to the
  * disk (in batches merged into runs) and which they drop, in landing order,
  * with the calls recorded through stf__wb_ops; small fills left alone; the
  * window's slot limit; a keeping write-behind that waits where it would

@@ -1,4 +1,4 @@
-/* Tests for lib/container/zstd_live.c through the writer: a compressed
+/* Tests for lib/io/zstd_live.c through the writer: a compressed
  * output's frames are compressed when the fill that completes them
  * returns, not at commit; deferred tensors filled out of order, in pieces,
  * give the bytes a writer of the same tensors from memory gives (plain and
