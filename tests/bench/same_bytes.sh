@@ -58,9 +58,12 @@ done
 
 n=0
 bad=0
+runs=0
+ok=0
 # run ID ARGS...: run ARGS with each build in $W/old/ID and $W/new/ID (the
 # inputs linked in as in/), then compare status, stdout, stderr and every
-# file written.
+# file written. Its variables are the shell's globals: none of the callers'
+# loop variables (f, i, r, rn, j, z) is used here.
 run() {
     id=$1
     shift
@@ -73,7 +76,9 @@ run() {
         (cd "$d" && "$bin" "$@" >"$d.stdout" 2>"$d.stderr"; echo $? >"$d.rc")
     done
     n=$((n + 1))
+    runs=$((runs + 1))
     o="$W/old/$id"
+    [ "$(cat "$o.rc")" = 0 ] && ok=$((ok + 1))
     m="$W/new/$id"
     for x in rc stdout stderr; do
         if ! cmp -s "$o.$x" "$m.$x"; then
@@ -87,11 +92,11 @@ run() {
         echo "same_bytes: $id: not the same files written"
         bad=$((bad + 1))
     fi
-    while read -r f; do
-        [ -f "$m/$f" ] || continue
+    while read -r wf; do
+        [ -f "$m/$wf" ] || continue
         n=$((n + 1))
-        if ! cmp -s "$o/$f" "$m/$f"; then
-            echo "same_bytes: $id: $f differs"
+        if ! cmp -s "$o/$wf" "$m/$wf"; then
+            echo "same_bytes: $id: $wf differs"
             bad=$((bad + 1))
         fi
     done <"$o.files"
@@ -136,5 +141,5 @@ for f in $(cat "$W/exports.txt"); do
             --zstd-grouped
     done
 done
-echo "same_bytes: $n comparisons, $bad differences"
+echo "same_bytes: $runs runs ($ok of them exit 0), $n comparisons, $bad differences"
 [ "$bad" -eq 0 ]
