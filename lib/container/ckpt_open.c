@@ -297,22 +297,33 @@ static int open_finish(stf_ckpt **out, stf_ckpt *c, int rc, const stf_open_opts 
     return rc;
 }
 
-/* Open a file or an index; see container.h. */
-int stf_ckpt_open(stf_ckpt **out, const char *path, const stf_open_opts *opts, stf_err *err)
+/*
+ * The caller's options (NULL: the defaults) into *cur in the newest
+ * layout, once their version is known: what every opener starts with.
+ * STF_EINVAL for a version this library does not know.
+ */
+static int opts_take(stf_open_opts *cur, const stf_open_opts *opts, stf_err *err)
 {
-    stf_ckpt *c = NULL;
     stf_open_opts dflt;
-
-    if (!out || !path) return stf__err(err, STF_EINVAL, "stf_ckpt_open: NULL argument");
-    *out = NULL;
     if (!opts) {
         stf_open_opts_init(&dflt);
         opts = &dflt;
     }
     if (stf__opts_version(err, opts->version, STF_OPEN_OPTS_VERSION, "stf_open_opts"))
         return STF_EINVAL;
+    stf__open_opts_upgrade(cur, opts);
+    return 0;
+}
+
+/* Open a file or an index; see container.h. */
+int stf_ckpt_open(stf_ckpt **out, const char *path, const stf_open_opts *opts, stf_err *err)
+{
+    stf_ckpt *c = NULL;
     stf_open_opts cur;
-    stf__open_opts_upgrade(&cur, opts);
+
+    if (!out || !path) return stf__err(err, STF_EINVAL, "stf_ckpt_open: NULL argument");
+    *out = NULL;
+    if (opts_take(&cur, opts, err)) return STF_EINVAL;
     opts = &cur;
     c = ckpt_new();
     if (!c) return oom(err, path);
@@ -332,19 +343,12 @@ int stf_ckpt_open_mem(stf_ckpt **out, const void *buf, size_t len, const char *n
                       const stf_open_opts *opts, stf_err *err)
 {
     stf_ckpt *c = NULL;
-    stf_open_opts dflt;
+    stf_open_opts cur;
 
     if (!out || (!buf && len)) return stf__err(err, STF_EINVAL, "stf_ckpt_open_mem: NULL argument");
     *out = NULL;
     if (!name) name = "<memory>";
-    if (!opts) {
-        stf_open_opts_init(&dflt);
-        opts = &dflt;
-    }
-    if (stf__opts_version(err, opts->version, STF_OPEN_OPTS_VERSION, "stf_open_opts"))
-        return STF_EINVAL;
-    stf_open_opts cur;
-    stf__open_opts_upgrade(&cur, opts);
+    if (opts_take(&cur, opts, err)) return STF_EINVAL;
     opts = &cur;
     c = ckpt_new();
     if (!c) return oom(err, name);
@@ -359,7 +363,7 @@ int stf_ckpt_open_host(stf_ckpt **out, const char *name, const stf_host_io *io,
                        stf_host_open_fn open_shard, void *shard_ctx, const stf_open_opts *opts,
                        stf_err *err)
 {
-    stf_open_opts dflt, cur;
+    stf_open_opts cur;
     stf__source *src = NULL;
     stf_ckpt *c = NULL;
     int rc = 0;
@@ -369,15 +373,10 @@ int stf_ckpt_open_host(stf_ckpt **out, const char *name, const stf_host_io *io,
         rc = stf__err(err, STF_EINVAL, "stf_ckpt_open_host: NULL argument");
         goto fail;
     }
-    if (!opts) {
-        stf_open_opts_init(&dflt);
-        opts = &dflt;
-    }
-    if (stf__opts_version(err, opts->version, STF_OPEN_OPTS_VERSION, "stf_open_opts")) {
+    if (opts_take(&cur, opts, err)) {
         rc = STF_EINVAL;
         goto fail;
     }
-    stf__open_opts_upgrade(&cur, opts);
     opts = &cur;
     int index = ends_with(name, ".index.json");
     if (index && !open_shard) {
