@@ -15,6 +15,7 @@
 #include "stfix/experimental/container.h"
 #include "io/fdcache.h"
 #include "io/file_stamp.h"
+#include "io/sink.h"
 #include "io/source.h"
 #include "util/sha256.h"
 #include "util/util.h"

@@ -19,15 +19,8 @@
  * Temporary files are created with O_EXCL (or have no name at all), so they
  * can never replace anything.
  *
- * The lock: a writer holds an exclusive lock on its output from
- * stf_writer_new until commit or free, so two runs writing the same output
- * (a sharded set above all) cannot interleave their renames. It is an
- * abstract-namespace socket bound to a name made from the output directory
- * (device, inode) and the output's file name: the kernel lets one socket at
- * a time have a name, and drops it when its holder exits however it exits,
- * so no lock file can be left behind, not even by SIGKILL (which the temp
- * files already guarantee for the data). Its reach is the kernel's network
- * namespace: runs on one machine (or in one container) exclude each other.
+ * A writer also holds an exclusive lock on its output from stf_writer_new
+ * until commit or free (the I/O layer's out_lock.h).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -37,35 +30,17 @@
 #include <string.h>
 #include <stddef.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 #include <zstd.h>
 
 #include "container/container_internal.h"
 #include "container/out_guard.h"
-#include "container/sink.h"
 #include "container/writer_internal.h"
 #include "container/zstd_pack.h"
 
 #define SUFFIX ".safetensors"
 #define SUFFIX_LEN (sizeof SUFFIX - 1)
-
-static const char *base_of(const char *p)
-{
-    const char *s = strrchr(p, '/');
-    return s ? s + 1 : p;
-}
-
-static char *dir_of(const char *path)
-{
-    const char *b = base_of(path);
-    if (b == path) return stf__strdup(".");
-    if (b == path + 1) return stf__strdup("/");
-    return stf__strndup(path, (size_t)(b - path - 1));
-}
 
 /* One input file by device and inode; path borrowed from the checkpoint. */
 struct stf__out_in {
@@ -187,7 +162,7 @@ static int is_shard_name(const char *name, const char *stem, size_t stem_len, co
 static int check_shard_names(const char *dir, const char *path, const stf_write_opts *o,
                              const stf__out_inputs *ids, stf_err *err)
 {
-    const char *base = base_of(path), *zs = stf__zstd_suffix(o);
+    const char *base = stf__path_base(path), *zs = stf__zstd_suffix(o);
     size_t stem_len = strlen(base) - SUFFIX_LEN - (zs ? strlen(zs) : 0);
     DIR *d = opendir(dir);
     if (!d)
@@ -280,9 +255,9 @@ static int name_fits(const char *path, const char *dir, const char *base, const 
 /* See out_guard.h. */
 int stf__out_check_length(const char *path, stf_err *err)
 {
-    char *dir = dir_of(path);
+    char *dir = stf__path_dir(path);
     if (!dir) return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
-    int rc = name_fits(path, dir, base_of(path), "the file name", name_max(dir), err);
+    int rc = name_fits(path, dir, stf__path_base(path), "the file name", name_max(dir), err);
     stf__free(dir);
     return rc;
 }
@@ -305,7 +280,7 @@ static int shard_names_fit(const char *path, const char *dir, const char *idx, s
         stf__buf_printf(&what, "the shard name '%s'", name.data))
         rc = stf__err(err, STF_ENOMEM, "%s: out of memory", path);
     if (!rc) rc = name_fits(path, dir, name.data, what.data, max, err);
-    if (!rc) rc = name_fits(path, dir, base_of(idx), "the index name", max, err);
+    if (!rc) rc = name_fits(path, dir, stf__path_base(idx), "the index name", max, err);
     stf__buf_free(&what);
     stf__buf_free(&name);
     stf__free(shard);
@@ -341,11 +316,11 @@ static int check_path(const char *path, const stf_write_opts *o, const stf__out_
         return stf__err(err, STF_EINVAL,
                         "%s: a sharded output path must end in \".safetensors%s\"", path,
                         zs ? zs : "");
-    char *dir = dir_of(path);
+    char *dir = stf__path_dir(path);
     if (!dir) return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
     struct stat ds;
     /* The names first: they need no directory yet. */
-    rc = name_fits(path, dir, base_of(path), "the file name", name_max(dir), err);
+    rc = name_fits(path, dir, stf__path_base(path), "the file name", name_max(dir), err);
     if (!rc && dir_may_be_missing && stat(dir, &ds) != 0 && errno == ENOENT) {
         stf__free(dir);
         return 0;
@@ -393,7 +368,7 @@ int stf__out_takes_name(const char *out, const stf_write_opts *o, const char *na
 {
     if (!strcmp(out, name)) return 1;
     if (!o || !o->max_shard_size) return 0;
-    const char *ob = base_of(out), *nb = base_of(name);
+    const char *ob = stf__path_base(out), *nb = stf__path_base(name);
     /* Same directory, as spelt. */
     if (ob - out != nb - name || strncmp(out, name, (size_t)(ob - out))) return 0;
     const char *zs = stf__zstd_suffix(o);
@@ -407,98 +382,5 @@ int stf__out_takes_name(const char *out, const stf_write_opts *o, const char *na
 
 /* ------------------------------------------------------------------ lock */
 
-/* Waits between attempts on a held lock: short at first, then at most this. */
-#define LOCK_WAIT_MAX_NS 200000000L
-
-/* The lock-wait hook (stf_set_lock_wait_hook): set before writers start,
- * read by them. */
-static stf_lock_wait_fn wait_hook;
-static void *wait_hook_ud;
-
-/* See experimental/container.h. */
-void stf_set_lock_wait_hook(stf_lock_wait_fn fn, void *ud)
-{
-    wait_hook = fn;
-    wait_hook_ud = fn ? ud : NULL;
-}
-
-/*
- * The lock's name: the output directory's device and inode and the
- * output's file name, hashed to a fixed length (a socket name holds at most
- * 107 bytes; a file name alone may be 255). Device and inode make every
- * spelling of the directory (symlinks, "..") name the same lock.
- */
-static int lock_name(char out[80], const char *path, stf_err *err)
-{
-    char *dir = dir_of(path);
-    if (!dir) return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
-    struct stat ds;
-    int r = stat(dir, &ds);
-    int e = errno;
-    stf__free(dir);
-    if (r != 0)
-        return stf__err(err, STF_EIO, "%s: cannot examine the output directory: %s", path,
-                        strerror(e));
-    uint64_t id[2] = { (uint64_t)ds.st_dev, (uint64_t)ds.st_ino };
-    stf_buf key;
-    stf__buf_init(&key);
-    if (stf__buf_put(&key, id, sizeof id) || stf__buf_puts(&key, base_of(path))) {
-        stf__buf_free(&key);
-        return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
-    }
-    char hex[65];
-    stf__sha256_hex(hex, key.data, key.len);
-    stf__buf_free(&key);
-    snprintf(out, 80, "stfix-output-lock/%.32s", hex);
-    return 0;
-}
-
-/* See out_guard.h. */
-int stf__out_lock_take(stf__out_lock *l, const char *path, int no_wait, stf_err *err)
-{
-    l->fd = -1;
-    char name[80];
-    int rc = lock_name(name, path, err);
-    if (rc) return rc;
-    struct sockaddr_un a;
-    memset(&a, 0, sizeof a);
-    a.sun_family = AF_UNIX;
-    size_t n = strlen(name);
-    memcpy(a.sun_path + 1, name, n); /* sun_path[0] == 0: the abstract namespace */
-    socklen_t alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return stf__err(err, STF_EIO, "%s: cannot create the output lock: %s", path,
-                        strerror(errno));
-    long wait_ns = 1000000L;
-    int told = 0; /* the hook heard of this wait */
-    while (bind(fd, (struct sockaddr *)&a, alen) != 0) {
-        if (errno != EADDRINUSE) {
-            rc = stf__err(err, STF_EIO, "%s: cannot take the output lock: %s", path,
-                          strerror(errno));
-            break;
-        }
-        if (no_wait) {
-            rc = stf__err(err, STF_EBUSY,
-                          "%s: another stfix run is writing this output; try again when it has "
-                          "finished (or leave out --no-wait to wait for it)",
-                          path);
-            break;
-        }
-        if (!told && wait_hook) wait_hook(wait_hook_ud, path);
-        told = 1;
-        struct timespec ts = { 0, wait_ns };
-        nanosleep(&ts, NULL);
-        if (wait_ns < LOCK_WAIT_MAX_NS) wait_ns *= 2;
-    }
-    if (rc) close(fd);
-    else l->fd = fd;
-    return rc;
-}
-
-/* See out_guard.h. */
-void stf__out_lock_release(stf__out_lock *l)
-{
-    if (l->fd >= 0) close(l->fd);
-    l->fd = -1;
-}
+/* See experimental/container.h: the lock's own hook, in the I/O layer. */
+void stf_set_lock_wait_hook(stf_lock_wait_fn fn, void *ud) { stf__out_lock_hook_set(fn, ud); }

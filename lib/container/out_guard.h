@@ -1,12 +1,14 @@
 /*
  * The output guard's internal half (the public stf_output_check is in
- * container.h): checking one output name, and the per-output lock that a
- * writer holds for the whole write. Internal to the container layer.
+ * container.h): checking one output name. The per-output lock that a
+ * writer holds for the whole write is the I/O layer's (out_lock.h).
+ * Internal to the container layer.
  */
 #ifndef STF_OUT_GUARD_H
 #define STF_OUT_GUARD_H
 
-#include "stfix/container.h"
+#include "container/container_internal.h"
+#include "io/out_lock.h"
 
 /*
  * The input checkpoint's files (shards and index) by device and inode,
@@ -65,23 +67,5 @@ int stf__output_check_ids(const char *path, const stf_write_opts *o, const stf__
  * compared as spelt, so pass them resolved alike.
  */
 int stf__out_takes_name(const char *out, const stf_write_opts *o, const char *name);
-
-/* An exclusive lock on one output path; fd -1 when not held. */
-typedef struct stf__out_lock {
-    int fd; /* the socket whose bound name is the lock */
-} stf__out_lock;
-
-/*
- * Take the lock of output `path` (named after its directory's device and
- * inode and its file name; nothing is created on disk). Waits, polling,
- * while another process holds it (telling the lock-wait hook, when one is
- * set, before the first pause), or fails at once with STF_EBUSY when
- * no_wait. STF_EIO when the directory cannot be examined or no socket can
- * be made. On failure l->fd is -1.
- */
-int stf__out_lock_take(stf__out_lock *l, const char *path, int no_wait, stf_err *err);
-
-/* Drop the lock. Safe on a lock whose take failed, and more than once. */
-void stf__out_lock_release(stf__out_lock *l);
 
 #endif

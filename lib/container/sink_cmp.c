@@ -163,3 +163,20 @@ int stf__cmp_identical(const stf__cmp *c, uint64_t size)
             return 0;
     return 1;
 }
+
+/* The comparing target as the sink sees it. */
+static int cmp_check_bytes(void *target, const char *path, uint64_t at, const void *p, size_t n,
+                           stf_err *err)
+{
+    return stf__cmp_bytes(target, path, at, p, n, err);
+}
+
+static void cmp_check_free(void *target) { stf__cmp_free(target); }
+
+static const stf__sink_check_ops cmp_check_ops = {cmp_check_bytes, cmp_check_free};
+
+/* See sink_cmp.h. */
+int stf__sink_open_cmp(stf__sink *s, const char *final_path, stf__cmp *cmp, stf_err *err)
+{
+    return stf__sink_open_check(s, final_path, &cmp_check_ops, cmp, err);
+}

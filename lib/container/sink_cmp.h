@@ -1,6 +1,7 @@
 /*
- * The target of a comparing sink (stf__sink_open_cmp): the existing file a
- * re-run is checked against. Every byte the writer would write is compared
+ * The target of a comparing sink (stf__sink_open_cmp, over the I/O
+ * layer's stf__sink_open_check): the existing file a re-run is checked
+ * against, read as a checkpoint to find where each tensor's bytes lie. Every byte the writer would write is compared
  * on the spot with the file's byte that must equal it, and nothing is kept
  * but one flag per range, so checking an output of any size costs bounded
  * buffers plus the layout. Internal to the container layer.
@@ -12,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stfix/container.h"
+#include "container/container_internal.h"
 
 /* One range of the file being made: the header, or one tensor's bytes. */
 typedef struct stf__cmp_seg {
@@ -59,6 +60,13 @@ void stf__cmp_free(stf__cmp *c);
  */
 int stf__cmp_bytes(stf__cmp *c, const char *path, uint64_t at, const void *p, size_t n,
                    stf_err *err);
+
+/*
+ * Open `s` as a sink that compares every byte it is given with the file
+ * `cmp` describes (stf__sink_open_check with this target's operations);
+ * the sink owns cmp from here on, also on failure. STF_ENOMEM only.
+ */
+int stf__sink_open_cmp(stf__sink *s, const char *final_path, stf__cmp *cmp, stf_err *err);
 
 /*
  * Whether the made file of `size` bytes equals the existing one: every

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "container/sink_cmp.h"
 #include "container/writer_state.h"
 #include "container/zstd_pack.h"
 
@@ -59,8 +60,8 @@ static int write_tensor(stf__sink *sk, const stf__wtensor *t, stage *st, stf_err
         const stf__source *s = NULL;
         uint64_t foff = 0;
         int fd = -1;
-        if (!stf__ckpt_tensor_source(src->ckpt, src->idx, &s, &foff, NULL) && s &&
-            !stf__source_data(s) && stf__source_storage(s) == STF__STORE_PLAIN) {
+        if (!stf__ckpt_tensor_source(src->ckpt, src->idx, &s, &foff, NULL) &&
+            stf__source_has_fd(s)) {
             /* The descriptor may be a cached one reopened: hold it for the copy. */
             if ((rc = stf__source_fd_acquire(s, &fd, err)))
                 return stf__err_prefix(err, "tensor '%s': ", t->info.name);

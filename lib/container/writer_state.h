@@ -9,7 +9,7 @@
 #include <stdatomic.h>
 
 #include "container/out_guard.h"
-#include "container/sink.h"
+#include "io/sink.h"
 #include "container/writer_internal.h"
 
 typedef struct stf__wtensor {

@@ -1,10 +1,10 @@
 /*
- * Writing and reading back compressed outputs (stfix(1), COMPRESSED
- * FILES): compression on the worker pool into a sink, and the streaming
- * decompressor that restores the uncompressed bytes of a seekable, plain
- * or .stz file. Internal to the container layer; the frame plan and the
- * grouped-frame codec are in zstd_frames.h, the seekable format's
- * constants in zstd_seek.h.
+ * Reading back compressed outputs (stfix(1), COMPRESSED FILES): the
+ * streaming decompressor that restores the uncompressed bytes of a
+ * seekable, plain or .stz file, and the suffix of a compressed output.
+ * Internal to the container layer; compressing into a sink is the I/O
+ * layer's (zstd_out.h), the frame plan and the grouped-frame codec are in
+ * zstd_frames.h, the seekable format's constants in zstd_seek.h.
  */
 #ifndef STF_ZSTD_PACK_H
 #define STF_ZSTD_PACK_H
@@ -13,16 +13,8 @@
 #include <stdint.h>
 
 #include "container/container_internal.h"
-#include "container/sink.h"
-#include "io/zstd_frames.h"
+#include "io/zstd_out.h"
 #include "io/zstd_seek.h"
-
-/* One entry of a seek table as the writer makes it. */
-typedef struct stf__seek_entry {
-    uint32_t csize;    /* compressed bytes of the frame */
-    uint32_t dsize;    /* decompressed bytes */
-    uint32_t checksum; /* low 32 bits of XXH64(decompressed), when the table has them */
-} stf__seek_entry;
 
 /* ".zst", ".stz" or NULL (uncompressed) for writer options `o`. */
 static inline const char *stf__zstd_suffix(const stf_write_opts *o)
@@ -30,97 +22,6 @@ static inline const char *stf__zstd_suffix(const stf_write_opts *o)
     if (!o || !o->zstd_level) return NULL;
     return o->zstd_grouped ? ".stz" : ".zst";
 }
-
-typedef struct stf__zpack_opts {
-    int level;       /* zstd level, 1..22 */
-    int grouped;     /* .stz: BF16/F16 frames grouped */
-    uint64_t frame;  /* at most this many decompressed bytes per frame */
-    stf_pool *pool;  /* frames are compressed on it; NULL: inline */
-} stf__zpack_opts;
-
-/*
- * Compress the `total` bytes of `src_fd` (read with pread; `src_name` for
- * messages) into `dst`, frame by frame along the plan, then append the seek
- * table. Frames are compressed a batch at a time on the pool, each with its
- * own context and the same parameters, and written in order while the
- * next batch compresses: the bytes do not depend on the thread count.
- * Memory is bounded by the two batches in flight (two frames per thread
- * each, at most 256 MiB of frames in all, at least one frame each).
- */
-int stf__zstd_pack(stf__sink *dst, int src_fd, const char *src_name, uint64_t total,
-                   const stf__zspan *spans, size_t nspans, const stf__zpack_opts *o,
-                   stf_err *err);
-
-/* A frame compressed ahead of time into a spool file (zstd_live.c). */
-typedef struct stf__zspooled {
-    uint64_t off;  /* where its compressed bytes start in the spool */
-    uint32_t csize; /* compressed bytes */
-    uint32_t sum;  /* its seek-table checksum */
-    int done;      /* 0: not spooled; compressed when the file is packed */
-} stf__zspooled;
-
-/*
- * As stf__zstd_pack, along a plan made by stf__zframes_plan: frame i with
- * sp[i].done is copied from `spool_fd` (its bytes as stf__zenc_frame made
- * them) instead of being read and compressed. `sp` may be NULL.
- */
-int stf__zstd_pack_frames(stf__sink *dst, int src_fd, const char *src_name,
-                          const stf__zframe *f, size_t nf, const stf__zspooled *sp,
-                          int spool_fd, const stf__zpack_opts *o, stf_err *err);
-
-/*
- * One frame's encoder: a ZSTD_CCtx with the parameters of `o` and buffers
- * for a frame of o->frame bytes. stf__zenc_frame reads frame f of `fd`
- * (pread; `src_name` for messages) and compresses it exactly as
- * stf__zstd_pack does; stf__zenc_out gives the result, valid until the
- * next call. Non-zero with `err` set on failure. stf__zenc_new returns
- * NULL when out of memory.
- */
-typedef struct stf__zenc stf__zenc;
-stf__zenc *stf__zenc_new(const stf__zpack_opts *o);
-void stf__zenc_free(stf__zenc *e);
-int stf__zenc_frame(stf__zenc *e, const stf__zpack_opts *o, const stf__zframe *f, int fd,
-                    const char *src_name, stf_err *err);
-const unsigned char *stf__zenc_out(const stf__zenc *e, size_t *len, uint32_t *sum);
-
-/*
- * Compression while a file is being filled (zstd_live.c). Made at
- * prepare, once the layout of the uncompressed temp file `src_path` of
- * `total` bytes is fixed: `spans` its tensors (as for stf__zframes_plan),
- * `holes` the deferred ones, whose bytes come later through fills. A frame
- * none of whose bytes is in a hole is complete from the start and left for
- * stf__zlive_finish. `final` names the output in messages; the spool is a
- * temp file beside it. STF_ENOMEM, STF_EIO (the temp file cannot be
- * re-opened or the spool created).
- */
-typedef struct stf__zlive stf__zlive;
-int stf__zlive_new(stf__zlive **out, const char *final, const char *src_path, uint64_t total,
-                   const stf__zspan *spans, size_t nspans, const stf__zspan *holes,
-                   size_t nholes, const stf__zpack_opts *o, stf_err *err);
-
-/*
- * Bytes [at, at + len) of the file have been written (a fill returned).
- * A frame whose last missing bytes these are is read back and compressed
- * on the calling thread and appended to the spool, in whatever order
- * frames complete. Safe from several threads at once for disjoint ranges.
- * STF_EIO naming the output and the frame's offset when the spool cannot
- * be written.
- */
-int stf__zlive_filled(stf__zlive *z, uint64_t at, uint64_t len, stf_err *err);
-
-/*
- * Every fill has returned: write the compressed file into `dst`, the
- * spooled frames copied in frame order and the others compressed on
- * o->pool (stf__zstd_pack_frames), then the seek table. The bytes are those
- * of stf__zstd_pack on the finished file.
- */
-int stf__zlive_finish(stf__zlive *z, stf__sink *dst, stf_err *err);
-
-/* The uncompressed temp file's descriptor (read-only), for --zstd-verify. */
-int stf__zlive_src_fd(const stf__zlive *z);
-
-/* Close the spool (removing it) and free; NULL is a no-op. */
-void stf__zlive_free(stf__zlive *z);
 
 /* Receives restored bytes in order; non-zero stops the restore. */
 typedef int (*stf__zout_fn)(void *ud, const void *p, size_t n, stf_err *err);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "stfix/base.h"
+#include "util/sha256.h"
 #include "util/util.h"
 
 /*
@@ -43,6 +44,15 @@ enum {
     STF__STREAM_SPOOLED = 2,
     STF__STREAM_RESTARTED = 3
 };
+
+/* ------------------------------------------------------------ paths */
+
+/* The last name of `path` (after its last '/'), pointing into it. */
+const char *stf__path_base(const char *path);
+
+/* The directory of `path`, allocated: "." for a bare name, "/" for a name
+ * at the root. NULL when out of memory; free with stf__free. */
+char *stf__path_dir(const char *path);
 
 /* ------------------------------------------------------------ descriptors */
 

@@ -53,6 +53,12 @@ int stf__source_fd_acquire(const stf__source *s, int *fd, stf_err *err)
     return s->ops->fd_acquire(s, fd, err);
 }
 
+/* See source.h. */
+int stf__source_has_fd(const stf__source *s)
+{
+    return s && s->storage == STF__STORE_PLAIN && s->ops->fd_acquire;
+}
+
 /* Give it back; see source.h. */
 void stf__source_fd_release(const stf__source *s)
 {

@@ -182,6 +182,10 @@ const uint8_t *stf__source_data(const stf__source *s);
  * for a compressed source, STF_EINVAL for one that has no descriptor.
  */
 int stf__source_fd_acquire(const stf__source *s, int *fd, stf_err *err);
+/* Whether the source's bytes are a descriptor's at their own offsets, so
+ * stf__source_fd_acquire may give it: an uncompressed kind that has one
+ * (a file); 0 for memory, a host's bytes and any decompressed source. */
+int stf__source_has_fd(const stf__source *s);
 /* Give back the descriptor of stf__source_fd_acquire. No-op on NULL. */
 void stf__source_fd_release(const stf__source *s);
 

@@ -12,7 +12,7 @@
 
 #include "container/index.h"
 #include "container/out_guard.h"
-#include "container/sink.h"
+#include "io/sink.h"
 #include "stfix/experimental/pipeline.h"
 #include "util/sha256.h"
 #include "util/util.h"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Hold the output lock of OUT as another stfix run writing OUT would: bind
 the abstract socket the library binds, named from the output directory's
-device and inode and the file name (lib/container/out_guard.c).
+device and inode and the file name (lib/io/out_lock.c).
 
   hold_lock.py OUT CMD [ARG...]   run CMD while holding it; exit with CMD's status
   hold_lock.py OUT --until FILE   hold it, create FILE.held, and let go once FILE exists

@@ -14,7 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "container/sink.h"
+#include "container/container_internal.h"
+#include "io/sink.h"
 #include "fuzz.h"
 #include "stfix.h"
 #include "support/st_tmp.h"

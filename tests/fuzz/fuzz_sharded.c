@@ -15,7 +15,8 @@
  */
 #include <string.h>
 
-#include "container/sink.h"
+#include "container/container_internal.h"
+#include "io/sink.h"
 #include "container/index.h"
 #include "fuzz.h"
 #include "stfix.h"

@@ -24,7 +24,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "container/sink.h"
+#include "container/container_internal.h"
+#include "io/sink.h"
 #include "fuzz.h"
 #include "pipeline/plan_internal.h"
 #include "stfix.h"

@@ -14,7 +14,8 @@
 
 #include <cmocka.h>
 
-#include "container/sink.h"
+#include "container/container_internal.h"
+#include "io/sink.h"
 #include "io/source.h"
 #include "stfix.h"
 #include "support/st_alloc.h"

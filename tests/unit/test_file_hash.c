@@ -13,7 +13,8 @@
 #include <cmocka.h>
 #include <openssl/sha.h>
 
-#include "container/sink.h"
+#include "container/container_internal.h"
+#include "io/sink.h"
 #include "container/writer_internal.h"
 #include "support/st_bytes.h"
 #include "support/st_tmp.h"

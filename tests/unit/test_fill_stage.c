@@ -1,4 +1,4 @@
-/* Tests for lib/container/fill_stage.c through the sink: which fills are
+/* Tests for lib/io/fill_stage.c through the sink: which fills are
  * staged and written with O_DIRECT (seen through the write hook, which
  * every write passes), out-of-order and concurrent fills, more blocks in
  * flight than slots, small fills and their cap, blocks that also hold
@@ -22,7 +22,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "container/sink.h"
+#include "container/container_internal.h"
+#include "io/sink.h"
 #include "support/st_tmp.h"
 
 #define B STF__FS_BLOCK

@@ -18,7 +18,8 @@
 
 #include <cmocka.h>
 
-#include "container/sink.h"
+#include "container/container_internal.h"
+#include "io/sink.h"
 #include "stfix.h"
 #include "support/st_ckptfile.h"
 #include "support/st_tmp.h"

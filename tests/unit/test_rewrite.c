@@ -15,7 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "container/sink.h"
+#include "container/container_internal.h"
+#include "io/sink.h"
 #include "container/writer_internal.h"
 #include "stfix/experimental/container.h"
 #include "support/st_bytes.h"

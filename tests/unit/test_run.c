@@ -19,7 +19,8 @@
 
 #include <cmocka.h>
 
-#include "container/sink.h"
+#include "container/container_internal.h"
+#include "io/sink.h"
 #include "quant_testutil.h"
 #include "run_testplan.h"
 #include "support/st_alloc.h"

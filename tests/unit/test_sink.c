@@ -1,4 +1,4 @@
-/* Tests for lib/container/sink.c: temp file next to the target (unnamed
+/* Tests for lib/io/sink.c: temp file next to the target (unnamed
  * O_TMPFILE, or named when forced with no_tmpfile), rename on publish,
  * cleanup on abort, file modes under the umask, copy_file_range with its
  * read/write fallback, and the write hook; then, through the writer, what
@@ -19,7 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "container/sink.h"
+#include "container/container_internal.h"
+#include "io/sink.h"
 #include "support/st_tmp.h"
 
 static int setup(void **state)

@@ -15,7 +15,9 @@
 #include <cmocka.h>
 #include <dirent.h>
 
-#include "container/sink.h"
+#include "container/container_internal.h"
+#include "container/sink_cmp.h"
+#include "io/sink.h"
 #include "support/st_tmp.h"
 
 #define SIZE ((size_t)3 << 20) /* over the 1 MiB read chunk */

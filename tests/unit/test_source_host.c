@@ -335,6 +335,40 @@ static void test_zstd(void **state)
     free(zp);
 }
 
+/* A checkpoint over a host's bytes is written as the same bytes in a file
+ * are: its tensors are read through the host (it has no descriptor to
+ * copy from), and the output is byte for byte the file's rewrite. */
+static void test_rewrite(void **state)
+{
+    (void)state;
+    const char *in = st_in_dir("rw_in.safetensors");
+    assert_int_equal(st_write_file(in, g_plain, g_plain_len), 0);
+    stf_ckpt *fc = NULL, *hc = NULL;
+    stf_err e;
+    assert_int_equal(stf_ckpt_open(&fc, in, NULL, &e), 0);
+    const char *fo = st_in_dir("rw_file.safetensors");
+    assert_int_equal(stf_ckpt_rewrite(fc, fo, NULL, &e), 0);
+    stf_ckpt_free(fc);
+
+    hfile f = hf(g_plain, g_plain_len);
+    f.chunk = 5;
+    stf_host_io io = io_of(&f);
+    assert_int_equal(stf_ckpt_open_host(&hc, "h.safetensors", &io, NULL, NULL, NULL, &e), 0);
+    const char *ho = st_in_dir("rw_host.safetensors");
+    assert_int_equal(stf_ckpt_rewrite(hc, ho, NULL, &e), 0);
+    stf_ckpt_free(hc);
+    assert_int_equal(f.closes, 1);
+
+    size_t fn = 0, hn = 0;
+    unsigned char *fb = st_read_file(fo, &fn), *hb = st_read_file(ho, &hn);
+    assert_non_null(fb);
+    assert_non_null(hb);
+    assert_int_equal(hn, fn);
+    assert_memory_equal(hb, fb, fn);
+    free(fb);
+    free(hb);
+}
+
 /* ------------------------------------------------------------ shard sets */
 
 static const char g_index[] =
@@ -483,6 +517,7 @@ int main(void)
         cmocka_unit_test(test_size_changes),
         cmocka_unit_test(test_same_errors_as_a_file),
         cmocka_unit_test(test_zstd),
+        cmocka_unit_test(test_rewrite),
         cmocka_unit_test(test_shards),
         cmocka_unit_test(test_missing_shard),
         cmocka_unit_test(test_bad_arguments),

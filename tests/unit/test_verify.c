@@ -13,7 +13,8 @@
 
 #include <cmocka.h>
 
-#include "container/sink.h"
+#include "container/container_internal.h"
+#include "io/sink.h"
 #include "pipeline/run_internal.h"
 #include "support/st_ckptfile.h"
 

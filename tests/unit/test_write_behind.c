@@ -1,4 +1,4 @@
-/* Tests for lib/container/write_behind.c: which ranges fills hand to the
+/* Tests for lib/io/write_behind.c: which ranges fills hand to the
  * disk (in batches merged into runs) and which they drop, in landing order,
  * with the calls recorded through stf__wb_ops; small fills left alone; the
  * window's slot limit; a keeping write-behind that waits where it would
@@ -23,7 +23,8 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "container/sink.h"
+#include "container/container_internal.h"
+#include "io/sink.h"
 #include "support/st_tmp.h"
 #include "util/sha256.h"
 

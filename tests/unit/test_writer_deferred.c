@@ -19,7 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "container/sink.h"
+#include "container/container_internal.h"
+#include "io/sink.h"
 #include "stfix.h"
 #include "support/st_alloc.h"
 #include "support/st_tmp.h"

@@ -19,7 +19,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "container/sink.h"
+#include "container/container_internal.h"
+#include "io/sink.h"
 #include "container/zstd_pack.h"
 #include "stfix.h"
 #include "support/st_tmp.h"

@@ -1,4 +1,4 @@
-/* Tests for lib/container/zstd_live.c through the writer: a compressed
+/* Tests for lib/io/zstd_live.c through the writer: a compressed
  * output's frames are compressed when the fill that completes them
  * returns, not at commit; deferred tensors filled out of order, in pieces,
  * give the bytes a writer of the same tensors from memory gives (plain and
@@ -19,7 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "container/sink.h"
+#include "container/container_internal.h"
+#include "io/sink.h"
 #include "container/zstd_pack.h"
 #include "stfix.h"
 #include "support/st_tmp.h"

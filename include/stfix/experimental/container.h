@@ -152,7 +152,8 @@ typedef int (*stf_host_open_fn)(void *ctx, const char *name, stf_host_io *out);
  * returned 0 for it. A shard is named in messages as a file beside the index would be (the
  * index name's directory, up to its last '/', then the name the index lists); a shard the host
  * has none of is the index's I3, as a missing file is. The size is the one size() gives at
- * open; stf_ckpt_unchanged-style checks before a writer publishes compare it with size() then.
+ * open; before a writer publishes an output made from the checkpoint, size() is asked again,
+ * and a size that changed fails the write (STF_EIO), as a file that changed does.
  */
 STF_EXPERIMENTAL_API
 int stf_ckpt_open_host(stf_ckpt **out, const char *name, const stf_host_io *io,

@@ -1,6 +1,7 @@
 /* Test helper: temp directories and whole-file I/O (see st_tmp.h). */
 #include "support/st_tmp.h"
-#include "container/sink.h"
+#include "container/container_internal.h"
+#include "io/sink.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -10,8 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "container/container_internal.h"
-#include "container/fill_stage.h"
+#include "io/fill_stage.h"
 
 /* Record a hole (contract in fill_stage.h). */
 int stf__fs_hole(stf__fs_holes *h, uint64_t at, uint64_t n)

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "container/zstd_pack.h"
+#include "io/zstd_out.h"
 
 struct stf__zlive {
     char *name;             /* the output, for messages */

@@ -7,13 +7,15 @@
  * few the window keeps recycling instead of a fresh page for every byte of
  * the output, which is what page-cache writes cost most on a virtual
  * machine. Advisory only: the bytes, the file and the fsync at the end are
- * the same without it. Internal to the container layer.
+ * the same without it. Internal to the I/O layer.
  */
-#ifndef STF_WRITE_BEHIND_H
-#define STF_WRITE_BEHIND_H
+#ifndef STF_IO_WRITE_BEHIND_H
+#define STF_IO_WRITE_BEHIND_H
 
 #include <pthread.h>
 #include <stdint.h>
+
+#include "io/io_internal.h"
 
 /* Fills smaller than this are left to the final fsync (a scale row block). */
 #define STF__WB_MIN ((uint64_t)64 << 10)

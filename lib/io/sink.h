@@ -5,23 +5,37 @@
  * allow, the temp file is an unnamed O_TMPFILE inode, so not even a process
  * killed by SIGKILL leaves it behind; it gets a name only at publish, for
  * the linkat + rename that put it at the target. Elsewhere it is a named
- * ".NAME.stfix-XXXXXX" file. Internal to the container layer.
+ * ".NAME.stfix-XXXXXX" file. A sink may instead only compare what it is
+ * given with an existing file (stf__sink_open_check), or write to memory.
+ * Internal to the I/O layer.
  */
-#ifndef STF_SINK_H
-#define STF_SINK_H
+#ifndef STF_IO_SINK_H
+#define STF_IO_SINK_H
 
 #include <stdint.h>
 
-#include "container/fill_stage.h"
-#include "container/sink_cmp.h"
-#include "container/write_behind.h"
-#include "stfix/container.h"
+#include "io/fill_stage.h"
+#include "io/io_internal.h"
+#include "io/write_behind.h"
 
 /* The temporary of NAME is "." NAME STF__SINK_TEMP_SUFFIX, the X's random;
  * the output guard makes sure such a name fits before any work. */
 #define STF__SINK_TEMP_SUFFIX ".stfix-XXXXXX"
 /* How many bytes longer than NAME that name is. */
 #define STF__SINK_TEMP_EXTRA (sizeof STF__SINK_TEMP_SUFFIX) /* the "." instead of the NUL */
+
+/*
+ * What a comparing sink compares its bytes with: the target's own
+ * operations (the container layer's comparing target, sink_cmp.h), so the
+ * sink knows nothing of what it compares with. bytes: compare the n bytes
+ * p the sink would put at `at` (safe from several threads at once); free:
+ * release the target.
+ */
+typedef struct stf__sink_check_ops {
+    int (*bytes)(void *target, const char *path, uint64_t at, const void *p, size_t n,
+                 stf_err *err);
+    void (*free)(void *target);
+} stf__sink_check_ops;
 
 typedef struct stf__sink {
     int fd;                  /* -1 once closed */
@@ -43,7 +57,8 @@ typedef struct stf__sink {
     stf__fs_holes holes;     /* stf__sink_reserve's holes, until stf__sink_seal */
     stf__fstage stage;       /* direct-I/O staging of fills (fill_stage.h); live after seal */
     int no_direct;           /* test hook: never stage */
-    stf__cmp *cmp;           /* owned; stf__sink_open_cmp: compared, never written */
+    void *cmp;               /* owned; stf__sink_open_check's target: compared, never written */
+    const stf__sink_check_ops *cmp_ops; /* its operations */
 } stf__sink;
 
 /*
@@ -89,12 +104,13 @@ int stf__sink_open_mem(stf__sink *s, const char *final_path, stf_err *err);
 
 /*
  * As stf__sink_open_mem, but nothing is written anywhere: every byte
- * written, copied or filled is compared with the existing file `cmp`
- * describes (sink_cmp.h), which the sink then owns (also on failure).
- * `off` counts the bytes as ever; tmp_path stays NULL; fills are never
- * staged; it cannot be published. STF_ENOMEM only.
+ * written, copied or filled is handed to ops->bytes of `target`, which the
+ * sink then owns (also on failure; ops->free releases it). `off` counts
+ * the bytes as ever; tmp_path stays NULL; fills are never staged; it
+ * cannot be published. STF_ENOMEM only.
  */
-int stf__sink_open_cmp(stf__sink *s, const char *final_path, stf__cmp *cmp, stf_err *err);
+int stf__sink_open_check(stf__sink *s, const char *final_path, const stf__sink_check_ops *ops,
+                         void *target, stf_err *err);
 
 /*
  * The file is read back whole right after it is finished (a batch hashes

@@ -11,8 +11,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "container/write_behind.h"
-#include "container/container_internal.h"
+#include "io/write_behind.h"
 
 #define PAGE ((uint64_t)4096)
 

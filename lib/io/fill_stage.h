@@ -25,15 +25,17 @@
  * hold at most STF__FS_SLOTS / 2 slots at once; past that they spill.
  * Blocks never share a page, so the two kinds of write never touch one
  * page. The last block of the file is written padded to the direct-I/O
- * alignment and the file cut back to its size. Internal to the container
+ * alignment and the file cut back to its size. Internal to the I/O
  * layer.
  */
-#ifndef STF_FILL_STAGE_H
-#define STF_FILL_STAGE_H
+#ifndef STF_IO_FILL_STAGE_H
+#define STF_IO_FILL_STAGE_H
 
 #include <pthread.h>
 #include <stdint.h>
 #include <stddef.h>
+
+#include "io/io_internal.h"
 
 /* Block size and alignment of the staged writes. */
 #ifndef STF__FS_BLOCK

@@ -17,8 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "container/container_internal.h"
-#include "container/sink.h"
+#include "io/sink.h"
 
 /* Bounce buffer for the pread/write fallback; big enough that syscall
  * overhead is negligible, small enough to never matter for memory. */
@@ -26,14 +25,6 @@
 
 /* Names tried before giving up on EEXIST, as mkstemp does. */
 #define NAME_TRIES 100
-
-static char *dir_of(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash) return stf__strdup(".");
-    if (slash == path) return stf__strdup("/");
-    return stf__strndup(path, (size_t)(slash - path));
-}
 
 static uint64_t mix64(uint64_t x)
 {
@@ -170,7 +161,7 @@ int stf__sink_open(stf__sink *s, const char *final_path, stf_err *err)
     if (stf__wb_init(&s->wb)) return stf__err(err, STF_ENOMEM, "%s: out of memory", final_path);
     int no_tmpfile = test_hooks.no_tmpfile;
     int rc = 0;
-    char *dir = dir_of(final_path);
+    char *dir = stf__path_dir(final_path);
     const char *base = strrchr(final_path, '/');
     base = base ? base + 1 : final_path;
     stf_buf tmp;
@@ -244,11 +235,13 @@ int stf__sink_open_mem(stf__sink *s, const char *final_path, stf_err *err)
 }
 
 /* A sink that only compares (contract in sink.h). */
-int stf__sink_open_cmp(stf__sink *s, const char *final_path, stf__cmp *cmp, stf_err *err)
+int stf__sink_open_check(stf__sink *s, const char *final_path, const stf__sink_check_ops *ops,
+                         void *target, stf_err *err)
 {
     /* No hook either: nothing is written. */
     sink_init_off_disk(s);
-    s->cmp = cmp;
+    s->cmp = target;
+    s->cmp_ops = ops;
     s->final_path = stf__strdup(final_path);
     if (!s->final_path) {
         stf__sink_abort(s);
@@ -268,7 +261,7 @@ int stf__sink_write(stf__sink *s, const void *p, size_t n, stf_err *err)
 {
     const char *c = p;
     if (s->cmp) {
-        int rc = stf__cmp_bytes(s->cmp, s->final_path, s->off, p, n, err);
+        int rc = s->cmp_ops->bytes(s->cmp, s->final_path, s->off, p, n, err);
         if (!rc) s->off += n;
         return rc;
     }
@@ -448,7 +441,7 @@ int stf__sink_pwrite(stf__sink *s, uint64_t at, const void *p, size_t n,
         return stf__err_rule(err, STF_EINVAL, "", 1, at,
                              "%s: write at byte %llu exceeds the largest file offset",
                              s->final_path, (unsigned long long)at);
-    if (s->cmp) return stf__cmp_bytes(s->cmp, s->final_path, at, p, n, err);
+    if (s->cmp) return s->cmp_ops->bytes(s->cmp, s->final_path, at, p, n, err);
     if (s->stage.live) return staged_pwrite(s, at, p, n, tensor, err);
     return pwrite_all(s, at, p, n, tensor, err);
 }
@@ -484,7 +477,7 @@ int stf__sink_finish(stf__sink *s, stf_err *err)
 
 static int fsync_dir(const stf__sink *s, stf_err *err)
 {
-    char *dir = dir_of(s->final_path);
+    char *dir = stf__path_dir(s->final_path);
     if (!dir) return stf__err(err, STF_ENOMEM, "%s: out of memory", s->final_path);
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int e = dfd < 0 ? errno : 0;
@@ -565,6 +558,6 @@ void stf__sink_abort(stf__sink *s)
     stf__wb_fini(&s->wb);
     stf__fs_fini(&s->stage);
     stf__fs_holes_free(&s->holes);
-    stf__cmp_free(s->cmp);
+    if (s->cmp) s->cmp_ops->free(s->cmp);
     s->cmp = NULL;
 }

@@ -19,8 +19,7 @@
 #include <xxhash.h>
 #include <zstd.h>
 
-#include "container/container_internal.h"
-#include "container/zstd_pack.h"
+#include "io/zstd_out.h"
 
 /* Frames per batch per pool thread: enough to keep the threads busy; at
  * most BATCH_MAX, and no more than BATCH_BYTES of uncompressed frames in
