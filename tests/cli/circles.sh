@@ -60,6 +60,7 @@ t_run "the check finds each circle" 1 sh tests/circles.sh "$F" "$F/obj"
 cat >"$T_TMP/want" <<'W'
 circles: cmd: a.o b.o: a circle, and cmd may have none
 circles: cmd: c.o d.o e.o: a circle, and cmd may have none
+circles: lib/container: x1.o x2.o: a circle, and lib/container may have none
 circles: lib/check: s1.o s2.o s3.o: a circle lib/README.md does not name
 circles: lib/README.md names gone.o other.o: no circle of these objects is left
 circles: lib/README.md: a bullet of Circles that stay names no objects: what the objects once were.
@@ -69,7 +70,7 @@ t_true "the check finds each circle: no stderr" test ! -s "$T_ERR"
 
 # A strict room without a folder is skipped; lib/ alone, with its circle
 # named, is clean.
-rm -r "$F/obj/cmd" "$F/obj/lib/check"/s*.o
+rm -r "$F/obj/cmd" "$F/obj/lib/container" "$F/obj/lib/check"/s*.o
 sed -i '/other.o gone.o/d; /what the objects/d' "$F/lib/README.md"
 t_run "no cmd/ folder, circles named" 0 sh tests/circles.sh "$F" "$F/obj"
 t_stdout_is "no cmd/ folder, circles named" /dev/null
