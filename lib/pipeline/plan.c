@@ -379,7 +379,8 @@ static int find_merges(size_t *into, size_t *from, stf__plan_builder *b, stf__ma
     for (size_t i = 0; i < nl; i++) into[i] = from[i] = SIZE_MAX;
     int rc = 0;
     for (size_t i = 0; i < nl; i++) {
-        const stf_layer *l = stf_model_layer(m, i);
+        stf__layer_tmp lt, tt;
+        const stf_layer *l = stf__model_layer_at(m, i, &lt);
         if (!l->nmarkers || has_tensors(l)) continue;
         stf_layer_view v;
         size_t n = 0, t = 0;
@@ -397,7 +398,7 @@ static int find_merges(size_t *into, size_t *from, stf__plan_builder *b, stf__ma
         }
         if (stf__bytes_cmp(np, nplen, l->prefix, l->prefix_len) &&
             stf_model_find_layer(&t, m, np, nplen) == 0 &&
-            t != i && from[t] == SIZE_MAX && stf_model_layer(m, t)->nmarkers == 0) {
+            t != i && from[t] == SIZE_MAX && stf__model_layer_at(m, t, &tt)->nmarkers == 0) {
             into[i] = t;
             from[t] = i;
         }
@@ -523,14 +524,16 @@ static int sort_outs(stf_plan *p, stf_err *err)
     return 0;
 }
 
-/* Layer i as the rules see it: a target of a merge carries its source's markers. */
+/* Layer i as the rules see it: a target of a merge carries its source's
+ * markers. What it points to may lie in *lt and *st (stf__model_layer_at). */
 static const stf_layer *layer_as_planned(const stf_model *m, const size_t *from, size_t i,
-                                         stf_layer *merged)
+                                         stf_layer *merged, stf__layer_tmp *lt,
+                                         stf__layer_tmp *st)
 {
-    const stf_layer *l = stf_model_layer(m, i);
+    const stf_layer *l = stf__model_layer_at(m, i, lt);
     if (from[i] == SIZE_MAX) return l;
     /* The target as if its marker had been keyed by its own prefix. */
-    const stf_layer *src = stf_model_layer(m, from[i]);
+    const stf_layer *src = stf__model_layer_at(m, from[i], st);
     *merged = *l;
     merged->markers = src->markers;
     merged->nmarkers = src->nmarkers;
@@ -601,7 +604,8 @@ static int probe_ahead(stf__probe_ahead *pa, stf__plan_builder *b, const size_t 
     int rc = stf__probe_ahead_init(pa, nl, err);
     for (size_t i = 0; i < nl && !rc; i++) {
         stf_layer merged;
-        const stf_layer *l = layer_as_planned(m, from, i, &merged);
+        stf__layer_tmp lt, st;
+        const stf_layer *l = layer_as_planned(m, from, i, &merged, &lt, &st);
         stf_layer_view v;
         size_t n = 0;
         int need = 0, r2 = stf__plan_view(&v, &store, m, l, &scratch);
@@ -689,7 +693,9 @@ static int build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r, const s
     if (nl && (rc = probe_ahead(&ahead, &b, from, known, &acts, &acap, err))) goto done;
     for (size_t i = 0; i < nl; i++) {
         stf_layer merged;
-        const stf_layer *l = layer_as_planned(p->model, from, i, &merged);
+        stf__layer_tmp lt, st, tt;
+        const stf_layer *l = layer_as_planned(p->model, from, i, &merged, &lt, &st);
+        b.merged = from[i] != SIZE_MAX;
         stf_layer_view v;
         size_t n = 0;
         if ((rc = stf__plan_view(&v, &store, p->model, l, err))) goto done;
@@ -715,7 +721,7 @@ static int build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r, const s
             (rc = stf__probe_ahead_get(&v.probe, &ahead, o, p->model, i, l, err)))
             goto done;
         if (into[i] != SIZE_MAX) {
-            if ((rc = record_merged(&b, i, l, stf_model_layer(p->model, into[i]), acts, n, err)))
+            if ((rc = record_merged(&b, i, l, stf__model_layer_at(p->model, into[i], &tt), acts, n, err)))
                 goto done;
             stf__view_store_free(&store);
             continue;
