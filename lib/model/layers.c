@@ -59,7 +59,7 @@ struct stf_model {
     size_t nlate, caplate;
     stf__layer_tmp *made; /* per late layer, once stf_model_layer asked for one */
     pthread_mutex_t made_mu;
-    size_t *hidx;        /* open addressing: layer index + 1, 0 = empty */
+    uint32_t *hidx;      /* open addressing: layer index + 1, 0 = empty */
     size_t hcap;
     size_t *other;
     size_t nother, capother;
@@ -68,7 +68,7 @@ struct stf_model {
     size_t nmarkers_ok;
     size_t *sfp8;        /* legacy scaled_fp8 tensors (ckpt indices), in ckpt order */
     size_t nsfp8, capsfp8;
-    size_t *sfhidx;      /* open addressing over their prefixes: position + 1, 0 = empty */
+    uint32_t *sfhidx;    /* open addressing over their prefixes: position + 1, 0 = empty */
     size_t sfhcap;
     tensor_row *tens;
     size_t ntens, captens;
@@ -128,18 +128,20 @@ static long find_layer(const stf_model *m, const char *p, size_t n)
     return -1;
 }
 
-static void hash_put(size_t *tab, size_t cap, size_t h, size_t idx)
+/* Both tables number fewer than UINT32_MAX entries (grow_hash, index_scaled_fp8). */
+static void hash_put(uint32_t *tab, size_t cap, size_t h, size_t idx)
 {
     size_t mask = cap - 1;
     size_t j = h & mask;
     while (tab[j]) j = (j + 1) & mask;
-    tab[j] = idx + 1;
+    tab[j] = (uint32_t)(idx + 1);
 }
 
 static int grow_hash(stf_model *m)
 {
     size_t cap = m->hcap ? m->hcap * 2 : 64;
-    size_t *tab = stf__calloc(cap, sizeof *tab);
+    if (m->nlayers >= UINT32_MAX - 1) return STF_ENOMEM;
+    uint32_t *tab = stf__calloc(cap, sizeof *tab);
     if (!tab) return STF_ENOMEM;
     for (size_t i = 0; i < m->nlayers; i++) {
         size_t len = 0;
@@ -284,6 +286,7 @@ static int note_scaled_fp8(stf_model *m, size_t idx)
 static int index_scaled_fp8(stf_model *m)
 {
     if (!m->nsfp8) return 0;
+    if (m->nsfp8 >= UINT32_MAX - 1) return STF_ENOMEM;
     size_t cap = 8;
     while (cap < 2 * m->nsfp8) cap *= 2;
     m->sfhidx = stf__calloc(cap, sizeof *m->sfhidx);
