@@ -129,9 +129,13 @@ static int name_qcmp(const void *x, const void *y)
 void stf_plan_free(stf_plan *p)
 {
     if (!p) return;
+    const stf_action **shared = NULL; /* a run of records shares its arrays (record_rules) */
     for (size_t i = 0; i < p->nlayers; i++) {
-        stf__free(p->layers[i].rule_names);
-        stf__free(p->layers[i].acts);
+        if (!p->layers[i].acts || p->layers[i].acts != shared) {
+            stf__free(p->layers[i].rule_names);
+            stf__free(p->layers[i].acts);
+        }
+        if (p->layers[i].acts) shared = p->layers[i].acts;
         stf__free(p->layers[i].out_prefix_store);
         stf__free(p->layers[i].summary_store);
     }
@@ -247,9 +251,37 @@ static int needs_probe_action(const stf__matched_action *acts, size_t n, const s
 }
 
 /* Fill the public layer record's rule and action lists. */
-static int record_rules(stf__player *pl, const stf__matched_action *acts, size_t n, stf_err *err)
+/* Whether acts[0..n) record as layer record `last` holds its rules and actions. */
+static int same_rules(const stf__player *last, const stf__matched_action *acts, size_t n)
+{
+    if (!last || last->pub.nactions != n) return 0;
+    size_t nr = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (last->acts[i] != acts[i].a) return 0;
+        const char *nm = stf_rule_name(acts[i].rule);
+        if (nr && !strcmp(last->rule_names[nr - 1], nm)) continue;
+        if (nr == last->pub.nrules || last->rule_names[nr] != nm) return 0;
+        nr++;
+    }
+    return nr == last->pub.nrules;
+}
+
+/* Layer record pl's rules and actions: those of the layer recorded before
+ * it when they are the same (a recipe's rules usually treat a run of
+ * layers alike), which stf_plan_free then frees once. */
+static int record_rules(stf__plan_builder *b, stf__player *pl, const stf__matched_action *acts,
+                        size_t n, stf_err *err)
 {
     if (!n) return 0;
+    if (same_rules(b->last_rules, acts, n)) {
+        pl->acts = b->last_rules->acts;
+        pl->rule_names = b->last_rules->rule_names;
+        pl->pub.nactions = n;
+        pl->pub.actions = pl->acts;
+        pl->pub.nrules = b->last_rules->pub.nrules;
+        pl->pub.rules = pl->rule_names;
+        return 0;
+    }
     pl->acts = stf__calloc(n, sizeof *pl->acts);
     pl->rule_names = stf__calloc(n, sizeof *pl->rule_names);
     if (!pl->acts || !pl->rule_names) return stf__err(err, STF_ENOMEM, "plan: out of memory");
@@ -263,6 +295,7 @@ static int record_rules(stf__player *pl, const stf__matched_action *acts, size_t
     pl->pub.actions = pl->acts;
     pl->pub.nrules = nr;
     pl->pub.rules = pl->rule_names;
+    b->last_rules = pl;
     return 0;
 }
 
@@ -441,7 +474,7 @@ static int record_merged(stf__plan_builder *b, size_t li, const stf_layer *l,
     for (size_t i = 0; i < n; i++)
         if (acts[i].a->kind == STF_ACT_RENAME) keep = i + 1;
     stf__player *pl = &b->p->layers[li];
-    int rc = record_rules(pl, acts, keep, err);
+    int rc = record_rules(b, pl, acts, keep, err);
     if (rc) return rc;
     stf_buf sum;
     char shown[STF__NAME_SHOWN];
@@ -726,7 +759,7 @@ static int build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r, const s
             stf__view_store_free(&store);
             continue;
         }
-        if ((rc = record_rules(&p->layers[i], acts, n, err))) goto done;
+        if ((rc = record_rules(&b, &p->layers[i], acts, n, err))) goto done;
         if ((rc = stf__plan_layer(&b, i, l, &v, acts, n, err))) goto done;
         stf__view_store_free(&store);
     }

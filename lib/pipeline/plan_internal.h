@@ -203,6 +203,7 @@ typedef struct stf__plan_builder {
     stf__gate gate;        /* a repair recipe's: the layers it may change */
     int leave;             /* the layer stf__plan_layer emits is left alone by the gate */
     int merged;            /* it is the target of a merge, carrying its source's markers */
+    const stf__player *last_rules; /* the last layer record that made its rules' arrays */
 } stf__plan_builder;
 
 /*
