@@ -260,7 +260,11 @@ STF_API void stf_model_free(stf_model *m);
 /* The checkpoint the model was built from. */
 STF_API const stf_ckpt *stf_model_ckpt(const stf_model *m);
 
-/* Layers in order of first appearance: tensors in ckpt order, then metadata-only prefixes. */
+/* Layers in order of first appearance: tensors in ckpt order, then metadata-only prefixes.
+ * A layer lives as long as the model. The model keeps a layer that only one metadata
+ * entry names in less room than a struct: the first stf_model_layer of such a layer
+ * makes the structs of all of them, and gives NULL when there is no memory for that,
+ * as for an index out of range. */
 STF_API size_t stf_model_layer_count(const stf_model *m);
 STF_API const stf_layer *stf_model_layer(const stf_model *m, size_t i);
 

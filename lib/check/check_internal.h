@@ -16,6 +16,7 @@
 #include "stfix/experimental/check.h"
 #include "stfix/experimental/model.h"
 #include "stfix/experimental/quant.h"
+#include "model/model_internal.h"
 #include "util/progress.h"
 #include "util/util.h"
 

@@ -157,7 +157,8 @@ static uint64_t weight_bytes(const stf_model *m, const stf_layer *l)
 static int window_item(void *ud, size_t i, stf_err *err)
 {
     window_job *j = ud;
-    const stf_layer *l = stf_model_layer(j->k->m, j->base + i);
+    stf__layer_tmp l_tmp;
+    const stf_layer *l = stf__model_layer_at(j->k->m, j->base + i, &l_tmp);
     int rc = stf__probe_layer(&j->res[i], j->k->c, j->k->m, l, j->k->o->tau, err);
     stf__progress_add(j->pg, weight_bytes(j->k->m, l), l->prefix, l->prefix_len);
     return rc;
@@ -180,16 +181,20 @@ int stf__check_numeric(stf__chk *k)
     }
     stf__progress pg;
     uint64_t total = 0;
-    for (size_t i = 0; k->o->progress && i < nl; i++)
-        total += weight_bytes(k->m, stf_model_layer(k->m, i));
+    for (size_t i = 0; k->o->progress && i < nl; i++) {
+        stf__layer_tmp lt;
+        total += weight_bytes(k->m, stf__model_layer_at(k->m, i, &lt));
+    }
     stf__progress_init(&pg, k->o->progress, k->o->progress_ud, total);
     for (size_t base = 0; base < nl && !k->rc; base += win) {
         size_t n = nl - base < win ? nl - base : win, failed;
         window_job j = { k, base, res, &pg };
         int rc = stf__pool_each(k->o->pool, n, window_item, &j, &failed, k->err);
         size_t upto = rc ? (failed == SIZE_MAX ? 0 : failed) : n;
-        for (size_t i = 0; i < upto && !k->rc; i++)
-            report_layer(k, stf_model_layer(k->m, base + i), &res[i]);
+        for (size_t i = 0; i < upto && !k->rc; i++) {
+            stf__layer_tmp lt;
+            report_layer(k, stf__model_layer_at(k->m, base + i, &lt), &res[i]);
+        }
         if (rc) stf__chk_fail(k, rc);
     }
     stf__free(res);

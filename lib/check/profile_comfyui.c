@@ -400,7 +400,8 @@ int stf__check_comfyui(stf__chk *k)
     size_t nl = stf_model_layer_count(k->m);
     for (size_t i = 0; i < nl && !k->rc; i++) {
         size_t mark = stf__chk_mark(k);
-        check_layer(k, stf_model_layer(k->m, i));
+        stf__layer_tmp lt;
+        check_layer(k, stf__model_layer_at(k->m, i, &lt));
         stf__chk_release(k, mark);
     }
     return k->rc;

@@ -44,7 +44,8 @@ static void form_rules(stf__chk *k)
         const stf_tensor_info *t = stf_ckpt_tensor(k->c, stf_model_scaled_fp8_at(k->m, pos));
         size_t n = 0;
         for (size_t i = 0; i < nl; i++) {
-            const stf_layer *l = stf_model_layer(k->m, i);
+            stf__layer_tmp l_tmp;
+            const stf_layer *l = stf__model_layer_at(k->m, i, &l_tmp);
             if (stf_layer_tensor(l, STF_SFX_SCALE_WEIGHT) >= 0 &&
                 stf_model_layer_scaled_fp8(k->m, l) == pos)
                 n++;
@@ -116,7 +117,8 @@ void stf__check_comfyui_legacy(stf__chk *k)
     form_rules(k);
     size_t nl = stf_model_layer_count(k->m);
     for (size_t i = 0; i < nl && !k->rc; i++) {
-        const stf_layer *l = stf_model_layer(k->m, i);
+        stf__layer_tmp l_tmp;
+        const stf_layer *l = stf__model_layer_at(k->m, i, &l_tmp);
         if (!legacy_layer(l)) continue;
         size_t pos = stf_model_layer_scaled_fp8(k->m, l);
         if (pos == SIZE_MAX || has_qmeta(k->c, sfp8_shard(k, pos))) unconverted_rule(k, l, pos);
@@ -131,7 +133,8 @@ void stf__check_sglang_legacy(stf__chk *k)
     int unmarked = 0;
     const char *plain = NULL;
     for (size_t i = 0; i < nl; i++) {
-        const stf_layer *l = stf_model_layer(k->m, i);
+        stf__layer_tmp l_tmp;
+        const stf_layer *l = stf__model_layer_at(k->m, i, &l_tmp);
         if (!legacy_layer(l)) continue;
         n++;
         const stf_tensor_info *w = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT);

@@ -79,7 +79,8 @@ static void inspect_files(stf__chk *k)
             break;
         }
         for (size_t i = 0; i < nl; i++) {
-            const stf_layer *l = stf_model_layer(k->m, i);
+            stf__layer_tmp l_tmp;
+            const stf_layer *l = stf__model_layer_at(k->m, i, &l_tmp);
             for (size_t j = 0; j < l->nmarkers; j++) {
                 const stf_marker *mk = &l->markers[j];
                 if (mk->shard != s || mk->channel != STF_CHAN_METADATA) continue;
@@ -92,7 +93,8 @@ static void inspect_files(stf__chk *k)
             }
         }
         for (size_t i = 0; i < nl; i++) {
-            const stf_layer *l = stf_model_layer(k->m, i);
+            stf__layer_tmp l_tmp;
+            const stf_layer *l = stf__model_layer_at(k->m, i, &l_tmp);
             for (size_t j = 0; j < l->nmarkers; j++) {
                 const stf_marker *mk = &l->markers[j];
                 if (mk->shard != s || mk->channel != STF_CHAN_TENSOR) continue;
@@ -124,7 +126,8 @@ static void inspect_files(stf__chk *k)
         }
     }
     for (size_t i = 0; i < nl && !k->rc; i++) {
-        const stf_layer *l = stf_model_layer(k->m, i);
+        stf__layer_tmp l_tmp;
+        const stf_layer *l = stf__model_layer_at(k->m, i, &l_tmp);
         if (l->conflict)
             stf__chk_add(k, "R5", STF_SEV_ERROR, l->prefix, l->prefix_len,
                          "regenerate the tensor marker and the metadata entry from one canonical dict",
@@ -186,7 +189,8 @@ static void check_unmarked(stf__chk *k, unsigned char *synth)
     const char **missing = NULL;
     size_t *lens = NULL, nmissing = 0;
     for (size_t i = 0; i < nl && !k->rc; i++) {
-        const stf_layer *l = stf_model_layer(k->m, i);
+        stf__layer_tmp l_tmp;
+        const stf_layer *l = stf__model_layer_at(k->m, i, &l_tmp);
         const stf_tensor_info *w = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT);
         if (!w || !quantized_weight_dtype(w->dtype)) continue;
         if (mx) {
@@ -226,7 +230,8 @@ static void check_unmarked_e5m2(stf__chk *k)
                                          STF_SFX_INPUT_SCALE };
     size_t nl = stf_model_layer_count(k->m);
     for (size_t i = 0; i < nl && !k->rc; i++) {
-        const stf_layer *l = stf_model_layer(k->m, i);
+        stf__layer_tmp l_tmp;
+        const stf_layer *l = stf__model_layer_at(k->m, i, &l_tmp);
         const stf_tensor_info *w = stf_layer_tensor_info(k->m, l, STF_SFX_WEIGHT);
         if (!w || w->dtype != STF_F8_E5M2 || l->nmarkers ||
             stf_layer_tensor(l, STF_SFX_SCALE_WEIGHT) >= 0 ||
@@ -310,7 +315,8 @@ static void check_collisions(stf__chk *k, const unsigned char *has)
     }
     for (size_t i = 0; i < nl; i++) {
         if (!has[i]) continue;
-        const stf_layer *l = stf_model_layer(k->m, i);
+        stf__layer_tmp l_tmp;
+        const stf_layer *l = stf__model_layer_at(k->m, i, &l_tmp);
         int dit = l->prefix_len >= plen && !memcmp(l->prefix, DIT_PREFIX, plen);
         mapped[n].s = dit ? l->prefix + plen : l->prefix;
         mapped[n++].n = dit ? l->prefix_len - plen : l->prefix_len;
@@ -342,7 +348,8 @@ static cfg_kind resolve(stf__chk *k, const unsigned char *has, const unsigned ch
     for (size_t i = 0; i < nl; i++) {
         if (synth[i]) fmts[n++] = "mxfp8";
         else if (has[i]) {
-            const stf_pyval *mk = stf__chk_marker(stf_model_layer(k->m, i));
+            stf__layer_tmp lt;
+            const stf_pyval *mk = stf__chk_marker(stf__model_layer_at(k->m, i, &lt));
             fmts[n++] = stf__chk_pystr(k, stf_pyval_find(mk, "format"));
         }
     }
@@ -541,7 +548,8 @@ int stf__check_sglang(stf__chk *k)
     check_unmarked_e5m2(k);
     stf__check_sglang_legacy(k);
     for (size_t i = 0; i < nl && !k->rc; i++) {
-        const stf_layer *l = stf_model_layer(k->m, i);
+        stf__layer_tmp l_tmp;
+        const stf_layer *l = stf__model_layer_at(k->m, i, &l_tmp);
         const stf_pyval *mk = stf__chk_marker(l);
         if (!mk) continue;
         has[i] = 1;
@@ -552,7 +560,8 @@ int stf__check_sglang(stf__chk *k)
     if (!k->rc) check_collisions(k, has);
     cfg_kind kind = k->rc ? CFG_NONE : resolve(k, has, synth);
     for (size_t i = 0; i < nl && !k->rc; i++) {
-        const stf_layer *l = stf_model_layer(k->m, i);
+        stf__layer_tmp l_tmp;
+        const stf_layer *l = stf__model_layer_at(k->m, i, &l_tmp);
         if (!has[i]) continue;
         const stf_pyval *mk = stf__chk_marker(l);
         size_t mark = stf__chk_mark(k);

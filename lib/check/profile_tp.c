@@ -146,7 +146,8 @@ int stf__check_tp(stf__chk *k, const stf_tp_opts *tp)
     if (!v || !linear) rc = stf__err(k->err, STF_ENOMEM, "out of memory");
     const char *profile = tp->profile ? tp->profile : "none";
     for (size_t li = 0; li < nl && !rc && !k->rc; li++) {
-        const stf_layer *l = stf_model_layer(k->m, li);
+        stf__layer_tmp l_tmp;
+        const stf_layer *l = stf__model_layer_at(k->m, li, &l_tmp);
         if (!describe(&v[li], k, l)) continue;
         linear[li] = 1;
         if (tp->style) rc = tp->style(tp->style_ctx, k->m, l, &v[li].style, k->err);
@@ -160,7 +161,8 @@ int stf__check_tp(stf__chk *k, const stf_tp_opts *tp)
         stf_tp_summary *s = &k->r->tp[i];
         for (size_t li = 0; li < nl && !k->rc; li++) {
             if (!linear[li]) continue;
-            switch (check_degree(k, stf_model_layer(k->m, li), &v[li], s->tp)) {
+            stf__layer_tmp lt;
+            switch (check_degree(k, stf__model_layer_at(k->m, li, &lt), &v[li], s->tp)) {
             case V_SHARDED: s->sharded++; break;
             case V_BY_STYLE: s->replicated_by_style++; break;
             case V_REPLICATED:

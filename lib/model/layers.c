@@ -8,6 +8,7 @@
  * and then tensor markers, so the R5 verdict and the "which marker does
  * ComfyUI use" answer both fall out of one list.
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "model_internal.h"
@@ -31,15 +32,34 @@ typedef int64_t tensor_row[STF_SFX_COUNT];
 typedef struct shard_meta {
     stf_qmeta_status status;
     stf_pyval *root;
+    const stf_pyval *layers; /* root's "layers" dict when status is OK */
     char *error;
     uint64_t error_off;
 } shard_meta;
 
+/*
+ * A layer that only metadata entries name comes after every layer with
+ * tensors (the tensors are grouped first). Most have one marker, and all
+ * of such a layer is then in its entry: it is kept as 8 bytes, the shard
+ * (high half) and the entry's place in that shard's "layers" dict, and
+ * its public struct is made only when stf_model_layer asks for it. One
+ * that a second shard names too becomes a full layer: FULL_BIT with its
+ * place in `layers`.
+ */
+#define FULL_BIT (1ull << 63)
+#define COMPACT_SHARD_MAX 0x7fffffffu
+
 struct stf_model {
     const stf_ckpt *c;
-    layer_int *layers;
-    size_t nlayers, cap;
-    size_t *hidx;        /* open addressing: layer index + 1, 0 = empty */
+    layer_int *layers;   /* the full layers: [0, nfirst) by index, then promoted ones */
+    size_t nfull, cap;
+    size_t nlayers;      /* all of them */
+    size_t nfirst;       /* layers with tensors: indices below it are layers[i] */
+    uint64_t *late;      /* index nfirst + j: late[j], compact or FULL_BIT | place */
+    size_t nlate, caplate;
+    stf__layer_tmp *made; /* per late layer, once stf_model_layer asked for one */
+    pthread_mutex_t made_mu;
+    uint32_t *hidx;      /* open addressing: layer index + 1, 0 = empty */
     size_t hcap;
     size_t *other;
     size_t nother, capother;
@@ -48,7 +68,7 @@ struct stf_model {
     size_t nmarkers_ok;
     size_t *sfp8;        /* legacy scaled_fp8 tensors (ckpt indices), in ckpt order */
     size_t nsfp8, capsfp8;
-    size_t *sfhidx;      /* open addressing over their prefixes: position + 1, 0 = empty */
+    uint32_t *sfhidx;    /* open addressing over their prefixes: position + 1, 0 = empty */
     size_t sfhcap;
     tensor_row *tens;
     size_t ntens, captens;
@@ -72,50 +92,86 @@ static size_t prefix_hash(const char *k, size_t n)
     return (size_t)h;
 }
 
+/* Layer i's full record, or NULL when it is compact. */
+static layer_int *full_at(const stf_model *m, size_t i)
+{
+    if (i < m->nfirst) return &m->layers[i];
+    uint64_t e = m->late[i - m->nfirst];
+    return e & FULL_BIT ? &m->layers[e & ~FULL_BIT] : NULL;
+}
+
+/* A compact entry's shard and place in that shard's "layers" dict. */
+static size_t compact_shard(uint64_t e) { return (size_t)(e >> 32); }
+static size_t compact_item(uint64_t e) { return (size_t)(e & 0xffffffffu); }
+
+/* Layer i's prefix and its length. */
+static const char *layer_prefix(const stf_model *m, size_t i, size_t *len)
+{
+    const layer_int *l = full_at(m, i);
+    if (l) {
+        *len = l->pub.prefix_len;
+        return l->pub.prefix;
+    }
+    uint64_t e = m->late[i - m->nfirst];
+    return stf_pyval_key(m->meta[compact_shard(e)].layers, compact_item(e), len);
+}
+
 static long find_layer(const stf_model *m, const char *p, size_t n)
 {
     if (!m->hcap) return -1;
     size_t mask = m->hcap - 1;
     for (size_t j = prefix_hash(p, n) & mask; m->hidx[j]; j = (j + 1) & mask) {
-        const stf_layer *l = &m->layers[m->hidx[j] - 1].pub;
-        if (l->prefix_len == n && memcmp(l->prefix, p, n) == 0) return (long)(m->hidx[j] - 1);
+        size_t len = 0;
+        const char *lp = layer_prefix(m, m->hidx[j] - 1, &len);
+        if (len == n && memcmp(lp, p, n) == 0) return (long)(m->hidx[j] - 1);
     }
     return -1;
 }
 
-static void hash_put(size_t *tab, size_t cap, size_t h, size_t idx)
+/* Both tables number fewer than UINT32_MAX entries (grow_hash, index_scaled_fp8). */
+static void hash_put(uint32_t *tab, size_t cap, size_t h, size_t idx)
 {
     size_t mask = cap - 1;
     size_t j = h & mask;
     while (tab[j]) j = (j + 1) & mask;
-    tab[j] = idx + 1;
+    tab[j] = (uint32_t)(idx + 1);
 }
 
 static int grow_hash(stf_model *m)
 {
     size_t cap = m->hcap ? m->hcap * 2 : 64;
-    size_t *tab = stf__calloc(cap, sizeof *tab);
+    if (m->nlayers >= UINT32_MAX - 1) return STF_ENOMEM;
+    uint32_t *tab = stf__calloc(cap, sizeof *tab);
     if (!tab) return STF_ENOMEM;
-    for (size_t i = 0; i < m->nlayers; i++)
-        hash_put(tab, cap, prefix_hash(m->layers[i].pub.prefix, m->layers[i].pub.prefix_len), i);
+    for (size_t i = 0; i < m->nlayers; i++) {
+        size_t len = 0;
+        const char *p = layer_prefix(m, i, &len);
+        hash_put(tab, cap, prefix_hash(p, len), i);
+    }
     stf__free(m->hidx);
     m->hidx = tab;
     m->hcap = cap;
     return 0;
 }
 
-/* The layer for prefix p[0..n), created when new: with p itself as its
- * prefix when `keep` (p is NUL-terminated at n and outlives the model),
- * else a copy. */
-static int get_layer(layer_int **out, stf_model *m, const char *p, size_t n, int keep)
+/* Room for one more entry in the late layers. */
+static int late_reserve(stf_model *m)
 {
-    long at = find_layer(m, p, n);
-    if (at >= 0) {
-        *out = &m->layers[at];
-        return 0;
-    }
-    if ((m->nlayers + 1) * 2 > m->hcap && grow_hash(m) != 0) return STF_ENOMEM;
-    if (m->nlayers == m->cap) {
+    if (m->nlate < m->caplate) return 0;
+    size_t cap = m->caplate ? m->caplate * 2 : 16;
+    uint64_t *v = stf__realloc(m->late, cap * sizeof *v);
+    if (!v) return STF_ENOMEM;
+    m->late = v;
+    m->caplate = cap;
+    return 0;
+}
+
+/* A new full record at the end of `layers` for prefix p[0..n): p itself
+ * when `keep` (p is NUL-terminated at n and outlives the model), else a
+ * copy. It is numbered by the caller. */
+static int new_full(layer_int **out, stf_model *m, const char *p, size_t n, int keep)
+{
+    if (m->nfull == m->cap) {
         size_t cap = m->cap ? m->cap * 2 : 16;
         layer_int *v = stf__realloc(m->layers, cap * sizeof *v);
         if (!v) return STF_ENOMEM;
@@ -124,14 +180,35 @@ static int get_layer(layer_int **out, stf_model *m, const char *p, size_t n, int
     }
     const char *copy = keep ? p : stf__strndup(p, n);
     if (!copy) return STF_ENOMEM;
-    layer_int *l = &m->layers[m->nlayers];
+    layer_int *l = &m->layers[m->nfull++];
     memset(l, 0, sizeof *l);
     l->own_prefix = !keep & 1;
     l->pub.prefix = copy;
     l->pub.prefix_len = n;
+    *out = l;
+    return 0;
+}
+
+/* The layer for prefix p[0..n), created (full) when new, as new_full
+ * makes it. A compact layer found is made full first. */
+static int promote(layer_int **out, stf_model *m, size_t i);
+
+static int get_layer(layer_int **out, stf_model *m, const char *p, size_t n, int keep)
+{
+    long at = find_layer(m, p, n);
+    if (at >= 0) {
+        *out = full_at(m, (size_t)at);
+        return *out ? 0 : promote(out, m, (size_t)at);
+    }
+    if ((m->nlayers + 1) * 2 > m->hcap && grow_hash(m) != 0) return STF_ENOMEM;
+    /* Layers with tensors come first and are numbered as they lie. */
+    int first = m->nlate == 0 && m->nfull == m->nfirst;
+    if (!first && late_reserve(m) != 0) return STF_ENOMEM;
+    if (new_full(out, m, p, n, keep) != 0) return STF_ENOMEM;
+    if (first) m->nfirst++;
+    else m->late[m->nlate++] = FULL_BIT | (m->nfull - 1);
     hash_put(m->hidx, m->hcap, prefix_hash(p, n), m->nlayers);
     m->nlayers++;
-    *out = l;
     return 0;
 }
 
@@ -209,6 +286,7 @@ static int note_scaled_fp8(stf_model *m, size_t idx)
 static int index_scaled_fp8(stf_model *m)
 {
     if (!m->nsfp8) return 0;
+    if (m->nsfp8 >= UINT32_MAX - 1) return STF_ENOMEM;
     size_t cap = 8;
     while (cap < 2 * m->nsfp8) cap *= 2;
     m->sfhidx = stf__calloc(cap, sizeof *m->sfhidx);
@@ -256,29 +334,74 @@ static int match_suffix(const char *name, size_t n, size_t *slen)
 
 static int oom(stf_err *err) { return stf__err(err, STF_ENOMEM, "out of memory building the model"); }
 
+/* The marker of entry `item` of shard `shard`'s "layers" dict. Its key
+ * and value live in the metadata tree, which the model keeps. */
+static void meta_marker(stf_marker *mk, const stf_model *m, size_t shard, size_t item)
+{
+    const stf_pyval *layers = m->meta[shard].layers;
+    const stf_pyval *v = stf_pyval_item(layers, item);
+    memset(mk, 0, sizeof *mk);
+    mk->channel = STF_CHAN_METADATA;
+    mk->status = stf_pyval_type(v) == STF_PY_DICT ? STF_MARKER_OK : STF_MARKER_NOT_OBJECT;
+    mk->shard = shard;
+    mk->path = stf_ckpt_shard_path(m->c, shard);
+    mk->key = stf_pyval_key(layers, item, &mk->key_len);
+    mk->tensor = -1;
+    mk->value = v;
+}
+
+/* A compact layer's public struct, made in *t: its one marker is all it has. */
+static const stf_layer *make_compact(const stf_model *m, uint64_t e, stf__layer_tmp *t)
+{
+    memset(&t->l, 0, sizeof t->l);
+    meta_marker(&t->mk, m, compact_shard(e), compact_item(e));
+    t->l.prefix = t->mk.key;
+    t->l.prefix_len = t->mk.key_len;
+    t->l.markers = &t->mk;
+    t->l.nmarkers = 1;
+    t->l.comfy = &t->mk;
+    return &t->l;
+}
+
+/* Make compact layer i full, its one marker in its list. */
+static int promote(layer_int **out, stf_model *m, size_t i)
+{
+    uint64_t *e = &m->late[i - m->nfirst];
+    stf_marker mk;
+    meta_marker(&mk, m, compact_shard(*e), compact_item(*e));
+    layer_int *l;
+    if (new_full(&l, m, mk.key, mk.key_len, 1) != 0) return STF_ENOMEM;
+    if (push_marker(l, &mk) != 0) {
+        m->nfull--;
+        return STF_ENOMEM;
+    }
+    *e = FULL_BIT | (m->nfull - 1);
+    *out = l;
+    return 0;
+}
+
 /* Metadata-channel markers of one shard, in `layers` order. */
 static int add_meta_markers(stf_model *m, size_t shard, stf_err *err)
 {
     shard_meta *sm = &m->meta[shard];
     if (sm->status != STF_QMETA_OK) return 0;
-    const stf_pyval *layers = stf_pyval_find(sm->root, "layers");
-    for (size_t i = 0; i < stf_pyval_len(layers); i++) {
+    sm->layers = stf_pyval_find(sm->root, "layers");
+    for (size_t i = 0; i < stf_pyval_len(sm->layers); i++) {
         size_t klen = 0;
-        const char *key = stf_pyval_key(layers, i, &klen);
-        const stf_pyval *v = stf_pyval_item(layers, i);
+        const char *key = stf_pyval_key(sm->layers, i, &klen);
+        if (find_layer(m, key, klen) < 0 && shard <= COMPACT_SHARD_MAX) {
+            /* Named by this entry alone so far: kept compact. */
+            if ((m->nlayers + 1) * 2 > m->hcap && grow_hash(m) != 0) return oom(err);
+            if (late_reserve(m) != 0) return oom(err);
+            m->late[m->nlate++] = (uint64_t)shard << 32 | (uint64_t)i;
+            hash_put(m->hidx, m->hcap, prefix_hash(key, klen), m->nlayers);
+            m->nlayers++;
+            continue;
+        }
         layer_int *l;
-        /* The key lives in the metadata tree, which the model keeps. */
-        if (get_layer(&l, m, key, klen, 1) != 0) return oom(err);
         stf_marker mk;
-        memset(&mk, 0, sizeof mk);
-        mk.channel = STF_CHAN_METADATA;
-        mk.status = stf_pyval_type(v) == STF_PY_DICT ? STF_MARKER_OK : STF_MARKER_NOT_OBJECT;
-        mk.shard = shard;
-        mk.path = stf_ckpt_shard_path(m->c, shard);
-        mk.key = key;
-        mk.key_len = klen;
-        mk.tensor = -1;
-        mk.value = v;
+        if (get_layer(&l, m, key, klen, 1) != 0) return oom(err);
+        meta_marker(&mk, m, shard, i);
         if (push_marker(l, &mk) != 0) return oom(err);
     }
     return 0;
@@ -317,6 +440,10 @@ int stf_model_build(stf_model **out, const stf_ckpt *c, stf_err *err)
     if (!c) return stf__err(err, STF_EINVAL, "stf_model_build: NULL checkpoint");
     stf_model *m = stf__calloc(1, sizeof *m);
     if (!m) return oom(err);
+    if (pthread_mutex_init(&m->made_mu, NULL) != 0) {
+        stf__free(m);
+        return oom(err);
+    }
     m->c = c;
     m->nshards = stf_ckpt_shard_count(c);
     m->meta = stf__calloc(m->nshards ? m->nshards : 1, sizeof *m->meta);
@@ -369,16 +496,30 @@ int stf_model_build(stf_model **out, const stf_ckpt *c, stf_err *err)
             }
         }
     }
-    /* The array stops growing here: give back its spare room before the
-     * layers point into it. */
-    if (m->nlayers && m->nlayers < m->cap) {
-        layer_int *v = stf__realloc(m->layers, m->nlayers * sizeof *v);
+    /* The arrays stop growing here: give back their spare room before the
+     * layers point into them. */
+    if (m->nfull && m->nfull < m->cap) {
+        layer_int *v = stf__realloc(m->layers, m->nfull * sizeof *v);
         if (v) {
             m->layers = v;
-            m->cap = m->nlayers;
+            m->cap = m->nfull;
         }
     }
-    for (size_t i = 0; i < m->nlayers; i++) settle_layer(m, &m->layers[i]);
+    if (m->nlate && m->nlate < m->caplate) {
+        uint64_t *v = stf__realloc(m->late, m->nlate * sizeof *v);
+        if (v) {
+            m->late = v;
+            m->caplate = m->nlate;
+        }
+    }
+    for (size_t i = 0; i < m->nfull; i++) settle_layer(m, &m->layers[i]);
+    for (size_t j = 0; j < m->nlate; j++) {
+        uint64_t e = m->late[j];
+        if (!(e & FULL_BIT) &&
+            stf_pyval_type(stf_pyval_item(m->meta[compact_shard(e)].layers, compact_item(e))) ==
+                STF_PY_DICT)
+            m->nmarkers_ok++;
+    }
     if (index_scaled_fp8(m) != 0) rc = oom(err);
 done:
     if (rc) {
@@ -393,7 +534,7 @@ done:
 void stf_model_free(stf_model *m)
 {
     if (!m) return;
-    for (size_t i = 0; i < m->nlayers; i++) {
+    for (size_t i = 0; i < m->nfull; i++) {
         layer_int *l = &m->layers[i];
         for (size_t k = 0; k < l->nmk; k++) stf__marker_clear(&l->mk[k]);
         stf__free(l->mk);
@@ -405,6 +546,9 @@ void stf_model_free(stf_model *m)
     }
     stf__free(m->meta);
     stf__free(m->layers);
+    stf__free(m->late);
+    stf__free(m->made);
+    pthread_mutex_destroy(&m->made_mu);
     stf__free(m->tens);
     stf__free(m->hidx);
     stf__free(m->other);
@@ -421,9 +565,31 @@ const stf_ckpt *stf_model_ckpt(const stf_model *m) { return m->c; }
 
 size_t stf_model_layer_count(const stf_model *m) { return m->nlayers; }
 
+/* A compact layer's struct is made with all the others the first time
+ * one is asked for, and kept with the model: the pointer holds as long as
+ * the model, as the other layers'. NULL when there is no memory to make
+ * them. */
 const stf_layer *stf_model_layer(const stf_model *m, size_t i)
 {
-    return i < m->nlayers ? &m->layers[i].pub : NULL;
+    if (i >= m->nlayers) return NULL;
+    const layer_int *l = full_at(m, i);
+    if (l) return &l->pub;
+    stf_model *w = (stf_model *)(uintptr_t)m; /* made once, under the lock */
+    pthread_mutex_lock(&w->made_mu);
+    if (!w->made && (w->made = stf__calloc(w->nlate, sizeof *w->made)) != NULL)
+        for (size_t j = 0; j < w->nlate; j++)
+            if (!(w->late[j] & FULL_BIT)) make_compact(w, w->late[j], &w->made[j]);
+    const stf_layer *r = w->made ? &w->made[i - w->nfirst].l : NULL;
+    pthread_mutex_unlock(&w->made_mu);
+    return r;
+}
+
+/* Contract in model_internal.h. */
+const stf_layer *stf__model_layer_at(const stf_model *m, size_t i, stf__layer_tmp *tmp)
+{
+    if (i >= m->nlayers) return NULL;
+    const layer_int *l = full_at(m, i);
+    return l ? &l->pub : make_compact(m, m->late[i - m->nfirst], tmp);
 }
 
 /* Exact prefix lookup through the hash index; STF_ENOTFOUND when absent. */

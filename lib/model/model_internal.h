@@ -98,6 +98,27 @@ int stf__marker_from_tensor(stf_marker *m, const stf_ckpt *c, size_t idx, stf_er
 int stf__qmeta_parse(stf_qmeta_status *status, stf_pyval **root, char **error,
                      uint64_t *error_off, const stf_ckpt *c, size_t shard, stf_err *err);
 
+/*
+ * Room for a layer's public struct and its one marker, on the caller's
+ * side (stf__model_layer_at).
+ */
+typedef struct stf__layer_tmp {
+    stf_layer l;
+    stf_marker mk;
+} stf__layer_tmp;
+
+/*
+ * Layer i as stf_model_layer gives it, except that a layer the model keeps
+ * compact (one only a metadata entry names) is made in *tmp rather than
+ * in the model: then the struct and its marker last as long as *tmp, and
+ * a pointer to them must not be kept past it or compared with another
+ * layer's; the strings and values they point to last as long as the model.
+ * For a loop over many layers that needs one at a time, so a model of
+ * millions of such layers never holds a struct for each. NULL when i is
+ * out of range.
+ */
+const stf_layer *stf__model_layer_at(const stf_model *m, size_t i, stf__layer_tmp *tmp);
+
 /* Free what a marker owns (the tensor channel's value root, the error text). */
 void stf__marker_clear(stf_marker *m);
 

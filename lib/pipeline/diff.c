@@ -219,15 +219,17 @@ static int diff_markers(stf_diff *d, const stf_model *ma, const stf_model *mb, s
 {
     int rc = 0;
     for (size_t i = 0; i < stf_model_layer_count(ma) && !rc; i++) {
-        const stf_layer *la = stf_model_layer(ma, i);
+        stf__layer_tmp at, bt;
+        const stf_layer *la = stf__model_layer_at(ma, i, &at);
         size_t j;
         const stf_layer *lb = stf_model_find_layer(&j, mb, la->prefix, la->prefix_len)
                                   ? NULL
-                                  : stf_model_layer(mb, j);
+                                  : stf__model_layer_at(mb, j, &bt);
         rc = add_marker(d, la, lb, err);
     }
     for (size_t j = 0; j < stf_model_layer_count(mb) && !rc; j++) {
-        const stf_layer *lb = stf_model_layer(mb, j);
+        stf__layer_tmp bt;
+        const stf_layer *lb = stf__model_layer_at(mb, j, &bt);
         size_t i;
         if (stf_model_find_layer(&i, ma, lb->prefix, lb->prefix_len))
             rc = add_marker(d, NULL, lb, err);

@@ -16,17 +16,19 @@ static int is_float(stf_dtype t) { return t == STF_BF16 || t == STF_F16 || t == 
 /* Weight bytes (contract in diff_internal.h). */
 uint64_t stf__diff_weight_bytes(const stf_model *m, size_t li)
 {
+    stf__layer_tmp lt;
     const stf_tensor_info *t =
-        stf_layer_tensor_info(m, stf_model_layer(m, li), STF_SFX_WEIGHT);
+        stf_layer_tensor_info(m, stf__model_layer_at(m, li, &lt), STF_SFX_WEIGHT);
     return t ? t->nbytes : 0;
 }
 
 /* Whether a layer is compared (contract in diff_internal.h). */
 int stf__diff_numeric_wanted(size_t *ib, const stf_model *ma, size_t ia, const stf_model *mb)
 {
-    const stf_layer *la = stf_model_layer(ma, ia), *lb;
+    stf__layer_tmp at, bt;
+    const stf_layer *la = stf__model_layer_at(ma, ia, &at), *lb;
     if (stf_model_find_layer(ib, mb, la->prefix, la->prefix_len)) return 0;
-    lb = stf_model_layer(mb, *ib);
+    lb = stf__model_layer_at(mb, *ib, &bt);
     const stf_tensor_info *wa = stf_layer_tensor_info(ma, la, STF_SFX_WEIGHT);
     const stf_tensor_info *wb = stf_layer_tensor_info(mb, lb, STF_SFX_WEIGHT);
     if (!wa || !wb) return 0;
@@ -208,7 +210,8 @@ int stf__diff_numeric(stf_diff *d, const stf_model *ma, const stf_model *mb,
             d->numeric = v;
             d->ncap = nc;
         }
-        const stf_layer *l = stf_model_layer(ma, i);
+        stf__layer_tmp lt;
+        const stf_layer *l = stf__model_layer_at(ma, i, &lt);
         stf_diff_numeric_info *r = &d->numeric[d->nnumeric++];
         memset(r, 0, sizeof *r);
         r->prefix = l->prefix;

@@ -129,9 +129,13 @@ static int name_qcmp(const void *x, const void *y)
 void stf_plan_free(stf_plan *p)
 {
     if (!p) return;
+    const stf_action **shared = NULL; /* a run of records shares its arrays (record_rules) */
     for (size_t i = 0; i < p->nlayers; i++) {
-        stf__free(p->layers[i].rule_names);
-        stf__free(p->layers[i].acts);
+        if (!p->layers[i].acts || p->layers[i].acts != shared) {
+            stf__free(p->layers[i].rule_names);
+            stf__free(p->layers[i].acts);
+        }
+        if (p->layers[i].acts) shared = p->layers[i].acts;
         stf__free(p->layers[i].out_prefix_store);
         stf__free(p->layers[i].summary_store);
     }
@@ -247,9 +251,37 @@ static int needs_probe_action(const stf__matched_action *acts, size_t n, const s
 }
 
 /* Fill the public layer record's rule and action lists. */
-static int record_rules(stf__player *pl, const stf__matched_action *acts, size_t n, stf_err *err)
+/* Whether acts[0..n) record as layer record `last` holds its rules and actions. */
+static int same_rules(const stf__player *last, const stf__matched_action *acts, size_t n)
+{
+    if (!last || last->pub.nactions != n) return 0;
+    size_t nr = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (last->acts[i] != acts[i].a) return 0;
+        const char *nm = stf_rule_name(acts[i].rule);
+        if (nr && !strcmp(last->rule_names[nr - 1], nm)) continue;
+        if (nr == last->pub.nrules || last->rule_names[nr] != nm) return 0;
+        nr++;
+    }
+    return nr == last->pub.nrules;
+}
+
+/* Layer record pl's rules and actions: those of the layer recorded before
+ * it when they are the same (a recipe's rules usually treat a run of
+ * layers alike), which stf_plan_free then frees once. */
+static int record_rules(stf__plan_builder *b, stf__player *pl, const stf__matched_action *acts,
+                        size_t n, stf_err *err)
 {
     if (!n) return 0;
+    if (same_rules(b->last_rules, acts, n)) {
+        pl->acts = b->last_rules->acts;
+        pl->rule_names = b->last_rules->rule_names;
+        pl->pub.nactions = n;
+        pl->pub.actions = pl->acts;
+        pl->pub.nrules = b->last_rules->pub.nrules;
+        pl->pub.rules = pl->rule_names;
+        return 0;
+    }
     pl->acts = stf__calloc(n, sizeof *pl->acts);
     pl->rule_names = stf__calloc(n, sizeof *pl->rule_names);
     if (!pl->acts || !pl->rule_names) return stf__err(err, STF_ENOMEM, "plan: out of memory");
@@ -263,6 +295,7 @@ static int record_rules(stf__player *pl, const stf__matched_action *acts, size_t
     pl->pub.actions = pl->acts;
     pl->pub.nrules = nr;
     pl->pub.rules = pl->rule_names;
+    b->last_rules = pl;
     return 0;
 }
 
@@ -379,7 +412,8 @@ static int find_merges(size_t *into, size_t *from, stf__plan_builder *b, stf__ma
     for (size_t i = 0; i < nl; i++) into[i] = from[i] = SIZE_MAX;
     int rc = 0;
     for (size_t i = 0; i < nl; i++) {
-        const stf_layer *l = stf_model_layer(m, i);
+        stf__layer_tmp lt, tt;
+        const stf_layer *l = stf__model_layer_at(m, i, &lt);
         if (!l->nmarkers || has_tensors(l)) continue;
         stf_layer_view v;
         size_t n = 0, t = 0;
@@ -397,7 +431,7 @@ static int find_merges(size_t *into, size_t *from, stf__plan_builder *b, stf__ma
         }
         if (stf__bytes_cmp(np, nplen, l->prefix, l->prefix_len) &&
             stf_model_find_layer(&t, m, np, nplen) == 0 &&
-            t != i && from[t] == SIZE_MAX && stf_model_layer(m, t)->nmarkers == 0) {
+            t != i && from[t] == SIZE_MAX && stf__model_layer_at(m, t, &tt)->nmarkers == 0) {
             into[i] = t;
             from[t] = i;
         }
@@ -440,7 +474,7 @@ static int record_merged(stf__plan_builder *b, size_t li, const stf_layer *l,
     for (size_t i = 0; i < n; i++)
         if (acts[i].a->kind == STF_ACT_RENAME) keep = i + 1;
     stf__player *pl = &b->p->layers[li];
-    int rc = record_rules(pl, acts, keep, err);
+    int rc = record_rules(b, pl, acts, keep, err);
     if (rc) return rc;
     stf_buf sum;
     char shown[STF__NAME_SHOWN];
@@ -523,14 +557,16 @@ static int sort_outs(stf_plan *p, stf_err *err)
     return 0;
 }
 
-/* Layer i as the rules see it: a target of a merge carries its source's markers. */
+/* Layer i as the rules see it: a target of a merge carries its source's
+ * markers. What it points to may lie in *lt and *st (stf__model_layer_at). */
 static const stf_layer *layer_as_planned(const stf_model *m, const size_t *from, size_t i,
-                                         stf_layer *merged)
+                                         stf_layer *merged, stf__layer_tmp *lt,
+                                         stf__layer_tmp *st)
 {
-    const stf_layer *l = stf_model_layer(m, i);
+    const stf_layer *l = stf__model_layer_at(m, i, lt);
     if (from[i] == SIZE_MAX) return l;
     /* The target as if its marker had been keyed by its own prefix. */
-    const stf_layer *src = stf_model_layer(m, from[i]);
+    const stf_layer *src = stf__model_layer_at(m, from[i], st);
     *merged = *l;
     merged->markers = src->markers;
     merged->nmarkers = src->nmarkers;
@@ -601,7 +637,8 @@ static int probe_ahead(stf__probe_ahead *pa, stf__plan_builder *b, const size_t 
     int rc = stf__probe_ahead_init(pa, nl, err);
     for (size_t i = 0; i < nl && !rc; i++) {
         stf_layer merged;
-        const stf_layer *l = layer_as_planned(m, from, i, &merged);
+        stf__layer_tmp lt, st;
+        const stf_layer *l = layer_as_planned(m, from, i, &merged, &lt, &st);
         stf_layer_view v;
         size_t n = 0;
         int need = 0, r2 = stf__plan_view(&v, &store, m, l, &scratch);
@@ -689,7 +726,9 @@ static int build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r, const s
     if (nl && (rc = probe_ahead(&ahead, &b, from, known, &acts, &acap, err))) goto done;
     for (size_t i = 0; i < nl; i++) {
         stf_layer merged;
-        const stf_layer *l = layer_as_planned(p->model, from, i, &merged);
+        stf__layer_tmp lt, st, tt;
+        const stf_layer *l = layer_as_planned(p->model, from, i, &merged, &lt, &st);
+        b.merged = from[i] != SIZE_MAX;
         stf_layer_view v;
         size_t n = 0;
         if ((rc = stf__plan_view(&v, &store, p->model, l, err))) goto done;
@@ -715,12 +754,12 @@ static int build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r, const s
             (rc = stf__probe_ahead_get(&v.probe, &ahead, o, p->model, i, l, err)))
             goto done;
         if (into[i] != SIZE_MAX) {
-            if ((rc = record_merged(&b, i, l, stf_model_layer(p->model, into[i]), acts, n, err)))
+            if ((rc = record_merged(&b, i, l, stf__model_layer_at(p->model, into[i], &tt), acts, n, err)))
                 goto done;
             stf__view_store_free(&store);
             continue;
         }
-        if ((rc = record_rules(&p->layers[i], acts, n, err))) goto done;
+        if ((rc = record_rules(&b, &p->layers[i], acts, n, err))) goto done;
         if ((rc = stf__plan_layer(&b, i, l, &v, acts, n, err))) goto done;
         stf__view_store_free(&store);
     }

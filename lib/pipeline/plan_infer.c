@@ -69,7 +69,8 @@ static int peers_build(stf__plan_builder *b, stf_err *err)
     if (!p) return stf__err(err, STF_ENOMEM, "plan: out of memory");
     size_t nl = stf_model_layer_count(b->m);
     for (size_t li = 0; li < nl; li++) {
-        const stf_layer *l = stf_model_layer(b->m, li);
+        stf__layer_tmp lt;
+        const stf_layer *l = stf__model_layer_at(b->m, li, &lt);
         for (size_t j = 0; j < l->nmarkers; j++) {
             const stf_marker *mk = &l->markers[j];
             if (mk->status != STF_MARKER_OK) continue;
@@ -235,8 +236,9 @@ static int from_peers(stf__layer_work *w, stf_marker_spec *out, stf_buf *no, stf
     }
     if (hit->differ) {
         char a[STF__NAME_SHOWN], c[STF__NAME_SHOWN];
-        const stf_layer *la = stf_model_layer(w->b->m, hit->layer);
-        const stf_layer *lc = stf_model_layer(w->b->m, hit->other);
+        stf__layer_tmp at, ct;
+        const stf_layer *la = stf__model_layer_at(w->b->m, hit->layer, &at);
+        const stf_layer *lc = stf__model_layer_at(w->b->m, hit->other, &ct);
         stf__name_render(a, sizeof a, la->prefix, la->prefix_len);
         stf__name_render(c, sizeof c, lc->prefix, lc->prefix_len);
         char two[2 * 80 + 16];

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "check/probes.h"
+#include "model/model_internal.h"
 #include "rules/rules_internal.h"
 #include "stfix/pipeline.h"
 #include "stfix/experimental/check.h"
@@ -201,6 +202,8 @@ typedef struct stf__plan_builder {
     stf__peers *peers;     /* infer-marker's summary of the file's markers, or NULL */
     stf__gate gate;        /* a repair recipe's: the layers it may change */
     int leave;             /* the layer stf__plan_layer emits is left alone by the gate */
+    int merged;            /* it is the target of a merge, carrying its source's markers */
+    const stf__player *last_rules; /* the last layer record that made its rules' arrays */
 } stf__plan_builder;
 
 /*

@@ -323,11 +323,10 @@ static int meta_agrees(int *agrees, const stf_layer *l, const stf__plan_builder 
  * `text`: a canonical marker found there only is left there, not copied
  * into a new tensor marker, so that the layer stays as it is.
  */
-static int meta_holds(int *holds, const stf__layer_work *w, size_t li, const char *text,
-                      stf_err *err)
+static int meta_holds(int *holds, const stf__layer_work *w, const char *text, stf_err *err)
 {
     *holds = 0;
-    if (w->l != stf_model_layer(w->b->m, li)) return 0;
+    if (w->b->merged) return 0;
     return meta_text_is(holds, w->l, text, err);
 }
 
@@ -403,7 +402,7 @@ static int emit_all(stf__layer_work *w, size_t li, stf_err *err)
         int same = q->present && q->in_dtype == STF_U8 && q->rank == 1 && q->nelem == tlen &&
                    tensor_equals(b->p->c, q->src, text, tlen);
         int only_meta = 0;
-        if (!q->present && (rc = meta_holds(&only_meta, w, li, mt, err))) goto done;
+        if (!q->present && (rc = meta_holds(&only_meta, w, mt, err))) goto done;
         if (only_meta) {
             same = 1;
         } else if (q->present ||
@@ -489,7 +488,8 @@ static int work_init(stf__layer_work *w, stf__plan_builder *b, const stf_layer *
 /* How to read layer li's weight as it is stored (contract in plan_internal.h). */
 int stf__layer_decode(stf__decode *d, const stf_model *m, size_t li, stf_err *err)
 {
-    const stf_layer *l = stf_model_layer(m, li);
+    stf__layer_tmp lt;
+    const stf_layer *l = stf__model_layer_at(m, li, &lt);
     if (!l) return stf__err(err, STF_EINVAL, "decode: layer %zu out of range", li);
     /* A plan of no rules, so that the actions' helpers see the checkpoint. */
     stf_plan p;

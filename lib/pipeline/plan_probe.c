@@ -51,10 +51,10 @@ static int ahead_item(void *ud, size_t i, stf_err *err)
     ahead_job *j = ud;
     size_t li = j->which[i];
     stf_probe_verdict v;
-    int rc = stf__plan_probe_h1(&v, j->o, j->m, stf_model_layer(j->m, li),
-                                j->pa->mark[li] == 2, err);
+    stf__layer_tmp lt;
+    const stf_layer *l = stf__model_layer_at(j->m, li, &lt);
+    int rc = stf__plan_probe_h1(&v, j->o, j->m, l, j->pa->mark[li] == 2, err);
     if (!rc) j->pa->verdict[li] = (unsigned char)(v + 1);
-    const stf_layer *l = stf_model_layer(j->m, li);
     stf__progress_add(j->pg, weight_bytes(j->m, l), l->prefix, l->prefix_len);
     return rc;
 }
@@ -73,7 +73,10 @@ int stf__probe_ahead_run(stf__probe_ahead *pa, const stf_plan_opts *o, const stf
     stf__progress pg;
     uint64_t total = 0;
     int on = o->version >= 3 && o->progress;
-    for (size_t i = 0; on && i < n; i++) total += weight_bytes(m, stf_model_layer(m, which[i]));
+    for (size_t i = 0; on && i < n; i++) {
+        stf__layer_tmp lt;
+        total += weight_bytes(m, stf__model_layer_at(m, which[i], &lt));
+    }
     stf__progress_init(&pg, on ? o->progress : NULL, on ? o->progress_ud : NULL, total);
     ahead_job j = { pa, o, m, which, &pg };
     size_t failed;

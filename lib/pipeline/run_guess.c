@@ -62,7 +62,8 @@ int stf__guesses_measure(int *same, stf__guesses *g, const stf_plan *p, size_t i
                                 p->opts.tau, err);
     stf__h1_acc_free(&g->acc[i]);
     if (rc) {
-        const stf_layer *l = stf_model_layer(p->model, gu->layer);
+        stf__layer_tmp lt;
+        const stf_layer *l = stf__model_layer_at(p->model, gu->layer, &lt);
         char shown[STF__NAME_SHOWN];
         return stf__err_prefix(err, "probe of layer '%s': ",
                                stf__name_render(shown, sizeof shown, l->prefix, l->prefix_len));

@@ -35,13 +35,15 @@ int stf_tp_profile_detect(size_t *best, size_t *classified, size_t *linear,
     *linear = 0;
     size_t nl = stf_model_layer_count(m);
     for (size_t li = 0; li < nl; li++) {
-        const stf_tensor_info *w = stf_layer_tensor_info(m, stf_model_layer(m, li), STF_SFX_WEIGHT);
+        stf__layer_tmp lt;
+        const stf_tensor_info *w = stf_layer_tensor_info(m, stf__model_layer_at(m, li, &lt), STF_SFX_WEIGHT);
         if (w && w->rank == 2) (*linear)++;
     }
     for (size_t i = 0; i < n; i++) {
         size_t got = 0;
         for (size_t li = 0; li < nl; li++) {
-            const stf_layer *l = stf_model_layer(m, li);
+            stf__layer_tmp l_tmp;
+            const stf_layer *l = stf__model_layer_at(m, li, &l_tmp);
             const stf_tensor_info *w = stf_layer_tensor_info(m, l, STF_SFX_WEIGHT);
             if (!w || w->rank != 2) continue;
             stf_parallel_style s;

@@ -373,15 +373,45 @@ static void test_nesting_depth(void **state)
     }
 }
 
+/* Two shards and their index in a new directory, opened as one checkpoint. */
+typedef struct two_shards {
+    char dir[32], p1[128], p2[128], pi[128];
+    file f1, f2;
+    stf_ckpt *c;
+} two_shards;
+
+static void two_shards_open(two_shards *t, file f1, file f2, const char *ix)
+{
+    snprintf(t->dir, sizeof t->dir, "/tmp/stfix-test-layers-XXXXXX");
+    assert_non_null(mkdtemp(t->dir));
+    snprintf(t->p1, sizeof t->p1, "%s/m-00001-of-00002.safetensors", t->dir);
+    snprintf(t->p2, sizeof t->p2, "%s/m-00002-of-00002.safetensors", t->dir);
+    snprintf(t->pi, sizeof t->pi, "%s/m.safetensors.index.json", t->dir);
+    t->f1 = f1;
+    t->f2 = f2;
+    assert_int_equal(st_write_file(t->p1, f1.buf, f1.len), 0);
+    assert_int_equal(st_write_file(t->p2, f2.buf, f2.len), 0);
+    assert_int_equal(st_write_file(t->pi, ix, strlen(ix)), 0);
+    stf_err err;
+    stf_err_clear(&err);
+    t->c = NULL;
+    if (stf_ckpt_open(&t->c, t->pi, NULL, &err) != 0) fail_msg("open index: %s", err.msg);
+}
+
+static void two_shards_close(two_shards *t)
+{
+    stf_ckpt_free(t->c);
+    unlink(t->p1);
+    unlink(t->p2);
+    unlink(t->pi);
+    rmdir(t->dir);
+    free(t->f1.buf);
+    free(t->f2.buf);
+}
+
 static void test_sharded(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/stfix-test-layers-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char p1[128], p2[128], pi[128];
-    snprintf(p1, sizeof p1, "%s/m-00001-of-00002.safetensors", dir);
-    snprintf(p2, sizeof p2, "%s/m-00002-of-00002.safetensors", dir);
-    snprintf(pi, sizeof pi, "%s/m.safetensors.index.json", dir);
     const tdef t1[] = { { "x.weight", "I8", "[2,2]", NULL, 4 } };
     const tdef t2[] = {
         { "x.weight_scale", "F32", "[2,1]", NULL, 8 },
@@ -389,18 +419,13 @@ static void test_sharded(void **state)
     };
     file f1 = build(t1, 1, "{\"layers\": {\"x\": " CANON "}}");
     file f2 = build(t2, 2, NULL);
-    assert_int_equal(st_write_file(p1, f1.buf, f1.len), 0);
-    assert_int_equal(st_write_file(p2, f2.buf, f2.len), 0);
     const char *ix = "{\"metadata\": {\"total_size\": 39}, \"weight_map\": {"
                      "\"x.weight\": \"m-00001-of-00002.safetensors\","
                      " \"x.weight_scale\": \"m-00002-of-00002.safetensors\","
                      " \"x.comfy_quant\": \"m-00002-of-00002.safetensors\"}}";
-    assert_int_equal(st_write_file(pi, ix, strlen(ix)), 0);
-
-    stf_ckpt *c = NULL;
-    stf_err err;
-    stf_err_clear(&err);
-    if (stf_ckpt_open(&c, pi, NULL, &err) != 0) fail_msg("open index: %s", err.msg);
+    two_shards t;
+    two_shards_open(&t, f1, f2, ix);
+    const stf_ckpt *c = t.c;
     stf_model *m = build_model(c);
     assert_int_equal(stf_model_layer_count(m), 1);
     const stf_layer *x = layer(m, "x");
@@ -422,13 +447,68 @@ static void test_sharded(void **state)
     assert_string_equal(stf_pyval_str(stf_pyval_find(x->markers[1].value, "format"), NULL),
                         "float8_e4m3fn");
     stf_model_free(m);
-    stf_ckpt_free(c);
-    unlink(p1);
-    unlink(p2);
-    unlink(pi);
-    rmdir(dir);
-    free(f1.buf);
-    free(f2.buf);
+    two_shards_close(&t);
+}
+
+/* Layers only metadata names come after those with tensors, in order of
+ * their first entry; one named in two shards has both markers, the later
+ * one ComfyUI's, and one named once its one marker. Each layer's struct
+ * stays where it was given. */
+static void test_sharded_meta_only(void **state)
+{
+    (void)state;
+    const tdef t1[] = { { "x.weight", "I8", "[2,2]", NULL, 4 } };
+    const tdef t2[] = { { "x.weight_scale", "F32", "[2,1]", NULL, 8 } };
+    file f1 = build(t1, 1, "{\"layers\": {\"two\": " CANON ", \"one\": 7, \"x\": {}}}");
+    file f2 = build(t2, 1, "{\"layers\": {\"late\": {}, \"two\": {\"format\": \"mxfp8\"}}}");
+    const char *ix = "{\"metadata\": {\"total_size\": 12}, \"weight_map\": {"
+                     "\"x.weight\": \"m-00001-of-00002.safetensors\","
+                     " \"x.weight_scale\": \"m-00002-of-00002.safetensors\"}}";
+    two_shards t;
+    two_shards_open(&t, f1, f2, ix);
+    const stf_ckpt *c = t.c;
+    stf_model *m = build_model(c);
+    assert_int_equal(stf_model_layer_count(m), 4);
+    const char *order[] = { "x", "two", "one", "late" };
+    for (size_t i = 0; i < 4; i++) {
+        const stf_layer *l = stf_model_layer(m, i);
+        assert_non_null(l);
+        assert_int_equal(l->prefix_len, strlen(order[i]));
+        assert_memory_equal(l->prefix, order[i], l->prefix_len);
+        assert_int_equal(l->prefix[l->prefix_len], '\0');
+        assert_ptr_equal(stf_model_layer(m, i), l);
+    }
+    assert_null(stf_model_layer(m, 4));
+    const stf_layer *two = layer(m, "two");
+    assert_int_equal(two->ntensors, 0);
+    assert_int_equal(two->nmarkers, 2);
+    assert_int_equal(two->markers[0].shard, 0);
+    assert_int_equal(two->markers[1].shard, 1);
+    assert_int_equal(two->markers[1].channel, STF_CHAN_METADATA);
+    assert_int_equal(two->conflict, 1);
+    assert_ptr_equal(two->comfy, &two->markers[1]);
+    const stf_layer *one = layer(m, "one");
+    assert_int_equal(one->ntensors, 0);
+    assert_int_equal(one->nmarkers, 1);
+    assert_int_equal(one->markers[0].channel, STF_CHAN_METADATA);
+    assert_int_equal(one->markers[0].status, STF_MARKER_NOT_OBJECT);
+    assert_int_equal(one->markers[0].shard, 0);
+    assert_string_equal(one->markers[0].path, stf_ckpt_shard_path(c, 0));
+    assert_string_equal(one->markers[0].key, "one");
+    assert_int_equal(one->markers[0].key_len, 3);
+    assert_int_equal(one->markers[0].tensor, -1);
+    assert_null(one->markers[0].error);
+    assert_int_equal(stf_pyval_type(one->markers[0].value), STF_PY_INT);
+    assert_int_equal(one->conflict, 0);
+    assert_ptr_equal(one->comfy, &one->markers[0]);
+    const stf_layer *late = layer(m, "late");
+    assert_int_equal(late->markers[0].shard, 1);
+    assert_int_equal(late->markers[0].status, STF_MARKER_OK);
+    assert_int_equal(layer(m, "x")->nmarkers, 1);
+    /* x's {}, two's two, late's {} */
+    assert_int_equal(stf_model_marker_count(m), 4);
+    stf_model_free(m);
+    two_shards_close(&t);
 }
 
 /* ------------------------------------------------------- allocation failure */
@@ -560,6 +640,7 @@ int main(void)
         cmocka_unit_test(test_qmeta_statuses),
         cmocka_unit_test(test_nesting_depth),
         cmocka_unit_test(test_sharded),
+        cmocka_unit_test(test_sharded_meta_only),
         cmocka_unit_test(test_allocation_failures),
         cmocka_unit_test(test_prefix_with_nul),
         cmocka_unit_test(test_scaled_fp8),

@@ -112,6 +112,48 @@ static int same_plan(const stf_plan *a, const stf_plan *b)
     return 1;
 }
 
+/* Layers the same rules and actions apply to show the same lists, kept
+ * once for a run of them; a layer between them with other rules keeps
+ * its own (freeing each once: test_every_allocation_failure counts). */
+static void test_same_rules_kept_once(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    PT_ADD(&k, "a.weight", "I8", NULL, 4, 256);
+    PT_ADD(&k, "a.weight_scale", "BF16", g_s, 4, 1);
+    PT_ADD(&k, "b.weight", "I8", NULL, 4, 256);
+    PT_ADD(&k, "b.weight_scale", "BF16", g_s, 4, 1);
+    PT_ADD(&k, "c.weight", "I8", NULL, 4, 256);
+    PT_ADD(&k, "c.weight_scale", "F32", g_s, 4, 1);
+    PT_ADD(&k, "d.weight", "I8", NULL, 4, 256);
+    PT_ADD(&k, "d.weight_scale", "BF16", g_s, 4, 1);
+    pt_open(&k);
+    pt_recipe(&k, "stfix: 1\ntarget: sglang\nrules:\n"
+                  "  - name: cast\n    match: {scale_dtype: BF16}\n    do: cast-scale\n"
+                  "  - name: rn\n    match: {prefix: \"**\"}\n    do: {rename: {from: \"\", to: x.}}\n");
+    pt_plan_ok(&k);
+    assert_int_equal(stf_plan_layer_count(k.p), 4);
+    const stf_plan_layer_info *l[4];
+    for (size_t i = 0; i < 4; i++) l[i] = stf_plan_layer(k.p, i);
+    for (size_t i = 0; i < 4; i++) {
+        size_t n = i == 2 ? 1 : 2;
+        assert_int_equal(l[i]->nrules, n);
+        assert_int_equal(l[i]->nactions, n);
+        assert_string_equal(l[i]->rules[n - 1], "rn");
+        assert_int_equal(l[i]->actions[n - 1]->kind, STF_ACT_RENAME);
+        if (n == 2) {
+            assert_string_equal(l[i]->rules[0], "cast");
+            assert_int_equal(l[i]->actions[0]->kind, STF_ACT_CAST_SCALE);
+        }
+    }
+    assert_ptr_equal(l[0]->rules, l[1]->rules);
+    assert_ptr_equal(l[0]->actions, l[1]->actions);
+    assert_ptr_not_equal(l[2]->rules, l[1]->rules);
+    assert_ptr_not_equal(l[3]->rules, l[1]->rules);
+    assert_string_equal(l[1]->out_prefix, "x.b");
+    pt_free(&k);
+}
+
 static void test_every_allocation_failure(void **state)
 {
     (void)state;
@@ -443,6 +485,7 @@ int main(void)
         cmocka_unit_test(test_rules_in_order_until_terminal),
         cmocka_unit_test(test_untouched_checkpoint_is_all_copies),
         cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_same_rules_kept_once),
         cmocka_unit_test(test_every_allocation_failure),
         cmocka_unit_test(test_prefix_merge_before_rules),
         cmocka_unit_test(test_prefix_no_merge),
