@@ -15,7 +15,7 @@
 #include "io/zstd_seek.h"
 #include "fuzz.h"
 
-static void check_table(const uint8_t *data, size_t size, const stf_open_opts *o)
+static void check_table(const uint8_t *data, size_t size, const stf__zread_opts *o)
 {
     stf__seek_footer f;
     stf__seek_table t;
@@ -58,7 +58,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.max_zstd_frames = 4096;
     o.zstd_cache_frames = 2;
     o.max_tensors = 64;
-    check_table(data, size, &o);
+    stf__zread_opts zo = {.max_zstd_frame = o.max_zstd_frame,
+                          .max_zstd_frames = o.max_zstd_frames,
+                          .zstd_cache_frames = o.zstd_cache_frames};
+    check_table(data, size, &zo);
     stf_ckpt *c = NULL;
     stf_err e;
     memset(&e, 0, sizeof e);
