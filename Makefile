@@ -39,8 +39,8 @@ ifneq ($(V),1)
 .SILENT:
 endif
 
-PKGS := yaml-0.1 libcjson libzstd libpcre2-8 libcrypto libxxhash
-DEB_PKGS := build-essential pkg-config libyaml-dev libcjson-dev libzstd-dev libpcre2-dev libssl-dev libcmocka-dev libxxhash-dev zstd \
+PKGS := yaml-0.1 libcjson libzstd libpcre2-8 libcrypto libxxhash libcurl
+DEB_PKGS := build-essential pkg-config libyaml-dev libcjson-dev libzstd-dev libpcre2-dev libssl-dev libcmocka-dev libxxhash-dev zstd libcurl4-openssl-dev lighttpd openssl \
             clang libclang-rt-14-dev mandoc python3
 
 # The version, from the one place it is written (include/stfix/base.h). The

@@ -680,4 +680,55 @@ size_t cli_zstd_stream_note(char *buf, size_t cap, const stf_ckpt *c, const char
 /* With -v and no progress line on a terminal: the note as a line. */
 void cli_zstd_stream_info(const char *verb, const stf_ckpt *c, const char *spool_dir);
 
+/*
+ * cli_net.c: remote inputs (stfix(1), INPUTS). cli_net_init sets the
+ * library's network options from the defaults and the environment
+ * (HF_ENDPOINT, HF_TOKEN, https_proxy/HTTPS_PROXY, http_proxy,
+ * no_proxy/NO_PROXY), once; 0, or -1 once it printed its error. A command
+ * reading inputs puts CLI_NET_OPTS in its table.
+ */
+int cli_net_init(const char *verb);
+/* The CLI_CALL of the network options; target names the option. */
+int cli_opt_net(const char *verb, const char *value, void *target);
+/* Bytes and requests over the network since the last call: 1 when any. */
+int cli_net_since(uint64_t *bytes, uint64_t *requests);
+/*
+ * For a remote input: with -v, "INPUT: N bytes in M request(s) over the
+ * network" on stderr, and with w, the member
+ * `, "network": {"bytes": N, "requests": M}` of its JSON document (what
+ * crossed the network since the last report). Nothing for a local input.
+ */
+void cli_net_report(const char *verb, const char *input, cli_jw *w);
+/* The same for a document made with cli_j_*: the member added to doc. */
+void cli_net_json(const char *verb, const char *input, cJSON *doc);
+/*
+ * EXIT_USAGE, with its message ("WHAT 'PATH' is a URL: ..."), when a path
+ * to be written is a URL; -1 to go on.
+ */
+int cli_net_refuse_output(const char *verb, const char *path, const char *what);
+
+#define CLI_NET_OPTS                                                                      \
+    { .name = "hub-endpoint", .metavar = "URL", .kind = CLI_CALL, .call = cli_opt_net,    \
+      .target = (void *)"hub-endpoint",                                                   \
+      .help = "where hf:// names resolve (default $HF_ENDPOINT,\n"                        \
+              "else https://huggingface.co)" },                                           \
+    { .name = "header", .metavar = "'NAME: VALUE'", .kind = CLI_CALL, .call = cli_opt_net, \
+      .target = (void *)"header",                                                         \
+      .help = "send this header with each request to the host\n"                          \
+              "of a URL input (never after a redirect to another)" },                     \
+    { .name = "insecure", .kind = CLI_CALL, .call = cli_opt_net,                          \
+      .target = (void *)"insecure",                                                       \
+      .help = "do not verify the TLS certificates of https:// inputs" },                  \
+    { .name = "connect-timeout", .metavar = "S", .kind = CLI_CALL, .call = cli_opt_net,   \
+      .target = (void *)"connect-timeout",                                                \
+      .help = "give up connecting after S seconds (default 30)" },                        \
+    { .name = "stall-timeout", .metavar = "S", .kind = CLI_CALL, .call = cli_opt_net,     \
+      .target = (void *)"stall-timeout",                                                  \
+      .help = "fail a transfer that receives nothing for S seconds\n"                     \
+              "(default 60)" },                                                           \
+    { .name = "retries", .metavar = "N", .kind = CLI_CALL, .call = cli_opt_net,           \
+      .target = (void *)"retries",                                                        \
+      .help = "retry a failed connection, 429 or 5xx N times\n"                           \
+              "(default 4)" }
+
 #endif

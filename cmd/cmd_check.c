@@ -85,6 +85,7 @@ static int print_json(FILE *o, const char *file, const char *target, const stf_c
     cli_j_add(sum, "total", cli_j_u64(n), 0);
     cli_jw_text(&w, ", \"summary\": ");
     cli_jw_value(&w, sum);
+    cli_net_report("check", file, &w);
     cli_jw_text(&w, "}");
     fputc('\n', o);
     return cli_jw_end(&w);
@@ -189,6 +190,7 @@ static int check_one(const char *file, const char *target, const stf_check_opts 
     int oom = 0;
     if (json) oom = print_json(stdout, file, target, r, tpp, lines);
     else {
+        cli_net_report("check", file, NULL);
         char first[sizeof ((stf_diag *)0)->rule];
         oom = print_human(stdout, file, target, r, tpp, first);
         if (first[0] && !hint[0]) snprintf(hint, hint_cap, "%s", first);
@@ -249,6 +251,7 @@ int cmd_check(int argc, char **argv)
           .help = "parallel styles for --tp: a bundled profile NAME or a\n"
                   "profile file (default: detected from the layer names);\n"
                   "list shows the bundled ones" },
+        CLI_NET_OPTS
     };
     const cli_cmd cmd = {
         .verb = "check",

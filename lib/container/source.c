@@ -32,6 +32,7 @@ struct stf__source {
     const uint8_t *data;  /* the borrowed buffer of a memory source; NULL for files */
     stf__fdfile *file;    /* a file source's descriptor, through a cache */
     stf__fdcache *own;    /* the private cache of a file opened without one */
+    stf__http *http;      /* a remote file, read with range requests (net.h) */
     stf_storage storage;  /* PLAIN, or one of the zstd readers below */
     stf__zseek *zs;       /* a seekable zstd file (owns the raw source) */
     stf__zstream *zt;     /* a zstd stream (owns the raw source) */
@@ -71,6 +72,16 @@ int stf__source_open(stf__source **out, const char *path, stf__fdcache *cache, i
         if (sys_errno) *sys_errno = ENOMEM;
         return STF_ENOMEM;
     }
+    if (stf__net_is_url(path)) {
+        rc = stf__http_open(&s->http, path, err);
+        if (rc) {
+            if (sys_errno) *sys_errno = rc == STF_ENOTFOUND ? ENOENT : rc == STF_ENOMEM ? ENOMEM : EIO;
+            goto done;
+        }
+        s->size = s->stored = stf__http_size(s->http);
+        *out = s;
+        return 0;
+    }
     if (!cache) {
         rc = stf__fdcache_new(&s->own, 1, err);
         if (rc) {
@@ -108,6 +119,8 @@ uint64_t stf__source_size(const stf__source *s) { return s ? s->size : 0; }
 
 const char *stf__source_path(const stf__source *s) { return s ? s->path : NULL; }
 
+int stf__source_remote(const stf__source *s) { return s && (s->http || (s->raw && stf__source_remote(s->raw))); }
+
 const uint8_t *stf__source_data(const stf__source *s) { return s ? s->data : NULL; }
 
 /* Borrow a file source's descriptor; see source.h. */
@@ -117,6 +130,9 @@ int stf__source_fd_acquire(const stf__source *s, int *fd, stf_err *err)
     if (s->storage != STF_STORAGE_PLAIN)
         return stf__err(err, STF_EUNSUPPORTED,
                         "%s: a compressed source has no descriptor of its bytes", s->path);
+    if (s->http)
+        return stf__err(err, STF_EUNSUPPORTED, "%s: a remote source has no file descriptor",
+                        s->path);
     if (!s->file)
         return stf__err(err, STF_EINVAL, "%s: a memory source has no file descriptor", s->path);
     return stf__fdfile_acquire(s->file, fd, err);
@@ -173,6 +189,7 @@ int stf__source_read(const stf__source *s, uint64_t off, void *dst, size_t len, 
     if (len == 0) return 0;
     if (s->zs) return stf__zseek_read(s->zs, off, dst, len, err);
     if (s->zt) return stf__zstream_read(s->zt, off, dst, len, err);
+    if (s->http) return stf__http_read(s->http, off, dst, len, err);
     if (s->data) { /* a memory source: the caller's buffer, never a file */
         memcpy(dst, s->data + off, len);
         return 0;
@@ -207,8 +224,15 @@ void stf__source_free(stf__source *s)
     stf__zstream_free(s->zt);
     stf__fdfile_close(s->file);
     stf__fdcache_free(s->own);
+    stf__http_free(s->http);
     stf__free(s->path);
     stf__free(s);
+}
+
+/* Remote ranges ahead of their reads; see source.h. */
+int stf__source_prefetch(const stf__source *s, const stf__range *r, size_t n, stf_err *err)
+{
+    return s && s->http ? stf__http_prefetch(s->http, r, n, err) : 0;
 }
 
 /* Wrap a zstd source; see source.h. */

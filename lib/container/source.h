@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "container/fdcache.h"
+#include "io/net.h"
 #include "stfix/container.h"
 
 typedef struct stf__source stf__source;
@@ -29,6 +30,10 @@ typedef struct stf__source stf__source;
  * NULL) tells failures apart as stf__fdfile_open does (ENOENT, EACCES,
  * EMFILE, ..., 0 for a file that is not regular). Nothing is read yet. The
  * path is copied. Free with stf__source_free.
+ * A remote name (http://, https://, hf://: stf__net_is_url) is opened as a
+ * remote source instead (net.h): its first range is fetched now, `cache`
+ * is not used, and a file the server does not have is STF_ENOTFOUND with
+ * *sys_errno ENOENT.
  */
 int stf__source_open(stf__source **out, const char *path, stf__fdcache *cache, int *sys_errno,
                      stf_err *err);
@@ -42,6 +47,8 @@ int stf__source_open_mem(stf__source **out, const void *buf, size_t len, const c
 
 /* File size at open time (fstat), or the buffer length. */
 uint64_t stf__source_size(const stf__source *s);
+/* 1 for a remote source (read over HTTP), else 0. */
+int stf__source_remote(const stf__source *s);
 /* The path or name given at open. */
 const char *stf__source_path(const stf__source *s);
 /* The buffer of a memory source; NULL for a file source (read it with
@@ -115,6 +122,13 @@ const struct stf__file_stamp *stf__source_stamp(const stf__source *s);
  * a memory source.
  */
 int stf__source_unchanged(const stf__source *s, stf_err *err);
+
+/*
+ * Fetch the ranges r[0..n) of a remote source now, adjacent ones in one
+ * request, and keep them for the reads that follow (net.h,
+ * stf__http_prefetch). No-op for any other source.
+ */
+int stf__source_prefetch(const stf__source *s, const stf__range *r, size_t n, stf_err *err);
 
 /* Close, free (the cache it was opened through stays). No-op on NULL. */
 void stf__source_free(stf__source *s);

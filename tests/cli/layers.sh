@@ -7,7 +7,7 @@ OBJ=${BUILD:-build}/obj
 
 F="$T_TMP/fake"
 mkdir -p "$F/include/stfix" "$F/cmd"
-for l in util container model quant check rules pipeline; do mkdir -p "$F/lib/$l"; done
+for l in util io container model quant check rules pipeline; do mkdir -p "$F/lib/$l"; done
 for h in base container model quant check rules pipeline; do : >"$F/include/stfix/$h.h"; done
 : >"$F/include/stfix.h"
 : >"$F/lib/util/util.h"
@@ -28,6 +28,10 @@ cat >"$F/lib/container/c.c" <<'C'
 #include "util/util.h"
 int stf__u(void);
 int stf_c(void) { return stf__u(); }
+C
+cat >"$F/lib/io/i.c" <<'C'
+int stf__u(void);
+int stf__i(void) { return stf__u(); }
 C
 cat >"$F/lib/model/m.c" <<'C'
 #include "stfix/check.h"

@@ -119,6 +119,17 @@ typedef void (*stf_lock_wait_fn)(void *ud, const char *path);
 STF_EXPERIMENTAL_API
 void stf_set_lock_wait_hook(stf_lock_wait_fn fn, void *ud);
 
+/* ------------------------------------------------------- remote inputs */
+
+/*
+ * Say that the tensors idx[0..n) of c will be read whole soon: a remote
+ * shard fetches them now, adjacent ones in one range request, and serves
+ * the reads from memory (at most 64 MiB of them per shard; the rest are
+ * read when asked for). A local file ignores it. Errors as stf_ckpt_read.
+ */
+STF_EXPERIMENTAL_API
+int stf_ckpt_prefetch(const stf_ckpt *c, const size_t *idx, size_t n, stf_err *err);
+
 #ifdef __cplusplus
 }
 #endif
