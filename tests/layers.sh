@@ -3,12 +3,11 @@
 #
 #   util  <-  io  <-  container  <-  { model, quant }  <-  { check, rules }  <-  pipeline
 #
-# (io has no public header: what it offers programs is declared in base.h
-# and container.h.)
-#
 # A layer may use its own layer and the layers to its left; the two layers in
 # one pair of braces do not use each other. The public headers map onto the
-# layers one to one, except that the util layer's public header is base.h:
+# layers one to one, except that the util layer's public header is base.h and
+# the io layer (the bytes read and written) has none: its types reach
+# programs only through the container layer's header:
 #
 #   include/stfix/base.h       util        include/stfix/check.h     check
 #   include/stfix/container.h  container   include/stfix/rules.h     rules
@@ -49,11 +48,11 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 MAY='
 function rank(l) {
     if (l == "util") return 0
-    if (l == "io") return 0.5
-    if (l == "container") return 1
-    if (l == "model" || l == "quant") return 2
-    if (l == "check" || l == "rules") return 3
-    if (l == "pipeline") return 4
+    if (l == "io") return 1
+    if (l == "container") return 2
+    if (l == "model" || l == "quant") return 3
+    if (l == "check" || l == "rules") return 4
+    if (l == "pipeline") return 5
     return -1
 }
 function may(l, m) { return l == m || (rank(m) >= 0 && rank(m) < rank(l)) }

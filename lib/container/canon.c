@@ -7,7 +7,6 @@
  */
 #include <string.h>
 
-#include "container/source.h"
 #include "container/writer_internal.h"
 
 /* What one pass over the (already validated) header JSON found. */

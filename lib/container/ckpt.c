@@ -11,10 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "container/fdcache.h"
 #include "container/index.h"
 #include "container/writer_internal.h"
-#include "container/source.h"
 #include "container/container_internal.h"
 
 /*
@@ -23,6 +21,17 @@
  * open-file limit of 1024 even with other files open.
  */
 #define SHARD_FDS 32
+
+/* The I/O layer's storage and stream values are the public ones. */
+_Static_assert(STF__STORE_PLAIN == (int)STF_STORAGE_PLAIN &&
+                   STF__STORE_ZSTD_SEEKABLE == (int)STF_STORAGE_ZSTD_SEEKABLE &&
+                   STF__STORE_ZSTD_STREAM == (int)STF_STORAGE_ZSTD_STREAM,
+               "storage values");
+_Static_assert(STF__STREAM_NONE == (int)STF_STREAM_NONE &&
+                   STF__STREAM_IN_ORDER == (int)STF_STREAM_IN_ORDER &&
+                   STF__STREAM_SPOOLED == (int)STF_STREAM_SPOOLED &&
+                   STF__STREAM_RESTARTED == (int)STF_STREAM_RESTARTED,
+               "stream values");
 
 typedef struct ckpt_shard {
     stf__source *src;
@@ -58,9 +67,11 @@ static int shard_load(ckpt_shard *sh, const stf_open_opts *o, stf__findings *f, 
     uint8_t first[8];
     uint8_t *copy = NULL;
     const uint8_t *hdr;
+    stf__zread_opts zo;
 
     /* A zstd file is read through its decompressed bytes from here on. */
-    rc = stf__source_decompress(&sh->src, o, err);
+    stf__zread_opts_from(&zo, o);
+    rc = stf__source_decompress(&sh->src, &zo, err);
     if (rc) return rc;
     const char *path = stf__source_path(sh->src);
     uint64_t size = stf__source_size(sh->src), n = 0;
@@ -153,18 +164,45 @@ static const char *example_entry(char shown[STF__NAME_SHOWN], const stf__index *
     return shown;
 }
 
-/* Index path's directory plus file name; a bare index path means ".". */
-static char *join_dir(const char *index_path, const char *file)
+/*
+ * Where a checkpoint's shards come from: files by name (open_shard NULL),
+ * or a host's callbacks.
+ */
+typedef struct ckpt_files {
+    stf_host_open_fn open_shard;
+    void *shard_ctx;
+} ckpt_files;
+
+/*
+ * Open shard `file` of the index `path` as *out, named beside the index
+ * (stf__source_name_near). *e as for stf__source_open_name; a host that
+ * has no such file is ENOENT and STF_ENOTFOUND, as a path would be.
+ */
+static int open_member(stf_ckpt *c, const ckpt_files *fs, const char *path, const char *file,
+                       stf__source **out, int *e, stf_err *err)
 {
-    const char *slash = strrchr(index_path, '/');
-    size_t dlen = slash ? (size_t)(slash - index_path) + 1 : 0;
-    size_t flen = strlen(file);
-    if (flen > SIZE_MAX - dlen - 1) return NULL;
-    char *p = stf__malloc(dlen + flen + 1);
-    if (!p) return NULL;
-    memcpy(p, index_path, dlen);
-    memcpy(p + dlen, file, flen + 1);
-    return p;
+    char *sp = stf__source_name_near(path, file);
+    if (!sp) {
+        *e = ENOMEM;
+        return oom(err, path);
+    }
+    int rc;
+    if (!fs->open_shard) {
+        rc = stf__source_open_name(out, sp, c->fds, e, err);
+    } else {
+        stf_host_io hio = {0};
+        *e = 0;
+        if (fs->open_shard(fs->shard_ctx, file, &hio) < 0) {
+            *e = ENOENT;
+            rc = stf__err(err, STF_ENOTFOUND, "%s: No such file or directory", sp);
+        } else {
+            stf__host_io h = {hio.ctx, hio.read, hio.size, hio.close};
+            rc = stf__source_open_host(out, &h, sp, err);
+            if (rc == STF_ENOMEM) *e = ENOMEM;
+        }
+    }
+    stf__free(sp);
+    return rc;
 }
 
 /*
@@ -202,22 +240,25 @@ static int shard_is_missing(int e)
  * fd cache closes the least recently used descriptors as it goes, and
  * reads reopen them on demand.
  */
-static int open_index(stf_ckpt *c, const char *path, const stf_open_opts *o, stf_err *err)
+static int open_index(stf_ckpt *c, stf__source *isrc, const ckpt_files *fs,
+                      const stf_open_opts *o, stf_err *err)
 {
-    int rc = stf__index_load(&c->ix, path, o, err);
+    /* The index is read whole and its source closed before any shard is
+     * opened; its name lives on as c->index_path. */
+    int rc = stf__index_read(&c->ix, isrc, o, err);
+    c->index_path = stf__strdup(stf__source_path(isrc));
+    if (!rc && !c->index_path) rc = oom(err, stf__source_path(isrc));
+    stf__source_free(isrc);
     if (rc) return rc;
+    const char *path = c->index_path;
     rc = stf__fdcache_new(&c->fds, SHARD_FDS, err);
     if (rc) return rc;
-    c->index_path = stf__strdup(path);
     c->shards = stf__calloc(c->ix->nfiles, sizeof *c->shards);
-    if (!c->index_path || !c->shards) return oom(err, path);
+    if (!c->shards) return oom(err, path);
     for (size_t k = 0; k < c->ix->nfiles; k++) {
         const char *file = c->ix->files[k];
-        char *sp = join_dir(path, file);
-        if (!sp) return oom(err, path);
         int e = 0;
-        rc = stf__source_open(&c->shards[k].src, sp, c->fds, &e, err);
-        stf__free(sp);
+        rc = open_member(c, fs, path, file, &c->shards[k].src, &e, err);
         c->nshards = k + 1; /* shard k is ours to free from here on */
         if (rc == STF_ENOMEM) return rc;
         if (rc && !shard_is_missing(e))
@@ -249,20 +290,22 @@ static int ends_with(const char *s, const char *suffix)
 }
 
 /*
- * Shard 0 of a single-file checkpoint: the slot, its source (the file at
- * `name`, or buf[0..len) when in_mem), the header and the tensor table.
- * The file and memory openers differ only in the source.
+ * Shard 0 of a single-file checkpoint: the slot, its source (*src, which
+ * it takes, whatever it returns), the header and the tensor table. The
+ * openers differ only in the source.
  */
-static int open_single(stf_ckpt *c, const char *name, int in_mem, const void *buf, size_t len,
-                       const stf_open_opts *opts, stf_err *err)
+static int open_single(stf_ckpt *c, stf__source *src, const stf_open_opts *opts, stf_err *err)
 {
+    const char *name = stf__source_path(src);
     c->shards = stf__calloc(1, sizeof *c->shards);
-    if (!c->shards) return oom(err, name);
-    int rc = in_mem ? stf__source_open_mem(&c->shards[0].src, buf, len, name, err)
-                    : stf__source_open(&c->shards[0].src, name, NULL, NULL, err);
-    if (rc) return rc;
+    if (!c->shards) {
+        int rc = oom(err, name);
+        stf__source_free(src);
+        return rc;
+    }
+    c->shards[0].src = src;
     c->nshards = 1;
-    rc = shard_load(&c->shards[0], opts, &c->findings, err);
+    int rc = shard_load(&c->shards[0], opts, &c->findings, err);
     if (rc) return rc;
     return build_table(c, name, err);
 }
@@ -301,8 +344,14 @@ int stf_ckpt_open(stf_ckpt **out, const char *path, const stf_open_opts *opts, s
     opts = &cur;
     c = ckpt_new();
     if (!c) return oom(err, path);
-    int rc = ends_with(path, ".index.json") ? open_index(c, path, opts, err)
-                                            : open_single(c, path, 0, NULL, 0, opts, err);
+    static const ckpt_files by_name = {NULL, NULL};
+    stf__source *src = NULL;
+    int rc = stf__source_open_name(&src, path, NULL, NULL, err);
+    if (!rc && ends_with(path, ".index.json")) {
+        rc = open_index(c, src, &by_name, opts, err);
+    } else if (!rc) {
+        rc = open_single(c, src, opts, err);
+    }
     return open_finish(out, c, rc, opts, err);
 }
 
@@ -327,7 +376,62 @@ int stf_ckpt_open_mem(stf_ckpt **out, const void *buf, size_t len, const char *n
     opts = &cur;
     c = ckpt_new();
     if (!c) return oom(err, name);
-    return open_finish(out, c, open_single(c, name, 1, buf, len, opts, err), opts, err);
+    stf__source *src = NULL;
+    int rc = stf__source_open_mem(&src, buf, len, name, err);
+    if (!rc) rc = open_single(c, src, opts, err);
+    return open_finish(out, c, rc, opts, err);
+}
+
+/* Open a checkpoint over a host's bytes; see experimental/container.h. */
+int stf_ckpt_open_host(stf_ckpt **out, const char *name, const stf_host_io *io,
+                       stf_host_open_fn open_shard, void *shard_ctx, const stf_open_opts *opts,
+                       stf_err *err)
+{
+    stf_open_opts dflt, cur;
+    stf__source *src = NULL;
+    stf_ckpt *c = NULL;
+    int rc = 0;
+
+    if (out) *out = NULL;
+    if (!out || !name || !io) {
+        rc = stf__err(err, STF_EINVAL, "stf_ckpt_open_host: NULL argument");
+        goto fail;
+    }
+    if (!opts) {
+        stf_open_opts_init(&dflt);
+        opts = &dflt;
+    }
+    if (stf__opts_version(err, opts->version, STF_OPEN_OPTS_VERSION, "stf_open_opts")) {
+        rc = STF_EINVAL;
+        goto fail;
+    }
+    stf__open_opts_upgrade(&cur, opts);
+    opts = &cur;
+    int index = ends_with(name, ".index.json");
+    if (index && !open_shard) {
+        rc = stf__err(err, STF_EINVAL,
+                      "%s: an index needs the host's open_shard to reach its shards", name);
+        goto fail;
+    }
+    /* From here the source owns io and closes it, also when it fails. */
+    stf__host_io h = {io->ctx, io->read, io->size, io->close};
+    rc = stf__source_open_host(&src, &h, name, err);
+    if (rc) return rc;
+    c = ckpt_new();
+    if (!c) {
+        stf__source_free(src);
+        return oom(err, name);
+    }
+    if (index) {
+        ckpt_files fs = {open_shard, shard_ctx};
+        rc = open_index(c, src, &fs, opts, err);
+    } else {
+        rc = open_single(c, src, opts, err);
+    }
+    return open_finish(out, c, rc, opts, err);
+fail:
+    if (io && io->close) io->close(io->ctx);
+    return rc;
 }
 
 /* Free everything; no-op on NULL. */
@@ -429,7 +533,7 @@ const stf_meta_entry *stf_ckpt_meta_find(const stf_ckpt *c, size_t shard, const 
 stf_storage stf_ckpt_shard_storage(const stf_ckpt *c, size_t shard)
 {
     const ckpt_shard *s = shard_at(c, shard);
-    return s ? stf__source_storage(s->src) : STF_STORAGE_PLAIN;
+    return s ? (stf_storage)stf__source_storage(s->src) : STF_STORAGE_PLAIN;
 }
 
 uint64_t stf_ckpt_shard_stored_size(const stf_ckpt *c, size_t shard)
@@ -453,7 +557,7 @@ uint64_t stf_ckpt_shard_frames_decoded(const stf_ckpt *c, size_t shard)
 stf_stream_mode stf_ckpt_shard_stream_mode(const stf_ckpt *c, size_t shard)
 {
     const ckpt_shard *s = shard_at(c, shard);
-    return s ? stf__source_stream_mode(s->src) : STF_STREAM_NONE;
+    return s ? (stf_stream_mode)stf__source_stream_mode(s->src) : STF_STREAM_NONE;
 }
 
 /* Shard k's source for the writer and canon.c; see source.h. */
@@ -604,9 +708,19 @@ int stf__ckpt_unchanged(const stf_ckpt *c, stf_err *err)
         int rc = stf__source_unchanged(c->shards[k].src, err);
         if (rc) return rc;
     }
-    if (c && c->ix && !stf__net_is_url(c->index_path))
+    if (c && c->ix && c->ix->has_stamp)
         return stf__file_stamp_check(&c->ix->stamp, c->index_path, err);
     return 0;
+}
+
+/* Contract in container_internal.h. */
+void stf__zread_opts_from(stf__zread_opts *dst, const stf_open_opts *o)
+{
+    dst->max_zstd_frame = o->max_zstd_frame;
+    dst->max_zstd_frames = o->max_zstd_frames;
+    dst->zstd_cache_frames = o->zstd_cache_frames;
+    dst->spool_dir = o->spool_dir;
+    dst->max_spool = o->max_spool;
 }
 
 /* Remote tensors fetched ahead of their reads; see experimental/container.h.

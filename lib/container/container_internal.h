@@ -1,7 +1,8 @@
 /*
  * Internal interfaces of the container layer, shared between the header
- * parser (json_lex.c, header.c, validate.c), the checkpoint/source code
- * (source.c, ckpt.c, index.c) and the writer (header_text.c, writer.c, ...).
+ * parser (json_lex.c, header.c, validate.c), the checkpoint code (ckpt.c,
+ * index.c) and the writer (header_text.c, writer.c, ...). Bytes come from
+ * the I/O layer's sources (io/source.h), taken in here.
  * Not part of the public API.
  */
 #ifndef STF_CONTAINER_INTERNAL_H
@@ -12,6 +13,9 @@
 
 #include "stfix/container.h"
 #include "stfix/experimental/container.h"
+#include "io/fdcache.h"
+#include "io/file_stamp.h"
+#include "io/source.h"
 #include "util/sha256.h"
 #include "util/util.h"
 
@@ -94,21 +98,6 @@ void stf__header_free(stf__header *h);
  */
 int stf__json_put_string(stf_buf *b, const char *s, size_t n);
 
-/* pwrite all n bytes of p at `at` (retrying short writes and EINTR): 0, or
- * the errno of the failing call (ENOSPC for a call that wrote nothing).
- * The caller words the message. */
-int stf__pwrite_full(int fd, const void *p, size_t n, uint64_t at);
-
-/* pread n bytes into p from `at` (retrying short reads and EINTR) until n
- * are in or the file ends: 0 with *got the bytes read, or the errno of the
- * failing call. The caller words the message. */
-int stf__pread_full(int fd, void *p, size_t n, uint64_t at, size_t *got);
-
-/* stf__pread_full of exactly n bytes, else STF_EIO "NAME: read failed at
- * byte B: REASON" (rule-less, at byte B), the end of the file being
- * "unexpected end of file". */
-int stf__pread_exact(int fd, void *p, size_t n, uint64_t at, const char *name, stf_err *err);
-
 /* The caller's write options (NULL: the defaults) into *dst in the newest
  * layout: a version-1 caller's struct is read only as far as it goes.
  * The version must have been checked. writer.c */
@@ -128,5 +117,26 @@ uint64_t stf__ckpt_read_total(const stf_ckpt *c);
  * input that changed while it was read. ckpt.c
  */
 int stf__ckpt_unchanged(const stf_ckpt *c, stf_err *err);
+
+/*
+ * Where tensor i of checkpoint c lives: its shard's source and the absolute
+ * file offset of the tensor's first byte. For the writer's verbatim copy
+ * (copy_file_range from stf__source_fd_acquire). STF_EINVAL when i is out
+ * of range. ckpt.c
+ */
+int stf__ckpt_tensor_source(const stf_ckpt *c, size_t i, const stf__source **src,
+                            uint64_t *file_off, stf_err *err);
+
+/* Shard k's source (NULL when out of range). ckpt.c */
+const stf__source *stf__ckpt_shard_source(const stf_ckpt *c, size_t shard);
+
+/*
+ * The checkpoint's findings list, for checks that add findings after open
+ * (canonical form, S21-S25). ckpt.c
+ */
+struct stf__findings *stf__ckpt_findings(stf_ckpt *c);
+
+/* The zstd readers' share of the open options. ckpt.c */
+void stf__zread_opts_from(stf__zread_opts *dst, const stf_open_opts *o);
 
 #endif

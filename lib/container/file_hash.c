@@ -10,7 +10,6 @@
  */
 #include <string.h>
 
-#include "container/source.h"
 #include "container/container_internal.h"
 
 enum { CHUNK = 1 << 20 };

@@ -18,7 +18,6 @@
 
 #include "container/index.h"
 #include "container/json_lex.h"
-#include "container/source.h"
 
 #define INDEX_MAX_DEPTH 16u
 
@@ -529,19 +528,31 @@ done:
 /* Read the index file, then parse; see index.h. */
 int stf__index_load(stf__index **out, const char *path, const stf_open_opts *o, stf_err *err)
 {
-    int rc = 0;
     stf__source *src = NULL;
+
+    if (!out || !path) return stf__err(err, STF_EINVAL, "stf__index_load: NULL argument");
+    *out = NULL;
+    int rc = stf__source_open_name(&src, path, NULL, NULL, err);
+    if (!rc) rc = stf__index_read(out, src, o, err);
+    stf__source_free(src);
+    return rc;
+}
+
+/* Read an open index, then parse; see index.h. */
+int stf__index_read(stf__index **out, const stf__source *src, const stf_open_opts *o,
+                    stf_err *err)
+{
+    int rc = 0;
     uint8_t *buf = NULL;
     stf_open_opts defaults;
 
-    if (!out || !path) return stf__err(err, STF_EINVAL, "stf__index_load: NULL argument");
+    if (!out || !src) return stf__err(err, STF_EINVAL, "stf__index_read: NULL argument");
     *out = NULL;
     if (!o) {
         stf_open_opts_init(&defaults);
         o = &defaults;
     }
-    rc = stf__source_open(&src, path, NULL, NULL, err);
-    if (rc) goto done;
+    const char *path = stf__source_path(src);
     uint64_t size = stf__source_size(src);
     if (size > o->max_index_size || size > SIZE_MAX - 1) {
         rc = stf__err_rule(err, STF_ELIMIT, "L8", 0, 0,
@@ -558,11 +569,13 @@ int stf__index_load(stf__index **out, const char *path, const stf_open_opts *o, 
     rc = stf__source_read(src, 0, buf, (size_t)size, err);
     if (rc) goto done;
     rc = stf__index_parse(out, buf, (size_t)size, path, o, err);
-    /* A remote index has no stamp: its answers are checked as they come. */
-    if (!rc && stf__source_stamp(src)) (*out)->stamp = *stf__source_stamp(src);
+    const stf__file_stamp *st = stf__source_stamp(src);
+    if (!rc && st) {
+        (*out)->stamp = *st;
+        (*out)->has_stamp = 1;
+    }
 done:
     stf__free(buf);
-    stf__source_free(src);
     return rc;
 }
 

@@ -15,7 +15,6 @@
 #include <stdint.h>
 
 #include "container/container_internal.h"
-#include "container/file_stamp.h"
 
 /* One weight_map member. */
 typedef struct stf__index_entry {
@@ -37,6 +36,7 @@ typedef struct stf__index {
     uint64_t total_size;
     uint64_t total_off;      /* byte offset of the total_size value */
     stf__file_stamp stamp;   /* the index file as stf__index_load opened it */
+    int has_stamp;           /* stamp holds it (a file; a host's index has none) */
 } stf__index;
 
 /*
@@ -51,12 +51,21 @@ int stf__index_parse(stf__index **out, const uint8_t *buf, size_t len, const cha
                      const stf_open_opts *o, stf_err *err);
 
 /*
- * Read and parse the index file at `path` (never written), stamping it as
- * opened (ix->stamp; stf__index_parse leaves the stamp zero). A file larger
- * than o->max_index_size is STF_ELIMIT ("L8") before anything is allocated;
+ * Read and parse the index file at `path` (never written; opened through
+ * stf__source_open_name), stamping it as opened (ix->stamp;
+ * stf__index_parse leaves the stamp zero). A file larger than
+ * o->max_index_size is STF_ELIMIT ("L8") before anything is allocated;
  * open/read errors are STF_EIO naming the path.
  */
 int stf__index_load(stf__index **out, const char *path, const stf_open_opts *o, stf_err *err);
+
+/*
+ * stf__index_load of an index already open as `src` (not freed): its name
+ * is the index's in messages, and it is stamped when the source has a
+ * stamp (ix->has_stamp).
+ */
+int stf__index_read(stf__index **out, const stf__source *src, const stf_open_opts *o,
+                    stf_err *err);
 
 void stf__index_free(stf__index *ix);
 

@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "container/source.h"
 #include "container/writer_state.h"
 #include "container/zstd_pack.h"
 
@@ -61,7 +60,7 @@ static int write_tensor(stf__sink *sk, const stf__wtensor *t, stage *st, stf_err
         uint64_t foff = 0;
         int fd = -1;
         if (!stf__ckpt_tensor_source(src->ckpt, src->idx, &s, &foff, NULL) && s &&
-            !stf__source_data(s) && stf__source_storage(s) == STF_STORAGE_PLAIN &&
+            !stf__source_data(s) && stf__source_storage(s) == STF__STORE_PLAIN &&
             !stf__source_remote(s)) {
             /* The descriptor may be a cached one reopened: hold it for the copy. */
             if ((rc = stf__source_fd_acquire(s, &fd, err)))

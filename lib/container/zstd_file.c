@@ -288,7 +288,7 @@ static int run(const char *in, const char *out, const stf_write_opts *o, int com
      * before the renames; shards before the index. */
     for (size_t i = 0; !rc && i < f.n; i++)
         rc = stf__file_stamp_check(&f.v[i].stamp, f.v[i].in, err);
-    if (!rc && ix) rc = stf__file_stamp_check(&ix->stamp, in, err);
+    if (!rc && ix && ix->has_stamp) rc = stf__file_stamp_check(&ix->stamp, in, err);
     if (!rc) rc = guard_all(&f, nsinks, out, replace, err);
     for (size_t i = 0; !rc && i < nsinks; i++) rc = stf__sink_publish(&f.sinks[i], err);
     files_free(&f, f.sinks ? nsinks : 0);

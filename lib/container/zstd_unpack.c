@@ -72,8 +72,10 @@ static int load_table(unpack *u, stf_err *err)
     if (u->size < STF__SEEK_FOOTER_SIZE) return 0;
     int rc = rd(u, foot, sizeof foot, u->size - sizeof foot, err);
     if (rc || !stf__seek_footer_present(foot)) return rc;
-    stf_open_opts o;
-    stf_open_opts_init(&o);
+    stf_open_opts oo;
+    stf__zread_opts o;
+    stf_open_opts_init(&oo);
+    stf__zread_opts_from(&o, &oo);
     if ((rc = stf__seek_footer_parse(&f, foot, u->size, u->name, &o, err))) return rc;
     uint8_t *tbl = stf__malloc((size_t)f.table_size);
     if (!tbl) return stf__err(err, STF_ENOMEM, "%s: out of memory for the seek table", u->name);

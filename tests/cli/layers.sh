@@ -14,7 +14,8 @@ for h in base container model quant check rules pipeline; do : >"$F/include/stfi
 : >"$F/lib/pipeline/p.h"
 : >"$F/cmd/cli.h"
 # One function per layer, each calling only below, except: util calls
-# pipeline (upward) and model calls quant (its sibling).
+# pipeline (upward), io calls container (the layer just above it) and model
+# calls quant (its sibling).
 cat >"$F/lib/util/u.c" <<'C'
 #include <stddef.h>
 #include "util.h"
@@ -22,16 +23,18 @@ int stf_plan_build(void);
 int stf__u(void) { return 1; }
 int stf_u_up(void) { return stf_plan_build(); }
 C
+cat >"$F/lib/io/i.c" <<'C'
+int stf__u(void);
+int stf_c(void);
+int stf__i(void) { return stf__u(); }
+int stf__i_up(void) { return stf_c(); }
+C
 cat >"$F/lib/container/c.c" <<'C'
 #include "stfix/base.h"
 #include "stfix/container.h"
 #include "util/util.h"
-int stf__u(void);
-int stf_c(void) { return stf__u(); }
-C
-cat >"$F/lib/io/i.c" <<'C'
-int stf__u(void);
-int stf__i(void) { return stf__u(); }
+int stf__i(void);
+int stf_c(void) { return stf__i(); }
 C
 cat >"$F/lib/model/m.c" <<'C'
 #include "stfix/check.h"
@@ -69,6 +72,7 @@ done
 t_run "the check finds each violation" 1 sh tests/layers.sh "$F" "$F/obj"
 cat >"$T_TMP/want" <<'W'
 layers: lib/util/u.o (util) references stf_plan_build, defined in lib/pipeline/p.o (pipeline): util may not use pipeline
+layers: lib/io/i.o (io) references stf_c, defined in lib/container/c.o (container): io may not use container
 layers: lib/model/m.o (model) references stf_q, defined in lib/quant/q.o (quant): model may not use quant
 layers: lib/check/k.c includes lib/pipeline/p.h: check may not use pipeline
 layers: lib/container/c.c includes lib/util/util.h: another layer's internal header; include it from container's own

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "container/zstd_seek.h"
+#include "io/zstd_seek.h"
 #include "fuzz.h"
 
 static void check_table(const uint8_t *data, size_t size, const stf_open_opts *o)

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "container/sink.h"
-#include "container/source.h"
+#include "io/source.h"
 #include "stfix.h"
 #include "support/st_alloc.h"
 #include "support/st_bytes.h"

@@ -1,5 +1,5 @@
 /*
- * Tests for lib/container/fdcache.c: the bound on open descriptors, held
+ * Tests for lib/io/fdcache.c: the bound on open descriptors, held
  * descriptors never closed, reopen with the identity check, running out of
  * descriptors, and many threads at once.
  */
@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "container/fdcache.h"
+#include "io/fdcache.h"
 #include "support/st_tmp.h"
 
 enum { NFILES = 12 };

@@ -1,4 +1,4 @@
-/* Tests for lib/container/file_stamp.c: a file as stamped is unchanged
+/* Tests for lib/io/file_stamp.c: a file as stamped is unchanged
  * however often it is read; rewritten in place with its size kept, grown,
  * replaced by another file or removed, the check names the file and each
  * difference with both values. Times are set with utimensat, so the
@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "container/file_stamp.h"
+#include "io/file_stamp.h"
 #include "support/st_tmp.h"
 
 /* Set the file's access and modification time to sec.ns. */

@@ -1,4 +1,4 @@
-/* Tests for lib/container/source.c: file sources (pread) and memory sources. */
+/* Tests for lib/io/source_file.c and source_mem.c: file sources (pread) and memory sources. */
 #define _FILE_OFFSET_BITS 64
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "container/sink.h"
-#include "container/source.h"
+#include "io/source.h"
 #include "container/writer_internal.h"
 #include "support/st_alloc.h"
 #include "support/st_ckptfile.h"

@@ -1,6 +1,6 @@
 /*
- * Tests for zstd-compressed input (lib/container/zsrc_*.c, zstd_walk.c,
- * zstd_seek.c through source.c and ckpt.c): a checkpoint compressed as a
+ * Tests for zstd-compressed input (lib/io/zsrc_*.c, zstd_walk.c,
+ * zstd_seek.c through source_zstd.c and ckpt.c): a checkpoint compressed as a
  * plain stream and in the seekable format reads back byte for byte; the
  * frames a read decodes are counted; a stream read out of order spools or
  * restarts; every kind of damage is refused with its exact message, rule
@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "container/zstd_seek.h"
+#include "io/zstd_seek.h"
 #include "support/st_ckptfile.h"
 #include "support/st_tmp.h"
 #include "support/st_zseek.h"

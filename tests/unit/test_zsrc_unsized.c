@@ -1,6 +1,6 @@
 /*
  * Tests for zstd streams whose frames do not record their content size
- * (lib/container/zsrc_stream.c, zstd_walk.c through source.c and ckpt.c):
+ * (lib/io/zsrc_stream.c, zstd_walk.c through source_zstd.c and ckpt.c):
  * open decompresses nothing past the header and takes the size the header
  * declares; the walk's bounds refuse a stream that surely decodes to more
  * or less (S19); a read that reaches the end finds one that does (S19); a

@@ -1,4 +1,4 @@
-/* Tests for lib/container/zstd_frames.c: the frame plan (cuts at tensor
+/* Tests for lib/io/zstd_frames.c: the frame plan (cuts at tensor
  * boundaries, long tensors cut every frame, grouped frames never mixing
  * BF16/F16 with other bytes) and the grouped-frame codec with each of its
  * refusals. */

@@ -119,6 +119,46 @@ typedef void (*stf_lock_wait_fn)(void *ud, const char *path);
 STF_EXPERIMENTAL_API
 void stf_set_lock_wait_hook(stf_lock_wait_fn fn, void *ud);
 
+/* ------------------------------------------------------------ host bytes */
+
+/* Bytes a host program supplies for one file. */
+typedef struct stf_host_io {
+    void *ctx;
+    /* Copy up to len bytes at absolute offset off into dst. Return the count copied (0..len;
+     * fewer than len is allowed and the library asks again for the rest; 0 means end of file),
+     * or a negative value on failure. May be called from several threads at once. */
+    int64_t (*read)(void *ctx, uint64_t off, void *dst, size_t len);
+    /* The file's size in bytes now, or a negative value on failure. */
+    int64_t (*size)(void *ctx);
+    /* Called exactly once when the library no longer needs the file (also on a failed open,
+     * once the struct was accepted); may be NULL. */
+    void (*close)(void *ctx);
+} stf_host_io;
+
+/* For a shard set: give the stf_host_io of the shard file `name` (as the index lists it).
+ * Return 0, or a negative value when there is no such file. */
+typedef int (*stf_host_open_fn)(void *ctx, const char *name, stf_host_io *out);
+
+/*
+ * Open a checkpoint over host-supplied bytes. `name` is used in every message and decides the
+ * kind as for a path: a name ending in ".index.json" is an index whose shards come from
+ * open_shard(shard_ctx, ...) (NULL open_shard: STF_EINVAL for an index). Same validation, limits,
+ * decompression of zstd input and errors as stf_ckpt_open on a file; a host read failure or a
+ * short file is STF_EIO naming `name` and the byte offset.
+ *
+ * The struct is accepted whenever io is not NULL: from then on io->close is called exactly
+ * once, whatever this returns (on success when the checkpoint is freed; at once on any
+ * failure, a bad argument included). A shard's close is called exactly once once open_shard
+ * returned 0 for it. A shard is named in messages as a file beside the index would be (the
+ * index name's directory, up to its last '/', then the name the index lists); a shard the host
+ * has none of is the index's I3, as a missing file is. The size is the one size() gives at
+ * open; stf_ckpt_unchanged-style checks before a writer publishes compare it with size() then.
+ */
+STF_EXPERIMENTAL_API
+int stf_ckpt_open_host(stf_ckpt **out, const char *name, const stf_host_io *io,
+                       stf_host_open_fn open_shard, void *shard_ctx,
+                       const stf_open_opts *opts, stf_err *err);
+
 /* ------------------------------------------------------- remote inputs */
 
 /*

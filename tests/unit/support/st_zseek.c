@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "container/zstd_seek.h"
+#include "io/zstd_seek.h"
 #include "stfix.h"
 #include "support/st_ckptfile.h"
 #include "support/st_tmp.h"

@@ -3,15 +3,15 @@
  * and status change times (to the nanosecond where the file system keeps
  * them). A writer compares every input's stamp with the file as named just
  * before it publishes, so an input rewritten while it was read never
- * yields an output. Internal to the container layer.
+ * yields an output. Internal to the I/O layer.
  */
-#ifndef STF_CONTAINER_FILE_STAMP_H
-#define STF_CONTAINER_FILE_STAMP_H
+#ifndef STF_IO_FILE_STAMP_H
+#define STF_IO_FILE_STAMP_H
 
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "stfix/container.h"
+#include "io/io_internal.h"
 
 typedef struct stf__file_stamp {
     uint64_t dev, ino, size;

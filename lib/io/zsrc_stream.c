@@ -30,8 +30,9 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "container/container_internal.h"
-#include "container/zsrc.h"
+#include "io/zsrc.h"
+
+typedef struct stf__zstream stf__zstream;
 
 struct stf__zstream {
     stf__source *raw;
@@ -53,7 +54,7 @@ struct stf__zstream {
     int spool_fd;            /* -1 until a read goes back */
     uint64_t spool_end;      /* bytes [0, spool_end) are in the spool */
     uint64_t max_spool;      /* spool cap; 0: d_size */
-    stf_stream_mode mode;
+    int mode;
     int unsized;             /* some frame does not record its content size */
     int settled;             /* d_size is the header's (unsized only) */
     int end_checked;         /* the stream was seen to end at d_size */
@@ -113,7 +114,7 @@ static int spool_open(stf__zstream *z, stf_err *err)
                         "order: %s", z->path, z->spool_dir, stf__errno_text(errno, eb, sizeof eb));
     z->spool_fd = fd;
     z->spool_end = 0;
-    z->mode = STF_STREAM_SPOOLED;
+    z->mode = STF__STREAM_SPOOLED;
     restart(z);
     return 0;
 }
@@ -252,8 +253,8 @@ static int read_locked(stf__zstream *z, uint64_t off, uint8_t *d, size_t len, st
 {
     int rc = 0;
     uint64_t end = off + len;
-    if (z->head_n && off + len > z->head_n && z->mode == STF_STREAM_NONE)
-        z->mode = STF_STREAM_IN_ORDER;
+    if (z->head_n && off + len > z->head_n && z->mode == STF__STREAM_NONE)
+        z->mode = STF__STREAM_IN_ORDER;
     while (len) {
         if (off < z->head_have) {
             size_t n = z->head_have - off < len ? (size_t)(z->head_have - off) : len;
@@ -275,7 +276,7 @@ static int read_locked(stf__zstream *z, uint64_t off, uint8_t *d, size_t len, st
             if (z->spool_dir && z->spool_fd < 0) {
                 if ((rc = spool_open(z, err))) return rc;
             } else {
-                z->mode = STF_STREAM_RESTARTED;
+                z->mode = STF__STREAM_RESTARTED;
                 restart(z);
             }
         } else if ((rc = step(z, &off, &d, &len, err))) {
@@ -287,7 +288,7 @@ static int read_locked(stf__zstream *z, uint64_t off, uint8_t *d, size_t len, st
     return 0;
 }
 
-int stf__zstream_read(stf__zstream *z, uint64_t off, void *dst, size_t len, stf_err *err)
+static int stf__zstream_read(stf__zstream *z, uint64_t off, void *dst, size_t len, stf_err *err)
 {
     pthread_mutex_lock(&z->mu);
     int rc = read_locked(z, off, dst, len, err);
@@ -295,7 +296,7 @@ int stf__zstream_read(stf__zstream *z, uint64_t off, void *dst, size_t len, stf_
     return rc;
 }
 
-int stf__zstream_hold_head(stf__zstream *z, uint64_t n, stf_err *err)
+static int stf__zstream_hold_head(stf__zstream *z, uint64_t n, stf_err *err)
 {
     pthread_mutex_lock(&z->mu);
     int rc = 0;
@@ -321,12 +322,12 @@ int stf__zstream_hold_head(stf__zstream *z, uint64_t n, stf_err *err)
     return rc;
 }
 
-uint64_t stf__zstream_size(const stf__zstream *z) { return z->d_size; }
+static uint64_t stf__zstream_size(const stf__zstream *z) { return z->d_size; }
 
-int stf__zstream_unsized(const stf__zstream *z) { return z->unsized && !z->settled; }
+static int stf__zstream_unsized(const stf__zstream *z) { return z->unsized && !z->settled; }
 
 /* Take the header's size; see zsrc.h. */
-int stf__zstream_settle(stf__zstream *z, uint64_t size, uint64_t hdr_n, stf_err *err)
+static int stf__zstream_settle(stf__zstream *z, uint64_t size, uint64_t hdr_n, stf_err *err)
 {
     if (!z->unsized || z->settled) return 0;
     pthread_mutex_lock(&z->mu);
@@ -343,20 +344,20 @@ int stf__zstream_settle(stf__zstream *z, uint64_t size, uint64_t hdr_n, stf_err 
     return rc;
 }
 
-uint64_t stf__zstream_frames(const stf__zstream *z) { return z->frames; }
+static uint64_t stf__zstream_frames(const stf__zstream *z) { return z->frames; }
 
-stf_stream_mode stf__zstream_mode(const stf__zstream *z)
+static int stf__zstream_mode(const stf__zstream *z)
 {
     stf__zstream *m = (stf__zstream *)z;
     pthread_mutex_lock(&m->mu);
-    stf_stream_mode r = m->mode;
+    int r = m->mode;
     pthread_mutex_unlock(&m->mu);
     return r;
 }
 
 /* Open; see zsrc.h. */
-int stf__zstream_open(stf__zstream **out, stf__source *raw, const stf_open_opts *o,
-                      stf_err *err)
+static int stf__zstream_open(stf__zstream **out, stf__source *raw, const stf__zread_opts *o,
+                             stf_err *err)
 {
     *out = NULL;
     stf__zwalk w;
@@ -406,7 +407,7 @@ fail:
     return rc;
 }
 
-void stf__zstream_free(stf__zstream *z)
+static void stf__zstream_free(stf__zstream *z)
 {
     if (!z) return;
     if (z->spool_fd >= 0) close(z->spool_fd);
@@ -418,4 +419,59 @@ void stf__zstream_free(stf__zstream *z)
     stf__free(z->spool_dir);
     stf__source_free(z->raw);
     stf__free(z);
+}
+
+/* ------------------------------------------------------------ as a source */
+
+static int zstream_src_read(const stf__source *s, uint64_t off, void *dst, size_t len,
+                            stf_err *err)
+{
+    return stf__zstream_read(s->impl, off, dst, len, err);
+}
+
+static void zstream_src_close(stf__source *s) { stf__zstream_free(s->impl); }
+
+static uint64_t zstream_src_frames(const stf__source *s) { return stf__zstream_frames(s->impl); }
+
+static int zstream_src_mode(const stf__source *s) { return stf__zstream_mode(s->impl); }
+
+static int zstream_src_hold_head(stf__source *s, uint64_t n, stf_err *err)
+{
+    return stf__zstream_hold_head(s->impl, n, err);
+}
+
+static int zstream_src_settle(stf__source *s, uint64_t size, uint64_t hdr_n, stf_err *err)
+{
+    return stf__zstream_settle(s->impl, size, hdr_n, err);
+}
+
+static const stf__source_ops zstream_ops = {
+    .kind = "zstd stream",
+    .read = zstream_src_read,
+    .close = zstream_src_close,
+    .frames = zstream_src_frames,
+    .stream_mode = zstream_src_mode,
+    .hold_head = zstream_src_hold_head,
+    .settle = zstream_src_settle,
+};
+
+/* Open; see zsrc.h. */
+int stf__zsrc_stream_open(stf__source **out, stf__source *raw, const stf__zread_opts *o,
+                          stf_err *err)
+{
+    stf__zstream *z = NULL;
+    *out = NULL;
+    int rc = stf__zstream_open(&z, raw, o, err);
+    if (rc) return rc;
+    rc = stf__source_new(out, &zstream_ops, z, stf__source_path(raw), stf__zstream_size(z), err);
+    if (rc) {
+        z->raw = NULL; /* still the caller's */
+        stf__zstream_free(z);
+        return rc;
+    }
+    (*out)->storage = STF__STORE_ZSTD_STREAM;
+    (*out)->stored = stf__source_size(raw);
+    (*out)->unsized = stf__zstream_unsized(z);
+    (*out)->inner = raw;
+    return 0;
 }

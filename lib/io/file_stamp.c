@@ -9,8 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "container/container_internal.h"
-#include "container/file_stamp.h"
+#include "io/file_stamp.h"
 
 /* See file_stamp.h. */
 void stf__file_stamp_take(stf__file_stamp *s, const struct stat *st)

@@ -16,16 +16,15 @@
  *
  * The constants and the table type are shared by the reader
  * (zsrc_seekable.c) and any writer of the format; the parser is pure (bytes
- * in, table out) so it can be fuzzed alone. Internal to the container
- * layer.
+ * in, table out) so it can be fuzzed alone. Internal to the I/O layer.
  */
-#ifndef STF_CONTAINER_ZSTD_SEEK_H
-#define STF_CONTAINER_ZSTD_SEEK_H
+#ifndef STF_IO_ZSTD_SEEK_H
+#define STF_IO_ZSTD_SEEK_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stfix/container.h"
+#include "io/io_internal.h"
 
 /* A zstd frame starts with this magic number (bytes 28 B5 2F FD). */
 #define STF__ZSTD_MAGIC 0xFD2FB528u
@@ -80,7 +79,7 @@ int stf__seek_footer_present(const uint8_t b[STF__SEEK_FOOTER_SIZE]);
  * the offset of the footer.
  */
 int stf__seek_footer_parse(stf__seek_footer *out, const uint8_t b[STF__SEEK_FOOTER_SIZE],
-                           uint64_t file_size, const char *path, const stf_open_opts *o,
+                           uint64_t file_size, const char *path, const stf__zread_opts *o,
                            stf_err *err);
 
 /*
@@ -93,7 +92,7 @@ int stf__seek_footer_parse(stf__seek_footer *out, const uint8_t b[STF__SEEK_FOOT
  * empty.
  */
 int stf__seek_table_parse(stf__seek_table *out, const stf__seek_footer *f, const uint8_t *tbl,
-                          uint64_t file_size, const char *path, const stf_open_opts *o,
+                          uint64_t file_size, const char *path, const stf__zread_opts *o,
                           stf_err *err);
 
 /* Index of the frame holding decompressed byte `off` (< t->d_size). */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <zstd.h>
 
-#include "container/zstd_pack.h"
+#include "io/zstd_frames.h"
 
 typedef struct cut {
     uint64_t at;

@@ -13,9 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "container/container_internal.h"
-#include "container/fdcache.h"
-#include "container/file_stamp.h"
+#include "io/fdcache.h"
+#include "io/file_stamp.h"
 
 struct stf__fdfile {
     stf__fdcache *c;

@@ -7,8 +7,7 @@
 #include <string.h>
 #include <zstd.h>
 
-#include "container/container_internal.h"
-#include "container/zstd_seek.h"
+#include "io/zstd_seek.h"
 
 static uint32_t le32(const uint8_t *p)
 {
@@ -22,7 +21,7 @@ int stf__seek_footer_present(const uint8_t b[STF__SEEK_FOOTER_SIZE])
 
 /* The footer; see zstd_seek.h. */
 int stf__seek_footer_parse(stf__seek_footer *out, const uint8_t b[STF__SEEK_FOOTER_SIZE],
-                           uint64_t file_size, const char *path, const stf_open_opts *o,
+                           uint64_t file_size, const char *path, const stf__zread_opts *o,
                            stf_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -61,7 +60,7 @@ int stf__seek_footer_parse(stf__seek_footer *out, const uint8_t b[STF__SEEK_FOOT
 
 /* The whole table; see zstd_seek.h. */
 int stf__seek_table_parse(stf__seek_table *out, const stf__seek_footer *f, const uint8_t *tbl,
-                          uint64_t file_size, const char *path, const stf_open_opts *o,
+                          uint64_t file_size, const char *path, const stf__zread_opts *o,
                           stf_err *err)
 {
     memset(out, 0, sizeof *out);

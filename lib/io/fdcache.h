@@ -7,15 +7,15 @@
  * reopened on demand, when the file must still be the one identified.
  * Thread-safe: any number of threads may acquire and release at once, and a
  * descriptor is never closed while someone holds it. Internal to the
- * container layer.
+ * I/O layer.
  */
-#ifndef STF_CONTAINER_FDCACHE_H
-#define STF_CONTAINER_FDCACHE_H
+#ifndef STF_IO_FDCACHE_H
+#define STF_IO_FDCACHE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stfix/container.h"
+#include "io/io_internal.h"
 
 typedef struct stf__fdcache stf__fdcache;
 typedef struct stf__fdfile stf__fdfile;

@@ -11,9 +11,8 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
-#include "container/container_internal.h"
-#include "container/zsrc.h"
-#include "container/zstd_seek.h"
+#include "io/zsrc.h"
+#include "io/zstd_seek.h"
 
 #define BLOCK_MAX ((uint64_t)128 << 10)
 

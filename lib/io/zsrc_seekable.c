@@ -37,10 +37,9 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
-#include "container/container_internal.h"
-#include "container/zsrc.h"
-#include "container/zstd_pack.h"
-#include "container/zstd_seek.h"
+#include "io/zsrc.h"
+#include "io/zstd_frames.h"
+#include "io/zstd_seek.h"
 
 enum { SLOT_EMPTY, SLOT_LOADING, SLOT_READY };
 
@@ -66,6 +65,8 @@ typedef struct kit {
  * readers of a run are in its last frame or the one before; the window
  * takes the other slots. */
 enum { RUNS = 4, RUN_AHEAD = 3, READER_FRAMES = 2, STALE_READS = 64 };
+
+typedef struct stf__zseek stf__zseek;
 
 struct stf__zseek {
     stf__source *raw;
@@ -102,7 +103,8 @@ static uint32_t le32(const uint8_t *p)
 }
 
 /* Open; see zsrc.h. */
-int stf__zseek_open(stf__zseek **out, stf__source *raw, const stf_open_opts *o, stf_err *err)
+static int stf__zseek_open(stf__zseek **out, stf__source *raw, const stf__zread_opts *o,
+                           stf_err *err)
 {
     *out = NULL;
     const char *path = stf__source_path(raw);
@@ -155,11 +157,11 @@ int stf__zseek_open(stf__zseek **out, stf__source *raw, const stf_open_opts *o, 
     return 0;
 }
 
-uint64_t stf__zseek_size(const stf__zseek *z) { return z->t.d_size; }
+static uint64_t stf__zseek_size(const stf__zseek *z) { return z->t.d_size; }
 
-uint64_t stf__zseek_frames(const stf__zseek *z) { return z->t.nframes; }
+static uint64_t stf__zseek_frames(const stf__zseek *z) { return z->t.nframes; }
 
-uint64_t stf__zseek_decoded(const stf__zseek *z)
+static uint64_t stf__zseek_decoded(const stf__zseek *z)
 {
     stf__zseek *m = (stf__zseek *)z;
     pthread_mutex_lock(&m->mu);
@@ -543,7 +545,7 @@ static void note_read(stf__zseek *z, uint64_t off, uint64_t len, size_t last)
 /* ------------------------------------------------------------ reads */
 
 /* Copy decompressed bytes [off, off+len); see zsrc.h. */
-int stf__zseek_read(stf__zseek *z, uint64_t off, void *dst, size_t len, stf_err *err)
+static int stf__zseek_read(stf__zseek *z, uint64_t off, void *dst, size_t len, stf_err *err)
 {
     uint8_t *d = dst;
     int rc = 0;
@@ -586,7 +588,7 @@ int stf__zseek_read(stf__zseek *z, uint64_t off, void *dst, size_t len, stf_err 
     return rc;
 }
 
-void stf__zseek_free(stf__zseek *z)
+static void stf__zseek_free(stf__zseek *z)
 {
     if (!z) return;
     pthread_mutex_lock(&z->mu);
@@ -608,4 +610,45 @@ void stf__zseek_free(stf__zseek *z)
     pthread_mutex_destroy(&z->mu);
     stf__source_free(z->raw);
     stf__free(z);
+}
+
+/* ------------------------------------------------------------ as a source */
+
+static int zseek_src_read(const stf__source *s, uint64_t off, void *dst, size_t len, stf_err *err)
+{
+    return stf__zseek_read(s->impl, off, dst, len, err);
+}
+
+static void zseek_src_close(stf__source *s) { stf__zseek_free(s->impl); }
+
+static uint64_t zseek_src_frames(const stf__source *s) { return stf__zseek_frames(s->impl); }
+
+static uint64_t zseek_src_decoded(const stf__source *s) { return stf__zseek_decoded(s->impl); }
+
+static const stf__source_ops zseek_ops = {
+    .kind = "zstd seekable",
+    .read = zseek_src_read,
+    .close = zseek_src_close,
+    .frames = zseek_src_frames,
+    .frames_decoded = zseek_src_decoded,
+};
+
+/* Open; see zsrc.h. */
+int stf__zsrc_seekable_open(stf__source **out, stf__source *raw, const stf__zread_opts *o,
+                            stf_err *err)
+{
+    stf__zseek *z = NULL;
+    *out = NULL;
+    int rc = stf__zseek_open(&z, raw, o, err);
+    if (rc || !z) return rc;
+    rc = stf__source_new(out, &zseek_ops, z, stf__source_path(raw), stf__zseek_size(z), err);
+    if (rc) {
+        z->raw = NULL; /* still the caller's */
+        stf__zseek_free(z);
+        return rc;
+    }
+    (*out)->storage = STF__STORE_ZSTD_SEEKABLE;
+    (*out)->stored = stf__source_size(raw);
+    (*out)->inner = raw;
+    return 0;
 }
