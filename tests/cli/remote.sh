@@ -1,0 +1,182 @@
+# Remote inputs (stfix(1), INPUTS): checkpoints read over HTTP(S) with range
+# requests, from lighttpd serving the fixtures and from
+# tests/cli/fault_server.py, which misbehaves in each way the reader must
+# catch. What crosses the network is counted on both sides: stfix's -v and
+# --json, and the servers' logs, request by request.
+. tests/cli/lib.sh
+. tests/cli/net_servers.inc
+PATH=$PATH:/usr/sbin:/sbin
+if ! command -v lighttpd >/dev/null 2>&1; then
+    echo "# skipped: lighttpd is not installed (make deps installs it)"
+    exit 0
+fi
+S="$T_TMP/srv"
+mkdir -p "$S"
+cp -R fixtures/comfy fixtures/demo "$S/"
+cp fixtures/comfy/healthy_int8_g64.safetensors "$S/one.safetensors"
+t_lighttpd L "$S" || exit 1
+t_fault "$S"
+F=comfy/healthy_int8_g64.safetensors
+U="$L_URL/$F"
+size=$(wc -c <"fixtures/$F")
+
+# A small file: one request, for its first 64 KiB, holds all of it; the
+# report is the local file's, under the URL's name.
+t_run "check URL" 0 "$STFIX" check -v "$L_URL/one.safetensors"
+"$STFIX" check "fixtures/$F" | sed "s|fixtures/$F|$L_URL/one.safetensors|" >"$T_TMP/want"
+t_stdout_is "check URL" "$T_TMP/want"
+t_stderr_has "check URL: -v" \
+    "stfix: check: $L_URL/one.safetensors: $size bytes in 1 request(s) over the network"
+t_log_lines L one.safetensors
+printf 'GET /one.safetensors HTTP/1.1 206 %s bytes=0-65535\n' "$size" >"$T_TMP/want"
+t_true "check URL: one request, as lighttpd saw it" cmp "$T_TMP/lines" "$T_TMP/want"
+t_run "check --json URL" 0 "$STFIX" check --json "$U"
+t_stdout_has "check --json URL" ", \"network\": {\"bytes\": $size, \"requests\": 1}}"
+t_run "check --json local: no network member" 0 "$STFIX" check --json "fixtures/$F"
+t_true "check --json local: no network member" sh -c "! grep -q network '$T_OUT'"
+
+# The header on either side of the first range's end: a header that ends
+# at byte 65536 comes in the first request, one 8 bytes longer needs a
+# second for its last 8 bytes; then the markers, together at the end, in
+# one more.
+for end in 65536 65544; do
+    set -- $(python3 tests/gen/gen_remote_export.py "$S/h$end.safetensors" 200 8 256 "$end")
+    t_run "header to $end" 0 "$STFIX" check -v "$L_URL/h$end.safetensors"
+    if [ "$end" = 65536 ]; then n=2; else n=3; fi
+    t_stderr_has "header to $end: bytes" \
+        "$L_URL/h$end.safetensors: $(($1 + $3 - $2)) bytes in $n request(s) over the network"
+    t_log_lines L "h$end.safetensors"
+    {
+        printf 'GET /h%s.safetensors HTTP/1.1 206 65536 bytes=0-65535\n' "$end"
+        [ "$end" = 65544 ] &&
+            printf 'GET /h%s.safetensors HTTP/1.1 206 8 bytes=65536-65543\n' "$end"
+        printf 'GET /h%s.safetensors HTTP/1.1 206 %s bytes=%s-%s\n' "$end" $(($3 - $2)) "$2" $(($3 - 1))
+    } >"$T_TMP/want"
+    t_true "header to $end: the requests" cmp "$T_TMP/lines" "$T_TMP/want"
+done
+
+# A 2 GiB export (its weights a hole): check reads its header and its
+# markers, nothing of the weights: at most header + markers + 64 KiB, in 3
+# requests.
+set -- $(python3 tests/gen/gen_remote_export.py "$S/big.safetensors" 512 2048 2048)
+t_run "2 GiB export" 0 "$STFIX" check -v "$L_URL/big.safetensors"
+t_stderr_has "2 GiB export: header and markers only" \
+    "$L_URL/big.safetensors: $(($1 + $3 - $2)) bytes in 3 request(s) over the network"
+t_log_lines L big.safetensors
+t_true "2 GiB export: 3 requests, as lighttpd saw them" test "$(wc -l <"$T_TMP/lines")" -eq 3
+t_true "2 GiB export: the bytes lighttpd sent" \
+    test "$(awk '{ n += $5 } END { print n }' "$T_TMP/lines")" -eq $(($1 + $3 - $2))
+rm -f "$S/big.safetensors"
+
+# An index: the index, then each shard, one request each.
+I=comfy/healthy_sharded.safetensors.index.json
+ib=$(cat "fixtures/$I" fixtures/comfy/healthy_sharded-0000[12]-of-00002.safetensors | wc -c)
+t_run "index URL" 0 "$STFIX" check -v "$L_URL/$I"
+"$STFIX" check "fixtures/$I" | sed "s|fixtures/$I|$L_URL/$I|" >"$T_TMP/want"
+t_stdout_is "index URL" "$T_TMP/want"
+t_stderr_has "index URL: bytes" "$L_URL/$I: $ib bytes in 3 request(s) over the network"
+
+# inspect, plan, hash, diff: the local file's answers under the URL's name.
+t_run "inspect --json URL" 0 "$STFIX" inspect --json "$U"
+t_stdout_has "inspect --json URL" "\"network\": {\"bytes\": $size, \"requests\": 1}}"
+D=demo/demo.safetensors
+t_run "plan URL" 0 "$STFIX" plan "$L_URL/$D" -r sglang-repair
+"$STFIX" plan "fixtures/$D" -r sglang-repair | sed "s|fixtures/$D|$L_URL/$D|" >"$T_TMP/want"
+t_stdout_is "plan URL" "$T_TMP/want"
+t_run "hash URL" 0 "$STFIX" hash "$L_URL/$D"
+"$STFIX" hash "fixtures/$D" | sed "s|fixtures/$D|$L_URL/$D|" >"$T_TMP/want"
+t_stdout_is "hash URL" "$T_TMP/want"
+t_run "diff URL and file" 0 "$STFIX" diff "$L_URL/$D" "fixtures/$D"
+t_stdout_has "diff URL and file" "identical"
+
+# fix and rewrite read a URL and write a local file: the bytes of a fix
+# from the file itself.
+t_run "fix URL" 0 "$STFIX" fix -q "$L_URL/$D" -r sglang-repair -o "$T_TMP/remote.safetensors"
+t_run "fix file" 0 "$STFIX" fix -q "fixtures/$D" -r sglang-repair -o "$T_TMP/local.safetensors"
+t_true "fix URL: the bytes of fix file" cmp "$T_TMP/remote.safetensors" "$T_TMP/local.safetensors"
+t_run "fix -o URL" 3 "$STFIX" fix "fixtures/$D" -r sglang-repair -o "$L_URL/out.safetensors"
+t_stderr_is "fix -o URL" "stfix: fix: output '$L_URL/out.safetensors' is a URL: stfix reads URLs but writes only local files"
+t_run "fix --in-place URL" 3 "$STFIX" fix "$L_URL/$D" -r sglang-repair --in-place
+t_stderr_is "fix --in-place URL" "stfix: fix: --in-place input '$L_URL/$D' is a URL: stfix reads URLs but writes only local files"
+t_run "rewrite -o URL" 3 "$STFIX" rewrite "$L_URL/$D" -o "$L_URL/out.safetensors"
+t_stderr_is "rewrite -o URL" "stfix: rewrite: output '$L_URL/out.safetensors' is a URL: stfix reads URLs but writes only local files"
+
+# Names that are not there, or not names.
+t_run "404" 2 "$STFIX" check "$L_URL/comfy/none.safetensors"
+t_stderr_is "404" "stfix: check: $L_URL/comfy/none.safetensors: HTTP 404: no such file"
+t_run "bad hf:// name" 3 "$STFIX" check hf://org/repo
+t_stderr_is "bad hf:// name" "stfix: check: hf://org/repo: a hub name is hf://ORG/REPO[@REVISION]/PATH"
+t_run "bad --header" 3 "$STFIX" check --header nocolon "$U"
+t_stderr_is "bad --header" "stfix: check: --header takes 'Name: value', not 'nocolon'"
+
+# The faults, each with its error naming the URL and the range. A file
+# whose header needs a second request, so that a change shows.
+set -- $(python3 tests/gen/gen_remote_export.py "$S/mid.safetensors" 300 8 256)
+hdr_end=$1
+fault() { # fault NAME RC MODE [OPTIONS...]: check FAULT_URL/MODE/mid.safetensors
+    _n=$1 _rc=$2 _m=$3
+    shift 3
+    : >"$FAULT_LOG"
+    t_run "$_n" "$_rc" t_capped "$STFIX" check -q "$@" "$FAULT_URL/$_m/mid.safetensors"
+}
+fault "ignores Range" 4 ignore-range
+t_stderr_is "ignores Range" "stfix: check: $FAULT_URL/ignore-range/mid.safetensors: bytes 0-65535: L13 RangeIgnored: the server ignored the Range request and sent the whole file (200); stopped at its first byte"
+fault "wrong Content-Range" 4 wrong-range
+t_stderr_is "wrong Content-Range" "stfix: check: $FAULT_URL/wrong-range/mid.safetensors: bytes 0-65535: L14 BadContentRange: not the range asked for: Content-Range is 'bytes 1-65536/$3'"
+fault "file changed" 4 change
+t_stderr_is "file changed" "stfix: check: $FAULT_URL/change/mid.safetensors: bytes 65536-$((hdr_end - 1)): L15 RemoteChanged: the file changed while it was being read: ETag was '\"v1\"', now '\"v2\"'"
+fault "body cut short" 4 short --retries 0
+t_stderr_is "body cut short" "stfix: check: $FAULT_URL/short/mid.safetensors: bytes 0-65535: L16 BodyLength: the body ended after 32768 bytes"
+t_true "body cut short: one request" test "$(wc -l <"$FAULT_LOG")" -eq 1
+fault "cut short, retried" 4 short --retries 2
+t_stderr_is "cut short, retried" "stfix: check: $FAULT_URL/short/mid.safetensors: bytes 0-65535: L16 BodyLength: the body ended after 32768 bytes (retried)"
+t_true "cut short, retried: three requests" test "$(wc -l <"$FAULT_LOG")" -eq 3
+fault "503 twice, then served" 0 busy-2
+t_true "503 twice, then served: 2 + 3 requests" test "$(wc -l <"$FAULT_LOG")" -eq 5
+fault "429 past the retries" 4 slow-9 --retries 2
+t_stderr_is "429 past the retries" "stfix: check: $FAULT_URL/slow-9/mid.safetensors: bytes 0-65535: L17 HttpFailed: HTTP 429 (retried)"
+t_true "429 past the retries: three requests" test "$(wc -l <"$FAULT_LOG")" -eq 3
+fault "redirect to ftp" 4 to-ftp
+t_stderr_is "redirect to ftp" "stfix: check: $FAULT_URL/to-ftp/mid.safetensors: bytes 0-65535: L17 HttpFailed: redirect (302) to 'ftp://127.0.0.1/mid.safetensors', not an http or https URL"
+t_run "connection refused" 4 "$STFIX" check --retries 0 "http://127.0.0.1:1/x.safetensors"
+t_stderr_has "connection refused" "stfix: check: http://127.0.0.1:1/x.safetensors: bytes 0-65535: L17 HttpFailed: Failed to connect to 127.0.0.1 port 1 after "
+
+# hf:// names resolve on the hub endpoint (--hub-endpoint, else
+# HF_ENDPOINT); HF_TOKEN goes to the endpoint's host, never to the host a
+# redirect leads to, and neither does a --header.
+port=${FAULT_URL##*:}
+: >"$FAULT_LOG"
+t_run "hf:// with a revision" 0 "$STFIX" check -q --hub-endpoint "$FAULT_URL" "hf://org/repo@v1/$F"
+t_true "hf:// with a revision: the resolve URL" \
+    grep -q "^GET /org/repo/resolve/v1/$F bytes=0-65535 206 $size -\$" "$FAULT_LOG"
+: >"$FAULT_LOG"
+t_run "HF_ENDPOINT, HF_TOKEN" 0 env HF_ENDPOINT="$FAULT_URL" HF_TOKEN=sekrit "$STFIX" check -q "hf://org/repo/$F"
+t_true "HF_TOKEN sent to the hub" \
+    grep -q "^GET /org/repo/resolve/main/$F bytes=0-65535 206 $size Bearer sekrit\$" "$FAULT_LOG"
+: >"$FAULT_LOG"
+t_run "token and redirect" 0 env HF_TOKEN=sekrit "$STFIX" check -q --hub-endpoint "$FAULT_URL" \
+    "$FAULT_URL/hop/localhost:$port/ok/$F"
+printf 'GET /hop/localhost:%s/ok/%s bytes=0-65535 302 0 Bearer sekrit\nGET /ok/%s bytes=0-65535 206 %s -\n' \
+    "$port" "$F" "$F" "$size" >"$T_TMP/want"
+t_true "token and redirect: not sent to the other host" cmp "$FAULT_LOG" "$T_TMP/want"
+: >"$FAULT_LOG"
+t_run "--header and redirect" 0 "$STFIX" check -q --header "Authorization: Bearer h1" \
+    "$FAULT_URL/hop/localhost:$port/ok/$F"
+printf 'GET /hop/localhost:%s/ok/%s bytes=0-65535 302 0 Bearer h1\nGET /ok/%s bytes=0-65535 206 %s -\n' \
+    "$port" "$F" "$F" "$size" >"$T_TMP/want"
+t_true "--header and redirect: not sent to the other host" cmp "$FAULT_LOG" "$T_TMP/want"
+
+# The proxy is the one the program passes: http_proxy at a closed port
+# fails the request, no_proxy lets it through.
+t_run "http_proxy" 4 env http_proxy=http://127.0.0.1:1 "$STFIX" check -q --retries 0 "$U"
+t_stderr_has "http_proxy" "L17 HttpFailed: Failed to connect to 127.0.0.1 port 1 after "
+t_run "no_proxy" 0 env http_proxy=http://127.0.0.1:1 no_proxy=127.0.0.1 "$STFIX" check -q "$U"
+
+# HTTPS: the certificate is verified; --insecure, by name, does not.
+if t_lighttpd T "$S" https; then
+    t_run "https: self-signed" 4 "$STFIX" check -q --retries 0 "$T_URL/$F"
+    t_stderr_is "https: self-signed" "stfix: check: $T_URL/$F: bytes 0-65535: L17 HttpFailed: SSL certificate problem: self-signed certificate"
+    t_run "https: --insecure" 0 "$STFIX" check -q --insecure "$T_URL/$F"
+else
+    t_notok "https: lighttpd with TLS did not start"
+fi
