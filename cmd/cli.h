@@ -712,10 +712,10 @@ int cli_net_refuse_output(const char *verb, const char *path, const char *what);
       .target = (void *)"hub-endpoint",                                                   \
       .help = "where hf:// names resolve (default $HF_ENDPOINT,\n"                        \
               "else https://huggingface.co)" },                                           \
-    { .name = "header", .metavar = "'NAME: VALUE'", .kind = CLI_CALL, .call = cli_opt_net, \
+    { .name = "header", .metavar = "LINE", .kind = CLI_CALL, .call = cli_opt_net,         \
       .target = (void *)"header",                                                         \
-      .help = "send this header with each request to the host\n"                          \
-              "of a URL input (never after a redirect to another)" },                     \
+      .help = "send LINE ('Name: value') with each request to the\n"                      \
+              "host of a URL input, never after a redirect to another" },                 \
     { .name = "insecure", .kind = CLI_CALL, .call = cli_opt_net,                          \
       .target = (void *)"insecure",                                                       \
       .help = "do not verify the TLS certificates of https:// inputs" },                  \

@@ -280,7 +280,8 @@ int cmd_inspect(int argc, char **argv)
         { .kind = CLI_ARG, .metavar = "FILE|INDEX.json",
           .help = "a .safetensors file or a *.safetensors.index.json" },
         { .name = "json", .kind = CLI_FLAG, .target = &json,
-          .help = "one JSON document (schema in stfix(1)) instead of the listing" },
+          .help = "one JSON document (schema in stfix(1)) instead of\n"
+                  "the listing" },
         { .name = "strict", .kind = CLI_FLAG, .target = &strict,
           .help = "treat stfix's stricter-than-reference rules as errors" },
         { .name = "hash", .kind = CLI_FLAG, .target = &hash,
