@@ -287,6 +287,8 @@ const char *cli_spool_dir(char *buf, size_t cap, const char *out_path);
  * $TMPDIR (else /tmp) when out_path is NULL, unless o names a directory. */
 int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_open_opts *o,
                   const char *out_path);
+/* With -v, "PATH: N tensors in M file(s), B bytes" about c, opened. */
+void cli_ckpt_opened(const stf_ckpt *c, const char *verb, const char *path);
 
 /* --hash of check and inspect: S29 findings added to c for every shard
  * whose modelspec.hash_sha256 its tensor data do not match (those shards
@@ -690,8 +692,12 @@ void cli_zstd_stream_info(const char *verb, const stf_ckpt *c, const char *spool
 int cli_net_init(const char *verb);
 /* The CLI_CALL of the network options; target names the option. */
 int cli_opt_net(const char *verb, const char *value, void *target);
-/* Bytes and requests over the network since the last call: 1 when any. */
+/* Bytes and requests over the network since the last call: 1 when any;
+ * the figures of cli_net_give instead, once, after it. */
 int cli_net_since(uint64_t *bytes, uint64_t *requests);
+/* What the next report is to say: one input's figures, read on a thread of
+ * its own (cli_ahead_take). */
+void cli_net_give(uint64_t bytes, uint64_t requests);
 /*
  * For a remote input: with -v, "INPUT: N bytes in M request(s) over the
  * network" on stderr, and with w, the member
@@ -730,5 +736,21 @@ int cli_net_refuse_output(const char *verb, const char *path, const char *what);
       .target = (void *)"retries",                                                        \
       .help = "retry a failed connection, 429 or 5xx N times\n"                           \
               "(default 4)" }
+
+/*
+ * cli_ahead.c: check of several inputs, up to `width` opened and checked at
+ * once on threads of their own (stf_ckpt_open and stf_check_run with o),
+ * so that remote inputs' requests overlap; the caller takes each result in
+ * order. 0, or -1 when out of memory or no thread starts.
+ */
+typedef struct cli_ahead cli_ahead;
+int cli_ahead_start(cli_ahead **out, char **files, int n, int width, const stf_check_opts *o);
+/* Wait for input k (taken in order): its checkpoint and report, both the
+ * caller's to free, or its error (the return value, 0 or a library code);
+ * the bytes and requests its thread sent over the network. */
+int cli_ahead_take(cli_ahead *a, int k, stf_ckpt **c, stf_check_report **r, stf_err *err,
+                   uint64_t *bytes, uint64_t *requests);
+/* Stop the threads; free what was not taken. No-op on NULL. */
+void cli_ahead_free(cli_ahead *a);
 
 #endif

@@ -11,6 +11,7 @@ of the path:
   /slow-N/NAME        429 with Retry-After: 0 for the first N requests, then ok
   /to-ftp/NAME        302 to ftp://HOST/NAME
   /hop/HOST:PORT/REST 302 to http://HOST:PORT/REST (another host name)
+  /delay-MS/NAME      as /ok/NAME, each answer MS milliseconds late
   /ORG/REPO/resolve/REV/NAME   as /ok/NAME (the hub's layout)
 
 Each request is logged to LOG as one line: method, path, Range, status,
@@ -26,6 +27,7 @@ import re
 import socketserver
 import sys
 import threading
+import time
 
 ROOT, PORTFILE, LOG = sys.argv[1], sys.argv[2], sys.argv[3]
 lock = threading.Lock()
@@ -40,6 +42,7 @@ def count(key):
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
 
     def log_message(self, *args):
         pass
@@ -68,6 +71,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.plain(302, [("Location", "ftp://127.0.0.1/" + name)])
         if mode == "hop":
             return self.plain(302, [("Location", "http://" + name)])
+        d = re.match(r"^delay-(\d+)$", mode)
+        if d:
+            time.sleep(int(d.group(1)) / 1000.0)
+            mode = "ok"
         hub = re.match(r"^[^/]+/[^/]+/resolve/[^/]+/(.*)$", self.path[1:])
         if hub:
             mode, name = "ok", hub.group(1)

@@ -68,7 +68,7 @@ set -- "--hub-endpoint URL" "--header LINE" "--insecure" "--connect-timeout S" \
     "--stall-timeout S" "--retries N"
 t_help_lists "inspect --help" inspect "--json" "--strict" "--hash" "$@"
 t_help_lists "check --help" check "--target TARGET" "--numeric" "--hash" "-j, --jobs N" "--json" \
-    "--tp T[,T...]" "--tp-profile NAME" "$@"
+    "--tp T[,T...]" "--tp-profile NAME" "--net-jobs N" "$@"
 t_help_lists "rewrite --help" rewrite "-o, --output OUT" "--max-shard-size SIZE" "--strict" \
     "--no-wait" "-j, --jobs N" "--max-spool SIZE" "--json" "--zstd[=LEVEL]" "--zstd-frame SIZE" \
     "--zstd-grouped" "--zstd-verify" "$@"

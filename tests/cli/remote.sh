@@ -76,6 +76,20 @@ t_run "index URL" 0 "$STFIX" check -v "$L_URL/$I"
 t_stdout_is "index URL" "$T_TMP/want"
 t_stderr_has "index URL: bytes" "$L_URL/$I: $ib bytes in 3 request(s) over the network"
 
+# Several inputs, read ahead 8 at once (--net-jobs): the reports of one at
+# a time, in the order given, each with its own network member; an input
+# that fails reports its error in its place.
+set -- "$L_URL/$F" "$L_URL/demo/demo.safetensors" "$L_URL/comfy/none.safetensors" "fixtures/$F" "$L_URL/$I"
+t_run "several URLs, one at a time" 2 "$STFIX" check --json --net-jobs 1 "$@"
+cp "$T_OUT" "$T_TMP/one"
+t_run "several URLs, read ahead" 2 "$STFIX" check --json "$@"
+t_stdout_is "several URLs, read ahead" "$T_TMP/one"
+t_stdout_has "several URLs: each its own network member" \
+    "\"network\": {\"bytes\": $ib, \"requests\": 3}}"
+t_run "several URLs, read ahead, human" 2 "$STFIX" check "$@"
+"$STFIX" check --net-jobs 1 "$@" >"$T_TMP/one" 2>/dev/null
+t_stdout_is "several URLs, read ahead, human" "$T_TMP/one"
+
 # inspect, plan, hash, diff: the local file's answers under the URL's name.
 t_run "inspect --json URL" 0 "$STFIX" inspect --json "$U"
 t_stdout_has "inspect --json URL" "\"network\": {\"bytes\": $size, \"requests\": 1}}"
