@@ -115,6 +115,22 @@ t_stderr_is "fix --in-place URL" "stfix: fix: --in-place input '$L_URL/$D' is a 
 t_run "rewrite -o URL" 3 "$STFIX" rewrite "$L_URL/$D" -o "$L_URL/out.safetensors"
 t_stderr_is "rewrite -o URL" "stfix: rewrite: output '$L_URL/out.safetensors' is a URL: stfix reads URLs but writes only local files"
 
+# batch: URLs as inputs and as a manifest's "input", fixed as the file is.
+t_run "batch URL" 0 "$STFIX" batch -q -o "$T_TMP/b1" "$L_URL/$D" "$L_URL/$F"
+t_true "batch URL: the bytes of fix file" cmp "$T_TMP/b1/demo.safetensors" "$T_TMP/local.safetensors"
+t_true "batch URL: the compliant one left alone" test ! -e "$T_TMP/b1/healthy_int8_g64.safetensors"
+printf '{"input": "%s", "output": "m.safetensors", "recipe": "sglang-repair"}\n' "$L_URL/$D" \
+    >"$T_TMP/m.jsonl"
+t_run "batch manifest URL" 0 "$STFIX" batch -q --manifest "$T_TMP/m.jsonl" -o "$T_TMP/b2"
+t_true "batch manifest URL: the bytes of fix file" cmp "$T_TMP/b2/m.safetensors" "$T_TMP/local.safetensors"
+t_true "batch manifest URL: the URL as input" \
+    grep -q "^{\"input\":\"$L_URL/$D\",\"input_files\":\[{\"path\":\"$L_URL/$D\",\"sha256\":null" \
+    "$T_TMP/b2/stfix-report.jsonl"
+
+t_run "batch --resume URL" 0 "$STFIX" batch --resume -o "$T_TMP/b1" "$L_URL/$D"
+t_true "batch --resume URL: done again (its input has no hash)" \
+    sh -c "! grep -q 'already done' '$T_ERR' && grep -q '^  fixed  *1\$' '$T_ERR'"
+
 # Names that are not there, or not names.
 t_run "404" 2 "$STFIX" check "$L_URL/comfy/none.safetensors"
 t_stderr_is "404" "stfix: check: $L_URL/comfy/none.safetensors: HTTP 404: no such file"
