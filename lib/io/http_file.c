@@ -58,6 +58,10 @@ int stf__http_open(stf__http **out, const char *name, stf_err *err)
         stf__free(buf);
         goto done;
     }
+    if (got < want) { /* a file shorter than the first range keeps only itself */
+        uint8_t *fit = stf__realloc(buf, got ? (size_t)got : 1);
+        if (fit) buf = fit;
+    }
     h->segs = stf__calloc(1, sizeof *h->segs);
     if (!h->segs) {
         stf__free(buf);
