@@ -5,6 +5,11 @@
  * a prefetch brought (the markers). What is kept is bounded: the first
  * range, plus at most PREFETCH_CAP bytes of prefetched ranges, so a server
  * cannot make the reader hold more than a local file's reads would.
+ * Reads that follow each other through the file (hash's 1 MiB chunks, the
+ * tensors of a pass in file order) are streamed: once a read starts where
+ * the previous request ended, the next STREAM_BLOCK bytes come in one
+ * request, so a 20 GB file is a thousand requests, not twenty thousand;
+ * the block is the one more buffer a streaming read holds.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -16,6 +21,8 @@
 #define PREFETCH_CAP ((uint64_t)64 << 20)
 /* Ranges this close are fetched in one request, the gap with them. */
 #define COALESCE_GAP ((uint64_t)4096)
+/* What a streaming read asks for at once. */
+#define STREAM_BLOCK ((uint64_t)16 << 20)
 
 typedef struct seg {
     uint64_t off, len;
@@ -30,6 +37,9 @@ struct stf__http {
     seg *segs;
     size_t nsegs, cap;
     uint64_t held;
+    uint8_t *blk;       /* the streamed block: [blk_off, blk_off + blk_len) */
+    uint64_t blk_off, blk_len;
+    uint64_t seq_end;   /* where the last request ended; UINT64_MAX before any */
 };
 
 /* See net.h. */
@@ -70,6 +80,7 @@ int stf__http_open(stf__http **out, const char *name, stf_err *err)
     }
     h->cap = h->nsegs = 1;
     h->segs[0] = (seg){ 0, got, buf };
+    h->seq_end = UINT64_MAX;
     *out = h;
     h = NULL;
 done:
@@ -87,25 +98,58 @@ static const seg *seg_at(const stf__http *h, uint64_t off)
     return NULL;
 }
 
+/* Copy what the kept segments and the streamed block hold of the front of
+ * [*off, *off + *len), advancing. Under h->mu. */
+static void copy_kept(stf__http *h, uint64_t *off, uint8_t **d, size_t *len)
+{
+    while (*len) {
+        const seg *s = seg_at(h, *off);
+        seg b = { h->blk_off, h->blk_len, h->blk };
+        if (!s && h->blk && *off >= b.off && *off - b.off < b.len) s = &b;
+        if (!s) break;
+        uint64_t n = s->off + s->len - *off;
+        if (n > *len) n = *len;
+        memcpy(*d, s->buf + (*off - s->off), (size_t)n);
+        *d += n;
+        *off += n;
+        *len -= (size_t)n;
+    }
+}
+
 /* See net.h. */
 int stf__http_read(stf__http *h, uint64_t off, void *dst, size_t len, stf_err *err)
 {
     uint8_t *d = dst;
     /* Kept bytes first; the request asks for the rest. */
     pthread_mutex_lock(&h->mu);
-    while (len) {
-        const seg *s = seg_at(h, off);
-        if (!s) break;
-        uint64_t n = s->off + s->len - off;
-        if (n > len) n = len;
-        memcpy(d, s->buf + (off - s->off), (size_t)n);
-        d += n;
-        off += n;
-        len -= (size_t)n;
-    }
+    copy_kept(h, &off, &d, &len);
+    int stream = len && off == h->seq_end && len < STREAM_BLOCK;
     pthread_mutex_unlock(&h->mu);
     if (!len) return 0;
-    return stf__http_get(h->name, h->url, off, len, d, 0, &h->id, NULL, err);
+    if (!stream) {
+        int rc = stf__http_get(h->name, h->url, off, len, d, 0, &h->id, NULL, err);
+        pthread_mutex_lock(&h->mu);
+        h->seq_end = off + len;
+        pthread_mutex_unlock(&h->mu);
+        return rc;
+    }
+    uint64_t n = h->id.size - off < STREAM_BLOCK ? h->id.size - off : STREAM_BLOCK;
+    uint8_t *blk = stf__malloc((size_t)n);
+    if (!blk) return stf__err(err, STF_ENOMEM, "%s: out of memory", h->name);
+    int rc = stf__http_get(h->name, h->url, off, n, blk, 0, &h->id, NULL, err);
+    if (rc) {
+        stf__free(blk);
+        return rc;
+    }
+    memcpy(d, blk, len);
+    pthread_mutex_lock(&h->mu);
+    stf__free(h->blk);
+    h->blk = blk;
+    h->blk_off = off;
+    h->blk_len = n;
+    h->seq_end = off + n;
+    pthread_mutex_unlock(&h->mu);
+    return 0;
 }
 
 static int range_cmp(const void *a, const void *b)
@@ -177,6 +221,7 @@ void stf__http_free(stf__http *h)
     if (!h) return;
     for (size_t i = 0; i < h->nsegs; i++) stf__free(h->segs[i].buf);
     stf__free(h->segs);
+    stf__free(h->blk);
     stf__free(h->url);
     stf__free(h->name);
     pthread_mutex_destroy(&h->mu);
