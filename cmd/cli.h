@@ -705,6 +705,10 @@ void cli_net_give(uint64_t bytes, uint64_t requests);
  * crossed the network since the last report). Nothing for a local input.
  */
 void cli_net_report(const char *verb, const char *input, cli_jw *w);
+/* With -v at the end of a run, what crossed the network and no input's
+ * report has said yet (fix, diff, rewrite, batch; check's inputs read
+ * ahead): "N bytes in M request(s) over the network in all". */
+void cli_net_run_total(const char *verb);
 /* The same for a document made with cli_j_*: the member added to doc. */
 void cli_net_json(const char *verb, const char *input, cJSON *doc);
 /*

@@ -157,6 +157,20 @@ void cli_net_json(const char *verb, const char *input, cJSON *doc)
     cli_j_add(doc, "network", n, 0);
 }
 
+/* The run's remainder; see cli.h. */
+void cli_net_run_total(const char *verb)
+{
+    uint64_t b0, r0, b, r;
+    stf_net_stats(&b, &r);
+    b0 = g_mark_bytes;
+    r0 = g_mark_requests;
+    if (r == r0) return;
+    g_mark_bytes = b;
+    g_mark_requests = r;
+    cli_infof(verb, "%llu bytes in %llu request(s) over the network in all",
+              (unsigned long long)(b - b0), (unsigned long long)(r - r0));
+}
+
 /* A URL where a file is to be written; see cli.h. */
 int cli_net_refuse_output(const char *verb, const char *path, const char *what)
 {

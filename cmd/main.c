@@ -102,5 +102,7 @@ int main(int argc, char **argv)
             return cli_run_end(EXIT_USAGE);
         }
     }
-    return cli_run_end(cmd->run(argc - 1, argv + 1));
+    ex = cmd->run(argc - 1, argv + 1);
+    cli_net_run_total(cmd->name);
+    return cli_run_end(ex);
 }

@@ -125,7 +125,8 @@ t_stdout_has "diff URL and file" "identical"
 
 # fix and rewrite read a URL and write a local file: the bytes of a fix
 # from the file itself.
-t_run "fix URL" 0 "$STFIX" fix -q "$L_URL/$D" -r sglang-repair -o "$T_TMP/remote.safetensors"
+t_run "fix URL" 0 "$STFIX" fix -v "$L_URL/$D" -r sglang-repair -o "$T_TMP/remote.safetensors"
+t_stderr_has "fix URL: -v" "stfix: fix: $(wc -c <"fixtures/$D") bytes in 1 request(s) over the network in all"
 t_run "fix file" 0 "$STFIX" fix -q "fixtures/$D" -r sglang-repair -o "$T_TMP/local.safetensors"
 t_true "fix URL: the bytes of fix file" cmp "$T_TMP/remote.safetensors" "$T_TMP/local.safetensors"
 t_run "fix -o URL" 3 "$STFIX" fix "fixtures/$D" -r sglang-repair -o "$L_URL/out.safetensors"
