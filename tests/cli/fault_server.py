@@ -113,6 +113,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # a listen backlog for many connections at once
 
     def handle_error(self, request, client_address):
         pass  # a client that stops reading, as stfix does on purpose
