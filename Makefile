@@ -43,8 +43,8 @@ ifneq ($(V),1)
 .SILENT:
 endif
 
-PKGS := yaml-0.1 libcjson libzstd libpcre2-8 libcrypto libxxhash
-DEB_PKGS := build-essential pkg-config libyaml-dev libcjson-dev libzstd-dev libpcre2-dev libssl-dev libcmocka-dev libxxhash-dev zstd \
+PKGS := yaml-0.1 libcjson libzstd libpcre2-8 libcrypto libxxhash libcurl
+DEB_PKGS := build-essential pkg-config libyaml-dev libcjson-dev libzstd-dev libpcre2-dev libssl-dev libcmocka-dev libxxhash-dev zstd libcurl4-openssl-dev lighttpd openssl \
             clang libclang-rt-14-dev mandoc python3 python3-pytest python3-setuptools
 
 # The version, from the one place it is written (include/stfix/base.h). The
@@ -68,7 +68,11 @@ pkg_flags = $(if $(call pkg_missing,$(2)),$(error $(if $(shell command -v pkg-co
   the build dependencies),$(shell pkg-config $(1) $(2)))
 PKG_CFLAGS = $(eval PKG_CFLAGS := $$(call pkg_flags,--cflags,$$(PKGS)))$(PKG_CFLAGS)
 PKG_LIBS = $(eval PKG_LIBS := $$(call pkg_flags,--libs,$$(PKGS)))$(PKG_LIBS)
-PKG_LIBS_STATIC = $(eval PKG_LIBS_STATIC := $$(call pkg_flags,--static --libs,$$(PKGS)))$(PKG_LIBS_STATIC)
+# libcurl's own static dependencies (nghttp2, ssh2, rtmp, ldap, ...) are many
+# and rarely installed as archives: a program linking libstfix.a takes
+# libcurl as a shared library, and the rest as archives where they exist.
+PKGS_DYN_ONLY := libcurl
+PKG_LIBS_STATIC = $(eval PKG_LIBS_STATIC := $$(call pkg_flags,--static --libs,$$(filter-out $$(PKGS_DYN_ONLY),$$(PKGS))) $$(call pkg_flags,--libs,$$(PKGS_DYN_ONLY)))$(PKG_LIBS_STATIC)
 CMOCKA_CFLAGS = $(eval CMOCKA_CFLAGS := $$(call pkg_flags,--cflags,cmocka))$(CMOCKA_CFLAGS)
 CMOCKA_LIBS = $(eval CMOCKA_LIBS := $$(call pkg_flags,--libs,cmocka))$(CMOCKA_LIBS)
 

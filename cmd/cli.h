@@ -295,6 +295,8 @@ const char *cli_spool_dir(char *buf, size_t cap, const char *out_path);
  * $TMPDIR (else /tmp) when out_path is NULL, unless o names a directory. */
 int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_open_opts *o,
                   const char *out_path);
+/* With -v, "PATH: N tensors in M file(s), B bytes" about c, opened. */
+void cli_ckpt_opened(const stf_ckpt *c, const char *verb, const char *path);
 
 /* --hash of check and inspect: S29 findings added to c for every shard
  * whose modelspec.hash_sha256 its tensor data do not match (those shards
@@ -681,5 +683,81 @@ size_t cli_zstd_stream_note(char *buf, size_t cap, const stf_ckpt *c, const char
 /* With -v and no progress line on a terminal: the note as a line, where
  * the line would have shown it (cli_progress.c). */
 void cli_zstd_stream_info(const char *verb, const stf_ckpt *c, const char *spool_dir);
+
+/*
+ * cli_net.c: remote inputs (stfix(1), INPUTS). cli_net_init sets the
+ * library's network options from the defaults and the environment
+ * (HF_ENDPOINT, HF_TOKEN, https_proxy/HTTPS_PROXY, http_proxy,
+ * no_proxy/NO_PROXY), once; 0, or -1 once it printed its error. A command
+ * reading inputs puts CLI_NET_OPTS in its table.
+ */
+int cli_net_init(const char *verb);
+/* The CLI_CALL of the network options; target names the option. */
+int cli_opt_net(const char *verb, const char *value, void *target);
+/* Bytes and requests over the network since the last call: 1 when any;
+ * the figures of cli_net_give instead, once, after it. */
+int cli_net_since(uint64_t *bytes, uint64_t *requests);
+/* What the next report is to say: one input's figures, read on a thread of
+ * its own (cli_ahead_take). */
+void cli_net_give(uint64_t bytes, uint64_t requests);
+/*
+ * For a remote input: with -v, "INPUT: N bytes in M request(s) over the
+ * network" on stderr, and with bytes and requests (may be NULL) those
+ * figures (what crossed the network since the last report), for the
+ * "network" member of its JSON document; returns 1. Nothing for a local
+ * input: returns 0.
+ */
+int cli_net_report(const char *verb, const char *input, uint64_t *bytes, uint64_t *requests);
+/* With -v at the end of a run, what crossed the network and no input's
+ * report has said yet (fix, diff, rewrite, batch; check's inputs read
+ * ahead): "N bytes in M request(s) over the network in all". */
+void cli_net_run_total(const char *verb);
+/* The same for a document made with cli_j_*: the member added to doc. */
+void cli_net_json(const char *verb, const char *input, cJSON *doc);
+/*
+ * EXIT_USAGE, with its message ("WHAT 'PATH' is a URL: ..."), when a path
+ * to be written is a URL; -1 to go on.
+ */
+int cli_net_refuse_output(const char *verb, const char *path, const char *what);
+
+#define CLI_NET_OPTS                                                                      \
+    { .name = "hub-endpoint", .metavar = "URL", .kind = CLI_CALL, .call = cli_opt_net,    \
+      .target = (void *)"hub-endpoint",                                                   \
+      .help = "where hf:// names resolve (default $HF_ENDPOINT,\n"                        \
+              "else https://huggingface.co)" },                                           \
+    { .name = "header", .metavar = "LINE", .kind = CLI_CALL, .call = cli_opt_net,         \
+      .target = (void *)"header",                                                         \
+      .help = "send LINE ('Name: value') with each request to the\n"                      \
+              "host of a URL input, never after a redirect to another" },                 \
+    { .name = "insecure", .kind = CLI_CALL, .call = cli_opt_net,                          \
+      .target = (void *)"insecure",                                                       \
+      .help = "do not verify the TLS certificates of https:// inputs" },                  \
+    { .name = "connect-timeout", .metavar = "S", .kind = CLI_CALL, .call = cli_opt_net,   \
+      .target = (void *)"connect-timeout",                                                \
+      .help = "give up connecting after S seconds (default 30)" },                        \
+    { .name = "stall-timeout", .metavar = "S", .kind = CLI_CALL, .call = cli_opt_net,     \
+      .target = (void *)"stall-timeout",                                                  \
+      .help = "fail a transfer that receives nothing for S seconds\n"                     \
+              "(default 60)" },                                                           \
+    { .name = "retries", .metavar = "N", .kind = CLI_CALL, .call = cli_opt_net,           \
+      .target = (void *)"retries",                                                        \
+      .help = "retry a failed connection, 429 or 5xx N times\n"                           \
+              "(default 4)" }
+
+/*
+ * cli_ahead.c: check of several inputs, up to `width` opened and checked at
+ * once on threads of their own (stf_ckpt_open and stf_check_run with o),
+ * so that remote inputs' requests overlap; the caller takes each result in
+ * order. 0, or -1 when out of memory or no thread starts.
+ */
+typedef struct cli_ahead cli_ahead;
+int cli_ahead_start(cli_ahead **out, char **files, int n, int width, const stf_check_opts *o);
+/* Wait for input k (taken in order): its checkpoint and report, both the
+ * caller's to free, or its error (the return value, 0 or a library code);
+ * the bytes and requests its thread sent over the network. */
+int cli_ahead_take(cli_ahead *a, int k, stf_ckpt **c, stf_check_report **r, stf_err *err,
+                   uint64_t *bytes, uint64_t *requests);
+/* Stop the threads; free what was not taken. No-op on NULL. */
+void cli_ahead_free(cli_ahead *a);
 
 #endif

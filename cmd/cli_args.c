@@ -29,12 +29,17 @@ int cli_ckpt_open(stf_ckpt **out, const char *verb, const char *path, const stf_
     else stf_open_opts_init(&oo);
     if (!oo.spool_dir) oo.spool_dir = cli_spool_dir(dir, sizeof dir, out_path);
     if (stf_ckpt_open(out, path, &oo, &err)) return cli_report(verb, &err);
-    uint64_t bytes = 0;
-    for (size_t i = 0; i < stf_ckpt_shard_count(*out); i++)
-        bytes += stf_ckpt_shard_file_size(*out, i);
-    cli_infof(verb, "%s: %zu tensors in %zu file(s), %llu bytes", path,
-              stf_ckpt_tensor_count(*out), stf_ckpt_shard_count(*out), (unsigned long long)bytes);
+    cli_ckpt_opened(*out, verb, path);
     return -1;
+}
+
+/* -v's line about an opened checkpoint; see cli.h. */
+void cli_ckpt_opened(const stf_ckpt *c, const char *verb, const char *path)
+{
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < stf_ckpt_shard_count(c); i++) bytes += stf_ckpt_shard_file_size(c, i);
+    cli_infof(verb, "%s: %zu tensors in %zu file(s), %llu bytes", path, stf_ckpt_tensor_count(c),
+              stf_ckpt_shard_count(c), (unsigned long long)bytes);
 }
 
 /* S29 on an open checkpoint, with a progress line; see cli.h. */

@@ -87,7 +87,7 @@ static int set_hash(const char *verb, const char *v, void *target)
 
 static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cli_cmd **cmdp)
 {
-    static cli_opt opts[21];
+    static cli_opt opts[27];
     static cli_cmd cmd;
     memset(a, 0, sizeof *a);
     const cli_opt o[] = {
@@ -133,6 +133,7 @@ static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cl
         { .name = "json", .kind = CLI_FLAG, .target = &a->json,
           .help = "a JSON summary document on stdout (the report is\n"
                   "still written to its file)" },
+        CLI_NET_OPTS
     };
     _Static_assert(sizeof o == sizeof opts, "opts holds the table");
     memcpy(opts, o, sizeof o);

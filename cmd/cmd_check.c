@@ -66,8 +66,11 @@ static int print_json(FILE *o, const char *file, const char *target, const stf_c
         jt.classified = tp->classified;
         jt.linear = tp->linear;
     }
-    return stf_check_report_json(put_stream, o, r, file, target, tp ? &jt : NULL,
-                                 oneline ? STF_CHECK_JSON_ONELINE : 0, NULL)
+    stf_check_json_net net;
+    int remote = cli_net_report("check", file, &net.bytes, &net.requests);
+    return stf_check_report_json_net(put_stream, o, r, file, target, tp ? &jt : NULL,
+                                     remote ? &net : NULL,
+                                     oneline ? STF_CHECK_JSON_ONELINE : 0, NULL)
                ? -1
                : 0;
 }
@@ -131,15 +134,26 @@ static int print_human(FILE *o, const char *file, const char *target, const stf_
  * is printed to stderr (and kept as the run's) as with a single input. */
 static int check_one(const char *file, const char *target, const stf_check_opts *o,
                      const stf_tp_opts *tpo, const char *profile, int json, int lines, int hash,
-                     char *hint, size_t hint_cap)
+                     char *hint, size_t hint_cap, cli_ahead *ah, int k)
 {
     stf_err err;
     stf_err_clear(&err);
     stf_ckpt *c = NULL;
     stf_check_report *r = NULL;
     cli_run_input(file);
-    int ex = cli_ckpt_open(&c, "check", file, NULL, NULL);
-    if (ex >= 0) return ex;
+    int ex;
+    if (ah) { /* opened and checked already, on a thread of its own */
+        uint64_t b = 0, n = 0;
+        int rc = cli_ahead_take(ah, k, &c, &r, &err, &b, &n);
+        cli_net_give(b, n);
+        if (rc) {
+            stf_ckpt_free(c);
+            return cli_report("check", &err);
+        }
+        cli_ckpt_opened(c, "check", file);
+    } else if ((ex = cli_ckpt_open(&c, "check", file, NULL, NULL)) >= 0) {
+        return ex;
+    }
     if (hash && (ex = cli_ckpt_check_hashes(c, "check")) >= 0) {
         stf_ckpt_free(c);
         return ex;
@@ -161,7 +175,7 @@ static int check_one(const char *file, const char *target, const stf_check_opts 
     cli_progress *pg = o->profiles & STF_CHECK_NUMERIC
                            ? cli_progress_hook("check", &co.progress, &co.progress_ud)
                            : NULL;
-    int failed = stf_check_run_tp(&r, c, &co, &t, &err);
+    int failed = r ? 0 : stf_check_run_tp(&r, c, &co, &t, &err);
     cli_progress_end(pg);
     if (failed) {
         cli_tp_free(&tp);
@@ -171,6 +185,7 @@ static int check_one(const char *file, const char *target, const stf_check_opts 
     int oom = 0;
     if (json) oom = print_json(stdout, file, target, r, tpp, lines);
     else {
+        cli_net_report("check", file, NULL, NULL);
         char first[sizeof ((stf_diag *)0)->rule];
         oom = print_human(stdout, file, target, r, tpp, first);
         if (first[0] && !hint[0]) snprintf(hint, hint_cap, "%s", first);
@@ -195,7 +210,7 @@ static int check_one(const char *file, const char *target, const stf_check_opts 
 int cmd_check(int argc, char **argv)
 {
     const char *target = "all", *profile = NULL;
-    int json = 0, numeric = 0, hash = 0, nfiles = 0, threads = 0;
+    int json = 0, numeric = 0, hash = 0, nfiles = 0, threads = 0, net_jobs = 8;
     stf_tp_opts tpo;
     stf_tp_opts_init(&tpo);
     const cli_opt opts[] = {
@@ -231,6 +246,10 @@ int cmd_check(int argc, char **argv)
           .help = "parallel styles for --tp: a bundled profile NAME or a\n"
                   "profile file (default: detected from the layer names);\n"
                   "list shows the bundled ones" },
+        { .name = "net-jobs", .metavar = "N", .kind = CLI_INT, .target = &net_jobs,
+          .min = 1, .max = 256,
+          .help = "inputs read at once when some are URLs (default 8)" },
+        CLI_NET_OPTS
     };
     const cli_cmd cmd = {
         .verb = "check",
@@ -261,10 +280,20 @@ int cmd_check(int argc, char **argv)
     if (json) cli_run_json_handled();
     int worst = EXIT_OK_, stopped = 0;
     char hint[sizeof ((stf_diag *)0)->rule] = "";
+    /* Several inputs, some remote: read them ahead, --net-jobs at once, so
+     * that their requests overlap (the reports stay in order). */
+    cli_ahead *ah = NULL;
+    int remote = 0;
+    for (int k = 0; k < nfiles; k++) remote |= stf_net_is_remote(files[k]);
+    if (nfiles > 1 && remote && !numeric && !hash && !tpo.count &&
+        cli_ahead_start(&ah, files, nfiles, net_jobs, &o)) {
+        stf_pool_free(pool);
+        return cli_report_code("check", STF_ENOMEM);
+    }
     for (int k = 0; k < nfiles && !stopped; k++) {
         if (!json && k) fputc('\n', stdout);
         int st = check_one(files[k], target, &o, &tpo, profile, json, nfiles > 1,
-                           hash || numeric, hint, sizeof hint);
+                           hash || numeric, hint, sizeof hint, ah, k);
         if (st != EXIT_OK_ && st != EXIT_FINDINGS) {
             stf_err err;
             cli_run_error_take(&err);
@@ -289,6 +318,7 @@ int cmd_check(int argc, char **argv)
         int flush = cli_stdout_flush("check");
         if (flush >= 0) worst = cli_exit_worst(worst, flush);
     }
+    cli_ahead_free(ah);
     stf_pool_free(pool);
     return worst;
 }

@@ -239,6 +239,7 @@ int cmd_diff(int argc, char **argv)
                   "wide for it goes in column pieces)" },
         { .name = "json", .kind = CLI_FLAG, .target = &json,
           .help = "one JSON document instead of the listing" },
+        CLI_NET_OPTS
     };
     const cli_cmd cmd = { .verb = "diff",
                           .synopsis = "diff A B [--numeric] [-j N] [--max-mem SIZE] [--json]",

@@ -82,6 +82,7 @@ static int parse_args(fix_args *a, int argc, char **argv)
                   "layer names)" },
         CLI_SPOOL_OPT(&a->max_spool),
         CLI_ZSTD_OPTS(&a->z),
+        CLI_NET_OPTS
     };
     const cli_cmd cmd = { .verb = "fix",
                           .synopsis = "fix IN -r RECIPE (-o OUT | --in-place) [options]",
@@ -363,6 +364,9 @@ int cmd_fix(int argc, char **argv)
     fix_args a;
     int ex = parse_args(&a, argc, argv);
     if (ex >= 0) return ex;
+    if ((ex = cli_net_refuse_output("fix", a.in_place ? a.in : a.out,
+                                    a.in_place ? "--in-place input" : "output")) >= 0)
+        return ex;
 
     stf_recipe *rc = NULL;
     stf_ckpt *c = NULL;

@@ -69,8 +69,10 @@ static int hash_one(const char *file, int json)
     if (json && ex == EXIT_OK_) {
         cli_j_add(doc, "file", cli_j_str(file), 0);
         cli_j_add(doc, "files", files, 0);
+        cli_net_json("hash", file, doc);
         if (cli_json_print(stdout, doc)) ex = cli_report_code("hash", STF_ENOMEM);
     } else {
+        if (ex == EXIT_OK_) cli_net_report("hash", file, NULL, NULL);
         cJSON_Delete(files);
         cJSON_Delete(doc);
     }
@@ -87,6 +89,7 @@ int cmd_hash(int argc, char **argv)
           .help = "a .safetensors file (or .zst, .stz), or a *.safetensors.index.json" },
         { .name = "json", .kind = CLI_FLAG, .target = &json,
           .help = "one JSON document a line per input instead of the lines" },
+        CLI_NET_OPTS
     };
     const cli_cmd cmd = {
         .verb = "hash", .synopsis = "hash FILE|INDEX.json... [--json]", .opts = opts,

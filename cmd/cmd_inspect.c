@@ -158,6 +158,7 @@ static int print_json(FILE *o, const char *path, const stf_ckpt *c)
         cli_j_push(finds, x);
     }
     cli_j_add(doc, "findings", finds, CLI_J_BREAK);
+    cli_net_json("inspect", path, doc);
     return cli_json_print(o, doc);
 }
 
@@ -279,12 +280,14 @@ int cmd_inspect(int argc, char **argv)
         { .kind = CLI_ARG, .metavar = "FILE|INDEX.json",
           .help = "a .safetensors file or a *.safetensors.index.json" },
         { .name = "json", .kind = CLI_FLAG, .target = &json,
-          .help = "one JSON document (schema in stfix(1)) instead of the listing" },
+          .help = "one JSON document (schema in stfix(1)) instead of\n"
+                  "the listing" },
         { .name = "strict", .kind = CLI_FLAG, .target = &strict,
           .help = "treat stfix's stricter-than-reference rules as errors" },
         { .name = "hash", .kind = CLI_FLAG, .target = &hash,
           .help = "read a file whose metadata holds modelspec.hash_sha256\n"
                   "and compare it with the data (S29)" },
+        CLI_NET_OPTS
     };
     const cli_cmd cmd = { .verb = "inspect",
                           .synopsis = "inspect FILE|INDEX.json [--json] [--strict] [--hash]",
@@ -308,6 +311,7 @@ int cmd_inspect(int argc, char **argv)
     }
     cli_findings_print("inspect", c, STF_SEV_INFO);
     if (!json) {
+        cli_net_report("inspect", path, NULL, NULL);
         print_human(stdout, path, c);
     } else if (print_json(stdout, path, c)) {
         stf_ckpt_free(c);

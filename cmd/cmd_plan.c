@@ -225,6 +225,7 @@ static int print_json(FILE *o, const char *file, const char *recipe, const stf_r
     cli_j_add(tot, "bytes_total", cli_j_u64(stf_plan_bytes_total(p)), 0);
     cli_j_add(tot, "bytes_copied", cli_j_u64(stf_plan_bytes_copied(p)), 0);
     cli_j_add(doc, "totals", tot, 0);
+    cli_net_json("plan", file, doc);
     return cli_json_print(o, doc);
 }
 
@@ -259,6 +260,7 @@ int cmd_plan(int argc, char **argv)
           .help = "parallel styles for requantize's tp: a bundled profile\n"
                   "NAME or a profile file (default: detected from the\n"
                   "layer names)" },
+        CLI_NET_OPTS
     };
     const cli_cmd cmd = {
         .verb = "plan",
@@ -294,6 +296,7 @@ int cmd_plan(int argc, char **argv)
         ex = cli_report("plan", &err);
         goto done;
     }
+    if (!json) cli_net_report("plan", file, NULL, NULL);
     if (json ? print_json(stdout, file, recipe, r, c, p, &tp)
              : print_human(stdout, file, recipe, c, p,
                            profile || cli_recipe_uses_tp(r) ? &tp : NULL)) {

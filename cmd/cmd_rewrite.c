@@ -88,6 +88,7 @@ int cmd_rewrite(int argc, char **argv)
           .help = "one JSON document on stdout instead of the line\n"
                   "(the files written, with their sizes)" },
         CLI_ZSTD_OPTS(&z),
+        CLI_NET_OPTS
     };
     const cli_cmd cmd = {
         .verb = "rewrite",
@@ -123,6 +124,7 @@ static int rewrite(const char *in, const char *out, unsigned long long max, int 
 {
     int ex;
 
+    if ((ex = cli_net_refuse_output("rewrite", out, "output")) >= 0) return ex;
     stf_open_opts o;
     stf_open_opts_init(&o);
     o.strict = strict;

@@ -56,7 +56,9 @@ int main(int argc, char **argv)
         .synopsis = "<command> [options] ...", .opts = list, .nopts = NCOMMANDS,
         .epilog = "stfix <command> --help (or stfix help <command>) shows a command's\n"
                   "options; stfix version is stfix --version.\n"
-                  "Environment: STFIX_SIMD=scalar|avx2|avx512 forces a kernel variant.\n",
+                  "Environment: STFIX_SIMD=scalar|avx2|avx512 forces a kernel variant;\n"
+                  "HF_ENDPOINT, HF_TOKEN, https_proxy, http_proxy and no_proxy\n"
+                  "apply to URL inputs (stfix(1), INPUTS).\n",
         .stop_at_arg = 1
     };
     int nargs = 0, ex = cli_opts_parse(&top, argc, argv, &nargs);
@@ -88,6 +90,7 @@ int main(int argc, char **argv)
     }
     cli_run_begin(cmd->name, cmd->json && wants_json(argc - 1, argv + 1));
     cli_wait_install(cmd->name);
+    if (cli_net_init(cmd->name)) return cli_run_end(EXIT_USAGE);
     const char *simd = getenv("STFIX_SIMD");
     if (simd && *simd) {
         stf_simd s;
@@ -99,5 +102,7 @@ int main(int argc, char **argv)
             return cli_run_end(EXIT_USAGE);
         }
     }
-    return cli_run_end(cmd->run(argc - 1, argv + 1));
+    ex = cmd->run(argc - 1, argv + 1);
+    cli_net_run_total(cmd->name);
+    return cli_run_end(ex);
 }

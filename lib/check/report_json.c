@@ -173,6 +173,14 @@ int stf_check_report_json(stf_text_fn fn, void *ud, const stf_check_report *r, c
                           const char *target, const stf_check_json_tp *tp, unsigned flags,
                           stf_err *err)
 {
+    return stf_check_report_json_net(fn, ud, r, file, target, tp, NULL, flags, err);
+}
+
+/* The document with a remote input's network member (experimental/check.h). */
+int stf_check_report_json_net(stf_text_fn fn, void *ud, const stf_check_report *r,
+                              const char *file, const char *target, const stf_check_json_tp *tp,
+                              const stf_check_json_net *net, unsigned flags, stf_err *err)
+{
     if (!fn || !r || !file || !target)
         return stf__err(err, STF_EINVAL, "check: NULL sink, report, file or target");
     size_t n = stf_check_count(r);
@@ -224,7 +232,15 @@ int stf_check_report_json(stf_text_fn fn, void *ud, const stf_check_report *r, c
     u64(&o, stf_check_count_severity(r, STF_SEV_INFO));
     text(&o, ", \"total\": ");
     u64(&o, n);
-    text(&o, "}}");
+    text(&o, "}");
+    if (net) {
+        text(&o, ", \"network\": {\"bytes\": ");
+        u64(&o, net->bytes);
+        text(&o, ", \"requests\": ");
+        u64(&o, net->requests);
+        text(&o, "}");
+    }
+    text(&o, "}");
     /* The document's own end of line, also in JSON Lines. */
     if (!o.rc && fn(ud, "\n", 1) < 0) o.rc = STF_EIO;
     stf__free(msg);

@@ -35,6 +35,12 @@ static const char CAP_WHY[] =
     "Caps bound the memory and time stfix spends on a damaged or hostile file: exceeding one "
     "is an error with its own rule id, never a crash or a runaway allocation. The defaults are "
     "far above what real checkpoints need.";
+static const char NET_WHY[] =
+    "A remote input is read in pieces, each a separate answer of the server; stfix trusts one "
+    "only when it is the range asked for, of the file first seen, so that what it checks or "
+    "converts is one consistent file, never a splice of two.";
+static const char NET_IGNORED[] =
+    "It cannot be ignored: the command stops (exit 4) and writes nothing.";
 static const char CAP_IGNORED[] =
     "It cannot be ignored: stfix refuses the input (exit 2) and writes no output.";
 static const char CAP_FIX[] =
@@ -466,6 +472,59 @@ const stf_rule_doc stf__rule_docs_container[] = {
       "Simplify the pattern: remove nested repeats (stfix rules lint warns about them), anchor "
       "it, or use a prefix glob. Where many regex rules meet a very large model, raise the "
       "budget with --max-regex-steps N (stf_recipe_opts.max_regex_steps in the library).",
+      NULL, "note" },
+    { "L13", "error", "A server ignored a range request",
+      "An http:// or https:// input (or an hf:// name) is read with HTTP range requests: the "
+      "header, then the markers, then the tensors a command needs. A server that answers a "
+      "range request with 200 and the whole file is stopped at the first byte of that body, "
+      "which is never read further, let alone held: a 20 GB answer to a request for 64 KiB "
+      "must not cost 20 GB. The first request of a file is the one exception: when the whole "
+      "file is no longer than the range asked for, a 200 is that file. The message names the "
+      "URL and the byte range asked for.",
+      NET_WHY, NET_IGNORED,
+      "Use a server that honours Range (any static file server, object store or the hub "
+      "does), or download the file and give its path.",
+      NULL, "note" },
+    { "L14", "error", "A range answer is not the range asked for",
+      "A 206 answer must carry a Content-Range of exactly the bytes asked for and the size "
+      "the first answer gave (the first answer may end early, at the end of a shorter file). "
+      "A missing or unreadable Content-Range, another range, another size, or a "
+      "multipart/byteranges answer to a one-range request fails the read, naming the URL, "
+      "the range asked for and the Content-Range received.",
+      NET_WHY, NET_IGNORED,
+      "A proxy or cache between stfix and the server may be rewriting ranges: bypass it "
+      "(no_proxy) or download the file.",
+      NULL, "note" },
+    { "L15", "error", "A remote file changed while it was read",
+      "Every answer after the first must carry the ETag and Last-Modified of the first one "
+      "(when the server gives them). A different one means the file was replaced between two "
+      "requests, so the bytes already read and those still to come may belong to different "
+      "files; the read fails, naming the URL, the range and both values.",
+      NET_WHY, NET_IGNORED,
+      "Run again once the file stops changing; for the hub, name a fixed revision "
+      "(hf://ORG/REPO@COMMIT/PATH) rather than a branch.",
+      NULL, "note" },
+    { "L16", "error", "A remote body ended early or ran long",
+      "The body of a range answer must hold exactly the bytes of the range. A connection "
+      "closed before the last byte (after the retries) or a body longer than the range fails "
+      "the read, naming the URL, the range and the bytes received; nothing is read past the "
+      "range.",
+      NET_WHY, NET_IGNORED,
+      "A transient network failure: run again, or raise --retries. A server that always cuts "
+      "its answers short cannot serve the file.",
+      NULL, "note" },
+    { "L17", "error", "A remote request failed",
+      "A request that fails is retried with a growing pause (at most --retries times, 4 by "
+      "default) when the failure may pass: a connection that could not be made or broke, a "
+      "timeout (--connect-timeout, --stall-timeout), 429 or a 5xx status, honouring the "
+      "server's Retry-After up to 30 seconds. What remains fails the read naming the URL, the "
+      "range and the reason: libcurl's text, the HTTP status (401 and 403 suggest a token), a "
+      "TLS certificate that does not verify, or a redirect to a scheme other than http or "
+      "https, which is never followed. A 404 or 410 is no such file (exit 2).",
+      NET_WHY, NET_IGNORED,
+      "Check the URL, the network and the proxy (https_proxy, no_proxy); give a token "
+      "(HF_TOKEN, or --header 'Authorization: Bearer ...') for a private repository; "
+      "--insecure accepts a certificate that does not verify, by name only.",
       NULL, "note" },
 };
 const size_t stf__rule_docs_container_n =

@@ -308,3 +308,29 @@ void stf__zread_opts_from(stf__zread_opts *dst, const stf_open_opts *o)
     dst->spool_dir = o->spool_dir;
     dst->max_spool = o->max_spool;
 }
+
+/* Remote tensors fetched ahead of their reads; see experimental/container.h.
+ * Each shard's ranges go to its source together, so that adjacent tensors
+ * cost one request. */
+int stf_ckpt_prefetch(const stf_ckpt *c, const size_t *idx, size_t n, stf_err *err)
+{
+    int rc = 0;
+    if (!c || (n && !idx)) return stf__err(err, STF_EINVAL, "stf_ckpt_prefetch: NULL argument");
+    if (!n) return 0;
+    stf__range *r = stf__calloc(n, sizeof *r);
+    if (!r) return stf__err(err, STF_ENOMEM, "prefetch: out of memory");
+    for (size_t k = 0; k < c->nshards && !rc; k++) {
+        if (!stf__source_remote(c->shards[k].src)) continue;
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (idx[i] >= c->ntensors) continue;
+            const stf_tensor_info *t = &c->tensors[idx[i]];
+            uint64_t abs;
+            if (t->shard != k || tensor_file_off(c, t, 0, &abs)) continue;
+            r[m++] = (stf__range){ abs, t->nbytes };
+        }
+        rc = stf__source_prefetch(c->shards[k].src, r, m, err);
+    }
+    stf__free(r);
+    return rc;
+}

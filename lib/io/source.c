@@ -40,6 +40,20 @@ const uint8_t *stf__source_data(const stf__source *s)
     return s && s->ops->data ? s->ops->data(s) : NULL;
 }
 
+/* Ranges ahead of their reads; see source.h. */
+int stf__source_prefetch(const stf__source *s, const stf__range *r, size_t n, stf_err *err)
+{
+    return s && s->ops->prefetch ? s->ops->prefetch(s, r, n, err) : 0;
+}
+
+/* See source.h. */
+int stf__source_remote(const stf__source *s)
+{
+    for (; s; s = s->inner)
+        if (!strcmp(s->ops->kind, "http")) return 1;
+    return 0;
+}
+
 /* Borrow the source's descriptor; see source.h. */
 int stf__source_fd_acquire(const stf__source *s, int *fd, stf_err *err)
 {

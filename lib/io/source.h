@@ -27,6 +27,7 @@
 
 #include "io/fdcache.h"
 #include "io/io_internal.h"
+#include "io/net.h"
 
 typedef struct stf__source stf__source;
 struct stf__file_stamp;
@@ -68,6 +69,9 @@ typedef struct stf__source_ops {
     int (*stream_mode)(const stf__source *s);
     /* Bytes read from the medium so far (NULL: 0), for tests. */
     uint64_t (*read_total)(const stf__source *s);
+    /* Fetch the ranges r[0..n) now and keep them for the reads that follow
+     * (NULL: no-op; a remote source's, net.h). */
+    int (*prefetch)(const stf__source *s, const stf__range *r, size_t n, stf_err *err);
 } stf__source_ops;
 
 /* The common part of every source. Backends fill it through
@@ -115,6 +119,14 @@ int stf__source_open_name(stf__source **out, const char *name, stf__fdcache *cac
  * when out of memory; free with stf__free.
  */
 char *stf__source_name_near(const char *base, const char *member);
+
+/*
+ * A remote file, read with HTTP range requests (source_http.c): what
+ * stf__source_open_name does for an http://, https:// or hf:// name. Its
+ * first range is fetched now (net.h, stf__http_open); a file the server
+ * does not have is STF_ENOTFOUND with *sys_errno ENOENT.
+ */
+int stf__source_open_http(stf__source **out, const char *url, int *sys_errno, stf_err *err);
 
 /* A regular file: what stf__source_open_name does for a path
  * (source_file.c). */
@@ -239,6 +251,15 @@ const struct stf__file_stamp *stf__source_stamp(const stf__source *s);
  * source.
  */
 int stf__source_unchanged(const stf__source *s, stf_err *err);
+
+/*
+ * Ranges of s that will be read soon: a remote source fetches them now,
+ * adjacent ones in one request, and serves their reads from memory. No-op
+ * for every other source.
+ */
+int stf__source_prefetch(const stf__source *s, const stf__range *r, size_t n, stf_err *err);
+/* 1 when s, or the source it decodes, is read over the network. */
+int stf__source_remote(const stf__source *s);
 
 /* Close, free (the cache it was opened through stays). No-op on NULL. */
 void stf__source_free(stf__source *s);

@@ -19,6 +19,7 @@ int stf__source_open_name(stf__source **out, const char *name, stf__fdcache *cac
      * file" (ENOENT), so an index's missing shard stays I3. Anything
      * without a scheme is a path.
      */
+    if (stf__net_is_url(name)) return stf__source_open_http(out, name, sys_errno, err);
     return stf__source_open(out, name, cache, sys_errno, err);
 }
 

@@ -429,6 +429,37 @@ static void settle_layer(stf_model *m, layer_int *l)
     p->comfy = last_meta ? last_meta : last_tensor;
 }
 
+
+/*
+ * The marker tensors are read one by one below; a remote checkpoint
+ * fetches them first, adjacent ones in one request (stf_ckpt_prefetch).
+ */
+static int prefetch_markers(const stf_ckpt *c, size_t nt, stf_err *err)
+{
+    size_t n = 0, *idx = NULL;
+    int remote = 0;
+    for (size_t k = 0; k < stf_ckpt_shard_count(c); k++)
+        remote |= stf_net_is_remote(stf_ckpt_shard_path(c, k));
+    if (!remote) return 0; /* a local file reads its markers as fast one by one */
+    for (int pass = 0; pass < 2; pass++) {
+        n = 0;
+        for (size_t i = 0; i < nt; i++) {
+            const stf_tensor_info *t = stf_ckpt_tensor(c, i);
+            size_t slen = 0;
+            if (match_suffix(t->name, t->name_len, &slen) != STF_SFX_COMFY_QUANT ||
+                t->nbytes > STF_MARKER_MAX_BYTES)
+                continue;
+            if (idx) idx[n] = i;
+            n++;
+        }
+        if (!n || idx) break;
+        idx = stf__calloc(n, sizeof *idx);
+        if (!idx) return oom(err);
+    }
+    int rc = n ? stf_ckpt_prefetch(c, idx, n, err) : 0;
+    stf__free(idx);
+    return rc;
+}
 /*
  * Build the layer view of c (contract in model.h). On failure nothing leaks
  * and *out stays NULL; malformed markers are recorded, not errors.
@@ -472,6 +503,8 @@ int stf_model_build(stf_model **out, const stf_ckpt *c, stf_err *err)
         }
         row[s] = (int64_t)i; /* ckpt order is shard order: the later file wins */
     }
+    rc = prefetch_markers(c, nt, err);
+    if (rc) goto done;
     size_t ti = 0; /* tensors come in shard order: one pass over them in total */
     for (size_t sh = 0; sh < m->nshards; sh++) {
         shard_meta *sm = &m->meta[sh];

@@ -232,13 +232,14 @@ int stf_batch_discover(stf_batch_list *out, const char *const *roots, size_t nro
     int rc = 0;
     for (size_t i = 0; i < nroots && !rc; i++) {
         struct stat st;
-        if (stat(roots[i], &st) != 0) {
+        int remote = stf_net_is_remote(roots[i]); /* one file, read where it is */
+        if (!remote && stat(roots[i], &st) != 0) {
             /* As for a checkpoint named to any command: missing is the
              * user's to correct (2), anything else a failure (4). */
             int e = errno;
             rc = stf__err(err, e == ENOENT ? STF_ENOTFOUND : STF_EIO, "%s: %s", roots[i],
                           strerror(e));
-        } else if (S_ISDIR(st.st_mode)) {
+        } else if (!remote && S_ISDIR(st.st_mode)) {
             rc = walk(out, roots[i], NULL, have_skip ? &skip : NULL, 0, err);
         } else {
             const char *base = strrchr(roots[i], '/');

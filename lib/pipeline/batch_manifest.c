@@ -26,6 +26,7 @@ static int member(char **dst, const cJSON *o, const char *key, const char *base,
     const char *t = v->valuestring;
     if (join == 2 && !strchr(t, '/') && !stf__ends_with(t, ".yaml") && !stf__ends_with(t, ".yml"))
         join = 0;
+    if (stf_net_is_remote(t)) join = 0; /* a URL is read where it is */
     *dst = join ? stf__path_join(base, t) : stf__strdup(t);
     return *dst ? 0 : -2;
 }

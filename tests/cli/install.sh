@@ -97,7 +97,7 @@ t_true "pkg-config --print-requires-private stfix: none" test ! -s "$T_OUT"
 t_run "pkg-config --print-requires stfix" 0 sh -c "$PCP pkg-config --print-requires stfix"
 t_true "pkg-config --print-requires stfix: none" test ! -s "$T_OUT"
 t_run "pkg-config --static --libs stfix" 0 sh -c "$PCP pkg-config --static --libs stfix"
-for l in -lyaml -lcjson -lzstd -lpcre2-8 -lcrypto -lxxhash -lpthread -lm; do
+for l in -lyaml -lcjson -lzstd -lpcre2-8 -lcrypto -lxxhash -lcurl -lpthread -lm; do
     t_true "pkg-config --static --libs stfix: $l" grep -q -- " $l\( \|\$\)" "$T_OUT"
 done
 t_run "link to the shared library" 0 sh -c "cc -std=c11 -o '$T_TMP/ver' '$T_TMP/ver.c' \

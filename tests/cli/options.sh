@@ -63,25 +63,28 @@ t_help_lists() {
     else t_notok "$_n: lists the table" "$(diff "$D/help_want" "$D/help_got" | tr '\n' '|')"; fi
 }
 
-t_help_lists "inspect --help" inspect "--json" "--strict" "--hash"
+# The network options of the commands that read a checkpoint (stfix(1), INPUTS).
+set -- "--hub-endpoint URL" "--header LINE" "--insecure" "--connect-timeout S" \
+    "--stall-timeout S" "--retries N"
+t_help_lists "inspect --help" inspect "--json" "--strict" "--hash" "$@"
 t_help_lists "check --help" check "--target TARGET" "--numeric" "--hash" "-j, --jobs N" "--json" \
-    "--tp T[,T...]" "--tp-profile NAME"
+    "--tp T[,T...]" "--tp-profile NAME" "--net-jobs N" "$@"
 t_help_lists "rewrite --help" rewrite "-o, --output OUT" "--max-shard-size SIZE" "--strict" \
     "--no-wait" "-j, --jobs N" "--max-spool SIZE" "--json" "--zstd[=LEVEL]" "--zstd-frame SIZE" \
-    "--zstd-grouped" "--zstd-verify"
+    "--zstd-grouped" "--zstd-verify" "$@"
 t_help_lists "plan --help" plan "-r, --recipe RECIPE" "--max-regex-steps N" "--quant-mode MODE" "-j, --jobs N" "--json" \
-    "--tp-profile NAME"
+    "--tp-profile NAME" "$@"
 t_help_lists "fix --help" fix "-r, --recipe RECIPE" "--max-regex-steps N" "-o, --output OUT" "--in-place" "-j, --jobs N" \
     "--quant-mode MODE" "--error-report" "--allow-noncompliant" "--max-shard-size SIZE" \
     "--max-mem SIZE" "--no-wait" "--fail-if-unchanged" "--json" "--tp-profile NAME" \
-    "--max-spool SIZE" "--zstd[=LEVEL]" "--zstd-frame SIZE" "--zstd-grouped" "--zstd-verify"
+    "--max-spool SIZE" "--zstd[=LEVEL]" "--zstd-frame SIZE" "--zstd-grouped" "--zstd-verify" "$@"
 t_help_lists "compress --help" compress "-o, --output OUT" "--zstd-grouped" "-l, --level N" \
     "--zstd-frame SIZE" "--zstd-verify" "-j, --jobs N" "-f, --force" "--no-wait" "--json"
 t_help_lists "decompress --help" decompress "-o, --output OUT" "-f, --force" "--no-wait" "--json"
 t_help_lists "rules list --help" "rules list" "--json"
 t_help_lists "rules lint --help" "rules lint" "--json"
 t_help_lists "rules show --help" "rules show" "--json"
-t_help_lists "diff --help" diff "--numeric" "-j, --jobs N" "--max-mem SIZE" "--json"
+t_help_lists "diff --help" diff "--numeric" "-j, --jobs N" "--max-mem SIZE" "--json" "$@"
 t_help_lists "explain --help" explain "--list" "--json"
 t_help_lists "stfix --help" ""
 
@@ -99,21 +102,32 @@ done
 "$STFIX" --help | sed -n '/^Exit status:$/,$p' >"$D/exit_lines"
 cat >"$D/inspect_help" <<'EOF'
 usage: stfix inspect FILE|INDEX.json [--json] [--strict] [--hash]
-  FILE|INDEX.json  a .safetensors file or a *.safetensors.index.json
-  --json           one JSON document (schema in stfix(1)) instead of the listing
-  --strict         treat stfix's stricter-than-reference rules as errors
-  --hash           read a file whose metadata holds modelspec.hash_sha256
-                   and compare it with the data (S29)
-  -h, --help       show this help and exit
-  -V, --version    print "stfix VERSION" and exit
-  --color[=WHEN]   colour severities in human text: auto (the default:
-                   on a terminal, unless NO_COLOR is set), always, never
-  -q, --quiet      errors only on stderr: no warnings, notes or progress
-  -v, --verbose    more detail on stderr (files read, sizes)
-  --no-progress    no progress line (shown only when stderr is a
-                   terminal)
-  --               end of the options: what follows is an argument,
-                   also when it starts with '-'
+  FILE|INDEX.json      a .safetensors file or a *.safetensors.index.json
+  --json               one JSON document (schema in stfix(1)) instead of
+                       the listing
+  --strict             treat stfix's stricter-than-reference rules as errors
+  --hash               read a file whose metadata holds modelspec.hash_sha256
+                       and compare it with the data (S29)
+  --hub-endpoint URL   where hf:// names resolve (default $HF_ENDPOINT,
+                       else https://huggingface.co)
+  --header LINE        send LINE ('Name: value') with each request to the
+                       host of a URL input, never after a redirect to another
+  --insecure           do not verify the TLS certificates of https:// inputs
+  --connect-timeout S  give up connecting after S seconds (default 30)
+  --stall-timeout S    fail a transfer that receives nothing for S seconds
+                       (default 60)
+  --retries N          retry a failed connection, 429 or 5xx N times
+                       (default 4)
+  -h, --help           show this help and exit
+  -V, --version        print "stfix VERSION" and exit
+  --color[=WHEN]       colour severities in human text: auto (the default:
+                       on a terminal, unless NO_COLOR is set), always, never
+  -q, --quiet          errors only on stderr: no warnings, notes or progress
+  -v, --verbose        more detail on stderr (files read, sizes)
+  --no-progress        no progress line (shown only when stderr is a
+                       terminal)
+  --                   end of the options: what follows is an argument,
+                       also when it starts with '-'
 
 EOF
 cat "$D/exit_lines" >>"$D/inspect_help"

@@ -98,6 +98,66 @@ typedef int (*stf_range_fn)(void *ud, size_t begin, size_t end);
 STF_EXPERIMENTAL_API
 int stf_pool_run(stf_pool *p, size_t count, size_t grain, stf_range_fn fn, void *ud);
 
+/* ---------------------------------------------------------- network */
+
+/*
+ * Where the library reads a checkpoint named by URL: an http:// or
+ * https:// URL is read with HTTP range requests, and hf://ORG/REPO[@REV]/PATH
+ * is the hub's {hub_endpoint}/ORG/REPO/resolve/{REV or main}/PATH. The
+ * library reads no environment: the program passes in what it found there
+ * (the token, the proxy). Make the struct with stf_net_opts_init.
+ */
+#define STF_NET_OPTS_VERSION 1u
+typedef struct stf_net_opts {
+    unsigned version;             /* STF_NET_OPTS_VERSION, set by stf_net_opts_init */
+    const char *hub_endpoint;     /* base of hf:// names (default https://huggingface.co) */
+    const char *hub_token;        /* sent as "Authorization: Bearer TOKEN" to the hub
+                                   * endpoint's host only; NULL: none */
+    const char *const *headers;   /* extra request headers ("Name: value"), sent to the host
+                                   * of the URL as named, never to a host a redirect leads to */
+    size_t nheaders;
+    const char *proxy;            /* proxy URL for every request; NULL or "": none */
+    const char *no_proxy;         /* hosts reached without the proxy (curl's NOPROXY list) */
+    int insecure;                 /* 1: do not verify TLS certificates (default 0: verify) */
+    unsigned connect_timeout_s;   /* connection set-up limit (default 30) */
+    unsigned stall_timeout_s;     /* a transfer receiving nothing this long fails (default 60) */
+    unsigned retries;             /* retries of a failed connection, 429 or 5xx (default 4) */
+    unsigned max_retry_wait_s;    /* longest pause before a retry, Retry-After included
+                                   * (default 30) */
+    uint64_t first_range;         /* bytes asked for by the first request of a file, to hold
+                                   * its header in one go (default 65536) */
+    unsigned max_parallel;        /* range requests in flight at once (default 8) */
+} stf_net_opts;
+
+STF_EXPERIMENTAL_API
+void stf_net_opts_init_version(stf_net_opts *o, unsigned version);
+#define stf_net_opts_init(o) stf_net_opts_init_version((o), STF_NET_OPTS_VERSION)
+
+/*
+ * Use o for every remote input opened from now on (copied: the strings
+ * may go after the call). Process-wide, like stf_set_allocator: call it
+ * before opening anything remote, never while a remote checkpoint is open.
+ * STF_EINVAL for options the library does not know, STF_ENOMEM.
+ */
+STF_EXPERIMENTAL_API
+int stf_net_configure(const stf_net_opts *o, stf_err *err);
+
+/* 1 when `name` is read over the network (http://, https://, hf://). */
+STF_EXPERIMENTAL_API
+int stf_net_is_remote(const char *name);
+
+/*
+ * Bytes of response bodies received and HTTP requests made by this
+ * process so far (retries included). Either pointer may be NULL.
+ */
+STF_EXPERIMENTAL_API
+void stf_net_stats(uint64_t *bytes, uint64_t *requests);
+
+/* The same, counting only the requests the calling thread made: what one
+ * input cost when several are read at once, each on a thread of its own. */
+STF_EXPERIMENTAL_API
+void stf_net_stats_thread(uint64_t *bytes, uint64_t *requests);
+
 #ifdef __cplusplus
 }
 #endif

@@ -142,6 +142,24 @@ int stf_check_report_json(stf_text_fn fn, void *ud, const stf_check_report *r, c
                           const char *target, const stf_check_json_tp *tp, unsigned flags,
                           stf_err *err);
 
+/* What crossed the network for a remote input: its document's "network"
+ * member. */
+typedef struct stf_check_json_net {
+    uint64_t bytes;     /* response bytes received, retries and redirects included */
+    uint64_t requests;  /* requests made */
+} stf_check_json_net;
+
+/*
+ * stf_check_report_json with, when net is not NULL, the member
+ * "network": {"bytes": N, "requests": M} after "summary" (stfix(1), JSON
+ * OUTPUT: a remote input's document). net NULL: the same bytes as
+ * stf_check_report_json.
+ */
+STF_EXPERIMENTAL_API
+int stf_check_report_json_net(stf_text_fn fn, void *ud, const stf_check_report *r,
+                              const char *file, const char *target, const stf_check_json_tp *tp,
+                              const stf_check_json_net *net, unsigned flags, stf_err *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -160,6 +160,17 @@ int stf_ckpt_open_host(stf_ckpt **out, const char *name, const stf_host_io *io,
                        stf_host_open_fn open_shard, void *shard_ctx,
                        const stf_open_opts *opts, stf_err *err);
 
+/* ------------------------------------------------------- remote inputs */
+
+/*
+ * Say that the tensors idx[0..n) of c will be read whole soon: a remote
+ * shard fetches them now, adjacent ones in one range request, and serves
+ * the reads from memory (at most 64 MiB of them per shard; the rest are
+ * read when asked for). A local file ignores it. Errors as stf_ckpt_read.
+ */
+STF_EXPERIMENTAL_API
+int stf_ckpt_prefetch(const stf_ckpt *c, const size_t *idx, size_t n, stf_err *err);
+
 #ifdef __cplusplus
 }
 #endif

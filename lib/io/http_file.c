@@ -1,0 +1,229 @@
+/*
+ * A remote file: its URL, what its first answer said (size, ETag,
+ * Last-Modified), and the ranges already fetched and kept: the first
+ * `first_range` bytes, which usually hold the whole header, and the ranges
+ * a prefetch brought (the markers). What is kept is bounded: the first
+ * range, plus at most PREFETCH_CAP bytes of prefetched ranges, so a server
+ * cannot make the reader hold more than a local file's reads would.
+ * Reads that follow each other through the file (hash's 1 MiB chunks, the
+ * tensors of a pass in file order) are streamed: once a read starts where
+ * the previous request ended, the next STREAM_BLOCK bytes come in one
+ * request, so a 20 GB file is a thousand requests, not twenty thousand;
+ * the block is the one more buffer a streaming read holds.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/http_get.h"
+
+/* Prefetched bytes kept per file, at most. */
+#define PREFETCH_CAP ((uint64_t)64 << 20)
+/* Ranges this close are fetched in one request, the gap with them. */
+#define COALESCE_GAP ((uint64_t)4096)
+/* What a streaming read asks for at once. */
+#define STREAM_BLOCK ((uint64_t)16 << 20)
+
+typedef struct seg {
+    uint64_t off, len;
+    uint8_t *buf;
+} seg;
+
+struct stf__http {
+    char *name;
+    char *url;
+    stf__http_ident id;
+    pthread_mutex_t mu;
+    seg *segs;
+    size_t nsegs, cap;
+    uint64_t held;
+    uint8_t *blk;       /* the streamed block: [blk_off, blk_off + blk_len) */
+    uint64_t blk_off, blk_len;
+    uint64_t seq_end;   /* where the last request ended; UINT64_MAX before any */
+};
+
+/* See net.h. */
+int stf__http_open(stf__http **out, const char *name, stf_err *err)
+{
+    *out = NULL;
+    stf__http *h = stf__calloc(1, sizeof *h);
+    if (!h) return stf__err(err, STF_ENOMEM, "%s: out of memory", name);
+    pthread_mutex_init(&h->mu, NULL);
+    int rc = 0;
+    h->name = stf__strdup(name);
+    if (!h->name) {
+        rc = stf__err(err, STF_ENOMEM, "%s: out of memory", name);
+        goto done;
+    }
+    rc = stf__net_resolve(&h->url, name, err);
+    if (rc) goto done;
+    uint64_t want = stf__net_opts()->first_range, got = 0;
+    uint8_t *buf = stf__malloc((size_t)want);
+    if (!buf) {
+        rc = stf__err(err, STF_ENOMEM, "%s: out of memory", name);
+        goto done;
+    }
+    rc = stf__http_get(h->name, h->url, 0, want, buf, 1, &h->id, &got, err);
+    if (rc) {
+        stf__free(buf);
+        goto done;
+    }
+    if (got < want) { /* a file shorter than the first range keeps only itself */
+        uint8_t *fit = stf__realloc(buf, got ? (size_t)got : 1);
+        if (fit) buf = fit;
+    }
+    h->segs = stf__calloc(1, sizeof *h->segs);
+    if (!h->segs) {
+        stf__free(buf);
+        rc = stf__err(err, STF_ENOMEM, "%s: out of memory", name);
+        goto done;
+    }
+    h->cap = h->nsegs = 1;
+    h->segs[0] = (seg){ 0, got, buf };
+    h->seq_end = UINT64_MAX;
+    *out = h;
+    h = NULL;
+done:
+    stf__http_free(h);
+    return rc;
+}
+
+uint64_t stf__http_size(const stf__http *h) { return h ? h->id.size : 0; }
+
+/* The kept segment holding byte `off`, or NULL. Under h->mu. */
+static const seg *seg_at(const stf__http *h, uint64_t off)
+{
+    for (size_t i = 0; i < h->nsegs; i++)
+        if (off >= h->segs[i].off && off - h->segs[i].off < h->segs[i].len) return &h->segs[i];
+    return NULL;
+}
+
+/* Copy what the kept segments and the streamed block hold of the front of
+ * [*off, *off + *len), advancing. Under h->mu. */
+static void copy_kept(stf__http *h, uint64_t *off, uint8_t **d, size_t *len)
+{
+    while (*len) {
+        const seg *s = seg_at(h, *off);
+        seg b = { h->blk_off, h->blk_len, h->blk };
+        if (!s && h->blk && *off >= b.off && *off - b.off < b.len) s = &b;
+        if (!s) break;
+        uint64_t n = s->off + s->len - *off;
+        if (n > *len) n = *len;
+        memcpy(*d, s->buf + (*off - s->off), (size_t)n);
+        *d += n;
+        *off += n;
+        *len -= (size_t)n;
+    }
+}
+
+/* See net.h. */
+int stf__http_read(stf__http *h, uint64_t off, void *dst, size_t len, stf_err *err)
+{
+    uint8_t *d = dst;
+    /* Kept bytes first; the request asks for the rest. */
+    pthread_mutex_lock(&h->mu);
+    copy_kept(h, &off, &d, &len);
+    int stream = len && off == h->seq_end && len < STREAM_BLOCK;
+    pthread_mutex_unlock(&h->mu);
+    if (!len) return 0;
+    if (!stream) {
+        int rc = stf__http_get(h->name, h->url, off, len, d, 0, &h->id, NULL, err);
+        pthread_mutex_lock(&h->mu);
+        h->seq_end = off + len;
+        pthread_mutex_unlock(&h->mu);
+        return rc;
+    }
+    uint64_t n = h->id.size - off < STREAM_BLOCK ? h->id.size - off : STREAM_BLOCK;
+    uint8_t *blk = stf__malloc((size_t)n);
+    if (!blk) return stf__err(err, STF_ENOMEM, "%s: out of memory", h->name);
+    int rc = stf__http_get(h->name, h->url, off, n, blk, 0, &h->id, NULL, err);
+    if (rc) {
+        stf__free(blk);
+        return rc;
+    }
+    memcpy(d, blk, len);
+    pthread_mutex_lock(&h->mu);
+    stf__free(h->blk);
+    h->blk = blk;
+    h->blk_off = off;
+    h->blk_len = n;
+    h->seq_end = off + n;
+    pthread_mutex_unlock(&h->mu);
+    return 0;
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+    const stf__range *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* See net.h. */
+int stf__http_prefetch(stf__http *h, const stf__range *r, size_t n, stf_err *err)
+{
+    int rc = 0;
+    if (!n) return 0;
+    stf__range *v = stf__calloc(n, sizeof *v);
+    if (!v) return stf__err(err, STF_ENOMEM, "%s: out of memory", h->name);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) /* empty ranges and those already held need nothing */
+        if (r[i].len) {
+            pthread_mutex_lock(&h->mu);
+            const seg *s = seg_at(h, r[i].off);
+            int held = s && r[i].off + r[i].len <= s->off + s->len;
+            pthread_mutex_unlock(&h->mu);
+            if (!held) v[m++] = r[i];
+        }
+    qsort(v, m, sizeof *v, range_cmp);
+    size_t i = 0;
+    while (i < m) {
+        uint64_t a = v[i].off, b = v[i].off + v[i].len;
+        size_t j = i + 1;
+        while (j < m && v[j].off <= b + COALESCE_GAP) {
+            if (v[j].off + v[j].len > b) b = v[j].off + v[j].len;
+            j++;
+        }
+        i = j;
+        if (b - a > PREFETCH_CAP - h->held) continue; /* left for its reads */
+        uint8_t *buf = stf__malloc((size_t)(b - a));
+        if (!buf) {
+            rc = stf__err(err, STF_ENOMEM, "%s: out of memory", h->name);
+            break;
+        }
+        rc = stf__http_get(h->name, h->url, a, b - a, buf, 0, &h->id, NULL, err);
+        pthread_mutex_lock(&h->mu);
+        if (!rc && h->nsegs == h->cap) {
+            size_t nc = h->cap * 2;
+            seg *ns = stf__realloc(h->segs, nc * sizeof *ns);
+            if (ns) {
+                h->segs = ns;
+                h->cap = nc;
+            } else {
+                rc = stf__err(err, STF_ENOMEM, "%s: out of memory", h->name);
+            }
+        }
+        if (!rc) {
+            h->segs[h->nsegs++] = (seg){ a, b - a, buf };
+            h->held += b - a;
+            buf = NULL;
+        }
+        pthread_mutex_unlock(&h->mu);
+        stf__free(buf);
+        if (rc) break;
+    }
+    stf__free(v);
+    return rc;
+}
+
+/* See net.h. */
+void stf__http_free(stf__http *h)
+{
+    if (!h) return;
+    for (size_t i = 0; i < h->nsegs; i++) stf__free(h->segs[i].buf);
+    stf__free(h->segs);
+    stf__free(h->blk);
+    stf__free(h->url);
+    stf__free(h->name);
+    pthread_mutex_destroy(&h->mu);
+    stf__free(h);
+}
