@@ -44,7 +44,7 @@ ifneq ($(V),1)
 endif
 
 PKGS := yaml-0.1 libcjson libzstd libpcre2-8 libcrypto libxxhash libcurl
-DEB_PKGS := build-essential pkg-config libyaml-dev libcjson-dev libzstd-dev libpcre2-dev libssl-dev libcmocka-dev libxxhash-dev zstd libcurl4-openssl-dev lighttpd openssl \
+DEB_PKGS := build-essential pkg-config libyaml-dev libcjson-dev libzstd-dev libpcre2-dev libssl-dev libcmocka-dev libxxhash-dev zstd libcurl4-openssl-dev lighttpd lighttpd-mod-openssl openssl \
             clang libclang-rt-14-dev mandoc python3 python3-pytest python3-setuptools
 
 # The version, from the one place it is written (include/stfix/base.h). The
@@ -258,7 +258,8 @@ $(BUILD)/fuzz-replay/%: $(BUILD)/obj/tests/fuzz/%.o $(REPLAY_OBJ) $(LIBA)
 deps:
 	@missing=""; \
 	for p in $(PKGS) cmocka; do pkg-config --exists $$p 2>/dev/null || missing=1; done; \
-	for c in cc g++ pkg-config clang mandoc python3 zstd; do command -v $$c >/dev/null 2>&1 || missing=1; done; \
+	for c in cc g++ pkg-config clang mandoc python3 zstd lighttpd openssl; do command -v $$c >/dev/null 2>&1 || missing=1; done; \
+	[ -e /usr/lib/lighttpd/mod_openssl.so ] || missing=1; \
 	{ python3 -c 'import pytest, setuptools' || /usr/bin/python3 -c 'import pytest, setuptools'; } \
 	  >/dev/null 2>&1 || missing=1; \
 	[ -e /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a ] || \
