@@ -67,7 +67,7 @@ static void test_title(void **state)
 static void test_container_ids(void **state)
 {
     (void)state;
-    static const struct { char fam; int n; } parts[] = { { 'S', 29 }, { 'I', 7 }, { 'L', 12 } };
+    static const struct { char fam; int n; } parts[] = { { 'S', 29 }, { 'I', 7 }, { 'L', 17 } };
     size_t i = 0;
     for (size_t p = 0; p < 3; p++)
         for (int k = 1; k <= parts[p].n; k++, i++) {
@@ -79,6 +79,8 @@ static void test_container_ids(void **state)
         }
     assert_string_equal(stf_rule_doc_find("L11")->title, "zstd stream spool too large");
     assert_string_equal(stf_rule_doc_find("L12")->title, "Regex step budget of a run spent");
+    assert_string_equal(stf_rule_doc_find("L13")->title, "A server ignored a range request");
+    assert_string_equal(stf_rule_doc_find("L17")->title, "A remote request failed");
     const stf_rule_doc *next = stf_rule_doc_at(i);
     if (next) assert_true(strchr("RCNH", next->id[0]) != NULL);
 }
