@@ -53,13 +53,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                             self.headers.get("Range", "-"), status, nbytes,
                                             self.headers.get("Authorization", "-")))
 
+    # Each request is logged before its answer is sent, so that a client
+    # that has its answer finds the line in the log, in the order asked.
     def plain(self, status, extra=()):
+        self.log(status, 0)
         self.send_response(status)
         for k, v in extra:
             self.send_header(k, v)
         self.send_header("Content-Length", "0")
         self.end_headers()
-        self.log(status, 0)
 
     def do_GET(self):
         parts = self.path.split("/", 2)
@@ -92,6 +94,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with open(path, "rb") as f:
             f.seek(a)
             body = f.read(b - a + 1)
+        sent = body[: len(body) // 2] if mode == "short" else body
+        self.log(status, len(sent))
         self.send_response(status)
         self.send_header("Content-Type", "application/octet-stream")
         self.send_header("ETag", etag)
@@ -101,14 +105,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Range", "bytes %d-%d/%d" % (s, b + (s - a), size))
         self.end_headers()
         if mode == "short":
-            body = body[: len(body) // 2]
             self.close_connection = True
         try:
-            self.wfile.write(body)
+            self.wfile.write(sent)
             self.wfile.flush()
         except OSError:
             pass
-        self.log(status, len(body))
 
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
