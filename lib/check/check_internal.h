@@ -40,12 +40,6 @@ typedef struct stf__rec {
 
 #define STF__REC_BLOCK 8192u
 
-/* A distinct layer name: len bytes (a prefix may hold U+0000), then a NUL. */
-typedef struct stf__rep_layer {
-    const char *p;
-    size_t len;
-} stf__rep_layer;
-
 struct stf_check_report {
     stf__rec **v;         /* blocks of STF__REC_BLOCK findings */
     size_t n, capv;
@@ -63,8 +57,14 @@ struct stf_check_report {
     size_t nstrs, capstrs;
     uint32_t *strs_ix;    /* open addressing over strs: number + 1 */
     size_t capstrs_ix;
-    stf__rep_layer *layers; /* distinct layer names in order of first appearance; [0] "" */
+    /* Distinct layer names in order of first appearance, each its bytes
+     * (a prefix may hold U+0000) and a NUL, one after another in `names`;
+     * layers[i] is where name i starts, and it ends a byte before the next
+     * one starts. [0] is "". */
+    uint32_t *layers;
     size_t nlayers, caplayers;
+    char *names;
+    size_t nnames, capnames;
     uint32_t *layers_ix;  /* open addressing over layers: number + 1 */
     size_t caplayers_ix;
     char (*rules)[8];     /* distinct rule ids */

@@ -23,6 +23,7 @@ void stf_check_report_free(stf_check_report *r)
     stf__free(r->strs);
     stf__free(r->strs_ix);
     stf__free(r->layers);
+    stf__free(r->names);
     stf__free(r->layers_ix);
     stf__free(r->rules);
     stf__free(r->line);

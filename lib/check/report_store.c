@@ -56,10 +56,19 @@ static uint64_t str_key(const void *ctx, size_t i)
     return hash_bytes(s, strlen(s));
 }
 
+/* Layer name i's bytes and their number. */
+static const char *layer_name(const stf_check_report *r, size_t i, size_t *len)
+{
+    size_t end = i + 1 < r->nlayers ? r->layers[i + 1] : r->nnames;
+    *len = end - r->layers[i] - 1;
+    return r->names + r->layers[i];
+}
+
 static uint64_t layer_key(const void *ctx, size_t i)
 {
-    const stf__rep_layer *l = &((const stf_check_report *)ctx)->layers[i];
-    return hash_bytes(l->p, l->len);
+    size_t len;
+    const char *p = layer_name(ctx, i, &len);
+    return hash_bytes(p, len);
 }
 
 static uint64_t kind_bytes(const stf__kind *d)
@@ -182,8 +191,9 @@ static int intern_layer(stf_check_report *r, const char *s, size_t n, uint32_t *
         *out = 0;
         return 0;
     }
-    const stf__rep_layer *last = &r->layers[r->nlayers - 1];
-    if (last->len == n && !memcmp(last->p, s, n)) {
+    size_t len;
+    const char *last = layer_name(r, r->nlayers - 1, &len);
+    if (len == n && !memcmp(last, s, n)) {
         *out = (uint32_t)(r->nlayers - 1);
         return 0;
     }
@@ -192,18 +202,29 @@ static int intern_layer(stf_check_report *r, const char *s, size_t n, uint32_t *
         return STF_ENOMEM;
     size_t mask = r->caplayers_ix - 1, j = (size_t)hash_bytes(s, n) & mask;
     for (; r->layers_ix[j]; j = (j + 1) & mask) {
-        const stf__rep_layer *l = &r->layers[r->layers_ix[j] - 1];
-        if (l->len == n && !memcmp(l->p, s, n)) {
+        const char *p = layer_name(r, r->layers_ix[j] - 1, &len);
+        if (len == n && !memcmp(p, s, n)) {
             *out = r->layers_ix[j] - 1;
             return 0;
         }
     }
+    /* Offsets are 4 bytes: a report keeps fewer than 4 GiB of names. */
+    if (n >= UINT32_MAX - r->nnames) return STF_ENOMEM;
+    if (r->nnames + n + 1 > r->capnames) {
+        size_t cap = r->capnames + r->capnames / 2;
+        if (cap < r->nnames + n + 1) cap = r->nnames + n + 1;
+        char *t = stf__realloc(r->names, cap);
+        if (!t) return STF_ENOMEM;
+        r->names = t;
+        r->capnames = cap;
+    }
     void *v = r->layers;
     if (reserve(&v, &r->caplayers, r->nlayers, sizeof *r->layers)) return STF_ENOMEM;
     r->layers = v;
-    char *c = stf__arena_strndup(&r->text, s, n);
-    if (!c) return STF_ENOMEM;
-    r->layers[r->nlayers] = (stf__rep_layer){ c, n };
+    r->layers[r->nlayers] = (uint32_t)r->nnames;
+    memcpy(r->names + r->nnames, s, n);
+    r->names[r->nnames + n] = '\0';
+    r->nnames += n + 1;
     r->layers_ix[j] = (uint32_t)++r->nlayers;
     *out = (uint32_t)(r->nlayers - 1);
     return 0;
@@ -215,17 +236,22 @@ stf_check_report *stf__report_new(void)
     stf_check_report *r = stf__calloc(1, sizeof *r);
     if (!r) return NULL;
     r->layers = stf__calloc(16, sizeof *r->layers);
-    if (!r->layers) {
+    r->names = stf__calloc(64, 1);
+    if (!r->layers || !r->names) {
+        stf__free(r->layers);
+        stf__free(r->names);
         stf__free(r);
         return NULL;
     }
     r->caplayers = 16;
-    r->layers[0] = (stf__rep_layer){ "", 0 };
+    r->capnames = 64;
+    r->nnames = 1; /* layers[0]: "" */
     r->nlayers = 1;
     pthread_mutex_t *m = stf__malloc(sizeof *m);
     if (!m || pthread_mutex_init(m, NULL)) {
         stf__free(m);
         stf__free(r->layers);
+        stf__free(r->names);
         stf__free(r);
         return NULL;
     }
@@ -360,13 +386,14 @@ size_t stf__report_peek(const stf_check_report *r, size_t i, stf_diag *out, char
     if (!r || i >= r->n) return SIZE_MAX;
     const stf__rec *rec = stf__report_rec(r, i);
     const stf__kind *d = &r->kinds[rec->kind];
-    const stf__rep_layer *l = &r->layers[rec->layer];
+    size_t len;
+    const char *name = layer_name(r, rec->layer, &len);
     memset(out, 0, sizeof *out);
     memcpy(out->rule, r->rules[d->rule], sizeof out->rule);
     out->severity = (stf_severity)d->sev;
     out->profile = r->profiles[d->bits >> 2];
-    out->layer = l->p;
-    out->layer_len = l->len;
+    out->layer = name;
+    out->layer_len = len;
     out->fix = r->strs[d->fix];
     out->effect = (stf_effect)(d->bits & 3);
     out->message = buf && cap ? buf : NULL;
@@ -376,7 +403,7 @@ size_t stf__report_peek(const stf_check_report *r, size_t i, stf_diag *out, char
         size_t n = 1;
         if (*t == ESC) {
             t++;
-            if (*t == NAME) piece = l->p, n = l->len;
+            if (*t == NAME) piece = name, n = len;
         }
         for (size_t j = 0; j < n; j++, o++)
             if (o + 1 < cap) buf[o] = piece[j];
