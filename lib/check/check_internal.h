@@ -20,26 +20,33 @@
 #include "util/progress.h"
 #include "util/util.h"
 
-/* One finding as a report keeps it: its strings by number, so that the
- * findings of many layers cost a few bytes each. */
-typedef struct stf__rec {
+/* What findings share but their layer: their strings by number, so that
+ * the findings of one rule on many layers are one kind. */
+typedef struct stf__kind {
     uint32_t msg;   /* strs: the message, its layer's name left out (report_store.c) */
     uint32_t fix;   /* strs */
-    uint32_t layer; /* layers; 0: file level */
     uint16_t rule;  /* rules */
     uint8_t sev;    /* stf_severity */
     uint8_t bits;   /* stf_effect | profile index << 2 */
+} stf__kind;
+
+/* One finding as a report keeps it: its kind and its layer, 8 bytes, in
+ * blocks of STF__REC_BLOCK so that the records grow without a copy or
+ * room to spare. */
+typedef struct stf__rec {
+    uint32_t kind;  /* kinds */
+    uint32_t layer; /* layers; 0: file level */
 } stf__rec;
 
-/* A distinct layer name: len bytes (a prefix may hold U+0000), then a NUL. */
-typedef struct stf__rep_layer {
-    const char *p;
-    size_t len;
-} stf__rep_layer;
+#define STF__REC_BLOCK 8192u
 
 struct stf_check_report {
-    stf__rec *v;
-    size_t n, cap;
+    stf__rec **v;         /* blocks of STF__REC_BLOCK findings */
+    size_t n, capv;
+    stf__kind *kinds;     /* distinct kinds, by number */
+    size_t nkinds, capkinds;
+    uint32_t *kinds_ix;   /* open addressing over kinds: number + 1 */
+    size_t capkinds_ix;
     stf_tp_summary *tp;   /* one per degree asked (stf_check_run_tp) */
     size_t ntp;
     /* Each distinct message (with its layer's name left out), fix and
@@ -50,8 +57,14 @@ struct stf_check_report {
     size_t nstrs, capstrs;
     uint32_t *strs_ix;    /* open addressing over strs: number + 1 */
     size_t capstrs_ix;
-    stf__rep_layer *layers; /* distinct layer names in order of first appearance; [0] "" */
+    /* Distinct layer names in order of first appearance, each its bytes
+     * (a prefix may hold U+0000) and a NUL, one after another in `names`;
+     * layers[i] is where name i starts, and it ends a byte before the next
+     * one starts. [0] is "". */
+    uint32_t *layers;
     size_t nlayers, caplayers;
+    char *names;
+    size_t nnames, capnames;
     uint32_t *layers_ix;  /* open addressing over layers: number + 1 */
     size_t caplayers_ix;
     char (*rules)[8];     /* distinct rule ids */
@@ -72,6 +85,11 @@ struct stf_check_report {
 
 /* A new empty report (report_store.c); NULL when out of memory. */
 stf_check_report *stf__report_new(void);
+/* Finding i's record and kind (report_store.c); i < r->n. */
+const stf__rec *stf__report_rec(const stf_check_report *r, size_t i);
+const stf__kind *stf__report_kind(const stf_check_report *r, size_t i);
+/* Free the findings' records (report_store.c). */
+void stf__report_free_recs(stf_check_report *r);
 /* Finding i as stf_check_diag_peek gives it (report_store.c). */
 size_t stf__report_peek(const stf_check_report *r, size_t i, stf_diag *out, char *buf,
                         size_t cap);

@@ -44,12 +44,3 @@ stf_effect stf__effect_of(const char *rule, const char *profile, stf_severity se
     }
     return STF_EFFECT_NOTE;
 }
-
-/* See check_internal.h. */
-void stf__chk_effect(stf__chk *k, stf_effect e)
-{
-    if (!k->rc && k->r->n) {
-        stf__rec *d = &k->r->v[k->r->n - 1];
-        d->bits = (uint8_t)((d->bits & ~3u) | (unsigned)e);
-    }
-}

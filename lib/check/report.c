@@ -23,10 +23,11 @@ void stf_check_report_free(stf_check_report *r)
     stf__free(r->strs);
     stf__free(r->strs_ix);
     stf__free(r->layers);
+    stf__free(r->names);
     stf__free(r->layers_ix);
     stf__free(r->rules);
     stf__free(r->line);
-    stf__free(r->v);
+    stf__report_free_recs(r);
     stf__free(r->tp);
     stf__free(r);
 }
@@ -83,7 +84,7 @@ size_t stf_check_diag_peek(const stf_check_report *r, size_t i, stf_diag *out, c
 /* The place of diagnostic i's layer (stfix/experimental/check.h). */
 size_t stf_check_diag_layer_rank(const stf_check_report *r, size_t i)
 {
-    return (r && i < r->n) ? r->v[i].layer : SIZE_MAX;
+    return (r && i < r->n) ? stf__report_rec(r, i)->layer : SIZE_MAX;
 }
 
 /* Diagnostics of severity s; 0 for NULL. */
@@ -91,7 +92,7 @@ size_t stf_check_count_severity(const stf_check_report *r, stf_severity s)
 {
     size_t n = 0;
     for (size_t i = 0; r && i < r->n; i++)
-        if (r->v[i].sev == (uint8_t)s) n++;
+        if (stf__report_kind(r, i)->sev == (uint8_t)s) n++;
     return n;
 }
 

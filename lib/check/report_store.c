@@ -1,6 +1,7 @@
 /*
- * How a check report keeps its findings: each as a record of numbers
- * (stf__rec), each distinct message, fix and layer name once. A message
+ * How a check report keeps its findings: each as an 8-byte record of its
+ * kind and its layer (stf__rec), each distinct kind (message, fix, rule,
+ * severity, effect, profile), message, fix and layer name once. A message
  * is kept with its layer's name left out wherever the name's bytes occur
  * in it, so the findings of a rule on many layers whose messages differ
  * only by the name (a header can name a million layers) are one text;
@@ -55,10 +56,35 @@ static uint64_t str_key(const void *ctx, size_t i)
     return hash_bytes(s, strlen(s));
 }
 
+/* Layer name i's bytes and their number. */
+static const char *layer_name(const stf_check_report *r, size_t i, size_t *len)
+{
+    size_t end = i + 1 < r->nlayers ? r->layers[i + 1] : r->nnames;
+    *len = end - r->layers[i] - 1;
+    return r->names + r->layers[i];
+}
+
 static uint64_t layer_key(const void *ctx, size_t i)
 {
-    const stf__rep_layer *l = &((const stf_check_report *)ctx)->layers[i];
-    return hash_bytes(l->p, l->len);
+    size_t len;
+    const char *p = layer_name(ctx, i, &len);
+    return hash_bytes(p, len);
+}
+
+static uint64_t kind_bytes(const stf__kind *d)
+{
+    unsigned char b[12];
+    memcpy(b, &d->msg, 4);
+    memcpy(b + 4, &d->fix, 4);
+    memcpy(b + 8, &d->rule, 2);
+    b[10] = d->sev;
+    b[11] = d->bits;
+    return hash_bytes((const char *)b, sizeof b);
+}
+
+static uint64_t kind_key(const void *ctx, size_t i)
+{
+    return kind_bytes(&((const stf_check_report *)ctx)->kinds[i]);
 }
 
 /* Room for one more item in an array of `size`-byte items. */
@@ -99,6 +125,65 @@ static int intern_str(stf_check_report *r, const char *s, size_t n, uint32_t *ou
     return 0;
 }
 
+/* The number of kind d, kept once; 0 or STF_ENOMEM. */
+static int intern_kind(stf_check_report *r, const stf__kind *d, uint32_t *out)
+{
+    if ((r->nkinds + 1) * 2 > r->capkinds_ix &&
+        rehash(&r->kinds_ix, &r->capkinds_ix, r, kind_key))
+        return STF_ENOMEM;
+    size_t mask = r->capkinds_ix - 1, j = (size_t)kind_bytes(d) & mask;
+    for (; r->kinds_ix[j]; j = (j + 1) & mask) {
+        const stf__kind *t = &r->kinds[r->kinds_ix[j] - 1];
+        if (t->msg == d->msg && t->fix == d->fix && t->rule == d->rule && t->sev == d->sev &&
+            t->bits == d->bits) {
+            *out = r->kinds_ix[j] - 1;
+            return 0;
+        }
+    }
+    void *v = r->kinds;
+    if (reserve(&v, &r->capkinds, r->nkinds, sizeof *r->kinds)) return STF_ENOMEM;
+    r->kinds = v;
+    r->kinds[r->nkinds] = *d;
+    r->kinds_ix[j] = (uint32_t)++r->nkinds;
+    *out = (uint32_t)(r->nkinds - 1);
+    return 0;
+}
+
+/* Room for finding r->n: a new block when the last is full; 0 or
+ * STF_ENOMEM. */
+static int reserve_rec(stf_check_report *r)
+{
+    if (r->n % STF__REC_BLOCK) return 0;
+    if (r->n >= (size_t)UINT32_MAX * STF__REC_BLOCK) return STF_ENOMEM;
+    size_t b = r->n / STF__REC_BLOCK;
+    void *v = r->v;
+    if (reserve(&v, &r->capv, b, sizeof *r->v)) return STF_ENOMEM;
+    r->v = v;
+    r->v[b] = stf__malloc(STF__REC_BLOCK * sizeof **r->v);
+    return r->v[b] ? 0 : STF_ENOMEM;
+}
+
+/* See check_internal.h. */
+const stf__rec *stf__report_rec(const stf_check_report *r, size_t i)
+{
+    return &r->v[i / STF__REC_BLOCK][i % STF__REC_BLOCK];
+}
+
+/* See check_internal.h. */
+const stf__kind *stf__report_kind(const stf_check_report *r, size_t i)
+{
+    return &r->kinds[stf__report_rec(r, i)->kind];
+}
+
+/* See check_internal.h. */
+void stf__report_free_recs(stf_check_report *r)
+{
+    for (size_t b = 0; b * STF__REC_BLOCK < r->n; b++) stf__free(r->v[b]);
+    stf__free(r->v);
+    stf__free(r->kinds);
+    stf__free(r->kinds_ix);
+}
+
 /* The number of layer name s (n bytes), kept once; 0 or STF_ENOMEM. */
 static int intern_layer(stf_check_report *r, const char *s, size_t n, uint32_t *out)
 {
@@ -106,8 +191,9 @@ static int intern_layer(stf_check_report *r, const char *s, size_t n, uint32_t *
         *out = 0;
         return 0;
     }
-    const stf__rep_layer *last = &r->layers[r->nlayers - 1];
-    if (last->len == n && !memcmp(last->p, s, n)) {
+    size_t len;
+    const char *last = layer_name(r, r->nlayers - 1, &len);
+    if (len == n && !memcmp(last, s, n)) {
         *out = (uint32_t)(r->nlayers - 1);
         return 0;
     }
@@ -116,18 +202,29 @@ static int intern_layer(stf_check_report *r, const char *s, size_t n, uint32_t *
         return STF_ENOMEM;
     size_t mask = r->caplayers_ix - 1, j = (size_t)hash_bytes(s, n) & mask;
     for (; r->layers_ix[j]; j = (j + 1) & mask) {
-        const stf__rep_layer *l = &r->layers[r->layers_ix[j] - 1];
-        if (l->len == n && !memcmp(l->p, s, n)) {
+        const char *p = layer_name(r, r->layers_ix[j] - 1, &len);
+        if (len == n && !memcmp(p, s, n)) {
             *out = r->layers_ix[j] - 1;
             return 0;
         }
     }
+    /* Offsets are 4 bytes: a report keeps fewer than 4 GiB of names. */
+    if (n >= UINT32_MAX - r->nnames) return STF_ENOMEM;
+    if (r->nnames + n + 1 > r->capnames) {
+        size_t cap = r->capnames + r->capnames / 2;
+        if (cap < r->nnames + n + 1) cap = r->nnames + n + 1;
+        char *t = stf__realloc(r->names, cap);
+        if (!t) return STF_ENOMEM;
+        r->names = t;
+        r->capnames = cap;
+    }
     void *v = r->layers;
     if (reserve(&v, &r->caplayers, r->nlayers, sizeof *r->layers)) return STF_ENOMEM;
     r->layers = v;
-    char *c = stf__arena_strndup(&r->text, s, n);
-    if (!c) return STF_ENOMEM;
-    r->layers[r->nlayers] = (stf__rep_layer){ c, n };
+    r->layers[r->nlayers] = (uint32_t)r->nnames;
+    memcpy(r->names + r->nnames, s, n);
+    r->names[r->nnames + n] = '\0';
+    r->nnames += n + 1;
     r->layers_ix[j] = (uint32_t)++r->nlayers;
     *out = (uint32_t)(r->nlayers - 1);
     return 0;
@@ -139,17 +236,22 @@ stf_check_report *stf__report_new(void)
     stf_check_report *r = stf__calloc(1, sizeof *r);
     if (!r) return NULL;
     r->layers = stf__calloc(16, sizeof *r->layers);
-    if (!r->layers) {
+    r->names = stf__calloc(64, 1);
+    if (!r->layers || !r->names) {
+        stf__free(r->layers);
+        stf__free(r->names);
         stf__free(r);
         return NULL;
     }
     r->caplayers = 16;
-    r->layers[0] = (stf__rep_layer){ "", 0 };
+    r->capnames = 64;
+    r->nnames = 1; /* layers[0]: "" */
     r->nlayers = 1;
     pthread_mutex_t *m = stf__malloc(sizeof *m);
     if (!m || pthread_mutex_init(m, NULL)) {
         stf__free(m);
         stf__free(r->layers);
+        stf__free(r->names);
         stf__free(r);
         return NULL;
     }
@@ -238,7 +340,7 @@ void stf__chk_add(stf__chk *k, const char *rule, stf_severity sev, const char *l
     va_start(ap, fmt);
     vsnprintf(msg, (size_t)len + 1, fmt, ap);
     va_end(ap);
-    stf__rec d;
+    stf__kind d;
     memset(&d, 0, sizeof d);
     char id[8] = { 0 };
     snprintf(id, sizeof id, "%s", rule);
@@ -246,22 +348,34 @@ void stf__chk_add(stf__chk *k, const char *rule, stf_severity sev, const char *l
     size_t ll = layer ? layer_len : 0;
     size_t tl = leave_out(r, msg, (size_t)len, layer, ll);
     stf__free(msg);
+    uint32_t kind = 0, lay = 0;
     if (tl == SIZE_MAX || intern_str(r, r->line, tl, &d.msg) ||
         intern_str(r, fix ? fix : "", fix ? strlen(fix) : 0, &d.fix) ||
-        intern_layer(r, layer, ll, &d.layer))
+        intern_layer(r, layer, ll, &lay))
         fail = 1;
     d.rule = rule_index(r, id, &fail);
     d.sev = (uint8_t)sev;
     d.bits = (uint8_t)((unsigned)stf__effect_of(id, k->profile, sev) |
                        (unsigned)profile_index(r, k->profile, &fail) << 2);
-    void *v = r->v;
-    if (!fail && !reserve(&v, &r->cap, r->n, sizeof *r->v)) {
-        r->v = v;
-        r->v[r->n++] = d;
+    if (!fail && !intern_kind(r, &d, &kind) && !reserve_rec(r)) {
+        r->v[r->n / STF__REC_BLOCK][r->n % STF__REC_BLOCK] = (stf__rec){ kind, lay };
+        r->n++;
         return;
     }
     /* What a failure took from the tables stays there until the report goes. */
     stf__chk_fail(k, STF_ENOMEM);
+}
+
+/* See check_internal.h: the last finding takes the kind that differs from
+ * its own by the effect. */
+void stf__chk_effect(stf__chk *k, stf_effect e)
+{
+    stf_check_report *r = k->r;
+    if (k->rc || !r->n) return;
+    stf__rec *last = &r->v[(r->n - 1) / STF__REC_BLOCK][(r->n - 1) % STF__REC_BLOCK];
+    stf__kind d = r->kinds[last->kind];
+    d.bits = (uint8_t)((d.bits & ~3u) | (unsigned)e);
+    if (intern_kind(r, &d, &last->kind)) stf__chk_fail(k, STF_ENOMEM);
 }
 
 /* Finding i's fields, its message put together into buf (contract in
@@ -270,14 +384,16 @@ size_t stf__report_peek(const stf_check_report *r, size_t i, stf_diag *out, char
                         size_t cap)
 {
     if (!r || i >= r->n) return SIZE_MAX;
-    const stf__rec *d = &r->v[i];
-    const stf__rep_layer *l = &r->layers[d->layer];
+    const stf__rec *rec = stf__report_rec(r, i);
+    const stf__kind *d = &r->kinds[rec->kind];
+    size_t len;
+    const char *name = layer_name(r, rec->layer, &len);
     memset(out, 0, sizeof *out);
     memcpy(out->rule, r->rules[d->rule], sizeof out->rule);
     out->severity = (stf_severity)d->sev;
     out->profile = r->profiles[d->bits >> 2];
-    out->layer = l->p;
-    out->layer_len = l->len;
+    out->layer = name;
+    out->layer_len = len;
     out->fix = r->strs[d->fix];
     out->effect = (stf_effect)(d->bits & 3);
     out->message = buf && cap ? buf : NULL;
@@ -287,7 +403,7 @@ size_t stf__report_peek(const stf_check_report *r, size_t i, stf_diag *out, char
         size_t n = 1;
         if (*t == ESC) {
             t++;
-            if (*t == NAME) piece = l->p, n = l->len;
+            if (*t == NAME) piece = name, n = len;
         }
         for (size_t j = 0; j < n; j++, o++)
             if (o + 1 < cap) buf[o] = piece[j];

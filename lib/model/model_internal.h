@@ -21,8 +21,12 @@
  * key (a STR node) and value pairs in insertion order, then, for a DICT of
  * STF__PV_HASH_MIN entries or more, an open-addressing index of
  * stf__pyval_hcap(n) slots (uint32 entry+1, 0 = empty), then the bytes of
- * the strings and ints among the entries. A root is its own allocation
- * (STF__PV_ROOT) with a scalar's bytes after it; only roots are freed.
+ * the strings and ints among the entries. A small block of scalars only
+ * (STF__PV_SHARED on its container) is counted: a parse gives a container
+ * equal to the one it closed before that one's block, so the metadata of a
+ * million layers that each say {"format": "int8_tensorwise"} hold one. A
+ * root is its own allocation (STF__PV_ROOT) with a scalar's bytes after it;
+ * only roots are freed.
  */
 struct stf_pyval {
     uint8_t type;  /* stf_pytype */
@@ -39,6 +43,7 @@ struct stf_pyval {
 #define STF__PV_TRUE 1u  /* BOOL True */
 #define STF__PV_NAN 2u   /* FLOAT parsed from the NaN literal (one shared object in Python) */
 #define STF__PV_ROOT 4u  /* allocated on its own; stf_pyval_free takes it */
+#define STF__PV_SHARED 8u /* LIST/DICT: u.kids is a counted block, its count before it */
 
 /* Below this many entries a dict is searched by a linear scan. */
 #define STF__PV_HASH_MIN 16u
@@ -48,11 +53,15 @@ struct stf_pyval {
  * kids[] with their strings' bytes in bytes[base..base+nbytes) (u.off
  * counts from bytes[0]): a later duplicate key replaces the earlier one's
  * value in its place, as Python's dict does; the entries are moved into one
- * exact block at out->u.kids. On failure (STF_ENOMEM) the entries still
- * in kids[0..*left) are the caller's to drop.
+ * exact block at out->u.kids. `last` is the parse's last counted block
+ * (a container node holding a count of it, type NONE before the first):
+ * a small container of scalars equal to it takes its block, and one that
+ * is not becomes `last`; stf__pyval_drop(last) when the parse ends. On
+ * failure (STF_ENOMEM) the entries still in kids[0..*left) are the
+ * caller's to drop.
  */
 int stf__pyval_seal(stf_pyval *out, stf_pytype t, stf_pyval *kids, size_t n, size_t *left,
-                    const char *bytes, size_t base, size_t nbytes);
+                    const char *bytes, size_t base, size_t nbytes, stf_pyval *last);
 
 /* A root copy of node v (its bytes, for STR/INT, at bytes + v->u.off). */
 stf_pyval *stf__pyval_root(const stf_pyval *v, const char *bytes);

@@ -29,6 +29,7 @@ typedef struct parser {
     stf_pyval *stk;         /* entries of the containers still open, then the last value */
     size_t sn, scap;
     stf_buf bytes;          /* their strings' bytes (each NUL-terminated) */
+    stf_pyval last;         /* the last counted block closed (stf__pyval_seal) */
 } parser;
 
 /* ------------------------------------------------------------ decoding */
@@ -455,7 +456,7 @@ static int close_container(parser *p, stf_pytype t, size_t base, size_t bbase)
     stf_pyval node;
     size_t left;
     int rc = stf__pyval_seal(&node, t, p->stk + base, n, &left, p->bytes.data, bbase,
-                             p->bytes.len - bbase);
+                             p->bytes.len - bbase, &p->last);
     if (rc) {
         p->sn = base + (t == STF_PY_DICT ? 2 * left : left);
         return pnomem(p);
@@ -588,7 +589,7 @@ static int scan_value(parser *p, size_t i, unsigned depth, size_t *next)
 static int parse_text(stf_pyval **out, const unsigned char *t, size_t n, int is_str,
                       stf_err *err)
 {
-    parser p = { t, n, err, 0, NULL, 0, 0, { NULL, 0, 0, 0 } };
+    parser p = { t, n, err, 0, NULL, 0, 0, { NULL, 0, 0, 0 }, { 0 } };
     *out = NULL;
     if (is_str && n >= 3 && t[0] == 0xEF && t[1] == 0xBB && t[2] == 0xBF)
         return perr(&p, 0, "Unexpected UTF-8 BOM (decode using utf-8-sig)");
@@ -608,6 +609,7 @@ static int parse_text(stf_pyval **out, const unsigned char *t, size_t n, int is_
         else p.sn = 0;
     }
     for (size_t k = 0; k < p.sn; k++) stf__pyval_drop(&p.stk[k]);
+    stf__pyval_drop(&p.last);
     stf__free(p.stk);
     stf__buf_free(&p.bytes);
     return rc;

@@ -18,6 +18,12 @@ void stf_model_str_free(char *s) { stf__free(s); }
 void stf__pyval_drop(stf_pyval *v)
 {
     if (v->type != STF_PY_LIST && v->type != STF_PY_DICT) return;
+    if (v->flags & STF__PV_SHARED) {
+        /* Scalars only: nothing below the block to drop. */
+        size_t *head = (size_t *)(void *)v->u.kids - 2;
+        if (!--head[1]) stf__free(head);
+        return;
+    }
     int dict = v->type == STF_PY_DICT;
     for (size_t i = 0; i < v->n; i++) stf__pyval_drop(&v->u.kids[dict ? 2 * i + 1 : i]);
     stf__free(v->u.kids);
@@ -134,9 +140,34 @@ static size_t dedup(stf_pyval *kids, size_t n, const char *bytes)
     return w;
 }
 
+/* Largest block counted and given to equal containers. */
+#define SHARE_MAX 256u
+
+/* Whether the block of container `last` (counted, its strings' bytes after
+ * its nodes) holds what kids[0..nodes) and rel[base..base+nbytes) would. */
+static int same_block(const stf_pyval *last, stf_pytype t, size_t n, const stf_pyval *kids,
+                      size_t nodes, const char *rel, size_t base, size_t nbytes)
+{
+    if (!(last->flags & STF__PV_SHARED) || last->type != t || last->n != n) return 0;
+    const stf_pyval *blk = last->u.kids;
+    const char *txt = (const char *)(blk + nodes);
+    if (((const size_t *)(const void *)blk)[-2] != nbytes || memcmp(txt, rel + base, nbytes))
+        return 0;
+    for (size_t i = 0; i < nodes; i++) {
+        const stf_pyval *a = &blk[i], *b = &kids[i];
+        if (a->type != b->type || a->flags != b->flags || a->n != b->n) return 0;
+        if (a->type == STF_PY_STR || a->type == STF_PY_INT) {
+            if ((size_t)(a->u.s - txt) != b->u.off - base) return 0;
+        } else if (a->type == STF_PY_FLOAT && memcmp(&a->u.f, &b->u.f, sizeof a->u.f)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* Close a container into one exact block (model_internal.h). */
 int stf__pyval_seal(stf_pyval *out, stf_pytype t, stf_pyval *kids, size_t n, size_t *left,
-                    const char *bytes, size_t base, size_t nbytes)
+                    const char *bytes, size_t base, size_t nbytes, stf_pyval *last)
 {
     int dict = t == STF_PY_DICT;
     const char *rel = bytes ? bytes : "";
@@ -157,8 +188,20 @@ int stf__pyval_seal(stf_pyval *out, stf_pytype t, stf_pyval *kids, size_t n, siz
         out->u.kids = NULL;
         return 0;
     }
-    stf_pyval *blk = stf__malloc(size);
-    if (!blk) return STF_ENOMEM;
+    int scalars = !cap && size <= SHARE_MAX;
+    for (size_t i = 0; i < nodes && scalars; i++)
+        scalars = kids[i].type != STF_PY_LIST && kids[i].type != STF_PY_DICT;
+    if (scalars && same_block(last, t, n, kids, nodes, rel, base, nbytes)) {
+        ((size_t *)(void *)last->u.kids)[-1]++;
+        out->flags = STF__PV_SHARED;
+        out->u.kids = last->u.kids;
+        *left = 0;
+        return 0;
+    }
+    /* A counted block has its bytes' number and its count before it. */
+    size_t *head = stf__malloc(size + (scalars ? 2 * sizeof *head : 0));
+    if (!head) return STF_ENOMEM;
+    stf_pyval *blk = scalars ? (stf_pyval *)(void *)(head + 2) : (stf_pyval *)(void *)head;
     uint32_t *tab = (uint32_t *)(blk + nodes);
     char *txt = (char *)(tab + cap);
     if (nbytes) memcpy(txt, rel + base, nbytes);
@@ -173,6 +216,13 @@ int stf__pyval_seal(stf_pyval *out, stf_pytype t, stf_pyval *kids, size_t n, siz
     }
     out->u.kids = blk;
     *left = 0;
+    if (scalars) {
+        head[0] = nbytes;
+        head[1] = 2; /* out, and last */
+        out->flags = STF__PV_SHARED;
+        stf__pyval_drop(last);
+        *last = *out;
+    }
     return 0;
 }
 

@@ -79,6 +79,63 @@ static void test_duplicate_keys_last_wins_first_position(void **state)
     stf_pyval_free(v);
 }
 
+/* A doc with equal small containers of scalars, some replaced by a later
+ * duplicate key: what each reads stays its own. */
+static const char SHARED_DOC[] =
+    "{\"x\": {\"format\": \"int8\"}, \"y\": {\"format\": \"int8\"}, \"x\": {\"format\": \"w4\"},"
+    " \"l\": [[1, 2.5, true], [1, 2.5, true], [1, 2.5, false], {\"format\": \"w4\"}],"
+    " \"z\": {\"format\": \"w4\"}}";
+
+static int parse_shared(void *ud, stf_err *err)
+{
+    (void)ud;
+    stf_pyval *v = NULL;
+    int rc = stf_pyjson_parse(&v, SHARED_DOC, sizeof SHARED_DOC - 1, err);
+    stf_pyval_free(v);
+    return rc;
+}
+
+static void test_equal_containers_share_a_block(void **state)
+{
+    (void)state;
+    stf_pyval *v = ST_PYJSON(SHARED_DOC);
+    assert_int_equal(stf_pyval_len(v), 4);
+    assert_string_equal(stf_pyval_str(stf_pyval_find(stf_pyval_find(v, "x"), "format"), NULL), "w4");
+    assert_string_equal(stf_pyval_str(stf_pyval_find(stf_pyval_find(v, "y"), "format"), NULL), "int8");
+    assert_string_equal(stf_pyval_str(stf_pyval_find(stf_pyval_find(v, "z"), "format"), NULL), "w4");
+    const stf_pyval *l = stf_pyval_find(v, "l");
+    assert_int_equal(stf_pyval_len(l), 4);
+    assert_true(stf_pyval_is_true(stf_pyval_item(stf_pyval_item(l, 1), 2)));
+    assert_false(stf_pyval_is_true(stf_pyval_item(stf_pyval_item(l, 2), 2)));
+    assert_string_equal(stf_pyval_str(stf_pyval_find(stf_pyval_item(l, 3), "format"), NULL), "w4");
+    stf_pyval_free(v);
+    /* Every failing allocation leaves nothing behind, counted blocks included. */
+    st_alloc_install();
+    st_alloc_sweep(parse_shared, NULL, NULL);
+    st_alloc_uninstall();
+    /* A thousand equal markers are one block, not one each: the root, the
+     * list, the one block and the parse's scratch are all that is made. */
+    size_t n = 0;
+    char *buf = malloc(40000);
+    assert_non_null(buf);
+    buf[n++] = '[';
+    for (int k = 0; k < 1000; k++) n += (size_t)sprintf(buf + n, "%s{\"format\": \"int8_tensorwise\"}", k ? ", " : "");
+    buf[n++] = ']';
+    st_alloc_install();
+    st_alloc_arm(0);
+    stf_err err;
+    v = NULL;
+    assert_int_equal(stf_pyjson_parse(&v, buf, n, &err), 0);
+    assert_int_equal(st_alloc_live(), 3);
+    assert_int_equal(stf_pyval_len(v), 1000);
+    assert_string_equal(stf_pyval_str(stf_pyval_find(stf_pyval_item(v, 999), "format"), NULL),
+                        "int8_tensorwise");
+    stf_pyval_free(v);
+    assert_int_equal(st_alloc_live(), 0);
+    st_alloc_uninstall();
+    free(buf);
+}
+
 static void test_large_dict_hash_index(void **state)
 {
     (void)state;
@@ -374,6 +431,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_marker_object),
         cmocka_unit_test(test_duplicate_keys_last_wins_first_position),
+        cmocka_unit_test(test_equal_containers_share_a_block),
         cmocka_unit_test(test_large_dict_hash_index),
         cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_int_digit_limit),
