@@ -21,6 +21,7 @@
 
 #include "container/container_internal.h"
 #include "io/sink.h"
+#include "io/sink_file.h"
 #include "support/st_tmp.h"
 
 static int setup(void **state)
@@ -43,7 +44,7 @@ static void publish_case(int named)
     stf_err err;
     use_named(named);
     assert_int_equal(stf__sink_open(&s, st_in_dir("out"), &err), 0);
-    assert_int_equal(s.unnamed, !named);
+    assert_int_equal(stf__sink_file_of(&s)->unnamed, !named);
     if (named) {
         assert_int_equal(st_dir_entries(st_dir), 1); /* the temp file */
         assert_non_null(strstr(s.tmp_path, "/.out.stfix-"));
@@ -53,7 +54,7 @@ static void publish_case(int named)
         char want[40];
         snprintf(want, sizeof want, "/proc/self/fd/%d", s.fd);
         assert_string_equal(s.tmp_path, want);
-        assert_non_null(strstr(s.link_path, "/.out.stfix-"));
+        assert_non_null(strstr(stf__sink_file_of(&s)->link_path, "/.out.stfix-"));
     }
     assert_int_equal(stf__sink_write(&s, "hello ", 6, &err), 0);
     /* copy 5 bytes from offset 2 of a source file */
@@ -240,7 +241,7 @@ static void publish_text(const char *name, int named, const char *text)
     stf_err err;
     use_named(named);
     assert_int_equal(stf__sink_open(&s, st_in_dir(name), &err), 0);
-    assert_int_equal(s.unnamed, !named);
+    assert_int_equal(stf__sink_file_of(&s)->unnamed, !named);
     assert_int_equal(stf__sink_write(&s, text, strlen(text), &err), 0);
     assert_int_equal(stf__sink_finish(&s, &err), 0);
     assert_int_equal(stf__sink_publish(&s, &err), 0);
@@ -329,7 +330,7 @@ static void test_abort_unnamed(void **state)
     for (int finish = 0; finish < 2; finish++) {
         use_named(0);
         assert_int_equal(stf__sink_open(&s, st_in_dir("out"), &err), 0);
-        assert_int_equal(s.unnamed, 1);
+        assert_int_equal(stf__sink_file_of(&s)->unnamed, 1);
         assert_int_equal(stf__sink_write(&s, "abc", 3, &err), 0);
         if (finish) assert_int_equal(stf__sink_finish(&s, &err), 0);
         assert_int_equal(st_dir_entries(st_dir), 0);
@@ -337,7 +338,7 @@ static void test_abort_unnamed(void **state)
         stf__sink_abort(&s); /* idempotent */
         assert_int_equal(st_dir_entries(st_dir), 0);
         assert_null(s.tmp_path);
-        assert_null(s.link_path);
+        assert_null(stf__sink_file_of(&s)); /* the file state is freed */
     }
 }
 
@@ -353,7 +354,7 @@ static void test_publish_fails(void **state)
         stf_err err;
         use_named(named);
         assert_int_equal(stf__sink_open(&s, st_in_dir("out"), &err), 0);
-        assert_int_equal(s.unnamed, !named);
+        assert_int_equal(stf__sink_file_of(&s)->unnamed, !named);
         assert_int_equal(stf__sink_write(&s, "abc", 3, &err), 0);
         assert_int_equal(stf__sink_finish(&s, &err), 0);
         assert_int_equal(stf__sink_publish(&s, &err), STF_EIO);
