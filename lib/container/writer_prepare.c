@@ -506,8 +506,9 @@ int stf_writer_commit(stf_writer *w, stf_err *err)
     if ((rc = inputs_unchanged(w, err))) goto done;
     /* The guard again, on the exact names and as late as possible: what is
      * at a final path may have changed since stf_writer_new. */
+    unsigned guard = stf__out_flags(&w->opts);
     for (size_t s = 0; s < w->nfiles; s++)
-        if ((rc = stf__out_check_name(w->finals[s], &w->opts, &w->inputs, err))) goto done;
+        if ((rc = stf__out_check_name(w->finals[s], guard, &w->inputs, err))) goto done;
     if ((rc = retire_old_index(w, err))) goto done;
     for (size_t s = 0; s < w->nfiles; s++)
         if ((rc = stf__sink_publish(&w->sinks[s], err))) goto done;
