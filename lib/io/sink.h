@@ -141,6 +141,7 @@ int stf__sink_init(stf__sink *s, const stf__sink_ops *ops, void *impl, const cha
  * and group where this process may set them.
  * The test hooks in force are honoured.
  * STF_EIO when no temp file can be created. On failure the sink is closed.
+ * (sink_file.c)
  */
 int stf__sink_open(stf__sink *s, const char *final_path, stf_err *err);
 
@@ -150,7 +151,7 @@ int stf__sink_open(stf__sink *s, const char *final_path, stf_err *err);
  * messages, nothing is checked or created there, and it cannot be
  * published (stf__sink_publish fails; stf__sink_finish skips the fsync).
  * tmp_path is its /proc/self/fd/N link, readable until abort. STF_EIO when
- * the kernel refuses a memory file.
+ * the kernel refuses a memory file. (sink_mem.c)
  */
 int stf__sink_open_mem(stf__sink *s, const char *final_path, stf_err *err);
 
@@ -159,7 +160,7 @@ int stf__sink_open_mem(stf__sink *s, const char *final_path, stf_err *err);
  * written, copied or filled is handed to ops->bytes of `target`, which the
  * sink then owns (also on failure; ops->free releases it). `off` counts
  * the bytes as ever; tmp_path stays NULL; fills are never staged; it
- * cannot be published. STF_ENOMEM only.
+ * cannot be published. STF_ENOMEM only. (sink_check.c)
  */
 int stf__sink_open_check(stf__sink *s, const char *final_path, const stf__sink_check_ops *ops,
                          void *target, stf_err *err);
