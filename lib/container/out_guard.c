@@ -2,36 +2,21 @@
  * The output guard: the one place that decides what a writer may replace.
  *
  * Every file a writer would create or replace (the output, each shard name
- * the output could take, the index) is checked against three things before
- * any work and again just before the renames:
- *   - an existing entry must be a regular file, or a symlink to one, or a
- *     dangling symlink (the rename replaces the link itself, never what it
- *     points at); a directory, device, FIFO or socket is refused, so that
- *     `-o /dev/null` can never destroy /dev/null;
- *   - it must not be any file of the input checkpoint (its single file, its
- *     shards or its index), compared by device and inode, so symlinks, hard
- *     links and ".." spellings are all caught; the one exception is an
- *     in-place fix, where replacing the input's single file is the point;
- *   - the directory must exist and be writable;
- *   - each name, with its temporary's ".NAME.stfix-XXXXXX" around it, must
- *     fit the directory's file name limit and PATH_MAX, or the run would
- *     fail only when it links its first finished file.
- * Temporary files are created with O_EXCL (or have no name at all), so they
- * can never replace anything.
+ * the output could take, the index) is checked before any work and again
+ * just before the renames. What is about paths and files (what is at the
+ * name, whether it is an input file, the directory, the length of the
+ * temporary's name) is the I/O layer's (io/path_guard.h); here the write
+ * options and the input checkpoint become its parameters, and the names
+ * the format gives a writer's files (shards, index, compressed suffixes)
+ * are checked.
  *
  * A writer also holds an exclusive lock on its output from stf_writer_new
  * until commit or free (the I/O layer's out_lock.h).
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <stdio.h>
 #include <string.h>
 #include <stddef.h>
-#include <stdlib.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <zstd.h>
 
 #include "container/container_internal.h"
@@ -42,104 +27,26 @@
 #define SUFFIX ".safetensors"
 #define SUFFIX_LEN (sizeof SUFFIX - 1)
 
-/* One input file by device and inode; path borrowed from the checkpoint. */
-struct stf__out_in {
-    uint64_t dev, ino;
-    const char *path;
-};
-
-static int in_cmp(const void *a, const void *b)
-{
-    const struct stf__out_in *x = a, *y = b;
-    if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
-    return (x->ino > y->ino) - (x->ino < y->ino);
-}
-
-/* See out_guard.h. Files that cannot be stat'ed any more cannot be
- * replaced by us through another name either, so they are left out. */
+/* See out_guard.h: the checkpoint's shards, then its index. */
 int stf__out_inputs_make(stf__out_inputs *ids, const stf_ckpt *in, stf_err *err)
 {
     memset(ids, 0, sizeof *ids);
-    ids->ckpt = in;
     if (!in) return 0;
     size_t ns = stf_ckpt_shard_count(in);
-    ids->v = stf__calloc(ns + 1, sizeof *ids->v);
-    if (!ids->v) return stf__err(err, STF_ENOMEM, "output check: out of memory");
-    for (size_t k = 0; k <= ns; k++) {
-        const char *p = k < ns ? stf_ckpt_shard_path(in, k) : stf_ckpt_index_path(in);
-        struct stat si;
-        if (!p || stat(p, &si) != 0) continue;
-        ids->v[ids->n++] = (struct stf__out_in){ (uint64_t)si.st_dev, (uint64_t)si.st_ino, p };
-    }
-    qsort(ids->v, ids->n, sizeof *ids->v, in_cmp);
-    return 0;
+    const char **paths = stf__calloc(ns + 1, sizeof *paths);
+    if (!paths) return stf__err(err, STF_ENOMEM, "output check: out of memory");
+    for (size_t k = 0; k <= ns; k++)
+        paths[k] = k < ns ? stf_ckpt_shard_path(in, k) : stf_ckpt_index_path(in);
+    int rc = stf__out_inputs_paths(ids, paths, ns + 1, err);
+    stf__free(paths);
+    if (!rc) ids->single_file = ns == 1 && !stf_ckpt_index_path(in);
+    return rc;
 }
 
 /* See out_guard.h. */
-int stf__out_inputs_paths(stf__out_inputs *ids, const char *const *paths, size_t n,
-                          stf_err *err)
+unsigned stf__out_flags(const stf_write_opts *o)
 {
-    memset(ids, 0, sizeof *ids);
-    ids->v = stf__calloc(n ? n : 1, sizeof *ids->v);
-    if (!ids->v) return stf__err(err, STF_ENOMEM, "output check: out of memory");
-    for (size_t k = 0; k < n; k++) {
-        struct stat si;
-        if (!paths[k] || stat(paths[k], &si) != 0) continue;
-        ids->v[ids->n++] =
-            (struct stf__out_in){ (uint64_t)si.st_dev, (uint64_t)si.st_ino, paths[k] };
-    }
-    qsort(ids->v, ids->n, sizeof *ids->v, in_cmp);
-    return 0;
-}
-
-/* See out_guard.h. */
-void stf__out_inputs_free(stf__out_inputs *ids)
-{
-    stf__free(ids->v);
-    memset(ids, 0, sizeof *ids);
-}
-
-/* The input file that is (dev, ino), or NULL: a binary search. */
-static const char *input_path(const stf__out_inputs *ids, const struct stat *st)
-{
-    if (!ids || !ids->n) return NULL;
-    struct stf__out_in key = { (uint64_t)st->st_dev, (uint64_t)st->st_ino, NULL };
-    const struct stf__out_in *hit = bsearch(&key, ids->v, ids->n, sizeof key, in_cmp);
-    return hit ? hit->path : NULL;
-}
-
-/* See out_guard.h. */
-int stf__out_check_name(const char *path, const stf_write_opts *o, const stf__out_inputs *ids,
-                        stf_err *err)
-{
-    struct stat ls, st;
-    if (lstat(path, &ls) != 0) {
-        if (errno == ENOENT) return 0;
-        return stf__err(err, STF_EIO, "%s: cannot examine the output path: %s", path,
-                        strerror(errno));
-    }
-    if (stat(path, &st) != 0) {
-        /* A dangling symlink: the rename replaces the link, nothing else. */
-        if (S_ISLNK(ls.st_mode) && errno == ENOENT) return 0;
-        return stf__err(err, STF_EIO, "%s: cannot examine the output path: %s", path,
-                        strerror(errno));
-    }
-    if (!S_ISREG(st.st_mode))
-        return stf__err(err, STF_EINVAL,
-                        "%s: the output path exists and is %s%s; stfix only replaces regular "
-                        "files: choose another output path",
-                        path, stf__file_kind(st.st_mode), S_ISLNK(ls.st_mode) ? " (through a symlink)" : "");
-    const char *which = input_path(ids, &st);
-    if (!which) return 0;
-    /* In place: the output is the input's single file itself, named
-     * directly (not through a link, which the rename would replace). */
-    if (o && o->replace_input && ids->ckpt && stf_ckpt_shard_count(ids->ckpt) == 1 &&
-        !stf_ckpt_index_path(ids->ckpt) && !S_ISLNK(ls.st_mode))
-        return 0;
-    return stf__err(err, STF_EINVAL,
-                    "%s: the output would overwrite the input file '%s'; choose another "
-                    "output path",
-                    path, which);
+    return o && o->replace_input ? STF__OUT_REPLACE_INPUT : 0;
 }
 
 /* STEM-<digits>-of-<digits>.safetensors (then `zs`, the compressed
@@ -157,33 +64,26 @@ static int is_shard_name(const char *name, const char *stem, size_t stem_len, co
     return !strcmp(p + d + SUFFIX_LEN, zs ? zs : "");
 }
 
+/* What is_shard_name matches, for a listing of the directory. */
+typedef struct shard_match {
+    const char *stem, *zs;
+    size_t stem_len;
+} shard_match;
+
+static int matches_shard(const char *name, void *ud)
+{
+    const shard_match *m = ud;
+    return is_shard_name(name, m->stem, m->stem_len, m->zs);
+}
+
 /* Check every existing entry of `dir` that a sharded output of `path` could
  * be renamed over. One pass over the directory. */
 static int check_shard_names(const char *dir, const char *path, const stf_write_opts *o,
                              const stf__out_inputs *ids, stf_err *err)
 {
-    const char *base = stf__path_base(path), *zs = stf__zstd_suffix(o);
-    size_t stem_len = strlen(base) - SUFFIX_LEN - (zs ? strlen(zs) : 0);
-    DIR *d = opendir(dir);
-    if (!d)
-        return stf__err(err, STF_EIO, "%s: cannot list the output directory '%s': %s", path,
-                        dir, strerror(errno));
-    int rc = 0;
-    stf_buf full;
-    stf__buf_init(&full);
-    struct dirent *e;
-    while (!rc && (e = readdir(d))) {
-        if (!is_shard_name(e->d_name, base, stem_len, zs)) continue;
-        full.len = 0;
-        if (stf__buf_printf(&full, "%s/%s", dir, e->d_name)) {
-            rc = stf__err(err, STF_ENOMEM, "%s: out of memory", path);
-            break;
-        }
-        rc = stf__out_check_name(full.data, o, ids, err);
-    }
-    closedir(d);
-    stf__buf_free(&full);
-    return rc;
+    shard_match m = { stf__path_base(path), stf__zstd_suffix(o), 0 };
+    m.stem_len = strlen(m.stem) - SUFFIX_LEN - (m.zs ? strlen(m.zs) : 0);
+    return stf__out_check_names_in(dir, path, matches_shard, &m, stf__out_flags(o), ids, err);
 }
 
 /* The compression options make sense, and a compressed output's name
@@ -207,61 +107,6 @@ static int zstd_opts_check(const char *path, const stf_write_opts *o, stf_err *e
     return 0;
 }
 
-/* The output directory exists, is a directory, and may be written. */
-static int check_dir(const char *path, const char *dir, stf_err *err)
-{
-    struct stat ds;
-    if (stat(dir, &ds) != 0)
-        return stf__err(err, STF_EIO, "%s: the output directory '%s' cannot be used: %s", path,
-                        dir, strerror(errno));
-    if (!S_ISDIR(ds.st_mode)) return stf__err(err, STF_EIO, "%s: '%s' is not a directory", path, dir);
-    if (access(dir, W_OK | X_OK) != 0)
-        return stf__err(err, STF_EIO, "%s: the output directory '%s' is not writable: %s", path,
-                        dir, strerror(errno));
-    return 0;
-}
-
-/* The longest file name `dir` takes: pathconf's, else NAME_MAX. */
-static size_t name_max(const char *dir)
-{
-    long n = pathconf(dir, _PC_NAME_MAX);
-    return n > 0 ? (size_t)n : NAME_MAX;
-}
-
-/*
- * The file `base` in `dir`, one of output `path`'s files (`what` says
- * which, for the message), can be written by way of its temporary.
- */
-static int name_fits(const char *path, const char *dir, const char *base, const char *what,
-                     size_t max, stf_err *err)
-{
-    size_t tl = strlen(base) + STF__SINK_TEMP_EXTRA, pl = strlen(dir) + 1 + tl;
-    if (tl > max)
-        return stf__err(err, STF_EINVAL,
-                        "%s: %s is too long: its temporary file (.NAME" STF__SINK_TEMP_SUFFIX
-                        ") would have a %zu-byte name, over the limit of %zu bytes for a file "
-                        "name in '%s'; shorten the output's name by %zu byte%s",
-                        path, what, tl, max, dir, tl - max, tl - max == 1 ? "" : "s");
-    /* The path last: at this length it would crowd out the rest. */
-    if (pl >= PATH_MAX)
-        return stf__err(err, STF_EINVAL,
-                        "%s is too long: its temporary file's path would be %zu bytes, over the "
-                        "limit of %d bytes (PATH_MAX); shorten the output path by %zu byte%s: %s",
-                        what, pl, PATH_MAX - 1, pl - (PATH_MAX - 1),
-                        pl - (PATH_MAX - 1) == 1 ? "" : "s", path);
-    return 0;
-}
-
-/* See out_guard.h. */
-int stf__out_check_length(const char *path, stf_err *err)
-{
-    char *dir = stf__path_dir(path);
-    if (!dir) return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
-    int rc = name_fits(path, dir, stf__path_base(path), "the file name", name_max(dir), err);
-    stf__free(dir);
-    return rc;
-}
-
 /*
  * The names a sharded output of `path` makes beside it: its shards (with
  * the fewest digits a shard number has) and its index, `idx`.
@@ -269,7 +114,7 @@ int stf__out_check_length(const char *path, stf_err *err)
 static int shard_names_fit(const char *path, const char *dir, const char *idx, size_t zl,
                            stf_err *err)
 {
-    size_t max = name_max(dir), len = strlen(path);
+    size_t max = stf__out_name_max(dir), len = strlen(path);
     char *plain = stf__strndup(path, len - zl);
     char *shard = plain ? stf__shard_name(plain, 0, 1) : NULL;
     stf_buf name, what;
@@ -279,8 +124,8 @@ static int shard_names_fit(const char *path, const char *dir, const char *idx, s
     if (!shard || stf__buf_printf(&name, "%s%s", shard, path + len - zl) ||
         stf__buf_printf(&what, "the shard name '%s'", name.data))
         rc = stf__err(err, STF_ENOMEM, "%s: out of memory", path);
-    if (!rc) rc = name_fits(path, dir, name.data, what.data, max, err);
-    if (!rc) rc = name_fits(path, dir, stf__path_base(idx), "the index name", max, err);
+    if (!rc) rc = stf__out_name_fits(path, dir, name.data, what.data, max, err);
+    if (!rc) rc = stf__out_name_fits(path, dir, stf__path_base(idx), "the index name", max, err);
     stf__buf_free(&what);
     stf__buf_free(&name);
     stf__free(shard);
@@ -320,20 +165,21 @@ static int check_path(const char *path, const stf_write_opts *o, const stf__out_
     if (!dir) return stf__err(err, STF_ENOMEM, "%s: out of memory", path);
     struct stat ds;
     /* The names first: they need no directory yet. */
-    rc = name_fits(path, dir, stf__path_base(path), "the file name", name_max(dir), err);
+    rc = stf__out_name_fits(path, dir, stf__path_base(path), "the file name",
+                            stf__out_name_max(dir), err);
     if (!rc && dir_may_be_missing && stat(dir, &ds) != 0 && errno == ENOENT) {
         stf__free(dir);
         return 0;
     }
-    if (!rc) rc = check_dir(path, dir, err);
-    if (!rc) rc = stf__out_check_name(path, o, ids, err);
+    if (!rc) rc = stf__out_check_dir(path, dir, err);
+    if (!rc) rc = stf__out_check_name(path, stf__out_flags(o), ids, err);
     if (!rc && sharded) {
         stf_buf idx;
         stf__buf_init(&idx);
         if (stf__buf_printf(&idx, "%.*s.index.json", (int)(len - zl), path))
             rc = stf__err(err, STF_ENOMEM, "%s: out of memory", path);
         else if (!(rc = shard_names_fit(path, dir, idx.data, zl, err)))
-            rc = stf__out_check_name(idx.data, o, ids, err);
+            rc = stf__out_check_name(idx.data, stf__out_flags(o), ids, err);
         stf__buf_free(&idx);
         if (!rc) rc = check_shard_names(dir, path, o, ids, err);
     }

@@ -146,9 +146,7 @@ static int write_shard(stf_writer *w, stf__sink *sk, const char *path, size_t sh
          * read back as they complete, so fills go through the page cache
          * (O_DIRECT bytes would be read from the disk), and it is neither
          * written out early (write-behind) nor fsynced. */
-        sk->no_direct = 1;
-        sk->no_fsync = 1;
-        stf__wb_fini(&sk->wb);
+        stf__sink_scratch(sk);
     }
     if ((rc = stf__sink_write(sk, le, 8, err))) goto done;
     if ((rc = stf__sink_write(sk, hdr.data, hdr.len, err))) goto done;
@@ -508,8 +506,9 @@ int stf_writer_commit(stf_writer *w, stf_err *err)
     if ((rc = inputs_unchanged(w, err))) goto done;
     /* The guard again, on the exact names and as late as possible: what is
      * at a final path may have changed since stf_writer_new. */
+    unsigned guard = stf__out_flags(&w->opts);
     for (size_t s = 0; s < w->nfiles; s++)
-        if ((rc = stf__out_check_name(w->finals[s], &w->opts, &w->inputs, err))) goto done;
+        if ((rc = stf__out_check_name(w->finals[s], guard, &w->inputs, err))) goto done;
     if ((rc = retire_old_index(w, err))) goto done;
     for (size_t s = 0; s < w->nfiles; s++)
         if ((rc = stf__sink_publish(&w->sinks[s], err))) goto done;
@@ -543,7 +542,7 @@ const char *stf_writer_final_path(const stf_writer *w, size_t i)
 /* A comparing writer's target of file i (contract in writer_internal.h). */
 const stf__cmp *stf__writer_file_cmp(const stf_writer *w, size_t i, uint64_t *size)
 {
-    if (!w || i >= w->nfiles || !w->sinks[i].cmp) return NULL;
-    *size = w->sinks[i].off;
-    return w->sinks[i].cmp;
+    const stf__cmp *c = w && i < w->nfiles ? stf__sink_check_target(&w->sinks[i]) : NULL;
+    if (c) *size = w->sinks[i].off;
+    return c;
 }

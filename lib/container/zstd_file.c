@@ -68,7 +68,7 @@ static int guard(const files *f, const char *out, stf_err *err)
                                 "%s: the output would overwrite an input file; choose another "
                                 "output path",
                                 out);
-    return stf__out_check_name(out, NULL, NULL, err);
+    return stf__out_check_name(out, 0, NULL, err);
 }
 
 /* The guard of every output name, then, without `replace`, that nothing is

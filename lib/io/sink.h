@@ -7,16 +7,15 @@
  * the linkat + rename that put it at the target. Elsewhere it is a named
  * ".NAME.stfix-XXXXXX" file. A sink may instead only compare what it is
  * given with an existing file (stf__sink_open_check), or write to memory.
- * Internal to the I/O layer.
+ * Each of these is a backend behind one table of operations
+ * (stf__sink_ops). Internal to the I/O layer.
  */
 #ifndef STF_IO_SINK_H
 #define STF_IO_SINK_H
 
 #include <stdint.h>
 
-#include "io/fill_stage.h"
 #include "io/io_internal.h"
-#include "io/write_behind.h"
 
 /* The temporary of NAME is "." NAME STF__SINK_TEMP_SUFFIX, the X's random;
  * the output guard makes sure such a name fits before any work. */
@@ -37,29 +36,71 @@ typedef struct stf__sink_check_ops {
     void (*free)(void *target);
 } stf__sink_check_ops;
 
-typedef struct stf__sink {
-    int fd;                  /* -1 once closed */
-    int unnamed;             /* fd is an O_TMPFILE inode without a directory entry */
-    int finished;            /* stf__sink_finish succeeded: no more writes */
-    int memory;              /* stf__sink_open_mem: a memfd, never published */
-    /* Owned; where the bytes can be opened now: the named temp file, or
-     * "/proc/self/fd/N" for an unnamed one. NULL once published or aborted. */
+typedef struct stf__sink stf__sink;
+
+/*
+ * What a kind of sink does. Each kind is one file of this folder that
+ * fills the table (sink_file.c, sink_mem.c, sink_check.c); sink.c is the
+ * dispatch every caller uses, which checks the arguments and the state
+ * once and never asks which kind it has. `write`, `fill` and `abort` are
+ * required; every other entry may be NULL, which means what its comment
+ * says. A backend finds its own state in s->impl. A new kind of sink is
+ * one more such file and table.
+ */
+typedef struct stf__sink_ops {
+    const char *kind; /* "file", "memory", "check", for messages */
+    /* Append n bytes at s->off, moving it on. */
+    int (*write)(stf__sink *s, const void *p, size_t n, stf_err *err);
+    /* Append len bytes of fd at off (NULL: read them through a buffer and
+     * write them). */
+    int (*copy_fd)(stf__sink *s, int fd, uint64_t off, uint64_t len, const char *src_name,
+                   stf_err *err);
+    /* Leave a hole of n bytes at s->off, up to `end` (checked to fit a
+     * file offset); the dispatch moves s->off (NULL: nothing to do). */
+    int (*reserve)(stf__sink *s, uint64_t n, uint64_t end, stf_err *err);
+    /* Make the bytes exactly s->off long (NULL: nothing to do). */
+    int (*extend)(stf__sink *s, stf_err *err);
+    /* The layout is complete (NULL: nothing to do). */
+    int (*seal)(stf__sink *s, stf_err *err);
+    /* Write n bytes at `at`, a range checked to fit a file offset; safe
+     * from several threads for disjoint ranges. */
+    int (*fill)(stf__sink *s, uint64_t at, const void *p, size_t n, const char *tensor,
+                stf_err *err);
+    /* End writing; sets s->finished on success (NULL: nothing to flush;
+     * the dispatch sets it). */
+    int (*finish)(stf__sink *s, stf_err *err);
+    /* Put the finished bytes at s->final_path; called only when finished
+     * with a tmp_path (NULL: the kind is never published, STF_EINVAL). */
+    int (*publish)(stf__sink *s, stf_err *err);
+    /* Fills through the page cache, kept there (NULL: no-op). */
+    void (*keep_cache)(stf__sink *s);
+    /* The bytes are scratch, read back as they are written (NULL: no-op). */
+    void (*scratch)(stf__sink *s);
+    /* Release everything of s->impl, closing s->fd and removing what is
+     * not published; the dispatch frees the common strings after. */
+    void (*abort)(stf__sink *s);
+} stf__sink_ops;
+
+/* The common part of every sink; a zeroed one with fd -1 is closed. */
+struct stf__sink {
+    const stf__sink_ops *ops; /* NULL: not open (zeroed, failed or aborted) */
+    void *impl;               /* the backend's state */
+    /* A descriptor holding the bytes at their offsets, for reading them
+     * back (hashing, compressing); -1 when there is none (a comparing
+     * sink, a named temp file once finished, a published one). */
+    int fd;
+    int finished;             /* stf__sink_finish succeeded: no more writes */
+    /* Owned; where the bytes can be opened now: a named temp file, or
+     * "/proc/self/fd/N". NULL for a comparing sink, and once published or
+     * aborted. */
     char *tmp_path;
-    /* Owned, unnamed only: ".NAME.stfix-XXXXXX" in the directory, the name
-     * publish links the file to; made at open so publish needs no memory. */
-    char *link_path;
-    char *final_path;        /* owned */
-    uint64_t off;            /* bytes written so far */
-    int no_fsync;
+    char *final_path;         /* owned */
+    uint64_t off;             /* bytes written so far */
+    /* The tests' write hook in force at open (stf__write_test_hooks), for
+     * whoever writes to fd directly. */
     int (*hook)(void *ud, uint64_t file_off, size_t len);
     void *hook_ud;
-    stf__wbehind wb;         /* write-behind of what stf__sink_pwrite fills */
-    stf__fs_holes holes;     /* stf__sink_reserve's holes, until stf__sink_seal */
-    stf__fstage stage;       /* direct-I/O staging of fills (fill_stage.h); live after seal */
-    int no_direct;           /* test hook: never stage */
-    void *cmp;               /* owned; stf__sink_open_check's target: compared, never written */
-    const stf__sink_check_ops *cmp_ops; /* its operations */
-} stf__sink;
+};
 
 /*
  * Switches for tests, never set by the library itself: they apply to every
@@ -80,6 +121,17 @@ typedef struct stf__write_test_hooks {
 /* Copy *h into force; NULL restores the defaults (all off). */
 void stf__write_test_hooks_set(const stf__write_test_hooks *h);
 
+/* The switches in force, for the backends' open. */
+const stf__write_test_hooks *stf__write_test_hooks_get(void);
+
+/*
+ * The common part of a sink of kind `ops` over `impl` for `final_path`
+ * (copied): fd -1, off 0, the tests' write hook. On failure (STF_ENOMEM)
+ * s is closed and the caller still owns impl. For the backends.
+ */
+int stf__sink_init(stf__sink *s, const stf__sink_ops *ops, void *impl, const char *final_path,
+                   stf_err *err);
+
 /*
  * Create the temp file for `final_path` in its directory: an unnamed
  * O_TMPFILE inode when the file system supports it and /proc is mounted
@@ -89,6 +141,7 @@ void stf__write_test_hooks_set(const stf__write_test_hooks *h);
  * and group where this process may set them.
  * The test hooks in force are honoured.
  * STF_EIO when no temp file can be created. On failure the sink is closed.
+ * (sink_file.c)
  */
 int stf__sink_open(stf__sink *s, const char *final_path, stf_err *err);
 
@@ -98,7 +151,7 @@ int stf__sink_open(stf__sink *s, const char *final_path, stf_err *err);
  * messages, nothing is checked or created there, and it cannot be
  * published (stf__sink_publish fails; stf__sink_finish skips the fsync).
  * tmp_path is its /proc/self/fd/N link, readable until abort. STF_EIO when
- * the kernel refuses a memory file.
+ * the kernel refuses a memory file. (sink_mem.c)
  */
 int stf__sink_open_mem(stf__sink *s, const char *final_path, stf_err *err);
 
@@ -107,7 +160,7 @@ int stf__sink_open_mem(stf__sink *s, const char *final_path, stf_err *err);
  * written, copied or filled is handed to ops->bytes of `target`, which the
  * sink then owns (also on failure; ops->free releases it). `off` counts
  * the bytes as ever; tmp_path stays NULL; fills are never staged; it
- * cannot be published. STF_ENOMEM only.
+ * cannot be published. STF_ENOMEM only. (sink_check.c)
  */
 int stf__sink_open_check(stf__sink *s, const char *final_path, const stf__sink_check_ops *ops,
                          void *target, stf_err *err);
@@ -121,6 +174,20 @@ int stf__sink_open_check(stf__sink *s, const char *final_path, const stf__sink_c
  * after stf__sink_open, before anything is written.
  */
 void stf__sink_keep_cache(stf__sink *s);
+
+/*
+ * The file is scratch, read back as it is filled (the temp file of a
+ * compressed output, whose frames are compressed as they complete): fills
+ * go through the page cache and are never staged for O_DIRECT, nothing is
+ * written out early (write-behind) and nothing is fsynced. Call right
+ * after opening, before anything is written. No-op for a sink that
+ * reaches no disk.
+ */
+void stf__sink_scratch(stf__sink *s);
+
+/* The target of a comparing sink (stf__sink_open_check); NULL for any
+ * other sink. */
+void *stf__sink_check_target(const stf__sink *s);
 
 /* Append n bytes (looping on short writes and EINTR). STF_EIO names the
  * output path and byte offset. */

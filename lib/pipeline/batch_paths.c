@@ -251,12 +251,12 @@ static int guard(const char *path, const char *rp, const stf_write_opts *wo,
                  const stf__out_inputs *ids, stf_err *err)
 {
     int rc = wo ? stf__output_check_ids(path, wo, ids, err)
-                : stf__out_check_name(path, NULL, ids, err);
+                : stf__out_check_name(path, 0, ids, err);
     char *own = rc || rp ? NULL : resolve(path, 1);
     if (!rc && !rp && !own) return oom(err);
     const char *r = rp ? rp : own;
     if (!rc && strcmp(r, path))
-        rc = wo ? stf__output_check_ids(r, wo, ids, err) : stf__out_check_name(r, NULL, ids, err);
+        rc = wo ? stf__output_check_ids(r, wo, ids, err) : stf__out_check_name(r, 0, ids, err);
     stf__free(own);
     return rc;
 }

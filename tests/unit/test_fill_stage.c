@@ -24,6 +24,7 @@
 
 #include "container/container_internal.h"
 #include "io/sink.h"
+#include "io/sink_file.h"
 #include "support/st_tmp.h"
 
 #define B STF__FS_BLOCK
@@ -130,7 +131,7 @@ static void idle(stf__sink *s)
 {
     uint64_t at, bad;
     int e;
-    (void)stf__fs_drain(&s->stage, &at, &e, &bad);
+    (void)stf__fs_drain(&stf__sink_file_of(s)->stage, &at, &e, &bad);
 }
 
 static int has_call(uint64_t off, size_t len)
@@ -153,7 +154,7 @@ static void test_reverse_fills(void **state)
     stf_err err;
     hooks(0);
     open_holed(&s, st_in_dir("r"), want, size - HDR);
-    assert_true(s.stage.live);
+    assert_true(stf__sink_file_of(&s)->stage.live);
     uint64_t at = size;
     while (at > HDR) {
         uint64_t a = at - piece < HDR || at < piece ? HDR : at - piece;
@@ -162,7 +163,8 @@ static void test_reverse_fills(void **state)
     }
     expect_file(&s, want, size);
     /* The last fill freed the staging buffers. */
-    for (int i = 0; i < STF__FS_SLOTS; i++) assert_null(s.stage.slot[i].buf);
+    const stf__fstage *stage = &stf__sink_file_of(&s)->stage;
+    for (int i = 0; i < STF__FS_SLOTS; i++) assert_null(stage->slot[i].buf);
     assert_true(has_call(B, B));
     assert_true(has_call(2 * B, B));
     assert_true(has_call(3 * B, 1100));
@@ -213,7 +215,7 @@ typedef struct opener {
 static void *open_gate(void *ud)
 {
     opener *o = ud;
-    stf__fstage *st = &o->s->stage;
+    stf__fstage *st = &stf__sink_file_of(o->s)->stage;
     for (;;) {
         pthread_mutex_lock(&st->mu);
         int go = st->waits > 0 || st->state[o->block] != STF__FS_FREE;
@@ -253,7 +255,7 @@ static void test_fill_waits_for_writer(void **state)
     assert_int_equal(pthread_create(&th, NULL, open_gate, &o), 0);
     fill(&s, want, last * B, head);
     assert_int_equal(pthread_join(th, NULL), 0);
-    assert_int_equal(s.stage.waits, 1);
+    assert_int_equal(stf__sink_file_of(&s)->stage.waits, 1);
     assert_false(has_call(last * B, head));
     for (uint64_t b = 2; b <= last; b++) fill(&s, want, b * B + head, B - head);
     assert_int_equal(direct_writes(size), nb);
@@ -335,7 +337,7 @@ static void test_prepare_bytes_read_back(void **state)
         else assert_int_equal(stf__sink_write(&s, want + r[i][0], (size_t)n, &err), 0);
     }
     assert_int_equal(stf__sink_seal(&s, &err), 0);
-    assert_true(s.stage.live);
+    assert_true(stf__sink_file_of(&s)->stage.live);
     g_ncalls = 0;
     /* The holes back to front, in 200 KiB pieces from each hole's end. */
     for (size_t i = NR - 2; i < NR; i -= 2) {
@@ -449,7 +451,8 @@ static void test_no_direct(void **state)
             assert_int_equal(stf__sink_extend(&s, &err), 0);
             assert_int_equal(stf__sink_seal(&s, &err), 0);
         } else open_holed(&s, st_in_dir("n"), want, size - HDR);
-        assert_false(s.stage.live);
+        /* A memory file has no stage at all. */
+        assert_true(mem ? !stf__sink_file_of(&s) : !stf__sink_file_of(&s)->stage.live);
         fill(&s, want, HDR, size - HDR);
         assert_int_equal(direct_writes(size), 0);
         assert_int_equal(stf__sink_finish(&s, &err), 0);
@@ -476,7 +479,8 @@ static void test_tmpfs(void **state)
     hooks(0);
     open_holed(&s, path, want, size - HDR);
     fill(&s, want, HDR, size - HDR);
-    assert_int_equal(direct_writes(size), s.stage.live ? 3 : 0); /* blocks 0, 1 and 2 */
+    int live = stf__sink_file_of(&s)->stage.live;
+    assert_int_equal(direct_writes(size), live ? 3 : 0); /* blocks 0, 1 and 2 */
     assert_int_equal(stf__sink_finish(&s, &err), 0);
     assert_int_equal(stf__sink_publish(&s, &err), 0);
     size_t n = 0;

@@ -1,6 +1,8 @@
 /* Tests for lib/container/out_guard.c: what a writer may replace (special
  * files, directories, every spelling of an input file, every shard name a
- * sharded output may take), the re-check at commit, and the output lock. */
+ * sharded output may take), the re-check at commit, and the output lock;
+ * and for lib/io/out_guard.c, the same checks of paths and files given
+ * plain input paths and flags instead of a checkpoint and write options. */
 #define STF_EXPERIMENTAL
 #include <errno.h>
 #include <limits.h>
@@ -19,6 +21,7 @@
 #include <cmocka.h>
 
 #include "container/container_internal.h"
+#include "io/path_guard.h"
 #include "io/sink.h"
 #include "stfix.h"
 #include "support/st_ckptfile.h"
@@ -141,6 +144,55 @@ static void test_input_spellings(void **state)
     assert_int_equal(stf_output_check(st_in_dir("in.safetensors"), &o, &err), 0);
     refused(st_in_dir("sym"), &o, STF_EINVAL, msg);
     stf_ckpt_free(c);
+}
+
+static int ends_in_x(const char *name, void *ud)
+{
+    (void)ud;
+    size_t n = strlen(name);
+    return n && name[n - 1] == 'x';
+}
+
+/* The I/O layer's guard knows no checkpoint: inputs are plain paths, the
+ * in-place exception a flag that only a single input file allows. */
+static void test_plain_inputs(void **state)
+{
+    (void)state;
+    char *in = st_path(st_dir, "in"), *absent = st_path(st_dir, "absent"), msg[1200];
+    assert_int_equal(st_write_file(in, "abc", 3), 0);
+    assert_int_equal(link(in, st_in_dir("hard")), 0);
+    const char *paths[] = { NULL, in, absent };
+    stf__out_inputs ids;
+    stf_err err;
+    assert_int_equal(stf__out_inputs_paths(&ids, paths, 3, &err), 0);
+    assert_int_equal(ids.n, 1);
+    assert_int_equal(ids.single_file, 0);
+    snprintf(msg, sizeof msg,
+             "%s: the output would overwrite the input file '%s'; choose another output path",
+             st_in_dir("hard"), in);
+    assert_int_equal(stf__out_check_name(st_in_dir("hard"), 0, &ids, &err), STF_EINVAL);
+    assert_string_equal(err.msg, msg);
+    assert_int_equal(stf__out_check_name(in, STF__OUT_REPLACE_INPUT, &ids, &err), STF_EINVAL);
+    ids.single_file = 1;
+    assert_int_equal(stf__out_check_name(in, STF__OUT_REPLACE_INPUT, &ids, &err), 0);
+    assert_int_equal(stf__out_check_name(st_in_dir("hard"), STF__OUT_REPLACE_INPUT, &ids, &err),
+                     0); /* a hard link is the file itself, named directly */
+    assert_int_equal(stf__out_check_name(st_in_dir("new"), 0, NULL, &err), 0);
+    /* Only the names the caller's match accepts are looked at. */
+    assert_int_equal(mkdir(st_in_dir("d"), 0755), 0);
+    assert_int_equal(mkdir(st_in_dir("d/sub"), 0755), 0);
+    assert_int_equal(stf__out_check_names_in(st_in_dir("d"), "out", ends_in_x, NULL, 0, &ids,
+                                             &err),
+                     0);
+    assert_int_equal(mkdir(st_in_dir("d/subx"), 0755), 0);
+    assert_int_equal(stf__out_check_names_in(st_in_dir("d"), "out", ends_in_x, NULL, 0, &ids,
+                                             &err),
+                     STF_EINVAL);
+    assert_non_null(strstr(err.msg, "/d/subx: the output path exists and is a directory"));
+    stf__out_inputs_free(&ids);
+    assert_int_equal(ids.n, 0);
+    free(in);
+    free(absent);
 }
 
 /* The reported case: fix of an index into the stem of its own shards. */
@@ -418,6 +470,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_special_files, st_dir_setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_input_spellings, st_dir_setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_plain_inputs, st_dir_setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_sharded_names, st_dir_setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_recheck_at_commit, st_dir_setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_name_length, st_dir_setup, st_dir_teardown),

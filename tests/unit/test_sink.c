@@ -1,8 +1,10 @@
-/* Tests for lib/io/sink.c: temp file next to the target (unnamed
+/* Tests for lib/io/sink_file.c: temp file next to the target (unnamed
  * O_TMPFILE, or named when forced with no_tmpfile), rename on publish,
  * cleanup on abort, file modes under the umask, copy_file_range with its
  * read/write fallback, and the write hook; then, through the writer, what
- * prepare, free, commit and a SIGKILL part-way leave in the directory. */
+ * prepare, free, commit and a SIGKILL part-way leave in the directory; and
+ * for lib/io/sink.c, the defaults its dispatch gives a kind of sink that
+ * fills only the required operations. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +23,7 @@
 
 #include "container/container_internal.h"
 #include "io/sink.h"
+#include "io/sink_file.h"
 #include "support/st_tmp.h"
 
 static int setup(void **state)
@@ -43,7 +46,7 @@ static void publish_case(int named)
     stf_err err;
     use_named(named);
     assert_int_equal(stf__sink_open(&s, st_in_dir("out"), &err), 0);
-    assert_int_equal(s.unnamed, !named);
+    assert_int_equal(stf__sink_file_of(&s)->unnamed, !named);
     if (named) {
         assert_int_equal(st_dir_entries(st_dir), 1); /* the temp file */
         assert_non_null(strstr(s.tmp_path, "/.out.stfix-"));
@@ -53,7 +56,7 @@ static void publish_case(int named)
         char want[40];
         snprintf(want, sizeof want, "/proc/self/fd/%d", s.fd);
         assert_string_equal(s.tmp_path, want);
-        assert_non_null(strstr(s.link_path, "/.out.stfix-"));
+        assert_non_null(strstr(stf__sink_file_of(&s)->link_path, "/.out.stfix-"));
     }
     assert_int_equal(stf__sink_write(&s, "hello ", 6, &err), 0);
     /* copy 5 bytes from offset 2 of a source file */
@@ -240,7 +243,7 @@ static void publish_text(const char *name, int named, const char *text)
     stf_err err;
     use_named(named);
     assert_int_equal(stf__sink_open(&s, st_in_dir(name), &err), 0);
-    assert_int_equal(s.unnamed, !named);
+    assert_int_equal(stf__sink_file_of(&s)->unnamed, !named);
     assert_int_equal(stf__sink_write(&s, text, strlen(text), &err), 0);
     assert_int_equal(stf__sink_finish(&s, &err), 0);
     assert_int_equal(stf__sink_publish(&s, &err), 0);
@@ -329,7 +332,7 @@ static void test_abort_unnamed(void **state)
     for (int finish = 0; finish < 2; finish++) {
         use_named(0);
         assert_int_equal(stf__sink_open(&s, st_in_dir("out"), &err), 0);
-        assert_int_equal(s.unnamed, 1);
+        assert_int_equal(stf__sink_file_of(&s)->unnamed, 1);
         assert_int_equal(stf__sink_write(&s, "abc", 3, &err), 0);
         if (finish) assert_int_equal(stf__sink_finish(&s, &err), 0);
         assert_int_equal(st_dir_entries(st_dir), 0);
@@ -337,7 +340,7 @@ static void test_abort_unnamed(void **state)
         stf__sink_abort(&s); /* idempotent */
         assert_int_equal(st_dir_entries(st_dir), 0);
         assert_null(s.tmp_path);
-        assert_null(s.link_path);
+        assert_null(stf__sink_file_of(&s)); /* the file state is freed */
     }
 }
 
@@ -353,7 +356,7 @@ static void test_publish_fails(void **state)
         stf_err err;
         use_named(named);
         assert_int_equal(stf__sink_open(&s, st_in_dir("out"), &err), 0);
-        assert_int_equal(s.unnamed, !named);
+        assert_int_equal(stf__sink_file_of(&s)->unnamed, !named);
         assert_int_equal(stf__sink_write(&s, "abc", 3, &err), 0);
         assert_int_equal(stf__sink_finish(&s, &err), 0);
         assert_int_equal(stf__sink_publish(&s, &err), STF_EIO);
@@ -576,6 +579,79 @@ static void test_writer_sigkill(void **state)
         }
 }
 
+/* A kind of sink with only the required operations, collecting its
+ * bytes: the dispatch gives every other operation its default. */
+typedef struct bare {
+    char got[64];
+    int aborted;
+} bare;
+
+static int bare_write(stf__sink *s, const void *p, size_t n, stf_err *err)
+{
+    (void)err;
+    bare *b = s->impl;
+    memcpy(b->got + s->off, p, n);
+    s->off += n;
+    return 0;
+}
+
+static int bare_fill(stf__sink *s, uint64_t at, const void *p, size_t n, const char *tensor,
+                     stf_err *err)
+{
+    (void)tensor;
+    (void)err;
+    bare *b = s->impl;
+    memcpy(b->got + at, p, n);
+    return 0;
+}
+
+static void bare_abort(stf__sink *s)
+{
+    bare *b = s->impl;
+    b->aborted++;
+}
+
+static const stf__sink_ops bare_ops = {
+    .kind = "bare", .write = bare_write, .fill = bare_fill, .abort = bare_abort
+};
+
+static void test_bare_kind(void **state)
+{
+    (void)state;
+    bare b = { { 0 }, 0 };
+    stf__sink s;
+    stf_err err;
+    assert_int_equal(stf__sink_init(&s, &bare_ops, &b, "bare", &err), 0);
+    stf__sink_keep_cache(&s); /* no-ops for this kind */
+    stf__sink_scratch(&s);
+    assert_null(stf__sink_check_target(&s));
+    assert_int_equal(stf__sink_write(&s, "ab", 2, &err), 0);
+    /* A copy without copy_fd is read and appended. */
+    write_file(st_in_dir("src"), "xxcdyy");
+    int fd = open(st_in_dir("src"), O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(stf__sink_copy_fd(&s, fd, 2, 2, "src", &err), 0);
+    close(fd);
+    /* A hole only moves the count; extend and seal do nothing. */
+    assert_int_equal(stf__sink_reserve(&s, 3, &err), 0);
+    assert_int_equal(s.off, 7);
+    assert_int_equal(stf__sink_extend(&s, &err), 0);
+    assert_int_equal(stf__sink_seal(&s, &err), 0);
+    assert_int_equal(stf__sink_pwrite(&s, 4, "efg", 3, NULL, &err), 0);
+    assert_memory_equal(b.got, "abcdefg", 7);
+    /* No finish: nothing to flush, but writing has ended. */
+    assert_int_equal(stf__sink_finish(&s, &err), 0);
+    assert_int_equal(stf__sink_pwrite(&s, 0, "z", 1, NULL, &err), STF_EINVAL);
+    assert_string_equal(err.msg, "bare: sink is not open");
+    /* No publish: never published. */
+    assert_int_equal(stf__sink_publish(&s, &err), STF_EINVAL);
+    assert_string_equal(err.msg, "bare: sink is not finished");
+    stf__sink_abort(&s);
+    stf__sink_abort(&s); /* idempotent: the kind's abort runs once */
+    assert_int_equal(b.aborted, 1);
+    assert_null(s.ops);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -592,6 +668,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reserve_pwrite, setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_writer_dir_entries, setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_writer_sigkill, setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_bare_kind, setup, st_dir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

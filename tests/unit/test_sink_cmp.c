@@ -68,7 +68,7 @@ static int run(const char *path, const unsigned char *b, size_t size, size_t ski
     }
     assert_int_equal(stf__sink_finish(&s, NULL), 0);
     assert_int_equal(s.off, size);
-    int same = stf__cmp_identical(s.cmp, s.off);
+    int same = stf__cmp_identical(stf__sink_check_target(&s), s.off);
     stf__sink_abort(&s);
     return same;
 }

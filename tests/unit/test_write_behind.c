@@ -25,6 +25,7 @@
 
 #include "container/container_internal.h"
 #include "io/sink.h"
+#include "io/sink_file.h"
 #include "support/st_tmp.h"
 #include "util/sha256.h"
 
@@ -209,13 +210,13 @@ static void test_error(void **state)
     g_drop_errno = EINVAL;
     for (uint64_t i = 0; i < 10; i++)
         assert_int_equal(stf__sink_pwrite(&s, i * 2 * MIB, buf, 2 * MIB, NULL, &err), 0);
-    assert_int_equal(stf__wb_error(&s.wb, NULL), 0);
+    assert_int_equal(stf__wb_error(&stf__sink_file_of(&s)->wb, NULL), 0);
     g_drop_errno = EIO;
     assert_int_equal(stf__sink_pwrite(&s, 20 * MIB, buf, 2 * MIB, NULL, &err), 0);
     g_drop_errno = ENOSPC;
     assert_int_equal(stf__sink_pwrite(&s, 22 * MIB, buf, 2 * MIB, NULL, &err), 0);
     uint64_t at = 0;
-    assert_int_equal(stf__wb_error(&s.wb, &at), EIO);
+    assert_int_equal(stf__wb_error(&stf__sink_file_of(&s)->wb, &at), EIO);
     assert_int_equal(at, 4 * MIB);
     assert_int_equal(stf__sink_finish(&s, &err), STF_EIO);
     char want[400];
@@ -307,7 +308,7 @@ static void keep_case(int keep)
     assert_int_equal(stf__sink_write(&s, buf, head, &err), 0);
     assert_int_equal(stf__sink_reserve(&s, n, &err), 0);
     assert_int_equal(stf__sink_seal(&s, &err), 0);
-    if (keep) assert_false(s.stage.live);
+    if (keep) assert_false(stf__sink_file_of(&s)->stage.live);
     for (size_t i = 0; i < 10; i++) {
         size_t j = (i * 3) % 10;
         uint64_t at = head + j * 4 * MIB;
