@@ -1,7 +1,7 @@
 /* Tests for lib/container/out_guard.c: what a writer may replace (special
  * files, directories, every spelling of an input file, every shard name a
  * sharded output may take), the re-check at commit, and the output lock;
- * and for lib/io/out_guard.c, the same checks of paths and files given
+ * and for lib/io/path_guard.c, the same checks of paths and files given
  * plain input paths and flags instead of a checkpoint and write options. */
 #define STF_EXPERIMENTAL
 #include <errno.h>
