@@ -8,8 +8,8 @@
  * fsync and the rename. Fills land out of file order (the scales, filled
  * last, sit before the weights), so hashing as they arrive is not an
  * option. A compressed output counts the digits as bytes still to be
- * filled, so the frame that holds them is compressed only once they are
- * in. A comparing writer (stfix verify) makes the header with the value
+ * filled (writer_zstd.c), and its sink compresses the frame that holds
+ * them when the patch puts them in. A comparing writer (stfix verify) makes the header with the value
  * the existing file holds: its tensors are compared byte for byte anyway.
  */
 #include <stdio.h>
@@ -111,8 +111,7 @@ static int patch(stf_writer *w, size_t s, unsigned char *buf, stf_err *err)
         hex[2 * i + 1] = digits[d[i] & 15];
     }
     uint64_t at = w->hash_at[s];
-    if ((rc = stf__sink_patch(sk, at, hex, 64, err))) return rc;
-    return stf__writer_zfilled(w, s, at, 64, err);
+    return stf__sink_patch(sk, at, hex, 64, err);
 }
 
 /* Contract in writer_state.h. */
