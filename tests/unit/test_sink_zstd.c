@@ -159,6 +159,7 @@ static void same_bytes(int grouped, int named)
     assert_non_null(sb);
     assert_int_equal(sn, TOTAL);
     assert_memory_equal(sb, g_file, TOTAL);
+    free(sb);
     /* Every frame with bytes in a hole was compressed when its last fill
      * or the patch returned: junk written over the holes behind the
      * sink's back now is not what the compressed file holds. */
