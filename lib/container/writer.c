@@ -390,7 +390,6 @@ int stf_writer_tensor_id_n(size_t *id, const stf_writer *w, const char *name, si
 void stf_writer_free(stf_writer *w)
 {
     if (!w) return;
-    stf__writer_zfree(w);
     for (size_t i = 0; i < w->nfiles; i++) {
         stf__sink_abort(&w->sinks[i]);
         stf__free(w->finals[i]);

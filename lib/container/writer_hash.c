@@ -8,14 +8,12 @@
  * fsync and the rename. Fills land out of file order (the scales, filled
  * last, sit before the weights), so hashing as they arrive is not an
  * option. A compressed output counts the digits as bytes still to be
- * filled, so the frame that holds them is compressed only once they are
- * in. A comparing writer (stfix verify) makes the header with the value
+ * filled (writer_zstd.c), and its sink compresses the frame that holds
+ * them when the patch puts them in. A comparing writer (stfix verify) makes the header with the value
  * the existing file holds: its tensors are compared byte for byte anyway.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "container/writer_state.h"
 
@@ -87,7 +85,8 @@ void stf__whash_locate(stf_writer *w, size_t shard, const char *hdr, size_t n)
         }
 }
 
-/* Hash the data of shard s and write the digits into its header. */
+/* Hash the data of shard s, read back through its sink, and write the
+ * digits into its header. */
 static int patch(stf_writer *w, size_t s, unsigned char *buf, stf_err *err)
 {
     stf__sink *sk = &w->sinks[s];
@@ -99,17 +98,9 @@ static int patch(stf_writer *w, size_t s, unsigned char *buf, stf_err *err)
     if (stf__sha256_begin(&h)) rc = stf__err(err, STF_ENOMEM, "%s: cannot start SHA-256", path);
     for (uint64_t off = start; !rc && off < end;) {
         size_t want = end - off < CHUNK ? (size_t)(end - off) : CHUNK;
-        ssize_t got = pread(sk->fd, buf, want, (off_t)off);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) {
-            rc = stf__err_rule(err, STF_EIO, "", 1, off,
-                               "%s: cannot read back the output at byte %llu to hash it: %s",
-                               path, (unsigned long long)off,
-                               got < 0 ? strerror(errno) : "end of file");
-            break;
-        }
-        stf__sha256_update(&h, buf, (size_t)got);
-        off += (uint64_t)got;
+        if ((rc = stf__sink_read(sk, off, buf, want, err))) break;
+        stf__sha256_update(&h, buf, want);
+        off += want;
     }
     if (stf__sha256_end(&h, d) && !rc) rc = stf__err(err, STF_ENOMEM, "%s: SHA-256 failed", path);
     if (rc) return rc;
@@ -120,16 +111,7 @@ static int patch(stf_writer *w, size_t s, unsigned char *buf, stf_err *err)
         hex[2 * i + 1] = digits[d[i] & 15];
     }
     uint64_t at = w->hash_at[s];
-    for (size_t done = 0; done < 64;) {
-        ssize_t k = pwrite(sk->fd, hex + done, 64 - done, (off_t)(at + done));
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0)
-            return stf__err_rule(err, STF_EIO, "", 1, at,
-                                 "%s: cannot write %s at byte %llu: %s", path, KEY,
-                                 (unsigned long long)at, k < 0 ? strerror(errno) : "no space");
-        done += (size_t)k;
-    }
-    return stf__writer_zfilled(w, s, at, 64, err);
+    return stf__sink_patch(sk, at, hex, 64, err);
 }
 
 /* Contract in writer_state.h. */

@@ -139,15 +139,12 @@ static int write_shard(stf_writer *w, stf__sink *sk, const char *path, size_t sh
     unsigned char le[8];
     uint64_t hn = hdr.len;
     for (int i = 0; i < 8; i++) le[i] = (unsigned char)(hn >> (8 * i));
-    if ((rc = open_sink(w, sk, path, 8 + hn, info, n, 1, err))) goto done;
+    /* A compressed output's shard goes into a compressing sink; a memory
+     * writer's stays uncompressed. */
     int zlive = w->opts.zstd_level && !w->memory;
-    if (zlive) {
-        /* The temp file of a compressed output is scratch: its frames are
-         * read back as they complete, so fills go through the page cache
-         * (O_DIRECT bytes would be read from the disk), and it is neither
-         * written out early (write-behind) nor fsynced. */
-        stf__sink_scratch(sk);
-    }
+    if ((rc = zlive ? stf__writer_zopen(w, sk, path, err)
+                    : open_sink(w, sk, path, 8 + hn, info, n, 1, err)))
+        goto done;
     if ((rc = stf__sink_write(sk, le, 8, err))) goto done;
     if ((rc = stf__sink_write(sk, hdr.data, hdr.len, err))) goto done;
     for (size_t i = 0; i < n; i++) {
@@ -173,7 +170,7 @@ static int write_shard(stf_writer *w, stf__sink *sk, const char *path, size_t sh
     /* From here on fills may be staged and written with O_DIRECT. */
     if (!rc) rc = stf__sink_seal(sk, err);
     /* The frame plan is fixed now: fills compress frames as they complete. */
-    if (!rc && zlive) rc = stf__writer_zstart(w, sk, shard, tt, n, err);
+    if (!rc && zlive) rc = stf__writer_zlayout(w, sk, shard, tt, n, err);
 done:
     stf__free(hmeta);
     stf__free(info);
@@ -278,7 +275,6 @@ static int group_units(size_t *unit, stf__wtensor *const *wo, size_t n, stf_err 
 /* Abandon the files of a failed prepare or commit: temp files removed. */
 static void drop_files(stf_writer *w)
 {
-    stf__writer_zfree(w);
     for (size_t i = 0; i < w->nfiles; i++) {
         stf__sink_abort(&w->sinks[i]);
         stf__free(w->finals[i]);
@@ -420,10 +416,6 @@ int stf_writer_fill(stf_writer *w, size_t id, uint64_t off, const void *data, si
         return rc;
     }
     atomic_fetch_add(&w->filled[id], (uint64_t)len);
-    if (w->zl && (rc = stf__writer_zfilled(w, t->info.shard, t->file_off + off, len, err))) {
-        atomic_store(&w->fill_failed, 1);
-        return rc;
-    }
     return 0;
 }
 
@@ -500,9 +492,9 @@ int stf_writer_commit(stf_writer *w, stf_err *err)
         goto done;
     }
     if ((rc = stf__whash_finish(w, err))) goto done;
+    /* A compressed output's shards are compressed by their finish. */
     for (size_t s = 0; s < w->nshards; s++)
         if ((rc = stf__sink_finish(&w->sinks[s], err))) goto done;
-    if (w->opts.zstd_level && (rc = stf__writer_compress(w, err))) goto done;
     if ((rc = inputs_unchanged(w, err))) goto done;
     /* The guard again, on the exact names and as late as possible: what is
      * at a final path may have changed since stf_writer_new. */
@@ -515,7 +507,6 @@ int stf_writer_commit(stf_writer *w, stf_err *err)
 done:
     /* Published sinks have no temp file left; the rest are unlinked, and
      * the spools of a compressed output with them. */
-    stf__writer_zfree(w);
     for (size_t s = 0; s < w->nfiles; s++) stf__sink_abort(&w->sinks[s]);
     stf__out_lock_release(&w->lock);
     return rc;

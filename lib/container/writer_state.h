@@ -44,7 +44,6 @@ struct stf_writer {
     stf__sink *sinks;
     char **finals;                 /* final paths, kept after commit */
     _Atomic uint64_t *filled;      /* bytes filled per deferred tensor (add order) */
-    struct stf__zlive **zl;        /* per shard, compressed output only: zstd_live.c */
     atomic_int fill_failed;        /* a fill failed: commit must refuse */
     stf__out_lock lock;            /* held from new until commit or free */
     stf__out_inputs inputs;        /* opts.input's files, for commit's re-check */
@@ -61,22 +60,19 @@ struct stf_writer {
 };
 
 /*
- * Compressed output (writer_zstd.c). stf__writer_zstart, from prepare once
- * shard `s` (tensors tt[0, n), their offsets set) is laid out in sink
- * `sk`: the frame plan and the spool that fills compress into
- * (zstd_live.c). stf__writer_zfilled, from each fill that succeeded.
- * stf__writer_compress, at commit: replace each finished shard sink by a
- * finished sink holding its zstd seekable (or .stz) form; with
- * opts.zstd_verify, each is restored and compared with the uncompressed
- * bytes first. The uncompressed temp files are removed. On failure the
- * sinks left are aborted by the caller. stf__writer_zfree frees the
- * per-shard state (and removes the spools); safe more than once.
+ * Compressed output (writer_zstd.c). stf__writer_zopen opens the
+ * compressing sink `sk` of shard file `path` with the writer's options
+ * (and, with opts.zstd_verify, the restore-and-compare step at its
+ * finish); errors as stf__sink_open_zstd. stf__writer_zlayout, from
+ * prepare once shard `s` (tensors tt[0, n), their offsets set) is laid
+ * out and sealed in `sk`: gives the sink the tensors and the bytes still
+ * to come (deferred tensors, modelspec.hash_sha256's digits), so fills
+ * compress frames as they complete them. STF_ENOMEM, or as
+ * stf__sink_zstd_layout.
  */
-int stf__writer_zstart(stf_writer *w, stf__sink *sk, size_t s, stf__wtensor *const *tt,
-                       size_t n, stf_err *err);
-int stf__writer_zfilled(stf_writer *w, size_t s, uint64_t at, uint64_t len, stf_err *err);
-int stf__writer_compress(stf_writer *w, stf_err *err);
-void stf__writer_zfree(stf_writer *w);
+int stf__writer_zopen(const stf_writer *w, stf__sink *sk, const char *path, stf_err *err);
+int stf__writer_zlayout(const stf_writer *w, stf__sink *sk, size_t s, stf__wtensor *const *tt,
+                        size_t n, stf_err *err);
 
 /*
  * modelspec.hash_sha256 (writer_hash.c). stf__whash_meta, from prepare

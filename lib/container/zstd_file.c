@@ -125,8 +125,7 @@ static int compress_one(stf__sink *sk, job *j, const stf_write_opts *o, stf_err 
     if (!rc && (fd < 0 || fstat(fd, &st) != 0))
         rc = stf__err(err, STF_EIO, "%s: cannot open: %s", j->in, strerror(errno));
     if (!rc) stf__file_stamp_take(&j->stamp, &st);
-    stf__zpack_opts po = { o->zstd_level, o->zstd_grouped,
-                           o->zstd_frame ? o->zstd_frame : STF__ZSTD_FRAME_DEFAULT, o->pool };
+    stf__zpack_opts po = stf__zpack_opts_of(o);
     if (!rc) rc = stf__sink_open(sk, j->out, err);
     if (!rc) rc = stf__zstd_pack(sk, fd, j->in, (uint64_t)st.st_size, sp, ns, &po, err);
     if (!rc) rc = stf__sink_finish(sk, err);

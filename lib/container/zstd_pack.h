@@ -23,6 +23,14 @@ static inline const char *stf__zstd_suffix(const stf_write_opts *o)
     return o->zstd_grouped ? ".stz" : ".zst";
 }
 
+/* The compression options of writer options `o` (zstd_level set), for
+ * the writer's compressing sinks and stfix compress alike. */
+static inline stf__zpack_opts stf__zpack_opts_of(const stf_write_opts *o)
+{
+    return (stf__zpack_opts){ o->zstd_level, o->zstd_grouped,
+                              o->zstd_frame ? o->zstd_frame : STF__ZSTD_FRAME_DEFAULT, o->pool };
+}
+
 /* Receives restored bytes in order; non-zero stops the restore. */
 typedef int (*stf__zout_fn)(void *ud, const void *p, size_t n, stf_err *err);
 

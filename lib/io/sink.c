@@ -3,7 +3,8 @@
  * the kind. It checks the state and the ranges once and turns an
  * operation a kind leaves out into its documented default; it never asks
  * which kind it has. The kinds are sink_file.c (the temp file renamed into
- * place), sink_mem.c (a memory file) and sink_check.c (a comparison).
+ * place), sink_mem.c (a memory file), sink_check.c (a comparison) and
+ * sink_zstd.c (compressed output).
  */
 #include <string.h>
 
@@ -124,6 +125,55 @@ int stf__sink_pwrite(stf__sink *s, uint64_t at, const void *p, size_t n, const c
                              "%s: write at byte %llu exceeds the largest file offset",
                              s->final_path, (unsigned long long)at);
     return s->ops->fill(s, at, p, n, tensor, err);
+}
+
+/* The range [at, at + n) lies within what was written, and the sink is
+ * open; `what` names the operation in the message. */
+static int check_range(const stf__sink *s, uint64_t at, size_t n, const char *what,
+                       stf_err *err)
+{
+    if (!s->ops) return not_open(s, err);
+    if (at > s->off || n > s->off - at)
+        return stf__err_rule(err, STF_EINVAL, "", 1, at,
+                             "%s: %s of %zu bytes at byte %llu is outside its %llu bytes",
+                             s->final_path, what, n, (unsigned long long)at,
+                             (unsigned long long)s->off);
+    return 0;
+}
+
+static int no_descriptor(const stf__sink *s, const char *what, stf_err *err)
+{
+    return stf__err(err, STF_EINVAL, "%s: a %s sink cannot %s", s->final_path, s->ops->kind,
+                    what);
+}
+
+/* Read back what was written (contract in sink.h). */
+int stf__sink_read(stf__sink *s, uint64_t at, void *p, size_t n, stf_err *err)
+{
+    int rc = check_range(s, at, n, "read", err);
+    if (rc) return rc;
+    if (s->ops->read) return s->ops->read(s, at, p, n, err);
+    if (s->fd < 0) return no_descriptor(s, "read back its bytes", err);
+    size_t got;
+    int e = stf__pread_full(s->fd, p, n, at, &got);
+    if (!e && got == n) return 0;
+    return stf__err_rule(err, STF_EIO, "", 1, at + got,
+                         "%s: cannot read back the output at byte %llu: %s", s->final_path,
+                         (unsigned long long)(at + got), e ? strerror(e) : "end of file");
+}
+
+/* Overwrite bytes already written (contract in sink.h). */
+int stf__sink_patch(stf__sink *s, uint64_t at, const void *p, size_t n, stf_err *err)
+{
+    int rc = check_range(s, at, n, "patch", err);
+    if (rc) return rc;
+    if (s->finished) return not_open(s, err);
+    if (s->ops->patch) return s->ops->patch(s, at, p, n, err);
+    if (s->fd < 0) return no_descriptor(s, "overwrite its bytes", err);
+    int e = stf__pwrite_full(s->fd, p, n, at);
+    if (!e) return 0;
+    return stf__err_rule(err, STF_EIO, "", 1, at, "%s: cannot write %zu bytes at byte %llu: %s",
+                         s->final_path, n, (unsigned long long)at, strerror(e));
 }
 
 /* End writing (contract in sink.h). */

@@ -6,8 +6,9 @@
  * killed by SIGKILL leaves it behind; it gets a name only at publish, for
  * the linkat + rename that put it at the target. Elsewhere it is a named
  * ".NAME.stfix-XXXXXX" file. A sink may instead only compare what it is
- * given with an existing file (stf__sink_open_check), or write to memory.
- * Each of these is a backend behind one table of operations
+ * given with an existing file (stf__sink_open_check), write to memory, or
+ * compress what it is given into its output (stf__sink_open_zstd,
+ * zstd_out.h). Each of these is a backend behind one table of operations
  * (stf__sink_ops). Internal to the I/O layer.
  */
 #ifndef STF_IO_SINK_H
@@ -40,9 +41,9 @@ typedef struct stf__sink stf__sink;
 
 /*
  * What a kind of sink does. Each kind is one file of this folder that
- * fills the table (sink_file.c, sink_mem.c, sink_check.c); sink.c is the
- * dispatch every caller uses, which checks the arguments and the state
- * once and never asks which kind it has. `write`, `fill` and `abort` are
+ * fills the table (sink_file.c, sink_mem.c, sink_check.c, sink_zstd.c);
+ * sink.c is the dispatch every caller uses, which checks the arguments and
+ * the state once and never asks which kind it has. `write`, `fill` and `abort` are
  * required; every other entry may be NULL, which means what its comment
  * says. A backend finds its own state in s->impl. A new kind of sink is
  * one more such file and table.
@@ -66,6 +67,14 @@ typedef struct stf__sink_ops {
      * from several threads for disjoint ranges. */
     int (*fill)(stf__sink *s, uint64_t at, const void *p, size_t n, const char *tensor,
                 stf_err *err);
+    /* Read back n bytes at `at` of what was written, a range the
+     * dispatch checked lies within s->off (NULL: pread on s->fd where
+     * there is one, else STF_EINVAL). */
+    int (*read)(stf__sink *s, uint64_t at, void *p, size_t n, stf_err *err);
+    /* Overwrite n bytes at `at`, a range within s->off, once the layout is
+     * sealed and before finish (NULL: pwrite on s->fd where there is one,
+     * else STF_EINVAL). */
+    int (*patch)(stf__sink *s, uint64_t at, const void *p, size_t n, stf_err *err);
     /* End writing; sets s->finished on success (NULL: nothing to flush;
      * the dispatch sets it). */
     int (*finish)(stf__sink *s, stf_err *err);
@@ -235,6 +244,26 @@ int stf__sink_seal(stf__sink *s, stf_err *err);
  */
 int stf__sink_pwrite(stf__sink *s, uint64_t at, const void *p, size_t n,
                      const char *tensor, stf_err *err);
+
+/*
+ * Read back the n bytes at `at` of what was written so far (the writer
+ * hashes a file's data before it is finished). The range must lie within
+ * `off`, else STF_EINVAL naming the output and the byte; a kind without
+ * its own way reads its descriptor, and one with neither (a comparing
+ * sink) refuses with STF_EINVAL. STF_EIO names the output and the byte a
+ * read failed at. Safe from several threads at once.
+ */
+int stf__sink_read(stf__sink *s, uint64_t at, void *p, size_t n, stf_err *err);
+
+/*
+ * Overwrite the n bytes at `at`, which lie within `off`, once the layout
+ * is sealed and before finish (the digits of a hash the header holds,
+ * known only when every byte is in). Unlike stf__sink_pwrite it is not
+ * staged and, for a kind that compresses, counts as the last bytes of
+ * that range. Range and state as stf__sink_read (STF_EINVAL); STF_EIO
+ * names the output and the byte.
+ */
+int stf__sink_patch(stf__sink *s, uint64_t at, const void *p, size_t n, stf_err *err);
 
 /* fsync the temp file and end writing; STF_EINVAL when a staged block
  * still misses fills (fill every deferred byte first); a write-out error write-behind saw

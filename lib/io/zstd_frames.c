@@ -81,7 +81,7 @@ static int make_cuts(cut **out, size_t *ncut, uint64_t total, const stf__zspan *
     return 0;
 }
 
-/* Cut the frames (contract in zstd_pack.h). */
+/* Cut the frames (contract in zstd_frames.h). */
 int stf__zframes_plan(stf__zframe **out, size_t *n, uint64_t total, const stf__zspan *spans,
                       size_t nspans, uint64_t frame, int grouped, stf_err *err)
 {
@@ -136,7 +136,7 @@ size_t stf__stz_group_bound(size_t n)
     return STF__STZ_GROUP_HEADER + 2 * ZSTD_compressBound(n / 2 + 1);
 }
 
-/* Split, compress both halves into dst (contract in zstd_pack.h). */
+/* Split, compress both halves into dst (contract in zstd_frames.h). */
 int stf__stz_group_encode(void *cctx, unsigned char *dst, size_t dcap, size_t *dlen,
                           const unsigned char *src, size_t n, unsigned char *scratch,
                           stf_err *err)
@@ -189,7 +189,7 @@ static int inner(ZSTD_DCtx *dctx, unsigned char *dst, size_t want, const unsigne
     return 0;
 }
 
-/* Check the header, restore the byte order (contract in zstd_pack.h). */
+/* Check the header, restore the byte order (contract in zstd_frames.h). */
 int stf__stz_group_decode(void *dctx, const unsigned char *src, size_t n, unsigned char *dst,
                           size_t dcap, unsigned char *scratch, size_t *dlen, const char *name,
                           uint64_t at, stf_err *err)

@@ -3,9 +3,9 @@
  * FILES). The frame plan is fixed at prepare, from the layout; each frame
  * counts the bytes of deferred tensors it still misses. The fill that
  * brings a frame's count to zero reads the frame back from the
- * uncompressed temp file (the page cache: the writer turns direct I/O off
- * for it) and compresses it on its own thread, a worker of the pool, with
- * the encoder stf__zstd_pack uses. Frames complete out of file order (the
+ * uncompressed temp file (the page cache: the compressing sink,
+ * sink_zstd.c, turns direct I/O off for it) and compresses it on its own
+ * thread, a worker of the pool, with the encoder stf__zstd_pack uses. Frames complete out of file order (the
  * small scale tensors at the front are filled a few rows at a time until
  * the very end), so each compressed frame is appended to a spool, a temp
  * file beside the output, and its place recorded; at commit the frames
@@ -59,7 +59,7 @@ static uint64_t overlap(const stf__zframe *f, uint64_t at, uint64_t len)
     return e > a ? e - a : 0;
 }
 
-/* Plan, count the holes, open the spool (contract in zstd_pack.h). */
+/* Plan, count the holes, open the spool (contract in zstd_out.h). */
 int stf__zlive_new(stf__zlive **out, const char *final, const char *src_path, uint64_t total,
                    const stf__zspan *spans, size_t nspans, const stf__zspan *holes,
                    size_t nholes, const stf__zpack_opts *o, stf_err *err)
@@ -169,7 +169,7 @@ static int compress_frame(stf__zlive *z, size_t i, stf_err *err)
 }
 
 /* Count filled bytes; compress the frames they complete (contract in
- * zstd_pack.h). */
+ * zstd_out.h). */
 int stf__zlive_filled(stf__zlive *z, uint64_t at, uint64_t len, stf_err *err)
 {
     for (size_t i = frame_at(z, at); len && i < z->nf && z->f[i].off < at + len; i++) {
@@ -185,7 +185,7 @@ int stf__zlive_filled(stf__zlive *z, uint64_t at, uint64_t len, stf_err *err)
     return 0;
 }
 
-/* Assemble the compressed file (contract in zstd_pack.h). */
+/* Assemble the compressed file (contract in zstd_out.h). */
 int stf__zlive_finish(stf__zlive *z, stf__sink *dst, stf_err *err)
 {
     /* The encoders of the fills are done with: the packer makes its own. */
@@ -204,7 +204,7 @@ int stf__zlive_src_fd(const stf__zlive *z)
     return z->src_fd;
 }
 
-/* Free (contract in zstd_pack.h). */
+/* Free (contract in zstd_out.h). */
 void stf__zlive_free(stf__zlive *z)
 {
     if (!z) return;

@@ -1,8 +1,10 @@
 /*
  * Compressed output (stfix(1), COMPRESSED FILES): compression on the
- * worker pool into a sink (zstd_pack.c), and the live compression of a
- * file's frames as its fills complete them, into a spool beside the
- * output (zstd_live.c). Internal to the I/O layer and the layers above it.
+ * worker pool into a sink (zstd_pack.c), the live compression of a file's
+ * frames as its fills complete them, into a spool beside the output
+ * (zstd_live.c), and the sink kind that puts the two together, so that a
+ * writer fills a compressed output as any other (sink_zstd.c). Internal
+ * to the I/O layer and the layers above it.
  */
 #ifndef STF_IO_ZSTD_OUT_H
 #define STF_IO_ZSTD_OUT_H
@@ -112,5 +114,38 @@ int stf__zlive_src_fd(const stf__zlive *z);
 
 /* Close the spool (removing it) and free; NULL is a no-op. */
 void stf__zlive_free(stf__zlive *z);
+
+/*
+ * --zstd-verify: restore the compressed temporary `zpath` and compare it
+ * with the `total` bytes of `src_fd`, failing (non-zero, `err` set) when
+ * they differ; `final` names the output. The restoring lives above this
+ * layer (the container's stf__zstd_verify), which hands it in.
+ */
+typedef int (*stf__zverify_fn)(const char *zpath, const char *final, int src_fd, uint64_t total,
+                               stf_err *err);
+
+/*
+ * A compressing sink for `final_path` (sink_zstd.c): its bytes are
+ * written, copied, reserved and filled as for a file sink into a scratch
+ * temporary beside the output (stf__sink_scratch: page cache, no fsync),
+ * and `off` and tmp_path are those of the uncompressed bytes until
+ * finish. stf__sink_zstd_layout, once the layout is sealed, gives it the
+ * file's tensors (`spans`, as for stf__zframes_plan) and the ranges still
+ * to come through fills or patches (`holes`): from then on the fill or
+ * patch that completes a frame compresses it (stf__zlive_filled), and
+ * fails with that frame's error. Finish writes the compressed file (the
+ * bytes of stf__zstd_pack on the uncompressed ones, with options `o`,
+ * whose pool must outlive the sink) into a second temporary, runs
+ * `verify` on it when not NULL, and removes the scratch file; tmp_path
+ * is then the compressed one's, which publish renames into place. Abort
+ * removes every temporary. Reading back and patching reach the
+ * uncompressed bytes. STF_ENOMEM, STF_EIO as stf__sink_open; the layout
+ * fails with STF_EINVAL for any other sink, or a second time, and as
+ * stf__zlive_new.
+ */
+int stf__sink_open_zstd(stf__sink *s, const char *final_path, const stf__zpack_opts *o,
+                        stf__zverify_fn verify, stf_err *err);
+int stf__sink_zstd_layout(stf__sink *s, const stf__zspan *spans, size_t nspans,
+                          const stf__zspan *holes, size_t nholes, stf_err *err);
 
 #endif

@@ -82,7 +82,7 @@ static int write_frames(stf__sink *dst, slot *ws, size_t wk, const stf__zframe *
     return 0;
 }
 
-/* Read and compress one frame (contract in zstd_pack.h). */
+/* Read and compress one frame (contract in zstd_out.h). */
 int stf__zenc_frame(stf__zenc *s, const stf__zpack_opts *o, const stf__zframe *f, int fd,
                     const char *src_name, stf_err *err)
 {
@@ -154,13 +154,13 @@ static void slots_free(slot *s, size_t n)
     stf__free(s);
 }
 
-/* Release encoders (contract in zstd_pack.h). */
+/* Release encoders (contract in zstd_out.h). */
 void stf__zenc_free(stf__zenc *e)
 {
     slots_free(e, 1);
 }
 
-/* One encoder (contract in zstd_pack.h). */
+/* One encoder (contract in zstd_out.h). */
 stf__zenc *stf__zenc_new(const stf__zpack_opts *o)
 {
     return slots_new(1, o);
@@ -214,7 +214,7 @@ static int put_table(stf__sink *dst, const stf__seek_entry *e, size_t n, stf_err
     return rc;
 }
 
-/* Compress src_fd into dst (contract in zstd_pack.h). */
+/* Compress src_fd into dst (contract in zstd_out.h). */
 int stf__zstd_pack(stf__sink *dst, int src_fd, const char *src_name, uint64_t total,
                    const stf__zspan *spans, size_t nspans, const stf__zpack_opts *o,
                    stf_err *err)
@@ -227,7 +227,7 @@ int stf__zstd_pack(stf__sink *dst, int src_fd, const char *src_name, uint64_t to
     return rc;
 }
 
-/* Compress or copy the frames of a plan into dst (contract in zstd_pack.h). */
+/* Compress or copy the frames of a plan into dst (contract in zstd_out.h). */
 int stf__zstd_pack_frames(stf__sink *dst, int src_fd, const char *src_name,
                           const stf__zframe *f, size_t nf, const stf__zspooled *sp,
                           int spool_fd, const stf__zpack_opts *o, stf_err *err)

@@ -3,8 +3,9 @@
  * cleanup on abort, file modes under the umask, copy_file_range with its
  * read/write fallback, and the write hook; then, through the writer, what
  * prepare, free, commit and a SIGKILL part-way leave in the directory; and
- * for lib/io/sink.c, the defaults its dispatch gives a kind of sink that
- * fills only the required operations. */
+ * for lib/io/sink.c, reading back and patching with their range checks,
+ * and the defaults its dispatch gives a kind of sink that fills only the
+ * required operations. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -223,6 +224,65 @@ static void test_reserve_pwrite(void **state)
     assert_int_equal(fread(buf, 1, sizeof buf, f), 11);
     fclose(f);
     assert_memory_equal(buf, "ab123cdWXYZ", 11);
+}
+
+/* Read back and patch: the file's descriptor by default, both schemes;
+ * the range is checked against the bytes written, and a patch needs a
+ * sink that is still writing. */
+static void read_patch_case(int named)
+{
+    stf__sink s;
+    stf_err err;
+    char buf[16] = { 0 }, want[400];
+    use_named(named);
+    assert_int_equal(stf__sink_open(&s, st_in_dir("out"), &err), 0);
+    assert_int_equal(stf__sink_write(&s, "hello ", 6, &err), 0);
+    assert_int_equal(stf__sink_reserve(&s, 5, &err), 0);
+    assert_int_equal(stf__sink_extend(&s, &err), 0);
+    assert_int_equal(stf__sink_seal(&s, &err), 0);
+    assert_int_equal(stf__sink_pwrite(&s, 6, "world", 5, "t", &err), 0);
+    assert_int_equal(stf__sink_read(&s, 4, buf, 7, &err), 0);
+    assert_memory_equal(buf, "o world", 7);
+    assert_int_equal(stf__sink_patch(&s, 0, "HE", 2, &err), 0);
+    assert_int_equal(stf__sink_patch(&s, 9, "LD", 2, &err), 0); /* up to the last byte */
+    assert_int_equal(stf__sink_read(&s, 0, buf, 11, &err), 0);
+    assert_memory_equal(buf, "HEllo worLD", 11);
+    assert_int_equal(s.off, 11); /* a patch moves nothing */
+    assert_int_equal(stf__sink_read(&s, 8, buf, 4, &err), STF_EINVAL);
+    snprintf(want, sizeof want, "%s: read of 4 bytes at byte 8 is outside its 11 bytes",
+             st_in_dir("out"));
+    assert_string_equal(err.msg, want);
+    assert_int_equal(err.offset, 8);
+    assert_int_equal(stf__sink_patch(&s, 12, "x", 0, &err), STF_EINVAL);
+    snprintf(want, sizeof want, "%s: patch of 0 bytes at byte 12 is outside its 11 bytes",
+             st_in_dir("out"));
+    assert_string_equal(err.msg, want);
+    assert_int_equal(stf__sink_patch(&s, UINT64_MAX, "x", 1, &err), STF_EINVAL);
+    assert_int_equal(stf__sink_read(&s, 11, buf, 0, &err), 0); /* empty, at the end */
+    assert_int_equal(stf__sink_finish(&s, &err), 0);
+    assert_int_equal(stf__sink_patch(&s, 0, "x", 1, &err), STF_EINVAL); /* finished */
+    snprintf(want, sizeof want, "%s: sink is not open", st_in_dir("out"));
+    assert_string_equal(err.msg, want);
+    assert_int_equal(stf__sink_publish(&s, &err), 0);
+    stf__sink_abort(&s);
+    assert_int_equal(stf__sink_read(&s, 0, buf, 1, &err), STF_EINVAL); /* closed */
+    memset(buf, 0, sizeof buf);
+    FILE *f = fopen(st_in_dir("out"), "rb");
+    assert_int_equal(fread(buf, 1, sizeof buf, f), 11);
+    fclose(f);
+    assert_memory_equal(buf, "HEllo worLD", 11);
+}
+
+static void test_read_patch(void **state)
+{
+    (void)state;
+    read_patch_case(0);
+}
+
+static void test_read_patch_named(void **state)
+{
+    (void)state;
+    read_patch_case(1);
 }
 
 static mode_t mode_of(const char *path)
@@ -639,6 +699,15 @@ static void test_bare_kind(void **state)
     assert_int_equal(stf__sink_seal(&s, &err), 0);
     assert_int_equal(stf__sink_pwrite(&s, 4, "efg", 3, NULL, &err), 0);
     assert_memory_equal(b.got, "abcdefg", 7);
+    /* No read or patch and no descriptor: both refused, the bytes kept. */
+    char back[4];
+    assert_int_equal(stf__sink_read(&s, 0, back, 2, &err), STF_EINVAL);
+    assert_string_equal(err.msg, "bare: a bare sink cannot read back its bytes");
+    assert_int_equal(stf__sink_patch(&s, 0, "AB", 2, &err), STF_EINVAL);
+    assert_string_equal(err.msg, "bare: a bare sink cannot overwrite its bytes");
+    assert_int_equal(stf__sink_read(&s, 6, back, 2, &err), STF_EINVAL); /* range first */
+    assert_string_equal(err.msg, "bare: read of 2 bytes at byte 6 is outside its 7 bytes");
+    assert_memory_equal(b.got, "abcdefg", 7);
     /* No finish: nothing to flush, but writing has ended. */
     assert_int_equal(stf__sink_finish(&s, &err), 0);
     assert_int_equal(stf__sink_pwrite(&s, 0, "z", 1, NULL, &err), STF_EINVAL);
@@ -666,6 +735,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hook, setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_no_dir, setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_reserve_pwrite, setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_read_patch, setup, st_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_read_patch_named, setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_writer_dir_entries, setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_writer_sigkill, setup, st_dir_teardown),
         cmocka_unit_test_setup_teardown(test_bare_kind, setup, st_dir_teardown),
