@@ -232,3 +232,26 @@ if t_lighttpd T "$S" https; then
 else
     t_notok "https: lighttpd with TLS did not start"
 fi
+
+# ---- Hostile header lengths over the network ----
+# The 8-byte length is judged from the first answer, before any read of the
+# header it claims: a length past the limit (2^40 bytes) is S2, one past the
+# end of a 109-byte file (90 MB) is S3, each exit 2 under the address-space
+# cap, with one request of the file's own bytes, as -v and lighttpd count
+# them.
+python3 -c 'import struct, sys
+open(sys.argv[1], "wb").write(struct.pack("<Q", 1 << 40) + b"{" + b" " * 4087)
+open(sys.argv[2], "wb").write(struct.pack("<Q", 90000000) + b"{" + b" " * 100)' \
+    "$S/claims_2t.safetensors" "$S/claims_90m.safetensors"
+t_run "header of 2^40 bytes" 2 t_capped "$STFIX" check -v "$L_URL/claims_2t.safetensors"
+t_stderr_is "header of 2^40 bytes" "stfix: check: $L_URL/claims_2t.safetensors: S2 HeaderTooLarge (byte 0): header length 1099511627776 exceeds 100000000
+stfix: check: 4096 bytes in 1 request(s) over the network in all"
+t_log_lines L claims_2t.safetensors
+printf 'GET /claims_2t.safetensors HTTP/1.1 206 4096 bytes=0-65535\n' >"$T_TMP/want"
+t_true "header of 2^40 bytes: one request of 4096 bytes" cmp "$T_TMP/lines" "$T_TMP/want"
+t_run "header of 90 MB in 109 bytes" 2 t_capped "$STFIX" check -v "$L_URL/claims_90m.safetensors"
+t_stderr_is "header of 90 MB in 109 bytes" "stfix: check: $L_URL/claims_90m.safetensors: S3 InvalidHeaderLength (byte 0): header length 90000000 runs past the end of the 109-byte file
+stfix: check: 109 bytes in 1 request(s) over the network in all"
+t_log_lines L claims_90m.safetensors
+printf 'GET /claims_90m.safetensors HTTP/1.1 206 109 bytes=0-65535\n' >"$T_TMP/want"
+t_true "header of 90 MB in 109 bytes: one request of 109 bytes" cmp "$T_TMP/lines" "$T_TMP/want"
