@@ -476,10 +476,6 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
     *out = NULL;
     if (!it || !out_path || !rcp || !o) return stf__err(err, STF_EINVAL, "batch: NULL argument");
     double t0 = now();
-    /* The run's requests are made on this thread (the helpers only hash
-     * local files), so its counters hold what this checkpoint cost. */
-    uint64_t nb0, nr0;
-    stf_net_stats_thread(&nb0, &nr0);
     stf_batch_result *r = stf__calloc(1, sizeof *r);
     stf_ckpt *c = NULL;
     stf_check_report *cr = NULL;
@@ -581,12 +577,9 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
     }
 finish:
     r->seconds = now() - t0;
-    if (stf_net_is_remote(it->input)) {
-        stf_net_stats_thread(&r->net_bytes, &r->net_requests);
-        r->net_bytes -= nb0;
-        r->net_requests -= nr0;
-        r->remote = r->net_requests != 0;
-    }
+    /* Opened, checked, planned and run on this thread (the helpers only
+     * hash local files): what the checkpoint cost, as check counts it. */
+    r->remote = stf_ckpt_network(c, &r->net_bytes, &r->net_requests);
     r->pending = 1;
     if (!o->defer_output_hash) rc = stf_batch_result_complete(r, NULL);
 done:
