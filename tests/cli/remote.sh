@@ -325,3 +325,26 @@ t_true "batch --json URLs: no member in the local input's line" \
 t_run "batch --json local" 0 "$STFIX" batch --json -q -o "$T_TMP/jb2" fixtures/comfy/healthy_fp8.safetensors
 t_true "batch --json local: no network member" \
     sh -c "! grep -q network '$T_OUT' '$T_TMP/jb2/stfix-report.jsonl'"
+
+# A repair of a 17 MB export reads on other threads than the caller's too
+# (-j 2), and how far its reads run ahead varies from run to run: each
+# member holds every request lighttpd saw for its file, whatever thread
+# made it.
+python3 tests/gen/gen_quant_ckpt.py sylvester "$S/j_syl1.safetensors" 16MiB 256 >/dev/null
+cp "$S/j_syl1.safetensors" "$S/j_syl2.safetensors"
+log_sums() { # log_sums FILE: "BYTES REQUESTS" of lighttpd's lines for FILE
+    t_log_lines L "$1"
+    echo "$(awk '{ n += $5 } END { print n }' "$T_TMP/lines") $(wc -l <"$T_TMP/lines")"
+}
+t_run "batch --json, a repair on 2 threads" 0 "$STFIX" batch --json -q -j 2 -o "$T_TMP/jb3" \
+    "$L_URL/j_syl1.safetensors"
+set -- $(log_sums j_syl1.safetensors)
+t_true "batch --json, a repair on 2 threads: the summary's member" \
+    test "$(tail -n 1 "$T_OUT")" = " \"failed\": [], \"network\": {\"bytes\": $1, \"requests\": $2}}"
+t_true "batch --json, a repair on 2 threads: the line's member" \
+    grep -q "\"status\":\"fixed\",.*,\"network\":{\"bytes\":$1,\"requests\":$2}}\$" "$T_TMP/jb3/stfix-report.jsonl"
+t_run "fix --json, a repair on 2 threads" 0 "$STFIX" fix --json -j 2 "$L_URL/j_syl2.safetensors" \
+    -r sglang-repair -o "$T_TMP/j_syl2.safetensors"
+set -- $(log_sums j_syl2.safetensors)
+t_true "fix --json, a repair on 2 threads: the member" \
+    test "$(tail -n 1 "$T_OUT")" = " \"metrics\": [], \"network\": {\"bytes\": $1, \"requests\": $2}}"
