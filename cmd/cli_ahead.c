@@ -7,7 +7,7 @@
  * calls run on the threads: nothing is printed there. At most `width`
  * inputs are open and not yet taken at any time.
  */
-/* Uses the experimental stf_ckpt_network (stfix/experimental.h). */
+/* Uses the experimental stf_net_stats_thread (stfix/experimental.h). */
 #define STF_EXPERIMENTAL
 #include <pthread.h>
 #include <stdlib.h>
@@ -43,11 +43,14 @@ static void run_one(cli_ahead *a, int k)
     stf_open_opts oo;
     stf_open_opts_init(&oo);
     oo.spool_dir = a->spool;
+    uint64_t b0, r0, b1, r1;
+    stf_net_stats_thread(&b0, &r0);
     stf_err_clear(&s->err);
     s->rc = stf_ckpt_open(&s->c, a->files[k], &oo, &s->err);
     if (!s->rc) s->rc = stf_check_run(&s->r, s->c, &a->o, &s->err);
-    /* Opened and checked on this thread: what its open and check cost. */
-    stf_ckpt_network(s->c, &s->bytes, &s->requests);
+    stf_net_stats_thread(&b1, &r1);
+    s->bytes = b1 - b0;
+    s->requests = r1 - r0;
 }
 
 static void *worker(void *ud)

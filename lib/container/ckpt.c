@@ -339,8 +339,8 @@ int stf_ckpt_prefetch(const stf_ckpt *c, const size_t *idx, size_t n, stf_err *e
 int stf_ckpt_network(const stf_ckpt *c, uint64_t *bytes, uint64_t *requests)
 {
     uint64_t b = 0, r = 0;
-    if (c && c->remote && pthread_equal(c->opener, pthread_self())) {
-        stf_net_stats_thread(&b, &r);
+    if (c && c->remote) {
+        stf_net_stats(&b, &r);
         b -= c->net_bytes0;
         r -= c->net_requests0;
     }

@@ -7,8 +7,6 @@
 #ifndef STF_CONTAINER_CKPT_INTERNAL_H
 #define STF_CONTAINER_CKPT_INTERNAL_H
 
-#include <pthread.h>
-
 #include "container/container_internal.h"
 #include "container/index.h"
 
@@ -27,10 +25,9 @@ struct stf_ckpt {
     size_t ntensors;
     size_t *by_name;        /* permutation of tensors, sorted by name bytes */
     stf__findings findings;
-    /* Opened by a remote name: the opening thread, and its network
-     * counters (stf_net_stats_thread) when the open began. */
+    /* Opened by a remote name: the process's network counters
+     * (stf_net_stats) when the open began. */
     int remote;
-    pthread_t opener;
     uint64_t net_bytes0, net_requests0;
 };
 

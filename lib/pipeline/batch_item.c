@@ -476,10 +476,6 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
     *out = NULL;
     if (!it || !out_path || !rcp || !o) return stf__err(err, STF_EINVAL, "batch: NULL argument");
     double t0 = now();
-    /* The run reads on the pool's threads too: the process's counters,
-     * exact while a batch runs one checkpoint at a time. */
-    uint64_t nb0, nr0;
-    stf_net_stats(&nb0, &nr0);
     stf_batch_result *r = stf__calloc(1, sizeof *r);
     stf_ckpt *c = NULL;
     stf_check_report *cr = NULL;
@@ -581,12 +577,8 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
     }
 finish:
     r->seconds = now() - t0;
-    if (stf_net_is_remote(it->input)) {
-        stf_net_stats(&r->net_bytes, &r->net_requests);
-        r->net_bytes -= nb0;
-        r->net_requests -= nr0;
-        r->remote = r->net_requests != 0;
-    }
+    /* The checkpoint's alone: a batch runs one at a time. */
+    r->remote = stf_ckpt_network(c, &r->net_bytes, &r->net_requests);
     r->pending = 1;
     if (!o->defer_output_hash) rc = stf_batch_result_complete(r, NULL);
 done:

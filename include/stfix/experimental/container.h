@@ -174,12 +174,13 @@ int stf_ckpt_prefetch(const stf_ckpt *c, const size_t *idx, size_t n, stf_err *e
 /*
  * What crossed the network for c, opened by stf_ckpt_open from a remote
  * name: the response bytes received (*bytes) and the requests made
- * (*requests; either pointer may be NULL) by the calling thread since the
- * open began, its own requests and those of every read since (a check's,
- * a run's): the figures of the "network" member of `stfix check --json`
- * (stf_check_report_json_net). Returns 1 when it made any request; 0, both
- * figures 0, for a local or in-memory checkpoint, and when called on a
- * thread other than the one that opened c, whose counters do not hold them.
+ * (*requests; either pointer may be NULL) by the process since the open
+ * began, its own requests and those of every read since on any thread (a
+ * check's, its probes', a run's): the figures of the "network" member of
+ * `stfix check --json` (stf_check_report_json_net). They are c's alone
+ * while nothing else reads over the network meanwhile; inputs read at once
+ * count each on its own thread (stf_net_stats_thread). Returns 1 when any
+ * request was made; 0, both figures 0, for a local or in-memory checkpoint.
  */
 STF_EXPERIMENTAL_API
 int stf_ckpt_network(const stf_ckpt *c, uint64_t *bytes, uint64_t *requests);

@@ -202,10 +202,10 @@ stf_batch_status stf_batch_result_status(const stf_batch_result *r);
  * "actions": [NAME...]}] for the layers the plan changes), "bytes_read",
  * "bytes_written" (sizes of the files read and written) and "seconds";
  * for an input read over the network, "network" ({"bytes", "requests"}:
- * what the process received and asked for while the checkpoint ran, its
- * pool's threads included, as stf_batch_result_network gives them) last,
- * when it made any request: the figures of the checkpoint alone, as a
- * batch runs one at a time. A URL input is never hashed: its sha256
+ * stf_ckpt_network's figures from the checkpoint's open to the end of its
+ * run, its pool's threads included, as stf_batch_result_network gives
+ * them) last, when it made any request: the checkpoint's alone, as a batch
+ * runs one at a time. A URL input is never hashed: its sha256
  * and autov2 are null.
  */
 STF_EXPERIMENTAL_API
