@@ -4,6 +4,7 @@ files on a loopback port (skipped where lighttpd is not installed, as tests/cli/
 is)."""
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -27,8 +28,9 @@ def _free_port():
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    """(base URL, served directory): lighttpd serving a copy of fixtures/demo and
-    fixtures/comfy, and an export whose header ends past the first 64 KiB."""
+    """(base URL, served directory, the long export's offsets, lighttpd's process and
+    access log): lighttpd serving a copy of fixtures/demo and fixtures/comfy, an export
+    whose header ends past the first 64 KiB, and a 17 MB sylvester export."""
     if not LIGHTTPD:
         pytest.skip("lighttpd is not installed (make deps installs it)")
     root = tmp_path_factory.mktemp("srv")
@@ -37,12 +39,17 @@ def served(tmp_path_factory):
     ends = subprocess.run(["python3", "tests/gen/gen_remote_export.py",
                            str(root / "long.safetensors"), "200", "8", "256", "65544"],
                           check=True, capture_output=True, text=True).stdout.split()
+    subprocess.run(["python3", "tests/gen/gen_quant_ckpt.py", "sylvester",
+                    str(root / "syl.safetensors"), "16MiB", "256"], check=True,
+                   capture_output=True)
     port = _free_port()
     conf = root / "lighttpd.conf"
     conf.write_text('server.document-root = "%s"\nserver.bind = "127.0.0.1"\n'
                     "server.port = %d\nserver.errorlog = \"%s\"\n"
+                    'server.modules = ("mod_accesslog")\n'
+                    'accesslog.filename = "%s"\naccesslog.format = "%%r %%s %%b"\n'
                     'mimetype.assign = ("" => "application/octet-stream")\n'
-                    % (root, port, root / "err.log"))
+                    % (root, port, root / "err.log", root / "access.log"))
     proc = subprocess.Popen([LIGHTTPD, "-D", "-f", str(conf)])
     try:
         for _ in range(200):
@@ -53,7 +60,8 @@ def served(tmp_path_factory):
                 time.sleep(0.05)
         else:
             pytest.fail("lighttpd did not start")
-        yield "http://127.0.0.1:%d" % port, root, [int(x) for x in ends]
+        yield ("http://127.0.0.1:%d" % port, root, [int(x) for x in ends], proc,
+               root / "access.log")
     finally:
         proc.terminate()
         proc.wait()
@@ -67,7 +75,7 @@ def cli_json(url):
 
 def test_to_json_of_url_equals_cli(served):
     # The demo (44841 bytes) is one request of the first 64 KiB.
-    base, root, _ = served
+    base, root = served[:2]
     url = base + "/demo/demo.safetensors"
     size = os.path.getsize(root / "demo" / "demo.safetensors")
     doc = stfix.check(url).to_json()
@@ -78,7 +86,7 @@ def test_to_json_of_url_equals_cli(served):
 def test_to_json_of_url_counts_every_request(served):
     # A header 8 bytes past the first 64 KiB takes a second request for them, and
     # the markers, together at the end, a third.
-    base, _, (hdr_end, mk_begin, mk_end) = served
+    base, _, (hdr_end, mk_begin, mk_end) = served[:3]
     url = base + "/long.safetensors"
     r = stfix.check(url)
     doc = r.to_json()
@@ -91,7 +99,7 @@ def test_to_json_of_url_counts_every_request(served):
 
 def test_to_json_of_index_url_and_local_file(served):
     # An index and its two shards: three requests; a local file: no member.
-    base, root, _ = served
+    base, root = served[:2]
     index = "comfy/healthy_sharded.safetensors.index.json"
     url = base + "/" + index
     total = sum(os.path.getsize(root / "comfy" / f) for f in (
@@ -104,3 +112,26 @@ def test_to_json_of_index_url_and_local_file(served):
     local = stfix.check("fixtures/" + index).to_json()
     assert '"network"' not in local
     assert local == cli_json("fixtures/" + index)
+
+
+def logged(proc, log, path):
+    """(bytes, requests) lighttpd's access log holds for /path, once the requests ended:
+    SIGHUP writes out its buffer; wait (at most 10 s) for a line of path to land."""
+    proc.send_signal(signal.SIGHUP)
+    for _ in range(200):
+        text = log.read_text() if log.exists() else ""
+        lines = [ln for ln in text.splitlines() if ln.startswith("GET /%s " % path)]
+        if lines and text.endswith("\n"):
+            return sum(int(ln.split()[-1]) for ln in lines), len(lines)
+        time.sleep(0.05)
+    pytest.fail("no request of /%s in lighttpd's log" % path)
+
+
+def test_numeric_check_counts_the_pools_requests(served):
+    # The probes read the weights on the pool's two threads: every request lighttpd
+    # logged for the file is in the member, whichever thread made it.
+    base, _, _, proc, log = served
+    doc = stfix.check(base + "/syl.safetensors", numeric=True, jobs=2).to_json()
+    got, n = logged(proc, log, "syl.safetensors")
+    assert n > 3
+    assert doc.endswith(', "network": {"bytes": %d, "requests": %d}}\n' % (got, n))
