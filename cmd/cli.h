@@ -597,10 +597,12 @@ typedef struct cli_batch_summary {
     int exit;                    /* the batch's exit status */
     const cli_batch_failure *failed;
     size_t nfailed;
+    int remote;                  /* some line carries "network": the sums */
+    uint64_t net_bytes, net_requests;
 } cli_batch_summary;
 /* batch: {"checkpoints", "resumed", "status": {"fixed", "compliant",
  * "failed", "skipped"}, "bytes_read", "bytes_written", "report", "exit",
- * "failed": [{"input", "error"}]}. */
+ * "failed": [{"input", "error"}]}, and "network" when remote. */
 int cli_json_batch(FILE *o, const cli_batch_summary *s);
 
 /* cli_json_rules.c: the --json documents of `stfix rules` (stfix(1), JSON
@@ -714,6 +716,13 @@ int cli_net_report(const char *verb, const char *input, uint64_t *bytes, uint64_
 void cli_net_run_total(const char *verb);
 /* The same for a document made with cli_j_*: the member added to doc. */
 void cli_net_json(const char *verb, const char *input, cJSON *doc);
+/* The same for a document about two inputs (diff), when either is remote:
+ * what crossed the network for both, -v's line naming the remote ones
+ * ("A and B: ..." when both are). */
+void cli_net_json_pair(const char *verb, const char *a, const char *b, cJSON *doc);
+/* The member {"bytes": N, "requests": M} added to doc as it is given
+ * (batch's total of its checkpoints' figures). */
+void cli_net_json_total(cJSON *doc, uint64_t bytes, uint64_t requests);
 /*
  * EXIT_USAGE, with its message ("WHAT 'PATH' is a URL: ..."), when a path
  * to be written is a URL; -1 to go on.

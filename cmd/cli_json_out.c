@@ -148,6 +148,7 @@ int cli_json_rewrite(FILE *o, const char *in, const char *out, size_t tensors,
     }
     cli_j_add(doc, "zstd", z ? z : cli_j_null(), 0);
     cli_j_add(doc, "files", files_at(out), CLI_J_BREAK);
+    cli_net_json("rewrite", in, doc);
     return cli_json_print(o, doc);
 }
 
@@ -221,5 +222,6 @@ int cli_json_batch(FILE *o, const cli_batch_summary *s)
         cli_j_push(failed, f);
     }
     cli_j_add(doc, "failed", failed, CLI_J_BREAK);
+    if (s->remote) cli_net_json_total(doc, s->net_bytes, s->net_requests);
     return cli_json_print(o, doc);
 }

@@ -130,27 +130,62 @@ int cli_net_since(uint64_t *bytes, uint64_t *requests)
     return *requests != 0;
 }
 
-/* -v's line and the JSON member for one input; see cli.h. */
-int cli_net_report(const char *verb, const char *input, uint64_t *bytes, uint64_t *requests)
+/* -v's line naming `label` and the figures since the last report, when
+ * `remote`; 0 and nothing said otherwise. */
+static int net_report(const char *verb, const char *label, int remote, uint64_t *bytes,
+                      uint64_t *requests)
 {
     uint64_t b, r;
-    if (!stf_net_is_remote(input) || !cli_net_since(&b, &r)) return 0;
-    cli_infof(verb, "%s: %llu bytes in %llu request(s) over the network", input,
+    if (!remote || !cli_net_since(&b, &r)) return 0;
+    cli_infof(verb, "%s: %llu bytes in %llu request(s) over the network", label,
               (unsigned long long)b, (unsigned long long)r);
     if (bytes) *bytes = b;
     if (requests) *requests = r;
     return 1;
 }
 
-/* See cli.h. */
-void cli_net_json(const char *verb, const char *input, cJSON *doc)
+/* -v's line and the JSON member for one input; see cli.h. */
+int cli_net_report(const char *verb, const char *input, uint64_t *bytes, uint64_t *requests)
 {
-    uint64_t b, r;
-    if (!cli_net_report(verb, input, &b, &r)) return;
+    return net_report(verb, input, stf_net_is_remote(input), bytes, requests);
+}
+
+static void net_member(cJSON *doc, uint64_t b, uint64_t r)
+{
     cJSON *n = cli_j_object(0);
     cli_j_add(n, "bytes", cli_j_u64(b), 0);
     cli_j_add(n, "requests", cli_j_u64(r), 0);
     cli_j_add(doc, "network", n, 0);
+}
+
+/* See cli.h. */
+void cli_net_json(const char *verb, const char *input, cJSON *doc)
+{
+    uint64_t b, r;
+    if (cli_net_report(verb, input, &b, &r)) net_member(doc, b, r);
+}
+
+/* See cli.h. */
+void cli_net_json_pair(const char *verb, const char *a, const char *b, cJSON *doc)
+{
+    int ra = stf_net_is_remote(a), rb = stf_net_is_remote(b);
+    uint64_t nb, nr;
+    if (ra && rb) {
+        size_t n = strlen(a) + strlen(b) + 6;
+        char *label = malloc(n);
+        if (label) snprintf(label, n, "%s and %s", a, b);
+        int said = net_report(verb, label ? label : a, 1, &nb, &nr);
+        free(label);
+        if (said) net_member(doc, nb, nr);
+    } else if (net_report(verb, ra ? a : b, ra || rb, &nb, &nr)) {
+        net_member(doc, nb, nr);
+    }
+}
+
+/* See cli.h. */
+void cli_net_json_total(cJSON *doc, uint64_t bytes, uint64_t requests)
+{
+    net_member(doc, bytes, requests);
 }
 
 /* The run's remainder; see cli.h. */

@@ -57,6 +57,8 @@ typedef struct line {
     int has;
     char *err; /* failed: "RULE: message" */
     unsigned long long rd, wr;
+    int remote; /* read over the network: net_bytes, net_requests */
+    uint64_t net_bytes, net_requests;
     double seconds;
 } line;
 
@@ -216,6 +218,7 @@ static void line_from_result(line *l, const stf_batch_result *r)
     l->rd = stf_batch_result_bytes_read(r);
     l->wr = stf_batch_result_bytes_written(r);
     l->seconds = stf_batch_result_seconds(r);
+    l->remote = stf_batch_result_network(r, &l->net_bytes, &l->net_requests);
     const stf_err *e = stf_batch_result_error(r);
     if (e) {
         size_t n = strlen(e->msg) + 16;
@@ -270,6 +273,9 @@ static int json_summary(const stf_batch_list *items, const line *lines, size_t k
         s.count[lines[i].status]++;
         s.bytes_read += lines[i].rd;
         s.bytes_written += lines[i].wr;
+        s.remote |= lines[i].remote;
+        s.net_bytes += lines[i].net_bytes;
+        s.net_requests += lines[i].net_requests;
         if (lines[i].status == STF_BATCH_FAILED)
             f[s.nfailed++] = (cli_batch_failure){ items->v[i].input, lines[i].err };
     }

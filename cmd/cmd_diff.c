@@ -214,6 +214,7 @@ static int print_json(FILE *o, const char *pa, const char *pb, const stf_diff *d
     cli_j_add(sum, "markers", cli_j_u64(stf_diff_marker_count(d)), 0);
     cli_j_add(sum, "metadata", cli_j_u64(stf_diff_meta_count(d)), 0);
     cli_j_add(doc, "summary", sum, CLI_J_BREAK);
+    cli_net_json_pair("diff", pa, pb, doc);
     return cli_json_print(o, doc);
 }
 

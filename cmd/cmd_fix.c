@@ -352,6 +352,7 @@ static int print_json(FILE *o, const fix_args *a, const char *out, const stf_rec
         cli_j_push(metrics, x);
     }
     cli_j_add(doc, "metrics", metrics, CLI_J_BREAK);
+    cli_net_json("fix", a->in, doc);
     return cli_json_print(o, doc);
 }
 

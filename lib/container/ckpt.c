@@ -334,3 +334,17 @@ int stf_ckpt_prefetch(const stf_ckpt *c, const size_t *idx, size_t n, stf_err *e
     stf__free(r);
     return rc;
 }
+
+/* What crossed the network for c; see container.h. */
+int stf_ckpt_network(const stf_ckpt *c, uint64_t *bytes, uint64_t *requests)
+{
+    uint64_t b = 0, r = 0;
+    if (c && c->remote) {
+        stf_net_stats(&b, &r);
+        b -= c->net_bytes0;
+        r -= c->net_requests0;
+    }
+    if (bytes) *bytes = b;
+    if (requests) *requests = r;
+    return r != 0;
+}

@@ -327,6 +327,8 @@ int stf_ckpt_open(stf_ckpt **out, const char *path, const stf_open_opts *opts, s
     opts = &cur;
     c = ckpt_new();
     if (!c) return oom(err, path);
+    if ((c->remote = stf_net_is_remote(path)) != 0)
+        stf_net_stats(&c->net_bytes0, &c->net_requests0);
     static const ckpt_files by_name = {NULL, NULL};
     stf__source *src = NULL;
     int rc = stf__source_open_name(&src, path, NULL, NULL, err);

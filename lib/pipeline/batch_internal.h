@@ -50,6 +50,8 @@ struct stf_batch_result {
     int failed;               /* err holds the failure */
     stf_err err;
     uint64_t bytes_read, bytes_written;
+    int remote;               /* read over the network, with at least one request */
+    uint64_t net_bytes, net_requests;
     double seconds;
     char *line;               /* the report line (batch_line.c) */
     int pending;              /* outputs not hashed, no line yet */

@@ -72,6 +72,15 @@ uint64_t stf_batch_result_bytes_written(const stf_batch_result *r)
 }
 double stf_batch_result_seconds(const stf_batch_result *r) { return r ? r->seconds : 0; }
 
+/* What crossed the network (contract in stfix/experimental/pipeline.h). */
+int stf_batch_result_network(const stf_batch_result *r, uint64_t *bytes, uint64_t *requests)
+{
+    int remote = r && r->remote;
+    if (bytes) *bytes = remote ? r->net_bytes : 0;
+    if (requests) *requests = remote ? r->net_requests : 0;
+    return remote;
+}
+
 static double now(void)
 {
     struct timespec ts;
@@ -568,6 +577,8 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
     }
 finish:
     r->seconds = now() - t0;
+    /* The checkpoint's alone: a batch runs one at a time. */
+    r->remote = stf_ckpt_network(c, &r->net_bytes, &r->net_requests);
     r->pending = 1;
     if (!o->defer_output_hash) rc = stf_batch_result_complete(r, NULL);
 done:

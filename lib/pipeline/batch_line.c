@@ -127,6 +127,14 @@ int stf__batch_line_make(stf_batch_result *r)
         char sec[32];
         snprintf(sec, sizeof sec, "%.3f", r->seconds < 0 ? 0 : r->seconds);
         bad |= !cJSON_AddRawToObject(o, "seconds", sec);
+        if (r->remote) {
+            cJSON *n = cJSON_CreateObject();
+            bad |= add(o, "network", n);
+            if (n) {
+                bad |= add_u64(n, "bytes", r->net_bytes);
+                bad |= add_u64(n, "requests", r->net_requests);
+            }
+        }
     }
     char *text = bad ? NULL : cJSON_PrintUnformatted(o);
     cJSON_Delete(o);

@@ -232,3 +232,119 @@ if t_lighttpd T "$S" https; then
 else
     t_notok "https: lighttpd with TLS did not start"
 fi
+
+# ---- Hostile header lengths over the network ----
+# The 8-byte length is judged from the first answer, before any read of the
+# header it claims: a length past the limit (2^40 bytes) is S2, one past the
+# end of a 109-byte file (90 MB) is S3, each exit 2 under the address-space
+# cap, with one request of the file's own bytes, as -v and lighttpd count
+# them.
+python3 -c 'import struct, sys
+open(sys.argv[1], "wb").write(struct.pack("<Q", 1 << 40) + b"{" + b" " * 4087)
+open(sys.argv[2], "wb").write(struct.pack("<Q", 90000000) + b"{" + b" " * 100)' \
+    "$S/claims_2t.safetensors" "$S/claims_90m.safetensors"
+t_run "header of 2^40 bytes" 2 t_capped "$STFIX" check -v "$L_URL/claims_2t.safetensors"
+t_stderr_is "header of 2^40 bytes" "stfix: check: $L_URL/claims_2t.safetensors: S2 HeaderTooLarge (byte 0): header length 1099511627776 exceeds 100000000
+stfix: check: 4096 bytes in 1 request(s) over the network in all"
+t_log_lines L claims_2t.safetensors
+printf 'GET /claims_2t.safetensors HTTP/1.1 206 4096 bytes=0-65535\n' >"$T_TMP/want"
+t_true "header of 2^40 bytes: one request of 4096 bytes" cmp "$T_TMP/lines" "$T_TMP/want"
+t_run "header of 90 MB in 109 bytes" 2 t_capped "$STFIX" check -v "$L_URL/claims_90m.safetensors"
+t_stderr_is "header of 90 MB in 109 bytes" "stfix: check: $L_URL/claims_90m.safetensors: S3 InvalidHeaderLength (byte 0): header length 90000000 runs past the end of the 109-byte file
+stfix: check: 109 bytes in 1 request(s) over the network in all"
+t_log_lines L claims_90m.safetensors
+printf 'GET /claims_90m.safetensors HTTP/1.1 206 109 bytes=0-65535\n' >"$T_TMP/want"
+t_true "header of 90 MB in 109 bytes: one request of 109 bytes" cmp "$T_TMP/lines" "$T_TMP/want"
+
+# ---- Every command's JSON says what crossed the network ----
+# fix, diff, rewrite and batch end their document about a remote input
+# with "network", as check does: here each input is the 44841-byte demo
+# under a name of its own, which one request of the first 64 KiB holds,
+# so each counts its file's bytes in one request, as lighttpd saw them.
+D=demo/demo.safetensors
+dsz=$(wc -c <"fixtures/$D")
+for n in fix diff rw b1 b2; do cp "fixtures/$D" "$S/j_$n.safetensors"; done
+one_request() { # one_request NAME FILE: lighttpd's log holds one request of FILE, all of it
+    t_log_lines L "$2"
+    printf 'GET /%s HTTP/1.1 206 %s bytes=0-65535\n' "$2" "$dsz" >"$T_TMP/want"
+    t_true "$1: one request, as lighttpd saw it" cmp "$T_TMP/lines" "$T_TMP/want"
+}
+t_run "fix --json URL" 0 "$STFIX" fix --json "$L_URL/j_fix.safetensors" -r sglang-repair \
+    -o "$T_TMP/j_fix.safetensors"
+t_true "fix --json URL: the member ends the document" \
+    test "$(tail -n 1 "$T_OUT")" = " \"metrics\": [], \"network\": {\"bytes\": $dsz, \"requests\": 1}}"
+one_request "fix --json URL" j_fix.safetensors
+t_run "fix --json local" 0 "$STFIX" fix --json "fixtures/$D" -r sglang-repair -o "$T_TMP/j_fix2.safetensors"
+t_true "fix --json local: no network member" sh -c "! grep -q network '$T_OUT'"
+
+t_run "diff --json URL and file" 0 "$STFIX" diff --json "$L_URL/j_diff.safetensors" "fixtures/$D"
+t_stdout_has "diff --json URL and file" \
+    "\"metadata\": 0}, \"network\": {\"bytes\": $dsz, \"requests\": 1}}"
+one_request "diff --json URL and file" j_diff.safetensors
+t_run "diff --json file and URL, -v" 0 "$STFIX" diff -v --json "fixtures/$D" "$L_URL/$D"
+t_stdout_has "diff --json file and URL" "\"network\": {\"bytes\": $dsz, \"requests\": 1}}"
+t_stderr_has "diff --json file and URL: -v" \
+    "stfix: diff: $L_URL/$D: $dsz bytes in 1 request(s) over the network"
+t_run "diff --json two URLs, -v" 0 "$STFIX" diff -v --json "$L_URL/$D" "$L_URL/j_diff.safetensors"
+t_stdout_has "diff --json two URLs: both inputs' bytes" \
+    "\"network\": {\"bytes\": $((2 * dsz)), \"requests\": 2}}"
+t_stderr_has "diff --json two URLs: -v" \
+    "stfix: diff: $L_URL/$D and $L_URL/j_diff.safetensors: $((2 * dsz)) bytes in 2 request(s) over the network"
+t_run "diff --json files" 0 "$STFIX" diff --json "fixtures/$D" "fixtures/$D"
+t_true "diff --json files: no network member" sh -c "! grep -q network '$T_OUT'"
+
+t_run "rewrite --json URL" 0 "$STFIX" rewrite --json "$L_URL/j_rw.safetensors" -o "$T_TMP/j_rw.safetensors"
+printf '%s\n' "{\"input\": \"$L_URL/j_rw.safetensors\", \"output\": \"$T_TMP/j_rw.safetensors\", \"tensors\": 17, \"zstd\": null," \
+    ' "files": [' \
+    "  {\"path\": \"$T_TMP/j_rw.safetensors\", \"bytes\": $dsz}], \"network\": {\"bytes\": $dsz, \"requests\": 1}}" \
+    >"$T_TMP/want"
+t_stdout_is "rewrite --json URL" "$T_TMP/want"
+one_request "rewrite --json URL" j_rw.safetensors
+t_run "rewrite --json local" 0 "$STFIX" rewrite --json "fixtures/$D" -o "$T_TMP/j_rw2.safetensors"
+t_true "rewrite --json local: no network member" sh -c "! grep -q network '$T_OUT'"
+
+# batch: each URL input's report line ends with its own member, a local
+# one's has none, and the summary's is their sum. A URL input is not
+# hashed (check reads its header and markers only, and --resume would have
+# to read all of it again to compare): its sha256 and autov2 are null.
+t_run "batch --json URLs" 0 "$STFIX" batch --json -q -o "$T_TMP/jb" \
+    "$L_URL/j_b1.safetensors" "$L_URL/j_b2.safetensors" fixtures/comfy/healthy_fp8.safetensors
+t_true "batch --json URLs: the summary's member, the sum" \
+    test "$(tail -n 1 "$T_OUT")" = " \"failed\": [], \"network\": {\"bytes\": $((2 * dsz)), \"requests\": 2}}"
+for n in b1 b2; do
+    grep "^{\"input\":\"$L_URL/j_$n.safetensors\"," "$T_TMP/jb/stfix-report.jsonl" >"$T_TMP/jline"
+    t_true "batch --json URLs: j_$n's line ends with its member" \
+        grep -q ",\"seconds\":[0-9.]*,\"network\":{\"bytes\":$dsz,\"requests\":1}}\$" "$T_TMP/jline"
+    t_true "batch --json URLs: j_$n not hashed" grep -q \
+        "\"input_files\":\[{\"path\":\"$L_URL/j_$n.safetensors\",\"sha256\":null,\"autov2\":null}\]" \
+        "$T_TMP/jline"
+    one_request "batch --json URLs: j_$n" "j_$n.safetensors"
+done
+t_true "batch --json URLs: no member in the local input's line" \
+    sh -c "grep '^{\"input\":\"fixtures/' '$T_TMP/jb/stfix-report.jsonl' | grep -q '\"seconds\":[0-9.]*}\$'"
+t_run "batch --json local" 0 "$STFIX" batch --json -q -o "$T_TMP/jb2" fixtures/comfy/healthy_fp8.safetensors
+t_true "batch --json local: no network member" \
+    sh -c "! grep -q network '$T_OUT' '$T_TMP/jb2/stfix-report.jsonl'"
+
+# A repair of a 17 MB export reads on other threads than the caller's too
+# (-j 2), and how far its reads run ahead varies from run to run: each
+# member holds every request lighttpd saw for its file, whatever thread
+# made it.
+python3 tests/gen/gen_quant_ckpt.py sylvester "$S/j_syl1.safetensors" 16MiB 256 >/dev/null
+cp "$S/j_syl1.safetensors" "$S/j_syl2.safetensors"
+log_sums() { # log_sums FILE: "BYTES REQUESTS" of lighttpd's lines for FILE
+    t_log_lines L "$1"
+    echo "$(awk '{ n += $5 } END { print n }' "$T_TMP/lines") $(wc -l <"$T_TMP/lines")"
+}
+t_run "batch --json, a repair on 2 threads" 0 "$STFIX" batch --json -q -j 2 -o "$T_TMP/jb3" \
+    "$L_URL/j_syl1.safetensors"
+set -- $(log_sums j_syl1.safetensors)
+t_true "batch --json, a repair on 2 threads: the summary's member" \
+    test "$(tail -n 1 "$T_OUT")" = " \"failed\": [], \"network\": {\"bytes\": $1, \"requests\": $2}}"
+t_true "batch --json, a repair on 2 threads: the line's member" \
+    grep -q "\"status\":\"fixed\",.*,\"network\":{\"bytes\":$1,\"requests\":$2}}\$" "$T_TMP/jb3/stfix-report.jsonl"
+t_run "fix --json, a repair on 2 threads" 0 "$STFIX" fix --json -j 2 "$L_URL/j_syl2.safetensors" \
+    -r sglang-repair -o "$T_TMP/j_syl2.safetensors"
+set -- $(log_sums j_syl2.safetensors)
+t_true "fix --json, a repair on 2 threads: the member" \
+    test "$(tail -n 1 "$T_OUT")" = " \"metrics\": [], \"network\": {\"bytes\": $1, \"requests\": $2}}"

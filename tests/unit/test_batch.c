@@ -221,6 +221,14 @@ static void test_run_item(void **state)
     assert_int_equal(stf_batch_result_bytes_written(f), 67056);
     assert_int_equal(stf_batch_result_bytes_read(c), 1647);
     assert_int_equal(stf_batch_result_bytes_written(c), 0);
+    /* Local inputs: nothing crossed the network, and no member says so. */
+    uint64_t nb = 7, nr = 7;
+    assert_int_equal(stf_batch_result_network(f, &nb, &nr), 0);
+    assert_int_equal(nb, 0);
+    assert_int_equal(nr, 0);
+    assert_int_equal(stf_batch_result_network(NULL, NULL, NULL), 0);
+    assert_null(strstr(stf_batch_result_line(f), "network"));
+    assert_null(strstr(stf_batch_result_line(c), "network"));
     stf_batch_result_free(f);
     stf_batch_result_free(c);
     /* Not deferred: complete at once. */

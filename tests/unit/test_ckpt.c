@@ -163,6 +163,34 @@ static void test_open_mem(void **state)
     free(b);
 }
 
+/* Nothing crossed the network for a file or a buffer: 0, and both figures
+ * set to 0 (the URL case is the Python suite's, against a server). */
+static void test_network_of_local_inputs(void **state)
+{
+    (void)state;
+    size_t len;
+    uint8_t *b = two_tensor_file(&len);
+    char p[300];
+    snprintf(p, sizeof p, "%s/net.safetensors", st_dir);
+    assert_int_equal(st_write_file(p, b, len), 0);
+    stf_ckpt *f = NULL, *m = NULL;
+    stf_err e;
+    assert_int_equal(stf_ckpt_open(&f, p, NULL, &e), 0);
+    assert_int_equal(stf_ckpt_open_mem(&m, b, len, "http://mem/x.safetensors", NULL, &e), 0);
+    stf_ckpt *cs[3] = { f, m, NULL };
+    for (int i = 0; i < 3; i++) {
+        uint64_t nb = 7, nr = 7;
+        assert_int_equal(stf_ckpt_network(cs[i], &nb, &nr), 0);
+        assert_int_equal(nb, 0);
+        assert_int_equal(nr, 0);
+        assert_int_equal(stf_ckpt_network(cs[i], NULL, NULL), 0);
+    }
+    stf_ckpt_free(f);
+    stf_ckpt_free(m);
+    unlink(p);
+    free(b);
+}
+
 static void test_empty_checkpoint(void **state)
 {
     (void)state;
@@ -598,6 +626,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_file_reads_with_pread),
         cmocka_unit_test(test_open_mem),
+        cmocka_unit_test(test_network_of_local_inputs),
         cmocka_unit_test(test_empty_checkpoint),
         cmocka_unit_test(test_open_errors_name_the_path),
         cmocka_unit_test(test_huge_n_small_file),

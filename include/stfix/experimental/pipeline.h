@@ -200,10 +200,21 @@ stf_batch_status stf_batch_result_status(const stf_batch_result *r);
  * "status", "error" ({"rule", "message"} or null), "findings_before" and
  * "findings_after" ({RULE: count}, ids sorted), "actions" ([{"layer",
  * "actions": [NAME...]}] for the layers the plan changes), "bytes_read",
- * "bytes_written" (sizes of the files read and written) and "seconds".
+ * "bytes_written" (sizes of the files read and written) and "seconds";
+ * for an input read over the network, "network" ({"bytes", "requests"}:
+ * stf_ckpt_network's figures from the checkpoint's open to the end of its
+ * run, its pool's threads included, as stf_batch_result_network gives
+ * them) last, when it made any request: the checkpoint's alone, as a batch
+ * runs one at a time. A URL input is never hashed: its sha256
+ * and autov2 are null.
  */
 STF_EXPERIMENTAL_API
 const char *stf_batch_result_line(const stf_batch_result *r);
+/* 1 when the checkpoint's input was read over the network with at least
+ * one request, *bytes and *requests (either may be NULL) then the bytes
+ * received and requests made for it; 0, both 0, otherwise. */
+STF_EXPERIMENTAL_API
+int stf_batch_result_network(const stf_batch_result *r, uint64_t *bytes, uint64_t *requests);
 /* The failure of a failed checkpoint (rule may be empty), else NULL. */
 STF_EXPERIMENTAL_API
 const stf_err *stf_batch_result_error(const stf_batch_result *r);

@@ -43,14 +43,16 @@ class Report:
     and ``info`` (the findings at each severity), and :meth:`to_json`."""
 
     def __init__(self, r: Any, file: str, target: str, tp: Optional["_lib.CheckJsonTp"],
-                 owner: Any = None) -> None:
+                 owner: Any = None, net: Optional["_lib.CheckJsonNet"] = None) -> None:
         # owner: what holds the report when it is not this object's to free (a fix's
-        # run report, which is freed when the owner goes).
+        # run report, which is freed when the owner goes). net: what crossed the network
+        # for a remote input (stf_ckpt_network), the document's "network" member.
         self._r = r
         self._owner = owner
         self.file = file
         self.target = target
         self._tp = tp
+        self._net = net
         if owner is None:
             weakref.finalize(self, lib.stf_check_report_free, r)
         n = lib.stf_check_count(r)
@@ -100,11 +102,12 @@ class Report:
             return 0
 
         err = _lib.Err()
-        rc = lib.stf_check_report_json(_lib.TEXT(put), None, self._r, os.fsencode(self.file),
-                                       self.target.encode(),
-                                       ctypes.byref(self._tp) if self._tp else None,
-                                       _lib.CHECK_JSON_ONELINE if oneline else 0,
-                                       ctypes.byref(err))
+        rc = lib.stf_check_report_json_net(_lib.TEXT(put), None, self._r,
+                                           os.fsencode(self.file), self.target.encode(),
+                                           ctypes.byref(self._tp) if self._tp else None,
+                                           ctypes.byref(self._net) if self._net else None,
+                                           _lib.CHECK_JSON_ONELINE if oneline else 0,
+                                           ctypes.byref(err))
         _errors.check(rc, err, self.file)
         return b"".join(parts).decode("utf-8")
 
@@ -204,7 +207,10 @@ def _check_one(source: Union[PathLike, Checkpoint, Any], word: str, bits: int, n
         if c._host:
             c._host.reraise()
         _errors.check(rc, err, c.name)
-        return Report(r, c.name, word, jtp)
+        nb, nr = ctypes.c_uint64(), ctypes.c_uint64()
+        remote = lib.stf_ckpt_network(c.handle, ctypes.byref(nb), ctypes.byref(nr))
+        return Report(r, c.name, word, jtp,
+                      net=_lib.CheckJsonNet(nb.value, nr.value) if remote else None)
     finally:
         if prof:
             prof.free()

@@ -84,6 +84,10 @@ class CheckJsonTp(Structure):
                 ("linear", c_size_t)]
 
 
+class CheckJsonNet(Structure):
+    _fields_ = [("bytes", c_uint64), ("requests", c_uint64)]
+
+
 class PlanOpts(Structure):
     _fields_ = [("version", c_uint), ("quant_mode_set", c_int), ("quant_mode", c_int),
                 ("tau", c_double), ("pool", c_void_p), ("max_mem", c_uint64),
@@ -203,6 +207,7 @@ _PROTOS = {
     "stf_dtype_name": (c_char_p, [c_int]),
     "stf_ckpt_open": (c_int, [POINTER(P), c_char_p, P, E]),
     "stf_ckpt_open_host": (c_int, [POINTER(P), c_char_p, POINTER(HostIO), HOST_OPEN, P, P, E]),
+    "stf_ckpt_network": (c_int, [P, POINTER(c_uint64), POINTER(c_uint64)]),
     "stf_ckpt_free": (None, [P]),
     "stf_ckpt_shard_count": (c_size_t, [P]),
     "stf_ckpt_shard_path": (c_char_p, [P, c_size_t]),
@@ -233,8 +238,9 @@ _PROTOS = {
     "stf_check_count_severity": (c_size_t, [P, c_int]),
     "stf_check_diag_peek": (c_size_t, [P, c_size_t, POINTER(Diag), P, c_size_t]),
     "stf_check_diag_order": (c_int, [POINTER(c_size_t), P, E]),
-    "stf_check_report_json": (c_int, [TEXT, P, P, c_char_p, c_char_p, POINTER(CheckJsonTp),
-                                      c_uint, E]),
+    "stf_check_report_json_net": (c_int, [TEXT, P, P, c_char_p, c_char_p,
+                                          POINTER(CheckJsonTp), POINTER(CheckJsonNet), c_uint,
+                                          E]),
     "stf_effect_name": (c_char_p, [c_int]),
     "stf_rule_doc_find": (POINTER(RuleDoc), [c_char_p]),
     "stf_rule_doc_count": (c_size_t, []),
