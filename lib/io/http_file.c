@@ -10,6 +10,14 @@
  * the previous request ended, the next STREAM_BLOCK bytes come in one
  * request, so a 20 GB file is a thousand requests, not twenty thousand;
  * the block is the one more buffer a streaming read holds.
+ * Reads of several threads at once (the workers of fix -j N, each reading
+ * its rows) ask for exactly their ranges, each its own request, all in
+ * flight together (at most the process's bound, net_handles.c): a read
+ * streams a block only when it is the one read of the file under way, so
+ * the workers never hold more than a local file's reads would, the one
+ * block aside, and never fetch the same bytes twice over. A read whose
+ * first byte lies in the block being fetched waits for it instead of
+ * asking for its bytes again.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -34,12 +42,16 @@ struct stf__http {
     char *url;
     stf__http_ident id;
     pthread_mutex_t mu;
+    pthread_cond_t cv;  /* the streamed block landed (or failed) */
     seg *segs;
     size_t nsegs, cap;
     uint64_t held;
     uint8_t *blk;       /* the streamed block: [blk_off, blk_off + blk_len) */
     uint64_t blk_off, blk_len;
     uint64_t seq_end;   /* where the last request ended; UINT64_MAX before any */
+    unsigned readers;   /* reads under way */
+    int pending;        /* a streamed block is being fetched: [pend_off, pend_end) */
+    uint64_t pend_off, pend_end;
 };
 
 /* See net.h. */
@@ -49,6 +61,7 @@ int stf__http_open(stf__http **out, const char *name, stf_err *err)
     stf__http *h = stf__calloc(1, sizeof *h);
     if (!h) return stf__err(err, STF_ENOMEM, "%s: out of memory", name);
     pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
     int rc = 0;
     h->name = stf__strdup(name);
     if (!h->name) {
@@ -122,34 +135,52 @@ int stf__http_read(stf__http *h, uint64_t off, void *dst, size_t len, stf_err *e
     uint8_t *d = dst;
     /* Kept bytes first; the request asks for the rest. */
     pthread_mutex_lock(&h->mu);
-    copy_kept(h, &off, &d, &len);
-    int stream = len && off == h->seq_end && len < STREAM_BLOCK;
+    h->readers++;
+    for (;;) {
+        copy_kept(h, &off, &d, &len);
+        if (!len || !h->pending || off < h->pend_off || off >= h->pend_end) break;
+        pthread_cond_wait(&h->cv, &h->mu);
+    }
+    int stream = len && off == h->seq_end && len < STREAM_BLOCK && h->readers == 1;
+    uint64_t n = stream && h->id.size - off < STREAM_BLOCK ? h->id.size - off : STREAM_BLOCK;
+    if (stream) {
+        h->pending = 1;
+        h->pend_off = off;
+        h->pend_end = off + n;
+    }
     pthread_mutex_unlock(&h->mu);
-    if (!len) return 0;
+    int rc = 0;
+    uint8_t *blk = NULL;
+    if (!len) goto done;
     if (!stream) {
-        int rc = stf__http_get(h->name, h->url, off, len, d, 0, &h->id, NULL, err);
-        pthread_mutex_lock(&h->mu);
-        h->seq_end = off + len;
-        pthread_mutex_unlock(&h->mu);
-        return rc;
+        rc = stf__http_get(h->name, h->url, off, len, d, 0, &h->id, NULL, err);
+        goto done;
     }
-    uint64_t n = h->id.size - off < STREAM_BLOCK ? h->id.size - off : STREAM_BLOCK;
-    uint8_t *blk = stf__malloc((size_t)n);
-    if (!blk) return stf__err(err, STF_ENOMEM, "%s: out of memory", h->name);
-    int rc = stf__http_get(h->name, h->url, off, n, blk, 0, &h->id, NULL, err);
-    if (rc) {
-        stf__free(blk);
-        return rc;
+    blk = stf__malloc((size_t)n);
+    if (!blk) {
+        rc = stf__err(err, STF_ENOMEM, "%s: out of memory", h->name);
+        goto done;
     }
-    memcpy(d, blk, len);
+    rc = stf__http_get(h->name, h->url, off, n, blk, 0, &h->id, NULL, err);
+    if (!rc) memcpy(d, blk, len);
+done:
     pthread_mutex_lock(&h->mu);
-    stf__free(h->blk);
-    h->blk = blk;
-    h->blk_off = off;
-    h->blk_len = n;
-    h->seq_end = off + n;
+    if (len) h->seq_end = off + (stream ? n : len);
+    if (stream) {
+        if (!rc) {
+            stf__free(h->blk);
+            h->blk = blk;
+            h->blk_off = off;
+            h->blk_len = n;
+            blk = NULL;
+        }
+        h->pending = 0;
+        pthread_cond_broadcast(&h->cv);
+    }
+    h->readers--;
     pthread_mutex_unlock(&h->mu);
-    return 0;
+    stf__free(blk);
+    return rc;
 }
 
 static int range_cmp(const void *a, const void *b)
@@ -225,5 +256,6 @@ void stf__http_free(stf__http *h)
     stf__free(h->url);
     stf__free(h->name);
     pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv);
     stf__free(h);
 }

@@ -15,7 +15,10 @@ of the path:
   /ORG/REPO/resolve/REV/NAME   as /ok/NAME (the hub's layout)
 
 Each request is logged to LOG as one line: method, path, Range, status,
-body bytes sent, and the Authorization header ("-" when absent).
+body bytes sent, and the Authorization header ("-" when absent). LOG.open
+gets one line per request as it starts: how many requests were open then,
+itself included, so that its largest number is the most requests the
+server had in flight at once.
 
 usage: python3 fault_server.py DIR PORTFILE LOG
 It binds 127.0.0.1 on a free port, writes the port to PORTFILE, and serves
@@ -32,6 +35,7 @@ import time
 ROOT, PORTFILE, LOG = sys.argv[1], sys.argv[2], sys.argv[3]
 lock = threading.Lock()
 counts = {}
+open_now = 0
 
 
 def count(key):
@@ -64,6 +68,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
 
     def do_GET(self):
+        global open_now
+        with lock:
+            open_now += 1
+            with open(LOG + ".open", "a") as f:
+                f.write("%d\n" % open_now)
+        try:
+            self.answer()
+        finally:
+            with lock:
+                open_now -= 1
+
+    def answer(self):
         parts = self.path.split("/", 2)
         mode, name = (parts[1], parts[2]) if len(parts) == 3 else ("", "")
         m = re.match(r"^(busy|slow)-(\d+)$", mode)

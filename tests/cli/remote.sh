@@ -232,3 +232,31 @@ if t_lighttpd T "$S" https; then
 else
     t_notok "https: lighttpd with TLS did not start"
 fi
+
+# ---- Reads in parallel: fix -j N and batch --net-jobs N over URLs ----
+# fix -j N from a URL: the workers' reads are requests of their own, in
+# flight together (the fault server counts its open requests, each answer
+# 20 ms late), never more than N, and the output is the bytes of fix of
+# the file itself, whatever N.
+python3 tests/gen/gen_bf16_ckpt.py "$S/par.safetensors" 4MiB 256
+Q=rules/quantize-int8-convrot.yaml
+t_run "fix -j: the local file" 0 "$STFIX" fix -q "$S/par.safetensors" -r "$Q" -o "$T_TMP/par.local"
+for j in 1 2 3; do
+    : >"$FAULT_LOG.open"
+    t_run "fix -j $j URL" 0 "$STFIX" fix -q -j "$j" "$FAULT_URL/delay-20/par.safetensors" -r "$Q" \
+        -o "$T_TMP/par.j$j"
+    t_true "fix -j $j URL: the bytes of fix file" cmp "$T_TMP/par.j$j" "$T_TMP/par.local"
+    most=$(sort -n "$FAULT_LOG.open" | tail -n 1)
+    t_true "fix -j $j URL: at most $j request(s) in flight (saw $most)" test "$most" -le "$j"
+    [ "$j" -gt 1 ] && t_true "fix -j $j URL: requests in flight together (saw $most)" test "$most" -ge 2
+done
+# Each request of the workers is checked as a lone one is: a file that
+# changes under them fails the fix with the change named, nothing written;
+# answers of 503 are retried, request by request, to the same bytes.
+t_run "fix -j 3 URL: file changed" 4 "$STFIX" fix -q -j 3 "$FAULT_URL/change/par.safetensors" \
+    -r "$Q" -o "$T_TMP/par.changed"
+t_stderr_has "fix -j 3 URL: file changed" "L15 RemoteChanged: the file changed while it was being read: ETag was '\"v1\"', now '\"v2\"'"
+t_true "fix -j 3 URL: file changed: nothing written" test ! -e "$T_TMP/par.changed"
+t_run "fix -j 3 URL: 503 three times, then served" 0 "$STFIX" fix -q -j 3 \
+    "$FAULT_URL/busy-3/par.safetensors" -r "$Q" -o "$T_TMP/par.busy"
+t_true "fix -j 3 URL: 503 three times: the bytes of fix file" cmp "$T_TMP/par.busy" "$T_TMP/par.local"
