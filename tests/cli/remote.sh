@@ -260,3 +260,50 @@ t_true "fix -j 3 URL: file changed: nothing written" test ! -e "$T_TMP/par.chang
 t_run "fix -j 3 URL: 503 three times, then served" 0 "$STFIX" fix -q -j 3 \
     "$FAULT_URL/busy-3/par.safetensors" -r "$Q" -o "$T_TMP/par.busy"
 t_true "fix -j 3 URL: 503 three times: the bytes of fix file" cmp "$T_TMP/par.busy" "$T_TMP/par.local"
+
+# batch over URL inputs opens them ahead, --net-jobs at once (default 8):
+# their headers and markers are fetched together, while the batch runs
+# the earlier ones; the report, the outputs and the summary are those of
+# --net-jobs 1, one input after the other, the time taken aside. An input
+# that is not there fails in its place.
+for i in 1 2 3 4 5; do cp fixtures/demo/demo.safetensors "$S/bd$i.safetensors"; done
+set --
+for i in 1 2 3 4 5; do set -- "$@" "$FAULT_URL/delay-50/bd$i.safetensors"; done
+set -- "$@" "$FAULT_URL/delay-50/$F" "$FAULT_URL/delay-50/comfy/none.safetensors"
+bnorm() { sed 's/"seconds":[0-9.e+-]*/"seconds":S/; s/, [0-9.]* s$/, S s/' "$1"; }
+for nj in 1 8; do
+    rm -rf "$T_TMP/bnj"
+    : >"$FAULT_LOG.open"
+    t_run "batch URLs --net-jobs $nj" 1 "$STFIX" batch --net-jobs "$nj" -o "$T_TMP/bnj" "$@"
+    bnorm "$T_TMP/bnj/stfix-report.jsonl" >"$T_TMP/bnj.report.$nj"
+    bnorm "$T_ERR" >"$T_TMP/bnj.summary.$nj"
+    cmp -s "$T_TMP/bnj/bd3.safetensors" "$T_TMP/local.safetensors" && echo same >"$T_TMP/bnj.out.$nj"
+    sort -n "$FAULT_LOG.open" | tail -n 1 >"$T_TMP/bnj.most.$nj"
+done
+t_true "batch URLs --net-jobs 1: one request at a time" test "$(cat "$T_TMP/bnj.most.1")" -eq 1
+t_true "batch URLs: requests in flight together ($(cat "$T_TMP/bnj.most.8"))" \
+    test "$(cat "$T_TMP/bnj.most.8")" -ge 2
+t_true "batch URLs: the report of one at a time" cmp "$T_TMP/bnj.report.1" "$T_TMP/bnj.report.8"
+t_true "batch URLs: the summary of one at a time" cmp "$T_TMP/bnj.summary.1" "$T_TMP/bnj.summary.8"
+t_true "batch URLs: the bytes of fix file" test -s "$T_TMP/bnj.out.1" -a -s "$T_TMP/bnj.out.8"
+t_true "batch URLs: the missing one failed in its place" \
+    grep -q "^{\"input\":\"$FAULT_URL/delay-50/comfy/none.safetensors\",.*\"status\":\"failed\",\"error\":{\"rule\":null,\"message\":\"$FAULT_URL/delay-50/comfy/none.safetensors: HTTP 404: no such file\"}" \
+    "$T_TMP/bnj.report.8"
+# A manifest's URL lines the same way.
+: >"$T_TMP/bm.jsonl"
+for i in 1 2 3; do
+    printf '{"input": "%s", "output": "m%s.safetensors", "recipe": "sglang-repair"}\n' \
+        "$FAULT_URL/delay-50/bd$i.safetensors" "$i" >>"$T_TMP/bm.jsonl"
+done
+for nj in 1 8; do
+    rm -rf "$T_TMP/bnj"
+    : >"$FAULT_LOG.open"
+    t_run "batch manifest URLs --net-jobs $nj" 0 "$STFIX" batch -q --net-jobs "$nj" \
+        --manifest "$T_TMP/bm.jsonl" -o "$T_TMP/bnj"
+    bnorm "$T_TMP/bnj/stfix-report.jsonl" >"$T_TMP/bnj.report.$nj"
+    sort -n "$FAULT_LOG.open" | tail -n 1 >"$T_TMP/bnj.most.$nj"
+done
+t_true "batch manifest URLs: requests in flight together ($(cat "$T_TMP/bnj.most.8"))" \
+    test "$(cat "$T_TMP/bnj.most.8")" -ge 2
+t_true "batch manifest URLs: the report of one at a time" cmp "$T_TMP/bnj.report.1" "$T_TMP/bnj.report.8"
+t_true "batch manifest URLs: the bytes of fix file" cmp "$T_TMP/bnj/m2.safetensors" "$T_TMP/local.safetensors"
