@@ -10,14 +10,18 @@
  * the previous request ended, the next STREAM_BLOCK bytes come in one
  * request, so a 20 GB file is a thousand requests, not twenty thousand;
  * the block is the one more buffer a streaming read holds.
- * Reads of several threads at once (the workers of fix -j N, each reading
- * its rows) ask for exactly their ranges, each its own request, all in
- * flight together (at most the process's bound, net_handles.c): a read
- * streams a block only when it is the one read of the file under way, so
- * the workers never hold more than a local file's reads would, the one
- * block aside, and never fetch the same bytes twice over. A read whose
- * first byte lies in the block being fetched waits for it instead of
- * asking for its bytes again.
+ * A read streams that block only when it is the one read of the file
+ * under way. Reads of several threads at once (the workers of fix -j N,
+ * each reading its rows, in file order between them) share a window
+ * instead: up to WINDOW_SLOTS blocks of WINDOW_BLOCK bytes (STREAM_BLOCK
+ * in all, the single reader's block freed), each one request, in flight
+ * together (at most the process's bound, net_handles.c). A read that goes
+ * on where the last request or the window ended takes a block from there;
+ * a read whose first byte lies in a block being fetched fetches the block
+ * after the window's end meanwhile, when a slot is free, then waits for
+ * its own, so the workers keep that many requests in flight, none asking
+ * for bytes another is fetching. The window drops its lowest block for a
+ * new one; a read of bytes dropped asks for them again.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -31,6 +35,17 @@
 #define COALESCE_GAP ((uint64_t)4096)
 /* What a streaming read asks for at once. */
 #define STREAM_BLOCK ((uint64_t)16 << 20)
+/* The window of concurrent readers: its blocks, each one request. */
+#define WINDOW_SLOTS 8
+#define WINDOW_BLOCK (STREAM_BLOCK / WINDOW_SLOTS)
+
+enum { SLOT_FREE, SLOT_FETCHING, SLOT_READY };
+
+typedef struct slot {
+    int state;
+    uint64_t off, end;
+    uint8_t *buf;
+} slot;
 
 typedef struct seg {
     uint64_t off, len;
@@ -52,6 +67,9 @@ struct stf__http {
     unsigned readers;   /* reads under way */
     int pending;        /* a streamed block is being fetched: [pend_off, pend_end) */
     uint64_t pend_off, pend_end;
+    slot win[WINDOW_SLOTS];
+    uint64_t win_end;   /* the end of the window's last block; 0 before any */
+    uint64_t ask_end;   /* where the request started last ends; 0 before any */
 };
 
 /* See net.h. */
@@ -111,14 +129,27 @@ static const seg *seg_at(const stf__http *h, uint64_t off)
     return NULL;
 }
 
-/* Copy what the kept segments and the streamed block hold of the front of
- * [*off, *off + *len), advancing. Under h->mu. */
+/* The window's block holding byte `off` in `state`, or -1. Under h->mu. */
+static int slot_at(const stf__http *h, uint64_t off, int state)
+{
+    for (int i = 0; i < WINDOW_SLOTS; i++)
+        if (h->win[i].state == state && off >= h->win[i].off && off < h->win[i].end) return i;
+    return -1;
+}
+
+/* Copy what the kept segments, the streamed block and the window hold of
+ * the front of [*off, *off + *len), advancing. Under h->mu. */
 static void copy_kept(stf__http *h, uint64_t *off, uint8_t **d, size_t *len)
 {
     while (*len) {
         const seg *s = seg_at(h, *off);
         seg b = { h->blk_off, h->blk_len, h->blk };
         if (!s && h->blk && *off >= b.off && *off - b.off < b.len) s = &b;
+        int k = s ? -1 : slot_at(h, *off, SLOT_READY);
+        if (k >= 0) {
+            b = (seg){ h->win[k].off, h->win[k].end - h->win[k].off, h->win[k].buf };
+            s = &b;
+        }
         if (!s) break;
         uint64_t n = s->off + s->len - *off;
         if (n > *len) n = *len;
@@ -129,17 +160,102 @@ static void copy_kept(stf__http *h, uint64_t *off, uint8_t **d, size_t *len)
     }
 }
 
+/*
+ * A slot of the window for [off, off + WINDOW_BLOCK) (within the size),
+ * marked fetching: a free one, else the ready one lowest in the file among
+ * those ending at or before `behind`; -1 when there is none. The single
+ * reader's block goes: the window holds the streamed bytes now. Under
+ * h->mu.
+ */
+static int slot_claim(stf__http *h, uint64_t off, uint64_t behind)
+{
+    int k = -1;
+    for (int i = 0; i < WINDOW_SLOTS; i++) {
+        if (h->win[i].state == SLOT_FREE) {
+            k = i;
+            break;
+        }
+        if (h->win[i].state == SLOT_READY && h->win[i].end <= behind &&
+            (k < 0 || h->win[i].off < h->win[k].off))
+            k = i;
+    }
+    if (k < 0) return -1;
+    stf__free(h->win[k].buf);
+    stf__free(h->blk);
+    h->blk = NULL;
+    h->blk_len = 0;
+    uint64_t n = h->id.size - off < WINDOW_BLOCK ? h->id.size - off : WINDOW_BLOCK;
+    h->win[k] = (slot){ SLOT_FETCHING, off, off + n, NULL };
+    if (off + n > h->win_end) h->win_end = off + n;
+    h->ask_end = off + n;
+    return k;
+}
+
+/* Fetch the window's slot k, claimed by this thread: ready, or free again
+ * when it failed (the readers of its bytes then ask for them themselves,
+ * and meet the error). Called and returns under h->mu, which it lets go
+ * while the request runs. */
+static void slot_fetch(stf__http *h, int k)
+{
+    uint64_t off = h->win[k].off, n = h->win[k].end - off;
+    pthread_mutex_unlock(&h->mu);
+    uint8_t *buf = stf__malloc((size_t)n);
+    stf_err e;
+    stf_err_clear(&e);
+    int rc = buf ? stf__http_get(h->name, h->url, off, n, buf, 0, &h->id, NULL, &e) : STF_ENOMEM;
+    pthread_mutex_lock(&h->mu);
+    if (rc) {
+        stf__free(buf);
+        h->win[k] = (slot){ SLOT_FREE, 0, 0, NULL };
+    } else {
+        h->win[k].buf = buf;
+        h->win[k].state = SLOT_READY;
+        h->seq_end = off + n;
+    }
+    pthread_cond_broadcast(&h->cv);
+}
+
 /* See net.h. */
 int stf__http_read(stf__http *h, uint64_t off, void *dst, size_t len, stf_err *err)
 {
     uint8_t *d = dst;
+    /* Each read fetches at most one block ahead for others and one for
+     * itself: a block that failed is asked for by its readers, once. */
+    int ahead = 1, own = 1;
     /* Kept bytes first; the request asks for the rest. */
     pthread_mutex_lock(&h->mu);
     h->readers++;
     for (;;) {
         copy_kept(h, &off, &d, &len);
-        if (!len || !h->pending || off < h->pend_off || off >= h->pend_end) break;
-        pthread_cond_wait(&h->cv, &h->mu);
+        if (!len) break;
+        if (h->pending && off >= h->pend_off && off < h->pend_end) {
+            pthread_cond_wait(&h->cv, &h->mu);
+            continue;
+        }
+        if (slot_at(h, off, SLOT_FETCHING) >= 0) {
+            /* Its block is on its way: fetch the one after the window
+             * meanwhile, in a slot free or read past, then wait. */
+            int k = ahead && h->win_end < h->id.size ? slot_claim(h, h->win_end, off) : -1;
+            if (k >= 0) {
+                ahead = 0;
+                slot_fetch(h, k);
+            } else {
+                pthread_cond_wait(&h->cv, &h->mu);
+            }
+            continue;
+        }
+        /* Others read too, and this read goes on from a request or the
+         * window: a block of the window from here. */
+        if (own && h->readers > 1 && len < WINDOW_BLOCK && !h->pending &&
+            (off == h->seq_end || off == h->ask_end || off == h->win_end)) {
+            int k = slot_claim(h, off, UINT64_MAX);
+            if (k >= 0) {
+                own = 0;
+                slot_fetch(h, k);
+                continue;
+            }
+        }
+        break;
     }
     int stream = len && off == h->seq_end && len < STREAM_BLOCK && h->readers == 1;
     uint64_t n = stream && h->id.size - off < STREAM_BLOCK ? h->id.size - off : STREAM_BLOCK;
@@ -148,6 +264,7 @@ int stf__http_read(stf__http *h, uint64_t off, void *dst, size_t len, stf_err *e
         h->pend_off = off;
         h->pend_end = off + n;
     }
+    if (len) h->ask_end = off + (stream ? n : len);
     pthread_mutex_unlock(&h->mu);
     int rc = 0;
     uint8_t *blk = NULL;
@@ -253,6 +370,7 @@ void stf__http_free(stf__http *h)
     for (size_t i = 0; i < h->nsegs; i++) stf__free(h->segs[i].buf);
     stf__free(h->segs);
     stf__free(h->blk);
+    for (int i = 0; i < WINDOW_SLOTS; i++) stf__free(h->win[i].buf);
     stf__free(h->url);
     stf__free(h->name);
     pthread_mutex_destroy(&h->mu);
