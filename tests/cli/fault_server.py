@@ -12,6 +12,9 @@ of the path:
   /to-ftp/NAME        302 to ftp://HOST/NAME
   /hop/HOST:PORT/REST 302 to http://HOST:PORT/REST (another host name)
   /delay-MS/NAME      as /ok/NAME, each answer MS milliseconds late
+  /after-N-MODE/NAME  as /ok/NAME for the first N requests, then as
+                      /MODE/NAME (ignore-range, wrong-range, short) or, for
+                      MODE busy, 503 without Retry-After
   /ORG/REPO/resolve/REV/NAME   as /ok/NAME (the hub's layout)
 
 Each request is logged to LOG as one line: method, path, Range, status,
@@ -82,6 +85,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def answer(self):
         parts = self.path.split("/", 2)
         mode, name = (parts[1], parts[2]) if len(parts) == 3 else ("", "")
+        a = re.match(r"^after-(\d+)-(ignore-range|wrong-range|short|busy)$", mode)
+        if a:
+            mode = a.group(2) if count(self.path) > int(a.group(1)) else "ok"
+            if mode == "busy":
+                return self.plain(503)
         m = re.match(r"^(busy|slow)-(\d+)$", mode)
         if m and count(self.path) <= int(m.group(2)):
             return self.plain(503 if m.group(1) == "busy" else 429, [("Retry-After", "0")])

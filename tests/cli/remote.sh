@@ -260,6 +260,26 @@ t_true "fix -j 3 URL: file changed: nothing written" test ! -e "$T_TMP/par.chang
 t_run "fix -j 3 URL: 503 three times, then served" 0 "$STFIX" fix -q -j 3 \
     "$FAULT_URL/busy-3/par.safetensors" -r "$Q" -o "$T_TMP/par.busy"
 t_true "fix -j 3 URL: 503 three times: the bytes of fix file" cmp "$T_TMP/par.busy" "$T_TMP/par.local"
+# The other faults, met by the workers' requests: the server answers the
+# first 8 requests (the header, the markers and the plan's reads, one
+# after the other), then misbehaves, from the pass's first request on; the
+# fix fails with the rule and the tensor being read, nothing written.
+python3 tests/gen/gen_bf16_ckpt.py "$S/par12.safetensors" 12MiB 256
+for m in "ignore-range L13 RangeIgnored: the server ignored the Range request" \
+    "wrong-range L14 BadContentRange: not the range asked for" \
+    "short L16 BodyLength: the body ended after" "busy L17 HttpFailed: HTTP 503"; do
+    set -- $m
+    mode=$1
+    shift
+    rm -f "$T_TMP/par.fault"
+    t_run "fix -j 3 URL: $mode in the pass" 4 "$STFIX" fix -q -j 3 --retries 0 \
+        "$FAULT_URL/after-8-$mode/par12.safetensors" -r "$Q" -o "$T_TMP/par.fault"
+    t_stderr_has "fix -j 3 URL: $mode in the pass" "stfix: fix: tensor '"
+    t_stderr_has "fix -j 3 URL: $mode in the pass" "/after-8-$mode/par12.safetensors: bytes "
+    t_stderr_has "fix -j 3 URL: $mode in the pass" "$*"
+    t_true "fix -j 3 URL: $mode in the pass: nothing written" test ! -e "$T_TMP/par.fault"
+done
+rm -f "$S/par12.safetensors"
 
 # batch over URL inputs opens them ahead, --net-jobs at once (default 8):
 # their headers and markers are fetched together, while the batch runs
