@@ -753,11 +753,21 @@ int cli_net_refuse_output(const char *verb, const char *path, const char *what);
       .help = "retry a failed connection, 429 or 5xx N times\n"                           \
               "(default 4)" }
 
+/* --net-jobs N of the commands that read several inputs ahead (check,
+ * batch), into the int at tgt (default 8, set by the command). */
+#define CLI_NET_JOBS_OPT(tgt)                                                             \
+    { .name = "net-jobs", .metavar = "N", .kind = CLI_INT, .target = (tgt), .min = 1,     \
+      .max = 256, .help = "inputs read at once when some are URLs (default 8)" }
+
 /*
- * cli_ahead.c: check of several inputs, up to `width` opened and checked at
- * once on threads of their own (stf_ckpt_open and stf_check_run with o),
- * so that remote inputs' requests overlap; the caller takes each result in
- * order. 0, or -1 when out of memory or no thread starts.
+ * cli_ahead.c: several inputs, up to `width` opened at once on threads of
+ * their own, so that remote inputs' requests overlap; the caller takes
+ * each result in order. With o, each is opened (stf_ckpt_open, the spool
+ * directory of cli_spool_dir) and checked (stf_check_run with o); without,
+ * each is opened with the default options and its markers fetched (what
+ * stf_batch_run_item would read first), no report. A NULL name in files
+ * is not opened: its result is no checkpoint and 0. 0, or -1 when out of
+ * memory or no thread starts.
  */
 typedef struct cli_ahead cli_ahead;
 int cli_ahead_start(cli_ahead **out, char **files, int n, int width, const stf_check_opts *o);

@@ -1,11 +1,14 @@
 /*
- * check of several inputs, read ahead: each input is opened and checked on
- * a thread of its own, up to `width` inputs at once, so that the requests
- * of remote inputs overlap instead of waiting for each other; the reports
- * are still printed one after the other, in the order given, by the
- * caller, which takes each input's result when it gets to it. Only library
- * calls run on the threads: nothing is printed there. At most `width`
- * inputs are open and not yet taken at any time.
+ * Several inputs read ahead: each input is opened (and for check, checked)
+ * on a thread of its own, up to `width` inputs at once, so that the
+ * requests of remote inputs overlap instead of waiting for each other; the
+ * reports are still printed one after the other, in the order given, by
+ * the caller, which takes each input's result when it gets to it. For
+ * batch, an input is only opened and its markers fetched (they stay with
+ * the open checkpoint), and the caller hands the checkpoint to
+ * stf_batch_run_item. Only library calls run on the threads: nothing is
+ * printed there. At most `width` inputs are open and not yet taken at any
+ * time.
  */
 /* Uses the experimental stf_net_stats_thread (stfix/experimental.h). */
 #define STF_EXPERIMENTAL
@@ -28,6 +31,7 @@ struct cli_ahead {
     char **files;
     int n, width;
     stf_check_opts o;
+    int check;      /* check each input (o), else open it and fetch its markers */
     char spool[4096];
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -46,8 +50,18 @@ static void run_one(cli_ahead *a, int k)
     uint64_t b0, r0, b1, r1;
     stf_net_stats_thread(&b0, &r0);
     stf_err_clear(&s->err);
-    s->rc = stf_ckpt_open(&s->c, a->files[k], &oo, &s->err);
-    if (!s->rc) s->rc = stf_check_run(&s->r, s->c, &a->o, &s->err);
+    if (!a->files[k]) return;
+    s->rc = stf_ckpt_open(&s->c, a->files[k], a->check ? &oo : NULL, &s->err);
+    if (!s->rc && a->check) s->rc = stf_check_run(&s->r, s->c, &a->o, &s->err);
+    if (!s->rc && !a->check) {
+        /* The model fetches the markers (together, where they lie
+         * together) and the source keeps them for the batch's own model;
+         * a failure here is met again, and reported, by the batch. */
+        stf_model *m = NULL;
+        stf_err ignored;
+        stf_err_clear(&ignored);
+        if (!stf_model_build(&m, s->c, &ignored)) stf_model_free(m);
+    }
     stf_net_stats_thread(&b1, &r1);
     s->bytes = b1 - b0;
     s->requests = r1 - r0;
@@ -81,7 +95,8 @@ int cli_ahead_start(cli_ahead **out, char **files, int n, int width, const stf_c
     a->files = files;
     a->n = n;
     a->width = width < 1 ? 1 : width;
-    a->o = *o;
+    a->check = o != NULL;
+    if (o) a->o = *o;
     cli_spool_dir(a->spool, sizeof a->spool, NULL);
     a->slots = calloc((size_t)n, sizeof *a->slots);
     int nt = a->width < n ? a->width : n;

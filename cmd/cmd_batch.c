@@ -1,6 +1,6 @@
 /*
  * stfix batch -r RECIPE -o OUTDIR (DIR... | FILE... | --manifest FILE)
- *             [-j N] [--resume] [--shard K/N] [--report FILE]
+ *             [-j N] [--net-jobs N] [--resume] [--shard K/N] [--report FILE]
  *             [--link-compliant | --copy-compliant] [--allow-outside-outdir] [--dry-run]
  * stfix batch --verify-report REPORT [-j N]   (--verify REPORT: the older spelling)
  *
@@ -10,7 +10,9 @@
  * against the inputs and outputs. Then every checkpoint found is checked,
  * planned, repaired when it needs it and verified (stf_batch_run_item); one
  * the recipe (by default the repair recipe sglang-repair) leaves unchanged
- * is compliant and left alone. One JSON line per checkpoint goes to the
+ * is compliant and left alone. URL inputs are opened ahead, --net-jobs at
+ * once (cli_ahead.c), their headers and markers fetched while earlier
+ * checkpoints run; each is handed to stf_batch_run_item in its turn. One JSON line per checkpoint goes to the
  * report, appended and fsynced as each one ends, so a batch killed at any
  * moment resumes where it stopped. At the end the report is rewritten in
  * discovery order and a summary table goes to stderr. Exit statuses as
@@ -20,6 +22,7 @@
 /* Uses the experimental batch API and stf_pool_new (stfix/experimental.h). */
 #define STF_EXPERIMENTAL
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -28,7 +31,7 @@
 
 typedef struct batch_args {
     const char *recipe, *outdir, *manifest, *report, *shard, *verify;
-    int threads, resume, link_compliant, copy_compliant, dry_run, allow_outside, no_hash, json;
+    int threads, net_jobs, resume, link_compliant, copy_compliant, dry_run, allow_outside, no_hash, json;
     unsigned long long max_mem;
     unsigned shard_k, shard_n;
     cli_zstd z;
@@ -89,9 +92,10 @@ static int set_hash(const char *verb, const char *v, void *target)
 
 static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cli_cmd **cmdp)
 {
-    static cli_opt opts[27];
+    static cli_opt opts[28];
     static cli_cmd cmd;
     memset(a, 0, sizeof *a);
+    a->net_jobs = 8;
     const cli_opt o[] = {
         { .kind = CLI_ARG, .metavar = "DIR|FILE",
           .help = "directories walked recursively, and single .safetensors\n"
@@ -135,6 +139,7 @@ static int parse_args(batch_args *a, int argc, char **argv, int *nargs, const cl
         { .name = "json", .kind = CLI_FLAG, .target = &a->json,
           .help = "a JSON summary document on stdout (the report is\n"
                   "still written to its file)" },
+        CLI_NET_JOBS_OPT(&a->net_jobs),
         CLI_NET_OPTS
     };
     _Static_assert(sizeof o == sizeof opts, "opts holds the table");
@@ -368,6 +373,33 @@ static int verify_report(const batch_args *a)
 /* Each item's output path into lines[i].out, and, unless a dry run,
  * whether the batch may write it (a refusal is kept as the item's); then
  * the report's path. -1 to go on, else the exit status to end with. */
+/*
+ * Several inputs, some URLs, and --net-jobs over 1: open the URL inputs
+ * ahead, net_jobs at once, each name kept in *names (its entry NULL for
+ * an input the batch opens itself: a local one, one whose output was
+ * refused, one --resume may find done). -1 to go on (*ah NULL when
+ * nothing is read ahead), else the exit status.
+ */
+static int read_ahead(cli_ahead **ah, char ***names, const batch_args *a,
+                      const stf_batch_list *items, const line *lines, char **old_input,
+                      size_t nold)
+{
+    int remote = 0;
+    for (size_t i = 0; i < items->n; i++) remote |= stf_net_is_remote(items->v[i].input);
+    if (items->n < 2 || !remote || a->net_jobs < 2 || items->n > INT_MAX) return -1;
+    if (!(*names = calloc(items->n, sizeof **names))) return cli_report_code("batch", STF_ENOMEM);
+    for (size_t i = 0; i < items->n; i++) {
+        const char *in = items->v[i].input;
+        int done_before = 0;
+        for (size_t k = 0; k < nold && !done_before; k++)
+            done_before = old_input[k] && !strcmp(old_input[k], in);
+        if (!lines[i].refused && !done_before && stf_net_is_remote(in)) (*names)[i] = items->v[i].input;
+    }
+    if (cli_ahead_start(ah, *names, (int)items->n, a->net_jobs, NULL))
+        return cli_report_code("batch", STF_ENOMEM);
+    return -1;
+}
+
 static int judge_paths(batch_args *a, const stf_batch_list *all, const stf_batch_list *items,
                        line *lines, char *const *roots, size_t nroots, const char *report)
 {
@@ -427,6 +459,8 @@ int cmd_batch(int argc, char **argv)
     stf_batch_result *prev = NULL;
     stf_batch_report *rep = NULL;
     cli_progress *prog = NULL;
+    cli_ahead *ah = NULL;
+    char **ahead = NULL;
     uint64_t *sizes = NULL, bdone = 0, btotal = 0;
     int worst = EXIT_OK_;
     stf_err err;
@@ -511,6 +545,8 @@ int cmd_batch(int argc, char **argv)
             goto done;
         }
     }
+    if ((ex = read_ahead(&ah, &ahead, &a, &items, lines, old_input, nold)) >= 0) goto done;
+    ex = EXIT_OK_;
     /* On a terminal: checkpoints done of all, and bytes of their inputs. */
     if ((prog = cli_progress_start("batch", "checkpoints")) &&
         (sizes = calloc(items.n ? items.n : 1, sizeof *sizes)))
@@ -519,12 +555,22 @@ int cmd_batch(int argc, char **argv)
         const stf_batch_item *it = &items.v[i];
         const char *rpath = it->recipe ? it->recipe : a.recipe;
         stf_recipe *r = NULL;
+        /* Opened ahead (or its error): the batch's from here on. */
+        stf_ckpt *opened = NULL;
+        stf_err oerr;
+        int orc = 0;
+        if (ah) {
+            stf_check_report *none = NULL;
+            uint64_t nb, nr;
+            orc = cli_ahead_take(ah, (int)i, &opened, &none, &oerr, &nb, &nr);
+        }
         if (i) bdone += sizes ? sizes[i - 1] : 0;
         cli_progress_bytes(prog, bdone, btotal);
         cli_progress_show(prog, i, items.n, it->input, strlen(it->input));
         int rex = recipe_get(&rs, rpath, &r, prog);
         if (rex >= 0) {
             worst = cli_exit_worst(worst, rex);
+            stf_ckpt_free(opened);
             continue;
         }
         /* --resume: the last line of this input, when its work still stands;
@@ -546,7 +592,10 @@ int cmd_batch(int argc, char **argv)
             }
             keep_old[k] = NULL;
         }
-        if (lines[i].has) continue;
+        if (lines[i].has) {
+            stf_ckpt_free(opened);
+            continue;
+        }
         stf_batch_opts bo;
         stf_batch_opts_init(&bo);
         bo.pool = pool;
@@ -567,6 +616,8 @@ int cmd_batch(int argc, char **argv)
         bo.refused = lines[i].refused ? &lines[i].why : NULL;
         if (lines[i].refused) worst = cli_exit_worst(worst, cli_exit_for(lines[i].why.code));
         bo.no_hash = a.no_hash;
+        bo.opened = opened;
+        bo.open_error = orc ? &oerr : NULL;
         stf_batch_result *res = NULL;
         if (stf_batch_run_item(&res, it, lines[i].out, r, &bo, &err)) {
             ex = cli_report("batch", &err);
@@ -607,6 +658,8 @@ int cmd_batch(int argc, char **argv)
 
 done:
     cli_progress_end(prog);
+    cli_ahead_free(ah);
+    free(ahead);
     free(sizes);
     stf_batch_result_free(prev);
     stf_batch_report_free(rep);

@@ -246,9 +246,7 @@ int cmd_check(int argc, char **argv)
           .help = "parallel styles for --tp: a bundled profile NAME or a\n"
                   "profile file (default: detected from the layer names);\n"
                   "list shows the bundled ones" },
-        { .name = "net-jobs", .metavar = "N", .kind = CLI_INT, .target = &net_jobs,
-          .min = 1, .max = 256,
-          .help = "inputs read at once when some are URLs (default 8)" },
+        CLI_NET_JOBS_OPT(&net_jobs),
         CLI_NET_OPTS
     };
     const cli_cmd cmd = {

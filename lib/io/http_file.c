@@ -10,6 +10,18 @@
  * the previous request ended, the next STREAM_BLOCK bytes come in one
  * request, so a 20 GB file is a thousand requests, not twenty thousand;
  * the block is the one more buffer a streaming read holds.
+ * A read streams that block only when it is the one read of the file
+ * under way. Reads of several threads at once (the workers of fix -j N,
+ * each reading its rows, in file order between them) share a window
+ * instead: up to WINDOW_SLOTS blocks of WINDOW_BLOCK bytes (STREAM_BLOCK
+ * in all, the single reader's block freed), each one request, in flight
+ * together (at most the process's bound, net_handles.c). A read that goes
+ * on where the last request or the window ended takes a block from there;
+ * a read whose first byte lies in a block being fetched fetches the block
+ * after the window's end meanwhile, when a slot is free, then waits for
+ * its own, so the workers keep that many requests in flight, none asking
+ * for bytes another is fetching. The window drops its lowest block for a
+ * new one; a read of bytes dropped asks for them again.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -23,6 +35,17 @@
 #define COALESCE_GAP ((uint64_t)4096)
 /* What a streaming read asks for at once. */
 #define STREAM_BLOCK ((uint64_t)16 << 20)
+/* The window of concurrent readers: its blocks, each one request. */
+#define WINDOW_SLOTS 8
+#define WINDOW_BLOCK (STREAM_BLOCK / WINDOW_SLOTS)
+
+enum { SLOT_FREE, SLOT_FETCHING, SLOT_READY };
+
+typedef struct slot {
+    int state;
+    uint64_t off, end;
+    uint8_t *buf;
+} slot;
 
 typedef struct seg {
     uint64_t off, len;
@@ -34,12 +57,19 @@ struct stf__http {
     char *url;
     stf__http_ident id;
     pthread_mutex_t mu;
+    pthread_cond_t cv;  /* the streamed block landed (or failed) */
     seg *segs;
     size_t nsegs, cap;
     uint64_t held;
     uint8_t *blk;       /* the streamed block: [blk_off, blk_off + blk_len) */
     uint64_t blk_off, blk_len;
     uint64_t seq_end;   /* where the last request ended; UINT64_MAX before any */
+    unsigned readers;   /* reads under way */
+    int pending;        /* a streamed block is being fetched: [pend_off, pend_end) */
+    uint64_t pend_off, pend_end;
+    slot win[WINDOW_SLOTS];
+    uint64_t win_end;   /* the end of the window's last block; 0 before any */
+    uint64_t ask_end;   /* where the request started last ends; 0 before any */
 };
 
 /* See net.h. */
@@ -49,6 +79,7 @@ int stf__http_open(stf__http **out, const char *name, stf_err *err)
     stf__http *h = stf__calloc(1, sizeof *h);
     if (!h) return stf__err(err, STF_ENOMEM, "%s: out of memory", name);
     pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
     int rc = 0;
     h->name = stf__strdup(name);
     if (!h->name) {
@@ -98,14 +129,27 @@ static const seg *seg_at(const stf__http *h, uint64_t off)
     return NULL;
 }
 
-/* Copy what the kept segments and the streamed block hold of the front of
- * [*off, *off + *len), advancing. Under h->mu. */
+/* The window's block holding byte `off` in `state`, or -1. Under h->mu. */
+static int slot_at(const stf__http *h, uint64_t off, int state)
+{
+    for (int i = 0; i < WINDOW_SLOTS; i++)
+        if (h->win[i].state == state && off >= h->win[i].off && off < h->win[i].end) return i;
+    return -1;
+}
+
+/* Copy what the kept segments, the streamed block and the window hold of
+ * the front of [*off, *off + *len), advancing. Under h->mu. */
 static void copy_kept(stf__http *h, uint64_t *off, uint8_t **d, size_t *len)
 {
     while (*len) {
         const seg *s = seg_at(h, *off);
         seg b = { h->blk_off, h->blk_len, h->blk };
         if (!s && h->blk && *off >= b.off && *off - b.off < b.len) s = &b;
+        int k = s ? -1 : slot_at(h, *off, SLOT_READY);
+        if (k >= 0) {
+            b = (seg){ h->win[k].off, h->win[k].end - h->win[k].off, h->win[k].buf };
+            s = &b;
+        }
         if (!s) break;
         uint64_t n = s->off + s->len - *off;
         if (n > *len) n = *len;
@@ -116,40 +160,144 @@ static void copy_kept(stf__http *h, uint64_t *off, uint8_t **d, size_t *len)
     }
 }
 
+/*
+ * A slot of the window for [off, off + WINDOW_BLOCK) (within the size),
+ * marked fetching: a free one, else the ready one lowest in the file among
+ * those ending at or before `behind`; -1 when there is none. The single
+ * reader's block goes: the window holds the streamed bytes now. Under
+ * h->mu.
+ */
+static int slot_claim(stf__http *h, uint64_t off, uint64_t behind)
+{
+    int k = -1;
+    for (int i = 0; i < WINDOW_SLOTS; i++) {
+        if (h->win[i].state == SLOT_FREE) {
+            k = i;
+            break;
+        }
+        if (h->win[i].state == SLOT_READY && h->win[i].end <= behind &&
+            (k < 0 || h->win[i].off < h->win[k].off))
+            k = i;
+    }
+    if (k < 0) return -1;
+    stf__free(h->win[k].buf);
+    stf__free(h->blk);
+    h->blk = NULL;
+    h->blk_len = 0;
+    uint64_t n = h->id.size - off < WINDOW_BLOCK ? h->id.size - off : WINDOW_BLOCK;
+    h->win[k] = (slot){ SLOT_FETCHING, off, off + n, NULL };
+    if (off + n > h->win_end) h->win_end = off + n;
+    h->ask_end = off + n;
+    return k;
+}
+
+/* Fetch the window's slot k, claimed by this thread: ready, or free again
+ * when it failed (the readers of its bytes then ask for them themselves,
+ * and meet the error). Called and returns under h->mu, which it lets go
+ * while the request runs. */
+static void slot_fetch(stf__http *h, int k)
+{
+    uint64_t off = h->win[k].off, n = h->win[k].end - off;
+    pthread_mutex_unlock(&h->mu);
+    uint8_t *buf = stf__malloc((size_t)n);
+    stf_err e;
+    stf_err_clear(&e);
+    int rc = buf ? stf__http_get(h->name, h->url, off, n, buf, 0, &h->id, NULL, &e) : STF_ENOMEM;
+    pthread_mutex_lock(&h->mu);
+    if (rc) {
+        stf__free(buf);
+        h->win[k] = (slot){ SLOT_FREE, 0, 0, NULL };
+    } else {
+        h->win[k].buf = buf;
+        h->win[k].state = SLOT_READY;
+        h->seq_end = off + n;
+    }
+    pthread_cond_broadcast(&h->cv);
+}
+
 /* See net.h. */
 int stf__http_read(stf__http *h, uint64_t off, void *dst, size_t len, stf_err *err)
 {
     uint8_t *d = dst;
+    /* Each read fetches at most one block ahead for others and one for
+     * itself: a block that failed is asked for by its readers, once. */
+    int ahead = 1, own = 1;
     /* Kept bytes first; the request asks for the rest. */
     pthread_mutex_lock(&h->mu);
-    copy_kept(h, &off, &d, &len);
-    int stream = len && off == h->seq_end && len < STREAM_BLOCK;
+    h->readers++;
+    for (;;) {
+        copy_kept(h, &off, &d, &len);
+        if (!len) break;
+        if (h->pending && off >= h->pend_off && off < h->pend_end) {
+            pthread_cond_wait(&h->cv, &h->mu);
+            continue;
+        }
+        if (slot_at(h, off, SLOT_FETCHING) >= 0) {
+            /* Its block is on its way: fetch the one after the window
+             * meanwhile, in a slot free or read past, then wait. */
+            int k = ahead && h->win_end < h->id.size ? slot_claim(h, h->win_end, off) : -1;
+            if (k >= 0) {
+                ahead = 0;
+                slot_fetch(h, k);
+            } else {
+                pthread_cond_wait(&h->cv, &h->mu);
+            }
+            continue;
+        }
+        /* Others read too, and this read goes on from a request or the
+         * window: a block of the window from here. */
+        if (own && h->readers > 1 && len < WINDOW_BLOCK && !h->pending &&
+            (off == h->seq_end || off == h->ask_end || off == h->win_end)) {
+            int k = slot_claim(h, off, UINT64_MAX);
+            if (k >= 0) {
+                own = 0;
+                slot_fetch(h, k);
+                continue;
+            }
+        }
+        break;
+    }
+    int stream = len && off == h->seq_end && len < STREAM_BLOCK && h->readers == 1;
+    uint64_t n = stream && h->id.size - off < STREAM_BLOCK ? h->id.size - off : STREAM_BLOCK;
+    if (stream) {
+        h->pending = 1;
+        h->pend_off = off;
+        h->pend_end = off + n;
+    }
+    if (len) h->ask_end = off + (stream ? n : len);
     pthread_mutex_unlock(&h->mu);
-    if (!len) return 0;
+    int rc = 0;
+    uint8_t *blk = NULL;
+    if (!len) goto done;
     if (!stream) {
-        int rc = stf__http_get(h->name, h->url, off, len, d, 0, &h->id, NULL, err);
-        pthread_mutex_lock(&h->mu);
-        h->seq_end = off + len;
-        pthread_mutex_unlock(&h->mu);
-        return rc;
+        rc = stf__http_get(h->name, h->url, off, len, d, 0, &h->id, NULL, err);
+        goto done;
     }
-    uint64_t n = h->id.size - off < STREAM_BLOCK ? h->id.size - off : STREAM_BLOCK;
-    uint8_t *blk = stf__malloc((size_t)n);
-    if (!blk) return stf__err(err, STF_ENOMEM, "%s: out of memory", h->name);
-    int rc = stf__http_get(h->name, h->url, off, n, blk, 0, &h->id, NULL, err);
-    if (rc) {
-        stf__free(blk);
-        return rc;
+    blk = stf__malloc((size_t)n);
+    if (!blk) {
+        rc = stf__err(err, STF_ENOMEM, "%s: out of memory", h->name);
+        goto done;
     }
-    memcpy(d, blk, len);
+    rc = stf__http_get(h->name, h->url, off, n, blk, 0, &h->id, NULL, err);
+    if (!rc) memcpy(d, blk, len);
+done:
     pthread_mutex_lock(&h->mu);
-    stf__free(h->blk);
-    h->blk = blk;
-    h->blk_off = off;
-    h->blk_len = n;
-    h->seq_end = off + n;
+    if (len) h->seq_end = off + (stream ? n : len);
+    if (stream) {
+        if (!rc) {
+            stf__free(h->blk);
+            h->blk = blk;
+            h->blk_off = off;
+            h->blk_len = n;
+            blk = NULL;
+        }
+        h->pending = 0;
+        pthread_cond_broadcast(&h->cv);
+    }
+    h->readers--;
     pthread_mutex_unlock(&h->mu);
-    return 0;
+    stf__free(blk);
+    return rc;
 }
 
 static int range_cmp(const void *a, const void *b)
@@ -222,8 +370,10 @@ void stf__http_free(stf__http *h)
     for (size_t i = 0; i < h->nsegs; i++) stf__free(h->segs[i].buf);
     stf__free(h->segs);
     stf__free(h->blk);
+    for (int i = 0; i < WINDOW_SLOTS; i++) stf__free(h->win[i].buf);
     stf__free(h->url);
     stf__free(h->name);
     pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv);
     stf__free(h);
 }

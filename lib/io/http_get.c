@@ -319,8 +319,9 @@ int stf__http_get(const char *name, const char *url, uint64_t off, uint64_t len,
     void *share;
     int rc = stf__net_global(&share, err);
     if (rc) return rc;
-    CURL *c = curl_easy_init();
-    if (!c) return stf__err(err, STF_ENOMEM, "%s: out of memory starting a request", name);
+    void *hc;
+    if ((rc = stf__net_handle_get(&hc, err, name))) return rc;
+    CURL *c = hc;
     xfer x = { .name = name, .off = off, .len = len, .first = first, .want = first ? NULL : ident,
                .dst = dst, .err = err };
     char cerr[CURL_ERROR_SIZE], hop[4096];
@@ -411,6 +412,6 @@ int stf__http_get(const char *name, const char *url, uint64_t off, uint64_t len,
     if (got) *got = x.got;
     rc = 0;
 done:
-    curl_easy_cleanup(c);
+    stf__net_handle_put(c);
     return rc;
 }

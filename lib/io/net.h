@@ -91,4 +91,21 @@ void stf__net_count(uint64_t requests, uint64_t bytes);
  */
 int stf__net_global(void **share, stf_err *err);
 
+/* ---------------------------------------------- net_handles.c internals */
+
+/*
+ * A libcurl easy handle (a CURL * as a void *) for one request, waiting
+ * while max_parallel are in use: the bound on requests in flight in the
+ * process. Give it back with stf__net_handle_put once the request and its
+ * retries are done. 0; STF_ENOMEM naming `name`, STF_EIO when libcurl
+ * cannot start.
+ */
+int stf__net_handle_get(void **out, stf_err *err, const char *name);
+/* Give back a handle of stf__net_handle_get (NULL: one that could not be
+ * made), waking a thread that waits for one. */
+void stf__net_handle_put(void *h);
+/* The most handles in use at once since the last reset; with reset set,
+ * starts counting again from those in use now. For the tests. */
+unsigned stf__net_handle_peak(int reset);
+
 #endif

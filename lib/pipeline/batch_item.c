@@ -18,8 +18,10 @@
 
 void stf_batch_opts_init_version(stf_batch_opts *o, unsigned version)
 {
-    /* Layout 1 ends before zstd_level, layout 2 before refused. */
-    size_t size = version >= 3   ? sizeof *o
+    /* Layout 1 ends before zstd_level, layout 2 before refused, layout 3
+     * before opened. */
+    size_t size = version >= 4   ? sizeof *o
+                  : version == 3 ? offsetof(stf_batch_opts, opened)
                   : version == 2 ? offsetof(stf_batch_opts, refused)
                                  : offsetof(stf_batch_opts, zstd_level);
     if (!o || !stf__opts_reset_v(o, size, offsetof(stf_batch_opts, zstd_level), version,
@@ -474,10 +476,15 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
                        const stf_recipe *rcp, const stf_batch_opts *o, stf_err *err)
 {
     *out = NULL;
-    if (!it || !out_path || !rcp || !o) return stf__err(err, STF_EINVAL, "batch: NULL argument");
+    /* The caller's open checkpoint is this call's from here on. */
+    stf_ckpt *c = o && o->version >= 4 ? o->opened : NULL;
+    const stf_err *open_error = o && o->version >= 4 ? o->open_error : NULL;
+    if (!it || !out_path || !rcp || !o) {
+        stf_ckpt_free(c);
+        return stf__err(err, STF_EINVAL, "batch: NULL argument");
+    }
     double t0 = now();
     stf_batch_result *r = stf__calloc(1, sizeof *r);
-    stf_ckpt *c = NULL;
     stf_check_report *cr = NULL;
     stf_plan *p = NULL;
     stf_err e;
@@ -502,7 +509,11 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
         fail(r, o->refused);
         goto finish;
     }
-    if (stf_ckpt_open(&c, it->input, NULL, &e)) {
+    if (open_error) {
+        fail(r, open_error);
+        goto finish;
+    }
+    if (!c && stf_ckpt_open(&c, it->input, NULL, &e)) {
         fail(r, &e);
         goto finish;
     }

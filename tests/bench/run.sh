@@ -44,6 +44,8 @@ if [ -n "${STFIX:-}" ]; then
     sh "$(dirname "$0")/check_2g.sh" "$STFIX" || rc=$?
     echo "== remote_check"
     sh "$(dirname "$0")/remote_check.sh" "$STFIX" || rc=$?
+    echo "== remote_batch"
+    sh "$(dirname "$0")/remote_batch.sh" "$STFIX" || rc=$?
     echo "== meta_mem"
     sh "$(dirname "$0")/meta_mem.sh" "$STFIX" || rc=$?
     echo "== fix_e2e"

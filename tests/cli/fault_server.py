@@ -12,10 +12,16 @@ of the path:
   /to-ftp/NAME        302 to ftp://HOST/NAME
   /hop/HOST:PORT/REST 302 to http://HOST:PORT/REST (another host name)
   /delay-MS/NAME      as /ok/NAME, each answer MS milliseconds late
+  /after-N-MODE/NAME  as /ok/NAME for the first N requests, then as
+                      /MODE/NAME (ignore-range, wrong-range, short) or, for
+                      MODE busy, 503 without Retry-After
   /ORG/REPO/resolve/REV/NAME   as /ok/NAME (the hub's layout)
 
 Each request is logged to LOG as one line: method, path, Range, status,
-body bytes sent, and the Authorization header ("-" when absent).
+body bytes sent, and the Authorization header ("-" when absent). LOG.open
+gets one line per request as it starts: how many requests were open then,
+itself included, so that its largest number is the most requests the
+server had in flight at once.
 
 usage: python3 fault_server.py DIR PORTFILE LOG
 It binds 127.0.0.1 on a free port, writes the port to PORTFILE, and serves
@@ -32,6 +38,7 @@ import time
 ROOT, PORTFILE, LOG = sys.argv[1], sys.argv[2], sys.argv[3]
 lock = threading.Lock()
 counts = {}
+open_now = 0
 
 
 def count(key):
@@ -64,8 +71,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
 
     def do_GET(self):
+        global open_now
+        with lock:
+            open_now += 1
+            with open(LOG + ".open", "a") as f:
+                f.write("%d\n" % open_now)
+        try:
+            self.answer()
+        finally:
+            with lock:
+                open_now -= 1
+
+    def answer(self):
         parts = self.path.split("/", 2)
         mode, name = (parts[1], parts[2]) if len(parts) == 3 else ("", "")
+        a = re.match(r"^after-(\d+)-(ignore-range|wrong-range|short|busy)$", mode)
+        if a:
+            mode = a.group(2) if count(self.path) > int(a.group(1)) else "ok"
+            if mode == "busy":
+                return self.plain(503)
         m = re.match(r"^(busy|slow)-(\d+)$", mode)
         if m and count(self.path) <= int(m.group(2)):
             return self.plain(503 if m.group(1) == "busy" else 429, [("Retry-After", "0")])

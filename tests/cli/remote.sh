@@ -348,3 +348,98 @@ t_run "fix --json, a repair on 2 threads" 0 "$STFIX" fix --json -j 2 "$L_URL/j_s
 set -- $(log_sums j_syl2.safetensors)
 t_true "fix --json, a repair on 2 threads: the member" \
     test "$(tail -n 1 "$T_OUT")" = " \"metrics\": [], \"network\": {\"bytes\": $1, \"requests\": $2}}"
+
+# ---- Reads in parallel: fix -j N and batch --net-jobs N over URLs ----
+# fix -j N from a URL: the workers' reads are requests of their own, in
+# flight together (the fault server counts its open requests, each answer
+# 20 ms late), never more than N, and the output is the bytes of fix of
+# the file itself, whatever N.
+python3 tests/gen/gen_bf16_ckpt.py "$S/par.safetensors" 4MiB 256
+Q=rules/quantize-int8-convrot.yaml
+t_run "fix -j: the local file" 0 "$STFIX" fix -q "$S/par.safetensors" -r "$Q" -o "$T_TMP/par.local"
+for j in 1 2 3; do
+    : >"$FAULT_LOG.open"
+    t_run "fix -j $j URL" 0 "$STFIX" fix -q -j "$j" "$FAULT_URL/delay-20/par.safetensors" -r "$Q" \
+        -o "$T_TMP/par.j$j"
+    t_true "fix -j $j URL: the bytes of fix file" cmp "$T_TMP/par.j$j" "$T_TMP/par.local"
+    most=$(sort -n "$FAULT_LOG.open" | tail -n 1)
+    t_true "fix -j $j URL: at most $j request(s) in flight (saw $most)" test "$most" -le "$j"
+    [ "$j" -gt 1 ] && t_true "fix -j $j URL: requests in flight together (saw $most)" test "$most" -ge 2
+done
+# Each request of the workers is checked as a lone one is: a file that
+# changes under them fails the fix with the change named, nothing written;
+# answers of 503 are retried, request by request, to the same bytes.
+t_run "fix -j 3 URL: file changed" 4 "$STFIX" fix -q -j 3 "$FAULT_URL/change/par.safetensors" \
+    -r "$Q" -o "$T_TMP/par.changed"
+t_stderr_has "fix -j 3 URL: file changed" "L15 RemoteChanged: the file changed while it was being read: ETag was '\"v1\"', now '\"v2\"'"
+t_true "fix -j 3 URL: file changed: nothing written" test ! -e "$T_TMP/par.changed"
+t_run "fix -j 3 URL: 503 three times, then served" 0 "$STFIX" fix -q -j 3 \
+    "$FAULT_URL/busy-3/par.safetensors" -r "$Q" -o "$T_TMP/par.busy"
+t_true "fix -j 3 URL: 503 three times: the bytes of fix file" cmp "$T_TMP/par.busy" "$T_TMP/par.local"
+# The other faults, met by the workers' requests: the server answers the
+# first 8 requests (the header, the markers and the plan's reads, one
+# after the other), then misbehaves, from the pass's first request on; the
+# fix fails with the rule and the tensor being read, nothing written.
+python3 tests/gen/gen_bf16_ckpt.py "$S/par12.safetensors" 12MiB 256
+for m in "ignore-range L13 RangeIgnored: the server ignored the Range request" \
+    "wrong-range L14 BadContentRange: not the range asked for" \
+    "short L16 BodyLength: the body ended after" "busy L17 HttpFailed: HTTP 503"; do
+    set -- $m
+    mode=$1
+    shift
+    rm -f "$T_TMP/par.fault"
+    t_run "fix -j 3 URL: $mode in the pass" 4 "$STFIX" fix -q -j 3 --retries 0 \
+        "$FAULT_URL/after-8-$mode/par12.safetensors" -r "$Q" -o "$T_TMP/par.fault"
+    t_stderr_has "fix -j 3 URL: $mode in the pass" "stfix: fix: tensor '"
+    t_stderr_has "fix -j 3 URL: $mode in the pass" "/after-8-$mode/par12.safetensors: bytes "
+    t_stderr_has "fix -j 3 URL: $mode in the pass" "$*"
+    t_true "fix -j 3 URL: $mode in the pass: nothing written" test ! -e "$T_TMP/par.fault"
+done
+rm -f "$S/par12.safetensors"
+
+# batch over URL inputs opens them ahead, --net-jobs at once (default 8):
+# their headers and markers are fetched together, while the batch runs
+# the earlier ones; the report, the outputs and the summary are those of
+# --net-jobs 1, one input after the other, the time taken aside. An input
+# that is not there fails in its place.
+for i in 1 2 3 4 5; do cp fixtures/demo/demo.safetensors "$S/bd$i.safetensors"; done
+set --
+for i in 1 2 3 4 5; do set -- "$@" "$FAULT_URL/delay-50/bd$i.safetensors"; done
+set -- "$@" "$FAULT_URL/delay-50/$F" "$FAULT_URL/delay-50/comfy/none.safetensors"
+bnorm() { sed 's/"seconds":[0-9.e+-]*/"seconds":S/; s/, [0-9.]* s$/, S s/' "$1"; }
+for nj in 1 8; do
+    rm -rf "$T_TMP/bnj"
+    : >"$FAULT_LOG.open"
+    t_run "batch URLs --net-jobs $nj" 1 "$STFIX" batch --net-jobs "$nj" -o "$T_TMP/bnj" "$@"
+    bnorm "$T_TMP/bnj/stfix-report.jsonl" >"$T_TMP/bnj.report.$nj"
+    bnorm "$T_ERR" >"$T_TMP/bnj.summary.$nj"
+    cmp -s "$T_TMP/bnj/bd3.safetensors" "$T_TMP/local.safetensors" && echo same >"$T_TMP/bnj.out.$nj"
+    sort -n "$FAULT_LOG.open" | tail -n 1 >"$T_TMP/bnj.most.$nj"
+done
+t_true "batch URLs --net-jobs 1: one request at a time" test "$(cat "$T_TMP/bnj.most.1")" -eq 1
+t_true "batch URLs: requests in flight together ($(cat "$T_TMP/bnj.most.8"))" \
+    test "$(cat "$T_TMP/bnj.most.8")" -ge 2
+t_true "batch URLs: the report of one at a time" cmp "$T_TMP/bnj.report.1" "$T_TMP/bnj.report.8"
+t_true "batch URLs: the summary of one at a time" cmp "$T_TMP/bnj.summary.1" "$T_TMP/bnj.summary.8"
+t_true "batch URLs: the bytes of fix file" test -s "$T_TMP/bnj.out.1" -a -s "$T_TMP/bnj.out.8"
+t_true "batch URLs: the missing one failed in its place" \
+    grep -q "^{\"input\":\"$FAULT_URL/delay-50/comfy/none.safetensors\",.*\"status\":\"failed\",\"error\":{\"rule\":null,\"message\":\"$FAULT_URL/delay-50/comfy/none.safetensors: HTTP 404: no such file\"}" \
+    "$T_TMP/bnj.report.8"
+# A manifest's URL lines the same way.
+: >"$T_TMP/bm.jsonl"
+for i in 1 2 3; do
+    printf '{"input": "%s", "output": "m%s.safetensors", "recipe": "sglang-repair"}\n' \
+        "$FAULT_URL/delay-50/bd$i.safetensors" "$i" >>"$T_TMP/bm.jsonl"
+done
+for nj in 1 8; do
+    rm -rf "$T_TMP/bnj"
+    : >"$FAULT_LOG.open"
+    t_run "batch manifest URLs --net-jobs $nj" 0 "$STFIX" batch -q --net-jobs "$nj" \
+        --manifest "$T_TMP/bm.jsonl" -o "$T_TMP/bnj"
+    bnorm "$T_TMP/bnj/stfix-report.jsonl" >"$T_TMP/bnj.report.$nj"
+    sort -n "$FAULT_LOG.open" | tail -n 1 >"$T_TMP/bnj.most.$nj"
+done
+t_true "batch manifest URLs: requests in flight together ($(cat "$T_TMP/bnj.most.8"))" \
+    test "$(cat "$T_TMP/bnj.most.8")" -ge 2
+t_true "batch manifest URLs: the report of one at a time" cmp "$T_TMP/bnj.report.1" "$T_TMP/bnj.report.8"
+t_true "batch manifest URLs: the bytes of fix file" cmp "$T_TMP/bnj/m2.safetensors" "$T_TMP/local.safetensors"

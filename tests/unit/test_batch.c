@@ -241,6 +241,55 @@ static void test_run_item(void **state)
     stf_batch_result_free(run_one("healthy_int8_g64.safetensors", "d.safetensors", 1));
 }
 
+/* A checkpoint the caller opened (read ahead) is the one the call runs, and
+ * an open error the caller met is the checkpoint's failure: nothing is
+ * opened again. The item names r15 (needs a repair); the checkpoint given
+ * is the healthy one, so the status shows which was used. */
+static void test_run_item_opened(void **state)
+{
+    (void)state;
+    stf_recipe *rcp = NULL;
+    stf_err err;
+    stf_err_clear(&err);
+    assert_int_equal(stf_recipe_load_file(&rcp, NULL, "rules/repair-scales.yaml", &err), 0);
+    char out[512];
+    snprintf(out, sizeof out, "%s/out/opened.safetensors", g_dir);
+    stf_batch_item it = { (char *)"fixtures/comfy/r15_flat_scale_square.safetensors",
+                          (char *)"opened.safetensors", NULL, NULL, 0, 0 };
+    stf_batch_opts o;
+    stf_batch_opts_init(&o);
+    assert_int_equal(o.version, 4);
+    assert_null(o.opened);
+    assert_null(o.open_error);
+    o.recipe_path = "r.yaml";
+    assert_int_equal(stf_ckpt_open(&o.opened, "fixtures/comfy/healthy_int8_g64.safetensors", NULL,
+                                   &err), 0);
+    stf_batch_result *r = NULL;
+    assert_int_equal(stf_batch_run_item(&r, &it, out, rcp, &o, &err), 0);
+    assert_int_equal(stf_batch_result_status(r), STF_BATCH_COMPLIANT);
+    stf_batch_result_free(r);
+    /* The error of an open made ahead. */
+    stf_err oe;
+    stf_err_clear(&oe);
+    oe.code = STF_EIO;
+    snprintf(oe.msg, sizeof oe.msg, "%s", "x: bytes 0-65535: L17 HttpFailed: HTTP 500");
+    o.opened = NULL;
+    o.open_error = &oe;
+    assert_int_equal(stf_batch_run_item(&r, &it, out, rcp, &o, &err), 0);
+    assert_int_equal(stf_batch_result_status(r), STF_BATCH_FAILED);
+    assert_string_equal(stf_batch_result_error(r)->msg, oe.msg);
+    assert_non_null(strstr(stf_batch_result_line(r),
+                           "\"message\":\"x: bytes 0-65535: L17 HttpFailed: HTTP 500\""));
+    stf_batch_result_free(r);
+    /* Taken even when the call refuses its arguments. */
+    o.open_error = NULL;
+    assert_int_equal(stf_ckpt_open(&o.opened, "fixtures/comfy/healthy_int8_g64.safetensors", NULL,
+                                   &err), 0);
+    assert_int_equal(stf_batch_run_item(&r, NULL, out, rcp, &o, &err), STF_EINVAL);
+    assert_null(r);
+    stf_recipe_free(rcp);
+}
+
 int main(void)
 {
     if (!mkdtemp(g_dir)) return 1;
@@ -251,6 +300,7 @@ int main(void)
         cmocka_unit_test(test_manifest),
         cmocka_unit_test(test_line_parse),
         cmocka_unit_test(test_run_item),
+        cmocka_unit_test(test_run_item_opened),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[600];

@@ -119,7 +119,7 @@ STF_EXPERIMENTAL_API
 const char *stf_batch_status_name(stf_batch_status s);
 
 /* The layout of stf_batch_opts this header describes. */
-#define STF_BATCH_OPTS_VERSION 3u
+#define STF_BATCH_OPTS_VERSION 4u
 
 typedef struct stf_batch_opts {
     unsigned version;      /* STF_BATCH_OPTS_VERSION, set by stf_batch_opts_init */
@@ -158,6 +158,15 @@ typedef struct stf_batch_opts {
      * and "autov2" are null and its sizes come from stat (stfix batch
      * --hash none). */
     int no_hash;
+    /* Version 4: the input opened already by the caller (stf_ckpt_open of
+     * the item's input with the default open options), for a caller that
+     * reads several inputs' headers ahead at once (stfix batch
+     * --net-jobs): stf_batch_run_item takes it, whatever it returns, and
+     * frees it. open_error instead: the error that opening it gave, the
+     * checkpoint's failure as its own open's would be. Both NULL: the call
+     * opens the input itself. */
+    stf_ckpt *opened;
+    const stf_err *open_error;
 } stf_batch_opts;
 
 STF_EXPERIMENTAL_API
