@@ -214,6 +214,43 @@ typedef struct stf__matched_action {
     const stf_rule *rule;
 } stf__matched_action;
 
+/*
+ * A recipe's rules on one layer's view (plan_rules.c). stf__plan_collect:
+ * the matched actions of every rule of r on v, in order, up to and
+ * including the first terminal one, into *acts (grown, *cap its room).
+ * stf__plan_need_probe: *need, whether some rule's choice on v depends on
+ * the H1 verdict (v->probe is left UNKNOWN). stf__plan_acts_need_probe:
+ * whether one of acts[0..n) reads the verdict on v.
+ */
+int stf__plan_collect(stf__matched_action **acts, size_t *nacts, size_t *cap, const stf_recipe *r,
+                      stf__rules_run *run, const stf_layer_view *v, stf_err *err);
+int stf__plan_need_probe(int *need, const stf_recipe *r, stf__rules_run *run, stf_layer_view *v,
+                         stf_err *err);
+int stf__plan_acts_need_probe(const stf__matched_action *acts, size_t n, const stf_layer_view *v);
+/* Layer record pl's rules and actions from acts[0..n) (plan_rec.c): those
+ * of the layer recorded before it when they are the same, shared. */
+int stf__plan_record_rules(stf__plan_builder *b, stf__player *pl, const stf__matched_action *acts,
+                           size_t n, stf_err *err);
+
+/*
+ * Merges of metadata-only markers (plan_merge.c). stf__merges_find fills
+ * into[i] (the layer marker i merges into) and from[t] (the marker layer t
+ * takes), SIZE_MAX elsewhere, over all nl layers of b->m;
+ * stf__merges_gate keeps, under a repair recipe's gate, only the merges a
+ * finding concerns. stf__merged_layer is layer i as the rules see it (a
+ * target carries its source's markers), in *merged or in *lt and *st
+ * (stf__model_layer_at). stf__merged_record fills the record of marker
+ * layer li merged into `target`.
+ */
+int stf__merges_find(size_t *into, size_t *from, stf__plan_builder *b, stf__matched_action **acts,
+                     size_t *cap, stf_err *err);
+void stf__merges_gate(stf__gate *g, size_t *into, size_t *from, size_t nl);
+const stf_layer *stf__merged_layer(const stf_model *m, const size_t *from, size_t i,
+                                   stf_layer *merged, stf__layer_tmp *lt, stf__layer_tmp *st);
+int stf__merged_record(stf__plan_builder *b, size_t li, const stf_layer *l,
+                       const stf_layer *target, const stf__matched_action *acts, size_t n,
+                       stf_err *err);
+
 /* Append an output tensor (zeroed, job/layer SIZE_MAX, src -1); *out its index. */
 int stf__builder_add_out(stf__plan_builder *b, size_t *out, stf_err *err);
 /* Append a job; *out its index. */
