@@ -129,17 +129,7 @@ static int name_qcmp(const void *x, const void *y)
 void stf_plan_free(stf_plan *p)
 {
     if (!p) return;
-    const stf_action **shared = NULL; /* a run of records shares its arrays (record_rules) */
-    for (size_t i = 0; i < p->nlayers; i++) {
-        if (!p->layers[i].acts || p->layers[i].acts != shared) {
-            stf__free(p->layers[i].rule_names);
-            stf__free(p->layers[i].acts);
-        }
-        if (p->layers[i].acts) shared = p->layers[i].acts;
-        stf__free(p->layers[i].out_prefix_store);
-        stf__free(p->layers[i].summary_store);
-    }
-    stf__free(p->layers);
+    stf__rec_free(p);
     for (size_t i = 0; i < p->nouts; i++) {
         stf__free((char *)p->outs[i].pub.name);
         stf__free(p->outs[i].bytes);
@@ -404,13 +394,15 @@ static int build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r, const s
     if (o->version >= 2) p->opts.max_mem = o->max_mem;
     b.p = p;
     b.o = o;
+    b.last_rset = STF__REC_NONE;
+    stf__rec_reset(&b.cur);
     if ((rc = stf__rules_run_init(&b.run, r, regex_left, err))) goto done;
     if ((rc = stf_model_build(&p->model, c, err))) goto done;
     b.m = p->model;
     size_t nl = stf_model_layer_count(p->model);
     if (nl) {
-        p->layers = stf__calloc(nl, sizeof *p->layers);
-        if (!p->layers) {
+        p->recs = stf__calloc(nl, sizeof *p->recs);
+        if (!p->recs) {
             rc = stf__err(err, STF_ENOMEM, "plan: out of memory");
             goto done;
         }
@@ -444,28 +436,26 @@ static int build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r, const s
             if ((rc = stf__probe_ahead_get(&v.probe, &ahead, o, p->model, i, l, err))) goto done;
             probed = 1;
         }
-        p->nlayers = i + 1;
         if (!stf__gate_open(&b.gate, i) && !(probed && stf__h1_is_error(v.probe))) {
             b.leave = 1;
             rc = stf__plan_layer(&b, i, l, &v, acts, 0, err);
             b.leave = 0;
-            if (rc || (rc = stf__gate_note(&p->layers[i], &b.gate, err))) goto done;
-            stf__view_store_free(&store);
-            continue;
-        }
-        if ((rc = stf__plan_collect(&acts, &n, &acap, r, &b.run, &v, err))) goto done;
-        if (!probed && stf__plan_acts_need_probe(acts, n, &v) &&
-            (rc = stf__probe_ahead_get(&v.probe, &ahead, o, p->model, i, l, err)))
-            goto done;
-        if (into[i] != SIZE_MAX) {
-            const stf_layer *t = stf__model_layer_at(p->model, into[i], &tt);
-            if ((rc = stf__merged_record(&b, i, l, t, acts, n, err)))
+            if (rc || (rc = stf__gate_note(&b.cur, &b.gate, err))) goto done;
+        } else {
+            if ((rc = stf__plan_collect(&acts, &n, &acap, r, &b.run, &v, err))) goto done;
+            if (!probed && stf__plan_acts_need_probe(acts, n, &v) &&
+                (rc = stf__probe_ahead_get(&v.probe, &ahead, o, p->model, i, l, err)))
                 goto done;
-            stf__view_store_free(&store);
-            continue;
+            if (into[i] != SIZE_MAX) {
+                const stf_layer *t = stf__model_layer_at(p->model, into[i], &tt);
+                if ((rc = stf__merged_record(&b, l, t, acts, n, err))) goto done;
+            } else {
+                if ((rc = stf__plan_record_rules(&b, &b.cur, acts, n, err))) goto done;
+                if ((rc = stf__plan_layer(&b, i, l, &v, acts, n, err))) goto done;
+            }
         }
-        if ((rc = stf__plan_record_rules(&b, &p->layers[i], acts, n, err))) goto done;
-        if ((rc = stf__plan_layer(&b, i, l, &v, acts, n, err))) goto done;
+        if ((rc = stf__rec_keep(&b, i, err))) goto done;
+        p->nlayers = i + 1;
         stf__view_store_free(&store);
     }
     size_t no = stf_model_other_count(p->model);
@@ -498,6 +488,8 @@ done:
     stf__free(b.qm_text);
     stf__peers_free(b.peers);
     stf__gate_free(&b.gate);
+    stf__rec_reset(&b.cur);
+    stf__free(b.khash);
     if (rc) {
         stf_plan_free(p);
         return rc;

@@ -107,14 +107,13 @@ void stf__merges_gate(stf__gate *g, size_t *into, size_t *from, size_t nl)
  * moved it (the later ones, such as the drop of orphan markers, do not apply:
  * the layer no longer exists on its own) and no outputs of its own.
  */
-int stf__merged_record(stf__plan_builder *b, size_t li, const stf_layer *l,
-                       const stf_layer *target, const stf__matched_action *acts, size_t n,
-                       stf_err *err)
+int stf__merged_record(stf__plan_builder *b, const stf_layer *l, const stf_layer *target,
+                       const stf__matched_action *acts, size_t n, stf_err *err)
 {
     size_t keep = 0;
     for (size_t i = 0; i < n; i++)
         if (acts[i].a->kind == STF_ACT_RENAME) keep = i + 1;
-    stf__player *pl = &b->p->layers[li];
+    stf__player *pl = &b->cur;
     int rc = stf__plan_record_rules(b, pl, acts, keep, err);
     if (rc) return rc;
     stf_buf sum;
