@@ -7,8 +7,8 @@
  * bytes (stf_plan_changed). Writes nothing. The --json schema is in stfix(1).
  * Exit 0 planned; otherwise the status of the error (cli_exit.c).
  */
-/* Uses the experimental stf_text_escape, stf_pool_new, stf_pool_free
- * (stfix/experimental.h). */
+/* Uses the experimental stf_text_escape, stf_pool_new, stf_pool_free and
+ * stf_plan_layer_peek (stfix/experimental.h). */
 #define STF_EXPERIMENTAL
 #include <inttypes.h>
 #include <stdio.h>
@@ -36,6 +36,23 @@ static const stf_tensor_info *src_of(const stf_ckpt *c, const stf_plan_tensor_in
 static int same_name(const char *a, size_t alen, const char *b, size_t blen)
 {
     return alen == blen && !memcmp(a, b, alen);
+}
+
+/*
+ * Layer i's record, its texts in *buf (grown as needed): read one at a
+ * time (stf_plan_layer_peek), so that listing a million layers keeps none
+ * of their records. -1 when out of memory.
+ */
+static int layer_at(stf_plan_layer_info *l, const stf_plan *p, size_t i, char **buf, size_t *cap)
+{
+    size_t need = stf_plan_layer_peek(p, i, l, *buf, *cap);
+    if (need == SIZE_MAX) return -1;
+    if (need <= *cap) return 0;
+    char *nb = realloc(*buf, need);
+    if (!nb) return -1;
+    *buf = nb;
+    *cap = need;
+    return stf_plan_layer_peek(p, i, l, *buf, *cap) == need ? 0 : -1;
 }
 
 static void count(const stf_plan *p, size_t *changed, size_t *copied)
@@ -95,12 +112,19 @@ static int by_layer(const stf_plan *p, size_t **order, size_t **first)
 static int print_human(FILE *o, const char *file, const char *recipe, const stf_ckpt *c,
                        const stf_plan *p, const cli_tp *tp)
 {
-    size_t nt = stf_plan_tensor_count(p), *order, *first;
+    size_t nt = stf_plan_tensor_count(p), *order, *first, cap = 0;
+    char *buf = NULL;
+    stf_plan_layer_info rec, *l = &rec;
     if (by_layer(p, &order, &first)) return -1;
     cli_textf(o, "plan: %s with %s\n", file, recipe);
     if (tp) cli_tp_describe(o, tp);
     for (size_t i = 0; i < stf_plan_layer_count(p); i++) {
-        const stf_plan_layer_info *l = stf_plan_layer(p, i);
+        if (layer_at(l, p, i, &buf, &cap)) {
+            free(buf);
+            free(order);
+            free(first);
+            return -1;
+        }
         fputs("layer ", o);
         cli_name(o, l->prefix, l->prefix_len);
         if (!same_name(l->prefix, l->prefix_len, l->out_prefix, l->out_prefix_len)) {
@@ -120,6 +144,7 @@ static int print_human(FILE *o, const char *file, const char *recipe, const stf_
         for (size_t k = first[i]; k < first[i + 1]; k++)
             print_tensor_line(o, c, stf_plan_tensor(p, order[k]));
     }
+    free(buf);
     free(order);
     free(first);
     int any = 0;
@@ -157,65 +182,101 @@ static int print_human(FILE *o, const char *file, const char *recipe, const stf_
     return 0;
 }
 
-/* The plan as one document on one line; -1 when out of memory. */
+/* A member of the document, as cli_json_print lays one out: ", " (or the
+ * break its layout asks for) unless it is the first, the key, and v,
+ * printed and freed. */
+static void member(cli_jw *w, int first, const char *key, cJSON *v)
+{
+    if (!first) cli_jw_text(w, v && (v->type & CLI_J_BREAK) ? ",\n " : ", ");
+    cli_jw_text(w, "\"");
+    cli_jw_text(w, key);
+    cli_jw_text(w, "\": ");
+    cli_jw_value(w, v);
+}
+
+static cJSON *layer_json(const stf_plan_layer_info *l)
+{
+    cJSON *x = cli_j_object(0), *acts = cli_j_array(0);
+    cli_j_add(x, "prefix", cli_j_strn(l->prefix, l->prefix_len), 0);
+    cli_j_add(x, "out_prefix", cli_j_strn(l->out_prefix, l->out_prefix_len), 0);
+    cli_j_add(x, "rules", cli_j_strv(l->rules, l->nrules), 0);
+    for (size_t k = 0; k < l->nactions; k++)
+        cli_j_push(acts, cli_j_str(stf_action_name(l->actions[k]->kind)));
+    cli_j_add(x, "actions", acts, 0);
+    cli_j_add(x, "summary", cli_j_str(l->summary), 0);
+    cli_j_add(x, "changed", cli_j_bool(l->changed), 0);
+    cli_j_add(x, "requantize", cli_j_bool(l->requantize), 0);
+    cli_j_add(x, "format", cli_j_str_or_null(l->format), 0);
+    cli_j_add(x, "group", cli_j_u64(l->group), 0);
+    cli_j_add(x, "mode", l->requantize ? cli_j_str(stf_quant_mode_name(l->mode)) : cli_j_null(), 0);
+    return x;
+}
+
+static cJSON *tensor_json(const stf_ckpt *c, const stf_plan_tensor_info *x,
+                          const stf_plan_layer_info *l)
+{
+    const stf_tensor_info *s = src_of(c, x);
+    cJSON *e = cli_j_object(0);
+    cli_j_add(e, "name", cli_j_strn(x->name, x->name_len), 0);
+    cli_j_add(e, "op", cli_j_str(stf_out_op_name(x->op)), 0);
+    cli_j_add(e, "dtype", cli_j_str(stf_dtype_name(x->dtype)), 0);
+    cli_j_add(e, "shape", cli_j_shape(x->shape, x->rank), 0);
+    cli_j_add(e, "bytes", cli_j_u64(x->nbytes), 0);
+    cli_j_add(e, "src", s ? cli_j_strn(s->name, s->name_len) : cli_j_null(), 0);
+    cli_j_add(e, "layer", l ? cli_j_strn(l->prefix, l->prefix_len) : cli_j_null(), 0);
+    return e;
+}
+
+/*
+ * The plan as one document on one line, written as it is made: a layer or
+ * tensor at a time, so that a plan of a million layers is never a tree in
+ * memory. -1 when out of memory (the document is cut short there).
+ */
 static int print_json(FILE *o, const char *file, const char *recipe, const stf_recipe *r,
                       const stf_ckpt *c, const stf_plan *p, const cli_tp *tp)
 {
-    cJSON *doc = cli_j_object(0), *layers = cli_j_array(0), *tensors = cli_j_array(0);
-    cli_j_add(doc, "file", cli_j_str(file), 0);
-    cli_j_add(doc, "recipe", cli_j_str(recipe), 0);
-    cli_j_add(doc, "recipe_sha256", cli_j_str(stf_recipe_sha256(r)), 0);
-    cli_j_add(doc, "targets", cli_j_targets(stf_plan_targets(p)), 0);
+    cli_jw w;
+    char *buf = NULL;
+    size_t cap = 0;
+    stf_plan_layer_info rec;
+    int oom = 0;
+    cli_jw_begin(&w, o, 0);
+    cli_jw_text(&w, "{");
+    member(&w, 1, "file", cli_j_str(file));
+    member(&w, 0, "recipe", cli_j_str(recipe));
+    member(&w, 0, "recipe_sha256", cli_j_str(stf_recipe_sha256(r)));
+    member(&w, 0, "targets", cli_j_targets(stf_plan_targets(p)));
     cJSON *tpo = cli_j_object(0);
     cli_tp_profile_add(tpo, tp);
-    cli_j_add(doc, "tp", tpo, 0);
-    cli_j_add(doc, "changed", cli_j_bool(stf_plan_changed(p)), 0);
-    for (size_t i = 0; i < stf_plan_layer_count(p); i++) {
-        const stf_plan_layer_info *l = stf_plan_layer(p, i);
-        cJSON *x = cli_j_object(0), *acts = cli_j_array(0);
-        cli_j_add(x, "prefix", cli_j_strn(l->prefix, l->prefix_len), 0);
-        cli_j_add(x, "out_prefix", cli_j_strn(l->out_prefix, l->out_prefix_len), 0);
-        cli_j_add(x, "rules", cli_j_strv(l->rules, l->nrules), 0);
-        for (size_t k = 0; k < l->nactions; k++)
-            cli_j_push(acts, cli_j_str(stf_action_name(l->actions[k]->kind)));
-        cli_j_add(x, "actions", acts, 0);
-        cli_j_add(x, "summary", cli_j_str(l->summary), 0);
-        cli_j_add(x, "changed", cli_j_bool(l->changed), 0);
-        cli_j_add(x, "requantize", cli_j_bool(l->requantize), 0);
-        cli_j_add(x, "format", cli_j_str_or_null(l->format), 0);
-        cli_j_add(x, "group", cli_j_u64(l->group), 0);
-        cli_j_add(x, "mode", l->requantize ? cli_j_str(stf_quant_mode_name(l->mode)) : cli_j_null(),
-                  0);
-        cli_j_push(layers, x);
+    member(&w, 0, "tp", tpo);
+    member(&w, 0, "changed", cli_j_bool(stf_plan_changed(p)));
+    cli_jw_text(&w, ", \"layers\": [");
+    for (size_t i = 0; i < stf_plan_layer_count(p) && !w.failed && !oom; i++) {
+        if ((oom = layer_at(&rec, p, i, &buf, &cap))) break;
+        if (i) cli_jw_text(&w, ", ");
+        cli_jw_value(&w, layer_json(&rec));
     }
-    cli_j_add(doc, "layers", layers, 0);
-    for (size_t t = 0; t < stf_plan_tensor_count(p); t++) {
+    cli_jw_text(&w, "], \"tensors\": [");
+    for (size_t t = 0; t < stf_plan_tensor_count(p) && !w.failed && !oom; t++) {
         const stf_plan_tensor_info *x = stf_plan_tensor(p, t);
-        const stf_tensor_info *s = src_of(c, x);
-        const stf_plan_layer_info *l = x->layer != SIZE_MAX ? stf_plan_layer(p, x->layer) : NULL;
-        cJSON *e = cli_j_object(0);
-        cli_j_add(e, "name", cli_j_strn(x->name, x->name_len), 0);
-        cli_j_add(e, "op", cli_j_str(stf_out_op_name(x->op)), 0);
-        cli_j_add(e, "dtype", cli_j_str(stf_dtype_name(x->dtype)), 0);
-        cli_j_add(e, "shape", cli_j_shape(x->shape, x->rank), 0);
-        cli_j_add(e, "bytes", cli_j_u64(x->nbytes), 0);
-        cli_j_add(e, "src", s ? cli_j_strn(s->name, s->name_len) : cli_j_null(), 0);
-        cli_j_add(e, "layer", l ? cli_j_strn(l->prefix, l->prefix_len) : cli_j_null(), 0);
-        cli_j_push(tensors, e);
+        if (x->layer != SIZE_MAX && (oom = layer_at(&rec, p, x->layer, &buf, &cap))) break;
+        if (t) cli_jw_text(&w, ", ");
+        cli_jw_value(&w, tensor_json(c, x, x->layer != SIZE_MAX ? &rec : NULL));
     }
-    cli_j_add(doc, "tensors", tensors, 0);
+    cli_jw_text(&w, "]");
+    free(buf);
     cJSON *dropped = cli_j_array(0), *meta = cli_j_object(0), *tot = cli_j_object(0);
     for (size_t i = 0; i < stf_plan_dropped_count(p); i++) {
         size_t len = 0;
         const char *d = stf_plan_dropped_n(p, i, &len);
         cli_j_push(dropped, cli_j_strn(d, len));
     }
-    cli_j_add(doc, "dropped", dropped, 0);
+    member(&w, 0, "dropped", dropped);
     for (size_t i = 0; i < stf_plan_meta_count(p); i++) {
         const stf_meta_entry *e = stf_plan_meta(p, i);
         cli_j_add_raw_key(meta, e->key, e->key_len, cli_j_strn(e->value, e->value_len));
     }
-    cli_j_add(doc, "metadata", meta, 0);
+    member(&w, 0, "metadata", meta);
     size_t changed, copied;
     count(p, &changed, &copied);
     cli_j_add(tot, "tensors", cli_j_u64(stf_plan_tensor_count(p)), 0);
@@ -224,9 +285,16 @@ static int print_json(FILE *o, const char *file, const char *recipe, const stf_r
     cli_j_add(tot, "dropped", cli_j_u64(stf_plan_dropped_count(p)), 0);
     cli_j_add(tot, "bytes_total", cli_j_u64(stf_plan_bytes_total(p)), 0);
     cli_j_add(tot, "bytes_copied", cli_j_u64(stf_plan_bytes_copied(p)), 0);
-    cli_j_add(doc, "totals", tot, 0);
-    cli_net_json("plan", file, doc);
-    return cli_json_print(o, doc);
+    member(&w, 0, "totals", tot);
+    /* A remote input's "network" member, last. */
+    cJSON *net = cli_j_object(0);
+    cli_net_json("plan", file, net);
+    for (cJSON *m; net && (m = net->child) != NULL;)
+        member(&w, 0, m->string, cJSON_DetachItemViaPointer(net, m));
+    cJSON_Delete(net);
+    cli_jw_text(&w, "}");
+    if (!w.failed && !oom) fputc('\n', o);
+    return cli_jw_end(&w) || oom ? -1 : 0;
 }
 
 /* stfix plan: parse options, load the recipe, open, plan, print; returns

@@ -128,6 +128,8 @@ STF_API int stf_plan_build(stf_plan **out, const stf_ckpt *c, const stf_recipe *
 STF_API void stf_plan_free(stf_plan *p);
 
 STF_API size_t stf_plan_layer_count(const stf_plan *p);
+/* Layer i's record, made when first asked and kept until the plan is
+ * freed; NULL when i is out of range or memory ran out. */
 STF_API const stf_plan_layer_info *stf_plan_layer(const stf_plan *p, size_t i);
 /* Output tensors, in canonical writer order. */
 STF_API size_t stf_plan_tensor_count(const stf_plan *p);

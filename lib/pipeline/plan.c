@@ -2,7 +2,7 @@
  * stf_plan_build: recipe × model × probes → the per-layer plan. Every rule
  * sees the layer as read from the input (rules.h), except that a
  * metadata-only marker renamed onto a layer without a marker is merged into
- * it first (metadata-prefix-mismatch, find_merges); a layer gets the actions
+ * it first (metadata-prefix-mismatch, plan_merge.c); a layer gets the actions
  * of every matching rule, in order, up to and including the first terminal
  * one. Tensors no layer owns are copied (renamed or dropped by the rules
  * that select their name). Outputs end in canonical writer order.
@@ -129,17 +129,7 @@ static int name_qcmp(const void *x, const void *y)
 void stf_plan_free(stf_plan *p)
 {
     if (!p) return;
-    const stf_action **shared = NULL; /* a run of records shares its arrays (record_rules) */
-    for (size_t i = 0; i < p->nlayers; i++) {
-        if (!p->layers[i].acts || p->layers[i].acts != shared) {
-            stf__free(p->layers[i].rule_names);
-            stf__free(p->layers[i].acts);
-        }
-        if (p->layers[i].acts) shared = p->layers[i].acts;
-        stf__free(p->layers[i].out_prefix_store);
-        stf__free(p->layers[i].summary_store);
-    }
-    stf__free(p->layers);
+    stf__rec_free(p);
     for (size_t i = 0; i < p->nouts; i++) {
         stf__free((char *)p->outs[i].pub.name);
         stf__free(p->outs[i].bytes);
@@ -167,138 +157,6 @@ void stf_plan_free(stf_plan *p)
     stf__free(p);
 }
 
-/* *need: whether some rule's verdict on this view depends on the H1 probe. */
-static int rules_need_probe(int *need, const stf_recipe *r, stf__rules_run *run,
-                            stf_layer_view *v, stf_err *err)
-{
-    *need = 0;
-    int rc = 0;
-    size_t nr = stf_recipe_rule_count(r);
-    for (size_t i = 0; i < nr && !rc && !*need; i++) {
-        const stf_rule *rule = stf_recipe_rule(r, i);
-        int base, m;
-        v->probe = STF_PROBE_UNKNOWN;
-        rc = stf__rules_match_run(&base, rule, v, run, err);
-        for (stf_probe_verdict pv = STF_PROBE_ROW; pv < STF_PROBE_COUNT && !rc && !*need; pv++) {
-            v->probe = pv;
-            rc = stf__rules_match_run(&m, rule, v, run, err);
-            *need = !rc && m != base;
-        }
-    }
-    v->probe = STF_PROBE_UNKNOWN;
-    return rc;
-}
-
-/* Matched actions of every rule in order, up to and including the first terminal one. */
-static int collect(stf__matched_action **acts, size_t *nacts, size_t *cap, const stf_recipe *r,
-                   stf__rules_run *run, const stf_layer_view *v, stf_err *err)
-{
-    *nacts = 0;
-    size_t nr = stf_recipe_rule_count(r);
-    for (size_t i = 0; i < nr; i++) {
-        const stf_rule *rule = stf_recipe_rule(r, i);
-        int hit;
-        int rc = stf__rules_match_run(&hit, rule, v, run, err);
-        if (rc) return rc;
-        if (!hit) continue;
-        size_t na = stf_rule_action_count(rule);
-        int term = 0;
-        for (size_t j = 0; j < na; j++) {
-            if (grow((void **)acts, cap, *nacts + 1, sizeof **acts))
-                return stf__err(err, STF_ENOMEM, "plan: out of memory");
-            (*acts)[*nacts].a = stf_rule_action(rule, j);
-            (*acts)[*nacts].rule = rule;
-            (*nacts)++;
-            if (stf_action_is_terminal(stf_rule_action(rule, j)->kind)) {
-                term = 1;
-                break;
-            }
-        }
-        if (term) break;
-    }
-    return 0;
-}
-
-/* Whether v is an FP8 weight whose scale holds N values (a legacy
- * scale_weight, which the view does not show, is probed too). */
-static int fp8_n_scales(const stf_layer_view *v)
-{
-    if (v->weight_dtype != STF_F8_E4M3 && v->weight_dtype != STF_F8_E5M2) return 0;
-    if (!v->has_scale) return 1;
-    uint64_t ne = 1;
-    for (unsigned i = 0; i < v->scale_rank; i++) ne *= v->scale_shape[i];
-    return ne == v->n;
-}
-
-static int needs_probe_action(const stf__matched_action *acts, size_t n, const stf_layer_view *v)
-{
-    for (size_t i = 0; i < n; i++) {
-        const stf_action *a = acts[i].a;
-        if (a->kind == STF_ACT_TRANSPOSE_SCALE) return 1;
-        if (a->kind == STF_ACT_RESHAPE_SCALE && a->params.reshape_scale.to == STF_SCALE_ROWS &&
-            (a->params.reshape_scale.require_probe || v->n == v->k))
-            return 1;
-        if ((a->kind == STF_ACT_REQUANTIZE || a->kind == STF_ACT_EXCLUDE) && v->n == v->k &&
-            v->has_scale && v->weight_dtype == STF_I8)
-            return 1;
-        /* A square FP8 weight with N scales: H1 on its codes tells rows
-         * from columns (stfix-defects(7), ROW AND COLUMN DETECTION). */
-        if ((a->kind == STF_ACT_REQUANTIZE || a->kind == STF_ACT_EXCLUDE) && v->n == v->k &&
-            v->n > 1 && fp8_n_scales(v))
-            return 1;
-    }
-    return 0;
-}
-
-/* Fill the public layer record's rule and action lists. */
-/* Whether acts[0..n) record as layer record `last` holds its rules and actions. */
-static int same_rules(const stf__player *last, const stf__matched_action *acts, size_t n)
-{
-    if (!last || last->pub.nactions != n) return 0;
-    size_t nr = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (last->acts[i] != acts[i].a) return 0;
-        const char *nm = stf_rule_name(acts[i].rule);
-        if (nr && !strcmp(last->rule_names[nr - 1], nm)) continue;
-        if (nr == last->pub.nrules || last->rule_names[nr] != nm) return 0;
-        nr++;
-    }
-    return nr == last->pub.nrules;
-}
-
-/* Layer record pl's rules and actions: those of the layer recorded before
- * it when they are the same (a recipe's rules usually treat a run of
- * layers alike), which stf_plan_free then frees once. */
-static int record_rules(stf__plan_builder *b, stf__player *pl, const stf__matched_action *acts,
-                        size_t n, stf_err *err)
-{
-    if (!n) return 0;
-    if (same_rules(b->last_rules, acts, n)) {
-        pl->acts = b->last_rules->acts;
-        pl->rule_names = b->last_rules->rule_names;
-        pl->pub.nactions = n;
-        pl->pub.actions = pl->acts;
-        pl->pub.nrules = b->last_rules->pub.nrules;
-        pl->pub.rules = pl->rule_names;
-        return 0;
-    }
-    pl->acts = stf__calloc(n, sizeof *pl->acts);
-    pl->rule_names = stf__calloc(n, sizeof *pl->rule_names);
-    if (!pl->acts || !pl->rule_names) return stf__err(err, STF_ENOMEM, "plan: out of memory");
-    size_t nr = 0;
-    for (size_t i = 0; i < n; i++) {
-        pl->acts[i] = acts[i].a;
-        const char *nm = stf_rule_name(acts[i].rule);
-        if (!nr || strcmp(pl->rule_names[nr - 1], nm)) pl->rule_names[nr++] = nm;
-    }
-    pl->pub.nactions = n;
-    pl->pub.actions = pl->acts;
-    pl->pub.nrules = nr;
-    pl->pub.rules = pl->rule_names;
-    b->last_rules = pl;
-    return 0;
-}
-
 /* A tensor no layer owns: copied, renamed or dropped by the rules selecting its name. */
 static int plan_other(stf__plan_builder *b, size_t ti, stf__matched_action **acts, size_t *cap,
                       stf_err *err)
@@ -310,7 +168,9 @@ static int plan_other(stf__plan_builder *b, size_t ti, stf__matched_action **act
     v.prefix_len = t->name_len;
     size_t n = 0, len = t->name_len;
     /* A repair recipe leaves it as read unless a finding names no layer. */
-    int rc = b->gate.on && !b->gate.all ? 0 : collect(acts, &n, cap, b->p->r, &b->run, &v, err);
+    int rc = b->gate.on && !b->gate.all
+                 ? 0
+                 : stf__plan_collect(acts, &n, cap, b->p->r, &b->run, &v, err);
     if (rc) return rc;
     char *name = stf__strndup(t->name, t->name_len);
     if (!name) return stf__err(err, STF_ENOMEM, "plan: out of memory");
@@ -346,154 +206,6 @@ static int plan_other(stf__plan_builder *b, size_t ti, stf__matched_action **act
     o->pub.op = STF_OUT_COPY;
     o->pub.src = (int64_t)ti;
     o->cast_from = t->dtype;
-    return 0;
-}
-
-/* One rename action on a name of len bytes (contract in plan_internal.h). */
-char *stf__rename_apply(const stf_action *a, const char *name, size_t len, size_t *out_len,
-                        int *hit)
-{
-    const char *from = a->params.rename.from ? a->params.rename.from : "";
-    const char *to = a->params.rename.to ? a->params.rename.to : "";
-    size_t fl = strlen(from), tl = strlen(to), rl;
-    *hit = fl <= len && memcmp(name, from, fl) == 0;
-    if (!*hit) return NULL;
-    rl = len - fl;
-    char *nn = stf__malloc(tl + rl + 1);
-    if (nn) {
-        memcpy(nn, to, tl);
-        memcpy(nn + tl, name + fl, rl);
-        nn[tl + rl] = '\0';
-        *out_len = tl + rl;
-    }
-    return nn;
-}
-
-/* The prefix after the rename actions among acts[0..n), in order, and its
- * length in *out_len; NULL when out of memory. */
-static char *renamed_prefix(const stf_layer *l, const stf__matched_action *acts, size_t n,
-                            size_t *out_len)
-{
-    char *name = stf__strndup(l->prefix, l->prefix_len);
-    *out_len = l->prefix_len;
-    for (size_t i = 0; name && i < n; i++) {
-        if (acts[i].a->kind != STF_ACT_RENAME) continue;
-        int hit;
-        char *nn = stf__rename_apply(acts[i].a, name, *out_len, out_len, &hit);
-        if (!hit) continue;
-        stf__free(name);
-        name = nn;
-    }
-    return name;
-}
-
-static int has_tensors(const stf_layer *l)
-{
-    for (int sx = 0; sx < STF_SFX_COUNT; sx++)
-        if (stf_layer_tensor(l, sx) >= 0) return 1;
-    return 0;
-}
-
-/*
- * metadata-prefix-mismatch (stfix-defects(7), DEFECTS): _quantization_metadata
- * keyed by other prefixes than the tensors. A layer that is only a metadata
- * marker (no tensors) and whose rename actions turn its prefix into the prefix
- * of a layer without any marker MERGES into that layer: into[i] = target,
- * from[t] = source, SIZE_MAX elsewhere. Found before any rule sees the target,
- * so that every rule evaluates the target with the marker (stfix-rules(5)).
- */
-static int find_merges(size_t *into, size_t *from, stf__plan_builder *b, stf__matched_action **acts,
-                       size_t *cap, stf_err *err)
-{
-    const stf_model *m = b->m;
-    size_t nl = stf_model_layer_count(m);
-    stf__view_store store;
-    memset(&store, 0, sizeof store);
-    for (size_t i = 0; i < nl; i++) into[i] = from[i] = SIZE_MAX;
-    int rc = 0;
-    for (size_t i = 0; i < nl; i++) {
-        stf__layer_tmp lt, tt;
-        const stf_layer *l = stf__model_layer_at(m, i, &lt);
-        if (!l->nmarkers || has_tensors(l)) continue;
-        stf_layer_view v;
-        size_t n = 0, t = 0;
-        if ((rc = stf__plan_view(&v, &store, m, l, err))) break;
-        v.rotation = stf__plan_rotation(l);
-        rc = stf__recipe_parallel_style_run(&v.parallel, b->p->r, &v, &b->run, err);
-        if (!rc) rc = collect(acts, &n, cap, b->p->r, &b->run, &v, err);
-        stf__view_store_free(&store);
-        if (rc) break;
-        size_t nplen = 0;
-        char *np = renamed_prefix(l, *acts, n, &nplen);
-        if (!np) {
-            rc = stf__err(err, STF_ENOMEM, "plan: out of memory");
-            break;
-        }
-        if (stf__bytes_cmp(np, nplen, l->prefix, l->prefix_len) &&
-            stf_model_find_layer(&t, m, np, nplen) == 0 &&
-            t != i && from[t] == SIZE_MAX && stf__model_layer_at(m, t, &tt)->nmarkers == 0) {
-            into[i] = t;
-            from[t] = i;
-        }
-        stf__free(np);
-    }
-    stf__view_store_free(&store);
-    return rc;
-}
-
-/*
- * Under a repair recipe's gate a merge happens only when a finding concerns
- * the marker or the layer it would join; both are then open. Otherwise the
- * marker stays where it is, as read.
- */
-static void gate_merges(stf__gate *g, size_t *into, size_t *from, size_t nl)
-{
-    if (!g->on || g->all) return;
-    for (size_t i = 0; i < nl; i++) {
-        size_t t = into[i];
-        if (t == SIZE_MAX) continue;
-        if (g->want[i] || g->want[t]) {
-            g->want[i] = g->want[t] = 1;
-        } else {
-            into[i] = SIZE_MAX;
-            from[t] = SIZE_MAX;
-        }
-    }
-}
-
-/*
- * The public record of a layer merged into `target`: the rename actions that
- * moved it (the later ones, such as the drop of orphan markers, do not apply:
- * the layer no longer exists on its own) and no outputs of its own.
- */
-static int record_merged(stf__plan_builder *b, size_t li, const stf_layer *l,
-                         const stf_layer *target, const stf__matched_action *acts, size_t n,
-                         stf_err *err)
-{
-    size_t keep = 0;
-    for (size_t i = 0; i < n; i++)
-        if (acts[i].a->kind == STF_ACT_RENAME) keep = i + 1;
-    stf__player *pl = &b->p->layers[li];
-    int rc = record_rules(b, pl, acts, keep, err);
-    if (rc) return rc;
-    stf_buf sum;
-    char shown[STF__NAME_SHOWN];
-    stf__buf_init(&sum);
-    stf__buf_printf(&sum, "rename -> '%s'; marker merged into that layer",
-                    stf__name_render(shown, sizeof shown, target->prefix, target->prefix_len));
-    pl->out_prefix_store = stf__strndup(target->prefix, target->prefix_len);
-    pl->summary_store = sum.oom ? NULL : sum.data;
-    if (!pl->summary_store) stf__buf_free(&sum);
-    if (!pl->out_prefix_store || !pl->summary_store)
-        return stf__err(err, STF_ENOMEM, "layer '%s': out of memory",
-                        stf__name_render(shown, sizeof shown, l->prefix, l->prefix_len));
-    pl->pub.prefix = l->prefix; /* the model's, which the plan keeps */
-    pl->pub.prefix_len = l->prefix_len;
-    pl->pub.out_prefix = pl->out_prefix_store;
-    pl->pub.out_prefix_len = target->prefix_len;
-    pl->pub.summary = pl->summary_store;
-    pl->pub.changed = 1;
-    b->markers_changed = 1;
     return 0;
 }
 
@@ -557,31 +269,13 @@ static int sort_outs(stf_plan *p, stf_err *err)
     return 0;
 }
 
-/* Layer i as the rules see it: a target of a merge carries its source's
- * markers. What it points to may lie in *lt and *st (stf__model_layer_at). */
-static const stf_layer *layer_as_planned(const stf_model *m, const size_t *from, size_t i,
-                                         stf_layer *merged, stf__layer_tmp *lt,
-                                         stf__layer_tmp *st)
-{
-    const stf_layer *l = stf__model_layer_at(m, i, lt);
-    if (from[i] == SIZE_MAX) return l;
-    /* The target as if its marker had been keyed by its own prefix. */
-    const stf_layer *src = stf__model_layer_at(m, from[i], st);
-    *merged = *l;
-    merged->markers = src->markers;
-    merged->nmarkers = src->nmarkers;
-    merged->conflict = src->conflict;
-    merged->comfy = src->comfy;
-    return merged;
-}
-
 /* Whether, with verdict g, the layer's actions make a job that reads its weight. */
 static int job_under(stf_layer_view *v, stf_probe_verdict g, stf__plan_builder *b,
                      stf__matched_action **acts, size_t *cap, stf_err *err)
 {
     size_t n = 0;
     v->probe = g;
-    int rc = collect(acts, &n, cap, b->p->r, &b->run, v, err), job = 0;
+    int rc = stf__plan_collect(acts, &n, cap, b->p->r, &b->run, v, err), job = 0;
     v->probe = STF_PROBE_UNKNOWN;
     for (size_t i = 0; !rc && i < n; i++)
         job |= (*acts)[i].a->kind == STF_ACT_REQUANTIZE || (*acts)[i].a->kind == STF_ACT_EXCLUDE;
@@ -638,19 +332,19 @@ static int probe_ahead(stf__probe_ahead *pa, stf__plan_builder *b, const size_t 
     for (size_t i = 0; i < nl && !rc; i++) {
         stf_layer merged;
         stf__layer_tmp lt, st;
-        const stf_layer *l = layer_as_planned(m, from, i, &merged, &lt, &st);
+        const stf_layer *l = stf__merged_layer(m, from, i, &merged, &lt, &st);
         stf_layer_view v;
         size_t n = 0;
         int need = 0, r2 = stf__plan_view(&v, &store, m, l, &scratch);
         if (!r2) {
             v.rotation = stf__plan_rotation(l);
             r2 = stf__recipe_parallel_style_run(&v.parallel, b->p->r, &v, &b->run, &scratch);
-            if (!r2) r2 = rules_need_probe(&need, b->p->r, &b->run, &v, &scratch);
+            if (!r2) r2 = stf__plan_need_probe(&need, b->p->r, &b->run, &v, &scratch);
         }
         /* A layer the gate closes is probed only for the rules' sake. */
         if (!r2 && !need && stf__gate_open(&b->gate, i)) {
-            r2 = collect(acts, &n, cap, b->p->r, &b->run, &v, &scratch);
-            need = !r2 && needs_probe_action(*acts, n, &v);
+            r2 = stf__plan_collect(acts, &n, cap, b->p->r, &b->run, &v, &scratch);
+            need = !r2 && stf__plan_acts_need_probe(*acts, n, &v);
         }
         if (!r2 && need && want_verdict(pa, b, i, l, &v, known, acts, cap, &scratch))
             rc = stf__err(err, STF_ENOMEM, "plan: out of memory");
@@ -700,13 +394,15 @@ static int build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r, const s
     if (o->version >= 2) p->opts.max_mem = o->max_mem;
     b.p = p;
     b.o = o;
+    b.last_rset = STF__REC_NONE;
+    stf__rec_reset(&b.cur);
     if ((rc = stf__rules_run_init(&b.run, r, regex_left, err))) goto done;
     if ((rc = stf_model_build(&p->model, c, err))) goto done;
     b.m = p->model;
     size_t nl = stf_model_layer_count(p->model);
     if (nl) {
-        p->layers = stf__calloc(nl, sizeof *p->layers);
-        if (!p->layers) {
+        p->recs = stf__calloc(nl, sizeof *p->recs);
+        if (!p->recs) {
             rc = stf__err(err, STF_ENOMEM, "plan: out of memory");
             goto done;
         }
@@ -718,16 +414,16 @@ static int build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r, const s
             rc = stf__err(err, STF_ENOMEM, "plan: out of memory");
             goto done;
         }
-        if ((rc = find_merges(into, from, &b, &acts, &acap, err))) goto done;
+        if ((rc = stf__merges_find(into, from, &b, &acts, &acap, err))) goto done;
     }
     if ((rc = stf__gate_init(&b.gate, c, p->model, r, o->pool, err))) goto done;
     p->gated = b.gate.on;
-    gate_merges(&b.gate, into, from, nl);
+    stf__merges_gate(&b.gate, into, from, nl);
     if (nl && (rc = probe_ahead(&ahead, &b, from, known, &acts, &acap, err))) goto done;
     for (size_t i = 0; i < nl; i++) {
         stf_layer merged;
         stf__layer_tmp lt, st, tt;
-        const stf_layer *l = layer_as_planned(p->model, from, i, &merged, &lt, &st);
+        const stf_layer *l = stf__merged_layer(p->model, from, i, &merged, &lt, &st);
         b.merged = from[i] != SIZE_MAX;
         stf_layer_view v;
         size_t n = 0;
@@ -735,32 +431,31 @@ static int build(stf_plan **out, const stf_ckpt *c, const stf_recipe *r, const s
         v.rotation = stf__plan_rotation(l);
         if ((rc = stf__recipe_parallel_style_run(&v.parallel, r, &v, &b.run, err))) goto done;
         int probed = 0, need;
-        if ((rc = rules_need_probe(&need, r, &b.run, &v, err))) goto done;
+        if ((rc = stf__plan_need_probe(&need, r, &b.run, &v, err))) goto done;
         if (need) {
             if ((rc = stf__probe_ahead_get(&v.probe, &ahead, o, p->model, i, l, err))) goto done;
             probed = 1;
         }
-        p->nlayers = i + 1;
         if (!stf__gate_open(&b.gate, i) && !(probed && stf__h1_is_error(v.probe))) {
             b.leave = 1;
             rc = stf__plan_layer(&b, i, l, &v, acts, 0, err);
             b.leave = 0;
-            if (rc || (rc = stf__gate_note(&p->layers[i], &b.gate, err))) goto done;
-            stf__view_store_free(&store);
-            continue;
-        }
-        if ((rc = collect(&acts, &n, &acap, r, &b.run, &v, err))) goto done;
-        if (!probed && needs_probe_action(acts, n, &v) &&
-            (rc = stf__probe_ahead_get(&v.probe, &ahead, o, p->model, i, l, err)))
-            goto done;
-        if (into[i] != SIZE_MAX) {
-            if ((rc = record_merged(&b, i, l, stf__model_layer_at(p->model, into[i], &tt), acts, n, err)))
+            if (rc || (rc = stf__gate_note(&b.cur, &b.gate, err))) goto done;
+        } else {
+            if ((rc = stf__plan_collect(&acts, &n, &acap, r, &b.run, &v, err))) goto done;
+            if (!probed && stf__plan_acts_need_probe(acts, n, &v) &&
+                (rc = stf__probe_ahead_get(&v.probe, &ahead, o, p->model, i, l, err)))
                 goto done;
-            stf__view_store_free(&store);
-            continue;
+            if (into[i] != SIZE_MAX) {
+                const stf_layer *t = stf__model_layer_at(p->model, into[i], &tt);
+                if ((rc = stf__merged_record(&b, l, t, acts, n, err))) goto done;
+            } else {
+                if ((rc = stf__plan_record_rules(&b, &b.cur, acts, n, err))) goto done;
+                if ((rc = stf__plan_layer(&b, i, l, &v, acts, n, err))) goto done;
+            }
         }
-        if ((rc = record_rules(&b, &p->layers[i], acts, n, err))) goto done;
-        if ((rc = stf__plan_layer(&b, i, l, &v, acts, n, err))) goto done;
+        if ((rc = stf__rec_keep(&b, i, err))) goto done;
+        p->nlayers = i + 1;
         stf__view_store_free(&store);
     }
     size_t no = stf_model_other_count(p->model);
@@ -793,6 +488,8 @@ done:
     stf__free(b.qm_text);
     stf__peers_free(b.peers);
     stf__gate_free(&b.gate);
+    stf__rec_reset(&b.cur);
+    stf__free(b.khash);
     if (rc) {
         stf_plan_free(p);
         return rc;

@@ -14,6 +14,7 @@
 #include "rules/rules_internal.h"
 #include "stfix/pipeline.h"
 #include "stfix/experimental/check.h"
+#include "stfix/experimental/pipeline.h"
 #include "stfix/experimental/quant.h"
 #include "util/progress.h"
 #include "util/util.h"
@@ -80,21 +81,73 @@ typedef struct stf__out {
     size_t group_len;
 } stf__out;
 
+/* No rules, no kind (stf__player.rset, stf__rkind.rset). */
+#define STF__REC_NONE UINT32_MAX
+
+/*
+ * A layer's record as the builder fills it (stf__plan_layer,
+ * stf__merged_record, stf__gate_note), one at a time, until stf__rec_keep
+ * keeps it in the plan as an 8-byte stf__rec.
+ */
 typedef struct stf__player {
     stf_plan_layer_info pub;
-    const char **rule_names; /* nrules */
-    const stf_action **acts; /* nactions */
+    uint32_t rset;           /* its rules and actions: index into the plan's rsets, or NONE */
     /* Owned texts; the prefix is the model's, and an unchanged layer's
      * summary the static "unchanged". */
     char *out_prefix_store, *summary_store;
 } stf__player;
 
+/* The rules and actions a run of layers shares (stf__plan_record_rules). */
+typedef struct stf__rset {
+    const char **rule_names; /* nrules */
+    const stf_action **acts; /* nactions */
+    size_t nrules, nactions;
+} stf__rset;
+
+/*
+ * What layer records that read alike share (plan_rec.c): the public record
+ * but for its prefixes, with the summary as a template, the output prefix
+ * as the summary shows it (stf__name_render) cut out at `hole`, so that a
+ * million layers renamed by one rule keep one summary.
+ */
+typedef struct stf__rkind {
+    char *sum;               /* owned: sum_len bytes and a NUL */
+    size_t sum_len;
+    size_t hole;             /* where the shown output prefix goes; SIZE_MAX: nowhere */
+    uint32_t rset;           /* index into the plan's rsets, or NONE */
+    uint32_t next;           /* while building: the next kind of its hash slot + 1, 0 = none */
+    const char *format;      /* the model's, or a static name */
+    unsigned group;
+    stf_quant_mode mode;
+    int requantize, changed;
+} stf__rkind;
+
+/*
+ * One layer's record in the plan, 8 bytes: its kind, and its output prefix:
+ * 0 when the rename actions of its rules make it from its prefix
+ * (stf__rec_out_prefix), else 1 + its place in the plan's outp.
+ */
+typedef struct stf__rec {
+    uint32_t kind;
+    uint32_t out;
+} stf__rec;
+
 struct stf_plan {
     const stf_ckpt *c;
     const stf_recipe *r;
     unsigned targets;
-    stf__player *layers;
+    stf__rec *recs;          /* per layer, nlayers of them */
     size_t nlayers;
+    stf__rkind *kinds;
+    size_t nkinds;
+    stf__rset *rsets;
+    size_t nrsets;
+    char **outp;             /* the output prefixes that renames do not make, owned */
+    size_t *outp_len;
+    size_t noutp;
+    /* The public records stf_plan_layer made, per layer, made when first
+     * asked (plan_access.c). */
+    _Atomic(_Atomic(stf_plan_layer_info *) *) made;
     stf__out *outs;          /* canonical writer order */
     size_t nouts;
     stf__job *jobs;
@@ -203,7 +256,11 @@ typedef struct stf__plan_builder {
     stf__gate gate;        /* a repair recipe's: the layers it may change */
     int leave;             /* the layer stf__plan_layer emits is left alone by the gate */
     int merged;            /* it is the target of a merge, carrying its source's markers */
-    const stf__player *last_rules; /* the last layer record that made its rules' arrays */
+    uint32_t last_rset;    /* the rules' arrays the last layer record made, or NONE */
+    stf__player cur;       /* the layer record being filled */
+    size_t kinds_cap, rsets_cap, outp_cap;
+    uint32_t *khash;       /* kinds by hash: kind index + 1, 0 = empty */
+    size_t khcap;
 } stf__plan_builder;
 
 /*
@@ -213,6 +270,61 @@ typedef struct stf__matched_action {
     const stf_action *a;
     const stf_rule *rule;
 } stf__matched_action;
+
+/*
+ * A recipe's rules on one layer's view (plan_rules.c). stf__plan_collect:
+ * the matched actions of every rule of r on v, in order, up to and
+ * including the first terminal one, into *acts (grown, *cap its room).
+ * stf__plan_need_probe: *need, whether some rule's choice on v depends on
+ * the H1 verdict (v->probe is left UNKNOWN). stf__plan_acts_need_probe:
+ * whether one of acts[0..n) reads the verdict on v.
+ */
+int stf__plan_collect(stf__matched_action **acts, size_t *nacts, size_t *cap, const stf_recipe *r,
+                      stf__rules_run *run, const stf_layer_view *v, stf_err *err);
+int stf__plan_need_probe(int *need, const stf_recipe *r, stf__rules_run *run, stf_layer_view *v,
+                         stf_err *err);
+int stf__plan_acts_need_probe(const stf__matched_action *acts, size_t n, const stf_layer_view *v);
+/*
+ * Layer records (plan_rec.c). stf__plan_record_rules: pl's rules and
+ * actions from acts[0..n), those of the layer recorded before it when they
+ * are the same, shared. stf__rec_keep: b->cur kept as layer li's record
+ * (kinds shared, the output prefix only where renames do not make it), and
+ * b->cur emptied for the next layer, also on error (STF_ENOMEM, STF_ELIMIT
+ * past 2^32 - 1 layers). stf__rec_reset: pl emptied, its texts freed.
+ * stf__rec_free: everything the plan's records own.
+ */
+int stf__plan_record_rules(stf__plan_builder *b, stf__player *pl, const stf__matched_action *acts,
+                           size_t n, stf_err *err);
+int stf__rec_keep(stf__plan_builder *b, size_t li, stf_err *err);
+void stf__rec_reset(stf__player *pl);
+void stf__rec_free(stf_plan *p);
+/* Whether layer li changes (stf_plan_layer_info.changed). */
+int stf__rec_changed(const stf_plan *p, size_t li);
+/*
+ * Layer li's output prefix (a new string, *len bytes and a NUL) made from
+ * its prefix (plen bytes) by the rename actions of its rules, in order;
+ * NULL when out of memory.
+ */
+char *stf__rec_out_prefix(const stf_plan *p, size_t li, const char *prefix, size_t plen,
+                          size_t *len);
+
+/*
+ * Merges of metadata-only markers (plan_merge.c). stf__merges_find fills
+ * into[i] (the layer marker i merges into) and from[t] (the marker layer t
+ * takes), SIZE_MAX elsewhere, over all nl layers of b->m;
+ * stf__merges_gate keeps, under a repair recipe's gate, only the merges a
+ * finding concerns. stf__merged_layer is layer i as the rules see it (a
+ * target carries its source's markers), in *merged or in *lt and *st
+ * (stf__model_layer_at). stf__merged_record fills b->cur, the record
+ * of marker layer l merged into `target`.
+ */
+int stf__merges_find(size_t *into, size_t *from, stf__plan_builder *b, stf__matched_action **acts,
+                     size_t *cap, stf_err *err);
+void stf__merges_gate(stf__gate *g, size_t *into, size_t *from, size_t nl);
+const stf_layer *stf__merged_layer(const stf_model *m, const size_t *from, size_t i,
+                                   stf_layer *merged, stf__layer_tmp *lt, stf__layer_tmp *st);
+int stf__merged_record(stf__plan_builder *b, const stf_layer *l, const stf_layer *target, const stf__matched_action *acts, size_t n,
+                       stf_err *err);
 
 /* Append an output tensor (zeroed, job/layer SIZE_MAX, src -1); *out its index. */
 int stf__builder_add_out(stf__plan_builder *b, size_t *out, stf_err *err);

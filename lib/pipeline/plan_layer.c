@@ -544,7 +544,7 @@ int stf__plan_layer(stf__plan_builder *b, size_t li, const stf_layer *l, const s
     w.cur = NULL;
     if ((rc = emit_all(&w, li, err))) goto done;
 
-    stf__player *pl = &b->p->layers[li];
+    stf__player *pl = &b->cur;
     pl->out_prefix_store = w.out_prefix;
     w.out_prefix = NULL;
     pl->summary_store = w.sum.len ? stf__strdup(w.sum.data) : NULL;

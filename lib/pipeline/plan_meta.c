@@ -124,7 +124,7 @@ int stf__plan_meta(stf__plan_builder *b, stf_err *err)
     /* A repair recipe that changes no layer keeps quant_format too: it
      * leaves the file as read. */
     int keep_qf = p->gated;
-    for (size_t i = 0; i < p->nlayers && keep_qf; i++) keep_qf = !p->layers[i].pub.changed;
+    for (size_t i = 0; i < p->nlayers && keep_qf; i++) keep_qf = !stf__rec_changed(p, i);
     for (size_t s = 0; s < nsh && !rc; s++) {
         size_t nm = stf_ckpt_meta_count(p->c, s);
         for (size_t i = 0; i < nm && !rc; i++) {

@@ -43,7 +43,7 @@ static int meta_is_input(const stf_plan *p, size_t s)
 int stf__plan_differs(const stf_plan *p)
 {
     for (size_t i = 0; i < p->nlayers; i++)
-        if (p->layers[i].pub.changed) return 1;
+        if (stf__rec_changed(p, i)) return 1;
     if (p->ndropped || p->nouts != stf_ckpt_tensor_count(p->c)) return 1;
     for (size_t i = 0; i < p->nouts; i++)
         if (!out_is_input(p->c, &p->outs[i])) return 1;

@@ -176,11 +176,10 @@ static void on_written(void *ud, uint64_t done, uint64_t total, const char *what
 static void on_block(void *ud, const stf__job *job)
 {
     run_ctx *rc = ud;
-    const stf_plan_tensor_info *wt = &rc->p->outs[job->out_weight].pub;
-    size_t li = wt->layer;
-    if (li < rc->p->nlayers && rc->p->layers[li].pub.out_prefix)
-        report(rc, rc->p->layers[li].pub.out_prefix, rc->p->layers[li].pub.out_prefix_len);
-    else report(rc, wt->name, wt->name_len);
+    /* A layer's outputs are grouped by its output prefix. */
+    const stf__out *wo = &rc->p->outs[job->out_weight];
+    if (wo->pub.layer < rc->p->nlayers && wo->group) report(rc, wo->group, wo->group_len);
+    else report(rc, wo->pub.name, wo->pub.name_len);
 }
 
 /* Add output i with its source; a copy or cast of a compressed input is
@@ -370,11 +369,10 @@ static int run_jobs(stf_run_report *rep, const stf_plan *p, run_ctx *ctx,
         if (!rc && gi != SIZE_MAX) rc = stf__guesses_measure(same, gs, p, gi, err);
         if (rc || !*same) goto done;
         if (rep->metrics) {
-            const stf_plan_tensor_info *wt = &p->outs[job->out_weight].pub;
-            size_t li = wt->layer;
-            int by_layer = li < p->nlayers && p->layers[li].pub.out_prefix;
-            const char *pre = by_layer ? p->layers[li].pub.out_prefix : wt->name;
-            size_t plen = by_layer ? p->layers[li].pub.out_prefix_len : wt->name_len;
+            const stf__out *wo = &p->outs[job->out_weight];
+            int by_layer = wo->pub.layer < p->nlayers && wo->group;
+            const char *pre = by_layer ? wo->group : wo->pub.name;
+            size_t plen = by_layer ? wo->group_len : wo->pub.name_len;
             stf_layer_metrics *lm = &rep->metrics[rep->nmetrics];
             lm->prefix = stf__strndup(pre, plen);
             lm->prefix_len = plen;

@@ -1,7 +1,8 @@
 #!/bin/sh
-# Benchmark: peak memory of `stfix check` (text and --json) and `stfix plan`
-# on a header whose _quantization_metadata names BENCH_META_LAYERS layers
-# (default 1,000,000; no tensors, tests/gen/gen_many_layers.py meta), as a
+# Benchmark: peak memory of `stfix check` and `stfix plan` (each as text
+# and --json: rows check, json, plan, pjson) on a header whose
+# _quantization_metadata names BENCH_META_LAYERS layers (default
+# 1,000,000; no tensors, tests/gen/gen_many_layers.py meta), as a
 # ratio of the peak resident set to the header's size. Nothing here asserts a value.
 #
 #   sh tests/bench/meta_mem.sh [STFIX]     (default $STFIX, else ./build/stfix)
@@ -17,11 +18,12 @@ f="$tmp/meta.safetensors"
 python3 "$here/../gen/gen_many_layers.py" "$f" meta "$N" || exit 2
 hdr=$(python3 -c 'import struct,sys; print(struct.unpack("<Q", open(sys.argv[1],"rb").read(8))[0])' "$f")
 rc=0
-for cmd in check json plan; do
+for cmd in check json plan pjson; do
     case $cmd in
     check) set -- check "$f" -j 1 ;;
     json) set -- check "$f" -j 1 --json ;;
-    *) set -- plan "$f" -r "$here/../../rules/comfyui-int8-convrot.yaml" -j 1 ;;
+    plan) set -- plan "$f" -r "$here/../../rules/comfyui-int8-convrot.yaml" -j 1 ;;
+    *) set -- plan "$f" -r "$here/../../rules/comfyui-int8-convrot.yaml" -j 1 --json ;;
     esac
     /usr/bin/time -f %M -o "$tmp/rss" "$STFIX" "$@" >/dev/null 2>&1
     st=$?

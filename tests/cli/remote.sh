@@ -117,6 +117,9 @@ D=demo/demo.safetensors
 t_run "plan URL" 0 "$STFIX" plan "$L_URL/$D" -r sglang-repair
 "$STFIX" plan "fixtures/$D" -r sglang-repair | sed "s|fixtures/$D|$L_URL/$D|" >"$T_TMP/want"
 t_stdout_is "plan URL" "$T_TMP/want"
+# plan --json is written a layer at a time; the network member still ends it.
+t_run "plan --json URL" 0 "$STFIX" plan --json "$U" -r sglang-repair
+t_stdout_has "plan --json URL" "\"bytes_copied\": 1207}, \"network\": {\"bytes\": $size, \"requests\": 1}}"
 t_run "hash URL" 0 "$STFIX" hash "$L_URL/$D"
 "$STFIX" hash "fixtures/$D" | sed "s|fixtures/$D|$L_URL/$D|" >"$T_TMP/want"
 t_stdout_is "hash URL" "$T_TMP/want"

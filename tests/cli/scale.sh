@@ -3,7 +3,8 @@
 # metadata-only layers and `plan` on 64,000 layers finish well inside the
 # time limit below (they took minutes when the listing rescanned the report
 # for each layer), and say the same as the JSON documents. check and plan
-# of the 100,000 layers also fit an address-space cap.
+# of the 100,000 layers, and their JSON documents, also fit an
+# address-space cap.
 . tests/cli/lib.sh
 # The address-space cap, left out under AddressSanitizer, which reserves
 # far more than any of them (as t_capped does).
@@ -39,12 +40,27 @@ t_run "plan, 100,000 metadata layers" 0 timeout "$LIMIT" "$STFIX" plan "$D/meta.
     -r rules/comfyui-int8-convrot.yaml -j 1
 cp "$T_OUT" "$D/plan.txt"
 # Those layers, and one copy of the rule and action lists for a run of
-# layer records the same rules apply to, and one block for the markers'
-# equal JSON values (with the structs and a copy of the lists per layer it
-# needed 84 MiB, with a block per marker 63 MiB).
-t_run "plan, 100,000 metadata layers, 82 MiB" 0 sh -c "$(vcap 83968) && exec timeout $LIMIT \"\$0\" plan \"\$1\" -r rules/comfyui-int8-convrot.yaml -j 1" \
+# layer records the same rules apply to, one block for the markers' equal
+# JSON values, and each layer's record 8 bytes: the kind of record it
+# shares with the layers that read alike (one summary for all that say
+# the same, the output prefix cut out of it), and its output prefix only
+# where its renames do not make it; the listing reads one record at a
+# time. It needs 45 MiB, as check does (with a public record, a summary
+# and an output prefix kept per layer it needed 66 MiB; with the structs
+# and a copy of the lists per layer 84 MiB).
+t_run "plan, 100,000 metadata layers, 55 MiB" 0 sh -c "$(vcap 56320) && exec timeout $LIMIT \"\$0\" plan \"\$1\" -r rules/comfyui-int8-convrot.yaml -j 1" \
     "$STFIX" "$D/meta.safetensors"
-t_stdout_is "plan, 100,000 metadata layers, 82 MiB" "$D/plan.txt"
+t_stdout_is "plan, 100,000 metadata layers, 55 MiB" "$D/plan.txt"
+t_run "plan --json, 100,000 metadata layers" 0 timeout "$LIMIT" "$STFIX" plan "$D/meta.safetensors" \
+    -r rules/comfyui-int8-convrot.yaml -j 1 --json
+t_true "plan --json, 100,000 metadata layers: every layer" \
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(len(d["layers"]) != 100000 or d["layers"][99999]["out_prefix"] != "model.diffusion_model.blocks.99999.attn.qkv")' "$T_OUT"
+cp "$T_OUT" "$D/plan.json"
+# The document is written as it goes, a layer at a time, so it fits the
+# listing's cap (a tree of every layer needed 195 MiB).
+t_run "plan --json, 100,000 metadata layers, 55 MiB" 0 sh -c "$(vcap 56320) && exec timeout $LIMIT \"\$0\" plan \"\$1\" -r rules/comfyui-int8-convrot.yaml -j 1 --json" \
+    "$STFIX" "$D/meta.safetensors"
+t_stdout_is "plan --json, 100,000 metadata layers, 55 MiB" "$D/plan.json"
 t_run "check --json, 100,000 layers" 1 timeout "$LIMIT" "$STFIX" check "$D/meta.safetensors" --json
 t_true "check --json, 100,000 layers: same count" \
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d["summary"]["errors"] != 400000)' "$T_OUT"

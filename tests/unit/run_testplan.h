@@ -18,7 +18,7 @@ typedef struct tplan {
     stf_plan p;
     stf__out outs[TP_MAX];
     stf__job jobs[TP_MAX];
-    stf__player layers[TP_MAX];
+    const char *layers[TP_MAX]; /* output prefixes */
     stf_meta_entry meta[TP_MAX];
 } tplan;
 
@@ -29,7 +29,6 @@ static inline void tp_init(tplan *t, const stf_ckpt *c, unsigned targets)
     t->p.targets = targets;
     t->p.outs = t->outs;
     t->p.jobs = t->jobs;
-    t->p.layers = t->layers;
     t->p.meta = t->meta;
     t->p.changed = 1; /* a plan made by hand changes its input */
 }
@@ -68,13 +67,12 @@ static inline size_t tp_out(tplan *t, const char *name, stf_dtype dt, unsigned r
     return i;
 }
 
-/* Append a layer with an output prefix; returns its index. */
+/* Append a layer with an output prefix; returns its index. The run reads
+ * it as the builder gives it, the group of the layer's job outputs. */
 static inline size_t tp_layer(tplan *t, const char *prefix)
 {
     size_t i = t->p.nlayers++;
-    t->layers[i].pub.prefix = prefix;
-    t->layers[i].pub.out_prefix = prefix;
-    t->layers[i].pub.prefix_len = t->layers[i].pub.out_prefix_len = strlen(prefix);
+    t->layers[i] = prefix;
     return i;
 }
 
@@ -90,9 +88,13 @@ static inline stf__job *tp_job(tplan *t, stf__job_kind kind, size_t w, size_t s,
     job->dec.s_idx = -1;
     t->outs[w].job = j;
     t->outs[w].pub.layer = li;
+    t->outs[w].group = (char *)(uintptr_t)t->layers[li];
+    t->outs[w].group_len = strlen(t->layers[li]);
     if (s != SIZE_MAX) {
         t->outs[s].job = j;
         t->outs[s].pub.layer = li;
+        t->outs[s].group = t->outs[w].group;
+        t->outs[s].group_len = t->outs[w].group_len;
     }
     return job;
 }

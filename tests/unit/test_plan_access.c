@@ -1,7 +1,8 @@
 /*
  * lib/pipeline/plan_access.c: op names, and every accessor on NULL and on
  * out-of-range indices (NULL or 0, never a crash), plus the in-range values
- * of a small plan.
+ * of a small plan; a layer record read with stf_plan_layer_peek, made from
+ * the kind it shares with the layers that read alike.
  */
 #include "plan_testutil.h"
 
@@ -95,12 +96,75 @@ static void test_names_with_nul(void **state)
     pt_free(&k);
 }
 
+/* Layers renamed by one rule share one kind of record, the output prefix
+ * cut out of its summary, and keep no output prefix of their own (their
+ * rename makes it); stf_plan_layer_peek makes both texts in the caller's
+ * buffer, exactly as stf_plan_layer gives them. */
+static void test_layer_peek(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    PT_ADD(&k, "b.0.weight", "BF16", NULL, 2, 4);
+    PT_ADD(&k, "b.1.weight", "BF16", NULL, 2, 4);
+    PT_ADD(&k, "c.weight", "BF16", NULL, 2, 4);
+    pt_open(&k);
+    pt_recipe(&k, "stfix: 1\ntarget: comfyui\nrules:\n  - name: r\n    match: {weight: present}\n"
+                  "    do: {rename: {from: b., to: n.b.}}\n");
+    pt_plan_ok(&k);
+    assert_int_equal(stf_plan_layer_count(k.p), 3);
+    assert_int_equal(k.p->nkinds, 2);
+    assert_int_equal(k.p->noutp, 0);
+    assert_int_equal(k.p->recs[0].kind, k.p->recs[1].kind);
+    assert_string_equal(k.p->kinds[k.p->recs[0].kind].sum, "rename -> ''");
+    assert_int_equal(k.p->kinds[k.p->recs[0].kind].hole, 11);
+    stf_plan_layer_info l;
+    char buf[64];
+    /* The output prefix "n.b.1" and its NUL, then the summary and its NUL. */
+    assert_int_equal(stf_plan_layer_peek(k.p, 1, &l, NULL, 0), 6 + 18);
+    assert_null(l.out_prefix);
+    assert_null(l.summary);
+    assert_string_equal(l.prefix, "b.1");
+    assert_int_equal(l.out_prefix_len, 5);
+    memset(buf, 'x', sizeof buf);
+    assert_int_equal(stf_plan_layer_peek(k.p, 1, &l, buf, 23), 24);
+    assert_null(l.out_prefix);
+    assert_int_equal(buf[0], 'x');
+    assert_int_equal(stf_plan_layer_peek(k.p, 1, &l, buf, sizeof buf), 24);
+    assert_ptr_equal(l.out_prefix, buf);
+    assert_string_equal(l.out_prefix, "n.b.1");
+    assert_ptr_equal(l.summary, buf + 6);
+    assert_string_equal(l.summary, "rename -> 'n.b.1'");
+    assert_int_equal(l.nrules, 1);
+    assert_string_equal(l.rules[0], "r");
+    assert_int_equal(l.nactions, 1);
+    assert_int_equal(l.actions[0]->kind, STF_ACT_RENAME);
+    assert_int_equal(l.changed, 1);
+    const stf_plan_layer_info *pub = stf_plan_layer(k.p, 1);
+    assert_string_equal(pub->prefix, "b.1");
+    assert_string_equal(pub->out_prefix, "n.b.1");
+    assert_int_equal(pub->out_prefix_len, 5);
+    assert_string_equal(pub->summary, "rename -> 'n.b.1'");
+    assert_ptr_equal(pub->actions, l.actions);
+    assert_ptr_equal(pub, stf_plan_layer(k.p, 1));
+    /* The rule selects c too, but its rename does not apply: only the
+     * output prefix is made, the summary is the kind's. */
+    assert_int_equal(stf_plan_layer_peek(k.p, 2, &l, buf, sizeof buf), 2);
+    assert_string_equal(l.out_prefix, "c");
+    assert_string_equal(l.summary, "unchanged");
+    assert_int_equal(l.changed, 0);
+    assert_int_equal(stf_plan_layer_peek(k.p, 3, &l, buf, sizeof buf), SIZE_MAX);
+    assert_int_equal(stf_plan_layer_peek(NULL, 0, &l, buf, sizeof buf), SIZE_MAX);
+    assert_int_equal(stf_plan_layer_peek(k.p, 0, NULL, buf, sizeof buf), SIZE_MAX);
+    pt_free(&k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_op_names),
         cmocka_unit_test(test_null_and_out_of_range),
         cmocka_unit_test(test_names_with_nul),
+        cmocka_unit_test(test_layer_peek),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

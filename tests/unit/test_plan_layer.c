@@ -3,7 +3,7 @@
  * transpose-scale, flatten-conv, cast-scale, relabel, drop, rename) on small
  * in-memory checkpoints — output names, dtypes, shapes and ops, dropped
  * inputs, writer order, and the exact refusals naming layer, rule and line.
- * The data and marker actions are in test_plan_job.c.
+ * The data and marker actions are in test_plan_job.c and test_plan_requant.c.
  */
 #include "plan_testutil.h"
 

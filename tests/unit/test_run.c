@@ -559,8 +559,12 @@ static void test_sharded(void **state)
 {
     (void)state;
     fx *f = fx_new(STF_CONSUMER_SGLANG | STF_CONSUMER_COMFYUI);
-    for (size_t i = 0; i < f->t.p.nouts; i++)
-        if (!strncmp(f->t.outs[i].pub.name, "a.", 2)) f->t.outs[i].group = "a";
+    /* Only a's tensors are grouped (tp_job groups b's weight too). */
+    for (size_t i = 0; i < f->t.p.nouts; i++) {
+        int a = !strncmp(f->t.outs[i].pub.name, "a.", 2);
+        f->t.outs[i].group = a ? "a" : NULL;
+        f->t.outs[i].group_len = a ? 1 : 0;
+    }
     /* A rebuilt _quantization_metadata cannot be right for every shard (I7):
      * it is left out of a sharded output, other keys are kept. */
     tp_meta(&f->t, "_quantization_metadata", "{\"format_version\": \"1.0\", \"layers\": {}}");

@@ -1,7 +1,8 @@
 /*
- * stfix EXPERIMENTAL API, pipeline layer: batches over many checkpoints
- * (discovery, manifests, shard selection, one report line per checkpoint)
- * and verification of an output by re-running its conversion in memory.
+ * stfix EXPERIMENTAL API, pipeline layer: a plan's layer records read one
+ * at a time, batches over many checkpoints (discovery, manifests, shard
+ * selection, one report line per checkpoint) and verification of an output
+ * by re-running its conversion in memory.
  *
  * Part of <stfix/experimental.h>: may change in any MINOR release (the
  * contract is at the top of that header). Include that header, not this
@@ -16,6 +17,24 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ------------------------------------------------------------- plans */
+
+/*
+ * Layer record i of a plan without keeping it: *out as stf_plan_layer
+ * gives it, except that its output prefix and summary, where the plan does
+ * not hold them as they are, are made in `buf`: the output prefix
+ * (out->out_prefix_len bytes and a NUL), then the summary and a NUL.
+ * stf_plan_layer keeps every record it is asked for until the plan is
+ * freed; a program that lists a plan of very many layers reads them this
+ * way, one at a time. Returns the bytes of buf the two need (0: none);
+ * when that is more than cap, out->out_prefix and out->summary are NULL
+ * and buf is not written: ask again with a buffer that large. SIZE_MAX
+ * when i is out of range, p or out is NULL, or memory ran out.
+ */
+STF_EXPERIMENTAL_API
+size_t stf_plan_layer_peek(const stf_plan *p, size_t i, stf_plan_layer_info *out, char *buf,
+                           size_t cap);
 
 /* ----------------------------------------------------------- discovery */
 
