@@ -110,10 +110,14 @@ void stf_net_stats_thread(uint64_t *bytes, uint64_t *requests)
     if (requests) *requests = t_requests;
 }
 
-void stf__net_count(uint64_t requests, uint64_t bytes)
+void stf__net_count(stf__net_tally *file, uint64_t requests, uint64_t bytes)
 {
     t_requests += requests;
     t_bytes += bytes;
+    if (file) {
+        atomic_fetch_add(&file->requests, requests);
+        atomic_fetch_add(&file->bytes, bytes);
+    }
     atomic_fetch_add(&g_requests, requests);
     atomic_fetch_add(&g_bytes, bytes);
 }
