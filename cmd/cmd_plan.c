@@ -225,7 +225,7 @@ static int print_json(FILE *o, const char *file, const char *recipe, const stf_r
     cli_j_add(tot, "bytes_total", cli_j_u64(stf_plan_bytes_total(p)), 0);
     cli_j_add(tot, "bytes_copied", cli_j_u64(stf_plan_bytes_copied(p)), 0);
     cli_j_add(doc, "totals", tot, 0);
-    cli_net_json("plan", file, doc);
+    cli_net_json("plan", file, c, doc);
     return cli_json_print(o, doc);
 }
 
@@ -296,7 +296,7 @@ int cmd_plan(int argc, char **argv)
         ex = cli_report("plan", &err);
         goto done;
     }
-    if (!json) cli_net_report("plan", file, NULL, NULL);
+    if (!json) cli_net_report("plan", file, c, NULL, NULL);
     if (json ? print_json(stdout, file, recipe, r, c, p, &tp)
              : print_human(stdout, file, recipe, c, p,
                            profile || cli_recipe_uses_tp(r) ? &tp : NULL)) {
