@@ -383,7 +383,15 @@ for n in 1 2 3; do
     t_true "check --numeric URLs, 50 ms answers: j_num$n's member, as the server saw it ($2 requests)" \
         grep -q "^{\"file\": \"$FAULT_URL/delay-50/j_num$n.safetensors\",.*, \"network\": {\"bytes\": $1, \"requests\": $2}}\$" "$T_OUT"
 done
-rm -f "$S"/j_num[123].safetensors "$S"/j_syl[12].safetensors
+# A compressed export counts through its decoder: the member of a .zst
+# URL checked with --numeric on 2 threads is every request of the
+# compressed file lighttpd logged.
+"$STFIX" compress "$S/j_syl1.safetensors" -o "$S/j_zst.safetensors.zst" >/dev/null
+t_run "check --numeric .zst URL" 1 "$STFIX" check --numeric -j 2 --json "$L_URL/j_zst.safetensors.zst"
+set -- $(log_sums j_zst.safetensors.zst)
+t_true "check --numeric .zst URL: the member, as lighttpd saw it ($2 requests)" \
+    grep -q "}, \"network\": {\"bytes\": $1, \"requests\": $2}}\$" "$T_OUT"
+rm -f "$S"/j_num[123].safetensors "$S"/j_syl[12].safetensors "$S/j_zst.safetensors.zst"
 
 # ---- Reads in parallel: fix -j N and batch --net-jobs N over URLs ----
 # fix -j N from a URL: the workers' reads are requests of their own, in
