@@ -578,7 +578,8 @@ int cli_jw_end(cli_jw *w);
  * described from the index at its path. */
 /* rewrite: {"input", "output", "tensors", "zstd": null|{"level", "grouped",
  * "verified"}, "files": [{"path", "bytes"}]}; out is the index for a
- * sharded output; wo as the rewrite used it. */
+ * sharded output; wo as the rewrite used it, its input still open (what it
+ * cost over the network, "network", for a remote one). */
 int cli_json_rewrite(FILE *o, const char *in, const char *out, size_t tensors,
                      const stf_write_opts *wo);
 /* compress and decompress: {"input", "output", "bytes_in", "bytes_out",
@@ -696,30 +697,27 @@ void cli_zstd_stream_info(const char *verb, const stf_ckpt *c, const char *spool
 int cli_net_init(const char *verb);
 /* The CLI_CALL of the network options; target names the option. */
 int cli_opt_net(const char *verb, const char *value, void *target);
-/* Bytes and requests over the network since the last call: 1 when any;
- * the figures of cli_net_give instead, once, after it. */
-int cli_net_since(uint64_t *bytes, uint64_t *requests);
-/* What the next report is to say: one input's figures, read on a thread of
- * its own (cli_ahead_take). */
-void cli_net_give(uint64_t bytes, uint64_t requests);
 /*
- * For a remote input: with -v, "INPUT: N bytes in M request(s) over the
- * network" on stderr, and with bytes and requests (may be NULL) those
- * figures (what crossed the network since the last report), for the
- * "network" member of its JSON document; returns 1. Nothing for a local
- * input: returns 0.
+ * For a remote input and its checkpoint c: with -v, "INPUT: N bytes in M
+ * request(s) over the network" on stderr, and with bytes and requests
+ * (may be NULL) those figures (what was fetched for c since its open,
+ * stf_ckpt_network: c's alone, whatever other inputs read at the same
+ * time), for the "network" member of its JSON document; returns 1.
+ * Nothing for a local input or a NULL c: returns 0.
  */
-int cli_net_report(const char *verb, const char *input, uint64_t *bytes, uint64_t *requests);
+int cli_net_report(const char *verb, const char *input, const stf_ckpt *c, uint64_t *bytes,
+                   uint64_t *requests);
 /* With -v at the end of a run, what crossed the network and no input's
- * report has said yet (fix, diff, rewrite, batch; check's inputs read
- * ahead): "N bytes in M request(s) over the network in all". */
+ * report has said (fix, diff, rewrite, batch; inputs that failed): "N
+ * bytes in M request(s) over the network in all". */
 void cli_net_run_total(const char *verb);
 /* The same for a document made with cli_j_*: the member added to doc. */
-void cli_net_json(const char *verb, const char *input, cJSON *doc);
+void cli_net_json(const char *verb, const char *input, const stf_ckpt *c, cJSON *doc);
 /* The same for a document about two inputs (diff), when either is remote:
- * what crossed the network for both, -v's line naming the remote ones
- * ("A and B: ..." when both are). */
-void cli_net_json_pair(const char *verb, const char *a, const char *b, cJSON *doc);
+ * what was fetched for both, -v's line naming the remote ones ("A and B:
+ * ..." when both are). */
+void cli_net_json_pair(const char *verb, const char *a, const stf_ckpt *ca, const char *b,
+                       const stf_ckpt *cb, cJSON *doc);
 /* The member {"bytes": N, "requests": M} added to doc as it is given
  * (batch's total of its checkpoints' figures). */
 void cli_net_json_total(cJSON *doc, uint64_t bytes, uint64_t requests);
@@ -763,7 +761,8 @@ int cli_net_refuse_output(const char *verb, const char *path, const char *what);
  * cli_ahead.c: several inputs, up to `width` opened at once on threads of
  * their own, so that remote inputs' requests overlap; the caller takes
  * each result in order. With o, each is opened (stf_ckpt_open, the spool
- * directory of cli_spool_dir) and checked (stf_check_run with o); without,
+ * directory of cli_spool_dir) and checked (stf_check_run with o, less its
+ * pool, which serves one call at a time: the probes run inline); without,
  * each is opened with the default options and its markers fetched (what
  * stf_batch_run_item would read first), no report. A NULL name in files
  * is not opened: its result is no checkpoint and 0. 0, or -1 when out of
@@ -772,10 +771,10 @@ int cli_net_refuse_output(const char *verb, const char *path, const char *what);
 typedef struct cli_ahead cli_ahead;
 int cli_ahead_start(cli_ahead **out, char **files, int n, int width, const stf_check_opts *o);
 /* Wait for input k (taken in order): its checkpoint and report, both the
- * caller's to free, or its error (the return value, 0 or a library code);
- * the bytes and requests its thread sent over the network. */
-int cli_ahead_take(cli_ahead *a, int k, stf_ckpt **c, stf_check_report **r, stf_err *err,
-                   uint64_t *bytes, uint64_t *requests);
+ * caller's to free, or its error (the return value, 0 or a library code).
+ * What the checkpoint cost over the network is its own to say
+ * (cli_net_report), whichever thread fetched it. */
+int cli_ahead_take(cli_ahead *a, int k, stf_ckpt **c, stf_check_report **r, stf_err *err);
 /* Stop the threads; free what was not taken. No-op on NULL. */
 void cli_ahead_free(cli_ahead *a);
 

@@ -10,8 +10,6 @@
  * printed there. At most `width` inputs are open and not yet taken at any
  * time.
  */
-/* Uses the experimental stf_net_stats_thread (stfix/experimental.h). */
-#define STF_EXPERIMENTAL
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +22,6 @@ typedef struct slot {
     stf_ckpt *c;
     stf_check_report *r;
     stf_err err;
-    uint64_t bytes, requests;
 } slot;
 
 struct cli_ahead {
@@ -47,8 +44,6 @@ static void run_one(cli_ahead *a, int k)
     stf_open_opts oo;
     stf_open_opts_init(&oo);
     oo.spool_dir = a->spool;
-    uint64_t b0, r0, b1, r1;
-    stf_net_stats_thread(&b0, &r0);
     stf_err_clear(&s->err);
     if (!a->files[k]) return;
     s->rc = stf_ckpt_open(&s->c, a->files[k], a->check ? &oo : NULL, &s->err);
@@ -62,9 +57,6 @@ static void run_one(cli_ahead *a, int k)
         stf_err_clear(&ignored);
         if (!stf_model_build(&m, s->c, &ignored)) stf_model_free(m);
     }
-    stf_net_stats_thread(&b1, &r1);
-    s->bytes = b1 - b0;
-    s->requests = r1 - r0;
 }
 
 static void *worker(void *ud)
@@ -97,6 +89,9 @@ int cli_ahead_start(cli_ahead **out, char **files, int n, int width, const stf_c
     a->width = width < 1 ? 1 : width;
     a->check = o != NULL;
     if (o) a->o = *o;
+    /* A pool serves one call at a time: each input's numeric probes run
+     * on the thread that checks it, the inputs side by side. */
+    a->o.pool = NULL;
     cli_spool_dir(a->spool, sizeof a->spool, NULL);
     a->slots = calloc((size_t)n, sizeof *a->slots);
     int nt = a->width < n ? a->width : n;
@@ -122,8 +117,7 @@ int cli_ahead_start(cli_ahead **out, char **files, int n, int width, const stf_c
 }
 
 /* Take input k's result; see cli.h. */
-int cli_ahead_take(cli_ahead *a, int k, stf_ckpt **c, stf_check_report **r, stf_err *err,
-                   uint64_t *bytes, uint64_t *requests)
+int cli_ahead_take(cli_ahead *a, int k, stf_ckpt **c, stf_check_report **r, stf_err *err)
 {
     pthread_mutex_lock(&a->mu);
     while (!a->slots[k].done) pthread_cond_wait(&a->cv, &a->mu);
@@ -134,8 +128,6 @@ int cli_ahead_take(cli_ahead *a, int k, stf_ckpt **c, stf_check_report **r, stf_
     *c = s->c;
     *r = s->r;
     *err = s->err;
-    *bytes = s->bytes;
-    *requests = s->requests;
     s->c = NULL;
     s->r = NULL;
     return s->rc;

@@ -148,7 +148,7 @@ int cli_json_rewrite(FILE *o, const char *in, const char *out, size_t tensors,
     }
     cli_j_add(doc, "zstd", z ? z : cli_j_null(), 0);
     cli_j_add(doc, "files", files_at(out), CLI_J_BREAK);
-    cli_net_json("rewrite", in, doc);
+    cli_net_json("rewrite", in, wo->input, doc);
     return cli_json_print(o, doc);
 }
 

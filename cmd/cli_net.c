@@ -18,7 +18,9 @@
 static stf_net_opts g_net;
 static int g_net_ready;
 static const char *g_headers[MAX_HEADERS];
-static uint64_t g_mark_bytes, g_mark_requests;
+/* What the inputs' reports said so far (cli_net_report), then what the
+ * run's total said: the rest is the next total's. */
+static uint64_t g_said_bytes, g_said_requests;
 
 /* The environment's variable, lowercase name first as curl reads them. */
 static const char *env2(const char *lower, const char *upper)
@@ -101,53 +103,35 @@ int cli_opt_net(const char *verb, const char *value, void *target)
     return net_apply(verb);
 }
 
-static int g_given;
-static uint64_t g_given_bytes, g_given_requests;
-
-/* What one input read on a thread of its own cost; see cli.h. */
-void cli_net_give(uint64_t bytes, uint64_t requests)
+/* The figures of c, read over the network as `input`, when it is: 1 when
+ * any request was made for it. What a report says is counted as said, so
+ * that the run's total names only the rest. */
+static int net_of(const char *input, const stf_ckpt *c, uint64_t *bytes, uint64_t *requests)
 {
-    g_given = 1;
-    g_given_bytes = bytes;
-    g_given_requests = requests;
+    *bytes = *requests = 0;
+    if (!c || !stf_net_is_remote(input) || !stf_ckpt_network(c, bytes, requests)) return 0;
+    g_said_bytes += *bytes;
+    g_said_requests += *requests;
+    return 1;
 }
 
-/* What crossed the network since the last call; see cli.h. */
-int cli_net_since(uint64_t *bytes, uint64_t *requests)
+/* -v's line naming `label` and the figures b, r; 1. */
+static int net_say(const char *verb, const char *label, uint64_t b, uint64_t r)
 {
-    uint64_t b, r;
-    if (g_given) {
-        g_given = 0;
-        *bytes = g_given_bytes;
-        *requests = g_given_requests;
-        return *requests != 0;
-    }
-    stf_net_stats(&b, &r);
-    *bytes = b - g_mark_bytes;
-    *requests = r - g_mark_requests;
-    g_mark_bytes = b;
-    g_mark_requests = r;
-    return *requests != 0;
-}
-
-/* -v's line naming `label` and the figures since the last report, when
- * `remote`; 0 and nothing said otherwise. */
-static int net_report(const char *verb, const char *label, int remote, uint64_t *bytes,
-                      uint64_t *requests)
-{
-    uint64_t b, r;
-    if (!remote || !cli_net_since(&b, &r)) return 0;
     cli_infof(verb, "%s: %llu bytes in %llu request(s) over the network", label,
               (unsigned long long)b, (unsigned long long)r);
-    if (bytes) *bytes = b;
-    if (requests) *requests = r;
     return 1;
 }
 
 /* -v's line and the JSON member for one input; see cli.h. */
-int cli_net_report(const char *verb, const char *input, uint64_t *bytes, uint64_t *requests)
+int cli_net_report(const char *verb, const char *input, const stf_ckpt *c, uint64_t *bytes,
+                   uint64_t *requests)
 {
-    return net_report(verb, input, stf_net_is_remote(input), bytes, requests);
+    uint64_t b, r;
+    if (!net_of(input, c, &b, &r)) return 0;
+    if (bytes) *bytes = b;
+    if (requests) *requests = r;
+    return net_say(verb, input, b, r);
 }
 
 static void net_member(cJSON *doc, uint64_t b, uint64_t r)
@@ -159,27 +143,29 @@ static void net_member(cJSON *doc, uint64_t b, uint64_t r)
 }
 
 /* See cli.h. */
-void cli_net_json(const char *verb, const char *input, cJSON *doc)
+void cli_net_json(const char *verb, const char *input, const stf_ckpt *c, cJSON *doc)
 {
     uint64_t b, r;
-    if (cli_net_report(verb, input, &b, &r)) net_member(doc, b, r);
+    if (cli_net_report(verb, input, c, &b, &r)) net_member(doc, b, r);
 }
 
 /* See cli.h. */
-void cli_net_json_pair(const char *verb, const char *a, const char *b, cJSON *doc)
+void cli_net_json_pair(const char *verb, const char *a, const stf_ckpt *ca, const char *b,
+                       const stf_ckpt *cb, cJSON *doc)
 {
-    int ra = stf_net_is_remote(a), rb = stf_net_is_remote(b);
-    uint64_t nb, nr;
+    uint64_t b1, r1, b2, r2;
+    int ra = net_of(a, ca, &b1, &r1), rb = net_of(b, cb, &b2, &r2);
+    if (!ra && !rb) return;
     if (ra && rb) {
         size_t n = strlen(a) + strlen(b) + 6;
         char *label = malloc(n);
         if (label) snprintf(label, n, "%s and %s", a, b);
-        int said = net_report(verb, label ? label : a, 1, &nb, &nr);
+        net_say(verb, label ? label : a, b1 + b2, r1 + r2);
         free(label);
-        if (said) net_member(doc, nb, nr);
-    } else if (net_report(verb, ra ? a : b, ra || rb, &nb, &nr)) {
-        net_member(doc, nb, nr);
+    } else {
+        net_say(verb, ra ? a : b, b1 + b2, r1 + r2);
     }
+    net_member(doc, b1 + b2, r1 + r2);
 }
 
 /* See cli.h. */
@@ -191,15 +177,14 @@ void cli_net_json_total(cJSON *doc, uint64_t bytes, uint64_t requests)
 /* The run's remainder; see cli.h. */
 void cli_net_run_total(const char *verb)
 {
-    uint64_t b0, r0, b, r;
+    uint64_t b, r;
     stf_net_stats(&b, &r);
-    b0 = g_mark_bytes;
-    r0 = g_mark_requests;
-    if (r == r0) return;
-    g_mark_bytes = b;
-    g_mark_requests = r;
+    if (r <= g_said_requests) return;
+    uint64_t nb = b - g_said_bytes, nr = r - g_said_requests;
+    g_said_bytes = b;
+    g_said_requests = r;
     cli_infof(verb, "%llu bytes in %llu request(s) over the network in all",
-              (unsigned long long)(b - b0), (unsigned long long)(r - r0));
+              (unsigned long long)nb, (unsigned long long)nr);
 }
 
 /* A URL where a file is to be written; see cli.h. */

@@ -561,8 +561,7 @@ int cmd_batch(int argc, char **argv)
         int orc = 0;
         if (ah) {
             stf_check_report *none = NULL;
-            uint64_t nb, nr;
-            orc = cli_ahead_take(ah, (int)i, &opened, &none, &oerr, &nb, &nr);
+            orc = cli_ahead_take(ah, (int)i, &opened, &none, &oerr);
         }
         if (i) bdone += sizes ? sizes[i - 1] : 0;
         cli_progress_bytes(prog, bdone, btotal);

@@ -56,8 +56,8 @@ static int put_stream(void *ud, const char *t, size_t n)
 /* The report as one document (stf_check_report_json: the bytes a binding
  * of the library gets too); with oneline, on one line (JSON Lines,
  * several inputs). -1 when out of memory. */
-static int print_json(FILE *o, const char *file, const char *target, const stf_check_report *r,
-                      const cli_tp *tp, int oneline)
+static int print_json(FILE *o, const char *file, const stf_ckpt *c, const char *target,
+                      const stf_check_report *r, const cli_tp *tp, int oneline)
 {
     stf_check_json_tp jt;
     if (tp) {
@@ -67,7 +67,7 @@ static int print_json(FILE *o, const char *file, const char *target, const stf_c
         jt.linear = tp->linear;
     }
     stf_check_json_net net;
-    int remote = cli_net_report("check", file, &net.bytes, &net.requests);
+    int remote = cli_net_report("check", file, c, &net.bytes, &net.requests);
     return stf_check_report_json_net(put_stream, o, r, file, target, tp ? &jt : NULL,
                                      remote ? &net : NULL,
                                      oneline ? STF_CHECK_JSON_ONELINE : 0, NULL)
@@ -143,9 +143,7 @@ static int check_one(const char *file, const char *target, const stf_check_opts 
     cli_run_input(file);
     int ex;
     if (ah) { /* opened and checked already, on a thread of its own */
-        uint64_t b = 0, n = 0;
-        int rc = cli_ahead_take(ah, k, &c, &r, &err, &b, &n);
-        cli_net_give(b, n);
+        int rc = cli_ahead_take(ah, k, &c, &r, &err);
         if (rc) {
             stf_ckpt_free(c);
             return cli_report("check", &err);
@@ -183,9 +181,9 @@ static int check_one(const char *file, const char *target, const stf_check_opts 
         return cli_report("check", &err);
     }
     int oom = 0;
-    if (json) oom = print_json(stdout, file, target, r, tpp, lines);
+    if (json) oom = print_json(stdout, file, c, target, r, tpp, lines);
     else {
-        cli_net_report("check", file, NULL, NULL);
+        cli_net_report("check", file, c, NULL, NULL);
         char first[sizeof ((stf_diag *)0)->rule];
         oom = print_human(stdout, file, target, r, tpp, first);
         if (first[0] && !hint[0]) snprintf(hint, hint_cap, "%s", first);
@@ -283,7 +281,7 @@ int cmd_check(int argc, char **argv)
     cli_ahead *ah = NULL;
     int remote = 0;
     for (int k = 0; k < nfiles; k++) remote |= stf_net_is_remote(files[k]);
-    if (nfiles > 1 && remote && !numeric && !hash && !tpo.count &&
+    if (nfiles > 1 && remote && !hash && !tpo.count &&
         cli_ahead_start(&ah, files, nfiles, net_jobs, &o)) {
         stf_pool_free(pool);
         return cli_report_code("check", STF_ENOMEM);

@@ -154,7 +154,8 @@ static cJSON *side(const stf_tensor_info *t)
 
 /* The comparison as one document (stfix(1), JSON OUTPUT); -1 when out of
  * memory. */
-static int print_json(FILE *o, const char *pa, const char *pb, const stf_diff *d, int numeric)
+static int print_json(FILE *o, const char *pa, const stf_ckpt *ca, const char *pb,
+                      const stf_ckpt *cb, const stf_diff *d, int numeric)
 {
     size_t added = 0, removed = 0, changed = 0;
     cJSON *doc = cli_j_object(0), *tensors = cli_j_array(CLI_J_LINES);
@@ -214,7 +215,7 @@ static int print_json(FILE *o, const char *pa, const char *pb, const stf_diff *d
     cli_j_add(sum, "markers", cli_j_u64(stf_diff_marker_count(d)), 0);
     cli_j_add(sum, "metadata", cli_j_u64(stf_diff_meta_count(d)), 0);
     cli_j_add(doc, "summary", sum, CLI_J_BREAK);
-    cli_net_json_pair("diff", pa, pb, doc);
+    cli_net_json_pair("diff", pa, ca, pb, cb, doc);
     return cli_json_print(o, doc);
 }
 
@@ -279,7 +280,7 @@ int cmd_diff(int argc, char **argv)
     }
     if (!json) {
         print_human(stdout, argv[1], argv[2], d, numeric);
-    } else if (print_json(stdout, argv[1], argv[2], d, numeric)) {
+    } else if (print_json(stdout, argv[1], a, argv[2], b, d, numeric)) {
         ex = cli_report_code("diff", STF_ENOMEM);
         goto done;
     }

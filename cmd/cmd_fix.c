@@ -279,8 +279,9 @@ static int print_human(FILE *o, const fix_args *a, const char *out, const stf_re
 }
 
 /* The run as one document; -1 when out of memory. */
-static int print_json(FILE *o, const fix_args *a, const char *out, const stf_recipe *rc,
-                      const stf_plan *p, const stf_run_report *r, int ok, const char *status)
+static int print_json(FILE *o, const fix_args *a, const stf_ckpt *c, const char *out,
+                      const stf_recipe *rc, const stf_plan *p, const stf_run_report *r, int ok,
+                      const char *status)
 {
     size_t nl = stf_plan_layer_count(p);
     cJSON *doc = cli_j_object(0), *layers = cli_j_object(0), *list = cli_j_array(CLI_J_LINES);
@@ -352,7 +353,7 @@ static int print_json(FILE *o, const fix_args *a, const char *out, const stf_rec
         cli_j_push(metrics, x);
     }
     cli_j_add(doc, "metrics", metrics, CLI_J_BREAK);
-    cli_net_json("fix", a->in, doc);
+    cli_net_json("fix", a->in, c, doc);
     return cli_json_print(o, doc);
 }
 
@@ -426,7 +427,7 @@ int cmd_fix(int argc, char **argv)
     if (!stf_plan_changed(p) && a.fail_if_unchanged) {
         /* Nothing to repair: the summary says what would have been copied,
          * and no file is written. */
-        if (a.json ? print_json(stdout, &a, a.in_place ? a.in : out, rc, p, NULL, 0, "unchanged")
+        if (a.json ? print_json(stdout, &a, c, a.in_place ? a.in : out, rc, p, NULL, 0, "unchanged")
                    : print_human(stdout, &a, a.in_place ? a.in : out, rc, p, NULL, 0)) {
             ex = cli_report_code("fix", STF_ENOMEM);
             goto done;
@@ -456,7 +457,7 @@ int cmd_fix(int argc, char **argv)
         ex = cli_report("fix", &err);
         goto done;
     }
-    if (a.json ? print_json(stdout, &a, a.in_place ? a.in : out, rc, p, rep, !run,
+    if (a.json ? print_json(stdout, &a, c, a.in_place ? a.in : out, rc, p, rep, !run,
                             run ? "rejected" : stf_plan_changed(p) ? "ok" : "unchanged")
                : print_human(stdout, &a, a.in_place ? a.in : out, rc, p, rep, !run)) {
         ex = cli_report_code("fix", STF_ENOMEM);

@@ -69,10 +69,10 @@ static int hash_one(const char *file, int json)
     if (json && ex == EXIT_OK_) {
         cli_j_add(doc, "file", cli_j_str(file), 0);
         cli_j_add(doc, "files", files, 0);
-        cli_net_json("hash", file, doc);
+        cli_net_json("hash", file, c, doc);
         if (cli_json_print(stdout, doc)) ex = cli_report_code("hash", STF_ENOMEM);
     } else {
-        if (ex == EXIT_OK_) cli_net_report("hash", file, NULL, NULL);
+        if (ex == EXIT_OK_) cli_net_report("hash", file, c, NULL, NULL);
         cJSON_Delete(files);
         cJSON_Delete(doc);
     }

@@ -158,7 +158,7 @@ static int print_json(FILE *o, const char *path, const stf_ckpt *c)
         cli_j_push(finds, x);
     }
     cli_j_add(doc, "findings", finds, CLI_J_BREAK);
-    cli_net_json("inspect", path, doc);
+    cli_net_json("inspect", path, c, doc);
     return cli_json_print(o, doc);
 }
 
@@ -311,7 +311,7 @@ int cmd_inspect(int argc, char **argv)
     }
     cli_findings_print("inspect", c, STF_SEV_INFO);
     if (!json) {
-        cli_net_report("inspect", path, NULL, NULL);
+        cli_net_report("inspect", path, c, NULL, NULL);
         print_human(stdout, path, c);
     } else if (print_json(stdout, path, c)) {
         stf_ckpt_free(c);

@@ -288,7 +288,7 @@ static int print_json(FILE *o, const char *file, const char *recipe, const stf_r
     member(&w, 0, "totals", tot);
     /* A remote input's "network" member, last. */
     cJSON *net = cli_j_object(0);
-    cli_net_json("plan", file, net);
+    cli_net_json("plan", file, c, net);
     for (cJSON *m; net && (m = net->child) != NULL;)
         member(&w, 0, m->string, cJSON_DetachItemViaPointer(net, m));
     cJSON_Delete(net);
@@ -364,7 +364,7 @@ int cmd_plan(int argc, char **argv)
         ex = cli_report("plan", &err);
         goto done;
     }
-    if (!json) cli_net_report("plan", file, NULL, NULL);
+    if (!json) cli_net_report("plan", file, c, NULL, NULL);
     if (json ? print_json(stdout, file, recipe, r, c, p, &tp)
              : print_human(stdout, file, recipe, c, p,
                            profile || cli_recipe_uses_tp(r) ? &tp : NULL)) {

@@ -117,6 +117,42 @@ int cmd_rewrite(int argc, char **argv)
     return ex;
 }
 
+/* What was written, read back where it can be (verify), to stdout; the
+ * exit status. wo->input is the input, still open. */
+static int report_output(const char *out, int sharded, const char *in, const stf_write_opts *wo,
+                         int json, size_t nt)
+{
+    stf_err err;
+    stf_err_clear(&err);
+    int rc;
+    if (wo->zstd_level && !wo->zstd_grouped) {
+        /* The seekable output reads back like any other. */
+        if ((rc = verify(out, sharded, 4, in, wo, json, &err))) {
+            cli_errorf("rewrite", "verifying the output: %s", cli_err_text(&err));
+            return EXIT_FAILED;
+        }
+    } else if (wo->zstd_level) {
+        /* A .stz file only stfix decompress reads; a sharded output is
+         * named by its index: OUT less the suffix. */
+        char idx[4096];
+        struct stat st;
+        snprintf(idx, sizeof idx, "%.*s.index.json", (int)(strlen(out) - 4), out);
+        const char *p = sharded && stat(idx, &st) == 0 ? idx : out;
+        if (json && cli_json_rewrite(stdout, in, p, nt, wo))
+            return cli_report_code("rewrite", STF_ENOMEM);
+        if (!json)
+            cli_textf(stdout, "wrote %s: %zu tensor%s, zstd level %d%s\n", p, nt,
+                      nt == 1 ? "" : "s", wo->zstd_level, wo->zstd_verify ? ", verified" : "");
+    } else if ((rc = verify(out, sharded, 0, in, wo, json, &err))) {
+        /* Our own output failed to read back: whatever the code says about
+         * that file, this run failed; it is not the input's fault. */
+        cli_errorf("rewrite", "verifying the output: %s", cli_err_text(&err));
+        return EXIT_FAILED;
+    }
+    int ex = cli_stdout_flush("rewrite");
+    return ex >= 0 ? ex : EXIT_OK_;
+}
+
 /* Open, write (compressing on a pool of `threads`), read back. */
 static int rewrite(const char *in, const char *out, unsigned long long max, int strict,
                    unsigned long long max_spool, int no_wait, int threads, int json,
@@ -152,34 +188,9 @@ static int rewrite(const char *in, const char *out, unsigned long long max, int 
     int rc = stf_ckpt_rewrite(c, out, wo, &err);
     cli_progress_end(pg);
     cli_zstd_stream_info("rewrite", c, sd);
-    stf_ckpt_free(c);
     stf_pool_free(pool);
-    if (rc) return cli_report("rewrite", &err);
-    stf_err_clear(&err);
-    if (wo->zstd_level && !wo->zstd_grouped) {
-        /* The seekable output reads back like any other. */
-        if ((rc = verify(out, max != 0, 4, in, wo, json, &err))) {
-            cli_errorf("rewrite", "verifying the output: %s", cli_err_text(&err));
-            return EXIT_FAILED;
-        }
-    } else if (wo->zstd_level) {
-        /* A .stz file only stfix decompress reads; a sharded output is
-         * named by its index: OUT less the suffix. */
-        char idx[4096];
-        struct stat st;
-        snprintf(idx, sizeof idx, "%.*s.index.json", (int)(strlen(out) - 4), out);
-        const char *p = max && stat(idx, &st) == 0 ? idx : out;
-        if (json && cli_json_rewrite(stdout, in, p, nt, wo))
-            return cli_report_code("rewrite", STF_ENOMEM);
-        if (!json)
-            cli_textf(stdout, "wrote %s: %zu tensor%s, zstd level %d%s\n", p, nt,
-                      nt == 1 ? "" : "s", wo->zstd_level, wo->zstd_verify ? ", verified" : "");
-    } else if ((rc = verify(out, max != 0, 0, in, wo, json, &err))) {
-        /* Our own output failed to read back: whatever the code says about
-         * that file, this run failed; it is not the input's fault. */
-        cli_errorf("rewrite", "verifying the output: %s", cli_err_text(&err));
-        return EXIT_FAILED;
-    }
-    ex = cli_stdout_flush("rewrite");
-    return ex >= 0 ? ex : EXIT_OK_;
+    ex = rc ? cli_report("rewrite", &err) : report_output(out, max != 0, in, wo, json, nt);
+    /* The input stays open until its JSON document said what it cost. */
+    stf_ckpt_free(c);
+    return ex;
 }

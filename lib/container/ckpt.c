@@ -339,10 +339,10 @@ int stf_ckpt_prefetch(const stf_ckpt *c, const size_t *idx, size_t n, stf_err *e
 int stf_ckpt_network(const stf_ckpt *c, uint64_t *bytes, uint64_t *requests)
 {
     uint64_t b = 0, r = 0;
-    if (c && c->remote) {
-        stf_net_stats(&b, &r);
-        b -= c->net_bytes0;
-        r -= c->net_requests0;
+    if (c) {
+        b = c->ix_bytes;
+        r = c->ix_requests;
+        for (size_t k = 0; k < c->nshards; k++) stf__source_network(c->shards[k].src, &b, &r);
     }
     if (bytes) *bytes = b;
     if (requests) *requests = r;

@@ -25,10 +25,9 @@ struct stf_ckpt {
     size_t ntensors;
     size_t *by_name;        /* permutation of tensors, sorted by name bytes */
     stf__findings findings;
-    /* Opened by a remote name: the process's network counters
-     * (stf_net_stats) when the open began. */
-    int remote;
-    uint64_t net_bytes0, net_requests0;
+    /* What reading the index file cost over the network (its source is
+     * closed once read; the shards' sources count their own). */
+    uint64_t ix_bytes, ix_requests;
 };
 
 #endif

@@ -220,6 +220,7 @@ static int open_index(stf_ckpt *c, stf__source *isrc, const ckpt_files *fs,
     int rc = stf__index_read(&c->ix, isrc, o, err);
     c->index_path = stf__strdup(stf__source_path(isrc));
     if (!rc && !c->index_path) rc = oom(err, stf__source_path(isrc));
+    stf__source_network(isrc, &c->ix_bytes, &c->ix_requests);
     stf__source_free(isrc);
     if (rc) return rc;
     const char *path = c->index_path;
@@ -327,8 +328,6 @@ int stf_ckpt_open(stf_ckpt **out, const char *path, const stf_open_opts *opts, s
     opts = &cur;
     c = ckpt_new();
     if (!c) return oom(err, path);
-    if ((c->remote = stf_net_is_remote(path)) != 0)
-        stf_net_stats(&c->net_bytes0, &c->net_requests0);
     static const ckpt_files by_name = {NULL, NULL};
     stf__source *src = NULL;
     int rc = stf__source_open_name(&src, path, NULL, NULL, err);

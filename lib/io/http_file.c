@@ -70,6 +70,7 @@ struct stf__http {
     slot win[WINDOW_SLOTS];
     uint64_t win_end;   /* the end of the window's last block; 0 before any */
     uint64_t ask_end;   /* where the request started last ends; 0 before any */
+    stf__net_tally tally; /* what this file's requests cost, any thread's */
 };
 
 /* See net.h. */
@@ -94,7 +95,7 @@ int stf__http_open(stf__http **out, const char *name, stf_err *err)
         rc = stf__err(err, STF_ENOMEM, "%s: out of memory", name);
         goto done;
     }
-    rc = stf__http_get(h->name, h->url, 0, want, buf, 1, &h->id, &got, err);
+    rc = stf__http_get(h->name, h->url, 0, want, buf, 1, &h->id, &got, &h->tally, err);
     if (rc) {
         stf__free(buf);
         goto done;
@@ -202,7 +203,7 @@ static void slot_fetch(stf__http *h, int k)
     uint8_t *buf = stf__malloc((size_t)n);
     stf_err e;
     stf_err_clear(&e);
-    int rc = buf ? stf__http_get(h->name, h->url, off, n, buf, 0, &h->id, NULL, &e) : STF_ENOMEM;
+    int rc = buf ? stf__http_get(h->name, h->url, off, n, buf, 0, &h->id, NULL, &h->tally, &e) : STF_ENOMEM;
     pthread_mutex_lock(&h->mu);
     if (rc) {
         stf__free(buf);
@@ -270,7 +271,7 @@ int stf__http_read(stf__http *h, uint64_t off, void *dst, size_t len, stf_err *e
     uint8_t *blk = NULL;
     if (!len) goto done;
     if (!stream) {
-        rc = stf__http_get(h->name, h->url, off, len, d, 0, &h->id, NULL, err);
+        rc = stf__http_get(h->name, h->url, off, len, d, 0, &h->id, NULL, &h->tally, err);
         goto done;
     }
     blk = stf__malloc((size_t)n);
@@ -278,7 +279,7 @@ int stf__http_read(stf__http *h, uint64_t off, void *dst, size_t len, stf_err *e
         rc = stf__err(err, STF_ENOMEM, "%s: out of memory", h->name);
         goto done;
     }
-    rc = stf__http_get(h->name, h->url, off, n, blk, 0, &h->id, NULL, err);
+    rc = stf__http_get(h->name, h->url, off, n, blk, 0, &h->id, NULL, &h->tally, err);
     if (!rc) memcpy(d, blk, len);
 done:
     pthread_mutex_lock(&h->mu);
@@ -338,7 +339,7 @@ int stf__http_prefetch(stf__http *h, const stf__range *r, size_t n, stf_err *err
             rc = stf__err(err, STF_ENOMEM, "%s: out of memory", h->name);
             break;
         }
-        rc = stf__http_get(h->name, h->url, a, b - a, buf, 0, &h->id, NULL, err);
+        rc = stf__http_get(h->name, h->url, a, b - a, buf, 0, &h->id, NULL, &h->tally, err);
         pthread_mutex_lock(&h->mu);
         if (!rc && h->nsegs == h->cap) {
             size_t nc = h->cap * 2;
@@ -361,6 +362,13 @@ int stf__http_prefetch(stf__http *h, const stf__range *r, size_t n, stf_err *err
     }
     stf__free(v);
     return rc;
+}
+
+/* See net.h. */
+void stf__http_network(const stf__http *h, uint64_t *bytes, uint64_t *requests)
+{
+    if (bytes) *bytes = h ? atomic_load(&h->tally.bytes) : 0;
+    if (requests) *requests = h ? atomic_load(&h->tally.requests) : 0;
 }
 
 /* See net.h. */

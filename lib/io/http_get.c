@@ -45,6 +45,7 @@ typedef struct xfer {
     int rc;
     stf_err *err;
     CURL *curl;
+    stf__net_tally *tally; /* the file's counters */
 } xfer;
 
 /* "Name: value" → value (spaces and the line end trimmed) into buf. */
@@ -296,7 +297,7 @@ static CURLcode perform(CURL *c, void *share, const char *url, const char *named
     x->status = 0;
     x->retry_after = -1;
     CURLcode cc = curl_easy_perform(c);
-    stf__net_count(1, x->seen);
+    stf__net_count(x->tally, 1, x->seen);
     /* Stopped at the first byte of an error page: the status says why. */
     if (cc == CURLE_WRITE_ERROR && !x->failed && x->checked && x->status != 200 &&
         x->status != 206)
@@ -313,7 +314,8 @@ static CURLcode perform(CURL *c, void *share, const char *url, const char *named
 
 /* See http_get.h. */
 int stf__http_get(const char *name, const char *url, uint64_t off, uint64_t len, void *dst,
-                  int first, stf__http_ident *ident, uint64_t *got, stf_err *err)
+                  int first, stf__http_ident *ident, uint64_t *got, stf__net_tally *tally,
+                  stf_err *err)
 {
     const stf_net_opts *o = stf__net_opts();
     void *share;
@@ -323,7 +325,7 @@ int stf__http_get(const char *name, const char *url, uint64_t off, uint64_t len,
     if ((rc = stf__net_handle_get(&hc, err, name))) return rc;
     CURL *c = hc;
     xfer x = { .name = name, .off = off, .len = len, .first = first, .want = first ? NULL : ident,
-               .dst = dst, .err = err };
+               .dst = dst, .err = err, .tally = tally };
     char cerr[CURL_ERROR_SIZE], hop[4096];
     char rng[64];
     snprintf(rng, sizeof rng, "%" PRIu64 "-%" PRIu64, off, off + len - 1);

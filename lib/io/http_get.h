@@ -21,9 +21,12 @@ typedef struct stf__http_ident {
  * when the file is (a 206 ending at the file's end, or a 200 holding the
  * whole file when it fits in len), *got says how many bytes came, and
  * *ident is filled in. Otherwise the answer must be exactly the range, with
- * ident's size and validators. Errors: see net.h (L13-L17).
+ * ident's size and validators. Every request made (each retry and
+ * redirect hop) is counted in the process's counters and in *tally, the
+ * file's (may be NULL). Errors: see net.h (L13-L17).
  */
 int stf__http_get(const char *name, const char *url, uint64_t off, uint64_t len, void *dst,
-                  int first, stf__http_ident *ident, uint64_t *got, stf_err *err);
+                  int first, stf__http_ident *ident, uint64_t *got, stf__net_tally *tally,
+                  stf_err *err);
 
 #endif

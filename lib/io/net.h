@@ -12,6 +12,7 @@
 #ifndef STF_IO_NET_H
 #define STF_IO_NET_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,16 @@
 
 /* One remote file. Reads are thread-safe. */
 typedef struct stf__http stf__http;
+
+/*
+ * What one remote file cost: the requests made for it and their body
+ * bytes, counted as stf_net_stats counts them (every request, retries,
+ * redirect hops and failed answers included), from whatever thread made
+ * them. Zeroed when the file is opened.
+ */
+typedef struct stf__net_tally {
+    _Atomic uint64_t bytes, requests;
+} stf__net_tally;
 
 /* A byte range [off, off + len) of a remote file. */
 typedef struct stf__range {
@@ -75,6 +86,10 @@ int stf__http_read(stf__http *h, uint64_t off, void *dst, size_t len, stf_err *e
  */
 int stf__http_prefetch(stf__http *h, const stf__range *r, size_t n, stf_err *err);
 
+/* The requests made for h since it was opened and their body bytes, the
+ * first range's included (either pointer may be NULL). */
+void stf__http_network(const stf__http *h, uint64_t *bytes, uint64_t *requests);
+
 /* Close, free. No-op on NULL. */
 void stf__http_free(stf__http *h);
 
@@ -82,8 +97,9 @@ void stf__http_free(stf__http *h);
 
 /* The options in force (defaults until stf_net_configure). */
 const stf_net_opts *stf__net_opts(void);
-/* Count a request and its body bytes (stf_net_stats). */
-void stf__net_count(uint64_t requests, uint64_t bytes);
+/* Count a request and its body bytes: in the process's counters
+ * (stf_net_stats) and in *file's, the file it was made for (may be NULL). */
+void stf__net_count(stf__net_tally *file, uint64_t requests, uint64_t bytes);
 /*
  * The process's libcurl state, made on first use: 0, or STF_EIO when
  * libcurl cannot start. The share handle (connections, DNS, TLS sessions)

@@ -19,7 +19,6 @@ static int g_opts_set;
 static char *g_strs;    /* one block holding the copied strings */
 static const char **g_headers;
 static _Atomic uint64_t g_bytes, g_requests;
-static _Thread_local uint64_t t_bytes, t_requests;
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static int g_curl_rc = -1;
@@ -103,17 +102,12 @@ void stf_net_stats(uint64_t *bytes, uint64_t *requests)
     if (requests) *requests = atomic_load(&g_requests);
 }
 
-/* The calling thread's counters; see base.h. */
-void stf_net_stats_thread(uint64_t *bytes, uint64_t *requests)
+void stf__net_count(stf__net_tally *file, uint64_t requests, uint64_t bytes)
 {
-    if (bytes) *bytes = t_bytes;
-    if (requests) *requests = t_requests;
-}
-
-void stf__net_count(uint64_t requests, uint64_t bytes)
-{
-    t_requests += requests;
-    t_bytes += bytes;
+    if (file) {
+        atomic_fetch_add(&file->requests, requests);
+        atomic_fetch_add(&file->bytes, bytes);
+    }
     atomic_fetch_add(&g_requests, requests);
     atomic_fetch_add(&g_bytes, bytes);
 }

@@ -54,6 +54,19 @@ int stf__source_remote(const stf__source *s)
     return 0;
 }
 
+/* What s cost over the network; see source.h. */
+void stf__source_network(const stf__source *s, uint64_t *bytes, uint64_t *requests)
+{
+    for (; s; s = s->inner) {
+        if (!s->ops->network) continue;
+        uint64_t b = 0, r = 0;
+        s->ops->network(s, &b, &r);
+        *bytes += b;
+        *requests += r;
+        return;
+    }
+}
+
 /* Borrow the source's descriptor; see source.h. */
 int stf__source_fd_acquire(const stf__source *s, int *fd, stf_err *err)
 {

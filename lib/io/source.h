@@ -72,6 +72,10 @@ typedef struct stf__source_ops {
     /* Fetch the ranges r[0..n) now and keep them for the reads that follow
      * (NULL: no-op; a remote source's, net.h). */
     int (*prefetch)(const stf__source *s, const stf__range *r, size_t n, stf_err *err);
+    /* The requests made for the source since it was opened and their body
+     * bytes, whichever thread made them (NULL: the inner source's, if any,
+     * else none; a remote source's, net.h). */
+    void (*network)(const stf__source *s, uint64_t *bytes, uint64_t *requests);
 } stf__source_ops;
 
 /* The common part of every source. Backends fill it through
@@ -260,6 +264,14 @@ int stf__source_unchanged(const stf__source *s, stf_err *err);
 int stf__source_prefetch(const stf__source *s, const stf__range *r, size_t n, stf_err *err);
 /* 1 when s, or the source it decodes, is read over the network. */
 int stf__source_remote(const stf__source *s);
+/*
+ * What reading s has cost over the network since it was opened: the
+ * requests made for it (or for the source it decodes) and their body bytes,
+ * added to *bytes and *requests, whichever threads made them, so that
+ * the figure is s's alone whatever else reads at the same time. Adds 0 for
+ * a source that is not remote.
+ */
+void stf__source_network(const stf__source *s, uint64_t *bytes, uint64_t *requests);
 
 /* Close, free (the cache it was opened through stays). No-op on NULL. */
 void stf__source_free(stf__source *s);

@@ -21,11 +21,17 @@ static int http_prefetch(const stf__source *s, const stf__range *r, size_t n, st
     return stf__http_prefetch(s->impl, r, n, err);
 }
 
+static void http_network(const stf__source *s, uint64_t *bytes, uint64_t *requests)
+{
+    stf__http_network(s->impl, bytes, requests);
+}
+
 static const stf__source_ops http_ops = {
     .kind = "http",
     .read = http_read,
     .close = http_close,
     .prefetch = http_prefetch,
+    .network = http_network,
 };
 
 /* Open a remote file; see source.h. */

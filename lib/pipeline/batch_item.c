@@ -588,7 +588,8 @@ int stf_batch_run_item(stf_batch_result **out, const stf_batch_item *it, const c
     }
 finish:
     r->seconds = now() - t0;
-    /* The checkpoint's alone: a batch runs one at a time. */
+    /* The checkpoint's own requests, whichever thread opened it and
+     * whatever other inputs are read ahead meanwhile. */
     r->remote = stf_ckpt_network(c, &r->net_bytes, &r->net_requests);
     r->pending = 1;
     if (!o->defer_output_hash) rc = stf_batch_result_complete(r, NULL);

@@ -352,6 +352,50 @@ set -- $(log_sums j_syl2.safetensors)
 t_true "fix --json, a repair on 2 threads: the member" \
     test "$(tail -n 1 "$T_OUT")" = " \"metrics\": [], \"network\": {\"bytes\": $1, \"requests\": $2}}"
 
+# check --numeric of several URLs reads them ahead too, each input's probes
+# on the thread that checks it, and reads every weight: each input's
+# member holds every request lighttpd saw for its file, whatever the other
+# inputs read at the same time, and the reports are those of one input at
+# a time (--net-jobs 1), members included.
+for n in 1 2 3; do cp "$S/j_syl1.safetensors" "$S/j_num$n.safetensors"; done
+set -- "$L_URL/j_num1.safetensors" "$L_URL/j_num2.safetensors" "$L_URL/j_num3.safetensors"
+t_run "check --numeric URLs, read ahead" 1 "$STFIX" check --numeric --json "$@"
+cp "$T_OUT" "$T_TMP/num.ahead"
+for n in 1 2 3; do
+    grep "^{\"file\": \"$L_URL/j_num$n.safetensors\"," "$T_TMP/num.ahead" >"$T_TMP/jline"
+    set -- $(log_sums "j_num$n.safetensors")
+    t_true "check --numeric URLs, read ahead: j_num$n's member, as lighttpd saw it ($2 requests)" \
+        grep -q ", \"network\": {\"bytes\": $1, \"requests\": $2}}\$" "$T_TMP/jline"
+done
+set -- "$L_URL/j_num1.safetensors" "$L_URL/j_num2.safetensors" "$L_URL/j_num3.safetensors"
+t_run "check --numeric URLs, one at a time" 1 "$STFIX" check --numeric --json --net-jobs 1 "$@"
+t_stdout_is "check --numeric URLs: the reports of one at a time" "$T_TMP/num.ahead"
+# The same through the fault server, each answer 50 ms late, with -j 1 (a
+# lone input's probes read one request at a time): the inputs' requests
+# are in flight together, and each member is still its file's alone, as
+# the server logged them.
+: >"$FAULT_LOG"
+: >"$FAULT_LOG.open"
+set -- "$FAULT_URL/delay-50/j_num1.safetensors" "$FAULT_URL/delay-50/j_num2.safetensors" \
+    "$FAULT_URL/delay-50/j_num3.safetensors"
+t_run "check --numeric URLs, 50 ms answers" 1 "$STFIX" check --numeric -j 1 --json "$@"
+t_true "check --numeric URLs, 50 ms answers: requests in flight together" \
+    test "$(sort -n "$FAULT_LOG.open" | tail -n 1)" -ge 2
+for n in 1 2 3; do
+    set -- $(awk -v p="/delay-50/j_num$n.safetensors" '$2 == p { b += $5; r++ } END { print b + 0, r + 0 }' "$FAULT_LOG")
+    t_true "check --numeric URLs, 50 ms answers: j_num$n's member, as the server saw it ($2 requests)" \
+        grep -q "^{\"file\": \"$FAULT_URL/delay-50/j_num$n.safetensors\",.*, \"network\": {\"bytes\": $1, \"requests\": $2}}\$" "$T_OUT"
+done
+# A compressed export counts through its decoder: the member of a .zst
+# URL checked with --numeric on 2 threads is every request of the
+# compressed file lighttpd logged.
+"$STFIX" compress "$S/j_syl1.safetensors" -o "$S/j_zst.safetensors.zst" >/dev/null
+t_run "check --numeric .zst URL" 1 "$STFIX" check --numeric -j 2 --json "$L_URL/j_zst.safetensors.zst"
+set -- $(log_sums j_zst.safetensors.zst)
+t_true "check --numeric .zst URL: the member, as lighttpd saw it ($2 requests)" \
+    grep -q "}, \"network\": {\"bytes\": $1, \"requests\": $2}}\$" "$T_OUT"
+rm -f "$S"/j_num[123].safetensors "$S"/j_syl[12].safetensors "$S/j_zst.safetensors.zst"
+
 # ---- Reads in parallel: fix -j N and batch --net-jobs N over URLs ----
 # fix -j N from a URL: the workers' reads are requests of their own, in
 # flight together (the fault server counts its open requests, each answer

@@ -2,11 +2,13 @@
 `stfix check --json URL` prints, its "network" member included, from lighttpd serving
 files on a loopback port (skipped where lighttpd is not installed, as tests/cli/remote.sh
 is)."""
+import concurrent.futures
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 
 import pytest
@@ -135,3 +137,25 @@ def test_numeric_check_counts_the_pools_requests(served):
     got, n = logged(proc, log, "syl.safetensors")
     assert n > 3
     assert doc.endswith(', "network": {"bytes": %d, "requests": %d}}\n' % (got, n))
+
+
+def test_checkpoints_read_at_once_count_their_own_requests(served):
+    # Two exports checked at the same time on two threads, each reading on a pool of
+    # its own: each member holds exactly its file's requests as lighttpd logged them,
+    # none of the other's, although both were in flight together.
+    base, root, _, proc, log = served
+    names = ("syl_a.safetensors", "syl_b.safetensors")
+    for n in names:
+        shutil.copyfile(root / "syl.safetensors", root / n)
+    start = threading.Barrier(len(names))
+
+    def one(name):
+        start.wait()
+        return stfix.check(base + "/" + name, numeric=True, jobs=2).to_json()
+
+    with concurrent.futures.ThreadPoolExecutor(len(names)) as ex:
+        docs = list(ex.map(one, names))
+    for name, doc in zip(names, docs):
+        got, n = logged(proc, log, name)
+        assert n > 3
+        assert doc.endswith(', "network": {"bytes": %d, "requests": %d}}\n' % (got, n))

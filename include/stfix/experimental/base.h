@@ -153,11 +153,6 @@ int stf_net_is_remote(const char *name);
 STF_EXPERIMENTAL_API
 void stf_net_stats(uint64_t *bytes, uint64_t *requests);
 
-/* The same, counting only the requests the calling thread made: what one
- * input cost when several are read at once, each on a thread of its own. */
-STF_EXPERIMENTAL_API
-void stf_net_stats_thread(uint64_t *bytes, uint64_t *requests);
-
 #ifdef __cplusplus
 }
 #endif

@@ -174,13 +174,15 @@ int stf_ckpt_prefetch(const stf_ckpt *c, const size_t *idx, size_t n, stf_err *e
 /*
  * What crossed the network for c, opened by stf_ckpt_open from a remote
  * name: the response bytes received (*bytes) and the requests made
- * (*requests; either pointer may be NULL) by the process since the open
- * began, its own requests and those of every read since on any thread (a
- * check's, its probes', a run's): the figures of the "network" member of
- * `stfix check --json` (stf_check_report_json_net). They are c's alone
- * while nothing else reads over the network meanwhile; inputs read at once
- * count each on its own thread (stf_net_stats_thread). Returns 1 when any
- * request was made; 0, both figures 0, for a local or in-memory checkpoint.
+ * (*requests; either pointer may be NULL) for c's own files since the open
+ * began (an index's file and its shards; retries included), by every read
+ * of c on any thread (a check's, its probes', a run's, the window its
+ * workers share): the figures of the "network" member of `stfix check
+ * --json` (stf_check_report_json_net). Each file counts its own requests,
+ * so the figures are c's alone and the same whatever else reads over the
+ * network meanwhile (other checkpoints opened at once, on other threads).
+ * Returns 1 when any request was made; 0, both figures 0, for a local or
+ * in-memory checkpoint.
  */
 STF_EXPERIMENTAL_API
 int stf_ckpt_network(const stf_ckpt *c, uint64_t *bytes, uint64_t *requests);

@@ -232,8 +232,9 @@ stf_batch_status stf_batch_result_status(const stf_batch_result *r);
  * for an input read over the network, "network" ({"bytes", "requests"}:
  * stf_ckpt_network's figures from the checkpoint's open to the end of its
  * run, its pool's threads included, as stf_batch_result_network gives
- * them) last, when it made any request: the checkpoint's alone, as a batch
- * runs one at a time. A URL input is never hashed: its sha256
+ * them) last, when it made any request: the checkpoint's alone, whatever
+ * thread opened it and whatever other inputs are read meanwhile. A URL
+ * input is never hashed: its sha256
  * and autov2 are null.
  */
 STF_EXPERIMENTAL_API
