@@ -68,22 +68,27 @@ t_true "2 GiB export: the bytes lighttpd sent" \
     test "$(awk '{ n += $5 } END { print n }' "$T_TMP/lines")" -eq $(($1 + $3 - $2))
 rm -f "$S/big.safetensors"
 
-# hash streams: the file's bytes once, in 16 MiB requests once the reads
-# run on through it (the first 64 KiB, the rest of hash's first 1 MiB,
-# then 16 MiB at a time), with the hashes of the file on disk.
+# hash streams: the file's bytes once, in requests that grow while the
+# reads run on through it (the first 64 KiB, the rest of hash's first
+# 1 MiB, then 1, 2, 4, 8 and 16 MiB at a time), with the hashes of the file
+# on disk.
 python3 tests/gen/gen_remote_export.py "$S/s40.safetensors" 10 2048 2048 >/dev/null
 s40=$(wc -c <"$S/s40.safetensors")
 t_run "hash streams" 0 "$STFIX" hash -v "$L_URL/s40.safetensors"
-t_stderr_has "hash streams: bytes" "$L_URL/s40.safetensors: $s40 bytes in 5 request(s) over the network"
+t_stderr_has "hash streams: bytes" "$L_URL/s40.safetensors: $s40 bytes in 8 request(s) over the network"
 "$STFIX" hash "$S/s40.safetensors" | sed "s|$S/|$L_URL/|" >"$T_TMP/want"
 t_stdout_is "hash streams" "$T_TMP/want"
 t_log_lines L s40.safetensors
 {
     printf 'GET /s40.safetensors HTTP/1.1 206 65536 bytes=0-65535\n'
     printf 'GET /s40.safetensors HTTP/1.1 206 983040 bytes=65536-1048575\n'
-    printf 'GET /s40.safetensors HTTP/1.1 206 16777216 bytes=1048576-17825791\n'
-    printf 'GET /s40.safetensors HTTP/1.1 206 16777216 bytes=17825792-34603007\n'
-    printf 'GET /s40.safetensors HTTP/1.1 206 %s bytes=34603008-%s\n' $((s40 - 34603008)) $((s40 - 1))
+    b=1048576
+    while [ $b -lt 16777216 ]; do
+        printf 'GET /s40.safetensors HTTP/1.1 206 %s bytes=%s-%s\n' $b $b $((2 * b - 1))
+        b=$((2 * b))
+    done
+    printf 'GET /s40.safetensors HTTP/1.1 206 16777216 bytes=16777216-33554431\n'
+    printf 'GET /s40.safetensors HTTP/1.1 206 %s bytes=33554432-%s\n' $((s40 - 33554432)) $((s40 - 1))
 } >"$T_TMP/want"
 t_true "hash streams: the requests" cmp "$T_TMP/lines" "$T_TMP/want"
 rm -f "$S/s40.safetensors"
