@@ -26,7 +26,9 @@
  * instead: up to WINDOW_SLOTS blocks of WINDOW_BLOCK bytes (STREAM_BLOCK
  * in all, beside the runs' blocks), each one request, in flight
  * together (at most the process's bound, net_handles.c). A read that goes
- * on where the last request or the window ended takes a block from there;
+ * on where the last request or the window ended takes a block from there:
+ * a whole one where the window's blocks end, else one as large as its
+ * run's next block would be (a run of small reads, scales, starts small);
  * a read whose first byte lies in a block being fetched fetches the block
  * after the window's end meanwhile, when a slot is free, then waits for
  * its own, so the workers keep that many requests in flight, none asking
@@ -49,6 +51,8 @@
 #define STREAM_BLOCK ((uint64_t)16 << 20)
 /* A run's first block, at least. */
 #define RUN_FIRST ((uint64_t)64 << 10)
+/* The last reads of their own bytes that a read ahead knows of. */
+#define FLYING 16
 /* Runs of reads followed at once; their blocks kept at once, at most. */
 #define RUNS 4
 #define BLOCKS 8
@@ -101,6 +105,8 @@ struct stf__http {
     slot win[WINDOW_SLOTS];
     uint64_t win_end;   /* the end of the window's last block; 0 before any */
     uint64_t ask_end;   /* where the request started last ends; 0 before any */
+    stf__range fly[FLYING]; /* the last reads of their own bytes, in flight or done */
+    unsigned fly_next;      /* the oldest of them */
 };
 
 /* See net.h. */
@@ -174,8 +180,9 @@ static block *blk_at(stf__http *h, uint64_t off, int ready)
 }
 
 /* `n`, cut so that [off, off + n) stops where the next bytes held or on
- * their way start (a kept segment, a block, the window's): a read-ahead
- * never asks for bytes twice. Under h->mu. */
+ * their way start (a kept segment, a block, the window's) or where one of
+ * the last reads of their own bytes started (another worker's rows, in
+ * flight or read): a read ahead does not ask for bytes twice. Under h->mu. */
 static uint64_t cut_at_held(const stf__http *h, uint64_t off, uint64_t n)
 {
     for (size_t i = 0; i < h->nsegs; i++)
@@ -187,6 +194,8 @@ static uint64_t cut_at_held(const stf__http *h, uint64_t off, uint64_t n)
     for (int i = 0; i < WINDOW_SLOTS; i++)
         if (h->win[i].state != SLOT_FREE && h->win[i].off > off && h->win[i].off - off < n)
             n = h->win[i].off - off;
+    for (int i = 0; i < FLYING; i++)
+        if (h->fly[i].len && h->fly[i].off > off && h->fly[i].off - off < n) n = h->fly[i].off - off;
     return n;
 }
 
@@ -299,14 +308,25 @@ static void copy_kept(stf__http *h, uint64_t *off, uint8_t **d, size_t *len)
     }
 }
 
+/* Whether a block of the window ends at `off` (or the window does). Under
+ * h->mu. */
+static int slot_ending(const stf__http *h, uint64_t off)
+{
+    if (off == h->win_end) return 1;
+    for (int i = 0; i < WINDOW_SLOTS; i++)
+        if (h->win[i].state != SLOT_FREE && h->win[i].end == off) return 1;
+    return 0;
+}
+
 /*
- * A slot of the window for [off, off + WINDOW_BLOCK) (within the size, cut
- * where bytes held or on their way start), marked fetching: a free one,
+ * A slot of the window for [off, off + want) (want at most WINDOW_BLOCK;
+ * within the size, cut where bytes held or on their way start), marked
+ * fetching: a free one,
  * else the ready one lowest in the file among those ending at or before
  * `behind`; -1 when there is none or byte `off` is held or on its way.
  * Under h->mu.
  */
-static int slot_claim(stf__http *h, uint64_t off, uint64_t behind)
+static int slot_claim(stf__http *h, uint64_t off, uint64_t behind, uint64_t want)
 {
     int k = -1;
     if (seg_at(h, off) || blk_at(h, off, 1) || blk_at(h, off, 0) ||
@@ -324,7 +344,7 @@ static int slot_claim(stf__http *h, uint64_t off, uint64_t behind)
     }
     if (k < 0) return -1;
     stf__free(h->win[k].buf);
-    uint64_t n = cut_at_held(h, off, h->id.size - off < WINDOW_BLOCK ? h->id.size - off : WINDOW_BLOCK);
+    uint64_t n = cut_at_held(h, off, h->id.size - off < want ? h->id.size - off : want);
     h->win[k].state = SLOT_FETCHING;
     h->win[k].off = off;
     h->win[k].end = off + n;
@@ -389,7 +409,7 @@ int stf__http_read(stf__http *h, uint64_t off, void *dst, size_t len, stf_err *e
         if (slot_at(h, off, SLOT_FETCHING) >= 0) {
             /* Its block is on its way: fetch the one after the window
              * meanwhile, in a slot free or read past, then wait. */
-            int k = ahead && h->win_end < h->id.size ? slot_claim(h, h->win_end, off) : -1;
+            int k = ahead && h->win_end < h->id.size ? slot_claim(h, h->win_end, off, WINDOW_BLOCK) : -1;
             if (k >= 0) {
                 ahead = 0;
                 slot_fetch(h, k);
@@ -399,11 +419,20 @@ int stf__http_read(stf__http *h, uint64_t off, void *dst, size_t len, stf_err *e
             continue;
         }
         /* Others read too, and this read goes on from a request or the
-         * window: a block of the window from here. */
+         * window: a block of the window from here, a whole one where the
+         * window's blocks end, else as large as a run's next block. */
         if (own && h->readers > 1 && len < WINDOW_BLOCK && !blk_at(h, UINT64_MAX, 0) &&
             (off == h->seq_end || off == h->ask_end || off == h->win_end)) {
-            int k = slot_claim(h, off, UINT64_MAX);
+            run *r = run_going_on(h, off);
+            uint64_t want = r && r->last ? 2 * r->last : RUN_FIRST;
+            if (want < len) want = len;
+            if (want > WINDOW_BLOCK || slot_ending(h, off)) want = WINDOW_BLOCK;
+            int k = slot_claim(h, off, UINT64_MAX, want);
             if (k >= 0) {
+                if (!r) r = run_start(h);
+                r->next = h->win[k].end;
+                r->last = h->win[k].end - off;
+                r->used = h->tick;
                 own = 0;
                 slot_fetch(h, k);
                 continue;
@@ -427,6 +456,10 @@ int stf__http_read(stf__http *h, uint64_t off, void *dst, size_t len, stf_err *e
         r->used = h->tick;
     }
     if (len) h->ask_end = off + n;
+    if (len && !stream) {
+        h->fly[h->fly_next] = (stf__range){ off, len };
+        h->fly_next = (h->fly_next + 1) % FLYING;
+    }
     pthread_mutex_unlock(&h->mu);
     int rc = 0;
     uint8_t *blk = NULL;

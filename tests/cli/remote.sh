@@ -397,6 +397,44 @@ for f in w_syl w_bf16; do
     rm -f "$S/$f.safetensors"
 done
 
+# plan and check --numeric of a URL move the header, the markers and the
+# tensors their H1 probes read, and little else: plan's probes read each
+# probed weight whole (nothing more at all); check's read each weight and
+# its scale, in small reads near the front of the file, at most 4 KiB more
+# a probe. The probes are the H1 findings of check --numeric of the file
+# itself; the bytes, from its header.
+probed() { # probed FILE CHECK_JSON w|ws: "PROBED_BYTES MARKER_BYTES PROBES"
+    python3 - "$@" <<'PY'
+import json, re, struct, sys
+f, cj, kinds = sys.argv[1:4]
+with open(f, 'rb') as fh:
+    hdr = json.loads(fh.read(struct.unpack('<Q', fh.read(8))[0]))
+size = lambda k: hdr[k]['data_offsets'][1] - hdr[k]['data_offsets'][0]
+names = [re.search(r' in (\S+): ', d['message']).group(1)
+         for d in json.load(open(cj))['diagnostics'] if d['rule'] == 'H1']
+b = sum(size(w) for w in names)
+if kinds == 'ws':
+    b += sum(size(w[:-6] + 'weight_scale') for w in names if w[:-6] + 'weight_scale' in hdr)
+print(b, sum(size(k) for k in hdr if k.endswith('.comfy_quant')), len(names))
+PY
+}
+python3 tests/gen/gen_quant_ckpt.py sylvester "$S/p_syl.safetensors" 16MiB 256 >/dev/null
+"$STFIX" check --numeric --json "$S/p_syl.safetensors" >"$T_TMP/p_syl.json"
+for j in 1 2; do
+    ln "$S/p_syl.safetensors" "$S/p_syl.j$j.safetensors"
+    t_run "plan -j $j URL" 0 "$STFIX" plan -q -j "$j" "$L_URL/p_syl.j$j.safetensors" -r sglang-repair
+    set -- $(log_sums "p_syl.j$j.safetensors") $(probed "$S/p_syl.safetensors" "$T_TMP/p_syl.json" w)
+    t_true "plan -j $j URL: $1 bytes in $2 requests, at most 64 KiB, $4 of markers and $3 probed in $5 probes" \
+        test "$1" -le $((65536 + $4 + $3))
+    ln "$S/p_syl.safetensors" "$S/c_syl.j$j.safetensors"
+    t_run "check --numeric -j $j URL" 1 "$STFIX" check -j "$j" --numeric "$L_URL/c_syl.j$j.safetensors"
+    set -- $(log_sums "c_syl.j$j.safetensors") $(probed "$S/p_syl.safetensors" "$T_TMP/p_syl.json" ws)
+    t_true "check --numeric -j $j URL: $1 bytes in $2 requests, at most 64 KiB, $4 of markers, $3 probed and 4 KiB for each of $5 probes" \
+        test "$1" -le $((65536 + $4 + $3 + 4096 * $5))
+    rm -f "$S/p_syl.j$j.safetensors" "$S/c_syl.j$j.safetensors"
+done
+rm -f "$S/p_syl.safetensors"
+
 # Each request of the workers is checked as a lone one is: a file that
 # changes under them fails the fix with the change named, nothing written;
 # answers of 503 are retried, request by request, to the same bytes.
