@@ -418,11 +418,12 @@ int stf__http_read(stf__http *h, uint64_t off, void *dst, size_t len, stf_err *e
             }
             continue;
         }
-        /* Others read too, and this read goes on from a request or the
-         * window: a block of the window from here, a whole one where the
+        /* Others read too, and this read goes on from a request, a run
+         * or the window: a block of the window from here, a whole one where the
          * window's blocks end, else as large as a run's next block. */
         if (own && h->readers > 1 && len < WINDOW_BLOCK && !blk_at(h, UINT64_MAX, 0) &&
-            (off == h->seq_end || off == h->ask_end || off == h->win_end)) {
+            (off == h->seq_end || off == h->ask_end || off == h->win_end ||
+             run_going_on(h, off))) {
             run *r = run_going_on(h, off);
             uint64_t want = r && r->last ? 2 * r->last : RUN_FIRST;
             if (want < len) want = len;
