@@ -6,22 +6,36 @@
  * range, plus at most PREFETCH_CAP bytes of prefetched ranges, so a server
  * cannot make the reader hold more than a local file's reads would.
  * Reads that follow each other through the file (hash's 1 MiB chunks, the
- * tensors of a pass in file order) are streamed: once a read starts where
- * the previous request ended, the next STREAM_BLOCK bytes come in one
- * request, so a 20 GB file is a thousand requests, not twenty thousand;
- * the block is the one more buffer a streaming read holds.
- * A read streams that block only when it is the one read of the file
+ * tensors of a pass in file order) are streamed, as an operating system
+ * reads ahead: the first read of a run asks for its own bytes; one that
+ * goes on where that request ended starts reading ahead, RUN_FIRST bytes
+ * (or its own length, when longer), and each block the run consumes to its
+ * end doubles the next, up to STREAM_BLOCK, so a 20 GB file is about a
+ * thousand requests, while a run that stops soon (two adjacent small
+ * reads: a probe's scale, then its weight) costs at most a little more
+ * than its bytes. A pass reads several runs at once, interleaved (a job
+ * reads the scales near the front of the file, then its weight far
+ * behind): RUNS of them are followed, the least recently used one given
+ * up for a new run. The blocks they fetched stay, up to BLOCKS of them and
+ * STREAM_BLOCK bytes in all, until a new block needs their room (the least
+ * recently read first), so a reader a little behind another (the workers
+ * of a pass) still finds the block before the last.
+ * A read streams its run's block only when it is the one read of the file
  * under way. Reads of several threads at once (the workers of fix -j N,
  * each reading its rows, in file order between them) share a window
  * instead: up to WINDOW_SLOTS blocks of WINDOW_BLOCK bytes (STREAM_BLOCK
- * in all, the single reader's block freed), each one request, in flight
+ * in all, beside the runs' blocks), each one request, in flight
  * together (at most the process's bound, net_handles.c). A read that goes
- * on where the last request or the window ended takes a block from there;
+ * on where the last request or the window ended takes a block from there:
+ * a whole one where the window's blocks end, else one as large as its
+ * run's next block would be (a run of small reads, scales, starts small);
  * a read whose first byte lies in a block being fetched fetches the block
  * after the window's end meanwhile, when a slot is free, then waits for
  * its own, so the workers keep that many requests in flight, none asking
  * for bytes another is fetching. The window drops its lowest block for a
- * new one; a read of bytes dropped asks for them again.
+ * new one; a read of bytes dropped asks for them again. A block whose
+ * request failed (after its retries) fails the reads of its bytes with
+ * its error.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -33,19 +47,41 @@
 #define PREFETCH_CAP ((uint64_t)64 << 20)
 /* Ranges this close are fetched in one request, the gap with them. */
 #define COALESCE_GAP ((uint64_t)4096)
-/* What a streaming read asks for at once. */
+/* What a streaming read asks for at once, at most; the runs' blocks in all. */
 #define STREAM_BLOCK ((uint64_t)16 << 20)
+/* A run's first block, at least. */
+#define RUN_FIRST ((uint64_t)64 << 10)
+/* The last reads of their own bytes that a read ahead knows of. */
+#define FLYING 16
+/* Runs of reads followed at once; their blocks kept at once, at most. */
+#define RUNS 4
+#define BLOCKS 8
 /* The window of concurrent readers: its blocks, each one request. */
 #define WINDOW_SLOTS 8
 #define WINDOW_BLOCK (STREAM_BLOCK / WINDOW_SLOTS)
 
-enum { SLOT_FREE, SLOT_FETCHING, SLOT_READY };
+enum { SLOT_FREE, SLOT_FETCHING, SLOT_READY, SLOT_FAILED };
 
 typedef struct slot {
     int state;
     uint64_t off, end;
     uint8_t *buf;
+    stf_err err; /* SLOT_FAILED: why */
 } slot;
+
+/* A run of reads, each going on where the last ended: the end of its last
+ * request (0: not in use), the size of its last block (0: none yet). */
+typedef struct run {
+    uint64_t next, last;
+    unsigned long used; /* when a read last went on with it */
+} run;
+
+/* A block a run fetched: [off, off + len), len 0 when the slot is free. */
+typedef struct block {
+    uint64_t off, len;
+    uint8_t *buf;       /* NULL while it is being fetched */
+    unsigned long used; /* when a read last copied from it */
+} block;
 
 typedef struct seg {
     uint64_t off, len;
@@ -61,16 +97,17 @@ struct stf__http {
     seg *segs;
     size_t nsegs, cap;
     uint64_t held;
-    uint8_t *blk;       /* the streamed block: [blk_off, blk_off + blk_len) */
-    uint64_t blk_off, blk_len;
+    run runs[RUNS];
+    block blks[BLOCKS];
+    unsigned long tick; /* counts the reads, for the use of runs and blocks */
     uint64_t seq_end;   /* where the last request ended; UINT64_MAX before any */
     unsigned readers;   /* reads under way */
-    int pending;        /* a streamed block is being fetched: [pend_off, pend_end) */
-    uint64_t pend_off, pend_end;
     slot win[WINDOW_SLOTS];
     uint64_t win_end;   /* the end of the window's last block; 0 before any */
     uint64_t ask_end;   /* where the request started last ends; 0 before any */
-    stf__net_tally tally; /* what this file's requests cost, any thread's */
+    stf__net_tally tally;   /* what this file's requests cost, any thread's */
+    stf__range fly[FLYING]; /* the last reads of their own bytes, in flight or done */
+    unsigned fly_next;      /* the oldest of them */
 };
 
 /* See net.h. */
@@ -130,6 +167,112 @@ static const seg *seg_at(const stf__http *h, uint64_t off)
     return NULL;
 }
 
+/* The block holding byte `off`, fetched (`ready`) or being fetched, or
+ * NULL; any block being fetched when `off` is UINT64_MAX. Under h->mu. */
+static block *blk_at(stf__http *h, uint64_t off, int ready)
+{
+    for (int i = 0; i < BLOCKS; i++) {
+        block *b = &h->blks[i];
+        if (b->len && !b->buf == !ready &&
+            (off == UINT64_MAX || (off >= b->off && off - b->off < b->len)))
+            return b;
+    }
+    return NULL;
+}
+
+/* `n`, cut so that [off, off + n) stops where the next bytes held or on
+ * their way start (a kept segment, a block, the window's) or where one of
+ * the last reads of their own bytes started (another worker's rows, in
+ * flight or read): a read ahead does not ask for bytes twice. Under h->mu. */
+static uint64_t cut_at_held(const stf__http *h, uint64_t off, uint64_t n)
+{
+    for (size_t i = 0; i < h->nsegs; i++)
+        if (h->segs[i].len && h->segs[i].off > off && h->segs[i].off - off < n)
+            n = h->segs[i].off - off;
+    for (int i = 0; i < BLOCKS; i++)
+        if (h->blks[i].len && h->blks[i].off > off && h->blks[i].off - off < n)
+            n = h->blks[i].off - off;
+    for (int i = 0; i < WINDOW_SLOTS; i++)
+        if (h->win[i].state != SLOT_FREE && h->win[i].off > off && h->win[i].off - off < n)
+            n = h->win[i].off - off;
+    for (int i = 0; i < FLYING; i++)
+        if (h->fly[i].len && h->fly[i].off > off && h->fly[i].off - off < n) n = h->fly[i].off - off;
+    return n;
+}
+
+/* The run a read at `off` goes on with, or NULL. Under h->mu. */
+static run *run_going_on(stf__http *h, uint64_t off)
+{
+    for (int i = 0; i < RUNS; i++)
+        if (h->runs[i].next == off) return &h->runs[i];
+    return NULL;
+}
+
+/* The run whose next block would reach byte `off` past its end (a reader
+ * ahead of another in the same run), or NULL. Under h->mu. */
+static run *run_reaching(stf__http *h, uint64_t off)
+{
+    for (int i = 0; i < RUNS; i++) {
+        run *r = &h->runs[i];
+        uint64_t reach = r->last ? 2 * r->last : RUN_FIRST;
+        if (r->next && r->next < off && off - r->next < reach) return r;
+    }
+    return NULL;
+}
+
+/* A run for a read that goes on with none: an unused one, else the least
+ * recently used one. Under h->mu. */
+static run *run_start(stf__http *h)
+{
+    run *v = &h->runs[0];
+    for (int i = 0; i < RUNS; i++) {
+        run *r = &h->runs[i];
+        if (!r->next) {
+            v = r;
+            break;
+        }
+        if (r->used < v->used) v = r;
+    }
+    *v = (run){ 0 };
+    return v;
+}
+
+/*
+ * A slot for the block run r fetches next from `off` for a read of `len`
+ * bytes, marked fetching: twice its last (RUN_FIRST for its first), at
+ * least `len`, at most STREAM_BLOCK and the rest of the file. The blocks
+ * hold at most STREAM_BLOCK in all: the least recently read ones are given
+ * up for its room; NULL when blocks being fetched leave too little (the
+ * read then asks for its own bytes). Under h->mu.
+ */
+static block *blk_claim(stf__http *h, const run *r, uint64_t off, size_t len)
+{
+    uint64_t n = r->last ? 2 * r->last : RUN_FIRST, held = 0;
+    if (n < len) n = len;
+    if (n > STREAM_BLOCK) n = STREAM_BLOCK;
+    if (n > h->id.size - off) n = h->id.size - off;
+    n = cut_at_held(h, off, n);
+    if (n < len) return NULL;
+    for (int i = 0; i < BLOCKS; i++) held += h->blks[i].len;
+    block *f = NULL;
+    for (;;) {
+        block *v = NULL;
+        f = NULL;
+        for (int i = 0; i < BLOCKS; i++) {
+            block *b = &h->blks[i];
+            if (!b->len) f = b;
+            else if (b->buf && (!v || b->used < v->used)) v = b;
+        }
+        if (f && held + n <= STREAM_BLOCK) break;
+        if (!v) return NULL;
+        held -= v->len;
+        stf__free(v->buf);
+        *v = (block){ 0 };
+    }
+    *f = (block){ off, n, NULL, h->tick };
+    return f;
+}
+
 /* The window's block holding byte `off` in `state`, or -1. Under h->mu. */
 static int slot_at(const stf__http *h, uint64_t off, int state)
 {
@@ -138,14 +281,19 @@ static int slot_at(const stf__http *h, uint64_t off, int state)
     return -1;
 }
 
-/* Copy what the kept segments, the streamed block and the window hold of
+/* Copy what the kept segments, the blocks and the window hold of
  * the front of [*off, *off + *len), advancing. Under h->mu. */
 static void copy_kept(stf__http *h, uint64_t *off, uint8_t **d, size_t *len)
 {
     while (*len) {
         const seg *s = seg_at(h, *off);
-        seg b = { h->blk_off, h->blk_len, h->blk };
-        if (!s && h->blk && *off >= b.off && *off - b.off < b.len) s = &b;
+        seg b;
+        block *r = s ? NULL : blk_at(h, *off, 1);
+        if (r) {
+            b = (seg){ r->off, r->len, r->buf };
+            s = &b;
+            r->used = h->tick;
+        }
         int k = s ? -1 : slot_at(h, *off, SLOT_READY);
         if (k >= 0) {
             b = (seg){ h->win[k].off, h->win[k].end - h->win[k].off, h->win[k].buf };
@@ -161,16 +309,31 @@ static void copy_kept(stf__http *h, uint64_t *off, uint8_t **d, size_t *len)
     }
 }
 
+/* Whether a block of the window ends at `off` (or the window does). Under
+ * h->mu. */
+static int slot_ending(const stf__http *h, uint64_t off)
+{
+    if (off == h->win_end) return 1;
+    for (int i = 0; i < WINDOW_SLOTS; i++)
+        if (h->win[i].state != SLOT_FREE && h->win[i].end == off) return 1;
+    return 0;
+}
+
 /*
- * A slot of the window for [off, off + WINDOW_BLOCK) (within the size),
- * marked fetching: a free one, else the ready one lowest in the file among
- * those ending at or before `behind`; -1 when there is none. The single
- * reader's block goes: the window holds the streamed bytes now. Under
- * h->mu.
+ * A slot of the window for [off, off + want) (want at most WINDOW_BLOCK;
+ * within the size, cut where bytes held or on their way start), marked
+ * fetching: a free one,
+ * else the ready one lowest in the file among those ending at or before
+ * `behind`; -1 when there is none or byte `off` is held or on its way.
+ * Under h->mu.
  */
-static int slot_claim(stf__http *h, uint64_t off, uint64_t behind)
+static int slot_claim(stf__http *h, uint64_t off, uint64_t behind, uint64_t want)
 {
     int k = -1;
+    if (seg_at(h, off) || blk_at(h, off, 1) || blk_at(h, off, 0) ||
+        slot_at(h, off, SLOT_READY) >= 0 || slot_at(h, off, SLOT_FETCHING) >= 0 ||
+        slot_at(h, off, SLOT_FAILED) >= 0)
+        return -1;
     for (int i = 0; i < WINDOW_SLOTS; i++) {
         if (h->win[i].state == SLOT_FREE) {
             k = i;
@@ -182,20 +345,21 @@ static int slot_claim(stf__http *h, uint64_t off, uint64_t behind)
     }
     if (k < 0) return -1;
     stf__free(h->win[k].buf);
-    stf__free(h->blk);
-    h->blk = NULL;
-    h->blk_len = 0;
-    uint64_t n = h->id.size - off < WINDOW_BLOCK ? h->id.size - off : WINDOW_BLOCK;
-    h->win[k] = (slot){ SLOT_FETCHING, off, off + n, NULL };
+    uint64_t n = cut_at_held(h, off, h->id.size - off < want ? h->id.size - off : want);
+    h->win[k].state = SLOT_FETCHING;
+    h->win[k].off = off;
+    h->win[k].end = off + n;
+    h->win[k].buf = NULL;
     if (off + n > h->win_end) h->win_end = off + n;
     h->ask_end = off + n;
     return k;
 }
 
-/* Fetch the window's slot k, claimed by this thread: ready, or free again
- * when it failed (the readers of its bytes then ask for them themselves,
- * and meet the error). Called and returns under h->mu, which it lets go
- * while the request runs. */
+/* Fetch the window's slot k, claimed by this thread: ready, or failed,
+ * keeping the error for the readers of its bytes (the request has had its
+ * retries, and a file that changed stays changed: the answer that showed
+ * it first is the one named). Called and returns under h->mu, which it
+ * lets go while the request runs. */
 static void slot_fetch(stf__http *h, int k)
 {
     uint64_t off = h->win[k].off, n = h->win[k].end - off;
@@ -203,11 +367,14 @@ static void slot_fetch(stf__http *h, int k)
     uint8_t *buf = stf__malloc((size_t)n);
     stf_err e;
     stf_err_clear(&e);
-    int rc = buf ? stf__http_get(h->name, h->url, off, n, buf, 0, &h->id, NULL, &h->tally, &e) : STF_ENOMEM;
+    int rc = buf ? stf__http_get(h->name, h->url, off, n, buf, 0, &h->id, NULL, &h->tally,
+                                 &e)
+                 : stf__err(&e, STF_ENOMEM, "%s: out of memory", h->name);
     pthread_mutex_lock(&h->mu);
     if (rc) {
         stf__free(buf);
-        h->win[k] = (slot){ SLOT_FREE, 0, 0, NULL };
+        h->win[k].state = SLOT_FAILED;
+        h->win[k].err = e;
     } else {
         h->win[k].buf = buf;
         h->win[k].state = SLOT_READY;
@@ -220,23 +387,31 @@ static void slot_fetch(stf__http *h, int k)
 int stf__http_read(stf__http *h, uint64_t off, void *dst, size_t len, stf_err *err)
 {
     uint8_t *d = dst;
-    /* Each read fetches at most one block ahead for others and one for
-     * itself: a block that failed is asked for by its readers, once. */
+    /* Each read fetches at most one block of the window ahead for others
+     * and one for itself. */
     int ahead = 1, own = 1;
     /* Kept bytes first; the request asks for the rest. */
     pthread_mutex_lock(&h->mu);
     h->readers++;
+    h->tick++;
     for (;;) {
         copy_kept(h, &off, &d, &len);
         if (!len) break;
-        if (h->pending && off >= h->pend_off && off < h->pend_end) {
+        if (blk_at(h, off, 0)) {
             pthread_cond_wait(&h->cv, &h->mu);
             continue;
+        }
+        int f = slot_at(h, off, SLOT_FAILED);
+        if (f >= 0) { /* its block's request failed: this read fails with it */
+            if (err) *err = h->win[f].err;
+            h->readers--;
+            pthread_mutex_unlock(&h->mu);
+            return h->win[f].err.code ? h->win[f].err.code : STF_EIO;
         }
         if (slot_at(h, off, SLOT_FETCHING) >= 0) {
             /* Its block is on its way: fetch the one after the window
              * meanwhile, in a slot free or read past, then wait. */
-            int k = ahead && h->win_end < h->id.size ? slot_claim(h, h->win_end, off) : -1;
+            int k = ahead && h->win_end < h->id.size ? slot_claim(h, h->win_end, off, WINDOW_BLOCK) : -1;
             if (k >= 0) {
                 ahead = 0;
                 slot_fetch(h, k);
@@ -245,12 +420,22 @@ int stf__http_read(stf__http *h, uint64_t off, void *dst, size_t len, stf_err *e
             }
             continue;
         }
-        /* Others read too, and this read goes on from a request or the
-         * window: a block of the window from here. */
-        if (own && h->readers > 1 && len < WINDOW_BLOCK && !h->pending &&
-            (off == h->seq_end || off == h->ask_end || off == h->win_end)) {
-            int k = slot_claim(h, off, UINT64_MAX);
+        /* Others read too, and this read goes on from a request, a run
+         * or the window: a block of the window from here, a whole one where the
+         * window's blocks end, else as large as a run's next block. */
+        if (own && h->readers > 1 && len < WINDOW_BLOCK && !blk_at(h, UINT64_MAX, 0) &&
+            (off == h->seq_end || off == h->ask_end || off == h->win_end ||
+             run_going_on(h, off))) {
+            run *r = run_going_on(h, off);
+            uint64_t want = r && r->last ? 2 * r->last : RUN_FIRST;
+            if (want < len) want = len;
+            if (want > WINDOW_BLOCK || slot_ending(h, off)) want = WINDOW_BLOCK;
+            int k = slot_claim(h, off, UINT64_MAX, want);
             if (k >= 0) {
+                if (!r) r = run_start(h);
+                r->next = h->win[k].end;
+                r->last = h->win[k].end - off;
+                r->used = h->tick;
                 own = 0;
                 slot_fetch(h, k);
                 continue;
@@ -258,14 +443,26 @@ int stf__http_read(stf__http *h, uint64_t off, void *dst, size_t len, stf_err *e
         }
         break;
     }
-    int stream = len && off == h->seq_end && len < STREAM_BLOCK && h->readers == 1;
-    uint64_t n = stream && h->id.size - off < STREAM_BLOCK ? h->id.size - off : STREAM_BLOCK;
-    if (stream) {
-        h->pending = 1;
-        h->pend_off = off;
-        h->pend_end = off + n;
+    /* The rest: a run's next block when the read goes on with a run and
+     * is the one under way, else its own bytes. */
+    run *r = len ? run_going_on(h, off) : NULL;
+    block *b = r && len < STREAM_BLOCK && h->readers == 1 ? blk_claim(h, r, off, len) : NULL;
+    int stream = b != NULL;
+    uint64_t n = stream ? b->len : len;
+    if (len) {
+        /* A read a little ahead of a run goes on with it, from its end:
+         * the bytes between are another reader's, on their own way. */
+        if (!r) r = run_reaching(h, off);
+        if (!r) r = run_start(h);
+        r->next = off + n;
+        if (stream) r->last = n;
+        r->used = h->tick;
     }
-    if (len) h->ask_end = off + (stream ? n : len);
+    if (len) h->ask_end = off + n;
+    if (len && !stream) {
+        h->fly[h->fly_next] = (stf__range){ off, len };
+        h->fly_next = (h->fly_next + 1) % FLYING;
+    }
     pthread_mutex_unlock(&h->mu);
     int rc = 0;
     uint8_t *blk = NULL;
@@ -283,16 +480,14 @@ int stf__http_read(stf__http *h, uint64_t off, void *dst, size_t len, stf_err *e
     if (!rc) memcpy(d, blk, len);
 done:
     pthread_mutex_lock(&h->mu);
-    if (len) h->seq_end = off + (stream ? n : len);
+    if (len) h->seq_end = off + n;
     if (stream) {
         if (!rc) {
-            stf__free(h->blk);
-            h->blk = blk;
-            h->blk_off = off;
-            h->blk_len = n;
+            b->buf = blk;
             blk = NULL;
+        } else {
+            *b = (block){ 0 };
         }
-        h->pending = 0;
         pthread_cond_broadcast(&h->cv);
     }
     h->readers--;
@@ -377,7 +572,7 @@ void stf__http_free(stf__http *h)
     if (!h) return;
     for (size_t i = 0; i < h->nsegs; i++) stf__free(h->segs[i].buf);
     stf__free(h->segs);
-    stf__free(h->blk);
+    for (int i = 0; i < BLOCKS; i++) stf__free(h->blks[i].buf);
     for (int i = 0; i < WINDOW_SLOTS; i++) stf__free(h->win[i].buf);
     stf__free(h->url);
     stf__free(h->name);

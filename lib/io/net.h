@@ -73,7 +73,9 @@ uint64_t stf__http_size(const stf__http *h);
 
 /*
  * Copy [off, off + len) into dst: from the bytes kept (the first range,
- * prefetched ranges) where they hold it, the rest with one range request.
+ * prefetched ranges, blocks read ahead) where they hold it, the rest with
+ * one range request, of its own bytes or of a block read ahead (a read
+ * that goes on where an earlier one ended).
  * The caller has checked the range lies inside the size. Errors as
  * stf__http_open, with err->offset the first byte of the range.
  */

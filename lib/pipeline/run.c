@@ -182,8 +182,10 @@ static void on_block(void *ud, const stf__job *job)
     else report(rc, wo->pub.name, wo->pub.name_len);
 }
 
-/* Add output i with its source; a copy or cast of a compressed input is
- * deferred and noted in ctx->late. */
+/* Add output i with its source; a copy or cast of a compressed or remote
+ * input is deferred and noted in ctx->late, so that the pass reads such an
+ * input once, in order (a copy read at prepare would break the runs of
+ * reads a remote source reads ahead on, or decode a frame twice). */
 static int add_output(stf_writer *w, const stf_plan *p, size_t i, cast_src *casts,
                       size_t *ncasts, run_ctx *ctx, stf_err *err)
 {
@@ -229,7 +231,8 @@ static int add_output(stf_writer *w, const stf_plan *p, size_t i, cast_src *cast
             src.fn = cast_produce;
             src.ud = cs;
         }
-        if (stf_ckpt_shard_storage(p->c, in->shard) != STF_STORAGE_PLAIN) {
+        if (stf_ckpt_shard_storage(p->c, in->shard) != STF_STORAGE_PLAIN ||
+            stf_net_is_remote(stf_ckpt_shard_path(p->c, in->shard))) {
             ctx->late[ctx->nlate++] = (struct late){ i, (size_t)t->src,
                                                      src.kind == STF_SRC_FN ? src.ud : NULL };
             src.kind = STF_SRC_DEFERRED;
