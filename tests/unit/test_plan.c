@@ -54,6 +54,39 @@ static void test_rules_in_order_until_terminal(void **state)
     pt_free(&k);
 }
 
+/* A layer's record is made when first asked: when memory runs out for it
+ * (the table of records, then the record) the answer is NULL and nothing is
+ * kept; the next ask makes it, and every ask after gives the same one. */
+static void test_layer_record_when_memory_runs_out(void **state)
+{
+    (void)state;
+    pt_ckpt k = { 0 };
+    PT_ADD(&k, "a.weight", "I8", NULL, 4, 256);
+    PT_ADD(&k, "a.weight_scale", "BF16", g_s, 4, 1);
+    pt_marker(&k, "a.comfy_quant", "{\"format\": \"int8_tensorwise\"}");
+    pt_open(&k);
+    pt_recipe(&k, "stfix: 1\ntarget: sglang\nrules:\n"
+                  "  - name: cast\n    match: {scale_dtype: BF16}\n    do: cast-scale\n");
+    pt_plan_ok(&k);
+    for (long n = 1; n <= 2; n++) {
+        st_alloc_arm(n);
+        st_alloc_install();
+        const stf_plan_layer_info *l = stf_plan_layer(k.p, 0);
+        st_alloc_uninstall();
+        assert_null(l);
+        assert_int_equal(st_alloc_calls(), n);
+        assert_int_equal(st_alloc_live(), n - 1); /* only the table, once made */
+    }
+    const stf_plan_layer_info *l = stf_plan_layer(k.p, 0);
+    assert_non_null(l);
+    assert_string_equal(l->summary, "scale BF16 -> F32");
+    assert_int_equal(l->nrules, 1);
+    assert_string_equal(l->rules[0], "cast");
+    assert_ptr_equal(stf_plan_layer(k.p, 0), l);
+    assert_null(stf_plan_layer(k.p, 1));
+    pt_free(&k);
+}
+
 static void test_untouched_checkpoint_is_all_copies(void **state)
 {
     (void)state;
@@ -494,6 +527,7 @@ int main(void)
         cmocka_unit_test(test_prefix_merge_before_rules),
         cmocka_unit_test(test_prefix_no_merge),
         cmocka_unit_test(test_bundled_recipes_on_healthy),
+        cmocka_unit_test(test_layer_record_when_memory_runs_out),
         cmocka_unit_test(test_bundled_recipes_on_broken),
         cmocka_unit_test(test_refusals_name_layer_and_rule),
         cmocka_unit_test(test_regular_rotation_above_1024),
