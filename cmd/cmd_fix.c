@@ -423,6 +423,15 @@ int cmd_fix(int argc, char **argv)
         ex = cli_report("fix", &err);
         goto done;
     }
+    /* The summary reads every layer's record, made when first asked and
+     * kept: made now, before anything is written, so that memory running
+     * out for them leaves no output behind. */
+    for (size_t i = 0; i < stf_plan_layer_count(p); i++) {
+        if (!stf_plan_layer(p, i)) {
+            ex = cli_report_code("fix", STF_ENOMEM);
+            goto done;
+        }
+    }
 
     if (!stf_plan_changed(p) && a.fail_if_unchanged) {
         /* Nothing to repair: the summary says what would have been copied,

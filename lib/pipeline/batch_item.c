@@ -279,6 +279,7 @@ static int plan_layers(stf_batch_result *r, const stf_plan *p)
     size_t nl = stf_plan_layer_count(p);
     for (size_t i = 0; i < nl; i++) {
         const stf_plan_layer_info *l = stf_plan_layer(p, i);
+        if (!l) return STF_ENOMEM;
         if (!l->changed) continue;
         stf__batch_layer *g = stf__realloc(r->layers, (r->nlayers + 1) * sizeof *g);
         if (!g) return STF_ENOMEM;

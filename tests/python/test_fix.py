@@ -51,6 +51,17 @@ def test_plan():
     assert p.bytes_total > 0 and p.layers
 
 
+def test_plan_layer_out_of_memory(monkeypatch):
+    """The library makes a layer's record when first asked and answers NULL
+    when memory runs out for it: that is a MemoryError, not a crash."""
+    from stfix import _recipe
+    real = _recipe.lib.stf_plan_layer
+    monkeypatch.setattr(_recipe.lib, "stf_plan_layer",
+                        lambda p, i: type(real(p, i))() if i == 1 else real(p, i))
+    with pytest.raises(MemoryError, match="layer 1 of the plan"):
+        stfix.plan("fixtures/comfy/healthy_int8_g64.safetensors", "quantize-int8-convrot")
+
+
 def test_error_classes(tmp_path):
     with pytest.raises(stfix.InvalidInputError) as e:
         stfix.open("fixtures/malformed/s02_header_too_large.safetensors")

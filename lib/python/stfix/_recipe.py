@@ -123,14 +123,22 @@ class PlanLayer:
         return "<PlanLayer %r: %s>" % (self.prefix, self.summary)
 
 
+def _plan_layer(p: ctypes.c_void_p, i: int) -> Any:
+    """Layer i's record; the library makes it when first asked, and says NULL
+    when memory ran out for it."""
+    li = lib.stf_plan_layer(p, i)
+    if not li:
+        raise MemoryError("stfix: out of memory for layer %d of the plan" % i)
+    return li.contents
+
+
 class Plan:
     """What a recipe would do to a checkpoint (``stfix plan``): ``layers``, ``changed``
     (whether the output would differ), ``tensors``, ``dropped``, ``bytes_total`` and
     ``bytes_copied``."""
 
     def __init__(self, p: ctypes.c_void_p) -> None:
-        self.layers = [PlanLayer(lib.stf_plan_layer(p, i).contents)
-                       for i in range(lib.stf_plan_layer_count(p))]
+        self.layers = [PlanLayer(_plan_layer(p, i)) for i in range(lib.stf_plan_layer_count(p))]
         self.changed = bool(lib.stf_plan_changed(p))
         self.tensors = int(lib.stf_plan_tensor_count(p))
         self.dropped = int(lib.stf_plan_dropped_count(p))
