@@ -24,15 +24,5 @@ timed() { # timed J
     rs_timed /dev/null "$STFIX" batch -q --net-jobs "$1" -o "$tmp/out" $urls
     sed 's/"seconds":[0-9.e+-]*//' "$tmp/out/stfix-report.jsonl" >"$tmp/report.$1"
 }
-reps=${BENCH_REPS:-3}
-r=0
-while [ "$r" -lt "$reps" ]; do
-    timed 1 >>"$tmp/one"
-    timed 8 >>"$tmp/eight"
-    r=$((r + 1))
-done
-if ! cmp -s "$tmp/report.1" "$tmp/report.8"; then
-    echo "remote_batch: the reports differ between --net-jobs 1 and 8" >&2
-    exit 1
-fi
+rs_rounds remote_batch "$tmp/report.1" "$tmp/report.8"
 rs_report "batch of $n URLs"

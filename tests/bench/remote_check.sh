@@ -19,15 +19,5 @@ n=200
 rs_serve remote "$n" fixtures/comfy/healthy_int8_g64.safetensors
 # "WALL CPU RC" of one run, its reports in $tmp/out.J.
 timed() { rs_timed "$tmp/out.$1" "$STFIX" check --net-jobs "$1" $urls; }
-reps=${BENCH_REPS:-3}
-r=0
-while [ "$r" -lt "$reps" ]; do
-    timed 1 >>"$tmp/one"
-    timed 8 >>"$tmp/eight"
-    r=$((r + 1))
-done
-if ! cmp -s "$tmp/out.1" "$tmp/out.8"; then
-    echo "remote_check: the reports differ between --net-jobs 1 and 8" >&2
-    exit 1
-fi
+rs_rounds remote_check "$tmp/out.1" "$tmp/out.8"
 rs_report "check of $n URLs"
