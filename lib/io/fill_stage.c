@@ -159,8 +159,6 @@ static int claim(stf__fstage *st, uint64_t b, int small)
             if (posix_memalign(&p, STF__FS_ALIGN, STF__FS_BLOCK) != 0) return REFUSED;
             s->buf = p;
         }
-        /* A last block's padding goes out as it is: the sink cuts the
-         * file back to its size right after. */
         s->used = 1;
         s->small = small;
         st->nsmall += small;
@@ -273,6 +271,10 @@ static int write_block(stf__fstage *st, const stf__fs_slot *s)
     int rc = s->need == len ? 0 : read_gaps(st, s, len);
     if (rc) return rc;
     if (st->hook && st->hook(st->hook_ud, off, (size_t)len)) return ENOSPC;
+    /* A last block goes out padded to the alignment, and the file is cut
+     * back to its size right after: the padding is zeros, never whatever
+     * the buffer held before (another block's bytes, or the heap's). */
+    if (out != len) memset(s->buf + len, 0, (size_t)(out - len));
     int e = stf__pwrite_full(st->dfd, s->buf, (size_t)out, off);
     if (e) return e;
     if (out != len && ftruncate(st->tfd, (off_t)st->size) != 0) return errno;
