@@ -6,7 +6,8 @@
  * literal character: layer names contain no glob syntax worth escaping.
  *
  * Matching is a dynamic-programming pass over the name (O(pattern × name)),
- * never backtracking, so a hostile pattern cannot make it slow.
+ * never backtracking, so a hostile pattern cannot make it slow; it stops at
+ * the first token that no prefix of the name matches.
  */
 #include <string.h>
 
@@ -114,6 +115,7 @@ int stf__glob_match_n(const char *pattern, const char *name, size_t m)
     for (size_t t = 0; t < nt; t++) {
         memset(next, 0, m + 1);
         int seen = 0; /* some cur[i] with i < j is set (and, for T_TAIL, name[i] == '.') */
+        unsigned char live = 0; /* some next[j] is set */
         for (size_t j = 0; j <= m; j++) {
             char prev = j ? name[j - 1] : '\0';
             switch (toks[t].kind) {
@@ -138,7 +140,11 @@ int stf__glob_match_n(const char *pattern, const char *name, size_t m)
                 next[j] = cur[j] || seen;
                 break;
             }
+            live |= next[j];
         }
+        /* No prefix of the name matches the tokens so far, so none matches
+         * more of them: most patterns fail here, at their first literals. */
+        if (!live) return 0;
         unsigned char *sw = cur;
         cur = next;
         next = sw;
