@@ -117,16 +117,22 @@ def test_to_json_of_index_url_and_local_file(served):
 
 
 def logged(proc, log, path):
-    """(bytes, requests) lighttpd's access log holds for /path, once the requests ended:
-    SIGHUP writes out its buffer; wait (at most 10 s) for a line of path to land."""
-    proc.send_signal(signal.SIGHUP)
+    """(bytes, requests) lighttpd's access log holds for /path, once the requests ended.
+    lighttpd keeps the log in a buffer, which SIGHUP writes out, and logs a request once
+    it has sent the answer, which can be after the client has it: ask for the buffer
+    every 50 ms until the count of path's lines has held for 200 ms (at most 10 s)."""
+    last, held = None, 0
     for _ in range(200):
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(0.05)
         text = log.read_text() if log.exists() else ""
         lines = [ln for ln in text.splitlines() if ln.startswith("GET /%s " % path)]
-        if lines and text.endswith("\n"):
+        whole = bool(lines) and text.endswith("\n")
+        held = held + 1 if whole and len(lines) == last else 0
+        last = len(lines)
+        if held >= 4:
             return sum(int(ln.split()[-1]) for ln in lines), len(lines)
-        time.sleep(0.05)
-    pytest.fail("no request of /%s in lighttpd's log" % path)
+    pytest.fail("no settled request count of /%s in lighttpd's log" % path)
 
 
 def test_numeric_check_counts_the_pools_requests(served):
