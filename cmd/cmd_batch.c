@@ -12,8 +12,8 @@
  * the recipe (by default the repair recipe sglang-repair) leaves unchanged
  * is compliant and left alone. URL inputs are opened ahead, --net-jobs at
  * once (cli_ahead.c), their headers and markers fetched while earlier
- * checkpoints run; each is handed to stf_batch_run_item in its turn. One JSON line per checkpoint goes to the
- * report, appended and fsynced as each one ends, so a batch killed at any
+ * checkpoints run; each is handed to stf_batch_run_item in its turn. One
+ * JSON line per checkpoint goes to the report, appended and fsynced as each one ends, so a batch killed at any
  * moment resumes where it stopped. At the end the report is rewritten in
  * discovery order and a summary table goes to stderr. Exit statuses as
  * stfix(1) EXIT STATUS: 1 when a checkpoint failed or stayed non-compliant,
@@ -370,9 +370,6 @@ static int verify_report(const batch_args *a)
     return fl >= 0 ? cli_exit_worst(ex, fl) : ex;
 }
 
-/* Each item's output path into lines[i].out, and, unless a dry run,
- * whether the batch may write it (a refusal is kept as the item's); then
- * the report's path. -1 to go on, else the exit status to end with. */
 /*
  * Several inputs, some URLs, and --net-jobs over 1: open the URL inputs
  * ahead, net_jobs at once, each name kept in *names (its entry NULL for
@@ -393,13 +390,17 @@ static int read_ahead(cli_ahead **ah, char ***names, const batch_args *a,
         int done_before = 0;
         for (size_t k = 0; k < nold && !done_before; k++)
             done_before = old_input[k] && !strcmp(old_input[k], in);
-        if (!lines[i].refused && !done_before && stf_net_is_remote(in)) (*names)[i] = items->v[i].input;
+        if (!lines[i].refused && !done_before && stf_net_is_remote(in))
+            (*names)[i] = items->v[i].input;
     }
     if (cli_ahead_start(ah, *names, (int)items->n, a->net_jobs, NULL))
         return cli_report_code("batch", STF_ENOMEM);
     return -1;
 }
 
+/* Each item's output path into lines[i].out, and, unless a dry run,
+ * whether the batch may write it (a refusal is kept as the item's); then
+ * the report's path. -1 to go on, else the exit status to end with. */
 static int judge_paths(batch_args *a, const stf_batch_list *all, const stf_batch_list *items,
                        line *lines, char *const *roots, size_t nroots, const char *report)
 {
