@@ -569,6 +569,10 @@ void cli_jw_begin(cli_jw *w, FILE *o, int oneline);
 void cli_jw_text(cli_jw *w, const char *t);          /* punctuation, keys: as they are */
 void cli_jw_str(cli_jw *w, const char *s, size_t n); /* s[0..n) as a string literal */
 void cli_jw_value(cli_jw *w, cJSON *v);              /* a built tree, printed and freed */
+/* A member of an object: its separator (none when first, a break where v
+ * asks for one, as a built object lays it out), "key": and v, as
+ * cli_jw_value. */
+void cli_jw_member(cli_jw *w, int first, const char *key, cJSON *v);
 void cli_jw_diag(cli_jw *w, const stf_diag *d, int with_fix); /* as cli_j_diag */
 int cli_jw_end(cli_jw *w);
 

@@ -253,6 +253,13 @@ static void put_key(cli_jw *w, const char *k)
     cli_jw_text(w, k[0] == '"' ? ": " : "\": ");
 }
 
+/* What comes before a member of an object that is not its first: a break
+ * where the member asks for one (CLI_J_BREAK), else ", ". */
+static void member_sep(cli_jw *w, const cJSON *c)
+{
+    cli_jw_text(w, c && (c->type & CLI_J_BREAK) ? ",\n " : ", ");
+}
+
 static void put_children(cli_jw *w, const cJSON *j, const char *open, const char *close)
 {
     int lines = (j->type & CLI_J_LINES) != 0, obj = open[0] == '{';
@@ -260,7 +267,8 @@ static void put_children(cli_jw *w, const cJSON *j, const char *open, const char
     const cJSON *c = j->child;
     for (int first = 1; c; c = c->next, first = 0) {
         if (lines) cli_jw_text(w, first ? "\n  " : ",\n  ");
-        else if (!first) cli_jw_text(w, obj && (c->type & CLI_J_BREAK) ? ",\n " : ", ");
+        else if (!first && obj) member_sep(w, c);
+        else if (!first) cli_jw_text(w, ", ");
         if (obj) put_key(w, c->string);
         put(w, c);
     }
@@ -294,6 +302,14 @@ void cli_jw_value(cli_jw *w, cJSON *v)
     failed = 0;
     if (!w->failed) put(w, v);
     cJSON_Delete(v);
+}
+
+/* A member of an object written as it goes; see cli.h. */
+void cli_jw_member(cli_jw *w, int first, const char *key, cJSON *v)
+{
+    if (!first) member_sep(w, v);
+    put_key(w, key);
+    cli_jw_value(w, v);
 }
 
 /* End a document; see cli.h. */

@@ -182,18 +182,6 @@ static int print_human(FILE *o, const char *file, const char *recipe, const stf_
     return 0;
 }
 
-/* A member of the document, as cli_json_print lays one out: ", " (or the
- * break its layout asks for) unless it is the first, the key, and v,
- * printed and freed. */
-static void member(cli_jw *w, int first, const char *key, cJSON *v)
-{
-    if (!first) cli_jw_text(w, v && (v->type & CLI_J_BREAK) ? ",\n " : ", ");
-    cli_jw_text(w, "\"");
-    cli_jw_text(w, key);
-    cli_jw_text(w, "\": ");
-    cli_jw_value(w, v);
-}
-
 static cJSON *layer_json(const stf_plan_layer_info *l)
 {
     cJSON *x = cli_j_object(0), *acts = cli_j_array(0);
@@ -242,14 +230,14 @@ static int print_json(FILE *o, const char *file, const char *recipe, const stf_r
     int oom = 0;
     cli_jw_begin(&w, o, 0);
     cli_jw_text(&w, "{");
-    member(&w, 1, "file", cli_j_str(file));
-    member(&w, 0, "recipe", cli_j_str(recipe));
-    member(&w, 0, "recipe_sha256", cli_j_str(stf_recipe_sha256(r)));
-    member(&w, 0, "targets", cli_j_targets(stf_plan_targets(p)));
+    cli_jw_member(&w, 1, "file", cli_j_str(file));
+    cli_jw_member(&w, 0, "recipe", cli_j_str(recipe));
+    cli_jw_member(&w, 0, "recipe_sha256", cli_j_str(stf_recipe_sha256(r)));
+    cli_jw_member(&w, 0, "targets", cli_j_targets(stf_plan_targets(p)));
     cJSON *tpo = cli_j_object(0);
     cli_tp_profile_add(tpo, tp);
-    member(&w, 0, "tp", tpo);
-    member(&w, 0, "changed", cli_j_bool(stf_plan_changed(p)));
+    cli_jw_member(&w, 0, "tp", tpo);
+    cli_jw_member(&w, 0, "changed", cli_j_bool(stf_plan_changed(p)));
     cli_jw_text(&w, ", \"layers\": [");
     for (size_t i = 0; i < stf_plan_layer_count(p) && !w.failed && !oom; i++) {
         if ((oom = layer_at(&rec, p, i, &buf, &cap))) break;
@@ -271,12 +259,12 @@ static int print_json(FILE *o, const char *file, const char *recipe, const stf_r
         const char *d = stf_plan_dropped_n(p, i, &len);
         cli_j_push(dropped, cli_j_strn(d, len));
     }
-    member(&w, 0, "dropped", dropped);
+    cli_jw_member(&w, 0, "dropped", dropped);
     for (size_t i = 0; i < stf_plan_meta_count(p); i++) {
         const stf_meta_entry *e = stf_plan_meta(p, i);
         cli_j_add_raw_key(meta, e->key, e->key_len, cli_j_strn(e->value, e->value_len));
     }
-    member(&w, 0, "metadata", meta);
+    cli_jw_member(&w, 0, "metadata", meta);
     size_t changed, copied;
     count(p, &changed, &copied);
     cli_j_add(tot, "tensors", cli_j_u64(stf_plan_tensor_count(p)), 0);
@@ -285,12 +273,12 @@ static int print_json(FILE *o, const char *file, const char *recipe, const stf_r
     cli_j_add(tot, "dropped", cli_j_u64(stf_plan_dropped_count(p)), 0);
     cli_j_add(tot, "bytes_total", cli_j_u64(stf_plan_bytes_total(p)), 0);
     cli_j_add(tot, "bytes_copied", cli_j_u64(stf_plan_bytes_copied(p)), 0);
-    member(&w, 0, "totals", tot);
+    cli_jw_member(&w, 0, "totals", tot);
     /* A remote input's "network" member, last. */
     cJSON *net = cli_j_object(0);
     cli_net_json("plan", file, c, net);
     for (cJSON *m; net && (m = net->child) != NULL;)
-        member(&w, 0, m->string, cJSON_DetachItemViaPointer(net, m));
+        cli_jw_member(&w, 0, m->string, cJSON_DetachItemViaPointer(net, m));
     cJSON_Delete(net);
     cli_jw_text(&w, "}");
     if (!w.failed && !oom) fputc('\n', o);
