@@ -9,8 +9,9 @@
  * last, sit before the weights), so hashing as they arrive is not an
  * option. A compressed output counts the digits as bytes still to be
  * filled (writer_zstd.c), and its sink compresses the frame that holds
- * them when the patch puts them in. A comparing writer (stfix verify) makes the header with the value
- * the existing file holds: its tensors are compared byte for byte anyway.
+ * them when the patch puts them in. A comparing writer (stfix verify)
+ * makes the header with the value the existing file holds: its tensors
+ * are compared byte for byte anyway.
  */
 #include <stdio.h>
 #include <string.h>

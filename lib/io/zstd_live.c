@@ -5,10 +5,11 @@
  * brings a frame's count to zero reads the frame back from the
  * uncompressed temp file (the page cache: the compressing sink,
  * sink_zstd.c, turns direct I/O off for it) and compresses it on its own
- * thread, a worker of the pool, with the encoder stf__zstd_pack uses. Frames complete out of file order (the
- * small scale tensors at the front are filled a few rows at a time until
- * the very end), so each compressed frame is appended to a spool, a temp
- * file beside the output, and its place recorded; at commit the frames
+ * thread, a worker of the pool, with the encoder stf__zstd_pack uses.
+ * Frames complete out of file order (the small scale tensors at the front
+ * are filled a few rows at a time until the very end), so each compressed
+ * frame is appended to a spool, a temp file beside the output, and its
+ * place recorded; at commit the frames
  * are copied from the spool in frame order, the frames nobody filled
  * (prepare's bytes) are compressed then, and the seek table closes the
  * file. Each frame is compressed independently with the same parameters,
